@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: MIT
+# probing: one non-recursive Makefile. `make` builds the CLI and one probe library per CPython
+# minor version found (tools/pythons.sh; PYTHONS="3.11 3.12" narrows it). Outputs go to
+# build/<variant>/ laid out like an install: bin/probing, lib/probing/libprobing-3.X.so.
+#   make [all] | test | demo | bench | asan | fuzz | install PREFIX=... | clean | V=1
+
+.DEFAULT_GOAL := all
+VARIANT ?= release
+B := build/$(VARIANT)
+CC ?= cc
+PREFIX ?= /usr/local
+DESTDIR ?=
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+PKGS := libcjson libuv
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wformat=2 -Wvla \
+        -Wwrite-strings -Wundef
+ifeq ($(CI),true)
+WARN += -Werror
+endif
+ifeq ($(VARIANT),debug)
+OPT := -O0 -g3
+else ifeq ($(VARIANT),asan)
+OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+OPT := -O2 -g -DNDEBUG
+endif
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(OPT) $(WARN) -Icommon -Idap \
+               -Iprobe -Iinjector $(PKG_CFLAGS) -MMD -MP
+CFLAGS_EXTRA ?=
+LDFLAGS_EXTRA ?=
+ifeq ($(VARIANT),asan)
+LDFLAGS_EXTRA += -fsanitize=address,undefined
+endif
+
+COMMON_SRCS := $(wildcard common/*.c)
+DAP_SRCS := $(wildcard dap/*.c)
+# The CLI is a DAP client: framing, envelopes and the client only (no handlers).
+DAP_CLIENT_SRCS := dap/frame.c dap/msg.c dap/client.c
+INJ_SRCS := $(filter-out injector/cli_%.c,$(wildcard injector/*.c))
+CLI_SRCS := $(wildcard injector/cli_*.c)
+PROBE_SRCS := $(wildcard probe/*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+# ---- version-independent objects (CLI, injector, dap, common) ----
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
+
+CLI_BIN := $(B)/bin/probing
+$(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
+
+# ---- one probe library per CPython minor version ----
+PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)
+PY_MINORS := $(foreach i,$(shell seq 1 3 $(words $(PY_LINES))),$(word $(i),$(PY_LINES)))
+pyinc = $(word $(shell expr $$(echo "$(PY_LINES)" | tr ' ' '\n' | grep -nx '$(1)' | cut -d: -f1 | head -1) + 1),$(PY_LINES))
+
+PROBE_LIBS :=
+define probe_rules
+PYINC_$(1) := $(call pyinc,$(1))
+$(B)/obj/py$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	@echo "  CC$(1)  $$<"
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+$(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_SRCS)) $(call obj,$(DAP_SRCS) $(COMMON_SRCS))
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
+	    -o $$@ $$^ $$(PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread
+PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
+endef
+$(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
+
+PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
+
+.PHONY: all deps test unit e2e demo bench asan fuzz install clean cross-aarch64 check-exports
+all: deps $(CLI_BIN) $(PROBE_LIBS) check-exports
+
+deps:
+	@tools/deps.sh
+
+# The probe is a guest: it exports only its entry points (STYLE.md).
+check-exports: $(PROBE_LIBS)
+	@for l in $(PROBE_LIBS); do \
+	  bad=$$(nm -D --defined-only $$l | awk '$$2 ~ /^[TDBRVW]$$/ {print $$3}' | grep -v '^probing_' | grep -v '^_init$$\|^_fini$$\|^_edata$$\|^_end$$\|^__bss_start$$' || true); \
+	  if [ -n "$$bad" ]; then echo "probing: error: $$l exports $$bad: make it static or hidden" >&2; exit 1; fi; \
+	done
+
+# ---- tests ----
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(B)/tests/unit-tests
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
+
+unit: all $(UNIT_BIN)
+	$(UNIT_BIN)
+
+e2e: all
+	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
+
+cross-aarch64:
+	@mkdir -p $(B)/aarch64
+	@for f in $(INJ_SRCS) $(COMMON_SRCS); do \
+	  echo "  CCarm64 $$f"; \
+	  aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE $(WARN) -Werror -O2 -Icommon -Iinjector -c $$f \
+	    -o $(B)/aarch64/$$(basename $$f .c).o || exit 1; \
+	done
+
+test: all cross-aarch64 unit e2e
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
+	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/probing
+	install -m 644 $(PROBE_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
+	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

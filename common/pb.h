@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* Code shared by the CLI, the injector, dap/ and the probe: error codes with their messages,
+ * the error-detail struct, and logging. Kept tiny on purpose; see STYLE.md "Layout and names".
+ * Errors: functions return 0 or a negative code (-errno, or a PB_E* code below). */
+#ifndef PB_H
+#define PB_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Project error codes, in their own negative range below -errno values. */
+#define PB_ERRORS(X)                                                      \
+    X(PB_EUNKNOWN, -1000, "unknown error")                                \
+    X(PB_ENOPYTHON, -1001, "not a Python process")                        \
+    X(PB_ENOBUILD, -1002, "no probe build for this CPython version")      \
+    X(PB_ETRACED, -1003, "process is already traced")                     \
+    X(PB_ESTOPPED, -1004, "process is stopped")                           \
+    X(PB_ETIMEDOUT, -1005, "timed out")                                   \
+    X(PB_EDLOPEN, -1006, "dlopen failed in the target")                   \
+    X(PB_EPROTO, -1007, "protocol error")                                 \
+    X(PB_ENOPROBE, -1008, "no probe loaded")                              \
+    X(PB_EUSAGE, -1009, "usage error")                                    \
+    X(PB_EGONE, -1010, "process exited")                                  \
+    X(PB_ENOGIL, -1011, "the GIL could not be had")                       \
+    X(PB_EBADARG, -1012, "bad argument")                                  \
+    X(PB_EAUTH, -1013, "not authorised")                                  \
+    X(PB_ESTATE, -1014, "request not valid in this state")
+
+enum pb_code {
+#define PB_ENUM_(name, val, msg) name = val,
+    PB_ERRORS(PB_ENUM_)
+#undef PB_ENUM_
+};
+
+/* Detail of an error, filled by the layer that knows why. */
+struct pb_err {
+    int code;
+    char msg[256];
+};
+
+/* Message for a code: a PB_E* code's text or strerror(-code). Never NULL. */
+const char *pb_strerror(int code);
+
+/* Fill e (if not NULL) with code and a formatted message; returns code, so that
+ * `return pb_err_set(e, -EPERM, "...")` reads naturally. */
+int pb_err_set(struct pb_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pb_err_clear(struct pb_err *e);
+
+/* Logging. Levels: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace (every DAP message).
+ * The level and file come from PROBING_LOG_LEVEL / PROBING_LOG; without PROBING_LOG nothing is
+ * written anywhere (the probe must never touch the host's stdout/stderr). */
+enum { PB_LOG_OFF, PB_LOG_ERROR, PB_LOG_WARN, PB_LOG_INFO, PB_LOG_DEBUG, PB_LOG_TRACE };
+extern int pb_log_level;
+void pb_log_init(const char *who);
+void pb_log_write(int level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define PB_LOG(level, ...)                                                \
+    do {                                                                  \
+        if ((level) <= pb_log_level)                                      \
+            pb_log_write((level), __FILE__, __LINE__, __VA_ARGS__);       \
+    } while (0)
+
+/* Small helpers. */
+size_t pb_strlcpy(char *dst, const char *src, size_t n);
+/* Read a whole small file (e.g. under /proc) into buf, NUL-terminated. Returns bytes read or
+ * -errno. */
+long pb_read_file(const char *path, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* A blocking DAP client for the CLI: connect over a Unix socket or TCP, send a request, wait for
+ * its response with a timeout (events seen meanwhile go to a callback). Each message is written
+ * with one write; TCP_NODELAY is set. */
+#include "dap.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+void dap_client_init(struct dap_client *c, int timeout_ms)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
+    dap_reader_init(&c->r, 256u << 20);
+}
+
+int dap_client_connect_unix(struct dap_client *c, const char *path, struct pb_err *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return pb_err_set(err, -ENAMETOOLONG, "socket path too long: %s", path);
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return pb_err_set(err, -errno, "socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(fd);
+        return pb_err_set(err, -e, "connect to %s: %s", path, strerror(e));
+    }
+    c->fd = fd;
+    return 0;
+}
+
+int dap_client_connect_tcp(struct dap_client *c, const char *host, int port, struct pb_err *err)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    char ports[16];
+    snprintf(ports, sizeof ports, "%d", port);
+    int g = getaddrinfo(host, ports, &hints, &res);
+    if (g != 0)
+        return pb_err_set(err, -EHOSTUNREACH, "cannot resolve %s: %s", host, gai_strerror(g));
+    int rc = -ECONNREFUSED, e = ECONNREFUSED;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            c->fd = fd;
+            rc = 0;
+            break;
+        }
+        e = errno;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    if (rc < 0)
+        return pb_err_set(err, -e, "connect to %s:%d: %s", host, port, strerror(e));
+    return 0;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Waits for the next message until deadline. 1 with *msg, or a negative code. */
+static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struct pb_err *err)
+{
+    for (;;) {
+        int rc = dap_reader_next(&c->r, msg, err);
+        if (rc != 0)
+            return rc;
+        long long left = deadline - now_ms();
+        if (left <= 0)
+            return pb_err_set(err, PB_ETIMEDOUT, "no answer from the probe within %d ms",
+                              c->timeout_ms);
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno != EINTR)
+            return pb_err_set(err, -errno, "poll: %s", strerror(errno));
+        if (pr <= 0)
+            continue;
+        char buf[65536];
+        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return pb_err_set(err, -ECONNRESET, "the probe closed the connection");
+        rc = dap_reader_feed(&c->r, buf, (size_t)n, err);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
+                       struct pb_err *err)
+{
+    if (body)
+        *body = NULL;
+    int seq = ++c->seq;
+    cJSON *req = dap_msg_request(seq, command, args);
+    if (!req)
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    size_t len = 0;
+    char *buf = dap_encode(req, &len);
+    cJSON_Delete(req);
+    if (!buf)
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    int rc = write_all(c->fd, buf, len);
+    free(buf);
+    if (rc < 0)
+        return pb_err_set(err, rc, "sending '%s' to the probe: %s", command, strerror(-rc));
+    long long deadline = now_ms() + c->timeout_ms;
+    for (;;) {
+        cJSON *m = NULL;
+        rc = next_msg(c, deadline, &m, err);
+        if (rc < 0)
+            return rc;
+        const char *type = cJSON_GetObjectItemCaseSensitive(m, "type")->valuestring;
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "request_seq");
+        if (strcmp(type, "event") == 0) {
+            if (c->on_event)
+                c->on_event(c->event_arg, m);
+        } else if (strcmp(type, "response") == 0 && cJSON_IsNumber(rs) && rs->valueint == seq) {
+            const cJSON *ok = cJSON_GetObjectItemCaseSensitive(m, "success");
+            if (!cJSON_IsTrue(ok)) {
+                const cJSON *msg = cJSON_GetObjectItemCaseSensitive(m, "message");
+                pb_err_set(err, PB_EUNKNOWN, "%s", cJSON_IsString(msg) ? msg->valuestring
+                                                                       : "request failed");
+                cJSON_Delete(m);
+                return PB_EUNKNOWN;
+            }
+            if (body) {
+                cJSON *b = cJSON_DetachItemFromObjectCaseSensitive(m, "body");
+                *body = b ? b : cJSON_CreateObject();
+            }
+            cJSON_Delete(m);
+            return 0;
+        }
+        cJSON_Delete(m);
+    }
+}
+
+void dap_client_close(struct dap_client *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    dap_reader_close(&c->r);
+}

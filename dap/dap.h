@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* DAP for probing: framing (Content-Length headers), message envelopes, the server-side session
+ * and dispatch table (the probe is the debug adapter), and a blocking client (the CLI).
+ * Spec: ../shared/dap/debugAdapterProtocol.json; our custom requests are in docs/protocol.md.
+ * cJSON ownership: an item added to a parent belongs to it; only roots are deleted, by whoever
+ * holds them; functions that "take" an item own it from the call on, even on failure; printed
+ * strings are the caller's to free. Server-side functions run on the probe's loop thread only. */
+#ifndef DAP_H
+#define DAP_H
+
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "pb.h"
+
+/* ---- framing ---- */
+#define DAP_MAX_HEADER 1024
+#define DAP_DEFAULT_MAX_BODY (16u << 20)
+
+struct dap_reader {
+    char *buf;
+    size_t len, cap;
+    size_t max_body;
+};
+
+void dap_reader_init(struct dap_reader *r, size_t max_body);
+void dap_reader_close(struct dap_reader *r);
+/* Append bytes from the peer. Returns 0, -ENOMEM, or PB_EPROTO when the buffered data can no
+ * longer become a valid message (header too long, body over max_body). */
+int dap_reader_feed(struct dap_reader *r, const char *data, size_t n, struct pb_err *err);
+/* Take the next complete message: 1 with *msg set (a root the caller deletes), 0 when more bytes
+ * are needed, PB_EPROTO for a malformed header, body or envelope (the stream is unusable). */
+int dap_reader_next(struct dap_reader *r, cJSON **msg, struct pb_err *err);
+
+/* Header and body in one malloc'd buffer, for a single write. NULL on allocation failure. */
+char *dap_encode(const cJSON *msg, size_t *len);
+
+/* ---- envelopes ---- */
+cJSON *dap_msg_request(int seq, const char *command, cJSON *args /* taken, may be NULL */);
+cJSON *dap_msg_event(int seq, const char *event, cJSON *body /* taken, may be NULL */);
+cJSON *dap_msg_response(int seq, int request_seq, const char *command, int success,
+                        const char *message, cJSON *body /* taken, may be NULL */);
+
+/* Argument helpers: look up args.name with a type check. Return 0 (value set), 1 (absent:
+ * default kept) or PB_EBADARG with "arguments.<name>: expected <type>" in err. */
+int dap_arg_int(const cJSON *args, const char *name, long long *out, struct pb_err *err);
+int dap_arg_bool(const cJSON *args, const char *name, int *out, struct pb_err *err);
+int dap_arg_str(const cJSON *args, const char *name, const char **out, struct pb_err *err);
+
+/* ---- server: session and dispatch (probe side) ---- */
+struct dap_session;
+
+struct dap_io_ops {
+    /* Queue len bytes for the peer in one write. Returns 0 or a negative code (the session is
+     * then closed). */
+    int (*send)(void *io, const char *buf, size_t len);
+    /* Close the connection (after pending writes). */
+    void (*close)(void *io);
+};
+
+enum { DAP_TRANSPORT_UNIX = 0, DAP_TRANSPORT_TCP = 1 };
+
+/* A session per connection; ref-counted because a deferred request may outlive the
+ * connection. */
+struct dap_session *dap_session_new(const struct dap_io_ops *ops, void *io, int transport);
+void dap_session_ref(struct dap_session *s);
+void dap_session_unref(struct dap_session *s);
+/* The connection is gone: nothing more is sent; deferred requests complete into the void. */
+void dap_session_detach_io(struct dap_session *s);
+/* Bytes from the peer: parses and dispatches every complete message. Returns 0, or a negative
+ * code when the connection must be closed (protocol error, failed authentication). */
+int dap_session_feed(struct dap_session *s, const char *data, size_t n);
+int dap_session_transport(const struct dap_session *s);
+/* Send an event on this session (body taken). */
+void dap_session_event(struct dap_session *s, const char *event, cJSON *body);
+
+/* A request being handled. Handlers fill body and return 0, or return a negative code with
+ * c->err filled (sent as an error response), or call dap_ctx_defer() and return DAP_DEFERRED,
+ * completing later with dap_pending_finish(). */
+struct dap_ctx {
+    struct dap_session *s;
+    int request_seq;
+    const char *command;
+    struct pb_err err;
+};
+
+#define DAP_DEFERRED 1
+struct dap_pending;
+struct dap_pending *dap_ctx_defer(struct dap_ctx *c);
+/* Complete a deferred request: rc 0 sends body (taken) as success, else an error response with
+ * err's text. Frees p. Loop thread only. */
+void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct pb_err *err);
+
+typedef int (*dap_handler)(struct dap_ctx *c, const cJSON *args, cJSON *body);
+
+/* Session state the handlers may change (initialize, attach). */
+void dap_session_set_attached(struct dap_session *s, int debugger);
+int dap_session_is_attached(const struct dap_session *s);
+/* Ask the session to close after the current response is sent (disconnect, bad token). */
+void dap_session_close_after_reply(struct dap_session *s);
+
+/* The capabilities object for `initialize`, derived from the dispatch table (new reference). */
+cJSON *dap_capabilities(void);
+
+/* ---- client (CLI side): blocking, with timeouts ---- */
+struct dap_client {
+    int fd;
+    int seq;
+    int timeout_ms;
+    struct dap_reader r;
+    /* Called for each event received while waiting for a response (may be NULL). */
+    void (*on_event)(void *arg, const cJSON *event);
+    void *event_arg;
+};
+
+void dap_client_init(struct dap_client *c, int timeout_ms);
+int dap_client_connect_unix(struct dap_client *c, const char *path, struct pb_err *err);
+int dap_client_connect_tcp(struct dap_client *c, const char *host, int port, struct pb_err *err);
+/* Send a request (args taken) and wait for its response. On success returns 0 and, if body is
+ * not NULL, *body is the response body (a root the caller deletes; an empty object if none).
+ * A failed response returns PB_EPROTO-range code PB_EUNKNOWN with the adapter's message in err. */
+int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
+                       struct pb_err *err);
+void dap_client_close(struct dap_client *c);
+
+#endif

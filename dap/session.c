@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* One DAP connection on the probe side: buffers the byte stream, dispatches each request through
+ * the table (dispatch.c) with the shared checks, and sends responses and events, each in one
+ * write. Deferred requests hold a reference so they can finish after the peer left. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dap_session {
+    int refs;
+    const struct dap_io_ops *ops;
+    void *io;
+    int transport;
+    int seq;
+    int attached, debugger, authed;
+    int close_after;
+    struct dap_reader r;
+};
+
+struct dap_pending {
+    struct dap_session *s;
+    int request_seq;
+    char command[64];
+};
+
+struct dap_session *dap_session_new(const struct dap_io_ops *ops, void *io, int transport)
+{
+    struct dap_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->refs = 1;
+    s->ops = ops;
+    s->io = io;
+    s->transport = transport;
+    s->authed = transport != DAP_TRANSPORT_TCP;
+    dap_reader_init(&s->r, 0);
+    return s;
+}
+
+void dap_session_ref(struct dap_session *s)
+{
+    s->refs++;
+}
+
+void dap_session_unref(struct dap_session *s)
+{
+    if (!s || --s->refs > 0)
+        return;
+    dap_reader_close(&s->r);
+    free(s);
+}
+
+void dap_session_detach_io(struct dap_session *s)
+{
+    s->io = NULL;
+}
+
+int dap_session_transport(const struct dap_session *s)
+{
+    return s->transport;
+}
+
+void dap_session_set_attached(struct dap_session *s, int debugger)
+{
+    s->attached = 1;
+    s->debugger = debugger;
+}
+
+int dap_session_is_attached(const struct dap_session *s)
+{
+    return s->attached;
+}
+
+void dap_session_set_authed(struct dap_session *s)
+{
+    s->authed = 1;
+}
+
+void dap_session_close_after_reply(struct dap_session *s)
+{
+    s->close_after = 1;
+}
+
+/* Sends msg (deleted here). */
+static void send_msg(struct dap_session *s, cJSON *msg)
+{
+    if (!msg)
+        return;
+    if (s->io) {
+        size_t len = 0;
+        char *buf = dap_encode(msg, &len);
+        if (buf) {
+            PB_LOG(PB_LOG_TRACE, "-> %.*s", (int)(len > 4000 ? 4000 : len), buf);
+            if (s->ops->send(s->io, buf, len) < 0)
+                s->close_after = 1;
+            free(buf);
+        }
+    }
+    cJSON_Delete(msg);
+}
+
+void dap_session_event(struct dap_session *s, const char *event, cJSON *body)
+{
+    send_msg(s, dap_msg_event(++s->seq, event, body));
+}
+
+static void send_response(struct dap_session *s, int request_seq, const char *command, int rc,
+                          cJSON *body, const struct pb_err *err)
+{
+    if (rc == 0) {
+        send_msg(s, dap_msg_response(++s->seq, request_seq, command, 1, NULL, body));
+        return;
+    }
+    cJSON_Delete(body);
+    const char *text = err && err->msg[0] ? err->msg : pb_strerror(rc);
+    cJSON *eb = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(eb, "error");
+    cJSON_AddNumberToObject(e, "id", rc < 0 ? -rc : rc);
+    cJSON_AddStringToObject(e, "format", text);
+    cJSON_AddBoolToObject(e, "showUser", 1);
+    send_msg(s, dap_msg_response(++s->seq, request_seq, command, 0, text, eb));
+}
+
+static void close_now(struct dap_session *s)
+{
+    if (s->io) {
+        void *io = s->io;
+        s->io = NULL;
+        s->ops->close(io);
+    }
+}
+
+/* Handles one request message. Returns <0 when the connection must close at once. */
+static int dispatch(struct dap_session *s, const cJSON *req)
+{
+    const char *command = cJSON_GetObjectItemCaseSensitive(req, "command")->valuestring;
+    int request_seq = (int)cJSON_GetObjectItemCaseSensitive(req, "seq")->valuedouble;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(req, "arguments");
+    const struct dap_command *cmd = dap_command_find(command);
+    struct dap_ctx c = {.s = s, .request_seq = request_seq, .command = command};
+    int rc;
+
+    if (!s->authed && (!cmd || !(cmd->flags & DAP_F_PREAUTH))) {
+        PB_LOG(PB_LOG_WARN, "unauthenticated TCP client sent '%s': closing", command);
+        return PB_EAUTH;
+    }
+    if (!cmd) {
+        rc = pb_err_set(&c.err, PB_EBADARG, "unknown command '%s'", command);
+    } else if ((cmd->flags & DAP_F_NEEDS_ATTACHED) && !s->attached) {
+        rc = pb_err_set(&c.err, PB_ESTATE, "not attached: send 'attach' before '%s'", command);
+    } else if ((cmd->flags & DAP_F_UNIX_ONLY) && s->transport == DAP_TRANSPORT_TCP) {
+        rc = pb_err_set(&c.err, PB_EAUTH, "'%s' is only accepted on the local socket", command);
+    } else if (args && !cJSON_IsObject(args)) {
+        rc = pb_err_set(&c.err, PB_EBADARG, "arguments: expected object");
+    } else {
+        cJSON *body = cJSON_CreateObject();
+        if (!body)
+            return -ENOMEM;
+        rc = cmd->handler(&c, args, body);
+        if (rc == DAP_DEFERRED) {
+            cJSON_Delete(body);
+            return 0;
+        }
+        send_response(s, request_seq, command, rc, body, &c.err);
+        if (rc == 0 && cmd->post)
+            cmd->post(s);
+        return 0;
+    }
+    send_response(s, request_seq, command, rc, NULL, &c.err);
+    return 0;
+}
+
+int dap_session_feed(struct dap_session *s, const char *data, size_t n)
+{
+    struct pb_err err = {0};
+    int rc = dap_reader_feed(&s->r, data, n, &err);
+    dap_session_ref(s);
+    while (rc == 0 && s->io) {
+        cJSON *msg = NULL;
+        rc = dap_reader_next(&s->r, &msg, &err);
+        if (rc <= 0)
+            break;
+        rc = 0;
+        if (pb_log_level >= PB_LOG_TRACE) {
+            char *t = cJSON_PrintUnformatted(msg);
+            PB_LOG(PB_LOG_TRACE, "<- %.4000s", t ? t : "?");
+            cJSON_free(t);
+        }
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(msg, "type");
+        if (strcmp(type->valuestring, "request") == 0)
+            rc = dispatch(s, msg);
+        cJSON_Delete(msg);
+        if (s->close_after)
+            close_now(s);
+    }
+    if (rc < 0)
+        PB_LOG(PB_LOG_WARN, "closing connection: %s", err.msg[0] ? err.msg : pb_strerror(rc));
+    dap_session_unref(s);
+    return rc < 0 ? rc : 0;
+}
+
+struct dap_pending *dap_ctx_defer(struct dap_ctx *c)
+{
+    struct dap_pending *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->s = c->s;
+    dap_session_ref(p->s);
+    p->request_seq = c->request_seq;
+    pb_strlcpy(p->command, c->command, sizeof p->command);
+    return p;
+}
+
+void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct pb_err *err)
+{
+    struct dap_session *s = p->s;
+    send_response(s, p->request_seq, p->command, rc, body, err);
+    if (s->close_after)
+        close_now(s);
+    dap_session_unref(s);
+    free(p);
+}

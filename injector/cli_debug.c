@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing -p PID debug --dump [--locals] [--json]`: every Python thread's stack (name, Python
+ * thread id, native id, GIL), innermost frame first, optionally with local variables; as text
+ * or as one JSON document (the probing/dump response body, see docs/protocol.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: probing -p PID debug --dump [--locals] [--json]\n"
+           "\n"
+           "Print every Python thread of the target: name, thread id, native id, whether it\n"
+           "holds the GIL, and its frames innermost first (function, file, line). Works when\n"
+           "a thread holds the GIL forever (stacks are read without the GIL).\n"
+           "\n"
+           "  --dump     dump all threads' stacks\n"
+           "  --locals   add each frame's local variables (bounded repr; needs the GIL:\n"
+           "             if it cannot be had in time, says so and shows stacks only)\n"
+           "  --json     print one JSON document instead of text\n");
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double num(const cJSON *o, const char *k, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static int flag(const cJSON *o, const char *k)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static void print_text(const cJSON *d)
+{
+    const cJSON *threads = cJSON_GetObjectItemCaseSensitive(d, "threads");
+    const cJSON *gil = cJSON_GetObjectItemCaseSensitive(d, "gil");
+    const cJSON *holder = cJSON_GetObjectItemCaseSensitive(gil, "holder");
+    printf("Process %d, CPython %s, %d Python thread%s\n", (int)num(d, "pid", 0),
+           str(d, "python") ? str(d, "python") : "?", cJSON_GetArraySize(threads),
+           cJSON_GetArraySize(threads) == 1 ? "" : "s");
+    if (cJSON_IsNumber(holder))
+        printf("GIL: held by thread %d\n", holder->valueint);
+    else
+        printf("GIL: not held\n");
+    if (str(d, "localsError"))
+        printf("note: %s\n", str(d, "localsError"));
+    const cJSON *t;
+    cJSON_ArrayForEach(t, threads)
+    {
+        char tags[128] = "";
+        if (flag(t, "main"))
+            strcat(tags, ", main");
+        if (flag(t, "holdsGil"))
+            strcat(tags, ", holds GIL");
+        if (flag(t, "daemon"))
+            strcat(tags, ", daemon");
+        if (flag(t, "truncated"))
+            strcat(tags, ", stack truncated");
+        printf("\nThread %d \"%s\" (ident %.0f%s)\n", (int)num(t, "id", 0),
+               str(t, "name") ? str(t, "name") : "", num(t, "ident", 0), tags);
+        const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
+        if (cJSON_GetArraySize(frames) == 0)
+            printf("    (no Python frames)\n");
+        cJSON_ArrayForEach(f, frames)
+        {
+            printf("    %s (%s:%d)\n", str(f, "name"), str(f, "file"), (int)num(f, "line", 0));
+            const cJSON *locals = cJSON_GetObjectItemCaseSensitive(f, "locals"), *l;
+            cJSON_ArrayForEach(l, locals)
+            {
+                const char *v = str(l, "value");
+                printf("        %s = %s  (%s)\n", str(l, "name"), v ? v : "<not read>",
+                       str(l, "type") ? str(l, "type") : "?");
+            }
+        }
+    }
+}
+
+int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"dump", no_argument, 0, 'd'}, {"locals", no_argument, 0, 'L'},
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int dump = 0, locals = 0, json = 0, c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dump = 1; break;
+        case 'L': locals = 1; break;
+        case 'j': json = 1; break;
+        case 'h': help(); return CLI_OK;
+        default: return CLI_USAGE;
+        }
+    }
+    if (optind < argc) {
+        cli_error("debug: unexpected argument '%s'", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (!dump) {
+        cli_error("debug: nothing to do: use --dump (see 'probing debug --help')");
+        return CLI_USAGE;
+    }
+    struct pb_err err = {0};
+    struct dap_client dc;
+    int rc = cli_connect(o, &dc, &err);
+    if (rc < 0) {
+        cli_error("%s", err.msg);
+        return CLI_FAIL;
+    }
+    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddBoolToObject(args, "locals", locals);
+    rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
+    cli_disconnect(&dc);
+    if (rc < 0) {
+        cli_error("dump failed: %s", err.msg);
+        return CLI_FAIL;
+    }
+    if (json) {
+        char *s = cJSON_Print(body);
+        puts(s ? s : "{}");
+        cJSON_free(s);
+    } else {
+        print_text(body);
+    }
+    cJSON_Delete(body);
+    return CLI_OK;
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing -p PID inject [-l|--listen HOST:PORT]`: load the probe (a second call finds it loaded
+ * and just connects), check that it answers, and optionally have it serve DAP on TCP with a
+ * token (from $PROBING_TOKEN, else generated and printed). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: probing -p PID inject [-l|--listen HOST:PORT]\n"
+           "\n"
+           "Load the probe into the running Python process PID (ptrace + dlopen; no restart).\n"
+           "If it is already loaded, just check that it answers.\n"
+           "\n"
+           "  -l, --listen HOST:PORT  also serve DAP on TCP (port 0 picks a free port); clients\n"
+           "                          must send the token in 'attach': $PROBING_TOKEN if set,\n"
+           "                          else a generated one, printed here\n");
+}
+
+static void make_token(char *buf, size_t n)
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        memset(raw, 0, sizeof raw);
+    for (size_t i = 0; i < sizeof raw && 2 * i + 2 < n; i++)
+        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+}
+
+int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"listen", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *listen = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "l:h", longopts, NULL)) != -1) {
+        if (c == 'l')
+            listen = optarg;
+        else if (c == 'h') {
+            help();
+            return CLI_OK;
+        } else
+            return CLI_USAGE;
+    }
+    if (optind < argc) {
+        cli_error("inject: unexpected argument '%s'", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (o->target.pid <= 0) {
+        cli_error("inject needs a local process: probing -p PID inject");
+        return CLI_USAGE;
+    }
+    struct pb_err err = {0};
+    struct dap_client dc;
+    char version[32] = "";
+    int injected = 0;
+    pid_t pid = o->target.pid;
+    dap_client_init(&dc, o->timeout_ms);
+    int rc = cli_probe_ensure(pid, &injected, version, sizeof version, &err);
+    if (rc == 0)
+        rc = cli_connect_pid(pid, 5000, &dc, &err);
+    if (rc == 0)
+        rc = cli_handshake(&dc, NULL, &err);
+    cJSON *info = NULL;
+    if (rc == 0)
+        rc = dap_client_request(&dc, "probing/info", NULL, &info, &err);
+    if (rc < 0) {
+        cli_error("%s", err.msg);
+        dap_client_close(&dc);
+        return CLI_FAIL;
+    }
+    const cJSON *py = cJSON_GetObjectItemCaseSensitive(info, "python");
+    const cJSON *sock = cJSON_GetObjectItemCaseSensitive(info, "socket");
+    printf("probe %s in %d (CPython %s), socket %s\n", injected ? "loaded" : "already loaded",
+           (int)pid, cJSON_IsString(py) ? py->valuestring : version,
+           cJSON_IsString(sock) ? sock->valuestring : "?");
+    cJSON_Delete(info);
+    if (listen) {
+        char token[64];
+        const char *env = getenv("PROBING_TOKEN");
+        int generated = !(env && *env);
+        if (generated)
+            make_token(token, sizeof token);
+        else
+            pb_strlcpy(token, env, sizeof token);
+        cJSON *args = cJSON_CreateObject(), *body = NULL;
+        cJSON_AddStringToObject(args, "address", listen);
+        cJSON_AddStringToObject(args, "token", token);
+        rc = dap_client_request(&dc, "probing/listen", args, &body, &err);
+        if (rc < 0) {
+            cli_error("%s", err.msg);
+            cli_disconnect(&dc);
+            return CLI_FAIL;
+        }
+        const cJSON *addr = cJSON_GetObjectItemCaseSensitive(body, "address");
+        printf("listening on %s\n", cJSON_IsString(addr) ? addr->valuestring : listen);
+        if (generated)
+            printf("token: %s\n", token);
+        cJSON_Delete(body);
+    }
+    cli_disconnect(&dc);
+    return CLI_OK;
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing`: the command line. Parses the global options (-p/--pid, -t/--target, --timeout),
+ * then hands the rest to one command from the table. Every command is a thin DAP client of the
+ * probe in the target. Usage errors exit 2, failures 1. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "probe.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(const struct cli_opts *, int, char **);
+    int needs_target;
+    const char *summary;
+} commands[] = {
+    {"inject", cli_cmd_inject, 1, "load the probe into a running Python process"},
+    {"debug", cli_cmd_debug, 1, "dump every thread's Python stack (--dump)"},
+    {"list", cli_cmd_list, 0, "list processes that have the probe loaded"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: probing [-p PID | -t PID|HOST:PORT] [--timeout MS] COMMAND [ARGS]\n"
+               "\n"
+               "Attach to a live Python process, with no restart and no code change.\n"
+               "\n"
+               "Options:\n"
+               "  -p, --pid PID          the target process (injects the probe if needed)\n"
+               "  -t, --target T         PID, or HOST:PORT of a probe listening on TCP\n"
+               "                         (the token comes from $PROBING_TOKEN)\n"
+               "      --timeout MS       how long to wait for the probe (default 10000)\n"
+               "  -h, --help             this help; 'probing COMMAND --help' for a command\n"
+               "  -V, --version          print the version\n"
+               "\n"
+               "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nEnvironment: PROBING_TOKEN (TCP token), PROBING_LIBDIR (probe libraries),\n"
+               "PROBING_LOG (log file of the CLI and of probes started by it).\n");
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("probing: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"pid", required_argument, 0, 'p'},     {"target", required_argument, 0, 't'},
+        {"timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},       {0, 0, 0, 0},
+    };
+    struct cli_opts o = {.timeout_ms = 10000};
+    struct pb_err err = {0};
+    pb_log_init("cli");
+    int c;
+    /* "+": stop at the command name; the command parses the rest. */
+    while ((c = getopt_long(argc, argv, "+p:t:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+        case 't':
+            if (cli_target_parse(optarg, &o.target, &err) < 0 ||
+                (c == 'p' && o.target.pid <= 0)) {
+                cli_error("%s", err.msg[0] ? err.msg : "-p takes a process id");
+                return CLI_USAGE;
+            }
+            o.have_target = 1;
+            break;
+        case 'T':
+            o.timeout_ms = atoi(optarg);
+            if (o.timeout_ms <= 0) {
+                cli_error("--timeout takes a positive number of milliseconds");
+                return CLI_USAGE;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_OK;
+        case 'V':
+            printf("probing %s\n", PROBING_VERSION);
+            return CLI_OK;
+        default:
+            usage(stderr);
+            return CLI_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *name = argv[optind];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(name, commands[i].name) != 0)
+            continue;
+        int help = 0;
+        for (int a = optind + 1; a < argc; a++)
+            if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0)
+                help = 1;
+        if (commands[i].needs_target && !o.have_target && !help) {
+            cli_error("'%s' needs a target: probing -p PID %s ...", name, name);
+            return CLI_USAGE;
+        }
+        int first = optind;
+        optind = 0; /* glibc: re-initialise getopt for the command's own options */
+        return commands[i].fn(&o, argc - first, argv + first);
+    }
+    cli_error("unknown command '%s': see 'probing --help'", name);
+    return CLI_USAGE;
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/* Reaching the probe: parse the target, find the probe libraries, make sure the probe is loaded
+ * (injecting it when needed), find its socket through /proc/PID/root (so a target in its own
+ * mount namespace with a private /tmp is reached too), and the DAP handshake of a CLI client. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "inj.h"
+
+int cli_target_parse(const char *s, struct cli_target *t, struct pb_err *err)
+{
+    memset(t, 0, sizeof *t);
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s && !*end) {
+        if (v <= 0 || v > INT_MAX)
+            return pb_err_set(err, PB_EUSAGE, "'%s' is not a process id", s);
+        t->pid = (pid_t)v;
+        return 0;
+    }
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s)
+        return pb_err_set(err, PB_EUSAGE, "target '%s': expected PID or HOST:PORT", s);
+    v = strtol(colon + 1, &end, 10);
+    if (*end || v <= 0 || v > 65535)
+        return pb_err_set(err, PB_EUSAGE, "target '%s': bad port", s);
+    size_t hl = (size_t)(colon - s);
+    if (s[0] == '[' && hl > 2 && s[hl - 1] == ']') {
+        s++;
+        hl -= 2;
+    }
+    if (hl >= sizeof t->host)
+        return pb_err_set(err, PB_EUSAGE, "target '%s': host too long", s);
+    memcpy(t->host, s, hl);
+    t->host[hl] = '\0';
+    t->port = (int)v;
+    return 0;
+}
+
+int cli_libdir(char *buf, size_t n)
+{
+    const char *env = getenv("PROBING_LIBDIR");
+    if (env && *env) {
+        pb_strlcpy(buf, env, n);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return -errno;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(buf, n, "%s/../lib/probing", exe);
+    char *real = realpath(buf, NULL);
+    if (real) {
+        pb_strlcpy(buf, real, n);
+        free(real);
+    }
+    return 0;
+}
+
+/* Reads "Key:\tv1\tv2..." from /proc/PID/status; the last value of NSpid is the pid as the
+ * target sees it (its own pid namespace). */
+static int status_field(pid_t pid, const char *key, int last, long *out)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    long n = pb_read_file(path, buf, sizeof buf);
+    if (n < 0)
+        return (int)n;
+    size_t kl = strlen(key);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, key, kl) != 0 || line[kl] != ':')
+            continue;
+        char *p = line + kl + 1, *end;
+        long v = -1;
+        for (;;) {
+            long x = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            v = x;
+            p = end;
+            if (!last)
+                break;
+        }
+        *out = v;
+        return v < 0 ? -ENOENT : 0;
+    }
+    return -ENOENT;
+}
+
+int cli_socket_path(pid_t pid, char *buf, size_t n, struct pb_err *err)
+{
+    long uid = -1, nspid = pid;
+    int rc = status_field(pid, "Uid", 0, &uid);
+    if (rc == -ENOENT && access("/proc", F_OK) == 0) {
+        char p[32];
+        snprintf(p, sizeof p, "/proc/%d", (int)pid);
+        if (access(p, F_OK) < 0)
+            return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)pid);
+    }
+    if (rc < 0)
+        return pb_err_set(err, rc, "cannot read /proc/%d/status: %s", (int)pid, strerror(-rc));
+    /* Effective uid is the second value of Uid:. */
+    char path[64], sbuf[8192];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (pb_read_file(path, sbuf, sizeof sbuf) > 0) {
+        char *u = strstr(sbuf, "\nUid:");
+        long r, e;
+        if (u && sscanf(u + 5, "%ld %ld", &r, &e) == 2)
+            uid = e;
+    }
+    status_field(pid, "NSpid", 1, &nspid);
+    snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, uid, nspid);
+    return 0;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_err *err)
+{
+    char path[256];
+    int rc = cli_socket_path(pid, path, sizeof path, err);
+    if (rc < 0)
+        return rc;
+    long long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        rc = dap_client_connect_unix(c, path, err);
+        if (rc == 0)
+            return 0;
+        if (rc == -EACCES)
+            return pb_err_set(err, rc, "connecting to the probe of %d denied (%s): run as the "
+                              "process's user or root", (int)pid, path);
+        if (now_ms() >= deadline)
+            return pb_err_set(err, rc, "the probe in %d does not answer on %s (%s): see the "
+                              "probe's log (set PROBING_LOG in the target)", (int)pid, path,
+                              strerror(-rc));
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* the agent thread is starting: its socket appears shortly */
+    }
+}
+
+int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err)
+{
+    char lib[PATH_MAX];
+    *injected = 0;
+    int rc = inj_maps_find(pid, "libprobing-", lib, sizeof lib);
+    if (rc == 1) {
+        const char *v = strrchr(lib, '/') ? strrchr(lib, '/') + 12 : lib + 11;
+        size_t l = strlen(v);
+        if (l > 3 && strcmp(v + l - 3, ".so") == 0)
+            l -= 3;
+        if (version)
+            snprintf(version, vn, "%.*s", (int)l, v);
+        return 0;
+    }
+    struct inj_pyver pv;
+    rc = inj_pyver_detect(pid, &pv, err);
+    if (rc < 0)
+        return rc;
+    if (version)
+        snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+    char dir[PATH_MAX - 64];
+    cli_libdir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/libprobing-%d.%d.so", dir, pv.major, pv.minor);
+    if (access(lib, R_OK) < 0)
+        return pb_err_set(err, PB_ENOBUILD,
+                          "no probe build for CPython %d.%d (process %d, %s): build one with "
+                          "that version's headers (make PYTHONS=%d.%d), or set PROBING_LIBDIR",
+                          pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
+    struct inj_opts io = {0};
+    rc = inj_inject(pid, lib, &io, err);
+    if (rc < 0)
+        return rc;
+    *injected = 1;
+    return 0;
+}
+
+int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "clientID", "probing-cli");
+    cJSON_AddStringToObject(args, "adapterID", "probing");
+    cJSON_AddBoolToObject(args, "linesStartAt1", 1);
+    int rc = dap_client_request(c, "initialize", args, NULL, err);
+    if (rc < 0)
+        return rc;
+    args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "probingClient", "cli");
+    if (token)
+        cJSON_AddStringToObject(args, "token", token);
+    return dap_client_request(c, "attach", args, NULL, err);
+}
+
+int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *err)
+{
+    const char *token = NULL;
+    int rc;
+    dap_client_init(c, o->timeout_ms);
+    if (o->target.pid > 0) {
+        int injected;
+        rc = cli_probe_ensure(o->target.pid, &injected, NULL, 0, err);
+        if (rc == 0)
+            rc = cli_connect_pid(o->target.pid, 5000, c, err);
+    } else {
+        token = getenv("PROBING_TOKEN");
+        if (!token || !*token)
+            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is not set: export the token "
+                              "printed by 'probing -p PID inject --listen %s:%d'",
+                              o->target.host, o->target.port);
+        rc = dap_client_connect_tcp(c, o->target.host, o->target.port, err);
+    }
+    if (rc == 0)
+        rc = cli_handshake(c, token, err);
+    if (rc < 0)
+        dap_client_close(c);
+    return rc;
+}
+
+void cli_disconnect(struct dap_client *c)
+{
+    struct pb_err err;
+    dap_client_request(c, "disconnect", cJSON_CreateObject(), NULL, &err);
+    dap_client_close(c);
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* Symbol lookup in an ELF file read from disk (mapped read-only), without libelf: .dynsym/.dynstr
+ * with symbol versions, then .symtab when present. Runtime addresses come from the load bias,
+ * computed from the PT_LOAD segment that covers a mapping's file offset, so that executables,
+ * PIE and shared objects with non-zero first p_vaddr all resolve right. 64-bit ELF only. */
+#include "internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int inj_elf_open(const char *path, struct inj_elf *e)
+{
+    struct stat sb;
+    int rc = 0;
+    e->data = NULL;
+    e->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &sb) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (sb.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        rc = -ENOEXEC;
+        goto out;
+    }
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+        rc = -errno;
+        goto out;
+    }
+    e->data = p;
+    e->size = (size_t)sb.st_size;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)e->data;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_phentsize != sizeof(Elf64_Phdr) ||
+        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > e->size ||
+        (eh->e_shnum && (eh->e_shentsize != sizeof(Elf64_Shdr) ||
+                         eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > e->size))) {
+        inj_elf_close(e);
+        rc = -ENOEXEC;
+    }
+out:
+    close(fd);
+    return rc;
+}
+
+void inj_elf_close(struct inj_elf *e)
+{
+    if (e && e->data) {
+        munmap((void *)e->data, e->size);
+        e->data = NULL;
+        e->size = 0;
+    }
+}
+
+static const Elf64_Ehdr *ehdr(const struct inj_elf *e)
+{
+    return (const Elf64_Ehdr *)e->data;
+}
+
+static const Elf64_Phdr *phdr(const struct inj_elf *e, int i)
+{
+    return (const Elf64_Phdr *)(e->data + ehdr(e)->e_phoff) + i;
+}
+
+static const Elf64_Shdr *shdr(const struct inj_elf *e, unsigned i)
+{
+    if (i >= ehdr(e)->e_shnum)
+        return NULL;
+    return (const Elf64_Shdr *)(e->data + ehdr(e)->e_shoff) + i;
+}
+
+/* A symbol table with its string table and (for .dynsym) version table, bounds-checked. */
+struct symtab {
+    const Elf64_Sym *sym;
+    size_t n;
+    const char *str;
+    size_t strsz;
+    const uint16_t *ver; /* NULL if none */
+};
+
+static int table(const struct inj_elf *e, uint32_t type, struct symtab *t)
+{
+    memset(t, 0, sizeof *t);
+    for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
+        const Elf64_Shdr *s = shdr(e, i);
+        if (s->sh_type != type)
+            continue;
+        const Elf64_Shdr *ss = shdr(e, s->sh_link);
+        if (!ss || s->sh_offset + s->sh_size > e->size || ss->sh_offset + ss->sh_size > e->size ||
+            s->sh_entsize != sizeof(Elf64_Sym))
+            return -ENOEXEC;
+        t->sym = (const Elf64_Sym *)(e->data + s->sh_offset);
+        t->n = s->sh_size / sizeof(Elf64_Sym);
+        t->str = (const char *)e->data + ss->sh_offset;
+        t->strsz = ss->sh_size;
+        if (type == SHT_DYNSYM) {
+            for (unsigned j = 0; j < ehdr(e)->e_shnum; j++) {
+                const Elf64_Shdr *v = shdr(e, j);
+                if (v->sh_type == SHT_GNU_versym && v->sh_link == i &&
+                    v->sh_offset + t->n * 2 <= e->size)
+                    t->ver = (const uint16_t *)(e->data + v->sh_offset);
+            }
+        }
+        return 0;
+    }
+    return -ENOENT;
+}
+
+static const char *symname(const struct symtab *t, const Elf64_Sym *s)
+{
+    if (s->st_name >= t->strsz)
+        return "";
+    const char *n = t->str + s->st_name;
+    return memchr(n, '\0', t->strsz - s->st_name) ? n : "";
+}
+
+static int defined(const Elf64_Sym *s)
+{
+    int type = ELF64_ST_TYPE(s->st_info);
+    return s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
+           (type == STT_FUNC || type == STT_OBJECT || type == STT_GNU_IFUNC || type == STT_NOTYPE);
+}
+
+int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size)
+{
+    static const uint32_t types[] = {SHT_DYNSYM, SHT_SYMTAB};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        struct symtab t;
+        if (table(e, types[k], &t) < 0)
+            continue;
+        const Elf64_Sym *best = NULL;
+        for (size_t i = 0; i < t.n; i++) {
+            const Elf64_Sym *s = &t.sym[i];
+            if (!defined(s) || strcmp(symname(&t, s), name) != 0)
+                continue;
+            /* A hidden version (dlopen@GLIBC_2.2.5 beside dlopen@@GLIBC_2.34) only if nothing
+             * better turns up. */
+            int hidden = t.ver && (t.ver[i] & 0x8000);
+            if (!best || !hidden)
+                best = s;
+            if (!hidden)
+                break;
+        }
+        if (best) {
+            *value = best->st_value;
+            if (size)
+                *size = best->st_size;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+uint64_t inj_elf_func_end_below(const struct inj_elf *e, uint64_t addr)
+{
+    struct symtab t;
+    uint64_t best = 0;
+    if (table(e, SHT_DYNSYM, &t) < 0)
+        return 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const Elf64_Sym *s = &t.sym[i];
+        if (!defined(s) || ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_value >= addr)
+            continue;
+        if (s->st_value + s->st_size > best)
+            best = s->st_value + s->st_size;
+    }
+    return best;
+}
+
+int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off, uint64_t *bias)
+{
+    const Elf64_Phdr *hit = NULL;
+    for (int i = 0; i < ehdr(e)->e_phnum; i++) {
+        const Elf64_Phdr *p = phdr(e, i);
+        if (p->p_type != PT_LOAD)
+            continue;
+        if (off >= p->p_offset && off < p->p_offset + (p->p_filesz ? p->p_filesz : 1)) {
+            hit = p;
+            break;
+        }
+        /* The kernel maps from the page below p_offset: accept a segment starting within
+         * 64 KiB (the largest page size) above off. */
+        if (off < p->p_offset && p->p_offset - off < 65536 &&
+            (!hit || p->p_offset < hit->p_offset))
+            hit = p;
+    }
+    if (!hit)
+        return -ENOEXEC;
+    /* Link-time address of file offset off within the segment, then bias = runtime - link. */
+    *bias = (uint64_t)start + hit->p_offset - off - hit->p_vaddr;
+    return 0;
+}
+
+int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n)
+{
+    for (int i = 0; i < ehdr(e)->e_phnum; i++) {
+        const Elf64_Phdr *p = phdr(e, i);
+        if (p->p_type != PT_LOAD || vaddr < p->p_vaddr || vaddr + n > p->p_vaddr + p->p_filesz)
+            continue;
+        uint64_t off = p->p_offset + (vaddr - p->p_vaddr);
+        if (off + n > e->size)
+            return -ENOEXEC;
+        memcpy(buf, e->data + off, n);
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *map,
+                    struct inj_module *mod)
+{
+    char path[PATH_MAX + 32];
+    const struct inj_map *first = NULL;
+    memset(mod, 0, sizeof *mod);
+    pb_strlcpy(mod->path, map->path, sizeof mod->path);
+    mod->lo = (unsigned long)-1;
+    for (size_t i = 0; i < m->n; i++) {
+        if (strcmp(m->v[i].path, map->path) != 0)
+            continue;
+        if (!first || m->v[i].offset < first->offset)
+            first = &m->v[i];
+        if (m->v[i].start < mod->lo)
+            mod->lo = m->v[i].start;
+        if (m->v[i].end > mod->hi)
+            mod->hi = m->v[i].end;
+    }
+    /* Through the target's root, so a container's own libc is the one we read. */
+    snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, map->path);
+    int rc = inj_elf_open(path, &mod->elf);
+    if (rc < 0)
+        return rc;
+    rc = inj_elf_bias(&mod->elf, first->start, first->offset, &mod->bias);
+    if (rc < 0)
+        inj_module_close(mod);
+    return rc;
+}
+
+void inj_module_close(struct inj_module *mod)
+{
+    if (mod)
+        inj_elf_close(&mod->elf);
+}
+
+unsigned long inj_module_sym(const struct inj_module *mod, const char *name, unsigned long *size)
+{
+    uint64_t v, sz;
+    if (!mod->elf.data || inj_elf_sym(&mod->elf, name, &v, &sz) < 0)
+        return 0;
+    if (size)
+        *size = (unsigned long)sz;
+    return (unsigned long)(v + mod->bias);
+}

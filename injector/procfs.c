@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading a target from /proc: its mappings (/proc/PID/maps) and the few /proc/PID/status fields
+ * the injector's checks need (State, TracerPid, Uid, Gid, NSpid). Also inj_maps_find from inj.h,
+ * which the CLI uses to tell whether the probe is already loaded. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *inj_path_base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int parse_line(const char *line, struct inj_map *mp)
+{
+    unsigned long start, end, off;
+    char perms[8];
+    int pos = 0;
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s%n", &start, &end, perms, &off, &pos) < 4)
+        return -EINVAL;
+    mp->start = start;
+    mp->end = end;
+    mp->offset = off;
+    pb_strlcpy(mp->perms, perms, sizeof mp->perms);
+    const char *p = line + pos;
+    while (*p == ' ')
+        p++;
+    pb_strlcpy(mp->path, p, sizeof mp->path);
+    size_t len = strlen(mp->path);
+    static const char del[] = " (deleted)";
+    if (len > sizeof del - 1 && strcmp(mp->path + len - (sizeof del - 1), del) == 0)
+        mp->path[len - (sizeof del - 1)] = '\0';
+    return 0;
+}
+
+int inj_maps_read(pid_t pid, struct inj_maps *m)
+{
+    char path[64], line[PATH_MAX + 128];
+    size_t cap = 0;
+    int rc = 0;
+    m->v = NULL;
+    m->n = 0;
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? -ESRCH : -errno;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (m->n == cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            struct inj_map *nv = realloc(m->v, ncap * sizeof *nv);
+            if (!nv) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            m->v = nv;
+            cap = ncap;
+        }
+        if (parse_line(line, &m->v[m->n]) == 0)
+            m->n++;
+    }
+    if (ferror(f))
+        rc = -EIO;
+    else if (m->n == 0)
+        rc = -ESRCH; /* a zombie or kernel thread has no maps */
+out:
+    fclose(f);
+    if (rc < 0)
+        inj_maps_free(m);
+    return rc;
+}
+
+void inj_maps_free(struct inj_maps *m)
+{
+    if (!m)
+        return;
+    free(m->v);
+    m->v = NULL;
+    m->n = 0;
+}
+
+const struct inj_map *inj_maps_lookup(const struct inj_maps *m, const char *prefix,
+                                      const char *next)
+{
+    size_t plen = strlen(prefix);
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->v[i].path[0] != '/')
+            continue;
+        const char *b = inj_path_base(m->v[i].path);
+        if (strncmp(b, prefix, plen) != 0)
+            continue;
+        if (next && *next && (!b[plen] || !strchr(next, b[plen])))
+            continue;
+        return &m->v[i];
+    }
+    return NULL;
+}
+
+int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n)
+{
+    struct inj_maps m;
+    int rc = inj_maps_read(pid, &m);
+    if (rc < 0)
+        return rc;
+    const struct inj_map *mp = inj_maps_lookup(&m, name_prefix, NULL);
+    rc = mp != NULL;
+    if (mp && path && n)
+        pb_strlcpy(path, mp->path, n);
+    inj_maps_free(&m);
+    return rc;
+}
+
+/* The value after "key:" in a status file, or NULL. */
+static const char *field(const char *buf, const char *key)
+{
+    size_t klen = strlen(key);
+    for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
+            p += klen + 1;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+int inj_status_read(pid_t pid, struct inj_status *st)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    long r = pb_read_file(path, buf, sizeof buf);
+    if (r < 0)
+        return r == -ENOENT ? -ESRCH : (int)r;
+    memset(st, 0, sizeof *st);
+    const char *v;
+    if ((v = field(buf, "Name")) != NULL) {
+        size_t len = strcspn(v, "\n");
+        if (len >= sizeof st->comm)
+            len = sizeof st->comm - 1;
+        memcpy(st->comm, v, len);
+        st->comm[len] = '\0';
+    }
+    if ((v = field(buf, "State")) != NULL)
+        st->state = *v;
+    if ((v = field(buf, "TracerPid")) != NULL)
+        st->tracer = (pid_t)strtol(v, NULL, 10);
+    if ((v = field(buf, "Uid")) != NULL)
+        st->uid = (uid_t)strtoul(v, NULL, 10);
+    if ((v = field(buf, "Gid")) != NULL)
+        st->gid = (gid_t)strtoul(v, NULL, 10);
+    st->nspid = pid;
+    if ((v = field(buf, "NSpid")) != NULL) {
+        /* The last number on the line is the pid in the target's own namespace. */
+        const char *end = v + strcspn(v, "\n");
+        const char *last = v;
+        for (const char *p = v; p < end; p++)
+            if ((*p == ' ' || *p == '\t') && p + 1 < end && p[1] != ' ' && p[1] != '\t')
+                last = p + 1;
+        st->nspid = (pid_t)strtol(last, NULL, 10);
+    }
+    if (!st->state)
+        return -EIO;
+    return 0;
+}
+
+void inj_comm_read(pid_t pid, char *buf, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    if (pb_read_file(path, buf, n) <= 0) {
+        pb_strlcpy(buf, "?", n);
+        return;
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+}

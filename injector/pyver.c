@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* Which CPython a process runs: a mapped libpython3.X (shared builds such as pyenv's) gives the
+ * minor version; otherwise the executable must carry the interpreter (Debian's python3 links it
+ * statically). The micro version comes from the Py_Version constant (3.11+) or, before that, the
+ * PY_VERSION string in the binary. Files are read through /proc/PID/root (the target's view). */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Find "\0" "M.m." digits [suffix] "\0" (the PY_VERSION literal) and parse it. major < 0 means
+ * any 3.x version. Returns 0 with *micro (and *minor) set, or -ENOENT. */
+static int scan_version(const struct inj_elf *e, int major, int *minor, int *micro)
+{
+    char pat[32];
+    int plen = major >= 0 ? snprintf(pat, sizeof pat, "%c%d.%d.", 0, major, *minor)
+                          : snprintf(pat, sizeof pat, "%c3.", 0);
+    const unsigned char *p = e->data, *end = e->data + e->size;
+    while (p < end) {
+        const unsigned char *hit = memmem(p, (size_t)(end - p), pat, (size_t)plen);
+        if (!hit)
+            break;
+        p = hit + 1;
+        const unsigned char *s = hit + 1;
+        char buf[24];
+        size_t n = 0;
+        while (s + n < end && n < sizeof buf - 1 && s[n] != 0)
+            n++;
+        if (s + n >= end || s[n] != 0 || n >= sizeof buf - 1)
+            continue;
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+        int a, b, c, used = 0;
+        if (sscanf(buf, "%d.%d.%d%n", &a, &b, &c, &used) != 3 || a != 3 || b > 40 || c > 99)
+            continue;
+        /* Allow only a release tag after the numbers ("3.8.18", "3.13.0rc1", "3.12.1+"). */
+        const char *t = buf + used;
+        if (*t && !strchr("abrc+", *t))
+            continue;
+        *minor = b;
+        *micro = c;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+/* Py_Version (3.11+) is a const: read it from the file, no need to touch the target. */
+static int read_py_version(const struct inj_elf *e, int *major, int *minor, int *micro)
+{
+    uint64_t addr, size;
+    uint32_t hex;
+    if (inj_elf_sym(e, "Py_Version", &addr, &size) < 0 || inj_elf_read(e, addr, &hex, 4) < 0)
+        return -ENOENT;
+    *major = (int)(hex >> 24) & 0xff;
+    *minor = (int)(hex >> 16) & 0xff;
+    *micro = (int)(hex >> 8) & 0xff;
+    return *major >= 2 ? 0 : -ENOENT;
+}
+
+static int status_err(pid_t pid, int rc, struct pb_err *err)
+{
+    if (rc == -ESRCH)
+        return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)pid);
+    if (rc == -EACCES || rc == -EPERM)
+        return pb_err_set(err, -EACCES,
+                          "cannot read /proc/%d: it belongs to another user; run as that user or "
+                          "root",
+                          (int)pid);
+    return pb_err_set(err, rc, "cannot read /proc/%d: %s", (int)pid, pb_strerror(rc));
+}
+
+/* libpython3.X from the maps: "libpython3.11.so.1.0", "libpython3.7m.so.1.0". */
+static int from_libpython(pid_t pid, const struct inj_maps *m, struct inj_pyver *v)
+{
+    const struct inj_map *mp = inj_maps_lookup(m, "libpython", "0123456789");
+    if (!mp)
+        return -ENOENT;
+    int major, minor;
+    if (sscanf(inj_path_base(mp->path), "libpython%d.%d", &major, &minor) != 2)
+        return -ENOENT;
+    v->major = major;
+    v->minor = minor;
+    v->micro = -1;
+    pb_strlcpy(v->source, mp->path, sizeof v->source);
+    struct inj_module mod;
+    if (inj_module_open(pid, m, mp, &mod) == 0) {
+        int a, b, c;
+        if (read_py_version(&mod.elf, &a, &b, &c) == 0 && a == major && b == minor)
+            v->micro = c;
+        else if (scan_version(&mod.elf, major, &b, &c) == 0)
+            v->micro = c;
+        inj_module_close(&mod);
+    }
+    return 0;
+}
+
+/* The executable carries the interpreter (static libpython) or is named pythonX.Y. */
+static int from_exe(pid_t pid, struct inj_pyver *v)
+{
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < 0)
+        return -errno;
+    target[n] = '\0';
+    static const char del[] = " (deleted)";
+    if ((size_t)n > sizeof del - 1 && strcmp(target + n - (sizeof del - 1), del) == 0)
+        target[n - (sizeof del - 1)] = '\0';
+    pb_strlcpy(v->source, target, sizeof v->source);
+    struct inj_elf e;
+    int rc = inj_elf_open(link, &e); /* /proc/PID/exe opens the very file, in any namespace */
+    if (rc < 0)
+        return rc;
+    int major = -1, minor = -1, micro = -1;
+    uint64_t a, s;
+    if (read_py_version(&e, &major, &minor, &micro) == 0) {
+        rc = 0;
+    } else if (inj_elf_sym(&e, "Py_Initialize", &a, &s) == 0 ||
+               inj_elf_sym(&e, "_PyRuntime", &a, &s) == 0 ||
+               inj_elf_sym(&e, "Py_Main", &a, &s) == 0) {
+        /* A static interpreter before 3.11: the name, then the PY_VERSION string. */
+        if (sscanf(inj_path_base(target), "python%d.%d", &major, &minor) == 2) {
+            if (scan_version(&e, major, &minor, &micro) < 0)
+                micro = -1;
+            rc = 0;
+        } else if (scan_version(&e, -1, &minor, &micro) == 0) {
+            major = 3;
+            rc = 0;
+        } else {
+            rc = -ENOENT;
+        }
+    } else {
+        rc = -ENOENT;
+    }
+    inj_elf_close(&e);
+    if (rc == 0) {
+        v->major = major;
+        v->minor = minor;
+        v->micro = micro;
+    }
+    return rc;
+}
+
+int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
+{
+    struct inj_status st;
+    struct inj_maps m = {0};
+    memset(v, 0, sizeof *v);
+    int rc = inj_status_read(pid, &st);
+    if (rc < 0)
+        return status_err(pid, rc, err);
+    if (st.state == 'Z' || st.state == 'X')
+        return pb_err_set(err, -ESRCH, "process %d (%s) has exited: check the pid", (int)pid,
+                          st.comm);
+    rc = inj_maps_read(pid, &m);
+    if (rc < 0)
+        return status_err(pid, rc, err);
+    rc = from_libpython(pid, &m, v);
+    if (rc == -ENOENT) {
+        rc = from_exe(pid, v);
+        if (rc == -EACCES || rc == -EPERM) {
+            rc = status_err(pid, -EACCES, err);
+            goto out;
+        }
+    }
+    if (rc < 0) {
+        rc = pb_err_set(err, PB_ENOPYTHON,
+                        "process %d (%s) is not a Python process: give the pid of a python "
+                        "program",
+                        (int)pid, st.comm);
+        goto out;
+    }
+    PB_LOG(PB_LOG_DEBUG, "pid %d runs Python %d.%d.%d (%s)", (int)pid, v->major, v->minor,
+           v->micro, v->source);
+out:
+    inj_maps_free(&m);
+    return rc;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* libprobing's entry points. Loading the library (dlopen by the injector, or ctypes from the
+ * `probing` Python package) starts the agent from the constructor, which may run in a thread
+ * hijacked at an arbitrary safe point: it only starts threads and never touches the GIL.
+ * probing_start() adds a TCP listener; it is what probing.init(listen=...) calls. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void on_fork_child(void)
+{
+    probe_agent_forget();
+}
+
+__attribute__((constructor)) static void probe_load(void)
+{
+    struct pb_err err = {0};
+    pb_log_init("probe");
+    probe_settings_load();
+    struct probe_info *i = (struct probe_info *)probe_info_get();
+    /* Py_GetVersion needs no GIL: "3.11.7 (main, ...". Keep the first word. */
+    pb_strlcpy(i->python_version, Py_GetVersion(), sizeof i->python_version);
+    i->python_version[strcspn(i->python_version, " ")] = '\0';
+    if (probe_agent_start(&err) < 0) {
+        PB_LOG(PB_LOG_ERROR, "probe not started: %s", err.msg);
+        return;
+    }
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+__attribute__((destructor)) static void probe_unload(void)
+{
+    probe_agent_cleanup();
+}
+
+/* Start serving (idempotent) and, if listen is a non-empty "HOST:PORT", also on TCP with
+ * token. Returns 0, or a negative code with a one-line message in errbuf. Any thread; does not
+ * need the GIL (callers through ctypes may hold it: we never wait for it). */
+PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf,
+                               size_t errlen);
+PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf,
+                               size_t errlen)
+{
+    struct pb_err err = {0};
+    int rc = probe_agent_start(&err);
+    if (rc == 0 && listen && *listen)
+        rc = probe_agent_listen_sync(listen, token ? token : "", &err);
+    if (rc < 0 && errbuf && errlen)
+        pb_strlcpy(errbuf, err.msg[0] ? err.msg : pb_strerror(rc), errlen);
+    return rc;
+}
+
+/* The Unix socket path this probe serves (empty if none). */
+PROBE_EXPORT const char *probing_socket_path(void);
+PROBE_EXPORT const char *probing_socket_path(void)
+{
+    return probe_info_get()->socket_path;
+}
+
+PROBE_EXPORT const char *probing_version(void);
+PROBE_EXPORT const char *probing_version(void)
+{
+    return PROBING_VERSION;
+}
+
+/* The TCP address being served ("" if none). */
+PROBE_EXPORT const char *probing_tcp_address(void);
+PROBE_EXPORT const char *probing_tcp_address(void)
+{
+    return probe_info_get()->tcp_address;
+}

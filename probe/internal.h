@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* probe/ internals shared between the agent, the worker and the entry points. */
+#ifndef PROBE_INTERNAL_H
+#define PROBE_INTERNAL_H
+
+#include <uv.h>
+
+#include "probe.h"
+
+#define PROBE_EXPORT __attribute__((visibility("default")))
+
+/* agent.c: start the agent thread once (idempotent, any thread). */
+int probe_agent_start(struct pb_err *err);
+/* From any thread: ask the loop to listen on TCP and wait for the outcome. */
+int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
+/* fork() child: drop every descriptor the agent owned; the child has no agent. */
+void probe_agent_forget(void);
+/* At exit in the process that created it: remove the socket file. */
+void probe_agent_cleanup(void);
+uv_loop_t *probe_agent_loop(void);
+
+/* worker.c */
+int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
+
+/* rundir.c: "/tmp/probing-<uid>", created 0700 or verified to be ours and private. */
+int probe_rundir_path(char *buf, size_t n, struct pb_err *err);
+
+/* token.c */
+void probe_token_set(const char *token);
+
+/* settings.c */
+void probe_settings_load(void);
+
+#endif

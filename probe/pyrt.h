@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading the interpreter's threads and frames from inside the process (probe-internal).
+ * Built once per CPython minor version against that version's internal headers, so structure
+ * layouts are exact. The walk needs no GIL: every read of interpreter memory goes through a
+ * fault-proof read (it cannot crash the target on a bad pointer) and every loop is bounded.
+ * Thread names from `threading` and local variables need the GIL (flags below).
+ * Memory: a snapshot owns all its strings and arrays; probe_snapshot_free() releases them. */
+#ifndef PROBE_PYRT_H
+#define PROBE_PYRT_H
+
+#include <stdint.h>
+
+#include "pb.h"
+
+struct probe_local {
+    char *name;
+    char *type;  /* type name, e.g. "int", "mymod.Point" */
+    char *value; /* bounded repr, or NULL when not read */
+};
+
+struct probe_frame {
+    char *func;     /* co_qualname on 3.11+, co_name before */
+    char *file;     /* co_filename */
+    int line;       /* current line, computed from the instruction offset */
+    int nlocals;    /* -1 when locals were not requested/read */
+    struct probe_local *locals;
+};
+
+struct probe_thread {
+    unsigned long ident; /* threading.get_ident() */
+    long native_id;      /* kernel tid, -1 if unknown */
+    char *name;          /* threading name when read with the GIL, else /proc comm */
+    int name_from_threading;
+    int holds_gil;
+    int is_main;
+    int daemon;          /* 1/0, -1 unknown (needs the GIL) */
+    int nframes;
+    int truncated;       /* 1 if the walk stopped at max_frames or at an unreadable frame */
+    struct probe_frame *frames; /* innermost first */
+};
+
+struct probe_snapshot {
+    int nthreads;
+    struct probe_thread *threads;
+    long gil_holder_native_id; /* -1 when nobody holds it (or unknown) */
+    char version[32];          /* "3.11.7" of the running interpreter */
+};
+
+enum {
+    PROBE_SNAP_NAMES = 1,  /* thread names/daemon from threading (Requires GIL) */
+    PROBE_SNAP_LOCALS = 2, /* locals with bounded repr (Requires GIL) */
+};
+
+/* One-time set-up (calibration such as the pthread_t -> tid mapping on 3.8-3.10). Call from
+ * the agent thread before the first snapshot. No GIL needed. */
+int probe_pyrt_init(struct pb_err *err);
+
+/* Take a snapshot of every Python thread of the main interpreter. flags: PROBE_SNAP_*; without
+ * flags no GIL is needed; with any flag the caller must hold the GIL. max_frames bounds each
+ * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
+int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
+
+void probe_snapshot_free(struct probe_snapshot *s);
+
+#endif
