@@ -85,7 +85,7 @@ $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
-.PHONY: all deps test unit e2e demo bench asan fuzz install clean cross-aarch64 check-exports
+.PHONY: all deps test unit pyrt e2e demo bench asan fuzz fuzz-replay install clean cross-aarch64 check-exports
 all: deps $(CLI_BIN) $(PROBE_LIBS) check-exports
 
 deps:
@@ -101,7 +101,7 @@ check-exports: $(PROBE_LIBS)
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(COMMON_SRCS) probe/snapshot.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
@@ -112,6 +112,38 @@ unit: all $(UNIT_BIN)
 e2e: all
 	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
 
+# ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c probe/snapshot.c
+FUZZ_INC := -Icommon -Idap -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
+$(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -std=c11 -O1 -g $(FUZZ_INC) -o $@ $^ $(PKG_LIBS)
+build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
+	@mkdir -p $(dir $@)
+	@echo "  CLANG   $@"
+	$(Q)clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(FUZZ_INC) -o $@ $^ $(PKG_LIBS)
+fuzz-replay: $(patsubst %,$(B)/fuzz/replay-%,$(FUZZ_HARNESSES))
+	@for h in $(FUZZ_HARNESSES); do $(B)/fuzz/replay-$$h tests/fuzz/corpus/$$h/* || exit 1; done
+fuzz: $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_HARNESSES))
+	@for h in $(FUZZ_HARNESSES); do \
+	  echo "fuzzing $$h for $(FUZZ_SECONDS) s"; \
+	  build/fuzz/fuzz-$$h -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    tests/fuzz/corpus/$$h || exit 1; \
+	done
+
+# ASan+UBSan: unit tests, the fuzz corpus and the end-to-end tests against sanitized builds;
+# targets preload the sanitizer runtimes; the CLI runs with leak detection on.
+ASAN_RT := $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
+asan:
+	$(MAKE) VARIANT=asan all build/asan/tests/unit-tests
+	ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/asan/tests/unit-tests
+	PROBING_BUILD=$(abspath build/asan) PROBING_TARGET_PRELOAD="$(ASAN_RT)" \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
+
 cross-aarch64:
 	@mkdir -p $(B)/aarch64
 	@for f in $(INJ_SRCS) $(COMMON_SRCS); do \
@@ -120,7 +152,17 @@ cross-aarch64:
 	    -o $(B)/aarch64/$$(basename $$f .c).o || exit 1; \
 	done
 
-test: all cross-aarch64 unit e2e
+# The interpreter reader against every CPython found (embedding and ctypes tests).
+pyrt: all
+	PYRT_BUILD=$(abspath $(B))/test-pyrt tests/pyrt/run.sh
+
+test: all cross-aarch64 unit fuzz-replay pyrt e2e
+
+demo: all
+	@B=$(B) tools/demo.sh
+
+bench: all
+	/usr/bin/python3 tests/bench/bench.py $(B) $(BENCH_PYTHON)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing

@@ -16,30 +16,13 @@ long dap_thread_id(const struct probe_thread *t)
     return t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
 }
 
-/* Frees what one thread of a snapshot owns (probe_snapshot_free's rule, for one element). */
-static void thread_free(struct probe_thread *t)
-{
-    for (int f = 0; f < t->nframes; f++) {
-        for (int l = 0; l < t->frames[f].nlocals; l++) {
-            free(t->frames[f].locals[l].name);
-            free(t->frames[f].locals[l].type);
-            free(t->frames[f].locals[l].value);
-        }
-        free(t->frames[f].locals);
-        free(t->frames[f].func);
-        free(t->frames[f].file);
-    }
-    free(t->frames);
-    free(t->name);
-}
-
 void dap_snapshot_drop_worker(struct probe_snapshot *s)
 {
     unsigned long w = probe_worker_ident();
     for (int i = 0; w && i < s->nthreads; i++) {
         if (s->threads[i].ident != w)
             continue;
-        thread_free(&s->threads[i]);
+        probe_thread_free(&s->threads[i]);
         memmove(&s->threads[i], &s->threads[i + 1],
                 sizeof s->threads[0] * (size_t)(s->nthreads - i - 1));
         s->nthreads--;

@@ -26,6 +26,9 @@ struct cli_opts {
 
 /* Prints "probing: error: <msg>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For getopt's '?' in a command: prints "probing: error: CMD: unknown option ..." and returns
+ * CLI_USAGE. Commands set opterr = 0 first. */
+int cli_bad_option(const char *cmd, char **argv);
 /* Parses "PID" or "HOST:PORT". */
 int cli_target_parse(const char *s, struct cli_target *t, struct pb_err *err);
 /* Where the probe libraries are: $PROBING_LIBDIR, else <exe dir>/../lib/probing. */

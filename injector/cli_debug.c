@@ -96,7 +96,7 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         case 'L': locals = 1; break;
         case 'j': json = 1; break;
         case 'h': help(); return CLI_OK;
-        default: return CLI_USAGE;
+        default: return cli_bad_option("debug", argv);
         }
     }
     if (optind < argc) {

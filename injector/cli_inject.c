@@ -44,7 +44,7 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
             help();
             return CLI_OK;
         } else
-            return CLI_USAGE;
+            return cli_bad_option("inject", argv);
     }
     if (optind < argc) {
         cli_error("inject: unexpected argument '%s'", argv[optind]);

@@ -85,7 +85,7 @@ int cli_cmd_list(const struct cli_opts *o, int argc, char **argv)
             help();
             return CLI_OK;
         } else
-            return CLI_USAGE;
+            return cli_bad_option("list", argv);
     }
     DIR *d = opendir("/proc");
     if (!d) {

@@ -53,6 +53,20 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+int cli_bad_option(const char *cmd, char **argv)
+{
+    if (strcmp(cmd, "probing") == 0) {
+        cli_error("unknown option '%s': see 'probing --help'", argv[optind - 1]);
+        return CLI_USAGE;
+    }
+    if (optopt && optopt != '?')
+        cli_error("%s: unknown option or missing value for '-%c': see 'probing %s --help'", cmd,
+                  optopt, cmd);
+    else
+        cli_error("%s: unknown option '%s': see 'probing %s --help'", cmd, argv[optind - 1], cmd);
+    return CLI_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -64,6 +78,7 @@ int main(int argc, char **argv)
     struct pb_err err = {0};
     pb_log_init("cli");
     int c;
+    opterr = 0;
     /* "+": stop at the command name; the command parses the rest. */
     while ((c = getopt_long(argc, argv, "+p:t:hV", longopts, NULL)) != -1) {
         switch (c) {
@@ -90,8 +105,7 @@ int main(int argc, char **argv)
             printf("probing %s\n", PROBING_VERSION);
             return CLI_OK;
         default:
-            usage(stderr);
-            return CLI_USAGE;
+            return cli_bad_option("probing", argv);
         }
     }
     if (optind >= argc) {
@@ -112,6 +126,7 @@ int main(int argc, char **argv)
         }
         int first = optind;
         optind = 0; /* glibc: re-initialise getopt for the command's own options */
+        opterr = 0;
         return commands[i].fn(&o, argc - first, argv + first);
     }
     cli_error("unknown command '%s': see 'probing --help'", name);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,15 +342,29 @@ static int in_unsafe(const struct ctx *c, unsigned long a)
     return 0;
 }
 
-/* Not in the loader nor in malloc, and (when stopped inside libc, e.g. in a lock wait or a
- * syscall wrapper) not called from them either: a return address into them near the top of the
- * stack means the loader's or an arena's lock may be held. */
+/* Syscalls that malloc (and lock waits) make through libc's wrappers; the loader makes its own
+ * inline, so a thread stopped in one of these inside libc may be deep in malloc. */
+static int malloc_syscall(long nr)
+{
+    return nr == SYS_futex || nr == SYS_mmap || nr == SYS_munmap || nr == SYS_mprotect ||
+           nr == SYS_brk || nr == SYS_madvise || nr == SYS_mremap;
+}
+
+/* Not in the loader nor in malloc, and (when stopped inside libc running code or in a syscall
+ * malloc makes, e.g. a lock wait) not called from them either: a return address into them near
+ * the top of the stack means the loader's or an arena's lock may be held. A thread blocked in
+ * any other syscall (sleep, read, poll...) is at a safe point: stale return addresses left in
+ * its stack frames must not count. Stack words are a heuristic, without unwind info: a false
+ * "unsafe" only costs a retry. */
 static int safe(struct ctx *c, const struct inj_regs *r)
 {
     unsigned long pc = inj_regs_pc(r);
     if (in_unsafe(c, pc))
         return 0;
     if (pc < c->libc_text.lo || pc >= c->libc_text.hi)
+        return 1;
+    long nr = inj_regs_syscall(r, c->memfd);
+    if (nr >= 0 && !malloc_syscall(nr))
         return 1;
     if (inj_regs_lr(r) && in_unsafe(c, inj_regs_lr(r)))
         return 0;

@@ -130,6 +130,9 @@ unsigned long inj_regs_sp(const struct inj_regs *r);
 /* The link register (aarch64), 0 where return addresses live on the stack only. */
 unsigned long inj_regs_lr(const struct inj_regs *r);
 unsigned long inj_regs_ret(const struct inj_regs *r);
+/* The syscall the thread was stopped in (interrupted or about to be restarted), or -1. memfd is
+ * /proc/PID/mem, for architectures that must look at the instruction at pc. */
+long inj_regs_syscall(const struct inj_regs *r, int memfd);
 /* Turn r (a copy of a stopped thread's registers) into a call of fn(args[0..nargs)) with the
  * stack top at top (below the red zone and our data), returning to address 0 so that the call
  * ends in a SIGSEGV stop. Syscall restart is neutralised in r. *ret_slot is the stack address

@@ -11,20 +11,23 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Find "\0" "M.m." digits [suffix] "\0" (the PY_VERSION literal) and parse it. major < 0 means
- * any 3.x version. Returns 0 with *micro (and *minor) set, or -ENOENT. */
+/* Find the PY_VERSION literal "M.m.micro[tag]" NUL-terminated, and parse it. The linker may have
+ * merged it into the tail of a longer string ("/usr/lib/.../3.9.18"), so the byte before it only
+ * has to be something other than a digit or a dot. major < 0 means any 3.x version. Returns 0
+ * with *micro (and *minor) set, or -ENOENT. */
 static int scan_version(const struct inj_elf *e, int major, int *minor, int *micro)
 {
     char pat[32];
-    int plen = major >= 0 ? snprintf(pat, sizeof pat, "%c%d.%d.", 0, major, *minor)
-                          : snprintf(pat, sizeof pat, "%c3.", 0);
-    const unsigned char *p = e->data, *end = e->data + e->size;
+    int plen = major >= 0 ? snprintf(pat, sizeof pat, "%d.%d.", major, *minor)
+                          : snprintf(pat, sizeof pat, "3.");
+    const unsigned char *p = e->data + 1, *end = e->data + e->size;
     while (p < end) {
-        const unsigned char *hit = memmem(p, (size_t)(end - p), pat, (size_t)plen);
-        if (!hit)
+        const unsigned char *s = memmem(p, (size_t)(end - p), pat, (size_t)plen);
+        if (!s)
             break;
-        p = hit + 1;
-        const unsigned char *s = hit + 1;
+        p = s + 1;
+        if ((s[-1] >= '0' && s[-1] <= '9') || s[-1] == '.')
+            continue;
         char buf[24];
         size_t n = 0;
         while (s + n < end && n < sizeof buf - 1 && s[n] != 0)
@@ -90,7 +93,7 @@ static int from_libpython(pid_t pid, const struct inj_maps *m, struct inj_pyver 
         int a, b, c;
         if (read_py_version(&mod.elf, &a, &b, &c) == 0 && a == major && b == minor)
             v->micro = c;
-        else if (scan_version(&mod.elf, major, &b, &c) == 0)
+        else if ((b = minor, scan_version(&mod.elf, major, &b, &c)) == 0)
             v->micro = c;
         inj_module_close(&mod);
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #ifndef NT_ARM_SYSTEM_CALL
 #define NT_ARM_SYSTEM_CALL 0x404
@@ -77,6 +78,19 @@ unsigned long inj_regs_lr(const struct inj_regs *r)
 unsigned long inj_regs_ret(const struct inj_regs *r)
 {
     return (unsigned long)r->r.regs[0];
+}
+
+long inj_regs_syscall(const struct inj_regs *r, int memfd)
+{
+    if (r->syscallno >= 0)
+        return r->syscallno;
+    /* At a signal or interrupt stop the kernel has already rewound an interrupted syscall to
+     * its `svc #0` (and forgotten the number): x8 still holds it. */
+    uint32_t insn = 0;
+    if (memfd >= 0 && pread(memfd, &insn, sizeof insn, (off_t)r->r.pc) == (ssize_t)sizeof insn &&
+        insn == 0xd4000001u)
+        return (long)r->r.regs[8];
+    return -1;
 }
 
 int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,

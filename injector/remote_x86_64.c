@@ -83,6 +83,12 @@ unsigned long inj_regs_ret(const struct inj_regs *r)
     return r->r.rax;
 }
 
+long inj_regs_syscall(const struct inj_regs *r, int memfd)
+{
+    (void)memfd;
+    return (long)r->r.orig_rax; /* -1 outside a syscall */
+}
+
 int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
                      unsigned long top, unsigned long *ret_slot)
 {

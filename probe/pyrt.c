@@ -26,6 +26,7 @@ struct code_info {
     int firstlineno;
     int firsttraceable; /* 3.11+: code units before the first traceable instruction */
     int ok;
+    int not_code; /* readable, but not a code object */
 };
 
 struct walk {
@@ -61,8 +62,9 @@ static void code_info_clear(struct code_info *ci)
 }
 
 /* Looks code object addr up in the cache, reading it on a miss. Returns NULL when addr is not
- * a readable code object. No GIL needed. */
-static struct code_info *code_get(struct walk *w, const void *addr)
+ * a readable code object; *not_code (if not NULL) then tells a readable object of another type
+ * from unreadable memory. No GIL needed. */
+static struct code_info *code_get(struct walk *w, const void *addr, int *not_code)
 {
     size_t h = ((uintptr_t)addr >> 4) & (CACHE_SLOTS - 1);
     struct code_info *ci = NULL;
@@ -71,8 +73,11 @@ static struct code_info *code_get(struct walk *w, const void *addr)
 
     for (size_t i = 0; i < CACHE_SLOTS; i++) {
         struct code_info *c = &w->cache[(h + i) & (CACHE_SLOTS - 1)];
-        if (c->addr == addr)
+        if (c->addr == addr) {
+            if (not_code)
+                *not_code = c->not_code;
             return c->ok ? c : NULL;
+        }
         if (!c->addr) {
             ci = c;
             break;
@@ -83,9 +88,16 @@ static struct code_info *code_get(struct walk *w, const void *addr)
         code_info_clear(ci);
     }
     ci->addr = addr;
-    if (!probe_ptr_ok(addr, sizeof(void *)) || probe_mem_read(addr, &co, sizeof co) != 0 ||
-        Py_TYPE((PyObject *)&co) != &PyCode_Type)
+    if (not_code)
+        *not_code = 0;
+    if (!probe_ptr_ok(addr, sizeof(void *)) || probe_mem_read(addr, &co, sizeof co) != 0)
         return NULL;
+    if (Py_TYPE((PyObject *)&co) != &PyCode_Type) {
+        ci->not_code = 1;
+        if (not_code)
+            *not_code = 1;
+        return NULL;
+    }
 #if PY_VERSION_HEX >= 0x030B0000
     ci->func = probe_str_read(co.co_qualname, PYRT_MAX_STR);
     tab = co.co_linetable;
@@ -111,11 +123,10 @@ static struct code_info *code_get(struct walk *w, const void *addr)
 }
 
 /* Appends one frame to t. Returns 0, or -ENOMEM. */
-static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw, int cap,
+static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw,
                      const struct code_info *ci, int line, const void *fp)
 {
     struct probe_frame *f = &t->frames[t->nframes];
-    (void)cap;
     memset(f, 0, sizeof *f);
     f->func = strdup(ci->func);
     f->file = strdup(ci->file);
@@ -154,14 +165,14 @@ static int frames_walk(struct walk *w, struct probe_thread *t, const void *fp,
         const struct code_info *ci;
         int line;
         if (t->nframes >= cap) {
-            t->truncated = 1;
+            t->truncated = 1; /* more frames follow (possibly only skipped shim frames) */
             break;
         }
 #if PY_VERSION_HEX < 0x030B0000
         PyFrameObject f;
         if (!probe_ptr_ok(fp, sizeof(void *)) ||
             probe_mem_read(fp, &f, offsetof(PyFrameObject, f_localsplus)) != 0 ||
-            Py_TYPE((PyObject *)&f) != &PyFrame_Type || !(ci = code_get(w, f.f_code))) {
+            Py_TYPE((PyObject *)&f) != &PyFrame_Type || !(ci = code_get(w, f.f_code, NULL))) {
             t->truncated = 1;
             break;
         }
@@ -175,7 +186,7 @@ static int frames_walk(struct walk *w, struct probe_thread *t, const void *fp,
         line = f.f_trace ? f.f_lineno
                          : probe_line_lnotab(ci->table, ci->tablen, ci->firstlineno, f.f_lasti);
 #endif
-        if (frame_add(t, raw, cap, ci, line, fp) < 0)
+        if (frame_add(t, raw, ci, line, fp) < 0)
             return -ENOMEM;
         fp = f.f_back;
 #else
@@ -194,17 +205,18 @@ static int frames_walk(struct walk *w, struct probe_thread *t, const void *fp,
         }
 #endif
 #if PY_VERSION_HEX >= 0x030D0000
-        code = f.f_executable;
+        code = f.f_executable; /* a code object, or e.g. None in a C entry frame */
         ip = (uintptr_t)f.instr_ptr; /* the current instruction */
-        if (probe_obj_type(code) != &PyCode_Type) {
-            fp = f.previous; /* not a code object (e.g. None in a C entry frame) */
-            continue;
-        }
 #else
         code = f.f_code;
         ip = (uintptr_t)f.prev_instr; /* 3.11/3.12: the code unit before the next one */
 #endif
-        if (!(ci = code_get(w, code))) {
+        int not_code = 0;
+        if (!(ci = code_get(w, code, &not_code))) {
+            if (not_code && PY_VERSION_HEX >= 0x030D0000) {
+                fp = f.previous;
+                continue;
+            }
             t->truncated = 1;
             break;
         }
@@ -218,7 +230,7 @@ static int frames_walk(struct walk *w, struct probe_thread *t, const void *fp,
         }
         line = probe_line_loc(ci->table, ci->tablen, ci->firstlineno,
                               ip - start < PYRT_MAX_TABLE * 64 ? (int)(ip - start) : -1);
-        if (frame_add(t, raw, cap, ci, line, fp) < 0)
+        if (frame_add(t, raw, ci, line, fp) < 0)
             return -ENOMEM;
         fp = f.previous;
 #endif
@@ -434,29 +446,4 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     if (rc < 0)
         probe_snapshot_free(s);
     return rc;
-}
-
-void probe_snapshot_free(struct probe_snapshot *s)
-{
-    if (!s)
-        return;
-    for (int i = 0; i < s->nthreads; i++) {
-        struct probe_thread *t = &s->threads[i];
-        for (int j = 0; t->frames && j < t->nframes; j++) {
-            struct probe_frame *f = &t->frames[j];
-            for (int k = 0; f->locals && k < f->nlocals; k++) {
-                free(f->locals[k].name);
-                free(f->locals[k].type);
-                free(f->locals[k].value);
-            }
-            free(f->locals);
-            free(f->func);
-            free(f->file);
-        }
-        free(t->frames);
-        free(t->name);
-    }
-    free(s->threads);
-    s->threads = NULL;
-    s->nthreads = 0;
 }

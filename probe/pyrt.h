@@ -60,6 +60,9 @@ int probe_pyrt_init(struct pb_err *err);
  * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
 
+/* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
+ * thread's contents, for callers that drop threads from a snapshot. */
 void probe_snapshot_free(struct probe_snapshot *s);
+void probe_thread_free(struct probe_thread *t);
 
 #endif

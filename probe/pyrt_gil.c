@@ -60,8 +60,18 @@ int probe_names_read(struct probe_thread *t)
     PyObject *key, *th, *name, *daemon;
     int from = 0;
 
-    if (!active)
-        return 0;
+    if (!active) {
+        /* threading was never imported: the main thread is what threading would call it. */
+        if (!t->is_main)
+            return 0;
+        char *s = strdup("MainThread");
+        if (!s)
+            return 0;
+        free(t->name);
+        t->name = s;
+        t->daemon = 0;
+        return 1;
+    }
     key = PyLong_FromUnsignedLong(t->ident);
     if (!key) {
         PyErr_Clear();

@@ -52,7 +52,7 @@ size_t probe_mem_read_upto(const void *addr, void *dst, size_t n);
 /* A plausible heap/data pointer (non-NULL, aligned to align, in user space). */
 int probe_ptr_ok(const void *p, size_t align);
 
-/* ---- pyrt_tid.c: pthread_t -> kernel tid on 3.8-3.10 (No GIL needed) ---- */
+/* ---- pyrt_safe.c: pthread_t -> kernel tid on 3.8-3.10 (No GIL needed) ---- */
 
 /* Find the offset of the tid inside glibc's struct pthread with two threads of our own.
  * Returns 0 or a negative code. */
@@ -60,7 +60,7 @@ int probe_tid_calibrate(struct pb_err *err);
 /* Kernel tid of a live thread given its pthread_t, or -1 when unknown or the thread is gone. */
 long probe_tid_from_pthread(unsigned long pthread_ident);
 
-/* ---- pyrt_str.c: decoding str/bytes objects from copied memory (No GIL needed) ---- */
+/* ---- pyrt_decode.c: str/bytes objects from copied memory (No GIL needed) ---- */
 
 /* UTF-8 of the str object at obj, at most max bytes (cut on a character boundary), in a new
  * malloc'd NUL-terminated string; NULL when obj is not a readable exact str. */
@@ -68,10 +68,8 @@ char *probe_str_read(const void *obj, size_t max);
 /* Copy of the payload of the bytes object at obj (at most max bytes) into a new malloc'd
  * buffer, its length in *len. Returns NULL when obj is not a readable exact bytes object. */
 unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len);
-/* Type pointer of the object at obj (ob_type), NULL when unreadable. */
-const void *probe_obj_type(const void *obj);
 
-/* ---- pyrt_line.c: line tables, pure functions on copied bytes ---- */
+/* ---- pyrt_decode.c: line tables, pure functions on copied bytes ---- */
 
 /* 3.8/3.9 co_lnotab; addr is the byte offset of the instruction (f_lasti). */
 int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr);

@@ -47,8 +47,9 @@ def main():
         t.start()
     started.wait()
     time.sleep(0.1)
-    info = {"pid": os.getpid(), "main": threading.get_native_id(),
-            "threads": {t.name: t.native_id for t in ts}}
+    native = getattr(threading, "get_native_id", lambda: None)  # 3.8+
+    info = {"pid": os.getpid(), "main": native(),
+            "threads": {t.name: getattr(t, "native_id", None) for t in ts}}
     print("ready " + json.dumps(info), flush=True)
     tick_forever()
 

@@ -37,7 +37,7 @@ def checkpointer(model, every):
         _ = list(model.weights)
 
 
-def train(steps_per_report=50):
+def train(steps_per_report=10):
     width = 64
     model = TinyModel(width)
     q = queue.Queue(maxsize=8)

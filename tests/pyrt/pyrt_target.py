@@ -97,9 +97,14 @@ def busy(addr):
         busy_rec(6)  # BP: busy
 
 
-def hog(addr):
+def hog(addr, go_addr):
     ctypes.c_long.from_address(addr).value = threading.get_native_id()
     note()
+    # Wait until the test has released the GIL from C: Thread.start() in start_hog must
+    # return before this thread keeps the GIL forever.
+    go = ctypes.c_int.from_address(go_addr)
+    while not go.value:
+        time.sleep(0.001)
     libc = ctypes.PyDLL(None)  # PyDLL: the GIL stays held across the call
     libc.pause()  # BP: hog
 
@@ -125,8 +130,8 @@ def start(busy_addr=0):
     return 4 + N_WORKERS
 
 
-def start_hog(addr):
-    spawn("pyrt-hog", hog, (addr,))
+def start_hog(addr, go_addr):
+    spawn("pyrt-hog", hog, (addr, go_addr))
 
 
 def finish():

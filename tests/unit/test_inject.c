@@ -154,10 +154,14 @@ static void expect_line(struct target *t, const char *prefix, char *buf, size_t 
         UNIT_FAIL_("expected '%s...', got '%s'", prefix, buf);
 }
 
+/* Kill the target and remove this test's temp dir (a failed test leaves it for a look). */
 static void stop_target(struct target *t)
 {
     kill(t->pid, SIGKILL);
     waitpid(t->pid, NULL, 0);
+    if (tmpdir[0])
+        sh("rm -rf %s", tmpdir);
+    tmpdir[0] = '\0';
 }
 
 static int alive(pid_t pid)
@@ -231,6 +235,39 @@ TEST(inject_pyenv_313_sleeping)
 TEST(inject_debian_python3_sleeping)
 {
     inject_into_sleeper("/usr/bin/python3");
+}
+
+/* A busy, allocating target (threads too): the safe-point search must land outside malloc and
+ * the loader, and the target must keep running. */
+TEST(inject_busy_allocating_threads)
+{
+    char line[256];
+    struct pb_err err = {0};
+    const char *lib = fixture("libprobing-fixture", NULL);
+    struct target t = start(pyenv_python("3.12"),
+                            "import threading, time\n"
+                            "def churn():\n"
+                            "    while True:\n"
+                            "        x = [str(i) * 3 for i in range(2000)]\n"
+                            "for _ in range(2):\n"
+                            "    threading.Thread(target=churn, daemon=True).start()\n"
+                            "n = 0\n"
+                            "while True:\n"
+                            "    n += 1\n"
+                            "    d = {i: bytearray(64) for i in range(500)}\n"
+                            "    if n % 50 == 0:\n"
+                            "        print('hb', flush=True)\n");
+    expect_line(&t, "hb", line, sizeof line, 10000);
+    for (int i = 0; i < 5; i++) {
+        int rc = inj_inject(t.pid, lib, NULL, &err);
+        if (rc != 0)
+            UNIT_FAIL_("injection %d: %d %s", i, rc, err.msg);
+    }
+    ASSERT_EQ(marker_count(t.pid), 1);
+    for (int i = 0; i < 3; i++)
+        expect_line(&t, "hb", line, sizeof line, 5000);
+    ASSERT(alive(t.pid));
+    stop_target(&t);
 }
 
 /* A raw read(2) (ctypes: no EINTR retry in Python) must keep waiting and return the bytes
@@ -394,6 +431,8 @@ TEST(inject_no_such_pid)
     struct inj_pyver v;
     ASSERT_EQ(inj_pyver_detect(p, &v, &err), -ESRCH);
     ASSERT(inj_maps_find(p, "libprobing-", NULL, 0) < 0);
+    if (tmpdir[0])
+        sh("rm -rf %s", tmpdir);
 }
 
 static char proc_state(pid_t pid)
@@ -444,16 +483,17 @@ TEST(inject_traced_by_strace)
         execlp("strace", "strace", "-o", "/dev/null", "-p", cmd, (char *)NULL);
         _exit(127);
     }
+    /* Wait for strace to attach (TracerPid set) before trying, so as not to race it. */
+    char sp[64], buf[2048];
+    snprintf(sp, sizeof sp, "/proc/%d/status", (int)t.pid);
     long long end = now_ms() + 5000;
-    struct pb_err e2 = {0};
-    int rc = 0;
     while (now_ms() < end) {
-        rc = inj_inject(t.pid, lib, NULL, &e2);
-        if (rc == PB_ETRACED)
+        const char *tp = pb_read_file(sp, buf, sizeof buf) > 0 ? strstr(buf, "TracerPid:") : NULL;
+        if (tp && atoi(tp + 10) == (int)s)
             break;
-        usleep(20000);
+        usleep(10000);
     }
-    err = e2;
+    int rc = inj_inject(t.pid, lib, NULL, &err);
     ASSERT_EQ(rc, PB_ETRACED);
     snprintf(want, sizeof want, "process %d is already traced by %d (strace): detach it first",
              (int)t.pid, (int)s);
@@ -546,10 +586,7 @@ __attribute__((constructor)) static void inject_helper(void)
 static int run_helper(pid_t pid, const char *lib, const char *env1, const char *env2, char *msg,
                       size_t n)
 {
-    char spec[PATH_MAX + 32], self[PATH_MAX], out[512];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    ASSERT(len > 0);
-    self[len] = '\0';
+    char spec[PATH_MAX + 32], out[512];
     snprintf(spec, sizeof spec, "%d:%s", (int)pid, lib);
     int fds[2];
     ASSERT(pipe(fds) == 0);
@@ -563,7 +600,8 @@ static int run_helper(pid_t pid, const char *lib, const char *env1, const char *
         putenv((char *)env1);
         if (env2)
             putenv((char *)env2);
-        execl(self, self, (char *)NULL);
+        /* /proc/self/exe: this very binary, even if a rebuild replaced the file meanwhile. */
+        execl("/proc/self/exe", "unit-tests", (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -608,6 +646,7 @@ static void killed_at(int n)
     int st;
     ASSERT_EQ(waitpid(t.pid, &st, 0), t.pid);
     ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    stop_target(&t);
 }
 
 TEST(shim_killed_before_call)

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Releasing snapshots (pyrt.h's memory rule). Plain C with no CPython dependency, so dap/ unit
+ * tests link it next to a fake reader. */
+#include <stdlib.h>
+
+#include "pyrt.h"
+
+void probe_thread_free(struct probe_thread *t)
+{
+    for (int j = 0; t->frames && j < t->nframes; j++) {
+        struct probe_frame *f = &t->frames[j];
+        for (int k = 0; f->locals && k < f->nlocals; k++) {
+            free(f->locals[k].name);
+            free(f->locals[k].type);
+            free(f->locals[k].value);
+        }
+        free(f->locals);
+        free(f->func);
+        free(f->file);
+    }
+    free(t->frames);
+    free(t->name);
+    t->frames = NULL;
+    t->name = NULL;
+    t->nframes = 0;
+}
+
+void probe_snapshot_free(struct probe_snapshot *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nthreads; i++)
+        probe_thread_free(&s->threads[i]);
+    free(s->threads);
+    s->threads = NULL;
+    s->nthreads = 0;
+}

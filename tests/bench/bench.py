@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: MIT
+"""make bench: injection and dump latency, each as a median over repeated runs, printed beside
+a baseline measured in the same invocation (a ratio, never a timed assertion):
+  1. cold `probing -p PID inject` vs `gdb -p PID -batch -ex 'call (void*)dlopen(LIB, 2)'`
+     loading the same library into a fresh target;
+  2. cold inject + first complete dump (`debug --dump --json` on a fresh target);
+  3. dump of a 16-thread target already injected: the probing/dump request on an open DAP
+     connection, against a probing/info round trip (the transport's floor), and the whole CLI.
+Usage: bench.py BUILD_DIR [PYTHON]"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from dapclient import DAP  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+CLI = os.path.join(BUILD, "bin", "probing")
+PY = sys.argv[2] if len(sys.argv) > 2 else None
+RUNS = int(os.environ.get("BENCH_RUNS", "9"))
+
+
+def python():
+    if PY:
+        return PY
+    out = subprocess.run([os.path.join(ROOT, "tools", "pythons.sh")], capture_output=True,
+                         text=True).stdout.split("\n")
+    for line in out:
+        if line.startswith("3.11 "):
+            return line.split()[2]
+    return out[0].split()[2]
+
+
+def start(sample, *args):
+    p = subprocess.Popen([python(), os.path.join(ROOT, "samples", sample), *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if line.startswith("ready "):
+            return p
+    p.kill()
+    raise SystemExit("bench: target did not start")
+
+
+def stop(p):
+    p.kill()
+    p.wait()
+
+
+def timed(cmd):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit("bench: %s failed: %s" % (" ".join(cmd), r.stderr + r.stdout))
+    return dt, r
+
+
+def ms(x):
+    return "%.1f ms" % (x * 1000)
+
+
+def main():
+    minor = re.search(r"python(3\.\d+)", python()).group(1) if "python3." in python() else "3.11"
+    lib = os.path.join(BUILD, "lib", "probing", "libprobing-%s.so" % minor)
+    print("probing bench: CPython %s (%s), %d runs each, medians" % (minor, python(), RUNS))
+
+    inj, gdb, first = [], [], []
+    for _ in range(RUNS):
+        p = start("threads.py")
+        inj.append(timed([CLI, "-p", str(p.pid), "inject"])[0])
+        stop(p)
+        p = start("threads.py")
+        dt, r = timed(["gdb", "-p", str(p.pid), "-batch", "-nx",
+                       "-ex", 'call (void*)dlopen("%s", 2)' % lib])
+        assert re.search(r"\$1 = \(void \*\) 0x[0-9a-f]+", r.stdout), r.stdout
+        gdb.append(dt)
+        stop(p)
+        p = start("threads.py")
+        dt, r = timed([CLI, "-p", str(p.pid), "debug", "--dump", "--json"])
+        assert len(json.loads(r.stdout)["threads"]) == 3
+        first.append(dt)
+        stop(p)
+    mi, mg, mf = statistics.median(inj), statistics.median(gdb), statistics.median(first)
+    print("  inject (cold)                    %10s" % ms(mi))
+    print("  gdb -batch dlopen (baseline)     %10s   gdb/probing = %.1fx (goal >= 5x)" % (ms(mg), mg / mi))
+    print("  inject + first dump (cold)       %10s" % ms(mf))
+
+    p = start("many_threads.py", "16")
+    try:
+        subprocess.run([CLI, "-p", str(p.pid), "inject"], check=True, capture_output=True)
+        sock = "/proc/%d/root/tmp/probing-%d/%d.sock" % (p.pid, os.geteuid(), p.pid)
+        c = DAP.unix(sock)
+        c.request("initialize", {"adapterID": "probing"})
+        c.request("attach", {"probingClient": "cli"})
+        info, dump = [], []
+        for i in range(max(RUNS * 5, 30)):
+            t0 = time.perf_counter()
+            assert c.request("probing/info")["success"]
+            info.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            r = c.request("probing/dump")
+            dump.append(time.perf_counter() - t0)
+            assert r["success"] and len(r["body"]["threads"]) == 16, r
+        c.close()
+        cli = [timed([CLI, "-p", str(p.pid), "debug", "--dump"])[0] for _ in range(RUNS)]
+    finally:
+        stop(p)
+    di, dd, dc = statistics.median(info), statistics.median(dump), statistics.median(cli)
+    print("  probing/info round trip (floor)  %10s" % ms(di))
+    print("  probing/dump, 16 threads         %10s   dump/floor = %.1fx (goal < 20 ms)" % (ms(dd), dd / di))
+    print("  CLI debug --dump, 16 threads     %10s" % ms(dc))
+
+
+if __name__ == "__main__":
+    main()

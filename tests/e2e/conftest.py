@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: MIT
+"""End-to-end fixtures: real target processes from samples/, the real CLI, real sockets.
+
+Every target runs in its own session (process group), with stdout/stderr captured to files and
+PROBING_LOG set; teardown kills the group and checks that the target's output holds only what
+the target printed. Every wait is bounded."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("PROBING_BUILD", os.path.join(ROOT, "build", "release"))
+CLI = os.path.join(BUILD, "bin", "probing")
+SAMPLES = os.path.join(ROOT, "samples")
+
+
+def _pythons():
+    out = subprocess.run([os.path.join(ROOT, "tools", "pythons.sh")], capture_output=True,
+                         text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        minor, _inc, exe = line.split()
+        found.append(pytest.param(exe, id=minor))
+    if os.path.exists("/usr/bin/python3"):
+        found.append(pytest.param("/usr/bin/python3", id="debian"))
+    return found
+
+
+PYTHONS = _pythons()
+
+
+def bp(sample, name):
+    """Line number of the '# BP: name' marker in samples/<sample>."""
+    with open(os.path.join(SAMPLES, sample)) as f:
+        for i, line in enumerate(f, 1):
+            if re.search(r"#\s*BP:\s*%s\b" % re.escape(name), line):
+                return i
+    raise AssertionError("no BP marker %r in %s" % (name, sample))
+
+
+class Target:
+    """A running sample. .ready is the JSON of its 'ready {...}' line."""
+
+    # Lines a sample may print; anything else in its output is a leak from the probe.
+    ALLOWED = re.compile(r"^(ready \{.*\}|tick \d+|step \d+|training started, pid \d+|ok .*)$")
+
+    def __init__(self, python, sample, tmp_path, env=None, args=(), wait_ready=True):
+        self.out_path = tmp_path / ("%s.out" % sample)
+        self.err_path = tmp_path / ("%s.err" % sample)
+        self.log_path = tmp_path / "probe.log"
+        e = dict(os.environ)
+        e.pop("PROBING", None)
+        e["PROBING_LOG"] = str(self.log_path)
+        e["PROBING_LOG_LEVEL"] = "debug"
+        if os.environ.get("PROBING_TARGET_PRELOAD"):
+            # make asan: a sanitized probe in a stock python needs the runtime loaded first.
+            e["LD_PRELOAD"] = os.environ["PROBING_TARGET_PRELOAD"]
+            e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0:log_path=%s" % (
+                tmp_path / "asan")
+        e.update(env or {})
+        self.proc = subprocess.Popen(
+            [python, os.path.join(SAMPLES, sample), *args],
+            stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"),
+            stdin=subprocess.DEVNULL, start_new_session=True, env=e)
+        self.pid = self.proc.pid
+        self.ready = None
+        if wait_ready:
+            self.ready = self.wait_line(r"^ready (\{.*\})$", json_group=True)
+
+    def output(self):
+        with open(self.out_path) as f:
+            return f.read()
+
+    def errors(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def wait_line(self, pattern, timeout=20, json_group=False):
+        deadline = time.time() + timeout
+        rx = re.compile(pattern, re.M)
+        while time.time() < deadline:
+            m = rx.search(self.output())
+            if m:
+                return json.loads(m.group(1)) if json_group else m
+            if self.proc.poll() is not None:
+                raise AssertionError("target exited (%s): %s %s" % (
+                    self.proc.returncode, self.output()[-500:], self.errors()[-2000:]))
+            time.sleep(0.02)
+        raise AssertionError("timed out waiting for %r; output: %s" % (pattern, self.output()[-500:]))
+
+    def ticks(self):
+        return len(re.findall(r"^tick \d+$", self.output(), re.M))
+
+    def assert_responsive(self, timeout=10):
+        """The target still runs Python code: new ticks appear."""
+        assert self.proc.poll() is None, "target died: %s" % self.errors()[-2000:]
+        before = self.ticks()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.ticks() >= before + 2:
+                return
+            time.sleep(0.05)
+        raise AssertionError("target stopped ticking (%d ticks); state: %s" % (
+            before, open("/proc/%d/stat" % self.pid).read()))
+
+    def maps_count(self, name="libprobing-"):
+        with open("/proc/%d/maps" % self.pid) as f:
+            return len({line.split()[-1] for line in f if name in line})
+
+    def probe_log(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return "(no probe log)"
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGCONT)
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
+
+    def check_output_clean(self, extra_allowed=None):
+        bad = [l for l in self.output().splitlines() if not self.ALLOWED.match(l)
+               and not (extra_allowed and re.match(extra_allowed, l))]
+        assert not bad, "unexpected lines on the target's stdout: %r" % bad[:5]
+        err = self.errors()
+        if extra_allowed:
+            err = "\n".join(l for l in err.splitlines() if not re.match(extra_allowed, l))
+        assert err.strip() == "", "unexpected stderr from the target: %r" % err[-2000:]
+
+
+@pytest.fixture
+def spawn(tmp_path, request):
+    targets = []
+
+    def _spawn(python, sample="threads.py", **kw):
+        t = Target(python, sample, tmp_path, **kw)
+        targets.append(t)
+        return t
+
+    yield _spawn
+    failed = request.node.rep_call.failed if hasattr(request.node, "rep_call") else True
+    for t in targets:
+        if failed:
+            print("---- probe log of %d ----\n%s" % (t.pid, t.probe_log()[-4000:]))
+        t.kill()
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def probing(*args, timeout=60, env=None, user=None, check=False):
+    """Runs the CLI; returns CompletedProcess (text)."""
+    cmd = [CLI, *[str(a) for a in args]]
+    if user:
+        import pwd
+        pw = pwd.getpwnam(user)
+        cmd = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid, "--clear-groups",
+               *cmd]
+    e = dict(os.environ)
+    e.update(env or {})
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    if check and r.returncode != 0:
+        raise AssertionError("probing %s failed (%d): %s%s" % (" ".join(map(str, args)),
+                             r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def dump_json(pid, *extra):
+    r = probing("-p", pid, "debug", "--dump", "--json", *extra, check=True)
+    return json.loads(r.stdout)

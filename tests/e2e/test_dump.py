@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: MIT
+"""probing -p PID debug --dump on every CPython 3.8-3.13 and Debian's python3: inject into a
+running sample, dump, and check names, ids and line numbers against the sample's BP markers."""
+import json
+
+import pytest
+
+from conftest import PYTHONS, bp, dump_json, probing
+
+
+def frames_of(thread):
+    return [(f["name"], f["line"]) for f in thread["frames"]]
+
+
+def by_name(dump):
+    return {t["name"]: t for t in dump["threads"]}
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_every_thread(python, spawn):
+    t = spawn(python)
+    r = probing("-p", t.pid, "inject", check=True)
+    assert "probe loaded in %d" % t.pid in r.stdout
+    d = dump_json(t.pid)
+    threads = by_name(d)
+    assert set(threads) == {"MainThread", "sleeper-1", "reader-1"}, threads.keys()
+    main = threads["MainThread"]
+    assert main["main"] is True and main["nameSource"] == "threading"
+    assert main["nativeId"] == t.ready["main"] == t.pid
+    for name in ("sleeper-1", "reader-1"):
+        assert threads[name]["nativeId"] == t.ready["threads"][name]
+        assert threads[name]["daemon"] is True
+        assert threads[name]["id"] == threads[name]["nativeId"]
+    # Innermost first, with the exact lines of the markers.
+    assert frames_of(threads["sleeper-1"])[0] == ("sleeper", bp("threads.py", "sleeper_sleep"))
+    assert frames_of(threads["reader-1"])[0] == ("reader", bp("threads.py", "reader_read"))
+    assert frames_of(threads["sleeper-1"])[-1][0].endswith("_bootstrap")
+    mf = frames_of(main)
+    assert mf[0] == ("tick_forever", bp("threads.py", "main_sleep"))
+    assert [n for n, _ in mf[1:]] == ["main", "<module>"]
+    assert all(f["file"].endswith("threads.py") for f in main["frames"])
+    # No thread holds the GIL while all of them sleep or block.
+    assert d["gil"]["available"] is True
+    assert d["python"].startswith(python.rsplit("python", 1)[-1][:4]) or python.endswith("python3")
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_text_and_locals(python, spawn):
+    t = spawn(python)
+    r = probing("-p", t.pid, "debug", "--dump", check=True)
+    out = r.stdout
+    assert 'Thread %d "MainThread"' % t.pid in out
+    assert "sleeper (%s:%d)" % (t_file := "/samples/threads.py", 0) not in out  # sanity of format
+    assert "    sleeper (" in out and ":%d)" % bp("threads.py", "sleeper_sleep") in out
+    d = dump_json(t.pid, "--locals")
+    threads = by_name(d)
+    sl = {l["name"]: l for l in threads["sleeper-1"]["frames"][0]["locals"]}
+    assert sl["seconds"]["value"] == "3600" and sl["seconds"]["type"] == "int"
+    assert sl["label"]["value"] == "'sleeping'"
+    rd = {l["name"]: l for l in threads["reader-1"]["frames"][0]["locals"]}
+    assert rd["items"]["value"] == "[1, 2, 3]"
+    assert json.loads(rd["payload"]["value"].replace("'", '"')) == {"kind": "pipe", "fd": rd["fd"]["value"] and int(rd["fd"]["value"])}
+    mn = {l["name"]: l for l in threads["MainThread"]["frames"][0]["locals"]}
+    assert len(mn["text"]["value"]) <= 300 and mn["text"]["value"].endswith("...")
+    assert "bits" in mn["big"]["value"]
+    th = {l["name"]: l for l in threads["reader-1"]["frames"][1]["locals"]}
+    assert th["self"]["value"].startswith("<threading.Thread object at 0x")
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_when_gil_held_forever(python, spawn):
+    t = spawn(python, "stuck_gil.py")
+    d = dump_json(t.pid)
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["holdsGil"] is True
+    assert d["gil"]["holder"] == main["id"] == t.pid
+    assert d["gil"]["available"] is False
+    assert main["frames"][0]["name"] == "hold_gil_forever"
+    assert main["frames"][0]["line"] == bp("stuck_gil.py", "stuck_call")
+    assert [f["name"] for f in main["frames"][1:]] == ["main", "<module>"]
+    waiter = [x for x in d["threads"] if not x["main"]]
+    assert len(waiter) == 1 and waiter[0]["frames"][0]["name"] == "worker"
+    assert waiter[0]["frames"][0]["line"] == bp("stuck_gil.py", "worker_sleep")
+    # --locals: says why there are none, still shows stacks.
+    d = dump_json(t.pid, "--locals")
+    assert "GIL is held by thread %d" % t.pid in d["localsError"]
+    assert all("locals" not in f for x in d["threads"] for f in x["frames"])
+    text = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
+    assert "note: the GIL is held by thread %d" % t.pid in text
+    assert t.proc.poll() is None
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_inject_twice(python, spawn):
+    t = spawn(python)
+    r1 = probing("-p", t.pid, "inject", check=True)
+    r2 = probing("-p", t.pid, "inject", check=True)
+    assert "probe loaded in" in r1.stdout
+    assert "probe already loaded in %d" % t.pid in r2.stdout
+    assert t.maps_count() == 1
+    assert dump_json(t.pid)["pid"] == t.pid
+    t.assert_responsive()
+    t.check_output_clean()

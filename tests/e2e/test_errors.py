@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""Bad input: each case gives one clear line on stderr ("probing: error: ..."), a non-zero exit,
+and leaves the target alive and responsive with nothing of ours in its output."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import CLI, PYTHONS, ROOT, SAMPLES, Target, dump_json, probing
+
+PY = PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
+
+
+def one_error_line(r, *needles):
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("probing: error: "), r.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def free_pid():
+    pid = 4_000_000
+    while os.path.exists("/proc/%d" % pid):
+        pid -= 1
+    return pid
+
+
+def test_no_such_pid():
+    pid = free_pid()
+    one_error_line(probing("-p", pid, "debug", "--dump"), "no process %d" % pid)
+
+
+def test_usage_errors_exit_2():
+    for args in (["debug", "--dump"], ["-p", "abc", "inject"], ["frobnicate"], [],
+                 ["-p", "1", "debug"], ["-p", "1", "inject", "--bogus"]):
+        r = probing(*args)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert "probing: error:" in r.stderr or "usage:" in r.stderr, (args, r.stderr)
+
+
+def test_non_python_process(tmp_path):
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        one_error_line(probing("-p", p.pid, "inject"), "not a Python process")
+        assert p.poll() is None
+        with open("/proc/%d/maps" % p.pid) as f:
+            assert "libprobing" not in f.read()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_no_probe_build_for_version(spawn):
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() \
+        or os.path.expanduser("~/.pyenv")
+    old = sorted(d for d in os.listdir(os.path.join(root, "versions")) if d.startswith("3.7."))
+    assert old, "this test needs a CPython 3.7 from pyenv (present on the project's machines)"
+    t = spawn(os.path.join(root, "versions", old[-1], "bin", "python3.7"))
+    one_error_line(probing("-p", t.pid, "inject"), "no probe build for CPython 3.7")
+    assert t.maps_count() == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def test_process_already_traced(spawn):
+    t = spawn(PY)
+    st = subprocess.Popen(["strace", "-qq", "-e", "trace=none", "-p", str(t.pid)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with open("/proc/%d/status" % t.pid) as f:
+                if "TracerPid:\t0\n" not in f.read():
+                    break
+            time.sleep(0.02)
+        line = one_error_line(probing("-p", t.pid, "inject"), "already traced", str(st.pid))
+        assert "strace" in line
+    finally:
+        st.send_signal(signal.SIGINT)
+        st.wait(timeout=10)
+    t.assert_responsive()
+    # Once the tracer is gone, injection works.
+    probing("-p", t.pid, "inject", check=True)
+    t.check_output_clean()
+
+
+def test_stopped_process(spawn):
+    t = spawn(PY)
+    os.kill(t.pid, signal.SIGSTOP)
+    time.sleep(0.1)
+    one_error_line(probing("-p", t.pid, "inject"), "is stopped", "kill -CONT %d" % t.pid)
+    with open("/proc/%d/stat" % t.pid) as f:
+        assert f.read().split(")")[1].split()[0] == "T", "left stopped as it was"
+    os.kill(t.pid, signal.SIGCONT)
+    t.assert_responsive()
+    assert t.maps_count() == 0
+    t.check_output_clean()
+
+
+def test_process_of_another_user(spawn):
+    t = spawn(PY)
+    r = probing("-p", t.pid, "inject", user="nobody")
+    one_error_line(r, str(t.pid))
+    assert "another user" in r.stderr or "denied" in r.stderr, r.stderr
+    assert t.maps_count() == 0
+    # With the probe loaded (by root), nobody still cannot reach its socket.
+    probing("-p", t.pid, "inject", check=True)
+    r = probing("-p", t.pid, "debug", "--dump", user="nobody")
+    one_error_line(r, str(t.pid))
+    assert "another user" in r.stderr or "denied" in r.stderr, r.stderr
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def test_process_exits_during_injection(spawn, tmp_path):
+    shim = tmp_path / "ptrace_fault.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim),
+                    os.path.join(ROOT, "tests", "shim", "ptrace_fault.c"), "-ldl"], check=True)
+    t = spawn(PY)
+    r = probing("-p", t.pid, "inject", env={
+        "LD_PRELOAD": str(shim), "PTRACE_FAULT_KILL_AT_SETREGS": "1",
+        # under make asan the CLI is sanitized: the shim may come before the ASan runtime
+        "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"})
+    one_error_line(r, "exited during injection")
+    t.proc.wait(timeout=10)
+    assert t.proc.returncode == -signal.SIGKILL

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer harness: bytes from a peer into a DAP session (framing, JSON, envelope checks,
+ * dispatch, argument parsing, the token check), over both transports, with the fake probe.
+ * The first byte picks the transport and how the input is split into reads. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "dap.h"
+
+static int sink_send(void *io, const char *buf, size_t len)
+{
+    (void)io;
+    (void)buf;
+    (void)len;
+    return 0;
+}
+
+static void sink_close(void *io)
+{
+    *(int *)io = 1;
+}
+
+static const struct dap_io_ops sink = {sink_send, sink_close};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    int closed = 0;
+    int transport = data[0] & 1 ? DAP_TRANSPORT_TCP : DAP_TRANSPORT_UNIX;
+    size_t chunk = (size_t)(data[0] >> 1) + 1;
+    data++;
+    size--;
+    struct dap_session *s = dap_session_new(&sink, &closed, transport);
+    for (size_t off = 0; off < size && !closed; off += chunk) {
+        size_t n = size - off < chunk ? size - off : chunk;
+        if (dap_session_feed(s, (const char *)data + off, n) < 0)
+            break;
+    }
+    dap_session_detach_io(s);
+    dap_session_unref(s);
+    return 0;
+}

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/* dap/: framing under any split of the byte stream and bad input, envelopes, argument checks,
+ * and dispatch through a real session with a fake probe (fake_probe.c): state checks, TCP
+ * authentication, capabilities, the initialized event, deferred answers, error mapping. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dap.h"
+#include "fake_probe.h"
+#include "unit.h"
+
+/* ---- framing ---- */
+
+static const char *frame(const char *json, char *buf, size_t n)
+{
+    snprintf(buf, n, "Content-Length: %zu\r\n\r\n%s", strlen(json), json);
+    return buf;
+}
+
+TEST(dap_frame_any_split)
+{
+    char a[256], b[256], stream[512];
+    frame("{\"seq\":1,\"type\":\"request\",\"command\":\"threads\"}", a, sizeof a);
+    frame("{\"seq\":2,\"type\":\"event\",\"event\":\"x\",\"body\":{\"s\":\"\\u00e9\"}}", b, sizeof b);
+    snprintf(stream, sizeof stream, "%s%s", a, b);
+    size_t len = strlen(stream);
+    for (size_t cut = 0; cut <= len; cut++) {
+        struct dap_reader r;
+        struct pb_err err = {0};
+        dap_reader_init(&r, 0);
+        cJSON *m = NULL;
+        int got = 0;
+        ASSERT_EQ(dap_reader_feed(&r, stream, cut, &err), 0);
+        while (dap_reader_next(&r, &m, &err) == 1) {
+            got++;
+            cJSON_Delete(m);
+        }
+        ASSERT_EQ(dap_reader_feed(&r, stream + cut, len - cut, &err), 0);
+        while (dap_reader_next(&r, &m, &err) == 1) {
+            got++;
+            ASSERT_EQ(cJSON_GetObjectItem(m, "seq")->valueint, got);
+            cJSON_Delete(m);
+        }
+        ASSERT_EQ(got, 2);
+        ASSERT_EQ(r.len, 0);
+        dap_reader_close(&r);
+    }
+}
+
+static int next_of(const char *bytes, struct pb_err *err)
+{
+    struct dap_reader r;
+    cJSON *m = NULL;
+    dap_reader_init(&r, 1024);
+    int rc = dap_reader_feed(&r, bytes, strlen(bytes), err);
+    if (rc == 0)
+        rc = dap_reader_next(&r, &m, err);
+    cJSON_Delete(m);
+    dap_reader_close(&r);
+    return rc;
+}
+
+TEST(dap_frame_rejects_bad_input)
+{
+    struct pb_err err = {0};
+    ASSERT_EQ(next_of("Content-Length: 1073741824\r\n\r\n{}", &err), PB_EPROTO);
+    ASSERT(strstr(err.msg, "over the limit"));
+    ASSERT_EQ(next_of("Content-Length: abc\r\n\r\n{}", &err), PB_EPROTO);
+    ASSERT_EQ(next_of("X-Other: 1\r\n\r\n{}", &err), PB_EPROTO);
+    ASSERT(strstr(err.msg, "Content-Length"));
+    ASSERT_EQ(next_of("Content-Length: 5\r\n\r\n{oops", &err), PB_EPROTO);
+    ASSERT(strstr(err.msg, "not valid JSON"));
+    ASSERT_EQ(next_of("Content-Length: 2\r\n\r\n[]", &err), PB_EPROTO);
+    ASSERT_EQ(next_of("Content-Length: 15\r\n\r\n{\"type\":\"x\"}   ", &err), PB_EPROTO);
+    ASSERT(strstr(err.msg, "seq"));
+    ASSERT_EQ(next_of("Content-Length: 25\r\n\r\n{\"seq\":1,\"type\":\"request\"}", &err), PB_EPROTO);
+    /* A header that never ends is refused once it passes the header limit. */
+    char junk[2048];
+    memset(junk, 'a', sizeof junk - 1);
+    junk[sizeof junk - 1] = '\0';
+    ASSERT_EQ(next_of(junk, &err), PB_EPROTO);
+    /* Incomplete is not an error. */
+    ASSERT_EQ(next_of("Content-Length: 10\r\n\r\n{\"se", &err), 0);
+    /* Case-insensitive header, extra headers tolerated. */
+    ASSERT_EQ(next_of("X-A: b\r\ncontent-length: 26\r\n\r\n{\"seq\":1,\"type\":\"event\"}  ",
+                      &err), 1);
+}
+
+TEST(dap_encode_roundtrip)
+{
+    cJSON *m = dap_msg_event(7, "output", cJSON_CreateObject());
+    size_t len = 0;
+    char *buf = dap_encode(m, &len);
+    ASSERT(buf && strncmp(buf, "Content-Length: ", 16) == 0);
+    struct dap_reader r;
+    struct pb_err err;
+    cJSON *back = NULL;
+    dap_reader_init(&r, 0);
+    dap_reader_feed(&r, buf, len, &err);
+    ASSERT_EQ(dap_reader_next(&r, &back, &err), 1);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(back, "event")->valuestring, "output");
+    ASSERT_EQ(cJSON_GetObjectItem(back, "seq")->valueint, 7);
+    cJSON_Delete(back);
+    cJSON_Delete(m);
+    free(buf);
+    dap_reader_close(&r);
+}
+
+TEST(dap_args_typed)
+{
+    cJSON *a = cJSON_Parse("{\"n\":3,\"f\":1.5,\"s\":\"x\",\"b\":true,\"big\":1e300}");
+    struct pb_err err = {0};
+    long long n = -1;
+    int b = 0;
+    const char *s = NULL;
+    ASSERT_EQ(dap_arg_int(a, "n", &n, &err), 0);
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(dap_arg_int(a, "missing", &n, &err), 1);
+    ASSERT_EQ(dap_arg_int(a, "f", &n, &err), PB_EBADARG);
+    ASSERT_STR_EQ(err.msg, "arguments.f: expected integer");
+    ASSERT_EQ(dap_arg_int(a, "big", &n, &err), PB_EBADARG);
+    ASSERT_EQ(dap_arg_int(a, "s", &n, &err), PB_EBADARG);
+    ASSERT_EQ(dap_arg_bool(a, "b", &b, &err), 0);
+    ASSERT_EQ(b, 1);
+    ASSERT_EQ(dap_arg_bool(a, "n", &b, &err), PB_EBADARG);
+    ASSERT_EQ(dap_arg_str(a, "s", &s, &err), 0);
+    ASSERT_STR_EQ(s, "x");
+    ASSERT_EQ(dap_arg_str(a, "b", &s, &err), PB_EBADARG);
+    ASSERT_STR_EQ(err.msg, "arguments.b: expected string");
+    cJSON_Delete(a);
+}
+
+/* ---- sessions over a capturing transport ---- */
+
+struct cap {
+    struct dap_reader out; /* what the session sent */
+    int closed;
+};
+
+static int cap_send(void *io, const char *buf, size_t len)
+{
+    struct cap *c = io;
+    struct pb_err err;
+    return dap_reader_feed(&c->out, buf, len, &err);
+}
+
+static void cap_close(void *io)
+{
+    ((struct cap *)io)->closed = 1;
+}
+
+static const struct dap_io_ops cap_ops = {cap_send, cap_close};
+
+static cJSON *sent(struct cap *c)
+{
+    cJSON *m = NULL;
+    struct pb_err err;
+    return dap_reader_next(&c->out, &m, &err) == 1 ? m : NULL;
+}
+
+static int feed(struct dap_session *s, int seq, const char *command, const char *args)
+{
+    char json[1024], buf[1200];
+    snprintf(json, sizeof json, "{\"seq\":%d,\"type\":\"request\",\"command\":\"%s\"%s%s}", seq,
+             command, args ? ",\"arguments\":" : "", args ? args : "");
+    frame(json, buf, sizeof buf);
+    return dap_session_feed(s, buf, strlen(buf));
+}
+
+/* Feeds a request and returns its response (caller deletes). */
+static cJSON *ask(struct dap_session *s, struct cap *c, int seq, const char *command,
+                  const char *args)
+{
+    feed(s, seq, command, args);
+    cJSON *m;
+    while ((m = sent(c))) {
+        if (strcmp(cJSON_GetObjectItem(m, "type")->valuestring, "response") == 0) {
+            ASSERT_EQ(cJSON_GetObjectItem(m, "request_seq")->valueint, seq);
+            return m;
+        }
+        cJSON_Delete(m);
+    }
+    return NULL;
+}
+
+static int ok(const cJSON *resp)
+{
+    return resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "success"));
+}
+
+static const char *message(const cJSON *resp)
+{
+    const cJSON *m = cJSON_GetObjectItem(resp, "message");
+    return cJSON_IsString(m) ? m->valuestring : "";
+}
+
+TEST(dap_session_initialize_then_initialized_event)
+{
+    struct cap c = {0};
+    dap_reader_init(&c.out, 0);
+    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    feed(s, 1, "initialize", "{\"adapterID\":\"probing\"}");
+    cJSON *r = sent(&c), *e = sent(&c);
+    ASSERT(ok(r));
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"),
+                                            "supportsConfigurationDoneRequest")));
+    /* Nothing not implemented is advertised. */
+    ASSERT(!cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsSetVariable"));
+    ASSERT(e && strcmp(cJSON_GetObjectItem(e, "event")->valuestring, "initialized") == 0);
+    ASSERT(cJSON_GetObjectItem(e, "seq")->valueint > cJSON_GetObjectItem(r, "seq")->valueint);
+    cJSON_Delete(r);
+    cJSON_Delete(e);
+    dap_session_unref(s);
+    dap_reader_close(&c.out);
+}
+
+TEST(dap_session_state_and_errors)
+{
+    struct cap c = {0};
+    dap_reader_init(&c.out, 0);
+    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    cJSON *r = ask(s, &c, 1, "threads", NULL);
+    ASSERT(!ok(r));
+    ASSERT(strstr(message(r), "not attached"));
+    cJSON_Delete(r);
+    r = ask(s, &c, 2, "frobnicate", NULL);
+    ASSERT(!ok(r) && strstr(message(r), "unknown command 'frobnicate'"));
+    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"),
+                                  "id")->valueint, -PB_EBADARG);
+    cJSON_Delete(r);
+    r = ask(s, &c, 3, "attach", "{\"probingClient\":\"cli\"}");
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    r = ask(s, &c, 4, "stackTrace", "{\"threadId\":\"x\"}");
+    ASSERT(!ok(r) && strcmp(message(r), "arguments.threadId: expected integer") == 0);
+    cJSON_Delete(r);
+    r = ask(s, &c, 5, "stackTrace", "{\"threadId\":1}");
+    ASSERT(!ok(r) && strstr(message(r), "no Python thread with id 1"));
+    cJSON_Delete(r);
+    r = ask(s, &c, 6, "threads", "[1,2]");
+    ASSERT(!ok(r) && strstr(message(r), "arguments: expected object"));
+    cJSON_Delete(r);
+    ASSERT_EQ(c.closed, 0);
+    dap_session_unref(s);
+    dap_reader_close(&c.out);
+}
+
+TEST(dap_session_threads_stack_dump)
+{
+    struct cap c = {0};
+    dap_reader_init(&c.out, 0);
+    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    cJSON_Delete(ask(s, &c, 1, "attach", NULL));
+    cJSON *r = ask(s, &c, 2, "threads", NULL);
+    ASSERT(ok(r));
+    cJSON *th = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "threads");
+    ASSERT_EQ(cJSON_GetArraySize(th), 2); /* the worker is left out */
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(th, 0), "name")->valuestring, "MainThread");
+    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(th, 0), "id")->valueint, 4242);
+    cJSON_Delete(r);
+    r = ask(s, &c, 3, "stackTrace", "{\"threadId\":4243,\"startFrame\":1,\"levels\":1}");
+    ASSERT(ok(r));
+    cJSON *b = cJSON_GetObjectItem(r, "body");
+    ASSERT_EQ(cJSON_GetObjectItem(b, "totalFrames")->valueint, 3);
+    cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "stackFrames"), 0);
+    ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(b, "stackFrames")), 1);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(f, "name")->valuestring, "outer");
+    ASSERT_EQ(cJSON_GetObjectItem(f, "line")->valueint, 20);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "source"), "path")->valuestring,
+                  "/app/main.py");
+    cJSON_Delete(r);
+    r = ask(s, &c, 4, "probing/dump", "{\"locals\":true}");
+    ASSERT(ok(r));
+    b = cJSON_GetObjectItem(r, "body");
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "gil"), "available")));
+    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "gil"), "holder")->valueint, 4243);
+    cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "threads"), 0);
+    cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+                                       cJSON_GetObjectItem(t0, "frames"), 0), "locals"), 0);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(l0, "value")->valuestring, "42");
+    cJSON_Delete(r);
+    /* The GIL not to be had: still an answer, without locals, saying why. */
+    fake_gil_timeout = 1;
+    r = ask(s, &c, 5, "probing/dump", "{\"locals\":true}");
+    ASSERT(ok(r));
+    b = cJSON_GetObjectItem(r, "body");
+    ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "gil"), "available")));
+    ASSERT(strstr(cJSON_GetObjectItem(b, "localsError")->valuestring,
+                  "held by thread 4243 (python3)"));
+    t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "threads"), 0);
+    ASSERT(!cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "frames"), 0), "locals"));
+    ASSERT_STR_EQ(cJSON_GetObjectItem(t0, "nameSource")->valuestring, "os");
+    cJSON_Delete(r);
+    fake_gil_timeout = 0;
+    r = ask(s, &c, 6, "probing/dump", "{\"maxFrames\":0}");
+    ASSERT(!ok(r) && strstr(message(r), "maxFrames"));
+    cJSON_Delete(r);
+    dap_session_unref(s);
+    dap_reader_close(&c.out);
+}
+
+TEST(dap_session_tcp_needs_token)
+{
+    struct cap c = {0};
+    dap_reader_init(&c.out, 0);
+    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_TCP);
+    cJSON *r = ask(s, &c, 1, "initialize", NULL);
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    /* Anything but initialize/attach before authentication closes the connection. */
+    ASSERT(feed(s, 2, "threads", NULL) < 0);
+    dap_session_unref(s);
+
+    struct cap c2 = {0};
+    dap_reader_init(&c2.out, 0);
+    s = dap_session_new(&cap_ops, &c2, DAP_TRANSPORT_TCP);
+    r = ask(s, &c2, 1, "attach", "{\"token\":\"wrong\"}");
+    ASSERT(!ok(r) && strstr(message(r), "token"));
+    ASSERT_EQ(c2.closed, 1);
+    cJSON_Delete(r);
+    dap_session_unref(s);
+
+    struct cap c3 = {0};
+    dap_reader_init(&c3.out, 0);
+    s = dap_session_new(&cap_ops, &c3, DAP_TRANSPORT_TCP);
+    r = ask(s, &c3, 1, "attach", "{\"token\":\"secret-token\"}");
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    r = ask(s, &c3, 2, "threads", NULL);
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    /* probing/listen is for the local socket only. */
+    r = ask(s, &c3, 3, "probing/listen", "{\"address\":\"127.0.0.1:0\",\"token\":\"abcdefgh\"}");
+    ASSERT(!ok(r) && strstr(message(r), "local socket"));
+    ASSERT_EQ(fake_listen_calls, 0);
+    cJSON_Delete(r);
+    ASSERT_EQ(c3.closed, 0);
+    dap_session_unref(s);
+    dap_reader_close(&c.out);
+    dap_reader_close(&c2.out);
+    dap_reader_close(&c3.out);
+}
+
+TEST(dap_session_garbage_closes)
+{
+    struct cap c = {0};
+    dap_reader_init(&c.out, 0);
+    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    const char *junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT(dap_session_feed(s, junk, strlen(junk)) < 0);
+    dap_session_unref(s);
+    dap_reader_close(&c.out);
+}
