@@ -61,7 +61,9 @@ class Target:
             # make asan: a sanitized probe in a stock python needs the runtime loaded first.
             e["LD_PRELOAD"] = os.environ["PROBING_TARGET_PRELOAD"]
             e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0:log_path=%s" % (
-                tmp_path / "asan")
+                tmp_path / "sanitizer")
+            e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
+                tmp_path / "sanitizer")
         e.update(env or {})
         self.proc = subprocess.Popen(
             [python, os.path.join(SAMPLES, sample), *args],
@@ -153,6 +155,8 @@ def spawn(tmp_path, request):
         if failed:
             print("---- probe log of %d ----\n%s" % (t.pid, t.probe_log()[-4000:]))
         t.kill()
+    reports = sorted(tmp_path.glob("sanitizer*"))
+    assert not reports, "sanitizer report from a target: %s" % reports[0].read_text()[-4000:]
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
