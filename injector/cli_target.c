@@ -177,11 +177,18 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
     char dir[PATH_MAX - 64];
     cli_libdir(dir, sizeof dir);
     snprintf(lib, sizeof lib, "%s/libprobing-%d.%d.so", dir, pv.major, pv.minor);
-    if (access(lib, R_OK) < 0)
+    if (access(lib, R_OK) < 0) {
+        if (pv.major != 3 || pv.minor < 8 || pv.minor > 13)
+            return pb_err_set(err, PB_ENOBUILD,
+                              "no probe build for CPython %d.%d (process %d): probing supports "
+                              "CPython 3.8 to 3.13",
+                              pv.major, pv.minor, (int)pid);
         return pb_err_set(err, PB_ENOBUILD,
-                          "no probe build for CPython %d.%d (process %d, %s): build one with "
-                          "that version's headers (make PYTHONS=%d.%d), or set PROBING_LIBDIR",
+                          "no probe build for CPython %d.%d (process %d) in %s: build it with "
+                          "'make PYTHONS=%d.%d' (needs that version's headers), or set "
+                          "PROBING_LIBDIR",
                           pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
+    }
     struct inj_opts io = {0};
     rc = inj_inject(pid, lib, &io, err);
     if (rc < 0)

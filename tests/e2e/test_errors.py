@@ -129,3 +129,16 @@ def test_process_exits_during_injection(spawn, tmp_path):
     one_error_line(r, "exited during injection")
     t.proc.wait(timeout=10)
     assert t.proc.returncode == -signal.SIGKILL
+
+
+def test_supported_version_without_build(spawn, tmp_path):
+    t = spawn(PY)
+    empty = tmp_path / "nolibs"
+    empty.mkdir()
+    minor = "3.%s" % PYTHONS[-2].id.split(".")[1]
+    line = one_error_line(probing("-p", t.pid, "inject", env={"PROBING_LIBDIR": str(empty)}),
+                          "no probe build for CPython %s" % minor, "make PYTHONS=%s" % minor)
+    assert str(empty) in line
+    assert t.maps_count() == 0
+    t.assert_responsive()
+    t.check_output_clean()
