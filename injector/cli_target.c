@@ -68,59 +68,48 @@ int cli_libdir(char *buf, size_t n)
     return 0;
 }
 
-/* Reads "Key:\tv1\tv2..." from /proc/PID/status; the last value of NSpid is the pid as the
- * target sees it (its own pid namespace). */
-static int status_field(pid_t pid, const char *key, int last, long *out)
+/* The value after "\nKey:" in a /proc/PID/status text: the first number, or the last one when
+ * last is set (NSpid's last value is the pid as the target sees it in its own namespace). */
+static long status_value(const char *status, const char *key, int last)
 {
-    char path[64], buf[8192];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    long n = pb_read_file(path, buf, sizeof buf);
-    if (n < 0)
-        return (int)n;
-    size_t kl = strlen(key);
-    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, key, kl) != 0 || line[kl] != ':')
-            continue;
-        char *p = line + kl + 1, *end;
-        long v = -1;
-        for (;;) {
-            long x = strtol(p, &end, 10);
-            if (end == p)
-                break;
-            v = x;
-            p = end;
-            if (!last)
-                break;
-        }
-        *out = v;
-        return v < 0 ? -ENOENT : 0;
+    char pat[32];
+    snprintf(pat, sizeof pat, "\n%s:", key);
+    const char *p = strstr(status, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    long v = -1;
+    for (;;) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p || (*end != '\t' && *end != ' ' && *end != '\n' && *end != '\0'))
+            break;
+        v = x;
+        if (!last || *end == '\n')
+            break;
+        p = end;
     }
-    return -ENOENT;
+    return v;
 }
 
 int cli_socket_path(pid_t pid, char *buf, size_t n, struct pb_err *err)
 {
-    long uid = -1, nspid = pid;
-    int rc = status_field(pid, "Uid", 0, &uid);
-    if (rc == -ENOENT && access("/proc", F_OK) == 0) {
-        char p[32];
-        snprintf(p, sizeof p, "/proc/%d", (int)pid);
-        if (access(p, F_OK) < 0)
-            return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)pid);
-    }
-    if (rc < 0)
-        return pb_err_set(err, rc, "cannot read /proc/%d/status: %s", (int)pid, strerror(-rc));
-    /* Effective uid is the second value of Uid:. */
-    char path[64], sbuf[8192];
+    char path[64], status[8192];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    if (pb_read_file(path, sbuf, sizeof sbuf) > 0) {
-        char *u = strstr(sbuf, "\nUid:");
-        long r, e;
-        if (u && sscanf(u + 5, "%ld %ld", &r, &e) == 2)
-            uid = e;
-    }
-    status_field(pid, "NSpid", 1, &nspid);
-    snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, uid, nspid);
+    long len = pb_read_file(path, status, sizeof status);
+    if (len == -ENOENT)
+        return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)pid);
+    if (len < 0)
+        return pb_err_set(err, (int)len, "cannot read %s: %s", path, strerror((int)-len));
+    /* The socket directory is named after the effective uid: Uid's second value. */
+    const char *u = strstr(status, "\nUid:");
+    long ruid, euid = -1, nspid = status_value(status, "NSpid", 1);
+    if (u && sscanf(u + 5, "%ld %ld", &ruid, &euid) != 2)
+        euid = -1;
+    if (euid < 0)
+        return pb_err_set(err, -EINVAL, "cannot read the uid of process %d", (int)pid);
+    snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, euid,
+             nspid > 0 ? nspid : (long)pid);
     return 0;
 }
 
