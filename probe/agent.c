@@ -368,6 +368,8 @@ int probe_agent_start(struct pb_err *err)
     if (rc < 0)
         goto out;
     rc = probe_worker_start(&loop, err);
+    if (rc == 0)
+        rc = probe_task_start(&loop, err);
     if (rc < 0)
         goto out;
     /* The agent must not receive the host's signals (SIGINT, SIGPROF...): block them all. */

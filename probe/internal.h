@@ -22,6 +22,9 @@ uv_loop_t *probe_agent_loop(void);
 /* worker.c */
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
 
+/* task.c */
+int probe_task_start(uv_loop_t *loop, struct pb_err *err);
+
 /* rundir.c: "/tmp/probing-<uid>", created 0700 or verified to be ours and private. */
 int probe_rundir_path(char *buf, size_t n, struct pb_err *err);
 

@@ -37,6 +37,18 @@ typedef void (*probe_gil_fn)(void *arg);
 typedef void (*probe_gil_done)(void *arg, int rc);
 int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms);
 
+/* From any thread other than the loop and the worker (e.g. the task thread): run fn(arg) on
+ * the worker with the GIL held and wait for it, at most timeout_ms for the GIL. Returns 0 when
+ * fn ran, PB_ETIMEDOUT (the GIL was not had in time; fn will never run) or PB_ENOGIL. */
+int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms);
+
+/* Run fn(arg) on the task thread (no GIL held; it may block, e.g. in probe_gil_call or a long
+ * SQL query), then done(arg) on the loop thread. Tasks run one at a time, in order. Returns 0
+ * or -ENOMEM (then nothing is called). */
+typedef void (*probe_task_fn)(void *arg);
+typedef void (*probe_task_done)(void *arg);
+int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg);
+
 /* The worker thread's pthread id, so snapshots can leave it out. */
 unsigned long probe_worker_ident(void);
 

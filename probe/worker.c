@@ -11,6 +11,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -23,6 +25,8 @@ struct job {
     atomic_int state;
     atomic_int refs; /* the loop's (until its timer closed) and the worker's */
     int rc;
+    int sync;      /* probe_gil_call: completion through `finished` + cv, no timer */
+    int finished;
     uv_timer_t timer;
     struct job *next;
 };
@@ -89,7 +93,12 @@ static void *worker_main(void *arg)
                 expect = JOB_QUEUED;
                 atomic_compare_exchange_strong(&j->state, &expect, JOB_DONE);
             }
-            if (atomic_load(&j->state) == JOB_DONE) {
+            if (j->sync) {
+                pthread_mutex_lock(&mu);
+                j->finished = 1;
+                pthread_cond_broadcast(&cv);
+                pthread_mutex_unlock(&mu);
+            } else if (atomic_load(&j->state) == JOB_DONE) {
                 atomic_fetch_add(&j->refs, 1);
                 pthread_mutex_lock(&mu);
                 j->next = done_head;
@@ -132,6 +141,18 @@ static void on_timeout(uv_timer_t *t)
     /* JOB_RUNNING: it holds the GIL now and will finish; on_done delivers it. */
 }
 
+static void enqueue(struct job *j)
+{
+    pthread_mutex_lock(&mu);
+    if (queue_tail)
+        queue_tail->next = j;
+    else
+        queue_head = j;
+    queue_tail = j;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
 int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
 {
     struct job *j = calloc(1, sizeof *j);
@@ -145,15 +166,48 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     uv_timer_init(probe_agent_loop(), &j->timer);
     j->timer.data = j;
     uv_timer_start(&j->timer, on_timeout, (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), 0);
-    pthread_mutex_lock(&mu);
-    if (queue_tail)
-        queue_tail->next = j;
-    else
-        queue_head = j;
-    queue_tail = j;
-    pthread_cond_signal(&cv);
-    pthread_mutex_unlock(&mu);
+    enqueue(j);
     return 0;
+}
+
+int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    j->fn = fn;
+    j->arg = arg;
+    j->sync = 1;
+    atomic_init(&j->state, JOB_QUEUED);
+    atomic_init(&j->refs, 2);
+    enqueue(j);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&mu);
+    while (!j->finished && rc == 0)
+        rc = pthread_cond_timedwait(&cv, &mu, &dl);
+    if (!j->finished) {
+        int expect = JOB_QUEUED;
+        if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
+            pthread_mutex_unlock(&mu);
+            job_unref(j);
+            return PB_ETIMEDOUT;
+        }
+        /* It started under the GIL just now: it is bounded work, wait for it. */
+        while (!j->finished)
+            pthread_cond_wait(&cv, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+    rc = j->rc;
+    job_unref(j);
+    return rc;
 }
 
 unsigned long probe_worker_ident(void)
