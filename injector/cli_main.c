@@ -24,7 +24,8 @@ static const struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: probing [-p PID | -t PID|HOST:PORT] [--timeout MS] COMMAND [ARGS]\n"
+    fprintf(f, "usage: probing [-p PID | -t PID|HOST:PORT | PID | HOST:PORT] [--timeout MS] COMMAND "
+               "[ARGS]\n"
                "\n"
                "Attach to a live Python process, with no restart and no code change.\n"
                "\n"
@@ -111,6 +112,15 @@ int main(int argc, char **argv)
     if (optind >= argc) {
         usage(stderr);
         return CLI_USAGE;
+    }
+    /* A bare first argument may be the target: `probing 4242 eval ...`, `probing host:9922 query`. */
+    if (!o.have_target && optind + 1 < argc) {
+        struct cli_target t;
+        if (cli_target_parse(argv[optind], &t, &err) == 0) {
+            o.target = t;
+            o.have_target = 1;
+            optind++;
+        }
     }
     const char *name = argv[optind];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

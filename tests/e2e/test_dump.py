@@ -104,5 +104,9 @@ def test_inject_twice(python, spawn):
     assert "probe already loaded in %d" % t.pid in r2.stdout
     assert t.maps_count() == 1
     assert dump_json(t.pid)["pid"] == t.pid
+    # The target as a bare first argument, and as -t PID.
+    for args in ([t.pid], ["-t", t.pid]):
+        r = probing(*args, "debug", "--dump", "--json", check=True)
+        assert json.loads(r.stdout)["pid"] == t.pid
     t.assert_responsive()
     t.check_output_clean()
