@@ -328,8 +328,9 @@ static int listen_unix(struct pb_err *err)
         rc = uv_listen((uv_stream_t *)&unix_server, 64, on_connection);
     if (rc < 0) {
         uv_close((uv_handle_t *)&unix_server, NULL);
+        pb_err_set(err, rc, "listen on %s: %s", info.socket_path, uv_strerror(rc));
         info.socket_path[0] = '\0';
-        return pb_err_set(err, rc, "listen on %s: %s", info.socket_path, uv_strerror(rc));
+        return rc;
     }
     chmod(info.socket_path, 0600);
     return 0;

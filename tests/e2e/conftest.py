@@ -49,7 +49,7 @@ class Target:
     # Lines a sample may print; anything else in its output is a leak from the probe.
     ALLOWED = re.compile(r"^(ready \{.*\}|tick \d+|step \d+|training started, pid \d+|ok .*)$")
 
-    def __init__(self, python, sample, tmp_path, env=None, args=(), wait_ready=True):
+    def __init__(self, python, sample, tmp_path, env=None, args=(), wait_ready=True, launcher=()):
         self.out_path = tmp_path / ("%s.out" % sample)
         self.err_path = tmp_path / ("%s.err" % sample)
         self.log_path = tmp_path / "probe.log"
@@ -66,7 +66,7 @@ class Target:
                 tmp_path / "sanitizer")
         e.update(env or {})
         self.proc = subprocess.Popen(
-            [python, os.path.join(SAMPLES, sample), *args],
+            [*launcher, python, os.path.join(SAMPLES, sample), *args],
             stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"),
             stdin=subprocess.DEVNULL, start_new_session=True, env=e)
         self.pid = self.proc.pid
