@@ -16,9 +16,13 @@ else
 Q := @
 endif
 
-PKGS := libcjson libuv
+PKGS := libcjson libuv sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Linked into the CLI only (the repl's line editing); the probe must never link it.
+CLI_PKGS := libedit
+CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
+CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wformat=2 -Wvla \
         -Wwrite-strings -Wundef
@@ -60,7 +64,8 @@ CLI_BIN := $(B)/bin/probing
 $(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
+	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
+$(call obj,injector/cli_repl.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
 PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)
@@ -101,7 +106,7 @@ check-exports: $(PROBE_LIBS)
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(COMMON_SRCS) probe/snapshot.c)
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(COMMON_SRCS) probe/snapshot.c probe/settings.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
@@ -115,7 +120,8 @@ e2e: all
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c probe/snapshot.c
+FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
+             tests/unit/fake_eval.c probe/snapshot.c probe/settings.c
 FUZZ_INC := -Icommon -Idap -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
@@ -163,6 +169,7 @@ demo: all
 
 bench: all
 	/usr/bin/python3 tests/bench/bench.py $(B) $(BENCH_PYTHON)
+	/usr/bin/python3 tests/bench/bench_sql.py $(B) $(BENCH_PYTHON)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing

@@ -67,4 +67,9 @@ size_t pb_strlcpy(char *dst, const char *src, size_t n);
  * -errno. */
 long pb_read_file(const char *path, char *buf, size_t n);
 
+/* An aligned text table (table.c): a header line, a dashes line, one line per row; cells is
+ * row-major (nrows * ncols), NULL cells are shown as NULL, long cells are clipped with "...".
+ * Returns a malloc'd string the caller frees, or NULL on allocation failure. */
+char *pb_table_render(int ncols, const char *const *cols, size_t nrows, const char *const *cells);
+
 #endif

@@ -101,10 +101,15 @@ static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struc
         int rc = dap_reader_next(&c->r, msg, err);
         if (rc != 0)
             return rc;
-        long long left = deadline - now_ms();
+        long long left = c->timeout_ms > 0 ? deadline - now_ms() : 100;
         if (left <= 0)
             return pb_err_set(err, PB_ETIMEDOUT, "no answer from the probe within %d ms",
                               c->timeout_ms);
+        if (c->on_wait) {
+            c->on_wait(c->wait_arg);
+            if (left > 100)
+                left = 100;
+        }
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
         int pr = poll(&p, 1, (int)left);
         if (pr < 0 && errno != EINTR)
@@ -123,13 +128,9 @@ static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struc
     }
 }
 
-int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
-                       struct pb_err *err)
+int dap_client_send(struct dap_client *c, const char *command, cJSON *args, struct pb_err *err)
 {
-    if (body)
-        *body = NULL;
-    int seq = ++c->seq;
-    cJSON *req = dap_msg_request(seq, command, args);
+    cJSON *req = dap_msg_request(++c->seq, command, args);
     if (!req)
         return pb_err_set(err, -ENOMEM, "out of memory");
     size_t len = 0;
@@ -141,6 +142,18 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
     free(buf);
     if (rc < 0)
         return pb_err_set(err, rc, "sending '%s' to the probe: %s", command, strerror(-rc));
+    return 0;
+}
+
+int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
+                       struct pb_err *err)
+{
+    if (body)
+        *body = NULL;
+    int rc = dap_client_send(c, command, args, err);
+    if (rc < 0)
+        return rc;
+    int seq = c->seq;
     long long deadline = now_ms() + c->timeout_ms;
     for (;;) {
         cJSON *m = NULL;

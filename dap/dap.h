@@ -91,6 +91,9 @@ struct dap_pending *dap_ctx_defer(struct dap_ctx *c);
 /* Complete a deferred request: rc 0 sends body (taken) as success, else an error response with
  * err's text. Frees p. Loop thread only. */
 void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct pb_err *err);
+/* Complete a deferred request with an error whose message is longer than pb_err holds (a
+ * traceback). rc < 0. Frees p. Loop thread only. */
+void dap_pending_fail_text(struct dap_pending *p, int rc, const char *text);
 
 typedef int (*dap_handler)(struct dap_ctx *c, const cJSON *args, cJSON *body);
 
@@ -112,8 +115,13 @@ struct dap_client {
     /* Called for each event received while waiting for a response (may be NULL). */
     void (*on_event)(void *arg, const cJSON *event);
     void *event_arg;
+    /* Called while waiting for a response, at least every 100 ms and whenever a signal
+     * interrupted the wait (may be NULL): e.g. to send probing/interrupt after Ctrl-C. */
+    void (*on_wait)(void *arg);
+    void *wait_arg;
 };
 
+/* A c->timeout_ms set to 0 after init makes requests wait without a deadline (eval). */
 void dap_client_init(struct dap_client *c, int timeout_ms);
 int dap_client_connect_unix(struct dap_client *c, const char *path, struct pb_err *err);
 int dap_client_connect_tcp(struct dap_client *c, const char *host, int port, struct pb_err *err);
@@ -122,6 +130,9 @@ int dap_client_connect_tcp(struct dap_client *c, const char *host, int port, str
  * A failed response returns PB_EPROTO-range code PB_EUNKNOWN with the adapter's message in err. */
 int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
                        struct pb_err *err);
+/* Send a request (args taken) without waiting for its response (it is skipped when it comes).
+ * Returns 0 or a negative code with err filled. */
+int dap_client_send(struct dap_client *c, const char *command, cJSON *args, struct pb_err *err);
 void dap_client_close(struct dap_client *c);
 
 #endif

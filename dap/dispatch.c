@@ -12,10 +12,16 @@ const struct dap_command dap_commands[] = {
     {"attach", dap_req_attach, DAP_F_PREAUTH, NULL},
     {"configurationDone", dap_req_configurationDone, DAP_F_NEEDS_ATTACHED, NULL},
     {"disconnect", dap_req_disconnect, DAP_F_PREAUTH, NULL},
+    {"evaluate", dap_req_evaluate, DAP_F_NEEDS_ATTACHED, NULL},
     {"initialize", dap_req_initialize, DAP_F_PREAUTH, dap_post_initialize},
+    {"probing/config", dap_req_probing_config, DAP_F_NEEDS_ATTACHED, NULL},
     {"probing/dump", dap_req_probing_dump, DAP_F_NEEDS_ATTACHED, NULL},
+    {"probing/eval", dap_req_probing_eval, DAP_F_NEEDS_ATTACHED, NULL},
     {"probing/info", dap_req_probing_info, DAP_F_NEEDS_ATTACHED, NULL},
+    {"probing/interrupt", dap_req_probing_interrupt, DAP_F_NEEDS_ATTACHED, NULL},
     {"probing/listen", dap_req_probing_listen, DAP_F_NEEDS_ATTACHED | DAP_F_UNIX_ONLY, NULL},
+    {"probing/memory", dap_req_probing_memory, DAP_F_NEEDS_ATTACHED, NULL},
+    {"probing/query", dap_req_probing_query, DAP_F_NEEDS_ATTACHED, NULL},
     {"stackTrace", dap_req_stackTrace, DAP_F_NEEDS_ATTACHED, NULL},
     {"threads", dap_req_threads, DAP_F_NEEDS_ATTACHED, NULL},
 };
@@ -36,6 +42,8 @@ static const struct {
     const char *capability, *command;
 } caps_by_command[] = {
     {"supportsConfigurationDoneRequest", "configurationDone"},
+    {"supportsEvaluateForHovers", "evaluate"},
+    {"supportsClipboardContext", "evaluate"},
     {"supportsTerminateRequest", "terminate"},
     {"supportsSetVariable", "setVariable"},
     {"supportsFunctionBreakpoints", "setFunctionBreakpoints"},

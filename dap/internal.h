@@ -28,14 +28,43 @@ extern const size_t dap_ncommands;
 int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_configurationDone(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_disconnect(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_initialize(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_config(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_memory(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_query(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_threads(struct dap_ctx *c, const cJSON *args, cJSON *body);
 
 void dap_post_initialize(struct dap_session *s);
+
+/* Code evaluation (evaljob.c). A renderer builds the body of a finished evaluation (0), or fails
+ * with err, or with a longer *long_msg it mallocs (a traceback). s may be used to send events
+ * that must precede the response. */
+struct probe_eval_result;
+typedef int (*dap_eval_render)(struct dap_session *s, const struct probe_eval_result *r,
+                               const cJSON *args, cJSON *body, struct pb_err *err,
+                               char **long_msg);
+/* Defer c and evaluate src (mode: PROBE_EVAL_*) on the worker. Returns DAP_DEFERRED, or a
+ * negative code with c->err filled. */
+int dap_eval_request(struct dap_ctx *c, const char *src, int mode, const cJSON *args,
+                     dap_eval_render render);
+/* Fill err with why the GIL could not be had (gil_rc from probe_gil_submit), naming the thread
+ * that holds it and where, from a GIL-free snapshot. Returns gil_rc's code. Loop thread. */
+int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err);
+/* The probe's console commands (evaluate with a "%" prefix; console.c). Returns DAP_DEFERRED or
+ * 0 with body filled, or a negative code with c->err filled. */
+int dap_console_command(struct dap_ctx *c, const char *line, cJSON *body);
+
+/* SQL results as JSON (req_probing_query.c): an array of rows, each an array of numbers,
+ * strings and nulls (new reference). */
+struct probe_rows;
+cJSON *dap_json_rows(const struct probe_rows *r);
 
 /* Authentication state (attach sets it). */
 void dap_session_set_authed(struct dap_session *s);

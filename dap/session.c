@@ -106,6 +106,9 @@ void dap_session_event(struct dap_session *s, const char *event, cJSON *body)
     send_msg(s, dap_msg_event(++s->seq, event, body));
 }
 
+static void send_error(struct dap_session *s, int request_seq, const char *command, int rc,
+                       const char *text);
+
 static void send_response(struct dap_session *s, int request_seq, const char *command, int rc,
                           cJSON *body, const struct pb_err *err)
 {
@@ -114,7 +117,12 @@ static void send_response(struct dap_session *s, int request_seq, const char *co
         return;
     }
     cJSON_Delete(body);
-    const char *text = err && err->msg[0] ? err->msg : pb_strerror(rc);
+    send_error(s, request_seq, command, rc, err && err->msg[0] ? err->msg : pb_strerror(rc));
+}
+
+static void send_error(struct dap_session *s, int request_seq, const char *command, int rc,
+                       const char *text)
+{
     cJSON *eb = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(eb, "error");
     cJSON_AddNumberToObject(e, "id", rc < 0 ? -rc : rc);
@@ -217,6 +225,16 @@ void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct
 {
     struct dap_session *s = p->s;
     send_response(s, p->request_seq, p->command, rc, body, err);
+    if (s->close_after)
+        close_now(s);
+    dap_session_unref(s);
+    free(p);
+}
+
+void dap_pending_fail_text(struct dap_pending *p, int rc, const char *text)
+{
+    struct dap_session *s = p->s;
+    send_error(s, p->request_seq, p->command, rc, text);
     if (s->close_after)
         close_now(s);
     dap_session_unref(s);

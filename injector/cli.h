@@ -44,10 +44,37 @@ int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *e
 int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_err *err);
 int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err);
 void cli_disconnect(struct dap_client *c);
+/* One request on a fresh connection: connect (injecting if needed), send (args taken),
+ * disconnect. Returns the body (caller deletes), or NULL after printing
+ * "probing: error: <what>: <message>" (what may be NULL). */
+cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args);
+
+/* Reading response bodies: a string member or NULL; a number member or dflt; 1 only for a
+ * JSON true. cli_print_json prints a value as indented JSON on stdout. */
+const char *cli_json_str(const cJSON *o, const char *k);
+double cli_json_num(const cJSON *o, const char *k, double dflt);
+int cli_json_true(const cJSON *o, const char *k);
+void cli_print_json(const cJSON *v);
+/* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
+void cli_print_locals(const cJSON *frame, const char *indent);
 
 /* Commands: argc/argv start at the command name. */
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_list(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_query(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_tables(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_config(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_eval(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv);
+int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv);
+
+/* cli_eval.c: evaluate code through probing/eval on a connected client, printing what it
+ * printed, the result, or the traceback (stderr). Ctrl-C meanwhile interrupts the evaluation.
+ * Returns CLI_OK, CLI_FAIL (the code raised), or a negative code with err filled. */
+int cli_eval_run(struct dap_client *dc, const char *code, struct pb_err *err);
+/* Whether code is a complete input (Python's REPL rules, decided in the target). */
+int cli_eval_complete(struct dap_client *dc, const char *code, int *complete, struct pb_err *err);
 
 #endif

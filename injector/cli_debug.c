@@ -22,64 +22,42 @@ static void help(void)
            "  --json     print one JSON document instead of text\n");
 }
 
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double num(const cJSON *o, const char *k, double dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static int flag(const cJSON *o, const char *k)
-{
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 static void print_text(const cJSON *d)
 {
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(d, "threads");
     const cJSON *gil = cJSON_GetObjectItemCaseSensitive(d, "gil");
     const cJSON *holder = cJSON_GetObjectItemCaseSensitive(gil, "holder");
-    printf("Process %d, CPython %s, %d Python thread%s\n", (int)num(d, "pid", 0),
-           str(d, "python") ? str(d, "python") : "?", cJSON_GetArraySize(threads),
+    printf("Process %d, CPython %s, %d Python thread%s\n", (int)cli_json_num(d, "pid", 0),
+           cli_json_str(d, "python") ? cli_json_str(d, "python") : "?", cJSON_GetArraySize(threads),
            cJSON_GetArraySize(threads) == 1 ? "" : "s");
     if (cJSON_IsNumber(holder))
         printf("GIL: held by thread %d\n", holder->valueint);
     else
         printf("GIL: not held\n");
-    if (str(d, "localsError"))
-        printf("note: %s\n", str(d, "localsError"));
+    if (cli_json_str(d, "localsError"))
+        printf("note: %s\n", cli_json_str(d, "localsError"));
     const cJSON *t;
     cJSON_ArrayForEach(t, threads)
     {
         char tags[128] = "";
-        if (flag(t, "main"))
+        if (cli_json_true(t, "main"))
             strcat(tags, ", main");
-        if (flag(t, "holdsGil"))
+        if (cli_json_true(t, "holdsGil"))
             strcat(tags, ", holds GIL");
-        if (flag(t, "daemon"))
+        if (cli_json_true(t, "daemon"))
             strcat(tags, ", daemon");
-        if (flag(t, "truncated"))
+        if (cli_json_true(t, "truncated"))
             strcat(tags, ", stack truncated");
-        printf("\nThread %d \"%s\" (ident %.0f%s)\n", (int)num(t, "id", 0),
-               str(t, "name") ? str(t, "name") : "", num(t, "ident", 0), tags);
+        printf("\nThread %d \"%s\" (ident %.0f%s)\n", (int)cli_json_num(t, "id", 0),
+               cli_json_str(t, "name") ? cli_json_str(t, "name") : "", cli_json_num(t, "ident", 0), tags);
         const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
         if (cJSON_GetArraySize(frames) == 0)
             printf("    (no Python frames)\n");
         cJSON_ArrayForEach(f, frames)
         {
-            printf("    %s (%s:%d)\n", str(f, "name"), str(f, "file"), (int)num(f, "line", 0));
-            const cJSON *locals = cJSON_GetObjectItemCaseSensitive(f, "locals"), *l;
-            cJSON_ArrayForEach(l, locals)
-            {
-                const char *v = str(l, "value");
-                printf("        %s = %s  (%s)\n", str(l, "name"), v ? v : "<not read>",
-                       str(l, "type") ? str(l, "type") : "?");
-            }
+            printf("    %s (%s:%d)\n", cli_json_str(f, "name"), cli_json_str(f, "file"),
+                   (int)cli_json_num(f, "line", 0));
+            cli_print_locals(f, "        ");
         }
     }
 }
@@ -107,25 +85,13 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         cli_error("debug: nothing to do: use --dump (see 'probing debug --help')");
         return CLI_USAGE;
     }
-    struct pb_err err = {0};
-    struct dap_client dc;
-    int rc = cli_connect(o, &dc, &err);
-    if (rc < 0) {
-        cli_error("%s", err.msg);
-        return CLI_FAIL;
-    }
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
-    rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
-    cli_disconnect(&dc);
-    if (rc < 0) {
-        cli_error("dump failed: %s", err.msg);
+    cJSON *body = cli_call(o, "dump failed", "probing/dump", args);
+    if (!body)
         return CLI_FAIL;
-    }
     if (json) {
-        char *s = cJSON_Print(body);
-        puts(s ? s : "{}");
-        cJSON_free(s);
+        cli_print_json(body);
     } else {
         print_text(body);
     }

@@ -20,6 +20,13 @@ static const struct {
     {"inject", cli_cmd_inject, 1, "load the probe into a running Python process"},
     {"debug", cli_cmd_debug, 1, "dump every thread's Python stack (--dump)"},
     {"list", cli_cmd_list, 0, "list processes that have the probe loaded"},
+    {"query", cli_cmd_query, 1, "run a read-only SQL query over live state and history"},
+    {"tables", cli_cmd_tables, 1, "list the tables 'query' can read, with their columns"},
+    {"config", cli_cmd_config, 1, "show or change the probe's runtime settings"},
+    {"eval", cli_cmd_eval, 1, "run Python code in the target and print the result"},
+    {"repl", cli_cmd_repl, 1, "an interactive Python prompt inside the target"},
+    {"backtrace", cli_cmd_backtrace, 1, "a thread's stack with local variables"},
+    {"memory", cli_cmd_memory, 1, "process and Python memory (objects, gc, tracemalloc, CUDA)"},
 };
 
 static void usage(FILE *f)

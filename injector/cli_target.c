@@ -233,3 +233,26 @@ void cli_disconnect(struct dap_client *c)
     dap_client_request(c, "disconnect", cJSON_CreateObject(), NULL, &err);
     dap_client_close(c);
 }
+
+cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args)
+{
+    struct pb_err err = {0};
+    struct dap_client dc;
+    cJSON *body = NULL;
+    int rc = cli_connect(o, &dc, &err);
+    if (rc < 0) {
+        cJSON_Delete(args);
+        cli_error("%s", err.msg);
+        return NULL;
+    }
+    rc = dap_client_request(&dc, command, args, &body, &err);
+    cli_disconnect(&dc);
+    if (rc < 0) {
+        if (what)
+            cli_error("%s: %s", what, err.msg);
+        else
+            cli_error("%s", err.msg);
+        return NULL;
+    }
+    return body;
+}

@@ -19,6 +19,7 @@
 
 #include "dap.h"
 #include "pyrt.h"
+#include "store.h"
 
 #define MAX_WRITE_QUEUE (32u << 20)
 
@@ -342,6 +343,8 @@ static void *agent_main(void *arg)
     struct pb_err err = {0};
     if (probe_pyrt_init(&err) < 0)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
+    if (probe_collector_start() < 0)
+        PB_LOG(PB_LOG_WARN, "history collector not started");
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
            info.python_version);
     uv_run(&loop, UV_RUN_DEFAULT);

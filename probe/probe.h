@@ -55,4 +55,48 @@ unsigned long probe_worker_ident(void);
 /* Runtime settings (from PROBING_* environment variables at start). */
 int probe_setting_gil_timeout_ms(void);
 
+/* ---- eval (eval.c): run code in __main__ on the worker; see docs/protocol.md probing/eval ---- */
+enum {
+    PROBE_EVAL_STATEMENTS = 0, /* statements; the value of a last expression is the result */
+    PROBE_EVAL_EXPRESSION = 1, /* one expression only (watch, hover) */
+    PROBE_EVAL_CHECK = 2,      /* only decide whether the input is complete (codeop) */
+};
+
+struct probe_eval_chunk {
+    int is_stderr;
+    char *text;
+};
+
+/* What an evaluation produced. Owns every string; probe_eval_result_free() releases them. */
+struct probe_eval_result {
+    char *value;     /* bounded repr of the result; NULL for None or statements */
+    char *type;      /* the result's type name, with value */
+    char *exc_type;  /* NULL unless the code raised */
+    char *traceback; /* formatted traceback (without the probe's frames), with exc_type */
+    int complete;    /* PROBE_EVAL_CHECK: 1 when the input is a complete statement */
+    int nchunks;
+    struct probe_eval_chunk *chunks; /* what the evaluating thread wrote, in order */
+    int output_truncated;
+};
+
+/* Run src in __main__'s globals (a probe_gil_fn body). Output of the evaluating thread is
+ * captured; sys.stdout/stderr are restored to the very objects they were; no exception is left
+ * set; returns 0, or a negative code with err filled when the probe itself failed (the code's
+ * own exceptions are in r). Requires GIL (worker thread). */
+int probe_eval_run(const char *src, int mode, struct probe_eval_result *r, struct pb_err *err);
+void probe_eval_result_free(struct probe_eval_result *r);
+/* Raise KeyboardInterrupt in the running evaluation (only in the worker's thread). Returns 1 if
+ * one was running and the interrupt is on its way, 0 if none was running. Any thread; no GIL. */
+int probe_eval_interrupt(void);
+/* The GIL timeout for evaluations (setting eval.timeout_ms). */
+int probe_eval_timeout_ms(void);
+
+/* ---- memory (memory.c) ---- */
+struct cJSON;
+/* Adds "process" (from /proc/self/status, bytes) to into. No GIL needed. */
+int probe_memory_proc(struct cJSON *into, struct pb_err *err);
+/* Adds "objects", "gc", "tracemalloc", "cuda" to into; trace is NULL, "start" or "stop".
+ * Requires GIL (worker thread). */
+int probe_memory_python(struct cJSON *into, int top, const char *trace, struct pb_err *err);
+
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start the bundled toy training job (samples/train.py), attach to it by pid with
-# no restart, dump every thread's stack (with locals), list probed processes, then stop it.
+# no restart, dump every thread's stack (with locals), query it with SQL, list probed
+# processes, then stop it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build/release}
@@ -23,6 +24,14 @@ echo "\$ probing -p $pid debug --dump --locals   (main thread only shown here)"
 for f in t["frames"]:
     print("  %s (%s:%d)" % (f["name"], f["file"], f["line"]))
     for l in f.get("locals", []): print("      %s = %s" % (l["name"], l["value"]))'
+echo
+q="SELECT t.name, b.depth, b.func, b.lineno FROM python.threads t JOIN python.backtrace b ON b.thread_id = t.native_id ORDER BY t.name, b.depth"
+echo "\$ probing -p $pid query \"$q\""
+"$B/bin/probing" -p "$pid" query "$q"
+echo
+q="SELECT pid, human_bytes(rss) AS rss, threads, open_fds FROM system.process"
+echo "\$ probing -p $pid query \"$q\""
+"$B/bin/probing" -p "$pid" query "$q"
 echo
 echo "\$ probing list"
 "$B/bin/probing" list

@@ -15,7 +15,6 @@ static struct probe_info info = {.pid = 4242, .python_version = "3.11.7",
                                  .socket_path = "/tmp/probing-0/4242.sock"};
 
 const struct probe_info *probe_info_get(void) { return &info; }
-int probe_setting_gil_timeout_ms(void) { return 500; }
 unsigned long probe_worker_ident(void) { return 999; }
 
 int probe_token_check(const char *token)

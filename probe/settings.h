@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* Runtime settings (probe-internal): one registry (settings.c) of named, typed, validated
+ * values. PROBING_<KEY> environment variables of the target set them at start (key upper-cased,
+ * '.' -> '_': query.max_rows <- PROBING_QUERY_MAX_ROWS); `probing config KEY=VALUE` changes them
+ * live (probing/config); the table probing.settings shows them all. Every function here is
+ * thread-safe (one mutex) and needs no GIL. */
+#ifndef PROBE_SETTINGS_H
+#define PROBE_SETTINGS_H
+
+#include "pb.h"
+
+/* One setting as shown to users; strings are copies, valid until the next call. */
+struct probe_setting_view {
+    char name[48];
+    char value[64];
+    char dflt[64];
+    char allowed[96]; /* "10 to 600000", "on|off", ... */
+    char description[200];
+};
+
+/* Number of settings; probe_setting_view_get() fills v for index i (0 <= i < count). */
+int probe_settings_count(void);
+int probe_setting_view_get(int i, struct probe_setting_view *v);
+/* Index of name, or PB_EBADARG with "unknown setting 'x': see 'probing config'" in err. */
+int probe_setting_find(const char *name, struct pb_err *err);
+/* Validate and set; the error names the allowed range or values. */
+int probe_setting_set(const char *name, const char *value, struct pb_err *err);
+/* The integer value of an int/bool setting (bool: 0/1); 0 for an unknown name. */
+long long probe_setting_int(const char *name);
+
+#endif

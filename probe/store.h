@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* The SQL store (probe-internal): one in-memory SQLite database, opened lazily on the task
+ * thread, with the schemas python, system, probing, perf and torch ATTACHed so that names like
+ * python.backtrace work. Live tables are virtual tables computed when queried (vtab*.c);
+ * history tables are real tables that collectors append to (history.c). Clients only read:
+ * an authorizer and sqlite3_stmt_readonly refuse anything else. See docs/tables.md.
+ * Ownership: a probe_rows owns its column names, cells and their strings; probe_rows_free()
+ * releases them (accepts NULL and zeroed structs). */
+#ifndef PROBE_STORE_H
+#define PROBE_STORE_H
+
+#include <stddef.h>
+
+#include "pb.h"
+
+enum { PROBE_V_NULL, PROBE_V_INT, PROBE_V_REAL, PROBE_V_TEXT };
+
+/* One cell. Blobs are returned as hex text. s is owned by the containing probe_rows. */
+struct probe_value {
+    int type;
+    long long i;
+    double d;
+    char *s;
+};
+
+struct probe_rows {
+    int ncols;
+    char **cols;
+    size_t nrows;
+    struct probe_value *cells; /* row-major, nrows * ncols */
+    int truncated;             /* 1 when max rows or bytes cut the result */
+    char note[160];            /* why it was cut ("" if not) */
+    double elapsed_ms;         /* time spent in SQLite (prepare to finalize) */
+    size_t ncells, cap;        /* cells filled and allocated (builders) */
+};
+
+/* Run one read-only SQL statement. Task thread only (it may block: GIL waits inside virtual
+ * tables, a long query up to query.timeout_ms). Applies query.max_rows, query.max_bytes and
+ * query.timeout_ms. Returns 0 with out filled (free it with probe_rows_free), or a negative code
+ * with err->msg carrying SQLite's message (and for syntax errors the column and near token). */
+int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err);
+void probe_rows_free(struct probe_rows *r);
+/* Interrupt the running query, if any (any thread). */
+void probe_store_interrupt(void);
+
+/* Builders for probe_rows (virtual tables, tests): append one cell to the current row. Return
+ * 0 or -ENOMEM. Text is copied (NULL text adds a NULL cell). */
+int probe_rows_add_null(struct probe_rows *r);
+int probe_rows_add_int(struct probe_rows *r, long long v);
+int probe_rows_add_real(struct probe_rows *r, double v);
+int probe_rows_add_text(struct probe_rows *r, const char *s);
+
+/* ---- history tables (history.c) ---- */
+
+/* A column of a table, as listed by probing.tables. */
+struct probe_column {
+    const char *name;
+    const char *type; /* INTEGER, REAL, TEXT */
+    const char *description;
+};
+
+/* Declare a history table "schema.name" (schema one of python, system, probing, perf, torch)
+ * with these columns; a first column `ts` (REAL, epoch seconds) is added in front. cols and
+ * the strings must stay valid for the process's life (static tables). Any thread; idempotent
+ * for the same name. The table exists in SQL once the first row is flushed, or at the first
+ * query. Returns 0, PB_EBADARG (bad name, too many tables) with err filled. */
+int probe_history_define(const char *table, const char *description,
+                         const struct probe_column *cols, int ncols, struct pb_err *err);
+/* Declare an index on a history table ("col1,col2": its columns, ts included), created with
+ * the table (or at the next flush), so GROUP BY / WHERE on those columns need no sort or full
+ * scan. Any thread. Returns 0 or PB_EBADARG. */
+int probe_history_index(const char *table, const char *columns, struct pb_err *err);
+/* Append one row (ncols values, without ts; ts is now). Any thread, never blocks on SQLite:
+ * rows wait in a bounded queue (history.max_rows) until the task thread writes them. Text is
+ * copied. Returns 0, PB_EBADARG (unknown table, wrong count) or -ENOMEM. */
+int probe_history_append(const char *table, const struct probe_value *vals, int ncols);
+/* Task thread: write queued rows and apply retention (history.max_rows, history.max_age_s). */
+void probe_history_flush(void);
+/* Start the built-in collector (system.process_history) on the loop. Loop thread. */
+int probe_collector_start(void);
+
+/* ---- internals shared by store.c, vtab*.c and history.c ---- */
+struct sqlite3;
+/* The table catalogue for probing.tables: live tables, then history tables. */
+struct probe_table_info {
+    const char *name; /* "schema.table" */
+    const char *kind; /* "live" or "history" */
+    const char *description;
+    const struct probe_column *cols;
+    int ncols;
+};
+int probe_vtab_count(void);
+const struct probe_table_info *probe_vtab_info(int i);
+int probe_history_count(void);
+const struct probe_table_info *probe_history_info(int i);
+/* Task thread, at open: register the module and create every live table. */
+int probe_vtab_register(struct sqlite3 *db, struct pb_err *err);
+/* Task thread: create declared history tables not created yet (store.c calls it). */
+int probe_history_create_tables(struct sqlite3 *db);
+/* The open database (task thread), opening it if needed; NULL with err on failure. */
+struct sqlite3 *probe_store_db(struct pb_err *err);
+double probe_now(void);
+/* Set by a live table's fill function failing (task thread; store.c resets it per query), so
+ * its message, which names the table, is passed on without the "SQL error: " prefix. */
+extern int probe_vtab_failed;
+
+#endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* Live tables (probe-internal): each is a row of vtab.c's catalogue with a fill function that
+ * computes every row when the table is queried (task thread). Fill functions return 0 or a
+ * negative code with err filled; err->msg becomes the query's error message, so it names the
+ * table. */
+#ifndef PROBE_VTAB_H
+#define PROBE_VTAB_H
+
+#include "store.h"
+
+struct vtab_args {
+    int has_thread;      /* WHERE thread_id = N was given */
+    long long thread_id;
+    int want_lazy;       /* the table's costly column (e.g. locals) is used */
+};
+
+typedef int (*vtab_fill)(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+
+/* vtab_python.c (needs the GIL for some: each says) */
+int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+/* vtab_system.c (/proc, no GIL) */
+int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+/* Sample /proc/self for system.process_history: rss, vms, cpu_user, cpu_system, threads, fds. */
+int vtab_process_sample(double out[6]);
+/* Kernel state of a thread of this process ("running", "sleeping"...; "unknown"). */
+const char *vtab_thread_state(long tid);
+
+#endif

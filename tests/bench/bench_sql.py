@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+"""make bench, SQL part: latency of a GROUP BY over a 100,000-row history table, as medians
+over repeated runs, each beside a baseline measured in the same invocation (ratios, never a
+timed assertion):
+  1. in-process: the time SQLite spends on the query (probing/query's elapsedMs, measured in
+     the probe from prepare to finalize) against `SELECT 1` measured the same way;
+  2. the probing/query round trip on an open DAP connection against a probing/info round trip
+     (the transport's floor);
+  3. the CLI: `probing -p PID query "..."` against `probing -p PID query "SELECT 1"`.
+The table is perf.samples filled by samples/history_fill.py through the collector C API.
+Usage: bench_sql.py BUILD_DIR [PYTHON]"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from dapclient import DAP  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+CLI = os.path.join(BUILD, "bin", "probing")
+PY = sys.argv[2] if len(sys.argv) > 2 else None
+RUNS = int(os.environ.get("BENCH_RUNS", "21"))
+ROWS = 100000
+SQL = ("SELECT loss, count(*) AS n, avg(ms) AS avg_ms, max(step) AS last "
+       "FROM perf.samples GROUP BY loss")
+
+
+def python():
+    if PY:
+        return PY
+    for line in subprocess.run([os.path.join(ROOT, "tools", "pythons.sh")], capture_output=True,
+                               text=True).stdout.splitlines():
+        if line.startswith("3.11 "):
+            return line.split()[2]
+    return "/usr/bin/python3"
+
+
+def ms(x):
+    return "%.2f ms" % x
+
+
+def main():
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "probe", "python"),
+               PROBING_LIBDIR=os.path.join(BUILD, "lib", "probing"),
+               PROBING_HISTORY_MAX_ROWS=str(ROWS), PROBING_HISTORY_INTERVAL_S="0")
+    p = subprocess.Popen([python(), os.path.join(ROOT, "samples", "history_fill.py"), str(ROWS)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True, env=env)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not p.stdout.readline().startswith("ready "):
+            pass
+        d = DAP.unix("/tmp/probing-%d/%d.sock" % (os.getuid(), p.pid))
+        d.request("initialize", {"adapterID": "bench"})
+        d.request("attach", {})
+
+        def query(sql):
+            t0 = time.perf_counter()
+            m = d.request("probing/query", {"sql": sql}, timeout=60)
+            wall = (time.perf_counter() - t0) * 1000
+            if not m["success"]:
+                raise SystemExit("bench: %s: %s" % (sql, m["message"]))
+            return m["body"], wall
+
+        body, _ = query("SELECT count(*) FROM perf.samples")  # flushes the appended rows
+        n = body["rows"][0][0]
+        if n != ROWS:
+            raise SystemExit("bench: perf.samples has %d rows, expected %d" % (n, ROWS))
+        for _ in range(3):
+            query(SQL)
+        inproc, floor, rt, info = [], [], [], []
+        for _ in range(RUNS):
+            b, w = query(SQL)
+            inproc.append(b["elapsedMs"])
+            rt.append(w)
+            b, _ = query("SELECT 1")
+            floor.append(b["elapsedMs"])
+            t0 = time.perf_counter()
+            d.request("probing/info")
+            info.append((time.perf_counter() - t0) * 1000)
+        d.close()
+        cli, cli1 = [], []
+        for _ in range(max(5, RUNS // 2)):
+            for sql, acc in ((SQL, cli), ("SELECT 1", cli1)):
+                t0 = time.perf_counter()
+                r = subprocess.run([CLI, "-p", str(p.pid), "query", sql], capture_output=True,
+                                   text=True, timeout=60)
+                acc.append((time.perf_counter() - t0) * 1000)
+                if r.returncode != 0:
+                    raise SystemExit("bench: CLI query failed: " + r.stderr)
+    finally:
+        p.kill()
+        p.wait()
+    med = statistics.median
+    print("probing SQL bench: %s, %d-row history table, %d runs, medians" % (python(), ROWS,
+                                                                             RUNS))
+    print("  %-44s %10s   baseline %-28s %s" % ("", "", "", "ratio"))
+    print("  %-44s %10s   SELECT 1 in-process %8s   x%.0f" % (
+        "GROUP BY, in-process (SQLite time)", ms(med(inproc)), ms(med(floor)),
+        med(inproc) / max(med(floor), 1e-6)))
+    print("  %-44s %10s   probing/info        %8s   x%.1f" % (
+        "GROUP BY, probing/query round trip (DAP)", ms(med(rt)), ms(med(info)),
+        med(rt) / med(info)))
+    print("  %-44s %10s   CLI 'SELECT 1'      %8s   x%.2f" % (
+        "GROUP BY, CLI query (process to exit)", ms(med(cli)), ms(med(cli1)),
+        med(cli) / med(cli1)))
+    print("  goal: in-process under 5 ms: %s" % ("met" if med(inproc) < 5 else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* The fake probe's eval and memory for dap/ unit tests and fuzz replays: an evaluation of
+ * "raise" raises, "print" prints "hi\n", "incomplete" is incomplete, anything else evaluates
+ * to its own text; memory answers with fixed figures. No Python. */
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+
+int probe_eval_run(const char *src, int mode, struct probe_eval_result *r, struct pb_err *err)
+{
+    (void)err;
+    memset(r, 0, sizeof *r);
+    if (mode == PROBE_EVAL_CHECK) {
+        r->complete = strcmp(src, "incomplete") != 0;
+        return 0;
+    }
+    if (strcmp(src, "raise") == 0) {
+        r->exc_type = strdup("ValueError");
+        r->traceback = strdup("Traceback (most recent call last):\n  File \"<probing>\", line 1, "
+                              "in <module>\nValueError: boom\n");
+    } else if (strcmp(src, "print") == 0) {
+        r->chunks = calloc(1, sizeof *r->chunks);
+        r->chunks[0].text = strdup("hi\n");
+        r->nchunks = 1;
+    } else {
+        r->value = strdup(src);
+        r->type = strdup("str");
+    }
+    return 0;
+}
+
+void probe_eval_result_free(struct probe_eval_result *r)
+{
+    if (!r)
+        return;
+    free(r->value);
+    free(r->type);
+    free(r->exc_type);
+    free(r->traceback);
+    for (int i = 0; i < r->nchunks; i++)
+        free(r->chunks[i].text);
+    free(r->chunks);
+    memset(r, 0, sizeof *r);
+}
+
+int probe_eval_interrupt(void) { return 0; }
+int probe_eval_timeout_ms(void) { return 500; }
+
+int probe_memory_proc(struct cJSON *into, struct pb_err *err)
+{
+    (void)err;
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(into, "process"), "rss", 1 << 20);
+    return 0;
+}
+
+int probe_memory_python(struct cJSON *into, int top, const char *trace, struct pb_err *err)
+{
+    (void)top;
+    (void)trace;
+    (void)err;
+    cJSON_AddObjectToObject(into, "gc");
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* The fake probe's SQL store and task thread for dap/ unit tests: tasks run inline; the store
+ * answers "SELECT 1" with one row, "SLOW" with a truncated result, and anything else with a
+ * SQL error, so handlers can be tested without SQLite or Python. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+#include "store.h"
+
+int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
+{
+    fn(arg);
+    done(arg);
+    return 0;
+}
+
+int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(sql, "SELECT 1") != 0 && strcmp(sql, "SLOW") != 0)
+        return pb_err_set(err, PB_EBADARG, "SQL error: near \"%s\": syntax error (at column 1)",
+                          sql);
+    out->ncols = 2;
+    out->cols = calloc(2, sizeof *out->cols);
+    out->cols[0] = strdup("a");
+    out->cols[1] = strdup("b");
+    out->cells = calloc(2, sizeof *out->cells);
+    out->ncells = out->cap = 2;
+    out->nrows = 1;
+    out->cells[0] = (struct probe_value){PROBE_V_INT, 1, 1.0, NULL};
+    out->cells[1] = (struct probe_value){PROBE_V_TEXT, 0, 0, strdup("x")};
+    if (sql[0] == 'S' && sql[1] == 'L') {
+        out->truncated = 1;
+        strcpy(out->note, "result truncated to 1 rows (query.max_rows)");
+    }
+    return 0;
+}
+
+void probe_rows_free(struct probe_rows *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->ncells && r->cells; i++)
+        free(r->cells[i].s);
+    free(r->cells);
+    for (int c = 0; c < r->ncols && r->cols; c++)
+        free(r->cols[c]);
+    free(r->cols);
+    memset(r, 0, sizeof *r);
+}
