@@ -81,6 +81,7 @@ static void eval_done(void *arg, int gil_rc)
     }
     free(long_msg);
     probe_eval_result_free(&j->r);
+    dap_session_eval_count(j->s, -1);
     dap_session_unref(j->s);
     cJSON_Delete(j->args);
     free(j->src);
@@ -100,10 +101,12 @@ int dap_eval_request(struct dap_ctx *c, const char *src, int mode, const cJSON *
     j->args = args ? cJSON_Duplicate(args, 1) : NULL;
     j->s = c->s;
     dap_session_ref(j->s);
+    dap_session_eval_count(j->s, +1);
     j->p = dap_ctx_defer(c);
     if (!j->p || probe_gil_submit(eval_with_gil, eval_done, j, probe_eval_timeout_ms()) < 0) {
         if (j->p)
             dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
+        dap_session_eval_count(j->s, -1);
         dap_session_unref(j->s);
         cJSON_Delete(j->args);
         free(j->src);

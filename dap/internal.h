@@ -66,6 +66,10 @@ int dap_console_command(struct dap_ctx *c, const char *line, cJSON *body);
 struct probe_rows;
 cJSON *dap_json_rows(const struct probe_rows *r);
 
+/* Evaluations in flight for a session (evaljob.c): +1 when one is submitted, -1 when it is
+ * answered. A session detached with evaluations in flight interrupts the running one. */
+void dap_session_eval_count(struct dap_session *s, int delta);
+
 /* Authentication state (attach sets it). */
 void dap_session_set_authed(struct dap_session *s);
 

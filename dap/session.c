@@ -3,6 +3,7 @@
  * the table (dispatch.c) with the shared checks, and sends responses and events, each in one
  * write. Deferred requests hold a reference so they can finish after the peer left. */
 #include "internal.h"
+#include "probe.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ struct dap_session {
     int seq;
     int attached, debugger, authed;
     int close_after;
+    int evals; /* evaluations of this session queued or running (evaljob.c) */
     struct dap_reader r;
 };
 
@@ -55,6 +57,15 @@ void dap_session_unref(struct dap_session *s)
 void dap_session_detach_io(struct dap_session *s)
 {
     s->io = NULL;
+    /* The client vanished (or hung up) while its code runs in the target: stop that code
+     * rather than let, say, a `while True: pass` run on without anyone to see it. */
+    if (s->evals > 0)
+        probe_eval_interrupt();
+}
+
+void dap_session_eval_count(struct dap_session *s, int delta)
+{
+    s->evals += delta;
 }
 
 int dap_session_transport(const struct dap_session *s)
