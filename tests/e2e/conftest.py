@@ -154,6 +154,8 @@ def spawn(tmp_path, request):
     for t in targets:
         if failed:
             print("---- probe log of %d ----\n%s" % (t.pid, t.probe_log()[-4000:]))
+            print("---- stdout of %d (tail) ----\n%s" % (t.pid, t.output()[-1500:]))
+            print("---- stderr of %d (tail) ----\n%s" % (t.pid, t.errors()[-4000:]))
         t.kill()
     reports = sorted(tmp_path.glob("sanitizer*"))
     assert not reports, "sanitizer report from a target: %s" % reports[0].read_text()[-4000:]
