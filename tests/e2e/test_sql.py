@@ -292,6 +292,10 @@ def test_history_from_python_collector(python, spawn):
     assert sum(r["n"] for r in g) == 100 and [r["loss"] for r in g] == list(range(7))
     tabs = q(t.pid, "SELECT column_name FROM probing.tables WHERE table_name = 'perf.samples'")
     assert [r["column_name"] for r in tabs] == ["ts", "step", "loss", "ms"]
+    # The collector's declared index serves GROUP BY loss (no sort of the table).
+    plan = q(t.pid, "EXPLAIN QUERY PLAN SELECT loss, count(*), avg(ms) FROM perf.samples "
+                    "GROUP BY loss")
+    assert any("USING COVERING INDEX" in r["detail"] for r in plan), plan
     t.assert_responsive()
     t.check_output_clean()
 
