@@ -69,9 +69,9 @@ static void put_repr_result(struct rbuf *b, PyObject *r)
     Py_DECREF(r);
 }
 
-char *probe_repr_typename(PyObject *o)
+/* "module.QualName" of a type (just the name for builtins), malloc'd. Requires GIL. */
+static char *type_name(PyTypeObject *tp)
 {
-    PyTypeObject *tp = Py_TYPE(o);
     if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
         PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
         PyObject *mod = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
@@ -93,6 +93,11 @@ char *probe_repr_typename(PyObject *o)
             return out;
     }
     return strdup(tp->tp_name ? tp->tp_name : "?");
+}
+
+char *probe_repr_typename(PyObject *o)
+{
+    return type_name(Py_TYPE(o));
 }
 
 static void repr_any(struct rbuf *b, PyObject *o, int depth);
@@ -178,9 +183,50 @@ static void repr_set(struct rbuf *b, PyObject *o, int depth)
     puts_(b, frozen ? "})" : "}");
 }
 
+/* Modules, functions and classes are named the way Python names them, from their own C-level
+ * fields (no attribute lookup, no user code): <module 'math'>, <function Model.forward>,
+ * <class 'pkg.Model'>. Returns 0 when o is none of those. Requires GIL. */
+static int repr_named(struct rbuf *b, PyObject *o)
+{
+    const char *name = NULL;
+    PyObject *qual = NULL;
+    if (PyModule_CheckExact(o)) {
+        PyObject *d = PyModule_GetDict(o); /* borrowed */
+        PyObject *n = d ? PyDict_GetItemString(d, "__name__") : NULL; /* borrowed */
+        name = n && PyUnicode_CheckExact(n) ? PyUnicode_AsUTF8(n) : NULL;
+        if (!name)
+            return PyErr_Clear(), 0;
+        puts_(b, "<module '");
+        puts_(b, name);
+        puts_(b, "'>");
+        return 1;
+    }
+    if (PyFunction_Check(o)) {
+        qual = ((PyFunctionObject *)o)->func_qualname; /* borrowed */
+        name = qual && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual) : NULL;
+        if (!name)
+            return PyErr_Clear(), 0;
+        puts_(b, "<function ");
+        puts_(b, name);
+        puts_(b, ">");
+        return 1;
+    }
+    if (PyType_Check(o)) {
+        char *tn = type_name((PyTypeObject *)o);
+        puts_(b, "<class '");
+        puts_(b, tn ? tn : "?");
+        puts_(b, "'>");
+        free(tn);
+        return 1;
+    }
+    return 0;
+}
+
 static void repr_other(struct rbuf *b, PyObject *o)
 {
     char tmp[64];
+    if (repr_named(b, o))
+        return;
     char *tn = probe_repr_typename(o);
     puts_(b, "<");
     puts_(b, tn ? tn : "?");

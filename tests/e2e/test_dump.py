@@ -67,6 +67,11 @@ def test_dump_text_and_locals(python, spawn):
     assert "bits" in mn["big"]["value"]
     th = {l["name"]: l for l in threads["reader-1"]["frames"][1]["locals"]}
     assert th["self"]["value"].startswith("<threading.Thread object at 0x")
+    # Module-level frame: modules, functions and classes named as Python names them.
+    mod = {l["name"]: l for l in threads["MainThread"]["frames"][-1]["locals"]}
+    assert mod["json"]["value"] == "<module 'json'>" and mod["json"]["type"] == "module"
+    assert mod["sleeper"]["value"] == "<function sleeper>"
+    assert mod["started"]["value"].startswith("<threading.Barrier object at 0x")
     t.assert_responsive()
     t.check_output_clean()
 

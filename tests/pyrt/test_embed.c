@@ -611,7 +611,7 @@ static void checks_with_gil(void)
         check_local(f, "uni", "str", "'h\xc3\xa9\xe4\xb8\x96\xf0\x9f\x98\x80'", 0);
         f = &t->frames[1];
         check_local(f, "captured", "str", "'cell-value'", 0);
-        check_local(f, "inner", "function", "<function object at 0x", 1);
+        check_local(f, "inner", "function", "<function middle.<locals>.inner>", 0);
         check_local(&t->frames[2], "self", "pyrt_target.Holder", "<pyrt_target.Holder object", 1);
     } else {
         CHECK(0, "pyrt-locals not found");
