@@ -159,20 +159,6 @@ int probe_eval_run(const char *src, int mode, struct probe_eval_result *r, struc
     return rc;
 }
 
-void probe_eval_result_free(struct probe_eval_result *r)
-{
-    if (!r)
-        return;
-    free(r->value);
-    free(r->type);
-    free(r->exc_type);
-    free(r->traceback);
-    for (int i = 0; i < r->nchunks; i++)
-        free(r->chunks[i].text);
-    free(r->chunks);
-    memset(r, 0, sizeof *r);
-}
-
 /* The interrupter: waits for the GIL (the evaluating worker gives it up every switch
  * interval), then raises KeyboardInterrupt in the worker's thread if it still evaluates. */
 static void *interrupter_main(void *arg)

@@ -31,20 +31,6 @@ int probe_eval_run(const char *src, int mode, struct probe_eval_result *r, struc
     return 0;
 }
 
-void probe_eval_result_free(struct probe_eval_result *r)
-{
-    if (!r)
-        return;
-    free(r->value);
-    free(r->type);
-    free(r->exc_type);
-    free(r->traceback);
-    for (int i = 0; i < r->nchunks; i++)
-        free(r->chunks[i].text);
-    free(r->chunks);
-    memset(r, 0, sizeof *r);
-}
-
 int probe_eval_interrupt(void) { return 0; }
 int probe_eval_timeout_ms(void) { return 500; }
 

@@ -38,15 +38,3 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
     return 0;
 }
 
-void probe_rows_free(struct probe_rows *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->ncells && r->cells; i++)
-        free(r->cells[i].s);
-    free(r->cells);
-    for (int c = 0; c < r->ncols && r->cols; c++)
-        free(r->cols[c]);
-    free(r->cols);
-    memset(r, 0, sizeof *r);
-}
