@@ -8,15 +8,10 @@
 
 #include "dap.h"
 #include "fake_probe.h"
+#include "dapcap.h"
 #include "unit.h"
 
 /* ---- framing ---- */
-
-static const char *frame(const char *json, char *buf, size_t n)
-{
-    snprintf(buf, n, "Content-Length: %zu\r\n\r\n%s", strlen(json), json);
-    return buf;
-}
 
 TEST(dap_frame_any_split)
 {
@@ -131,69 +126,7 @@ TEST(dap_args_typed)
     cJSON_Delete(a);
 }
 
-/* ---- sessions over a capturing transport ---- */
-
-struct cap {
-    struct dap_reader out; /* what the session sent */
-    int closed;
-};
-
-static int cap_send(void *io, const char *buf, size_t len)
-{
-    struct cap *c = io;
-    struct pb_err err;
-    return dap_reader_feed(&c->out, buf, len, &err);
-}
-
-static void cap_close(void *io)
-{
-    ((struct cap *)io)->closed = 1;
-}
-
-static const struct dap_io_ops cap_ops = {cap_send, cap_close};
-
-static cJSON *sent(struct cap *c)
-{
-    cJSON *m = NULL;
-    struct pb_err err;
-    return dap_reader_next(&c->out, &m, &err) == 1 ? m : NULL;
-}
-
-static int feed(struct dap_session *s, int seq, const char *command, const char *args)
-{
-    char json[1024], buf[1200];
-    snprintf(json, sizeof json, "{\"seq\":%d,\"type\":\"request\",\"command\":\"%s\"%s%s}", seq,
-             command, args ? ",\"arguments\":" : "", args ? args : "");
-    frame(json, buf, sizeof buf);
-    return dap_session_feed(s, buf, strlen(buf));
-}
-
-/* Feeds a request and returns its response (caller deletes). */
-static cJSON *ask(struct dap_session *s, struct cap *c, int seq, const char *command,
-                  const char *args)
-{
-    feed(s, seq, command, args);
-    cJSON *m;
-    while ((m = sent(c))) {
-        if (strcmp(cJSON_GetObjectItem(m, "type")->valuestring, "response") == 0) {
-            ASSERT_EQ(cJSON_GetObjectItem(m, "request_seq")->valueint, seq);
-            return m;
-        }
-        cJSON_Delete(m);
-    }
-    return NULL;
-}
-
-static int ok(const cJSON *resp)
-{
-    return resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "success"));
-}
-
-static const char *message(const cJSON *resp)
-{
-    const cJSON *m = cJSON_GetObjectItem(resp, "message");
-    return cJSON_IsString(m) ? m->valuestring : "";
-}
+/* ---- sessions over a capturing transport (dapcap.c) ---- */
 
 TEST(dap_session_initialize_then_initialized_event)
 {

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* The capturing transport of dapcap.h. */
+#include "dapcap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "unit.h"
+
+static int cap_send(void *io, const char *buf, size_t len)
+{
+    struct cap *c = io;
+    struct pb_err err;
+    return dap_reader_feed(&c->out, buf, len, &err);
+}
+
+static void cap_close(void *io)
+{
+    ((struct cap *)io)->closed = 1;
+}
+
+const struct dap_io_ops cap_ops = {cap_send, cap_close};
+
+const char *frame(const char *json, char *buf, size_t n)
+{
+    snprintf(buf, n, "Content-Length: %zu\r\n\r\n%s", strlen(json), json);
+    return buf;
+}
+
+cJSON *sent(struct cap *c)
+{
+    cJSON *m = NULL;
+    struct pb_err err;
+    return dap_reader_next(&c->out, &m, &err) == 1 ? m : NULL;
+}
+
+int feed(struct dap_session *s, int seq, const char *command, const char *args)
+{
+    char json[2048], buf[2200];
+    snprintf(json, sizeof json, "{\"seq\":%d,\"type\":\"request\",\"command\":\"%s\"%s%s}", seq,
+             command, args ? ",\"arguments\":" : "", args ? args : "");
+    frame(json, buf, sizeof buf);
+    return dap_session_feed(s, buf, strlen(buf));
+}
+
+cJSON *ask(struct dap_session *s, struct cap *c, int seq, const char *command, const char *args)
+{
+    feed(s, seq, command, args);
+    cJSON *m;
+    while ((m = sent(c))) {
+        if (strcmp(cJSON_GetObjectItem(m, "type")->valuestring, "response") == 0) {
+            ASSERT_EQ(cJSON_GetObjectItem(m, "request_seq")->valueint, seq);
+            return m;
+        }
+        if (!c->events)
+            c->events = cJSON_CreateArray();
+        cJSON_AddItemToArray(c->events, m);
+    }
+    return NULL;
+}
+
+int ok(const cJSON *resp)
+{
+    return resp && cJSON_IsTrue(cJSON_GetObjectItem(resp, "success"));
+}
+
+const char *message(const cJSON *resp)
+{
+    const cJSON *m = cJSON_GetObjectItem(resp, "message");
+    return cJSON_IsString(m) ? m->valuestring : "";
+}
+
+const cJSON *body_get(const cJSON *resp, const char *k)
+{
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(resp, "body"), k);
+}
