@@ -376,12 +376,7 @@ int probe_agent_start(struct pb_err *err)
         rc = probe_task_start(&loop, err);
     if (rc < 0)
         goto out;
-    /* The agent must not receive the host's signals (SIGINT, SIGPROF...): block them all. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = -pthread_create(&agent_thread, NULL, agent_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = probe_thread_start(&agent_thread, agent_main, 0);
     if (rc < 0) {
         pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
         goto out;

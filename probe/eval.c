@@ -179,19 +179,11 @@ int probe_eval_interrupt(void)
     int expect = 0;
     if (!atomic_compare_exchange_strong(&interrupter_busy, &expect, 1))
         return 1; /* one is already on its way */
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
-    int rc = pthread_create(&t, &attr, interrupter_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
+    int rc = probe_thread_start(&t, interrupter_main, 1);
+    if (rc < 0) {
         atomic_store(&interrupter_busy, 0);
-        return -rc;
+        return rc;
     }
     return 1;
 }

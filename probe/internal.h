@@ -3,6 +3,7 @@
 #ifndef PROBE_INTERNAL_H
 #define PROBE_INTERNAL_H
 
+#include <pthread.h>
 #include <uv.h>
 
 #include "probe.h"
@@ -21,6 +22,9 @@ uv_loop_t *probe_agent_loop(void);
 
 /* worker.c */
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
+
+/* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
+int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
 
 /* task.c */
 int probe_task_start(uv_loop_t *loop, struct pb_err *err);

@@ -89,12 +89,8 @@ int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 int probe_task_start(uv_loop_t *loop, struct pb_err *err)
 {
     uv_async_init(loop, &done_async, on_done);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&task_thread, NULL, task_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
-        return pb_err_set(err, -rc, "pthread_create: %s", strerror(rc));
+    int rc = probe_thread_start(&task_thread, task_main, 0);
+    if (rc < 0)
+        return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     return 0;
 }

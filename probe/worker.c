@@ -218,12 +218,8 @@ unsigned long probe_worker_ident(void)
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err)
 {
     uv_async_init(loop, &done_async, on_done);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&worker_thread, NULL, worker_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
-        return pb_err_set(err, -rc, "pthread_create: %s", strerror(rc));
+    int rc = probe_thread_start(&worker_thread, worker_main, 0);
+    if (rc < 0)
+        return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     return 0;
 }

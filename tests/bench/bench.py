@@ -13,27 +13,14 @@ import re
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from benchlib import BUILD, CLI, ROOT, python, runs  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
-BUILD = os.path.abspath(sys.argv[1])
-CLI = os.path.join(BUILD, "bin", "probing")
-PY = sys.argv[2] if len(sys.argv) > 2 else None
-RUNS = int(os.environ.get("BENCH_RUNS", "9"))
-
-
-def python():
-    if PY:
-        return PY
-    out = subprocess.run([os.path.join(ROOT, "tools", "pythons.sh")], capture_output=True,
-                         text=True).stdout.split("\n")
-    for line in out:
-        if line.startswith("3.11 "):
-            return line.split()[2]
-    return out[0].split()[2]
+RUNS = runs(9)
 
 
 def start(sample, *args):

@@ -13,29 +13,17 @@ import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from benchlib import BUILD, CLI, ROOT, python, runs  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
-BUILD = os.path.abspath(sys.argv[1])
-CLI = os.path.join(BUILD, "bin", "probing")
-PY = sys.argv[2] if len(sys.argv) > 2 else None
-RUNS = int(os.environ.get("BENCH_RUNS", "21"))
+RUNS = runs(21)
 ROWS = 100000
 SQL = ("SELECT loss, count(*) AS n, avg(ms) AS avg_ms, max(step) AS last "
        "FROM perf.samples GROUP BY loss")
-
-
-def python():
-    if PY:
-        return PY
-    for line in subprocess.run([os.path.join(ROOT, "tools", "pythons.sh")], capture_output=True,
-                               text=True).stdout.splitlines():
-        if line.startswith("3.11 "):
-            return line.split()[2]
-    return "/usr/bin/python3"
 
 
 def ms(x):

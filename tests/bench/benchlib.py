@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: MIT
+"""What the bench scripts share: paths, their arguments (BUILD_DIR [PYTHON]), BENCH_RUNS, and
+which interpreter the targets run on (the given one, else pyenv's 3.11, else the first found)."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+BUILD = os.path.abspath(sys.argv[1])
+CLI = os.path.join(BUILD, "bin", "probing")
+PY = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def runs(default):
+    return int(os.environ.get("BENCH_RUNS", str(default)))
+
+
+def python():
+    if PY:
+        return PY
+    found = [line.split()[2] for line in subprocess.run(
+        [os.path.join(ROOT, "tools", "pythons.sh")], capture_output=True,
+        text=True).stdout.splitlines() if line.strip()]
+    for exe in found:
+        if "python3.11" in exe:
+            return exe
+    return found[0] if found else "/usr/bin/python3"
