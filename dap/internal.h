@@ -9,6 +9,7 @@ enum {
     DAP_F_PREAUTH = 1,        /* answered before a TCP client authenticated */
     DAP_F_NEEDS_ATTACHED = 2, /* only after `attach` */
     DAP_F_UNIX_ONLY = 4,      /* refused on TCP connections (changes what the probe serves) */
+    DAP_F_DEBUGGER = 8,       /* only for the debugging client (the seat, see req_debug.c) */
 };
 
 struct dap_command {
@@ -25,6 +26,14 @@ extern const struct dap_command dap_commands[];
 extern const size_t dap_ncommands;
 
 /* Handlers: one file each (req_<command>.c). */
+/* Debugger requests, forwarded to the probe's debugger (req_debug.c). */
+int dap_req_debug(struct dap_ctx *c, const cJSON *args, cJSON *body);
+void dap_post_configurationDone(struct dap_session *s);
+/* The debugger's seat: claim it (attach), test it, give it back (disconnect, connection gone). */
+int dap_debugger_claim(struct dap_session *s, struct pb_err *err);
+int dap_session_is_debugger(const struct dap_session *s);
+void dap_debugger_release(struct dap_session *s);
+
 int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_configurationDone(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_disconnect(struct dap_ctx *c, const cJSON *args, cJSON *body);

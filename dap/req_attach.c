@@ -26,6 +26,9 @@ int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body)
         }
         dap_session_set_authed(c->s);
     }
-    dap_session_set_attached(c->s, !(client && strcmp(client, "cli") == 0));
+    int debugger = !(client && strcmp(client, "cli") == 0);
+    if (debugger && dap_debugger_claim(c->s, &c->err) < 0)
+        return c->err.code;
+    dap_session_set_attached(c->s, debugger);
     return 0;
 }

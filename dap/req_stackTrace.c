@@ -4,6 +4,7 @@
  * totalFrames. */
 #include <string.h>
 
+#include "debug.h"
 #include "internal.h"
 #include "snapshot.h"
 
@@ -22,6 +23,8 @@ static cJSON *stack_frame(const struct probe_frame *f, long tid, int depth)
         cJSON_AddStringToObject(src, "path", file);
     cJSON_AddNumberToObject(o, "line", f->line);
     cJSON_AddNumberToObject(o, "column", 1);
+    if (probe_dbg_is_library(f->file))
+        cJSON_AddStringToObject(o, "presentationHint", "subtle");
     return o;
 }
 
@@ -37,6 +40,9 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.threadId: expected integer");
     if (start < 0 || levels < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.startFrame/levels: must be >= 0");
+    /* A parked thread's stack is the one recorded when it stopped, with inspectable frames. */
+    if (probe_dbg_stack((long)tid, start, levels, body) == 0)
+        return 0;
     struct probe_snapshot s = {0};
     rc = probe_pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
     if (rc < 0)

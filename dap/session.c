@@ -57,6 +57,8 @@ void dap_session_unref(struct dap_session *s)
 void dap_session_detach_io(struct dap_session *s)
 {
     s->io = NULL;
+    /* A debugging client that vanished is a disconnect: tracing goes, threads resume. */
+    dap_debugger_release(s);
     /* The client vanished (or hung up) while its code runs in the target: stop that code
      * rather than let, say, a `while True: pass` run on without anyone to see it. */
     if (s->evals > 0)
@@ -169,6 +171,10 @@ static int dispatch(struct dap_session *s, const cJSON *req)
         rc = pb_err_set(&c.err, PB_EBADARG, "unknown command '%s'", command);
     } else if ((cmd->flags & DAP_F_NEEDS_ATTACHED) && !s->attached) {
         rc = pb_err_set(&c.err, PB_ESTATE, "not attached: send 'attach' before '%s'", command);
+    } else if ((cmd->flags & DAP_F_DEBUGGER) && !dap_session_is_debugger(s)) {
+        rc = pb_err_set(&c.err, PB_ESTATE, "'%s' is for the debugging client: %s", command,
+                        s->debugger ? "another client holds the debugger"
+                                    : "attach without probingClient \"cli\" to debug");
     } else if ((cmd->flags & DAP_F_UNIX_ONLY) && s->transport == DAP_TRANSPORT_TCP) {
         rc = pb_err_set(&c.err, PB_EAUTH, "'%s' is only accepted on the local socket", command);
     } else if (args && !cJSON_IsObject(args)) {

@@ -59,7 +59,14 @@ void cli_print_json(const cJSON *v);
 void cli_print_locals(const cJSON *frame, const char *indent);
 
 /* Commands: argc/argv start at the command name. */
+/* The token for TCP listening (cli_inject.c): $PROBING_TOKEN (returns 0), else a fresh random
+ * one in hex (returns 1: the caller prints it). */
+int cli_token_choose(char *buf, size_t n);
+
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv);
+/* debug --pause / --resume (cli_debug_pause.c). */
+int cli_debug_pause(const struct cli_opts *o, const char *address);
+int cli_debug_resume(const struct cli_opts *o);
 int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_list(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_query(const struct cli_opts *o, int argc, char **argv);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing -p PID debug --dump [--locals] [--json]`: every Python thread's stack (name, Python
  * thread id, native id, GIL), innermost frame first, optionally with local variables; as text
- * or as one JSON document (the probing/dump response body, see docs/protocol.md). */
+ * or as one JSON document (the probing/dump response body, see docs/protocol.md).
+ * `debug --pause [--address HOST:PORT]` and `debug --resume` are in cli_debug_pause.c. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 static void help(void)
 {
     printf("usage: probing -p PID debug --dump [--locals] [--json]\n"
+           "       probing -p PID debug --pause [--address HOST:PORT]\n"
+           "       probing -p PID debug --resume\n"
            "\n"
            "Print every Python thread of the target: name, thread id, native id, whether it\n"
            "holds the GIL, and its frames innermost first (function, file, line). Works when\n"
@@ -19,7 +22,12 @@ static void help(void)
            "  --dump     dump all threads' stacks\n"
            "  --locals   add each frame's local variables (bounded repr; needs the GIL:\n"
            "             if it cannot be had in time, says so and shows stacks only)\n"
-           "  --json     print one JSON document instead of text\n");
+           "  --json     print one JSON document instead of text\n"
+           "  --pause    stop every Python thread and keep the target stopped, serving DAP on\n"
+           "             TCP, until a debugger attaches and continues it or --resume\n"
+           "  --address HOST:PORT  where --pause listens (default 127.0.0.1:9922; port 0\n"
+           "             picks one); the token is $PROBING_TOKEN, else generated and printed\n"
+           "  --resume   release a target stopped by --pause\n");
 }
 
 static void print_text(const cJSON *d)
@@ -66,13 +74,19 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"dump", no_argument, 0, 'd'}, {"locals", no_argument, 0, 'L'},
-        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int dump = 0, locals = 0, json = 0, c;
+        {"json", no_argument, 0, 'j'}, {"pause", no_argument, 0, 'p'},
+        {"resume", no_argument, 0, 'r'}, {"address", required_argument, 0, 'a'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, c;
+    const char *address = NULL;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dump = 1; break;
         case 'L': locals = 1; break;
         case 'j': json = 1; break;
+        case 'p': pause = 1; break;
+        case 'r': resume = 1; break;
+        case 'a': address = optarg; break;
         case 'h': help(); return CLI_OK;
         default: return cli_bad_option("debug", argv);
         }
@@ -81,10 +95,20 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         cli_error("debug: unexpected argument '%s'", argv[optind]);
         return CLI_USAGE;
     }
-    if (!dump) {
-        cli_error("debug: nothing to do: use --dump (see 'probing debug --help')");
+    if (dump + pause + resume != 1) {
+        cli_error("debug: use exactly one of --dump, --pause, --resume (see 'probing debug "
+                  "--help')");
         return CLI_USAGE;
     }
+    if ((address && !pause) || ((locals || json) && !dump)) {
+        cli_error("debug: %s only goes with %s", address ? "--address" : "--locals/--json",
+                  address ? "--pause" : "--dump");
+        return CLI_USAGE;
+    }
+    if (pause)
+        return cli_debug_pause(o, address);
+    if (resume)
+        return cli_debug_resume(o);
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
     cJSON *body = cli_call(o, "dump failed", "probing/dump", args);

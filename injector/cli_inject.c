@@ -22,13 +22,24 @@ static void help(void)
            "                          else a generated one, printed here\n");
 }
 
-static void make_token(char *buf, size_t n)
+static void token_make(char *buf, size_t n)
 {
     unsigned char raw[16];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
         memset(raw, 0, sizeof raw);
     for (size_t i = 0; i < sizeof raw && 2 * i + 2 < n; i++)
         snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+}
+
+int cli_token_choose(char *buf, size_t n)
+{
+    const char *env = getenv("PROBING_TOKEN");
+    if (env && *env) {
+        pb_strlcpy(buf, env, n);
+        return 0;
+    }
+    token_make(buf, n);
+    return 1;
 }
 
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
@@ -81,12 +92,7 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     cJSON_Delete(info);
     if (listen) {
         char token[64];
-        const char *env = getenv("PROBING_TOKEN");
-        int generated = !(env && *env);
-        if (generated)
-            make_token(token, sizeof token);
-        else
-            pb_strlcpy(token, env, sizeof token);
+        int generated = cli_token_choose(token, sizeof token);
         cJSON *args = cJSON_CreateObject(), *body = NULL;
         cJSON_AddStringToObject(args, "address", listen);
         cJSON_AddStringToObject(args, "token", token);

@@ -374,6 +374,8 @@ int probe_agent_start(struct pb_err *err)
     rc = probe_worker_start(&loop, err);
     if (rc == 0)
         rc = probe_task_start(&loop, err);
+    if (rc == 0 && dbg_events_start() != 0)
+        rc = pb_err_set(err, PB_EUNKNOWN, "cannot start the debugger's event queue");
     if (rc < 0)
         goto out;
     rc = probe_thread_start(&agent_thread, agent_main, 0);

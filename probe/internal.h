@@ -26,6 +26,9 @@ int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
 /* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
 int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
 
+/* dbg_events.c: the debugger's event queue (before the loop runs). */
+int dbg_events_start(void);
+
 /* task.c */
 int probe_task_start(uv_loop_t *loop, struct pb_err *err);
 

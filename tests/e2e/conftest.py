@@ -47,7 +47,8 @@ class Target:
     """A running sample. .ready is the JSON of its 'ready {...}' line."""
 
     # Lines a sample may print; anything else in its output is a leak from the probe.
-    ALLOWED = re.compile(r"^(ready \{.*\}|tick \d+|step \d+|training started, pid \d+|ok .*)$")
+    ALLOWED = re.compile(r"^(ready \{.*\}|tick \d+( value=-?\d+)?|step \d+|"
+                         r"training started, pid \d+|ok .*)$")
 
     def __init__(self, python, sample, tmp_path, env=None, args=(), wait_ready=True, launcher=()):
         self.out_path = tmp_path / ("%s.out" % sample)
@@ -96,7 +97,7 @@ class Target:
         raise AssertionError("timed out waiting for %r; output: %s" % (pattern, self.output()[-500:]))
 
     def ticks(self):
-        return len(re.findall(r"^tick \d+$", self.output(), re.M))
+        return len(re.findall(r"^tick \d+( value=-?\d+)?$", self.output(), re.M))
 
     def assert_responsive(self, timeout=10):
         """The target still runs Python code: new ticks appear."""

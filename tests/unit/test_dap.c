@@ -139,7 +139,10 @@ TEST(dap_session_initialize_then_initialized_event)
     ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"),
                                             "supportsConfigurationDoneRequest")));
     /* Nothing not implemented is advertised. */
-    ASSERT(!cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsSetVariable"));
+    ASSERT(!cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsTerminateRequest"));
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsLogPoints")));
+    ASSERT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"),
+                                                  "exceptionBreakpointFilters")) == 2);
     ASSERT(e && strcmp(cJSON_GetObjectItem(e, "event")->valuestring, "initialized") == 0);
     ASSERT(cJSON_GetObjectItem(e, "seq")->valueint > cJSON_GetObjectItem(r, "seq")->valueint);
     cJSON_Delete(r);
@@ -284,4 +287,57 @@ TEST(dap_session_garbage_closes)
     ASSERT(dap_session_feed(s, junk, strlen(junk)) < 0);
     dap_session_unref(s);
     dap_reader_close(&c.out);
+}
+
+/* One debugging client at a time; CLI clients never take the seat nor send its commands. */
+TEST(dap_session_debugger_seat)
+{
+    extern int fake_dbg_detaches;
+    struct cap a = {0}, b = {0}, cli = {0};
+    dap_reader_init(&a.out, 0);
+    dap_reader_init(&b.out, 0);
+    dap_reader_init(&cli.out, 0);
+    struct dap_session *sa = dap_session_new(&cap_ops, &a, DAP_TRANSPORT_UNIX);
+    struct dap_session *sb = dap_session_new(&cap_ops, &b, DAP_TRANSPORT_UNIX);
+    struct dap_session *sc = dap_session_new(&cap_ops, &cli, DAP_TRANSPORT_UNIX);
+    feed(sa, 1, "attach", "{}");
+    cJSON *r = sent(&a);
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    feed(sb, 1, "attach", "{}");
+    r = sent(&b);
+    ASSERT(!ok(r));
+    ASSERT(strstr(cJSON_GetObjectItem(r, "message")->valuestring, "another debugging client"));
+    cJSON_Delete(r);
+    feed(sc, 1, "attach", "{\"probingClient\":\"cli\"}");
+    r = sent(&cli);
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    feed(sc, 2, "pause", "{\"threadId\":1}");
+    r = sent(&cli);
+    ASSERT(!ok(r));
+    ASSERT(strstr(cJSON_GetObjectItem(r, "message")->valuestring, "for the debugging client"));
+    cJSON_Delete(r);
+    /* The seat holder's requests reach the debugger (the fake refuses them). */
+    feed(sa, 2, "pause", "{\"threadId\":1}");
+    r = sent(&a);
+    ASSERT(!ok(r));
+    ASSERT(strstr(cJSON_GetObjectItem(r, "message")->valuestring, "fake debugger"));
+    cJSON_Delete(r);
+    /* The holder's connection goes: the debugger is detached and the seat is free. */
+    int before = fake_dbg_detaches;
+    dap_session_detach_io(sa);
+    ASSERT(fake_dbg_detaches == before + 1);
+    feed(sb, 2, "attach", "{}");
+    r = sent(&b);
+    ASSERT(ok(r));
+    cJSON_Delete(r);
+    feed(sb, 3, "disconnect", "{}");
+    ASSERT(fake_dbg_detaches == before + 2);
+    dap_session_unref(sa);
+    dap_session_unref(sb);
+    dap_session_unref(sc);
+    dap_reader_close(&a.out);
+    dap_reader_close(&b.out);
+    dap_reader_close(&cli.out);
 }

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: MIT
+"""The debugger end to end, on every CPython: pause/continue, conditional and hit-count
+breakpoints, logpoints, stepping checked against '# BP:' markers, function and exception
+breakpoints, one debugging client at a time, and nothing left behind after a disconnect, a
+disconnect while stopped, or a client that vanishes."""
+import os
+import re
+import socket
+import time
+
+import pytest
+
+from conftest import PYTHONS, probing
+from dapclient import DAP
+from dbgutil import Debugger, assert_clean, last_tick
+
+
+def wait_tick(t, n, timeout=20):
+    t.wait_line(r"^tick %d " % n, timeout=timeout)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_pause_continue_100(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    caps = d.caps
+    assert caps["supportsConditionalBreakpoints"] and caps["supportsLogPoints"]
+    assert [f["filter"] for f in caps["exceptionBreakpointFilters"]] == ["raised", "uncaught"]
+    main, worker = t.ready["main"], t.ready["worker"]
+    for i in range(100):
+        assert d.req("pause", {"threadId": main})["success"]
+        st = d.stopped()
+        assert st["reason"] == "pause" and st["allThreadsStopped"] is True, st
+        if i % 25 == 0:
+            ticks = last_tick(t)
+            time.sleep(0.1)
+            assert last_tick(t) == ticks, "the target kept running while stopped"
+            names = [f["name"] for f in d.frames(main)]
+            assert "main" in names, names
+            assert any("worker_loop" in f["name"] for f in d.frames(worker))
+        r = d.req("continue", {"threadId": main})
+        assert r["body"]["allThreadsContinued"] is True
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_condition_and_hit_count(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    wait_tick(t, 2)
+    target_n = last_tick(t) + 8
+    # Stops on the 3rd time the condition holds: n == target_n + 2.
+    bps = d.set_bps({"marker": "compute_first", "condition": "n >= %d" % target_n,
+                     "hitCondition": "3"})
+    assert bps[0]["verified"], bps
+    st = d.stopped(timeout=20)
+    assert st["reason"] == "breakpoint" and st["hitBreakpointIds"] == [bps[0]["id"]]
+    assert d.top(st["threadId"]) == ("compute", d.line("compute_first"))
+    assert last_tick(t) == target_n + 1, "stopped at the wrong call: %d" % last_tick(t)
+    d.set_bps()
+    d.req("continue", {"threadId": st["threadId"]})
+    t.assert_responsive()
+    # Bad input gets a reason, and nothing is set.
+    bad = d.set_bps({"marker": "add_body", "hitCondition": "often"},
+                    {"marker": "add_body", "condition": "a ==="})
+    assert [b["verified"] for b in bad] == [False, False]
+    assert "hit condition" in bad[0]["message"] and "condition" in bad[1]["message"]
+    d.req("disconnect")
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_logpoint(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    d.set_bps({"marker": "add_body", "logMessage": "add {a}+{b} {{literal}}",
+               "condition": "a % 5 == 0"})
+    outs = [d.wait_event("output", timeout=15)["body"] for _ in range(2)]
+    for o in outs:
+        m = re.match(r"^add (\d+)\+(\d+) \{literal\}\n$", o["output"])
+        assert m and int(m.group(1)) % 5 == 0 and int(m.group(2)) == 1, o
+        assert o["line"] == d.line("add_body") and o["source"]["path"].endswith("debuggee.py")
+    t.assert_responsive()  # a logpoint never stops
+    d.req("disconnect")
+    assert_clean(t)
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_stepping(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    wait_tick(t, 1)
+    d.set_bps({"marker": "compute_first", "condition": "n >= %d" % (last_tick(t) + 3)})
+    tid = d.stopped(timeout=20)["threadId"]
+    d.set_bps()
+    assert d.top(tid) == ("compute", d.line("compute_first"))
+    L = d.line
+    for command, where in [("next", ("compute", L("compute_first") + 1)),
+                           ("next", ("compute", L("compute_call"))),
+                           ("stepIn", ("add", L("add_body"))),
+                           ("next", ("add", L("add_return"))),
+                           ("stepOut", ("compute", L("compute_point"))),
+                           ("next", ("compute", L("compute_after"))),
+                           ("stepOut", ("main", L("main_call") + 1))]:
+        d.req(command, {"threadId": tid})
+        st = d.stopped()
+        assert st["reason"] == "step" and st["threadId"] == tid, st
+        assert d.top(tid) == where, (command, d.top(tid), where)
+    r = d.req("next", {"threadId": t.ready["worker"] + 999999}, ok=False)
+    assert not r["success"] and "not stopped" in r["message"]
+    d.req("continue", {"threadId": tid})
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_function_breakpoint_and_unverified_line(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    blank = open(d.path).read().splitlines().index("") + 1
+    r = d.req("setBreakpoints", {"source": {"path": d.path}, "breakpoints": [{"line": blank}]})
+    b = r["body"]["breakpoints"][0]
+    assert b["verified"] is False and "no code on line %d" % blank in b["message"]
+    r = d.req("setBreakpoints", {"source": {"path": "/nonexistent/x.py"},
+                                 "breakpoints": [{"line": 3}]})
+    assert r["body"]["breakpoints"][0]["verified"] is False
+    assert "cannot read" in r["body"]["breakpoints"][0]["message"]
+    r = d.req("setFunctionBreakpoints", {"breakpoints": [{"name": "add"}]})
+    fid = r["body"]["breakpoints"][0]["id"]
+    st = d.stopped()
+    assert st["reason"] == "function breakpoint" and st["hitBreakpointIds"] == [fid]
+    assert d.top(st["threadId"]) == ("add", d.line("add_body"))
+    d.req("setFunctionBreakpoints", {"breakpoints": []})
+    d.req("continue", {"threadId": st["threadId"]})
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_exception_breakpoints(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    d.req("setExceptionBreakpoints", {"filters": ["raised"]})
+    st = d.stopped()
+    assert st["reason"] == "exception" and "ValueError" in st.get("description", ""), st
+    tid = st["threadId"]
+    assert d.top(tid) == ("raise_and_catch", d.line("raise_caught"))
+    info = d.req("exceptionInfo", {"threadId": tid})["body"]
+    assert info["exceptionId"] == "ValueError" and info["breakMode"] == "always"
+    assert re.match(r"caught \d+$", info["description"]), info
+    assert "raise ValueError" in info["details"]["stackTrace"]
+    d.req("setExceptionBreakpoints", {"filters": ["uncaught"]})
+    d.req("continue", {"threadId": tid})
+    # An uncaught exception in the worker thread: stop where it was raised.
+    r = d.req("evaluate", {"expression": "crash_next = True", "context": "repl"})
+    st = d.stopped(timeout=15)
+    assert st["reason"] == "exception" and st["threadId"] == t.ready["worker"], st
+    frames = d.frames(st["threadId"])
+    assert (frames[0]["name"], frames[0]["line"]) == ("explode", d.line("raise_uncaught"))
+    assert frames[1]["name"] == "worker_loop"
+    info = d.req("exceptionInfo", {"threadId": st["threadId"]})["body"]
+    assert info["exceptionId"] == "RuntimeError" and info["breakMode"] == "unhandled"
+    r = d.req("setExceptionBreakpoints", {"filters": ["sometimes"]}, ok=False)
+    assert "unknown filter" in r["message"]
+    d.req("continue", {"threadId": st["threadId"]})
+    # The original threading.excepthook ran after we let go: the traceback is on stderr.
+    t.wait_line(r"^tick \d+", timeout=5)
+    deadline = time.time() + 10
+    while "RuntimeError: uncaught in worker" not in t.errors() and time.time() < deadline:
+        time.sleep(0.05)
+    assert "RuntimeError: uncaught in worker" in t.errors()
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_one_debugger_at_a_time_and_cli_beside(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    d.req("pause", {"threadId": t.ready["main"]})
+    d.stopped()
+    other = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    assert other.request("initialize", {"adapterID": "x"})["success"]
+    r = other.request("attach", {})
+    assert not r["success"] and "another debugging client" in r["message"]
+    r = other.request("pause", {"threadId": t.ready["main"]})
+    assert not r["success"]
+    # The CLI keeps working while the target is stopped.
+    r = probing("-p", t.pid, "debug", "--dump", "--json", check=True)
+    assert "main" in r.stdout
+    r = probing("-p", t.pid, "query", "SELECT count(*) FROM python.threads", check=True)
+    # Disconnect while stopped: the target runs again, nothing is left.
+    d.req("disconnect")
+    t.assert_responsive()
+    assert_clean(t)
+    # The seat is free again.
+    d2 = Debugger(t, inject=False)
+    d2.req("disconnect")
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_vanished_client(python, spawn):
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    d.set_bps("add_body")
+    d.req("setExceptionBreakpoints", {"filters": ["raised", "uncaught"]})
+    st = d.stopped()
+    assert st["reason"] in ("breakpoint", "exception")
+    d.req("next", {"threadId": st["threadId"]})
+    d.c.sock.shutdown(socket.SHUT_RDWR)
+    d.c.sock.close()
+    t.assert_responsive()
+    assert_clean(t)
+    t.check_output_clean()
