@@ -118,6 +118,16 @@ unit: all $(UNIT_BIN)
 e2e: all
 	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
 
+# DAP conformance through Microsoft's client library (tests/dap/, Node's test runner), every
+# message checked against the DAP schema. npm ci only when node_modules is missing or older
+# than the lockfile. DAP_PYTHONS="3.12 debian" narrows the interpreters, DAP_JOBS the parallelism.
+.PHONY: dap-test
+dap-test: all
+	@if [ ! -f tests/dap/node_modules/.package-lock.json ] || \
+	    [ tests/dap/package-lock.json -nt tests/dap/node_modules/.package-lock.json ]; then \
+	  cd tests/dap && npm ci --no-audit --no-fund; fi
+	cd tests/dap && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 --test-reporter=spec test/
+
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -164,7 +174,7 @@ cross-aarch64:
 pyrt: all
 	PYRT_BUILD=$(abspath $(B))/test-pyrt tests/pyrt/run.sh
 
-test: all cross-aarch64 unit fuzz-replay pyrt e2e
+test: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test
 
 demo: all
 	@B=$(B) tools/demo.sh
@@ -172,6 +182,7 @@ demo: all
 bench: all
 	/usr/bin/python3 tests/bench/bench.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_sql.py $(B) $(BENCH_PYTHON)
+	/usr/bin/python3 tests/bench/bench_debug.py $(B)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing

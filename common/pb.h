@@ -72,4 +72,9 @@ long pb_read_file(const char *path, char *buf, size_t n);
  * Returns a malloc'd string the caller frees, or NULL on allocation failure. */
 char *pb_table_render(int ncols, const char *const *cols, size_t nrows, const char *const *cells);
 
+/* DAP frame ids (frameid.c): the id of frame depth (0 = innermost, < 4096) of native thread
+ * tid, below 2^31; and back (0, or -1 for an id never handed out). Any thread. */
+long long pb_frame_id(long tid, int depth);
+int pb_frame_id_parse(long long id, long *tid, int *depth);
+
 #endif

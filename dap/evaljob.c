@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A deferred request that runs code in the target (probing/eval, evaluate): the evaluation
- * runs on the worker under the GIL (probe_eval_run) with the eval GIL timeout; the loop never
- * waits. If the GIL cannot be had in time nothing runs, and the answer names the thread holding
- * it and where it is, read from a GIL-free snapshot. */
+ * runs on the worker under the GIL (probe_eval_run, in __main__ or a stopped frame) with the
+ * eval GIL timeout; the loop never waits. If the GIL cannot be had in time nothing runs, and
+ * the answer names the thread holding it and where it is, read from a GIL-free snapshot. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,8 @@ struct evaljob {
     struct dap_session *s; /* a reference of our own: events go out before the response */
     char *src;
     int mode;
+    long long frame_id;
+    int refs;
     cJSON *args;
     dap_eval_render render;
     struct probe_eval_result r;
@@ -59,7 +61,7 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 static void eval_with_gil(void *arg)
 {
     struct evaljob *j = arg;
-    j->rc = probe_eval_run(j->src, j->mode, &j->r, &j->err);
+    j->rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, &j->r, &j->err);
 }
 
 /* Loop thread. */
@@ -88,8 +90,8 @@ static void eval_done(void *arg, int gil_rc)
     free(j);
 }
 
-int dap_eval_request(struct dap_ctx *c, const char *src, int mode, const cJSON *args,
-                     dap_eval_render render)
+int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
+                     const cJSON *args, dap_eval_render render)
 {
     struct evaljob *j = calloc(1, sizeof *j);
     if (!j || !(j->src = strdup(src))) {
@@ -97,6 +99,8 @@ int dap_eval_request(struct dap_ctx *c, const char *src, int mode, const cJSON *
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
     }
     j->mode = mode;
+    j->frame_id = frame_id;
+    j->refs = refs;
     j->render = render;
     j->args = args ? cJSON_Duplicate(args, 1) : NULL;
     j->s = c->s;

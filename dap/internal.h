@@ -59,10 +59,11 @@ struct probe_eval_result;
 typedef int (*dap_eval_render)(struct dap_session *s, const struct probe_eval_result *r,
                                const cJSON *args, cJSON *body, struct pb_err *err,
                                char **long_msg);
-/* Defer c and evaluate src (mode: PROBE_EVAL_*) on the worker. Returns DAP_DEFERRED, or a
- * negative code with c->err filled. */
-int dap_eval_request(struct dap_ctx *c, const char *src, int mode, const cJSON *args,
-                     dap_eval_render render);
+/* Defer c and evaluate src (mode: PROBE_EVAL_*) on the worker, in frame_id (PROBE_EVAL_MAIN:
+ * __main__); refs: hand out a variablesReference for a result with children. Returns
+ * DAP_DEFERRED, or a negative code with c->err filled. */
+int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
+                     const cJSON *args, dap_eval_render render);
 /* Fill err with why the GIL could not be had (gil_rc from probe_gil_submit), naming the thread
  * that holds it and where, from a GIL-free snapshot. Returns gil_rc's code. Loop thread. */
 int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err);

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* evaluate (DAP: EvaluateRequest) on a running target: contexts repl, clipboard (statements
- * allowed) and watch, hover (one expression) evaluate in __main__'s globals. What the code
- * prints goes back as `output` events before the response; an exception is an error response
- * whose message is the traceback. A repl line starting with '%' is a probe console command
- * (console.c). Frames: none can be selected yet (the target is never stopped), so a frameId
- * is refused with a message that says whether the frame exists at all. */
+/* evaluate (DAP: EvaluateRequest): contexts repl, clipboard, variables (statements allowed)
+ * and watch, hover (one expression) evaluate in __main__'s globals, or with frameId in that
+ * frame of a stopped thread (its globals and locals; assignments to locals stick). What the
+ * code prints goes back as `output` events before the response; an exception is an error
+ * response whose message is the traceback; for the debugging client, a result with children
+ * gets a variablesReference.
+ * A repl line starting with '%' is a probe console command (console.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "probe.h"
-#include "snapshot.h"
 
 static int render(struct dap_session *s, const struct probe_eval_result *r, const cJSON *args,
                   cJSON *body, struct pb_err *err, char **long_msg)
@@ -37,35 +37,18 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
     cJSON_AddStringToObject(body, "result", r->value ? r->value : expr ? "None" : "");
     if (r->type || expr)
         cJSON_AddStringToObject(body, "type", r->type ? r->type : "NoneType");
-    cJSON_AddNumberToObject(body, "variablesReference", 0);
+    cJSON_AddNumberToObject(body, "variablesReference", (double)r->var_ref);
+    if (r->indexed > 0)
+        cJSON_AddNumberToObject(body, "indexedVariables", (double)r->indexed);
+    if (r->named > 0)
+        cJSON_AddNumberToObject(body, "namedVariables", (double)r->named);
     return 0;
-}
-
-/* frameId refers to (thread << 12) | depth (see stackTrace). Loop thread; no GIL. */
-static int refuse_frame(struct dap_ctx *c, long long frame_id)
-{
-    long tid = (long)(frame_id >> 12);
-    int depth = (int)(frame_id & 0xfff);
-    struct probe_snapshot s = {0};
-    int exists = 0;
-    if (frame_id >= 0 && probe_pyrt_snapshot(&s, 0, depth + 1, &c->err) == 0) {
-        const struct probe_thread *t = dap_snapshot_find(&s, tid);
-        exists = t && depth < t->nframes;
-    }
-    probe_snapshot_free(&s);
-    if (!exists)
-        return pb_err_set(&c->err, PB_EBADARG,
-                          "arguments.frameId: no frame %lld (thread %ld has no frame at depth %d)",
-                          frame_id, tid, depth);
-    return pb_err_set(&c->err, PB_EBADARG,
-                      "arguments.frameId: evaluating in a frame's scope is not supported yet "
-                      "(the target keeps running); leave frameId out to evaluate in __main__");
 }
 
 int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *expr = NULL, *context = "repl";
-    long long frame_id = -1;
+    long long frame_id = PROBE_EVAL_MAIN;
     int rc;
     if ((rc = dap_arg_str(args, "expression", &expr, &c->err)) < 0 ||
         (rc = dap_arg_str(args, "context", &context, &c->err)) < 0)
@@ -74,8 +57,8 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.expression: expected string");
     if ((rc = dap_arg_int(args, "frameId", &frame_id, &c->err)) < 0)
         return rc;
-    if (rc == 0)
-        return refuse_frame(c, frame_id);
+    if (rc == 0 && frame_id < 0)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: no frame %lld", frame_id);
     int mode;
     if (strcmp(context, "watch") == 0 || strcmp(context, "hover") == 0)
         mode = PROBE_EVAL_EXPRESSION;
@@ -88,5 +71,8 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
     const char *p = expr + strspn(expr, " \t");
     if (strcmp(context, "repl") == 0 && *p == '%')
         return dap_console_command(c, p, body);
-    return dap_eval_request(c, expr, mode, args, render);
+    /* References hold objects until the debugging client resumes or leaves: only it gets
+     * them (another client's results would be held with nobody to release them). */
+    return dap_eval_request(c, expr, mode, frame_id, dap_session_is_debugger(c->s), args,
+                            render);
 }

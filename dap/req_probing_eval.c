@@ -62,5 +62,5 @@ int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body)
     else
         return pb_err_set(&c->err, PB_EBADARG,
                           "arguments.mode: expected \"statements\", \"expression\" or \"complete\"");
-    return dap_eval_request(c, code, m, args, render);
+    return dap_eval_request(c, code, m, PROBE_EVAL_MAIN, 0, args, render);
 }

@@ -13,7 +13,7 @@
 static cJSON *stack_frame(const struct probe_frame *f, long tid, int depth)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "id", (double)((tid << 12) | (depth & 0xfff)));
+    cJSON_AddNumberToObject(o, "id", (double)pb_frame_id(tid, depth));
     cJSON_AddStringToObject(o, "name", f->func ? f->func : "?");
     cJSON *src = cJSON_AddObjectToObject(o, "source");
     const char *file = f->file ? f->file : "?";

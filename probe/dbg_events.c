@@ -35,8 +35,30 @@ void probe_dbg_set_sink(probe_dbg_sink fn, void *ctx)
     dbg_threads_watch(fn != NULL);
 }
 
+static atomic_int forked;
+
+void dbg_fork_child(void)
+{
+    atomic_store(&forked, 1);
+    atomic_store(&dbg_client, 0);
+    atomic_store(&dbg_pause_all, 0);
+    atomic_store(&dbg_exc_raised, 0);
+    atomic_store(&dbg_exc_uncaught, 0);
+    started = 0; /* the loop's async handle belongs to the parent */
+    sink = NULL;
+}
+
+int dbg_forked(void)
+{
+    return atomic_load(&forked);
+}
+
 void probe_dbg_emit(const char *event, cJSON *body)
 {
+    if (atomic_load(&forked)) {
+        cJSON_Delete(body);
+        return;
+    }
     struct dbg_event *e = calloc(1, sizeof *e);
     if (!e) {
         cJSON_Delete(body);
@@ -72,10 +94,20 @@ void dbg_events_drain(void)
     }
 }
 
+static int held_back; /* loop only: requests in flight whose response must come first */
+
+void dbg_events_hold(int delta)
+{
+    held_back += delta;
+    if (held_back == 0 && started)
+        uv_async_send(&async);
+}
+
 static void on_async(uv_async_t *a)
 {
     (void)a;
-    dbg_events_drain();
+    if (held_back == 0)
+        dbg_events_drain();
 }
 
 int dbg_events_start(void)

@@ -36,6 +36,15 @@ void dbg_exc_describe(PyObject *exc, char *buf, size_t n)
     free(m);
 }
 
+static PyObject *threading_module(void) /* new reference or NULL; never imports */
+{
+    PyObject *name = PyUnicode_FromString("threading");
+    PyObject *m = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return m;
+}
+
 static void park_uncaught(PyObject *exc, PyObject *tb)
 {
     if (!atomic_load(&dbg_exc_uncaught) || dbg_is_probe_thread() || !exc || exc == Py_None)
@@ -53,11 +62,14 @@ static PyObject *sys_hook(PyObject *self, PyObject *args)
     PyObject *type, *value, *tb;
     if (!PyArg_UnpackTuple(args, "excepthook", 3, 3, &type, &value, &tb))
         return NULL;
-    park_uncaught(value, tb);
     PyObject *orig = orig_sys_hook ? orig_sys_hook : PySys_GetObject("__excepthook__");
+    Py_XINCREF(orig); /* held across the park: the client may clear the filter meanwhile */
+    park_uncaught(value, tb);
     if (!orig)
         Py_RETURN_NONE;
-    return PyObject_Call(orig, args, NULL);
+    PyObject *r = PyObject_Call(orig, args, NULL);
+    Py_DECREF(orig);
+    return r;
 }
 
 static PyObject *thread_hook(PyObject *self, PyObject *args)
@@ -69,25 +81,29 @@ static PyObject *thread_hook(PyObject *self, PyObject *args)
     PyObject *value = PyObject_GetAttrString(a, "exc_value");
     PyObject *tb = value ? PyObject_GetAttrString(a, "exc_traceback") : NULL;
     PyErr_Clear();
+    /* The client may clear the filter (or leave) while we are parked: keep the hook to hand
+     * the exception on to. */
+    PyObject *orig = orig_thread_hook;
+    Py_XINCREF(orig);
     park_uncaught(value, tb);
     Py_XDECREF(value);
     Py_XDECREF(tb);
-    if (!orig_thread_hook)
-        Py_RETURN_NONE;
-    return PyObject_Call(orig_thread_hook, args, NULL);
+    if (!orig) {
+        PyObject *th = threading_module();
+        orig = th ? PyObject_GetAttrString(th, "__excepthook__") : NULL;
+        Py_XDECREF(th);
+        PyErr_Clear();
+        if (!orig)
+            Py_RETURN_NONE;
+    }
+    PyObject *r = PyObject_Call(orig, args, NULL);
+    Py_DECREF(orig);
+    return r;
 }
 
 static PyMethodDef sys_def = {"probing_excepthook", sys_hook, METH_VARARGS, NULL};
 static PyMethodDef thread_def = {"probing_thread_excepthook", thread_hook, METH_VARARGS, NULL};
 
-static PyObject *threading_module(void) /* new reference or NULL; never imports */
-{
-    PyObject *name = PyUnicode_FromString("threading");
-    PyObject *m = name ? PyImport_GetModule(name) : NULL;
-    Py_XDECREF(name);
-    PyErr_Clear();
-    return m;
-}
 
 static void hooks_set(void)
 {

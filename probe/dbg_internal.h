@@ -20,7 +20,12 @@
 /* ---- dbg_events.c ---- */
 /* Loop thread: deliver queued events to the sink now (before a response that must follow). */
 void dbg_events_drain(void);
+/* Loop thread: +1 while a request runs whose events must follow its response (pause: the
+ * `stopped` it causes), -1 after the response went out. */
+void dbg_events_hold(int delta);
 int dbg_events_start(void); /* loop thread, once */
+/* 1 in a fork() child of the process the probe started in: the debugger is off there. */
+int dbg_forked(void);
 /* dbg_threads.c: `thread` events while a client is attached (loop thread). */
 void dbg_threads_watch(int on);
 

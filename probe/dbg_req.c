@@ -140,8 +140,15 @@ static int do_resume(const cJSON *args, cJSON *body, struct pb_err *err, char **
     (void)args;
     (void)err;
     (void)lm;
-    cJSON_AddBoolToObject(body, "wasStopped", probe_dbg_stopped());
+    int was = probe_dbg_stopped();
+    cJSON_AddBoolToObject(body, "wasStopped", was);
     dbg_resume(0, DBG_STEP_NONE);
+    if (was) { /* a debugging client attached meanwhile learns it from an event */
+        cJSON *ev = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ev, "threadId", (double)getpid());
+        cJSON_AddBoolToObject(ev, "allThreadsContinued", 1);
+        probe_dbg_emit("continued", ev);
+    }
     schedule_update();
     return 0;
 }
@@ -224,14 +231,22 @@ static void arm_pause_timer(void)
     uv_timer_start(&pause_timer, on_pause_timer, 200, 0);
 }
 
+static int is_pause(const struct dbg_command *cmd)
+{
+    return cmd->fn == do_pause || cmd->fn == do_hold;
+}
+
 static void finish(struct job *j)
 {
-    dbg_events_drain();
-    if (j->rc == 0 && j->cmd->fn == do_hold)
-        arm_pause_timer();
-    if (j->rc == 0 && j->cmd->fn == do_pause)
+    /* Events a request caused go before its response (an evaluation's output), except a
+     * pause's `stopped`, which DAP wants after the response. */
+    if (!is_pause(j->cmd))
+        dbg_events_drain();
+    if (j->rc == 0 && is_pause(j->cmd))
         arm_pause_timer();
     j->done(j->arg, j->rc, j->rc == 0 ? j->body : NULL, &j->err, j->long_msg);
+    if (is_pause(j->cmd))
+        dbg_events_hold(-1);
     if (j->rc != 0)
         cJSON_Delete(j->body);
     cJSON_Delete(j->args);
@@ -278,12 +293,16 @@ int probe_dbg_request(const char *command, const cJSON *args, probe_dbg_done don
     j->body = cJSON_CreateObject();
     j->done = done;
     j->arg = arg;
+    if (is_pause(cmd))
+        dbg_events_hold(+1);
     if (cmd->where == ON_LOOP) {
         j->rc = cmd->fn(j->args, j->body, &j->err, &j->long_msg);
         finish(j);
         return 0;
     }
     if (probe_gil_submit(run_with_gil, gil_done, j, probe_setting_gil_timeout_ms()) < 0) {
+        if (is_pause(cmd))
+            dbg_events_hold(-1);
         cJSON_Delete(j->args);
         cJSON_Delete(j->body);
         free(j);

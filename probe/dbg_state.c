@@ -270,6 +270,8 @@ static void announce(const struct dbg_stop_why *why, long tid)
 
 void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
 {
+    if (dbg_forked())
+        return; /* a fork child: nobody could resume it (and mu may be held forever) */
     struct dbg_tls *t = dbg_tls_get();
     struct parked *r = calloc(1, sizeof *r);
     if (!r)
@@ -445,7 +447,7 @@ int probe_dbg_stack(long tid, long long start, long long levels, cJSON *body)
     long long end = levels > 0 && start + levels < r->nframes ? start + levels : r->nframes;
     for (long long i = start; i < end; i++) {
         const struct frame_rec *fr = &r->frames[i];
-        long long id = ((long long)tid << 12) | (i & 0xfff);
+        long long id = pb_frame_id(tid, (int)i);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "id", (double)id);
         cJSON_AddStringToObject(o, "name", fr->name ? fr->name : "?");
@@ -493,11 +495,15 @@ int dbg_exception_info(long tid, cJSON *body, struct pb_err *err)
 
 struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err)
 {
-    long tid = (long)(frame_id >> 12);
-    int depth = (int)(frame_id & 0xfff);
+    long tid = 0;
+    int depth = 0;
     PyObject *f = NULL;
+    if (pb_frame_id_parse(frame_id, &tid, &depth) < 0) {
+        pb_err_set(err, PB_EBADARG, "frame %lld: no such frame", frame_id);
+        return NULL;
+    }
     pthread_mutex_lock(&mu);
-    struct parked *r = frame_id >= 0 ? find_parked(tid) : NULL;
+    struct parked *r = find_parked(tid);
     if (r && depth < r->nframes)
         f = r->frames[depth].frame;
     pthread_mutex_unlock(&mu);

@@ -9,6 +9,8 @@ atomic_int dbg_steps_active;
 
 int dbg_wanted(void)
 {
+    if (dbg_forked())
+        return 0;
     return atomic_load(&dbg_pause_all) || atomic_load(&dbg_steps_active) > 0 || dbg_bp_any() ||
            atomic_load(&dbg_exc_raised);
 }

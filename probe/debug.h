@@ -7,8 +7,8 @@
  * Model: all-stop. When a thread stops (pause, breakpoint, step, exception), it parks inside
  * our trace callback with the GIL released, and every other Python thread parks at its next
  * line; threads blocked in C code park when they come back to Python. A parked thread keeps
- * strong references to its frames (a stop record); frame ids are (tid << 12) | depth and are
- * valid while the thread stays parked. Resuming bumps the stop generation: variable references
+ * strong references to its frames (a stop record); frame ids (pb_frame_id()) name a thread
+ * and a depth and are valid while the thread stays parked. Resuming bumps the stop generation: variable references
  * handed out before are stale after it. */
 #ifndef PROBE_DEBUG_H
 #define PROBE_DEBUG_H

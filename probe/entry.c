@@ -14,6 +14,7 @@
 static void on_fork_child(void)
 {
     probe_agent_forget();
+    dbg_fork_child();
 }
 
 __attribute__((constructor)) static void probe_load(void)

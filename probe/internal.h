@@ -28,6 +28,9 @@ int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
 
 /* dbg_events.c: the debugger's event queue (before the loop runs). */
 int dbg_events_start(void);
+/* fork() child (async-signal-safe): the child has no agent, so its debugger is off for good:
+ * no thread ever parks, hooks do nothing, events are dropped. */
+void dbg_fork_child(void);
 
 /* task.c */
 int probe_task_start(uv_loop_t *loop, struct pb_err *err);

@@ -55,12 +55,14 @@ unsigned long probe_worker_ident(void);
 /* Runtime settings (from PROBING_* environment variables at start). */
 int probe_setting_gil_timeout_ms(void);
 
-/* ---- eval (eval.c): run code in __main__ on the worker; see docs/protocol.md probing/eval ---- */
+/* ---- eval (eval.c): run code in __main__ or in a stopped frame, on the worker; see
+ * docs/protocol.md probing/eval and evaluate ---- */
 enum {
     PROBE_EVAL_STATEMENTS = 0, /* statements; the value of a last expression is the result */
     PROBE_EVAL_EXPRESSION = 1, /* one expression only (watch, hover) */
     PROBE_EVAL_CHECK = 2,      /* only decide whether the input is complete (codeop) */
 };
+#define PROBE_EVAL_MAIN (-1LL) /* frame_id of probe_eval_run: __main__'s globals */
 
 struct probe_eval_chunk {
     int is_stderr;
@@ -69,7 +71,7 @@ struct probe_eval_chunk {
 
 /* What an evaluation produced. Owns every string; probe_eval_result_free() releases them. */
 struct probe_eval_result {
-    char *value;     /* bounded repr of the result; NULL for None or statements */
+    char *value;     /* repr of the result; NULL for None or statements */
     char *type;      /* the result's type name, with value */
     char *exc_type;  /* NULL unless the code raised */
     char *traceback; /* formatted traceback (without the probe's frames), with exc_type */
@@ -77,13 +79,19 @@ struct probe_eval_result {
     int nchunks;
     struct probe_eval_chunk *chunks; /* what the evaluating thread wrote, in order */
     int output_truncated;
+    /* With refs: the result's variablesReference (0 when it has no children) and its counts
+     * of indexed and named children (0 when unknown or not relevant). */
+    long long var_ref, indexed, named;
 };
 
-/* Run src in __main__'s globals (a probe_gil_fn body). Output of the evaluating thread is
+/* Run src (a probe_gil_fn body) in __main__'s globals, or with frame_id >= 0 in that frame of
+ * a stopped thread (its globals and locals; assignments to locals stick). refs: register a
+ * result that has children for `variables` (DAP evaluate). Output of the evaluating thread is
  * captured; sys.stdout/stderr are restored to the very objects they were; no exception is left
- * set; returns 0, or a negative code with err filled when the probe itself failed (the code's
- * own exceptions are in r). Requires GIL (worker thread). */
-int probe_eval_run(const char *src, int mode, struct probe_eval_result *r, struct pb_err *err);
+ * set; returns 0, or a negative code with err filled when the probe itself failed or the frame
+ * is not there (the code's own exceptions are in r). Requires GIL (worker thread). */
+int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
+                   struct probe_eval_result *r, struct pb_err *err);
 void probe_eval_result_free(struct probe_eval_result *r);
 /* Raise KeyboardInterrupt in the running evaluation (only in the worker's thread). Returns 1 if
  * one was running and the interrupt is on its way, 0 if none was running. Any thread; no GIL. */

@@ -31,6 +31,8 @@ unique = {1, 2, 3}
 pair = (1, "one")
 slotted = Slotted()
 crash_next = False  # a test sets it (evaluate) to make the worker raise an uncaught exception
+fork_next = False  # a test sets it to make the main thread fork a child that calls compute()
+fork_status = None  # the child's wait status
 
 
 def add(a, b):
@@ -73,6 +75,16 @@ def worker_loop():
         time.sleep(0.05)  # BP: worker_sleep
 
 
+def fork_child():
+    global fork_status
+    pid = os.fork()
+    if pid == 0:
+        for i in range(3):
+            compute(i)
+        os._exit(7)
+    fork_status = os.waitpid(pid, 0)[1]
+
+
 def start_worker():
     t = threading.Thread(target=worker_loop, name="worker", daemon=True)
     t.start()
@@ -80,6 +92,7 @@ def start_worker():
 
 
 def main():
+    global fork_next
     worker = start_worker()
     print("ready " + json.dumps({"pid": os.getpid(), "worker": worker.native_id,
                                  "main": threading.main_thread().native_id}), flush=True)
@@ -89,6 +102,9 @@ def main():
         raise_and_catch(n)
         print("tick %d value=%d" % (n, value), flush=True)  # BP: main_print
         n += 1
+        if fork_next:
+            fork_next = False
+            fork_child()
         if not worker.is_alive():
             worker = start_worker()
         time.sleep(0.02)  # BP: main_sleep

@@ -29,6 +29,8 @@ def test_pause_continue_100(python, spawn):
     main, worker = t.ready["main"], t.ready["worker"]
     for i in range(100):
         assert d.req("pause", {"threadId": main})["success"]
+        # DAP: the response first, then the `stopped` it causes.
+        assert not [e for e in d.c.events if e["event"] == "stopped"], "stopped before response"
         st = d.stopped()
         assert st["reason"] == "pause" and st["allThreadsStopped"] is True, st
         if i % 25 == 0:
@@ -219,3 +221,44 @@ def test_vanished_client(python, spawn):
     t.assert_responsive()
     assert_clean(t)
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_pause_with_threads_in_native_code(python, spawn):
+    # threads.py: two threads blocked in C (a long sleep, a pipe read), the main one ticking.
+    t = spawn(python, "threads.py")
+    d = Debugger(t, sample="threads.py")
+    d.req("pause", {"threadId": t.pid})
+    st = d.stopped()
+    assert st["allThreadsStopped"] is True
+    threads = {th["id"]: th["name"] for th in d.req("threads")["body"]["threads"]}
+    native = [n for n in threads.values() if n.endswith(" (in native code)")]
+    assert len(native) >= 2, threads
+    # Their stacks are still there (read without the GIL).
+    blocked = [i for i, n in threads.items() if n.startswith("sleeper")]
+    assert blocked and any(f["line"] == d.line("sleeper_sleep") for f in d.frames(blocked[0]))
+    d.req("continue", {"threadId": t.pid})
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_fork_child_is_never_stopped(python, spawn):
+    # A breakpoint that only a fork child would hit: the child has no agent, so its debugger
+    # is off; it runs to its end, and the parent sees it exit normally.
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    d.set_bps({"marker": "add_body", "condition": "__import__('os').getpid() != %d" % t.pid})
+    d.req("evaluate", {"expression": "fork_next = True", "context": "repl"})
+    deadline = time.time() + 20
+    while True:
+        r = d.req("evaluate", {"expression": "fork_status", "context": "watch"})
+        if r["body"]["result"] != "None":
+            break
+        assert time.time() < deadline, "the fork child did not finish"
+        time.sleep(0.1)
+    assert r["body"]["result"] == str(7 << 8)
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)

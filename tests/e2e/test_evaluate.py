@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """DAP evaluate against a running target through the raw test client: repl/watch/hover/
 clipboard contexts, output events before the response, exceptions as errors with the
-traceback, frameId refusals, and the % console commands (%sql, %help, unknown)."""
+traceback, frameId refused while the thread runs, and the % console commands (%sql, %help, unknown). Evaluating in a stopped frame
+is in test_debug_variables.py."""
 import os
 
 import pytest
@@ -44,10 +45,14 @@ def test_evaluate(python, spawn):
     assert not r["success"] and out[0]["body"] == {"category": "stderr", "output": "oops\n"}
     assert r["message"].startswith("Traceback (most recent call last):")
     assert r["message"].endswith("KeyError: 'k'")
+    # Only the debugging client gets references (test_debug_variables.py); this is a CLI one.
+    r, _ = evaluate(c, "particles[:3]", "watch")
+    assert r["success"] and r["body"]["variablesReference"] == 0, r
     r, _ = evaluate(c, "1", frameId=(123456789 << 12) | 3)
-    assert not r["success"] and "no frame" in r["message"]
-    r, _ = evaluate(c, "1", frameId=(t.pid << 12))
-    assert not r["success"] and "not supported yet" in r["message"]
+    assert not r["success"] and "no such frame" in r["message"], r
+    frames = c.request("stackTrace", {"threadId": t.pid})["body"]["stackFrames"]
+    r, _ = evaluate(c, "1", frameId=frames[0]["id"])
+    assert not r["success"] and "thread %d is not stopped" % t.pid in r["message"], r
     r, _ = evaluate(c, "1", "bogus")
     assert not r["success"] and "arguments.context" in r["message"]
     c.request("disconnect")

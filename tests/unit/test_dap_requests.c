@@ -144,6 +144,12 @@ TEST(req_evaluate_contexts_and_console)
     r = ask(s, &c, 8, "evaluate", "{\"expression\":\"x\",\"context\":\"hover\",\"frameId\":3}");
     ASSERT(!ok(r) && strstr(message(r), "frame"));
     cJSON_Delete(r);
+    /* A result with children is handed out with its reference and child count. */
+    r = ask(s, &c, 10, "evaluate", "{\"expression\":\"list\",\"context\":\"watch\"}");
+    ASSERT(ok(r));
+    ASSERT_EQ((long long)body_get(r, "variablesReference")->valuedouble, 7);
+    ASSERT_EQ((long long)body_get(r, "indexedVariables")->valuedouble, 3);
+    cJSON_Delete(r);
     r = ask(s, &c, 9, "evaluate", "{\"context\":\"repl\"}");
     ASSERT(!ok(r) && strstr(message(r), "expression"));
     cJSON_Delete(r);
