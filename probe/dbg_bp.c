@@ -60,6 +60,7 @@ int dbg_bp_any(void)
 
 static void caches_clear(void)
 {
+    dbg_gate_bp_changed();
     Py_CLEAR(file_cache);
     Py_CLEAR(code_cache);
 }

@@ -213,6 +213,10 @@ static void refresh_locals(void)
     }
 }
 
+void dbg_gate_bp_changed(void)
+{
+}
+
 int dbg_hooks_update(struct pb_err *err)
 {
     if (!dbg_wanted()) {
@@ -267,6 +271,7 @@ int dbg_hooks_census(cJSON *into)
     else
         cJSON_AddNullToObject(into, "monitoringTool");
     cJSON_AddBoolToObject(into, "threadingHook", 0);
+    cJSON_AddBoolToObject(into, "evalFrameHook", 0);
     return 0;
 }
 

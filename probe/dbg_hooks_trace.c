@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The debugger's event source on CPython 3.8 to 3.11: a C trace function (Py_tracefunc) set on
- * every thread state while something needs it, and removed after. A tracer the application had
- * on a thread (coverage, a profiler's settrace) is kept and called first, and put back when we
- * leave. Line events are delivered only in frames that need them (f_trace_lines), decided at
- * each call event; threads started later get the tracer through threading.settrace when the
- * application does not use that hook itself. */
+/* The debugger's event source on CPython 3.8 to 3.11: a C trace function (Py_tracefunc), set
+ * only while something needs it, and removed after. A tracer the application had on a thread
+ * (coverage, a profiler's settrace) is kept and called first, and put back when we leave. Line
+ * events are delivered only in frames that need them (f_trace_lines), decided at each call.
+ * Two modes:
+ * - gated (only breakpoints): a trace function costs every instruction of a traced thread
+ *   (3.11 even runs unspecialised bytecode), so a frame-evaluation function (PEP 523) looks at
+ *   each code object as it starts (a flag cached in co_extra) and traces the thread only while
+ *   a frame whose code holds a breakpoint runs; threads already inside such code when the
+ *   breakpoint is set are traced as long as it is on their stack;
+ * - full (a pause, a step, the "raised" filter): every thread state is traced; threads started
+ *   later get the tracer through threading.settrace when the application does not use it. */
 /* Thread states and (3.11) frame objects are opened up: the internal headers. */
 #define Py_BUILD_CORE 1
 #pragma GCC diagnostic push
@@ -39,6 +45,13 @@ struct cell {
 
 static int installed;
 static PyObject *thread_hook; /* our threading.settrace hook while set (strong) */
+
+/* Full mode: every thread is traced (see the top of the file). */
+static int full_mode(void)
+{
+    return atomic_load(&dbg_pause_all) || atomic_load(&dbg_steps_active) > 0 ||
+           atomic_load(&dbg_exc_raised);
+}
 
 static void cell_free(PyObject *cap)
 {
@@ -271,33 +284,184 @@ static void lines_fn(PyThreadState *ts, int all)
     frames_lines(ts, all);
 }
 
+/* ---- the gate (PEP 523 frame evaluation function), gated mode only ---- */
+
+#if PY_VERSION_HEX >= 0x030B0000
+typedef struct _PyInterpreterFrame gate_frame;
+#else
+typedef PyFrameObject gate_frame;
+#endif
+
+static _PyFrameEvalFunction gate_prev; /* what was there before (NULL: the default) */
+static int gate_on;
+static Py_ssize_t gate_extra = -1;     /* our co_extra slot */
+static atomic_long gate_gen = 1;       /* bumped when breakpoints change */
+static __thread int gate_depth;
+
+void dbg_gate_bp_changed(void)
+{
+    atomic_fetch_add(&gate_gen, 1);
+}
+
+/* 1 if code holds a line or function breakpoint: cached in co_extra per breakpoint set. */
+static int gate_needs(PyCodeObject *code)
+{
+    void *v = NULL;
+    uintptr_t g = (uintptr_t)atomic_load(&gate_gen);
+    if (_PyCode_GetExtra((PyObject *)code, gate_extra, &v) == 0 && v && ((uintptr_t)v >> 1) == g)
+        return (int)((uintptr_t)v & 1);
+    /* Slow path, once per code object and breakpoint set: never disturb an exception being
+     * thrown into the frame (throwflag). */
+    PyObject *t, *val, *tb;
+    PyErr_Fetch(&t, &val, &tb);
+    int w = dbg_bp_in_code(code) || dbg_bp_function(code) > 0;
+    if (_PyCode_SetExtra((PyObject *)code, gate_extra, (void *)((g << 1) | (uintptr_t)w)) < 0)
+        PyErr_Clear();
+    PyErr_Restore(t, val, tb);
+    return w;
+}
+
+static PyObject *gate_next(PyThreadState *ts, gate_frame *fr, int throwflag)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    return gate_prev ? gate_prev(ts, fr, throwflag) : _PyEval_EvalFrameDefault(ts, fr, throwflag);
+#else
+    (void)ts;
+    return gate_prev ? gate_prev(fr, throwflag) : _PyEval_EvalFrameDefault(fr, throwflag);
+#endif
+}
+
+static PyObject *gate_run(PyThreadState *ts, gate_frame *fr, int throwflag)
+{
+    if (!gate_on || !gate_needs(fr->f_code) || dbg_is_probe_thread())
+        return gate_next(ts, fr, throwflag);
+    /* This code holds a breakpoint: trace the thread while it runs (the call event that
+     * follows turns its line events on). */
+    int mine = ts->c_tracefunc != trace;
+    if (mine)
+        install_on(ts);
+    gate_depth++;
+    PyObject *r = gate_next(ts, fr, throwflag);
+    gate_depth--;
+    if (mine && gate_depth == 0 && !full_mode() && ts->c_tracefunc == trace) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        remove_from(ts);
+        PyErr_Restore(t, v, tb);
+    }
+    return r;
+}
+
+#if PY_VERSION_HEX >= 0x03090000
+static PyObject *gate(PyThreadState *ts, gate_frame *fr, int throwflag)
+{
+    return gate_run(ts, fr, throwflag);
+}
+
+static _PyFrameEvalFunction eval_get(void)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Main());
+}
+
+static void eval_set(_PyFrameEvalFunction f)
+{
+    _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Main(), f);
+}
+#else
+static PyObject *gate(PyFrameObject *fr, int throwflag)
+{
+    return gate_run(PyThreadState_Get(), fr, throwflag);
+}
+
+static _PyFrameEvalFunction eval_get(void)
+{
+    return PyInterpreterState_Main()->eval_frame;
+}
+
+static void eval_set(_PyFrameEvalFunction f)
+{
+    PyInterpreterState_Main()->eval_frame = f;
+}
+#endif
+
+/* Install or remove the gate (GIL held). Another tool's frame evaluation function is kept
+ * and called in turn; ours is only taken out if it is still the one in place. */
+static void gate_set(int on)
+{
+    if (on && !gate_on) {
+        if (gate_extra < 0 && (gate_extra = _PyEval_RequestCodeExtraIndex(NULL)) < 0) {
+            PyErr_Clear();
+            return; /* no co_extra slot left: full mode will do */
+        }
+        _PyFrameEvalFunction cur = eval_get();
+        gate_prev = cur == _PyEval_EvalFrameDefault ? NULL : cur;
+        eval_set(gate);
+        gate_on = 1;
+    } else if (!on && gate_on) {
+        if (eval_get() == gate)
+            eval_set(gate_prev ? gate_prev : _PyEval_EvalFrameDefault);
+        gate_on = 0;
+    }
+}
+
+/* 1 if a frame of ts runs code that holds a breakpoint. */
+static int thread_needs(PyThreadState *ts)
+{
+    int need = 0;
+    PyFrameObject *f = top_frame(ts);
+    for (int n = 0; f && n < DBG_MAX_FRAMES && !need; n++) {
+        PyCodeObject *code = dbg_frame_code(f);
+        need = dbg_bp_in_code(code) || dbg_bp_function(code) > 0;
+        Py_DECREF(code);
+        PyFrameObject *b = dbg_frame_back(f);
+        Py_DECREF(f);
+        f = b;
+    }
+    Py_XDECREF(f);
+    return need;
+}
+
+static void gated_fn(PyThreadState *ts, int arg)
+{
+    (void)arg;
+    if (thread_needs(ts)) {
+        install_on(ts);
+        frames_lines(ts, 0);
+    } else {
+        remove_fn(ts, 0);
+    }
+}
+
 int dbg_hooks_update(struct pb_err *err)
 {
     (void)err;
-    if (dbg_wanted()) {
-        if (!installed) {
-            installed = 1;
-            for_each_thread(install_fn, 0);
-            thread_hook_set(1);
-        }
+    if (!dbg_wanted()) {
+        dbg_hooks_remove();
+        return 0;
+    }
+    installed = 1;
+    if (full_mode()) {
+        gate_set(0);
+        thread_hook_set(1);
+        for_each_thread(install_fn, 0);
         for_each_thread(lines_fn, atomic_load(&dbg_pause_all) ||
                                       atomic_load(&dbg_steps_active) > 0);
-    } else if (installed) {
-        dbg_hooks_remove();
+    } else {
+        thread_hook_set(0);
+        gate_set(1);
+        if (gate_on) {
+            for_each_thread(gated_fn, 0);
+        } else {
+            for_each_thread(install_fn, 0);
+            for_each_thread(lines_fn, 0);
+        }
     }
     return 0;
 }
 
 int dbg_hooks_pause_all(struct pb_err *err)
 {
-    (void)err;
-    if (!installed) {
-        installed = 1;
-        thread_hook_set(1);
-    }
-    for_each_thread(install_fn, 0);
-    for_each_thread(lines_fn, 1);
-    return 0;
+    return dbg_hooks_update(err);
 }
 
 void dbg_hooks_remove(void)
@@ -305,6 +469,7 @@ void dbg_hooks_remove(void)
     if (!installed)
         return;
     installed = 0;
+    gate_set(0);
     thread_hook_set(0);
     for_each_thread(remove_fn, 0);
     PB_LOG(PB_LOG_DEBUG, "trace functions removed");
@@ -320,6 +485,7 @@ int dbg_hooks_census(cJSON *into)
     cJSON_AddNumberToObject(into, "tracedThreads", traced);
     cJSON_AddNullToObject(into, "monitoringTool");
     cJSON_AddBoolToObject(into, "threadingHook", thread_hook != NULL);
+    cJSON_AddBoolToObject(into, "evalFrameHook", eval_get() == gate);
     return 0;
 }
 

@@ -102,6 +102,8 @@ int dbg_hooks_update(struct pb_err *err);
 int dbg_hooks_pause_all(struct pb_err *err);
 /* Remove everything (GIL held). */
 void dbg_hooks_remove(void);
+/* Breakpoints changed: cached per-code decisions are stale (any thread). */
+void dbg_gate_bp_changed(void);
 /* What of ours is installed, read from the interpreter itself (probing/debugger; GIL held):
  * tracedThreads, monitoringTool, threadingHook. */
 int dbg_hooks_census(cJSON *into);

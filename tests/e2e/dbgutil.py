@@ -79,7 +79,7 @@ class Debugger:
         return self.req("probing/debugger")["body"]
 
 
-CLEAN = {"tracedThreads": 0, "monitoringTool": None, "threadingHook": False,
+CLEAN = {"tracedThreads": 0, "monitoringTool": None, "threadingHook": False, "evalFrameHook": False,
          "excepthook": False, "threadingExcepthook": False, "breakpoints": 0}
 
 
