@@ -6,7 +6,7 @@ same invocation (ratios and medians, never a timed assertion):
      (b) probe loaded, no client, (c) a debugger client attached (initialize, attach,
      configurationDone), (d) that client with one breakpoint (setBreakpoints) on a line of a
      function that is never called; on /usr/bin/python3 for both debuggers, and for probing
-     alone on pyenv's 3.8, 3.12 and 3.13;
+     alone on pyenv's 3.8 to 3.13;
   2. time from a not-yet-injected process to a client's first stackTrace response;
   3. round trips of threads, stackTrace, scopes, variables, evaluate while the target is
      paused (pause -> stopped), over the Unix socket and TCP (probing) and TCP (debugpy).
@@ -663,7 +663,7 @@ def main():
               "(apt-get install python3-debugpy)" % DEBIAN)
     t_start = time.monotonic()
     configs = [("debian", DEBIAN, deb_ver, bool(dbg_version))]
-    for m in ("3.8", "3.12", "3.13"):
+    for m in ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"):
         exe = pyenv(m)
         if exe:
             configs.append((m, exe, m, False))
