@@ -142,7 +142,8 @@ $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $@"
-	$(Q)clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(FUZZ_INC) -o $@ $^ $(PKG_LIBS)
+	$(Q)clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined,float-cast-overflow \
+	    -fno-sanitize-recover=all $(FUZZ_INC) -o $@ $^ $(PKG_LIBS)
 fuzz-replay: $(patsubst %,$(B)/fuzz/replay-%,$(FUZZ_HARNESSES))
 	@for h in $(FUZZ_HARNESSES); do $(B)/fuzz/replay-$$h tests/fuzz/corpus/$$h/* || exit 1; done
 fuzz: $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_HARNESSES))

@@ -94,6 +94,39 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* After the probe closed the connection: the pid of its process if that process is exiting
+ * or gone, else 0. The kernel keeps a Unix-socket peer's pid (SO_PEERCRED, as our pid
+ * namespace sees it); a process's descriptors close only once every thread is in exit, so
+ * its main thread is then exiting (PF_EXITING) or a zombie. Unknown (TCP): 0. */
+static pid_t peer_exited(int fd)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+        return 0;
+    char path[64], stat[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)cr.pid);
+    long n = pb_read_file(path, stat, sizeof stat);
+    if (n == -ENOENT || n == -ESRCH)
+        return cr.pid;
+    const char *p = n > 0 ? strrchr(stat, ')') : NULL;
+    char state = 0;
+    unsigned long flags = 0;
+    /* ") S ppid pgrp session tty_nr tpgid flags" */
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+        return 0;
+    return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */) ? cr.pid : 0;
+}
+
+static int closed_error(struct dap_client *c, struct pb_err *err)
+{
+    pid_t pid = peer_exited(c->fd);
+    if (pid > 0)
+        return pb_err_set(err, -ECONNRESET, "process %d exited before answering (the "
+                          "connection closed)", (int)pid);
+    return pb_err_set(err, -ECONNRESET, "the probe closed the connection");
+}
+
 /* Waits for the next message until deadline. 1 with *msg, or a negative code. */
 static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struct pb_err *err)
 {
@@ -121,7 +154,7 @@ static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struc
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n <= 0)
-            return pb_err_set(err, -ECONNRESET, "the probe closed the connection");
+            return closed_error(c, err);
         rc = dap_reader_feed(&c->r, buf, (size_t)n, err);
         if (rc < 0)
             return rc;
@@ -140,6 +173,8 @@ int dap_client_send(struct dap_client *c, const char *command, cJSON *args, stru
         return pb_err_set(err, -ENOMEM, "out of memory");
     int rc = write_all(c->fd, buf, len);
     free(buf);
+    if ((rc == -EPIPE || rc == -ECONNRESET) && peer_exited(c->fd) > 0)
+        return closed_error(c, err);
     if (rc < 0)
         return pb_err_set(err, rc, "sending '%s' to the probe: %s", command, strerror(-rc));
     return 0;

@@ -5,6 +5,7 @@
 #include "dap.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,8 @@ static int envelope_ok(const cJSON *m, struct pb_err *err)
     const cJSON *seq = cJSON_GetObjectItemCaseSensitive(m, "seq");
     if (!cJSON_IsString(type))
         return pb_err_set(err, PB_EPROTO, "message.type: expected string");
-    if (!cJSON_IsNumber(seq))
+    /* In int range: seq is echoed back as request_seq through an int. */
+    if (!cJSON_IsNumber(seq) || !(seq->valuedouble >= INT_MIN && seq->valuedouble <= INT_MAX))
         return pb_err_set(err, PB_EPROTO, "message.seq: expected integer");
     if (strcmp(type->valuestring, "request") == 0 &&
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "command")))

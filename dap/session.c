@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Requests of one connection answered later (deferred) and not answered yet. A client that
+ * sends more without reading the answers is dropped: the queues behind them (GIL jobs, SQL
+ * tasks, timers) are the target's memory. No real client comes near it. */
+#define MAX_INFLIGHT 1024
+
 struct dap_session {
     int refs;
     const struct dap_io_ops *ops;
@@ -18,6 +23,7 @@ struct dap_session {
     int attached, debugger, authed;
     int close_after;
     int evals; /* evaluations of this session queued or running (evaljob.c) */
+    int inflight; /* deferred requests not answered yet */
     struct dap_reader r;
 };
 
@@ -161,11 +167,17 @@ static int dispatch(struct dap_session *s, const cJSON *req)
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(req, "arguments");
     const struct dap_command *cmd = dap_command_find(command);
     struct dap_ctx c = {.s = s, .request_seq = request_seq, .command = command};
+    long long tid;
     int rc;
 
     if (!s->authed && (!cmd || !(cmd->flags & DAP_F_PREAUTH))) {
         PB_LOG(PB_LOG_WARN, "unauthenticated TCP client sent '%s': closing", command);
         return PB_EAUTH;
+    }
+    if (s->inflight >= MAX_INFLIGHT) {
+        PB_LOG(PB_LOG_WARN, "client has %d requests in flight and sent '%s': dropping it",
+               s->inflight, command);
+        return PB_EPROTO;
     }
     if (!cmd) {
         rc = pb_err_set(&c.err, PB_EBADARG, "unknown command '%s'", command);
@@ -179,6 +191,9 @@ static int dispatch(struct dap_session *s, const cJSON *req)
         rc = pb_err_set(&c.err, PB_EAUTH, "'%s' is only accepted on the local socket", command);
     } else if (args && !cJSON_IsObject(args)) {
         rc = pb_err_set(&c.err, PB_EBADARG, "arguments: expected object");
+    } else if ((rc = dap_arg_int(args, "threadId", &tid, &c.err)) < 0) {
+        /* Every request's threadId is an integer (DAP); checked once here because requests
+         * that act on all threads (pause, continue) would otherwise ignore a bad one. */
     } else {
         cJSON *body = cJSON_CreateObject();
         if (!body)
@@ -193,8 +208,45 @@ static int dispatch(struct dap_session *s, const cJSON *req)
             cmd->post(s);
         return 0;
     }
+    if (!s->authed) /* refused before authentication (a malformed attach): no second try */
+        s->close_after = 1;
     send_response(s, request_seq, command, rc, NULL, &c.err);
     return 0;
+}
+
+/* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
+ * U+10FFFF). */
+static int utf8_valid(const unsigned char *s)
+{
+    while (*s) {
+        unsigned c = *s++;
+        int more = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
+                 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+        if (more < 0)
+            return 0;
+        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+        unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        for (int i = 0; i < more; i++, s++, lo = 0x80, hi = 0xbf)
+            if (*s < lo || *s > hi)
+                return 0;
+    }
+    return 1;
+}
+
+/* Whether every key and string in m is UTF-8, as JSON text must be (RFC 8259): a request's
+ * strings come back in answers (an unknown command's name, for one), and a client must be
+ * able to read those. Depth is bounded by the parser's nesting limit. */
+static int strings_valid(const cJSON *m)
+{
+    for (; m; m = m->next) {
+        if (m->string && !utf8_valid((const unsigned char *)m->string))
+            return 0;
+        if (cJSON_IsString(m) && !utf8_valid((const unsigned char *)m->valuestring))
+            return 0;
+        if (m->child && !strings_valid(m->child))
+            return 0;
+    }
+    return 1;
 }
 
 int dap_session_feed(struct dap_session *s, const char *data, size_t n)
@@ -214,7 +266,9 @@ int dap_session_feed(struct dap_session *s, const char *data, size_t n)
             cJSON_free(t);
         }
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(msg, "type");
-        if (strcmp(type->valuestring, "request") == 0)
+        if (!strings_valid(msg))
+            rc = pb_err_set(&err, PB_EPROTO, "message is not valid UTF-8");
+        else if (strcmp(type->valuestring, "request") == 0)
             rc = dispatch(s, msg);
         cJSON_Delete(msg);
         if (s->close_after)
@@ -233,6 +287,7 @@ struct dap_pending *dap_ctx_defer(struct dap_ctx *c)
         return NULL;
     p->s = c->s;
     dap_session_ref(p->s);
+    p->s->inflight++;
     p->request_seq = c->request_seq;
     pb_strlcpy(p->command, c->command, sizeof p->command);
     return p;
@@ -241,6 +296,7 @@ struct dap_pending *dap_ctx_defer(struct dap_ctx *c)
 void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct pb_err *err)
 {
     struct dap_session *s = p->s;
+    s->inflight--;
     send_response(s, p->request_seq, p->command, rc, body, err);
     if (s->close_after)
         close_now(s);
@@ -251,6 +307,7 @@ void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct
 void dap_pending_fail_text(struct dap_pending *p, int rc, const char *text)
 {
     struct dap_session *s = p->s;
+    s->inflight--;
     send_error(s, p->request_seq, p->command, rc, text);
     if (s->close_after)
         close_now(s);

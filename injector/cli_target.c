@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Reaching the probe: parse the target, find the probe libraries, make sure the probe is loaded
- * (injecting it when needed), find its socket through /proc/PID/root (so a target in its own
- * mount namespace with a private /tmp is reached too), and the DAP handshake of a CLI client. */
+ * (injecting it when needed, a fresh copy into a fork child that inherited the probe without
+ * its agent), find its socket through /proc/PID/root (so a target in its own mount namespace
+ * with a private /tmp is reached too), and the DAP handshake of a CLI client. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,12 +146,153 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
     }
 }
 
+/* Copies of the probe a process may hold: the one it inherited from a fork and fresh ones for
+ * the agents started since (a fork child of a fork child...). A bound, so that a probe that
+ * cannot start (see its log) is not loaded again on every command. */
+#define MAX_PROBE_COPIES 4
+
+/* How many distinct libprobing files pid maps (at most MAX_PROBE_COPIES + 1), or -errno. */
+static int probe_copies(pid_t pid)
+{
+    char path[64], line[PATH_MAX + 128], seen[MAX_PROBE_COPIES + 1][PATH_MAX];
+    int n = 0;
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    while (n <= MAX_PROBE_COPIES && fgets(line, sizeof line, f)) {
+        char *file = strchr(line, '/');
+        if (!file)
+            continue;
+        file[strcspn(file, "\n")] = '\0';
+        if (strncmp(strrchr(file, '/') + 1, "libprobing-", 11) != 0)
+            continue;
+        int i = 0;
+        while (i < n && strcmp(seen[i], file) != 0)
+            i++;
+        if (i == n)
+            pb_strlcpy(seen[n++], file, sizeof seen[0]);
+    }
+    fclose(f);
+    return n;
+}
+
+/* Whether the probe mapped in pid has no agent: nothing answers on its socket and nobody is
+ * injecting (TracerPid 0), for grace_ms (a probe being loaded binds its socket in its
+ * constructor, before dlopen returns). A fork() child is in this state: it inherits the
+ * parent's mappings, but the agent's threads and sockets do not survive the fork. */
+static int probe_orphaned(pid_t pid, int grace_ms)
+{
+    char sock[256], path[64], status[8192];
+    struct pb_err e;
+    if (cli_socket_path(pid, sock, sizeof sock, &e) < 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    long long deadline = now_ms() + grace_ms;
+    for (;;) {
+        struct dap_client c;
+        dap_client_init(&c, 1000);
+        int rc = dap_client_connect_unix(&c, sock, &e);
+        dap_client_close(&c);
+        if (rc != -ENOENT && rc != -ECONNREFUSED)
+            return 0; /* it answers, or refuses us (the caller's connect says why) */
+        long tracer = pb_read_file(path, status, sizeof status) > 0
+                          ? status_value(status, "TracerPid", 0) : -1;
+        if (tracer == 0 && now_ms() >= deadline)
+            return 1;
+        if (tracer != 0 && now_ms() >= deadline + 10000)
+            return 0; /* still being injected (or gone): the caller's connect says why */
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int copy_lib(const char *from, const char *to, uid_t uid, gid_t gid)
+{
+    char buf[65536];
+    int rc = 0, in = open(from, O_RDONLY | O_CLOEXEC), out = -1;
+    if (in < 0)
+        return -errno;
+    out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    if (out < 0)
+        rc = -errno;
+    for (ssize_t n; rc == 0 && (n = read(in, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno != EINTR)
+            rc = -errno;
+        else if (n > 0 && write(out, buf, (size_t)n) != n)
+            rc = -EIO;
+    }
+    if (rc == 0 && fchown(out, uid, gid) < 0 && geteuid() == 0)
+        rc = -errno;
+    if (out >= 0 && close(out) < 0 && rc == 0)
+        rc = -errno;
+    close(in);
+    return rc;
+}
+
+/* Loads a fresh copy of lib into pid, whose probe has no agent. dlopen of the same file would
+ * return the inherited handle without running its constructor, so the copy is a new file
+ * (under our /tmp, owned by the target's user; inj_inject copies it again into the target's
+ * own /tmp when it does not see ours). Holding a lock on lib, so that two commands at once
+ * load one copy: the second finds the new agent answering. Returns 0 once loaded, 1 if
+ * another command loaded it meanwhile, or a negative code. */
+static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
+{
+    char dir[] = "/tmp/probing-XXXXXX", copy[PATH_MAX + 32], there[PATH_MAX + 96], proc[64];
+    struct stat owner, a, b;
+    int rc, lock = open(lib, O_RDONLY | O_CLOEXEC);
+    if (lock < 0)
+        return pb_err_set(err, -errno, "cannot open %s: %s", lib, strerror(errno));
+    long long deadline = now_ms() + 30000;
+    while ((rc = flock(lock, LOCK_EX | LOCK_NB)) < 0 && now_ms() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc < 0 || !probe_orphaned(pid, 0)) {
+        close(lock);
+        return 1; /* another command loaded it meanwhile (or is still at it) */
+    }
+    if (probe_copies(pid) >= MAX_PROBE_COPIES) {
+        close(lock);
+        return pb_err_set(err, PB_ENOPROBE, "the probe in %d does not start (%d copies loaded "
+                          "already): see the probe's log (set PROBING_LOG in the target)",
+                          (int)pid, MAX_PROBE_COPIES);
+    }
+    snprintf(proc, sizeof proc, "/proc/%d", (int)pid);
+    if (stat(proc, &owner) < 0 || !mkdtemp(dir)) {
+        rc = pb_err_set(err, -errno, "cannot copy the probe for %d: %s", (int)pid,
+                        strerror(errno));
+        close(lock);
+        return rc;
+    }
+    snprintf(copy, sizeof copy, "%s/%s", dir, strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
+    rc = chown(dir, owner.st_uid, owner.st_gid) < 0 && geteuid() == 0 ? -errno : 0;
+    if (rc == 0)
+        rc = copy_lib(lib, copy, owner.st_uid, owner.st_gid);
+    if (rc < 0) {
+        pb_err_set(err, rc, "cannot copy %s to %s: %s", lib, copy, strerror(-rc));
+    } else {
+        struct inj_opts io = {0};
+        rc = inj_inject(pid, copy, &io, err);
+    }
+    /* Keep the copy only where the target maps it (the same file seen through its root). */
+    snprintf(there, sizeof there, "/proc/%d/root%s", (int)pid, copy);
+    if (rc < 0 || stat(copy, &a) < 0 || stat(there, &b) < 0 || a.st_dev != b.st_dev ||
+        a.st_ino != b.st_ino) {
+        unlink(copy);
+        rmdir(dir);
+    }
+    close(lock);
+    return rc;
+}
+
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err)
 {
     char lib[PATH_MAX];
     *injected = 0;
     int rc = inj_maps_find(pid, "libprobing-", lib, sizeof lib);
-    if (rc == 1) {
+    int orphaned = rc == 1 && probe_orphaned(pid, 1000);
+    if (rc == 1 && !orphaned) {
         const char *v = strrchr(lib, '/') ? strrchr(lib, '/') + 12 : lib + 11;
         size_t l = strlen(v);
         if (l > 3 && strcmp(v + l - 3, ".so") == 0)
@@ -178,11 +322,15 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
                           "PROBING_LIBDIR",
                           pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
     }
-    struct inj_opts io = {0};
-    rc = inj_inject(pid, lib, &io, err);
+    if (orphaned) {
+        rc = inject_fresh(pid, lib, err);
+    } else {
+        struct inj_opts io = {0};
+        rc = inj_inject(pid, lib, &io, err);
+    }
     if (rc < 0)
         return rc;
-    *injected = 1;
+    *injected = rc == 0;
     return 0;
 }
 

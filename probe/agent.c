@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "store.h"
 
 #define MAX_WRITE_QUEUE (32u << 20)
+#define MAX_TRACKED_CONNS 1024
 
 struct conn {
     union {
@@ -30,6 +32,7 @@ struct conn {
         uv_tcp_t tcp;
     } h;
     struct dap_session *s;
+    int slot; /* in conn_fds, or -1 */
     char rbuf[65536];
 };
 
@@ -43,6 +46,11 @@ static pid_t owner_pid;
 static pthread_t agent_thread;
 static int agent_started;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The descriptors of open connections (fd + 1; 0 is a free slot), so that a fork() child closes
+ * them: a child holding them would keep our peers connected after we close or exit, and they
+ * would wait for an answer that never comes. Set by the loop after accept, cleared before the
+ * descriptor is closed, so the child never closes a descriptor that is not ours. */
+static atomic_int conn_fds[MAX_TRACKED_CONNS];
 
 /* A TCP listen request handed from another thread (probing_start). */
 static struct {
@@ -73,8 +81,27 @@ static void on_close(uv_handle_t *h)
 static void conn_close(void *io)
 {
     struct conn *c = io;
+    if (c->slot >= 0) {
+        atomic_store(&conn_fds[c->slot], 0);
+        c->slot = -1;
+    }
     if (!uv_is_closing((uv_handle_t *)&c->h))
         uv_close((uv_handle_t *)&c->h, on_close);
+}
+
+static void conn_track(struct conn *c)
+{
+    uv_os_fd_t fd;
+    c->slot = -1;
+    if (uv_fileno((uv_handle_t *)&c->h, &fd) < 0)
+        return;
+    for (int i = 0; i < MAX_TRACKED_CONNS; i++) {
+        int free_slot = 0;
+        if (atomic_compare_exchange_strong(&conn_fds[i], &free_slot, fd + 1)) {
+            c->slot = i;
+            return;
+        }
+    }
 }
 
 static void on_write(uv_write_t *req, int status)
@@ -164,6 +191,7 @@ static void on_connection(uv_stream_t *server, int status)
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
+    c->slot = -1;
     if (transport == DAP_TRANSPORT_TCP)
         uv_tcp_init(&loop, &c->h.tcp);
     else
@@ -185,6 +213,7 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)&c->h, (uv_close_cb)free);
         return;
     }
+    conn_track(c);
     PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == DAP_TRANSPORT_TCP ? "TCP" : "Unix");
     uv_read_start(&c->h.stream, on_alloc, on_read);
 }
@@ -398,6 +427,11 @@ void probe_agent_forget(void)
         close(fd);
     if (tcp_listening && uv_fileno((uv_handle_t *)&tcp_server, &fd) == 0)
         close(fd);
+    for (int i = 0; i < MAX_TRACKED_CONNS; i++) {
+        int v = atomic_exchange(&conn_fds[i], 0);
+        if (v > 0)
+            close(v - 1);
+    }
     agent_started = 0;
 }
 

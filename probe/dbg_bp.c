@@ -645,7 +645,9 @@ int dbg_req_setBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err, c
     cJSON_ArrayForEach(item, list)
     {
         const cJSON *jl = cJSON_GetObjectItemCaseSensitive(item, "line");
-        int line = cJSON_IsNumber(jl) ? (int)jl->valuedouble : 0;
+        int line = cJSON_IsNumber(jl) && jl->valuedouble >= 1 && jl->valuedouble <= INT_MAX
+                       ? (int)jl->valuedouble
+                       : 0;
         char msg[700] = "";
         struct bp b = {.line = line};
         const char *cond = str_field(item, "condition");

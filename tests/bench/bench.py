@@ -5,7 +5,9 @@ a baseline measured in the same invocation (a ratio, never a timed assertion):
      loading the same library into a fresh target;
   2. cold inject + first complete dump (`debug --dump --json` on a fresh target);
   3. dump of a 16-thread target already injected: the probing/dump request on an open DAP
-     connection, against a probing/info round trip (the transport's floor), and the whole CLI.
+     connection, against a probing/info round trip (the transport's floor), and the whole CLI;
+  4. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
+     the first byte vs at the last byte (a constant-time comparison gives a ratio near 1).
 Usage: bench.py BUILD_DIR [PYTHON]"""
 import json
 import os
@@ -104,6 +106,32 @@ def main():
     print("  probing/info round trip (floor)  %10s" % ms(di))
     print("  probing/dump, 16 threads         %10s   dump/floor = %.1fx (goal < 20 ms)" % (ms(dd), dd / di))
     print("  CLI debug --dump, 16 threads     %10s" % ms(dc))
+    token_timing()
+
+
+def token_timing():
+    token = "0123456789abcdef" * 2
+    p = start("threads.py")
+    try:
+        r = subprocess.run([CLI, "-p", str(p.pid), "inject", "--listen", "127.0.0.1:0"],
+                           check=True, capture_output=True, text=True,
+                           env=dict(os.environ, PROBING_TOKEN=token))
+        host, port = r.stdout.splitlines()[1].split()[-1].rsplit(":", 1)
+        wrong = {"first": "X" + token[1:], "last": token[:-1] + "X"}
+        times = {k: [] for k in wrong}
+        for _ in range(max(RUNS * 30, 200)):
+            for k, bad in wrong.items():  # interleaved: drift affects both alike
+                c = DAP.tcp(host, int(port))
+                c.request("initialize", {"adapterID": "bench"})
+                t0 = time.perf_counter()
+                assert not c.request("attach", {"token": bad})["success"]
+                times[k].append(time.perf_counter() - t0)
+                c.close()
+    finally:
+        stop(p)
+    f, la = statistics.median(times["first"]), statistics.median(times["last"])
+    print("  TCP attach, wrong token: 1st byte %8.1f us, last byte %8.1f us   last/first = "
+          "%.3f (constant time: ~1)" % (f * 1e6, la * 1e6, la / f))
 
 
 if __name__ == "__main__":

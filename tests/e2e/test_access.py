@@ -1,14 +1,21 @@
 # SPDX-License-Identifier: MIT
 """Who may reach the probe: the socket directory and file are owner-only, a directory prepared
 by someone else is refused (the probe does not serve there), and the probe of a process of
-another user can be loaded by root and serves that user."""
+another user can be loaded by root and serves that user. Another user can neither inject into
+root's process nor connect to its probe (the directory stops them; past it, the peer-uid check
+does). Over TCP, a client without the right token gets nothing but `initialize`."""
+import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 import tempfile
 
-from conftest import PYTHONS, Target, dump_json, probing
+import pytest
+
+from conftest import PYTHONS, ROOT, Target, dump_json, probing
+from dapclient import DAP, Closed
 
 PY = PYTHONS[-2].values[0]
 
@@ -73,3 +80,185 @@ class _NobodyTarget(Target):
     def kill(self):
         super().kill()
         shutil.rmtree(self.logdir, ignore_errors=True)
+
+
+def test_other_user_cannot_inject(spawn):
+    t = spawn(PY)
+    r = probing("-p", t.pid, "inject", user="nobody")
+    assert r.returncode == 1 and "belongs to another user" in r.stderr, r.stderr
+    assert t.maps_count() == 0, "the probe was loaded by another user"
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+# Run as another user: connect to a Unix socket path and send `initialize`; prints "denied"
+# (connect refused by file permissions), "closed" (connected, closed without a byte), or
+# "answered".
+_CONNECT = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    print("denied"); sys.exit()
+body = b'{"seq":1,"type":"request","command":"initialize","arguments":{}}'
+try:
+    s.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    print("answered" if s.recv(100) else "closed")
+except (BrokenPipeError, ConnectionResetError):
+    print("closed")
+"""
+
+
+def _connect_as(user, path, fd=None):
+    pre = []
+    if user:
+        import pwd
+        pw = pwd.getpwnam(user)
+        pre = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid, "--clear-groups"]
+    r = subprocess.run([*pre, "/usr/bin/python3", "-c", _CONNECT, path], capture_output=True,
+                       text=True, timeout=30, pass_fds=[fd] if fd is not None else [])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_other_user_cannot_connect(spawn):
+    t = spawn(PY)
+    probing("-p", t.pid, "inject", check=True)
+    sock = "/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid)
+    r = probing("-p", t.pid, "debug", "--dump", user="nobody")
+    assert r.returncode == 1 and "belongs to another user" in r.stderr, r.stderr
+    assert _connect_as("nobody", sock) == "denied"  # the 0700 directory
+    # Past the directory (an O_PATH descriptor of the socket, reached through /proc/self/fd)
+    # and with the socket opened to everyone, the probe still refuses the peer's uid.
+    fd = os.open(sock, os.O_PATH)
+    try:
+        via_fd = "/proc/self/fd/%d" % fd
+        assert _connect_as("nobody", via_fd, fd) == "denied"  # the 0600 socket
+        os.chmod(sock, 0o666)
+        assert _connect_as(None, via_fd, fd) == "answered"  # the way works for root
+        assert _connect_as("nobody", via_fd, fd) == "closed"
+    finally:
+        os.chmod(sock, 0o600)
+        os.close(fd)
+    assert "refused a Unix-socket peer of another user" in t.probe_log()
+    assert dump_json(t.pid)["pid"] == t.pid
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def _guarded_commands():
+    """Every request of the dispatch table (dap/dispatch.c) not answered before authentication,
+    plus an unknown one."""
+    with open(os.path.join(ROOT, "dap", "dispatch.c")) as f:
+        table = re.findall(r'\{"([^"]+)", dap_req_\w+, ([^,]+),', f.read())
+    names = [name for name, flags in table if "DAP_F_PREAUTH" not in flags]
+    # A new request answered before authentication widens what anyone on the network reaches.
+    assert {n for n, f in table if "DAP_F_PREAUTH" in f} == {"initialize", "attach", "disconnect"}
+    assert len(names) >= 20 and "probing/eval" in names and "attach" not in names, table
+    return names + ["noSuchCommand"]
+
+
+def _nothing_then_closed(c, timeout=5):
+    """The peer sends nothing (but the `initialized` event that follows `initialize`'s
+    response) and closes the connection."""
+    while True:
+        try:
+            m = c.read(timeout=timeout)
+        except (Closed, ConnectionResetError, BrokenPipeError):
+            return
+        except TimeoutError:
+            raise AssertionError("the connection was left open for another try")
+        assert m.get("event") == "initialized", "answered an unauthenticated client: %r" % m
+
+
+def _tcp_target(spawn):
+    t = spawn(PY)
+    r = probing("-p", t.pid, "inject", "--listen", "127.0.0.1:0", env={"PROBING_TOKEN": ""},
+                check=True)
+    lines = r.stdout.splitlines()
+    host, port = lines[1].split()[-1].rsplit(":", 1)
+    return t, host, int(port), lines[2].split()[-1]
+
+
+def test_tcp_without_token_gets_only_initialize(spawn, tmp_path):
+    t, host, port, token = _tcp_target(spawn)
+    marker = tmp_path / "ran"
+    args = {"threadId": t.ready["main"], "frameId": 0, "variablesReference": 1,
+            "expression": "__import__('os').mkdir(%r)" % str(marker),
+            "code": "__import__('os').mkdir(%r)" % str(marker), "sql": "select 1",
+            "address": "127.0.0.1:0", "token": "x" * 20, "key": "eval.timeout_ms",
+            "value": "1", "source": {"path": "x.py"}, "breakpoints": [], "filters": ["raised"]}
+    for command in _guarded_commands():
+        c = DAP.tcp(host, port)
+        r = c.request("initialize", {"adapterID": "e2e"})
+        assert r["success"] and r["body"]["supportsConfigurationDoneRequest"], r
+        c.send(command, args)
+        _nothing_then_closed(c)
+        c.close()
+    # Without `initialize` first, and several requests in one write: still nothing.
+    c = DAP.tcp(host, port)
+    c.send_raw(b"".join(_frame(i, cmd, args) for i, cmd in enumerate(
+        ["evaluate", "probing/eval", "attach", "threads"], 2)))
+    _nothing_then_closed(c)
+    c.close()
+    # `disconnect` is answered (and closes).
+    c = DAP.tcp(host, port)
+    assert c.request("disconnect")["success"]
+    _nothing_then_closed(c)
+    c.close()
+    # With the right token the same code runs (after anything queued before it would have).
+    c = DAP.tcp(host, port)
+    assert c.request("initialize", {"adapterID": "e2e"})["success"]
+    assert c.request("attach", {"token": token, "probingClient": "cli"})["success"]
+    assert t.ready["main"] in [x["id"] for x in c.request("threads")["body"]["threads"]]
+    done = tmp_path / "authenticated"
+    r = c.request("evaluate", {"expression": "__import__('os').mkdir(%r)" % str(done),
+                               "context": "repl"})
+    assert r["success"] and done.is_dir(), r
+    assert not marker.exists(), "code ran for an unauthenticated client"
+    c.request("disconnect")
+    c.close()
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def _frame(seq, command, args):
+    msg = {"seq": seq, "type": "request", "command": command}
+    if args is not None:
+        msg["arguments"] = args
+    body = json.dumps(msg).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+_WRONG = {"missing": "missing", "null": None, "empty": "", "same-length": "same-length",
+          "prefix": "prefix", "longer": "longer", "upper": "upper", "space": "space",
+          "number": 12345, "list": ["list"], "300-chars": "x" * 300,
+          "arguments-not-object": "arguments-not-object"}
+
+
+@pytest.mark.parametrize("wrong", list(_WRONG.values()), ids=list(_WRONG))
+def test_tcp_wrong_token_error_then_closed(spawn, wrong):
+    t, host, port, token = _tcp_target(spawn)
+    bad = {"same-length": "0" * len(token) if token[0] != "0" else "1" * len(token),
+           "prefix": token[:-1], "longer": token + "0", "upper": token.upper(),
+           "space": " " + token}.get(wrong, wrong) if isinstance(wrong, str) else wrong
+    assert bad != token
+    c = DAP.tcp(host, port)
+    assert c.request("initialize", {"adapterID": "e2e"})["success"]
+    # Nothing sent behind attach (a request of the table would close the connection itself):
+    # the probe closes it on its own, so no second token can be tried on it.
+    args = {} if wrong == "missing" else token if wrong == "arguments-not-object" else {
+        "token": bad}
+    c.send_raw(_frame(2, "attach", args))
+    while True:
+        r = c.read()
+        if r["type"] == "response":
+            break
+    assert r["request_seq"] == 2 and r["success"] is False, r
+    assert ("token" if wrong != "arguments-not-object" else "arguments") in r["message"], r
+    _nothing_then_closed(c)
+    c.close()
+    t.assert_responsive()
+    t.check_output_clean()
