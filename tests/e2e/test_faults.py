@@ -470,8 +470,11 @@ def test_target_exits_with_a_request_in_flight(how, spawn, tmp_path):
 # ---- a private /tmp ----
 
 def test_private_tmp_in_own_mount_namespace(spawn):
+    # The sample is opened before the tmpfs hides /tmp (the checkout may live there, as CI's
+    # clean clone does) and run through its descriptor.
     t = spawn(PY, "forker.py", launcher=[
-        "unshare", "-m", "sh", "-c", 'mount -t tmpfs tmpfs /tmp && exec "$0" "$@"'])
+        "unshare", "-m", "sh", "-c",
+        'exec 3<"$1"; shift; mount -t tmpfs tmpfs /tmp && exec "$0" /dev/fd/3 "$@"'])
     assert os.readlink("/proc/%d/ns/mnt" % t.pid) != os.readlink("/proc/self/ns/mnt")
     r = probing("-p", t.pid, "inject", check=True)
     assert "socket /tmp/probing-%d/%d.sock" % (UID, t.pid) in r.stdout, r.stdout
