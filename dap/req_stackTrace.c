@@ -44,10 +44,19 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
     if (probe_dbg_stack((long)tid, start, levels, body) == 0)
         return 0;
     struct probe_snapshot s = {0};
-    rc = probe_pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
-    if (rc < 0)
-        return rc;
-    const struct probe_thread *t = dap_snapshot_find(&s, (long)tid);
+    const struct probe_thread *t = NULL;
+    /* A running thread's frames can change under the GIL-free reader, which may then see no
+     * frame at all: read again (a few times, each well under a millisecond). */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        probe_snapshot_free(&s);
+        memset(&s, 0, sizeof s);
+        rc = probe_pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
+        if (rc < 0)
+            return rc;
+        t = dap_snapshot_find(&s, (long)tid);
+        if (!t || t->nframes > 0)
+            break;
+    }
     if (!t) {
         probe_snapshot_free(&s);
         return pb_err_set(&c->err, PB_EBADARG, "no Python thread with id %lld", tid);
