@@ -40,6 +40,8 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
 /* Connect to the target (injecting into a local pid first if needed), then initialize and
  * attach as a CLI client. */
 int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *err);
+/* cli_connect, printing the error (one line) when it fails. Returns 0 or -1. */
+int cli_open(const struct cli_opts *o, struct dap_client *c);
 /* Connect to an already-loaded probe's socket, waiting up to timeout_ms for it to appear. */
 int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_err *err);
 int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err);
@@ -55,6 +57,8 @@ const char *cli_json_str(const cJSON *o, const char *k);
 double cli_json_num(const cJSON *o, const char *k, double dflt);
 int cli_json_true(const cJSON *o, const char *k);
 void cli_print_json(const cJSON *v);
+/* Print a response body as JSON (json) or with text(), then delete it. Returns CLI_OK. */
+int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
 void cli_print_locals(const cJSON *frame, const char *indent);
 

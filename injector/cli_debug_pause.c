@@ -19,10 +19,8 @@ int cli_debug_pause(const struct cli_opts *o, const char *address)
     }
     struct pb_err err = {0};
     struct dap_client dc;
-    if (cli_connect(o, &dc, &err) < 0) {
-        cli_error("%s", err.msg);
+    if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    }
     char token[64];
     int generated = cli_token_choose(token, sizeof token);
     cJSON *args = cJSON_CreateObject(), *body = NULL, *pbody = NULL;

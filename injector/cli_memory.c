@@ -160,11 +160,5 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
     cJSON *body = cli_call(o, "memory", "probing/memory", args);
     if (!body)
         return CLI_FAIL;
-    if (json) {
-        cli_print_json(body);
-    } else {
-        print_text(body);
-    }
-    cJSON_Delete(body);
-    return CLI_OK;
+    return cli_print_body(body, json, print_text);
 }

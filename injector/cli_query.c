@@ -150,10 +150,8 @@ static cJSON *run_query(const struct cli_opts *o, const char *sql)
 {
     struct pb_err err = {0};
     struct dap_client dc;
-    if (cli_connect(o, &dc, &err) < 0) {
-        cli_error("%s", err.msg);
+    if (cli_open(o, &dc) < 0)
         return NULL;
-    }
     cJSON *args = cJSON_CreateObject(), *body = NULL;
     cJSON_AddStringToObject(args, "key", "query.timeout_ms");
     if (dap_client_request(&dc, "probing/config", args, &body, &err) == 0) {

@@ -22,6 +22,16 @@ int cli_json_true(const cJSON *o, const char *k)
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
+int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *))
+{
+    if (json)
+        cli_print_json(body);
+    else
+        text(body);
+    cJSON_Delete(body);
+    return CLI_OK;
+}
+
 void cli_print_json(const cJSON *v)
 {
     char *s = cJSON_Print(v);

@@ -101,10 +101,8 @@ int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv)
     }
     struct pb_err err = {0};
     struct dap_client dc;
-    if (cli_connect(o, &dc, &err) < 0) {
-        cli_error("%s", err.msg);
+    if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    }
     int tty = isatty(STDIN_FILENO);
     char hist[4096] = "";
     if (tty) {

@@ -375,6 +375,16 @@ int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *e
     return rc;
 }
 
+int cli_open(const struct cli_opts *o, struct dap_client *c)
+{
+    struct pb_err err = {0};
+    if (cli_connect(o, c, &err) < 0) {
+        cli_error("%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 void cli_disconnect(struct dap_client *c)
 {
     struct pb_err err;

@@ -144,7 +144,7 @@ static struct bpfile *file_of(PyCodeObject *code)
         idx = PyLong_AsLong(hit);
     } else {
         PyErr_Clear();
-        char *name = dbg_strdup_obj(code->co_filename);
+        char *name = probe_py_strdup(code->co_filename);
         char *c = name && name[0] != '<' ? canon(name) : NULL;
         long i = 0;
         for (struct bpfile *f = files; c && f; f = f->next, i++)
@@ -282,33 +282,16 @@ int dbg_bp_function(PyCodeObject *code)
 
 /* ---- evaluation in the stopping frame ---- */
 
-static PyObject *frame_globals(PyFrameObject *f) /* new reference */
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    return PyFrame_GetGlobals(f);
-#else
-    Py_INCREF(f->f_globals);
-    return f->f_globals;
-#endif
-}
-
-static PyObject *frame_locals(PyFrameObject *f) /* new reference */
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    return PyFrame_GetLocals(f);
-#else
-    if (PyFrame_FastToLocalsWithError(f) < 0)
-        return NULL;
-    Py_XINCREF(f->f_locals);
-    return f->f_locals;
-#endif
-}
-
 /* Evaluates a compiled expression in f. New reference or NULL with an exception set. */
 static PyObject *eval_in(PyFrameObject *f, PyObject *code)
 {
-    PyObject *g = frame_globals(f), *l = g ? frame_locals(f) : NULL;
-    PyObject *r = l ? PyEval_EvalCode(code, g, l) : NULL;
+    PyObject *g, *l;
+    struct pb_err err = {0};
+    if (probe_eval_frame_ns((PyObject *)f, &g, &l, &err) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, err.msg);
+        return NULL;
+    }
+    PyObject *r = PyEval_EvalCode(code, g, l);
     Py_XDECREF(g);
     Py_XDECREF(l);
     return r;
@@ -319,7 +302,7 @@ static void emit_output(const char *category, const char *text, PyCodeObject *co
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "category", category);
     cJSON_AddStringToObject(b, "output", text);
-    char *file = dbg_strdup_obj(code->co_filename);
+    char *file = probe_py_strdup(code->co_filename);
     if (file && file[0] != '<') {
         cJSON *src = cJSON_AddObjectToObject(b, "source");
         const char *base = strrchr(file, '/');
@@ -338,7 +321,7 @@ static char *exc_text(void)
     PyErr_Fetch(&t, &v, &tb);
     PyErr_NormalizeException(&t, &v, &tb);
     PyObject *s = v ? PyObject_Str(v) : NULL;
-    char *m = dbg_strdup_obj(s);
+    char *m = probe_py_strdup(s);
     char buf[512];
     snprintf(buf, sizeof buf, "%s: %s", t ? ((PyTypeObject *)t)->tp_name : "error", m ? m : "");
     free(m);
@@ -410,7 +393,7 @@ static void log_message(PyFrameObject *f, PyObject *parts, PyCodeObject *code, i
     }
     PyObject *empty = PyUnicode_FromString("");
     PyObject *text = out && empty ? PyUnicode_Join(empty, out) : NULL;
-    char *t = dbg_strdup_obj(text);
+    char *t = probe_py_strdup(text);
     if (t) {
         size_t n = strlen(t);
         char *line_text = malloc(n + 2);

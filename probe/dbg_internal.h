@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "debug.h"
+#include "pyhelper.h"
 
 #define DBG_MAX_FRAMES 4096
 
@@ -166,11 +167,5 @@ static inline PyCodeObject *dbg_frame_code(PyFrameObject *f)
 
 /* "Type: message" of an exception object into buf. GIL held; never leaves an error set. */
 void dbg_exc_describe(PyObject *exc, char *buf, size_t n);
-
-/* ---- helpers (dbg_state.c) ---- */
-/* A malloc'd UTF-8 copy of a str object, or NULL (exception cleared). GIL held. */
-char *dbg_strdup_obj(PyObject *o);
-/* Clear a pending exception into err (what: context). GIL held. Returns PB_EUNKNOWN. */
-int dbg_fail_py(struct pb_err *err, const char *what);
 
 #endif

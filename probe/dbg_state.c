@@ -65,38 +65,6 @@ unsigned long probe_dbg_generation(void)
     return atomic_load(&resume_gen);
 }
 
-char *dbg_strdup_obj(PyObject *o)
-{
-    Py_ssize_t n;
-    const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : NULL;
-    if (!s) {
-        PyErr_Clear();
-        return NULL;
-    }
-    char *d = malloc((size_t)n + 1);
-    if (d) {
-        memcpy(d, s, (size_t)n);
-        d[n] = 0;
-    }
-    return d;
-}
-
-int dbg_fail_py(struct pb_err *err, const char *what)
-{
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    PyObject *s = v ? PyObject_Str(v) : NULL;
-    char *m = dbg_strdup_obj(s);
-    pb_err_set(err, PB_EUNKNOWN, "%s: %s", what, m ? m : "unknown Python error");
-    free(m);
-    Py_XDECREF(s);
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
-    PyErr_Clear();
-    return PB_EUNKNOWN;
-}
-
 /* The standard library's directory (os.__file__'s), once. GIL held. */
 static void find_stdlib(void)
 {
@@ -104,7 +72,7 @@ static void find_stdlib(void)
         return;
     PyObject *os = PyImport_ImportModule("os");
     PyObject *f = os ? PyObject_GetAttrString(os, "__file__") : NULL;
-    char *p = dbg_strdup_obj(f);
+    char *p = probe_py_strdup(f);
     if (p) {
         char *slash = strrchr(p, '/');
         if (slash) {
@@ -140,11 +108,11 @@ static void add_frame(struct parked *r, PyFrameObject *f, int cap)
     PyCodeObject *code = dbg_frame_code(f);
     fr->frame = (PyObject *)f;
 #if PY_VERSION_HEX >= 0x030B0000
-    fr->name = dbg_strdup_obj(code->co_qualname);
+    fr->name = probe_py_strdup(code->co_qualname);
 #else
-    fr->name = dbg_strdup_obj(code->co_name);
+    fr->name = probe_py_strdup(code->co_name);
 #endif
-    fr->file = dbg_strdup_obj(code->co_filename);
+    fr->file = probe_py_strdup(code->co_filename);
     fr->line = PyFrame_GetLineNumber(f);
     Py_DECREF(code);
 }
@@ -187,7 +155,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     PyObject *type = (PyObject *)Py_TYPE(exc);
     PyObject *mod = PyObject_GetAttrString(type, "__module__");
     PyObject *qn = PyObject_GetAttrString(type, "__qualname__");
-    char *m = dbg_strdup_obj(mod), *q = dbg_strdup_obj(qn);
+    char *m = probe_py_strdup(mod), *q = probe_py_strdup(qn);
     PyErr_Clear();
     if (q) {
         size_t n = strlen(q) + (m ? strlen(m) : 0) + 2;
@@ -204,7 +172,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     Py_XDECREF(mod);
     Py_XDECREF(qn);
     PyObject *s = PyObject_Str(exc);
-    r->exc_msg = dbg_strdup_obj(s);
+    r->exc_msg = probe_py_strdup(s);
     Py_XDECREF(s);
     PyErr_Clear();
     PyObject *tbmod = PyImport_ImportModule("traceback");
@@ -230,7 +198,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     }
     PyObject *empty = PyUnicode_FromString("");
     PyObject *text = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
-    r->exc_tb = dbg_strdup_obj(text);
+    r->exc_tb = probe_py_strdup(text);
     Py_XDECREF(text);
     Py_XDECREF(empty);
     Py_XDECREF(lines);

@@ -241,7 +241,7 @@ static PyObject *locals_dict(PyObject *f, struct pb_err *err)
     if (!d || PyDict_Update(d, l) < 0) {
         Py_XDECREF(d);
         Py_DECREF(l);
-        return dbg_fail_py(err, "reading the frame's locals"), NULL;
+        return probe_py_fail(err, "reading the frame's locals"), NULL;
     }
     Py_DECREF(l);
     return d;
@@ -404,7 +404,7 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
     if (rc == 0)
         probe_eval_frame_commit(f, g, l);
     else
-        rc = dbg_fail_py(err, "setting the local");
+        rc = probe_py_fail(err, "setting the local");
     Py_DECREF(l);
     Py_DECREF(g);
     return rc;
@@ -434,7 +434,7 @@ int probe_dbgv_setVariable(const cJSON *args, cJSON *body, struct pb_err *err, c
         rc = set_local(obj, name, value, gen, err);
         expr = strdup(name);
     } else if (rc == 0 && kind == VK_GLOBALS) {
-        rc = PyMapping_SetItemString(obj, name, value) < 0 ? dbg_fail_py(err, "setting the global")
+        rc = PyMapping_SetItemString(obj, name, value) < 0 ? probe_py_fail(err, "setting the global")
                                                            : 0;
         expr = strdup(name);
     } else if (rc == 0) {
@@ -475,7 +475,7 @@ int probe_dbgv_source(const cJSON *args, cJSON *body, struct pb_err *err, char *
                                            "> 0 (or source.path)");
     PyObject *fn = probe_pyhelper_get("source");
     if (!fn)
-        return dbg_fail_py(err, "source");
+        return probe_py_fail(err, "source");
     PyObject *res = NULL;
     if (sref > 0) {
         struct pb_err ferr = {0};
@@ -503,13 +503,13 @@ int probe_dbgv_source(const cJSON *args, cJSON *body, struct pb_err *err, char *
         res = PyObject_CallFunction(fn, "sOO", path, Py_None, Py_None);
     }
     if (!res)
-        return dbg_fail_py(err, "source");
+        return probe_py_fail(err, "source");
     if (res == Py_None || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
         Py_DECREF(res);
         return pb_err_set(err, PB_EBADARG, "no source for %s", path ? path : "this reference");
     }
-    char *mime = dbg_strdup_obj(PyTuple_GET_ITEM(res, 0));
-    char *text = dbg_strdup_obj(PyTuple_GET_ITEM(res, 1));
+    char *mime = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
+    char *text = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
     Py_DECREF(res);
     if (text) {
         cJSON_AddStringToObject(body, "content", text);

@@ -29,61 +29,23 @@ static atomic_int eval_running;
 static atomic_int interrupter_busy;
 static atomic_int interrupt_sent; /* set by the interrupter, cleared by the worker (GIL held) */
 
-/* A malloc'd UTF-8 copy of a str; NULL (exception cleared) if o is not one. Requires GIL. */
-static char *dup_str(PyObject *o)
-{
-    Py_ssize_t n;
-    const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : NULL;
-    if (!s) {
-        PyErr_Clear();
-        return NULL;
-    }
-    char *d = malloc((size_t)n + 1);
-    if (d) {
-        memcpy(d, s, (size_t)n);
-        d[n] = 0;
-    }
-    return d;
-}
-
-/* Turn the pending exception into err's text and clear it. Requires GIL. */
-static int fail(struct pb_err *err, const char *what)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *t = NULL, *tb = NULL, *v = PyErr_GetRaisedException();
-#else
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-#endif
-    PyObject *s = v ? PyObject_Str(v) : NULL;
-    char *m = dup_str(s);
-    pb_err_set(err, PB_EUNKNOWN, "%s: %s", what, m ? m : "unknown Python error");
-    free(m);
-    Py_XDECREF(s);
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
-    PyErr_Clear();
-    return PB_EUNKNOWN;
-}
-
 /* Copies an outcome tuple of the helper's run() or show() into r; the value object of a
  * ("value", obj) outcome goes to *value (new reference). Requires GIL. */
 static void take_outcome(PyObject *res, struct probe_eval_result *r, PyObject **value)
 {
     if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) < 1)
         return;
-    char *kind = dup_str(PyTuple_GET_ITEM(res, 0));
+    char *kind = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
     Py_ssize_t n = PyTuple_GET_SIZE(res);
     if (kind && strcmp(kind, "value") == 0 && n == 2) {
         *value = PyTuple_GET_ITEM(res, 1);
         Py_INCREF(*value);
     } else if (kind && strcmp(kind, "value") == 0 && n == 3) {
-        r->value = dup_str(PyTuple_GET_ITEM(res, 1));
-        r->type = dup_str(PyTuple_GET_ITEM(res, 2));
+        r->value = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
+        r->type = probe_py_strdup(PyTuple_GET_ITEM(res, 2));
     } else if (kind && strcmp(kind, "error") == 0 && n == 3) {
-        r->exc_type = dup_str(PyTuple_GET_ITEM(res, 1));
-        r->traceback = dup_str(PyTuple_GET_ITEM(res, 2));
+        r->exc_type = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
+        r->traceback = probe_py_strdup(PyTuple_GET_ITEM(res, 2));
     } else if (kind && strcmp(kind, "complete") == 0 && n == 2) {
         r->complete = PyObject_IsTrue(PyTuple_GET_ITEM(res, 1)) == 1;
     }
@@ -105,7 +67,7 @@ static void take_output(PyObject *o, struct probe_eval_result *r)
         PyObject *c = PyList_GET_ITEM(list, i);
         if (!PyTuple_Check(c) || PyTuple_GET_SIZE(c) != 2)
             continue;
-        char *text = dup_str(PyTuple_GET_ITEM(c, 1));
+        char *text = probe_py_strdup(PyTuple_GET_ITEM(c, 1));
         if (!text)
             continue;
         r->chunks[r->nchunks].is_stderr = PyObject_IsTrue(PyTuple_GET_ITEM(c, 0)) == 1;
@@ -127,7 +89,7 @@ static int show_value(PyObject *show, int mode, PyObject **value, struct probe_e
     }
     PyObject *res = PyObject_CallFunctionObjArgs(show, *value, NULL);
     if (!res)
-        return fail(err, "eval");
+        return probe_py_fail(err, "eval");
     PyObject *unused = NULL;
     take_outcome(res, r, &unused);
     Py_XDECREF(unused);
@@ -160,7 +122,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     PyObject *end = probe_pyhelper_get("end"), *show = probe_pyhelper_get("show");
     *value = NULL;
     if (!run || !begin || !end || !show)
-        return fail(err, "eval set-up");
+        return probe_py_fail(err, "eval set-up");
     /* The streams as they are now: exactly these go back, whatever the code does. */
     PyObject *out0 = PySys_GetObject("stdout"), *err0 = PySys_GetObject("stderr"); /* borrowed */
     Py_XINCREF(out0);
@@ -171,7 +133,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
         Py_XDECREF(cap);
         Py_XDECREF(out0);
         Py_XDECREF(err0);
-        return fail(err, "eval set-up");
+        return probe_py_fail(err, "eval set-up");
     }
     PySys_SetObject("stdout", PyTuple_GET_ITEM(cap, 1));
     PySys_SetObject("stderr", PyTuple_GET_ITEM(cap, 2));
@@ -181,7 +143,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     if (res)
         take_outcome(res, r, value);
     else
-        rc = fail(err, "eval"); /* e.g. interrupted inside the helper itself */
+        rc = probe_py_fail(err, "eval"); /* e.g. interrupted inside the helper itself */
     Py_XDECREF(res);
     if (rc == 0 && *value)
         rc = show_value(show, mode, value, r, err);
@@ -223,7 +185,7 @@ int probe_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *
         Py_CLEAR(*g);
         Py_CLEAR(*l);
         if (PyErr_Occurred())
-            return fail(err, "reading the frame's locals");
+            return probe_py_fail(err, "reading the frame's locals");
         return pb_err_set(err, PB_EUNKNOWN, "the frame has no locals");
     }
     return 0;
@@ -259,7 +221,7 @@ static int namespaces(long long frame_id, PyObject **f, PyObject **g, PyObject *
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
         *g = main_mod ? PyModule_GetDict(main_mod) : NULL;  /* borrowed */
         if (!*g)
-            return fail(err, "eval set-up");
+            return probe_py_fail(err, "eval set-up");
         Py_INCREF(*g);
         return 0;
     }
@@ -297,7 +259,7 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
         PyObject *res = run ? PyObject_CallFunction(run, "siOO", src, mode, Py_None, Py_None)
                             : NULL;
         if (!res)
-            return fail(err, "eval");
+            return probe_py_fail(err, "eval");
         PyObject *unused = NULL;
         take_outcome(res, r, &unused);
         Py_XDECREF(unused);
@@ -336,7 +298,7 @@ int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result 
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
         g = main_mod ? PyModule_GetDict(main_mod) : NULL;  /* borrowed */
         if (!g)
-            return fail(err, "eval set-up");
+            return probe_py_fail(err, "eval set-up");
         Py_INCREF(g);
     }
     int rc = run_captured(src, PROBE_EVAL_EXPRESSION, g, l, r, value, err);

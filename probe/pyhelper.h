@@ -12,6 +12,13 @@
 
 struct probe_eval_result;
 
+/* ---- pyerr.c ---- */
+/* A malloc'd UTF-8 copy of a str; NULL (exception cleared) if o is not one. */
+char *probe_py_strdup(PyObject *o);
+/* Turn the pending exception into err's text ("what: message") and clear it. Returns
+ * PB_EUNKNOWN. */
+int probe_py_fail(struct pb_err *err, const char *what);
+
 /* The helper's object called name (a function or class), compiling the helper on first use.
  * Borrowed reference, or NULL with an exception set. */
 PyObject *probe_pyhelper_get(const char *name);
