@@ -317,20 +317,12 @@ static void emit_output(const char *category, const char *text, PyCodeObject *co
 /* The pending exception as "Type: message" (cleared). malloc'd. */
 static char *exc_text(void)
 {
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    PyErr_NormalizeException(&t, &v, &tb);
-    PyObject *s = v ? PyObject_Str(v) : NULL;
-    char *m = probe_py_strdup(s);
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s: %s", t ? ((PyTypeObject *)t)->tp_name : "error", m ? m : "");
-    free(m);
-    Py_XDECREF(s);
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
-    PyErr_Clear();
-    return strdup(buf);
+    PyObject *t = PyErr_Occurred(); /* borrowed: its name is copied before it can go */
+    char name[128];
+    snprintf(name, sizeof name, "%s", t ? ((PyTypeObject *)t)->tp_name : "error");
+    struct pb_err e = {0};
+    probe_py_fail(&e, name);
+    return strdup(e.msg);
 }
 
 static int hit_ok(int op, long n, long hits)

@@ -70,6 +70,14 @@ def test_condition_and_hit_count(python, spawn):
                     {"marker": "add_body", "condition": "a ==="})
     assert [b["verified"] for b in bad] == [False, False]
     assert "hit condition" in bad[0]["message"] and "condition" in bad[1]["message"]
+    # A condition that raises stops there and says why on the console.
+    d.set_bps({"marker": "add_body", "condition": "1 / 0"})
+    out = d.wait_event("output", timeout=15)["body"]["output"]
+    assert "raised ZeroDivisionError: division by zero: stopping" in out, out
+    st = d.stopped()
+    assert d.top(st["threadId"]) == ("add", d.line("add_body"))
+    d.set_bps()
+    d.req("continue", {"threadId": st["threadId"]})
     d.req("disconnect")
     assert_clean(t)
 
