@@ -19,6 +19,10 @@ endif
 PKGS := libcjson libuv sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Linked into the probe only: libunwind for the sampler's native stacks (probe/prof_sig.c).
+PROBE_PKGS := libunwind
+PROBE_PKG_CFLAGS := $(shell pkg-config --cflags $(PROBE_PKGS) 2>/dev/null)
+PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
 # Linked into the CLI only (the repl's line editing); the probe must never link it.
 CLI_PKGS := libedit
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
@@ -78,12 +82,12 @@ PYINC_$(1) := $(call pyinc,$(1))
 $(B)/obj/py$(1)/%.o: %.c
 	@mkdir -p $$(dir $$@)
 	@echo "  CC$(1)  $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
 $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_SRCS)) $(call obj,$(DAP_SRCS) $(COMMON_SRCS))
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
-	    -o $$@ $$^ $$(PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread
+	    -o $$@ $$^ $$(PKG_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
 PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
 endef
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
@@ -128,11 +132,31 @@ dap-test: all
 	  cd tests/dap && npm ci --no-audit --no-fund; fi
 	cd tests/dap && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 --test-reporter=spec test/
 
+# The VS Code extension (vscode-extension/, TypeScript strict, no runtime dependencies).
+# `make vsix` packages it with @vscode/vsce into build/; `make vscode-test` builds the .vsix,
+# then runs its unit tests (a fake `vscode` module, a fake CLI) and its integration test against
+# real targets with this build's CLI and probes (DAP_PYTHONS narrows the interpreters).
+# npm ci only when node_modules is missing or older than the lockfile.
+VSIX_VERSION := $(shell sed -n 's/^  "version": "\(.*\)",$$/\1/p' vscode-extension/package.json)
+VSIX := build/probing-$(VSIX_VERSION).vsix
+.PHONY: vsix vscode-deps vscode-test
+vscode-deps:
+	@if [ ! -f vscode-extension/node_modules/.package-lock.json ] || \
+	    [ vscode-extension/package-lock.json -nt vscode-extension/node_modules/.package-lock.json ]; then \
+	  cd vscode-extension && npm ci --no-audit --no-fund; fi
+vsix: vscode-deps
+	@mkdir -p build
+	cd vscode-extension && node_modules/.bin/tsc -p . && \
+	  node_modules/.bin/vsce package --no-dependencies --allow-missing-repository -o ../$(VSIX)
+vscode-test: all vsix
+	cd vscode-extension && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 \
+	  --test-reporter=spec test/unit/ test/integration/
+
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
-             tests/unit/fake_eval.c tests/unit/fake_debug.c probe/snapshot.c probe/settings.c probe/rows.c \
+             tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c tests/unit/fake_perf.c probe/snapshot.c probe/settings.c probe/rows.c \
              probe/eval_result.c
 FUZZ_INC := -Icommon -Idap -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
@@ -175,7 +199,7 @@ cross-aarch64:
 pyrt: all
 	PYRT_BUILD=$(abspath $(B))/test-pyrt tests/pyrt/run.sh
 
-test: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test
+test: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test
 
 demo: all
 	@B=$(B) tools/demo.sh
@@ -184,6 +208,8 @@ bench: all
 	/usr/bin/python3 tests/bench/bench.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_sql.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_debug.py $(B)
+	/usr/bin/python3 tests/bench/bench_perf.py $(B) $(BENCH_PYTHON)
+	/usr/bin/python3 tests/bench/bench_torch.py $(B)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing

@@ -41,12 +41,15 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_initialize(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_config(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_crash(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_memory(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_perf(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_query(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_torch(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_threads(struct dap_ctx *c, const cJSON *args, cJSON *body);
 

@@ -68,6 +68,9 @@ void cli_print_locals(const cJSON *frame, const char *indent);
 int cli_token_choose(char *buf, size_t n);
 
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv);
+/* cli_crash.c: arm (enable 1) or disarm crash capture on a connected client, printing one line.
+ * Returns 0 or a negative code with err filled. */
+int cli_crash_set(struct dap_client *dc, int enable, struct pb_err *err);
 /* debug --pause / --resume (cli_debug_pause.c). */
 int cli_debug_pause(const struct cli_opts *o, const char *address);
 int cli_debug_resume(const struct cli_opts *o);
@@ -80,6 +83,21 @@ int cli_cmd_eval(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv);
+/* flamegraph (cli_flamegraph.c): render perf --cc's samples (injector/flame.h). */
+int cli_cmd_flamegraph(const struct cli_opts *o, int argc, char **argv);
+/* perf (cli_perf.c) dispatches to perf --cc (cli_perf_cc.c) and perf --torch
+ * (cli_perf_torch.c); argv is the whole perf command line, the --cc/--torch flag included. */
+int cli_cmd_perf(const struct cli_opts *o, int argc, char **argv);
+int cli_perf_cc(const struct cli_opts *o, int argc, char **argv);
+int cli_perf_torch(const struct cli_opts *o, int argc, char **argv);
+/* For a bare `perf --stop`, on a connected client: stop that profiler if it runs, printing one
+ * line saying what was stopped and setting *stopped = 1; nothing printed when it was not
+ * running. Return 0, or a negative code with err filled. */
+int cli_perf_cc_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
+/* inject -P: start perf --cc with the defaults on a connected client, printing one line.
+ * Returns 0, or a negative code with err filled. */
+int cli_perf_cc_start(struct dap_client *dc, struct pb_err *err);
+int cli_perf_torch_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
 
 /* cli_eval.c: evaluate code through probing/eval on a connected client, printing what it
  * printed, the result, or the traceback (stderr). Ctrl-C meanwhile interrupts the evaluation.

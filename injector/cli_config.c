@@ -69,9 +69,11 @@ int cli_cmd_config(const struct cli_opts *o, int argc, char **argv)
     if (key[0]) {
         s = cJSON_GetArrayItem(settings, 0);
         printf("%s = %s\n", field(s, "name"), field(s, "value"));
-        if (!value)
-            printf("    %s (default %s; allowed %s)\n", field(s, "description"),
-                   field(s, "default"), field(s, "allowed"));
+        if (!value) {
+            const char *d = field(s, "default");
+            printf("    %s (default %s; allowed %s)\n", field(s, "description"), d[0] ? d : "empty",
+                   field(s, "allowed"));
+        }
     } else {
         int n = cJSON_GetArraySize(settings), i = 0;
         const char *cols[] = {"name", "value", "default", "allowed", "description"};

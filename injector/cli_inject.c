@@ -19,7 +19,14 @@ static void help(void)
            "\n"
            "  -l, --listen HOST:PORT  also serve DAP on TCP (port 0 picks a free port); clients\n"
            "                          must send the token in 'attach': $PROBING_TOKEN if set,\n"
-           "                          else a generated one, printed here\n");
+           "                          else a generated one, printed here\n"
+           "  -c, --crash             crash capture: on SIGSEGV, SIGBUS, SIGILL, SIGFPE or\n"
+           "                          SIGABRT write the native and Python stacks to a file\n"
+           "                          (setting crash.path), then let the signal go on to the\n"
+           "                          handler that was there before (docs/crash.md)\n"
+           "      --no-crash          disarm crash capture, putting the old handlers back\n"
+           "  -P, --pprof             start perf --cc sampling at once (100 Hz, CPU time);\n"
+           "                          'probing -p PID perf --stop' stops it (docs/perf.md)\n");
 }
 
 static void token_make(char *buf, size_t n)
@@ -45,12 +52,18 @@ int cli_token_choose(char *buf, size_t n)
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"listen", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"listen", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
+        {"crash", no_argument, 0, 'c'},        {"no-crash", no_argument, 0, 'C'},
+        {"pprof", no_argument, 0, 'P'},        {0, 0, 0, 0}};
     const char *listen = NULL;
-    int c;
-    while ((c = getopt_long(argc, argv, "l:h", longopts, NULL)) != -1) {
+    int c, crash = -1, pprof = 0;
+    while ((c = getopt_long(argc, argv, "l:hcP", longopts, NULL)) != -1) {
         if (c == 'l')
             listen = optarg;
+        else if (c == 'P')
+            pprof = 1;
+        else if (c == 'c' || c == 'C')
+            crash = c == 'c';
         else if (c == 'h') {
             help();
             return CLI_OK;
@@ -107,6 +120,16 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
         if (generated)
             printf("token: %s\n", token);
         cJSON_Delete(body);
+    }
+    if (crash >= 0 && cli_crash_set(&dc, crash, &err) < 0) {
+        cli_error("inject: crash capture: %s", err.msg);
+        cli_disconnect(&dc);
+        return CLI_FAIL;
+    }
+    if (pprof && cli_perf_cc_start(&dc, &err) < 0) {
+        cli_error("inject: --pprof: %s", err.msg);
+        cli_disconnect(&dc);
+        return CLI_FAIL;
     }
     cli_disconnect(&dc);
     return CLI_OK;

@@ -27,6 +27,8 @@ static const struct {
     {"repl", cli_cmd_repl, 1, "an interactive Python prompt inside the target"},
     {"backtrace", cli_cmd_backtrace, 1, "a thread's stack with local variables"},
     {"memory", cli_cmd_memory, 1, "process and Python memory (objects, gc, tracemalloc, CUDA)"},
+    {"perf", cli_cmd_perf, 1, "profile: native+Python sampling (--cc), PyTorch modules (--torch)"},
+    {"flamegraph", cli_cmd_flamegraph, 1, "flame graph of perf --cc samples (svg, folded, speedscope)"},
 };
 
 static void usage(FILE *f)

@@ -342,6 +342,21 @@ int probe_agent_listen_sync(const char *address, const char *token, struct pb_er
     return rc;
 }
 
+static char sweep_dir[200];
+
+static void sweep_stale(void *arg)
+{
+    (void)arg;
+    int n = probe_rundir_sweep(sweep_dir, info.socket_path);
+    if (n > 0)
+        PB_LOG(PB_LOG_INFO, "removed %d stale sockets from %s", n, sweep_dir);
+}
+
+static void sweep_done(void *arg)
+{
+    (void)arg;
+}
+
 static int listen_unix(struct pb_err *err)
 {
     char dir[200];
@@ -363,6 +378,7 @@ static int listen_unix(struct pb_err *err)
         return rc;
     }
     chmod(info.socket_path, 0600);
+    snprintf(sweep_dir, sizeof sweep_dir, "%s", dir);
     return 0;
 }
 
@@ -403,6 +419,8 @@ int probe_agent_start(struct pb_err *err)
     rc = probe_worker_start(&loop, err);
     if (rc == 0)
         rc = probe_task_start(&loop, err);
+    if (rc == 0 && probe_task_submit(sweep_stale, sweep_done, NULL) < 0)
+        PB_LOG(PB_LOG_WARN, "stale socket sweep not started");
     if (rc == 0 && dbg_events_start() != 0)
         rc = pb_err_set(err, PB_EUNKNOWN, "cannot start the debugger's event queue");
     if (rc < 0)

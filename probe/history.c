@@ -81,6 +81,10 @@ int probe_history_define(const char *table, const char *description,
     if (ncols < 1 || ncols > MAX_COLS)
         return pb_err_set(err, PB_EBADARG, "history table '%s': 1 to %d columns", table,
                           MAX_COLS);
+    for (int v = 0; v < probe_vtab_count(); v++)
+        if (strcmp(probe_vtab_info(v)->name, table) == 0)
+            return pb_err_set(err, PB_EBADARG, "history table '%s': a built-in live table has "
+                              "that name: choose another", table);
     pthread_mutex_lock(&mu);
     int i = find(table), rc = 0;
     if (i < 0) {

@@ -37,6 +37,9 @@ int probe_task_start(uv_loop_t *loop, struct pb_err *err);
 
 /* rundir.c: "/tmp/probing-<uid>", created 0700 or verified to be ours and private. */
 int probe_rundir_path(char *buf, size_t n, struct pb_err *err);
+/* Remove <pid>.sock files in dir, other than own, that nobody listens on any more (their process
+ * died without removing them). Blocking file-system work: task thread. Returns how many. */
+int probe_rundir_sweep(const char *dir, const char *own);
 
 /* token.c */
 void probe_token_set(const char *token);

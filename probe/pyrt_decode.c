@@ -13,7 +13,7 @@
 
 /* Appends code point c as UTF-8 if it fits before cap; lone surrogates become U+FFFD.
  * Returns the new length, or len unchanged when it does not fit. */
-static size_t put_utf8(char *out, size_t len, size_t cap, uint32_t c)
+size_t pyrt_utf8_put(char *out, size_t len, size_t cap, uint32_t c)
 {
     unsigned char b[4];
     size_t n;
@@ -38,7 +38,7 @@ static size_t put_utf8(char *out, size_t len, size_t cap, uint32_t c)
         b[3] = (unsigned char)(0x80 | (c & 0x3F));
         n = 4;
     } else {
-        return put_utf8(out, len, cap, 0xFFFD);
+        return pyrt_utf8_put(out, len, cap, 0xFFFD);
     }
     if (len + n > cap)
         return len;
@@ -101,17 +101,7 @@ char *probe_str_read(const void *obj, size_t max)
     if (out) {
         size_t len = 0;
         for (size_t i = 0; i < nchars; i++) {
-            uint32_t c;
-            if (kind == 1) {
-                c = data[i];
-            } else if (kind == 2) {
-                uint16_t v;
-                memcpy(&v, data + 2 * i, 2);
-                c = v;
-            } else {
-                memcpy(&c, data + 4 * i, 4);
-            }
-            size_t nl = put_utf8(out, len, max, c);
+            size_t nl = pyrt_utf8_put(out, len, max, pyrt_ucs_at(data, kind, i));
             if (nl == len)
                 break;
             len = nl;

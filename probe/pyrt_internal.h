@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The internal headers need Py_BUILD_CORE. 3.13's pull in mimalloc's headers, which test
  * undefined macros in #if (harmless there, but -Wundef would warn and CI uses -Werror), so
@@ -100,5 +101,24 @@ int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw);
 char *probe_repr_new(PyObject *o);
 /* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
 char *probe_repr_typename(PyObject *o);
+
+/* pyrt_decode.c: append code point c as UTF-8 at out[len], within cap bytes (surrogates and
+ * values past U+10FFFF become U+FFFD). Returns the new length, or len when it does not fit.
+ * Async-signal-safe (pyrt_sig.c uses it). */
+size_t pyrt_utf8_put(char *out, size_t len, size_t cap, uint32_t c);
+/* The i-th code point of a compact str's character data of this kind (1, 2 or 4 bytes). */
+static inline uint32_t pyrt_ucs_at(const unsigned char *data, unsigned kind, size_t i)
+{
+    if (kind == 1)
+        return data[i];
+    if (kind == 2) {
+        uint16_t v;
+        memcpy(&v, data + 2 * i, 2);
+        return v;
+    }
+    uint32_t c;
+    memcpy(&c, data + 4 * i, 4);
+    return c;
+}
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SET_INT, SET_BOOL };
+enum { SET_INT, SET_BOOL, SET_STR };
 
 struct setting {
     const char *name;
@@ -25,6 +25,9 @@ struct setting {
 };
 
 static struct setting table[] = {
+    {"crash.path", SET_STR, 0, 0, 0,
+     "Crash report file of inject --crash ('%p' is the pid); empty: <rundir>/crash-<pid>.txt.",
+     0},
     {"eval.timeout_ms", SET_INT, 500, 10, 600000,
      "How long eval/evaluate wait for the GIL (ms); then nothing runs and the GIL holder is named.",
      0},
@@ -36,6 +39,8 @@ static struct setting table[] = {
      "History rows older than this many seconds are deleted.", 0},
     {"history.max_rows", SET_INT, 100000, 10, 10000000,
      "Most rows kept per history table; the oldest go first.", 0},
+    {"perf.max_samples", SET_INT, 1000000, 1000, 100000000,
+     "Most samples perf --cc keeps (about 24 bytes each); later ones are counted as lost.", 0},
     {"query.max_bytes", SET_INT, 16 << 20, 1024, 256 << 20,
      "Most bytes of text a query result may hold; longer results are cut (and say so).", 0},
     {"query.max_rows", SET_INT, 10000, 1, 10000000,
@@ -44,6 +49,8 @@ static struct setting table[] = {
      "A query running longer than this (ms) is interrupted.", 0},
 };
 #define NSETTINGS ((int)(sizeof table / sizeof table[0]))
+/* SET_STR values, by row (their default is ""). */
+static char texts[NSETTINGS][240];
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int loaded;
@@ -61,6 +68,8 @@ static void allowed_text(const struct setting *s, char *buf, size_t n)
 {
     if (s->type == SET_BOOL)
         snprintf(buf, n, "on|off");
+    else if (s->type == SET_STR)
+        snprintf(buf, n, "text of up to %zu bytes", sizeof texts[0] - 1);
     else
         snprintf(buf, n, "%lld to %lld", s->min, s->max);
 }
@@ -78,6 +87,11 @@ static int parse(const struct setting *s, const char *text, long long *out, stru
 {
     char allowed[96];
     allowed_text(s, allowed, sizeof allowed);
+    if (s->type == SET_STR) {
+        if (strlen(text) >= sizeof texts[0])
+            return pb_err_set(err, PB_EBADARG, "%s: too long: expected %s", s->name, allowed);
+        return (*out = 0), 0;
+    }
     if (s->type == SET_BOOL) {
         static const char *on[] = {"1", "on", "true", "yes"}, *off[] = {"0", "off", "false", "no"};
         for (int i = 0; i < 4; i++) {
@@ -116,10 +130,12 @@ void probe_settings_load(void)
         long long x;
         struct pb_err err = {0};
         if (v && *v) {
-            if (parse(&table[i], v, &x, &err) == 0)
-                table[i].value = x;
-            else
+            if (parse(&table[i], v, &x, &err) < 0)
                 PB_LOG(PB_LOG_WARN, "%s ignored: %s", env, err.msg);
+            else if (table[i].type == SET_STR)
+                pb_strlcpy(texts[i], v, sizeof texts[i]);
+            else
+                table[i].value = x;
         }
     }
     pthread_mutex_unlock(&mu);
@@ -138,8 +154,13 @@ int probe_setting_view_get(int i, struct probe_setting_view *v)
     init_locked();
     const struct setting *s = &table[i];
     pb_strlcpy(v->name, s->name, sizeof v->name);
-    value_text(s, s->value, v->value, sizeof v->value);
-    value_text(s, s->dflt, v->dflt, sizeof v->dflt);
+    if (s->type == SET_STR) {
+        pb_strlcpy(v->value, texts[i], sizeof v->value);
+        v->dflt[0] = '\0';
+    } else {
+        value_text(s, s->value, v->value, sizeof v->value);
+        value_text(s, s->dflt, v->dflt, sizeof v->dflt);
+    }
     allowed_text(s, v->allowed, sizeof v->allowed);
     pb_strlcpy(v->description, s->description, sizeof v->description);
     pthread_mutex_unlock(&mu);
@@ -166,7 +187,10 @@ int probe_setting_set(const char *name, const char *value, struct pb_err *err)
         return rc;
     pthread_mutex_lock(&mu);
     init_locked();
-    table[i].value = v;
+    if (table[i].type == SET_STR)
+        pb_strlcpy(texts[i], value, sizeof texts[i]);
+    else
+        table[i].value = v;
     pthread_mutex_unlock(&mu);
     PB_LOG(PB_LOG_INFO, "setting %s = %s", name, value);
     return 0;
@@ -182,6 +206,22 @@ long long probe_setting_int(const char *name)
             v = table[i].value;
     pthread_mutex_unlock(&mu);
     return v;
+}
+
+int probe_setting_text(const char *name, char *buf, size_t n)
+{
+    int rc = -1;
+    if (n)
+        buf[0] = '\0';
+    pthread_mutex_lock(&mu);
+    init_locked();
+    for (int i = 0; i < NSETTINGS; i++)
+        if (table[i].type == SET_STR && strcmp(table[i].name, name) == 0) {
+            pb_strlcpy(buf, texts[i], n);
+            rc = 0;
+        }
+    pthread_mutex_unlock(&mu);
+    return rc;
 }
 
 int probe_setting_gil_timeout_ms(void)

@@ -12,7 +12,7 @@
 /* One setting as shown to users; strings are copies, valid until the next call. */
 struct probe_setting_view {
     char name[48];
-    char value[64];
+    char value[256];
     char dflt[64];
     char allowed[96]; /* "10 to 600000", "on|off", ... */
     char description[200];
@@ -27,5 +27,8 @@ int probe_setting_find(const char *name, struct pb_err *err);
 int probe_setting_set(const char *name, const char *value, struct pb_err *err);
 /* The integer value of an int/bool setting (bool: 0/1); 0 for an unknown name. */
 long long probe_setting_int(const char *name);
+/* The value of a text setting copied into buf (always NUL-terminated). Returns 0, or -1 for a
+ * name that is not a text setting (buf then ""). */
+int probe_setting_text(const char *name, char *buf, size_t n);
 
 #endif

@@ -118,6 +118,14 @@ static const struct vtab_def defs[] = {
       COLS(process_cols)}, vtab_process_fill, -1, -1},
     {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",
       COLS(systhreads_cols)}, vtab_systhreads_fill, -1, -1},
+    {{"perf.samples", "live", "perf --cc samples: one row per sample of a thread (kept after "
+      "perf --stop until the next start)", vtab_perf_samples_cols, 6}, vtab_perf_samples_fill,
+     -1, -1},
+    {{"perf.stacks", "live", "perf --cc: each distinct merged native+Python stack, folded "
+      "(outermost frame first, ';' between frames)", vtab_perf_stacks_cols, 3},
+     vtab_perf_stacks_fill, 0, -1},
+    {{"perf.frames", "live", "perf --cc: the frames of every stack, depth 0 innermost",
+      vtab_perf_frames_cols, 8}, vtab_perf_frames_fill, 0, -1},
     {{"probing.settings", "live", "every runtime setting (change with probing config)",
       COLS(settings_cols)}, settings_fill, -1, -1},
     {{"probing.tables", "live", "every table and column with a description",

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Test and bench target: starts the probe with probing.init(), declares a history table
-perf.samples(step, loss, ms) through the probe's C API for Python collectors, appends N rows
+perf.train_steps(step, loss, ms) through the probe's C API for Python collectors, appends N rows
 (argv[1], default 1000) with step = 0..N-1, loss = step % 7, ms = step % 100, then ticks.
 Prints "ready {...}" once every row has been handed to the probe."""
 import ctypes
@@ -21,17 +21,17 @@ def main():
     lib.probing_history_append.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_double),
                                            ctypes.c_int]
     err = ctypes.create_string_buffer(256)
-    if lib.probing_history_define(b"perf.samples", b"step,loss,ms", err, len(err)) != 0:
+    if lib.probing_history_define(b"perf.train_steps", b"step,loss,ms", err, len(err)) != 0:
         raise SystemExit("define failed: " + err.value.decode())
     # Collectors index what users group by: GROUP BY loss then scans the index, no sort.
     lib.probing_history_index.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                           ctypes.c_size_t]
-    if lib.probing_history_index(b"perf.samples", b"loss,ms,step", err, len(err)) != 0:
+    if lib.probing_history_index(b"perf.train_steps", b"loss,ms,step", err, len(err)) != 0:
         raise SystemExit("index failed: " + err.value.decode())
     row = (ctypes.c_double * 3)()
     for i in range(n):
         row[0], row[1], row[2] = i, i % 7, i % 100
-        if lib.probing_history_append(b"perf.samples", row, 3) != 0:
+        if lib.probing_history_append(b"perf.train_steps", row, 3) != 0:
             raise SystemExit("append failed at %d" % i)
     print("ready " + json.dumps({"pid": os.getpid(), "rows": n}), flush=True)
     k = 0

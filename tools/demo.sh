@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start the bundled toy training job (samples/train.py), attach to it by pid with
-# no restart, dump every thread's stack (with locals), query it with SQL, list probed
-# processes, then stop it.
+# no restart, dump every thread's stack (with locals), query it with SQL, sample it for two
+# seconds and draw a flame graph, list probed processes, then stop it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build/release}
@@ -32,6 +32,16 @@ echo
 q="SELECT pid, human_bytes(rss) AS rss, threads, open_fds FROM system.process"
 echo "\$ probing -p $pid query \"$q\""
 "$B/bin/probing" -p "$pid" query "$q"
+echo
+echo "\$ probing -p $pid perf --cc --mode wall --duration 2   (sample every thread, native and Python)"
+"$B/bin/probing" -p "$pid" perf --cc --mode wall --duration 2
+echo
+echo "\$ probing -p $pid flamegraph -o $B/demo-flamegraph.svg"
+"$B/bin/probing" -p "$pid" flamegraph -o "$B/demo-flamegraph.svg"
+echo "(open it in a browser: click to zoom, search box at the top right)"
+echo
+echo "\$ probing -p $pid perf --stop"
+"$B/bin/probing" -p "$pid" perf --stop
 echo
 echo "\$ probing list"
 "$B/bin/probing" list

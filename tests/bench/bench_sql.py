@@ -7,7 +7,7 @@ timed assertion):
   2. the probing/query round trip on an open DAP connection against a probing/info round trip
      (the transport's floor);
   3. the CLI: `probing -p PID query "..."` against `probing -p PID query "SELECT 1"`.
-The table is perf.samples filled by samples/history_fill.py through the collector C API.
+The table is perf.train_steps filled by samples/history_fill.py through the collector C API.
 Usage: bench_sql.py BUILD_DIR [PYTHON]"""
 import os
 import statistics
@@ -23,7 +23,7 @@ from dapclient import DAP  # noqa: E402
 RUNS = runs(21)
 ROWS = 100000
 SQL = ("SELECT loss, count(*) AS n, avg(ms) AS avg_ms, max(step) AS last "
-       "FROM perf.samples GROUP BY loss")
+       "FROM perf.train_steps GROUP BY loss")
 
 
 def ms(x):
@@ -53,10 +53,10 @@ def main():
                 raise SystemExit("bench: %s: %s" % (sql, m["message"]))
             return m["body"], wall
 
-        body, _ = query("SELECT count(*) FROM perf.samples")  # flushes the appended rows
+        body, _ = query("SELECT count(*) FROM perf.train_steps")  # flushes the appended rows
         n = body["rows"][0][0]
         if n != ROWS:
-            raise SystemExit("bench: perf.samples has %d rows, expected %d" % (n, ROWS))
+            raise SystemExit("bench: perf.train_steps has %d rows, expected %d" % (n, ROWS))
         for _ in range(3):
             query(SQL)
         inproc, floor, rt, info = [], [], [], []

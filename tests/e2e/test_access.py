@@ -10,7 +10,9 @@ import re
 import shutil
 import stat
 import subprocess
+import socket
 import tempfile
+import time
 
 import pytest
 
@@ -262,3 +264,45 @@ def test_tcp_wrong_token_error_then_closed(spawn, wrong):
     c.close()
     t.assert_responsive()
     t.check_output_clean()
+
+
+def _socket_at(path, listening):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    if listening:
+        s.listen(1)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    return s
+
+
+def test_stale_sockets_are_swept_at_start(spawn):
+    """A process killed with SIGKILL leaves its socket behind; the next probe to start removes
+    sockets nobody listens on, and leaves live ones (and other files) alone."""
+    d = "/tmp/probing-%d" % os.geteuid()
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    dead = "%s/%d.sock" % (d, 4194000 + os.getpid() % 100)
+    live = "%s/%d.sock" % (d, 4194200 + os.getpid() % 100)
+    other = "%s/crash-%d.txt" % (d, 4194300 + os.getpid() % 100)
+    for p in (dead, live, other):
+        if os.path.exists(p):
+            os.unlink(p)
+    s_dead = _socket_at(dead, listening=False)
+    s_dead.close()
+    s_live = _socket_at(live, listening=True)
+    open(other, "w").close()
+    try:
+        t = spawn(PY)
+        probing("-p", t.pid, "inject", check=True)
+        deadline = time.time() + 10
+        while os.path.exists(dead) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(dead), "a socket nobody listens on was left"
+        assert os.path.exists(live) and os.path.exists(other)
+        assert os.path.exists("%s/%d.sock" % (d, t.pid))
+        t.check_output_clean()
+    finally:
+        s_live.close()
+        for p in (dead, live, other):
+            if os.path.exists(p):
+                os.unlink(p)

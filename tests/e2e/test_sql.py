@@ -286,16 +286,23 @@ def test_history_from_python_collector(python, spawn):
            "PROBING_HISTORY_MAX_ROWS": "100"}
     t = spawn(python, "history_fill.py", env=env, args=("1000",))
     rows = q(t.pid, "SELECT count(*) AS n, min(step) AS lo, max(step) AS hi, "
-                    "sum(ts <= now()) AS past FROM perf.samples")
+                    "sum(ts <= now()) AS past FROM perf.train_steps")
     assert rows == [{"n": 100, "lo": 900, "hi": 999, "past": 100}]
-    g = q(t.pid, "SELECT loss, count(*) AS n FROM perf.samples GROUP BY loss ORDER BY loss")
+    g = q(t.pid, "SELECT loss, count(*) AS n FROM perf.train_steps GROUP BY loss ORDER BY loss")
     assert sum(r["n"] for r in g) == 100 and [r["loss"] for r in g] == list(range(7))
-    tabs = q(t.pid, "SELECT column_name FROM probing.tables WHERE table_name = 'perf.samples'")
+    tabs = q(t.pid, "SELECT column_name FROM probing.tables WHERE table_name = 'perf.train_steps'")
     assert [r["column_name"] for r in tabs] == ["ts", "step", "loss", "ms"]
     # The collector's declared index serves GROUP BY loss (no sort of the table).
-    plan = q(t.pid, "EXPLAIN QUERY PLAN SELECT loss, count(*), avg(ms) FROM perf.samples "
+    plan = q(t.pid, "EXPLAIN QUERY PLAN SELECT loss, count(*), avg(ms) FROM perf.train_steps "
                     "GROUP BY loss")
     assert any("USING COVERING INDEX" in r["detail"] for r in plan), plan
+    # A collector cannot shadow a built-in live table.
+    r = probing("-p", t.pid, "eval",
+                "import ctypes, probing\nlib = probing._load()\n"
+                "err = ctypes.create_string_buffer(256)\n"
+                "rc = lib.probing_history_define(b'perf.samples', b'a,b', err, 256)\n"
+                "(rc, err.value.decode())", check=True)
+    assert "a built-in live table has that name" in r.stdout and not r.stdout.startswith("(0"), r.stdout
     t.assert_responsive()
     t.check_output_clean()
 

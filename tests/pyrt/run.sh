@@ -75,6 +75,7 @@ while read -r minor inc exe; do
   fi
   if $CC -shared -o "$dir/pyrt-test-$minor.so" $(objs "$dir") "$dir/test_entry.o" -lpthread; then
     run_logged "$dir/ctypes.log" "ctypes $minor" "$exe" "$here/test_ctypes.py" "$dir/pyrt-test-$minor.so" "$here"
+    run_logged "$dir/sig.log" "sig $minor" "$exe" "$here/test_sig.py" "$dir/pyrt-test-$minor.so"
   else
     echo "pyrt: link failed (ctypes $minor)"; fail=$((fail + 1))
   fi
@@ -108,6 +109,8 @@ if [ -x /usr/bin/python3 ]; then
     echo "== Debian /usr/bin/python3 ($dminor) with the $dminor build"
     run_logged "$out/debian.log" "debian python3" /usr/bin/python3 "$here/test_ctypes.py" \
       "$out/$dminor/pyrt-test-$dminor.so" "$here"
+    run_logged "$out/debian-sig.log" "debian python3 sig" /usr/bin/python3 "$here/test_sig.py" \
+      "$out/$dminor/pyrt-test-$dminor.so"
   fi
 fi
 

@@ -134,3 +134,71 @@ EXPORT int pyrt_test_dump(char *buf, size_t n, int flags, int max_frames, int ne
     }
     return j.rc;
 }
+
+/* ---- pyrt_sig.h (async-signal-safe reader): see test_sig.py ---- */
+#include "pyrt_sig.h"
+
+static struct pyrt_sig_frame sig_frames[64];
+static volatile int sig_nframes = -1;
+
+static void sig_handler(int sig)
+{
+    (void)sig;
+    sig_nframes = pyrt_sig_frames_self(sig_frames, 64);
+}
+
+/* The calling thread's frames read inside a SIGUSR2 handler it sends itself, described into
+ * buf as "F func file line entry" lines. Returns the count, or -1. */
+EXPORT int pyrt_sig_test_self(char *buf, size_t n);
+EXPORT int pyrt_sig_test_self(char *buf, size_t n)
+{
+    struct sigaction sa, old;
+    size_t len = 0;
+    buf[0] = '\0';
+    if (pyrt_sig_prepare() < 0)
+        return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sig_handler;
+    sigemptyset(&sa.sa_mask);
+    sig_nframes = -1;
+    sigaction(SIGUSR2, &sa, &old);
+    syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR2);
+    sigaction(SIGUSR2, &old, NULL);
+    for (int i = 0; i < sig_nframes; i++) {
+        char func[256], file[512];
+        int line;
+        pyrt_sig_describe(&sig_frames[i], func, sizeof func, file, sizeof file, &line);
+        len = add(buf, n, len, "F\t%s\t%s\t%d\t%d\n", func, file, line, sig_frames[i].entry);
+    }
+    return sig_nframes;
+}
+
+/* Calls cb (a ctypes callback): a second eval-loop call on the C stack. */
+EXPORT void pyrt_sig_test_call(void (*cb)(void));
+EXPORT void pyrt_sig_test_call(void (*cb)(void))
+{
+    cb();
+}
+
+/* Every thread state: "T native_id nframes innermost-func" lines. Returns the count. */
+EXPORT int pyrt_sig_test_threads(char *buf, size_t n);
+EXPORT int pyrt_sig_test_threads(char *buf, size_t n)
+{
+    uintptr_t ts[64];
+    long ids[64];
+    size_t len = 0;
+    int cnt;
+    buf[0] = '\0';
+    if (pyrt_sig_prepare() < 0)
+        return -1;
+    cnt = pyrt_sig_threads(ts, ids, 64);
+    for (int i = 0; i < cnt; i++) {
+        struct pyrt_sig_frame fr[32];
+        char func[256] = "", file[512];
+        int line, k = pyrt_sig_frames_tstate(ts[i], fr, 32);
+        if (k > 0)
+            pyrt_sig_describe(&fr[0], func, sizeof func, file, sizeof file, &line);
+        len = add(buf, n, len, "T\t%ld\t%d\t%s\n", ids[i], k, func);
+    }
+    return cnt;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Async-signal-safe reading of Python frames (probe-internal), for the CPU sampler's signal
+ * handler (prof*.c) and crash capture: no malloc, no locks, no GIL, no CPython call except
+ * PyGILState_GetThisThreadState (a thread-local read), every read of interpreter memory
+ * fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT, never SIGSEGV),
+ * every loop bounded. Built per CPython version (3.8-3.13) like the rest of probe/.
+ * Stack use: the frame functions use < 1 KiB; pyrt_sig_describe about 5 KiB (a 4 KiB slice of
+ * the line table), so a handler on a small sigaltstack should keep SIGSTKSZ * 2 or more.
+ * Where process_vm_readv is refused (seccomp) every function returns 0 / -1 cleanly. */
+#ifndef PROBE_PYRT_SIG_H
+#define PROBE_PYRT_SIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pyrt_sig_frame {
+    uintptr_t code; /* the code object's address */
+    int lasti;      /* instruction offset in bytes into co_code / the code's bytecode
+                       (-2 on 3.11+ for a frame that has not run its first instruction) */
+    int entry;      /* 1 when this frame was the first one run by its C-level call of the
+                       eval loop (3.8-3.10: every frame; 3.11+: entry frames), so native and
+                       Python stacks can be merged: one eval-loop native frame per entry run */
+};
+
+/* Optional, outside any handler (the sampler calls it at start): makes the fault-proof reads
+ * ready and, before 3.11, enables native thread ids in pyrt_sig_threads (they are -1 until
+ * then). Idempotent. Returns 0, or -1 when no signal-safe read is available. */
+int pyrt_sig_prepare(void);
+
+/* The calling thread's Python frames, innermost first (its thread state from
+ * PyGILState_GetThisThreadState, or the thread-local current tstate), at most max. Returns the
+ * count, 0 when the thread has no Python frames or no thread state. Signal-handler safe. */
+int pyrt_sig_frames_self(struct pyrt_sig_frame *out, int max);
+/* The same for a given PyThreadState address. */
+int pyrt_sig_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max);
+/* The sampler's cheaper walk (one read per frame): like pyrt_sig_frames_tstate but on 3.11+
+ * it reads no code object, so it keeps frames that are not yet complete (still in their
+ * prologue) and, on 3.13, frames whose executable is not a code object; pyrt_sig_frame_skip
+ * tells those apart later, outside the handler. Signal-handler safe. */
+int pyrt_sig_frames_fast(uintptr_t tstate, struct pyrt_sig_frame *out, int max);
+/* 1 when f is not a complete frame of a code object (see pyrt_sig_frames_fast). */
+int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f);
+/* The calling thread's thread state address (0 when it has none). Signal-handler safe. */
+uintptr_t pyrt_sig_tstate_self(void);
+/* Thread states of the main interpreter: addresses and native thread ids (-1 unknown), at
+ * most max. Returns the count. Signal-handler safe. */
+int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max);
+/* A frame's function (co_qualname on 3.11+, co_name before), file (co_filename) and line,
+ * written into the caller's buffers (truncated, always NUL-terminated). Signal-handler safe.
+ * Returns 0, or -1 when the code object cannot be read (func/file then "?"). */
+int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
+                      size_t filen, int *line);
+/* Fault-proof copy of n bytes at addr into dst (process_vm_readv on ourselves). Returns 0 or
+ * -1. Signal-handler safe. */
+int pyrt_sig_read(uintptr_t addr, void *dst, size_t n);
+
+#endif

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* perf --torch in the probe: per-module PyTorch timing and memory (torch.c, with its Python half
+ * in torch_py.c). Global module hooks and an optimizer post-step callback record the traced
+ * steps into the history tables python.torch_trace and python.torch_steps; see docs/torch.md.
+ * cJSON items added to out belong to it. */
+#ifndef PROBE_TORCH_H
+#define PROBE_TORCH_H
+
+#include "pb.h"
+
+struct cJSON;
+
+enum { PROBE_TORCH_START = 0, PROBE_TORCH_STOP = 1, PROBE_TORCH_STATUS = 2 };
+
+/* Start tracing with one step in every traced (start; already running: every is updated), stop
+ * it (every hook and patch removed), or describe it; the answer's members are added to out
+ * (docs/protocol.md, probing/torch). Fails with PB_ESTATE when start finds no torch imported.
+ * Requires GIL (worker thread). Returns 0 or a negative code with err filled. */
+int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err);
+
+/* The Python source of the tracer (torch_py.c). */
+extern const char probe_torch_src[];
+
+#endif

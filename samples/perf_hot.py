@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+# A target for perf --cc (tests/e2e/test_perf_cc.py, docs/perf.md): the main thread spends
+# most of its time in a known C function, hot_c_spin (samples/perf_hot.c, compiled here with
+# cc into a temporary directory, called through ctypes), called from the Python function
+# hot_python_caller; it prints "tick N" every 0.2 s.
+# Options: --threads N  N more threads named busy-0.. running pure Python (busy_py_loop);
+#          --sleeper    a thread "sleeper" sleeping in sleepy_wait;
+#          --block      a thread "blocker" that blocks SIGPROF and spins in blocked_spin;
+#          --fork       the main loop fork()s a child every 0.3 s that runs hot_python_caller
+#                       for 0.1 s and exits 0; "ok forks N bad M" lines report them;
+#          --prof-handler  its own SIGPROF handler (counting into PROF_HITS[0]) fed by
+#                       setitimer(ITIMER_PROF) every 20 ms of process CPU time.
+# Prints "ready {...}" (pid, so path) once everything runs.
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+
+# The probe's own threads make the process multi-threaded: 3.12+ would warn at each fork().
+warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def build_lib():
+    d = tempfile.mkdtemp(prefix="perf_hot-")
+    so = os.path.join(d, "libperf_hot.so")
+    subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC", "-o", so,
+                    os.path.join(HERE, "perf_hot.c")], check=True)
+    return so
+
+
+SO = build_lib()
+lib = ctypes.CDLL(SO)
+lib.hot_c_spin.argtypes = [ctypes.c_long]
+lib.hot_c_spin.restype = ctypes.c_longlong
+
+
+def hot_python_caller(usec):
+    return lib.hot_c_spin(usec)
+
+
+def busy_py_loop(stop):
+    x = 0
+    while not stop.is_set():
+        for i in range(20000):
+            x = (x * 31 + i) & 0xFFFF
+    return x
+
+
+def sleepy_wait(stop):
+    while not stop.is_set():
+        time.sleep(0.05)
+
+
+def blocked_spin(stop):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
+    x = 0
+    while not stop.is_set():
+        for i in range(20000):
+            x = (x + i) & 0xFFFF
+        time.sleep(0.001)
+    return x
+
+
+PROF_HITS = [0]
+
+
+def on_prof(signum, frame):
+    PROF_HITS[0] += 1
+
+
+def main():
+    args = sys.argv[1:]
+    nthreads = int(args[args.index("--threads") + 1]) if "--threads" in args else 0
+    stop = threading.Event()
+    threads = [threading.Thread(target=busy_py_loop, args=(stop,), name="busy-%d" % i,
+                                daemon=True) for i in range(nthreads)]
+    if "--sleeper" in args:
+        threads.append(threading.Thread(target=sleepy_wait, args=(stop,), name="sleeper",
+                                        daemon=True))
+    if "--block" in args:
+        threads.append(threading.Thread(target=blocked_spin, args=(stop,), name="blocker",
+                                        daemon=True))
+    for t in threads:
+        t.start()
+    if "--prof-handler" in args:
+        signal.signal(signal.SIGPROF, on_prof)
+        signal.setitimer(signal.ITIMER_PROF, 0.02, 0.02)
+    forks = "--fork" in args
+    nforks = bad = 0
+    print("ready " + json.dumps({"pid": os.getpid(), "so": SO}), flush=True)
+    tick = 0
+    last_tick = last_fork = time.monotonic()
+    while True:
+        hot_python_caller(20000)
+        now = time.monotonic()
+        if forks and now - last_fork >= 0.3:
+            last_fork = now
+            pid = os.fork()
+            if pid == 0:
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 0.1:
+                    hot_python_caller(10000)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            nforks += 1
+            bad += status != 0
+            print("ok forks %d bad %d" % (nforks, bad), flush=True)
+        if now - last_tick >= 0.2:
+            last_tick = now
+            tick += 1
+            print("tick %d" % tick, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: MIT
+"""make bench, sampler part: the target's slowdown under perf --cc at 100 Hz (CPU mode), as
+ratios of medians against the same workload unprofiled, both measured in this invocation,
+alternating runs (never a timed assertion). Two workloads (tests/bench/perf_work.py, C code
+from samples/perf_hot.c built here with cc): one thread of Python + C work, and the same total
+work over 64 threads. Also printed: samples taken, missed and lost, and the sampler's own CPU
+time (its drain thread and signal handlers) from the `perf --stop` summary. Goal: <= 1.01.
+Usage: bench_perf.py BUILD_DIR [PYTHON]; BENCH_RUNS (default 5) runs of each."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import CLI, ROOT, python, runs  # noqa: E402
+
+RUNS = runs(5)
+UNITS = int(os.environ.get("BENCH_PERF_UNITS", "3840"))
+
+
+def build_lib(d):
+    so = os.path.join(d, "libperf_hot.so")
+    subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC", "-o", so,
+                    os.path.join(ROOT, "samples", "perf_hot.c")], check=True)
+    return so
+
+
+def one_run(so, nthreads, profiled):
+    p = subprocess.Popen([python(), os.path.join(ROOT, "tests", "bench", "perf_work.py"), so,
+                          str(nthreads), str(UNITS)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("ready "), line
+        pid = json.loads(line[6:])["pid"]
+        if profiled:
+            subprocess.run([CLI, "-p", str(pid), "perf", "--cc", "--rate", "100"], check=True,
+                           capture_output=True)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        m = re.match(r"elapsed (\S+) cpu (\S+)", p.stdout.readline())
+        stats = None
+        if profiled:
+            out = subprocess.run([CLI, "-p", str(pid), "perf", "--stop"], check=True,
+                                 capture_output=True, text=True).stdout
+            s = re.search(r"perf --cc: (\d+) samples of (\d+) threads .*?; (\d+) missed, "
+                          r"(\d+) lost; sampler CPU (\S+) s", out)
+            stats = [int(s.group(1)), int(s.group(2)), int(s.group(3)), int(s.group(4)),
+                     float(s.group(5))]
+        return float(m.group(1)), float(m.group(2)), stats
+    finally:
+        p.kill()
+        p.wait()
+
+
+def main():
+    exe = python()
+    ver = subprocess.run([exe, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                         capture_output=True, text=True).stdout.strip()
+    print("perf --cc at 100 Hz, CPython %s, %d runs each (median), %d work units" % (
+        ver, RUNS, UNITS))
+    with tempfile.TemporaryDirectory(prefix="bench_perf-") as d:
+        so = build_lib(d)
+        for name, nthreads in (("1 thread, Python + C", 1), ("64 threads, Python + C", 64)):
+            base, prof, stats = [], [], []
+            for _ in range(RUNS):
+                base.append(one_run(so, nthreads, False))
+                prof.append(one_run(so, nthreads, True))
+                stats.append(prof[-1][2])
+            b = statistics.median(r[0] for r in base)
+            pr = statistics.median(r[0] for r in prof)
+            bc = statistics.median(r[1] for r in base)
+            pc = statistics.median(r[1] for r in prof)
+            samples = statistics.median(s[0] for s in stats)
+            threads = statistics.median(s[1] for s in stats)
+            missed = statistics.median(s[2] for s in stats)
+            lost = statistics.median(s[3] for s in stats)
+            own = statistics.median(s[4] for s in stats)
+            print("%-24s unprofiled %.3f s, profiled %.3f s: slowdown %.3f (goal <= 1.01); "
+                  "process CPU %.3f -> %.3f s (%.3f)" % (name, b, pr, pr / b, bc, pc, pc / bc))
+            print("%-24s per run: %d samples of %d threads, %d missed, %d lost, sampler CPU "
+                  "%.3f s (%.2f%% of the run)" % ("", samples, threads, missed, lost, own,
+                                                    100 * own / pr))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: MIT
+"""make bench, perf --torch part: the training-step slowdown of samples/torch_train.py (torch
+1.13 on /usr/bin/python3, CPU, one torch thread) with `perf --torch` at the default --every
+(10) and at --every 1, as ratios against the same job untraced, in one invocation; and the cost
+per hook event in microseconds.
+
+How, on a shared VM whose speed drifts: two copies of the sample run, T (measured) and C
+(control, never traced), their threads pinned to one CPU, only one of them running at a time
+(SIGSTOP/SIGCONT) in slices of STEPS steps: C T C T C ... Each sample prints each step's CPU time
+(time.process_time, the whole process) and wall time; the first SKIP steps of a slice do not
+count. T's mean step in a slice (the mean, so that one traced step in N counts) over the mean
+of its two neighbouring C slices' means is one ratio. T's state changes between its slices: untraced, `perf --torch` (default), untraced,
+`perf --torch --every 1`, ... (started before the slice, stopped after it, while T runs). Each
+state's figure is the median of its ratios over BENCH_RUNS rounds (default 4) divided by the
+untraced median, so a constant difference between the two processes cancels. The cost per hook
+event is the extra CPU time of an --every 1 step over the rows it wrote to python.torch_trace
+(four per module call: forward pre and post, backward pre and post), so it includes torch's own
+slower path for modules with hooks (its backward hook machinery). Then the same for
+samples/torch_infer.py --sleep 0 (no optimizer: between traced steps the two forward hooks stay
+in and return after a depth count), untraced against the default. Usage: bench_torch.py
+BUILD_DIR"""
+import os
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import benchlib
+
+PY = "/usr/bin/python3"
+STEPS = int(os.environ.get("BENCH_TORCH_STEPS", "30"))  # three traced steps per slice at --every 10
+SKIP = 3
+
+
+class Target:
+    def __init__(self, script, *args):
+        self.proc = subprocess.Popen(
+            [PY, os.path.join(benchlib.ROOT, "samples", script), "--timing", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.pid = self.proc.pid
+        self.fd = self.proc.stdout.fileno()
+        self.buf = b""
+
+    def pin(self, cpu):
+        for tid in os.listdir("/proc/%d/task" % self.pid):
+            try:
+                os.sched_setaffinity(int(tid), {cpu})
+            except OSError:
+                pass
+
+    def lines(self, timeout):
+        r, _, _ = select.select([self.fd], [], [], timeout)
+        if not r:
+            return []
+        data = os.read(self.fd, 65536)
+        if not data:
+            raise SystemExit("bench_torch: the target %d exited" % self.pid)
+        self.buf += data
+        *done, self.buf = self.buf.split(b"\n")
+        return [d.decode() for d in done]
+
+    def drain(self):
+        while self.lines(0):
+            pass
+
+    def steps(self, n):
+        """(wall, cpu) of the next n steps, after SKIP; the process runs meanwhile."""
+        os.kill(self.pid, signal.SIGCONT)
+        self.drain()
+        got = []
+        deadline = time.time() + 600
+        while len(got) < n + SKIP and time.time() < deadline:
+            for line in self.lines(1.0):
+                m = re.match(r"^timing (\d+) ([\d.]+) ([\d.]+)$", line)
+                if m:
+                    got.append((float(m.group(2)), float(m.group(3))))
+        got = got[SKIP:n + SKIP]
+        # The mean, not the median: with --every N the traced steps are the cost, and a median
+        # would leave them out.
+        return statistics.fmean(g[0] for g in got), statistics.fmean(g[1] for g in got)
+
+    def stop(self):
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def cont(self):
+        os.kill(self.pid, signal.SIGCONT)
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+            self.proc.kill()
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+def cli(t, *args):
+    r = subprocess.run([benchlib.CLI, "-p", str(t.pid), *args], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        raise SystemExit("bench_torch: probing %s: %s" % (" ".join(args), r.stderr.strip()))
+    return r.stdout
+
+
+def measure(script, args, states, runs):
+    """Ratios of T over C per state (see the module's docstring), and the every-1 slices'
+    (T cpu, C cpu) pairs."""
+    T, C = Target(script, *args), Target(script, *args)
+    ratios = {s: [] for s in states}
+    walls = {s: [] for s in states}
+    pairs = []
+    try:
+        for t in (T, C):
+            t.steps(10)  # warm-up, both running
+            t.pin(0)
+        C.stop()
+        cli(T, "perf", "--torch", "--stop")  # injects the probe (not counted)
+        T.stop()
+        c_prev = C.steps(STEPS)
+        C.stop()
+        for _ in range(runs):
+            for state in states:
+                T.cont()
+                if state == "default":
+                    cli(T, "perf", "--torch")
+                elif state == "every1":
+                    cli(T, "perf", "--torch", "--every", "1")
+                t = T.steps(STEPS)
+                if state != "untraced":
+                    cli(T, "perf", "--torch", "--stop")
+                T.stop()
+                c_next = C.steps(STEPS)
+                C.stop()
+                base = ((c_prev[0] + c_next[0]) / 2, (c_prev[1] + c_next[1]) / 2)
+                ratios[state].append(t[1] / base[1])
+                walls[state].append(t[0] / base[0])
+                if state == "every1":
+                    pairs.append((t[1], base[1]))
+                print("  %s %-9s T %.2f ms cpu / %.2f ms wall, C %.2f / %.2f" % (
+                    script, state, t[1] * 1e3, t[0] * 1e3, base[1] * 1e3, base[0] * 1e3),
+                    file=sys.stderr)
+                c_prev = c_next
+        T.cont()
+        q = cli(T, "query", "--format", "csv", "SELECT COUNT(*) * 1.0 / COUNT(DISTINCT step) "
+                "FROM python.torch_trace").split()
+        events = float(q[-1]) if len(q) > 1 and q[-1] not in ("", '""') else 0
+    finally:
+        T.kill()
+        C.kill()
+    return ratios, walls, pairs, events
+
+
+def report(ratios, walls, labels):
+    u, uw = statistics.median(ratios["untraced"]), statistics.median(walls["untraced"])
+    print("  %-34s %8s %8s" % ("state", "cpu", "wall"))
+    print("  %-34s %8.3f %8.3f" % ("untraced (T/C, the baseline)", u, uw))
+    for state, label in labels:
+        print("  %-34s %8.3f %8.3f" % (label, statistics.median(ratios[state]) / u,
+                                        statistics.median(walls[state]) / uw))
+    return u
+
+
+def main():
+    if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode != 0:
+        print("bench_torch: not measured: torch is not installed for %s" % PY)
+        return 0
+    runs = benchlib.runs(4)
+    ratios, walls, pairs, events = measure(
+        "torch_train.py", (), ("untraced", "default", "untraced", "every1"), runs)
+    print("perf --torch: training-step slowdown of samples/torch_train.py (torch 1.13, CPU, "
+          "/usr/bin/python3), %d rounds, slices of %d steps against a control process; "
+          "untraced step %.1f ms CPU" % (runs, STEPS, statistics.median(c for _, c in pairs) * 1e3))
+    u = report(ratios, walls, (("default", "perf --torch (--every 10)"),
+                               ("every1", "perf --torch --every 1")))
+    extra = statistics.median(r / u - 1 for r in ratios["every1"])
+    base_cpu = statistics.median(c for _, c in pairs)
+    print("  cost per hook event (--every 1): %.1f us (%.0f events per step, %.0f module "
+          "calls)" % (extra * base_cpu / events * 1e6, events, events / 4))
+    ratios, walls, pairs, events = measure(
+        "torch_infer.py", ("--sleep", "0"), ("untraced", "default"), runs)
+    print("perf --torch: request slowdown of samples/torch_infer.py (no optimizer: the forward "
+          "hooks stay in between traced steps), same method")
+    report(ratios, walls, (("default", "perf --torch (--every 10)"),))
+    print("  goal: at most 1.03 at the default --every (training)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

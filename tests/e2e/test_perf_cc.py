@@ -1,0 +1,288 @@
+# SPDX-License-Identifier: MIT
+"""perf --cc, the native and Python sampler, on every CPython, through the real CLI against
+samples/perf_hot.py (a C function hot_c_spin, compiled by the sample with cc and called through
+ctypes from the Python function hot_python_caller):
+- the merged stacks put hot_python_caller above (outer to) hot_c_spin, and hot_c_spin has the
+  largest self share; --duration prints the summary;
+- every busy thread of a multi-threaded target has samples, under its threading name;
+- wall mode samples a sleeping thread off-CPU (on_cpu = 0) with its Python stack;
+- stop deletes every timer (/proc/PID/timers) and gives SIGPROF back (SigCgt);
+- a SIGPROF handler of the target keeps running during sampling and is its handler after;
+- fork() in the target during sampling: children exit 0, the parent goes on;
+- a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
+- inject -P starts sampling; bad arguments are one-line errors with exit status 2."""
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import CLI, PYTHONS, probing
+
+SAMPLE = "perf_hot.py"
+SIGPROF_BIT = 1 << (27 - 1)
+# Sample counts are floors of "sampling happens", not rates: CPU mode samples CPU time, and on
+# a loaded machine a busy thread may get a fraction of a core.
+
+
+def query(pid, sql):
+    """Rows of a query as lists (columns in SELECT order; give them distinct names)."""
+    r = probing("-p", pid, "query", "--format", "json", sql, check=True)
+    return [list(o.values()) for o in json.loads(r.stdout)]
+
+
+def sigcgt(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^SigCgt:\s*([0-9a-f]+)$", f.read(), re.M).group(1), 16)
+
+
+def prof_timers(pid):
+    """POSIX timers of the process that signal SIGPROF (/proc/PID/timers)."""
+    with open("/proc/%d/timers" % pid) as f:
+        return len(re.findall(r"^signal: 27/", f.read(), re.M))
+
+
+def status(pid):
+    return query(pid, "SELECT COUNT(*) AS n, COUNT(DISTINCT thread_id) AS t FROM perf.samples")[0]
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_python_caller_above_c_function(python, spawn):
+    t = spawn(python, SAMPLE)
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0
+    r = probing("-p", t.pid, "perf", "--cc", "--duration", "2", check=True)
+    assert r.stderr == ""  # no terminal: no progress line
+    m = re.search(r"^perf --cc: (\d+) samples of (\d+) threads", r.stdout, re.M)
+    assert m and int(m.group(1)) >= 10, r.stdout
+    assert re.search(r"top functions \(self\):\n\s+\d+\.\d%  hot_c_spin\n", r.stdout), r.stdout
+    assert "sampling goes on" in r.stdout
+    assert sigcgt(t.pid) & SIGPROF_BIT and prof_timers(t.pid) >= 1
+    # The main thread's most common stacks: Python caller outer to the C function.
+    main = t.pid
+    top = query(t.pid, "SELECT st.folded, COUNT(*) AS n FROM perf.samples s JOIN perf.stacks st "
+                       "USING (stack_id) WHERE s.thread_id = %d GROUP BY s.stack_id "
+                       "ORDER BY n DESC LIMIT 3" % main)
+    total = query(t.pid, "SELECT COUNT(*) FROM perf.samples WHERE thread_id = %d" % main)[0][0]
+    folded, n = top[0]
+    frames = folded.split(";")
+    callers = [i for i, f in enumerate(frames) if f.startswith("hot_python_caller (")]
+    spins = [i for i, f in enumerate(frames) if f == "hot_c_spin"]
+    assert callers and spins and callers[0] < spins[0], folded
+    assert frames[-1] == "hot_c_spin", folded  # the innermost frame
+    assert n >= 0.5 * total, (n, total, top)
+    # Self share: hot_c_spin is the innermost frame of the most samples.
+    self_rows = query(t.pid, "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM "
+                             "perf.samples GROUP BY stack_id) SELECT f.name, SUM(c.n) AS n FROM c "
+                             "JOIN perf.frames f ON f.stack_id = c.stack_id AND f.depth = 0 "
+                             "GROUP BY f.name ORDER BY n DESC")
+    assert self_rows[0][0] == "hot_c_spin", self_rows[:5]
+    # perf.frames agrees with the folded stack, kinds and columns filled.
+    rows = query(t.pid, "SELECT kind, name, func, file, line, address FROM perf.frames WHERE "
+                        "stack_id = (SELECT stack_id FROM perf.samples WHERE thread_id = %d "
+                        "GROUP BY stack_id ORDER BY COUNT(*) DESC LIMIT 1) ORDER BY depth" % main)
+    assert rows[0][:3] == ["native", "hot_c_spin", "hot_c_spin"] and rows[0][5] > 0
+    assert rows[0][3].endswith("libperf_hot.so")
+    py = [r for r in rows if r[0] == "python"]
+    assert py[0][2] == "hot_python_caller" and py[0][3].endswith(SAMPLE) and py[0][4] > 0
+    assert py[0][5] is None
+    # Stop: summary, every timer gone, SIGPROF back to what it was.
+    r = probing("-p", t.pid, "perf", "--cc", "--stop", check=True)
+    assert r.stdout.startswith("perf --cc stopped\nperf --cc: "), r.stdout
+    assert prof_timers(t.pid) == 0
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0
+    n_after = status(t.pid)[0]
+    time.sleep(0.3)
+    assert status(t.pid)[0] == n_after  # stopped means stopped; data kept
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert "nothing to stop" in r.stdout
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_every_busy_thread_is_sampled(python, spawn):
+    t = spawn(python, SAMPLE, args=("--threads", "3"))
+    probing("-p", t.pid, "perf", "--cc", "--duration", "3", check=True)
+    rows = query(t.pid, "SELECT thread_name, COUNT(*), MIN(on_cpu), MAX(mode) FROM perf.samples "
+                        "GROUP BY thread_id ORDER BY 1")
+    by = {r[0]: r for r in rows}
+    for name in ("MainThread", "busy-0", "busy-1", "busy-2"):
+        assert name in by and by[name][1] >= 5, rows  # 4 busy threads on a loaded machine
+        assert by[name][2] == 1 and by[name][3] == "cpu"
+    # A busy thread's stack has its Python function.
+    n = query(t.pid, "SELECT COUNT(*) FROM perf.samples s JOIN perf.stacks st USING (stack_id) "
+                     "WHERE s.thread_name = 'busy-1' AND st.folded LIKE '%busy_py_loop (%'")[0][0]
+    assert n >= 0.8 * by["busy-1"][1]
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_wall_mode_samples_sleeping_thread(python, spawn):
+    t = spawn(python, SAMPLE, args=("--sleeper",))
+    r = probing("-p", t.pid, "perf", "--cc", "--mode", "wall", "--rate", "50", "--duration", "1.5",
+                check=True)
+    assert "(wall mode, 50 Hz)" in r.stdout
+    rows = query(t.pid, "SELECT COUNT(*) AS n, SUM(on_cpu) AS c FROM perf.samples s JOIN perf.stacks st "
+                        "USING (stack_id) WHERE s.thread_name = 'sleeper' AND "
+                        "st.folded LIKE '%sleepy_wait (%' AND s.mode = 'wall'")
+    assert rows[0][0] >= 20 and rows[0][1] <= 0.2 * rows[0][0], rows
+    main = query(t.pid, "SELECT COUNT(*) AS n, SUM(on_cpu) AS c FROM perf.samples WHERE thread_id = %d"
+                 % t.pid)[0]
+    assert main[0] >= 20
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_target_sigprof_handler_chained_and_kept(python, spawn):
+    t = spawn(python, SAMPLE, args=("--prof-handler",))
+    before = probing("-p", t.pid, "eval", "PROF_HITS[0]", check=True)
+    handler = probing("-p", t.pid, "eval", "signal.getsignal(signal.SIGPROF).__name__",
+                      check=True).stdout.strip()
+    assert "on_prof" in handler
+    probing("-p", t.pid, "perf", "--cc", "--duration", "1.5", check=True)
+    during = probing("-p", t.pid, "eval", "PROF_HITS[0]", check=True)
+    assert int(during.stdout) >= int(before.stdout) + 20, (before.stdout, during.stdout)
+    assert query(t.pid, "SELECT COUNT(*) FROM perf.samples")[0][0] >= 10
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert probing("-p", t.pid, "eval", "signal.getsignal(signal.SIGPROF).__name__",
+                   check=True).stdout.strip() == handler
+    after = int(probing("-p", t.pid, "eval", "PROF_HITS[0]", check=True).stdout)
+    time.sleep(0.5)
+    assert int(probing("-p", t.pid, "eval", "PROF_HITS[0]", check=True).stdout) > after
+    assert prof_timers(t.pid) == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_fork_during_sampling(python, spawn):
+    t = spawn(python, SAMPLE, args=("--fork",))
+    probing("-p", t.pid, "perf", "--cc", "--duration", "2", check=True)
+    m = re.findall(r"^ok forks (\d+) bad (\d+)$", t.output(), re.M)
+    assert m and int(m[-1][0]) >= 3 and m[-1][1] == "0", t.output()[-300:]
+    assert query(t.pid, "SELECT COUNT(*) FROM perf.samples WHERE thread_id = %d" % t.pid)[0][0] >= 10
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    t.assert_responsive()
+    m2 = re.findall(r"^ok forks (\d+) bad (\d+)$", t.output(), re.M)
+    assert int(m2[-1][0]) > int(m[-1][0]) and m2[-1][1] == "0"
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_thread_blocking_sigprof_counts_missed(python, spawn):
+    t = spawn(python, SAMPLE, args=("--block",))
+    r = probing("-p", t.pid, "perf", "--cc", "--duration", "2", check=True)
+    m = re.search(r"; (\d+) missed, (\d+) lost;", r.stdout)
+    assert m and int(m.group(1)) >= 10, r.stdout
+    rows = query(t.pid, "SELECT COUNT(*) FROM perf.samples WHERE thread_name = 'blocker'")
+    assert rows[0][0] == 0
+    assert query(t.pid, "SELECT COUNT(*) FROM perf.samples WHERE thread_id = %d" % t.pid)[0][0] >= 10
+    t.assert_responsive()
+    # Stop with a SIGPROF pending in the blocking thread: flushed, SIG_DFL back, no death.
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0 and prof_timers(t.pid) == 0
+    for tid in os.listdir("/proc/%d/task" % t.pid):
+        with open("/proc/%d/task/%s/status" % (t.pid, tid)) as f:
+            pnd = int(re.search(r"^SigPnd:\s*([0-9a-f]+)$", f.read(), re.M).group(1), 16)
+        assert pnd & SIGPROF_BIT == 0, tid
+    probing("-p", t.pid, "eval", "PROF_HITS", check=True)  # GIL and main loop fine
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS[-1:])
+def test_inject_pprof_and_restart(python, spawn):
+    t = spawn(python, SAMPLE)
+    r = probing("-p", t.pid, "inject", "-P", check=True)
+    assert "sampling every thread at 100 Hz (cpu mode)" in r.stdout
+    r = probing("-p", t.pid, "perf", "--cc")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert "already running" in r.stderr and "perf --stop" in r.stderr
+    time.sleep(1)
+    n1 = status(t.pid)[0]
+    assert n1 >= 10
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert r.stdout.startswith("perf --cc stopped\n")
+    # A new start clears the last profile.
+    probing("-p", t.pid, "perf", "--cc", "--rate", "10", check=True)
+    assert status(t.pid)[0] < n1
+    probing("-p", t.pid, "perf", "--cc", "--stop", check=True)
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+BAD = [
+    (["--cc", "--rate", "0"], "--rate '0': expected an integer from 1 to 1000"),
+    (["--cc", "--rate", "abc"], "--rate 'abc'"),
+    (["--cc", "--rate"], "--rate needs a value"),
+    (["--cc", "--duration", "-1"], "--duration '-1': expected seconds"),
+    (["--cc", "--mode", "gpu"], "--mode 'gpu': expected cpu or wall"),
+    (["--cc", "--frobnicate"], "unknown option '--frobnicate'"),
+    (["--cc", "--stop", "--rate", "10"], "--stop takes no other option"),
+]
+
+
+@pytest.mark.parametrize("args,msg", BAD)
+def test_bad_arguments(args, msg):
+    r = probing("-p", os.getpid(), "perf", *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("probing: error: perf --cc: ") and msg in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+
+
+def test_help():
+    r = probing("perf", "--cc", "--help", check=True)
+    for opt in ("--rate HZ", "--duration S", "--mode cpu|wall", "--stop"):
+        assert opt in r.stdout
+
+
+@pytest.mark.parametrize("python", PYTHONS[-1:])
+def test_progress_on_a_terminal_only(python, spawn):
+    import pty
+    t = spawn(python, SAMPLE)
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([CLI, "-p", str(t.pid), "perf", "--cc", "--duration", "1.5"],
+                           stdout=subprocess.PIPE, stderr=slave, text=True, timeout=60)
+        os.close(slave)
+        slave = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert p.returncode == 0
+    assert re.search(rb"\rsampling: 1\.0/1\.5 s, \d+ samples", err), err  # progress, then cleared
+    assert err.endswith(b"\r"), err
+    assert p.stdout.startswith("perf --cc: ")  # the summary on stdout, no progress there
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("args,msg", [
+    ([], "perf: say what to profile: --cc"),
+    (["--cc", "--torch"], "--cc and --torch are separate commands"),
+    (["--bogus"], "perf: unknown option '--bogus'"),
+])
+def test_perf_command_usage(args, msg):
+    r = probing("-p", os.getpid(), "perf", *args)
+    assert r.returncode == 2 and r.stderr.startswith("probing: error: ") and msg in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+    r = probing("perf", "--help", check=True)
+    for opt in ("--cc", "--torch", "--stop", "--rate HZ", "--every N", "--trace FILE"):
+        assert opt in r.stdout

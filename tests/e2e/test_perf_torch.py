@@ -1,0 +1,292 @@
+# SPDX-License-Identifier: MIT
+"""perf --torch against real PyTorch jobs (Debian's torch on /usr/bin/python3, CPU): a training
+sample attached mid-training (every module of named_modules() in both stages, rising steps,
+positive nesting durations, loss, the Chrome trace's structure, every documented query of
+docs/torch.md), an inference sample (top-level steps), --every sampling, the torch 2.x step
+hook and CUDA code paths through fakes in the sample, stop removing every hook and patch, and
+the errors. The pyenv interpreters have no torch; these tests need /usr/bin/python3's."""
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, probing
+
+PY = "/usr/bin/python3"
+
+
+def _has_torch():
+    if not os.path.exists(PY):
+        return False
+    r = subprocess.run([PY, "-c", "import torch"], capture_output=True, timeout=120)
+    return r.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not _has_torch(), reason="torch is not installed for %s" % PY)
+
+# The hook dictionaries and patch points perf --torch touches, as the target sees them.
+STATE = ("import torch, json, sys; M = torch.nn.modules.module; O = sys.modules['torch.optim.optimizer']; "
+         "print(json.dumps([len(M._global_forward_pre_hooks), len(M._global_forward_hooks), "
+         "len(M._global_backward_hooks), M._global_is_full_backward_hook, "
+         "id(O.Optimizer.__dict__['_optimizer_step_code']), "
+         "len(getattr(O, '_global_optimizer_post_hooks', ())), "
+         "torch.optim.AdamW.step.__qualname__]))")
+
+
+def eval_json(pid, code):
+    r = probing("-p", pid, "eval", code, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def query(pid, sql):
+    r = probing("-p", pid, "query", sql, "--format", "json", check=True)
+    return json.loads(r.stdout)
+
+
+def module_names(pid):
+    """named_modules() of the sample's model as perf --torch names them: the root by its class
+    name; containers that are never called (ModuleList) left out."""
+    return set(eval_json(pid, "import json; print(json.dumps([n or type(m).__name__ for n, m in "
+                              "MODEL.named_modules() if type(m).__name__ != 'ModuleList']))"))
+
+
+def wait_steps(pid, n, cond="traced = 1", timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        rows = query(pid, "SELECT step FROM python.torch_steps WHERE %s ORDER BY step" % cond)
+        if len(rows) >= n:
+            return [r["step"] for r in rows]
+        time.sleep(0.2)
+    raise AssertionError("fewer than %d steps (%s) in %d s" % (n, cond, timeout))
+
+
+def check_nesting(rows, stage):
+    """A parent's call covers its children's calls of the same step."""
+    spans = {}
+    for r in rows:
+        if r["stage"] == stage:
+            spans.setdefault(r["module"], []).append(
+                (r["time_offset"] - r["duration"], r["time_offset"]))
+    checked = 0
+    for parent, ps in spans.items():
+        for child, cs in spans.items():
+            if not child.startswith(parent + ".") or len(ps) != 1:
+                continue
+            (p0, p1), = ps
+            for c0, c1 in cs:
+                assert p0 - 1e-6 <= c0 and c1 <= p1 + 1e-6, (stage, parent, child, ps, cs)
+                checked += 1
+    return checked
+
+
+def doc_queries():
+    with open(os.path.join(ROOT, "docs", "torch.md")) as f:
+        return re.findall(r"```sql\n(.*?)```", f.read(), re.S)
+
+
+def test_train_trace_docs_and_stop(spawn, tmp_path):
+    t = spawn(PY, "torch_train.py")
+    before = eval_json(t.pid, STATE)
+    names = module_names(t.pid)
+    assert "TinyTransformer" in names and "blocks.1.attn.qkv" in names and len(names) > 20
+    out = tmp_path / "trace.json"
+    r = probing("-p", t.pid, "perf", "--torch", "--every", "1", "--trace", out, "--steps", "3",
+                check=True, timeout=120)
+    assert "tracing torch.nn modules in process %d" % t.pid in r.stdout, r.stdout
+    assert "Optimizer._optimizer_step_code" in r.stdout and "process RSS" in r.stdout
+    assert re.search(r"wrote .*trace.json: 3 traced steps \(\d+ to \d+\), \d+ module calls",
+                     r.stdout), r.stdout
+    # The table: every module in both stages, in each of the steps written.
+    steps = wait_steps(t.pid, 4)
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    srows = query(t.pid, "SELECT * FROM python.torch_steps ORDER BY step")
+    assert [s["step"] for s in srows] == sorted(s["step"] for s in srows)
+    # The first step may begin mid-iteration (at the loss module, when attached mid-forward).
+    assert all(s["detection"] == "optimizer" for s in srows[1:])
+    assert all(s["duration"] > 0 and s["modules"] > 20 and s["loss"] > 0 for s in srows[1:]), srows
+    assert [s["start_time"] for s in srows] == sorted(s["start_time"] for s in srows)
+    for step in steps[1:4]:
+        rows = query(t.pid, "SELECT * FROM python.torch_trace WHERE step = %d ORDER BY seq" % step)
+        for stage in ("forward_pre", "forward_post", "backward_pre", "backward_post"):
+            got = {r["module"] for r in rows if r["stage"] == stage}
+            assert names <= got, (stage, names - got)
+        assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+        assert [r["time_offset"] for r in rows] == sorted(r["time_offset"] for r in rows)
+        for r in rows:
+            assert r["rss"] > 0 and r["allocated"] == 0 and r["cached"] == 0 and r["rank"] is None
+            if r["stage"] == "forward_post":
+                assert r["duration"] > 0, r
+            elif r["stage"] == "backward_post":
+                assert r["duration"] > 0 or r["module_type"] == "Embedding", r
+            else:
+                assert r["duration"] is None
+        assert check_nesting(rows, "forward_post") > 20
+        assert check_nesting(rows, "backward_post") > 20
+        # The outermost model's backward covers the whole backward pass.
+        root = [r for r in rows if r["module"] == "TinyTransformer" and r["stage"] == "backward_post"]
+        heads = [r for r in rows if r["module"] == "head" and r["stage"] == "backward_post"]
+        assert root[0]["duration"] > heads[0]["duration"]
+    # The Chrome trace.
+    d = json.loads(out.read_text())
+    ev = d["traceEvents"]
+    assert d["displayTimeUnit"] == "ms" and d["otherData"]["pid"] == t.pid
+    assert any(e["ph"] == "M" and e["name"] == "process_name" for e in ev)
+    threads = {e["tid"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    xs = [e for e in ev if e["ph"] == "X"]
+    assert len([e for e in xs if e["cat"] == "step"]) == 3
+    assert all(e["tid"] in threads and e["dur"] >= 0 and e["pid"] == t.pid for e in xs)
+    mods = [e for e in xs if e["cat"] in ("forward", "backward")]
+    assert names <= {e["name"] for e in mods if e["cat"] == "forward"}
+    assert names <= {e["name"] for e in mods if e["cat"] == "backward"}
+    assert all({"type", "step", "allocated", "rss"} <= set(e["args"]) for e in mods)
+    counters = [e for e in ev if e["ph"] == "C"]
+    assert counters and all(e["name"] == "memory" and e["args"]["rss"] > 0 for e in counters)
+    # Nesting within a track: the second step's forward of blocks.0 holds blocks.0.attn's.
+    first = sorted({e["args"]["step"] for e in mods})[1]
+    b0 = [e for e in mods if e["name"] == "blocks.0" and e["cat"] == "forward" and e["args"]["step"] == first][0]
+    at = [e for e in mods if e["name"] == "blocks.0.attn" and e["cat"] == "forward" and e["args"]["step"] == first][0]
+    assert b0["tid"] == at["tid"] and b0["ts"] <= at["ts"] and at["ts"] + at["dur"] <= b0["ts"] + b0["dur"] + 0.01
+    # Every documented query works as written.
+    qs = doc_queries()
+    assert len(qs) >= 5
+    for q in qs:
+        r = probing("-p", t.pid, "query", q, check=True)
+        assert "rows)" in r.stdout or "(1 row)" in r.stdout, (q, r.stdout)
+    # Stop: hooks and patch gone, counting stops, the tables stay.
+    during = eval_json(t.pid, STATE)
+    assert during[4] != before[4]
+    # Nothing of ours in the target's modules or __main__ beyond the hooks themselves.
+    assert eval_json(t.pid, "import sys, json; print(json.dumps([k for k in list(sys.modules) + "
+                            "list(vars(sys.modules['__main__'])) if 'probing' in k.lower()]))") == []
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert re.search(r"perf --torch: stopped after \d+ steps \(\d+ traced\)", r.stdout), r.stdout
+    assert eval_json(t.pid, STATE) == before
+    n = len(query(t.pid, "SELECT step FROM python.torch_steps"))
+    t.wait_line(r"^step 50$", timeout=60)
+    time.sleep(0.5)
+    assert len(query(t.pid, "SELECT step FROM python.torch_steps")) == n
+    r = probing("-p", t.pid, "perf", "--torch", "--stop", check=True)
+    assert "nothing to stop: it was not running" in r.stdout
+    t.check_output_clean()
+
+
+def test_every_and_restart(spawn):
+    t = spawn(PY, "torch_train.py")
+    r = probing("-p", t.pid, "perf", "--torch", "--every", "3", "--json", check=True)
+    d = json.loads(r.stdout)
+    assert d["started"] is True and d["every"] == 3 and d["running"] is True
+    wait_steps(t.pid, 7, "1")
+    rows = query(t.pid, "SELECT step, traced, modules FROM python.torch_steps ORDER BY step")
+    for s in rows:
+        assert s["traced"] == (1 if (s["step"] - 1) % 3 == 0 else 0), rows
+        assert (s["modules"] > 0) == (s["traced"] == 1), rows
+    traced = {x["step"] for x in query(t.pid, "SELECT DISTINCT step FROM python.torch_trace")}
+    assert traced and all((s - 1) % 3 == 0 for s in traced), traced
+    # Starting again changes the sampling of the running tracer.
+    r = probing("-p", t.pid, "perf", "--torch", "--every", "2", check=True)
+    assert re.search(r"already tracing process %d \(step \d+, \d+ traced\): now one step in 2"
+                     % t.pid, r.stdout), r.stdout
+    # --trace waiting for a traced step that does not come in time fails and says so.
+    probing("-p", t.pid, "perf", "--torch", "--every", "1000000", check=True)
+    r = probing("-p", t.pid, "perf", "--torch", "--trace", "/dev/null", "--timeout", "1")
+    assert r.returncode == 1 and "no traced step ended within 1 s" in r.stderr, r.stderr
+    probing("-p", t.pid, "perf", "--torch", "--stop", check=True)
+    # Started again, steps go on rising: no step number repeats in the tables.
+    last = query(t.pid, "SELECT MAX(step) AS m FROM python.torch_steps")[0]["m"]
+    probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    wait_steps(t.pid, 2, "step > %d" % last)
+    rows = query(t.pid, "SELECT step, COUNT(*) AS n FROM python.torch_steps GROUP BY step "
+                        "HAVING n > 1")
+    assert rows == [], rows
+    assert query(t.pid, "SELECT MIN(step) AS m FROM python.torch_trace WHERE ts > "
+                        "(SELECT MAX(ts) FROM python.torch_steps WHERE step = %d)" % last)[0]["m"] > last
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    t.check_output_clean()
+
+
+def test_inference_top_level_steps(spawn):
+    t = spawn(PY, "torch_infer.py")
+    before = eval_json(t.pid, STATE)
+    names = module_names(t.pid)
+    r = probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    assert "steps: top-level module calls" in r.stdout
+    steps = wait_steps(t.pid, 3)
+    srows = query(t.pid, "SELECT * FROM python.torch_steps ORDER BY step")
+    assert all(s["detection"] == "top-level" and s["loss"] is None for s in srows)
+    # A step is one request: shorter than the pause between two.
+    assert all(0 < s["duration"] for s in srows)
+    rows = query(t.pid, "SELECT * FROM python.torch_trace WHERE step = %d" % steps[1])
+    for stage in ("forward_pre", "forward_post"):
+        assert names <= {r["module"] for r in rows if r["stage"] == stage}
+    assert not [r for r in rows if r["stage"].startswith("backward")]
+    assert check_nesting(rows, "forward_post") > 20
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert eval_json(t.pid, STATE) == before
+    t.check_output_clean()
+
+
+def test_torch2_step_hooks_and_cuda_fakes(spawn, tmp_path):
+    """The torch 2.x path (a global optimizer step post hook) and the CUDA memory path, chosen
+    by feature detection, with the sample's stand-ins for what torch 1.13 on a CPU lacks."""
+    t = spawn(PY, "torch_train.py", args=("--fake-cuda", "--fake-step-hooks"))
+    before = eval_json(t.pid, STATE)
+    out = tmp_path / "cuda.json"
+    r = probing("-p", t.pid, "perf", "--torch", "--every", "1", "--trace", out, "--steps", "2",
+                check=True, timeout=120)
+    assert "register_optimizer_step_post_hook" in r.stdout and "memory: CUDA" in r.stdout, r.stdout
+    during = eval_json(t.pid, STATE)
+    assert during[5] == 1 and during[4] == before[4]  # the hook, and no patch
+    rows = query(t.pid, "SELECT * FROM python.torch_trace WHERE stage = 'forward_post'")
+    assert rows and all(r["allocated"] > 1 << 20 and r["max_allocated"] >= r["allocated"] and
+                        r["cached"] > 0 and r["max_cached"] >= r["cached"] for r in rows)
+    d = json.loads(out.read_text())
+    cs = [e for e in d["traceEvents"] if e["ph"] == "C"]
+    assert cs and all(e["args"]["cuda_allocated"] > 0 and "cuda_cached" in e["args"] for e in cs)
+    assert all(s["detection"] == "optimizer" for s in
+               query(t.pid, "SELECT detection FROM python.torch_steps WHERE step > 1"))
+    probing("-p", t.pid, "perf", "--torch", "--stop", check=True)
+    assert eval_json(t.pid, STATE) == before
+    t.check_output_clean()
+
+
+def test_errors_and_help(spawn):
+    t = spawn(PY, "threads.py")
+    r = probing("-p", t.pid, "perf", "--torch")
+    assert r.returncode == 1
+    assert r.stderr.startswith("probing: error: perf --torch: torch is not imported in process %d: "
+                               % t.pid), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = probing("-p", t.pid, "perf", "--torch", "--stop", check=True)
+    assert "nothing to stop" in r.stdout
+    for bad in (["--every", "0"], ["--every", "x"], ["--steps", "2"], ["--stop", "--every", "2"],
+                ["--trace", "f", "--steps", "0"], ["extra"], ["--bogus"]):
+        r = probing("-p", t.pid, "perf", "--torch", *bad)
+        assert r.returncode == 2 and r.stderr.startswith("probing: error: perf --torch"), (bad, r.stderr)
+    r = probing("perf", "--torch", "--help", check=True)
+    for opt in ("--every N", "--trace FILE", "--steps N", "--timeout S", "--stop", "--json",
+                "python.torch_trace", "python.torch_steps"):
+        assert opt in r.stdout, opt
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def test_bare_stop_stops_sampling_and_tracing(spawn):
+    """`perf --stop` with neither --cc nor --torch stops both profilers, one line each."""
+    t = spawn(PY, "torch_train.py")
+    before = eval_json(t.pid, STATE)
+    probing("-p", t.pid, "perf", "--cc", check=True)
+    probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    wait_steps(t.pid, 1)
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    lines = r.stdout.strip().splitlines()
+    assert any(line.startswith("perf --cc: ") for line in lines), r.stdout
+    assert any(re.match(r"perf --torch: stopped after \d+ steps", line) for line in lines), r.stdout
+    assert eval_json(t.pid, STATE) == before
+    with open("/proc/%d/timers" % t.pid) as f:
+        assert not re.search(r"^signal: 27/", f.read(), re.M), "a SIGPROF timer is left"
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert "nothing to stop" in r.stdout
+    t.check_output_clean()

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The fake probe's sampler (probe/prof.h) for dap/ unit tests and fuzz replays: start records
+ * the options and refuses a second start as the real one does; stop reports whether it ran;
+ * counters are fixed figures (samples 42, threads 2). No signals, no timers. */
+#include <string.h>
+
+#include "prof.h"
+
+static int running;
+static struct prof_opts last;
+
+int prof_start(const struct prof_opts *o, struct pb_err *err)
+{
+    if (running)
+        return pb_err_set(err, PB_ESTATE, "sampling is already running (%s mode, %d Hz): stop "
+                          "it first with 'probing perf --stop'",
+                          last.mode == PROF_WALL ? "wall" : "cpu", last.rate);
+    last = *o;
+    running = 1;
+    return 0;
+}
+
+void prof_status_get(struct prof_status *st)
+{
+    memset(st, 0, sizeof *st);
+    st->running = running;
+    st->mode = last.mode;
+    st->rate = last.rate;
+    st->samples = 42;
+    st->threads = 2;
+    st->stacks = 5;
+}
+
+int prof_stop(struct prof_status *st)
+{
+    int was = running;
+    running = 0;
+    prof_status_get(st);
+    return was;
+}

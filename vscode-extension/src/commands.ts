@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// The commands: pick a process, attach, dump stacks (a read-only document), run SQL (a table
+// in a webview), flame graph (perf --cc for a while, then the SVG in a webview). Each works on
+// the process of the active probing debug session when there is one, else asks with the picker.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { CliError, Target, parseCsv, run, targetLabel } from './cli';
+import { DEBUG_TYPE, normalize } from './config';
+import { listPythonProcesses, pickItem } from './processes';
+import { cliPath, flameGraphSeconds } from './settings';
+import { flameGraphHtml, queryHtml } from './views';
+
+export const DUMP_SCHEME = 'probing-dump';
+
+// Read-only documents for "Dump Stacks": the text is kept here, by URI.
+export class DumpDocuments implements vscode.TextDocumentContentProvider {
+  private readonly texts = new Map<string, string>();
+  private n = 0;
+
+  add(label: string, text: string): vscode.Uri {
+    const uri = vscode.Uri.parse(`${DUMP_SCHEME}:/${encodeURIComponent(label)}.txt?${++this.n}`);
+    this.texts.set(uri.toString(), text);
+    return uri;
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.toString()) ?? '';
+  }
+}
+
+// The quick pick of Python processes; resolves with the pid as a string (what
+// ${command:pickProcess} substitutes), or undefined when dismissed.
+export async function pickProcess(): Promise<string | undefined> {
+  const procs = listPythonProcesses();
+  if (procs.length === 0) {
+    void vscode.window.showErrorMessage('probing: no Python process of yours is running (looked in /proc)');
+    return undefined;
+  }
+  const picked = await vscode.window.showQuickPick(procs.map(pickItem), {
+    title: 'Attach to a Python process',
+    placeHolder: 'Pick the process to attach to (probe loaded ones first)',
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  return picked ? String(picked.pid) : undefined;
+}
+
+// The target of a command: the active probing session's, else a picked process.
+export async function chooseTarget(): Promise<Target | undefined> {
+  const s = vscode.debug.activeDebugSession;
+  if (s && s.type === DEBUG_TYPE) {
+    try {
+      const c = normalize(s.configuration);
+      if (c && c.connect && typeof c.token === 'string') {
+        return { kind: 'tcp', host: c.connect.host, port: c.connect.port, token: c.token };
+      }
+      if (c && typeof c.processId === 'number') return { kind: 'pid', pid: c.processId };
+    } catch { /* not usable: ask */ }
+  }
+  const pid = await pickProcess();
+  return pid ? { kind: 'pid', pid: Number(pid) } : undefined;
+}
+
+function showError(e: unknown): void {
+  const msg = e instanceof Error ? e.message : String(e);
+  void vscode.window.showErrorMessage(msg);
+}
+
+export async function attach(): Promise<boolean> {
+  const pid = await pickProcess();
+  if (!pid) return false;
+  return vscode.debug.startDebugging(vscode.workspace.workspaceFolders?.[0], {
+    type: DEBUG_TYPE, request: 'attach', name: `probing ${pid}`, processId: Number(pid),
+  });
+}
+
+export async function dumpStacks(docs: DumpDocuments): Promise<vscode.Uri | undefined> {
+  const target = await chooseTarget();
+  if (!target) return undefined;
+  try {
+    const { stdout } = await run(cliPath(), target, ['debug', '--dump']);
+    const stamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const uri = docs.add(`stacks ${targetLabel(target)} ${stamp}`,
+                         `# probing debug --dump of ${targetLabel(target)} at ${stamp}\n\n${stdout}`);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc, { preview: false });
+    return uri;
+  } catch (e) {
+    showError(e);
+    return undefined;
+  }
+}
+
+let lastSql = 'SELECT * FROM python.threads';
+
+export async function runSql(): Promise<vscode.WebviewPanel | undefined> {
+  const target = await chooseTarget();
+  if (!target) return undefined;
+  const sql = await vscode.window.showInputBox({
+    title: `SQL over ${targetLabel(target)}`,
+    prompt: 'One read-only SQL statement over the probe\'s tables (probing tables lists them)',
+    value: lastSql,
+  });
+  if (sql === undefined || sql.trim() === '') return undefined;
+  lastSql = sql;
+  try {
+    const t0 = Date.now();
+    const { stdout, stderr } = await run(cliPath(), target, ['query', sql, '--format', 'csv']);
+    const { columns, rows } = parseCsv(stdout);
+    const notes = stderr.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('probing: note:'));
+    const title = `SQL: ${targetLabel(target)}`;
+    const panel = vscode.window.createWebviewPanel('probing.sql', title, vscode.ViewColumn.Active,
+                                                   { enableScripts: false });
+    panel.webview.html = queryHtml({ title, sql, columns, rows, notes, elapsedMs: Date.now() - t0 });
+    return panel;
+  } catch (e) {
+    showError(e);
+    return undefined;
+  }
+}
+
+export async function flameGraph(): Promise<vscode.WebviewPanel | undefined> {
+  const target = await chooseTarget();
+  if (!target) return undefined;
+  const answer = await vscode.window.showInputBox({
+    title: `Flame graph of ${targetLabel(target)}`,
+    prompt: 'Seconds of CPU sampling (probing perf --cc) before drawing',
+    value: String(flameGraphSeconds()),
+    validateInput: (v) => (/^\d+(\.\d+)?$/.test(v.trim()) && Number(v) > 0 ? undefined : 'a number of seconds'),
+  });
+  if (answer === undefined) return undefined;
+  const seconds = Number(answer.trim());
+  if (!(seconds > 0)) return undefined;
+  const cli = cliPath();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-flame-'));
+  const out = path.join(dir, 'flame.svg');
+  try {
+    const svg = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `probing: sampling ${targetLabel(target)}`, cancellable: false },
+      async (progress) => {
+        progress.report({ message: `${seconds} s of perf --cc` });
+        try {
+          await run(cli, target, ['perf', '--cc', '--duration', String(seconds)],
+                    { timeoutMs: seconds * 1000 + 60000 });
+          progress.report({ message: 'drawing the flame graph' });
+          await run(cli, target, ['flamegraph', '--format', 'svg', '-o', out]);
+        } finally {
+          // The sampler keeps going after perf --duration: stop what we started.
+          await run(cli, target, ['perf', '--cc', '--stop']).catch(() => undefined);
+        }
+        return fs.readFileSync(out, 'utf8');
+      });
+    if (!/<svg[\s>]/.test(svg)) throw new CliError(`probing: error: flamegraph wrote no SVG to ${out}`);
+    const title = `Flame graph: ${targetLabel(target)}`;
+    const panel = vscode.window.createWebviewPanel('probing.flameGraph', title, vscode.ViewColumn.Active,
+                                                   { enableScripts: true });
+    panel.webview.html = flameGraphHtml(title, svg);
+    return panel;
+  } catch (e) {
+    showError(e);
+    return undefined;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}

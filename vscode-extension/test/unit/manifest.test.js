@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// package.json against the code: every contributed command is registered by activate() and
+// has an activation event; the debug type, its picker variable and configurations are
+// consistent; activation only on our commands or debug type; settings documented in README.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { fake, ext } = require('../lib/hook');
+
+const ROOT = path.join(__dirname, '..', '..');
+const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+
+test('activate registers every contributed command, the provider, the factory, the documents', () => {
+  fake.reset();
+  const subs = [];
+  ext('extension.js').activate({ subscriptions: subs });
+  const contributed = pkg.contributes.commands.map((c) => c.command).sort();
+  assert.deepEqual([...fake.state.commands.keys()].sort(), contributed);
+  assert.ok(fake.state.configProviders.has('probing'));
+  assert.ok(fake.state.factories.has('probing'));
+  assert.ok(fake.state.contentProviders.has('probing-dump'));
+  assert.ok(subs.length >= contributed.length + 3);
+});
+
+test('activation events: only our commands and debug type', () => {
+  for (const e of pkg.activationEvents) {
+    assert.match(e, /^(onCommand:probing\.[a-zA-Z]+|onDebugResolve:probing)$/, e);
+  }
+  for (const c of pkg.contributes.commands) assert.ok(pkg.activationEvents.includes(`onCommand:${c.command}`), c.command);
+  assert.ok(!pkg.activationEvents.includes('*'));
+  assert.ok(!pkg.activationEvents.includes('onStartupFinished'));
+});
+
+test('the debugger contribution', () => {
+  const [d] = pkg.contributes.debuggers;
+  assert.equal(d.type, 'probing');
+  assert.equal(d.variables.pickProcess, 'probing.pickProcess');
+  const attrs = d.configurationAttributes.attach.properties;
+  assert.deepEqual(Object.keys(attrs).sort(), ['connect', 'processId', 'token']);
+  const config = ext('config.js');
+  assert.deepEqual(d.initialConfigurations, [config.PICK_CONFIGURATION]);
+  assert.equal(d.configurationSnippets.length, 2);
+  for (const s of d.configurationSnippets) assert.equal(s.body.type, 'probing');
+  const titles = Object.fromEntries(pkg.contributes.commands.map((c) => [c.command, `${c.category}: ${c.title}`]));
+  assert.equal(titles['probing.attach'], 'Probing: Attach to Process');
+  assert.equal(titles['probing.dumpStacks'], 'Probing: Dump Stacks');
+  assert.equal(titles['probing.runSql'], 'Probing: Run SQL Query');
+  assert.equal(titles['probing.flameGraph'], 'Probing: Flame Graph');
+});
+
+test('every setting is documented in README.md, and @types/vscode fits engines.vscode', () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  for (const key of Object.keys(pkg.contributes.configuration.properties)) {
+    assert.ok(readme.includes('`' + key + '`'), `README.md does not document ${key}`);
+  }
+  const engine = pkg.engines.vscode.replace(/^\^/, '');
+  assert.equal(pkg.devDependencies['@types/vscode'], engine);
+});
