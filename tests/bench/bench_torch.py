@@ -11,7 +11,7 @@ How, on a shared VM whose speed drifts: two copies of the sample run, T (measure
 count. T's mean step in a slice (the mean, so that one traced step in N counts) over the mean
 of its two neighbouring C slices' means is one ratio. T's state changes between its slices: untraced, `perf --torch` (default), untraced,
 `perf --torch --every 1`, ... (started before the slice, stopped after it, while T runs). Each
-state's figure is the median of its ratios over BENCH_RUNS rounds (default 4) divided by the
+state's figure is the median of its ratios over BENCH_RUNS rounds (default 8: single slices vary by 10-20% on a shared VM) divided by the
 untraced median, so a constant difference between the two processes cancels. The cost per hook
 event is the extra CPU time of an --every 1 step over the rows it wrote to python.torch_trace
 (four per module call: forward pre and post, backward pre and post), so it includes torch's own
@@ -167,7 +167,7 @@ def main():
     if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode != 0:
         print("bench_torch: not measured: torch is not installed for %s" % PY)
         return 0
-    runs = benchlib.runs(4)
+    runs = benchlib.runs(8)
     ratios, walls, pairs, events = measure(
         "torch_train.py", (), ("untraced", "default", "untraced", "every1"), runs)
     print("perf --torch: training-step slowdown of samples/torch_train.py (torch 1.13, CPU, "

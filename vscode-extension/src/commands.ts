@@ -141,14 +141,25 @@ export async function flameGraph(): Promise<vscode.WebviewPanel | undefined> {
       { location: vscode.ProgressLocation.Notification, title: `probing: sampling ${targetLabel(target)}`, cancellable: false },
       async (progress) => {
         progress.report({ message: `${seconds} s of perf --cc` });
+        // A sampler the user started (probing perf --cc) is left alone: its samples are drawn
+        // and it keeps running. Only one started here is stopped.
+        let started = false;
         try {
-          await run(cli, target, ['perf', '--cc', '--duration', String(seconds)],
-                    { timeoutMs: seconds * 1000 + 60000 });
+          try {
+            await run(cli, target, ['perf', '--cc', '--duration', String(seconds)],
+                      { timeoutMs: seconds * 1000 + 60000 });
+            started = true;
+          } catch (e) {
+            if (!(e instanceof CliError) || !/sampling is already running/.test(e.message)) {
+              started = true; // it may have started before failing: stop it below
+              throw e;
+            }
+          }
           progress.report({ message: 'drawing the flame graph' });
           await run(cli, target, ['flamegraph', '--format', 'svg', '-o', out]);
         } finally {
           // The sampler keeps going after perf --duration: stop what we started.
-          await run(cli, target, ['perf', '--cc', '--stop']).catch(() => undefined);
+          if (started) await run(cli, target, ['perf', '--cc', '--stop']).catch(() => undefined);
         }
         return fs.readFileSync(out, 'utf8');
       });

@@ -35,6 +35,10 @@ case "${FAKE_CLI_MODE:-ok}:$1" in
   noflame:flamegraph)
     echo "probing: error: flamegraph: no samples in process $tgt: run 'probing -p $tgt perf --cc' first" >&2
     exit 1 ;;
+  running:perf)
+    if [ "$2" = "--cc" ] && [ "$3" = "--stop" ]; then echo "stopped"; exit 0; fi
+    echo "probing: error: perf --cc: sampling is already running (cpu mode, 100 Hz): stop it first with 'probing perf --stop'" >&2
+    exit 1 ;;
   *:perf)
     echo "perf --cc: sampled" ;;
   *:flamegraph)

@@ -140,6 +140,20 @@ test('Flame Graph when sampling fails: the CLI\'s error, no flamegraph run, the 
   assert.deepEqual(runs(), ['-p 90 perf --cc --duration 1|token=', '-p 90 perf --cc --stop|token=']);
 });
 
+test('Flame Graph while the user\'s own sampler runs: its samples drawn, the sampler left running', async () => {
+  require('vscode').debug.activeDebugSession = pidSession(91);
+  process.env.FAKE_CLI_MODE = 'running';
+  fake.answers.inputBox = () => '1';
+  const panel = await commands.flameGraph();
+  const r = runs();
+  assert.equal(r.length, 2, r.join('\n'));
+  assert.equal(r[0], '-p 91 perf --cc --duration 1|token=');
+  assert.match(r[1], /^-p 91 flamegraph --format svg -o \/\S+\/flame\.svg\|token=$/);
+  assert.ok(!r.some((x) => x.includes('--stop')), 'a sampler we did not start is not stopped');
+  assert.deepEqual(fake.state.messages, []);
+  assert.equal(panel.viewType, 'probing.flameGraph');
+});
+
 test('no session: the picker chooses the target; dismissing it runs nothing', async () => {
   const picked = [];
   fake.answers.quickPick = (items) => { picked.push(items); return undefined; };
