@@ -331,6 +331,8 @@ static PyObject *gate_next(PyThreadState *ts, gate_frame *fr, int throwflag)
 #endif
 }
 
+static int thread_needs(PyThreadState *ts);
+
 static PyObject *gate_run(PyThreadState *ts, gate_frame *fr, int throwflag)
 {
     if (!gate_on || !gate_needs(fr->f_code) || dbg_is_probe_thread())
@@ -346,7 +348,10 @@ static PyObject *gate_run(PyThreadState *ts, gate_frame *fr, int throwflag)
     if (mine && gate_depth == 0 && !full_mode() && ts->c_tracefunc == trace) {
         PyObject *t, *v, *tb;
         PyErr_Fetch(&t, &v, &tb);
-        remove_from(ts);
+        /* A breakpoint set while this call ran, in a frame further out, needs the thread
+         * traced for that frame (dbg_hooks_update found it so): keep it then. */
+        if (!thread_needs(ts))
+            remove_from(ts);
         PyErr_Restore(t, v, tb);
     }
     return r;

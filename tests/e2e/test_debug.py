@@ -293,6 +293,39 @@ def test_breakpoints_cost_only_where_they_are(python, spawn):
     assert_clean(t)
 
 
+def _next_line(t, pattern, timeout=10):
+    """Waits for a line matching pattern that the target prints from now on."""
+    seen = len(re.findall(pattern, t.output(), re.M))
+    deadline = time.time() + timeout
+    while len(re.findall(pattern, t.output(), re.M)) <= seen:
+        assert time.time() < deadline, "no new %r line: %s" % (pattern, t.output()[-300:])
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_breakpoint_in_running_frame_set_during_a_gated_call(python, spawn):
+    """A breakpoint in a running frame (the loop) set while a call of other code holding a
+    breakpoint runs (nap, whose breakpoint never stops: condition False): the thread stays
+    traced when that call returns. On 3.8-3.11 the frame-evaluation gate used to take the
+    thread's trace function away there, and the loop's breakpoint never stopped."""
+    t = spawn(python, "nap_loop.py")
+    d = Debugger(t, sample="nap_loop.py")
+    _next_line(t, r"^idle \d+$")
+    # Set while idle() runs: no thread is traced until nap() is entered again.
+    d.set_bps({"marker": "nap_after", "condition": "False"})
+    assert d.state()["tracedThreads"] == 0
+    _next_line(t, r"^napping \d+$")
+    # Inside nap(), traced because its code holds a breakpoint: now one in the loop's frame.
+    d.set_bps({"marker": "nap_after", "condition": "False"}, "loop_tick")
+    s = d.stopped(timeout=10)
+    assert d.top(s["threadId"]) == ("main", d.line("loop_tick"))
+    d.set_bps()
+    d.req("continue", {"threadId": s["threadId"]})
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_stacktrace_of_a_busy_running_thread_is_never_empty(python, spawn):
     # The GIL-free reader races the running thread's frames; a read that finds none is
