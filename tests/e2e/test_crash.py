@@ -18,9 +18,21 @@ SAMPLE = "crasher.py"
 CRASH_SIGS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT)
 
 
+def crash_env(tmp_path, extra=None):
+    """Under make asan the sanitizer runtime is preloaded into targets and would take the
+    crashes these tests cause on purpose: leave those signals to the target (our handler and
+    the default action), keeping sanitizer reports for anything else."""
+    env = dict(extra or {})
+    if os.environ.get("PROBING_TARGET_PRELOAD"):
+        env["ASAN_OPTIONS"] = ("detect_leaks=0:verify_asan_link_order=0:handle_segv=0:"
+                               "handle_sigbus=0:handle_sigill=0:handle_sigfpe=0:handle_abort=0:"
+                               "allow_user_segv_handler=1:log_path=%s" % (tmp_path / "sanitizer"))
+    return env
+
+
 def start(spawn, python, tmp_path, faulthandler=False):
     args = [str(tmp_path)] + (["--faulthandler"] if faulthandler else [])
-    t = spawn(python, SAMPLE, args=args)
+    t = spawn(python, SAMPLE, args=args, env=crash_env(tmp_path))
     t.workdir = tmp_path
     return t
 
@@ -198,7 +210,8 @@ def test_crash_default_path(spawn, python, tmp_path):
 @pytest.mark.parametrize("python", PYTHONS[-1:])
 def test_crash_path_setting(spawn, python, tmp_path):
     want = tmp_path / "env-%p.txt"
-    t = spawn(python, SAMPLE, args=(str(tmp_path),), env={"PROBING_CRASH_PATH": str(want)})
+    t = spawn(python, SAMPLE, args=(str(tmp_path),),
+              env=crash_env(tmp_path, {"PROBING_CRASH_PATH": str(want)}))
     t.workdir = tmp_path
     r = probing("-p", t.pid, "config", "crash.path", check=True)
     assert r.stdout.startswith("crash.path = %s\n" % want), r.stdout
@@ -246,6 +259,9 @@ def test_crash_stack_overflow(spawn, python, tmp_path):
     """A C stack overflow of the main thread, which faulthandler gave an alternate signal
     stack: the report is written on that stack and faulthandler still dumps. A thread with no
     alternate stack overflowing dies of SIGSEGV as it would without us (no hang)."""
+    if os.environ.get("PROBING_TARGET_PRELOAD") and minor(python) == "3.12":
+        pytest.skip("under ASan, 3.12's recursion through qsort neither overflows nor ends "
+                    "within 60 s, with or without the probe (make test runs this case)")
     t = start(spawn, python, tmp_path, faulthandler=True)
     path = arm(t, tmp_path / "overflow-%p.txt")
     with open(os.path.join(t.workdir, "command"), "w") as f:
