@@ -12,7 +12,7 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID inject [-l|--listen HOST:PORT]\n"
+    printf("usage: probing -p PID inject [-l|--listen HOST:PORT] [-c|--crash] [-P|--pprof] [--json]\n"
            "\n"
            "Load the probe into the running Python process PID (ptrace + dlopen; no restart).\n"
            "If it is already loaded, just check that it answers.\n"
@@ -26,7 +26,12 @@ static void help(void)
            "                          handler that was there before (docs/crash.md)\n"
            "      --no-crash          disarm crash capture, putting the old handlers back\n"
            "  -P, --pprof             start perf --cc sampling at once (100 Hz, CPU time);\n"
-           "                          'probing -p PID perf --stop' stops it (docs/perf.md)\n");
+           "                          'probing -p PID perf --stop' stops it (docs/perf.md)\n"
+           "      --json              print one JSON object instead (not with -c or -P): pid,\n"
+           "                          state (loaded or already loaded), python, socket (as\n"
+           "                          the target sees it), reachable (the same socket from\n"
+           "                          here, through /proc/PID/root); with --listen, address\n"
+           "                          and token\n");
 }
 
 static void token_make(char *buf, size_t n)
@@ -54,14 +59,17 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     static const struct option longopts[] = {
         {"listen", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
         {"crash", no_argument, 0, 'c'},        {"no-crash", no_argument, 0, 'C'},
-        {"pprof", no_argument, 0, 'P'},        {0, 0, 0, 0}};
+        {"pprof", no_argument, 0, 'P'},        {"json", no_argument, 0, 'J'},
+        {0, 0, 0, 0}};
     const char *listen = NULL;
-    int c, crash = -1, pprof = 0;
+    int c, crash = -1, pprof = 0, json = 0;
     while ((c = getopt_long(argc, argv, "l:hcP", longopts, NULL)) != -1) {
         if (c == 'l')
             listen = optarg;
         else if (c == 'P')
             pprof = 1;
+        else if (c == 'J')
+            json = 1;
         else if (c == 'c' || c == 'C')
             crash = c == 'c';
         else if (c == 'h') {
@@ -72,6 +80,10 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     }
     if (optind < argc) {
         cli_error("inject: unexpected argument '%s'", argv[optind]);
+        return CLI_USAGE;
+    }
+    if (json && (crash >= 0 || pprof)) {
+        cli_error("inject: --json goes with --listen only: run --crash or --pprof separately");
         return CLI_USAGE;
     }
     if (o->target.pid <= 0) {
@@ -99,9 +111,22 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     }
     const cJSON *py = cJSON_GetObjectItemCaseSensitive(info, "python");
     const cJSON *sock = cJSON_GetObjectItemCaseSensitive(info, "socket");
-    printf("probe %s in %d (CPython %s), socket %s\n", injected ? "loaded" : "already loaded",
-           (int)pid, cJSON_IsString(py) ? py->valuestring : version,
-           cJSON_IsString(sock) ? sock->valuestring : "?");
+    const char *pyv = cJSON_IsString(py) ? py->valuestring : version;
+    const char *sockp = cJSON_IsString(sock) ? sock->valuestring : "?";
+    cJSON *out = NULL;
+    if (json) {
+        char reach[600];
+        snprintf(reach, sizeof reach, "/proc/%d/root%s", (int)pid, sockp);
+        out = cJSON_CreateObject();
+        cJSON_AddNumberToObject(out, "pid", (double)pid);
+        cJSON_AddStringToObject(out, "state", injected ? "loaded" : "already loaded");
+        cJSON_AddStringToObject(out, "python", pyv);
+        cJSON_AddStringToObject(out, "socket", sockp);
+        cJSON_AddStringToObject(out, "reachable", reach);
+    } else {
+        printf("probe %s in %d (CPython %s), socket %s\n", injected ? "loaded" : "already loaded",
+               (int)pid, pyv, sockp);
+    }
     cJSON_Delete(info);
     if (listen) {
         char token[64];
@@ -112,25 +137,38 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
         rc = dap_client_request(&dc, "probing/listen", args, &body, &err);
         if (rc < 0) {
             cli_error("%s", err.msg);
+            cJSON_Delete(out);
             cli_disconnect(&dc);
             return CLI_FAIL;
         }
         const cJSON *addr = cJSON_GetObjectItemCaseSensitive(body, "address");
-        printf("listening on %s\n", cJSON_IsString(addr) ? addr->valuestring : listen);
-        if (generated)
-            printf("token: %s\n", token);
+        const char *a = cJSON_IsString(addr) ? addr->valuestring : listen;
+        if (out) {
+            cJSON_AddStringToObject(out, "address", a);
+            cJSON_AddStringToObject(out, "token", token);
+        } else {
+            printf("listening on %s\n", a);
+            if (generated)
+                printf("token: %s\n", token);
+        }
         cJSON_Delete(body);
     }
     if (crash >= 0 && cli_crash_set(&dc, crash, &err) < 0) {
         cli_error("inject: crash capture: %s", err.msg);
+        cJSON_Delete(out);
         cli_disconnect(&dc);
         return CLI_FAIL;
     }
     if (pprof && cli_perf_cc_start(&dc, &err) < 0) {
         cli_error("inject: --pprof: %s", err.msg);
+        cJSON_Delete(out);
         cli_disconnect(&dc);
         return CLI_FAIL;
     }
     cli_disconnect(&dc);
+    if (out) {
+        cli_print_json(out);
+        cJSON_Delete(out);
+    }
     return CLI_OK;
 }

@@ -139,3 +139,24 @@ def test_inject_listen_and_list(spawn):
     b.assert_responsive()
     a.check_output_clean()
     b.check_output_clean()
+
+
+def test_inject_json(spawn):
+    """inject --json: one JSON object (what the VS Code extension and scripts read), with the
+    socket as the target sees it and as reachable from here; --listen adds address and token."""
+    t = spawn(PYTHONS[-1].values[0])
+    r = probing("-p", t.pid, "inject", "--json", check=True)
+    d = json.loads(r.stdout)
+    assert d["pid"] == t.pid and d["state"] == "loaded" and d["python"].count(".") == 2
+    assert d["socket"].endswith("/%d.sock" % t.pid)
+    assert d["reachable"] == "/proc/%d/root%s" % (t.pid, d["socket"])
+    assert os.path.exists(d["reachable"])
+    r = probing("-p", t.pid, "inject", "--json", "--listen", "127.0.0.1:0",
+                env={"PROBING_TOKEN": "token-12345"}, check=True)
+    d = json.loads(r.stdout)
+    assert d["state"] == "already loaded" and d["token"] == "token-12345"
+    assert d["address"].startswith("127.0.0.1:") and not d["address"].endswith(":0")
+    r = probing("-p", t.pid, "inject", "--json", "--crash")
+    assert r.returncode == 2 and r.stdout == "" and "--json goes with --listen only" in r.stderr
+    t.assert_responsive()
+    t.check_output_clean()
