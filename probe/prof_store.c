@@ -174,17 +174,26 @@ static void clean_name(char *s)
             *s = ' ';
 }
 
+/* arr (cap elements, n used) with room for one more: itself, or moved and doubled (from 1024).
+ * NULL when out of memory; arr is then unchanged and still the caller's. Drain thread. */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t nc = *cap ? *cap * 2 : 1024;
+    void *na = realloc(arr, nc * elem);
+    if (na)
+        *cap = nc;
+    return na;
+}
+
 static int frame_new(int kind, const char *name, const char *func, const char *file, int line,
                      uintptr_t addr, int is_eval)
 {
-    if (nframes == capframes) {
-        size_t nc = capframes ? capframes * 2 : 1024;
-        struct pframe *nf = realloc(frames, nc * sizeof *nf);
-        if (!nf)
-            return -1;
-        frames = nf;
-        capframes = nc;
-    }
+    struct pframe *nf = grow(frames, &capframes, nframes, sizeof *frames);
+    if (!nf)
+        return -1;
+    frames = nf;
     struct pframe *f = &frames[nframes];
     f->kind = kind;
     f->is_eval = is_eval;
@@ -302,14 +311,10 @@ static int stack_id(const int *fids, int n)
     while ((sid = imap_next(&stack_map, h, &it)) >= 0)
         if (stacks[sid].n == n && memcmp(stacks[sid].fids, fids, (size_t)n * sizeof *fids) == 0)
             return sid;
-    if (nstacks == capstacks) {
-        size_t nc = capstacks ? capstacks * 2 : 1024;
-        struct pstack *ns = realloc(stacks, nc * sizeof *ns);
-        if (!ns)
-            return -1;
-        stacks = ns;
-        capstacks = nc;
-    }
+    struct pstack *ns = grow(stacks, &capstacks, nstacks, sizeof *stacks);
+    if (!ns)
+        return -1;
+    stacks = ns;
     struct pstack *s = &stacks[nstacks];
     s->n = n;
     s->hash = h;

@@ -74,3 +74,26 @@ const cJSON *body_get(const cJSON *resp, const char *k)
 {
     return cJSON_GetObjectItem(cJSON_GetObjectItem(resp, "body"), k);
 }
+
+struct dap_session *cap_attached(struct cap *c)
+{
+    memset(c, 0, sizeof *c);
+    dap_reader_init(&c->out, 0);
+    struct dap_session *s = dap_session_new(&cap_ops, c, DAP_TRANSPORT_UNIX);
+    cJSON *r = ask(s, c, 1, "attach", NULL);
+    int attached = ok(r);
+    cJSON_Delete(r);
+    if (!attached) {
+        cap_finish(s, c);
+        return NULL;
+    }
+    return s;
+}
+
+void cap_finish(struct dap_session *s, struct cap *c)
+{
+    dap_session_unref(s);
+    dap_reader_close(&c->out);
+    cJSON_Delete(c->events);
+    c->events = NULL;
+}

@@ -27,5 +27,9 @@ int ok(const cJSON *resp);
 const char *message(const cJSON *resp);
 /* The response body's member k, or NULL. */
 const cJSON *body_get(const cJSON *resp, const char *k);
+/* A Unix-transport session writing into c (zeroed here), already attached; NULL if the attach
+ * failed. cap_finish releases the session and what c holds. */
+struct dap_session *cap_attached(struct cap *c);
+void cap_finish(struct dap_session *s, struct cap *c);
 
 #endif

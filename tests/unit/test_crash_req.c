@@ -10,12 +10,9 @@
 TEST(req_crash_arm_disarm)
 {
     struct cap c;
-    memset(&c, 0, sizeof c);
-    dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
-    cJSON *r = ask(s, &c, 1, "attach", NULL);
-    ASSERT(ok(r));
-    cJSON_Delete(r);
+    struct dap_session *s = cap_attached(&c);
+    ASSERT(s != NULL);
+    cJSON *r;
     r = ask(s, &c, 2, "probing/crash", NULL);
     ASSERT(ok(r) && cJSON_IsFalse(body_get(r, "armed")) && cJSON_IsFalse(body_get(r, "changed")));
     ASSERT_STR_EQ(body_get(r, "path")->valuestring, "/tmp/probing-0/crash-1.txt");
@@ -39,7 +36,5 @@ TEST(req_crash_arm_disarm)
     r = ask(s, &c, 7, "probing/crash", "{\"enable\":false}");
     ASSERT(ok(r) && cJSON_IsFalse(body_get(r, "changed")));
     cJSON_Delete(r);
-    dap_session_unref(s);
-    dap_reader_close(&c.out);
-    cJSON_Delete(c.events);
+    cap_finish(s, &c);
 }

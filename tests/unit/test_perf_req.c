@@ -10,12 +10,9 @@
 TEST(req_perf_actions_and_arguments)
 {
     struct cap c;
-    memset(&c, 0, sizeof c);
-    dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
-    cJSON *r = ask(s, &c, 1, "attach", NULL);
-    ASSERT(ok(r));
-    cJSON_Delete(r);
+    struct dap_session *s = cap_attached(&c);
+    ASSERT(s != NULL);
+    cJSON *r;
     r = ask(s, &c, 2, "probing/perf", "{\"action\":\"status\"}");
     ASSERT(ok(r) && cJSON_IsFalse(body_get(r, "running")));
     ASSERT_EQ((int)body_get(r, "samples")->valuedouble, 42);
@@ -54,7 +51,5 @@ TEST(req_perf_actions_and_arguments)
     r = ask(s, &c, 30, "probing/perf", "{\"action\":\"status\"}");
     ASSERT(ok(r) && cJSON_IsFalse(body_get(r, "running"))); /* the bad starts started nothing */
     cJSON_Delete(r);
-    dap_session_unref(s);
-    dap_reader_close(&c.out);
-    cJSON_Delete(c.events);
+    cap_finish(s, &c);
 }

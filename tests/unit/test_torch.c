@@ -9,12 +9,9 @@
 TEST(req_torch_actions_and_arguments)
 {
     struct cap c;
-    memset(&c, 0, sizeof c);
-    dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
-    cJSON *r = ask(s, &c, 1, "attach", NULL);
-    ASSERT(ok(r));
-    cJSON_Delete(r);
+    struct dap_session *s = cap_attached(&c);
+    ASSERT(s != NULL);
+    cJSON *r;
     r = ask(s, &c, 2, "probing/torch", "{\"action\":\"start\",\"every\":4}");
     ASSERT(ok(r) && cJSON_IsTrue(body_get(r, "started")));
     ASSERT_EQ((int)body_get(r, "every")->valuedouble, 4);
@@ -37,7 +34,5 @@ TEST(req_torch_actions_and_arguments)
     r = ask(s, &c, 8, "probing/torch", "{\"action\":\"start\",\"every\":999999}");
     ASSERT(!ok(r) && strstr(message(r), "torch is not imported"));
     cJSON_Delete(r);
-    dap_session_unref(s);
-    dap_reader_close(&c.out);
-    cJSON_Delete(c.events);
+    cap_finish(s, &c);
 }
