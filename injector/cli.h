@@ -51,6 +51,10 @@ void cli_disconnect(struct dap_client *c);
  * "probing: error: <what>: <message>" (what may be NULL). */
 cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args);
 
+/* On a connected client: wait for each answer base_ms plus the probe's query.timeout_ms, as
+ * long as a query may take there (cli_query.c). */
+void cli_query_wait(struct dap_client *dc, int base_ms);
+
 /* Reading response bodies: a string member or NULL; a number member or dflt; 1 only for a
  * JSON true. cli_print_json prints a value as indented JSON on stdout. */
 const char *cli_json_str(const cJSON *o, const char *k);

@@ -306,15 +306,8 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
         return CLI_FAIL;
     /* Wait as long as the probe may take on a query (it interrupts at query.timeout_ms). */
     struct pb_err err = {0};
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
-    cJSON_AddStringToObject(args, "key", "query.timeout_ms");
-    if (dap_client_request(&dc, "probing/config", args, &body, &err) == 0) {
-        const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "settings"), 0);
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "value");
-        if (cJSON_IsString(v))
-            dc.timeout_ms = co->timeout_ms + atoi(v->valuestring);
-    }
-    cJSON_Delete(body);
+    cli_query_wait(&dc, co->timeout_ms);
+    cJSON *body;
 
     struct flame_tree t;
     flame_tree_init(&t);

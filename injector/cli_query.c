@@ -143,6 +143,21 @@ static int print_result(const cJSON *body, int fmt)
     return 0;
 }
 
+void cli_query_wait(struct dap_client *dc, int base_ms)
+{
+    struct pb_err err = {0};
+    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddStringToObject(args, "key", "query.timeout_ms");
+    if (dap_client_request(dc, "probing/config", args, &body, &err) == 0) {
+        const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "settings"), 0);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "value");
+        if (cJSON_IsString(v))
+            dc->timeout_ms = base_ms + atoi(v->valuestring);
+    }
+    cJSON_Delete(body);
+}
+
+
 /* Connect, ask probing/query, return the body (caller deletes) or NULL after printing the
  * error. The wait is the probe's query.timeout_ms plus --timeout, so a long query is answered
  * (interrupted by the probe) rather than abandoned. */
@@ -152,17 +167,8 @@ static cJSON *run_query(const struct cli_opts *o, const char *sql)
     struct dap_client dc;
     if (cli_open(o, &dc) < 0)
         return NULL;
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
-    cJSON_AddStringToObject(args, "key", "query.timeout_ms");
-    if (dap_client_request(&dc, "probing/config", args, &body, &err) == 0) {
-        const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "settings"), 0);
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "value");
-        if (cJSON_IsString(v))
-            dc.timeout_ms = o->timeout_ms + atoi(v->valuestring);
-    }
-    cJSON_Delete(body);
-    body = NULL;
-    args = cJSON_CreateObject();
+    cli_query_wait(&dc, o->timeout_ms);
+    cJSON *body = NULL, *args = cJSON_CreateObject();
     cJSON_AddStringToObject(args, "sql", sql);
     int rc = dap_client_request(&dc, "probing/query", args, &body, &err);
     cli_disconnect(&dc);

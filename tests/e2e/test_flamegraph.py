@@ -244,8 +244,9 @@ def test_flamegraph_filters_and_paging(spawn, python, tmp_path):
         t.pid, total)), (out, r.stderr)
     ET.parse(tmp_path / ("flamegraph-%d.svg" % t.pid))
     # --title and the default SVG on stdout.
-    r = probing("-p", t.pid, "flamegraph", "--title", "A <b> & c", check=True)
+    r = probing("-p", t.pid, "flamegraph", "--title", "A <b> & c", "--width", "800", check=True)
     root = ET.fromstring(r.stdout)
+    assert root.get("width") == "800"
     assert [e for e in root.iter(SVG_NS + "text") if e.get("id") == "title"][0].text == "A <b> & c"
     t.check_output_clean()
 
