@@ -3,6 +3,9 @@
 # minor version found (tools/pythons.sh; PYTHONS="3.11 3.12" narrows it). Outputs go to
 # build/<variant>/ laid out like an install: bin/probing, lib/probing/libprobing-3.X.so.
 #   make [all] | test | demo | bench | asan | fuzz | install PREFIX=... | clean | V=1
+# Plain `make` only builds: a missing library stops it with one line naming the Debian packages.
+# `make deps` installs them (tools/deps.sh); `make demo` and `make test` run it first, then build
+# in a recursive $(MAKE), so the build sees flags computed after the install.
 
 .DEFAULT_GOAL := all
 VARIANT ?= release
@@ -27,6 +30,14 @@ PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
 CLI_PKGS := libedit
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
+# pkg-config module -> Debian package, for the one-line error when a library is missing.
+DEB_libcjson := libcjson-dev
+DEB_libuv := libuv1-dev
+DEB_sqlite3 := libsqlite3-dev
+DEB_libunwind := libunwind-dev
+DEB_libedit := libedit-dev
+MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
+  $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wformat=2 -Wvla \
         -Wwrite-strings -Wundef
@@ -59,7 +70,7 @@ PROBE_SRCS := $(wildcard probe/*.c)
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
 # ---- version-independent objects (CLI, injector, dap, common) ----
-$(B)/obj/%.o: %.c
+$(B)/obj/%.o: %.c | check-libs
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
@@ -79,7 +90,7 @@ pyinc = $(word $(shell expr $$(echo "$(PY_LINES)" | tr ' ' '\n' | grep -nx '$(1)
 PROBE_LIBS :=
 define probe_rules
 PYINC_$(1) := $(call pyinc,$(1))
-$(B)/obj/py$(1)/%.o: %.c
+$(B)/obj/py$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
 	@echo "  CC$(1)  $$<"
 	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
@@ -94,11 +105,22 @@ $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
-.PHONY: all deps test unit pyrt e2e demo bench asan fuzz fuzz-replay install clean cross-aarch64 check-exports
-all: deps $(CLI_BIN) $(PROBE_LIBS) check-exports
+.PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
+        install clean cross-aarch64 check-exports fresh-check
+all: $(CLI_BIN) $(PROBE_LIBS) check-exports
 
+# Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
 deps:
 	@tools/deps.sh
+
+# Stops the build before any compile when a library's development package is missing.
+check-libs:
+	@if [ -n "$(MISSING_PKGS)" ]; then \
+	  echo "probing: error: missing libraries ($(MISSING_PKGS)): run 'make deps' or 'apt-get install $(foreach m,$(MISSING_PKGS),$(DEB_$(m)))'" >&2; \
+	  exit 1; fi
+	@if [ -z "$(PY_MINORS)" ]; then \
+	  echo "probing: error: no CPython 3.8-3.13 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
+	  exit 1; fi
 
 # The probe is a guest: it exports only its entry points (STYLE.md).
 check-exports: $(PROBE_LIBS)
@@ -199,10 +221,21 @@ cross-aarch64:
 pyrt: all
 	PYRT_BUILD=$(abspath $(B))/test-pyrt tests/pyrt/run.sh
 
-test: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test
+# The README's two commands: install what is missing, then build and run in a fresh make, whose
+# pkg-config flags see the packages just installed.
+test: deps
+	@$(MAKE) --no-print-directory test-suite
+test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test
 
-demo: all
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+demo-run: all
 	@B=$(B) tools/demo.sh
+
+# The set-up itself, proven in a throwaway Debian 12 root with only a fresh machine's basics
+# (tools/fresh-check.sh, docs/testing.md): a fresh clone of HEAD runs `make demo` then `make test`.
+fresh-check:
+	tools/fresh-check.sh
 
 bench: all
 	/usr/bin/python3 tests/bench/bench.py $(B) $(BENCH_PYTHON)

@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
-# Installs the Debian packages probing needs to build, test and demo, when any is missing.
-# Used by `make deps` (which `make`, `make test` and `make demo` run first). Idempotent and quiet
-# when everything is there.
+# Installs the Debian packages that probing's build, tests, demo and benchmarks use, when any is
+# missing. `make deps` runs it; `make demo` and `make test` run it before they build (plain `make`
+# never does: it stops with one line naming what is missing). Idempotent and quiet when everything
+# is there. `tools/deps.sh --list` prints the list; `--check` says what is missing and exits 1.
+#
+# Packages are installed with --no-install-recommends, so everything the project uses is named
+# here, including what used to arrive as a recommend (libc6-dev-arm64-cross for the aarch64 cross
+# build). Node.js counts as present when a `node` and `npm` are on PATH (a machine may have
+# NodeSource's build); otherwise Debian's nodejs and npm are installed.
 set -euo pipefail
-want=(build-essential pkg-config libcjson-dev libuv1-dev libunwind-dev libsqlite3-dev libedit-dev
-      python3 python3-pytest gdb strace clang gcc-aarch64-linux-gnu util-linux procps nodejs
-      python3-debugpy python3-torch chromium)
+want=(
+  # build: compiler, pkg-config and the libraries linked through it (Makefile PKGS)
+  build-essential make pkg-config libcjson-dev libuv1-dev libunwind-dev libsqlite3-dev libedit-dev
+  # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
+  python3 python3-pytest gdb strace util-linux procps git ca-certificates
+  # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector
+  clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  # end-to-end: PyTorch 1.13 for perf --torch, headless Chromium for the flame graph and VS Code
+  python3-torch chromium
+  # benchmarks: debugpy beside probing
+  python3-debugpy
+  # make fresh-check: the throwaway Debian root
+  mmdebstrap
+)
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  want+=(nodejs npm)
+fi
+if [ "${1:-}" = --list ]; then printf '%s\n' "${want[@]}"; exit 0; fi
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+if [ "${1:-}" = --check ]; then
+  echo "probing: error: Debian packages missing: ${missing[*]}: run 'make deps'" >&2
+  exit 1
+fi
 echo "probing: installing missing Debian packages: ${missing[*]}" >&2
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
@@ -19,5 +44,16 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 else SUDO=; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >/dev/null
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Another apt run (an unattended upgrade, a second make) may hold dpkg's lock: wait for it.
+apt_opts=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=3)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! $SUDO apt-get "${apt_opts[@]}" update -qq >"$log" 2>&1; then
+  echo "probing: error: apt-get update failed: $(tail -1 "$log")" >&2
+  exit 1
+fi
+if ! $SUDO apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" \
+     >"$log" 2>&1; then
+  echo "probing: error: apt-get install failed: $(grep -E '^E:' "$log" | head -1)" >&2
+  exit 1
+fi
