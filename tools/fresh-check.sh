@@ -46,9 +46,9 @@ if [ ! -s "$base" ]; then
   echo "fresh-check: building the basics' root (mmdebstrap, once; cached as $base)"
   sources=/etc/apt/sources.list.d/debian.sources
   [ -f "$sources" ] || sources=/etc/apt/sources.list
-  mmdebstrap --quiet --variant=apt --include="$pkgs" bookworm "$base.part" "$sources" ||
+  mmdebstrap --quiet --variant=apt --include="$pkgs" bookworm "$cache/.building-$key.tar" "$sources" ||
     die "mmdebstrap failed: see its output above"
-  mv "$base.part" "$base"
+  mv "$cache/.building-$key.tar" "$base"
 fi
 t_base=$(( $(date +%s) - t0 ))
 
