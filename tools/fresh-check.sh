@@ -97,6 +97,8 @@ set +e
 unshare --mount --propagation private --pid --fork -- bash -c '
   set -e
   root=$1 pyroot=$2 inner=$3
+  # The root is a mount point of its own, as a machine'"'"'s / is (unshare --propagation inside needs it).
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --rbind /dev "$root/dev"
