@@ -4,7 +4,8 @@
 # machine's basics (build-essential, make, git, ca-certificates, python3, curl; Node.js and npm as
 # the machine has them; the pyenv interpreters bind-mounted read-only with the shared libraries
 # their modules load), clones this repository's HEAD into it, and runs `make demo` then
-# `make test` there (CI=true), in its own mount and PID namespaces, timing each. Exit 0 only when
+# `make test` there (CI=true), in its own mount and PID namespaces with the root pivoted to /,
+# timing each. Exit 0 only when
 # both pass. Nothing else of the host is visible in the root: a package that tools/deps.sh forgets
 # fails here, however complete the host is.
 #
@@ -16,7 +17,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PROBING_CACHE:-$HOME/.cache/probing}
 die() { echo "probing: error: fresh-check: $*" >&2; exit 1; }
 
-[ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap, chroot and namespaces): run it as root"
+[ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap, mount and PID namespaces): run it as root"
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing: run 'make deps'"
 command -v unshare >/dev/null || die "unshare is missing: run 'make deps'"
 git -C "$repo" rev-parse HEAD >/dev/null 2>&1 || die "$repo is not a git checkout"
@@ -25,7 +26,7 @@ if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
 fi
 
 # --- the basics of a fresh machine ---
-basics=(build-essential make git ca-certificates python3 curl procps)
+basics=(build-essential make git ca-certificates python3 curl procps mount)
 pyenv_root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
 # The pyenv interpreters come with the machine; so do the Debian libraries their modules load.
 pylibs=()
@@ -68,8 +69,20 @@ if command -v node >/dev/null; then
     dpkg -L "$node_pkg" | while read -r f; do [ -f "$f" ] || [ -L "$f" ] && echo "${f#/}"; done |
       tar -C / -cf - --no-recursion -T - | tar -C "$root" -xf -
   fi
+  # npm may have been upgraded in place since (a machine upgrades it when it starts): take the
+  # global modules as they are.
+  npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
+  [ -d "$npm_dir" ] && mkdir -p "$root$(dirname "$npm_dir")" &&
+    tar -C "$(dirname "$npm_dir")" -cf - "$(basename "$npm_dir")" | tar -C "$root$(dirname "$npm_dir")" -xf -
 fi
 cp /etc/resolv.conf /etc/hosts "$root/etc/"
+# The machine's trust and network settings: local CAs (a TLS-inspecting egress, say) and the
+# environment variables that point tools at them or at a proxy, as CI's environment has them.
+if [ -d /usr/local/share/ca-certificates ]; then
+  cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+fi
+mapfile -t passenv < <(env | grep -E '^[A-Za-z_]*(CERT|CA_BUNDLE|_CA_|proxy|PROXY)[A-Za-z_]*=' || true)
 [ -f "$HOME/.npmrc" ] && cp "$HOME/.npmrc" "$root/root/.npmrc"
 mkdir -p "$root$pyenv_root"
 
@@ -92,9 +105,11 @@ run() {
 run make demo && run make test
 EOF
 )
+# FRESH_CMD replaces the two commands (a quick look inside the root, e.g. FRESH_CMD='ls /').
+[ -n "${FRESH_CMD:-}" ] && inner="cd /work/probing; $FRESH_CMD"
 t1=$(date +%s)
 set +e
-unshare --mount --propagation private --pid --fork -- bash -c '
+unshare --mount --propagation private --pid --fork -- env "${passenv[@]}" bash -c '
   set -e
   root=$1 pyroot=$2 inner=$3
   # The root is a mount point of its own, as a machine'"'"'s / is (unshare --propagation inside needs it).
@@ -105,7 +120,15 @@ unshare --mount --propagation private --pid --fork -- bash -c '
   mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
   mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
   if [ -d "$pyroot" ]; then mount --bind "$pyroot" "$root$pyroot"; mount -o remount,bind,ro "$root$pyroot"; fi
-  exec chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb CI=true LANG=C.UTF-8 \
+  # pivot_root, not chroot: the root becomes the namespace'"'"'s / as on a machine, so /proc/N/maps
+  # and /proc/N/root read there as they do on a real one.
+  cd "$root"
+  mkdir -p .oldroot
+  pivot_root . .oldroot
+  cd /
+  /.oldroot/usr/bin/umount -l /.oldroot
+  rmdir /.oldroot
+  exec /usr/bin/env -i $(env | grep -E "^[A-Za-z_]*(CERT|CA_BUNDLE|_CA_|proxy|PROXY)[A-Za-z_]*=") HOME=/root TERM=dumb CI=true LANG=C.UTF-8 \
     PATH="$pyroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     bash -c "$inner"
 ' fresh "$root" "$pyenv_root" "$inner" >"$log" 2>&1
