@@ -99,8 +99,8 @@ static void help(const char *sub)
            "  --parallel N        nodes asked at once (default 256)\n"
            "Other options:\n"
            "  --job ID            the job to show when several run (see 'cluster list')\n"
-           "  --timeout MS        (before 'cluster') per rank: inject, connect and answer\n"
-           "                      (default 10000)\n"
+           "  --rank-timeout MS   per rank: inject, connect and answer (default: the global\n"
+           "                      --timeout, 10000)\n"
            "  --local             this node only, printing its machine-readable document\n"
            "                      (what each node runs: probing cluster CMD --local --json)\n");
 }

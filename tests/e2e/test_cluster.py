@@ -332,7 +332,8 @@ def test_hostfile_and_exec_template(tmp_path, fakes):
             "sh {cmd}" % log)
     t0 = time.time()
     r = cluster("stacks", "--hostfile", hf, "--exec", tmpl, "--node-timeout", "3000", "--job",
-                "torch:127.0.0.1:4" + tag, "--json")
+                "torch:127.0.0.1:4" + tag, "--json", "--parallel", "2", "--probing", CLI,
+                "--rank-timeout", "5000")
     took = time.time() - t0
     out = json.loads(r.stdout)
     assert [g["ranks"] for g in out["groups"]] == [[0, 1]]
@@ -350,6 +351,8 @@ def test_usage_errors():
         (["list", "--tree"], "cluster list: --tree, --thread, --samples only go with 'cluster stacks'"),
         (["stacks", "--thread", "x"], "cluster stacks: --thread takes auto, main or all"),
         (["stacks", "--samples", "0"], "cluster stacks: --samples takes 1 to 1000"),
+        (["stacks", "--rank-timeout", "0"], "cluster stacks: --rank-timeout takes a positive"),
+        (["stacks", "--parallel", "0"], "cluster stacks: --parallel takes 1 to 4096"),
         (["query"], "cluster query: missing SQL"),
         (["dump"], "cluster dump: missing -o DIR"),
         (["stacks", "--hosts", "a", "--hostfile", "b"], "cluster stacks: give one of --hosts, --hostfile"),
@@ -361,3 +364,26 @@ def test_usage_errors():
     for sub in ["", "list", "stacks", "query", "dump", "hosts"]:
         r = probing("cluster", *([sub] if sub else []), "--help", check=True)
         assert r.stdout.startswith("usage: probing cluster " + (sub or "list|stacks"))
+
+
+def test_rank_not_answering_is_missing(fakes):
+    """A rank found but not answering (here stopped with SIGSTOP, so it cannot be injected) is
+    listed as missing with the reason; the others are grouped as usual."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "5" + tag}
+    for r in (0, 1):
+        fakes.start({k: v.format(r=r) for k, v in env.items()})
+    fakes.wait()
+    stopped = fakes.procs[1][0].pid
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        job = "torch:127.0.0.1:5" + tag
+        out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+        assert [g["ranks"] for g in out["groups"]] == [[0]] and out["missing"] == [1]
+        [e] = out["errors"]
+        assert e["rank"] == 1 and e["pid"] == stopped and "is stopped" in e["error"], e
+        text = cluster("stacks", "--job", job).stdout
+        assert re.search(r"^missing: 1 rank: 1\n  rank 1 \(node \S+, pid %d\): process %d is stopped"
+                         % (stopped, stopped), text, re.M), text
+    finally:
+        os.kill(stopped, signal.SIGCONT)

@@ -191,6 +191,7 @@ def test_stacks_across_two_nodes(nodes, tmp_path):
     assert groups[1]["frames"][0]["func"] == "all_reduce"
 
     text = run(*cmd, timeout=120).stdout
+    print("$ probing cluster stacks --hosts %s --exec %r\n%s" % (hosts, exec_tmpl, text))
     assert re.search(r"^job torchrun:\S+@%s:%d: world size 4, 4 ranks answered on 2 of 2 nodes, "
                      r"2 groups$" % (re.escape(nodes.addr["a"]), port), text, re.M), text
     assert re.search(r"^1 rank: 3 \(node %s, pid %d\)\n  > stuck_in_c \(" % (
