@@ -138,16 +138,16 @@ static char *unhex(const char *h)
 static const char *const subs[] = {"list", "stacks", "query", "dump", "hosts"};
 
 /* The remote argv for the same command on one node (its local form, machine-readable). */
-static int remote_argv(const struct cl_opts *o, const char *sub, char **argv, char *bufs,
+static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char **argv, char *bufs,
                        size_t bn)
 {
     int n = 0;
     size_t used = 0;
 #define ARG(s) (argv[n++] = (char *)(s))
-#define FMT(...)                                                                  \
-    do {                                                                          \
-        argv[n++] = bufs + used;                                                  \
-        used += (size_t)snprintf(bufs + used, bn - used, __VA_ARGS__) + 1;        \
+#define FMT(...)                                                                                   \
+    do {                                                                                           \
+        argv[n++] = bufs + used;                                                                   \
+        used += (size_t)snprintf(bufs + used, bn - used, __VA_ARGS__) + 1;                         \
     } while (0)
     ARG(o->remote_cli);
     ARG("cluster");
@@ -155,9 +155,10 @@ static int remote_argv(const struct cl_opts *o, const char *sub, char **argv, ch
     ARG("--local");
     ARG("--json");
     FMT("--rank-timeout=%d", o->rank_timeout_ms);
-    if (o->op == CL_OP_STACKS) {
-        ARG(o->thread == CL_THREAD_ALL ? "--thread=all"
-            : o->thread == CL_THREAD_MAIN ? "--thread=main" : "--thread=auto");
+    if (o->op == CLUSTER_OP_STACKS) {
+        ARG(o->thread == CLUSTER_THREAD_ALL    ? "--thread=all"
+            : o->thread == CLUSTER_THREAD_MAIN ? "--thread=main"
+                                               : "--thread=auto");
         FMT("--samples=%d", o->samples);
         FMT("--interval=%g", o->interval);
     }
@@ -174,19 +175,29 @@ static int usage_err(const char *sub, const char *what)
 
 int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, 0, 'j'},          {"local", no_argument, 0, 'L'},
-        {"tree", no_argument, 0, 'T'},          {"thread", required_argument, 0, 't'},
-        {"samples", required_argument, 0, 'n'}, {"interval", required_argument, 0, 'i'},
-        {"hosts", required_argument, 0, 'H'},   {"hostfile", required_argument, 0, 'F'},
-        {"nodelist", required_argument, 0, 'N'}, {"slurm", no_argument, 0, 'S'},
-        {"exec", required_argument, 0, 'e'},    {"probing", required_argument, 0, 'P'},
-        {"node-timeout", required_argument, 0, 'W'}, {"rank-timeout", required_argument, 0, 'R'},
-        {"parallel", required_argument, 0, 'p'}, {"job", required_argument, 0, 'J'},
-        {"job-hex", required_argument, 0, 'X'}, {"reduce", required_argument, 0, 'r'},
-        {"sql-hex", required_argument, 0, 'Q'}, {"format", required_argument, 0, 'f'},
-        {"output", required_argument, 0, 'o'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"json", no_argument, 0, 'j'},
+                                             {"local", no_argument, 0, 'L'},
+                                             {"tree", no_argument, 0, 'T'},
+                                             {"thread", required_argument, 0, 't'},
+                                             {"samples", required_argument, 0, 'n'},
+                                             {"interval", required_argument, 0, 'i'},
+                                             {"hosts", required_argument, 0, 'H'},
+                                             {"hostfile", required_argument, 0, 'F'},
+                                             {"nodelist", required_argument, 0, 'N'},
+                                             {"slurm", no_argument, 0, 'S'},
+                                             {"exec", required_argument, 0, 'e'},
+                                             {"probing", required_argument, 0, 'P'},
+                                             {"node-timeout", required_argument, 0, 'W'},
+                                             {"rank-timeout", required_argument, 0, 'R'},
+                                             {"parallel", required_argument, 0, 'p'},
+                                             {"job", required_argument, 0, 'J'},
+                                             {"job-hex", required_argument, 0, 'X'},
+                                             {"reduce", required_argument, 0, 'r'},
+                                             {"sql-hex", required_argument, 0, 'Q'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"output", required_argument, 0, 'o'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         help(NULL);
         return argc < 2 ? CLI_USAGE : CLI_OK;
@@ -198,13 +209,21 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
             op = (int)i;
     if (op < 0) {
         cli_error("cluster: unknown command '%s': expected list, stacks, query, dump or hosts "
-                  "(see 'probing cluster --help')", sub);
+                  "(see 'probing cluster --help')",
+                  sub);
         return CLI_USAGE;
     }
-    struct cl_opts o = {.op = op == 0 ? CL_OP_LIST : op == 1 ? CL_OP_STACKS : op == 2 ? CL_OP_QUERY
-                              : op == 3 ? CL_OP_DUMP : CL_OP_LIST,
-                        .samples = 1, .interval = 1.0, .rank_timeout_ms = g->timeout_ms,
-                        .parallel = 256, .exec = "ssh {host}", .format = "table"};
+    struct cli_cluster_opts o = {.op = op == 0   ? CLUSTER_OP_LIST
+                                       : op == 1 ? CLUSTER_OP_STACKS
+                                       : op == 2 ? CLUSTER_OP_QUERY
+                                       : op == 3 ? CLUSTER_OP_DUMP
+                                                 : CLUSTER_OP_LIST,
+                                 .samples = 1,
+                                 .interval = 1.0,
+                                 .rank_timeout_ms = g->timeout_ms,
+                                 .parallel = 256,
+                                 .exec = "ssh {host}",
+                                 .format = "table"};
     char *owned_sql = NULL, *owned_job = NULL, self[PATH_MAX];
     int rc = CLI_USAGE, c;
     cJSON *nodes = NULL, *hosts = NULL;
@@ -219,11 +238,11 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         case 'T': o.tree = 1; break;
         case 't':
             if (strcmp(optarg, "auto") == 0)
-                o.thread = CL_THREAD_AUTO;
+                o.thread = CLUSTER_THREAD_AUTO;
             else if (strcmp(optarg, "main") == 0)
-                o.thread = CL_THREAD_MAIN;
+                o.thread = CLUSTER_THREAD_MAIN;
             else if (strcmp(optarg, "all") == 0)
-                o.thread = CL_THREAD_ALL;
+                o.thread = CLUSTER_THREAD_ALL;
             else
                 return usage_err(sub, "--thread takes auto, main or all");
             break;
@@ -287,30 +306,31 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         }
     }
     for (; optind < argc; optind++) {
-        if (o.op == CL_OP_QUERY && !o.sql)
+        if (o.op == CLUSTER_OP_QUERY && !o.sql)
             o.sql = argv[optind];
         else {
             char what[300];
             snprintf(what, sizeof what, "unexpected argument '%s'%s", argv[optind],
-                     o.op == CL_OP_QUERY ? " (quote the SQL as one argument)" : "");
+                     o.op == CLUSTER_OP_QUERY ? " (quote the SQL as one argument)" : "");
             rc = usage_err(sub, what);
             goto out;
         }
     }
     /* Options that belong to one command only. */
-    if ((o.tree || o.samples != 1 || o.thread != CL_THREAD_AUTO) && o.op != CL_OP_STACKS) {
+    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO) &&
+        o.op != CLUSTER_OP_STACKS) {
         rc = usage_err(sub, "--tree, --thread, --samples only go with 'cluster stacks'");
         goto out;
     }
-    if ((o.reduce || strcmp(o.format, "table") != 0) && o.op != CL_OP_QUERY) {
+    if ((o.reduce || strcmp(o.format, "table") != 0) && o.op != CLUSTER_OP_QUERY) {
         rc = usage_err(sub, "--reduce and --format only go with 'cluster query'");
         goto out;
     }
-    if (o.op == CL_OP_QUERY && (!o.sql || !*o.sql)) {
+    if (o.op == CLUSTER_OP_QUERY && (!o.sql || !*o.sql)) {
         rc = usage_err(sub, "missing SQL: probing cluster query \"SELECT ...\"");
         goto out;
     }
-    if (o.op == CL_OP_DUMP && !o.outdir && !o.local) {
+    if (o.op == CLUSTER_OP_DUMP && !o.outdir && !o.local) {
         rc = usage_err(sub, "missing -o DIR");
         goto out;
     }
@@ -327,7 +347,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
     if (!o.node_timeout_ms)
         o.node_timeout_ms = o.rank_timeout_ms + (int)((o.samples - 1) * o.interval * 1000) + 10000;
     struct pb_err err = {0};
-    hosts = o.local ? cJSON_CreateArray() : cl_hosts_resolve(&o, &err);
+    hosts = o.local ? cJSON_CreateArray() : cli_cluster_hosts_resolve(&o, &err);
     if (!hosts) {
         cli_error("cluster %s: %s", sub, err.msg);
         rc = CLI_USAGE;
@@ -336,13 +356,13 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
     if (op == 4) { /* hosts */
         const cJSON *h;
         if (cJSON_GetArraySize(hosts) == 0)
-            printf("%s\n", cl_node_name());
+            printf("%s\n", cli_cluster_node_name());
         cJSON_ArrayForEach(h, hosts) printf("%s\n", h->valuestring);
         rc = CLI_OK;
         goto out;
     }
     if (o.local) {
-        cJSON *doc = cl_local_collect(&o);
+        cJSON *doc = cli_cluster_local_collect(&o);
         char *s = cJSON_PrintUnformatted(doc);
         puts(s ? s : "{}");
         cJSON_free(s);
@@ -352,8 +372,8 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
     }
     if (cJSON_GetArraySize(hosts) == 0) {
         nodes = cJSON_CreateArray();
-        cJSON *doc = cl_local_collect(&o);
-        cJSON_AddStringToObject(doc, "host", cl_node_name());
+        cJSON *doc = cli_cluster_local_collect(&o);
+        cJSON_AddStringToObject(doc, "host", cli_cluster_node_name());
         cJSON_AddItemToArray(nodes, doc);
     } else {
         char *rargv[24], bufs[1024];
@@ -368,18 +388,18 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
             rargv[rn++] = jobarg;
             rargv[rn++] = hj;
         }
-        nodes = cl_nodes_collect(&o, hosts, rargv, rn);
+        nodes = cli_cluster_nodes_collect(&o, hosts, rargv, rn);
         free(hs);
         free(hj);
     }
-    if (o.op == CL_OP_LIST)
-        rc = cl_list_report(&o, nodes);
-    else if (o.op == CL_OP_STACKS)
-        rc = cl_stacks_report(&o, nodes);
-    else if (o.op == CL_OP_QUERY)
-        rc = cl_query_report(&o, nodes);
+    if (o.op == CLUSTER_OP_LIST)
+        rc = cli_cluster_list_report(&o, nodes);
+    else if (o.op == CLUSTER_OP_STACKS)
+        rc = cli_cluster_stacks_report(&o, nodes);
+    else if (o.op == CLUSTER_OP_QUERY)
+        rc = cli_cluster_query_report(&o, nodes);
     else
-        rc = cl_dump_report(&o, nodes);
+        rc = cli_cluster_dump_report(&o, nodes);
 out:
     cJSON_Delete(nodes);
     cJSON_Delete(hosts);

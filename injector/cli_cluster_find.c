@@ -18,7 +18,7 @@
 
 #define ENV_MAX (256 * 1024)
 
-const char *cl_node_name(void)
+const char *cli_cluster_node_name(void)
 {
     static char name[256];
     if (!name[0]) {
@@ -133,7 +133,7 @@ static cJSON *describe(pid_t pid, const char *env, long len)
     else
         cJSON_AddNullToObject(r, "master");
     cJSON_AddNumberToObject(r, "pid", pid);
-    cJSON_AddStringToObject(r, "node", cl_node_name());
+    cJSON_AddStringToObject(r, "node", cli_cluster_node_name());
     return r;
 }
 
@@ -180,7 +180,7 @@ static int by_job_rank(const void *pa, const void *pb)
     return ra < rb ? -1 : ra > rb;
 }
 
-cJSON *cl_find_ranks(void)
+cJSON *cli_cluster_find_ranks(void)
 {
     cJSON *found = cJSON_CreateArray();
     char *env = malloc(ENV_MAX);
@@ -225,8 +225,8 @@ cJSON *cl_find_ranks(void)
         }
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(r, "python", v);
-        cJSON_AddStringToObject(r, "probe", inj_maps_find(pid, "libprobing-", NULL, 0) == 1
-                                                ? "loaded" : "not loaded");
+        cJSON_AddStringToObject(
+            r, "probe", inj_maps_find(pid, "libprobing-", NULL, 0) == 1 ? "loaded" : "not loaded");
     }
     drop_launchers_and_forks(found, drop);
     cJSON *out = cJSON_CreateArray();

@@ -57,8 +57,7 @@ static int expand(const char *pre, const char *spec, size_t len, cJSON *out, str
         if (dash) {
             hi = strtol(dash + 1, &e2, 10);
             if (e2 != end || dash + 1 == end || hi < lo)
-                return pb_err_set(err, PB_EUSAGE, "node list: bad range '%.*s'", (int)(end - p),
-                                  p);
+                return pb_err_set(err, PB_EUSAGE, "node list: bad range '%.*s'", (int)(end - p), p);
         }
         if (hi - lo > 65536)
             return pb_err_set(err, PB_EUSAGE, "node list: range '%.*s' is too large",
@@ -75,7 +74,7 @@ static int expand(const char *pre, const char *spec, size_t len, cJSON *out, str
     return 0;
 }
 
-cJSON *cl_nodelist_expand(const char *spec, struct pb_err *err)
+cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err)
 {
     cJSON *out = cJSON_CreateArray();
     const char *p = spec;
@@ -127,24 +126,25 @@ static cJSON *read_hostfile(const char *path, struct pb_err *err)
     return out;
 }
 
-cJSON *cl_hosts_resolve(const struct cl_opts *o, struct pb_err *err)
+cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err *err)
 {
     if (o->hosts)
-        return cl_nodelist_expand(o->hosts, err);
+        return cli_cluster_nodelist_expand(o->hosts, err);
     if (o->hostfile)
         return read_hostfile(o->hostfile, err);
     if (o->nodelist)
-        return cl_nodelist_expand(o->nodelist, err);
+        return cli_cluster_nodelist_expand(o->nodelist, err);
     if (o->slurm) {
         const char *nl = getenv("SLURM_JOB_NODELIST");
         if (!nl || !*nl)
             nl = getenv("SLURM_NODELIST");
         if (!nl || !*nl) {
-            pb_err_set(err, PB_EUSAGE, "--slurm: SLURM_JOB_NODELIST is not set: run inside the "
+            pb_err_set(err, PB_EUSAGE,
+                       "--slurm: SLURM_JOB_NODELIST is not set: run inside the "
                        "job's allocation (salloc, sbatch) or give --hosts");
             return NULL;
         }
-        return cl_nodelist_expand(nl, err);
+        return cli_cluster_nodelist_expand(nl, err);
     }
     return cJSON_CreateArray();
 }
@@ -247,12 +247,13 @@ static void last_line(const char *s, char *buf, size_t n)
     snprintf(buf, n, "%.*s", (int)(end - start), start);
 }
 
-cJSON *cl_nodes_collect(const struct cl_opts *o, const cJSON *hosts, char *const *argv, int argc)
+cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *hosts,
+                                 char *const *argv, int argc)
 {
     int n = cJSON_GetArraySize(hosts);
     cJSON *docs = cJSON_CreateArray();
     struct nodes_ctx nc = {calloc((size_t)n + 1, sizeof(char *))};
-    struct cl_child *kids = calloc((size_t)n + 1, sizeof *kids);
+    struct cli_cluster_child *kids = calloc((size_t)n + 1, sizeof *kids);
     for (int i = 0; i < n; i++) {
         nc.cmds[i] = node_command(o->exec, cJSON_GetArrayItem(hosts, i)->valuestring, argv, argc);
         kids[i].group = 1;
@@ -260,21 +261,23 @@ cJSON *cl_nodes_collect(const struct cl_opts *o, const cJSON *hosts, char *const
     }
     fflush(stdout);
     fflush(stderr);
-    cl_run(kids, n, o->parallel, o->node_timeout_ms, node_child, &nc);
+    cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms, node_child, &nc);
     for (int i = 0; i < n; i++) {
         const char *host = cJSON_GetArrayItem(hosts, i)->valuestring;
-        struct cl_child *k = &kids[i];
-        cJSON *doc = k->state == CL_CHILD_DONE && k->obuf ? cJSON_Parse(k->obuf) : NULL;
+        struct cli_cluster_child *k = &kids[i];
+        cJSON *doc = k->state == CLUSTER_CHILD_DONE && k->obuf ? cJSON_Parse(k->obuf) : NULL;
         char msg[600], tail[400];
         msg[0] = '\0';
         last_line(k->ebuf, tail, sizeof tail);
-        if (k->state == CL_CHILD_TIMEDOUT)
-            snprintf(msg, sizeof msg, "no answer within %d ms (--node-timeout)", o->node_timeout_ms);
-        else if (k->state != CL_CHILD_DONE)
+        if (k->state == CLUSTER_CHILD_TIMEDOUT)
+            snprintf(msg, sizeof msg, "no answer within %d ms (--node-timeout)",
+                     o->node_timeout_ms);
+        else if (k->state != CLUSTER_CHILD_DONE)
             snprintf(msg, sizeof msg, "could not start the remote command");
         else if (!doc || !cJSON_IsObject(doc))
             snprintf(msg, sizeof msg, "the remote command %s%s%s",
-                     WIFEXITED(k->status) && WEXITSTATUS(k->status) != 0 ? "failed" : "gave no answer",
+                     WIFEXITED(k->status) && WEXITSTATUS(k->status) != 0 ? "failed"
+                                                                         : "gave no answer",
                      tail[0] ? ": " : "", tail[0] ? tail : "");
         if (msg[0]) {
             cJSON_Delete(doc);
@@ -284,7 +287,7 @@ cJSON *cl_nodes_collect(const struct cl_opts *o, const cJSON *hosts, char *const
         }
         cJSON_AddStringToObject(doc, "host", host);
         cJSON_AddItemToArray(docs, doc);
-        cl_child_free(k);
+        cli_cluster_child_free(k);
         free(nc.cmds[i]);
     }
     free(nc.cmds);

@@ -16,10 +16,11 @@ static int by_rank(const void *pa, const void *pb)
 }
 
 /* {jobs: [{job, launcher, world_size, master, nodes, ranks, missing}], errors: [{node, error}]} */
-static cJSON *merge(const struct cl_opts *o, const cJSON *nodes)
+static cJSON *merge(const struct cli_cluster_opts *o, const cJSON *nodes)
 {
     cJSON *out = cJSON_CreateObject();
-    cJSON *jobs = cJSON_AddArrayToObject(out, "jobs"), *errors = cJSON_AddArrayToObject(out, "errors");
+    cJSON *jobs = cJSON_AddArrayToObject(out, "jobs"),
+          *errors = cJSON_AddArrayToObject(out, "errors");
     const cJSON *d, *r;
     cJSON_ArrayForEach(d, nodes)
     {
@@ -42,7 +43,8 @@ static cJSON *merge(const struct cl_opts *o, const cJSON *nodes)
                 cJSON_AddStringToObject(j, "job", id);
                 cJSON_AddStringToObject(j, "launcher", cli_json_str(r, "launcher"));
                 cJSON_AddNumberToObject(j, "world_size", 0);
-                cJSON_AddItemToObject(j, "master", cJSON_Duplicate(cJSON_GetObjectItem(r, "master"), 1));
+                cJSON_AddItemToObject(j, "master",
+                                      cJSON_Duplicate(cJSON_GetObjectItem(r, "master"), 1));
                 cJSON_AddArrayToObject(j, "nodes");
                 cJSON_AddArrayToObject(j, "ranks");
                 cJSON_AddItemToArray(jobs, j);
@@ -57,10 +59,11 @@ static cJSON *merge(const struct cl_opts *o, const cJSON *nodes)
             if (!have)
                 cJSON_AddItemToArray(nds, cJSON_CreateString(nd));
             cJSON *c = cJSON_CreateObject();
-            static const char *const keep[] = {"rank", "local_rank", "group_rank", "node", "pid",
-                                               "python", "probe"};
+            static const char *const keep[] = {"rank", "local_rank", "group_rank", "node",
+                                               "pid",  "python",     "probe"};
             for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
-                cJSON_AddItemToObject(c, keep[k], cJSON_Duplicate(cJSON_GetObjectItem(r, keep[k]), 1));
+                cJSON_AddItemToObject(c, keep[k],
+                                      cJSON_Duplicate(cJSON_GetObjectItem(r, keep[k]), 1));
             cJSON_AddItemToArray(cJSON_GetObjectItem(j, "ranks"), c);
         }
     }
@@ -92,7 +95,7 @@ static cJSON *merge(const struct cl_opts *o, const cJSON *nodes)
     return out;
 }
 
-int cl_list_report(const struct cl_opts *o, cJSON *nodes)
+int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes)
 {
     cJSON *m = merge(o, nodes);
     const cJSON *jobs = cJSON_GetObjectItem(m, "jobs"), *j, *r, *e;
@@ -104,7 +107,8 @@ int cl_list_report(const struct cl_opts *o, cJSON *nodes)
                    cJSON_GetArraySize(nodes) == 1 ? "" : "s");
         cJSON_ArrayForEach(j, jobs)
         {
-            const cJSON *ranks = cJSON_GetObjectItem(j, "ranks"), *miss = cJSON_GetObjectItem(j, "missing");
+            const cJSON *ranks = cJSON_GetObjectItem(j, "ranks"),
+                        *miss = cJSON_GetObjectItem(j, "missing");
             int nn = cJSON_GetArraySize(cJSON_GetObjectItem(j, "nodes"));
             printf("job %s (%s): world size %d, %d rank%s found on %d node%s%s%s\n",
                    cli_json_str(j, "job"), cli_json_str(j, "launcher"),
@@ -128,7 +132,7 @@ int cl_list_report(const struct cl_opts *o, cJSON *nodes)
             if (nm) {
                 int *v = malloc(sizeof(int) * (size_t)nm);
                 cJSON_ArrayForEach(r, miss) v[k++] = r->valueint;
-                char *s = cl_ranges(v, nm);
+                char *s = cli_cluster_ranges(v, nm);
                 printf("  missing: %s\n", s ? s : "");
                 free(s);
                 free(v);

@@ -15,7 +15,7 @@
 #include "cli_cluster.h"
 
 struct local_ctx {
-    const struct cl_opts *o;
+    const struct cli_cluster_opts *o;
     cJSON **ranks;
 };
 
@@ -59,11 +59,11 @@ static cJSON *select_threads(const cJSON *dump, int mode)
 {
     cJSON *out = cJSON_CreateArray();
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(dump, "threads"), *t, *pick = NULL;
-    if (mode == CL_THREAD_ALL) {
+    if (mode == CLUSTER_THREAD_ALL) {
         cJSON_ArrayForEach(t, threads) cJSON_AddItemToArray(out, compact_thread(t));
         return out;
     }
-    if (mode == CL_THREAD_AUTO) {
+    if (mode == CLUSTER_THREAD_AUTO) {
         cJSON_ArrayForEach(t, threads)
         {
             if (in_torch_distributed(t) && (!pick || cli_json_true(t, "main")))
@@ -107,7 +107,7 @@ static void emit_error(const char *msg)
 static void rank_child(int i, void *p)
 {
     struct local_ctx *lc = p;
-    const struct cl_opts *o = lc->o;
+    const struct cli_cluster_opts *o = lc->o;
     pid_t pid = (pid_t)cli_json_num(lc->ranks[i], "pid", 0);
     struct pb_err err = {0};
     sigset_t hold, old;
@@ -140,7 +140,7 @@ static void rank_child(int i, void *p)
     }
     cJSON *out = cJSON_CreateObject(), *body = NULL;
     cJSON_AddBoolToObject(out, "injected", injected);
-    if (o->op == CL_OP_STACKS) {
+    if (o->op == CLUSTER_OP_STACKS) {
         cJSON *samples = cJSON_AddArrayToObject(out, "samples");
         for (int s = 0; s < o->samples && rc == 0; s++) {
             if (s > 0) {
@@ -156,7 +156,7 @@ static void rank_child(int i, void *p)
             cJSON_Delete(body);
             body = NULL;
         }
-    } else if (o->op == CL_OP_QUERY) {
+    } else if (o->op == CLUSTER_OP_QUERY) {
         cli_query_wait(&dc, o->rank_timeout_ms);
         cJSON *args = cJSON_CreateObject();
         cJSON_AddStringToObject(args, "sql", o->sql);
@@ -181,7 +181,7 @@ static void rank_child(int i, void *p)
 }
 
 /* Replaces each thread's frames by the index of its stack in the node's table. */
-static void intern_samples(cJSON *samples, cJSON *stacks, struct cl_intern *tab)
+static void intern_samples(cJSON *samples, cJSON *stacks, struct cli_cluster_intern *tab)
 {
     cJSON *sample, *t;
     cJSON_ArrayForEach(sample, samples)
@@ -189,7 +189,7 @@ static void intern_samples(cJSON *samples, cJSON *stacks, struct cl_intern *tab)
         cJSON_ArrayForEach(t, sample)
         {
             cJSON *frames = cJSON_DetachItemFromObjectCaseSensitive(t, "frames");
-            int is_new = 0, id = cl_intern_id(tab, cl_stack_key(frames), &is_new);
+            int is_new = 0, id = cli_cluster_intern_id(tab, cli_cluster_stack_key(frames), &is_new);
             if (is_new)
                 cJSON_AddItemToArray(stacks, frames);
             else
@@ -199,12 +199,12 @@ static void intern_samples(cJSON *samples, cJSON *stacks, struct cl_intern *tab)
     }
 }
 
-cJSON *cl_local_collect(const struct cl_opts *o)
+cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
 {
-    cJSON *doc = cJSON_CreateObject(), *found = cl_find_ranks();
-    cJSON_AddStringToObject(doc, "node", cl_node_name());
+    cJSON *doc = cJSON_CreateObject(), *found = cli_cluster_find_ranks();
+    cJSON_AddStringToObject(doc, "node", cli_cluster_node_name());
     cJSON *ranks = cJSON_AddArrayToObject(doc, "ranks");
-    cJSON *stacks = o->op == CL_OP_STACKS ? cJSON_AddArrayToObject(doc, "stacks") : NULL;
+    cJSON *stacks = o->op == CLUSTER_OP_STACKS ? cJSON_AddArrayToObject(doc, "stacks") : NULL;
     while (cJSON_GetArraySize(found) > 0) {
         cJSON *r = cJSON_DetachItemFromArray(found, 0);
         if (o->job && strcmp(o->job, cli_json_str(r, "job")) != 0)
@@ -214,10 +214,10 @@ cJSON *cl_local_collect(const struct cl_opts *o)
     }
     cJSON_Delete(found);
     int n = cJSON_GetArraySize(ranks);
-    if (o->op == CL_OP_LIST || n == 0)
+    if (o->op == CLUSTER_OP_LIST || n == 0)
         return doc;
     struct local_ctx lc = {o, calloc((size_t)n, sizeof(cJSON *))};
-    struct cl_child *kids = calloc((size_t)n, sizeof *kids);
+    struct cli_cluster_child *kids = calloc((size_t)n, sizeof *kids);
     if (!lc.ranks || !kids) {
         free(lc.ranks);
         free(kids);
@@ -228,16 +228,16 @@ cJSON *cl_local_collect(const struct cl_opts *o)
         kids[i].killable_after = 1;
     }
     int timeout = o->rank_timeout_ms +
-                  (o->op == CL_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
+                  (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
     fflush(stdout);
-    cl_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
-    struct cl_intern tab = {0};
+    cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
+    struct cli_cluster_intern tab = {0};
     for (int i = 0; i < n; i++) {
         cJSON *r = lc.ranks[i], *ans = NULL;
         char msg[512];
-        struct cl_child *k = &kids[i];
+        struct cli_cluster_child *k = &kids[i];
         msg[0] = '\0';
-        if (k->state == CL_CHILD_TIMEDOUT)
+        if (k->state == CLUSTER_CHILD_TIMEDOUT)
             snprintf(msg, sizeof msg, "no answer within %d ms%s", timeout,
                      k->olen == 0 ? " (the injection was still running)" : "");
         else if (k->olen > 1 && !(ans = cJSON_Parse(k->obuf + 1)))
@@ -262,9 +262,9 @@ cJSON *cl_local_collect(const struct cl_opts *o)
                 intern_samples(cJSON_GetObjectItemCaseSensitive(r, "samples"), stacks, &tab);
         }
         cJSON_Delete(ans);
-        cl_child_free(k);
+        cli_cluster_child_free(k);
     }
-    cl_intern_free(&tab);
+    cli_cluster_intern_free(&tab);
     free(kids);
     free(lc.ranks);
     return doc;

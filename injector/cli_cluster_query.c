@@ -15,37 +15,37 @@
 
 static int fmt_of(const char *f)
 {
-    return strcmp(f, "json") == 0 ? CLI_FMT_JSON : strcmp(f, "csv") == 0 ? CLI_FMT_CSV : CLI_FMT_TABLE;
+    return strcmp(f, "json") == 0  ? CLI_FMT_JSON
+           : strcmp(f, "csv") == 0 ? CLI_FMT_CSV
+                                   : CLI_FMT_TABLE;
 }
 
 /* Ranks of the chosen job that answered, in rank order, as borrowed pointers. */
-static int job_ranks(const struct cl_opts *o, const cJSON *nodes, const char *job,
+static int job_ranks(const struct cli_cluster_opts *o, const cJSON *nodes, const char *job,
                      const cJSON ***out)
 {
     int n = 0, cap = 64;
     const cJSON **v = malloc(sizeof *v * (size_t)cap), *d, *r;
-    cJSON_ArrayForEach(d, nodes)
-    {
-        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
-        {
-            if (strcmp(cli_json_str(r, "job"), job) != 0)
-                continue;
-            if (n == cap) {
-                cap *= 2;
-                v = realloc(v, sizeof *v * (size_t)cap);
-            }
-            v[n++] = r;
-        }
+    cJSON_ArrayForEach(d,
+                       nodes){cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks")){
+        if (strcmp(cli_json_str(r, "job"), job) != 0) continue;
+    if (n == cap) {
+        cap *= 2;
+        v = realloc(v, sizeof *v * (size_t)cap);
     }
-    (void)o;
-    for (int i = 1; i < n; i++) /* insertion sort by rank: n is the ranks of one job */
-        for (int k = i; k > 0 && cli_json_num(v[k - 1], "rank", 0) > cli_json_num(v[k], "rank", 0); k--) {
-            const cJSON *t = v[k];
-            v[k] = v[k - 1];
-            v[k - 1] = t;
-        }
-    *out = v;
-    return n;
+    v[n++] = r;
+}
+}
+(void)o;
+for (int i = 1; i < n; i++) /* insertion sort by rank: n is the ranks of one job */
+    for (int k = i; k > 0 && cli_json_num(v[k - 1], "rank", 0) > cli_json_num(v[k], "rank", 0);
+         k--) {
+        const cJSON *t = v[k];
+        v[k] = v[k - 1];
+        v[k - 1] = t;
+    }
+*out = v;
+return n;
 }
 
 /* Names the nodes that failed and the ranks that did not answer, on stderr. Returns how many
@@ -79,7 +79,7 @@ static void report_gaps(const cJSON *nodes, const cJSON **ranks, int n, int *ans
         if (!seen[i])
             miss[nm++] = i;
     if (nm) {
-        char *s = cl_ranges(miss, nm);
+        char *s = cli_cluster_ranges(miss, nm);
         fprintf(stderr, "probing: warning: %d rank%s missing: %s\n", nm, nm == 1 ? "" : "s", s);
         free(s);
     }
@@ -94,7 +94,8 @@ static cJSON *reduce(const cJSON *u, const char *sql)
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     cJSON *body = NULL;
-    const cJSON *cols = cJSON_GetObjectItem(u, "columns"), *rows = cJSON_GetObjectItem(u, "rows"), *c, *row;
+    const cJSON *cols = cJSON_GetObjectItem(u, "columns"), *rows = cJSON_GetObjectItem(u, "rows"),
+                *c, *row;
     int nc = cJSON_GetArraySize(cols);
     if (sqlite3_open(":memory:", &db) != SQLITE_OK)
         goto fail;
@@ -148,12 +149,13 @@ static cJSON *reduce(const cJSON *u, const char *sql)
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         goto fail;
     body = cJSON_CreateObject();
-    cJSON *oc = cJSON_AddArrayToObject(body, "columns"), *orows = cJSON_AddArrayToObject(body, "rows");
+    cJSON *oc = cJSON_AddArrayToObject(body, "columns"),
+          *orows = cJSON_AddArrayToObject(body, "rows");
     int n = sqlite3_column_count(st);
     for (i = 0; i < n; i++)
         cJSON_AddItemToArray(oc, cJSON_CreateString(sqlite3_column_name(st, i)));
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *or = cJSON_CreateArray();
+        cJSON * or = cJSON_CreateArray();
         for (i = 0; i < n; i++) {
             switch (sqlite3_column_type(st, i)) {
             case SQLITE_INTEGER:
@@ -164,7 +166,8 @@ static cJSON *reduce(const cJSON *u, const char *sql)
                 break;
             case SQLITE_NULL: cJSON_AddItemToArray(or, cJSON_CreateNull()); break;
             default:
-                cJSON_AddItemToArray(or, cJSON_CreateString((const char *)sqlite3_column_text(st, i)));
+                cJSON_AddItemToArray(or,
+                                     cJSON_CreateString((const char *)sqlite3_column_text(st, i)));
             }
         }
         cJSON_AddItemToArray(orows, or);
@@ -185,9 +188,9 @@ fail:
     return NULL;
 }
 
-int cl_query_report(const struct cl_opts *o, cJSON *nodes)
+int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes)
 {
-    const char *job = cl_pick_job(o, nodes);
+    const char *job = cli_cluster_pick_job(o, nodes);
     if (!job)
         return CLI_FAIL;
     const cJSON **ranks;
@@ -223,7 +226,8 @@ int cl_query_report(const struct cl_opts *o, cJSON *nodes)
     int rc = CLI_FAIL;
     if (!have_cols) {
         cli_error("cluster query: no rank answered the query (%d of %d ranks): see the warnings "
-                  "above", answered, world);
+                  "above",
+                  answered, world);
     } else if (o->reduce) {
         cJSON *body = reduce(u, o->reduce);
         if (body)
@@ -260,7 +264,8 @@ static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
     {
         fprintf(f, "\nThread %d \"%s\"%s%s\n", (int)cli_json_num(t, "id", 0),
                 cli_json_str(t, "name") ? cli_json_str(t, "name") : "",
-                cli_json_true(t, "main") ? " (main)" : "", cli_json_true(t, "holdsGil") ? " holds the GIL" : "");
+                cli_json_true(t, "main") ? " (main)" : "",
+                cli_json_true(t, "holdsGil") ? " holds the GIL" : "");
         cJSON_ArrayForEach(fr, cJSON_GetObjectItem(t, "frames"))
         {
             fprintf(f, "    %s (%s:%d)\n", cli_json_str(fr, "name"), cli_json_str(fr, "file"),
@@ -273,9 +278,9 @@ static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
     }
 }
 
-int cl_dump_report(const struct cl_opts *o, cJSON *nodes)
+int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
 {
-    const char *job = cl_pick_job(o, nodes);
+    const char *job = cli_cluster_pick_job(o, nodes);
     if (!job)
         return CLI_FAIL;
     if (mkdir(o->outdir, 0755) < 0 && errno != EEXIST) {
@@ -334,7 +339,8 @@ int cl_dump_report(const struct cl_opts *o, cJSON *nodes)
                 seen[rk] = 1;
             written++;
         } else {
-            cJSON_AddStringToObject(e, "error", cli_json_str(r, "error") ? cli_json_str(r, "error") : "no answer");
+            cJSON_AddStringToObject(
+                e, "error", cli_json_str(r, "error") ? cli_json_str(r, "error") : "no answer");
             fprintf(it, "rank %d  node %s  pid %d  error: %s\n", rk, cli_json_str(r, "node"),
                     (int)cli_json_num(r, "pid", 0), cli_json_str(e, "error"));
         }
@@ -370,7 +376,7 @@ int cl_dump_report(const struct cl_opts *o, cJSON *nodes)
         cli_error("cluster dump: cannot write the index in %s: %s", o->outdir, strerror(-rc));
         return CLI_FAIL;
     }
-    printf("wrote %s: %d of %d ranks (index.json, index.txt, rank-N.json, rank-N.txt)\n",
-           o->outdir, written, world);
+    printf("wrote %s: %d of %d ranks (index.json, index.txt, rank-N.json, rank-N.txt)\n", o->outdir,
+           written, world);
     return written > 0 ? CLI_OK : CLI_FAIL;
 }

@@ -16,7 +16,7 @@
 
 #include "cli_cluster.h"
 
-long long cl_now_ms(void)
+long long cli_cluster_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -47,7 +47,7 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-static int start_one(struct cl_child *c, int i, void (*start)(int, void *), void *ctx)
+static int start_one(struct cli_cluster_child *c, int i, void (*start)(int, void *), void *ctx)
 {
     int o[2], e[2];
     if (pipe2(o, O_CLOEXEC) < 0)
@@ -80,22 +80,22 @@ static int start_one(struct cl_child *c, int i, void (*start)(int, void *), void
     c->pid = pid;
     c->out = o[0];
     c->err = e[0];
-    c->state = CL_CHILD_RUNNING;
+    c->state = CLUSTER_CHILD_RUNNING;
     return 0;
 }
 
 /* Reap c if it has exited (both pipes at EOF first). */
-static void reap(struct cl_child *c)
+static void reap(struct cli_cluster_child *c)
 {
     if (c->out >= 0 || c->err >= 0)
         return;
     if (waitpid(c->pid, &c->status, 0) == c->pid)
-        c->state = CL_CHILD_DONE;
+        c->state = CLUSTER_CHILD_DONE;
     else
-        c->state = CL_CHILD_FAILED;
+        c->state = CLUSTER_CHILD_FAILED;
 }
 
-static void expire(struct cl_child *c)
+static void expire(struct cli_cluster_child *c)
 {
     if (c->olen >= (size_t)c->killable_after) {
         kill(c->group ? -c->pid : c->pid, SIGKILL);
@@ -108,11 +108,11 @@ static void expire(struct cl_child *c)
         close_fd(&c->out);
         close_fd(&c->err);
     }
-    c->state = CL_CHILD_TIMEDOUT;
+    c->state = CLUSTER_CHILD_TIMEDOUT;
 }
 
-void cl_run(struct cl_child *c, int n, int parallel, int timeout_ms, void (*start)(int, void *),
-            void *ctx)
+void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms,
+                     void (*start)(int, void *), void *ctx)
 {
     struct pollfd *pfd = calloc((size_t)n * 2 + 1, sizeof *pfd);
     int *who = calloc((size_t)n * 2 + 1, sizeof *who);
@@ -120,18 +120,18 @@ void cl_run(struct cl_child *c, int n, int parallel, int timeout_ms, void (*star
         free(pfd);
         free(who);
         for (int i = 0; i < n; i++)
-            c[i].state = CL_CHILD_FAILED;
+            c[i].state = CLUSTER_CHILD_FAILED;
         return;
     }
     int next = 0, running = 0;
     for (;;) {
         while (next < n && running < parallel) {
-            struct cl_child *x = &c[next];
+            struct cli_cluster_child *x = &c[next];
             x->out = x->err = -1;
             if (start_one(x, next, start, ctx) < 0) {
-                x->state = CL_CHILD_FAILED;
+                x->state = CLUSTER_CHILD_FAILED;
             } else {
-                x->deadline = cl_now_ms() + timeout_ms;
+                x->deadline = cli_cluster_now_ms() + timeout_ms;
                 running++;
             }
             next++;
@@ -139,10 +139,10 @@ void cl_run(struct cl_child *c, int n, int parallel, int timeout_ms, void (*star
         if (running == 0 && next >= n)
             break;
         int np = 0;
-        long long now = cl_now_ms(), wait = 1000;
+        long long now = cli_cluster_now_ms(), wait = 1000;
         for (int i = 0; i < n; i++) {
-            struct cl_child *x = &c[i];
-            if (x->state != CL_CHILD_RUNNING)
+            struct cli_cluster_child *x = &c[i];
+            if (x->state != CLUSTER_CHILD_RUNNING)
                 continue;
             if (x->deadline - now < wait)
                 wait = x->deadline - now;
@@ -162,7 +162,7 @@ void cl_run(struct cl_child *c, int n, int parallel, int timeout_ms, void (*star
             if (!pfd[k].revents)
                 continue;
             int i = who[k] >= 0 ? who[k] : -who[k] - 1;
-            struct cl_child *x = &c[i];
+            struct cli_cluster_child *x = &c[i];
             char buf[65536];
             int *fd = who[k] >= 0 ? &x->out : &x->err;
             ssize_t got = read(*fd, buf, sizeof buf);
@@ -175,16 +175,16 @@ void cl_run(struct cl_child *c, int n, int parallel, int timeout_ms, void (*star
                 close_fd(fd);
             }
         }
-        now = cl_now_ms();
+        now = cli_cluster_now_ms();
         for (int i = 0; i < n; i++) {
-            struct cl_child *x = &c[i];
-            if (x->state != CL_CHILD_RUNNING)
+            struct cli_cluster_child *x = &c[i];
+            if (x->state != CLUSTER_CHILD_RUNNING)
                 continue;
             if (x->out < 0 && x->err < 0)
                 reap(x);
             else if (now >= x->deadline)
                 expire(x);
-            if (x->state != CL_CHILD_RUNNING)
+            if (x->state != CLUSTER_CHILD_RUNNING)
                 running--;
         }
     }
@@ -192,7 +192,7 @@ void cl_run(struct cl_child *c, int n, int parallel, int timeout_ms, void (*star
     free(who);
 }
 
-void cl_child_free(struct cl_child *c)
+void cli_cluster_child_free(struct cli_cluster_child *c)
 {
     if (!c)
         return;

@@ -21,7 +21,7 @@ static unsigned long hash(const char *s)
     return h;
 }
 
-int cl_intern_id(struct cl_intern *t, char *key, int *is_new)
+int cli_cluster_intern_id(struct cli_cluster_intern *t, char *key, int *is_new)
 {
     if ((t->n + 1) * 2 > t->cap) {
         size_t nc = t->cap ? t->cap * 2 : 64;
@@ -64,7 +64,7 @@ int cl_intern_id(struct cl_intern *t, char *key, int *is_new)
     return t->ids[j];
 }
 
-void cl_intern_free(struct cl_intern *t)
+void cli_cluster_intern_free(struct cli_cluster_intern *t)
 {
     for (size_t i = 0; i < t->cap; i++)
         free(t->keys[i]);
@@ -73,7 +73,7 @@ void cl_intern_free(struct cl_intern *t)
     memset(t, 0, sizeof *t);
 }
 
-char *cl_stack_key(const cJSON *frames)
+char *cli_cluster_stack_key(const cJSON *frames)
 {
     size_t cap = 256, len = 0;
     char *s = malloc(cap);
@@ -100,7 +100,7 @@ char *cl_stack_key(const cJSON *frames)
 }
 
 /* ---- rank ranges ---- */
-char *cl_ranges(const int *v, int n)
+char *cli_cluster_ranges(const int *v, int n)
 {
     size_t cap = 64 + (size_t)n * 24, len = 0;
     char *s = malloc(cap);
@@ -137,7 +137,7 @@ static int uniq(int *v, int n)
     return k;
 }
 
-const char *cl_pick_job(const struct cl_opts *o, const cJSON *nodes)
+const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *nodes)
 {
     const char *jobs[16];
     int nj = 0, more = 0;
@@ -161,10 +161,17 @@ const char *cl_pick_job(const struct cl_opts *o, const cJSON *nodes)
     if (nj == 1)
         return jobs[0];
     if (nj == 0) {
+        /* Why a node had nothing to say comes first: its ssh error, its timeout. */
+        cJSON_ArrayForEach(d, nodes)
+        {
+            if (cli_json_str(d, "error"))
+                fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_str(d, "node"),
+                        cli_json_str(d, "error"));
+        }
         if (o->job)
             cli_error("cluster: no rank of job '%s' found on %d node%s: see 'probing cluster "
-                      "list'", o->job, cJSON_GetArraySize(nodes),
-                      cJSON_GetArraySize(nodes) == 1 ? "" : "s");
+                      "list'",
+                      o->job, cJSON_GetArraySize(nodes), cJSON_GetArraySize(nodes) == 1 ? "" : "s");
         else
             cli_error("cluster: no rank of a distributed job found on %d node%s (RANK/WORLD_SIZE, "
                       "OMPI_COMM_WORLD_*, PMI_*, SLURM_* in a Python process's environment): "
@@ -262,15 +269,15 @@ static void view_free(struct view *v)
     cJSON_Delete(v->errors);
 }
 
-static int view_build(const struct cl_opts *o, cJSON *nodes, struct view *v)
+static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct view *v)
 {
     memset(v, 0, sizeof *v);
-    v->job = cl_pick_job(o, nodes);
+    v->job = cli_cluster_pick_job(o, nodes);
     if (!v->job)
         return -1;
     v->missing = cJSON_CreateArray();
     v->errors = cJSON_CreateArray();
-    struct cl_intern tab = {0};
+    struct cli_cluster_intern tab = {0};
     const cJSON *d, *r;
     int maxtasks = 0;
     cJSON_ArrayForEach(d, nodes)
@@ -293,7 +300,8 @@ static int view_build(const struct cl_opts *o, cJSON *nodes, struct view *v)
     {
         if (cli_json_str(d, "error")) {
             cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "node", cli_json_str(d, "node") ? cli_json_str(d, "node") : "?");
+            cJSON_AddStringToObject(e, "node",
+                                    cli_json_str(d, "node") ? cli_json_str(d, "node") : "?");
             cJSON_AddStringToObject(e, "error", cli_json_str(d, "error"));
             cJSON_AddItemToArray(v->errors, e);
             continue;
@@ -305,7 +313,7 @@ static int view_build(const struct cl_opts *o, cJSON *nodes, struct view *v)
         cJSON_ArrayForEach(f, stacks)
         {
             int is_new = 0;
-            map[k] = cl_intern_id(&tab, cl_stack_key(f), &is_new);
+            map[k] = cli_cluster_intern_id(&tab, cli_cluster_stack_key(f), &is_new);
             if (is_new) {
                 if (v->nstacks == v->cap_stacks) {
                     v->cap_stacks = v->cap_stacks ? v->cap_stacks * 2 : 64;
@@ -333,10 +341,9 @@ static int view_build(const struct cl_opts *o, cJSON *nodes, struct view *v)
             }
             const cJSON *samples = cJSON_GetObjectItemCaseSensitive(r, "samples");
             const cJSON *last = cJSON_GetArrayItem(samples, cJSON_GetArraySize(samples) - 1), *th;
-            if (o->thread == CL_THREAD_ALL) {
-                cJSON_ArrayForEach(th, last)
-                    add_task(v, r, d, (int)cli_json_num(th, "thread", -1), cli_json_str(th, "name"),
-                             map, nmap, samples);
+            if (o->thread == CLUSTER_THREAD_ALL) {
+                cJSON_ArrayForEach(th, last) add_task(v, r, d, (int)cli_json_num(th, "thread", -1),
+                                                      cli_json_str(th, "name"), map, nmap, samples);
             } else if (cJSON_GetArraySize(last) > 0) {
                 add_task(v, r, d, -1, cli_json_str(cJSON_GetArrayItem(last, 0), "name"), map, nmap,
                          samples);
@@ -344,7 +351,7 @@ static int view_build(const struct cl_opts *o, cJSON *nodes, struct view *v)
         }
         free(map);
     }
-    cl_intern_free(&tab);
+    cli_cluster_intern_free(&tab);
     /* Who answered, and so who is missing. */
     char *ok = calloc((size_t)v->world + 1, 1);
     for (int i = 0; i < v->ntasks; i++)
@@ -411,7 +418,7 @@ static void print_frame(const cJSON *f, int mark, int color)
            cli_json_str(f, "file"), (int)cli_json_num(f, "line", 0), off);
 }
 
-static void print_header(const struct cl_opts *o, const struct view *v, int nodes)
+static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
 {
     int answered = 0;
     char *ok = calloc((size_t)v->world + 1, 1);
@@ -436,7 +443,7 @@ static void print_missing(const struct view *v)
     if (n > 0) {
         int *r = malloc(sizeof(int) * (size_t)n);
         cJSON_ArrayForEach(m, v->missing) r[k++] = m->valueint;
-        char *s = cl_ranges(r, n);
+        char *s = cli_cluster_ranges(r, n);
         printf("\nmissing: %d rank%s: %s\n", n, n == 1 ? "" : "s", s ? s : "");
         free(s);
         free(r);
@@ -445,27 +452,28 @@ static void print_missing(const struct view *v)
     {
         if (cJSON_GetObjectItemCaseSensitive(e, "rank"))
             printf("  rank %d (node %s, pid %d): %s\n", (int)cli_json_num(e, "rank", -1),
-                   cli_json_str(e, "node"), (int)cli_json_num(e, "pid", 0), cli_json_str(e, "error"));
+                   cli_json_str(e, "node"), (int)cli_json_num(e, "pid", 0),
+                   cli_json_str(e, "error"));
         else
             printf("  node %s: %s\n", cli_json_str(e, "node"), cli_json_str(e, "error"));
     }
 }
 
-static void print_groups(const struct cl_opts *o, const struct view *v)
+static void print_groups(const struct cli_cluster_opts *o, const struct view *v)
 {
     const struct group *big = v->ngroups ? &v->groups[v->ngroups - 1] : NULL;
     for (int g = 0; g < v->ngroups; g++) {
         const struct group *gr = &v->groups[g];
-        char *rs = cl_ranges(gr->ranks, gr->nranks);
+        char *rs = cli_cluster_ranges(gr->ranks, gr->nranks);
         printf("\n%d rank%s: %s", gr->nranks, gr->nranks == 1 ? "" : "s", rs ? rs : "");
         free(rs);
         if (gr->n == 1) {
             const struct task *t = &v->tasks[gr->tasks[0]];
             printf(" (node %s, pid %d", t->node, t->pid);
-            if (o->thread == CL_THREAD_ALL)
+            if (o->thread == CLUSTER_THREAD_ALL)
                 printf(", thread %d \"%s\"", t->thread, t->tname ? t->tname : "");
             printf(")");
-        } else if (o->thread == CL_THREAD_ALL) {
+        } else if (o->thread == CLUSTER_THREAD_ALL) {
             printf(" (%d threads)", gr->n);
         }
         if (gr->stuck)
@@ -539,7 +547,7 @@ static void tree_insert(struct tnode *root, const cJSON *frames, int rank)
 static void tree_print(struct tnode *t, const char *first, const char *cont, int color)
 {
     t->n = uniq(t->ranks, t->n);
-    char *rs = cl_ranges(t->ranks, t->n);
+    char *rs = cli_cluster_ranges(t->ranks, t->n);
     if (t->frame) {
         const char *on = color ? "\033[36m" : "", *off = color ? "\033[0m" : "";
         printf("%s%s[%s]%s %s (%s:%d)\n", first, on, rs ? rs : "", off,
@@ -596,7 +604,8 @@ static cJSON *view_json(const struct view *v)
         if (gr->n == 1)
             cJSON_AddNumberToObject(j, "pid", v->tasks[gr->tasks[0]].pid);
         const cJSON *frames = group_frames(v, gr);
-        cJSON_AddItemToObject(j, "frames", frames ? cJSON_Duplicate(frames, 1) : cJSON_CreateArray());
+        cJSON_AddItemToObject(j, "frames",
+                              frames ? cJSON_Duplicate(frames, 1) : cJSON_CreateArray());
         cJSON_AddItemToArray(groups, j);
     }
     cJSON_AddItemToObject(out, "missing", cJSON_Duplicate(v->missing, 1));
@@ -604,7 +613,7 @@ static cJSON *view_json(const struct view *v)
     return out;
 }
 
-int cl_stacks_report(const struct cl_opts *o, cJSON *nodes)
+int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
 {
     struct view v;
     if (view_build(o, nodes, &v) < 0)

@@ -16,7 +16,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import CLI, SAMPLES, probing  # noqa: E402
+from conftest import CLI, PYTHONS, SAMPLES, probing  # noqa: E402
 
 DEBIAN = "/usr/bin/python3"
 TORCHRUN = "/usr/bin/torchrun"
@@ -207,13 +207,13 @@ class Fakes:
         self.tmp = tmp_path
         self.procs = []
 
-    def start(self, env, n=1, args=()):
+    def start(self, env, n=1, args=(), python=DEBIAN):
         for _ in range(n):
             e = {k: v for k, v in os.environ.items()
                  if not re.match(r"^(RANK|WORLD_SIZE|LOCAL_RANK|OMPI_|PMI_|SLURM_|TORCHELASTIC_)", k)}
             e.update(env)
             out = self.tmp / ("fake-%d.out" % len(self.procs))
-            p = subprocess.Popen([DEBIAN, FAKE, *args], stdout=open(out, "w"),
+            p = subprocess.Popen([python, FAKE, *args], stdout=open(out, "w"),
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True, env=e)
             self.procs.append((p, out))
@@ -275,6 +275,25 @@ def test_list_launchers_and_missing(fakes, launcher, env, job, local):
     assert re.search(r"^missing: 1 rank: 2$", text, re.M), text
     out = json.loads(cluster("stacks", "--job", jobname, "--json").stdout)
     assert out["missing"] == [2] and [g["ranks"] for g in out["groups"]] == [[0, 1]]
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_fake_job_every_python(fakes, python):
+    """Discovery (the CPython version from /proc), injection and grouping on every CPython."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "4", "LOCAL_RANK": "{r}", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "6" + tag}
+    for r in (0, 1, 2):
+        fakes.start({k: v.format(r=r) for k, v in env.items()}, python=python)
+    fakes.wait()
+    job = "torch:127.0.0.1:6" + tag
+    want = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    j = job_of(cluster("list", "--json").stdout, job)
+    assert [x["python"] for x in j["ranks"]] == [want] * 3 and j["missing"] == [3]
+    out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 1, 2]] and out["missing"] == [3]
+    assert [f["func"] for f in out["groups"][0]["frames"]][:1] == ["wait_for_work"]
 
 
 def test_launchers_and_forks_are_not_ranks(fakes):
@@ -343,6 +362,14 @@ def test_hostfile_and_exec_template(tmp_path, fakes):
     assert took < 3000 / 1000 + 8, took
     r = cluster("list", "--hosts", "nowhere", "--exec", "false", check=False)
     assert r.returncode == 1 and "node nowhere: the remote command failed" in r.stdout
+    r = cluster("stacks", "--hosts", "n[1-2]", "--exec", "echo nope >&2; exit 255 #", check=False)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "probing: warning: node n1: the remote command failed: nope",
+        "probing: warning: node n2: the remote command failed: nope",
+        "probing: error: cluster: no rank of a distributed job found on 2 nodes (RANK/WORLD_SIZE, "
+        "OMPI_COMM_WORLD_*, PMI_*, SLURM_* in a Python process's environment): check the hosts, "
+        "or run as the job's user or root"], r.stderr
 
 
 def test_usage_errors():
