@@ -54,6 +54,10 @@ cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command,
 /* On a connected client: wait for each answer base_ms plus the probe's query.timeout_ms, as
  * long as a query may take there (cli_query.c). */
 void cli_query_wait(struct dap_client *dc, int base_ms);
+/* Prints a probing/query body {columns, rows} as an aligned table with a "(N rows)" line, a
+ * JSON array of objects, or RFC 4180 CSV (cli_query.c). Returns 0 or -1. */
+enum { CLI_FMT_TABLE, CLI_FMT_JSON, CLI_FMT_CSV };
+int cli_query_print(const cJSON *body, int fmt);
 
 /* Reading response bodies: a string member or NULL; a number member or dflt; 1 only for a
  * JSON true. cli_print_json prints a value as indented JSON on stdout. */
@@ -80,6 +84,8 @@ int cli_debug_pause(const struct cli_opts *o, const char *address);
 int cli_debug_resume(const struct cli_opts *o);
 int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_list(const struct cli_opts *o, int argc, char **argv);
+/* cluster list|stacks|query|dump|hosts (cli_cluster*.c, docs/cluster.md). */
+int cli_cmd_cluster(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_query(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_tables(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_config(const struct cli_opts *o, int argc, char **argv);

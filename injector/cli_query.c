@@ -10,7 +10,6 @@
 
 #include "cli.h"
 
-enum { FMT_TABLE, FMT_JSON, FMT_CSV };
 
 static void help(void)
 {
@@ -75,13 +74,13 @@ static void csv_field(const char *s)
     putchar('"');
 }
 
-static int print_result(const cJSON *body, int fmt)
+int cli_query_print(const cJSON *body, int fmt)
 {
     const cJSON *cols = cJSON_GetObjectItemCaseSensitive(body, "columns");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(body, "rows");
     int ncols = cJSON_GetArraySize(cols);
     size_t nrows = (size_t)cJSON_GetArraySize(rows);
-    if (fmt == FMT_JSON) {
+    if (fmt == CLI_FMT_JSON) {
         cJSON *out = cJSON_CreateArray();
         const cJSON *row;
         cJSON_ArrayForEach(row, rows)
@@ -115,7 +114,7 @@ static int print_result(const cJSON *body, int fmt)
             cells[r * (size_t)ncols + (size_t)c] = cell_text(cJSON_GetArrayItem(row, c));
         r++;
     }
-    if (fmt == FMT_CSV) {
+    if (fmt == CLI_FMT_CSV) {
         for (int c = 0; c < ncols; c++) {
             if (c)
                 putchar(',');
@@ -183,16 +182,16 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int fmt = FMT_TABLE, c;
+    int fmt = CLI_FMT_TABLE, c;
     while ((c = getopt_long(argc, argv, "+f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (strcmp(optarg, "table") == 0)
-                fmt = FMT_TABLE;
+                fmt = CLI_FMT_TABLE;
             else if (strcmp(optarg, "json") == 0)
-                fmt = FMT_JSON;
+                fmt = CLI_FMT_JSON;
             else if (strcmp(optarg, "csv") == 0)
-                fmt = FMT_CSV;
+                fmt = CLI_FMT_CSV;
             else {
                 cli_error("query: --format '%s': expected table, json or csv", optarg);
                 return CLI_USAGE;
@@ -211,16 +210,16 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
                 return CLI_USAGE;
             }
             const char *f = argv[++optind];
-            fmt = strcmp(f, "json") == 0 ? FMT_JSON : strcmp(f, "csv") == 0 ? FMT_CSV
-                  : strcmp(f, "table") == 0 ? FMT_TABLE : -1;
+            fmt = strcmp(f, "json") == 0 ? CLI_FMT_JSON : strcmp(f, "csv") == 0 ? CLI_FMT_CSV
+                  : strcmp(f, "table") == 0 ? CLI_FMT_TABLE : -1;
             if (fmt < 0) {
                 cli_error("query: --format '%s': expected table, json or csv", f);
                 return CLI_USAGE;
             }
         } else if (strncmp(argv[optind], "--format=", 9) == 0) {
             const char *f = argv[optind] + 9;
-            fmt = strcmp(f, "json") == 0 ? FMT_JSON : strcmp(f, "csv") == 0 ? FMT_CSV
-                  : strcmp(f, "table") == 0 ? FMT_TABLE : -1;
+            fmt = strcmp(f, "json") == 0 ? CLI_FMT_JSON : strcmp(f, "csv") == 0 ? CLI_FMT_CSV
+                  : strcmp(f, "table") == 0 ? CLI_FMT_TABLE : -1;
             if (fmt < 0) {
                 cli_error("query: --format '%s': expected table, json or csv", f);
                 return CLI_USAGE;
@@ -240,7 +239,7 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
     cJSON *body = run_query(o, sql);
     if (!body)
         return CLI_FAIL;
-    int rc = print_result(body, fmt);
+    int rc = cli_query_print(body, fmt);
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(body, "note");
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "truncated")))
         fprintf(stderr, "probing: note: %s\n",

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+"""Test target: a tiny torch.distributed job (gloo, CPU) started by torchrun, in which one rank
+(STUCK_RANK, default the last) enters a C function that never returns while holding the GIL
+(ctypes.PyDLL keeps the GIL during the call) and every other rank waits for it in all_reduce:
+the hang `probing cluster stacks` is for. Each rank prints "ready {...}" once it is in place."""
+import ctypes
+import datetime
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+
+def stuck_in_c():
+    libc = ctypes.PyDLL(None)
+    print("ready " + json.dumps({"rank": dist.get_rank(), "pid": os.getpid(), "where": "stuck"}),
+          flush=True)
+    libc.pause()  # BP: stuck_call
+
+
+def wait_for_peers(t):
+    print("ready " + json.dumps({"rank": dist.get_rank(), "pid": os.getpid(), "where": "all_reduce"}),
+          flush=True)
+    dist.all_reduce(t)  # BP: all_reduce
+
+
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(hours=1))
+    stuck = int(os.environ.get("STUCK_RANK", dist.get_world_size() - 1))
+    t = torch.ones(4)
+    dist.all_reduce(t)  # every rank is up: one collective that completes
+    if dist.get_rank() == stuck:
+        stuck_in_c()
+    else:
+        wait_for_peers(t)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+"""Test target: one process of a fake distributed job (the test sets RANK, WORLD_SIZE...): no
+torch, it prints "ready {...}" and sleeps in a function, so that many of them are cheap.
+  --fork            also fork a child that sleeps with the same environment (a DataLoader worker)
+  --spawn ENV N     act as a launcher: start N copies of this script with the JSON object ENV
+                    added to their environment ("{r}" in a value becomes the copy's index)"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def wait_for_work():
+    print("ready " + json.dumps({"pid": os.getpid(), "rank": int(os.environ.get("RANK", -1))}),
+          flush=True)
+    while True:
+        time.sleep(3600)  # BP: fake_sleep
+
+
+def main():
+    args = sys.argv[1:]
+    if args[:1] == ["--fork"]:
+        if os.fork() == 0:
+            while True:
+                time.sleep(3600)
+    elif args[:1] == ["--spawn"]:
+        extra, n = json.loads(args[1]), int(args[2])
+        for r in range(n):
+            env = dict(os.environ)
+            env.update({k: v.replace("{r}", str(r)) for k, v in extra.items()})
+            subprocess.Popen([sys.executable, os.path.abspath(__file__)], env=env)
+    wait_for_work()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+# SPDX-License-Identifier: MIT
+"""probing cluster: a real torchrun job (4 ranks, gloo on CPU, Debian's torch 1.13) in which rank
+3 is stuck in a C call holding the GIL and ranks 0-2 wait for it in all_reduce
+(samples/cluster_job.py); fake jobs of plain Python processes for discovery (torchrun, Open MPI,
+PMI, SLURM variables, launchers and forks told apart) and missing ranks; and the same torch job
+across two "nodes" made by the test (tests/e2e/test_cluster_nodes.py)."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conftest import CLI, PYTHONS, SAMPLES, probing  # noqa: E402
+
+DEBIAN = "/usr/bin/python3"
+TORCHRUN = "/usr/bin/torchrun"
+JOB = os.path.join(SAMPLES, "cluster_job.py")
+FAKE = os.path.join(SAMPLES, "fake_rank.py")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun_argv(nproc, port, extra=()):
+    # Debian's torch 1.13 on Python 3.11: torchrun's default --redirects/--tee "0" parse to None
+    # (3.11's IntFlag no longer iterates the zero member), so both are given as 1 (stdout).
+    return [TORCHRUN, "--nproc_per_node", str(nproc), "--redirects", "1", "--tee", "1",
+            "--master_port", str(port), *extra, JOB]
+
+
+class Job:
+    """A process group started in its own session; .ready is the list of its 'ready {...}'
+    lines (parsed), waited for with a bound."""
+
+    def __init__(self, argv, out_path, env=None, want=4, timeout=90):
+        e = dict(os.environ)
+        e.pop("PROBING", None)
+        e.update(env or {})
+        self.out_path = out_path
+        self.proc = subprocess.Popen(argv, stdout=open(out_path, "w"), stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True, env=e)
+        self.ready = []
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            text = open(out_path).read()
+            self.ready = [json.loads(m) for m in re.findall(r"ready (\{.*\})", text)]
+            if len(self.ready) >= want:
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        out = open(out_path).read()
+        self.kill()
+        raise AssertionError("job did not get ready (%d of %d): %s" % (len(self.ready), want,
+                                                                        out[-3000:]))
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+@pytest.fixture(scope="module")
+def torch_job(tmp_path_factory):
+    assert os.path.exists(TORCHRUN), "torchrun missing: run 'make deps' (python3-torch)"
+    tmp = tmp_path_factory.mktemp("cluster")
+    job = Job(torchrun_argv(4, free_port(), ["--log_dir", str(tmp / "logs")]), tmp / "job.out")
+    yield job
+    job.kill()
+
+
+def ranks_by(job, where):
+    return sorted(r["rank"] for r in job.ready if r["where"] == where)
+
+
+def cluster(*args, timeout=120, check=True):
+    return probing("cluster", *args, timeout=timeout, check=check)
+
+
+def test_list_finds_the_torchrun_job(torch_job):
+    r = cluster("list", "--json")
+    out = json.loads(r.stdout)
+    jobs = [j for j in out["jobs"] if j["launcher"] == "torchrun"]
+    assert len(jobs) == 1, out
+    j = jobs[0]
+    assert j["world_size"] == 4 and j["missing"] == []
+    assert [x["rank"] for x in j["ranks"]] == [0, 1, 2, 3]
+    assert [x["local_rank"] for x in j["ranks"]] == [0, 1, 2, 3]
+    pids = {r["rank"]: r["pid"] for r in torch_job.ready}
+    assert {x["rank"]: x["pid"] for x in j["ranks"]} == pids
+    # The torchrun agent has the job's variables in no process of its own: it is not a rank.
+    assert torch_job.proc.pid not in {x["pid"] for x in j["ranks"]}
+    assert all(x["python"].startswith("3.11.") for x in j["ranks"])
+    text = cluster("list").stdout
+    assert re.search(r"^job torchrun:\S+ \(torchrun\): world size 4, 4 ranks found on 1 node", text,
+                     re.M), text
+    for rank, pid in pids.items():
+        assert re.search(r"^  %d\s+%d\s+\S+\s+%d\s+3\.11\.\d+\s+(loaded|not loaded)$" % (
+            rank, rank, pid), text, re.M), text
+
+
+def test_stacks_two_groups(torch_job):
+    stuck = ranks_by(torch_job, "stuck")
+    waiting = ranks_by(torch_job, "all_reduce")
+    assert stuck == [3] and waiting == [0, 1, 2]
+    out = json.loads(cluster("stacks", "--json").stdout)
+    assert out["world_size"] == 4 and out["missing"] == []
+    assert out["job"].startswith("torchrun:")
+    groups = out["groups"]
+    assert [g["ranks"] for g in groups] == [stuck, waiting], groups  # smallest first
+    assert groups[0]["frames"][0]["func"] == "stuck_in_c"
+    assert groups[0]["frames"][0]["file"] == JOB
+    pid3 = [r["pid"] for r in torch_job.ready if r["rank"] == 3][0]
+    assert groups[0]["pid"] == pid3
+    assert groups[1]["frames"][0]["func"] == "all_reduce"
+    assert groups[1]["frames"][0]["file"].endswith("torch/distributed/distributed_c10d.py")
+    assert groups[1]["frames"][1]["func"] == "wait_for_peers"
+    assert groups[0]["stuck"] is False  # one sample says nothing about being stuck
+
+    text = cluster("stacks").stdout
+    assert re.search(r"^job torchrun:\S+: world size 4, 4 ranks answered on 1 of 1 node, 2 groups$",
+                     text, re.M), text
+    m = re.search(r"^1 rank: 3 \(node (\S+), pid (\d+)\)\n((?:  .*\n)+)", text, re.M)
+    assert m and int(m.group(2)) == pid3, text
+    assert m.group(1) == socket.gethostname()
+    lines = m.group(3).splitlines()
+    # The frames that differ from the largest group are marked, the shared <module> is not.
+    assert lines[0].startswith("  > stuck_in_c (") and lines[1].startswith("  > main (")
+    assert lines[-1].startswith("    <module> (")
+    assert re.search(r"^3 ranks: 0-2\n    all_reduce \(", text, re.M), text
+    assert "missing" not in text
+
+
+def test_stacks_tree_and_samples(torch_job):
+    text = cluster("stacks", "--tree").stdout
+    assert re.search(r"^\[0-3\] <module> \(", text, re.M), text
+    assert re.search(r"^\|-\[0-2\] main \(.*\n\| \[0-2\] wait_for_peers \(.*\n\| \[0-2\] all_reduce \(",
+                     text, re.M), text
+    assert re.search(r"^`-\[3\] main \(.*\n  \[3\] stuck_in_c \(", text, re.M), text
+    out = json.loads(cluster("stacks", "--samples", "3", "--interval", "0.2", "--json").stdout)
+    assert out["samples"] == 3
+    assert [(g["ranks"], g["stuck"]) for g in out["groups"]] == [([3], True), ([0, 1, 2], True)]
+    text = cluster("stacks", "--samples", "2", "--interval", "0.1").stdout
+    assert "1 rank: 3 (node" in text and "STUCK: unchanged in all 2 samples" in text
+    # --thread main reads the same threads here; --thread all every Python thread.
+    out = json.loads(cluster("stacks", "--thread", "main", "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[3], [0, 1, 2]]
+    out = json.loads(cluster("stacks", "--thread", "all", "--json").stdout)
+    assert sorted(r for g in out["groups"] for r in g["ranks"]) == [0, 1, 2, 3]
+
+
+def test_query_union_and_reduce(torch_job):
+    r = cluster("query", "SELECT func, lineno FROM python.backtrace WHERE depth = 0", "-f", "json")
+    rows = json.loads(r.stdout)
+    assert sorted((x["rank"], x["func"]) for x in rows) == [
+        (0, "all_reduce"), (1, "all_reduce"), (2, "all_reduce"), (3, "stuck_in_c")]
+    assert {x["host"] for x in rows} == {socket.gethostname()}
+    r = cluster("query", "SELECT func FROM python.backtrace WHERE depth = 0", "--reduce",
+                "SELECT func, count(*) AS n, group_concat(rank) AS ranks FROM r GROUP BY func "
+                "ORDER BY n")
+    assert re.search(r"^stuck_in_c\s+1\s+3$", r.stdout, re.M), r.stdout
+    assert re.search(r"^all_reduce\s+3\s+0,1,2$", r.stdout, re.M), r.stdout
+    assert r.stdout.rstrip().endswith("(2 rows)")
+    r = cluster("query", "SELECT 1", "--reduce", "SELECT nope FROM r", check=False)
+    assert r.returncode == 1
+    assert r.stderr.startswith("probing: error: cluster query --reduce: SQL error: no such column: nope")
+
+
+def test_dump_directory(torch_job, tmp_path):
+    out = tmp_path / "dump"
+    r = cluster("dump", "-o", out)
+    assert r.stdout.strip() == "wrote %s: 4 of 4 ranks (index.json, index.txt, rank-N.json, rank-N.txt)" % out
+    index = json.loads((out / "index.json").read_text())
+    assert index["world_size"] == 4 and index["missing"] == []
+    assert [x["rank"] for x in index["ranks"]] == [0, 1, 2, 3]
+    # Rank 3 holds the GIL: its stacks are there, its locals are not; the others have locals.
+    assert "localsError" in index["ranks"][3]
+    assert "localsError" not in index["ranks"][0]
+    d0 = json.loads((out / "rank-0.json").read_text())
+    main0 = [t for t in d0["threads"] if t["main"]][0]
+    assert main0["frames"][0]["name"] == "all_reduce" and main0["frames"][0]["locals"]
+    d3 = json.loads((out / "rank-3.json").read_text())
+    main3 = [t for t in d3["threads"] if t["main"]][0]
+    assert main3["frames"][0]["name"] == "stuck_in_c"
+    assert "stuck_in_c" in (out / "rank-3.txt").read_text()
+    assert "rank 3" in (out / "index.txt").read_text()
+
+
+# ---- fake jobs: plain Python processes with a launcher's variables ----
+
+class Fakes:
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.procs = []
+
+    def start(self, env, n=1, args=(), python=DEBIAN):
+        for _ in range(n):
+            e = {k: v for k, v in os.environ.items()
+                 if not re.match(r"^(RANK|WORLD_SIZE|LOCAL_RANK|OMPI_|PMI_|SLURM_|TORCHELASTIC_)", k)}
+            e.update(env)
+            out = self.tmp / ("fake-%d.out" % len(self.procs))
+            p = subprocess.Popen([python, FAKE, *args], stdout=open(out, "w"),
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, env=e)
+            self.procs.append((p, out))
+        return self
+
+    def wait(self, lines=1):
+        deadline = time.time() + 30
+        for p, out in self.procs:
+            while len(re.findall(r"^ready ", open(out).read(), re.M)) < lines:
+                assert p.poll() is None, open(out).read()
+                assert time.time() < deadline, "fake rank not ready: %s" % open(out).read()
+                time.sleep(0.05)
+
+    def kill(self):
+        for p, _ in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+
+
+@pytest.fixture
+def fakes(tmp_path):
+    f = Fakes(tmp_path)
+    yield f
+    f.kill()
+
+
+def job_of(out, prefix):
+    jobs = [j for j in json.loads(out)["jobs"] if j["job"].startswith(prefix)]
+    assert len(jobs) == 1, out
+    return jobs[0]
+
+
+@pytest.mark.parametrize("launcher,env,job,local", [
+    ("openmpi", {"OMPI_COMM_WORLD_RANK": "{r}", "OMPI_COMM_WORLD_SIZE": "3",
+                 "OMPI_COMM_WORLD_LOCAL_RANK": "{r}", "OMPI_MCA_ess_base_jobid": "77{tag}"},
+     "openmpi:77{tag}", True),
+    ("pmi", {"PMI_RANK": "{r}", "PMI_SIZE": "3", "PMI_JOBID": "p{tag}"}, "pmi:p{tag}", False),
+    ("slurm", {"SLURM_PROCID": "{r}", "SLURM_NTASKS": "3", "SLURM_JOB_ID": "9{tag}",
+               "SLURM_STEP_ID": "0", "SLURM_LOCALID": "{r}"}, "slurm:9{tag}.0", True),
+    ("torch", {"RANK": "{r}", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": "1{tag}"}, "torch:127.0.0.1:1{tag}", False),
+])
+def test_list_launchers_and_missing(fakes, launcher, env, job, local):
+    tag = str(os.getpid() % 10000)
+    for r in (0, 1):  # rank 2 of 3 never started: missing
+        fakes.start({k: v.format(r=r, tag=tag) for k, v in env.items()})
+    fakes.wait()
+    jobname = job.format(tag=tag)
+    j = job_of(cluster("list", "--json").stdout, jobname)
+    assert j["launcher"] == launcher and j["world_size"] == 3
+    assert [x["rank"] for x in j["ranks"]] == [0, 1] and j["missing"] == [2]
+    assert [x["local_rank"] for x in j["ranks"]] == ([0, 1] if local else [None, None])
+    assert {x["pid"] for x in j["ranks"]} == {p.pid for p, _ in fakes.procs}
+    text = cluster("stacks", "--job", jobname).stdout
+    assert re.search(r"^2 ranks: 0-1\n    wait_for_work \(", text, re.M), text
+    assert re.search(r"^missing: 1 rank: 2$", text, re.M), text
+    out = json.loads(cluster("stacks", "--job", jobname, "--json").stdout)
+    assert out["missing"] == [2] and [g["ranks"] for g in out["groups"]] == [[0, 1]]
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_fake_job_every_python(fakes, python):
+    """Discovery (the CPython version from /proc), injection and grouping on every CPython."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "4", "LOCAL_RANK": "{r}", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "6" + tag}
+    for r in (0, 1, 2):
+        fakes.start({k: v.format(r=r) for k, v in env.items()}, python=python)
+    fakes.wait()
+    job = "torch:127.0.0.1:6" + tag
+    want = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    j = job_of(cluster("list", "--json").stdout, job)
+    assert [x["python"] for x in j["ranks"]] == [want] * 3 and j["missing"] == [3]
+    out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 1, 2]] and out["missing"] == [3]
+    assert [f["func"] for f in out["groups"][0]["frames"]][:1] == ["wait_for_work"]
+
+
+def test_launchers_and_forks_are_not_ranks(fakes):
+    """A launcher that carries a job's variables itself (the torchrun agent under SLURM) is not a
+    rank; neither is a forked child of a rank (a DataLoader worker) with the rank's environment."""
+    tag = str(os.getpid() % 10000)
+    slurm = {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_ID": "5" + tag, "SLURM_STEP_ID": "0"}
+    torch = {"RANK": "{r}", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "2" + tag,
+             "TORCHELASTIC_RUN_ID": "r" + tag}
+    fakes.start(slurm, args=["--spawn", json.dumps(torch), "2"])
+    fakes.start({k: v.format(r=0) for k, v in torch.items()} | {"WORLD_SIZE": "1",
+                "MASTER_PORT": "3" + tag}, args=["--fork"])
+    fakes.wait(lines=1)
+    deadline = time.time() + 20
+    while True:
+        out = cluster("list", "--json").stdout
+        jobs = {j["job"]: j for j in json.loads(out)["jobs"]}
+        spawned = jobs.get("torchrun:r%s@127.0.0.1:2%s" % (tag, tag))
+        if spawned and len(spawned["ranks"]) == 2 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert spawned and [x["rank"] for x in spawned["ranks"]] == [0, 1], out
+    assert not any(j.startswith("slurm:5" + tag) for j in jobs), out  # the launcher
+    forked = jobs["torchrun:r%s@127.0.0.1:3%s" % (tag, tag)]
+    assert [x["pid"] for x in forked["ranks"]] == [fakes.procs[1][0].pid], out  # not the fork
+
+
+def test_hosts_nodelist_expansion():
+    r = cluster("hosts", "--nodelist", "node[1-3,5],gpu[08-10],login,r[1-2]-n[1-2]")
+    assert r.stdout.split() == ["node1", "node2", "node3", "node5", "gpu08", "gpu09", "gpu10",
+                                "login", "r1-n1", "r1-n2", "r2-n1", "r2-n2"]
+    r = cluster("hosts", "--slurm", timeout=10, check=False)
+    assert r.returncode == 2 and "SLURM_JOB_NODELIST is not set" in r.stderr
+    env = {"SLURM_JOB_NODELIST": "cn[001-003]"}
+    r = probing("cluster", "hosts", "--slurm", env=env, check=True)
+    assert r.stdout.split() == ["cn001", "cn002", "cn003"]
+    for bad in ["node[1-", "node[]", "node[3-1]", "node[a-b]", "n[1]x]"]:
+        r = cluster("hosts", "--nodelist", bad, check=False)
+        assert r.returncode == 2 and r.stderr.startswith("probing: error: cluster hosts: "), (bad, r.stderr)
+
+
+def test_hostfile_and_exec_template(tmp_path, fakes):
+    """The fan-out through a command template: one command per node (here 'sh -c' standing in
+    for ssh), a node that does not answer costs its timeout and is reported, its ranks missing."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "4" + tag}
+    for r in (0, 1):
+        fakes.start({k: v.format(r=r) for k, v in env.items()})
+    fakes.wait()
+    hf = tmp_path / "hosts"
+    hf.write_text("# nodes\nalpha slots=2\ndead\n")
+    log = tmp_path / "calls"
+    # alpha runs the command here; dead never answers.
+    tmpl = ("sh -c 'echo {host} >> %s; if [ {host} = dead ]; then sleep 60; else exec \"$@\"; fi' "
+            "sh {cmd}" % log)
+    t0 = time.time()
+    r = cluster("stacks", "--hostfile", hf, "--exec", tmpl, "--node-timeout", "3000", "--job",
+                "torch:127.0.0.1:4" + tag, "--json", "--parallel", "2", "--probing", CLI,
+                "--rank-timeout", "5000")
+    took = time.time() - t0
+    out = json.loads(r.stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 1]]
+    assert out["missing"] == [2]
+    assert {"node": "dead", "error": "no answer within 3000 ms (--node-timeout)"} in out["errors"]
+    assert sorted(log.read_text().split()) == ["alpha", "dead"]  # one command per node
+    assert took < 3000 / 1000 + 8, took
+    r = cluster("list", "--hosts", "nowhere", "--exec", "false", check=False)
+    assert r.returncode == 1 and "node nowhere: the remote command failed" in r.stdout
+    r = cluster("stacks", "--hosts", "n[1-2]", "--exec", "echo nope >&2; exit 255 #", check=False)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "probing: warning: node n1: the remote command failed: nope",
+        "probing: warning: node n2: the remote command failed: nope",
+        "probing: error: cluster: no rank of a distributed job found on 2 nodes (RANK/WORLD_SIZE, "
+        "OMPI_COMM_WORLD_*, PMI_*, SLURM_* in a Python process's environment): check the hosts, "
+        "or run as the job's user or root"], r.stderr
+
+
+def test_usage_errors():
+    for args, msg in [
+        (["bogus"], "cluster: unknown command 'bogus'"),
+        (["list", "--tree"], "cluster list: --tree, --thread, --samples only go with 'cluster stacks'"),
+        (["stacks", "--thread", "x"], "cluster stacks: --thread takes auto, main or all"),
+        (["stacks", "--samples", "0"], "cluster stacks: --samples takes 1 to 1000"),
+        (["stacks", "--rank-timeout", "0"], "cluster stacks: --rank-timeout takes a positive"),
+        (["stacks", "--parallel", "0"], "cluster stacks: --parallel takes 1 to 4096"),
+        (["query"], "cluster query: missing SQL"),
+        (["dump"], "cluster dump: missing -o DIR"),
+        (["stacks", "--hosts", "a", "--hostfile", "b"], "cluster stacks: give one of --hosts, --hostfile"),
+    ]:
+        r = cluster(*args, check=False)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.startswith("probing: error: " + msg), (args, r.stderr)
+        assert r.stderr.count("\n") == 1
+    for sub in ["", "list", "stacks", "query", "dump", "hosts"]:
+        r = probing("cluster", *([sub] if sub else []), "--help", check=True)
+        assert r.stdout.startswith("usage: probing cluster " + (sub or "list|stacks"))
+
+
+def test_rank_not_answering_is_missing(fakes):
+    """A rank found but not answering (here stopped with SIGSTOP, so it cannot be injected) is
+    listed as missing with the reason; the others are grouped as usual."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "5" + tag}
+    for r in (0, 1):
+        fakes.start({k: v.format(r=r) for k, v in env.items()})
+    fakes.wait()
+    stopped = fakes.procs[1][0].pid
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        job = "torch:127.0.0.1:5" + tag
+        out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+        assert [g["ranks"] for g in out["groups"]] == [[0]] and out["missing"] == [1]
+        [e] = out["errors"]
+        assert e["rank"] == 1 and e["pid"] == stopped and "is stopped" in e["error"], e
+        text = cluster("stacks", "--job", job).stdout
+        assert re.search(r"^missing: 1 rank: 1\n  rank 1 \(node \S+, pid %d\): process %d is stopped"
+                         % (stopped, stopped), text, re.M), text
+    finally:
+        os.kill(stopped, signal.SIGCONT)
