@@ -55,8 +55,24 @@ if ! $SUDO apt-get "${apt_opts[@]}" update -qq >"$log" 2>&1; then
   echo "probing: error: apt-get update failed: $(tail -1 "$log")" >&2
   exit 1
 fi
-if ! $SUDO apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" \
-     >"$log" 2>&1; then
+# The tests start their own sshd inside namespaces they make; installing openssh-server must not
+# leave a daemon listening on the machine's port 22. A policy-rc.d that refuses service starts
+# (Debian's invoke-rc.d and deb-systemd-invoke honour it) covers the install; the unit is then
+# disabled, so a reboot does not start it either. Only when this run installs the package.
+policy=/usr/sbin/policy-rc.d ours_policy=0 new_sshd=0
+case " ${missing[*]} " in *" openssh-server "*) new_sshd=1;; esac
+if [ $new_sshd = 1 ] && [ ! -e $policy ]; then
+  printf '#!/bin/sh\n# probing tools/deps.sh: no service starts while it installs\nexit 101\n' |
+    $SUDO tee $policy >/dev/null && $SUDO chmod 755 $policy && ours_policy=1
+fi
+rc=0
+$SUDO apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" \
+  >"$log" 2>&1 || rc=$?
+[ $ours_policy = 1 ] && $SUDO rm -f $policy
+if [ $rc -ne 0 ]; then
   echo "probing: error: apt-get install failed: $(grep -E '^E:' "$log" | head -1)" >&2
   exit 1
+fi
+if [ $new_sshd = 1 ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
 fi
