@@ -366,6 +366,8 @@ int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *e
             return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is not set: export the token "
                               "printed by 'probing -p PID inject --listen %s:%d'",
                               o->target.host, o->target.port);
+        if (cli_token_check(token, err) < 0)
+            return err->code;
         rc = dap_client_connect_tcp(c, o->target.host, o->target.port, err);
     }
     if (rc == 0)

@@ -57,7 +57,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int pending, done, rc;
-    char address[80], token[256];
+    char address[80], token[PB_TOKEN_MAX + 1];
     struct pb_err err;
 } cmd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, "", "", {0, ""}};
 
@@ -266,8 +266,9 @@ static void format_bound(void)
 int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     struct sockaddr_storage ss;
-    if (!token || strlen(token) < 8)
-        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of at least 8 characters");
+    if (!token || strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
+        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of %d to %d characters "
+                          "(got %zu)", PB_TOKEN_MIN, PB_TOKEN_MAX, token ? strlen(token) : 0);
     int rc = parse_address(address, &ss, err);
     if (rc < 0)
         return rc;
@@ -318,6 +319,12 @@ int probe_agent_listen_sync(const char *address, const char *token, struct pb_er
 {
     if (pthread_equal(pthread_self(), agent_thread))
         return probe_tcp_listen(address, token, err);
+    /* Checked here too: the copies below must never cut them. */
+    if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
+        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of %d to %d characters "
+                          "(got %zu)", PB_TOKEN_MIN, PB_TOKEN_MAX, strlen(token));
+    if (strlen(address) >= sizeof cmd.address)
+        return pb_err_set(err, PB_EBADARG, "address '%.40s...' is too long", address);
     pthread_mutex_lock(&cmd.mu);
     pb_strlcpy(cmd.address, address, sizeof cmd.address);
     pb_strlcpy(cmd.token, token, sizeof cmd.token);
