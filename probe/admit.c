@@ -4,7 +4,7 @@
  * TCP connection not past `attach` must go. Pure decisions on numbers, so that the fuzz harness
  * (tests/fuzz/fuzz_conn_limits.c) drives the same code the agent runs; the settings they come
  * from are in settings.c, the threat model in docs/security.md. */
-#include "internal.h"
+#include "admit.h"
 
 #include <dirent.h>
 #include <errno.h>

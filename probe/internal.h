@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <uv.h>
 
+#include "admit.h"
 #include "probe.h"
 
 #define PROBE_EXPORT __attribute__((visibility("default")))
@@ -40,25 +41,6 @@ int probe_rundir_path(char *buf, size_t n, struct pb_err *err);
 /* Remove <pid>.sock files in dir, other than own, that nobody listens on any more (their process
  * died without removing them). Blocking file-system work: task thread. Returns how many. */
 int probe_rundir_sweep(const char *dir, const char *own);
-
-/* admit.c: which connections the agent keeps. Counts are the connections open before the new
- * one; fds_open counts the new one; fds_max is RLIMIT_NOFILE's soft limit (-1: none). Returns 0
- * (keep it) or -EMFILE with the limit that refused it in err. */
-struct probe_admit_limits {
-    int max_conns, max_unauth, fd_reserve;
-};
-struct probe_admit_counts {
-    int conns, unauth;
-};
-int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
-                long fds_open, long fds_max, struct pb_err *err);
-/* Whether a connection accepted at accepted_ms must be closed at now_ms: not authenticated
- * within timeout_ms (net.auth_timeout_ms), whatever it sent meanwhile. */
-int probe_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms);
-/* RLIMIT_NOFILE's soft limit (-1: unlimited), and how many descriptors are open (-1 when they
- * cannot be counted, e.g. none is left to open /proc/self/fd). */
-long probe_fds_max(void);
-long probe_fds_open(void);
 
 /* token.c */
 void probe_token_set(const char *token);
