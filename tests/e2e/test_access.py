@@ -441,3 +441,24 @@ def test_cli_refuses_an_impostor_socket(tmp_path, how):
             os.unlink(d)
         shutil.rmtree(d, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_cli_accepts_a_target_in_its_own_pid_namespace(spawn):
+    """SO_PEERCRED names the listener as the CLI's PID namespace sees it: a target that is pid 1
+    of its own namespace (a container, with its own /tmp) passes the peer check under its pid
+    out here."""
+    # As in test_faults' private /tmp: the sample is opened before the tmpfs hides /tmp.
+    t = spawn(PY, launcher=[
+        "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+        'exec 3<"$1"; shift; mount -t tmpfs tmpfs /tmp && exec "$0" /dev/fd/3 "$@"'])
+    assert t.ready["pid"] == 1
+    with open("/proc/%d/task/%d/children" % (t.pid, t.pid)) as f:
+        pid = int(f.read().split()[0])  # unshare forks the target
+    with open("/proc/%d/status" % pid) as f:
+        assert re.search(r"^NSpid:\s+%d\s+1$" % pid, f.read(), re.M)
+    r = probing("-p", pid, "eval", "6*7")
+    assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
+    d = json.loads(probing("-p", pid, "debug", "--dump", "--json", check=True).stdout)
+    assert d["pid"] == 1
+    t.assert_responsive()
+    t.check_output_clean()
