@@ -110,6 +110,9 @@ def test_init_refuses_a_token_over_the_limit(spawn, tmp_path):
               "except RuntimeError as e:\n    print(e)\n" % (LIMIT + 1))
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "probe", "python"),
                PROBING_LIBDIR=os.path.join(BUILD, "lib", "probing"))
+    if os.environ.get("PROBING_TARGET_PRELOAD"):  # make asan: the runtime first, as conftest does
+        env.update(LD_PRELOAD=os.environ["PROBING_TARGET_PRELOAD"],
+                   ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0")
     r = subprocess.run([PY, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert "token of 8 to 255 characters (got 256)" in r.stdout, (r.stdout, r.stderr)
 
