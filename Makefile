@@ -179,7 +179,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
              tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c tests/unit/fake_perf.c probe/snapshot.c probe/settings.c probe/rows.c \
-             probe/eval_result.c
+             probe/eval_result.c probe/admit.c
 FUZZ_INC := -Icommon -Idap -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)

@@ -61,6 +61,13 @@ void pb_log_write(int level, const char *file, int line, const char *fmt, ...)
             pb_log_write((level), __FILE__, __LINE__, __VA_ARGS__);       \
     } while (0)
 
+/* The longest TCP token (characters, not counting the NUL), the same in the CLI (PROBING_TOKEN,
+ * inject --listen, debug --pause, -t HOST:PORT), the probe (probing/listen, probing.init) and
+ * the docs: longer ones are refused with an error, never cut. `openssl rand -hex 64` fits. */
+#define PB_TOKEN_MAX 255
+/* The shortest token a TCP listener accepts. */
+#define PB_TOKEN_MIN 8
+
 /* Small helpers. */
 size_t pb_strlcpy(char *dst, const char *src, size_t n);
 /* Read a whole small file (e.g. under /proc) into buf, NUL-terminated. Returns bytes read or

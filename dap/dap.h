@@ -72,6 +72,15 @@ void dap_session_detach_io(struct dap_session *s);
  * code when the connection must be closed (protocol error, failed authentication). */
 int dap_session_feed(struct dap_session *s, const char *data, size_t n);
 int dap_session_transport(const struct dap_session *s);
+/* Whether the peer may send requests: always on the Unix socket, after a successful `attach`
+ * (token) on TCP. */
+int dap_session_is_authed(const struct dap_session *s);
+/* Before authentication, messages larger than bytes (body) close the connection; the limit goes
+ * back to DAP_DEFAULT_MAX_BODY once `attach` succeeds. The agent sets it (net.preauth_max_bytes)
+ * for TCP sessions. */
+void dap_session_set_preauth_max(struct dap_session *s, size_t bytes);
+/* Bytes received and not yet parsed into a message (what the session holds for its peer). */
+size_t dap_session_buffered(const struct dap_session *s);
 /* Send an event on this session (body taken). */
 void dap_session_event(struct dap_session *s, const char *event, cJSON *body);
 

@@ -95,6 +95,23 @@ int dap_session_is_attached(const struct dap_session *s)
 void dap_session_set_authed(struct dap_session *s)
 {
     s->authed = 1;
+    s->r.max_body = DAP_DEFAULT_MAX_BODY;
+}
+
+int dap_session_is_authed(const struct dap_session *s)
+{
+    return s->authed;
+}
+
+void dap_session_set_preauth_max(struct dap_session *s, size_t bytes)
+{
+    if (!s->authed && bytes > 0 && bytes < DAP_DEFAULT_MAX_BODY)
+        s->r.max_body = bytes;
+}
+
+size_t dap_session_buffered(const struct dap_session *s)
+{
+    return s->r.len;
 }
 
 void dap_session_close_after_reply(struct dap_session *s)
@@ -252,27 +269,37 @@ static int strings_valid(const cJSON *m)
 int dap_session_feed(struct dap_session *s, const char *data, size_t n)
 {
     struct pb_err err = {0};
-    int rc = dap_reader_feed(&s->r, data, n, &err);
+    int rc = 0;
     dap_session_ref(s);
-    while (rc == 0 && s->io) {
-        cJSON *msg = NULL;
-        rc = dap_reader_next(&s->r, &msg, &err);
-        if (rc <= 0)
-            break;
-        rc = 0;
-        if (pb_log_level >= PB_LOG_TRACE) {
-            char *t = cJSON_PrintUnformatted(msg);
-            PB_LOG(PB_LOG_TRACE, "<- %.4000s", t ? t : "?");
-            cJSON_free(t);
+    while (rc == 0 && s->io && n > 0) {
+        /* Hand the reader no more than its limit takes now: before `attach` that limit is
+         * small (net.preauth_max_bytes), and requests pipelined behind a successful `attach`
+         * in the same read must meet the larger one. */
+        size_t cap = s->r.max_body + DAP_MAX_HEADER;
+        size_t take = s->r.len < cap && cap - s->r.len < n ? cap - s->r.len : n;
+        rc = dap_reader_feed(&s->r, data, take, &err);
+        data += take;
+        n -= take;
+        while (rc == 0 && s->io) {
+            cJSON *msg = NULL;
+            rc = dap_reader_next(&s->r, &msg, &err);
+            if (rc <= 0)
+                break;
+            rc = 0;
+            if (pb_log_level >= PB_LOG_TRACE) {
+                char *t = cJSON_PrintUnformatted(msg);
+                PB_LOG(PB_LOG_TRACE, "<- %.4000s", t ? t : "?");
+                cJSON_free(t);
+            }
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(msg, "type");
+            if (!strings_valid(msg))
+                rc = pb_err_set(&err, PB_EPROTO, "message is not valid UTF-8");
+            else if (strcmp(type->valuestring, "request") == 0)
+                rc = dispatch(s, msg);
+            cJSON_Delete(msg);
+            if (s->close_after)
+                close_now(s);
         }
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(msg, "type");
-        if (!strings_valid(msg))
-            rc = pb_err_set(&err, PB_EPROTO, "message is not valid UTF-8");
-        else if (strcmp(type->valuestring, "request") == 0)
-            rc = dispatch(s, msg);
-        cJSON_Delete(msg);
-        if (s->close_after)
-            close_now(s);
     }
     if (rc < 0)
         PB_LOG(PB_LOG_WARN, "closing connection: %s", err.msg[0] ? err.msg : pb_strerror(rc));

@@ -72,8 +72,11 @@ void cli_print_locals(const cJSON *frame, const char *indent);
 
 /* Commands: argc/argv start at the command name. */
 /* The token for TCP listening (cli_inject.c): $PROBING_TOKEN (returns 0), else a fresh random
- * one in hex (returns 1: the caller prints it). */
-int cli_token_choose(char *buf, size_t n);
+ * one in hex (returns 1: the caller prints it), or a negative code with err filled: a
+ * $PROBING_TOKEN out of PB_TOKEN_MIN..PB_TOKEN_MAX (PB_EUSAGE), no random source. */
+int cli_token_choose(char *buf, size_t n, struct pb_err *err);
+/* PB_EUSAGE with err filled when token is longer than PB_TOKEN_MAX, else 0. */
+int cli_token_check(const char *token, struct pb_err *err);
 
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv);
 /* cli_crash.c: arm (enable 1) or disarm crash capture on a connected client, printing one line.

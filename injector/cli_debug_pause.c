@@ -19,10 +19,14 @@ int cli_debug_pause(const struct cli_opts *o, const char *address)
     }
     struct pb_err err = {0};
     struct dap_client dc;
+    char token[PB_TOKEN_MAX + 1];
+    int generated = cli_token_choose(token, sizeof token, &err);
+    if (generated < 0) {
+        cli_error("debug --pause: %s", err.msg);
+        return CLI_FAIL;
+    }
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    char token[64];
-    int generated = cli_token_choose(token, sizeof token);
     cJSON *args = cJSON_CreateObject(), *body = NULL, *pbody = NULL;
     cJSON_AddStringToObject(args, "address", address ? address : DEFAULT_ADDRESS);
     cJSON_AddStringToObject(args, "token", token);

@@ -2,11 +2,15 @@
 /* `probing -p PID inject [-l|--listen HOST:PORT]`: load the probe (a second call finds it loaded
  * and just connects), check that it answers, and optionally have it serve DAP on TCP with a
  * token (from $PROBING_TOKEN, else generated and printed). */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -34,24 +38,83 @@ static void help(void)
            "                          and token\n");
 }
 
-static void token_make(char *buf, size_t n)
+/* Reads len random bytes from /dev/urandom (a character device). Returns 0 or -errno. */
+static int urandom_read(unsigned char *raw, size_t len)
 {
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        memset(raw, 0, sizeof raw);
-    for (size_t i = 0; i < sizeof raw && 2 * i + 2 < n; i++)
-        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = fstat(fd, &st) < 0 ? -errno : S_ISCHR(st.st_mode) ? 0 : -ENODEV;
+    for (size_t got = 0; rc == 0 && got < len;) {
+        ssize_t n = read(fd, raw + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            rc = n < 0 ? -errno : -EIO;
+        else
+            got += (size_t)n;
+    }
+    close(fd);
+    return rc;
 }
 
-int cli_token_choose(char *buf, size_t n)
+/* A fresh token of 32 hex characters from getrandom(2), else /dev/urandom (getrandom may be
+ * missing, or refused by a seccomp filter). With neither, no token: never a predictable one. */
+static int token_make(char *buf, size_t n, struct pb_err *err)
+{
+    unsigned char raw[16];
+    size_t got = 0;
+    int grc = 0;
+    while (got < sizeof raw) {
+        ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            grc = r < 0 ? -errno : -EIO;
+            break;
+        }
+        got += (size_t)r;
+    }
+    if (grc < 0) {
+        int urc = urandom_read(raw, sizeof raw);
+        if (urc < 0)
+            return pb_err_set(err, urc, "no random source for a TCP token (getrandom: %s; "
+                              "/dev/urandom: %s): set PROBING_TOKEN to a secret of %d to %d "
+                              "characters", strerror(-grc), strerror(-urc), PB_TOKEN_MIN,
+                              PB_TOKEN_MAX);
+    }
+    for (size_t i = 0; i < sizeof raw && 2 * i + 2 < n; i++)
+        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+    memset(raw, 0, sizeof raw);
+    return 0;
+}
+
+int cli_token_check(const char *token, struct pb_err *err)
+{
+    size_t len = strlen(token);
+    if (len > PB_TOKEN_MAX)
+        return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is %zu characters long: the limit is %d",
+                          len, PB_TOKEN_MAX);
+    return 0;
+}
+
+int cli_token_choose(char *buf, size_t n, struct pb_err *err)
 {
     const char *env = getenv("PROBING_TOKEN");
     if (env && *env) {
+        if (cli_token_check(env, err) < 0)
+            return err->code;
+        if (strlen(env) < PB_TOKEN_MIN)
+            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is %zu characters long: a TCP "
+                              "listener needs %d to %d", strlen(env), PB_TOKEN_MIN, PB_TOKEN_MAX);
+        if (strlen(env) >= n)
+            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN does not fit in %zu bytes", n);
         pb_strlcpy(buf, env, n);
         return 0;
     }
-    token_make(buf, n);
-    return 1;
+    int rc = token_make(buf, n, err);
+    return rc < 0 ? rc : 1;
 }
 
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
@@ -92,7 +155,13 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     }
     struct pb_err err = {0};
     struct dap_client dc;
-    char version[32] = "";
+    char version[32] = "", token[PB_TOKEN_MAX + 1] = "";
+    int generated = 0;
+    /* Before anything reaches the target: a token that cannot be made stops here. */
+    if (listen && (generated = cli_token_choose(token, sizeof token, &err)) < 0) {
+        cli_error("inject --listen: %s", err.msg);
+        return CLI_FAIL;
+    }
     int injected = 0;
     pid_t pid = o->target.pid;
     dap_client_init(&dc, o->timeout_ms);
@@ -129,8 +198,6 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     }
     cJSON_Delete(info);
     if (listen) {
-        char token[64];
-        int generated = cli_token_choose(token, sizeof token);
         cJSON *args = cJSON_CreateObject(), *body = NULL;
         cJSON_AddStringToObject(args, "address", listen);
         cJSON_AddStringToObject(args, "token", token);

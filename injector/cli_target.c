@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,7 +96,9 @@ static long status_value(const char *status, const char *key, int last)
     return v;
 }
 
-int cli_socket_path(pid_t pid, char *buf, size_t n, struct pb_err *err)
+/* The socket path of pid's probe as reachable from here, and the effective uid of pid (the
+ * owner its directory and socket must have). */
+static int socket_locate(pid_t pid, char *buf, size_t n, uid_t *uid, struct pb_err *err)
 {
     char path[64], status[8192];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
@@ -113,7 +116,73 @@ int cli_socket_path(pid_t pid, char *buf, size_t n, struct pb_err *err)
         return pb_err_set(err, -EINVAL, "cannot read the uid of process %d", (int)pid);
     snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, euid,
              nspid > 0 ? nspid : (long)pid);
+    if (uid)
+        *uid = (uid_t)euid;
     return 0;
+}
+
+int cli_socket_path(pid_t pid, char *buf, size_t n, struct pb_err *err)
+{
+    return socket_locate(pid, buf, n, NULL, err);
+}
+
+/* What to say about a socket that is not the probe's: another user may have made its
+ * directory before the probe did (the probe then refuses to serve there, and whatever listens
+ * at the path is theirs). */
+#define NOT_OURS "it is not the probe's: another user may have made it; remove it"
+
+/* Before connecting: the socket's directory must be a real directory (not a symbolic link)
+ * owned by uid with no access for others (0700), and the socket a socket owned by uid. Whatever does not exist
+ * yet is left to connect() (the agent may be starting). Returns 0 or PB_EAUTH with the check
+ * that failed in err. */
+static int socket_files_check(const char *path, uid_t uid, struct pb_err *err)
+{
+    char dir[256];
+    struct stat st;
+    pb_strlcpy(dir, path, sizeof dir);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    if (lstat(dir, &st) == 0) {
+        if (S_ISLNK(st.st_mode))
+            return pb_err_set(err, PB_EAUTH, "refusing %s: a symbolic link, not a directory: "
+                              NOT_OURS, dir);
+        if (!S_ISDIR(st.st_mode))
+            return pb_err_set(err, PB_EAUTH, "refusing %s: not a directory: " NOT_OURS, dir);
+        if (st.st_uid != uid)
+            return pb_err_set(err, PB_EAUTH, "refusing %s: owned by uid %u, not by the target's "
+                              "uid %u: " NOT_OURS, dir, (unsigned)st.st_uid, (unsigned)uid);
+        if (st.st_mode & 077) /* the probe's own rule (probe/rundir.c) */
+            return pb_err_set(err, PB_EAUTH, "refusing %s: mode %04o lets other users in, not "
+                              "0700: " NOT_OURS, dir, (unsigned)(st.st_mode & 07777));
+    }
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return pb_err_set(err, PB_EAUTH, "refusing %s: not a socket: " NOT_OURS, path);
+        if (st.st_uid != uid)
+            return pb_err_set(err, PB_EAUTH, "refusing %s: owned by uid %u, not by the target's "
+                              "uid %u: " NOT_OURS, path, (unsigned)st.st_uid, (unsigned)uid);
+    }
+    return 0;
+}
+
+/* After connecting, before a byte is sent: the peer (SO_PEERCRED: who listens) must be pid
+ * itself, as our PID namespace sees it. A peer the kernel cannot name in our namespace (pid 0:
+ * a listener in a namespace we do not see) must at least run as the target's uid. */
+static int socket_peer_check(int fd, pid_t pid, uid_t uid, const char *path, struct pb_err *err)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+        return pb_err_set(err, -errno, "refusing %s: cannot read its peer's credentials: %s",
+                          path, strerror(errno));
+    if (cr.pid == pid || (cr.pid == 0 && cr.uid == uid))
+        return 0;
+    if (cr.pid == 0)
+        return pb_err_set(err, PB_EAUTH, "refusing %s: served by a process of uid %u, not by the "
+                          "target's uid %u: " NOT_OURS, path, (unsigned)cr.uid, (unsigned)uid);
+    return pb_err_set(err, PB_EAUTH, "refusing %s: served by process %d (uid %u), not by %d: "
+                      NOT_OURS, path, (int)cr.pid, (unsigned)cr.uid, (int)pid);
 }
 
 static long long now_ms(void)
@@ -126,14 +195,22 @@ static long long now_ms(void)
 int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_err *err)
 {
     char path[256];
-    int rc = cli_socket_path(pid, path, sizeof path, err);
+    uid_t uid;
+    int rc = socket_locate(pid, path, sizeof path, &uid, err);
     if (rc < 0)
         return rc;
     long long deadline = now_ms() + timeout_ms;
     for (;;) {
+        rc = socket_files_check(path, uid, err);
+        if (rc < 0)
+            return rc;
         rc = dap_client_connect_unix(c, path, err);
-        if (rc == 0)
-            return 0;
+        if (rc == 0) {
+            rc = socket_peer_check(c->fd, pid, uid, path, err);
+            if (rc < 0)
+                dap_client_close(c);
+            return rc;
+        }
         if (rc == -EACCES)
             return pb_err_set(err, rc, "connecting to the probe of %d denied (%s): run as the "
                               "process's user or root", (int)pid, path);
@@ -185,13 +262,16 @@ static int probe_orphaned(pid_t pid, int grace_ms)
 {
     char sock[256], path[64], status[8192];
     struct pb_err e;
-    if (cli_socket_path(pid, sock, sizeof sock, &e) < 0)
+    uid_t uid;
+    if (socket_locate(pid, sock, sizeof sock, &uid, &e) < 0)
         return 0;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     long long deadline = now_ms() + grace_ms;
     for (;;) {
         struct dap_client c;
         dap_client_init(&c, 1000);
+        if (socket_files_check(sock, uid, &e) < 0)
+            return 0; /* not the probe's socket: the caller's connect says so */
         int rc = dap_client_connect_unix(&c, sock, &e);
         dap_client_close(&c);
         if (rc != -ENOENT && rc != -ECONNREFUSED)
@@ -366,6 +446,8 @@ int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *e
             return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is not set: export the token "
                               "printed by 'probing -p PID inject --listen %s:%d'",
                               o->target.host, o->target.port);
+        if (cli_token_check(token, err) < 0)
+            return err->code;
         rc = dap_client_connect_tcp(c, o->target.host, o->target.port, err);
     }
     if (rc == 0)

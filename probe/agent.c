@@ -2,7 +2,10 @@
 /* The agent thread: one libuv loop serving DAP on the Unix socket /tmp/probing-<uid>/<pid>.sock
  * (peer uid checked) and, when asked, on TCP. Each connection feeds a dap_session; responses go
  * out with one write each. A client that stops reading is dropped once its queue passes a bound,
- * so the target's memory stays bounded. The loop never blocks: GIL work goes to worker.c. */
+ * so the target's memory stays bounded. Connections are admitted under the net.* limits
+ * (admit.c; docs/security.md): caps on all and on unauthenticated ones, descriptors kept for the
+ * target, a deadline and a small message size before `attach`. The loop never blocks: GIL work
+ * goes to worker.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -20,6 +23,7 @@
 
 #include "dap.h"
 #include "pyrt.h"
+#include "settings.h"
 #include "store.h"
 
 #define MAX_WRITE_QUEUE (32u << 20)
@@ -31,8 +35,13 @@ struct conn {
         uv_pipe_t pipe;
         uv_tcp_t tcp;
     } h;
+    uv_timer_t auth_timer; /* TCP: closes the connection if `attach` does not succeed in time */
     struct dap_session *s;
-    int slot; /* in conn_fds, or -1 */
+    int slot;      /* in conn_fds, or -1 */
+    int handles;   /* libuv handles not closed yet: the struct is freed when none is left */
+    int counted;   /* in n_conns (and, while unauth, in n_unauth) */
+    int unauth;    /* TCP, not past `attach` yet */
+    long long accepted_ms;
     char rbuf[65536];
 };
 
@@ -51,13 +60,15 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
  * would wait for an answer that never comes. Set by the loop after accept, cleared before the
  * descriptor is closed, so the child never closes a descriptor that is not ours. */
 static atomic_int conn_fds[MAX_TRACKED_CONNS];
+/* Connections open (kept after admission), and TCP ones among them not past `attach`. */
+static int n_conns, n_unauth;
 
 /* A TCP listen request handed from another thread (probing_start). */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int pending, done, rc;
-    char address[80], token[256];
+    char address[80], token[PB_TOKEN_MAX + 1];
     struct pb_err err;
 } cmd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, "", "", {0, ""}};
 
@@ -74,8 +85,21 @@ uv_loop_t *probe_agent_loop(void)
 static void on_close(uv_handle_t *h)
 {
     struct conn *c = h->data;
+    if (--c->handles > 0)
+        return;
     dap_session_unref(c->s);
     free(c);
+}
+
+static void conn_uncount(struct conn *c)
+{
+    if (!c->counted)
+        return;
+    c->counted = 0;
+    n_conns--;
+    if (c->unauth)
+        n_unauth--;
+    c->unauth = 0;
 }
 
 static void conn_close(void *io)
@@ -85,6 +109,9 @@ static void conn_close(void *io)
         atomic_store(&conn_fds[c->slot], 0);
         c->slot = -1;
     }
+    conn_uncount(c);
+    if (c->handles > 1 && !uv_is_closing((uv_handle_t *)&c->auth_timer))
+        uv_close((uv_handle_t *)&c->auth_timer, on_close);
     if (!uv_is_closing((uv_handle_t *)&c->h))
         uv_close((uv_handle_t *)&c->h, on_close);
 }
@@ -168,7 +195,34 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (dap_session_feed(c->s, buf->base, (size_t)nread) < 0) {
         dap_session_detach_io(c->s);
         conn_close(c);
+        return;
     }
+    if (c->unauth && dap_session_is_authed(c->s)) {
+        /* Past `attach`: no deadline any more (an IDE sits idle for hours). */
+        c->unauth = 0;
+        n_unauth--;
+        uv_timer_stop(&c->auth_timer);
+    }
+}
+
+static long long loop_ms(void)
+{
+    return (long long)uv_now(&loop);
+}
+
+static void on_auth_timeout(uv_timer_t *t)
+{
+    struct conn *c = t->data;
+    long long timeout = probe_setting_int("net.auth_timeout_ms");
+    if (!probe_auth_expired(c->accepted_ms, loop_ms(), !c->unauth, timeout)) {
+        /* The setting grew since: wait the rest. */
+        uv_timer_start(t, on_auth_timeout, (uint64_t)(c->accepted_ms + timeout - loop_ms()), 0);
+        return;
+    }
+    PB_LOG(PB_LOG_WARN, "TCP client not past attach within %lld ms (net.auth_timeout_ms): "
+           "closing it", timeout);
+    dap_session_detach_io(c->s);
+    conn_close(c);
 }
 
 /* Only our own uid (or root) may talk to us over the Unix socket. */
@@ -183,6 +237,34 @@ static int peer_allowed(uv_pipe_t *p)
     return cr.uid == 0 || cr.uid == geteuid();
 }
 
+/* Whether to keep a connection just accepted (probe/admit.c, with the net.* settings). */
+static int admit(struct conn *c, int tcp)
+{
+    struct probe_admit_limits l = {
+        .max_conns = (int)probe_setting_int("net.max_connections"),
+        .max_unauth = (int)probe_setting_int("net.max_unauthenticated"),
+        .fd_reserve = (int)probe_setting_int("net.fd_reserve"),
+    };
+    struct probe_admit_counts n = {n_conns, n_unauth};
+    struct pb_err err = {0};
+    long fds_max = probe_fds_max(), fds_open;
+    uv_os_fd_t fd;
+    /* The new descriptor's number is a floor for the count (the lowest free one is taken):
+     * enough to refuse without reading /proc when the target is short of descriptors. */
+    if (uv_fileno((uv_handle_t *)&c->h, &fd) == 0 && fds_max >= 0 &&
+        (long)fd + 1 + l.fd_reserve > fds_max)
+        fds_open = (long)fd + 1;
+    else if (n.conns >= l.max_conns || (tcp && n.unauth >= l.max_unauth))
+        fds_open = 0; /* refused by a cap anyway: no need to count */
+    else
+        fds_open = probe_fds_open();
+    if (probe_admit(&l, &n, tcp, fds_open, fds_max, &err) < 0) {
+        PB_LOG(PB_LOG_WARN, "refused a %s connection: %s", tcp ? "TCP" : "Unix-socket", err.msg);
+        return 0;
+    }
+    return 1;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     if (status < 0)
@@ -192,26 +274,44 @@ static void on_connection(uv_stream_t *server, int status)
     if (!c)
         return;
     c->slot = -1;
+    c->handles = 1;
     if (transport == DAP_TRANSPORT_TCP)
         uv_tcp_init(&loop, &c->h.tcp);
     else
         uv_pipe_init(&loop, &c->h.pipe, 0);
     c->h.stream.data = c;
     if (uv_accept(server, &c->h.stream) < 0) {
-        uv_close((uv_handle_t *)&c->h, (uv_close_cb)free);
+        uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
     if (transport == DAP_TRANSPORT_UNIX && !peer_allowed(&c->h.pipe)) {
         PB_LOG(PB_LOG_WARN, "refused a Unix-socket peer of another user");
-        uv_close((uv_handle_t *)&c->h, (uv_close_cb)free);
+        uv_close((uv_handle_t *)&c->h, on_close);
+        return;
+    }
+    if (!admit(c, transport == DAP_TRANSPORT_TCP)) {
+        uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
     if (transport == DAP_TRANSPORT_TCP)
         uv_tcp_nodelay(&c->h.tcp, 1);
     c->s = dap_session_new(&conn_ops, c, transport);
     if (!c->s) {
-        uv_close((uv_handle_t *)&c->h, (uv_close_cb)free);
+        uv_close((uv_handle_t *)&c->h, on_close);
         return;
+    }
+    c->counted = 1;
+    n_conns++;
+    if (transport == DAP_TRANSPORT_TCP) {
+        c->unauth = 1;
+        n_unauth++;
+        dap_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
+        c->accepted_ms = loop_ms();
+        uv_timer_init(&loop, &c->auth_timer);
+        c->auth_timer.data = c;
+        c->handles++;
+        uv_timer_start(&c->auth_timer, on_auth_timeout,
+                       (uint64_t)probe_setting_int("net.auth_timeout_ms"), 0);
     }
     conn_track(c);
     PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == DAP_TRANSPORT_TCP ? "TCP" : "Unix");
@@ -266,8 +366,9 @@ static void format_bound(void)
 int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     struct sockaddr_storage ss;
-    if (!token || strlen(token) < 8)
-        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of at least 8 characters");
+    if (!token || strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
+        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of %d to %d characters "
+                          "(got %zu)", PB_TOKEN_MIN, PB_TOKEN_MAX, token ? strlen(token) : 0);
     int rc = parse_address(address, &ss, err);
     if (rc < 0)
         return rc;
@@ -318,6 +419,12 @@ int probe_agent_listen_sync(const char *address, const char *token, struct pb_er
 {
     if (pthread_equal(pthread_self(), agent_thread))
         return probe_tcp_listen(address, token, err);
+    /* Checked here too: the copies below must never cut them. */
+    if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
+        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of %d to %d characters "
+                          "(got %zu)", PB_TOKEN_MIN, PB_TOKEN_MAX, strlen(token));
+    if (strlen(address) >= sizeof cmd.address)
+        return pb_err_set(err, PB_EBADARG, "address '%.40s...' is too long", address);
     pthread_mutex_lock(&cmd.mu);
     pb_strlcpy(cmd.address, address, sizeof cmd.address);
     pb_strlcpy(cmd.token, token, sizeof cmd.token);

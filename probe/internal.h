@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <uv.h>
 
+#include "admit.h"
 #include "probe.h"
 
 #define PROBE_EXPORT __attribute__((visibility("default")))

@@ -5,15 +5,15 @@
 
 #include <string.h>
 
-#define TOKEN_MAX 256
+#define TOKEN_MAX (PB_TOKEN_MAX + 1)
 static char token[TOKEN_MAX];
 static size_t token_len;
 
 void probe_token_set(const char *t)
 {
     size_t n = strlen(t);
-    if (n >= TOKEN_MAX)
-        n = TOKEN_MAX - 1;
+    if (n > PB_TOKEN_MAX) /* never reached: probe_tcp_listen refuses longer ones */
+        n = PB_TOKEN_MAX;
     memset(token, 0, sizeof token);
     memcpy(token, t, n);
     token_len = n;

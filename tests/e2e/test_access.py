@@ -42,7 +42,9 @@ def test_foreign_socket_dir_is_refused(tmp_path):
     t = _NobodyTarget(tmp_path)
     try:
         r = probing("--timeout", "3000", "-p", t.pid, "inject")
-        assert r.returncode == 1 and "does not answer" in r.stderr, r.stderr
+        # The CLI does not connect either: the directory is not the target user's.
+        assert r.returncode == 1 and "probing-65534: owned by uid 0, not by the target's uid " \
+            "65534" in r.stderr, r.stderr
         assert "not a private directory" in t.probe_log()
         assert os.listdir(d) == [], "nothing was created in the foreign directory"
         t.assert_responsive()
@@ -69,13 +71,14 @@ def test_root_injects_into_another_users_process(tmp_path):
 
 
 class _NobodyTarget(Target):
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, uid=65534):
         # pytest's tmp dirs sit below root-only parents: the probe (as nobody) logs elsewhere.
         logdir = tempfile.mkdtemp(prefix="probing-test-")
         os.chmod(logdir, 0o777)
         super().__init__("/usr/bin/python3", "threads.py", tmp_path,
                          env={"PROBING_LOG": os.path.join(logdir, "probe.log")}, launcher=[
-                             "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+                             "setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
+                             "--clear-groups"])
         self.log_path = os.path.join(logdir, "probe.log")
         self.logdir = logdir
 
@@ -306,3 +309,156 @@ def test_stale_sockets_are_swept_at_start(spawn):
         for p in (dead, live, other):
             if os.path.exists(p):
                 os.unlink(p)
+
+
+# A fake DAP server, run as another user at the probe's socket path: argv[1] the socket path,
+# argv[2] a file recording every connection and every byte received. It answers each request
+# with success (an impostor's answer). Prints "ready" once listening.
+_FAKE = r"""
+import json, os, socket, sys, threading
+path, record = sys.argv[1], sys.argv[2]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(path)
+os.chmod(path, 0o777)
+srv.listen(16)
+print("ready", flush=True)
+lock = threading.Lock()
+def note(data):
+    with lock, open(record, "ab") as f:
+        f.write(data)
+def serve(c):
+    note(b"<connection>")
+    buf = b""
+    while True:
+        d = c.recv(65536)
+        if not d:
+            return
+        note(d)
+        buf += d
+        while b"\r\n\r\n" in buf:
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            n = int(head.split(b":")[1])
+            if len(rest) < n:
+                break
+            req, buf = json.loads(rest[:n]), rest[n:]
+            body = json.dumps({"seq": 1, "type": "response", "request_seq": req["seq"],
+                               "command": req["command"], "success": True,
+                               "body": {"result": "impostor", "type": "str"}}).encode()
+            c.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
+_TARGET_UID = 4242  # a user of its own: the test never touches /tmp/probing-0, shared by all
+
+
+def _as(uid):
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"]
+
+
+class _Impostor:
+    """The fake server, as uid, at path; .received() is what it got."""
+
+    def __init__(self, uid, path, workdir):
+        self.record = os.path.join(workdir, "impostor-%d.rec" % uid)
+        open(self.record, "wb").close()
+        os.chmod(self.record, 0o666)
+        self.proc = subprocess.Popen([*_as(uid), "/usr/bin/python3", "-c", _FAKE, path,
+                                      self.record], stdout=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def received(self):
+        with open(self.record, "rb") as f:
+            return f.read()
+
+    def kill(self):
+        os.killpg(self.proc.pid, 9)
+        self.proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("how", ["foreign-dir", "dir-link", "open-dir", "foreign-listener"])
+def test_cli_refuses_an_impostor_socket(tmp_path, how):
+    """Someone got to the socket path first; `probing -p PID eval` run by root must not send a
+    byte there, and must say which check failed: the directory is another user's (made before
+    the target's probe ever started), a symbolic link, open to other users, or the socket is
+    served by another process than the target (SO_PEERCRED)."""
+    d = "/tmp/probing-%d" % _TARGET_UID
+    shutil.rmtree(d, ignore_errors=True)
+    if os.path.islink(d):
+        os.unlink(d)
+    work = tempfile.mkdtemp(prefix="probing-test-")
+    os.chmod(work, 0o777)
+    os.chmod(tmp_path, 0o777)
+    t = _NobodyTarget(tmp_path, uid=_TARGET_UID)
+    fake = None
+    try:
+        sock = "%s/%d.sock" % (d, t.pid)
+        if how == "foreign-dir":  # nobody's own 0700 directory
+            subprocess.run([*_as(65534), "mkdir", "-m", "700", d], check=True)
+            fake = _Impostor(65534, sock, work)
+            expect = "probing-%d: owned by uid 65534, not by the target's uid %d" % (
+                _TARGET_UID, _TARGET_UID)
+        elif how == "dir-link":  # a link to nobody's directory
+            real = os.path.join(work, "real")
+            subprocess.run([*_as(65534), "mkdir", "-m", "700", real], check=True)
+            subprocess.run([*_as(65534), "ln", "-s", real, d], check=True)
+            fake = _Impostor(65534, sock, work)
+            expect = "probing-%d: a symbolic link, not a directory" % _TARGET_UID
+        elif how == "open-dir":  # the target user's, but open to everyone (a umask mishap)
+            os.mkdir(d)
+            os.chown(d, _TARGET_UID, _TARGET_UID)
+            os.chmod(d, 0o777)
+            fake = _Impostor(65534, sock, work)
+            expect = "probing-%d: mode 0777 lets other users in" % _TARGET_UID
+        else:  # the real directory and probe, then another process takes over the socket path
+            probing("-p", t.pid, "inject", check=True)
+            assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+            os.unlink(sock)
+            fake = _Impostor(_TARGET_UID, sock, work)
+            expect = "served by process %d (uid %d), not by %d" % (fake.proc.pid, _TARGET_UID,
+                                                                    t.pid)
+        for _ in range(2):  # injecting, then with the probe loaded
+            r = probing("--timeout", "3000", "-p", t.pid, "eval", "secret_api_key")
+            assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("probing: error: refusing "), r.stderr
+            assert expect in lines[0], (expect, lines[0])
+            got = fake.received()
+            if how == "foreign-listener":  # connecting is how SO_PEERCRED is read: no byte sent
+                got = got.replace(b"<connection>", b"")
+            assert got == b"", "the CLI talked to the impostor: %r" % fake.received()
+        if how != "foreign-listener":
+            assert "not a private directory" in t.probe_log()
+        t.assert_responsive()
+        t.check_output_clean()
+    finally:
+        if fake:
+            fake.kill()
+        t.kill()
+        if os.path.islink(d):
+            os.unlink(d)
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_cli_accepts_a_target_in_its_own_pid_namespace(spawn):
+    """SO_PEERCRED names the listener as the CLI's PID namespace sees it: a target that is pid 1
+    of its own namespace (a container, with its own /tmp) passes the peer check under its pid
+    out here."""
+    # As in test_faults' private /tmp: the sample is opened before the tmpfs hides /tmp.
+    t = spawn(PY, launcher=[
+        "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+        'exec 3<"$1"; shift; mount -t tmpfs tmpfs /tmp && exec "$0" /dev/fd/3 "$@"'])
+    assert t.ready["pid"] == 1
+    with open("/proc/%d/task/%d/children" % (t.pid, t.pid)) as f:
+        pid = int(f.read().split()[0])  # unshare forks the target
+    with open("/proc/%d/status" % pid) as f:
+        assert re.search(r"^NSpid:\s+%d\s+1$" % pid, f.read(), re.M)
+    r = probing("-p", pid, "eval", "6*7")
+    assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
+    d = json.loads(probing("-p", pid, "debug", "--dump", "--json", check=True).stdout)
+    assert d["pid"] == 1
+    t.assert_responsive()
+    t.check_output_clean()

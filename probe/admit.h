@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Which connections the agent keeps (admit.c): pure decisions on numbers, shared by the agent
+ * and the fuzz harness tests/fuzz/fuzz_conn_limits.c. No GIL, no locks; any thread. */
+#ifndef PROBE_ADMIT_H
+#define PROBE_ADMIT_H
+
+#include "pb.h"
+
+/* Whether to keep a connection just accepted. Counts are the connections open before the new
+ * one; fds_open counts the new one; fds_max is RLIMIT_NOFILE's soft limit (-1: none). Returns 0
+ * (keep it) or -EMFILE with the limit that refused it in err. */
+struct probe_admit_limits {
+    int max_conns, max_unauth, fd_reserve;
+};
+struct probe_admit_counts {
+    int conns, unauth;
+};
+int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
+                long fds_open, long fds_max, struct pb_err *err);
+/* Whether a connection accepted at accepted_ms must be closed at now_ms: not authenticated
+ * within timeout_ms (net.auth_timeout_ms), whatever it sent meanwhile. */
+int probe_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms);
+/* RLIMIT_NOFILE's soft limit (-1: unlimited), and how many descriptors are open (-1 when they
+ * cannot be counted, e.g. none is left to open /proc/self/fd). */
+long probe_fds_max(void);
+long probe_fds_open(void);
+
+#endif
