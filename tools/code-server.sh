@@ -46,7 +46,7 @@ step "npm install code-server@$V" npmi --prefix "$TMP" "code-server@$V"
 C="$TMP/node_modules/code-server"
 # argon2 hashes passwords; it is loaded at start-up even with --auth none. Build it here
 # (node-pre-gyp falls back to building from source when it cannot download).
-step "build argon2" bash -c "cd '$C' && npm rebuild --foreground-scripts argon2"
+step "build argon2" bash -c "cd '$TMP' && npm rebuild --foreground-scripts argon2 && node -e 'require(\"argon2\")'"
 # VS Code's server and its built-in extensions (what code-server's postinstall.sh does).
 step "npm install lib/vscode" bash -c "cd '$C/lib/vscode' && $(declare -f npmi); npmi --omit=dev"
 # node-gyp straight (npm's own copy), not `npm rebuild`: node-pty's postinstall step wants
@@ -65,7 +65,7 @@ ln -sf code-linux.sh "$C/lib/vscode/bin/remote-cli/code-server"
 ln -sf browser-linux.sh "$C/lib/vscode/bin/helpers/browser.sh"
 step "npm install lib/vscode/extensions" bash -c "cd '$C/lib/vscode/extensions' && $(declare -f npmi); npmi --omit=dev && node postinstall.mjs"
 # It starts: the version it prints is the one asked for.
-got=$(node "$C/out/node/entry.js" --version 2>>"$log" | head -1 | cut -d' ' -f1) || true
+got=$(node "$C/out/node/entry.js" --version 2>>"$log" | grep -Eo '^[0-9]+\.[0-9]+\.[0-9]+' | head -1) || true
 if [ "$got" != "$V" ]; then
   tail -20 "$log" >&2
   echo "probing: error: the code-server just installed says version '$got', expected $V: see the lines above" >&2
