@@ -5,7 +5,7 @@
 set -euo pipefail
 want=(build-essential pkg-config libcjson-dev libuv1-dev libunwind-dev libsqlite3-dev libedit-dev
       python3 python3-pytest gdb strace clang gcc-aarch64-linux-gnu util-linux procps nodejs
-      python3-debugpy python3-torch chromium ripgrep)
+      python3-debugpy python3-torch chromium ripgrep pngquant)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

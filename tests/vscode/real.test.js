@@ -344,6 +344,9 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     }, 60000, 500);
     const flameSvg = await flame.frame.evaluate(() => document.documentElement.textContent);
     assert.match(flameSvg, /debuggee\.py/);
+    // not a graph of one sample: an idle target is sampled again in wall-clock time
+    const samples = Number((/: (\d+) samples/.exec(flameSvg) || [])[1]);
+    assert.ok(samples >= 20, `the flame graph has ${samples} samples`);
     const idleNote = await frameText(/was mostly idle/);
     log(`flame graph: ${flame.groups} groups${idleNote ? ', sampled in wall mode (the target was mostly idle)' : ''}`);
     await snap('flame-graph');
