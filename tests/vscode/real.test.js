@@ -35,7 +35,8 @@ const STEP_MS = 30000;   // the longest any one UI step may take
 
 const started = [];      // {name, pid} of process groups we started: killed at the end
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-vscode-'));
-const log = (...a) => console.log('#', ...a);
+const T0 = Date.now();
+const log = (...a) => console.log(`# ${((Date.now() - T0) / 1000).toFixed(1)} s:`, ...a);
 
 function killAll() {
   for (const p of started.reverse()) {
