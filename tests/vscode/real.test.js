@@ -101,6 +101,20 @@ function bpLines(file) {
 }
 
 test('the extension in a real VS Code (code-server) on a real target', { timeout: 600000 }, async (t) => {
+  // Cleanup, whatever happened: chromium (what is left of it by pid: its profile names it),
+  // code-server and the target (their process groups), the temporary directory.
+  const profile = path.join(tmp, 'chromium-profile');
+  let context = null;
+  t.after(async () => {
+    if (context) await Promise.race([context.close().catch(() => {}), new Promise((r) => setTimeout(r, 10000))]);
+    for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+      try {
+        if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(profile)) process.kill(Number(pid), 'SIGKILL');
+      } catch { /* gone */ }
+    }
+    killAll();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
   assert.ok(CODE_SERVER && fs.existsSync(path.join(CODE_SERVER, 'out', 'node', 'entry.js')),
             `CODE_SERVER (${CODE_SERVER}) is not a code-server install: run tools/code-server.sh`);
   assert.ok(fs.existsSync(VSIX), `VSIX (${VSIX}) is missing: make vsix`);
@@ -158,8 +172,7 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
   await until('code-server to answer', () => httpOk(`http://127.0.0.1:${port}/healthz`), 60000, 300);
 
   // chromium, headless, a fresh profile; nothing downloaded.
-  const profile = path.join(tmp, 'chromium-profile');
-  const context = await chromium.launchPersistentContext(profile, {
+  context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     chromiumSandbox: false,
@@ -167,17 +180,6 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     timeout: 60000,
     args: ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync'],
-  });
-  t.after(async () => {
-    await Promise.race([context.close().catch(() => {}), new Promise((r) => setTimeout(r, 10000))]);
-    // whatever of that chromium is left (its profile names it): by pid
-    for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-      try {
-        if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(profile)) process.kill(Number(pid), 'SIGKILL');
-      } catch { /* gone */ }
-    }
-    killAll();
-    fs.rmSync(tmp, { recursive: true, force: true });
   });
   const page = context.pages()[0] || await context.newPage();
   page.setDefaultTimeout(STEP_MS);
