@@ -54,7 +54,7 @@ step "npm install lib/vscode" bash -c "cd '$C/lib/vscode' && $(declare -f npmi);
 # authentication) is left out.
 gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
 nodedir="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"   # headers in $nodedir/include/node
-[ -f "$nodedir/include/node/node.h" ] || { echo "probing: error: no Node headers in $nodedir/include/node: install Debian's nodejs (libnode-dev)" >&2; exit 1; }
+[ -f "$nodedir/include/node/node.h" ] || { echo "probing: error: no Node headers in $nodedir/include/node: install Debian's nodejs (it ships them)" >&2; exit 1; }
 for m in @vscode/spdlog node-pty native-watchdog @vscode/deviceid; do
   step "build $m" bash -c "cd '$C/lib/vscode/node_modules/$m' && node '$gyp' rebuild --nodedir='$nodedir'"
 done
