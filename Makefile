@@ -169,10 +169,24 @@ vscode-deps:
 vsix: vscode-deps
 	@mkdir -p build
 	cd vscode-extension && node_modules/.bin/tsc -p . && \
+	  printf '{"prefix": "%s"}\n' '$(PREFIX)' > out/prefix.json && \
 	  node_modules/.bin/vsce package --no-dependencies --allow-missing-repository -o ../$(VSIX)
 vscode-test: all vsix
 	cd vscode-extension && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 \
 	  --test-reporter=spec test/unit/ test/integration/
+
+# The extension in a real VS Code (tests/vscode/): code-server from npm, installed once per
+# version outside the clone (~/.cache/probing, tools/code-server.sh), our .vsix in it, Debian's
+# headless chromium driven by playwright-core (npm ci from the committed lockfile).
+CODE_SERVER_VERSION := 4.100.3
+.PHONY: vscode-real
+vscode-real: all vsix
+	@if [ ! -f tests/vscode/node_modules/.package-lock.json ] || \
+	    [ tests/vscode/package-lock.json -nt tests/vscode/node_modules/.package-lock.json ]; then \
+	  cd tests/vscode && npm ci --no-audit --no-fund; fi
+	cs=$$(tools/code-server.sh $(CODE_SERVER_VERSION)) && cd tests/vscode && \
+	  CODE_SERVER=$$cs PROBING_BUILD=$(abspath $(B)) VSIX=$(abspath $(VSIX)) PROBING_SHOTS=$(abspath build/vscode-real) \
+	  node --test --test-reporter=spec real.test.js
 
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60
@@ -225,7 +239,7 @@ pyrt: all
 # pkg-config flags see the packages just installed.
 test: deps
 	@$(MAKE) --no-print-directory test-suite
-test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test
+test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

@@ -143,7 +143,7 @@ void dap_session_event(struct dap_session *s, const char *event, cJSON *body)
 }
 
 static void send_error(struct dap_session *s, int request_seq, const char *command, int rc,
-                       const char *text);
+                       const char *text, int show_user);
 
 static void send_response(struct dap_session *s, int request_seq, const char *command, int rc,
                           cJSON *body, const struct pb_err *err)
@@ -153,17 +153,19 @@ static void send_response(struct dap_session *s, int request_seq, const char *co
         return;
     }
     cJSON_Delete(body);
-    send_error(s, request_seq, command, rc, err && err->msg[0] ? err->msg : pb_strerror(rc));
+    send_error(s, request_seq, command, rc, err && err->msg[0] ? err->msg : pb_strerror(rc), 1);
 }
 
+/* An error response; show_user is the DAP error's showUser: whether the client should show it
+ * to its user (VS Code shows such an answer to any request as a notification). */
 static void send_error(struct dap_session *s, int request_seq, const char *command, int rc,
-                       const char *text)
+                       const char *text, int show_user)
 {
     cJSON *eb = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(eb, "error");
     cJSON_AddNumberToObject(e, "id", rc < 0 ? -rc : rc);
     cJSON_AddStringToObject(e, "format", text);
-    cJSON_AddBoolToObject(e, "showUser", 1);
+    cJSON_AddBoolToObject(e, "showUser", show_user);
     send_msg(s, dap_msg_response(++s->seq, request_seq, command, 0, text, eb));
 }
 
@@ -199,7 +201,14 @@ static int dispatch(struct dap_session *s, const cJSON *req)
     if (!cmd) {
         rc = pb_err_set(&c.err, PB_EBADARG, "unknown command '%s'", command);
     } else if ((cmd->flags & DAP_F_NEEDS_ATTACHED) && !s->attached) {
+        /* Not for the user's eyes (showUser false): a client whose attach was refused (a second
+         * debugger) has its configuration requests on the way already, as VS Code sends them on
+         * `initialized`; the refusal was shown, these answers would only repeat it as noise. */
         rc = pb_err_set(&c.err, PB_ESTATE, "not attached: send 'attach' before '%s'", command);
+        if (!s->authed)
+            s->close_after = 1;
+        send_error(s, request_seq, command, rc, c.err.msg, 0);
+        return 0;
     } else if ((cmd->flags & DAP_F_DEBUGGER) && !dap_session_is_debugger(s)) {
         rc = pb_err_set(&c.err, PB_ESTATE, "'%s' is for the debugging client: %s", command,
                         s->debugger ? "another client holds the debugger"
@@ -335,7 +344,7 @@ void dap_pending_fail_text(struct dap_pending *p, int rc, const char *text)
 {
     struct dap_session *s = p->s;
     s->inflight--;
-    send_error(s, p->request_seq, p->command, rc, text);
+    send_error(s, p->request_seq, p->command, rc, text, 1);
     if (s->close_after)
         close_now(s);
     dap_session_unref(s);

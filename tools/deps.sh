@@ -18,6 +18,8 @@ want=(
   clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # end-to-end: PyTorch 1.13 for perf --torch, headless Chromium for the flame graph and VS Code
   python3-torch chromium
+  # the extension in a real VS Code (make vscode-real): code-server's search runs Debian's ripgrep
+  ripgrep
   # cluster across nodes (tests/e2e/test_cluster_nodes.py): network namespaces, a bridge, veth
   # pairs (ip), and an sshd per node reached with ssh
   iproute2 openssh-server openssh-client

@@ -308,7 +308,23 @@ TEST(dap_session_debugger_seat)
     r = sent(&b);
     ASSERT(!ok(r));
     ASSERT(strstr(cJSON_GetObjectItem(r, "message")->valuestring, "another debugging client"));
+    /* The refusal is for the user to see; the configuration requests VS Code has sent on
+     * `initialized` meanwhile get "not attached" answers that are not (no toasts after the
+     * refusal's dialog). */
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"),
+                                            "showUser")));
     cJSON_Delete(r);
+    const char *config_reqs[] = {"setBreakpoints", "setFunctionBreakpoints", "setExceptionBreakpoints",
+                                 "configurationDone"};
+    for (int i = 0; i < 4; i++) {
+        feed(sb, 2 + i, config_reqs[i], "{}");
+        r = sent(&b);
+        ASSERT(!ok(r));
+        ASSERT(strstr(cJSON_GetObjectItem(r, "message")->valuestring, "not attached"));
+        ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"),
+                                                 "showUser")));
+        cJSON_Delete(r);
+    }
     feed(sc, 1, "attach", "{\"probingClient\":\"cli\"}");
     r = sent(&cli);
     ASSERT(ok(r));

@@ -4,6 +4,9 @@
 // is, how to reach a process in another mount namespace). Failures become one clear line: the
 // CLI's own "probing: error: ..." line when it printed one.
 import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 
 // Where a command goes: a local process (-p PID, the probe injected when needed) or a probe
 // listening on TCP (-t HOST:PORT, the token in $PROBING_TOKEN as the CLI expects it).
@@ -16,6 +19,51 @@ export class CliError extends Error {
     super(message);
     this.name = 'CliError';
   }
+}
+
+// Where the CLI is looked for when "probing.path" is a bare name (the default, "probing"):
+// the extension host's PATH first (VS Code may have started it with a login shell's PATH that
+// lacks the install directory), then the usual install places, then the prefix the extension
+// was built for (make vsix PREFIX=...; out/prefix.json). Each is tried as DIR/NAME.
+export function cliSearchDirs(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
+                              prefix: string | null = builtPrefix()): string[] {
+  const dirs = (env.PATH ?? '').split(':').filter((d) => d !== '');
+  const more = ['/usr/local/bin', path.join(home, '.local', 'bin'), '/usr/bin'];
+  if (prefix) more.push(path.join(prefix, 'bin'));
+  for (const d of more) if (!dirs.includes(d)) dirs.push(d);
+  return dirs;
+}
+
+// The PREFIX `make vsix` wrote into out/prefix.json ({"prefix": "/usr/local"}), or null.
+export function builtPrefix(file: string = path.join(__dirname, 'prefix.json')): string | null {
+  try {
+    const p = JSON.parse(fs.readFileSync(file, 'utf8')).prefix;
+    return typeof p === 'string' && p.startsWith('/') ? p : null;
+  } catch {
+    return null;
+  }
+}
+
+function executable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+// The CLI to run for the setting `name`: a path (it has a '/') as given, else the first
+// executable DIR/name of cliSearchDirs(). Throws a CliError naming every place looked in.
+export function findCli(name: string, dirs: string[] = cliSearchDirs()): string {
+  if (name.includes('/')) return name;
+  for (const d of dirs) {
+    const p = path.join(d, name);
+    if (executable(p)) return p;
+  }
+  throw new CliError(`probing: error: the probing CLI was not found ('${name}'; looked in ` +
+                     `${dirs.join(', ')}): install probing (make install) or set "probing.path" ` +
+                     `to the probing binary`);
 }
 
 export interface CliOptions {

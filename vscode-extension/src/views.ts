@@ -45,8 +45,9 @@ ${body}
 // The flame graph's SVG as its own document, in a frame: its script (zoom, search) works on the
 // SVG as the root document, so it is not inlined into this HTML. A data: URL keeps it free of
 // files and resource roots; the frame inherits this page's policy, which allows inline scripts
-// and nothing from anywhere else.
-export function flameGraphHtml(title: string, svg: string, fragment = ''): string {
+// and nothing from anywhere else. A note (the process was idle, sampled in wall-clock time)
+// goes above the graph.
+export function flameGraphHtml(title: string, svg: string, fragment = '', note: string | null = null): string {
   const root = /<svg\b[^>]*>/.exec(svg);
   const h = root ? /\sheight="(\d+(?:\.\d+)?)"/.exec(root[0]) : null;
   const height = h ? Math.ceil(Number(h[1])) + 8 : 600;
@@ -56,6 +57,6 @@ export function flameGraphHtml(title: string, svg: string, fragment = ''): strin
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; frame-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline';">
 <title>${escapeHtml(title)}</title><style>${STYLE} body { margin: 0; } iframe { border: 0; width: 100%; display: block; }</style></head>
 <body>
-<iframe title="${escapeHtml(title)}" style="height: ${height}px" src="${src}"></iframe>
+${note ? `<div class="note" style="margin: 4px 8px">${escapeHtml(note)}</div>\n` : ''}<iframe title="${escapeHtml(title)}" style="height: ${height}px" src="${src}"></iframe>
 </body></html>`;
 }

@@ -39,8 +39,23 @@ case "${FAKE_CLI_MODE:-ok}:$1" in
     if [ "$2" = "--cc" ] && [ "$3" = "--stop" ]; then echo "stopped"; exit 0; fi
     echo "probing: error: perf --cc: sampling is already running (cpu mode, 100 Hz): stop it first with 'probing perf --stop'" >&2
     exit 1 ;;
+  idle:perf|idlewall:perf)
+    # perf --cc --stop | perf --cc --mode cpu|wall --duration S: an idle process has (almost) no
+    # CPU samples; in wall mode its sleeping threads are sampled (none for idlewall)
+    if [ "$3" = "--stop" ]; then echo "perf --cc stopped"; exit 0; fi
+    case "$FAKE_CLI_MODE:$4" in
+      *:cpu) n=1 ;; idle:wall) n=190 ;; *) n=0 ;;
+    esac
+    echo "perf --cc: $n samples of 2 threads in 1.0 s ($4 mode, 100 Hz); 0 missed, 0 lost; sampler CPU 0.006 s" ;;
+  idlerunning:perf)
+    echo "probing: error: perf --cc: sampling is already running (cpu mode, 100 Hz): stop it first with 'probing perf --stop'" >&2
+    exit 1 ;;
+  idlerunning:flamegraph)
+    echo "probing: error: flamegraph: no samples in process $tgt: run 'probing -p $tgt perf --cc' first" >&2
+    exit 1 ;;
   *:perf)
-    echo "perf --cc: sampled" ;;
+    if [ "$3" = "--stop" ]; then echo "perf --cc stopped"; exit 0; fi
+    echo "perf --cc: 250 samples of 2 threads in 2.0 s (cpu mode, 100 Hz); 0 missed, 0 lost; sampler CPU 0.010 s" ;;
   *:flamegraph)
     # flamegraph --format svg -o FILE
     out=""

@@ -91,14 +91,14 @@ test('Run SQL Query: query --format csv into an escaped table, notes kept', asyn
   assert.equal(runs().length, before);
 });
 
-test('Flame Graph: perf --cc --duration S, flamegraph --format svg -o FILE, perf --stop; SVG in a webview', async () => {
+test('Flame Graph: perf --cc --mode cpu --duration S, flamegraph --format svg -o FILE, perf --stop; SVG in a webview', async () => {
   require('vscode').debug.activeDebugSession = pidSession(88);
   fake.state.settings['probing.flameGraph.duration'] = 3;
   fake.answers.inputBox = (o) => { assert.equal(o.value, '3'); return '2'; };
   const panel = await commands.flameGraph();
   const r = runs();
   assert.equal(r.length, 3);
-  assert.equal(r[0], '-p 88 perf --cc --duration 2|token=');
+  assert.equal(r[0], '-p 88 perf --cc --mode cpu --duration 2|token=');
   const m = /^-p 88 flamegraph --format svg -o (\/\S+\/flame\.svg)\|token=$/.exec(r[1]);
   assert.ok(m, r[1]);
   assert.equal(fs.existsSync(m[1]), false, 'the temporary SVG is removed');
@@ -137,7 +137,7 @@ test('Flame Graph when sampling fails: the CLI\'s error, no flamegraph run, the 
   fake.answers.inputBox = () => '1';
   assert.equal(await commands.flameGraph(), undefined);
   assert.deepEqual(fake.state.messages, [{ level: 'error', text: 'probing: error: perf --cc: the target exited while sampling' }]);
-  assert.deepEqual(runs(), ['-p 90 perf --cc --duration 1|token=', '-p 90 perf --cc --stop|token=']);
+  assert.deepEqual(runs(), ['-p 90 perf --cc --mode cpu --duration 1|token=', '-p 90 perf --cc --stop|token=']);
 });
 
 test('Flame Graph while the user\'s own sampler runs: its samples drawn, the sampler left running', async () => {
@@ -147,11 +147,71 @@ test('Flame Graph while the user\'s own sampler runs: its samples drawn, the sam
   const panel = await commands.flameGraph();
   const r = runs();
   assert.equal(r.length, 2, r.join('\n'));
-  assert.equal(r[0], '-p 91 perf --cc --duration 1|token=');
+  assert.equal(r[0], '-p 91 perf --cc --mode cpu --duration 1|token=');
   assert.match(r[1], /^-p 91 flamegraph --format svg -o \/\S+\/flame\.svg\|token=$/);
   assert.ok(!r.some((x) => x.includes('--stop')), 'a sampler we did not start is not stopped');
   assert.deepEqual(fake.state.messages, []);
   assert.equal(panel.viewType, 'probing.flameGraph');
+});
+
+test('Flame Graph of an idle process: too few CPU samples, so sampled again in wall mode, and said', async () => {
+  require('vscode').debug.activeDebugSession = pidSession(92);
+  process.env.FAKE_CLI_MODE = 'idle';
+  fake.answers.inputBox = () => '1';
+  const panel = await commands.flameGraph();
+  const r = runs();
+  assert.equal(r.length, 5, r.join('\n'));
+  assert.equal(r[0], '-p 92 perf --cc --mode cpu --duration 1|token=');
+  assert.equal(r[1], '-p 92 perf --cc --stop|token=');
+  assert.equal(r[2], '-p 92 perf --cc --mode wall --duration 1|token=');
+  assert.match(r[3], /^-p 92 flamegraph --format svg -o \/\S+\/flame\.svg\|token=$/);
+  assert.equal(r[4], '-p 92 perf --cc --stop|token=');
+  assert.equal(panel.title, 'Flame graph (wall clock): process 92');
+  const note = 'process 92 was mostly idle (1 CPU sample in 1 s): this graph is of wall-clock time, ' +
+               'sleeping threads included (perf --cc --mode wall)';
+  assert.deepEqual(fake.state.messages, [{ level: 'info', text: `probing: ${note}` }]);
+  assert.ok(panel.webview.html.includes(`<div class="note" style="margin: 4px 8px">${note}</div>`), panel.webview.html);
+});
+
+test('Flame Graph of an idle process with nothing to sample in wall mode either: says it was idle', async () => {
+  require('vscode').debug.activeDebugSession = pidSession(93);
+  process.env.FAKE_CLI_MODE = 'idlewall';
+  fake.answers.inputBox = () => '1';
+  assert.equal(await commands.flameGraph(), undefined);
+  assert.deepEqual(fake.state.messages, [{ level: 'error', text: 'probing: error: flame graph: process 93 was idle: ' +
+    '1 CPU samples, and no Python thread to sample in wall-clock time, in 1 s' }]);
+  assert.equal(runs().filter((x) => x.includes('flamegraph')).length, 0);
+  assert.equal(runs().at(-1), '-p 93 perf --cc --stop|token=');
+  assert.equal(fake.state.panels.length, 0);
+});
+
+test('Flame Graph while the user\'s sampler runs and has no samples yet: says the process was idle', async () => {
+  require('vscode').debug.activeDebugSession = pidSession(94);
+  process.env.FAKE_CLI_MODE = 'idlerunning';
+  fake.answers.inputBox = () => '1';
+  assert.equal(await commands.flameGraph(), undefined);
+  assert.equal(fake.state.messages.length, 1);
+  assert.match(fake.state.messages[0].text, /^probing: error: flame graph: process 94 was idle: the sampler already running in it \(probing perf --cc\) has no samples yet/);
+  assert.ok(!runs().some((x) => x.includes('--stop')), 'a sampler we did not start is not stopped');
+});
+
+test('the picker is titled for what each command does', async (t) => {
+  const child = spawn('/usr/bin/python3', ['-c', 'import time; print("up", flush=True); time.sleep(60)'],
+                      { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => child.kill('SIGKILL'));
+  await new Promise((resolve) => child.stdout.once('data', resolve));
+  const titles = [];
+  fake.answers.quickPick = (items, options) => { titles.push(options.title); return undefined; };
+  fake.answers.inputBox = () => assert.fail('nothing picked: no input box');
+  const docs = new commands.DumpDocuments();
+  await commands.pickProcess();
+  await commands.dumpStacks(docs);
+  await commands.runSql();
+  await commands.flameGraph();
+  assert.deepEqual(fake.state.messages, []);
+  assert.deepEqual(titles, ['Attach to a Python process', 'Dump the stacks of a Python process',
+                            'Run SQL in a Python process', 'Flame graph of a Python process']);
+  assert.deepEqual(runs(), []);
 });
 
 test('no session: the picker chooses the target; dismissing it runs nothing', async () => {

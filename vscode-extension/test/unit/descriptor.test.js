@@ -86,3 +86,62 @@ test('probing.path unset: "probing" from PATH', async () => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// VS Code's extension host may run with a login shell's PATH that lacks the install directory:
+// the usual install places are looked in after PATH, and the error says where.
+test('probing.path unset, not in PATH: found in ~/.local/bin (and the other install places)', async () => {
+  const cli = ext('cli.js');
+  assert.deepEqual(cli.cliSearchDirs({ PATH: '/a:/b::/usr/bin' }, '/home/u', '/opt/p'),
+                   ['/a', '/b', '/usr/bin', '/usr/local/bin', '/home/u/.local/bin', '/opt/p/bin']);
+  assert.deepEqual(cli.cliSearchDirs({}, '/home/u', null), ['/usr/local/bin', '/home/u/.local/bin', '/usr/bin']);
+
+  delete fake.state.settings['probing.path'];
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-home-'));
+  fs.mkdirSync(path.join(home, '.local', 'bin'), { recursive: true });
+  fs.symlinkSync(FAKE_CLI, path.join(home, '.local', 'bin', 'probing'));
+  const saved = { PATH: process.env.PATH, HOME: process.env.HOME };
+  process.env.PATH = '/nonexistent-bin';
+  process.env.HOME = home;
+  try {
+    // what is looked in, in order; the first executable 'probing' there is run
+    const dirs = cli.cliSearchDirs();
+    assert.deepEqual(dirs.slice(0, 3), ['/nonexistent-bin', '/usr/local/bin', path.join(home, '.local', 'bin')]);
+    const first = dirs.map((d) => path.join(d, 'probing')).find((p) => fs.existsSync(p));
+    assert.equal(cli.findCli('probing'), first);
+    if (first === path.join(home, '.local', 'bin', 'probing')) { // no /usr/local/bin/probing here
+      const d = await new ProbingAdapterFactory().createDebugAdapterDescriptor(
+        session({ type: 'probing', request: 'attach', name: 'x', processId: 6 }));
+      assert.equal(d.path, '/proc/6/root/tmp/probing-1000/6.sock');
+      assert.deepEqual(runs(), ['-p 6 inject|token=']);
+    }
+  } finally {
+    Object.assign(process.env, saved);
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('findCli: the first executable file in the dirs; not found names every place looked in', () => {
+  const cli = ext('cli.js');
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-find-'));
+  const [a, b, c] = ['a', 'b', 'c'].map((n) => path.join(root, n));
+  for (const d of [a, b, c]) fs.mkdirSync(d);
+  fs.writeFileSync(path.join(a, 'probing'), '#!/bin/sh\n', { mode: 0o644 }); // not executable
+  fs.mkdirSync(path.join(b, 'probing'));                                      // a directory
+  fs.writeFileSync(path.join(c, 'probing'), '#!/bin/sh\n', { mode: 0o755 });
+  try {
+    assert.equal(cli.findCli('probing', [a, b, c]), path.join(c, 'probing'));
+    assert.equal(cli.findCli('/x/y/probing', [a]), '/x/y/probing', 'a path is taken as given');
+    assert.throws(() => cli.findCli('probing', [a, b]), {
+      name: 'CliError',
+      message: `probing: error: the probing CLI was not found ('probing'; looked in ${a}, ${b}): ` +
+               'install probing (make install) or set "probing.path" to the probing binary',
+    });
+    // the prefix `make vsix PREFIX=...` wrote
+    const pj = path.join(root, 'prefix.json');
+    fs.writeFileSync(pj, '{"prefix": "/opt/probing"}');
+    assert.equal(cli.builtPrefix(pj), '/opt/probing');
+    assert.equal(cli.builtPrefix(path.join(root, 'none.json')), null);
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});

@@ -59,3 +59,11 @@ test('every setting is documented in README.md, and @types/vscode fits engines.v
   const engine = pkg.engines.vscode.replace(/^\^/, '');
   assert.equal(pkg.devDependencies['@types/vscode'], engine);
 });
+
+// Without it VS Code refuses breakpoints in .py files (gutter clicks and F9 do nothing) unless
+// another extension contributes them; tests/vscode/ checks it in a real VS Code.
+test('breakpoints can be set in Python files', () => {
+  assert.ok((pkg.contributes.breakpoints || []).some((b) => b.language === 'python'),
+            'contributes.breakpoints has no {"language": "python"}');
+  assert.deepEqual(pkg.contributes.debuggers[0].languages, ['python']);
+});
