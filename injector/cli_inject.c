@@ -70,6 +70,8 @@ static void env_notes(pid_t pid)
          " inject --listen 127.0.0.1:PORT' (or PROBING_LISTEN=HOST:PORT at start)"},
         {"PROBING_SERVER_ADDR", "serve TCP with 'probing -p ",
          " inject --listen HOST:PORT' (or PROBING_LISTEN=HOST:PORT at start)"},
+        {"PROBING_AUTH_TOKEN", "the TCP token is PROBING_TOKEN ('probing -p ",
+         " inject --listen HOST:PORT' prints one when it is not set)"},
     };
     char path[64], buf[65536];
     snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);

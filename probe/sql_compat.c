@@ -206,8 +206,9 @@ int probe_compat_register(struct sqlite3 *db, struct pb_err *err)
         rc = sqlite3_create_function(db, "date_trunc", 2, f, NULL, fn_date_trunc, NULL, NULL);
     /* The views read python.torch_steps/torch_trace: declare them now so that the views
      * answer with no rows, not "no such table", before perf --torch first runs. */
-    if (rc == SQLITE_OK && probe_torch_tables_define(err) < 0)
-        return err->code;
+    struct pb_err terr = {0};
+    if (rc == SQLITE_OK && probe_torch_tables_define(&terr) < 0)
+        PB_LOG(PB_LOG_WARN, "training_logs and profiling_data will fail: %s", terr.msg);
     /* TEMP views live in the temp schema: keep it in memory, never in a file. */
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);

@@ -90,7 +90,8 @@ static const struct probe_column settings_cols[] = {
 };
 static const struct probe_column tables_cols[] = {
     {"table_name", "TEXT", "schema.table"},
-    {"kind", "TEXT", "'live' (computed when queried) or 'history' (rows kept by a collector)"},
+    {"kind", "TEXT", "'live' (computed when queried), 'history' (rows kept by a collector) or "
+                     "'view' (the original Probing's names)"},
     {"column_name", "TEXT", "column"},
     {"type", "TEXT", "INTEGER, REAL or TEXT"},
     {"description", "TEXT", "what the column holds"},
