@@ -132,7 +132,7 @@ check-exports: $(PROBE_LIBS)
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(COMMON_SRCS) probe/snapshot.c probe/settings.c \
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(COMMON_SRCS) probe/snapshot.c probe/settings.c probe/settings_compat.c \
                          probe/rows.c probe/eval_result.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
@@ -192,7 +192,7 @@ vscode-real: all vsix
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
-             tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c tests/unit/fake_perf.c probe/snapshot.c probe/settings.c probe/rows.c \
+             tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c tests/unit/fake_perf.c probe/snapshot.c probe/settings.c probe/settings_compat.c probe/rows.c \
              probe/eval_result.c probe/admit.c
 FUZZ_INC := -Icommon -Idap -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)

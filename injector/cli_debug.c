@@ -14,20 +14,21 @@ static void help(void)
     printf("usage: probing -p PID debug --dump [--locals] [--json]\n"
            "       probing -p PID debug --pause [--address HOST:PORT]\n"
            "       probing -p PID debug --resume\n"
+           "       ('d' and 'dbg' name debug too: probing -p PID d -d)\n"
            "\n"
            "Print every Python thread of the target: name, thread id, native id, whether it\n"
            "holds the GIL, and its frames innermost first (function, file, line). Works when\n"
            "a thread holds the GIL forever (stacks are read without the GIL).\n"
            "\n"
-           "  --dump     dump all threads' stacks\n"
-           "  --locals   add each frame's local variables (bounded repr; needs the GIL:\n"
-           "             if it cannot be had in time, says so and shows stacks only)\n"
-           "  --json     print one JSON document instead of text\n"
-           "  --pause    stop every Python thread and keep the target stopped, serving DAP on\n"
-           "             TCP, until a debugger attaches and continues it or --resume\n"
-           "  --address HOST:PORT  where --pause listens (default 127.0.0.1:9922; port 0\n"
-           "             picks one); the token is $PROBING_TOKEN, else generated and printed\n"
-           "  --resume   release a target stopped by --pause\n");
+           "  -d, --dump      dump all threads' stacks\n"
+           "      --locals    add each frame's local variables (bounded repr; needs the GIL:\n"
+           "                  if it cannot be had in time, says so and shows stacks only)\n"
+           "      --json      print one JSON document instead of text\n"
+           "  -p, --pause     stop every Python thread and keep the target stopped, serving\n"
+           "                  DAP on TCP, until a debugger attaches and continues it or --resume\n"
+           "  -a, --address HOST:PORT  where --pause listens (default 127.0.0.1:9922; port 0\n"
+           "                  picks one); the token is $PROBING_TOKEN, else generated and printed\n"
+           "      --resume    release a target stopped by --pause\n");
 }
 
 static void print_text(const cJSON *d)
@@ -79,7 +80,8 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, c;
     const char *address = NULL;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    /* -d, -p, -a: the original Probing's short flags (docs/migrating.md). */
+    while ((c = getopt_long(argc, argv, "hdpa:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dump = 1; break;
         case 'L': locals = 1; break;

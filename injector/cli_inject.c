@@ -117,6 +117,43 @@ int cli_token_choose(char *buf, size_t n, struct pb_err *err)
     return rc < 0 ? rc : 1;
 }
 
+/* The original Probing's environment variables that the probe does not read: one note each on
+ * stderr, naming what to use instead (docs/migrating.md). Silent when /proc/PID/environ cannot
+ * be read. */
+static void env_notes(pid_t pid)
+{
+    static const struct {
+        const char *var, *before, *after; /* what to use: before PID after */
+    } vars[] = {
+        {"PROBING_SAMPLE_RATE", "trace one torch step in N with 'probing -p ",
+         " perf --torch --every N' (N = 1/rate)"},
+        {"PROBING_TORCH_PROFILING", "trace torch modules with 'probing -p ",
+         " perf --torch --every N'"},
+        {"PROBING_PORT", "serve TCP with 'probing -p ",
+         " inject --listen 127.0.0.1:PORT' (or PROBING_LISTEN=HOST:PORT at start)"},
+        {"PROBING_SERVER_ADDR", "serve TCP with 'probing -p ",
+         " inject --listen HOST:PORT' (or PROBING_LISTEN=HOST:PORT at start)"},
+        {"PROBING_AUTH_TOKEN", "the TCP token is PROBING_TOKEN ('probing -p ",
+         " inject --listen HOST:PORT' prints one when it is not set)"},
+    };
+    char path[64], buf[65536];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t at = 0; at < n; at += strlen(buf + at) + 1)
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+            size_t l = strlen(vars[i].var);
+            if (strncmp(buf + at, vars[i].var, l) != 0 || buf[at + l] != '=')
+                continue;
+            fprintf(stderr, "probing: note: %s is the original Probing's and is not read here: "
+                    "%s%d%s\n", vars[i].var, vars[i].before, (int)pid, vars[i].after);
+        }
+}
+
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -237,5 +274,6 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
         cli_print_json(out);
         cJSON_Delete(out);
     }
+    env_notes(pid);
     return CLI_OK;
 }

@@ -50,6 +50,8 @@ static void usage(FILE *f)
                "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nThe original Probing's short names work too: d/dbg, p/performance, q, e, "
+               "bt/b, r,\ntbl, ls/l, mem, cfg/c, flame/fg (docs/migrating.md).\n");
     fprintf(f, "\nEnvironment: PROBING_TOKEN (TCP token), PROBING_LIBDIR (probe libraries),\n"
                "PROBING_LOG (log file of the CLI and of probes started by it).\n");
 }
@@ -76,6 +78,42 @@ int cli_bad_option(const char *cmd, char **argv)
     else
         cli_error("%s: unknown option '%s': see 'probing %s --help'", cmd, argv[optind - 1], cmd);
     return CLI_USAGE;
+}
+
+/* The original Probing's spellings (docs/migrating.md): its command aliases, and one line
+ * naming what to use for its commands that have no equivalent to run here. Returns the
+ * command's name, or NULL after printing that line. */
+static const char *cli_compat_command(int argc, char **argv, int at)
+{
+    static const char *const alias[][2] = {
+        {"d", "debug"},   {"dbg", "debug"},   {"p", "perf"},      {"performance", "perf"},
+        {"q", "query"},   {"e", "eval"},      {"bt", "backtrace"}, {"b", "backtrace"},
+        {"r", "repl"},    {"tbl", "tables"},  {"ls", "list"},     {"l", "list"},
+        {"mem", "memory"}, {"cfg", "config"}, {"c", "config"},    {"flame", "flamegraph"},
+        {"fg", "flamegraph"}};
+    static const char *const answer[][2] = {
+        {"launch", "start the program with the probe from the start: PROBING=1 python "
+                   "train.py"},
+        {"skill", "probing has no skills: the tables of 'probing -p PID tables' and 'probing "
+                  "-p PID query SQL' are what they read"},
+        {"rdma", "probing does not read RDMA counters"},
+    };
+    const char *name = argv[at];
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (strcmp(name, alias[i][0]) == 0)
+            return alias[i][1];
+    for (size_t i = 0; i < sizeof answer / sizeof answer[0]; i++)
+        if (strcmp(name, answer[i][0]) == 0) {
+            cli_error("'%s' is the original Probing's command: %s", name, answer[i][1]);
+            return NULL;
+        }
+    if (strcmp(name, "cluster") == 0 && at + 1 < argc && strcmp(argv[at + 1], "attach") == 0) {
+        cli_error("cluster attach: probing has no cluster daemon to attach to: 'probing "
+                  "cluster list' finds a job's ranks from their launcher's environment and "
+                  "'probing cluster stacks' reads them all (docs/cluster.md)");
+        return NULL;
+    }
+    return name;
 }
 
 int main(int argc, char **argv)
@@ -132,7 +170,9 @@ int main(int argc, char **argv)
             optind++;
         }
     }
-    const char *name = argv[optind];
+    const char *name = cli_compat_command(argc, argv, optind);
+    if (!name)
+        return CLI_USAGE;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(name, commands[i].name) != 0)
             continue;

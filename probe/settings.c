@@ -93,8 +93,10 @@ static void value_text(const struct setting *s, long long v, char *buf, size_t n
         snprintf(buf, n, "%lld", v);
 }
 
-/* Parse text for s; 0 and *out, or PB_EBADARG with the allowed values in err. */
-static int parse(const struct setting *s, const char *text, long long *out, struct pb_err *err)
+/* Parse text for s (a bare number is in unit when not NULL; sizes and times may carry units,
+ * settings_compat.c); 0 and *out, or PB_EBADARG with the allowed values in err. */
+static int parse(const struct setting *s, const char *text, const char *unit, long long *out,
+                 struct pb_err *err)
 {
     char allowed[96];
     allowed_text(s, allowed, sizeof allowed);
@@ -117,9 +119,10 @@ static int parse(const struct setting *s, const char *text, long long *out, stru
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (end == text || *end || errno)
-        return pb_err_set(err, PB_EBADARG, "%s: '%s' is not an integer: expected %s", s->name,
-                          text, allowed);
+    if ((end == text || *end || errno || unit) &&
+        probe_setting_units(s->name, text, unit, &v) < 0)
+        return pb_err_set(err, PB_EBADARG, "%s: '%s' is not an integer: expected %s%s", s->name,
+                          text, allowed, probe_setting_unit_hint(s->name));
     if (v < s->min || v > s->max)
         return pb_err_set(err, PB_EBADARG, "%s: %lld is out of range: expected %s", s->name, v,
                           allowed);
@@ -141,7 +144,7 @@ void probe_settings_load(void)
         long long x;
         struct pb_err err = {0};
         if (v && *v) {
-            if (parse(&table[i], v, &x, &err) < 0)
+            if (parse(&table[i], v, NULL, &x, &err) < 0)
                 PB_LOG(PB_LOG_WARN, "%s ignored: %s", env, err.msg);
             else if (table[i].type == SET_STR)
                 pb_strlcpy(texts[i], v, sizeof texts[i]);
@@ -150,6 +153,7 @@ void probe_settings_load(void)
         }
     }
     pthread_mutex_unlock(&mu);
+    probe_settings_compat_env();
 }
 
 int probe_settings_count(void)
@@ -180,11 +184,13 @@ int probe_setting_view_get(int i, struct probe_setting_view *v)
 
 int probe_setting_find(const char *name, struct pb_err *err)
 {
+    char key[64];
+    const char *unit;
+    probe_setting_key(name, key, sizeof key, &unit);
     for (int i = 0; i < NSETTINGS; i++)
-        if (strcmp(table[i].name, name) == 0)
+        if (strcmp(table[i].name, key) == 0)
             return i;
-    return pb_err_set(err, PB_EBADARG, "unknown setting '%s': see 'probing config' for the list",
-                      name);
+    return probe_setting_unknown(name, err);
 }
 
 int probe_setting_set(const char *name, const char *value, struct pb_err *err)
@@ -192,8 +198,11 @@ int probe_setting_set(const char *name, const char *value, struct pb_err *err)
     int i = probe_setting_find(name, err);
     if (i < 0)
         return i;
+    char key[64];
+    const char *unit;
+    probe_setting_key(name, key, sizeof key, &unit);
     long long v;
-    int rc = parse(&table[i], value, &v, err);
+    int rc = parse(&table[i], value, unit, &v, err);
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&mu);

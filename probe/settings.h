@@ -25,6 +25,20 @@ int probe_setting_view_get(int i, struct probe_setting_view *v);
 int probe_setting_find(const char *name, struct pb_err *err);
 /* Validate and set; the error names the allowed range or values. */
 int probe_setting_set(const char *name, const char *value, struct pb_err *err);
+/* settings_compat.c: the original Probing's spellings (docs/migrating.md). The key for name
+ * (without a "probing." prefix, renamed keys mapped; *unit: the unit of a bare number for a
+ * renamed key, else NULL) copied into buf. */
+const char *probe_setting_key(const char *name, char *buf, size_t n, const char **unit);
+/* A size (name ends in _bytes: 1GB, 64KiB) or time (_ms, _s: 500ms, 5min, 7d) in the unit of
+ * setting name; a bare number counts in unit (NULL: not understood). Returns 0 and *out or -1. */
+int probe_setting_units(const char *name, const char *text, const char *unit, long long *out);
+/* " (or a size: ...)" for settings that take units, else "". */
+const char *probe_setting_unit_hint(const char *name);
+/* PB_EBADARG for an unknown key: what to use for the original's keys, else the close matches. */
+int probe_setting_unknown(const char *name, struct pb_err *err);
+/* Apply the original's environment variables that map to settings (PROBING_RETENTION_DAYS). */
+void probe_settings_compat_env(void);
+
 /* The integer value of an int/bool setting (bool: 0/1); 0 for an unknown name. */
 long long probe_setting_int(const char *name);
 /* The value of a text setting copied into buf (always NUL-terminated). Returns 0, or -1 for a

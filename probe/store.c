@@ -20,7 +20,8 @@ static sqlite3 *db;
 static atomic_int interrupted;
 static pthread_mutex_t db_mu = PTHREAD_MUTEX_INITIALIZER; /* guards db for interrupt */
 
-static const char *const schemas[] = {"python", "system", "probing", "perf", "torch"};
+static const char *const schemas[] = {"python", "system",  "probing",
+                                      "perf",   "torch",   "information_schema"};
 
 double probe_now(void)
 {
@@ -190,7 +191,7 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
         sqlite3_close(d);
         return NULL;
     }
-    if (probe_vtab_register(d, err) < 0) {
+    if (probe_vtab_register(d, err) < 0 || probe_compat_register(d, err) < 0) {
         sqlite3_close(d);
         return NULL;
     }
@@ -326,6 +327,9 @@ static int prepare_error(sqlite3 *d, const char *sql, int rc, const struct auth 
     const char *msg = sqlite3_errmsg(d);
     if (strstr(msg, "may not be modified") || strstr(msg, "readonly"))
         return pb_err_set(err, PB_EBADARG, "SQL error: %s: " READONLY_HINT, msg);
+    int hint = probe_compat_hint(sql, err);
+    if (hint)
+        return hint;
     int off = sqlite3_error_offset(d);
     if (off >= 0 && (size_t)off <= strlen(sql)) {
         int col = 1, line = 1;

@@ -97,6 +97,14 @@ const struct probe_table_info *probe_history_info(int i);
 int probe_vtab_register(struct sqlite3 *db, struct pb_err *err);
 /* Task thread: create declared history tables not created yet (store.c calls it). */
 int probe_history_create_tables(struct sqlite3 *db);
+/* sql_compat.c: the original Probing's names (docs/migrating.md). At open (task thread):
+ * hour(), date_trunc() and the views memory_usage, training_logs, ... (TEMP views, so they may
+ * read every schema). The views' catalogue for probing.tables; a hint for SQL the original
+ * accepted and SQLite does not (interval '5 min'): fills err and returns its negative code, else 0. */
+int probe_compat_register(struct sqlite3 *db, struct pb_err *err);
+int probe_compat_count(void);
+const struct probe_table_info *probe_compat_info(int i);
+int probe_compat_hint(const char *sql, struct pb_err *err);
 /* The open database (task thread), opening it if needed; NULL with err on failure. */
 struct sqlite3 *probe_store_db(struct pb_err *err);
 double probe_now(void);

@@ -169,15 +169,21 @@ static PyObject *tracer_get(const char *name)
     return f;
 }
 
-static int define_tables(struct pb_err *err)
+int probe_torch_tables_define(struct pb_err *err)
 {
-    if (tables_defined)
-        return 0;
     int rc = probe_history_define(TRACE_TABLE, "per-module PyTorch timing and memory of the "
                                   "traced steps (perf --torch)", trace_cols, NTRACE, err);
     if (rc == 0)
         rc = probe_history_define(STEPS_TABLE, "one row per step while perf --torch runs",
                                   steps_cols, NSTEPS, err);
+    return rc;
+}
+
+static int define_tables(struct pb_err *err)
+{
+    if (tables_defined)
+        return 0;
+    int rc = probe_torch_tables_define(err);
     if (rc == 0)
         rc = probe_history_index(TRACE_TABLE, "step,module", err);
     if (rc == 0)

@@ -75,6 +75,12 @@ static const struct probe_column systhreads_cols[] = {
     {"cpu_system", "REAL", "system CPU time, seconds"},
     {"processor", "INTEGER", "CPU it last ran on"},
 };
+static const struct probe_column tracemalloc_cols[] = {
+    {"file", "TEXT", "source file of the allocation site"},
+    {"lineno", "INTEGER", "line of the allocation site"},
+    {"size", "INTEGER", "bytes allocated there and still alive"},
+    {"count", "INTEGER", "live blocks allocated there"},
+};
 static const struct probe_column settings_cols[] = {
     {"name", "TEXT", "setting key (probing config KEY=VALUE)"},
     {"value", "TEXT", "current value"},
@@ -84,7 +90,8 @@ static const struct probe_column settings_cols[] = {
 };
 static const struct probe_column tables_cols[] = {
     {"table_name", "TEXT", "schema.table"},
-    {"kind", "TEXT", "'live' (computed when queried) or 'history' (rows kept by a collector)"},
+    {"kind", "TEXT", "'live' (computed when queried), 'history' (rows kept by a collector) or "
+                     "'view' (the original Probing's names)"},
     {"column_name", "TEXT", "column"},
     {"type", "TEXT", "INTEGER, REAL or TEXT"},
     {"description", "TEXT", "what the column holds"},
@@ -126,10 +133,21 @@ static const struct vtab_def defs[] = {
      vtab_perf_stacks_fill, 0, -1},
     {{"perf.frames", "live", "perf --cc: the frames of every stack, depth 0 innermost",
       vtab_perf_frames_cols, 8}, vtab_perf_frames_fill, 0, -1},
+    {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
+      "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
+      COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},
     {{"probing.settings", "live", "every runtime setting (change with probing config)",
       COLS(settings_cols)}, settings_fill, -1, -1},
     {{"probing.tables", "live", "every table and column with a description",
       COLS(tables_cols)}, tables_fill, -1, -1},
+    {{"information_schema.tables", "live", "every table and view (the SQL standard's view of "
+      "probing.tables)", vtab_is_tables_cols, 6}, vtab_is_tables_fill, -1, -1},
+    {{"information_schema.columns", "live", "every column of every table and view (the SQL "
+      "standard's view of probing.tables)", vtab_is_columns_cols, 8}, vtab_is_columns_fill, -1,
+     -1},
+    {{"information_schema.df_settings", "live", "every runtime setting as name and value (the "
+      "original Probing's name for probing.settings)", vtab_is_settings_cols, 3},
+     vtab_is_settings_fill, -1, -1},
 };
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
 
@@ -186,6 +204,8 @@ static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct p
         rc = table_rows(r, &defs[i].info, 0);
     for (int i = 0; rc == 0 && i < probe_history_count(); i++)
         rc = table_rows(r, probe_history_info(i), 1);
+    for (int i = 0; rc == 0 && i < probe_compat_count(); i++)
+        rc = table_rows(r, probe_compat_info(i), 0);
     return rc;
 }
 

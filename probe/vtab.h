@@ -22,6 +22,13 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
 int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+/* sql_compat.c: information_schema.tables, .columns, .df_settings (no GIL) */
+int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+extern const struct probe_column vtab_is_tables_cols[6], vtab_is_columns_cols[8],
+    vtab_is_settings_cols[3];
 /* vtab_system.c (/proc, no GIL) */
 int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);

@@ -396,3 +396,84 @@ int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err 
     struct gilfill g = {r, 0, {0, ""}};
     return with_gil("python.gc", gc_with_gil, &g, err);
 }
+
+/* ---- python.tracemalloc ---- */
+
+#define MAX_TRACEMALLOC_ROWS 100000
+
+/* tracemalloc's statistics by line, when the target is tracing (no rows otherwise; importing or
+ * starting tracemalloc is `probing memory --trace start`'s job, not a query's). Requires GIL. */
+static void tracemalloc_with_gil(void *arg)
+{
+    struct gilfill *g = arg;
+    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *tm = mods ? PyDict_GetItemString(mods, "tracemalloc") : NULL; /* borrowed */
+    if (!tm)
+        return;
+    Py_INCREF(tm);
+    PyObject *tracing = PyObject_CallMethod(tm, "is_tracing", NULL);
+    PyObject *snap = NULL, *filt = NULL, *stats = NULL;
+    if (!tracing) {
+        py_error(g, "tracemalloc.is_tracing");
+        goto out;
+    }
+    if (PyObject_IsTrue(tracing) != 1)
+        goto out;
+    snap = PyObject_CallMethod(tm, "take_snapshot", NULL);
+    /* Leave out tracemalloc's own allocations, as `probing memory` does. */
+    PyObject *file = snap ? PyObject_GetAttrString(tm, "__file__") : NULL;
+    PyObject *f = file ? PyObject_CallMethod(tm, "Filter", "OO", Py_False, file) : NULL;
+    filt = f ? PyObject_CallMethod(snap, "filter_traces", "((O))", f) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(file);
+    stats = filt ? PyObject_CallMethod(filt, "statistics", "s", "lineno") : NULL;
+    if (!stats) {
+        py_error(g, "tracemalloc");
+        goto out;
+    }
+    Py_ssize_t n = PySequence_Size(stats);
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < n && i < MAX_TRACEMALLOC_ROWS; i++) {
+        PyObject *st = PySequence_GetItem(stats, i);
+        PyObject *tb = st ? PyObject_GetAttrString(st, "traceback") : NULL;
+        PyObject *fr = tb ? PySequence_GetItem(tb, 0) : NULL;
+        PyObject *fname = fr ? PyObject_GetAttrString(fr, "filename") : NULL;
+        PyObject *line = fr ? PyObject_GetAttrString(fr, "lineno") : NULL;
+        PyObject *size = st ? PyObject_GetAttrString(st, "size") : NULL;
+        PyObject *count = st ? PyObject_GetAttrString(st, "count") : NULL;
+        const char *fs = fname && PyUnicode_Check(fname) ? PyUnicode_AsUTF8(fname) : NULL;
+        long long ln = line ? PyLong_AsLongLong(line) : -1;
+        long long sz = size ? PyLong_AsLongLong(size) : -1;
+        long long ct = count ? PyLong_AsLongLong(count) : -1;
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        rc = probe_rows_add_text(g->r, fs ? fs : "<unknown>");
+        rc = rc ? rc : probe_rows_add_int(g->r, ln);
+        rc = rc ? rc : probe_rows_add_int(g->r, sz);
+        rc = rc ? rc : probe_rows_add_int(g->r, ct);
+        Py_XDECREF(count);
+        Py_XDECREF(size);
+        Py_XDECREF(line);
+        Py_XDECREF(fname);
+        Py_XDECREF(fr);
+        Py_XDECREF(tb);
+        Py_XDECREF(st);
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    if (rc < 0)
+        g->rc = pb_err_set(&g->err, rc, "out of memory");
+out:
+    Py_XDECREF(stats);
+    Py_XDECREF(filt);
+    Py_XDECREF(snap);
+    Py_XDECREF(tracing);
+    Py_DECREF(tm);
+}
+
+int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.tracemalloc", tracemalloc_with_gil, &g, err);
+}

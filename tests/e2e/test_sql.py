@@ -132,7 +132,7 @@ def test_system_and_probing_tables(python, spawn):
     # The `tables` command shows the same.
     out = probing("-p", t.pid, "tables", check=True).stdout
     for name in names:
-        assert re.search(r"^%s \((live|history)\): " % re.escape(name), out, re.M), name
+        assert re.search(r"^%s \((live|history|view)\): " % re.escape(name), out, re.M), name
     out = probing("-p", t.pid, "tables", "python.backtrace", check=True).stdout
     assert out.splitlines()[0].startswith("python.backtrace (live): ")
     assert [l.split()[0] for l in out.splitlines()[1:]] == [

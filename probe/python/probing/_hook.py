@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Start-up hook: imported by probing.pth when PROBING is set to something other than 0.
+"""Start-up hook: imported by probing.pth when PROBING (or PROBE, the original Probing's
+spelling) is set to something other than 0.
 PROBING_LISTEN=HOST:PORT also serves TCP (token from PROBING_TOKEN or generated). A failure is
 reported in one line on stderr (the user asked for the probe) and never stops the program."""
 import os
