@@ -60,13 +60,16 @@ while read -r minor inc exe; do
   echo "== CPython $minor ($exe)"
   dir="$out/$minor"
   libdir=$(dirname "$(dirname "$exe")")/lib
+  # An embedded interpreter finds its prefix by looking for "python3" on PATH: name it, or a PATH
+  # without pyenv's shims gives pyenv's libpython Debian's /usr/lib/python3.X.
+  home=$(dirname "$(dirname "$exe")")
   if ! build "$dir" "$inc" "$CC" ""; then
     echo "pyrt: build failed for $minor"; fail=$((fail + 1)); continue
   fi
   if [ -e "$libdir/libpython$minor.so" ]; then
     if $CC -o "$dir/test-embed" $(objs "$dir") "$dir/test_embed.o" -L"$libdir" -lpython"$minor" \
       -Wl,-rpath,"$libdir" -lpthread -ldl -lm -lutil; then
-      run_logged "$dir/embed.log" "embed $minor" "$dir/test-embed" "$here"
+      run_logged "$dir/embed.log" "embed $minor" env PYTHONHOME="$home" "$dir/test-embed" "$here"
     else
       echo "pyrt: link failed (embed $minor)"; fail=$((fail + 1))
     fi
@@ -81,7 +84,7 @@ while read -r minor inc exe; do
   fi
   if [ "$minor" = "$ASAN_VER" ] && [ -x "$dir/test-embed" ]; then
     echo "== CPython $minor with the pipe fallback for fault-proof reads"
-    PROBING_PYRT_READ=pipe run_logged "$dir/embed-pipe.log" "pipe $minor" "$dir/test-embed" "$here"
+    PROBING_PYRT_READ=pipe run_logged "$dir/embed-pipe.log" "pipe $minor" env PYTHONHOME="$home" "$dir/test-embed" "$here"
   fi
   if [ "$minor" = "$ASAN_VER" ] && command -v clang >/dev/null; then
     echo "== CPython $minor under clang -fsanitize=address,undefined"
@@ -91,7 +94,7 @@ while read -r minor inc exe; do
       if clang $san -o "$adir/test-embed" $(objs "$adir") "$adir/test_embed.o" -L"$libdir" \
         -lpython"$minor" -Wl,-rpath,"$libdir" -lpthread -ldl -lm -lutil; then
         ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-          run_logged "$adir/embed.log" "asan $minor" "$adir/test-embed" "$here"
+          run_logged "$adir/embed.log" "asan $minor" env PYTHONHOME="$home" "$adir/test-embed" "$here"
       else
         echo "pyrt: link failed (asan $minor)"; fail=$((fail + 1))
       fi
