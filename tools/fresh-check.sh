@@ -102,11 +102,12 @@ run() {
   echo "=== $* -> exit $rc in $(( $(date +%s) - s )) s"
   return $rc
 }
-run make demo && run make test
 EOF
 )
-# FRESH_CMD replaces the two commands (a quick look inside the root, e.g. FRESH_CMD='ls /').
-[ -n "${FRESH_CMD:-}" ] && inner="cd /work/probing; $FRESH_CMD"
+# FRESH_CMD replaces the two commands: a quick look inside the root (FRESH_CMD='ls /'), or every
+# failure in one run (FRESH_CMD='run make demo && run make -k test'); `run CMD` times CMD.
+inner="$inner
+${FRESH_CMD:-run make demo && run make test}"
 t1=$(date +%s)
 set +e
 unshare --mount --propagation private --pid --fork -- env "${passenv[@]}" bash -c '
