@@ -7,8 +7,9 @@ SQLite limits never reach the target's own use of SQLite.
 - A sort holding more than store.max_memory fails with "out of memory" naming the setting
   (the heap limit of the probe's own, statically linked, SQLite; sorts stay in memory).
 - A CPU-bound query with big values is interrupted by query.timeout_ms.
-- Meanwhile the target's peak RSS (VmHWM) grows by less than PEAK_BOUND and it spends less than
-  CPU_BOUND seconds of CPU on all of it; the probe answers a normal query after.
+- Meanwhile the target's peak RSS (VmHWM) grows by less than PEAK_BOUND (not compared under
+  ASan) and it spends less than CPU_BOUND seconds of CPU on all of it; the probe answers a
+  normal query after.
 - A target using Python's sqlite3 (the system libsqlite3) with 40 MB blobs keeps working with
   store.max_memory at its 16 MiB minimum while a probe query hits that limit.
 """
@@ -24,6 +25,9 @@ from conftest import PYTHONS, probing
 MiB = 1 << 20
 PEAK_BOUND = 400 * MiB  # store.max_memory (256 MiB) + the result and its JSON, with room
 CPU_BOUND = 12.0        # one query.timeout_ms (5 s) interrupted, the rest fail at once
+# make asan: the target preloads ASan, whose quarantine holds freed memory (256 MB) and whose
+# allocator rounds up: the peak is not compared there (as in test_soak.py).
+SANITIZED = bool(os.environ.get("PROBING_TARGET_PRELOAD"))
 
 FOUR_BLOBS = ("SELECT length(a)+length(b)+length(c)+length(d) FROM (SELECT "
               "randomblob(999999999) a, randomblob(999999999) b, randomblob(999999999) c, "
@@ -74,7 +78,7 @@ def test_query_bounded_in_memory_and_time(python, spawn):
     assert took < 5 + 2, took
     peak, cpu = status_bytes(t.pid, "VmHWM") - base_hwm, cpu_seconds(t.pid) - cpu0
     print("peak RSS growth %.0f MiB, CPU %.1f s" % (peak / MiB, cpu))
-    assert peak < PEAK_BOUND, "peak RSS grew by %d MiB" % (peak // MiB)
+    assert SANITIZED or peak < PEAK_BOUND, "peak RSS grew by %d MiB" % (peak // MiB)
     assert cpu < CPU_BOUND, "the target spent %.1f s of CPU" % cpu
     r = probing("-p", t.pid, "query", "SELECT count(*) AS n FROM python.threads", "-f", "csv",
                 check=True)
