@@ -199,10 +199,10 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     *value = NULL;
     if (!run || !begin || !end || !show)
         return probe_py_fail(err, "eval set-up");
-    char what[120];
+    char what[80]; /* short: it goes into one-line errors of at most 255 bytes */
     size_t wn = strcspn(src, "\n");
-    snprintf(what, sizeof what, "evaluating `%.*s%s`", (int)(wn > 80 ? 80 : wn), src,
-             wn > 80 || src[wn] ? " ..." : "");
+    snprintf(what, sizeof what, "evaluating `%.*s%s`", (int)(wn > 44 ? 44 : wn), src,
+             wn > 44 || src[wn] ? " ..." : "");
     probe_worker_activity("%s", what);
     PyObject *cap = PyObject_CallObject(begin, NULL);
     if (!cap)

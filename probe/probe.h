@@ -62,7 +62,7 @@ int probe_worker_busy_text(unsigned long holder, char *buf, size_t n);
 void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* What to tell a user after probe_worker_busy_text. */
 #define PROBE_BUSY_HINT \
-    "interrupt it (Ctrl-C in the 'probing eval' or 'repl' running it), or end what it waits for"
+    "interrupt it with 'probing -p PID eval --interrupt', or end what it waits for"
 
 /* Runtime settings (from PROBING_* environment variables at start). */
 int probe_setting_gil_timeout_ms(void);

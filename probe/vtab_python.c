@@ -180,7 +180,8 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
     if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
-        pb_err_set(err, rc, "%s needs the GIL: %s; %s", table, busy, PROBE_BUSY_HINT);
+        pb_err_set(err, rc, "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
+                   "--interrupt'", table, busy);
     else if (h)
         pb_err_set(err, rc, "%s needs the GIL: it is held by thread %ld (%s) and was not "
                    "released within %d ms (gil_timeout_ms)", table, thread_id(h),

@@ -63,8 +63,8 @@ def test_stuck_evaluation_leaves_gil_features_working(python, spawn):
     assert r.returncode == 1
     assert re.match(r"probing: error: eval: the probe's evaluator is busy with evaluating "
                     r"`import threading; threading.Event\(\).wait\(\)` \(for \d+\.\d s; 3 "
-                    r"earlier ones never returned\): nothing was run; interrupt it \(Ctrl-C in "
-                    r"the 'probing eval' or 'repl' running it\), or end what it waits for\n$",
+                    r"earlier ones never returned\): nothing was run; interrupt it with 'probing "
+                    r"-p PID eval --interrupt', or end what it waits for\n$",
                     r.stderr), r.stderr
     d = json.loads(probing("-p", t.pid, "debug", "--dump", "--locals", "--json",
                            check=True).stdout)
@@ -73,6 +73,11 @@ def test_stuck_evaluation_leaves_gil_features_working(python, spawn):
     assert len(d["threads"]) == 3, d["threads"]  # the GIL-free dump, without our workers
     m = json.loads(probing("-p", t.pid, "memory", "--json", check=True).stdout)
     assert m["pythonError"].startswith("the probe's evaluator is busy with"), m["pythonError"]
+    r = probing("-p", t.pid, "query", "SELECT count(*) FROM python.objects")
+    assert r.returncode == 1 and r.stderr.startswith(
+        "probing: error: python.objects needs the GIL: the probe's evaluator is busy with "
+        "evaluating `import threading;"), r.stderr
+    assert r.stderr.endswith(": interrupt it with 'probing -p PID eval --interrupt'\n"), r.stderr
     assert threads(t.pid) == base + MAX_WORKERS - 1
     t.assert_responsive()
     t.check_output_clean()
@@ -108,5 +113,32 @@ def test_slow_evaluation_beside_a_fresh_worker(python, spawn):
     r = probing("-p", t.pid, "eval", "_probing_chk.pop()", check=True)
     assert r.stdout == "(True, True)\n"
     probing("-p", t.pid, "eval", "del _probing_chk", check=True)
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_eval_interrupt_from_another_client(python, spawn):
+    """`eval --interrupt` (what the busy message offers) stops a runaway evaluation that
+    another client started."""
+    t = spawn(python, "threads.py")
+    probing("-p", t.pid, "inject", check=True)
+    r = probing("-p", t.pid, "eval", "--interrupt", check=True)
+    assert r.stdout == "no evaluation was running\n"
+    runaway = subprocess.Popen([CLI, "-p", str(t.pid), "eval", "while True: pass"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    assert runaway.poll() is None
+    r = probing("-p", t.pid, "eval", "--interrupt", check=True)
+    assert r.stdout == ("interrupted the running evaluation (KeyboardInterrupt when it next "
+                        "runs Python code)\n")
+    out, err = runaway.communicate(timeout=20)
+    assert runaway.returncode == 1 and err.rstrip().endswith("KeyboardInterrupt"), err
+    r = probing("-p", t.pid, "eval", "1+1", check=True)
+    assert r.stdout == "2\n"
+    r = probing("-p", t.pid, "eval", "--interrupt", "1")
+    assert r.returncode == 2 and r.stderr == ("probing: error: eval: --interrupt takes no code: "
+                                              "see 'probing eval --help'\n")
+    assert "       probing -p PID eval --interrupt\n" in probing("eval", "--help", check=True).stdout
     t.assert_responsive()
     t.check_output_clean()
