@@ -26,6 +26,13 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 PROBE_PKGS := libunwind
 PROBE_PKG_CFLAGS := $(shell pkg-config --cflags $(PROBE_PKGS) 2>/dev/null)
 PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
+# The probe links SQLite statically, its symbols hidden (--exclude-libs): its own instance, apart
+# from the libsqlite3 a target may load itself (Python's sqlite3 module), so that the limits the
+# probe sets (sqlite3_hard_heap_limit64 is process-wide within an instance) never touch the
+# target's own databases. docs/tables.md "Limits".
+PROBE_SQLITE_A := $(shell pkg-config --variable=libdir sqlite3 2>/dev/null)/libsqlite3.a
+PROBE_LINK_LIBS := $(filter-out -lsqlite3,$(PKG_LIBS)) $(PROBE_SQLITE_A) -lm \
+                   -Wl,--exclude-libs,libsqlite3.a
 # Linked into the CLI only (the repl's line editing); the probe must never link it.
 CLI_PKGS := libedit
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
@@ -98,7 +105,7 @@ $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
-	    -o $$@ $$^ $$(PKG_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
+	    -o $$@ $$^ $$(PROBE_LINK_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
 PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
 endef
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))

@@ -33,11 +33,14 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
     struct probe_snapshot s = {0};
     struct pb_err serr = {0};
     const struct probe_thread *h = NULL;
+    char busy[256];
     if (probe_pyrt_snapshot(&s, 0, 1, &serr) == 0)
         for (int i = 0; i < s.nthreads; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
-    if (!h) {
+    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy)) {
+        pb_err_set(err, PB_ETIMEDOUT, "%s: nothing was run; %s", busy, PROBE_BUSY_HINT);
+    } else if (!h) {
         pb_err_set(err, PB_ETIMEDOUT, "the GIL could not be had within %d ms: nothing was run",
                    timeout_ms);
     } else if (h->nframes > 0) {

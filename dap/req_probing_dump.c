@@ -33,8 +33,10 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         cJSON_AddNullToObject(gil, "holder");
     cJSON_AddBoolToObject(gil, "available", gil_rc == 0);
     if (want_locals && gil_rc != 0) {
-        char msg[200];
-        if (gil_rc == PB_ETIMEDOUT && h)
+        char msg[512], busy[256];
+        if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+            snprintf(msg, sizeof msg, "%s: locals not read; %s", busy, PROBE_BUSY_HINT);
+        else if (gil_rc == PB_ETIMEDOUT && h)
             snprintf(msg, sizeof msg,
                      "the GIL is held by thread %ld (%s) and was not released within %d ms: "
                      "locals not read",

@@ -18,9 +18,8 @@ long dap_thread_id(const struct probe_thread *t)
 
 void dap_snapshot_drop_worker(struct probe_snapshot *s)
 {
-    unsigned long w = probe_worker_ident();
-    for (int i = 0; w && i < s->nthreads; i++) {
-        if (s->threads[i].ident != w)
+    for (int i = 0; i < s->nthreads; i++) {
+        if (!probe_worker_owns(s->threads[i].ident))
             continue;
         probe_thread_free(&s->threads[i]);
         memmove(&s->threads[i], &s->threads[i + 1],

@@ -99,9 +99,25 @@ int cli_eval_run(struct dap_client *dc, const char *code, struct pb_err *err)
     return ret;
 }
 
+/* `eval --interrupt`: probing/interrupt from a client of its own. */
+static int interrupt_running(const struct cli_opts *o)
+{
+    cJSON *body = cli_call(o, "eval --interrupt", "probing/interrupt", cJSON_CreateObject());
+    if (!body)
+        return CLI_FAIL;
+    if (cli_json_true(body, "interrupted"))
+        printf("interrupted the running evaluation (KeyboardInterrupt when it next runs Python "
+               "code)\n");
+    else
+        printf("no evaluation was running\n");
+    cJSON_Delete(body);
+    return CLI_OK;
+}
+
 static void help(void)
 {
     printf("usage: probing -p PID eval CODE\n"
+           "       probing -p PID eval --interrupt\n"
            "\n"
            "Run CODE (statements or an expression) in the target's __main__ module and print\n"
            "what it printed (captured in the target: the target's own output is untouched),\n"
@@ -109,20 +125,34 @@ static void help(void)
            "prints its traceback on stderr and exits 1. CODE '-' reads the code from stdin.\n"
            "Ctrl-C interrupts the evaluation (KeyboardInterrupt), never the target.\n"
            "If the GIL cannot be had within eval.timeout_ms, nothing runs and the thread\n"
-           "holding it is named, with where it is.\n");
+           "holding it is named, with where it is.\n"
+           "--interrupt raises KeyboardInterrupt in the evaluations running now (another\n"
+           "client's too), when they next run Python code: for code started elsewhere.\n");
 }
 
 int cli_cmd_eval(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int c;
+    static const struct option longopts[] = {
+        {"help", no_argument, 0, 'h'}, {"interrupt", no_argument, 0, 'i'}, {0, 0, 0, 0}};
+    int c, interrupt = 0;
     /* "+": code such as "-1" is an argument, not an option. */
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         if (c == 'h') {
             help();
             return CLI_OK;
         }
+        if (c == 'i') {
+            interrupt = 1;
+            continue;
+        }
         return cli_bad_option("eval", argv);
+    }
+    if (interrupt) {
+        if (optind != argc) {
+            cli_error("eval: --interrupt takes no code: see 'probing eval --help'");
+            return CLI_USAGE;
+        }
+        return interrupt_running(o);
     }
     if (optind + 1 != argc) {
         cli_error("eval: expected one argument, the code (quote it): see 'probing eval --help'");

@@ -366,21 +366,104 @@ static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
     return rc;
 }
 
-int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err)
+/* How long a command waits for another one injecting into the same process. */
+#define INJECT_LOCK_WAIT_MS 60000
+
+/* Takes the lock on injecting into pid: flock on <pid>.inject.lock in the CLI's own private
+ * directory /tmp/probing-<euid> (0700, ours; never under the target's root, where the file would
+ * be left behind), waiting up to INJECT_LOCK_WAIT_MS for a command holding it. The file is
+ * unlinked by the holder before it lets go, so a waiter that got the lock on a file no longer
+ * at that path tries again. Returns the descriptor to pass to inject_unlock, -1 when the
+ * directory cannot be ours (no lock: injecting goes on as before), or PB_ETIMEDOUT. */
+static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
+{
+    char dir[64];
+    struct stat st, held;
+    uid_t uid = geteuid();
+    snprintf(dir, sizeof dir, "/tmp/probing-%u", (unsigned)uid);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+        return -1; /* not a private directory of ours: someone else could hold any lock there */
+    snprintf(path, n, "%s/%d.inject.lock", dir, (int)pid);
+    long long deadline = now_ms() + INJECT_LOCK_WAIT_MS;
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return -1;
+        int rc;
+        while ((rc = flock(fd, LOCK_EX | LOCK_NB)) < 0 && now_ms() < deadline) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (rc < 0) {
+            close(fd);
+            return pb_err_set(err, PB_ETIMEDOUT, "another probing command has been injecting "
+                              "into %d for %d s: retry when it is done", (int)pid,
+                              INJECT_LOCK_WAIT_MS / 1000);
+        }
+        if (fstat(fd, &held) == 0 && lstat(path, &st) == 0 && held.st_dev == st.st_dev &&
+            held.st_ino == st.st_ino)
+            return fd;
+        close(fd); /* its holder removed it: the lock is the file now at path */
+    }
+}
+
+static void inject_unlock(int fd, const char *path)
+{
+    if (fd < 0)
+        return;
+    unlink(path);
+    close(fd);
+}
+
+/* Whether the probe is loaded in pid with its agent answering (or about to): its version from
+ * the library's name into version. *orphaned: it is mapped but has no agent (probe_orphaned,
+ * after grace_ms). */
+static int probe_loaded(pid_t pid, int grace_ms, int *orphaned, char *version, size_t vn)
 {
     char lib[PATH_MAX];
-    *injected = 0;
     int rc = inj_maps_find(pid, "libprobing-", lib, sizeof lib);
-    int orphaned = rc == 1 && probe_orphaned(pid, 1000);
-    if (rc == 1 && !orphaned) {
-        const char *v = strrchr(lib, '/') ? strrchr(lib, '/') + 12 : lib + 11;
-        size_t l = strlen(v);
-        if (l > 3 && strcmp(v + l - 3, ".so") == 0)
-            l -= 3;
-        if (version)
-            snprintf(version, vn, "%.*s", (int)l, v);
+    *orphaned = rc == 1 && probe_orphaned(pid, grace_ms);
+    if (rc != 1 || *orphaned)
         return 0;
-    }
+    const char *v = strrchr(lib, '/') ? strrchr(lib, '/') + 12 : lib + 11;
+    size_t l = strlen(v);
+    if (l > 3 && strcmp(v + l - 3, ".so") == 0)
+        l -= 3;
+    if (version)
+        snprintf(version, vn, "%.*s", (int)l, v);
+    return 1;
+}
+
+static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t vn,
+                               struct pb_err *err);
+
+int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err)
+{
+    int orphaned;
+    *injected = 0;
+    if (probe_loaded(pid, 1000, &orphaned, version, vn))
+        return 0;
+    /* One injection per process at a time: a second command waits for the first and then
+     * finds the probe it loaded. */
+    char path[96];
+    int fd = inject_lock(pid, path, sizeof path, err);
+    if (fd == PB_ETIMEDOUT)
+        return fd;
+    int rc = probe_ensure_locked(pid, injected, version, vn, err);
+    inject_unlock(fd, path);
+    return rc;
+}
+
+/* cli_probe_ensure once the lock on injecting into pid is ours (or cannot be had at all). */
+static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t vn,
+                               struct pb_err *err)
+{
+    char lib[PATH_MAX];
+    int orphaned, rc;
+    if (probe_loaded(pid, 0, &orphaned, version, vn)) /* a command before us loaded it */
+        return 0;
     struct inj_pyver pv;
     rc = inj_pyver_detect(pid, &pv, err);
     if (rc < 0)

@@ -3,8 +3,8 @@
  * stopped, traced, Python), symbols from the target's own libc (through /proc/PID/root), a path
  * the target can see, PTRACE_SEIZE of one thread, a safe point (not in ld.so nor malloc), then
  * dlopen (and dlerror on failure) called on that thread with its stack below the red zone. Every
- * register, the signal mask and every stack byte written are restored before detaching, on
- * every path. Design notes: docs/ and ../shared/DESIGN.md "Injection". */
+ * register, the signal mask, the thread's errno and every stack byte written are restored before
+ * detaching, on every path. Design notes: docs/ and ../shared/DESIGN.md "Injection". */
 #include "internal.h"
 
 #include <dirent.h>
@@ -45,7 +45,9 @@ struct ctx {
     int pending_sig;          /* asynchronous signal held back during our call */
     struct inj_status st;
     struct inj_maps maps;
-    unsigned long dlopen_fn, dlerror_fn;
+    unsigned long dlopen_fn, dlerror_fn, errno_fn;
+    unsigned long errno_addr; /* the hijacked thread's errno, 0 if unknown */
+    int saved_errno;
     int dlopen_mode;
     struct range unsafe[MAX_RANGES]; /* ld.so text, malloc family and the malloc.o span */
     int nunsafe;
@@ -147,6 +149,7 @@ static int resolve(struct ctx *c, struct pb_err *err)
     c->dlopen_mode = 2; /* RTLD_NOW */
     c->dlopen_fn = inj_module_sym(&libc, "dlopen", NULL);
     c->dlerror_fn = inj_module_sym(&libc, "dlerror", NULL);
+    c->errno_fn = inj_module_sym(&libc, "__errno_location", NULL);
     if (!c->dlopen_fn && (mp = inj_maps_lookup(&c->maps, "libdl.so", ".")) != NULL &&
         inj_module_open(c->pid, &c->maps, mp, &dl) == 0) {
         c->dlopen_fn = inj_module_sym(&dl, "dlopen", NULL);
@@ -518,12 +521,14 @@ static int restore(struct ctx *c, int rc, struct pb_err *err)
             c->stopped = 1;
     }
     if (c->hijacked && c->stopped) {
+        int r0 = c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno,
+                                           sizeof c->saved_errno) : 0;
         int r1 = mem_write(c, c->save_lo, c->save, c->save_len);
         int r2 = inj_fpregs_set(c->tid, c->fp);
         int r3 = ptrace(PTRACE_SETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0
                      ? -errno : 0;
         int r4 = inj_regs_set(c->tid, &c->saved);
-        int bad = r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4;
+        int bad = r0 < 0 ? r0 : r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4;
         if (bad < 0 && rc == 0)
             rc = fail(c, bad, "restoring the thread", err);
         else if (bad < 0 && inj_proc_gone(c->pid) && rc != PB_EGONE)
@@ -581,6 +586,19 @@ int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct
     unsigned long str = 0, top = 0, handle = 0, msg = 0;
     if ((rc = hijack(c, &str, &top, err)) < 0)
         goto out;
+    /* dlopen, the library's constructors and dlerror set errno in the thread they run on, which
+     * the code we interrupted may be about to read: keep its value, put back in restore(). */
+    unsigned long eloc = 0;
+    if (c->errno_fn) {
+        if ((rc = call(c, "__errno_location", c->errno_fn, NULL, 0, top, &eloc, err)) < 0)
+            goto out;
+        if (eloc && pread(c->memfd, &c->saved_errno, sizeof c->saved_errno, (off_t)eloc) ==
+                        (ssize_t)sizeof c->saved_errno)
+            c->errno_addr = eloc;
+    }
+    if (!c->errno_addr)
+        PB_LOG(PB_LOG_INFO, "pid %d: the hijacked thread's errno is unknown: it may change",
+               (int)pid);
     unsigned long args[2] = {str, (unsigned long)(unsigned)c->dlopen_mode};
     if ((rc = call(c, "dlopen", c->dlopen_fn, args, 2, top, &handle, err)) < 0)
         goto out;

@@ -265,7 +265,13 @@ static void run_with_gil(void *arg)
 static void gil_done(void *arg, int gil_rc)
 {
     struct job *j = arg;
-    if (gil_rc < 0) {
+    char busy[256];
+    if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(0, busy, sizeof busy)) {
+        cJSON_Delete(j->body);
+        j->body = cJSON_CreateObject();
+        j->rc = pb_err_set(&j->err, PB_ETIMEDOUT, "%s: '%s' was not done; %s", busy,
+                           j->cmd->name, PROBE_BUSY_HINT);
+    } else if (gil_rc < 0) {
         cJSON_Delete(j->body);
         j->body = cJSON_CreateObject();
         j->rc = gil_rc == PB_ETIMEDOUT

@@ -57,7 +57,7 @@ struct dbg_tls *dbg_tls_get(void)
 
 int dbg_is_probe_thread(void)
 {
-    return (unsigned long)pthread_self() == probe_worker_ident();
+    return probe_worker_owns((unsigned long)pthread_self());
 }
 
 unsigned long probe_dbg_generation(void)

@@ -43,7 +43,7 @@ static int current(long *out)
         return -1;
     int n = 0;
     for (int i = 0; i < s.nthreads && n < MAX_TIDS; i++)
-        if (s.threads[i].native_id > 0 && s.threads[i].ident != probe_worker_ident())
+        if (s.threads[i].native_id > 0 && !probe_worker_owns(s.threads[i].ident))
             out[n++] = s.threads[i].native_id;
     probe_snapshot_free(&s);
     return n;

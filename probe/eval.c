@@ -5,8 +5,10 @@
  * exception can interrupt the restore. In a frame, locals are a write-through proxy on 3.13 and
  * a synced f_locals dict written back to the fast locals before (so assignments stick, as for
  * setVariable). Interrupts (probe_eval_interrupt) come from a short-lived thread that takes the
- * GIL and raises KeyboardInterrupt in the worker's thread only, and only while an evaluation
- * runs. */
+ * GIL and raises KeyboardInterrupt in the evaluating workers' threads only, and only while an
+ * evaluation runs. Evaluations run one at a time, except when one is stuck in a call that never
+ * returns and a fresh worker goes on beside it (worker.c): one pair of stand-in streams then
+ * serves both, each thread's writes captured for its own evaluation. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -24,10 +26,84 @@
 #include "pyhelper.h"
 #include "settings.h"
 
-/* Set and cleared by the worker with the GIL held; read by the interrupter with the GIL held. */
+/* The threads evaluating now: one per worker at most (several when one is stuck in a call that
+ * never returns, worker.c). Written by the evaluating worker and read by the interrupter, both
+ * with the GIL held; eval_running counts them for a check without the GIL. */
+static struct {
+    unsigned long ident;
+    int interrupt_sent; /* set by the interrupter, cleared by the evaluating worker */
+} evals[PROBE_MAX_WORKERS];
 static atomic_int eval_running;
 static atomic_int interrupter_busy;
-static atomic_int interrupt_sent; /* set by the interrupter, cleared by the worker (GIL held) */
+
+/* The stand-ins for sys.stdout/stderr (pyhelper's Stream pair, made once and kept for good) and
+ * the streams they replaced while at least one evaluation runs (stream_users). GIL held. */
+static PyObject *our_out, *our_err, *real_out, *real_err;
+static int stream_users;
+
+/* Puts the stand-ins in place for one more evaluation; the first remembers the real streams
+ * (exactly those go back when the last one ends, whatever the code does). 0 or -1 with a
+ * Python exception set. Requires GIL. */
+static int streams_acquire(void)
+{
+    if (!our_out) {
+        PyObject *mk = probe_pyhelper_get("streams");
+        PyObject *pair = mk ? PyObject_CallObject(mk, NULL) : NULL;
+        if (!pair)
+            return -1;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_RuntimeError, "streams() did not give a pair");
+            return -1;
+        }
+        if (!our_out) { /* (the call above may have let another evaluation make them) */
+            our_out = PyTuple_GET_ITEM(pair, 0);
+            our_err = PyTuple_GET_ITEM(pair, 1);
+            Py_INCREF(our_out);
+            Py_INCREF(our_err);
+        }
+        Py_DECREF(pair);
+    }
+    if (stream_users++ == 0) {
+        real_out = PySys_GetObject("stdout"); /* borrowed */
+        real_err = PySys_GetObject("stderr");
+        Py_XINCREF(real_out);
+        Py_XINCREF(real_err);
+        if (PyObject_SetAttrString(our_out, "_real", real_out ? real_out : Py_None) < 0 ||
+            PyObject_SetAttrString(our_err, "_real", real_err ? real_err : Py_None) < 0)
+            PyErr_Clear();
+    }
+    PySys_SetObject("stdout", our_out);
+    PySys_SetObject("stderr", our_err);
+    return 0;
+}
+
+/* One evaluation fewer: the last puts the real streams back; while others run, the stand-ins
+ * stay (put back if this evaluation's code replaced them). Requires GIL. */
+static void streams_release(void)
+{
+    if (--stream_users == 0) {
+        PyObject *o = real_out, *e = real_err;
+        real_out = real_err = NULL;
+        PySys_SetObject("stdout", o);
+        PySys_SetObject("stderr", e);
+        Py_XDECREF(o);
+        Py_XDECREF(e);
+    } else {
+        PySys_SetObject("stdout", our_out);
+        PySys_SetObject("stderr", our_err);
+    }
+    PyErr_Clear();
+}
+
+/* The slot of this thread's evaluation, taken (ident 0: a free one) or -1. Requires GIL. */
+static int eval_slot(unsigned long ident)
+{
+    for (int i = 0; i < PROBE_MAX_WORKERS; i++)
+        if (evals[i].ident == ident)
+            return i;
+    return -1;
+}
 
 /* Copies an outcome tuple of the helper's run() or show() into r; the value object of a
  * ("value", obj) outcome goes to *value (new reference). Requires GIL. */
@@ -123,21 +199,33 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     *value = NULL;
     if (!run || !begin || !end || !show)
         return probe_py_fail(err, "eval set-up");
-    /* The streams as they are now: exactly these go back, whatever the code does. */
-    PyObject *out0 = PySys_GetObject("stdout"), *err0 = PySys_GetObject("stderr"); /* borrowed */
-    Py_XINCREF(out0);
-    Py_XINCREF(err0);
-    PyObject *cap = PyObject_CallFunction(begin, "OO", out0 ? out0 : Py_None,
-                                          err0 ? err0 : Py_None);
-    if (!cap || !PyTuple_Check(cap) || PyTuple_GET_SIZE(cap) != 3) {
-        Py_XDECREF(cap);
-        Py_XDECREF(out0);
-        Py_XDECREF(err0);
+    char what[80]; /* short: it goes into one-line errors of at most 255 bytes */
+    size_t wn = strcspn(src, "\n");
+    snprintf(what, sizeof what, "evaluating `%.*s%s`", (int)(wn > 44 ? 44 : wn), src,
+             wn > 44 || src[wn] ? " ..." : "");
+    probe_worker_activity("%s", what);
+    PyObject *cap = PyObject_CallObject(begin, NULL);
+    if (!cap)
         return probe_py_fail(err, "eval set-up");
+    if (streams_acquire() < 0) {
+        int rc = probe_py_fail(err, "eval set-up");
+        Py_XDECREF(PyObject_CallFunctionObjArgs(end, cap, NULL));
+        PyErr_Clear();
+        Py_DECREF(cap);
+        return rc;
     }
-    PySys_SetObject("stdout", PyTuple_GET_ITEM(cap, 1));
-    PySys_SetObject("stderr", PyTuple_GET_ITEM(cap, 2));
-    atomic_store(&eval_running, 1);
+    /* Taken after the calls above, which may let another evaluation run (and take a slot). */
+    int slot = eval_slot(0);
+    if (slot < 0) { /* cannot be: one evaluation per worker */
+        streams_release();
+        Py_XDECREF(PyObject_CallFunctionObjArgs(end, cap, NULL));
+        PyErr_Clear();
+        Py_DECREF(cap);
+        return pb_err_set(err, PB_EUNKNOWN, "too many evaluations at once");
+    }
+    evals[slot].ident = (unsigned long)pthread_self();
+    evals[slot].interrupt_sent = 0;
+    atomic_fetch_add(&eval_running, 1);
     PyObject *res = PyObject_CallFunction(run, "siOO", src, mode, g, l ? l : Py_None);
     int rc = 0;
     if (res)
@@ -147,22 +235,21 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     Py_XDECREF(res);
     if (rc == 0 && *value)
         rc = show_value(show, mode, value, r, err);
-    atomic_store(&eval_running, 0);
-    if (atomic_exchange(&interrupt_sent, 0))
+    int sent = evals[slot].interrupt_sent;
+    evals[slot].ident = 0;
+    evals[slot].interrupt_sent = 0;
+    atomic_fetch_sub(&eval_running, 1);
+    if (sent)
         drain_interrupt();
     if (rc < 0)
         Py_CLEAR(*value);
-    PySys_SetObject("stdout", out0);
-    PySys_SetObject("stderr", err0);
-    PyErr_Clear();
-    PyObject *o = PyObject_CallFunctionObjArgs(end, PyTuple_GET_ITEM(cap, 0), NULL);
+    streams_release();
+    PyObject *o = PyObject_CallFunctionObjArgs(end, cap, NULL);
     if (o)
         take_output(o, r);
     Py_XDECREF(o);
     PyErr_Clear();
     Py_DECREF(cap);
-    Py_XDECREF(out0);
-    Py_XDECREF(err0);
     return rc;
 }
 
@@ -308,15 +395,16 @@ int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result 
     return rc;
 }
 
-/* The interrupter: waits for the GIL (the evaluating worker gives it up every switch
- * interval), then raises KeyboardInterrupt in the worker's thread if it still evaluates. */
+/* The interrupter: waits for the GIL (an evaluating worker gives it up every switch interval),
+ * then raises KeyboardInterrupt in each worker thread that still evaluates. */
 static void *interrupter_main(void *arg)
 {
     (void)arg;
     PyGILState_STATE g = PyGILState_Ensure();
-    if (atomic_load(&eval_running) &&
-        PyThreadState_SetAsyncExc(probe_worker_ident(), PyExc_KeyboardInterrupt) > 0)
-        atomic_store(&interrupt_sent, 1);
+    for (int i = 0; i < PROBE_MAX_WORKERS; i++)
+        if (evals[i].ident &&
+            PyThreadState_SetAsyncExc(evals[i].ident, PyExc_KeyboardInterrupt) > 0)
+            evals[i].interrupt_sent = 1;
     PyGILState_Release(g);
     atomic_store(&interrupter_busy, 0);
     return NULL;

@@ -21,8 +21,12 @@ void probe_agent_forget(void);
 void probe_agent_cleanup(void);
 uv_loop_t *probe_agent_loop(void);
 
-/* worker.c */
+/* worker.c: the GIL workers (see its header comment). At most PROBE_MAX_WORKERS threads: one
+ * taking jobs, the others retired and stuck in a call that has not returned yet. */
+#define PROBE_MAX_WORKERS 4
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
+/* Worker threads alive (taking jobs or retired), for tests and the log. */
+int probe_worker_count(void);
 
 /* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
 int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);

@@ -49,8 +49,20 @@ typedef void (*probe_task_fn)(void *arg);
 typedef void (*probe_task_done)(void *arg);
 int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg);
 
-/* The worker thread's pthread id, so snapshots can leave it out. */
+/* The pthread id of the worker taking jobs now (0 if none). */
 unsigned long probe_worker_ident(void);
+/* Whether ident is one of the probe's GIL workers (the active one or one retired while stuck in
+ * a call), so snapshots and the debugger can leave them out. Any thread. */
+int probe_worker_owns(unsigned long ident);
+/* When a worker is busy running a job (the active one, or the one with pthread id holder if it
+ * holds the GIL), fills buf with "the probe's evaluator is busy with WHAT (for N s...)" and
+ * returns 1; else 0. Any thread. */
+int probe_worker_busy_text(unsigned long holder, char *buf, size_t n);
+/* On a worker running a job: what it does, for probe_worker_busy_text ("evaluating `x`"). */
+void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What to tell a user after probe_worker_busy_text. */
+#define PROBE_BUSY_HINT \
+    "interrupt it with 'probing -p PID eval --interrupt', or end what it waits for"
 
 /* Runtime settings (from PROBING_* environment variables at start). */
 int probe_setting_gil_timeout_ms(void);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The SQL engine behind probing/query: opens the in-memory database on first use (task
  * thread), ATTACHes the schemas, registers helper functions and the live tables, and runs
- * client statements read-only under the limits from settings (rows, bytes, time). The
- * authorizer allows reads only; sqlite3_stmt_readonly double-checks. docs/tables.md lists the
- * tables and helpers. */
+ * client statements read-only under the limits from settings (rows, bytes, time, memory). The
+ * authorizer allows reads only; sqlite3_stmt_readonly double-checks. SQLite is linked into the
+ * probe statically (Makefile), so its heap limit bounds our instance only, never a libsqlite3
+ * the target uses itself. docs/tables.md lists the tables, helpers and limits. */
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -35,6 +36,28 @@ static double mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The same clock at its tick (a few ms): cheap enough for the progress handler's every call. */
+static double coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Smallest SQLITE_LIMIT_LENGTH whatever query.max_bytes says: live tables hold texts (stacks,
+ * locals) that must not fail for being a few KiB long. */
+#define MIN_VALUE_BYTES (1 << 20)
+
+/* The limits from settings, applied before each client statement (they change live). Client
+ * statements and history share the connection. The heap limit is SQLite's process-wide one, of
+ * the probe's own SQLite instance. */
+static void apply_limits(sqlite3 *d, long long max_bytes)
+{
+    long long len = max_bytes < MIN_VALUE_BYTES ? MIN_VALUE_BYTES : max_bytes;
+    sqlite3_limit(d, SQLITE_LIMIT_LENGTH, (int)len);
+    sqlite3_hard_heap_limit64(probe_setting_int("store.max_memory"));
 }
 
 /* ---- SQL helpers (documented in docs/tables.md) ---- */
@@ -186,6 +209,10 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
     }
     if (rc == SQLITE_OK)
         rc = register_functions(d);
+    /* Sorts and temporary tables stay in memory (under the heap limit), never in temporary
+     * files on the target's disk. */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(d, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         pb_err_set(err, PB_EUNKNOWN, "opening the store: %s", sqlite3_errmsg(d));
         sqlite3_close(d);
@@ -199,6 +226,7 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
     sqlite3_db_config(d, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
     sqlite3_db_config(d, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
     sqlite3_limit(d, SQLITE_LIMIT_ATTACHED, (int)(sizeof schemas / sizeof schemas[0]));
+    apply_limits(d, probe_setting_int("query.max_bytes"));
     pthread_mutex_lock(&db_mu);
     db = d;
     pthread_mutex_unlock(&db_mu);
@@ -289,6 +317,7 @@ static const char *action_name(int action)
     return "this statement";
 }
 
+#define PROGRESS_OPS 100
 #define READONLY_HINT "the database is read-only; change settings with 'probing config KEY=VALUE'"
 
 struct progress {
@@ -301,7 +330,7 @@ static int on_progress(void *arg)
     struct progress *p = arg;
     if (atomic_load(&interrupted))
         return 1;
-    if (mono_ms() > p->deadline) {
+    if (coarse_ms() > p->deadline) {
         p->timed_out = 1;
         return 1;
     }
@@ -368,36 +397,40 @@ static int only_space_or_comments(const char *s)
     return 1;
 }
 
-/* Copy column c of the current row into a cell; adds its text size to *bytes. */
-static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *bytes)
+/* Copy column c of the current row into a cell; adds its text size to *bytes. Returns 1, adding
+ * nothing, when the cell would take *bytes past max (a blob is not even converted). */
+static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *bytes, size_t max)
 {
-    switch (sqlite3_column_type(st, c)) {
+    int type = sqlite3_column_type(st, c);
+    size_t size = type == SQLITE_INTEGER || type == SQLITE_FLOAT ? 8
+                  : type == SQLITE_NULL                          ? 4
+                  : type == SQLITE_BLOB ? (size_t)sqlite3_column_bytes(st, c) * 2
+                                        : (size_t)sqlite3_column_bytes(st, c);
+    if (*bytes + size > max)
+        return 1;
+    *bytes += size;
+    switch (type) {
     case SQLITE_INTEGER:
-        *bytes += 8;
         return probe_rows_add_int(r, sqlite3_column_int64(st, c));
     case SQLITE_FLOAT:
-        *bytes += 8;
         return probe_rows_add_real(r, sqlite3_column_double(st, c));
     case SQLITE_NULL:
-        *bytes += 4;
         return probe_rows_add_null(r);
     case SQLITE_BLOB: {
         const unsigned char *b = sqlite3_column_blob(st, c);
-        int n = sqlite3_column_bytes(st, c);
-        char *hex = malloc((size_t)n * 2 + 1);
+        size_t n = size / 2;
+        char *hex = malloc(size + 1);
         if (!hex)
             return -ENOMEM;
-        for (int i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++)
             snprintf(hex + 2 * i, 3, "%02x", b[i]);
         hex[2 * n] = '\0';
-        *bytes += (size_t)n * 2;
         int rc = probe_rows_add_text(r, hex);
         free(hex);
         return rc;
     }
     default: {
         const char *t = (const char *)sqlite3_column_text(st, c);
-        *bytes += (size_t)sqlite3_column_bytes(st, c);
         return probe_rows_add_text(r, t ? t : "");
     }
     }
@@ -422,6 +455,7 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
 
     atomic_store(&interrupted, 0);
     probe_vtab_failed = 0;
+    apply_limits(d, max_bytes);
     sqlite3_set_authorizer(d, authorize, &au);
     int src = sqlite3_prepare_v2(d, sql, -1, &st, &tail);
     sqlite3_set_authorizer(d, NULL, NULL);
@@ -456,7 +490,9 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
             goto out;
         }
     }
-    sqlite3_progress_handler(d, 1000, on_progress, &pg);
+    /* Every PROGRESS_OPS virtual machine steps: one step may be a whole randomblob() of up to
+     * SQLITE_LIMIT_LENGTH bytes, so a query overruns its time by at most that many of them. */
+    sqlite3_progress_handler(d, PROGRESS_OPS, on_progress, &pg);
     size_t bytes = 0;
     rc = 0;
     for (;;) {
@@ -469,6 +505,14 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
                                 "(query.timeout_ms)", timeout_ms);
             else if (src == SQLITE_INTERRUPT)
                 rc = pb_err_set(err, PB_ETIMEDOUT, "query interrupted");
+            else if (src == SQLITE_NOMEM)
+                rc = pb_err_set(err, PB_EBADARG, "SQL error: the query needs more memory than "
+                                "the probe's SQLite may hold (store.max_memory = %lld bytes): "
+                                "narrow it", probe_setting_int("store.max_memory"));
+            else if (src == SQLITE_TOOBIG)
+                rc = pb_err_set(err, PB_EBADARG, "SQL error: a string or blob over %d bytes "
+                                "(query.max_bytes, at least %d)",
+                                sqlite3_limit(d, SQLITE_LIMIT_LENGTH, -1), MIN_VALUE_BYTES);
             else if (probe_vtab_failed)
                 rc = pb_err_set(err, PB_EUNKNOWN, "%s", sqlite3_errmsg(d));
             else
@@ -481,15 +525,18 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
                      "result truncated to %lld rows (query.max_rows)", max_rows);
             break;
         }
-        for (int c = 0; c < out->ncols && rc == 0; c++)
-            rc = take_cell(out, st, c, &bytes);
+        int taken = 0;
+        while (taken < out->ncols && rc == 0)
+            if ((rc = take_cell(out, st, taken, &bytes, (size_t)max_bytes)) == 0)
+                taken++;
         if (rc < 0) {
             pb_err_set(err, rc, "out of memory");
             break;
         }
-        if ((long long)bytes > max_bytes) {
-            /* Drop the row that crossed the line. */
-            for (int c = 0; c < out->ncols; c++)
+        if (rc == 1) {
+            /* Drop the row that would cross the line. */
+            rc = 0;
+            while (taken-- > 0)
                 free(out->cells[--out->ncells].s);
             out->nrows = out->ncells / (size_t)out->ncols;
             out->truncated = 1;

@@ -39,17 +39,16 @@ static void snap_with_gil(void *arg)
     s->rc = probe_pyrt_snapshot(&s->snap, s->flags, MAX_FRAMES, &s->err);
 }
 
-/* The worker has a thread state while it runs a job or waits for the GIL: leave it out. */
+/* A worker has a thread state while it runs a job or waits for the GIL: leave them out. */
 static void drop_worker(struct probe_snapshot *snap)
 {
-    unsigned long w = probe_worker_ident();
-    for (int i = 0; w && i < snap->nthreads; i++)
-        if (snap->threads[i].ident == w) {
+    for (int i = 0; i < snap->nthreads; i++)
+        if (probe_worker_owns(snap->threads[i].ident)) {
             probe_thread_free(&snap->threads[i]);
             memmove(&snap->threads[i], &snap->threads[i + 1],
                     (size_t)(snap->nthreads - i - 1) * sizeof snap->threads[0]);
             snap->nthreads--;
-            break;
+            i--;
         }
 }
 
@@ -175,11 +174,15 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
     struct probe_snapshot s = {0};
     struct pb_err e2 = {0};
     const struct probe_thread *h = NULL;
+    char busy[256];
     if (probe_pyrt_snapshot(&s, 0, 1, &e2) == 0)
         for (int i = 0; i < s.nthreads && !h; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
-    if (h)
+    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+        pb_err_set(err, rc, "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
+                   "--interrupt'", table, busy);
+    else if (h)
         pb_err_set(err, rc, "%s needs the GIL: it is held by thread %ld (%s) and was not "
                    "released within %d ms (gil_timeout_ms)", table, thread_id(h),
                    h->name ? h->name : "?", timeout);
