@@ -58,7 +58,7 @@ static struct setting table[] = {
      "Most rows a query returns; longer results are cut (and say so).", 0},
     {"query.timeout_ms", SET_INT, 5000, 10, 600000,
      "A query running longer than this (ms) is interrupted.", 0},
-    {"store.max_memory", SET_INT, 256 << 20, 16 << 20, 64LL << 30,
+    {"store.max_memory_bytes", SET_INT, 256 << 20, 16 << 20, 64LL << 30,
      "Most bytes the probe's own SQLite may hold (history tables and a running query together); "
      "a query needing more fails.", 0},
 };

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The original Probing's spellings of settings (docs/migrating.md), for settings.c: the
  * `probing.` prefix, size and time units on sizes (`*_bytes`: 1GB, 64KiB) and times (`*_ms`,
- * `*_s`: 5min, 2h, 7d), its keys that map to ours (retention_days), an answer naming our
- * equivalent for those that do not (sample_rate, torch.profiling, max_memory, rdma.*), close
+ * `*_s`: 5min, 2h, 7d), its keys that map to ours (retention_days, max_memory), an answer naming our
+ * equivalent for those that do not (sample_rate, torch.profiling, rdma.*), close
  * matches for an unknown key, and its environment variables (PROBING_RETENTION_DAYS,
  * PROBING_CPU_SAMPLE_MS). Thread-safe: no state; settings.c's mutex is never held here. */
 #include <ctype.h>
@@ -21,6 +21,7 @@ static const struct {
     {"retention_days", "history.max_age_s", "d"},
     {"retention", "history.max_age_s", "s"},
     {"cpu.sample.interval", "history.interval_s", "ms"},
+    {"max_memory", "store.max_memory_bytes", NULL},
 };
 
 /* The original's keys with no setting here, and what to use. */
@@ -31,8 +32,6 @@ static const struct {
                     "(one step in N); native sampling is 'perf --cc --rate HZ'"},
     {"torch.profiling", "torch module tracing is 'probing -p PID perf --torch --every N' (one "
                         "step in N traced)"},
-    {"max_memory", "history tables are bounded by rows and age: history.max_rows and "
-                   "history.max_age_s; query results by query.max_bytes"},
     {"rdma.", "probing does not read RDMA counters"},
 };
 

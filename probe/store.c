@@ -57,7 +57,7 @@ static void apply_limits(sqlite3 *d, long long max_bytes)
 {
     long long len = max_bytes < MIN_VALUE_BYTES ? MIN_VALUE_BYTES : max_bytes;
     sqlite3_limit(d, SQLITE_LIMIT_LENGTH, (int)len);
-    sqlite3_hard_heap_limit64(probe_setting_int("store.max_memory"));
+    sqlite3_hard_heap_limit64(probe_setting_int("store.max_memory_bytes"));
 }
 
 /* ---- SQL helpers (documented in docs/tables.md) ---- */
@@ -507,8 +507,8 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
                 rc = pb_err_set(err, PB_ETIMEDOUT, "query interrupted");
             else if (src == SQLITE_NOMEM)
                 rc = pb_err_set(err, PB_EBADARG, "SQL error: the query needs more memory than "
-                                "the probe's SQLite may hold (store.max_memory = %lld bytes): "
-                                "narrow it", probe_setting_int("store.max_memory"));
+                                "the probe's SQLite may hold (store.max_memory_bytes = %lld bytes): "
+                                "narrow it", probe_setting_int("store.max_memory_bytes"));
             else if (src == SQLITE_TOOBIG)
                 rc = pb_err_set(err, PB_EBADARG, "SQL error: a string or blob over %d bytes "
                                 "(query.max_bytes, at least %d)",

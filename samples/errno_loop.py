@@ -44,7 +44,9 @@ def ticker():
     stop.value = 1
 
 
-threading.Thread(target=ticker, daemon=True).start()
+# "ready" before the ticker starts: print() writes text and newline apart, so two threads
+# printing at once can run "tick 0" and "ready ..." into one line.
 print("ready " + json.dumps({"pid": os.getpid()}), flush=True)
+threading.Thread(target=ticker, daemon=True).start()
 changes = lib.errno_watch(ctypes.byref(stop), VALUE, ctypes.byref(first))  # BP: watch
 print("ok errno changes %d first %d" % (changes, first.value), flush=True)

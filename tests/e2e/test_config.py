@@ -9,7 +9,7 @@ import pytest
 from conftest import PYTHONS, probing
 
 KEYS = {"gil_timeout_ms", "query.timeout_ms", "query.max_rows", "query.max_bytes",
-        "store.max_memory",
+        "store.max_memory_bytes",
         "history.max_rows", "history.max_age_s", "history.interval_s"}
 
 

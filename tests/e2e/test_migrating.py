@@ -162,8 +162,10 @@ def config_torch_profiling(t):
 
 
 def config_max_memory(t):
-    one_line(probing("-t", t.pid, "config", "probing.max_memory=1GB"), 1,
-             "history.max_rows", "history.max_age_s")
+    r = probing("-t", t.pid, "config", "probing.max_memory=1GB")
+    assert r.returncode == 0, r.stderr
+    r = probing("-t", t.pid, "config", "store.max_memory_bytes")
+    assert r.returncode == 0 and str(1 << 30) in r.stdout, r.stdout + r.stderr
 
 
 def config_rdma(t):

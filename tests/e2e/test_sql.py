@@ -115,7 +115,7 @@ def test_system_and_probing_tables(python, spawn):
     # probing.settings: every key, with value, default and description.
     keys = {r["name"]: r for r in q(t.pid, "SELECT * FROM probing.settings")}
     for k in ("gil_timeout_ms", "query.timeout_ms", "query.max_rows", "query.max_bytes",
-              "store.max_memory",
+              "store.max_memory_bytes",
               "history.max_rows", "history.max_age_s", "history.interval_s"):
         assert keys[k]["value"] == keys[k]["default_value"] and keys[k]["description"]
     listed = probing("-p", t.pid, "config", check=True).stdout

@@ -4,14 +4,14 @@ SQLite limits never reach the target's own use of SQLite.
 
 - Values longer than query.max_bytes (SQLITE_LIMIT_LENGTH) fail at once: the randomblob
   queries that took a target to 7.8 GB and 38 s of CPU before get one clear error.
-- A sort holding more than store.max_memory fails with "out of memory" naming the setting
+- A sort holding more than store.max_memory_bytes fails with "out of memory" naming the setting
   (the heap limit of the probe's own, statically linked, SQLite; sorts stay in memory).
 - A CPU-bound query with big values is interrupted by query.timeout_ms.
 - Meanwhile the target's peak RSS (VmHWM) grows by less than PEAK_BOUND (not compared under
   ASan) and it spends less than CPU_BOUND seconds of CPU on all of it; the probe answers a
   normal query after.
 - A target using Python's sqlite3 (the system libsqlite3) with 40 MB blobs keeps working with
-  store.max_memory at its 16 MiB minimum while a probe query hits that limit.
+  store.max_memory_bytes at its 16 MiB minimum while a probe query hits that limit.
 """
 import os
 import re
@@ -23,7 +23,7 @@ import pytest
 from conftest import PYTHONS, probing
 
 MiB = 1 << 20
-PEAK_BOUND = 400 * MiB  # store.max_memory (256 MiB) + the result and its JSON, with room
+PEAK_BOUND = 400 * MiB  # store.max_memory_bytes (256 MiB) + the result and its JSON, with room
 CPU_BOUND = 12.0        # one query.timeout_ms (5 s) interrupted, the rest fail at once
 # make asan: the target preloads ASan, whose quarantine holds freed memory (256 MB) and whose
 # allocator rounds up: the peak is not compared there (as in test_soak.py).
@@ -71,7 +71,7 @@ def test_query_bounded_in_memory_and_time(python, spawn):
     r, took = timed_query(t.pid, BIG_SORT)
     assert r.returncode == 1 and r.stderr == (
         "probing: error: SQL error: the query needs more memory than the probe's SQLite "
-        "may hold (store.max_memory = 268435456 bytes): narrow it\n"), r.stderr
+        "may hold (store.max_memory_bytes = 268435456 bytes): narrow it\n"), r.stderr
     assert took < 5, took
     r, took = timed_query(t.pid, ENDLESS)
     assert r.returncode == 1 and "query interrupted after 5000 ms (query.timeout_ms)" in r.stderr
@@ -90,7 +90,7 @@ def test_query_bounded_in_memory_and_time(python, spawn):
 @pytest.mark.parametrize("python", PYTHONS)
 def test_target_sqlite_unaffected_by_probe_limits(python, spawn):
     t = spawn(python, "sqlite_user.py")
-    probing("-p", t.pid, "config", "store.max_memory=%d" % (16 * MiB), check=True)
+    probing("-p", t.pid, "config", "store.max_memory_bytes=%d" % (16 * MiB), check=True)
     with open("/proc/%d/maps" % t.pid) as f:
         maps = f.read()
     assert "libsqlite3.so" in maps  # the target's own SQLite, loaded by _sqlite3
@@ -99,7 +99,7 @@ def test_target_sqlite_unaffected_by_probe_limits(python, spawn):
                             check=True).stdout
     assert "libsqlite3" not in needed, "the probe must not share the target's libsqlite3"
     r = probing("-p", t.pid, "query", BIG_SORT)
-    assert r.returncode == 1 and "store.max_memory = 16777216 bytes" in r.stderr, r.stderr
+    assert r.returncode == 1 and "store.max_memory_bytes = 16777216 bytes" in r.stderr, r.stderr
     before = t.ticks()
     t.wait_line(r"^tick %d value=40000000$" % (before + 3), timeout=30)
     t.assert_responsive()
