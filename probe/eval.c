@@ -138,6 +138,10 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     PySys_SetObject("stdout", PyTuple_GET_ITEM(cap, 1));
     PySys_SetObject("stderr", PyTuple_GET_ITEM(cap, 2));
     atomic_store(&eval_running, 1);
+    /* User code (and its repr) runs with the target's signal mask: threads it starts are
+     * sampled and get the host's signals like any other (issue 15, item 7). */
+    sigset_t mask;
+    probe_thread_user_enter(&mask);
     PyObject *res = PyObject_CallFunction(run, "siOO", src, mode, g, l ? l : Py_None);
     int rc = 0;
     if (res)
@@ -147,6 +151,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     Py_XDECREF(res);
     if (rc == 0 && *value)
         rc = show_value(show, mode, value, r, err);
+    probe_thread_user_leave(&mask);
     atomic_store(&eval_running, 0);
     if (atomic_exchange(&interrupt_sent, 0))
         drain_interrupt();
