@@ -739,16 +739,26 @@ static void parse_hdr(struct unwind_mod *m, const uint8_t *h)
     m->count = count;
 }
 
-int unwind_mod_from_image(uintptr_t base, uintptr_t bias, struct unwind_mod *m)
+int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp)
 {
     ElfW(Ehdr) eh;
     ElfW(Phdr) ph[64];
     uint8_t h[32];
+    uintptr_t bias = 0;
+    int have = 0;
     memset(m, 0, sizeof *m);
     if (pyrt_sig_read(base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
         eh.e_phnum == 0 || eh.e_phnum > 64 || eh.e_phentsize != sizeof ph[0] ||
         pyrt_sig_read(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0]) != 0)
         return -1;
+    /* The segment mapped at file offset 0 starts at base. */
+    for (int i = 0; i < eh.e_phnum && !have; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
+            bias = base - (uintptr_t)(ph[i].p_vaddr & ~(ElfW(Addr))4095), have = 1;
+    if (!have)
+        return -1;
+    if (biasp)
+        *biasp = bias;
     for (int i = 0; i < eh.e_phnum; i++) {
         if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
             uintptr_t lo = bias + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;

@@ -66,8 +66,8 @@ int unwind_table_refresh(void);
 void unwind_table_reclaim(int (*quiet)(void));
 /* Async-signal-safe: the published table's module holding pc (unwind_find_fn shape). */
 int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg);
-/* Fills m from the ELF image mapped at base (its program headers read fault-proof), with the
- * load bias bias. Async-signal-safe. 0, or -1. */
-int unwind_mod_from_image(uintptr_t base, uintptr_t bias, struct unwind_mod *m);
+/* Fills m from the ELF image whose file offset 0 is mapped at base (its headers read
+ * fault-proof); *bias (may be NULL) gets the load bias. Async-signal-safe. 0, or -1. */
+int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *bias);
 
 #endif
