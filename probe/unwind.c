@@ -10,10 +10,13 @@
 #include "unwind.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "pyrt_sig.h"
 
@@ -136,6 +139,45 @@ struct regs {
 static int rd(uintptr_t addr, uintptr_t *out)
 {
     return pyrt_sig_read(addr, out, sizeof *out);
+}
+
+/* Stack reads through the cache's window: one process_vm_readv copies up to UNWIND_WINDOW
+ * bytes from addr on (page by page, so an unmapped page only shortens it), and the frames
+ * above are then read from the copy. A window never outlives one unwind. */
+static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
+{
+    if (addr >= c->win_lo && addr + n >= addr && addr + n <= c->win_lo + c->win_len) {
+        memcpy(dst, c->win + (addr - c->win_lo), n);
+        return 0;
+    }
+    struct iovec local = {c->win, sizeof c->win};
+    struct iovec remote[UNWIND_WINDOW / 4096 + 1];
+    uintptr_t at = addr & ~(uintptr_t)7, end = at + sizeof c->win;
+    int k = 0;
+    while (at < end && k < (int)(sizeof remote / sizeof remote[0])) {
+        uintptr_t next = (at | 4095) + 1;
+        if (next > end)
+            next = end;
+        remote[k].iov_base = (void *)at;
+        remote[k].iov_len = next - at;
+        k++;
+        at = next;
+    }
+    int saved = errno;
+    ssize_t r = c->pid > 0 ? process_vm_readv(c->pid, &local, 1, remote, (unsigned long)k, 0) : -1;
+    errno = saved;
+    c->win_lo = addr & ~(uintptr_t)7;
+    c->win_len = r > 0 ? (size_t)r : 0;
+    if (addr + n <= c->win_lo + c->win_len) {
+        memcpy(dst, c->win + (addr - c->win_lo), n);
+        return 0;
+    }
+    return pyrt_sig_read(addr, dst, n); /* process_vm_readv refused: pyrt_sig's own way */
+}
+
+static int srd_word(struct unwind_cache *c, uintptr_t addr, uintptr_t *out)
+{
+    return srd(c, addr, out, sizeof *out);
 }
 
 /* A DWARF expression at [expr, expr+len) (read fault-proof), with push first on the stack
@@ -442,41 +484,54 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
     return b.bad ? -1 : 0;
 }
 
-/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s. */
+/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s. The
+ * FDE and CIE bytes come from the thread's FDE cache when a recent unwind (same table
+ * generation gen, nonzero) read them; else from the module's search table. */
 static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struct cfi_state *s,
-                  uint8_t *fde, uint8_t *cie)
+                  struct unwind_cache *uc, unsigned gen)
 {
     enum { MAXREC = UNWIND_MAXREC };
-    int32_t ent[2];
-    uint32_t lo = 0, hi = m->count;
-    if (!m->table || hi == 0)
-        return -1;
-    /* The last entry whose initial location is <= pc. */
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        int32_t loc;
-        if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
+    const uint8_t *fde = uc->fde, *cie = uc->cie;
+    uintptr_t fde_addr, cie_addr;
+    uint32_t len, clen;
+    struct unwind_fde *hit = NULL;
+    for (int i = 0; gen && i < UNWIND_FDES && !hit; i++)
+        if (uc->f[i].gen == gen && uc->f[i].start <= pc && pc < uc->f[i].end)
+            hit = &uc->f[i];
+    if (hit) {
+        fde = hit->fde, cie = hit->cie;
+        fde_addr = hit->fde_addr, cie_addr = hit->cie_addr;
+        len = hit->fde_len - 4u, clen = hit->cie_len - 4u;
+    } else {
+        int32_t ent[2];
+        uint32_t lo = 0, hi = m->count;
+        if (!m->table || hi == 0)
             return -1;
-        if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
-            lo = mid;
-        else
-            hi = mid;
+        /* The last entry whose initial location is <= pc. */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            int32_t loc;
+            if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
+                return -1;
+            if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
+            return -1;
+        fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
+        if (pyrt_sig_read(fde_addr, &len, 4) != 0 || len < 12 || len + 4 > MAXREC)
+            return -1;
+        if (pyrt_sig_read(fde_addr, uc->fde, len + 4) != 0)
+            return -1;
+        uint32_t cie_ptr;
+        memcpy(&cie_ptr, uc->fde + 4, 4);
+        cie_addr = fde_addr + 4 - cie_ptr;
+        if (pyrt_sig_read(cie_addr, &clen, 4) != 0 || clen < 8 || clen + 4 > MAXREC ||
+            pyrt_sig_read(cie_addr, uc->cie, clen + 4) != 0)
+            return -1;
     }
-    if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
-        return -1;
-    uintptr_t fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
-    uint32_t len;
-    if (pyrt_sig_read(fde_addr, &len, 4) != 0 || len < 12 || len + 4 > MAXREC)
-        return -1;
-    if (pyrt_sig_read(fde_addr, fde, len + 4) != 0)
-        return -1;
-    uint32_t cie_ptr;
-    memcpy(&cie_ptr, fde + 4, 4);
-    uintptr_t cie_addr = fde_addr + 4 - cie_ptr;
-    uint32_t clen;
-    if (pyrt_sig_read(cie_addr, &clen, 4) != 0 || clen < 8 || clen + 4 > MAXREC ||
-        pyrt_sig_read(cie_addr, cie, clen + 4) != 0)
-        return -1;
     if (parse_cie(cie, clen + 4, cie_addr, c) != 0)
         return -1;
     struct buf b = {fde + 8, fde + 4 + len, fde_addr + 8, 0};
@@ -491,6 +546,17 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
     }
     if (b.bad || pc < start || pc >= start + range)
         return -1;
+    if (!hit && gen && len + 4 <= sizeof uc->f[0].fde && clen + 4 <= sizeof uc->f[0].cie) {
+        struct unwind_fde *e = &uc->f[uc->f_next++ % UNWIND_FDES];
+        e->gen = 0;
+        memcpy(e->fde, uc->fde, len + 4);
+        memcpy(e->cie, uc->cie, clen + 4);
+        e->fde_len = (uint16_t)(len + 4), e->cie_len = (uint16_t)(clen + 4);
+        e->fde_addr = fde_addr, e->cie_addr = cie_addr;
+        e->start = start, e->end = start + range;
+        e->gen = gen;
+        /* c's instruction pointers point into uc->cie; the copy is identical. */
+    }
     memset(s, 0, sizeof *s);
     for (int i = 0; i < NREG; i++)
         s->r[i].how = R_SAME;
@@ -503,11 +569,11 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
 
 /* ---- stepping ---- */
 
-static int step_fp(struct regs *rs)
+static int step_fp(struct regs *rs, struct unwind_cache *c)
 {
     uintptr_t fp = rs->v[RBP], pair[2];
     if (!(rs->valid & (1u << RBP)) || (fp & 7) || fp < rs->v[RSP] ||
-        pyrt_sig_read(fp, pair, sizeof pair) != 0 || !pair[1])
+        srd(c, fp, pair, sizeof pair) != 0 || !pair[1])
         return -1;
     rs->v[RBP] = pair[0];
     rs->v[RSP] = fp + 16;
@@ -517,7 +583,8 @@ static int step_fp(struct regs *rs)
 }
 
 /* One frame up with the rules at lookup pc. *signal gets the CIE's 'S'. 0, or -1. */
-static int step_cfi(struct regs *rs, const struct cfi_state *s, int *signal)
+static int step_cfi(struct regs *rs, const struct cfi_state *s, int *signal,
+                    struct unwind_cache *c)
 {
     uintptr_t cfa;
     struct regs old = *rs;
@@ -540,7 +607,7 @@ static int step_cfi(struct regs *rs, const struct cfi_state *s, int *signal)
             ok = i != RA && (old.valid & (1u << i)) && (i == 3 || i == RBP || i >= 12);
             v = old.v[i];
             break;
-        case R_OFF: ok = rd(cfa + (uintptr_t)r->v, &v) == 0; break;
+        case R_OFF: ok = srd_word(c, cfa + (uintptr_t)r->v, &v) == 0; break;
         case R_VALOFF: v = cfa + (uintptr_t)r->v; ok = 1; break;
         case R_REG:
             ok = r->v >= 0 && r->v < NREG && (old.valid & (1u << r->v));
@@ -595,7 +662,7 @@ static int cacheable(const struct cfi_state *s, struct unwind_rule *e)
     return 1;
 }
 
-static int step_cached(struct regs *rs, const struct unwind_rule *e)
+static int step_cached(struct regs *rs, const struct unwind_rule *e, struct unwind_cache *c)
 {
     if (!(rs->valid & (1u << e->cfa_reg)))
         return -1;
@@ -603,14 +670,14 @@ static int step_cached(struct regs *rs, const struct unwind_rule *e)
     unsigned fpv = rs->valid & (1u << RBP);
     if (e->fp_off == e->ra_off - 8) { /* the usual pair: one read */
         uintptr_t pair[2];
-        if (pyrt_sig_read(cfa + (uintptr_t)(intptr_t)e->fp_off, pair, sizeof pair) != 0)
+        if (srd(c, cfa + (uintptr_t)(intptr_t)e->fp_off, pair, sizeof pair) != 0)
             return -1;
         fp = pair[0], ra = pair[1], fpv = 1u << RBP;
     } else {
-        if (rd(cfa + (uintptr_t)(intptr_t)e->ra_off, &ra) != 0)
+        if (srd_word(c, cfa + (uintptr_t)(intptr_t)e->ra_off, &ra) != 0)
             return -1;
         if (e->fp_off) {
-            fpv = rd(cfa + (uintptr_t)(intptr_t)e->fp_off, &fp) == 0 ? 1u << RBP : 0;
+            fpv = srd_word(c, cfa + (uintptr_t)(intptr_t)e->fp_off, &fp) == 0 ? 1u << RBP : 0;
         }
     }
     rs->v[RA] = ra;
@@ -636,6 +703,8 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
         gen = t ? t->gen : 0;
     }
     memset(&rs, 0, sizeof rs);
+    cache->win_len = 0;
+    cache->pid = getpid();
 #if defined(__x86_64__)
     static const int map[NREG] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
                                   REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
@@ -662,30 +731,29 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
 #if defined(__x86_64__)
         struct unwind_rule *e = gen ? cache_slot(cache, look) : NULL;
         if (e && e->pc == look && e->gen == gen) {
-            if (step_cached(&rs, e) != 0)
+            if (step_cached(&rs, e, cache) != 0)
                 break;
             signal = e->signal;
         } else {
             struct unwind_mod m;
             struct cie c;
             struct cfi_state s;
-            if (find(look, &m, arg) == 0 &&
-                cfi_at(&m, look, &c, &s, cache->fde, cache->cie) == 0) {
+            if (find(look, &m, arg) == 0 && cfi_at(&m, look, &c, &s, cache, gen) == 0) {
                 struct unwind_rule ne;
                 if (e && !c.signal && cacheable(&s, &ne)) {
                     ne.pc = look, ne.gen = gen, ne.signal = 0;
                     *e = ne;
                 }
                 signal = c.signal;
-                if (step_cfi(&rs, &s, &signal) != 0)
+                if (step_cfi(&rs, &s, &signal, cache) != 0)
                     break;
-            } else if (step_fp(&rs) != 0) {
+            } else if (step_fp(&rs, cache) != 0) {
                 break;
             }
         }
 #else
         (void)find, (void)arg, (void)gen, (void)cache, (void)look;
-        if (step_fp(&rs) != 0)
+        if (step_fp(&rs, cache) != 0)
             break;
 #endif
         /* Stacks grow down: a caller's frame is above; a loop or a jump down is garbage. */

@@ -43,9 +43,23 @@ struct unwind_rule {
     int32_t cfa_off;
 };
 #define UNWIND_MAXREC 1024 /* the longest FDE or CIE read (GCC's are a few hundred bytes) */
+#define UNWIND_WINDOW 8192 /* stack bytes copied per read (a Python stack needs 2-4) */
+#define UNWIND_FDES 16 /* recent FDEs kept whole: an interrupted function is found again */
+struct unwind_fde {
+    uintptr_t start, end, fde_addr, cie_addr;
+    unsigned gen;
+    uint16_t fde_len, cie_len;
+    uint8_t fde[448], cie[192];
+};
 struct unwind_cache {
     struct unwind_rule e[UNWIND_CACHE];
+    struct unwind_fde f[UNWIND_FDES];
+    unsigned f_next;
     uint8_t fde[UNWIND_MAXREC], cie[UNWIND_MAXREC]; /* scratch of one unwind */
+    int pid;
+    uintptr_t win_lo;
+    size_t win_len;
+    uint8_t win[UNWIND_WINDOW]; /* a copy of the stack being unwound */
 };
 
 /* Async-signal-safe. The native stack from the interrupted context uc, innermost first (the
