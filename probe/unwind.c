@@ -21,6 +21,11 @@
 #include "pyrt_sig.h"
 
 #define MAX_MODS 8192
+#if defined(__x86_64__)
+#define HAVE_CFI 1
+#else
+#define HAVE_CFI 0
+#endif
 #define MAX_RETIRED 64
 
 struct unwind_table {
@@ -728,8 +733,8 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
         uintptr_t look = exact ? pc : pc - 1;
         uintptr_t sp = rs.v[RSP];
         int signal = 0;
-#if defined(__x86_64__)
-        struct unwind_rule *e = gen ? cache_slot(cache, look) : NULL;
+        /* The CFI register numbers here are x86-64's; elsewhere the frame-pointer chain. */
+        struct unwind_rule *e = gen && HAVE_CFI ? cache_slot(cache, look) : NULL;
         if (e && e->pc == look && e->gen == gen) {
             if (step_cached(&rs, e, cache) != 0)
                 break;
@@ -738,7 +743,7 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
             struct unwind_mod m;
             struct cie c;
             struct cfi_state s;
-            if (find(look, &m, arg) == 0 && cfi_at(&m, look, &c, &s, cache, gen) == 0) {
+            if (HAVE_CFI && find(look, &m, arg) == 0 && cfi_at(&m, look, &c, &s, cache, gen) == 0) {
                 struct unwind_rule ne;
                 if (e && !c.signal && cacheable(&s, &ne)) {
                     ne.pc = look, ne.gen = gen, ne.signal = 0;
@@ -751,11 +756,6 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
                 break;
             }
         }
-#else
-        (void)find, (void)arg, (void)gen, (void)cache, (void)look;
-        if (step_fp(&rs, cache) != 0)
-            break;
-#endif
         /* Stacks grow down: a caller's frame is above; a loop or a jump down is garbage. */
         if (rs.v[RSP] <= sp && !signal)
             break;

@@ -3,7 +3,7 @@
 # Used by `make deps` (which `make`, `make test` and `make demo` run first). Idempotent and quiet
 # when everything is there.
 set -euo pipefail
-want=(build-essential pkg-config libcjson-dev libuv1-dev libunwind-dev libsqlite3-dev libedit-dev
+want=(build-essential pkg-config libcjson-dev libuv1-dev libsqlite3-dev libedit-dev
       python3 python3-pytest gdb strace clang gcc-aarch64-linux-gnu util-linux procps nodejs
       python3-debugpy python3-torch chromium)
 missing=()
