@@ -107,6 +107,7 @@ check-exports: $(PROBE_LIBS)
 	  bad=$$(nm -D --defined-only $$l | awk '$$2 ~ /^[TDBRVW]$$/ {print $$3}' | grep -v '^probing_' | grep -v '^_init$$\|^_fini$$\|^_edata$$\|^_end$$\|^__bss_start$$' || true); \
 	  if [ -n "$$bad" ]; then echo "probing: error: $$l exports $$bad: make it static or hidden" >&2; exit 1; fi; \
 	done
+	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/py$$v/probe || exit 1; done
 
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)

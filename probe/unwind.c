@@ -5,8 +5,8 @@
  * the FDE and its CIE read into stack buffers, the CFA program run up to the pc, then the
  * caller's registers from the rules (a small DWARF expression evaluator covers the PLT and
  * signal-trampoline expressions). Everything the unwinder reads of the target goes through
- * pyrt_sig_read. The table is built by dl_iterate_phdr in a normal thread (inside its
- * callback the objects cannot be unmapped, so plain reads are fine there). */
+ * pyrt_sig_read. Only signal-side code lives here (make check-signal-safety holds this file
+ * to an allow-list of calls); the module table is built in unwind_table.c. */
 #include "unwind.h"
 
 #include <elf.h>
@@ -20,25 +20,13 @@
 
 #include "pyrt_sig.h"
 
-#define MAX_MODS 8192
 #if defined(__x86_64__)
 #define HAVE_CFI 1
 #else
 #define HAVE_CFI 0
 #endif
-#define MAX_RETIRED 64
 
-struct unwind_table {
-    unsigned gen;
-    int n;
-    struct unwind_mod mods[];
-};
-
-static _Atomic(struct unwind_table *) cur_table;
-static struct unwind_table *retired[MAX_RETIRED];
-static int nretired;
-static unsigned long long seen_adds, seen_subs;
-static unsigned next_gen = 1;
+_Atomic(struct unwind_table *) unwind_cur_table;
 
 /* ---- reading DWARF data from a local buffer ---- */
 
@@ -702,7 +690,7 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
     if (max <= 0)
         return 0;
     if (!find) {
-        t = atomic_load_explicit(&cur_table, memory_order_acquire);
+        t = atomic_load_explicit(&unwind_cur_table, memory_order_acquire);
         find = unwind_table_find;
         arg = t;
         gen = t ? t->gen : 0;
@@ -788,7 +776,7 @@ int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg)
 
 /* The search table of the .eh_frame_hdr at hdr, read by read(): only the layout GNU ld and
  * lld write (version 1, a 4-byte count, datarel sdata4 entries) is used. */
-static void parse_hdr(struct unwind_mod *m, const uint8_t *h)
+void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h)
 {
     struct buf b = {h, h + 32, m->hdr, 0};
     m->table = 0;
@@ -839,94 +827,7 @@ int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp
         }
     }
     if (m->hdr && pyrt_sig_read(m->hdr, h, sizeof h) == 0)
-        parse_hdr(m, h);
+        unwind_hdr_parse(m, h);
     return m->hi ? 0 : -1;
 }
 
-/* Drain-thread scratch for a build (one builder at a time). */
-static struct unwind_mod scratch[MAX_MODS];
-
-struct build {
-    int peek; /* only read the counters */
-    int n;
-    unsigned long long adds, subs;
-};
-
-static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct build *bd = arg;
-    struct unwind_mod m;
-    if (bd->n == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-        bd->adds = info->dlpi_adds, bd->subs = info->dlpi_subs;
-    if (bd->peek)
-        return 1;
-    if (bd->n == MAX_MODS)
-        return 1;
-    memset(&m, 0, sizeof m);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
-            uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
-            if (!m.lo || lo < m.lo)
-                m.lo = lo;
-            if (hi > m.hi)
-                m.hi = hi;
-        } else if (p->p_type == PT_GNU_EH_FRAME) {
-            m.hdr = info->dlpi_addr + p->p_vaddr;
-        }
-    }
-    if (m.hi && m.hdr)
-        parse_hdr(&m, (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
-    scratch[bd->n++] = m; /* n counts callbacks; empty entries are dropped below */
-    return 0;
-}
-
-static int mod_cmp(const void *a, const void *b)
-{
-    const struct unwind_mod *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-int unwind_table_refresh(void)
-{
-    struct build bd = {1, 0, 0, 0};
-    dl_iterate_phdr(build_cb, &bd);
-    if (atomic_load(&cur_table) && bd.adds == seen_adds && bd.subs == seen_subs)
-        return 0;
-    if (nretired == MAX_RETIRED)
-        return -1; /* handlers never quiet yet: keep the current table for now */
-    bd.peek = 0;
-    bd.n = 0;
-    dl_iterate_phdr(build_cb, &bd);
-    int n = 0;
-    for (int i = 0; i < bd.n; i++)
-        if (scratch[i].hi)
-            scratch[n++] = scratch[i];
-    qsort(scratch, (size_t)n, sizeof scratch[0], mod_cmp);
-    struct unwind_table *t = malloc(sizeof *t + (size_t)n * sizeof t->mods[0]);
-    if (!t)
-        return -1;
-    memcpy(t->mods, scratch, (size_t)n * sizeof t->mods[0]);
-    t->n = n;
-    t->gen = next_gen++;
-    if (next_gen == 0)
-        next_gen = 1;
-    seen_adds = bd.adds, seen_subs = bd.subs;
-    struct unwind_table *old = atomic_exchange(&cur_table, t);
-    if (old)
-        retired[nretired++] = old;
-    return 1;
-}
-
-void unwind_table_reclaim(int (*quiet)(void))
-{
-    if (quiet && nretired && !quiet())
-        return;
-    for (int i = 0; i < nretired; i++)
-        free(retired[i]);
-    nretired = 0;
-    if (!quiet) {
-        free(atomic_exchange(&cur_table, NULL));
-        seen_adds = seen_subs = 0;
-    }
-}

@@ -15,6 +15,7 @@
 #ifndef PROBE_UNWIND_H
 #define PROBE_UNWIND_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -25,6 +26,17 @@ struct unwind_mod {
     uintptr_t table;  /* its sorted (initial location, FDE) table, 0 if unusable */
     uint32_t count;   /* entries in table */
 };
+
+/* A published module table: sorted by lo, never changed once published. */
+struct unwind_table {
+    unsigned gen; /* nonzero, new for every table */
+    int n;
+    struct unwind_mod mods[];
+};
+extern _Atomic(struct unwind_table *) unwind_cur_table; /* unwind.c */
+/* Reads the search table's place and size from the .eh_frame_hdr bytes h (32 of them) of m->hdr
+ * into m (0 when its layout is not the usual one). */
+void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h);
 
 /* Finds the module holding pc into *m: 0, or -1. Must be async-signal-safe. */
 typedef int (*unwind_find_fn)(uintptr_t pc, struct unwind_mod *m, void *arg);
