@@ -12,6 +12,7 @@ import _ctypes
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,11 +23,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def build_lib(name):
+    """Builds samples/<name>.c; returns a /proc/self/fd path to it (nothing left in /tmp)."""
     d = tempfile.mkdtemp(prefix="dlopen_loop-")
     so = os.path.join(d, "lib%s.so" % name)
-    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", so, os.path.join(HERE, name + ".c")],
-                   check=True)
-    return so
+    try:
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", so,
+                        os.path.join(HERE, name + ".c")], check=True)
+        fd = os.open(so, os.O_RDONLY)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return "/proc/self/fd/%d" % fd
 
 
 SO = sys.argv[sys.argv.index("--lib") + 1] if "--lib" in sys.argv else build_lib("dlopen_lib")
