@@ -626,6 +626,68 @@ static int step_cfi(struct regs *rs, const struct cfi_state *s, int *signal,
     return 0;
 }
 
+/* The rule cache shared by every thread (a thread's first samples find what the others
+ * learnt): a seqlock per entry, written only by a handler that wins its sequence number with
+ * one compare-and-swap (never waiting: a loser just does not cache), read by copying the words
+ * and checking the number did not move. Lock-free and wait-free for readers and writers. */
+#define SHARED_CACHE 4096
+struct shared_rule {
+    _Atomic unsigned seq; /* odd while written */
+    _Atomic uint64_t w[3];
+};
+static struct shared_rule shared[SHARED_CACHE];
+
+static struct shared_rule *shared_slot(uintptr_t pc)
+{
+    uintptr_t h = (pc ^ (pc >> 11)) * 0x9E3779B97F4A7C15ull;
+    return &shared[(h >> 40) % SHARED_CACHE];
+}
+
+static void pack(const struct unwind_rule *r, uint64_t w[3])
+{
+    w[0] = r->pc;
+    w[1] = (uint64_t)r->gen << 32 | (uint32_t)r->cfa_off;
+    w[2] = (uint64_t)(uint8_t)r->cfa_reg | (uint64_t)r->signal << 8 |
+           (uint64_t)(uint16_t)r->ra_off << 16 | (uint64_t)(uint16_t)r->fp_off << 32;
+}
+
+static int shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
+{
+    struct shared_rule *g = shared_slot(pc);
+    uint64_t w[3];
+    unsigned s1 = atomic_load_explicit(&g->seq, memory_order_acquire);
+    if (s1 & 1)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        w[i] = atomic_load_explicit(&g->w[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&g->seq, memory_order_relaxed) != s1 || w[0] != pc ||
+        (unsigned)(w[1] >> 32) != gen)
+        return -1;
+    out->pc = pc;
+    out->gen = gen;
+    out->cfa_off = (int32_t)(uint32_t)w[1];
+    out->cfa_reg = (int8_t)(uint8_t)w[2];
+    out->signal = (uint8_t)(w[2] >> 8);
+    out->ra_off = (int16_t)(uint16_t)(w[2] >> 16);
+    out->fp_off = (int16_t)(uint16_t)(w[2] >> 32);
+    return 0;
+}
+
+static void shared_put(const struct unwind_rule *r)
+{
+    struct shared_rule *g = shared_slot(r->pc);
+    uint64_t w[3];
+    unsigned s = atomic_load_explicit(&g->seq, memory_order_relaxed);
+    if ((s & 1) || !atomic_compare_exchange_strong(&g->seq, &s, s + 1))
+        return;
+    atomic_thread_fence(memory_order_release);
+    pack(r, w);
+    for (int i = 0; i < 3; i++)
+        atomic_store_explicit(&g->w[i], w[i], memory_order_relaxed);
+    atomic_store_explicit(&g->seq, s + 2, memory_order_release);
+}
+
 static struct unwind_rule *cache_slot(struct unwind_cache *c, uintptr_t pc)
 {
     uintptr_t h = (pc ^ (pc >> 9) ^ (pc >> 20)) * 0x9E3779B97F4A7C15ull;
@@ -723,6 +785,8 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
         int signal = 0;
         /* The CFI register numbers here are x86-64's; elsewhere the frame-pointer chain. */
         struct unwind_rule *e = gen && HAVE_CFI ? cache_slot(cache, look) : NULL;
+        if (e && (e->pc != look || e->gen != gen))
+            shared_get(look, gen, e); /* fills the thread's entry only on a hit */
         if (e && e->pc == look && e->gen == gen) {
             if (step_cached(&rs, e, cache) != 0)
                 break;
@@ -736,6 +800,7 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
                 if (e && !c.signal && cacheable(&s, &ne)) {
                     ne.pc = look, ne.gen = gen, ne.signal = 0;
                     *e = ne;
+                    shared_put(&ne);
                 }
                 signal = c.signal;
                 if (step_cfi(&rs, &s, &signal, cache) != 0)
