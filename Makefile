@@ -22,8 +22,9 @@ endif
 PKGS := libcjson libuv sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# Linked into the probe only: libunwind for the sampler's native stacks (probe/prof_sig.c).
-PROBE_PKGS := libunwind
+# Linked into the probe only: nothing today (native stacks come from probe/unwind.c, which
+# signal handlers can run: libunwind could take the loader's lock there).
+PROBE_PKGS :=
 PROBE_PKG_CFLAGS := $(shell pkg-config --cflags $(PROBE_PKGS) 2>/dev/null)
 PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
 # The probe links SQLite statically, its symbols hidden (--exclude-libs): its own instance, apart
@@ -41,7 +42,6 @@ CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 DEB_libcjson := libcjson-dev
 DEB_libuv := libuv1-dev
 DEB_sqlite3 := libsqlite3-dev
-DEB_libunwind := libunwind-dev
 DEB_libedit := libedit-dev
 MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
@@ -135,6 +135,7 @@ check-exports: $(PROBE_LIBS)
 	  bad=$$(nm -D --defined-only $$l | awk '$$2 ~ /^[TDBRVW]$$/ {print $$3}' | grep -v '^probing_' | grep -v '^_init$$\|^_fini$$\|^_edata$$\|^_end$$\|^__bss_start$$' || true); \
 	  if [ -n "$$bad" ]; then echo "probing: error: $$l exports $$bad: make it static or hidden" >&2; exit 1; fi; \
 	done
+	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/py$$v/probe || exit 1; done
 
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)

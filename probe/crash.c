@@ -3,10 +3,8 @@
  * for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT with SA_SIGINFO|SA_ONSTACK (a thread with an
  * alternate stack, such as the one faulthandler gives the main thread, survives a stack
  * overflow), saving what was there to chain to it. Before arming it warms up what the handler
- * uses (libunwind's caches, pyrt_sig's reads) so the handler does no first-time work. Disarming
+ * uses (pyrt_sig's reads) so the handler does no first-time work. Disarming
  * and unloading put every previous handler back where ours is still installed. */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #include "crash.h"
 #include "internal.h"
@@ -51,22 +49,11 @@ static int template_get(char *buf, size_t n, struct pb_err *err)
     return 0;
 }
 
-/* Run the handler's libraries once outside any handler: libunwind registers its caches and
- * looks up unwind tables (dl_iterate_phdr) on first use. */
+/* Make the handler's reads ready outside any handler (pyrt_sig's one-time probe). The native
+ * unwinder (unwind.h) needs no set-up: it finds modules through /proc/self/maps at the crash. */
 static void warm_up(void)
 {
-    unw_context_t ctx;
-    unw_cursor_t cur;
-    char name[64];
-    unw_word_t off;
     pyrt_sig_prepare();
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
-        return;
-    for (int i = 0; i < 8; i++) {
-        unw_get_proc_name(&cur, name, sizeof name, &off);
-        if (unw_step(&cur) <= 0)
-            break;
-    }
 }
 
 static int ours(const struct sigaction *sa)

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* The crash handler (crash.h): async-signal-safe from end to end. It writes the report with
- * open(2)/write(2) and numbers formatted here, the native stack through libunwind from the
- * signal's ucontext (names by unw_get_proc_name, modules and offsets from /proc/self/maps read
- * in the handler), Python stacks through pyrt_sig_* (fault-proof reads, no GIL). Scratch space
+ * open(2)/write(2) and numbers formatted here, the native stack through unwind.h from the
+ * signal's ucontext (modules, offsets and ELF images found through /proc/self/maps read in the
+ * handler, never through the dynamic loader, whose lock the crashing thread may hold; names
+ * from each file's symbol table read with pread), Python stacks through pyrt_sig_*
+ * (fault-proof reads, no GIL). Scratch space
  * is static: one thread writes at a time (the first to crash); a thread crashing meanwhile
  * waits briefly, then passes its signal on. Afterwards the previous handlers are put back and
  * the signal is handed to them: a fault re-runs the faulting instruction, a sent signal
  * (kill, abort) is sent again to this thread. docs/crash.md shows a report. */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "crash.h"
 #include "probe.h"
 #include "pyrt_sig.h"
+#include "unwind.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -31,8 +33,11 @@ static uintptr_t tstates[MAX_THREADS];
 static long tids[MAX_THREADS];
 static char maps[1024 * 1024]; /* /proc/self/maps of a large process (torch: thousands of lines) */
 static size_t maps_len;
-static char func[256], file[1024], sym[512], pathbuf[512];
-static unw_cursor_t cursor;
+static char func[256], file[1024], sym[512], pathbuf[512], modpath[1024];
+static struct unwind_cache ucache;
+static uintptr_t pcs[MAX_NATIVE];
+static ElfW(Shdr) shdrs[128];
+static ElfW(Sym) syms[256];
 static atomic_long writer;
 
 struct out {
@@ -153,45 +158,190 @@ static unsigned long long hex_at(const char **p)
     }
 }
 
-/* " (module+0xOFF)" for pc from the maps read at the crash: offset in the file, as
- * addr2line/gdb want it. */
-static void put_module(struct out *o, unsigned long long pc)
+/* The maps line holding pc. */
+struct mapline {
+    unsigned long long lo, hi, off;
+    const char *path, *path_end; /* empty for an anonymous mapping */
+};
+
+static int parse_line(const char *line, const char *end, struct mapline *ml)
+{
+    const char *q = line;
+    ml->lo = hex_at(&q);
+    if (*q++ != '-')
+        return -1;
+    ml->hi = hex_at(&q);
+    q += 6; /* " rwxp " */
+    ml->off = hex_at(&q);
+    /* Skip device and inode to the path. */
+    for (int f = 0; f < 2 && q < end; f++) {
+        while (q < end && *q == ' ')
+            q++;
+        while (q < end && *q != ' ' && *q != '\n')
+            q++;
+    }
+    while (q < end && *q == ' ')
+        q++;
+    ml->path = q;
+    while (q < end && *q != '\n')
+        q++;
+    ml->path_end = q;
+    return 0;
+}
+
+static int maps_line(unsigned long long pc, struct mapline *ml)
 {
     const char *p = maps, *end = maps + maps_len;
     while (p < end) {
         const char *line = p;
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         p = nl ? nl + 1 : end;
-        const char *q = line;
-        unsigned long long lo = hex_at(&q);
-        if (*q++ != '-')
-            continue;
-        unsigned long long hi = hex_at(&q);
-        if (pc < lo || pc >= hi)
-            continue;
-        q += 6; /* " rwxp " */
-        unsigned long long off = hex_at(&q);
-        /* Skip device and inode to the path. */
-        for (int f = 0; f < 2 && q < p; f++) {
-            while (q < p && *q == ' ')
-                q++;
-            while (q < p && *q != ' ' && *q != '\n')
-                q++;
-        }
-        while (q < p && *q == ' ')
-            q++;
-        put(o, " (");
-        if (q < p && *q != '\n') {
-            while (q < p && *q != '\n')
-                put_ch(o, *q++);
-        } else {
-            put(o, "anonymous");
-        }
-        put(o, "+");
-        put_hex(o, pc - lo + off);
-        put(o, ")");
-        return;
+        if (parse_line(line, p, ml) == 0 && pc >= ml->lo && pc < ml->hi)
+            return 0;
     }
+    return -1;
+}
+
+/* Where the file of ml is mapped at offset 0 (its ELF header). */
+static int maps_base(const struct mapline *ml, unsigned long long *base)
+{
+    const char *p = maps, *end = maps + maps_len;
+    size_t len = (size_t)(ml->path_end - ml->path);
+    struct mapline o;
+    if (len == 0)
+        return -1;
+    while (p < end) {
+        const char *line = p;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+        if (parse_line(line, p, &o) == 0 && o.off == 0 && o.lo <= ml->lo &&
+            (size_t)(o.path_end - o.path) == len && memcmp(o.path, ml->path, len) == 0) {
+            *base = o.lo;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* unwind_find_fn through the maps read at the crash and the ELF headers in memory. */
+static int maps_find(uintptr_t pc, struct unwind_mod *m, void *arg)
+{
+    struct mapline ml;
+    unsigned long long base;
+    (void)arg;
+    if (maps_line(pc, &ml) != 0 || maps_base(&ml, &base) != 0)
+        return -1;
+    return unwind_mod_from_image((uintptr_t)base, m, NULL);
+}
+
+static ssize_t pread_all(int fd, void *buf, size_t n, off_t off)
+{
+    ssize_t r;
+    do {
+        r = pread(fd, buf, n, off);
+    } while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/* The function symbol of file fd holding (or nearest below) vaddr, from .symtab, else
+ * .dynsym: its name into out and vaddr's offset from it. 0, or -1. */
+static int elf_sym(int fd, uintptr_t vaddr, char *name, size_t n, uintptr_t *offp)
+{
+    ElfW(Ehdr) eh;
+    if (pread_all(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_shentsize != sizeof shdrs[0] ||
+        eh.e_shnum == 0 || eh.e_shnum > 128)
+        return -1;
+    size_t shbytes = eh.e_shnum * sizeof shdrs[0];
+    if (pread_all(fd, shdrs, shbytes, (off_t)eh.e_shoff) != (ssize_t)shbytes)
+        return -1;
+    static const unsigned kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < eh.e_shnum; i++) {
+            const ElfW(Shdr) *sh = &shdrs[i];
+            if (sh->sh_type != kinds[k] || sh->sh_entsize != sizeof syms[0] ||
+                sh->sh_link >= eh.e_shnum)
+                continue;
+            size_t total = sh->sh_size / sizeof syms[0];
+            uintptr_t best = 0;
+            ElfW(Word) best_name = 0;
+            int found = 0, inside = 0;
+            for (size_t at = 0; at < total && at < 2000000; at += 256) {
+                size_t cnt = total - at < 256 ? total - at : 256;
+                ssize_t r = pread_all(fd, syms, cnt * sizeof syms[0],
+                                      (off_t)(sh->sh_offset + at * sizeof syms[0]));
+                if (r != (ssize_t)(cnt * sizeof syms[0]))
+                    break;
+                for (size_t j = 0; j < cnt; j++) {
+                    const ElfW(Sym) *y = &syms[j];
+                    int type = ELF64_ST_TYPE(y->st_info);
+                    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || y->st_shndx == SHN_UNDEF ||
+                        y->st_value > vaddr || y->st_name == 0)
+                        continue;
+                    int in = y->st_size && vaddr < y->st_value + y->st_size;
+                    if (!found || (in && !inside) || (in == inside && y->st_value > best)) {
+                        best = y->st_value, best_name = y->st_name, found = 1, inside = in;
+                    }
+                }
+            }
+            if (!found)
+                continue;
+            const ElfW(Shdr) *str = &shdrs[sh->sh_link];
+            if (best_name >= str->sh_size)
+                continue;
+            ssize_t r = pread_all(fd, name, n - 1, (off_t)(str->sh_offset + best_name));
+            if (r <= 0)
+                continue;
+            name[r] = '\0';
+            *offp = vaddr - best;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The function name for pc, and pc's offset into it. 0, or -1. */
+static int sym_name(uintptr_t pc, char *name, size_t n, uintptr_t *off)
+{
+    struct mapline ml;
+    struct unwind_mod m;
+    unsigned long long base;
+    uintptr_t bias;
+    size_t len;
+    name[0] = '\0';
+    if (maps_line(pc, &ml) != 0 || maps_base(&ml, &base) != 0 || ml.path[0] != '/' ||
+        unwind_mod_from_image((uintptr_t)base, &m, &bias) != 0)
+        return -1;
+    len = (size_t)(ml.path_end - ml.path);
+    if (len >= sizeof modpath)
+        return -1;
+    memcpy(modpath, ml.path, len);
+    modpath[len] = '\0';
+    int fd = open(modpath, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = elf_sym(fd, pc - bias, name, n, off);
+    close(fd);
+    return rc;
+}
+
+/* " (module+0xOFF)" for pc from the maps read at the crash: offset in the file, as
+ * addr2line/gdb want it. */
+static void put_module(struct out *o, unsigned long long pc)
+{
+    struct mapline ml;
+    if (maps_line(pc, &ml) != 0)
+        return;
+    put(o, " (");
+    if (ml.path < ml.path_end) {
+        for (const char *q = ml.path; q < ml.path_end; q++)
+            put_ch(o, *q);
+    } else {
+        put(o, "anonymous");
+    }
+    put(o, "+");
+    put_hex(o, pc - ml.lo + ml.off);
+    put(o, ")");
 }
 
 static void put_tid_name(struct out *o, long tid)
@@ -227,32 +377,32 @@ static void put_tid_name(struct out *o, long tid)
 static void native_stack(struct out *o, void *uc)
 {
     put(o, "\nNative stack of the crashing thread (innermost first):\n");
-    if (unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) != 0) {
-        put(o, "  (libunwind could not start from the signal context)\n");
+    int n = unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, maps_find, NULL, &ucache);
+    if (n <= 0) {
+        put(o, "  (no native frames: the signal context has no pc)\n");
         return;
     }
-    int n = 0;
-    do {
-        unw_word_t ip = 0, off = 0;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
+    for (int i = 0; i < n; i++) {
+        uintptr_t ip = pcs[i], off = 0;
         put(o, "  #");
-        put_dec(o, n);
-        put(o, n < 10 ? "  " : " ");
+        put_dec(o, i);
+        put(o, i < 10 ? "  " : " ");
         put_hex(o, ip);
         put(o, " ");
-        /* A stripped library gives the nearest exported symbol, however far: past 64 KiB it
-         * names the wrong function, so only the module offset is shown. */
-        if (unw_get_proc_name(&cursor, sym, sizeof sym, &off) == 0 && sym[0] && off < 0x10000) {
+        /* Names from the symbol table of the pc itself for the crashing frame, of the call
+         * (pc - 1) for the others. A stripped library gives the nearest symbol, however
+         * far: past 64 KiB it names the wrong function, so only the module offset is shown. */
+        uintptr_t look = i == 0 ? ip : ip - 1;
+        if (sym_name(look, sym, sizeof sym, &off) == 0 && sym[0] && off < 0x10000) {
             put(o, sym);
             put(o, "+");
-            put_hex(o, off);
+            put_hex(o, off + (ip - look));
         } else {
             put(o, "??");
         }
         put_module(o, ip);
         put(o, "\n");
-    } while (++n < MAX_NATIVE && unw_step(&cursor) > 0);
+    }
 }
 
 static void python_stack(struct out *o, int n)

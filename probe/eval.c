@@ -226,6 +226,10 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     evals[slot].ident = (unsigned long)pthread_self();
     evals[slot].interrupt_sent = 0;
     atomic_fetch_add(&eval_running, 1);
+    /* User code (and its repr) runs with the target's signal mask: threads it starts are
+     * sampled and get the host's signals like any other (issue 15, item 7). */
+    sigset_t mask;
+    probe_thread_user_enter(&mask);
     PyObject *res = PyObject_CallFunction(run, "siOO", src, mode, g, l ? l : Py_None);
     int rc = 0;
     if (res)
@@ -235,6 +239,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     Py_XDECREF(res);
     if (rc == 0 && *value)
         rc = show_value(show, mode, value, r, err);
+    probe_thread_user_leave(&mask);
     int sent = evals[slot].interrupt_sent;
     evals[slot].ident = 0;
     evals[slot].interrupt_sent = 0;

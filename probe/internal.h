@@ -4,6 +4,7 @@
 #define PROBE_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <uv.h>
 
 #include "admit.h"
@@ -30,6 +31,10 @@ int probe_worker_count(void);
 
 /* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
 int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
+/* Around user code on a probe thread: the target main thread's signal mask in, the saved
+ * (all blocked) mask back. Threads the user code starts inherit the target's mask. */
+void probe_thread_user_enter(sigset_t *saved);
+void probe_thread_user_leave(const sigset_t *saved);
 
 /* dbg_events.c: the debugger's event queue (before the loop runs). */
 int dbg_events_start(void);

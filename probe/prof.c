@@ -13,6 +13,7 @@
  * fork(): the child stops sampling (no timers survive fork, no drain thread exists there) and
  * gets the old SIGPROF disposition back; its data stays readable. */
 #include "prof.h"
+#include "unwind.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -223,6 +224,10 @@ static void *drain_main(void *arg)
         }
         if (cur.mode == PROF_WALL)
             wall_tick();
+        /* The handlers' module table follows dlopen/dlclose; replaced tables go once no
+         * handler can hold them (unwind.h). */
+        unwind_table_refresh();
+        unwind_table_reclaim(prof_sig_quiet);
         prof_slots_drain(add_cb, NULL);
         if (atomic_load(&names_pending) && now - last_names >= NAMES_NS) {
             atomic_store(&names_pending, 0);

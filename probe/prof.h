@@ -72,6 +72,7 @@ struct prof_slot;
 int prof_sig_install(struct pb_err *err);  /* the handler (keeps the old one) */
 void prof_sig_uninstall(void);             /* flush pending SIGPROF, restore the old one */
 void prof_sig_set_running(int on);
+int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
 struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */
 int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
 void prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */

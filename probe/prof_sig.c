@@ -5,19 +5,17 @@
  * the SIGPROF handler.
  * The handler is async-signal-safe: it recognises our signals by si_value pointing at a live
  * slot of the calling thread (anything else goes to the previous SIGPROF handler), then
- * records the native stack (libunwind from the signal's ucontext; frame pointers when the
- * interrupted pc is in the dynamic loader, whose lock libunwind may need), the thread's Python
- * frames (pyrt_sig.h) and the time into the next ring record. No allocation, no lock, no
- * symbolisation; errno is saved; a full ring drops the record and counts it.
+ * records the native stack (unwind.h: our own CFI unwinder over the module table the drain
+ * thread publishes, with the slot's own rule cache; it never calls the dynamic loader, whose
+ * lock an interrupted dlopen/dlclose may hold), the thread's Python frames (pyrt_sig.h) and the
+ * time into the next ring record. No allocation, no lock, no library call that could take one,
+ * no symbolisation; errno is saved; a full ring drops the record and counts it.
  * Producer/consumer: the handler (only ever on the slot's own thread) advances head, the drain
  * thread advances tail. */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "prof.h"
+#include "unwind.h"
 
 #include <errno.h>
-#include <link.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -32,6 +30,10 @@
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_RETIRED };
 
+/* One mapping per slot: the ring, then the unwind cache (zeroed: no entry matches). */
+#define RING_BYTES ((PROF_RING * sizeof(struct prof_raw) + 63) & ~(size_t)63)
+#define SLOT_BYTES (RING_BYTES + sizeof(struct unwind_cache))
+
 struct prof_slot {
     _Atomic int state;
     int tid;
@@ -39,6 +41,7 @@ struct prof_slot {
     timer_t timer;
     int has_timer;
     struct prof_raw *ring; /* PROF_RING records, mmap'd */
+    struct unwind_cache *cache; /* the thread's unwind rules, mmap'd after the ring */
     _Atomic unsigned head, tail;
     _Atomic long long delivered;
     _Atomic long long overrun; /* expirations the kernel merged into a delivered one */
@@ -53,7 +56,6 @@ static _Atomic int running;
 static _Atomic int in_handler;
 static struct sigaction old_action;
 static int installed;
-static uintptr_t ldso_lo, ldso_hi;
 /* Totals of slots already freed. */
 static long long gone_missed, gone_lost, gone_self_ns;
 
@@ -70,75 +72,6 @@ static long long now_ns(clockid_t c)
 static clockid_t thread_clock(int tid)
 {
     return (clockid_t)((~(unsigned)tid << 3) | 6u); /* CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED */
-}
-
-static int ldso_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size, (void)arg;
-    if (!info->dlpi_name || !strstr(info->dlpi_name, "/ld-linux"))
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_LOAD)
-            continue;
-        uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
-        if (!ldso_lo || lo < ldso_lo)
-            ldso_lo = lo;
-        if (hi > ldso_hi)
-            ldso_hi = hi;
-    }
-    return 1;
-}
-
-/* Frame-pointer walk from the interrupted registers, every read fault-proof. */
-static int fp_walk(const ucontext_t *uc, uintptr_t *out, int max)
-{
-    int n = 0;
-#if defined(__x86_64__)
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-#elif defined(__aarch64__)
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.regs[29];
-#else
-    uintptr_t pc = 0, fp = 0;
-#endif
-    if (pc && n < max)
-        out[n++] = pc;
-    while (fp && n < max) {
-        uintptr_t pair[2];
-        if ((fp & 7) || pyrt_sig_read(fp, pair, sizeof pair) != 0 || !pair[1])
-            break;
-        out[n++] = pair[1];
-        if (pair[0] <= fp) /* stacks grow down: the caller's frame is higher */
-            break;
-        fp = pair[0];
-    }
-    return n;
-}
-
-static int native_walk(ucontext_t *uc, uintptr_t *out, int max)
-{
-#if defined(__x86_64__)
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
-#else
-    uintptr_t pc = 0;
-#endif
-    unw_cursor_t cur;
-    int n = 0;
-    if (pc >= ldso_lo && pc < ldso_hi)
-        return fp_walk(uc, out, max);
-    if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) != 0)
-        return fp_walk(uc, out, max);
-    do {
-        unw_word_t ip = 0;
-        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
-            break;
-        out[n++] = (uintptr_t)ip;
-    } while (n < max && unw_step(&cur) > 0);
-    return n > 0 ? n : fp_walk(uc, out, max);
 }
 
 static void chain(int sig, siginfo_t *si, void *uc)
@@ -183,7 +116,7 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
     r->ts = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     r->tid = s->tid;
     r->on_cpu = 1;
-    r->nnative = native_walk(uc, r->native, PROF_MAX_NATIVE);
+    r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
     r->npy = pyrt_sig_frames_fast(pyrt_sig_tstate_self(), r->py, PROF_MAX_PY);
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
 }
@@ -212,18 +145,11 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
 int prof_sig_install(struct pb_err *err)
 {
     struct sigaction sa;
-    unw_cursor_t cur;
-    unw_context_t ctx;
     if (installed)
         return 0;
-    /* Warm-up outside any handler: libunwind's one-time set-up, the loader's range. */
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_GLOBAL);
-    unw_getcontext(&ctx);
-    if (unw_init_local(&cur, &ctx) == 0)
-        for (int i = 0; i < 64 && unw_step(&cur) > 0; i++)
-            ;
-    if (!ldso_hi)
-        dl_iterate_phdr(ldso_cb, NULL);
+    /* The module table before the first signal. */
+    if (unwind_table_refresh() < 0)
+        return pb_err_set(err, -ENOMEM, "the sampler's module table: out of memory");
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigprof;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -255,6 +181,13 @@ void prof_sig_uninstall(void)
         sigaction(SIGPROF, &old_action, NULL);
     } /* else the host replaced our handler meanwhile: its choice stays */
     installed = 0;
+    if (atomic_load(&in_handler) == 0)
+        unwind_table_reclaim(NULL); /* no handler of ours can run any more */
+}
+
+int prof_sig_quiet(void)
+{
+    return atomic_load(&in_handler) == 0;
 }
 
 void prof_sig_set_running(int on)
@@ -275,6 +208,7 @@ void prof_sig_fork_child(void)
     for (int i = 0; i < PROF_MAX_SLOTS; i++) {
         slots[i].has_timer = 0;
         slots[i].ring = NULL;
+        slots[i].cache = NULL;
         slots[i].magic = 0;
         atomic_store(&slots[i].state, SLOT_FREE);
     }
@@ -287,11 +221,12 @@ struct prof_slot *prof_slot_new(int tid)
         struct prof_slot *s = &slots[i];
         if (atomic_load(&s->state) != SLOT_FREE)
             continue;
-        void *ring = mmap(NULL, PROF_RING * sizeof(struct prof_raw), PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *ring = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
         if (ring == MAP_FAILED)
             return NULL;
         s->ring = ring;
+        s->cache = (struct unwind_cache *)((char *)ring + RING_BYTES);
         s->tid = tid;
         s->magic = SLOT_MAGIC;
         s->has_timer = 0;
@@ -377,8 +312,9 @@ static void slot_free(struct prof_slot *s, int rate)
     gone_self_ns += atomic_load(&s->self_ns);
     gone_missed += s->missed_seen;
     if (s->ring)
-        munmap(s->ring, PROF_RING * sizeof(struct prof_raw));
+        munmap(s->ring, SLOT_BYTES);
     s->ring = NULL;
+    s->cache = NULL;
     s->magic = 0;
     atomic_store(&s->state, SLOT_FREE);
 }

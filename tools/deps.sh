@@ -11,7 +11,7 @@
 set -euo pipefail
 want=(
   # build: compiler, pkg-config and the libraries linked through it (Makefile PKGS)
-  build-essential make pkg-config libcjson-dev libuv1-dev libunwind-dev libsqlite3-dev libedit-dev
+  build-essential make pkg-config libcjson-dev libuv1-dev libsqlite3-dev libedit-dev
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
   python3 python3-pytest gdb strace util-linux mount procps git ca-certificates
   # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector

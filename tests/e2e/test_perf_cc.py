@@ -10,6 +10,8 @@ ctypes from the Python function hot_python_caller):
 - a SIGPROF handler of the target keeps running during sampling and is its handler after;
 - fork() in the target during sampling: children exit 0, the parent goes on;
 - a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
+- a thread started by `probing eval` has the main thread's signal mask and is sampled (the
+  evaluator runs user code with the target's mask, its own threads block everything otherwise);
 - inject -P starts sampling; bad arguments are one-line errors with exit status 2."""
 import json
 import os
@@ -193,6 +195,36 @@ def test_thread_blocking_sigprof_counts_missed(python, spawn):
             pnd = int(re.search(r"^SigPnd:\s*([0-9a-f]+)$", f.read(), re.M).group(1), 16)
         assert pnd & SIGPROF_BIT == 0, tid
     probing("-p", t.pid, "eval", "PROF_HITS", check=True)  # GIL and main loop fine
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def sigblk(pid, tid):
+    with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+        return int(re.search(r"^SigBlk:\s*([0-9a-f]+)$", f.read(), re.M).group(1), 16)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_thread_started_by_eval_is_sampled(python, spawn):
+    t = spawn(python, SAMPLE)
+    own = set(os.listdir("/proc/%d/task" % t.pid))
+    probing("-p", t.pid, "eval", "import threading; threading.Thread(target=lambda: all(x < 1 "
+            "for x in iter(int, 1)), name='spawned', daemon=True).start()", check=True)
+    tid = int(probing("-p", t.pid, "eval", "[t.native_id for t in threading.enumerate() "
+                      "if t.name == 'spawned'][0]", check=True).stdout)
+    assert sigblk(t.pid, tid) == sigblk(t.pid, t.pid)
+    r = probing("-p", t.pid, "perf", "--cc", "--duration", "2", check=True)
+    n = query(t.pid, "SELECT COUNT(*) FROM perf.samples WHERE thread_id = %d" % tid)[0][0]
+    assert n >= 5, r.stdout
+    assert query(t.pid, "SELECT DISTINCT thread_name FROM perf.samples WHERE thread_id = %d"
+                 % tid) == [["spawned"]]
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    # The probe's own threads (the evaluator included) block every signal once it is over.
+    ours = set(os.listdir("/proc/%d/task" % t.pid)) - own - {str(tid)}
+    assert len(ours) >= 2, ours
+    for task in ours:
+        unblockable = (1 << 8) | (1 << 18) | (3 << 31)  # SIGKILL, SIGSTOP, glibc's 32 and 33
+        assert sigblk(t.pid, int(task)) | unblockable == (1 << 64) - 1, task
     t.assert_responsive()
     t.check_output_clean()
 

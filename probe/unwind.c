@@ -1,0 +1,898 @@
+/* SPDX-License-Identifier: MIT */
+/* A lock-free, allocation-free DWARF CFI unwinder for signal handlers (unwind.h), and the
+ * module table it looks pcs up in. The CFI side follows the DWARF 5 "Call Frame Information"
+ * chapter and the LSB's .eh_frame/.eh_frame_hdr layout: binary search of the header's table,
+ * the FDE and its CIE read into stack buffers, the CFA program run up to the pc, then the
+ * caller's registers from the rules (a small DWARF expression evaluator covers the PLT and
+ * signal-trampoline expressions). Everything the unwinder reads of the target goes through
+ * pyrt_sig_read. Only signal-side code lives here (make check-signal-safety holds this file
+ * to an allow-list of calls); the module table is built in unwind_table.c. */
+#include "unwind.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pyrt_sig.h"
+
+#if defined(__x86_64__)
+#define HAVE_CFI 1
+#else
+#define HAVE_CFI 0
+#endif
+
+_Atomic(struct unwind_table *) unwind_cur_table;
+
+/* ---- reading DWARF data from a local buffer ---- */
+
+struct buf {
+    const uint8_t *p, *end;
+    uintptr_t addr; /* the target address of p (for pc-relative pointers) */
+    int bad;
+};
+
+static uint64_t get_n(struct buf *b, int n)
+{
+    uint64_t v = 0;
+    if (b->end - b->p < n) {
+        b->bad = 1;
+        b->p = b->end;
+        return 0;
+    }
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | b->p[i];
+    b->p += n;
+    b->addr += (uintptr_t)n;
+    return v;
+}
+
+static uint64_t get_uleb(struct buf *b)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        uint8_t c = (uint8_t)get_n(b, 1);
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            return v;
+    }
+    b->bad = 1;
+    return v;
+}
+
+static int64_t get_sleb(struct buf *b)
+{
+    int64_t v = 0;
+    int shift = 0;
+    uint8_t c;
+    do {
+        c = (uint8_t)get_n(b, 1);
+        v |= (int64_t)(c & 0x7f) << shift;
+        shift += 7;
+    } while ((c & 0x80) && shift < 64);
+    if (shift < 64 && (c & 0x40))
+        v |= -((int64_t)1 << shift);
+    return v;
+}
+
+/* A pointer in DW_EH_PE encoding enc (pcrel and absolute; others are refused). */
+static uintptr_t get_ptr(struct buf *b, uint8_t enc)
+{
+    uintptr_t at = b->addr, v;
+    if (enc == 0xff) /* DW_EH_PE_omit */
+        return 0;
+    switch (enc & 0x0f) {
+    case 0x00: v = (uintptr_t)get_n(b, 8); break;                   /* absptr */
+    case 0x01: v = (uintptr_t)get_uleb(b); break;                   /* uleb128 */
+    case 0x02: v = (uintptr_t)get_n(b, 2); break;                   /* udata2 */
+    case 0x03: v = (uintptr_t)get_n(b, 4); break;                   /* udata4 */
+    case 0x04: v = (uintptr_t)get_n(b, 8); break;                   /* udata8 */
+    case 0x09: v = (uintptr_t)get_sleb(b); break;                   /* sleb128 */
+    case 0x0a: v = (uintptr_t)(intptr_t)(int16_t)get_n(b, 2); break; /* sdata2 */
+    case 0x0b: v = (uintptr_t)(intptr_t)(int32_t)get_n(b, 4); break; /* sdata4 */
+    case 0x0c: v = (uintptr_t)get_n(b, 8); break;                   /* sdata8 */
+    default: b->bad = 1; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += at; break; /* pcrel */
+    default: b->bad = 1; return 0;
+    }
+    return v;
+}
+
+/* ---- register state ---- */
+
+enum { NREG = 17, RA = 16, RBP = 6, RSP = 7 };
+enum { R_SAME, R_UNDEF, R_OFF, R_VALOFF, R_REG, R_EXPR, R_VALEXPR };
+
+struct rule {
+    uint8_t how;
+    int64_t v; /* offset, register, or expression address */
+    uint32_t len;
+};
+
+struct cfi_state {
+    struct rule r[NREG];
+    int cfa_reg;    /* -1: expression */
+    int64_t cfa_off;
+    uintptr_t cfa_expr;
+    uint32_t cfa_len;
+};
+
+struct regs {
+    uintptr_t v[NREG];
+    unsigned valid;
+};
+
+static int rd(uintptr_t addr, uintptr_t *out)
+{
+    return pyrt_sig_read(addr, out, sizeof *out);
+}
+
+/* Stack reads through the cache's window: one process_vm_readv copies up to UNWIND_WINDOW
+ * bytes from addr on (page by page, so an unmapped page only shortens it), and the frames
+ * above are then read from the copy. A window never outlives one unwind. */
+static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
+{
+    if (addr >= c->win_lo && addr + n >= addr && addr + n <= c->win_lo + c->win_len) {
+        memcpy(dst, c->win + (addr - c->win_lo), n);
+        return 0;
+    }
+    struct iovec local = {c->win, sizeof c->win};
+    struct iovec remote[UNWIND_WINDOW / 4096 + 1];
+    uintptr_t at = addr & ~(uintptr_t)7, end = at + sizeof c->win;
+    int k = 0;
+    while (at < end && k < (int)(sizeof remote / sizeof remote[0])) {
+        uintptr_t next = (at | 4095) + 1;
+        if (next > end)
+            next = end;
+        remote[k].iov_base = (void *)at;
+        remote[k].iov_len = next - at;
+        k++;
+        at = next;
+    }
+    int saved = errno;
+    ssize_t r = c->pid > 0 ? process_vm_readv(c->pid, &local, 1, remote, (unsigned long)k, 0) : -1;
+    errno = saved;
+    c->win_lo = addr & ~(uintptr_t)7;
+    c->win_len = r > 0 ? (size_t)r : 0;
+    if (addr + n <= c->win_lo + c->win_len) {
+        memcpy(dst, c->win + (addr - c->win_lo), n);
+        return 0;
+    }
+    return pyrt_sig_read(addr, dst, n); /* process_vm_readv refused: pyrt_sig's own way */
+}
+
+static int srd_word(struct unwind_cache *c, uintptr_t addr, uintptr_t *out)
+{
+    return srd(c, addr, out, sizeof *out);
+}
+
+/* A DWARF expression at [expr, expr+len) (read fault-proof), with push first on the stack
+ * when push_cfa. 0 and *out, or -1 for anything outside the small supported set. */
+static int eval_expr(uintptr_t expr, uint32_t len, const struct regs *rs, int push_cfa,
+                     uintptr_t cfa, uintptr_t *out)
+{
+    uint8_t code[64];
+    uintptr_t st[16];
+    int sp = 0;
+    if (len == 0 || len > sizeof code || pyrt_sig_read(expr, code, len) != 0)
+        return -1;
+    struct buf b = {code, code + len, expr, 0};
+    if (push_cfa)
+        st[sp++] = cfa;
+    while (b.p < b.end && !b.bad) {
+        uint8_t op = (uint8_t)get_n(&b, 1);
+        uintptr_t a, c;
+        if (op >= 0x30 && op <= 0x4f) { /* lit0..31 */
+            if (sp == 16)
+                return -1;
+            st[sp++] = op - 0x30;
+            continue;
+        }
+        if ((op >= 0x70 && op <= 0x8f) || op == 0x92) { /* breg0..31, bregx */
+            int r = op == 0x92 ? (int)get_uleb(&b) : op - 0x70;
+            int64_t off = get_sleb(&b);
+            if (r >= NREG || !(rs->valid & (1u << r)) || sp == 16)
+                return -1;
+            st[sp++] = rs->v[r] + (uintptr_t)off;
+            continue;
+        }
+        switch (op) {
+        case 0x06: /* deref */
+            if (sp < 1 || rd(st[sp - 1], &st[sp - 1]) != 0)
+                return -1;
+            break;
+        case 0x08: case 0x09: case 0x0a: case 0x0b: case 0x0c: case 0x0d: case 0x0e:
+        case 0x0f: case 0x10: case 0x11: { /* const1u .. consts */
+            static const int size[] = {1, 1, 2, 2, 4, 4, 8, 8};
+            uintptr_t v;
+            if (op == 0x10)
+                v = (uintptr_t)get_uleb(&b);
+            else if (op == 0x11)
+                v = (uintptr_t)get_sleb(&b);
+            else {
+                int n = size[op - 0x08];
+                v = (uintptr_t)get_n(&b, n);
+                if (op & 1) /* the signed forms */
+                    v = n == 1 ? (uintptr_t)(intptr_t)(int8_t)v
+                      : n == 2 ? (uintptr_t)(intptr_t)(int16_t)v
+                      : n == 4 ? (uintptr_t)(intptr_t)(int32_t)v : v;
+            }
+            if (sp == 16)
+                return -1;
+            st[sp++] = v;
+            break;
+        }
+        case 0x12: /* dup */
+            if (sp < 1 || sp == 16)
+                return -1;
+            st[sp] = st[sp - 1];
+            sp++;
+            break;
+        case 0x13: /* drop */
+            if (sp < 1)
+                return -1;
+            sp--;
+            break;
+        case 0x23: /* plus_uconst */
+            if (sp < 1)
+                return -1;
+            st[sp - 1] += (uintptr_t)get_uleb(&b);
+            break;
+        case 0x1a: case 0x1c: case 0x1e: case 0x21: case 0x22: case 0x24: case 0x25:
+        case 0x27: case 0x29: case 0x2a: case 0x2b: case 0x2c: case 0x2d: case 0x2e:
+            if (sp < 2)
+                return -1;
+            c = st[--sp];
+            a = st[sp - 1];
+            switch (op) {
+            case 0x1a: a &= c; break;
+            case 0x1c: a -= c; break;
+            case 0x1e: a *= c; break;
+            case 0x21: a |= c; break;
+            case 0x22: a += c; break;
+            case 0x24: a = c < 64 ? a << c : 0; break;
+            case 0x25: a = c < 64 ? a >> c : 0; break;
+            case 0x27: a ^= c; break;
+            case 0x29: a = (intptr_t)a == (intptr_t)c; break;
+            case 0x2a: a = (intptr_t)a >= (intptr_t)c; break;
+            case 0x2b: a = (intptr_t)a > (intptr_t)c; break;
+            case 0x2c: a = (intptr_t)a <= (intptr_t)c; break;
+            case 0x2d: a = (intptr_t)a < (intptr_t)c; break;
+            case 0x2e: a = (intptr_t)a != (intptr_t)c; break;
+            }
+            st[sp - 1] = a;
+            break;
+        default:
+            return -1;
+        }
+    }
+    if (b.bad || sp < 1)
+        return -1;
+    *out = st[sp - 1];
+    return 0;
+}
+
+/* ---- CIE/FDE ---- */
+
+struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    int ra_reg;
+    uint8_t fde_enc;
+    int has_z, signal;
+    const uint8_t *insn, *insn_end;
+    uintptr_t insn_addr;
+};
+
+static int parse_cie(const uint8_t *p, size_t n, uintptr_t addr, struct cie *c)
+{
+    struct buf b = {p, p + n, addr, 0};
+    uint32_t len = (uint32_t)get_n(&b, 4);
+    if (len == 0xffffffffu || len + 4 > n || get_n(&b, 4) != 0) /* 64-bit DWARF, or not a CIE */
+        return -1;
+    b.end = p + 4 + len;
+    int version = (int)get_n(&b, 1);
+    char aug[8];
+    int k = 0;
+    for (;;) {
+        char ch = (char)get_n(&b, 1);
+        if (b.bad || ch == 0)
+            break;
+        if (k == (int)sizeof aug - 1)
+            return -1;
+        aug[k++] = ch;
+    }
+    aug[k] = 0;
+    if (aug[0] == 'e' && aug[1] == 'h')
+        get_n(&b, 8);
+    memset(c, 0, sizeof *c);
+    c->fde_enc = 0; /* absptr unless 'R' */
+    c->code_align = get_uleb(&b);
+    c->data_align = get_sleb(&b);
+    c->ra_reg = version == 1 ? (int)get_n(&b, 1) : (int)get_uleb(&b);
+    if (aug[0] == 'z') {
+        uint64_t alen = get_uleb(&b);
+        const uint8_t *aend = b.p + alen;
+        c->has_z = 1;
+        for (int i = 1; aug[i] && !b.bad; i++) {
+            switch (aug[i]) {
+            case 'R': c->fde_enc = (uint8_t)get_n(&b, 1); break;
+            case 'L': get_n(&b, 1); break;
+            case 'P': { uint8_t e = (uint8_t)get_n(&b, 1); get_ptr(&b, (uint8_t)(e & 0x7f)); break; }
+            case 'S': c->signal = 1; break;
+            default: break; /* unknown: the 'z' length skips it */
+            }
+        }
+        if (aend > b.end)
+            return -1;
+        b.addr += (uintptr_t)(aend - b.p);
+        b.p = aend;
+    } else if (aug[0]) {
+        return -1;
+    }
+    if (b.bad || c->ra_reg != RA)
+        return -1;
+    c->insn = b.p;
+    c->insn_end = b.end;
+    c->insn_addr = b.addr;
+    return 0;
+}
+
+/* Runs CFA instructions [p, end) from location loc while loc <= pc. init holds the rules
+ * after the CIE's instructions (for DW_CFA_restore), NULL while running those. */
+static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct cie *c,
+                   uintptr_t loc, uintptr_t pc, struct cfi_state *s, const struct cfi_state *init)
+{
+    struct cfi_state stack[4];
+    int depth = 0;
+    struct buf b = {p, end, addr, 0};
+    while (b.p < b.end && !b.bad) {
+        uint8_t op = (uint8_t)get_n(&b, 1), lo = op & 0x3f;
+        uint64_t r;
+        int64_t off;
+        uintptr_t next = loc;
+        switch (op >> 6) {
+        case 1: next = loc + lo * c->code_align; goto advance; /* advance_loc */
+        case 2: /* offset */
+            off = (int64_t)get_uleb(&b) * c->data_align;
+            if (lo < NREG)
+                s->r[lo] = (struct rule){R_OFF, off, 0};
+            continue;
+        case 3: /* restore */
+            if (lo < NREG)
+                s->r[lo] = init ? init->r[lo] : (struct rule){R_SAME, 0, 0};
+            continue;
+        }
+        switch (op) {
+        case 0x00: break; /* nop */
+        case 0x01: next = get_ptr(&b, c->fde_enc); goto advance; /* set_loc */
+        case 0x02: next = loc + get_n(&b, 1) * c->code_align; goto advance;
+        case 0x03: next = loc + get_n(&b, 2) * c->code_align; goto advance;
+        case 0x04: next = loc + get_n(&b, 4) * c->code_align; goto advance;
+        case 0x05: /* offset_extended */
+            r = get_uleb(&b);
+            off = (int64_t)get_uleb(&b) * c->data_align;
+            if (r < NREG)
+                s->r[r] = (struct rule){R_OFF, off, 0};
+            break;
+        case 0x06: /* restore_extended */
+            r = get_uleb(&b);
+            if (r < NREG)
+                s->r[r] = init ? init->r[r] : (struct rule){R_SAME, 0, 0};
+            break;
+        case 0x07: /* undefined */
+            r = get_uleb(&b);
+            if (r < NREG)
+                s->r[r] = (struct rule){R_UNDEF, 0, 0};
+            break;
+        case 0x08: /* same_value */
+            r = get_uleb(&b);
+            if (r < NREG)
+                s->r[r] = (struct rule){R_SAME, 0, 0};
+            break;
+        case 0x09: { /* register */
+            uint64_t r2;
+            r = get_uleb(&b);
+            r2 = get_uleb(&b);
+            if (r < NREG)
+                s->r[r] = (struct rule){R_REG, (int64_t)r2, 0};
+            break;
+        }
+        case 0x0a: /* remember_state */
+            if (depth == 4)
+                return -1;
+            stack[depth++] = *s;
+            break;
+        case 0x0b: /* restore_state: the whole row, CFA included */
+            if (depth == 0)
+                return -1;
+            *s = stack[--depth];
+            break;
+        case 0x0c: /* def_cfa */
+            s->cfa_reg = (int)get_uleb(&b);
+            s->cfa_off = (int64_t)get_uleb(&b);
+            break;
+        case 0x0d: s->cfa_reg = (int)get_uleb(&b); break; /* def_cfa_register */
+        case 0x0e: s->cfa_off = (int64_t)get_uleb(&b); break; /* def_cfa_offset */
+        case 0x0f: { /* def_cfa_expression */
+            uint64_t n = get_uleb(&b);
+            s->cfa_reg = -1;
+            s->cfa_expr = b.addr;
+            s->cfa_len = (uint32_t)n;
+            b.p += n <= (uint64_t)(b.end - b.p) ? n : (uint64_t)(b.end - b.p);
+            b.addr += (uintptr_t)n;
+            break;
+        }
+        case 0x10: case 0x16: { /* expression, val_expression */
+            uint64_t n;
+            r = get_uleb(&b);
+            n = get_uleb(&b);
+            if (r < NREG)
+                s->r[r] = (struct rule){op == 0x10 ? R_EXPR : R_VALEXPR, (int64_t)b.addr,
+                                        (uint32_t)n};
+            b.p += n <= (uint64_t)(b.end - b.p) ? n : (uint64_t)(b.end - b.p);
+            b.addr += (uintptr_t)n;
+            break;
+        }
+        case 0x11: /* offset_extended_sf */
+            r = get_uleb(&b);
+            off = get_sleb(&b) * c->data_align;
+            if (r < NREG)
+                s->r[r] = (struct rule){R_OFF, off, 0};
+            break;
+        case 0x12: /* def_cfa_sf */
+            s->cfa_reg = (int)get_uleb(&b);
+            s->cfa_off = get_sleb(&b) * c->data_align;
+            break;
+        case 0x13: s->cfa_off = get_sleb(&b) * c->data_align; break; /* def_cfa_offset_sf */
+        case 0x14: case 0x15: /* val_offset, val_offset_sf */
+            r = get_uleb(&b);
+            off = op == 0x14 ? (int64_t)get_uleb(&b) * c->data_align : get_sleb(&b) * c->data_align;
+            if (r < NREG)
+                s->r[r] = (struct rule){R_VALOFF, off, 0};
+            break;
+        case 0x2e: get_uleb(&b); break; /* GNU_args_size */
+        case 0x2f: /* GNU_negative_offset_extended */
+            r = get_uleb(&b);
+            off = -(int64_t)get_uleb(&b) * c->data_align;
+            if (r < NREG)
+                s->r[r] = (struct rule){R_OFF, off, 0};
+            break;
+        default:
+            return -1;
+        }
+        continue;
+    advance:
+        if (next > pc)
+            return 0;
+        loc = next;
+    }
+    return b.bad ? -1 : 0;
+}
+
+/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s. The
+ * FDE and CIE bytes come from the thread's FDE cache when a recent unwind (same table
+ * generation gen, nonzero) read them; else from the module's search table. */
+static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struct cfi_state *s,
+                  struct unwind_cache *uc, unsigned gen)
+{
+    enum { MAXREC = UNWIND_MAXREC };
+    const uint8_t *fde = uc->fde, *cie = uc->cie;
+    uintptr_t fde_addr, cie_addr;
+    uint32_t len, clen;
+    struct unwind_fde *hit = NULL;
+    for (int i = 0; gen && i < UNWIND_FDES && !hit; i++)
+        if (uc->f[i].gen == gen && uc->f[i].start <= pc && pc < uc->f[i].end)
+            hit = &uc->f[i];
+    if (hit) {
+        fde = hit->fde, cie = hit->cie;
+        fde_addr = hit->fde_addr, cie_addr = hit->cie_addr;
+        len = hit->fde_len - 4u, clen = hit->cie_len - 4u;
+    } else {
+        int32_t ent[2];
+        uint32_t lo = 0, hi = m->count;
+        if (!m->table || hi == 0)
+            return -1;
+        /* The last entry whose initial location is <= pc. */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            int32_t loc;
+            if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
+                return -1;
+            if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
+            return -1;
+        fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
+        if (pyrt_sig_read(fde_addr, &len, 4) != 0 || len < 12 || len + 4 > MAXREC)
+            return -1;
+        if (pyrt_sig_read(fde_addr, uc->fde, len + 4) != 0)
+            return -1;
+        uint32_t cie_ptr;
+        memcpy(&cie_ptr, uc->fde + 4, 4);
+        cie_addr = fde_addr + 4 - cie_ptr;
+        if (pyrt_sig_read(cie_addr, &clen, 4) != 0 || clen < 8 || clen + 4 > MAXREC ||
+            pyrt_sig_read(cie_addr, uc->cie, clen + 4) != 0)
+            return -1;
+    }
+    if (parse_cie(cie, clen + 4, cie_addr, c) != 0)
+        return -1;
+    struct buf b = {fde + 8, fde + 4 + len, fde_addr + 8, 0};
+    uintptr_t start = get_ptr(&b, c->fde_enc);
+    uintptr_t range = get_ptr(&b, (uint8_t)(c->fde_enc & 0x0f));
+    if (c->has_z) {
+        uint64_t alen = get_uleb(&b);
+        if (alen > (uint64_t)(b.end - b.p))
+            return -1;
+        b.p += alen;
+        b.addr += (uintptr_t)alen;
+    }
+    if (b.bad || pc < start || pc >= start + range)
+        return -1;
+    if (!hit && gen && len + 4 <= sizeof uc->f[0].fde && clen + 4 <= sizeof uc->f[0].cie) {
+        struct unwind_fde *e = &uc->f[uc->f_next++ % UNWIND_FDES];
+        e->gen = 0;
+        memcpy(e->fde, uc->fde, len + 4);
+        memcpy(e->cie, uc->cie, clen + 4);
+        e->fde_len = (uint16_t)(len + 4), e->cie_len = (uint16_t)(clen + 4);
+        e->fde_addr = fde_addr, e->cie_addr = cie_addr;
+        e->start = start, e->end = start + range;
+        e->gen = gen;
+        /* c's instruction pointers point into uc->cie; the copy is identical. */
+    }
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < NREG; i++)
+        s->r[i].how = R_SAME;
+    s->cfa_reg = RSP;
+    if (run_cfa(c->insn, c->insn_end, c->insn_addr, c, start, pc, s, NULL) != 0)
+        return -1;
+    struct cfi_state init = *s;
+    return run_cfa(b.p, b.end, b.addr, c, start, pc, s, &init);
+}
+
+/* ---- stepping ---- */
+
+static int step_fp(struct regs *rs, struct unwind_cache *c)
+{
+    uintptr_t fp = rs->v[RBP], pair[2];
+    if (!(rs->valid & (1u << RBP)) || (fp & 7) || fp < rs->v[RSP] ||
+        srd(c, fp, pair, sizeof pair) != 0 || !pair[1])
+        return -1;
+    rs->v[RBP] = pair[0];
+    rs->v[RSP] = fp + 16;
+    rs->v[RA] = pair[1];
+    rs->valid = (1u << RBP) | (1u << RSP) | (1u << RA);
+    return 0;
+}
+
+/* One frame up with the rules at lookup pc. *signal gets the CIE's 'S'. 0, or -1. */
+static int step_cfi(struct regs *rs, const struct cfi_state *s, int *signal,
+                    struct unwind_cache *c)
+{
+    uintptr_t cfa;
+    struct regs old = *rs;
+    (void)signal;
+    if (s->cfa_reg >= 0) {
+        if (s->cfa_reg >= NREG || !(old.valid & (1u << s->cfa_reg)))
+            return -1;
+        cfa = old.v[s->cfa_reg] + (uintptr_t)s->cfa_off;
+    } else if (eval_expr(s->cfa_expr, s->cfa_len, &old, 0, 0, &cfa) != 0) {
+        return -1;
+    }
+    unsigned valid = 0;
+    for (int i = 0; i < NREG; i++) {
+        const struct rule *r = &s->r[i];
+        uintptr_t v = 0, a;
+        int ok = 0;
+        switch (r->how) {
+        case R_SAME:
+            /* Callee-saved registers keep their value; RA has no "same" meaning. */
+            ok = i != RA && (old.valid & (1u << i)) && (i == 3 || i == RBP || i >= 12);
+            v = old.v[i];
+            break;
+        case R_OFF: ok = srd_word(c, cfa + (uintptr_t)r->v, &v) == 0; break;
+        case R_VALOFF: v = cfa + (uintptr_t)r->v; ok = 1; break;
+        case R_REG:
+            ok = r->v >= 0 && r->v < NREG && (old.valid & (1u << r->v));
+            v = ok ? old.v[r->v] : 0;
+            break;
+        case R_EXPR:
+            ok = eval_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &a) == 0 && rd(a, &v) == 0;
+            break;
+        case R_VALEXPR:
+            ok = eval_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &v) == 0;
+            break;
+        default: break;
+        }
+        if (ok) {
+            rs->v[i] = v;
+            valid |= 1u << i;
+        }
+    }
+    if (!(valid & (1u << RA)))
+        return -1; /* undefined return address: the outermost frame */
+    rs->v[RSP] = cfa;
+    rs->valid = valid | (1u << RSP);
+    return 0;
+}
+
+/* The rule cache shared by every thread (a thread's first samples find what the others
+ * learnt): a seqlock per entry, written only by a handler that wins its sequence number with
+ * one compare-and-swap (never waiting: a loser just does not cache), read by copying the words
+ * and checking the number did not move. Lock-free and wait-free for readers and writers. */
+#define SHARED_CACHE 4096
+struct shared_rule {
+    _Atomic unsigned seq; /* odd while written */
+    _Atomic uint64_t w[3];
+};
+static struct shared_rule shared[SHARED_CACHE];
+
+static struct shared_rule *shared_slot(uintptr_t pc)
+{
+    uintptr_t h = (pc ^ (pc >> 11)) * 0x9E3779B97F4A7C15ull;
+    return &shared[(h >> 40) % SHARED_CACHE];
+}
+
+static void pack(const struct unwind_rule *r, uint64_t w[3])
+{
+    w[0] = r->pc;
+    w[1] = (uint64_t)r->gen << 32 | (uint32_t)r->cfa_off;
+    w[2] = (uint64_t)(uint8_t)r->cfa_reg | (uint64_t)r->signal << 8 |
+           (uint64_t)(uint16_t)r->ra_off << 16 | (uint64_t)(uint16_t)r->fp_off << 32;
+}
+
+static int shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
+{
+    struct shared_rule *g = shared_slot(pc);
+    uint64_t w[3];
+    unsigned s1 = atomic_load_explicit(&g->seq, memory_order_acquire);
+    if (s1 & 1)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        w[i] = atomic_load_explicit(&g->w[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&g->seq, memory_order_relaxed) != s1 || w[0] != pc ||
+        (unsigned)(w[1] >> 32) != gen)
+        return -1;
+    out->pc = pc;
+    out->gen = gen;
+    out->cfa_off = (int32_t)(uint32_t)w[1];
+    out->cfa_reg = (int8_t)(uint8_t)w[2];
+    out->signal = (uint8_t)(w[2] >> 8);
+    out->ra_off = (int16_t)(uint16_t)(w[2] >> 16);
+    out->fp_off = (int16_t)(uint16_t)(w[2] >> 32);
+    return 0;
+}
+
+static void shared_put(const struct unwind_rule *r)
+{
+    struct shared_rule *g = shared_slot(r->pc);
+    uint64_t w[3];
+    unsigned s = atomic_load_explicit(&g->seq, memory_order_relaxed);
+    if ((s & 1) || !atomic_compare_exchange_strong(&g->seq, &s, s + 1))
+        return;
+    atomic_thread_fence(memory_order_release);
+    pack(r, w);
+    for (int i = 0; i < 3; i++)
+        atomic_store_explicit(&g->w[i], w[i], memory_order_relaxed);
+    atomic_store_explicit(&g->seq, s + 2, memory_order_release);
+}
+
+static struct unwind_rule *cache_slot(struct unwind_cache *c, uintptr_t pc)
+{
+    uintptr_t h = (pc ^ (pc >> 9) ^ (pc >> 20)) * 0x9E3779B97F4A7C15ull;
+    return &c->e[(h >> 40) % UNWIND_CACHE];
+}
+
+/* The simple shape most frames have, worth caching: CFA = rsp/rbp + n, RA and rbp saved at
+ * fixed offsets (or rbp untouched), no other register needed by a caller's CFA. */
+static int cacheable(const struct cfi_state *s, struct unwind_rule *e)
+{
+    if ((s->cfa_reg != RSP && s->cfa_reg != RBP) || s->cfa_off < INT32_MIN ||
+        s->cfa_off > INT32_MAX || s->r[RA].how != R_OFF || s->r[RA].v < INT16_MIN ||
+        s->r[RA].v > INT16_MAX)
+        return 0;
+    if (s->r[RBP].how == R_OFF) {
+        if (s->r[RBP].v == 0 || s->r[RBP].v < INT16_MIN || s->r[RBP].v > INT16_MAX)
+            return 0;
+        e->fp_off = (int16_t)s->r[RBP].v;
+    } else if (s->r[RBP].how == R_SAME) {
+        e->fp_off = 0;
+    } else {
+        return 0;
+    }
+    e->cfa_reg = (int8_t)s->cfa_reg;
+    e->cfa_off = (int32_t)s->cfa_off;
+    e->ra_off = (int16_t)s->r[RA].v;
+    return 1;
+}
+
+static int step_cached(struct regs *rs, const struct unwind_rule *e, struct unwind_cache *c)
+{
+    if (!(rs->valid & (1u << e->cfa_reg)))
+        return -1;
+    uintptr_t cfa = rs->v[e->cfa_reg] + (uintptr_t)(intptr_t)e->cfa_off, ra, fp = rs->v[RBP];
+    unsigned fpv = rs->valid & (1u << RBP);
+    if (e->fp_off == e->ra_off - 8) { /* the usual pair: one read */
+        uintptr_t pair[2];
+        if (srd(c, cfa + (uintptr_t)(intptr_t)e->fp_off, pair, sizeof pair) != 0)
+            return -1;
+        fp = pair[0], ra = pair[1], fpv = 1u << RBP;
+    } else {
+        if (srd_word(c, cfa + (uintptr_t)(intptr_t)e->ra_off, &ra) != 0)
+            return -1;
+        if (e->fp_off) {
+            fpv = srd_word(c, cfa + (uintptr_t)(intptr_t)e->fp_off, &fp) == 0 ? 1u << RBP : 0;
+        }
+    }
+    rs->v[RA] = ra;
+    rs->v[RSP] = cfa;
+    rs->v[RBP] = fp;
+    rs->valid = (1u << RA) | (1u << RSP) | fpv;
+    return 0;
+}
+
+int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
+                  void *arg, struct unwind_cache *cache)
+{
+    struct regs rs;
+    int n = 0, exact = 1;
+    unsigned gen = 0;
+    struct unwind_table *t = NULL;
+    if (max <= 0)
+        return 0;
+    if (!find) {
+        t = atomic_load_explicit(&unwind_cur_table, memory_order_acquire);
+        find = unwind_table_find;
+        arg = t;
+        gen = t ? t->gen : 0;
+    }
+    memset(&rs, 0, sizeof rs);
+    cache->win_len = 0;
+    cache->pid = getpid();
+#if defined(__x86_64__)
+    static const int map[NREG] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                  REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                  REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+    for (int i = 0; i < NREG; i++)
+        rs.v[i] = (uintptr_t)uc->uc_mcontext.gregs[map[i]];
+    rs.valid = (1u << NREG) - 1;
+#elif defined(__aarch64__)
+    rs.v[RA] = (uintptr_t)uc->uc_mcontext.pc;
+    rs.v[RBP] = (uintptr_t)uc->uc_mcontext.regs[29];
+    rs.v[RSP] = (uintptr_t)uc->uc_mcontext.sp;
+    rs.valid = (1u << RA) | (1u << RBP) | (1u << RSP);
+#endif
+    while (n < max) {
+        uintptr_t pc = rs.v[RA];
+        if (!(rs.valid & (1u << RA)) || pc == 0)
+            break;
+        out[n++] = pc;
+        if (n == max)
+            break;
+        uintptr_t look = exact ? pc : pc - 1;
+        uintptr_t sp = rs.v[RSP];
+        int signal = 0;
+        /* The CFI register numbers here are x86-64's; elsewhere the frame-pointer chain. */
+        struct unwind_rule *e = gen && HAVE_CFI ? cache_slot(cache, look) : NULL;
+        if (e && (e->pc != look || e->gen != gen))
+            shared_get(look, gen, e); /* fills the thread's entry only on a hit */
+        if (e && e->pc == look && e->gen == gen) {
+            if (step_cached(&rs, e, cache) != 0)
+                break;
+            signal = e->signal;
+        } else {
+            struct unwind_mod m;
+            struct cie c;
+            struct cfi_state s;
+            if (HAVE_CFI && find(look, &m, arg) == 0 && cfi_at(&m, look, &c, &s, cache, gen) == 0) {
+                struct unwind_rule ne;
+                if (e && !c.signal && cacheable(&s, &ne)) {
+                    ne.pc = look, ne.gen = gen, ne.signal = 0;
+                    *e = ne;
+                    shared_put(&ne);
+                }
+                signal = c.signal;
+                if (step_cfi(&rs, &s, &signal, cache) != 0)
+                    break;
+            } else if (step_fp(&rs, cache) != 0) {
+                break;
+            }
+        }
+        /* Stacks grow down: a caller's frame is above; a loop or a jump down is garbage. */
+        if (rs.v[RSP] <= sp && !signal)
+            break;
+        exact = signal;
+    }
+    return n;
+}
+
+/* ---- the module table ---- */
+
+int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg)
+{
+    const struct unwind_table *t = arg;
+    int lo = 0, hi;
+    if (!t)
+        return -1;
+    hi = t->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (t->mods[mid].hi <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= t->n || pc < t->mods[lo].lo)
+        return -1;
+    *m = t->mods[lo];
+    return 0;
+}
+
+/* The search table of the .eh_frame_hdr at hdr, read by read(): only the layout GNU ld and
+ * lld write (version 1, a 4-byte count, datarel sdata4 entries) is used. */
+void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h)
+{
+    struct buf b = {h, h + 32, m->hdr, 0};
+    m->table = 0;
+    m->count = 0;
+    if (get_n(&b, 1) != 1)
+        return;
+    uint8_t ptr_enc = (uint8_t)get_n(&b, 1), cnt_enc = (uint8_t)get_n(&b, 1);
+    uint8_t tab_enc = (uint8_t)get_n(&b, 1);
+    get_ptr(&b, ptr_enc);
+    if (b.bad || cnt_enc != 0x03 || tab_enc != 0x3b)
+        return;
+    uint32_t count = (uint32_t)get_n(&b, 4);
+    if (b.bad)
+        return;
+    m->table = b.addr;
+    m->count = count;
+}
+
+int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp)
+{
+    ElfW(Ehdr) eh;
+    ElfW(Phdr) ph[64];
+    uint8_t h[32];
+    uintptr_t bias = 0;
+    int have = 0;
+    memset(m, 0, sizeof *m);
+    if (pyrt_sig_read(base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_phnum == 0 || eh.e_phnum > 64 || eh.e_phentsize != sizeof ph[0] ||
+        pyrt_sig_read(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0]) != 0)
+        return -1;
+    /* The segment mapped at file offset 0 starts at base. */
+    for (int i = 0; i < eh.e_phnum && !have; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
+            bias = base - (uintptr_t)(ph[i].p_vaddr & ~(ElfW(Addr))4095), have = 1;
+    if (!have)
+        return -1;
+    if (biasp)
+        *biasp = bias;
+    for (int i = 0; i < eh.e_phnum; i++) {
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+            uintptr_t lo = bias + ph[i].p_vaddr, hi = lo + ph[i].p_memsz;
+            if (!m->lo || lo < m->lo)
+                m->lo = lo;
+            if (hi > m->hi)
+                m->hi = hi;
+        } else if (ph[i].p_type == PT_GNU_EH_FRAME) {
+            m->hdr = bias + ph[i].p_vaddr;
+        }
+    }
+    if (m->hdr && pyrt_sig_read(m->hdr, h, sizeof h) == 0)
+        unwind_hdr_parse(m, h);
+    return m->hi ? 0 : -1;
+}
+

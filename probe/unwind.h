@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* Native stack unwinding from a signal handler (probe-internal; docs/architecture.md, "signal
+ * handlers"). The unwinder reads the DWARF call-frame information (.eh_frame through each
+ * module's .eh_frame_hdr search table) itself: every read of the target's memory is
+ * fault-proof (pyrt_sig_read, process_vm_readv on our own pid), it takes no lock, allocates
+ * nothing and never calls into the dynamic loader, so a thread interrupted while it holds the
+ * loader's lock (dlopen, dlclose, dl_iterate_phdr) cannot make a handler wait.
+ * Which module holds a pc comes from a module table built outside any handler with
+ * dl_iterate_phdr (unwind_table_refresh, the sampler's drain thread) and published by an
+ * atomic pointer swap; a replaced table is freed only once no handler can still hold it
+ * (unwind_table_reclaim with the caller's "no handler running" test). A module unloaded after
+ * the table was built costs at most a wrong or short stack, never a fault. Where no CFI
+ * covers a pc, the frame-pointer chain is followed. x86-64 only; elsewhere the frame pointer
+ * chain alone. */
+#ifndef PROBE_UNWIND_H
+#define PROBE_UNWIND_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+/* One loaded object: its executable range and .eh_frame_hdr search table. */
+struct unwind_mod {
+    uintptr_t lo, hi; /* union of its executable PT_LOAD segments */
+    uintptr_t hdr;    /* .eh_frame_hdr (0: none) */
+    uintptr_t table;  /* its sorted (initial location, FDE) table, 0 if unusable */
+    uint32_t count;   /* entries in table */
+};
+
+/* A published module table: sorted by lo, never changed once published. */
+struct unwind_table {
+    unsigned gen; /* nonzero, new for every table */
+    int n;
+    struct unwind_mod mods[];
+};
+extern _Atomic(struct unwind_table *) unwind_cur_table; /* unwind.c */
+/* Reads the search table's place and size from the .eh_frame_hdr bytes h (32 of them) of m->hdr
+ * into m (0 when its layout is not the usual one). */
+void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h);
+
+/* Finds the module holding pc into *m: 0, or -1. Must be async-signal-safe. */
+typedef int (*unwind_find_fn)(uintptr_t pc, struct unwind_mod *m, void *arg);
+
+/* A per-thread cache of unwind rules by pc, and scratch space (preallocated by the caller,
+ * only ever used by one thread at a time): entries carry the module table's generation, so a
+ * new table voids them. */
+#define UNWIND_CACHE 512
+struct unwind_rule {
+    uintptr_t pc;
+    unsigned gen;
+    int8_t cfa_reg;   /* 6 rbp or 7 rsp */
+    uint8_t signal;   /* the frame is a signal trampoline ('S') */
+    int16_t ra_off;   /* return address at CFA + ra_off */
+    int16_t fp_off;   /* rbp saved at CFA + fp_off; 0: rbp unchanged */
+    int32_t cfa_off;
+};
+#define UNWIND_MAXREC 1024 /* the longest FDE or CIE read (GCC's are a few hundred bytes) */
+#define UNWIND_WINDOW 8192 /* stack bytes copied per read (a Python stack needs 2-4) */
+#define UNWIND_FDES 16 /* recent FDEs kept whole: an interrupted function is found again */
+struct unwind_fde {
+    uintptr_t start, end, fde_addr, cie_addr;
+    unsigned gen;
+    uint16_t fde_len, cie_len;
+    uint8_t fde[448], cie[192];
+};
+struct unwind_cache {
+    struct unwind_rule e[UNWIND_CACHE];
+    struct unwind_fde f[UNWIND_FDES];
+    unsigned f_next;
+    uint8_t fde[UNWIND_MAXREC], cie[UNWIND_MAXREC]; /* scratch of one unwind */
+    int pid;
+    uintptr_t win_lo;
+    size_t win_len;
+    uint8_t win[UNWIND_WINDOW]; /* a copy of the stack being unwound */
+};
+
+/* Async-signal-safe. The native stack from the interrupted context uc, innermost first (the
+ * first pc exact, the others return addresses), at most max. find (NULL: the published module
+ * table, whose rules are then cached in cache) locates modules; cache (required) is the calling
+ * thread's own. Returns the count (>= 1 when uc has a pc). */
+int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
+                  void *arg, struct unwind_cache *cache);
+
+/* Not in a signal handler. Rebuilds and publishes the module table when the loader's object
+ * list changed since the last build (dl_iterate_phdr's adds/subs counters), keeping the
+ * replaced one until unwind_table_reclaim frees it. Returns 1 if a table was published, 0 if
+ * nothing changed, -1 when it could not (memory, or too many tables awaiting reclaim). */
+int unwind_table_refresh(void);
+/* Not in a signal handler. Frees replaced tables when quiet() says that no handler is running
+ * now (one that started before the swap has then ended); with quiet NULL, frees them all and
+ * the current one too (the caller knows no handler can run). */
+void unwind_table_reclaim(int (*quiet)(void));
+/* Async-signal-safe: the published table's module holding pc (unwind_find_fn shape). */
+int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg);
+/* Fills m from the ELF image whose file offset 0 is mapped at base (its headers read
+ * fault-proof); *bias (may be NULL) gets the load bias. Async-signal-safe. 0, or -1. */
+int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *bias);
+
+#endif

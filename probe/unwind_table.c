@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* The module table of unwind.h, built outside any signal handler: dl_iterate_phdr lists the
+ * loaded objects (inside its callback they cannot be unmapped, so plain reads are fine there),
+ * a new table is published by an atomic pointer swap when the loader's adds/subs counters
+ * moved, and replaced tables are freed once no handler can hold them. One caller at a time
+ * (the sampler's drain thread, or the loop thread while the drain thread does not run). */
+#include "unwind.h"
+
+#include <link.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MODS 8192
+#define MAX_RETIRED 64
+
+static struct unwind_table *retired[MAX_RETIRED];
+static int nretired;
+static unsigned long long seen_adds, seen_subs;
+static unsigned next_gen = 1;
+
+/* Drain-thread scratch for a build (one builder at a time). */
+static struct unwind_mod scratch[MAX_MODS];
+
+struct build {
+    int peek; /* only read the counters */
+    int n;
+    unsigned long long adds, subs;
+};
+
+static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct build *bd = arg;
+    struct unwind_mod m;
+    if (bd->n == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        bd->adds = info->dlpi_adds, bd->subs = info->dlpi_subs;
+    if (bd->peek)
+        return 1;
+    if (bd->n == MAX_MODS)
+        return 1;
+    memset(&m, 0, sizeof m);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+            uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+            if (!m.lo || lo < m.lo)
+                m.lo = lo;
+            if (hi > m.hi)
+                m.hi = hi;
+        } else if (p->p_type == PT_GNU_EH_FRAME) {
+            m.hdr = info->dlpi_addr + p->p_vaddr;
+        }
+    }
+    if (m.hi && m.hdr)
+        unwind_hdr_parse(&m, (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
+    scratch[bd->n++] = m; /* n counts callbacks; empty entries are dropped below */
+    return 0;
+}
+
+static int mod_cmp(const void *a, const void *b)
+{
+    const struct unwind_mod *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+int unwind_table_refresh(void)
+{
+    struct build bd = {1, 0, 0, 0};
+    dl_iterate_phdr(build_cb, &bd);
+    if (atomic_load(&unwind_cur_table) && bd.adds == seen_adds && bd.subs == seen_subs)
+        return 0;
+    if (nretired == MAX_RETIRED)
+        return -1; /* handlers never quiet yet: keep the current table for now */
+    bd.peek = 0;
+    bd.n = 0;
+    dl_iterate_phdr(build_cb, &bd);
+    int n = 0;
+    for (int i = 0; i < bd.n; i++)
+        if (scratch[i].hi)
+            scratch[n++] = scratch[i];
+    qsort(scratch, (size_t)n, sizeof scratch[0], mod_cmp);
+    struct unwind_table *t = malloc(sizeof *t + (size_t)n * sizeof t->mods[0]);
+    if (!t)
+        return -1;
+    memcpy(t->mods, scratch, (size_t)n * sizeof t->mods[0]);
+    t->n = n;
+    t->gen = next_gen++;
+    if (next_gen == 0)
+        next_gen = 1;
+    seen_adds = bd.adds, seen_subs = bd.subs;
+    struct unwind_table *old = atomic_exchange(&unwind_cur_table, t);
+    if (old)
+        retired[nretired++] = old;
+    return 1;
+}
+
+void unwind_table_reclaim(int (*quiet)(void))
+{
+    if (quiet && nretired && !quiet())
+        return;
+    for (int i = 0; i < nretired; i++)
+        free(retired[i]);
+    nretired = 0;
+    if (!quiet) {
+        free(atomic_exchange(&unwind_cur_table, NULL));
+        seen_adds = seen_subs = 0;
+    }
+}
