@@ -26,8 +26,9 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 PROBE_PKGS := libunwind
 PROBE_PKG_CFLAGS := $(shell pkg-config --cflags $(PROBE_PKGS) 2>/dev/null)
 PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
-# Linked into the CLI only (the repl's line editing); the probe must never link it.
-CLI_PKGS := libedit
+# Linked into the CLI only (the repl's line editing, serve's HTTP server); the probe must never
+# link them.
+CLI_PKGS := libedit libmicrohttpd
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 # pkg-config module -> Debian package, for the one-line error when a library is missing.
@@ -36,6 +37,7 @@ DEB_libuv := libuv1-dev
 DEB_sqlite3 := libsqlite3-dev
 DEB_libunwind := libunwind-dev
 DEB_libedit := libedit-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
 MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 
@@ -75,12 +77,19 @@ $(B)/obj/%.o: %.c | check-libs
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
 
+# `probing serve`'s static pages (injector/web/), compiled into the CLI as C arrays (xxd).
+WEB_FILES := $(sort $(wildcard injector/web/*))
+$(B)/gen/web_assets.c: tools/web_embed.sh $(WEB_FILES)
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	$(Q)tools/web_embed.sh $@ $(WEB_FILES)
+
 CLI_BIN := $(B)/bin/probing
-$(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+$(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
-$(call obj,injector/cli_repl.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
+$(call obj,injector/cli_repl.c injector/cli_serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
 PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)

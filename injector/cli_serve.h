@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing serve`: the internals its files share. cli_serve.c runs the HTTP server
+ * (libmicrohttpd), its security checks and routing; cli_serve_api.c answers the JSON API and
+ * /metrics by asking the probes over DAP the way the CLI's commands do; the static pages under
+ * injector/web/ are compiled in by tools/web_embed.sh. docs/http.md describes the API. */
+#ifndef CLI_SERVE_H
+#define CLI_SERVE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "cli.h"
+
+/* One static file of the UI (generated: build/<variant>/gen/web_assets.c). */
+struct cli_serve_asset {
+    const char *path; /* "/index.html" */
+    const char *type; /* Content-Type */
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct cli_serve_asset cli_serve_assets[]; /* ends with a NULL path */
+
+/* An API answer: HTTP status, Content-Type and a malloc'd body the server frees. */
+struct cli_serve_reply {
+    int status;
+    const char *type;
+    char *body;
+    size_t len;
+};
+
+/* The API (cli_serve_api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
+ * 5xx status. pid is the PID of the path; body is the request's body (NUL-terminated, may be
+ * empty); query is a lookup of the URL's query arguments (may return NULL). */
+void cli_serve_processes(struct cli_serve_reply *r);
+void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r);
+void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r);
+void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
+void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);
+void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r);
+void cli_serve_metrics(struct cli_serve_reply *r);
+/* r becomes {"error": msg} with status. */
+void cli_serve_error(struct cli_serve_reply *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing serve`'s answers (docs/http.md): the Python processes of this user from /proc (with
+ * rank and job from the cluster discovery, cli_cluster_find.c), and per process the same DAP
+ * requests the CLI's commands make: probing/dump (debug --dump), probing/query (query),
+ * probing/perf (perf --cc), the flame graph of cli_flamegraph.c, and the probe loaded through
+ * cli_probe_ensure (inject) only for POST .../attach. Nothing here injects otherwise: a process
+ * without the probe answers 409. Each request opens its own DAP connection. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_cluster.h"
+#include "cli_serve.h"
+#include "inj.h"
+
+#define DAP_TIMEOUT_MS 10000
+
+static void reply_json(struct cli_serve_reply *r, int status, cJSON *v)
+{
+    r->body = cJSON_PrintUnformatted(v);
+    r->len = strlen(r->body);
+    r->type = "application/json";
+    r->status = status;
+    cJSON_Delete(v);
+}
+
+/* The HTTP status for a failure code from the CLI's layers. */
+static int status_of(int code)
+{
+    switch (code) {
+    case -ESRCH: return 404;
+    case PB_ENOPROBE: return 409;
+    case PB_ENOPYTHON: return 422;
+    case -EACCES:
+    case -EPERM: return 403;
+    default: return 502;
+    }
+}
+
+/* Whether pid may be served: it exists and belongs to our user (any, for root). */
+static int allowed(pid_t pid, struct pb_err *err)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (stat(path, &st) < 0)
+        return pb_err_set(err, -ESRCH, "no process %d", (int)pid);
+    if (geteuid() != 0 && st.st_uid != geteuid())
+        return pb_err_set(err, -EACCES, "process %d belongs to another user", (int)pid);
+    return 0;
+}
+
+/* Connect to pid's probe (never injecting) and handshake. */
+static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
+{
+    int rc = allowed(pid, err);
+    if (rc < 0)
+        return rc;
+    if (inj_maps_find(pid, "libprobing-", NULL, 0) != 1)
+        return pb_err_set(err, PB_ENOPROBE, "the probe is not loaded in process %d: attach "
+                          "first (POST /api/processes/%d/attach)", (int)pid, (int)pid);
+    dap_client_init(dc, DAP_TIMEOUT_MS);
+    rc = cli_connect_pid(pid, 0, dc, err);
+    if (rc == 0)
+        rc = cli_handshake(dc, NULL, err);
+    if (rc < 0) {
+        dap_client_close(dc);
+        if (rc != -EACCES)
+            err->code = PB_ENOPROBE; /* mapped but not answering: a fork child, say */
+    }
+    return rc;
+}
+
+/* One request to pid's probe; the body (caller deletes) or NULL with r filled. */
+static cJSON *call(pid_t pid, const char *command, cJSON *args, int query_wait,
+                   struct cli_serve_reply *r)
+{
+    struct pb_err err = {0};
+    struct dap_client dc;
+    cJSON *body = NULL;
+    if (connect_probe(pid, &dc, &err) < 0) {
+        cJSON_Delete(args);
+        cli_serve_error(r, status_of(err.code), "%s", err.msg);
+        return NULL;
+    }
+    if (query_wait)
+        cli_query_wait(&dc, DAP_TIMEOUT_MS);
+    int rc = dap_client_request(&dc, command, args, &body, &err);
+    cli_disconnect(&dc);
+    if (rc < 0) {
+        /* The probe refused it (a SQLite error, a bad argument): the client's fault. */
+        cli_serve_error(r, rc == PB_EUNKNOWN ? 400 : 502, "%s", err.msg);
+        return NULL;
+    }
+    return body;
+}
+
+/* VmRSS (bytes) and Threads of pid from /proc/PID/status; -1 when unknown. */
+static void proc_status(pid_t pid, double *rss, double *threads)
+{
+    char path[64], buf[8192];
+    *rss = *threads = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return;
+    const char *p = strstr(buf, "\nVmRSS:");
+    if (p)
+        *rss = strtod(p + 7, NULL) * 1024;
+    p = strstr(buf, "\nThreads:");
+    if (p)
+        *threads = strtod(p + 9, NULL);
+}
+
+static void command_line(pid_t pid, char *buf, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    long len = pb_read_file(path, buf, n);
+    for (long i = 0; i + 1 < len; i++)
+        if (buf[i] == '\0')
+            buf[i] = ' ';
+    if (len <= 0)
+        buf[0] = '\0';
+}
+
+/* Every Python process of this user (every user's, for root): an array of {pid, command,
+ * python, probe, rss, threads, rank, job, ...}. Nothing is injected. */
+static cJSON *python_processes(void)
+{
+    cJSON *all = cJSON_CreateArray(), *ranks = cli_cluster_find_ranks();
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        pid_t pid = (pid_t)atoi(e->d_name);
+        struct pb_err err;
+        struct inj_pyver pv;
+        if (pid == getpid() || allowed(pid, &err) < 0 || inj_pyver_detect(pid, &pv, &err) < 0)
+            continue;
+        char v[32], cmd[4096];
+        double rss, threads;
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "pid", pid);
+        command_line(pid, cmd, sizeof cmd);
+        cJSON_AddStringToObject(p, "command", cmd);
+        snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+        cJSON_AddStringToObject(p, "python", v);
+        cJSON_AddBoolToObject(p, "probe", inj_maps_find(pid, "libprobing-", NULL, 0) == 1);
+        proc_status(pid, &rss, &threads);
+        cJSON_AddNumberToObject(p, "rss", rss);
+        cJSON_AddNumberToObject(p, "threads", threads);
+        const cJSON *rk, *found = NULL;
+        cJSON_ArrayForEach(rk, ranks)
+        {
+            if ((pid_t)cli_json_num(rk, "pid", 0) == pid)
+                found = rk;
+        }
+        if (found) {
+            cJSON_AddNumberToObject(p, "rank", cli_json_num(found, "rank", -1));
+            cJSON_AddStringToObject(p, "job", cli_json_str(found, "job"));
+            cJSON_AddNumberToObject(p, "world_size", cli_json_num(found, "world_size", -1));
+        } else {
+            cJSON_AddNullToObject(p, "rank");
+            cJSON_AddNullToObject(p, "job");
+            cJSON_AddNullToObject(p, "world_size");
+        }
+        cJSON_AddItemToArray(all, p);
+    }
+    if (d)
+        closedir(d);
+    cJSON_Delete(ranks);
+    return all;
+}
+
+void cli_serve_processes(struct cli_serve_reply *r)
+{
+    reply_json(r, 200, python_processes());
+}
+
+void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddBoolToObject(args, "locals", locals);
+    cJSON *body = call(pid, "probing/dump", args, 0, r);
+    if (body)
+        reply_json(r, 200, body);
+}
+
+/* The request body as a JSON object, or NULL with r filled. */
+static cJSON *parse_body(const char *body, struct cli_serve_reply *r)
+{
+    cJSON *j = cJSON_Parse(body);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        cli_serve_error(r, 400, "the request body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}
+
+void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r)
+{
+    cJSON *j = parse_body(body, r);
+    if (!j)
+        return;
+    const char *sql = cli_json_str(j, "sql");
+    if (!sql || !*sql) {
+        cJSON_Delete(j);
+        cli_serve_error(r, 400, "sql: expected a non-empty string");
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "sql", sql);
+    cJSON_Delete(j);
+    cJSON *out = call(pid, "probing/query", args, 1, r);
+    if (out)
+        reply_json(r, 200, out);
+}
+
+void cli_serve_attach(pid_t pid, struct cli_serve_reply *r)
+{
+    /* One injection at a time: ptrace from several threads at once gains nothing. */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    struct pb_err err = {0};
+    char version[32] = "";
+    int injected = 0, rc = allowed(pid, &err);
+    if (rc == 0) {
+        pthread_mutex_lock(&lock);
+        rc = cli_probe_ensure(pid, &injected, version, sizeof version, &err);
+        pthread_mutex_unlock(&lock);
+    }
+    if (rc < 0) {
+        cli_serve_error(r, status_of(rc), "%s", err.msg);
+        return;
+    }
+    /* Answer once the agent does (it starts a moment after dlopen returned). */
+    struct dap_client dc;
+    dap_client_init(&dc, DAP_TIMEOUT_MS);
+    rc = cli_connect_pid(pid, 5000, &dc, &err);
+    if (rc == 0)
+        rc = cli_handshake(&dc, NULL, &err);
+    if (rc == 0)
+        cli_disconnect(&dc);
+    else
+        dap_client_close(&dc);
+    if (rc < 0) {
+        cli_serve_error(r, 502, "%s", err.msg);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "pid", pid);
+    cJSON_AddBoolToObject(o, "injected", injected);
+    cJSON_AddStringToObject(o, "probe", version);
+    reply_json(r, 200, o);
+}
+
+void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r)
+{
+    cJSON *j = parse_body(body, r);
+    if (!j)
+        return;
+    const char *action = cli_json_str(j, "action"), *mode = cli_json_str(j, "mode");
+    const cJSON *rate = cJSON_GetObjectItemCaseSensitive(j, "rate");
+    if (!action || (strcmp(action, "start") != 0 && strcmp(action, "stop") != 0 &&
+                    strcmp(action, "status") != 0)) {
+        cJSON_Delete(j);
+        cli_serve_error(r, 400, "action: expected \"start\", \"stop\" or \"status\"");
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "action", action);
+    if (mode)
+        cJSON_AddStringToObject(args, "mode", mode);
+    if (cJSON_IsNumber(rate))
+        cJSON_AddNumberToObject(args, "rate", rate->valuedouble);
+    cJSON_Delete(j);
+    cJSON *out = call(pid, "probing/perf", args, 0, r);
+    if (out)
+        reply_json(r, 200, out);
+}
+
+void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r)
+{
+    const char *type = strcmp(format, "svg") == 0        ? "image/svg+xml"
+                       : strcmp(format, "folded") == 0     ? "text/plain; charset=utf-8"
+                       : strcmp(format, "speedscope") == 0 ? "application/json"
+                                                           : NULL;
+    if (!type) {
+        cli_serve_error(r, 400, "format '%s': expected svg, folded or speedscope", format);
+        return;
+    }
+    struct pb_err err = {0};
+    struct dap_client dc;
+    if (connect_probe(pid, &dc, &err) < 0) {
+        cli_serve_error(r, status_of(err.code), "%s", err.msg);
+        return;
+    }
+    cli_query_wait(&dc, DAP_TIMEOUT_MS);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc = f ? cli_flamegraph_write(&dc, pid, format, f, &err) : -1;
+    if (f)
+        fclose(f);
+    cli_disconnect(&dc);
+    if (rc < 0) {
+        free(buf);
+        cli_serve_error(r, err.code == -ENOENT ? 404 : 502, "%s", err.msg);
+        return;
+    }
+    r->status = 200;
+    r->type = type;
+    r->body = buf;
+    r->len = len;
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped (text format 0.0.4). */
+static void label(FILE *f, const char *k, const char *v, int first)
+{
+    fprintf(f, "%s%s=\"", first ? "" : ",", k);
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fputc('\\', f);
+        if (*v == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*v, f);
+    }
+    fputc('"', f);
+}
+
+static void labels(FILE *f, const cJSON *p)
+{
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)cli_json_num(p, "pid", 0));
+    fputc('{', f);
+    label(f, "pid", pid, 1);
+    if (cli_json_str(p, "job")) {
+        char rank[16];
+        snprintf(rank, sizeof rank, "%d", (int)cli_json_num(p, "rank", 0));
+        label(f, "rank", rank, 0);
+        label(f, "job", cli_json_str(p, "job"), 0);
+    }
+    fputc('}', f);
+}
+
+void cli_serve_metrics(struct cli_serve_reply *r)
+{
+    static const struct {
+        const char *name, *type, *help, *key;
+    } m[] = {
+        {"probing_process_resident_memory_bytes", "gauge", "Resident memory (VmRSS)", "rss"},
+        {"probing_process_threads", "gauge", "Threads of the process (all, native)", "threads"},
+        {"probing_probe_loaded", "gauge", "1 when the probe is loaded", "probe"},
+        {"probing_python_threads", "gauge", "Python threads (probe loaded)", "pythreads"},
+        {"probing_gil_held", "gauge", "1 when a thread held the GIL when asked", "gil"},
+        {"probing_perf_running", "gauge", "1 while perf --cc samples", "running"},
+        {"probing_perf_samples_total", "counter", "Samples perf --cc kept", "samples"},
+        {"probing_perf_missed_total", "counter", "Samples perf --cc missed", "missed"},
+        {"probing_perf_lost_total", "counter", "Samples perf --cc could not keep", "lost"},
+    };
+    cJSON *procs = python_processes(), *p;
+    /* Ask every probe once: the dump for threads and GIL (read without the GIL, no locals),
+     * perf status for the sampler. */
+    cJSON_ArrayForEach(p, procs)
+    {
+        cJSON_ReplaceItemInObjectCaseSensitive(p, "probe",
+                                               cJSON_CreateNumber(cli_json_true(p, "probe")));
+        if (!cli_json_num(p, "probe", 0))
+            continue;
+        struct pb_err err = {0};
+        struct dap_client dc;
+        pid_t pid = (pid_t)cli_json_num(p, "pid", 0);
+        if (connect_probe(pid, &dc, &err) < 0)
+            continue;
+        cJSON *args = cJSON_CreateObject(), *body = NULL;
+        cJSON_AddBoolToObject(args, "locals", 0);
+        if (dap_client_request(&dc, "probing/dump", args, &body, &err) == 0) {
+            const cJSON *gil = cJSON_GetObjectItemCaseSensitive(body, "gil");
+            cJSON_AddNumberToObject(
+                p, "pythreads", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "threads")));
+            cJSON_AddNumberToObject(
+                p, "gil", cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(gil, "holder")));
+        }
+        cJSON_Delete(body);
+        body = NULL;
+        args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "action", "status");
+        if (dap_client_request(&dc, "probing/perf", args, &body, &err) == 0) {
+            cJSON_AddNumberToObject(p, "running", cli_json_true(body, "running"));
+            cJSON_AddNumberToObject(p, "samples", cli_json_num(body, "samples", 0));
+            cJSON_AddNumberToObject(p, "missed", cli_json_num(body, "missed", 0));
+            cJSON_AddNumberToObject(p, "lost", cli_json_num(body, "lost", 0));
+        }
+        cJSON_Delete(body);
+        cli_disconnect(&dc);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        cJSON_Delete(procs);
+        cli_serve_error(r, 500, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        fprintf(f, "# HELP %s %s.\n# TYPE %s %s\n", m[i].name, m[i].help, m[i].name, m[i].type);
+        cJSON_ArrayForEach(p, procs)
+        {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, m[i].key);
+            if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+                continue;
+            fputs(m[i].name, f);
+            labels(f, p);
+            fprintf(f, " %.17g\n", v->valuedouble);
+        }
+    }
+    fclose(f);
+    cJSON_Delete(procs);
+    r->status = 200;
+    r->type = "text/plain; version=0.0.4; charset=utf-8";
+    r->body = buf;
+    r->len = len;
+}
