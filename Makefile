@@ -163,6 +163,16 @@ dap-test: all
 	  cd tests/dap && npm ci --no-audit --no-fund; fi
 	cd tests/dap && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 --test-reporter=spec test/
 
+# probing serve's pages in Debian's headless Chromium through playwright-core (tests/web/, pinned
+# by its package-lock.json; the browser is /usr/bin/chromium, nothing downloaded at run time).
+# Screenshots go to build/web/. npm ci only when node_modules is missing or older than the lock.
+.PHONY: web-test
+web-test: all
+	@if [ ! -f tests/web/node_modules/.package-lock.json ] || \
+	    [ tests/web/package-lock.json -nt tests/web/node_modules/.package-lock.json ]; then \
+	  cd tests/web && npm ci --no-audit --no-fund; fi
+	cd tests/web && PROBING_BUILD=$(abspath $(B)) node --test --test-reporter=spec serve.test.js
+
 # The VS Code extension (vscode-extension/, TypeScript strict, no runtime dependencies).
 # `make vsix` packages it with @vscode/vsce into build/; `make vscode-test` builds the .vsix,
 # then runs its unit tests (a fake `vscode` module, a fake CLI) and its integration test against
@@ -234,7 +244,7 @@ pyrt: all
 # pkg-config flags see the packages just installed.
 test: deps
 	@$(MAKE) --no-print-directory test-suite
-test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test
+test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test web-test
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

@@ -106,12 +106,12 @@ function frameLine(f) {
   return li;
 }
 
-function localsTable(f) {
+function localsTable(f, why) {
   const t = el('table', null, 'locals');
   const locals = f.locals || [];
   if (!locals.length) {
     const tr = el('tr');
-    tr.append(el('td', f.localsError || '(no locals)', 'muted'));
+    tr.append(el('td', why || '(no locals)', 'muted'));
     t.append(tr);
   }
   for (const v of locals) {
@@ -133,7 +133,7 @@ async function toggleLocals(li, tid, index) {
     const t = d.threads.find((x) => x.id === tid);
     const f = t && t.frames[index];
     const row = el('li', null, 'locals-row');
-    row.append(f ? localsTable(f) : el('span', 'the frame is gone', 'muted'));
+    row.append(f ? localsTable(f, d.localsError) : el('span', 'the frame is gone', 'muted'));
     li.after(row);
   } catch (e) {
     showError('locals failed: ' + e.message);

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// probing serve's pages in a real browser: Debian's Chromium, headless, driven by playwright-core
+// (pinned by package-lock.json; nothing is downloaded at run time) against real targets from
+// samples/ and this build's CLI (PROBING_BUILD). A user's path: the process list, "attach", the
+// stacks (GIL holder marked, locals on click, auto-refresh), the SQL console (tables, a query,
+// SQLite's error, CSV download), the flame graph (start, stop, the SVG's search and zoom), with
+// no console error anywhere; screenshots in build/web/. `make web-test` runs it.
+'use strict';
+const {test, before, after} = require('node:test');
+const assert = require('node:assert');
+const {spawn} = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const {chromium} = require('playwright-core');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const BUILD = process.env.PROBING_BUILD || path.join(ROOT, 'build', 'release');
+const CLI = path.join(BUILD, 'bin', 'probing');
+const PYTHON = process.env.WEB_PYTHON || '/usr/bin/python3';
+const SHOTS = path.join(ROOT, 'build', 'web');
+const children = [];
+let tmp, browser, server;
+
+// Starts cmd; resolves with [child, the first stdout line matching re's match] within 20 s.
+function start(cmd, args, re, env) {
+  const child = spawn(cmd, args, {stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+                                  env: {...process.env, ...(env || {})}});
+  children.push(child);
+  let out = '', err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(cmd + ' did not start: ' + out + err)), 20000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(re);
+      if (m) {
+        clearTimeout(timer);
+        resolve([child, m]);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(cmd + ' exited ' + code + ': ' + out + err)));
+  });
+}
+
+before(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-web-'));
+  fs.mkdirSync(SHOTS, {recursive: true});
+  const [, m] = await start(CLI, ['serve', '--listen', '127.0.0.1:0'],
+                            /^probing serve: (http:\/\/\S+\/)$/m);
+  server = m[1];
+  browser = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: {width: 1280, height: 800},
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const c of children) {
+    try { process.kill(-c.pid, 'SIGKILL'); } catch (e) { /* gone */ }
+  }
+  if (tmp) fs.rmSync(tmp, {recursive: true, force: true});
+});
+
+// A page that records console errors and uncaught exceptions.
+async function newPage() {
+  const page = await browser.newPage();
+  page.errors = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') page.errors.push('console: ' + msg.text());
+  });
+  page.on('pageerror', (e) => page.errors.push('pageerror: ' + e.message));
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({path: path.join(SHOTS, name + '.png'), fullPage: false});
+}
+
+async function target(sample) {
+  const [child, m] = await start(PYTHON, [path.join(ROOT, 'samples', sample)], /^ready (\{.*\})$/m);
+  return {pid: child.pid, ready: JSON.parse(m[1])};
+}
+
+test('process list, attach, stacks with the GIL holder and locals', async () => {
+  const t = await target('stuck_gil.py');
+  const page = await newPage();
+  const t0 = Date.now();
+  await page.goto(server);
+  const row = page.locator('#procs tr[data-pid="' + t.pid + '"]');
+  await row.waitFor();
+  console.log('process list rendered in ' + (Date.now() - t0) + ' ms');
+  assert.match(await row.locator('td.cmd').textContent(), /stuck_gil\.py/);
+  await shot(page, 'processes');
+  await row.locator('button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  const gil = page.locator('#threads .thread.gil');
+  await gil.waitFor();
+  assert.equal(await page.locator('#threads .thread').count(), 2);
+  assert.match(await gil.locator('h3').textContent(), /main.*holds the GIL/);
+  assert.equal(await gil.locator('ol.frames li').first().locator('span').first().textContent(),
+               'hold_gil_forever');
+  assert.match(await page.locator('#stacks-gil').textContent(),
+               new RegExp('GIL held by thread ' + t.pid));
+  // Locals on click: the GIL is held forever, so the probe says why there are none.
+  await gil.locator('ol.frames li').first().click();
+  const loc = gil.locator('li.locals-row');
+  await loc.waitFor();
+  assert.match(await loc.textContent(), /GIL is held by thread/);
+  // Auto-refresh: the status line's time changes.
+  await page.locator('#stacks-auto').check();
+  const before = await page.locator('#stacks-gil').textContent();
+  await page.waitForFunction((b) => document.getElementById('stacks-gil').textContent !== b,
+                             before, {timeout: 10000});
+  await shot(page, 'stacks');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('SQL console and flame graph', async () => {
+  const t = await target('flamehot.py');
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#threads .thread').first().waitFor();
+  await shot(page, 'stacks-flamehot');
+
+  await page.locator('#tab-sql').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/sql');
+  await page.locator('#tables-list summary', {hasText: 'python.threads'}).waitFor();
+  await page.locator('#sql-text').fill('SELECT name, daemon FROM python.threads ORDER BY name');
+  await page.locator('#sql-run').click();
+  await page.locator('#sql-result tbody td', {hasText: 'spinner'}).waitFor();
+  assert.deepEqual(await page.locator('#sql-result thead th').allTextContents(), ['name', 'daemon']);
+  const [download] = await Promise.all([page.waitForEvent('download'),
+                                        page.locator('#sql-csv').click()]);
+  const csv = fs.readFileSync(await download.path(), 'utf8');
+  assert.match(csv, /^name,daemon\r\n/);
+  assert.match(csv, /\r\nspinner,/);
+  await shot(page, 'sql');
+  await page.locator('#sql-text').fill('SELECT nope FROM python.threads');
+  await page.locator('#sql-run').click();
+  const err = page.locator('#sql-error');
+  await err.waitFor();
+  assert.match(await err.textContent(), /no such column: nope/);
+  await shot(page, 'sql-error');
+  // Chromium logs the failed request (the API's 400) itself: that one is expected, no other.
+  assert.deepEqual(page.errors, ['console: Failed to load resource: the server responded with ' +
+                                 'a status of 400 (Bad Request)']);
+  page.errors.length = 0;
+
+  await page.locator('#tab-flame').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/flame');
+  await page.locator('#flame-empty', {hasText: 'no profile yet'}).waitFor();
+  await page.locator('#perf-start').click();
+  await page.waitForFunction(() => /profiling: ([1-9]\d{2,}) samples/.test(
+      document.getElementById('perf-status').textContent), null, {timeout: 30000});
+  await page.locator('#perf-stop').click();
+  await page.locator('#perf-status', {hasText: 'stopped:'}).waitFor();
+  await page.locator('#flame:not([hidden])').waitFor();
+  const frame = page.frameLocator('#flame');
+  await frame.locator('#frames g', {hasText: 'native_share'}).first().waitFor();
+  await shot(page, 'flame');
+  // The SVG's own search box and click-to-zoom (flame_svg.c), used as a user would.
+  await frame.locator('#q').fill('spin_python');
+  await frame.locator('#q').press('Enter');
+  await frame.locator('#matched', {hasText: /Matched: \d/}).waitFor();
+  await frame.locator('#frames g', {hasText: 'native_share'}).first().click();
+  await frame.locator('svg[data-zoomed^="native_share ("]').waitFor();
+  await shot(page, 'flame-zoom');
+  // Downloads: folded text and speedscope JSON.
+  for (const [id, re] of [['#dl-folded', /native_share.* \d+\n/], ['#dl-speedscope', /speedscope/]]) {
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.locator(id).click()]);
+    assert.match(fs.readFileSync(await dl.path(), 'utf8'), re);
+  }
+  // A phone's width: no page wider than the screen.
+  await page.setViewportSize({width: 390, height: 844});
+  for (const [hash, name] of [['#/', 'phone-processes'], ['#/p/' + t.pid + '/stacks', 'phone-stacks'],
+                              ['#/p/' + t.pid + '/sql', 'phone-sql']]) {
+    await page.goto(server + hash);
+    await page.locator(hash === '#/' ? '#procs tbody tr' : hash.endsWith('sql') ?
+                       '#tables-list summary' : '#threads .thread').first().waitFor();
+    await shot(page, name);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 391), name);
+  }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
