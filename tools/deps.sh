@@ -14,6 +14,8 @@ want=(
   build-essential make pkg-config libcjson-dev libuv1-dev libunwind-dev libsqlite3-dev libedit-dev
   # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
   libmicrohttpd-dev xxd
+  # probing serve's tests: the docs' curl examples (docs/http.md)
+  curl
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
   python3 python3-pytest python3-prometheus-client gdb strace util-linux mount procps git ca-certificates
   # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector

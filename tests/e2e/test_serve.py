@@ -316,3 +316,30 @@ def test_serve_help_and_pages(serve):
             assert body == f.read()
     status, _, _ = http(s.url + "nope.html")
     assert status == 404
+
+
+def test_serve_docs_curl_examples(spawn, serve, tmp_path):
+    """docs/http.md's curl examples, run as written (bash, curl -f) in the doc's order."""
+    with open(os.path.join(ROOT, "docs", "http.md")) as f:
+        blocks = re.findall(r"^```sh\n(.*?)^```$", f.read(), re.M | re.S)
+    assert len(blocks) >= 7, blocks
+    t = spawn("/usr/bin/python3", SAMPLE)
+    s = serve("--listen", "127.0.0.1:0")
+    env = dict(os.environ, URL=s.origin, ORIGIN=s.origin, PID=str(t.pid))
+    outs = []
+    for b in blocks:
+        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", b], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (b, r.stdout[-2000:], r.stderr[-2000:])
+        outs.append(r.stdout)
+    assert t.pid in [p["pid"] for p in json.loads(outs[0])]
+    assert json.loads(outs[1])["injected"] is True
+    assert "spinner" in {th["name"] for th in json.loads(outs[2])["threads"]}
+    assert ["spinner", 1] in json.loads(outs[3])["rows"]
+    assert '"wasRunning":true' in outs[4]
+    assert (tmp_path / "cpu.svg").read_text().lstrip().startswith("<?xml")
+    top = outs[5].splitlines()
+    assert len(top) == 3 and all(re.match(r"^.+ \d+$", l) for l in top), top
+    fams = {f.name for f in text_string_to_metric_families(outs[6])}
+    assert {"probing_process_threads", "probing_gil_held", "probing_perf_samples"} <= fams
+    t.check_output_clean()
