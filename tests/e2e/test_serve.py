@@ -343,3 +343,29 @@ def test_serve_docs_curl_examples(spawn, serve, tmp_path):
     fams = {f.name for f in text_string_to_metric_families(outs[6])}
     assert {"probing_process_threads", "probing_gil_held", "probing_perf_samples"} <= fams
     t.check_output_clean()
+
+
+def test_serve_stacks_shared_by_pollers(spawn, serve):
+    """Clients polling one process's stacks share one dump at most 500 ms old: 20 requests at
+    once cost the target one or two connections (the probe logs each), not twenty; a request
+    after 500 ms takes a fresh dump."""
+    import concurrent.futures
+    t = spawn("/usr/bin/python3", "threads.py")
+    s = serve("--listen", "127.0.0.1:0")
+    assert api(s, "/api/processes/%d/attach" % t.pid, "POST")[0] == 200
+    time.sleep(0.6)
+
+    def connections():
+        return t.probe_log().count("new Unix connection")
+    before = connections()
+    with concurrent.futures.ThreadPoolExecutor(20) as ex:
+        answers = list(ex.map(lambda _: api(s, "/api/processes/%d/stacks" % t.pid), range(20)))
+    assert all(st == 200 and d["pid"] == t.pid for st, d in answers)
+    during = connections() - before
+    assert 1 <= during <= 2, during
+    time.sleep(0.6)
+    assert api(s, "/api/processes/%d/stacks" % t.pid)[0] == 200
+    assert connections() - before == during + 1
+    # locals are never shared: each asks the probe.
+    api(s, "/api/processes/%d/stacks?locals=1" % t.pid)
+    assert connections() - before == during + 2
