@@ -241,6 +241,11 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
             const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
             cli_serve_flamegraph(pid, f ? f : "svg", r);
         }
+    } else if (pid > 0 && strcmp(what, "memory") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_memory(pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "top"),
+                             r);
     } else if (pid > 0 && strcmp(what, "query") == 0) {
         want_post = 1;
         if (post)

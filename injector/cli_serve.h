@@ -33,6 +33,8 @@ struct cli_serve_reply {
  * empty); query is a lookup of the URL's query arguments (may return NULL). */
 void cli_serve_processes(struct cli_serve_reply *r);
 void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r);
+/* top: the query's top argument (types listed), NULL for 20. */
+void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r);
 void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r);
 void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
 void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);

@@ -2,7 +2,7 @@
 /* `probing serve`'s answers (docs/http.md): the Python processes of this user from /proc (with
  * rank and job from the cluster discovery, cli_cluster_find.c), and per process the same DAP
  * requests the CLI's commands make: probing/dump (debug --dump), probing/query (query),
- * probing/perf (perf --cc), the flame graph of cli_flamegraph.c, and the probe loaded through
+ * probing/perf (perf --cc), probing/memory (memory), the flame graph of cli_flamegraph.c, and the probe loaded through
  * cli_probe_ensure (inject) only for POST .../attach. Nothing here injects otherwise: a process
  * without the probe answers 409. Each request opens its own DAP connection. */
 #include <ctype.h>
@@ -247,6 +247,21 @@ void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
         r->status = 200;
     }
     pthread_mutex_unlock(&slot->lock);
+}
+
+void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r)
+{
+    char *end = NULL;
+    long n = top ? strtol(top, &end, 10) : 20;
+    if (top && (*end || end == top || n < 1 || n > 1000)) {
+        cli_serve_error(r, 400, "top '%s': expected 1 to 1000", top);
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddNumberToObject(args, "top", (double)n);
+    cJSON *body = call(pid, "probing/memory", args, 0, r);
+    if (body)
+        reply_json(r, 200, body);
 }
 
 /* The request body as a JSON object, or NULL with r filled. */

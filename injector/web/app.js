@@ -2,7 +2,7 @@
 // probing serve's page: the views (process list, stacks, SQL console, flame graph) drawn from
 // the JSON API (docs/http.md). Plain DOM, no framework; every text from the target goes in
 // through textContent, never as HTML. The route is the URL's fragment: #/, #/p/PID/stacks,
-// #/p/PID/sql, #/p/PID/flame.
+// #/p/PID/sql, #/p/PID/flame, #/p/PID/memory.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -63,7 +63,8 @@ async function loadProcesses() {
               el('td', p.threads));
     const td = el('td');
     if (p.probe) {
-      for (const [name, label] of [['stacks', 'stacks'], ['sql', 'SQL'], ['flame', 'flame graph']]) {
+      for (const [name, label] of [['stacks', 'stacks'], ['sql', 'SQL'], ['flame', 'flame graph'],
+                                     ['memory', 'memory']]) {
         const a = el('a', label);
         a.href = '#/p/' + p.pid + '/' + name;
         td.append(a, ' ');
@@ -298,6 +299,52 @@ async function perf(action) {
   if (action === 'stop') await loadFlame();
 }
 
+// ---- memory ----
+function kvRows(tbody, pairs) {
+  tbody.replaceChildren();
+  for (const [k, v] of pairs) {
+    const tr = el('tr');
+    tr.append(el('td', k), el('td', v, 'num'));
+    tbody.append(tr);
+  }
+}
+
+async function loadMemory() {
+  try {
+    const m = await api('/api/processes/' + view.pid + '/memory?top=25');
+    const p = m.process || {};
+    kvRows($('mem-process').tBodies[0], [
+      ['RSS', mib(p.rss)], ['peak RSS', mib(p.peakRss)], ['virtual', mib(p.vms)],
+      ['anonymous', mib(p.rssAnon)], ['file', mib(p.rssFile)], ['shared', mib(p.rssShmem)],
+      ['data', mib(p.data)], ['swap', mib(p.swap)],
+    ]);
+    const g = m.gc || {};
+    kvRows($('mem-gc').tBodies[0], [
+      ['enabled', String(g.enabled)], ['counts', (g.counts || []).join(' / ')],
+      ['thresholds', (g.thresholds || []).join(' / ')],
+      ['collections', (g.collections || []).join(' / ')],
+      ['collected', (g.collected || []).join(' / ')],
+      ['uncollectable', (g.uncollectable || []).join(' / ')],
+      ['tracemalloc', m.tracemalloc && m.tracemalloc.tracing ? 'tracing' : 'off'],
+      ['CUDA', m.cuda && m.cuda.available ? m.cuda.devices.length + ' device(s)' : 'not available'],
+    ]);
+    const o = m.objects || {};
+    $('mem-measure').textContent = (o.error || o.measure || '') +
+        (o.scanned ? ': ' + o.scanned + ' objects, ' + mib(o.totalBytes) : '');
+    const tbody = $('mem-types').tBodies[0];
+    tbody.replaceChildren();
+    for (const t of o.types || []) {
+      const tr = el('tr');
+      tr.append(el('td', t.type), el('td', t.count, 'num'), el('td', t.bytes, 'num'));
+      tbody.append(tr);
+    }
+    $('memory-status').textContent = 'at ' + new Date().toLocaleTimeString();
+    showError('');
+  } catch (e) {
+    showError('memory of ' + view.pid + ': ' + e.message);
+  }
+}
+
 // ---- routing ----
 function stopTimers() {
   clearInterval(timer);
@@ -308,13 +355,13 @@ function stopTimers() {
 function route() {
   stopTimers();
   showError('');
-  const m = location.hash.match(/^#\/p\/(\d+)\/(stacks|sql|flame)$/);
+  const m = location.hash.match(/^#\/p\/(\d+)\/(stacks|sql|flame|memory)$/);
   view = m ? {name: m[2], pid: Number(m[1])} : {name: 'processes'};
-  for (const v of ['processes', 'stacks', 'sql', 'flame']) $('view-' + v).hidden = v !== view.name;
+  for (const v of ['processes', 'stacks', 'sql', 'flame', 'memory']) $('view-' + v).hidden = v !== view.name;
   $('tabs').hidden = !m;
   if (m) {
     $('proc-title').textContent = 'process ' + view.pid;
-    for (const v of ['stacks', 'sql', 'flame']) {
+    for (const v of ['stacks', 'sql', 'flame', 'memory']) {
       const a = $('tab-' + v);
       a.href = '#/p/' + view.pid + '/' + v;
       a.classList.toggle('active', v === view.name);
@@ -342,6 +389,8 @@ function route() {
     perfStatus();
     loadFlame();
     perfTimer = setInterval(perfStatus, 1000);
+  } else if (view.name === 'memory') {
+    loadMemory();
   }
 }
 
@@ -359,6 +408,7 @@ function init() {
   $('perf-start').addEventListener('click', () => perf('start'));
   $('perf-stop').addEventListener('click', () => perf('stop'));
   $('flame-refresh').addEventListener('click', loadFlame);
+  $('memory-refresh').addEventListener('click', loadMemory);
   window.addEventListener('hashchange', route);
   route();
 }

@@ -132,6 +132,13 @@ def test_serve_api(spawn, serve, python):
     status, d = api(s, "/api/processes/%d/stacks?locals=1" % t.pid)
     assert status == 200 and any("locals" in f for th in d["threads"] for f in th["frames"])
 
+    # Memory: /proc figures and objects by type, top bounded.
+    status, m = api(s, "/api/processes/%d/memory?top=3" % t.pid)
+    assert status == 200 and m["process"]["rss"] > 1 << 20, m
+    assert 1 <= len(m["objects"]["types"]) <= 3 and "gc" in m
+    status, m = api(s, "/api/processes/%d/memory?top=0" % t.pid)
+    assert status == 400 and "expected 1 to 1000" in m["error"]
+
     # SQL: results, and SQLite's own message as a 400.
     status, q = api(s, "/api/processes/%d/query" % t.pid, "POST",
                     {"sql": "SELECT name FROM python.threads ORDER BY name"})

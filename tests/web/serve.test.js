@@ -3,7 +3,7 @@
 // (pinned by package-lock.json; nothing is downloaded at run time) against real targets from
 // samples/ and this build's CLI (PROBING_BUILD). A user's path: the process list, "attach", the
 // stacks (GIL holder marked, locals on click, auto-refresh), the SQL console (tables, a query,
-// SQLite's error, CSV download), the flame graph (start, stop, the SVG's search and zoom), with
+// SQLite's error, CSV download), the flame graph (start, stop, the SVG's search and zoom), memory, with
 // no console error anywhere; screenshots in build/web/. `make web-test` runs it.
 'use strict';
 const {test, before, after} = require('node:test');
@@ -178,6 +178,12 @@ test('SQL console and flame graph', async () => {
     const [dl] = await Promise.all([page.waitForEvent('download'), page.locator(id).click()]);
     assert.match(fs.readFileSync(await dl.path(), 'utf8'), re);
   }
+  await page.locator('#tab-memory').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/memory');
+  await page.locator('#mem-types tbody td', {hasText: /^dict$/}).waitFor();
+  assert.match(await page.locator('#mem-process').textContent(), /RSS\d+\.\d MiB/);
+  await shot(page, 'memory');
+
   // A phone's width: no page wider than the screen.
   await page.setViewportSize({width: 390, height: 844});
   for (const [hash, name] of [['#/', 'phone-processes'], ['#/p/' + t.pid + '/stacks', 'phone-stacks'],
