@@ -115,6 +115,11 @@ int cli_perf_cc_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
  * Returns 0, or a negative code with err filled. */
 int cli_perf_cc_start(struct dap_client *dc, struct pb_err *err);
 int cli_perf_torch_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
+/* perf --torch's Chrome trace (cli_perf_torch.c) of steps, rows (step, start_time, duration,
+ * loss) of python.torch_steps, traced, in order, at least one: a root the caller deletes, with
+ * *nevents module calls; or NULL with err filled. */
+cJSON *cli_torch_trace(struct dap_client *dc, int pid, const cJSON *steps, int *nevents,
+                       struct pb_err *err);
 
 /* cli_eval.c: evaluate code through probing/eval on a connected client, printing what it
  * printed, the result, or the traceback (stderr). Ctrl-C meanwhile interrupts the evaluation.

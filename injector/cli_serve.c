@@ -246,6 +246,15 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         if (get)
             cli_serve_memory(pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "top"),
                              r);
+    } else if (pid > 0 && strcmp(what, "torch/trace") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_torch_trace(
+                pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "steps"), r);
+    } else if (pid > 0 && strcmp(what, "torch") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_torch(pid, body, r);
     } else if (pid > 0 && strcmp(what, "query") == 0) {
         want_post = 1;
         if (post)

@@ -35,6 +35,9 @@ void cli_serve_processes(struct cli_serve_reply *r);
 void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r);
 /* top: the query's top argument (types listed), NULL for 20. */
 void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r);
+/* POST .../torch {action, every}; GET .../torch/trace?steps=N (the last N traced steps). */
+void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r);
+void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply *r);
 void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r);
 void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
 void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);

@@ -2,7 +2,8 @@
 /* `probing serve`'s answers (docs/http.md): the Python processes of this user from /proc (with
  * rank and job from the cluster discovery, cli_cluster_find.c), and per process the same DAP
  * requests the CLI's commands make: probing/dump (debug --dump), probing/query (query),
- * probing/perf (perf --cc), probing/memory (memory), the flame graph of cli_flamegraph.c, and the probe loaded through
+ * probing/perf (perf --cc), probing/memory (memory), probing/torch and its Chrome trace
+ * (perf --torch), the flame graph of cli_flamegraph.c, and the probe loaded through
  * cli_probe_ensure (inject) only for POST .../attach. Nothing here injects otherwise: a process
  * without the probe answers 409. Each request opens its own DAP connection. */
 #include <ctype.h>
@@ -262,6 +263,67 @@ void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r)
     cJSON *body = call(pid, "probing/memory", args, 0, r);
     if (body)
         reply_json(r, 200, body);
+}
+
+/* The request body as a JSON object (declared ahead for the torch requests). */
+static cJSON *parse_body(const char *body, struct cli_serve_reply *r);
+
+void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r)
+{
+    cJSON *j = parse_body(body, r);
+    if (!j)
+        return;
+    const char *action = cli_json_str(j, "action");
+    const cJSON *every = cJSON_GetObjectItemCaseSensitive(j, "every");
+    if (!action || (strcmp(action, "start") != 0 && strcmp(action, "stop") != 0 &&
+                    strcmp(action, "status") != 0)) {
+        cJSON_Delete(j);
+        cli_serve_error(r, 400, "action: expected \"start\", \"stop\" or \"status\"");
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "action", action);
+    if (cJSON_IsNumber(every))
+        cJSON_AddNumberToObject(args, "every", every->valuedouble);
+    cJSON_Delete(j);
+    cJSON *out = call(pid, "probing/torch", args, 0, r);
+    if (out)
+        reply_json(r, 200, out);
+}
+
+void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply *r)
+{
+    char *end = NULL, sql[256];
+    long n = steps ? strtol(steps, &end, 10) : 3;
+    if (steps && (*end || end == steps || n < 1 || n > 100)) {
+        cli_serve_error(r, 400, "steps '%s': expected 1 to 100", steps);
+        return;
+    }
+    struct pb_err err = {0};
+    struct dap_client dc;
+    if (connect_probe(pid, &dc, &err) < 0) {
+        cli_serve_error(r, status_of(err.code), "%s", err.msg);
+        return;
+    }
+    cli_query_wait(&dc, DAP_TIMEOUT_MS);
+    /* The last n traced steps, oldest first. */
+    snprintf(sql, sizeof sql, "SELECT * FROM (SELECT step, start_time, duration, loss FROM "
+             "python.torch_steps WHERE traced = 1 ORDER BY step DESC LIMIT %ld) ORDER BY step",
+             n);
+    cJSON *args = cJSON_CreateObject(), *body = NULL, *root = NULL;
+    cJSON_AddStringToObject(args, "sql", sql);
+    int nevents = 0, rc = dap_client_request(&dc, "probing/query", args, &body, &err);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(body, "rows");
+    if ((rc == 0 && cJSON_GetArraySize(rows) == 0) ||
+        (rc < 0 && strstr(err.msg, "no such table: python.torch_steps")))
+        cli_serve_error(r, 404, "no traced step in process %d yet: start perf --torch (POST "
+                        "/api/processes/%d/torch) and let a step end", (int)pid, (int)pid);
+    else if (rc < 0 || !(root = cli_torch_trace(&dc, (int)pid, rows, &nevents, &err)))
+        cli_serve_error(r, rc == PB_EUNKNOWN ? 400 : 502, "%s", err.msg);
+    cli_disconnect(&dc);
+    cJSON_Delete(body);
+    if (root)
+        reply_json(r, 200, root);
 }
 
 /* The request body as a JSON object, or NULL with r filled. */

@@ -2,7 +2,7 @@
 // probing serve's page: the views (process list, stacks, SQL console, flame graph) drawn from
 // the JSON API (docs/http.md). Plain DOM, no framework; every text from the target goes in
 // through textContent, never as HTML. The route is the URL's fragment: #/, #/p/PID/stacks,
-// #/p/PID/sql, #/p/PID/flame, #/p/PID/memory.
+// #/p/PID/sql, #/p/PID/flame, #/p/PID/torch, #/p/PID/memory.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -64,7 +64,7 @@ async function loadProcesses() {
     const td = el('td');
     if (p.probe) {
       for (const [name, label] of [['stacks', 'stacks'], ['sql', 'SQL'], ['flame', 'flame graph'],
-                                     ['memory', 'memory']]) {
+                                     ['torch', 'torch'], ['memory', 'memory']]) {
         const a = el('a', label);
         a.href = '#/p/' + p.pid + '/' + name;
         td.append(a, ' ');
@@ -299,6 +299,61 @@ async function perf(action) {
   if (action === 'stop') await loadFlame();
 }
 
+// ---- torch ----
+function fillTable(table, r) {
+  const thead = table.tHead, tbody = table.tBodies[0];
+  thead.replaceChildren();
+  tbody.replaceChildren();
+  const hr = el('tr');
+  for (const c of r.columns) hr.append(el('th', c));
+  thead.append(hr);
+  for (const row of r.rows) {
+    const tr = el('tr');
+    for (const v of row) tr.append(el('td', v === null ? '' : v, typeof v === 'number' ? 'num' : ''));
+    tbody.append(tr);
+  }
+}
+
+async function loadTorch() {
+  try {
+    const s = await api('/api/processes/' + view.pid + '/torch', {action: 'status'});
+    $('torch-status').textContent = (s.running ? 'tracing one step in ' + s.every : 'not running') +
+        ': step ' + (s.step || 0) + ', ' + (s.tracedSteps || 0) + ' traced' +
+        (s.torch === false ? ' (torch is not imported in this process)' : '');
+    $('torch-start').disabled = !!s.running;
+    $('torch-stop').disabled = !s.running;
+    if (!s.running && !s.step) { // never started here: its tables do not exist yet
+      for (const id of ['torch-modules', 'torch-steps']) {
+        fillTable($(id), {columns: ['no data yet: start perf --torch'], rows: []});
+      }
+      return;
+    }
+    const q = (sql) => api('/api/processes/' + view.pid + '/query', {sql});
+    fillTable($('torch-modules'), await q(
+        "SELECT module, stage, ROUND(AVG(duration) * 1e3, 3) AS ms, COUNT(*) AS calls " +
+        "FROM python.torch_trace WHERE stage IN ('forward_post', 'backward_post') " +
+        'GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 50'));
+    fillTable($('torch-steps'), await q(
+        'SELECT step, traced, ROUND(duration * 1e3, 2) AS ms, loss, detection ' +
+        'FROM python.torch_steps ORDER BY step DESC LIMIT 30'));
+    showError('');
+  } catch (e) {
+    showError('torch in ' + view.pid + ': ' + e.message);
+  }
+}
+
+async function torch(action) {
+  const body = {action};
+  if (action === 'start') body.every = Number($('torch-every').value) || 10;
+  try {
+    await api('/api/processes/' + view.pid + '/torch', body);
+  } catch (e) {
+    showError('perf --torch ' + action + ': ' + e.message);
+    return;
+  }
+  await loadTorch();
+}
+
 // ---- memory ----
 function kvRows(tbody, pairs) {
   tbody.replaceChildren();
@@ -355,13 +410,13 @@ function stopTimers() {
 function route() {
   stopTimers();
   showError('');
-  const m = location.hash.match(/^#\/p\/(\d+)\/(stacks|sql|flame|memory)$/);
+  const m = location.hash.match(/^#\/p\/(\d+)\/(stacks|sql|flame|torch|memory)$/);
   view = m ? {name: m[2], pid: Number(m[1])} : {name: 'processes'};
-  for (const v of ['processes', 'stacks', 'sql', 'flame', 'memory']) $('view-' + v).hidden = v !== view.name;
+  for (const v of ['processes', 'stacks', 'sql', 'flame', 'torch', 'memory']) $('view-' + v).hidden = v !== view.name;
   $('tabs').hidden = !m;
   if (m) {
     $('proc-title').textContent = 'process ' + view.pid;
-    for (const v of ['stacks', 'sql', 'flame', 'memory']) {
+    for (const v of ['stacks', 'sql', 'flame', 'torch', 'memory']) {
       const a = $('tab-' + v);
       a.href = '#/p/' + view.pid + '/' + v;
       a.classList.toggle('active', v === view.name);
@@ -389,6 +444,11 @@ function route() {
     perfStatus();
     loadFlame();
     perfTimer = setInterval(perfStatus, 1000);
+  } else if (view.name === 'torch') {
+    $('torch-trace').href = '/api/processes/' + view.pid + '/torch/trace?steps=3';
+    $('torch-trace').download = 'torch-trace-' + view.pid + '.json';
+    loadTorch();
+    perfTimer = setInterval(loadTorch, 2000);
   } else if (view.name === 'memory') {
     loadMemory();
   }
@@ -409,6 +469,9 @@ function init() {
   $('perf-stop').addEventListener('click', () => perf('stop'));
   $('flame-refresh').addEventListener('click', loadFlame);
   $('memory-refresh').addEventListener('click', loadMemory);
+  $('torch-start').addEventListener('click', () => torch('start'));
+  $('torch-stop').addEventListener('click', () => torch('stop'));
+  $('torch-refresh').addEventListener('click', loadTorch);
   window.addEventListener('hashchange', route);
   route();
 }

@@ -55,13 +55,17 @@ class Server:
                 self.lines.append(self.proc.stdout.readline().rstrip("\n"))
 
     def stop(self):
+        """SIGTERM: serve stops cleanly, exit 0, nothing on stderr (a sanitizer's report)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
+                raise AssertionError("serve did not stop on SIGTERM")
+        err = self.proc.stderr.read()
+        assert self.proc.returncode == 0 and err == "", (self.proc.returncode, err[-4000:])
 
 
 @pytest.fixture
@@ -376,3 +380,43 @@ def test_serve_stacks_shared_by_pollers(spawn, serve):
     # locals are never shared: each asks the probe.
     api(s, "/api/processes/%d/stacks?locals=1" % t.pid)
     assert connections() - before == during + 2
+
+
+def test_serve_torch(spawn, serve):
+    """perf --torch through the API on samples/torch_train.py (Debian's python3 and torch
+    1.13): no trace before a start (404 that says what to do), start tracing every step, the
+    last traced steps as a Chrome trace (module calls as complete events, nested in order),
+    status, stop, and the per-module query the page runs."""
+    t = spawn("/usr/bin/python3", "torch_train.py")
+    s = serve("--listen", "127.0.0.1:0")
+    assert api(s, "/api/processes/%d/attach" % t.pid, "POST")[0] == 200
+    status, e = api(s, "/api/processes/%d/torch/trace" % t.pid)
+    assert status == 404 and "start perf --torch" in e["error"], e
+    status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "start", "every": 1})
+    assert status == 200 and st["running"] is True and st["every"] == 1, st
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "status"})
+        if st["tracedSteps"] >= 3:
+            break
+        time.sleep(0.3)
+    assert st["tracedSteps"] >= 3, st
+    status, trace = api(s, "/api/processes/%d/torch/trace?steps=2" % t.pid)
+    assert status == 200 and trace["otherData"]["pid"] == t.pid
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert {e["cat"] for e in spans} == {"forward", "backward", "step"}, spans[:3]
+    assert len([e for e in spans if e["cat"] == "step"]) == 2
+    assert {"TinyTransformer", "CrossEntropyLoss"} <= {e["name"] for e in spans}
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    status, q = api(s, "/api/processes/%d/query" % t.pid, "POST", {
+        "sql": "SELECT module, COUNT(*) FROM python.torch_trace WHERE stage = 'forward_post' "
+               "GROUP BY 1"})
+    assert status == 200 and len(q["rows"]) >= 3, q
+    status, e = api(s, "/api/processes/%d/torch/trace?steps=0" % t.pid)
+    assert status == 400
+    status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "stop"})
+    assert status == 200 and st["running"] is False, st
+    status, e = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "go"})
+    assert status == 400
+    status, _ = api(s, "/api/processes/%d/torch" % t.pid)
+    assert status == 405

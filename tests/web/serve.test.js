@@ -3,7 +3,8 @@
 // (pinned by package-lock.json; nothing is downloaded at run time) against real targets from
 // samples/ and this build's CLI (PROBING_BUILD). A user's path: the process list, "attach", the
 // stacks (GIL holder marked, locals on click, auto-refresh), the SQL console (tables, a query,
-// SQLite's error, CSV download), the flame graph (start, stop, the SVG's search and zoom), memory, with
+// SQLite's error, CSV download), the flame graph (start, stop, the SVG's search and zoom), memory,
+// torch (perf --torch start/stop, modules and steps, the Chrome trace), with
 // no console error anywhere; screenshots in build/web/. `make web-test` runs it.
 'use strict';
 const {test, before, after} = require('node:test');
@@ -194,6 +195,35 @@ test('SQL console and flame graph', async () => {
     await shot(page, name);
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 391), name);
   }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('torch: perf --torch start/stop, modules and steps, the Chrome trace', async () => {
+  const t = await target('torch_train.py');
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#tab-torch').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/torch');
+  await page.locator('#torch-modules th', {hasText: 'no data yet'}).waitFor();
+  await page.locator('#torch-every').fill('1');
+  await page.locator('#torch-start').click();
+  await page.locator('#torch-status', {hasText: 'tracing one step in 1'}).waitFor();
+  await page.locator('#torch-modules tbody td', {hasText: /^TinyTransformer$/}).first()
+      .waitFor({timeout: 30000});
+  await page.locator('#torch-steps tbody tr').nth(2).waitFor({timeout: 30000});
+  assert.deepEqual(await page.locator('#torch-modules thead th').allTextContents(),
+                   ['module', 'stage', 'ms', 'calls']);
+  const [dl] = await Promise.all([page.waitForEvent('download'),
+                                  page.locator('#torch-trace').click()]);
+  const trace = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
+  assert.equal(trace.otherData.pid, t.pid);
+  assert.ok(trace.traceEvents.some((e) => e.ph === 'X' && e.cat === 'backward'));
+  await shot(page, 'torch');
+  await page.locator('#torch-stop').click();
+  await page.locator('#torch-status', {hasText: 'not running'}).waitFor();
   assert.deepEqual(page.errors, []);
   await page.close();
 });
