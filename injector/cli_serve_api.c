@@ -469,7 +469,9 @@ static void label(FILE *f, const char *k, const char *v, int first)
     fputc('"', f);
 }
 
-static void labels(FILE *f, const cJSON *p)
+/* {pid, rank, job} and up to two more labels (k1/v1, k2/v2 may be NULL). */
+static void labels_with(FILE *f, const cJSON *p, const char *k1, const char *v1, const char *k2,
+                        const char *v2)
 {
     char pid[16];
     snprintf(pid, sizeof pid, "%d", (int)cli_json_num(p, "pid", 0));
@@ -481,7 +483,101 @@ static void labels(FILE *f, const cJSON *p)
         label(f, "rank", rank, 0);
         label(f, "job", cli_json_str(p, "job"), 0);
     }
+    if (k1)
+        label(f, k1, v1, 0);
+    if (k2)
+        label(f, k2, v2, 0);
     fputc('}', f);
+}
+
+static void labels(FILE *f, const cJSON *p)
+{
+    labels_with(f, p, NULL, NULL, NULL, NULL);
+}
+
+/* perf --torch's step times (a histogram) and per-module means, when it has run in pid:
+ * p gains "torchSteps" (the row count, sum, bucket counts) and "torchModules" (rows module,
+ * stage, mean seconds). */
+static const double step_buckets[] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+#define N_STEP_BUCKETS (sizeof step_buckets / sizeof step_buckets[0])
+
+static void torch_metrics(struct dap_client *dc, cJSON *p)
+{
+    struct pb_err err = {0};
+    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddStringToObject(args, "action", "status");
+    int ran = dap_client_request(dc, "probing/torch", args, &body, &err) == 0 &&
+              cli_json_num(body, "step", 0) > 0;
+    cJSON_Delete(body);
+    if (!ran)
+        return;
+    char sql[1024];
+    size_t k = (size_t)snprintf(sql, sizeof sql, "SELECT COUNT(*), TOTAL(duration)");
+    for (size_t i = 0; i < N_STEP_BUCKETS; i++)
+        k += (size_t)snprintf(sql + k, sizeof sql - k, ", TOTAL(duration <= %g)", step_buckets[i]);
+    snprintf(sql + k, sizeof sql - k, " FROM python.torch_steps");
+    args = cJSON_CreateObject();
+    body = NULL;
+    cJSON_AddStringToObject(args, "sql", sql);
+    if (dap_client_request(dc, "probing/query", args, &body, &err) == 0)
+        cJSON_AddItemToObject(p, "torchSteps", cJSON_DetachItemFromArray(
+            cJSON_GetObjectItemCaseSensitive(body, "rows"), 0));
+    cJSON_Delete(body);
+    args = cJSON_CreateObject();
+    body = NULL;
+    cJSON_AddStringToObject(args, "sql", "SELECT module, stage, AVG(duration) FROM "
+                            "python.torch_trace WHERE stage IN ('forward_post', "
+                            "'backward_post') GROUP BY 1, 2 ORDER BY 1, 2");
+    if (dap_client_request(dc, "probing/query", args, &body, &err) == 0)
+        cJSON_AddItemToObject(p, "torchModules", cJSON_DetachItemFromObjectCaseSensitive(body, "rows"));
+    cJSON_Delete(body);
+}
+
+static void write_torch_metrics(FILE *f, const cJSON *procs)
+{
+    const cJSON *p;
+    fputs("# HELP probing_torch_step_seconds Step times perf --torch saw (python.torch_steps).\n"
+          "# TYPE probing_torch_step_seconds histogram\n", f);
+    cJSON_ArrayForEach(p, procs)
+    {
+        const cJSON *row = cJSON_GetObjectItemCaseSensitive(p, "torchSteps");
+        if (cJSON_GetArraySize(row) != (int)N_STEP_BUCKETS + 2)
+            continue;
+        for (size_t i = 0; i < N_STEP_BUCKETS; i++) {
+            char le[32];
+            snprintf(le, sizeof le, "%g", step_buckets[i]);
+            fputs("probing_torch_step_seconds_bucket", f);
+            labels_with(f, p, "le", le, NULL, NULL);
+            fprintf(f, " %.17g\n", cJSON_GetArrayItem(row, (int)i + 2)->valuedouble);
+        }
+        fputs("probing_torch_step_seconds_bucket", f);
+        labels_with(f, p, "le", "+Inf", NULL, NULL);
+        fprintf(f, " %.17g\n", cJSON_GetArrayItem(row, 0)->valuedouble);
+        fputs("probing_torch_step_seconds_sum", f);
+        labels(f, p);
+        fprintf(f, " %.17g\n", cJSON_GetArrayItem(row, 1)->valuedouble);
+        fputs("probing_torch_step_seconds_count", f);
+        labels(f, p);
+        fprintf(f, " %.17g\n", cJSON_GetArrayItem(row, 0)->valuedouble);
+    }
+    fputs("# HELP probing_torch_module_seconds Mean time of a module's forward or backward call "
+          "(perf --torch, python.torch_trace).\n"
+          "# TYPE probing_torch_module_seconds gauge\n", f);
+    cJSON_ArrayForEach(p, procs)
+    {
+        const cJSON *row;
+        cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(p, "torchModules"))
+        {
+            const cJSON *mod = cJSON_GetArrayItem(row, 0), *stage = cJSON_GetArrayItem(row, 1);
+            const cJSON *mean = cJSON_GetArrayItem(row, 2);
+            if (!cJSON_IsString(mod) || !cJSON_IsString(stage) || !cJSON_IsNumber(mean))
+                continue;
+            fputs("probing_torch_module_seconds", f);
+            labels_with(f, p, "module", mod->valuestring, "stage",
+                        strncmp(stage->valuestring, "forward", 7) == 0 ? "forward" : "backward");
+            fprintf(f, " %.17g\n", mean->valuedouble);
+        }
+    }
 }
 
 void cli_serve_metrics(struct cli_serve_reply *r)
@@ -533,6 +629,7 @@ void cli_serve_metrics(struct cli_serve_reply *r)
             cJSON_AddNumberToObject(p, "lost", cli_json_num(body, "lost", 0));
         }
         cJSON_Delete(body);
+        torch_metrics(&dc, p);
         cli_disconnect(&dc);
     }
     char *buf = NULL;
@@ -555,6 +652,7 @@ void cli_serve_metrics(struct cli_serve_reply *r)
             fprintf(f, " %.17g\n", v->valuedouble);
         }
     }
+    write_torch_metrics(f, procs);
     fclose(f);
     cJSON_Delete(procs);
     r->status = 200;

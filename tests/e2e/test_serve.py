@@ -412,6 +412,21 @@ def test_serve_torch(spawn, serve):
         "sql": "SELECT module, COUNT(*) FROM python.torch_trace WHERE stage = 'forward_post' "
                "GROUP BY 1"})
     assert status == 200 and len(q["rows"]) >= 3, q
+    # /metrics: the step-time histogram and per-module means, through Prometheus' parser.
+    status, text = api(s, "/metrics")
+    fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    h = fams["probing_torch_step_seconds"]
+    assert h.type == "histogram"
+    mine = [sm for sm in h.samples if sm.labels["pid"] == str(t.pid)]
+    count = [sm.value for sm in mine if sm.name.endswith("_count")][0]
+    buckets = [(float(sm.labels["le"]), sm.value) for sm in mine if sm.name.endswith("_bucket")]
+    assert count >= 3 and buckets[-1] == (float("inf"), count)
+    assert [v for _, v in buckets] == sorted(v for _, v in buckets)
+    assert [sm.value for sm in mine if sm.name.endswith("_sum")][0] > 0
+    mods = {(sm.labels["module"], sm.labels["stage"]): sm.value
+            for sm in fams["probing_torch_module_seconds"].samples
+            if sm.labels["pid"] == str(t.pid)}
+    assert mods[("TinyTransformer", "forward")] > 0 and mods[("TinyTransformer", "backward")] > 0
     status, e = api(s, "/api/processes/%d/torch/trace?steps=0" % t.pid)
     assert status == 400
     status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "stop"})
