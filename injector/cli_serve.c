@@ -294,8 +294,7 @@ struct req {
     int too_big;
 };
 
-static enum MHD_Result queue(struct MHD_Connection *conn, struct cli_serve_reply *r,
-                             int is_api)
+static enum MHD_Result queue(struct MHD_Connection *conn, struct cli_serve_reply *r)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE);
@@ -316,7 +315,6 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct cli_serve_reply
         MHD_add_response_header(resp, "Set-Cookie", cookie);
         MHD_add_response_header(resp, "Location", "/");
     }
-    (void)is_api;
     enum MHD_Result rc = MHD_queue_response(conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     return rc;
@@ -360,7 +358,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     }
     if (!r.body)
         cli_serve_error(&r, 500, "no answer");
-    return queue(conn, &r, 1);
+    return queue(conn, &r);
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -477,6 +475,9 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL); /* the server's threads inherit it */
     cli_cluster_node_name(); /* its static buffer, filled before the threads start */
+    /* The peer check compares with it: known before the first connection unless picked. */
+    srv.port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d = MHD_start_daemon(
@@ -489,7 +490,8 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
         return CLI_FAIL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    srv.port = di ? di->port : 0;
+    if (di)
+        srv.port = di->port;
     char url[320];
     snprintf(url, sizeof url, ss.ss_family == AF_INET6 ? "http://[%s]:%d/" : "http://%s:%d/",
              host, srv.port);
