@@ -33,7 +33,7 @@ static struct {
 
 static void help(void)
 {
-    printf("usage: probing serve [--listen HOST:PORT] [--token auto]\n"
+    printf("usage: probing serve [--listen HOST:PORT] [--token auto] [--target HOST:PORT]...\n"
            "\n"
            "Serve a web UI and a JSON API (docs/http.md) for the Python processes of this user\n"
            "(every user's, for root): the process list, each process's threads and stacks, a SQL\n"
@@ -47,6 +47,9 @@ static void help(void)
            "                      one-time login URL; or the value of $PROBING_SERVE_TOKEN.\n"
            "                      Needed for any address that is not loopback. Clients send\n"
            "                      'Authorization: Bearer TOKEN' or the cookie the login URL sets\n"
+           "  --target HOST:PORT  also serve a probe listening on TCP there (inject --listen;\n"
+           "                      its token from $PROBING_TOKEN), named HOST:PORT in the API;\n"
+           "                      repeatable\n"
            "\n"
            "Without a token (loopback), only connections from this user's processes are\n"
            "answered: the peer's user is read from /proc/net/tcp. POST requests must carry an\n"
@@ -182,12 +185,21 @@ static int check_access(struct MHD_Connection *conn, const char *method, const c
     return 0;
 }
 
-/* /api/processes/PID/WHAT: pid and WHAT's start, or 0. */
+/* /api/processes/PID/WHAT: pid and WHAT's start, or 0. A remote probe's HOST:PORT in place of
+ * PID gives its negative key (cli_serve.h). */
 static pid_t path_pid(const char *url, const char **what)
 {
     static const char pre[] = "/api/processes/";
     if (strncmp(url, pre, sizeof pre - 1) != 0)
         return 0;
+    const char *id = url + sizeof pre - 1;
+    for (int i = 0; i < cli_serve_ntargets; i++) {
+        size_t n = strlen(cli_serve_target_names[i]);
+        if (strncmp(id, cli_serve_target_names[i], n) == 0 && (id[n] == '/' || id[n] == '\0')) {
+            *what = id[n] ? id + n + 1 : id + n;
+            return (pid_t)(-1 - i);
+        }
+    }
     char *end;
     long pid = strtol(url + sizeof pre - 1, &end, 10);
     if (pid <= 0 || pid > 0x7fffffff || (*end != '/' && *end != '\0'))
@@ -202,7 +214,7 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
     int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int post = strcmp(method, "POST") == 0;
     const char *what = "";
-    pid_t pid = path_pid(url, &what);
+    pid_t pid = path_pid(url, &what); /* 0: none; < 0: a remote probe */
     int want_post = -1; /* the route's method once known: 0 GET, 1 POST */
     if (strcmp(url, "/login") == 0) {
         want_post = 0;
@@ -229,41 +241,41 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         want_post = 0;
         if (get)
             cli_serve_metrics(r);
-    } else if (pid > 0 && strcmp(what, "stacks") == 0) {
+    } else if (pid != 0 && strcmp(what, "stacks") == 0) {
         want_post = 0;
         if (get) {
             const char *l = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "locals");
             cli_serve_stacks(pid, l && strcmp(l, "1") == 0, r);
         }
-    } else if (pid > 0 && strcmp(what, "flamegraph") == 0) {
+    } else if (pid != 0 && strcmp(what, "flamegraph") == 0) {
         want_post = 0;
         if (get) {
             const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
             cli_serve_flamegraph(pid, f ? f : "svg", r);
         }
-    } else if (pid > 0 && strcmp(what, "memory") == 0) {
+    } else if (pid != 0 && strcmp(what, "memory") == 0) {
         want_post = 0;
         if (get)
             cli_serve_memory(pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "top"),
                              r);
-    } else if (pid > 0 && strcmp(what, "torch/trace") == 0) {
+    } else if (pid != 0 && strcmp(what, "torch/trace") == 0) {
         want_post = 0;
         if (get)
             cli_serve_torch_trace(
                 pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "steps"), r);
-    } else if (pid > 0 && strcmp(what, "torch") == 0) {
+    } else if (pid != 0 && strcmp(what, "torch") == 0) {
         want_post = 1;
         if (post)
             cli_serve_torch(pid, body, r);
-    } else if (pid > 0 && strcmp(what, "query") == 0) {
+    } else if (pid != 0 && strcmp(what, "query") == 0) {
         want_post = 1;
         if (post)
             cli_serve_query(pid, body, r);
-    } else if (pid > 0 && strcmp(what, "attach") == 0) {
+    } else if (pid != 0 && strcmp(what, "attach") == 0) {
         want_post = 1;
         if (post)
             cli_serve_attach(pid, r);
-    } else if (pid > 0 && strcmp(what, "perf") == 0) {
+    } else if (pid != 0 && strcmp(what, "perf") == 0) {
         want_post = 1;
         if (post)
             cli_serve_perf(pid, body, r);
@@ -415,6 +427,7 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
                                              {"token", required_argument, 0, 't'},
+                                             {"target", required_argument, 0, 'T'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     const char *listen = "127.0.0.1:8080", *token = NULL;
@@ -424,12 +437,34 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
         switch (c) {
         case 'l': listen = optarg; break;
         case 't': token = optarg; break;
+        case 'T': {
+            struct pb_err terr = {0};
+            struct cli_target *t = &cli_serve_targets[cli_serve_ntargets];
+            if (cli_serve_ntargets == CLI_SERVE_MAX_TARGETS) {
+                cli_error("serve: at most %d --target", CLI_SERVE_MAX_TARGETS);
+                return CLI_USAGE;
+            }
+            if (cli_target_parse(optarg, t, &terr) < 0 || t->pid > 0) {
+                cli_error("serve: --target '%s': expected HOST:PORT of a probe listening on TCP",
+                          optarg);
+                return CLI_USAGE;
+            }
+            pb_strlcpy(cli_serve_target_names[cli_serve_ntargets++], optarg,
+                       sizeof cli_serve_target_names[0]);
+            break;
+        }
         case 'h': help(); return CLI_OK;
         default: return cli_bad_option("serve", argv);
         }
     }
     if (optind < argc) {
         cli_error("serve: unexpected argument '%s': see 'probing serve --help'", argv[optind]);
+        return CLI_USAGE;
+    }
+    const char *ptok = getenv("PROBING_TOKEN");
+    if (cli_serve_ntargets && (!ptok || !*ptok)) {
+        cli_error("serve: --target needs $PROBING_TOKEN: export the token printed by "
+                  "'probing -p PID inject --listen HOST:PORT'");
         return CLI_USAGE;
     }
     struct sockaddr_storage ss;
@@ -454,8 +489,14 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
             }
             pb_strlcpy(srv.token, env, sizeof srv.token);
         } else {
-            unsetenv("PROBING_TOKEN"); /* cli_token_choose's source: want a fresh one */
+            /* cli_token_choose takes $PROBING_TOKEN when set: that one is the probes'. */
+            char *saved = ptok && *ptok ? strdup(ptok) : NULL;
+            unsetenv("PROBING_TOKEN");
             cli_token_choose(srv.token, sizeof srv.token);
+            if (saved) {
+                setenv("PROBING_TOKEN", saved, 1);
+                free(saved);
+            }
         }
         for (const char *p = srv.token; *p; p++)
             if (*p <= ' ' || *p == ';' || *p == '"' || *p == ',' || *p == '\\' || *p > '~') {

@@ -28,8 +28,15 @@ struct cli_serve_reply {
     size_t len;
 };
 
+/* Remote probes (`--target HOST:PORT`, listening on TCP, $PROBING_TOKEN): the API names them
+ * by "HOST:PORT" in paths; inside, by a negative pid: -1 - their index. */
+#define CLI_SERVE_MAX_TARGETS 16
+extern struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
+extern char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
+extern int cli_serve_ntargets;
+
 /* The API (cli_serve_api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
- * 5xx status. pid is the PID of the path; body is the request's body (NUL-terminated, may be
+ * 5xx status. pid is the PID of the path (negative: a remote probe, above); body is the request's body (NUL-terminated, may be
  * empty); query is a lookup of the URL's query arguments (may return NULL). */
 void cli_serve_processes(struct cli_serve_reply *r);
 void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r);

@@ -23,6 +23,10 @@
 
 #define DAP_TIMEOUT_MS 10000
 
+struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
+char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
+int cli_serve_ntargets;
+
 static void reply_json(struct cli_serve_reply *r, int status, cJSON *v)
 {
     r->body = cJSON_PrintUnformatted(v);
@@ -58,9 +62,23 @@ static int allowed(pid_t pid, struct pb_err *err)
     return 0;
 }
 
-/* Connect to pid's probe (never injecting) and handshake. */
+/* Connect to pid's probe (never injecting) and handshake; a remote one over TCP with
+ * $PROBING_TOKEN. */
 static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
 {
+    if (pid < 0) {
+        int i = -1 - (int)pid, rc;
+        const char *token = getenv("PROBING_TOKEN");
+        if (i >= cli_serve_ntargets)
+            return pb_err_set(err, -ESRCH, "no such target");
+        dap_client_init(dc, DAP_TIMEOUT_MS);
+        rc = dap_client_connect_tcp(dc, cli_serve_targets[i].host, cli_serve_targets[i].port, err);
+        if (rc == 0)
+            rc = cli_handshake(dc, token, err);
+        if (rc < 0)
+            dap_client_close(dc);
+        return rc;
+    }
     int rc = allowed(pid, err);
     if (rc < 0)
         return rc;
@@ -131,6 +149,44 @@ static void command_line(pid_t pid, char *buf, size_t n)
         buf[0] = '\0';
 }
 
+/* A remote probe's entry, from its probing/info: {id: "HOST:PORT", key, pid (its own), ...}
+ * or with "error" when it does not answer. */
+static cJSON *remote_process(int i)
+{
+    struct pb_err err = {0};
+    struct dap_client dc;
+    cJSON *p = cJSON_CreateObject(), *info = NULL;
+    cJSON_AddStringToObject(p, "id", cli_serve_target_names[i]);
+    cJSON_AddNumberToObject(p, "key", -1 - i);
+    cJSON_AddStringToObject(p, "target", cli_serve_target_names[i]);
+    int rc = connect_probe((pid_t)(-1 - i), &dc, &err);
+    if (rc == 0) {
+        rc = dap_client_request(&dc, "probing/info", NULL, &info, &err);
+        cli_disconnect(&dc);
+    }
+    char cmd[4096] = "";
+    const cJSON *a;
+    size_t k = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(info, "argv"))
+    {
+        if (cJSON_IsString(a) && k < sizeof cmd)
+            k += (size_t)snprintf(cmd + k, sizeof cmd - k, "%s%s", k ? " " : "", a->valuestring);
+    }
+    cJSON_AddNumberToObject(p, "pid", cli_json_num(info, "pid", 0));
+    cJSON_AddStringToObject(p, "command", cmd);
+    cJSON_AddStringToObject(p, "python", cli_json_str(info, "python") ? cli_json_str(info, "python") : "?");
+    cJSON_AddBoolToObject(p, "probe", rc == 0);
+    cJSON_AddNumberToObject(p, "rss", -1);
+    cJSON_AddNumberToObject(p, "threads", -1);
+    cJSON_AddNullToObject(p, "rank");
+    cJSON_AddNullToObject(p, "job");
+    cJSON_AddNullToObject(p, "world_size");
+    if (rc < 0)
+        cJSON_AddStringToObject(p, "error", err.msg);
+    cJSON_Delete(info);
+    return p;
+}
+
 /* Every Python process of this user (every user's, for root): an array of {pid, command,
  * python, probe, rss, threads, rank, job, ...}. Nothing is injected. */
 static cJSON *python_processes(void)
@@ -149,6 +205,8 @@ static cJSON *python_processes(void)
         char v[32], cmd[4096];
         double rss, threads;
         cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "id", pid);
+        cJSON_AddNumberToObject(p, "key", pid);
         cJSON_AddNumberToObject(p, "pid", pid);
         command_line(pid, cmd, sizeof cmd);
         cJSON_AddStringToObject(p, "command", cmd);
@@ -178,6 +236,8 @@ static cJSON *python_processes(void)
     if (d)
         closedir(d);
     cJSON_Delete(ranks);
+    for (int i = 0; i < cli_serve_ntargets; i++)
+        cJSON_AddItemToArray(all, remote_process(i));
     return all;
 }
 
@@ -363,6 +423,11 @@ void cli_serve_attach(pid_t pid, struct cli_serve_reply *r)
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     struct pb_err err = {0};
     char version[32] = "";
+    if (pid < 0) {
+        cli_serve_error(r, 400, "a remote probe (%s) is loaded already: nothing to attach",
+                        -1 - (int)pid < cli_serve_ntargets ? cli_serve_target_names[-1 - pid] : "?");
+        return;
+    }
     int injected = 0, rc = allowed(pid, &err);
     if (rc == 0) {
         pthread_mutex_lock(&lock);
@@ -483,6 +548,8 @@ static void labels_with(FILE *f, const cJSON *p, const char *k1, const char *v1,
         label(f, "rank", rank, 0);
         label(f, "job", cli_json_str(p, "job"), 0);
     }
+    if (cli_json_str(p, "target"))
+        label(f, "target", cli_json_str(p, "target"), 0);
     if (k1)
         label(f, k1, v1, 0);
     if (k2)
@@ -606,7 +673,7 @@ void cli_serve_metrics(struct cli_serve_reply *r)
             continue;
         struct pb_err err = {0};
         struct dap_client dc;
-        pid_t pid = (pid_t)cli_json_num(p, "pid", 0);
+        pid_t pid = (pid_t)cli_json_num(p, "key", 0);
         if (connect_probe(pid, &dc, &err) < 0)
             continue;
         cJSON *args = cJSON_CreateObject(), *body = NULL;

@@ -55,10 +55,13 @@ async function loadProcesses() {
   }
   tbody.replaceChildren();
   procs.sort((a, b) => (b.probe - a.probe) || (a.pid - b.pid));
+  // A remote probe (serve --target) is named by its HOST:PORT, a local process by its pid.
   for (const p of procs) {
     const tr = el('tr');
     tr.dataset.pid = p.pid;
-    tr.append(el('td', p.pid), el('td', p.command, 'cmd'), el('td', p.python),
+    tr.dataset.id = p.id;
+    tr.append(el('td', p.target ? p.target + ' (pid ' + p.pid + ')' : p.pid),
+              el('td', p.command, 'cmd'), el('td', p.python),
               el('td', p.job ? 'rank ' + p.rank + ' / ' + p.job : '-'), el('td', mib(p.rss)),
               el('td', p.threads));
     const td = el('td');
@@ -66,9 +69,11 @@ async function loadProcesses() {
       for (const [name, label] of [['stacks', 'stacks'], ['sql', 'SQL'], ['flame', 'flame graph'],
                                      ['torch', 'torch'], ['memory', 'memory']]) {
         const a = el('a', label);
-        a.href = '#/p/' + p.pid + '/' + name;
+        a.href = '#/p/' + p.id + '/' + name;
         td.append(a, ' ');
       }
+    } else if (p.target) {
+      td.append(el('span', p.error || 'not answering', 'muted'));
     } else {
       const b = el('button', 'attach');
       b.className = 'attach';
@@ -410,8 +415,8 @@ function stopTimers() {
 function route() {
   stopTimers();
   showError('');
-  const m = location.hash.match(/^#\/p\/(\d+)\/(stacks|sql|flame|torch|memory)$/);
-  view = m ? {name: m[2], pid: Number(m[1])} : {name: 'processes'};
+  const m = location.hash.match(/^#\/p\/(\d+|[^/]+:\d+)\/(stacks|sql|flame|torch|memory)$/);
+  view = m ? {name: m[2], pid: /^\d+$/.test(m[1]) ? Number(m[1]) : m[1]} : {name: 'processes'};
   for (const v of ['processes', 'stacks', 'sql', 'flame', 'torch', 'memory']) $('view-' + v).hidden = v !== view.name;
   $('tabs').hidden = !m;
   if (m) {

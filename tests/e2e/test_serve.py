@@ -442,3 +442,50 @@ def test_serve_torch(spawn, serve):
     assert status == 400
     status, _ = api(s, "/api/processes/%d/torch" % t.pid)
     assert status == 405
+
+
+def test_serve_remote_target(spawn, serve):
+    """--target HOST:PORT: a probe listening on TCP (inject --listen) served beside the local
+    processes, named HOST:PORT in the API, reached with $PROBING_TOKEN; a wrong token shows as
+    that entry's error; nothing to attach there."""
+    t = spawn("/usr/bin/python3", "threads.py")
+    token = "remote-token-0123456789"
+    r = probing("-p", t.pid, "inject", "--listen", "127.0.0.1:0", env={"PROBING_TOKEN": token},
+                check=True)
+    address = [l.split()[-1] for l in r.stdout.splitlines() if l.startswith("listening on ")][0]
+    r = subprocess.run([CLI, "serve", "--target", address], capture_output=True, text=True,
+                       timeout=20, env={k: v for k, v in os.environ.items()
+                                        if k != "PROBING_TOKEN"})
+    assert r.returncode == 2 and "--target needs $PROBING_TOKEN" in r.stderr
+    r = probing("serve", "--target", "1234")
+    assert r.returncode == 2 and "expected HOST:PORT" in r.stderr
+    s = serve("--listen", "127.0.0.1:0", "--target", address, env={"PROBING_TOKEN": token})
+    status, procs = api(s, "/api/processes")
+    remote = [p for p in procs if p["id"] == address]
+    assert len(remote) == 1, procs
+    p = remote[0]
+    assert p["pid"] == t.pid and p["probe"] is True and p["target"] == address
+    assert "threads.py" in p["command"] and "error" not in p
+    local = [p for p in procs if p["id"] == t.pid]
+    assert len(local) == 1 and local[0]["probe"] is True
+    status, d = api(s, "/api/processes/%s/stacks" % address)
+    assert status == 200 and d["pid"] == t.pid
+    status, q = api(s, "/api/processes/%s/query" % address, "POST",
+                    {"sql": "SELECT COUNT(*) FROM python.threads"})
+    assert status == 200 and q["rows"][0][0] >= 2
+    status, e = api(s, "/api/processes/%s/attach" % address, "POST")
+    assert status == 400 and "loaded already" in e["error"]
+    status, text = api(s, "/metrics")
+    fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    got = [sm for sm in fams["probing_python_threads"].samples
+           if sm.labels.get("target") == address]
+    assert len(got) == 1 and got[0].labels["pid"] == str(t.pid) and got[0].value >= 2
+    s.stop()
+    bad = serve("--listen", "127.0.0.1:0", "--target", address,
+                env={"PROBING_TOKEN": "not-the-token-9876543"})
+    status, procs = api(bad, "/api/processes")
+    p = [p for p in procs if p["id"] == address][0]
+    assert p["probe"] is False and p["error"], p
+    status, e = api(bad, "/api/processes/%s/stacks" % address)
+    assert status == 502, e
+    t.check_output_clean()

@@ -9,7 +9,7 @@
 'use strict';
 const {test, before, after} = require('node:test');
 const assert = require('node:assert');
-const {spawn} = require('node:child_process');
+const {spawn, execFileSync} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -224,6 +224,29 @@ test('torch: perf --torch start/stop, modules and steps, the Chrome trace', asyn
   await shot(page, 'torch');
   await page.locator('#torch-stop').click();
   await page.locator('#torch-status', {hasText: 'not running'}).waitFor();
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a remote probe (serve --target HOST:PORT) listed and its stacks shown', async () => {
+  const t = await target('threads.py');
+  const token = 'web-remote-token-0123456789';
+  const out = execFileSync(CLI, ['-p', String(t.pid), 'inject', '--listen', '127.0.0.1:0'],
+                           {env: {...process.env, PROBING_TOKEN: token}, encoding: 'utf8'});
+  const address = out.match(/^listening on (\S+)$/m)[1];
+  const [, m] = await start(CLI, ['serve', '--listen', '127.0.0.1:0', '--target', address],
+                            /^probing serve: (http:\/\/\S+\/)$/m, {PROBING_TOKEN: token});
+  const page = await newPage();
+  await page.goto(m[1]);
+  const row = page.locator('#procs tr[data-id="' + address + '"]');
+  await row.waitFor();
+  assert.match(await row.locator('td').first().textContent(),
+               new RegExp(address.replace(/\./g, '\\.') + ' \\(pid ' + t.pid + '\\)'));
+  await row.locator('a', {hasText: 'stacks'}).click();
+  await page.waitForURL('**/#/p/' + address + '/stacks');
+  await page.locator('#threads .thread').first().waitFor();
+  assert.ok(await page.locator('#threads .thread').count() >= 2);
+  await shot(page, 'remote-stacks');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
