@@ -237,6 +237,14 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         want_post = 0;
         if (get)
             cli_serve_processes(r);
+    } else if (strcmp(url, "/api/jobs") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_jobs(r);
+    } else if (strcmp(url, "/api/jobs/stacks") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_job_stacks(body, r);
     } else if (strcmp(url, "/metrics") == 0) {
         want_post = 0;
         if (get)

@@ -50,6 +50,10 @@ void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
 void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);
 void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r);
 void cli_serve_metrics(struct cli_serve_reply *r);
+/* Jobs on this node (`probing cluster list --json`), and one job's grouped stacks (`probing
+ * cluster stacks --json --job J`, which loads the probe in its ranks): run as a child. */
+void cli_serve_jobs(struct cli_serve_reply *r);
+void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r);
 /* r becomes {"error": msg} with status. */
 void cli_serve_error(struct cli_serve_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

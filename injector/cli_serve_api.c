@@ -9,7 +9,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,8 @@ static void reply_json(struct cli_serve_reply *r, int status, cJSON *v)
     r->status = status;
     cJSON_Delete(v);
 }
+
+static cJSON *parse_body(const char *body, struct cli_serve_reply *r);
 
 /* The HTTP status for a failure code from the CLI's layers. */
 static int status_of(int code)
@@ -325,8 +331,106 @@ void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r)
         reply_json(r, 200, body);
 }
 
-/* The request body as a JSON object (declared ahead for the torch requests). */
-static cJSON *parse_body(const char *body, struct cli_serve_reply *r);
+extern char **environ;
+
+/* Runs this binary with argv (argv[0] is replaced) and gives its stdout as JSON in r, or its
+ * stderr's line as a 502. `probing cluster` forks a child per rank: run in a process of its
+ * own rather than forked from this threaded server. */
+static void run_self(char **argv, struct cli_serve_reply *r)
+{
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    posix_spawn_file_actions_t fa;
+    pid_t child;
+    char self[] = "/proc/self/exe";
+    argv[0] = self;
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        cli_serve_error(r, 500, "pipe: %s", strerror(errno));
+        goto close;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    int rc = posix_spawn(&child, "/proc/self/exe", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    close(err[1]);
+    out[1] = err[1] = -1;
+    if (rc != 0) {
+        cli_serve_error(r, 500, "cannot run probing: %s", strerror(rc));
+        goto close;
+    }
+    char *buf[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    FILE *mem[2] = {open_memstream(&buf[0], &len[0]), open_memstream(&buf[1], &len[1])};
+    struct pollfd pf[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds > 0 && poll(pf, 2, -1) >= 0) {
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !pf[i].revents)
+                continue;
+            char chunk[65536];
+            ssize_t n = read(pf[i].fd, chunk, sizeof chunk);
+            if (n > 0) {
+                fwrite(chunk, 1, (size_t)n, mem[i]);
+            } else if (n == 0 || errno != EINTR) {
+                pf[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    fclose(mem[0]);
+    fclose(mem[1]);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    cJSON *doc = cJSON_Parse(buf[0]);
+    if (doc) {
+        reply_json(r, 200, doc);
+    } else {
+        char *nl = buf[1] ? strchr(buf[1], '\n') : NULL;
+        if (nl)
+            *nl = '\0';
+        cli_serve_error(r, 502, "%s", buf[1] && *buf[1] ? buf[1] : "probing cluster failed");
+    }
+    free(buf[0]);
+    free(buf[1]);
+close:
+    for (int i = 0; i < 2; i++) {
+        if (out[i] >= 0)
+            close(out[i]);
+        if (err[i] >= 0)
+            close(err[i]);
+    }
+}
+
+void cli_serve_jobs(struct cli_serve_reply *r)
+{
+    char a1[] = "cluster", a2[] = "list", a3[] = "--json";
+    char *argv[] = {NULL, a1, a2, a3, NULL};
+    run_self(argv, r);
+}
+
+void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r)
+{
+    cJSON *j = parse_body(body, r);
+    if (!j)
+        return;
+    const char *job = cli_json_str(j, "job");
+    if (!job || !*job) {
+        cJSON_Delete(j);
+        cli_serve_error(r, 400, "job: expected the job's name (GET /api/jobs lists them)");
+        return;
+    }
+    char a1[] = "cluster", a2[] = "stacks", a3[] = "--json", a4[] = "--job", *a5 = strdup(job);
+    char *argv[] = {NULL, a1, a2, a3, a4, a5, NULL};
+    cJSON_Delete(j);
+    if (!a5) {
+        cli_serve_error(r, 500, "out of memory");
+        return;
+    }
+    run_self(argv, r);
+    free(a5);
+}
 
 void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r)
 {

@@ -2,7 +2,7 @@
 // probing serve's page: the views (process list, stacks, SQL console, flame graph) drawn from
 // the JSON API (docs/http.md). Plain DOM, no framework; every text from the target goes in
 // through textContent, never as HTML. The route is the URL's fragment: #/, #/p/PID/stacks,
-// #/p/PID/sql, #/p/PID/flame, #/p/PID/torch, #/p/PID/memory.
+// #/p/PID/sql, #/p/PID/flame, #/p/PID/torch, #/p/PID/memory, #/job/NAME.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -100,6 +100,69 @@ async function loadProcesses() {
     td.colSpan = 7;
     tr.append(td);
     tbody.append(tr);
+  }
+}
+
+// ---- distributed jobs ----
+async function loadJobs() {
+  let doc;
+  try {
+    doc = await api('/api/jobs');
+  } catch (e) {
+    showError('listing jobs failed: ' + e.message);
+    return;
+  }
+  const tbody = $('jobs-table').tBodies[0];
+  tbody.replaceChildren();
+  for (const j of doc.jobs || []) {
+    const tr = el('tr');
+    tr.dataset.job = j.job;
+    const a = el('a', 'grouped stacks');
+    a.href = '#/job/' + encodeURIComponent(j.job);
+    const td = el('td');
+    td.append(a);
+    tr.append(el('td', j.job), el('td', j.launcher), el('td', (j.ranks || []).length),
+              el('td', j.world_size), td);
+    tbody.append(tr);
+  }
+  $('jobs').hidden = !(doc.jobs || []).length;
+}
+
+function ranges(v) {
+  const out = [];
+  for (let i = 0; i < v.length; i++) {
+    let j = i;
+    while (j + 1 < v.length && v[j + 1] === v[j] + 1) j++;
+    out.push(i === j ? String(v[i]) : v[i] + '-' + v[j]);
+    i = j;
+  }
+  return out.join(',');
+}
+
+async function loadJob() {
+  const box = $('job-groups');
+  $('job-status').textContent = 'reading every rank…';
+  try {
+    const d = await api('/api/jobs/stacks', {job: view.job});
+    box.replaceChildren();
+    for (const g of d.groups) {
+      const div = el('div', null, 'thread' + (g.stuck ? ' gil' : ''));
+      const h = el('h3', 'ranks ' + ranges(g.ranks) + ' (' + g.ranks.length + ') on ' +
+                         g.nodes.join(', ') + (g.pid ? ', pid ' + g.pid : ''));
+      if (g.stuck) h.append(el('span', 'stuck', 'badge gil'));
+      div.append(h);
+      const ol = el('ol', null, 'frames');
+      for (const f of g.frames) ol.append(frameLine({name: f.func, file: f.file, line: f.line}));
+      div.append(ol);
+      box.append(div);
+    }
+    $('job-status').textContent = d.groups.length + ' group' + (d.groups.length === 1 ? '' : 's') +
+        ' of ' + d.world_size + ' ranks' + (d.missing.length ? ', missing: ' + ranges(d.missing) : '') +
+        ', at ' + new Date().toLocaleTimeString();
+    showError('');
+  } catch (e) {
+    $('job-status').textContent = '';
+    showError('job ' + view.job + ': ' + e.message);
   }
 }
 
@@ -416,8 +479,12 @@ function route() {
   stopTimers();
   showError('');
   const m = location.hash.match(/^#\/p\/(\d+|[^/]+:\d+)\/(stacks|sql|flame|torch|memory)$/);
-  view = m ? {name: m[2], pid: /^\d+$/.test(m[1]) ? Number(m[1]) : m[1]} : {name: 'processes'};
-  for (const v of ['processes', 'stacks', 'sql', 'flame', 'torch', 'memory']) $('view-' + v).hidden = v !== view.name;
+  const mj = location.hash.match(/^#\/job\/(.+)$/);
+  view = m ? {name: m[2], pid: /^\d+$/.test(m[1]) ? Number(m[1]) : m[1]}
+      : mj ? {name: 'job', job: decodeURIComponent(mj[1])} : {name: 'processes'};
+  for (const v of ['processes', 'stacks', 'sql', 'flame', 'torch', 'memory', 'job']) {
+    $('view-' + v).hidden = v !== view.name;
+  }
   $('tabs').hidden = !m;
   if (m) {
     $('proc-title').textContent = 'process ' + view.pid;
@@ -432,6 +499,11 @@ function route() {
   }
   if (view.name === 'processes') {
     loadProcesses();
+    loadJobs();
+  } else if (view.name === 'job') {
+    $('job-title').textContent = 'Job ' + view.job;
+    $('job-groups').replaceChildren();
+    loadJob();
   } else if (view.name === 'stacks') {
     $('threads').replaceChildren();
     loadStacks();
@@ -460,7 +532,7 @@ function route() {
 }
 
 function init() {
-  $('procs-refresh').addEventListener('click', loadProcesses);
+  $('procs-refresh').addEventListener('click', () => { loadProcesses(); loadJobs(); });
   $('stacks-refresh').addEventListener('click', loadStacks);
   $('stacks-auto').addEventListener('change', () => {
     clearInterval(timer);
@@ -474,6 +546,7 @@ function init() {
   $('perf-stop').addEventListener('click', () => perf('stop'));
   $('flame-refresh').addEventListener('click', loadFlame);
   $('memory-refresh').addEventListener('click', loadMemory);
+  $('job-refresh').addEventListener('click', loadJob);
   $('torch-start').addEventListener('click', () => torch('start'));
   $('torch-stop').addEventListener('click', () => torch('stop'));
   $('torch-refresh').addEventListener('click', loadTorch);

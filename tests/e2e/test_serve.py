@@ -489,3 +489,33 @@ def test_serve_remote_target(spawn, serve):
     status, e = api(bad, "/api/processes/%s/stacks" % address)
     assert status == 502, e
     t.check_output_clean()
+
+
+def test_serve_jobs(spawn, serve):
+    """A fake torch-style job of 3 ranks (samples/fake_rank.py): GET /api/jobs lists it (as
+    `cluster list --json`), POST /api/jobs/stacks gives its grouped stacks (as `cluster stacks
+    --json`): one group of ranks 0-2 in wait_for_work; a bad job is 502 with the CLI's line."""
+    port = str(20000 + os.getpid() % 20000)
+    job = "torch:10.20.0.1:%s" % port
+    ranks = [spawn("/usr/bin/python3", "fake_rank.py",
+                   env={"RANK": str(r), "WORLD_SIZE": "3", "MASTER_ADDR": "10.20.0.1",
+                        "MASTER_PORT": port}) for r in range(3)]
+    s = serve("--listen", "127.0.0.1:0")
+    status, doc = api(s, "/api/jobs")
+    assert status == 200
+    mine = [j for j in doc["jobs"] if j["job"] == job]
+    assert len(mine) == 1 and sorted(r["pid"] for r in mine[0]["ranks"]) == sorted(
+        t.pid for t in ranks), doc
+    assert all(r["probe"] == "not loaded" for r in mine[0]["ranks"])
+    status, st = api(s, "/api/jobs/stacks", "GET")
+    assert status == 405
+    status, st = api(s, "/api/jobs/stacks", "POST", {"job": job})
+    assert status == 200, st
+    assert st["job"] == job and len(st["groups"]) == 1 and st["groups"][0]["ranks"] == [0, 1, 2]
+    assert st["groups"][0]["frames"][0]["func"] == "wait_for_work"
+    status, e = api(s, "/api/jobs/stacks", "POST", {"job": "torch:nowhere:1"})
+    assert status == 502 and "torch:nowhere:1" in e["error"], e
+    status, e = api(s, "/api/jobs/stacks", "POST", {})
+    assert status == 400
+    for t in ranks:
+        t.check_output_clean()

@@ -250,3 +250,28 @@ test('a remote probe (serve --target HOST:PORT) listed and its stacks shown', as
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('a distributed job: listed, its grouped stacks on click', async () => {
+  const port = String(30000 + process.pid % 20000);
+  const job = 'torch:10.21.0.1:' + port;
+  for (let r = 0; r < 3; r++) {
+    const [child] = await start(PYTHON, [path.join(ROOT, 'samples', 'fake_rank.py')], /^ready /m,
+                                {RANK: String(r), WORLD_SIZE: '3', MASTER_ADDR: '10.21.0.1',
+                                 MASTER_PORT: port});
+    assert.ok(child.pid);
+  }
+  const page = await newPage();
+  await page.goto(server);
+  const row = page.locator('#jobs-table tr[data-job="' + job + '"]');
+  await row.waitFor();
+  await row.locator('a', {hasText: 'grouped stacks'}).click();
+  await page.waitForURL('**/#/job/' + encodeURIComponent(job));
+  const g = page.locator('#job-groups .thread');
+  await g.first().waitFor({timeout: 30000});
+  assert.equal(await g.count(), 1);
+  assert.match(await g.locator('h3').textContent(), /^ranks 0-2 \(3\) on /);
+  assert.equal(await g.locator('ol.frames li span').first().textContent(), 'wait_for_work');
+  await shot(page, 'job');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
