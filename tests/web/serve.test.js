@@ -144,8 +144,11 @@ test('SQL console and flame graph', async () => {
   assert.match(csv, /^name,daemon\r\n/);
   assert.match(csv, /\r\nspinner,/);
   await shot(page, 'sql');
+  // A double-click on a table writes a query for it; Ctrl-Enter runs the box.
+  await page.locator('#tables-list summary', {hasText: 'python.threads'}).dblclick();
+  assert.equal(await page.locator('#sql-text').inputValue(), 'SELECT * FROM python.threads LIMIT 100');
   await page.locator('#sql-text').fill('SELECT nope FROM python.threads');
-  await page.locator('#sql-run').click();
+  await page.locator('#sql-text').press('Control+Enter');
   const err = page.locator('#sql-error');
   await err.waitFor();
   assert.match(await err.textContent(), /no such column: nope/);
