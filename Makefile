@@ -34,8 +34,9 @@ PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
 PROBE_SQLITE_A := $(shell pkg-config --variable=libdir sqlite3 2>/dev/null)/libsqlite3.a
 PROBE_LINK_LIBS := $(filter-out -lsqlite3,$(PKG_LIBS)) $(PROBE_SQLITE_A) -lm \
                    -Wl,--exclude-libs,libsqlite3.a
-# Linked into the CLI only (the repl's line editing); the probe must never link it.
-CLI_PKGS := libedit
+# Linked into the CLI only (the repl's line editing, serve's HTTP server); the probe must never
+# link them.
+CLI_PKGS := libedit libmicrohttpd
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 # pkg-config module -> Debian package, for the one-line error when a library is missing.
@@ -43,6 +44,7 @@ DEB_libcjson := libcjson-dev
 DEB_libuv := libuv1-dev
 DEB_sqlite3 := libsqlite3-dev
 DEB_libedit := libedit-dev
+DEB_libmicrohttpd := libmicrohttpd-dev
 MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 
@@ -82,12 +84,19 @@ $(B)/obj/%.o: %.c | check-libs
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
 
+# `probing serve`'s static pages (injector/web/), compiled into the CLI as C arrays (xxd).
+WEB_FILES := $(sort $(wildcard injector/web/*))
+$(B)/gen/web_assets.c: tools/web_embed.sh $(WEB_FILES)
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	$(Q)tools/web_embed.sh $@ $(WEB_FILES)
+
 CLI_BIN := $(B)/bin/probing
-$(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+$(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
-$(call obj,injector/cli_repl.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
+$(call obj,injector/cli_repl.c injector/cli_serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
 PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)
@@ -161,6 +170,16 @@ dap-test: all
 	    [ tests/dap/package-lock.json -nt tests/dap/node_modules/.package-lock.json ]; then \
 	  cd tests/dap && npm ci --no-audit --no-fund; fi
 	cd tests/dap && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 --test-reporter=spec test/
+
+# probing serve's pages in Debian's headless Chromium through playwright-core (tests/web/, pinned
+# by its package-lock.json; the browser is /usr/bin/chromium, nothing downloaded at run time).
+# Screenshots go to build/web/. npm ci only when node_modules is missing or older than the lock.
+.PHONY: web-test
+web-test: all
+	@if [ ! -f tests/web/node_modules/.package-lock.json ] || \
+	    [ tests/web/package-lock.json -nt tests/web/node_modules/.package-lock.json ]; then \
+	  cd tests/web && npm ci --no-audit --no-fund; fi
+	cd tests/web && PROBING_BUILD=$(abspath $(B)) node --test --test-reporter=spec serve.test.js
 
 # The VS Code extension (vscode-extension/, TypeScript strict, no runtime dependencies).
 # `make vsix` packages it with @vscode/vsce into build/; `make vscode-test` builds the .vsix,
@@ -247,7 +266,7 @@ pyrt: all
 # pkg-config flags see the packages just installed.
 test: deps
 	@$(MAKE) --no-print-directory test-suite
-test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real
+test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real web-test
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
@@ -266,6 +285,7 @@ bench: all
 	/usr/bin/python3 tests/bench/bench_perf.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_torch.py $(B)
 	/usr/bin/python3 tests/bench/bench_cluster.py $(B) $(BENCH_PYTHON)
+	/usr/bin/python3 tests/bench/bench_serve.py $(B) $(BENCH_PYTHON)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing

@@ -4,6 +4,7 @@
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "dap.h"
@@ -98,6 +99,12 @@ int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv);
 int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv);
 /* flamegraph (cli_flamegraph.c): render perf --cc's samples (injector/flame.h). */
 int cli_cmd_flamegraph(const struct cli_opts *o, int argc, char **argv);
+/* On a connected client: the perf --cc profile rendered as format (svg, folded, speedscope) to
+ * f. Returns 0, or -1 with err filled (-ENOENT: no samples yet). */
+int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, FILE *f,
+                         struct pb_err *err);
+/* serve (cli_serve*.c, docs/http.md): the web UI and HTTP API. */
+int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv);
 /* perf (cli_perf.c) dispatches to perf --cc (cli_perf_cc.c) and perf --torch
  * (cli_perf_torch.c); argv is the whole perf command line, the --cc/--torch flag included. */
 int cli_cmd_perf(const struct cli_opts *o, int argc, char **argv);
@@ -111,6 +118,11 @@ int cli_perf_cc_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
  * Returns 0, or a negative code with err filled. */
 int cli_perf_cc_start(struct dap_client *dc, struct pb_err *err);
 int cli_perf_torch_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
+/* perf --torch's Chrome trace (cli_perf_torch.c) of steps, rows (step, start_time, duration,
+ * loss) of python.torch_steps, traced, in order, at least one: a root the caller deletes, with
+ * *nevents module calls; or NULL with err filled. */
+cJSON *cli_torch_trace(struct dap_client *dc, int pid, const cJSON *steps, int *nevents,
+                       struct pb_err *err);
 
 /* cli_eval.c: evaluate code through probing/eval on a connected client, printing what it
  * printed, the result, or the traceback (stderr). Ctrl-C meanwhile interrupts the evaluation.

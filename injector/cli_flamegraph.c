@@ -94,9 +94,9 @@ static void where(const struct fg_opts *o, double last_ts, char *buf, size_t n)
 
 /* Read every (thread, stack) with its sample count into t, page by page (a page cut by
  * query.max_rows/max_bytes is followed by the next, keyed on its last row). Returns the number
- * of samples, or -1 after printing the error. */
+ * of samples, or -1 with err filled ("flamegraph: ..."). */
 static long long load(struct dap_client *dc, const struct fg_opts *o, double last_ts,
-                      struct flame_tree *t)
+                      struct flame_tree *t, struct pb_err *err)
 {
     char filt[256], sql[1024];
     where(o, last_ts, filt, sizeof filt);
@@ -113,10 +113,10 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
                  "WHERE %s%s GROUP BY s.thread_id, s.stack_id "
                  "ORDER BY s.thread_id, s.stack_id LIMIT %d",
                  filt, key, PAGE_ROWS);
-        struct pb_err err = {0};
-        cJSON *body = query(dc, sql, &err);
+        struct pb_err qerr = {0};
+        cJSON *body = query(dc, sql, &qerr);
         if (!body) {
-            cli_error("flamegraph: %s", err.msg);
+            pb_err_set(err, qerr.code, "flamegraph: %s", qerr.msg);
             return -1;
         }
         const cJSON *rows = cJSON_GetObjectItemCaseSensitive(body, "rows"), *row;
@@ -134,7 +134,7 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
             if (flame_tree_add(t, last_tid, cJSON_IsString(name) ? name->valuestring : NULL,
                                folded->valuestring, n) < 0) {
                 cJSON_Delete(body);
-                cli_error("flamegraph: out of memory");
+                pb_err_set(err, -ENOMEM, "flamegraph: out of memory");
                 return -1;
             }
             samples += (long long)n;
@@ -142,8 +142,9 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
         cJSON_Delete(body);
         if (cut) {
             if (nrows == 0) {
-                cli_error("flamegraph: one stack is larger than query.max_bytes: raise it with "
-                          "'probing -p PID config query.max_bytes=N'");
+                pb_err_set(err, PB_EUNKNOWN, "flamegraph: one stack is larger than "
+                           "query.max_bytes: raise it with 'probing -p PID config "
+                           "query.max_bytes=N'");
                 return -1;
             }
         } else if (nrows < PAGE_ROWS) {
@@ -340,9 +341,11 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
             cli_error("flamegraph: no samples: run 'probing perf --cc' on the target first");
         goto out;
     }
-    long long n = load(&dc, &o, last_ts, &t);
-    if (n < 0)
+    long long n = load(&dc, &o, last_ts, &t, &err);
+    if (n < 0) {
+        cli_error("%s", err.msg);
         goto out;
+    }
     if (n == 0) {
         char what[160] = "";
         size_t k = 0;
@@ -370,5 +373,44 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
 out:
     flame_tree_close(&t);
     cli_disconnect(&dc);
+    return rc;
+}
+
+int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, FILE *f,
+                         struct pb_err *err)
+{
+    struct fg_opts o = {0};
+    if ((o.fmt = parse_format(format)) < 0)
+        return pb_err_set(err, PB_EUSAGE, "format '%s': expected svg, folded or speedscope",
+                          format);
+    cJSON *body = query(dc, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode) "
+                            "FROM perf.samples", err);
+    if (!body)
+        return -1;
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "rows"), 0);
+    double total = cJSON_IsNumber(cell(row, 0)) ? cell(row, 0)->valuedouble : 0;
+    double first_ts = cJSON_IsNumber(cell(row, 1)) ? cell(row, 1)->valuedouble : 0;
+    double last_ts = cJSON_IsNumber(cell(row, 2)) ? cell(row, 2)->valuedouble : 0;
+    char modes[32] = "?", title[128], subtitle[128];
+    if (cJSON_IsString(cell(row, 3)))
+        snprintf(modes, sizeof modes, "%s", cell(row, 3)->valuestring);
+    cJSON_Delete(body);
+    if (total <= 0)
+        return pb_err_set(err, -ENOENT, "no samples in process %d: start perf first",
+                          (int)pid);
+    struct flame_tree t;
+    flame_tree_init(&t);
+    long long n = load(dc, &o, last_ts, &t, err);
+    int rc = -1;
+    if (n >= 0) {
+        flame_tree_sort(&t);
+        snprintf(title, sizeof title, "probing %d: %lld samples", (int)pid, n);
+        snprintf(subtitle, sizeof subtitle, "%s mode, %zu thread%s, %.1f s", modes, t.nthreads,
+                 t.nthreads == 1 ? "" : "s", last_ts - first_ts);
+        rc = render(&t, &o, title, subtitle, f);
+        if (rc < 0)
+            pb_err_set(err, -EIO, "flamegraph: writing failed");
+    }
+    flame_tree_close(&t);
     return rc;
 }

@@ -227,6 +227,35 @@ static int add_step(struct dap_client *dc, cJSON *events, int pid, const cJSON *
     return count;
 }
 
+cJSON *cli_torch_trace(struct dap_client *dc, int pid, const cJSON *steps, int *nevents,
+                       struct pb_err *err)
+{
+    double origin = num_at(cJSON_GetArrayItem(steps, 0), 1);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *events = cJSON_AddArrayToObject(root, "traceEvents");
+    cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+    cJSON *other = cJSON_AddObjectToObject(root, "otherData");
+    cJSON_AddStringToObject(other, "producer", "probing perf --torch");
+    cJSON_AddNumberToObject(other, "pid", pid);
+    cJSON_AddNumberToObject(other, "originEpochSeconds", origin);
+    char pname[64];
+    snprintf(pname, sizeof pname, "python %d", pid);
+    add_meta(events, pid, 0, "process_name", pname);
+    double tids[256];
+    int ntids = 0;
+    const cJSON *st;
+    *nevents = 0;
+    cJSON_ArrayForEach(st, steps) {
+        int n = add_step(dc, events, pid, st, origin, tids, &ntids, err);
+        if (n < 0) {
+            cJSON_Delete(root);
+            return NULL;
+        }
+        *nevents += n;
+    }
+    return root;
+}
+
 /* Wait for up to want traced steps after step `after`, then write them to path. */
 static int write_trace(struct dap_client *dc, int pid, long long after, long want,
                        long timeout_s, const char *path)
@@ -258,29 +287,12 @@ static int write_trace(struct dap_client *dc, int pid, long long after, long wan
                   timeout_s, pid);
         return CLI_FAIL;
     }
-    double origin = num_at(cJSON_GetArrayItem(steps, 0), 1);
-    cJSON *root = cJSON_CreateObject();
-    cJSON *events = cJSON_AddArrayToObject(root, "traceEvents");
-    cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
-    cJSON *other = cJSON_AddObjectToObject(root, "otherData");
-    cJSON_AddStringToObject(other, "producer", "probing perf --torch");
-    cJSON_AddNumberToObject(other, "pid", pid);
-    cJSON_AddNumberToObject(other, "originEpochSeconds", origin);
-    char pname[64];
-    snprintf(pname, sizeof pname, "python %d", pid);
-    add_meta(events, pid, 0, "process_name", pname);
-    double tids[256];
-    int ntids = 0, nevents = 0;
-    const cJSON *st;
-    cJSON_ArrayForEach(st, steps) {
-        int n = add_step(dc, events, pid, st, origin, tids, &ntids, &err);
-        if (n < 0) {
-            cli_error("perf --torch --trace: %s", err.msg);
-            cJSON_Delete(root);
-            cJSON_Delete(steps);
-            return CLI_FAIL;
-        }
-        nevents += n;
+    int nevents = 0;
+    cJSON *root = cli_torch_trace(dc, pid, steps, &nevents, &err);
+    if (!root) {
+        cli_error("perf --torch --trace: %s", err.msg);
+        cJSON_Delete(steps);
+        return CLI_FAIL;
     }
     long long first = (long long)num_at(cJSON_GetArrayItem(steps, 0), 0);
     long long lastn = (long long)num_at(cJSON_GetArrayItem(steps, nsteps - 1), 0);

@@ -12,8 +12,12 @@ set -euo pipefail
 want=(
   # build: compiler, pkg-config and the libraries linked through it (Makefile PKGS)
   build-essential make pkg-config libcjson-dev libuv1-dev libsqlite3-dev libedit-dev
+  # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
+  libmicrohttpd-dev xxd
+  # probing serve's tests: the docs' curl examples (docs/http.md)
+  curl
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
-  python3 python3-pytest gdb strace util-linux mount procps git ca-certificates
+  python3 python3-pytest python3-prometheus-client gdb strace util-linux mount procps git ca-certificates
   # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector
   clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # end-to-end: PyTorch 1.13 for perf --torch, headless Chromium for the flame graph and VS Code

@@ -1,0 +1,521 @@
+# SPDX-License-Identifier: MIT
+"""`probing serve` (docs/http.md): the HTTP API with plain HTTP requests (urllib) against real
+targets from samples/, /metrics parsed by prometheus_client's text-format parser (Debian's
+python3-prometheus-client), the security rules (loopback only without a token, the token as a
+header or a one-time login cookie, the loopback peer's user, Host, Origin on POST, methods),
+and the curl examples of docs/http.md run as written against a live server."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import CLI, PYTHONS, ROOT, probing
+
+SAMPLE = "flamehot.py"
+
+
+class Server:
+    """A running `probing serve`; .url is its base URL (ends with /)."""
+
+    def __init__(self, *args, env=None, user=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        cmd = [CLI, "serve", *args]
+        if user:
+            import pwd
+            pw = pwd.getpwnam(user)
+            cmd = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+                   "--clear-groups", *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=e, start_new_session=True)
+        self.lines = []
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("serving the processes"):
+                break
+        m = re.match(r"^probing serve: (http://\S+/)$", self.lines[0] if self.lines else "")
+        assert m, "serve did not start: %r %s" % (self.lines, self.proc.stderr.read()
+                                                   if self.proc.poll() is not None else "")
+        self.url = m.group(1)
+        self.origin = self.url.rstrip("/")
+        if "--token" in args:
+            self.lines.append(self.proc.stdout.readline().rstrip("\n"))
+            if not (env or {}).get("PROBING_SERVE_TOKEN"):
+                self.lines.append(self.proc.stdout.readline().rstrip("\n"))
+
+    def stop(self):
+        """SIGTERM: serve stops cleanly, exit 0, nothing on stderr (a sanitizer's report)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+                raise AssertionError("serve did not stop on SIGTERM")
+        err = self.proc.stderr.read()
+        assert self.proc.returncode == 0 and err == "", (self.proc.returncode, err[-4000:])
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def _serve(*args, **kw):
+        s = Server(*args, **kw)
+        servers.append(s)
+        return s
+
+    yield _serve
+    for s in servers:
+        s.stop()
+
+
+def http(url, method="GET", body=None, headers=None, timeout=30):
+    """(status, headers, body bytes) of one request; HTTP errors are answers, not raises."""
+    data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def api(s, path, method="GET", body=None, headers=None):
+    h = {"Origin": s.origin} if method == "POST" else {}
+    h.update(headers or {})
+    status, hdrs, data = http(s.url + path.lstrip("/"), method, body, h)
+    ctype = hdrs.get("Content-Type", "")
+    return status, (json.loads(data) if ctype.startswith("application/json") else data)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_serve_api(spawn, serve, python):
+    t = spawn(python, SAMPLE)
+    s = serve("--listen", "127.0.0.1:0")
+    status, procs = api(s, "/api/processes")
+    assert status == 200
+    mine = [p for p in procs if p["pid"] == t.pid]
+    assert len(mine) == 1, procs
+    p = mine[0]
+    assert p["probe"] is False and SAMPLE in p["command"] and p["threads"] >= 2
+    assert p["python"].startswith(".".join(python_version(python).split(".")[:2]))
+    assert p["rss"] > 1 << 20 and p["rank"] is None
+
+    # Nothing injects without the attach request.
+    status, err = api(s, "/api/processes/%d/stacks" % t.pid)
+    assert status == 409 and "attach first" in err["error"], err
+    assert t.maps_count() == 0
+    status, a = api(s, "/api/processes/%d/attach" % t.pid, "POST")
+    assert status == 200 and a["injected"] is True, a
+    assert t.maps_count() == 1
+    status, a = api(s, "/api/processes/%d/attach" % t.pid, "POST")
+    assert status == 200 and a["injected"] is False, a
+    status, procs = api(s, "/api/processes")
+    assert [p["probe"] for p in procs if p["pid"] == t.pid] == [True]
+
+    # Stacks: the GIL-free dump, the threads the sample names.
+    status, d = api(s, "/api/processes/%d/stacks" % t.pid)
+    assert status == 200 and d["pid"] == t.pid
+    names = {th["name"]: th for th in d["threads"]}
+    assert "spinner" in names and names["spinner"]["nativeId"] == t.ready["spinner"]
+    funcs = {f["name"] for th in d["threads"] for f in th["frames"]}
+    assert "spin_python" in funcs, funcs
+    status, d = api(s, "/api/processes/%d/stacks?locals=1" % t.pid)
+    assert status == 200 and any("locals" in f for th in d["threads"] for f in th["frames"])
+
+    # Memory: /proc figures and objects by type, top bounded.
+    status, m = api(s, "/api/processes/%d/memory?top=3" % t.pid)
+    assert status == 200 and m["process"]["rss"] > 1 << 20, m
+    assert 1 <= len(m["objects"]["types"]) <= 3 and "gc" in m
+    status, m = api(s, "/api/processes/%d/memory?top=0" % t.pid)
+    assert status == 400 and "expected 1 to 1000" in m["error"]
+
+    # SQL: results, and SQLite's own message as a 400.
+    status, q = api(s, "/api/processes/%d/query" % t.pid, "POST",
+                    {"sql": "SELECT name FROM python.threads ORDER BY name"})
+    assert status == 200 and ["spinner"] in q["rows"], q
+    status, q = api(s, "/api/processes/%d/query" % t.pid, "POST", {"sql": "SELECT nope"})
+    assert status == 400 and "no such column: nope" in q["error"], q
+    status, q = api(s, "/api/processes/%d/query" % t.pid, "POST", b"not json")
+    assert status == 400 and "JSON object" in q["error"]
+
+    # A flame graph before any profile is a 404 that says what to do.
+    status, f = api(s, "/api/processes/%d/flamegraph?format=folded" % t.pid)
+    assert status == 404 and "start perf" in f["error"], f
+    status, r = api(s, "/api/processes/%d/perf" % t.pid, "POST", {"action": "start"})
+    assert status == 200 and r["running"] is True, r
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        status, r = api(s, "/api/processes/%d/perf" % t.pid, "POST", {"action": "status"})
+        if r["samples"] >= 100:
+            break
+        time.sleep(0.2)
+    status, r = api(s, "/api/processes/%d/perf" % t.pid, "POST", {"action": "stop"})
+    assert status == 200 and r["wasRunning"] is True and r["samples"] >= 100, r
+    # The graph holds every sample the table kept (the sampler's count may include one whose
+    # stack was not stored: flamegraph leaves those out, as 'probing flamegraph' does).
+    status, q = api(s, "/api/processes/%d/query" % t.pid, "POST",
+                    {"sql": "SELECT COUNT(*) FROM perf.samples s JOIN perf.stacks st "
+                            "ON st.stack_id = s.stack_id"})
+    kept = q["rows"][0][0]
+    assert r["samples"] - 2 <= kept <= r["samples"], (kept, r["samples"])
+    status, folded = api(s, "/api/processes/%d/flamegraph?format=folded" % t.pid)
+    assert status == 200
+    counts = [int(line.rsplit(" ", 1)[1]) for line in folded.decode().splitlines()]
+    assert sum(counts) == kept, (sum(counts), kept)
+    assert b"native_share" in folded and b"spin_python" in folded
+    status, svg = api(s, "/api/processes/%d/flamegraph?format=svg" % t.pid)
+    assert status == 200 and svg.lstrip().startswith(b"<?xml") and b"<svg" in svg
+    assert b'data-samples="%d"' % kept in svg
+    status, ss = api(s, "/api/processes/%d/flamegraph?format=speedscope" % t.pid)
+    assert status == 200 and ss["$schema"].startswith("https://www.speedscope.app")
+    status, e = api(s, "/api/processes/%d/flamegraph?format=png" % t.pid)
+    assert status == 400 and "svg, folded or speedscope" in e["error"]
+    status, e = api(s, "/api/processes/%d/perf" % t.pid, "POST", {"action": "explode"})
+    assert status == 400
+
+    # /metrics, through Prometheus' own parser.
+    status, text = api(s, "/metrics")
+    assert status == 200
+    fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    def value(name):
+        got = [sm.value for sm in fams[name].samples
+               if sm.labels.get("pid") == str(t.pid) and not sm.name.endswith("_created")]
+        assert len(got) == 1, (name, fams[name].samples)
+        return got[0]
+    assert value("probing_process_resident_memory_bytes") > 1 << 20
+    assert value("probing_process_threads") >= 2
+    assert value("probing_probe_loaded") == 1
+    assert value("probing_python_threads") == 2
+    assert value("probing_gil_held") in (0, 1)
+    assert value("probing_perf_running") == 0
+    assert fams["probing_perf_samples"].type == "counter"
+    assert value("probing_perf_samples") == r["samples"]  # the sampler's own count
+
+    # Unknown pid, and a process that is not Python.
+    status, e = api(s, "/api/processes/999999999/stacks")
+    assert status == 404
+    status, e = api(s, "/api/processes/1/attach" if os.getuid() == 0 else "/x", "POST")
+    assert status in (403, 404, 422), e
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def python_version(exe):
+    return subprocess.run([exe, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_serve_rank_and_job(spawn, serve):
+    """A rank of a torch-style job: rank and job in the list and as /metrics labels."""
+    env = {"RANK": "3", "WORLD_SIZE": "8", "MASTER_ADDR": "10.1.2.3", "MASTER_PORT": "29500"}
+    t = spawn("/usr/bin/python3", "threads.py", env=env)
+    s = serve("--listen", "127.0.0.1:0")
+    status, procs = api(s, "/api/processes")
+    p = [p for p in procs if p["pid"] == t.pid][0]
+    assert p["rank"] == 3 and p["job"] == "torch:10.1.2.3:29500" and p["world_size"] == 8
+    status, text = api(s, "/metrics")
+    fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    labels = [sm.labels for sm in fams["probing_process_threads"].samples
+              if sm.labels["pid"] == str(t.pid)]
+    assert labels == [{"pid": str(t.pid), "rank": "3", "job": "torch:10.1.2.3:29500"}]
+
+
+def test_serve_security(spawn, serve):
+    t = spawn("/usr/bin/python3", SAMPLE)
+    # A non-loopback address without a token: refused before listening.
+    r = subprocess.run([CLI, "serve", "--listen", "0.0.0.0:0"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("probing: error: serve: 0.0.0.0 is not a loopback address")
+    assert len(r.stderr.splitlines()) == 1
+    r = subprocess.run([CLI, "serve", "--token", "hunter2"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 2 and "--token takes 'auto'" in r.stderr
+
+    # Loopback without a token: methods, Origin, Host.
+    s = serve("--listen", "127.0.0.1:0")
+    path = "/api/processes/%d/attach" % t.pid
+    status, hdrs, body = http(s.url + path.lstrip("/"))
+    assert status == 405 and hdrs["Allow"] == "POST"
+    status, _, body = http(s.url + "api/processes", "POST", b"{}", {"Origin": s.origin})
+    assert status == 405
+    status, _, body = http(s.url + path.lstrip("/"), "POST", b"")
+    assert status == 403 and b"Origin" in body
+    status, _, body = http(s.url + path.lstrip("/"), "POST", b"", {"Origin": "http://evil.example"})
+    assert status == 403 and b"evil.example" in body
+    assert t.maps_count() == 0, "a refused POST injected"
+    status, _, body = http(s.url + "api/processes", headers={"Host": "evil.example:80"})
+    assert status == 403 and b"not a loopback address" in body
+    status, _, _ = http(s.url + "api/processes", headers={"Host": "localhost:%s" % s.origin.rsplit(":", 1)[1]})
+    assert status == 200
+
+    # Another local user's connection to the loopback port: refused (peer uid from /proc/net/tcp).
+    if os.getuid() == 0:
+        code = ("import urllib.request,urllib.error,sys\n"
+                "try: urllib.request.urlopen(sys.argv[1], timeout=20); print(200)\n"
+                "except urllib.error.HTTPError as e: print(e.code, e.read().decode())\n")
+        pw = __import__("pwd").getpwnam("nobody")
+        r = subprocess.run(["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+                            "--clear-groups", "/usr/bin/python3", "-c", code,
+                            s.url + "api/processes"], capture_output=True, text=True, timeout=30)
+        assert r.stdout.startswith("403 ") and "own user's connections" in r.stdout, r
+
+    # With a token: none, a wrong one, the right one as a header; the one-time login URL.
+    tok = serve("--listen", "127.0.0.1:0", "--token", "auto")
+    m = re.match(r"^token: ([0-9a-f]{32,})$", tok.lines[2])
+    assert m, tok.lines
+    token = m.group(1)
+    assert tok.lines[3] == "login once at: %slogin?token=%s" % (tok.url, token)
+    status, _, body = http(tok.url + "api/processes")
+    assert status == 401 and b"token is needed" in body
+    status, _, _ = http(tok.url + "api/processes", headers={"Authorization": "Bearer x" + token})
+    assert status == 401
+    status, _, _ = http(tok.url + "api/processes", headers={"Authorization": "Bearer " + token})
+    assert status == 200
+    opener = urllib.request.build_opener(urllib.request.HTTPRedirectHandler)
+    req = urllib.request.Request(tok.url + "login?token=" + token)
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+    try:
+        urllib.request.build_opener(NoRedirect).open(req, timeout=20)
+        raise AssertionError("no redirect")
+    except urllib.error.HTTPError as e:
+        assert e.code == 303 and e.headers["Location"] == "/"
+        cookie = e.headers["Set-Cookie"]
+    assert cookie.startswith("probing_token=%s;" % token) and "HttpOnly" in cookie
+    status, _, _ = http(tok.url + "api/processes", headers={"Cookie": cookie.split(";")[0]})
+    assert status == 200
+    status, _, body = http(tok.url + "login?token=" + token)
+    assert status == 401 and b"works once" in body
+    status, _, _ = http(tok.url + "api/processes",
+                        headers={"Cookie": "probing_token=nottheright1"})
+    assert status == 401
+    # A non-loopback address with a token from the environment starts (and prints no token).
+    env_tok = "0123456789abcdef0123"
+    s2 = serve("--listen", "0.0.0.0:0", env={"PROBING_SERVE_TOKEN": env_tok})
+    assert not any(l.startswith("token:") for l in s2.lines)
+    port = s2.origin.rsplit(":", 1)[1]
+    status, _, _ = http("http://127.0.0.1:%s/api/processes" % port)
+    assert status == 401
+    status, _, _ = http("http://127.0.0.1:%s/api/processes" % port,
+                        headers={"Authorization": "Bearer " + env_tok})
+    assert status == 200
+    t.check_output_clean()
+
+
+def test_serve_help_and_pages(serve):
+    r = probing("serve", "--help", check=True)
+    assert r.stdout.startswith("usage: probing serve [--listen HOST:PORT] [--token auto]")
+    r = probing("serve", "--bogus")
+    assert r.returncode == 2 and "unknown option" in r.stderr
+    r = probing("serve", "--listen", "nowhere")
+    assert r.returncode == 2 and "--listen 'nowhere'" in r.stderr
+    s = serve("--listen", "127.0.0.1:0")
+    for path, ctype in (("", "text/html"), ("index.html", "text/html"),
+                        ("app.js", "text/javascript"), ("style.css", "text/css")):
+        status, hdrs, body = http(s.url + path)
+        assert status == 200 and hdrs["Content-Type"].startswith(ctype), path
+        with open(os.path.join(ROOT, "injector", "web", path or "index.html"), "rb") as f:
+            assert body == f.read()
+    status, _, _ = http(s.url + "nope.html")
+    assert status == 404
+
+
+def test_serve_docs_curl_examples(spawn, serve, tmp_path):
+    """docs/http.md's curl examples, run as written (bash, curl -f) in the doc's order."""
+    with open(os.path.join(ROOT, "docs", "http.md")) as f:
+        blocks = re.findall(r"^```sh\n(.*?)^```$", f.read(), re.M | re.S)
+    assert len(blocks) >= 7, blocks
+    t = spawn("/usr/bin/python3", SAMPLE)
+    s = serve("--listen", "127.0.0.1:0")
+    env = dict(os.environ, URL=s.origin, ORIGIN=s.origin, PID=str(t.pid))
+    outs = []
+    for b in blocks:
+        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", b], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (b, r.stdout[-2000:], r.stderr[-2000:])
+        outs.append(r.stdout)
+    assert t.pid in [p["pid"] for p in json.loads(outs[0])]
+    assert json.loads(outs[1])["injected"] is True
+    assert "spinner" in {th["name"] for th in json.loads(outs[2])["threads"]}
+    assert ["spinner", 1] in json.loads(outs[3])["rows"]
+    assert '"wasRunning":true' in outs[4]
+    assert (tmp_path / "cpu.svg").read_text().lstrip().startswith("<?xml")
+    top = outs[5].splitlines()
+    assert len(top) == 3 and all(re.match(r"^.+ \d+$", l) for l in top), top
+    fams = {f.name for f in text_string_to_metric_families(outs[6])}
+    assert {"probing_process_threads", "probing_gil_held", "probing_perf_samples"} <= fams
+    t.check_output_clean()
+
+
+def test_serve_stacks_shared_by_pollers(spawn, serve):
+    """Clients polling one process's stacks share one dump at most 500 ms old: 20 requests at
+    once cost the target one or two connections (the probe logs each), not twenty; a request
+    after 500 ms takes a fresh dump."""
+    import concurrent.futures
+    t = spawn("/usr/bin/python3", "threads.py")
+    s = serve("--listen", "127.0.0.1:0")
+    assert api(s, "/api/processes/%d/attach" % t.pid, "POST")[0] == 200
+    time.sleep(0.6)
+
+    def connections():
+        return t.probe_log().count("new Unix connection")
+    before = connections()
+    with concurrent.futures.ThreadPoolExecutor(20) as ex:
+        answers = list(ex.map(lambda _: api(s, "/api/processes/%d/stacks" % t.pid), range(20)))
+    assert all(st == 200 and d["pid"] == t.pid for st, d in answers)
+    during = connections() - before
+    assert 1 <= during <= 2, during
+    time.sleep(0.6)
+    assert api(s, "/api/processes/%d/stacks" % t.pid)[0] == 200
+    assert connections() - before == during + 1
+    # locals are never shared: each asks the probe.
+    api(s, "/api/processes/%d/stacks?locals=1" % t.pid)
+    assert connections() - before == during + 2
+
+
+def test_serve_torch(spawn, serve):
+    """perf --torch through the API on samples/torch_train.py (Debian's python3 and torch
+    1.13): no trace before a start (404 that says what to do), start tracing every step, the
+    last traced steps as a Chrome trace (module calls as complete events, nested in order),
+    status, stop, and the per-module query the page runs."""
+    t = spawn("/usr/bin/python3", "torch_train.py")
+    s = serve("--listen", "127.0.0.1:0")
+    assert api(s, "/api/processes/%d/attach" % t.pid, "POST")[0] == 200
+    status, e = api(s, "/api/processes/%d/torch/trace" % t.pid)
+    assert status == 404 and "start perf --torch" in e["error"], e
+    status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "start", "every": 1})
+    assert status == 200 and st["running"] is True and st["every"] == 1, st
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "status"})
+        if st["tracedSteps"] >= 3:
+            break
+        time.sleep(0.3)
+    assert st["tracedSteps"] >= 3, st
+    status, trace = api(s, "/api/processes/%d/torch/trace?steps=2" % t.pid)
+    assert status == 200 and trace["otherData"]["pid"] == t.pid
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert {e["cat"] for e in spans} == {"forward", "backward", "step"}, spans[:3]
+    assert len([e for e in spans if e["cat"] == "step"]) == 2
+    assert {"TinyTransformer", "CrossEntropyLoss"} <= {e["name"] for e in spans}
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    status, q = api(s, "/api/processes/%d/query" % t.pid, "POST", {
+        "sql": "SELECT module, COUNT(*) FROM python.torch_trace WHERE stage = 'forward_post' "
+               "GROUP BY 1"})
+    assert status == 200 and len(q["rows"]) >= 3, q
+    # /metrics: the step-time histogram and per-module means, through Prometheus' parser.
+    status, text = api(s, "/metrics")
+    fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    h = fams["probing_torch_step_seconds"]
+    assert h.type == "histogram"
+    mine = [sm for sm in h.samples if sm.labels["pid"] == str(t.pid)]
+    count = [sm.value for sm in mine if sm.name.endswith("_count")][0]
+    buckets = [(float(sm.labels["le"]), sm.value) for sm in mine if sm.name.endswith("_bucket")]
+    assert count >= 3 and buckets[-1] == (float("inf"), count)
+    assert [v for _, v in buckets] == sorted(v for _, v in buckets)
+    assert [sm.value for sm in mine if sm.name.endswith("_sum")][0] > 0
+    mods = {(sm.labels["module"], sm.labels["stage"]): sm.value
+            for sm in fams["probing_torch_module_seconds"].samples
+            if sm.labels["pid"] == str(t.pid)}
+    assert mods[("TinyTransformer", "forward")] > 0 and mods[("TinyTransformer", "backward")] > 0
+    status, e = api(s, "/api/processes/%d/torch/trace?steps=0" % t.pid)
+    assert status == 400
+    status, st = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "stop"})
+    assert status == 200 and st["running"] is False, st
+    status, e = api(s, "/api/processes/%d/torch" % t.pid, "POST", {"action": "go"})
+    assert status == 400
+    status, _ = api(s, "/api/processes/%d/torch" % t.pid)
+    assert status == 405
+
+
+def test_serve_remote_target(spawn, serve):
+    """--target HOST:PORT: a probe listening on TCP (inject --listen) served beside the local
+    processes, named HOST:PORT in the API, reached with $PROBING_TOKEN; a wrong token shows as
+    that entry's error; nothing to attach there."""
+    t = spawn("/usr/bin/python3", "threads.py")
+    token = "remote-token-0123456789"
+    r = probing("-p", t.pid, "inject", "--listen", "127.0.0.1:0", env={"PROBING_TOKEN": token},
+                check=True)
+    address = [l.split()[-1] for l in r.stdout.splitlines() if l.startswith("listening on ")][0]
+    r = subprocess.run([CLI, "serve", "--target", address], capture_output=True, text=True,
+                       timeout=20, env={k: v for k, v in os.environ.items()
+                                        if k != "PROBING_TOKEN"})
+    assert r.returncode == 2 and "--target needs $PROBING_TOKEN" in r.stderr
+    r = probing("serve", "--target", "1234")
+    assert r.returncode == 2 and "expected HOST:PORT" in r.stderr
+    s = serve("--listen", "127.0.0.1:0", "--target", address, env={"PROBING_TOKEN": token})
+    status, procs = api(s, "/api/processes")
+    remote = [p for p in procs if p["id"] == address]
+    assert len(remote) == 1, procs
+    p = remote[0]
+    assert p["pid"] == t.pid and p["probe"] is True and p["target"] == address
+    assert "threads.py" in p["command"] and "error" not in p
+    local = [p for p in procs if p["id"] == t.pid]
+    assert len(local) == 1 and local[0]["probe"] is True
+    status, d = api(s, "/api/processes/%s/stacks" % address)
+    assert status == 200 and d["pid"] == t.pid
+    status, q = api(s, "/api/processes/%s/query" % address, "POST",
+                    {"sql": "SELECT COUNT(*) FROM python.threads"})
+    assert status == 200 and q["rows"][0][0] >= 2
+    status, e = api(s, "/api/processes/%s/attach" % address, "POST")
+    assert status == 400 and "loaded already" in e["error"]
+    status, text = api(s, "/metrics")
+    fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    got = [sm for sm in fams["probing_python_threads"].samples
+           if sm.labels.get("target") == address]
+    assert len(got) == 1 and got[0].labels["pid"] == str(t.pid) and got[0].value >= 2
+    s.stop()
+    bad = serve("--listen", "127.0.0.1:0", "--target", address,
+                env={"PROBING_TOKEN": "not-the-token-9876543"})
+    status, procs = api(bad, "/api/processes")
+    p = [p for p in procs if p["id"] == address][0]
+    assert p["probe"] is False and p["error"], p
+    status, e = api(bad, "/api/processes/%s/stacks" % address)
+    assert status == 502, e
+    t.check_output_clean()
+
+
+def test_serve_jobs(spawn, serve):
+    """A fake torch-style job of 3 ranks (samples/fake_rank.py): GET /api/jobs lists it (as
+    `cluster list --json`), POST /api/jobs/stacks gives its grouped stacks (as `cluster stacks
+    --json`): one group of ranks 0-2 in wait_for_work; a bad job is 502 with the CLI's line."""
+    port = str(20000 + os.getpid() % 20000)
+    job = "torch:10.20.0.1:%s" % port
+    ranks = [spawn("/usr/bin/python3", "fake_rank.py",
+                   env={"RANK": str(r), "WORLD_SIZE": "3", "MASTER_ADDR": "10.20.0.1",
+                        "MASTER_PORT": port}) for r in range(3)]
+    s = serve("--listen", "127.0.0.1:0")
+    status, doc = api(s, "/api/jobs")
+    assert status == 200
+    mine = [j for j in doc["jobs"] if j["job"] == job]
+    assert len(mine) == 1 and sorted(r["pid"] for r in mine[0]["ranks"]) == sorted(
+        t.pid for t in ranks), doc
+    assert all(r["probe"] == "not loaded" for r in mine[0]["ranks"])
+    status, st = api(s, "/api/jobs/stacks", "GET")
+    assert status == 405
+    status, st = api(s, "/api/jobs/stacks", "POST", {"job": job})
+    assert status == 200, st
+    assert st["job"] == job and len(st["groups"]) == 1 and st["groups"][0]["ranks"] == [0, 1, 2]
+    assert st["groups"][0]["frames"][0]["func"] == "wait_for_work"
+    status, e = api(s, "/api/jobs/stacks", "POST", {"job": "torch:nowhere:1"})
+    assert status == 502 and "torch:nowhere:1" in e["error"], e
+    status, e = api(s, "/api/jobs/stacks", "POST", {})
+    assert status == 400
+    for t in ranks:
+        t.check_output_clean()

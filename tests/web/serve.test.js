@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+// probing serve's pages in a real browser: Debian's Chromium, headless, driven by playwright-core
+// (pinned by package-lock.json; nothing is downloaded at run time) against real targets from
+// samples/ and this build's CLI (PROBING_BUILD). A user's path: the process list, "attach", the
+// stacks (GIL holder marked, locals on click, auto-refresh), the SQL console (tables, a query,
+// SQLite's error, CSV download), the flame graph (start, stop, the SVG's search and zoom), memory,
+// torch (perf --torch start/stop, modules and steps, the Chrome trace), with
+// no console error anywhere; screenshots in build/web/. `make web-test` runs it.
+'use strict';
+const {test, before, after} = require('node:test');
+const assert = require('node:assert');
+const {spawn, execFileSync} = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const {chromium} = require('playwright-core');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const BUILD = process.env.PROBING_BUILD || path.join(ROOT, 'build', 'release');
+const CLI = path.join(BUILD, 'bin', 'probing');
+const PYTHON = process.env.WEB_PYTHON || '/usr/bin/python3';
+const SHOTS = path.join(ROOT, 'build', 'web');
+const children = [];
+let tmp, browser, server;
+
+// Starts cmd; resolves with [child, the first stdout line matching re's match] within 20 s.
+function start(cmd, args, re, env) {
+  const child = spawn(cmd, args, {stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+                                  env: {...process.env, ...(env || {})}});
+  children.push(child);
+  let out = '', err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(cmd + ' did not start: ' + out + err)), 20000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(re);
+      if (m) {
+        clearTimeout(timer);
+        resolve([child, m]);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(cmd + ' exited ' + code + ': ' + out + err)));
+  });
+}
+
+before(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-web-'));
+  fs.mkdirSync(SHOTS, {recursive: true});
+  const [, m] = await start(CLI, ['serve', '--listen', '127.0.0.1:0'],
+                            /^probing serve: (http:\/\/\S+\/)$/m);
+  server = m[1];
+  browser = await chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: {width: 1280, height: 800},
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const c of children) {
+    try { process.kill(-c.pid, 'SIGKILL'); } catch (e) { /* gone */ }
+  }
+  if (tmp) fs.rmSync(tmp, {recursive: true, force: true});
+});
+
+// A page that records console errors and uncaught exceptions.
+async function newPage() {
+  const page = await browser.newPage();
+  page.errors = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') page.errors.push('console: ' + msg.text());
+  });
+  page.on('pageerror', (e) => page.errors.push('pageerror: ' + e.message));
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({path: path.join(SHOTS, name + '.png'), fullPage: false});
+}
+
+async function target(sample) {
+  const [child, m] = await start(PYTHON, [path.join(ROOT, 'samples', sample)], /^ready (\{.*\})$/m);
+  return {pid: child.pid, ready: JSON.parse(m[1])};
+}
+
+test('process list, attach, stacks with the GIL holder and locals', async () => {
+  const t = await target('stuck_gil.py');
+  const page = await newPage();
+  const t0 = Date.now();
+  await page.goto(server);
+  const row = page.locator('#procs tr[data-pid="' + t.pid + '"]');
+  await row.waitFor();
+  console.log('process list rendered in ' + (Date.now() - t0) + ' ms');
+  assert.match(await row.locator('td.cmd').textContent(), /stuck_gil\.py/);
+  await shot(page, 'processes');
+  await row.locator('button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  const gil = page.locator('#threads .thread.gil');
+  await gil.waitFor();
+  assert.equal(await page.locator('#threads .thread').count(), 2);
+  assert.match(await gil.locator('h3').textContent(), /main.*holds the GIL/);
+  assert.equal(await gil.locator('ol.frames li').first().locator('span').first().textContent(),
+               'hold_gil_forever');
+  assert.match(await page.locator('#stacks-gil').textContent(),
+               new RegExp('GIL held by thread ' + t.pid));
+  // Locals on click: the GIL is held forever, so the probe says why there are none.
+  await gil.locator('ol.frames li').first().click();
+  const loc = gil.locator('li.locals-row');
+  await loc.waitFor();
+  assert.match(await loc.textContent(), /GIL is held by thread/);
+  // Auto-refresh: the status line's time changes.
+  await page.locator('#stacks-auto').check();
+  const before = await page.locator('#stacks-gil').textContent();
+  await page.waitForFunction((b) => document.getElementById('stacks-gil').textContent !== b,
+                             before, {timeout: 10000});
+  await shot(page, 'stacks');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('SQL console and flame graph', async () => {
+  const t = await target('flamehot.py');
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#threads .thread').first().waitFor();
+  await shot(page, 'stacks-flamehot');
+
+  await page.locator('#tab-sql').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/sql');
+  await page.locator('#tables-list summary', {hasText: 'python.threads'}).waitFor();
+  await page.locator('#sql-text').fill('SELECT name, daemon FROM python.threads ORDER BY name');
+  await page.locator('#sql-run').click();
+  await page.locator('#sql-result tbody td', {hasText: 'spinner'}).waitFor();
+  assert.deepEqual(await page.locator('#sql-result thead th').allTextContents(), ['name', 'daemon']);
+  const [download] = await Promise.all([page.waitForEvent('download'),
+                                        page.locator('#sql-csv').click()]);
+  const csv = fs.readFileSync(await download.path(), 'utf8');
+  assert.match(csv, /^name,daemon\r\n/);
+  assert.match(csv, /\r\nspinner,/);
+  await shot(page, 'sql');
+  // A double-click on a table writes a query for it; Ctrl-Enter runs the box.
+  await page.locator('#tables-list summary', {hasText: 'python.threads'}).dblclick();
+  assert.equal(await page.locator('#sql-text').inputValue(), 'SELECT * FROM python.threads LIMIT 100');
+  await page.locator('#sql-text').fill('SELECT nope FROM python.threads');
+  await page.locator('#sql-text').press('Control+Enter');
+  const err = page.locator('#sql-error');
+  await err.waitFor();
+  assert.match(await err.textContent(), /no such column: nope/);
+  await shot(page, 'sql-error');
+  // Chromium logs the failed request (the API's 400) itself: that one is expected, no other.
+  assert.deepEqual(page.errors, ['console: Failed to load resource: the server responded with ' +
+                                 'a status of 400 (Bad Request)']);
+  page.errors.length = 0;
+
+  await page.locator('#tab-flame').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/flame');
+  await page.locator('#flame-empty', {hasText: 'no profile yet'}).waitFor();
+  await page.locator('#perf-start').click();
+  await page.waitForFunction(() => /profiling: ([1-9]\d{2,}) samples/.test(
+      document.getElementById('perf-status').textContent), null, {timeout: 30000});
+  await page.locator('#perf-stop').click();
+  await page.locator('#perf-status', {hasText: 'stopped:'}).waitFor();
+  await page.locator('#flame:not([hidden])').waitFor();
+  const frame = page.frameLocator('#flame');
+  await frame.locator('#frames g', {hasText: 'native_share'}).first().waitFor();
+  await shot(page, 'flame');
+  // The SVG's own search box and click-to-zoom (flame_svg.c), used as a user would.
+  await frame.locator('#q').fill('spin_python');
+  await frame.locator('#q').press('Enter');
+  await frame.locator('#matched', {hasText: /Matched: \d/}).waitFor();
+  await frame.locator('#frames g', {hasText: 'native_share'}).first().click();
+  await frame.locator('svg[data-zoomed^="native_share ("]').waitFor();
+  await shot(page, 'flame-zoom');
+  // Downloads: folded text and speedscope JSON.
+  for (const [id, re] of [['#dl-folded', /native_share.* \d+\n/], ['#dl-speedscope', /speedscope/]]) {
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.locator(id).click()]);
+    assert.match(fs.readFileSync(await dl.path(), 'utf8'), re);
+  }
+  await page.locator('#tab-memory').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/memory');
+  await page.locator('#mem-types tbody td', {hasText: /^dict$/}).waitFor();
+  assert.match(await page.locator('#mem-process').textContent(), /RSS\d+\.\d MiB/);
+  await shot(page, 'memory');
+
+  // A phone's width: no page wider than the screen.
+  await page.setViewportSize({width: 390, height: 844});
+  for (const [hash, name] of [['#/', 'phone-processes'], ['#/p/' + t.pid + '/stacks', 'phone-stacks'],
+                              ['#/p/' + t.pid + '/sql', 'phone-sql']]) {
+    await page.goto(server + hash);
+    await page.locator(hash === '#/' ? '#procs tbody tr' : hash.endsWith('sql') ?
+                       '#tables-list summary' : '#threads .thread').first().waitFor();
+    await shot(page, name);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 391), name);
+  }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('torch: perf --torch start/stop, modules and steps, the Chrome trace', async () => {
+  const t = await target('torch_train.py');
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#tab-torch').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/torch');
+  await page.locator('#torch-modules th', {hasText: 'no data yet'}).waitFor();
+  await page.locator('#torch-every').fill('1');
+  await page.locator('#torch-start').click();
+  await page.locator('#torch-status', {hasText: 'tracing one step in 1'}).waitFor();
+  await page.locator('#torch-modules tbody td', {hasText: /^TinyTransformer$/}).first()
+      .waitFor({timeout: 30000});
+  await page.locator('#torch-steps tbody tr').nth(2).waitFor({timeout: 30000});
+  assert.deepEqual(await page.locator('#torch-modules thead th').allTextContents(),
+                   ['module', 'stage', 'ms', 'calls']);
+  const [dl] = await Promise.all([page.waitForEvent('download'),
+                                  page.locator('#torch-trace').click()]);
+  const trace = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
+  assert.equal(trace.otherData.pid, t.pid);
+  assert.ok(trace.traceEvents.some((e) => e.ph === 'X' && e.cat === 'backward'));
+  await shot(page, 'torch');
+  await page.locator('#torch-stop').click();
+  await page.locator('#torch-status', {hasText: 'not running'}).waitFor();
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a remote probe (serve --target HOST:PORT) listed and its stacks shown', async () => {
+  const t = await target('threads.py');
+  const token = 'web-remote-token-0123456789';
+  const out = execFileSync(CLI, ['-p', String(t.pid), 'inject', '--listen', '127.0.0.1:0'],
+                           {env: {...process.env, PROBING_TOKEN: token}, encoding: 'utf8'});
+  const address = out.match(/^listening on (\S+)$/m)[1];
+  const [, m] = await start(CLI, ['serve', '--listen', '127.0.0.1:0', '--target', address],
+                            /^probing serve: (http:\/\/\S+\/)$/m, {PROBING_TOKEN: token});
+  const page = await newPage();
+  await page.goto(m[1]);
+  const row = page.locator('#procs tr[data-id="' + address + '"]');
+  await row.waitFor();
+  assert.match(await row.locator('td').first().textContent(),
+               new RegExp(address.replace(/\./g, '\\.') + ' \\(pid ' + t.pid + '\\)'));
+  await row.locator('a', {hasText: 'stacks'}).click();
+  await page.waitForURL('**/#/p/' + address + '/stacks');
+  await page.locator('#threads .thread').first().waitFor();
+  assert.ok(await page.locator('#threads .thread').count() >= 2);
+  await shot(page, 'remote-stacks');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a distributed job: listed, its grouped stacks on click', async () => {
+  const port = String(30000 + process.pid % 20000);
+  const job = 'torch:10.21.0.1:' + port;
+  for (let r = 0; r < 3; r++) {
+    const [child] = await start(PYTHON, [path.join(ROOT, 'samples', 'fake_rank.py')], /^ready /m,
+                                {RANK: String(r), WORLD_SIZE: '3', MASTER_ADDR: '10.21.0.1',
+                                 MASTER_PORT: port});
+    assert.ok(child.pid);
+  }
+  const page = await newPage();
+  await page.goto(server);
+  const row = page.locator('#jobs-table tr[data-job="' + job + '"]');
+  await row.waitFor();
+  await row.locator('a', {hasText: 'grouped stacks'}).click();
+  await page.waitForURL('**/#/job/' + encodeURIComponent(job));
+  const g = page.locator('#job-groups .thread');
+  await g.first().waitFor({timeout: 30000});
+  assert.equal(await g.count(), 1);
+  assert.match(await g.locator('h3').textContent(), /^ranks 0-2 \(3\) on /);
+  assert.equal(await g.locator('ol.frames li span').first().textContent(), 'wait_for_work');
+  await shot(page, 'job');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
