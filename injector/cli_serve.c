@@ -500,10 +500,15 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
             /* cli_token_choose takes $PROBING_TOKEN when set: that one is the probes'. */
             char *saved = ptok && *ptok ? strdup(ptok) : NULL;
             unsetenv("PROBING_TOKEN");
-            cli_token_choose(srv.token, sizeof srv.token);
+            struct pb_err terr = {0};
+            int trc = cli_token_choose(srv.token, sizeof srv.token, &terr);
             if (saved) {
                 setenv("PROBING_TOKEN", saved, 1);
                 free(saved);
+            }
+            if (trc < 0) {
+                cli_error("serve: %s", terr.msg);
+                return CLI_FAIL;
             }
         }
         for (const char *p = srv.token; *p; p++)
