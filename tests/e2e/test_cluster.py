@@ -44,6 +44,10 @@ class Job:
     def __init__(self, argv, out_path, env=None, want=4, timeout=90):
         e = dict(os.environ)
         e.pop("PROBING", None)
+        # torchrun's agent tees the ranks' output through its own sys.stdout: unbuffered, or the
+        # 'ready' lines reach the file only when the job ends (this machine's environment set it;
+        # a fresh one does not).
+        e["PYTHONUNBUFFERED"] = "1"
         e.update(env or {})
         self.out_path = out_path
         self.proc = subprocess.Popen(argv, stdout=open(out_path, "w"), stderr=subprocess.STDOUT,

@@ -117,6 +117,7 @@ class Nodes:
     def start(self, k, argv, out, env):
         """Starts argv inside node k (all its namespaces), as its own session."""
         e = dict(os.environ)
+        e["PYTHONUNBUFFERED"] = "1"  # torchrun's tee of the ranks' output (test_cluster.py)
         e.update(env)
         p = subprocess.Popen(["nsenter", "-t", str(self.pid1(k)), "-n", "-p", "-m", "-u", "--",
                               *argv], stdout=open(out, "w"), stderr=subprocess.STDOUT,
