@@ -76,6 +76,8 @@ void cli_print_locals(const cJSON *frame, const char *indent);
  * one in hex (returns 1: the caller prints it), or a negative code with err filled: a
  * $PROBING_TOKEN out of PB_TOKEN_MIN..PB_TOKEN_MAX (PB_EUSAGE), no random source. */
 int cli_token_choose(char *buf, size_t n, struct pb_err *err);
+/* The command line of pid with its NULs as spaces (empty when unreadable), into buf. */
+void cli_proc_cmdline(pid_t pid, char *buf, size_t n);
 /* PB_EUSAGE with err filled when token is longer than PB_TOKEN_MAX, else 0. */
 int cli_token_check(const char *token, struct pb_err *err);
 

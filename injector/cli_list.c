@@ -22,7 +22,7 @@ static void help(void)
            "loaded: pid, CPython version, socket, TCP address if any, command line.\n");
 }
 
-static void cmdline(pid_t pid, char *buf, size_t n)
+void cli_proc_cmdline(pid_t pid, char *buf, size_t n)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
@@ -46,7 +46,7 @@ static cJSON *describe(pid_t pid, const char *lib, int timeout_ms)
     if (strlen(buf) > 3 && strcmp(buf + strlen(buf) - 3, ".so") == 0)
         buf[strlen(buf) - 3] = '\0';
     cJSON_AddStringToObject(o, "python", buf);
-    cmdline(pid, buf, sizeof buf);
+    cli_proc_cmdline(pid, buf, sizeof buf);
     cJSON_AddStringToObject(o, "command", buf);
     dap_client_init(&dc, timeout_ms);
     cJSON *info = NULL;

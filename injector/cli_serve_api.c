@@ -143,18 +143,6 @@ static void proc_status(pid_t pid, double *rss, double *threads)
         *threads = strtod(p + 9, NULL);
 }
 
-static void command_line(pid_t pid, char *buf, size_t n)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    long len = pb_read_file(path, buf, n);
-    for (long i = 0; i + 1 < len; i++)
-        if (buf[i] == '\0')
-            buf[i] = ' ';
-    if (len <= 0)
-        buf[0] = '\0';
-}
-
 /* A remote probe's entry, from its probing/info: {id: "HOST:PORT", key, pid (its own), ...}
  * or with "error" when it does not answer. */
 static cJSON *remote_process(int i)
@@ -214,7 +202,7 @@ static cJSON *python_processes(void)
         cJSON_AddNumberToObject(p, "id", pid);
         cJSON_AddNumberToObject(p, "key", pid);
         cJSON_AddNumberToObject(p, "pid", pid);
-        command_line(pid, cmd, sizeof cmd);
+        cli_proc_cmdline(pid, cmd, sizeof cmd);
         cJSON_AddStringToObject(p, "command", cmd);
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(p, "python", v);
@@ -432,6 +420,16 @@ void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r)
     free(a5);
 }
 
+/* Whether a POST body's "action" is start, stop or status; answers 400 when not. */
+static int good_action(const char *action, struct cli_serve_reply *r)
+{
+    if (action && (strcmp(action, "start") == 0 || strcmp(action, "stop") == 0 ||
+                   strcmp(action, "status") == 0))
+        return 1;
+    cli_serve_error(r, 400, "action: expected \"start\", \"stop\" or \"status\"");
+    return 0;
+}
+
 void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r)
 {
     cJSON *j = parse_body(body, r);
@@ -439,10 +437,8 @@ void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r)
         return;
     const char *action = cli_json_str(j, "action");
     const cJSON *every = cJSON_GetObjectItemCaseSensitive(j, "every");
-    if (!action || (strcmp(action, "start") != 0 && strcmp(action, "stop") != 0 &&
-                    strcmp(action, "status") != 0)) {
+    if (!good_action(action, r)) {
         cJSON_Delete(j);
-        cli_serve_error(r, 400, "action: expected \"start\", \"stop\" or \"status\"");
         return;
     }
     cJSON *args = cJSON_CreateObject();
@@ -570,10 +566,8 @@ void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r)
         return;
     const char *action = cli_json_str(j, "action"), *mode = cli_json_str(j, "mode");
     const cJSON *rate = cJSON_GetObjectItemCaseSensitive(j, "rate");
-    if (!action || (strcmp(action, "start") != 0 && strcmp(action, "stop") != 0 &&
-                    strcmp(action, "status") != 0)) {
+    if (!good_action(action, r)) {
         cJSON_Delete(j);
-        cli_serve_error(r, 400, "action: expected \"start\", \"stop\" or \"status\"");
         return;
     }
     cJSON *args = cJSON_CreateObject();
