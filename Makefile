@@ -91,8 +91,21 @@ $(B)/gen/web_assets.c: tools/web_embed.sh $(WEB_FILES)
 	@echo "  GEN     $@"
 	$(Q)tools/web_embed.sh $@ $(WEB_FILES)
 
+# Two links of the CLI: `probing` without the HTTP server (libmicrohttpd pulls in GnuTLS and a
+# dozen libraries every command would load), whose `serve` execs the full one, installed beside
+# the probes as lib/probing/probing-serve (cli_main.c, CLI_SERVE_EXEC).
 CLI_BIN := $(B)/bin/probing
-$(CLI_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
+SERVE_BIN := $(B)/lib/probing/probing-serve
+CLI_LIGHT_SRCS := $(filter-out injector/cli_main.c injector/cli_serve%.c,$(CLI_SRCS))
+$(B)/obj/injector/cli_main-light.o: injector/cli_main.c | check-libs
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (without serve)"
+	$(Q)$(CC) $(BASE_CFLAGS) -DCLI_SERVE_EXEC -c $< -o $@
+$(CLI_BIN): $(B)/obj/injector/cli_main-light.o $(call obj,$(CLI_LIGHT_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(filter-out -lmicrohttpd,$(CLI_PKG_LIBS)) $(LDFLAGS_EXTRA) -lpthread
+$(SERVE_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
@@ -123,7 +136,7 @@ PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 .PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 check-exports fresh-check
-all: $(CLI_BIN) $(PROBE_LIBS) check-exports
+all: $(CLI_BIN) $(SERVE_BIN) $(PROBE_LIBS) check-exports
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
 deps:
@@ -291,6 +304,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/probing
 	install -m 644 $(PROBE_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
+	install -m 755 $(SERVE_BIN) $(DESTDIR)$(PREFIX)/lib/probing/
 	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
 
 clean:

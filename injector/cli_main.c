@@ -2,14 +2,47 @@
 /* `probing`: the command line. Parses the global options (-p/--pid, -t/--target, --timeout),
  * then hands the rest to one command from the table. Every command is a thin DAP client of the
  * probe in the target. Usage errors exit 2, failures 1. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "probe.h"
+
+#ifdef CLI_SERVE_EXEC
+/* This `probing` links no HTTP server: libmicrohttpd brings GnuTLS and a dozen libraries whose
+ * start-up (random seeding, configuration files) every command would pay, and which writes to
+ * stderr where no random source is allowed. `serve` runs the full CLI, installed beside the
+ * probes as lib/probing/probing-serve, with the same arguments. */
+static char **saved_argv;
+
+static int cli_serve_exec(const struct cli_opts *o, int argc, char **argv)
+{
+    (void)o, (void)argc, (void)argv;
+    char self[4096], path[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        cli_error("serve: cannot find this program (/proc/self/exe): %s", strerror(errno));
+        return CLI_FAIL;
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(path, sizeof path, "%s/../lib/probing/probing-serve", self);
+    execv(path, saved_argv);
+    cli_error("serve: cannot run %s: %s: reinstall probing ('make install')", path,
+              strerror(errno));
+    return CLI_FAIL;
+}
+#define CLI_SERVE_FN cli_serve_exec
+#else
+#define CLI_SERVE_FN cli_cmd_serve
+#endif
 
 static const struct {
     const char *name;
@@ -30,7 +63,7 @@ static const struct {
     {"memory", cli_cmd_memory, 1, "process and Python memory (objects, gc, tracemalloc, CUDA)"},
     {"perf", cli_cmd_perf, 1, "profile: native+Python sampling (--cc), PyTorch modules (--torch)"},
     {"flamegraph", cli_cmd_flamegraph, 1, "flame graph of perf --cc samples (svg, folded, speedscope)"},
-    {"serve", cli_cmd_serve, 0, "a web UI and HTTP API (and /metrics) for this user's processes"},
+    {"serve", CLI_SERVE_FN, 0, "a web UI and HTTP API (and /metrics) for this user's processes"},
 };
 
 static void usage(FILE *f)
@@ -126,6 +159,9 @@ int main(int argc, char **argv)
     };
     struct cli_opts o = {.timeout_ms = 10000};
     struct pb_err err = {0};
+#ifdef CLI_SERVE_EXEC
+    saved_argv = argv;
+#endif
     pb_log_init("cli");
     int c;
     opterr = 0;

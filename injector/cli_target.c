@@ -63,7 +63,13 @@ int cli_libdir(char *buf, size_t n)
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
-    snprintf(buf, n, "%s/../lib/probing", exe);
+    /* bin/probing looks in ../lib/probing; lib/probing/probing-serve (the CLI with serve) is
+     * already there. */
+    size_t el = strlen(exe);
+    if (el >= 12 && strcmp(exe + el - 12, "/lib/probing") == 0)
+        pb_strlcpy(buf, exe, n);
+    else
+        snprintf(buf, n, "%s/../lib/probing", exe);
     char *real = realpath(buf, NULL);
     if (real) {
         pb_strlcpy(buf, real, n);

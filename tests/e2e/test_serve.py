@@ -519,3 +519,19 @@ def test_serve_jobs(spawn, serve):
     assert status == 400
     for t in ranks:
         t.check_output_clean()
+
+
+def test_cli_links_no_http_server():
+    """`probing` itself loads no HTTP server nor GnuTLS (every command would pay their start-up,
+    and GnuTLS writes to stderr without a random source); `serve` runs lib/probing/probing-serve,
+    which has them, with the same arguments, and the probes are found from either."""
+    libs = subprocess.run(["ldd", CLI], capture_output=True, text=True, check=True).stdout
+    assert "microhttpd" not in libs and "gnutls" not in libs, libs
+    serve_bin = os.path.join(os.path.dirname(os.path.dirname(CLI)), "lib", "probing",
+                             "probing-serve")
+    assert "microhttpd" in subprocess.run(["ldd", serve_bin], capture_output=True, text=True,
+                                          check=True).stdout
+    r = probing("serve", "--help", check=True)
+    assert r.stdout.startswith("usage: probing serve")
+    r = probing("serve", "--listen", "nowhere")
+    assert r.returncode == 2 and r.stderr.startswith("probing: error: serve: --listen 'nowhere'")
