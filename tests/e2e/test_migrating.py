@@ -419,8 +419,12 @@ def test_torch_views(spawn):
         r = rows(pid_of(t), "SELECT epoch, avg(loss), min(loss), count(*) as steps FROM "
                             "training_logs GROUP BY epoch ORDER BY epoch")
         assert len(r) == 1 and r[0]["epoch"] is None and r[0]["steps"] >= 3
-        lo = rows(pid_of(t), "SELECT min(loss) AS m, count(*) AS n FROM python.torch_steps")[0]
-        assert r[0]["min(loss)"] == pytest.approx(lo["m"]) and r[0]["steps"] <= lo["n"]
+        # Both sides in one statement: training goes on between two queries (a new lowest loss).
+        both = rows(pid_of(t), "SELECT (SELECT min(loss) FROM training_logs) AS a, (SELECT "
+                               "min(loss) FROM python.torch_steps) AS b, (SELECT count(*) FROM "
+                               "training_logs) AS na, (SELECT count(*) FROM python.torch_steps) "
+                               "AS nb")[0]
+        assert both["a"] == pytest.approx(both["b"]) and both["na"] <= both["nb"], both
         tl = rows(pid_of(t), "SELECT step, loss, duration_ms FROM training_logs WHERE loss IS "
                              "NOT NULL ORDER BY step LIMIT 3")
         ts = rows(pid_of(t), "SELECT step, loss, duration * 1000.0 AS duration_ms FROM "
