@@ -50,6 +50,8 @@ if [ ! -s "$base" ]; then
   mmdebstrap --quiet --variant=apt --include="$pkgs" bookworm "$cache/.building-$key.tar" "$sources" ||
     die "mmdebstrap failed: see its output above"
   mv "$cache/.building-$key.tar" "$base"
+  # A root of another package list is stale now.
+  find "$cache" -maxdepth 1 -name 'fresh-bookworm-*.tar' ! -name "$(basename "$base")" -delete
 fi
 t_base=$(( $(date +%s) - t0 ))
 
