@@ -13,6 +13,9 @@
 # package list, and unpacked afresh for each run (mmdebstrap takes a few minutes the first time).
 # FRESH_KEEP=1 keeps the unpacked root for a look after a failure. See docs/testing.md.
 set -euo pipefail
+# The whole script is one block, read before it runs: editing this file during a run (a
+# 30-minute one) cannot change what the run does.
+{
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PROBING_CACHE:-$HOME/.cache/probing}
 die() { echo "probing: error: fresh-check: $*" >&2; exit 1; }
@@ -147,3 +150,5 @@ if [ $rc -ne 0 ]; then
   die "the README's commands failed in a fresh root (exit $rc): see $log"
 fi
 echo "fresh-check: passed ($head)"
+exit 0
+}
