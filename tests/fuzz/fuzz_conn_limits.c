@@ -27,20 +27,7 @@
         }                                                                                    \
     } while (0)
 
-static int sink_send(void *io, const char *buf, size_t len)
-{
-    (void)io;
-    (void)buf;
-    (void)len;
-    return 0;
-}
-
-static void sink_close(void *io)
-{
-    *(int *)io = 1;
-}
-
-static const struct dap_io_ops sink = {sink_send, sink_close};
+#include "fuzz_sink.h"
 
 static unsigned take(const uint8_t **d, size_t *n)
 {

@@ -8,20 +8,7 @@
 
 #include "dap.h"
 
-static int sink_send(void *io, const char *buf, size_t len)
-{
-    (void)io;
-    (void)buf;
-    (void)len;
-    return 0;
-}
-
-static void sink_close(void *io)
-{
-    *(int *)io = 1;
-}
-
-static const struct dap_io_ops sink = {sink_send, sink_close};
+#include "fuzz_sink.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
