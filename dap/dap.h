@@ -37,6 +37,13 @@ int dap_reader_next(struct dap_reader *r, cJSON **msg, struct pb_err *err);
 char *dap_encode(const cJSON *msg, size_t *len);
 
 /* ---- envelopes ---- */
+/* Numbers that read back as the same value (cJSON_CreateNumber prints 15 digits whenever that
+ * is within an epsilon, which moves an epoch timestamp by an ulp, and rounds integers above
+ * 2^53). dap_number_text: the fewest digits (15 to 17) that read back exactly, with a '.'
+ * whatever the locale; "null" for infinity and NaN. The items are cJSON raw items. */
+void dap_number_text(double d, char *buf, size_t n /* >= 32 */);
+cJSON *dap_json_real(double d);
+cJSON *dap_json_int(long long i);
 cJSON *dap_msg_request(int seq, const char *command, cJSON *args /* taken, may be NULL */);
 cJSON *dap_msg_event(int seq, const char *event, cJSON *body /* taken, may be NULL */);
 cJSON *dap_msg_response(int seq, int request_seq, const char *command, int success,

@@ -1,7 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP message envelopes (DAP: ProtocolMessage, Request, Response, Event) and typed argument
  * accessors that fail with a precise "arguments.<name>: expected <type>" message. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "dap.h"
+
+void dap_number_text(double d, char *buf, size_t n)
+{
+    char tmp[40];
+    if (!isfinite(d)) {
+        snprintf(buf, n, "null");
+        return;
+    }
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(tmp, sizeof tmp, "%.*g", digits, d);
+        if (strtod(tmp, NULL) == d)
+            break;
+    }
+    /* The target's locale may print "1,5" (or a multibyte point): JSON wants "1.5". */
+    size_t k = 0;
+    for (const char *p = tmp; *p && k + 1 < n; p++)
+        if (strchr("0123456789+-eE", *p))
+            buf[k++] = *p;
+        else if (k == 0 || buf[k - 1] != '.')
+            buf[k++] = '.';
+    buf[k] = '\0';
+}
+
+cJSON *dap_json_real(double d)
+{
+    char buf[40];
+    dap_number_text(d, buf, sizeof buf);
+    return cJSON_CreateRaw(buf);
+}
+
+cJSON *dap_json_int(long long i)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", i);
+    return cJSON_CreateRaw(buf);
+}
 
 
 cJSON *dap_msg_request(int seq, const char *command, cJSON *args)

@@ -33,8 +33,8 @@ cJSON *dap_json_rows(const struct probe_rows *r)
         cJSON *row = cJSON_CreateArray();
         for (int c = 0; c < r->ncols; c++) {
             const struct probe_value *v = &r->cells[i * (size_t)r->ncols + (size_t)c];
-            cJSON *x = v->type == PROBE_V_INT    ? cJSON_CreateNumber((double)v->i)
-                       : v->type == PROBE_V_REAL ? cJSON_CreateNumber(v->d)
+            cJSON *x = v->type == PROBE_V_INT    ? dap_json_int(v->i)
+                       : v->type == PROBE_V_REAL ? dap_json_real(v->d)
                        : v->type == PROBE_V_TEXT ? cJSON_CreateString(v->s)
                                                  : cJSON_CreateNull();
             cJSON_AddItemToArray(row, x);

@@ -51,7 +51,7 @@ static char *cell_text(const cJSON *v)
         if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(long long)d)
             snprintf(buf, sizeof buf, "%.0f", d);
         else
-            snprintf(buf, sizeof buf, "%.15g", d);
+            dap_number_text(d, buf, sizeof buf); /* digits that read back as d */
         return strdup(buf);
     }
     return NULL;
@@ -86,9 +86,17 @@ int cli_query_print(const cJSON *body, int fmt)
         cJSON_ArrayForEach(row, rows)
         {
             cJSON *o = cJSON_CreateObject();
-            for (int c = 0; c < ncols; c++)
-                cJSON_AddItemToObject(o, cJSON_GetArrayItem(cols, c)->valuestring,
-                                      cJSON_Duplicate(cJSON_GetArrayItem(row, c), 1));
+            for (int c = 0; c < ncols; c++) {
+                const cJSON *v = cJSON_GetArrayItem(row, c);
+                double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
+                /* Numbers exactly as they came (cJSON would print 15 digits). */
+                cJSON *x = !cJSON_IsNumber(v) ? cJSON_Duplicate(v, 1)
+                           : d > -9007199254740992.0 && d < 9007199254740992.0 &&
+                                   d == (double)(long long)d
+                               ? dap_json_int((long long)d)
+                               : dap_json_real(d);
+                cJSON_AddItemToObject(o, cJSON_GetArrayItem(cols, c)->valuestring, x);
+            }
             cJSON_AddItemToArray(out, o);
         }
         char *s = cJSON_Print(out);

@@ -18,6 +18,8 @@ want=(
   curl
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
   python3 python3-pytest python3-prometheus-client gdb strace util-linux mount procps git ca-certificates
+  # a target whose locale writes decimal commas (localedef builds de_DE from these sources)
+  locales
   # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector
   clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # end-to-end: PyTorch 1.13 for perf --torch, headless Chromium for the flame graph and VS Code

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import BUILD, CLI, PYTHONS, ROOT, bp, probing
+from dapclient import DAP
 
 READONLY = "the database is read-only; change settings with 'probing config KEY=VALUE'"
 LIVE_TABLES = {"python.backtrace", "python.threads", "python.objects", "python.modules",
@@ -173,6 +174,53 @@ def test_formats(python, spawn):
             "(2 rows)"], out
     assert json.loads(probing("-p", t.pid, "query", "SELECT 1 WHERE 0", "-f", "json",
                               check=True).stdout) == []
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+# Values that cJSON's own printing moves: 15 digits are "close enough" to it, not equal.
+EXACT_SQL = ("SELECT 1795486242.1535902 AS ts, 0.1 AS tenth, 1e300 AS big, "
+             "9007199254740993 AS i53, -9223372036854775808 AS imin")
+EXACT = {"ts": 1795486242.1535902, "tenth": 0.1, "big": 1e300, "i53": 9007199254740993,
+         "imin": -9223372036854775808}
+
+
+def exact_numbers(pid):
+    """The numbers of EXACT_SQL as the DAP wire (every digit) and the CLI (doubles) give them."""
+    cli = q(pid, EXACT_SQL)[0]  # injects the first time
+    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), pid))
+    assert c.request("initialize", {"adapterID": "e2e"})["success"]
+    assert c.request("attach", {"probingClient": "cli"})["success"]
+    r = c.request("probing/query", {"sql": EXACT_SQL})
+    c.request("disconnect")
+    assert r["success"], r
+    wire = dict(zip(r["body"]["columns"], r["body"]["rows"][0]))
+    rc, csvout, _ = raw("-p", pid, "query", EXACT_SQL, "--format", "csv")
+    assert rc == 0
+    return wire, cli, csvout.splitlines()[1].split(",")
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_numbers_read_back_exactly(python, spawn, tmp_path):
+    """A REAL or INTEGER reaches the client as the same value, also when the target's locale
+    writes decimal commas (a timestamp one ulp low made the flame graph miss its last sample)."""
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(locales / "de_DE.UTF-8")],
+                   check=True, capture_output=True)
+    t = spawn(python, env={"LOCPATH": str(locales)})
+    for phase in ("C", "de_DE"):
+        wire, cli, fields = exact_numbers(t.pid)
+        assert wire == EXACT, (phase, wire)
+        # The CLI holds doubles: every REAL exact, integers exact up to 2^53.
+        assert cli["ts"] == EXACT["ts"] and cli["tenth"] == 0.1 and cli["big"] == 1e300, cli
+        assert float(fields[0]) == EXACT["ts"] and fields[1] == "0.1", fields
+        if phase == "C":
+            r = probing("-p", t.pid, "eval", "__import__('locale').setlocale("
+                        "__import__('locale').LC_NUMERIC, 'de_DE.UTF-8')")
+            assert r.returncode == 0 and "de_DE" in r.stdout, (r.stdout, r.stderr)
+            assert probing("-p", t.pid, "eval", "'%.1f' % 1.5 if False else "
+                           "__import__('locale').str(1.5)").stdout.strip() == "'1,5'"
     t.assert_responsive()
     t.check_output_clean()
 
