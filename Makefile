@@ -60,8 +60,10 @@ OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 else
 OPT := -O2 -g -DNDEBUG
 endif
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(OPT) $(WARN) -Icommon -Idap \
-               -Iprobe -Iinjector $(PKG_CFLAGS) -MMD -MP
+# Includes name their folder: "dap/dap.h" (from the top), "sql/store.h" (from probe/), "pb.h"
+# (common/); a header of the same folder by its name alone.
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(OPT) $(WARN) -I. -Icommon \
+               -Iprobe $(PKG_CFLAGS) -MMD -MP
 CFLAGS_EXTRA ?=
 LDFLAGS_EXTRA ?=
 ifeq ($(VARIANT),asan)
@@ -69,12 +71,18 @@ LDFLAGS_EXTRA += -fsanitize=address,undefined
 endif
 
 COMMON_SRCS := $(wildcard common/*.c)
+# The protocol only (framing, envelopes, the client), used by both sides; the probe's server
+# (session, dispatch, one file per request) is probe/server/.
 DAP_SRCS := $(wildcard dap/*.c)
-# The CLI is a DAP client: framing, envelopes and the client only (no handlers).
-DAP_CLIENT_SRCS := dap/frame.c dap/msg.c dap/client.c
+DAP_CLIENT_SRCS := $(DAP_SRCS)
 INJ_SRCS := $(filter-out injector/cli_%.c,$(wildcard injector/*.c))
 CLI_SRCS := $(wildcard injector/cli_*.c)
-PROBE_SRCS := $(wildcard probe/*.c)
+# The probe's sources that include CPython's headers are built once per CPython minor version;
+# the rest once, without CPython's include path (so a misplaced one fails to compile).
+PROBE_PY_SRCS := $(shell tools/probe_sources.sh py)
+PROBE_PLAIN_SRCS := $(shell tools/probe_sources.sh plain)
+# The server without its transport (listen.c): what the unit tests and fuzzers drive with fakes.
+SERVER_SRCS := $(filter-out probe/server/listen.c,$(wildcard probe/server/*.c probe/server/req/*.c))
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -123,7 +131,8 @@ $(B)/obj/py$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
 	@echo "  CC$(1)  $$<"
 	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
-$(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_SRCS)) $(call obj,$(DAP_SRCS) $(COMMON_SRCS))
+$(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS)) \
+    $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS))
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
@@ -157,13 +166,13 @@ check-exports: $(PROBE_LIBS)
 	  bad=$$(nm -D --defined-only $$l | awk '$$2 ~ /^[TDBRVW]$$/ {print $$3}' | grep -v '^probing_' | grep -v '^_init$$\|^_fini$$\|^_edata$$\|^_end$$\|^__bss_start$$' || true); \
 	  if [ -n "$$bad" ]; then echo "probing: error: $$l exports $$bad: make it static or hidden" >&2; exit 1; fi; \
 	done
-	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/py$$v/probe || exit 1; done
+	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/probe/sig $(B)/obj/py$$v/probe/sig || exit 1; done
 
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(COMMON_SRCS) probe/snapshot.c probe/settings.c probe/settings_compat.c \
-                         probe/rows.c probe/eval_result.c)
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c \
+                         probe/core/settings.c probe/core/settings_compat.c probe/sql/rows.c probe/gil/eval_result.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
@@ -231,19 +240,20 @@ vscode-real: all vsix
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_DEPS := $(DAP_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
-             tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c tests/unit/fake_perf.c probe/snapshot.c probe/settings.c probe/settings_compat.c probe/rows.c \
-             probe/eval_result.c probe/admit.c
-FUZZ_INC := -Icommon -Idap -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
+FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
+             tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c \
+             tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/core/settings.c probe/core/settings_compat.c \
+             probe/sql/rows.c probe/gil/eval_result.c tests/fuzz/fuzz_sink.h
+FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -std=c11 -O1 -g $(FUZZ_INC) -o $@ $^ $(PKG_LIBS)
+	$(Q)$(CC) -std=c11 -O1 -g $(FUZZ_INC) -o $@ $(filter %.c,$^) $(PKG_LIBS)
 build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $@"
 	$(Q)clang -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined,float-cast-overflow \
-	    -fno-sanitize-recover=all $(FUZZ_INC) -o $@ $^ $(PKG_LIBS)
+	    -fno-sanitize-recover=all $(FUZZ_INC) -o $@ $(filter %.c,$^) $(PKG_LIBS)
 fuzz-replay: $(patsubst %,$(B)/fuzz/replay-%,$(FUZZ_HARNESSES))
 	@for h in $(FUZZ_HARNESSES); do $(B)/fuzz/replay-$$h tests/fuzz/corpus/$$h/* || exit 1; done
 fuzz: $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_HARNESSES))

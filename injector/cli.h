@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 #include "pb.h"
 
 /* Exit codes. */

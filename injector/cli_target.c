@@ -158,7 +158,7 @@ static int socket_files_check(const char *path, uid_t uid, struct pb_err *err)
         if (st.st_uid != uid)
             return pb_err_set(err, PB_EAUTH, "refusing %s: owned by uid %u, not by the target's "
                               "uid %u: " NOT_OURS, dir, (unsigned)st.st_uid, (unsigned)uid);
-        if (st.st_mode & 077) /* the probe's own rule (probe/rundir.c) */
+        if (st.st_mode & 077) /* the probe's own rule (probe/core/rundir.c) */
             return pb_err_set(err, PB_EAUTH, "refusing %s: mode %04o lets other users in, not "
                               "0700: " NOT_OURS, dir, (unsigned)(st.st_mode & 07777));
     }

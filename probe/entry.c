@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 static void on_fork_child(void)
 {

@@ -67,7 +67,7 @@ void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1
 /* Runtime settings (from PROBING_* environment variables at start). */
 int probe_setting_gil_timeout_ms(void);
 
-/* ---- eval (eval.c): run code in __main__ or in a stopped frame, on the worker; see
+/* ---- eval (gil/eval.c): run code in __main__ or in a stopped frame, on the worker; see
  * docs/protocol.md probing/eval and evaluate ---- */
 enum {
     PROBE_EVAL_STATEMENTS = 0, /* statements; the value of a last expression is the result */
@@ -111,7 +111,7 @@ int probe_eval_interrupt(void);
 /* The GIL timeout for evaluations (setting eval.timeout_ms). */
 int probe_eval_timeout_ms(void);
 
-/* ---- memory (memory.c) ---- */
+/* ---- memory (gil/memory.c) ---- */
 struct cJSON;
 /* Adds "process" (from /proc/self/status, bytes) to into. No GIL needed. */
 int probe_memory_proc(struct cJSON *into, struct pb_err *err);

@@ -2,22 +2,27 @@
 # The signal handlers' contract (docs/architecture.md), checked on the objects that run in
 # signal context: none of them references an allocator, a lock, the dynamic loader, libunwind,
 # stdio formatting or a GIL-taking CPython call, and unwind.o (the unwinder proper) references
-# nothing beyond its allow-list. Usage: check_signal_safety.sh OBJDIR (one CPython's probe objects).
+# nothing beyond its allow-list. Usage: check_signal_safety.sh OBJDIR... (the folders that hold
+# probe/sig/'s objects: the version-independent one and one CPython's).
 set -euo pipefail
-dir=$1
+dirs=("$@")
+find_obj() {
+  for d in "${dirs[@]}"; do [ -f "$d/$1.o" ] && { echo "$d/$1.o"; return; }; done
+  echo "probing: error: $1.o not in ${dirs[*]}: build the probe first" >&2
+  exit 1
+}
 deny='^(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|pthread_mutex_.*|pthread_rwlock_.*|pthread_cond_.*|pthread_spin_.*|sem_wait|dl_iterate_phdr|dladdr.*|dlsym|dlopen|dlclose|_dl_find_object|_U.*|unw_.*|backtrace.*|printf|fprintf|snprintf|vsnprintf|sprintf|PyGILState_Ensure|PyEval_.*|PyObject_.*|__tls_get_addr)$'
 allow_unwind='^(__errno_location|getpid|memcpy|memset|memcmp|process_vm_readv|pyrt_sig_read)$'
 bad=0
 for o in unwind prof_sig crash_sig pyrt_sig; do
-  f="$dir/$o.o"
-  [ -f "$f" ] || { echo "probing: error: $f missing: build the probe first" >&2; exit 1; }
+  f=$(find_obj $o)
   hits=$(nm -u "$f" | awk '{print $2}' | grep -E "$deny" || true)
   if [ -n "$hits" ]; then
     echo "probing: error: $o.o (signal context) references $(echo $hits): not async-signal-safe" >&2
     bad=1
   fi
 done
-extra=$(nm -u "$dir/unwind.o" | awk '{print $2}' | grep -vE "$allow_unwind" || true)
+extra=$(nm -u "$(find_obj unwind)" | awk '{print $2}' | grep -vE "$allow_unwind" || true)
 if [ -n "$extra" ]; then
   echo "probing: error: unwind.o references $(echo $extra) beyond its allow-list (tools/check_signal_safety.sh)" >&2
   bad=1

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit.h"
-#include "dap.h"
+#include "server/admit.h"
+#include "dap/dap.h"
 
 #define CHECK(cond)                                                                          \
     do {                                                                                     \

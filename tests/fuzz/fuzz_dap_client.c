@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 
 static void check(int ok, const char *what)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 
 enum { END_MORE, END_PROTO, END_FEED };
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 
 #define MAX_REQS 512
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 
 #include "fuzz_sink.h"
 

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 
 static int sink_send(void *io, const char *buf, size_t len)
 {

@@ -31,19 +31,19 @@ tally() {
   fail=$((fail + $(echo "$line" | sed -E 's/.*passed, ([0-9]+) failed$/\1/')))
 }
 
-# build <dir> <include dir> <cc> <extra cflags>: objects of probe/pyrt*.c, probe/snapshot.c, common/*.c.
+# build <dir> <include dir> <cc> <extra cflags>: objects of probe/pyrt/*.c, probe/sig/pyrt_sig.c, common/*.c.
 build() {
   local dir=$1 inc=$2 cc=$3 extra=$4 f o
   rm -rf "$dir"
   mkdir -p "$dir"
-  for f in "$root"/probe/pyrt*.c "$root"/probe/snapshot.c "$root"/common/*.c "$here"/test_entry.c "$here"/test_embed.c; do
+  for f in "$root"/probe/pyrt/*.c "$root"/probe/sig/pyrt_sig.c "$root"/common/*.c "$here"/test_entry.c "$here"/test_embed.c; do
     o="$dir/$(basename "$f" .c).o"
     $cc -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -O2 -g $WARN $extra \
-      -I"$root/common" -I"$root/probe" -I"$inc" -I"$inc/internal" -c "$f" -o "$o" || return 1
+      -I"$root" -I"$root/common" -I"$root/probe" -I"$inc" -I"$inc/internal" -c "$f" -o "$o" || return 1
   done
 }
 
-objs() { ls "$1"/pyrt*.o "$1"/snapshot.o "$1"/err.o "$1"/log.o; }
+objs() { ls "$1"/*.o | grep -v '/test_e[a-z]*\.o$' | grep -v -e '/table\.o$' -e '/frameid\.o$'; }
 
 run_logged() { # run_logged <log> <name> cmd...
   local log=$1 name=$2

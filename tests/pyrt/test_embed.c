@@ -5,7 +5,7 @@
  * timing) and with it (threading names, daemon flags, locals with bounded repr). Also checks
  * the line table decoders against PyCode_Addr2Line for every code object of the target.
  * Usage: test-embed <dir with pyrt_target.py>. Last line: "pyrt-embed <ver>: N passed, M failed". */
-#include "pyrt_internal.h"
+#include "pyrt/internal.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -4,7 +4,7 @@
  * can drive probe_pyrt_snapshot through ctypes: see test_ctypes.py. The snapshot is printed as
  * tab-separated lines: "V version", "G holder", "T ident native is_main holds_gil daemon
  * from_threading truncated nframes name", "F func file line", "L name type value". */
-#include "pyrt_internal.h"
+#include "pyrt/internal.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -135,8 +135,8 @@ EXPORT int pyrt_test_dump(char *buf, size_t n, int flags, int max_frames, int ne
     return j.rc;
 }
 
-/* ---- pyrt_sig.h (async-signal-safe reader): see test_sig.py ---- */
-#include "pyrt_sig.h"
+/* ---- probe/sig/pyrt_sig.h (async-signal-safe reader): see test_sig.py ---- */
+#include "sig/pyrt_sig.h"
 
 static struct pyrt_sig_frame sig_frames[64];
 static volatile int sig_nframes = -1;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# tests/pyrt: the async-signal-safe reader (probe/pyrt_sig.c) through ctypes in a stock
+# tests/pyrt: the async-signal-safe reader (probe/sig/pyrt_sig.c) through ctypes in a stock
 # interpreter: frames read inside a real signal handler (innermost first, names, files, lines),
 # the entry flags that let native and Python stacks be merged (3.8-3.10: every frame; 3.11+:
 # one per eval-loop call, checked with a ctypes callback that starts a second call), and the

@@ -4,7 +4,7 @@
 #ifndef DAPCAP_H
 #define DAPCAP_H
 
-#include "dap.h"
+#include "dap/dap.h"
 
 struct cap {
     struct dap_reader out; /* what the session sent */

@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "crash.h"
+#include "crash/crash.h"
 
 const int probe_crash_signals[PROBE_CRASH_NSIGS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static int armed;

@@ -3,7 +3,7 @@
  * answered with a fixed error (the real debugger is tested end to end against real targets). */
 #include <string.h>
 
-#include "debug.h"
+#include "debugger/debugger.h"
 
 static probe_dbg_sink fake_sink;
 int fake_dbg_detaches;

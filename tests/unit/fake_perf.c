@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The fake probe's sampler (probe/prof.h) for dap/ unit tests and fuzz replays: start records
+/* The fake probe's sampler (probe/prof/prof.h) for dap/ unit tests and fuzz replays: start records
  * the options and refuses a second start as the real one does; stop reports whether it ran;
  * counters are fixed figures (samples 42, threads 2). No signals, no timers. */
 #include <string.h>
 
-#include "prof.h"
+#include "prof/prof.h"
 
 static int running;
 static struct prof_opts last;

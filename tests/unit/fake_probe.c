@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A fake probe for unit-testing dap/ handlers without a Python process: the probe.h and pyrt.h
+/* A fake probe for unit-testing dap/ handlers without a Python process: the probe.h and probe/pyrt/pyrt.h
  * functions the handlers call, answering from a canned two-thread snapshot. GIL jobs run
  * inline (or time out, when fake_gil_timeout is set). */
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "fake_probe.h"
 #include "probe.h"
-#include "pyrt.h"
+#include "pyrt/pyrt.h"
 
 int fake_gil_timeout;
 int fake_listen_calls;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "probe.h"
-#include "store.h"
+#include "sql/store.h"
 
 int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 {

@@ -5,7 +5,7 @@
  * for a target without torch and fails as the real probe does. No Python. */
 #include <cJSON.h>
 
-#include "torch.h"
+#include "torch/torch.h"
 
 static int running, every_now = 10;
 

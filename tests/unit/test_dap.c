@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dap.h"
+#include "dap/dap.h"
 #include "fake_probe.h"
 #include "dapcap.h"
 #include "unit.h"

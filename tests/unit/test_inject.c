@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inj.h"
+#include "injector/inj.h"
 
 struct target {
     pid_t pid;

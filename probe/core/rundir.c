@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* The directory holding the probe's Unix sockets: /tmp/probing-<euid>, mode 0700. If it exists it
+ * must be a real directory owned by us with no group/other access; otherwise we refuse to serve
+ * there (someone else could have prepared it to intercept connections). Sockets left by processes
+ * that died without unlinking theirs (SIGKILL) are swept when a probe starts. */
+#include "core.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+int probe_rundir_path(char *buf, size_t n, struct pb_err *err)
+{
+    uid_t uid = geteuid();
+    snprintf(buf, n, "/tmp/probing-%u", (unsigned)uid);
+    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        return pb_err_set(err, -errno, "mkdir %s: %s", buf, strerror(errno));
+    struct stat st;
+    if (lstat(buf, &st) < 0)
+        return pb_err_set(err, -errno, "stat %s: %s", buf, strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+        return pb_err_set(err, -EPERM, "%s is not a private directory of uid %u: remove it",
+                          buf, (unsigned)uid);
+    return 0;
+}
+
+/* Whether the socket at path has nobody listening: connect() is refused. A socket bound a moment
+ * ago may not listen yet, so only sockets older than 10 s are judged. */
+static int socket_is_dead(const char *path, const struct stat *st)
+{
+    if (!S_ISSOCK(st->st_mode) || st->st_uid != geteuid() || time(NULL) - st->st_mtime < 10)
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path) {
+        close(fd);
+        return 0;
+    }
+    strcpy(a.sun_path, path);
+    int dead = connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno == ECONNREFUSED;
+    close(fd);
+    return dead;
+}
+
+int probe_rundir_sweep(const char *dir, const char *own)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0, seen = 0;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)) != NULL && seen < 100000) {
+        seen++;
+        size_t n = strspn(e->d_name, "0123456789");
+        if (n == 0 || strcmp(e->d_name + n, ".sock") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (strcmp(path, own) == 0 || lstat(path, &st) < 0)
+            continue;
+        if (socket_is_dead(path, &st) && unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* Debugger events (stopped, output, thread, continued) travel from whichever thread produced
+ * them to the loop through one queue and a uv_async, in order, and go to the sink (the
+ * debugging session). A request's completion drains the queue first, so events a request
+ * caused (an evaluation's output) reach the client before its response. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "internal.h"
+#include "core/core.h"
+
+struct dbg_event {
+    char name[24];
+    cJSON *body;
+    struct dbg_event *next;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct dbg_event *head, *tail;
+static uv_async_t async;
+static int started;
+static probe_dbg_sink sink;
+static void *sink_ctx;
+
+void probe_dbg_set_sink(probe_dbg_sink fn, void *ctx)
+{
+    sink = fn;
+    sink_ctx = ctx;
+    atomic_store(&dbg_client, fn != NULL);
+    if (fn)
+        atomic_fetch_add(&dbg_session_gen, 1); /* a pending cleanup must spare the new client */
+    dbg_threads_watch(fn != NULL);
+}
+
+static atomic_int forked;
+
+void dbg_fork_child(void)
+{
+    atomic_store(&forked, 1);
+    atomic_store(&dbg_client, 0);
+    atomic_store(&dbg_pause_all, 0);
+    atomic_store(&dbg_exc_raised, 0);
+    atomic_store(&dbg_exc_uncaught, 0);
+    started = 0; /* the loop's async handle belongs to the parent */
+    sink = NULL;
+}
+
+int dbg_forked(void)
+{
+    return atomic_load(&forked);
+}
+
+void probe_dbg_emit(const char *event, cJSON *body)
+{
+    if (atomic_load(&forked)) {
+        cJSON_Delete(body);
+        return;
+    }
+    struct dbg_event *e = calloc(1, sizeof *e);
+    if (!e) {
+        cJSON_Delete(body);
+        return;
+    }
+    pb_strlcpy(e->name, event, sizeof e->name);
+    e->body = body;
+    pthread_mutex_lock(&mu);
+    if (tail)
+        tail->next = e;
+    else
+        head = e;
+    tail = e;
+    pthread_mutex_unlock(&mu);
+    if (started)
+        uv_async_send(&async);
+}
+
+void dbg_events_drain(void)
+{
+    pthread_mutex_lock(&mu);
+    struct dbg_event *list = head;
+    head = tail = NULL;
+    pthread_mutex_unlock(&mu);
+    while (list) {
+        struct dbg_event *e = list;
+        list = e->next;
+        if (sink)
+            sink(sink_ctx, e->name, e->body);
+        else
+            cJSON_Delete(e->body);
+        free(e);
+    }
+}
+
+static int held_back; /* loop only: requests in flight whose response must come first */
+
+void dbg_events_hold(int delta)
+{
+    held_back += delta;
+    if (held_back == 0 && started)
+        uv_async_send(&async);
+}
+
+static void on_async(uv_async_t *a)
+{
+    (void)a;
+    if (held_back == 0)
+        dbg_events_drain();
+}
+
+int dbg_events_start(void)
+{
+    if (started)
+        return 0;
+    int rc = uv_async_init(probe_agent_loop(), &async, on_async);
+    if (rc == 0)
+        started = 1;
+    return rc;
+}

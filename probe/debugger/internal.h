@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* What the debugger's files share (see debugger.h for the model). state.c parks and resumes
+ * threads and keeps their stop records; events.c carries events to the loop; dbg_hooks_*.c
+ * install the per-version event source (a C trace function on 3.8-3.11, sys.monitoring on
+ * 3.12+) and turn its callbacks into dbg_on_*() calls (step.c); breakpoints.c holds
+ * breakpoints; exceptions.c exception breakpoints; requests.c serves the requests. */
+#ifndef PROBE_DBG_INTERNAL_H
+#define PROBE_DBG_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <stdatomic.h>
+
+#include "debugger.h"
+#include "gil/pyhelper.h"
+
+#define DBG_MAX_FRAMES 4096
+
+/* ---- events.c ---- */
+/* Loop thread: deliver queued events to the sink now (before a response that must follow). */
+void dbg_events_drain(void);
+/* Loop thread: +1 while a request runs whose events must follow its response (pause: the
+ * `stopped` it causes), -1 after the response went out. */
+void dbg_events_hold(int delta);
+int dbg_events_start(void); /* loop thread, once */
+/* 1 in a fork() child of the process the probe started in: the debugger is off there. */
+int dbg_forked(void);
+/* threads.c: `thread` events while a client is attached (loop thread). */
+void dbg_threads_watch(int on);
+
+/* ---- state.c ---- */
+enum dbg_step { DBG_STEP_NONE = 0, DBG_STEP_IN, DBG_STEP_OVER, DBG_STEP_OUT };
+
+/* What a stop reports (filled by the stopping thread, GIL held). */
+struct dbg_stop_why {
+    const char *reason;      /* DAP StoppedEvent reason */
+    const char *description; /* may be NULL */
+    int nbp;                 /* hitBreakpointIds */
+    int bp_ids[8];
+    PyObject *exc;           /* borrowed: the exception, for exception stops */
+    const char *break_mode;  /* exceptionInfo breakMode: "always" or "unhandled" */
+    PyObject *tb;            /* borrowed: traceback whose frames make the stack (uncaught) */
+};
+
+/* Park the calling thread at frame f (GIL held; released while parked). Returns when the
+ * debugger resumes it; the step mode it was given is then in the thread's state. */
+void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why);
+/* Set when threads must stop at their next line: a pause, or another thread stopped. */
+extern atomic_int dbg_pause_all;
+/* A debugging client is attached (its session is the events' sink). */
+extern atomic_int dbg_client;
+/* Threads with a step in progress (step.c). */
+extern atomic_int dbg_steps_active;
+/* Something needs events from the hooks (a client is attached and set breakpoints, asked to
+ * pause, steps, or watches exceptions). */
+int dbg_wanted(void);
+
+/* Loop side of the stop records (state.c). Resume every parked thread, step_tid with
+ * the step mode given (returns 1 if step_tid was parked). */
+int dbg_resume(long step_tid, int step);
+/* probing/pause with hold: stopped without a client until released. */
+void dbg_hold(int on);
+int dbg_held(void);
+/* A parked thread's id, or 0. */
+long dbg_first_parked(void);
+/* Whether the current stop was announced; sets it, returns the old value. */
+int dbg_set_announced(int v);
+/* exceptionInfo of a parked thread. Returns 0 or a negative code with err. */
+int dbg_exception_info(long tid, cJSON *body, struct pb_err *err);
+
+/* The calling thread's debugger state (thread-local; only that thread touches it). */
+struct dbg_tls {
+    long tid;                 /* kernel tid, 0 until known */
+    unsigned long gen;        /* dbg_resume_gen when step was set */
+    int step;                 /* enum dbg_step */
+    PyObject *step_frame;     /* strong: where a step over/out started (NULL for step in) */
+    PyObject *fbp_frame;      /* borrowed marker: stop at this frame's first line */
+    int fbp_id;
+};
+struct dbg_tls *dbg_tls_get(void);
+/* 1 if the calling thread is one of the probe's (never traced). */
+int dbg_is_probe_thread(void);
+/* Bumped on every resume and detach (a stale step of a previous session is then ignored). */
+extern atomic_ulong dbg_session_gen;
+
+/* ---- step.c: the decisions, called by the hooks with the GIL held ---- */
+/* Each returns 0, or -1 with a Python exception set (propagated by the trace machinery). */
+int dbg_on_call(PyFrameObject *f);
+int dbg_on_line(PyFrameObject *f, int line);
+int dbg_on_return(PyFrameObject *f);
+/* A raised exception in frame f (first raise only). */
+int dbg_on_raise(PyFrameObject *f, PyObject *exc);
+/* 1 if code has line events worth delivering (a breakpoint in it, or stepping/pausing). */
+int dbg_code_wants_lines(PyCodeObject *code);
+
+/* ---- hooks_trace.c (3.8-3.11) / hooks_monitor.c (3.12+) ---- */
+/* Make the event source match what is wanted now: install, widen, narrow or remove. GIL held.
+ * Returns 0 or a negative code with err. */
+int dbg_hooks_update(struct pb_err *err);
+/* Every thread stops at its next line: line events everywhere (GIL held). */
+int dbg_hooks_pause_all(struct pb_err *err);
+/* Remove everything (GIL held). */
+void dbg_hooks_remove(void);
+/* Breakpoints changed: cached per-code decisions are stale (any thread). */
+void dbg_gate_bp_changed(void);
+/* What of ours is installed, read from the interpreter itself (probing/debugger; GIL held):
+ * tracedThreads, monitoringTool, threadingHook. */
+int dbg_hooks_census(cJSON *into);
+/* The thread that parks is about to step: make sure its frames deliver the events it needs. */
+void dbg_hooks_stepping(PyFrameObject *f);
+
+/* ---- breakpoints.c ---- */
+/* Line breakpoint at (file, line) of frame f: 1 if it must stop (condition and hit count
+ * checked; a logpoint emits its output and returns 0), with ids added to why. GIL held. */
+int dbg_bp_check(PyFrameObject *f, PyCodeObject *code, int line, struct dbg_stop_why *why);
+/* 1 if code (by file and line range) holds a line breakpoint. GIL held. */
+int dbg_bp_in_code(PyCodeObject *code);
+/* 1 if a line breakpoint (of any kind) is set on code's file at line. GIL held. */
+int dbg_bp_at(PyCodeObject *code, int line);
+/* Function breakpoint id matching code's name, or 0. GIL held. */
+int dbg_bp_function(PyCodeObject *code);
+/* Function breakpoint id reached in f: 1 if its condition and hit count say stop. GIL held. */
+int dbg_bp_function_ok(PyFrameObject *f, int id);
+int dbg_bp_any(void);
+int dbg_bp_count(void);
+void dbg_bp_clear_all(void); /* GIL held */
+int dbg_req_setBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err, char **lm);
+int dbg_req_setFunctionBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err,
+                                   char **lm);
+
+/* ---- exceptions.c ---- */
+extern atomic_int dbg_exc_raised;   /* filter "raised" */
+extern atomic_int dbg_exc_uncaught; /* filter "uncaught" */
+int dbg_exc_skip(PyObject *exc);    /* 1 for control-flow exceptions (StopIteration...) */
+int dbg_req_setExceptionBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err,
+                                    char **lm);
+void dbg_exc_remove(void); /* GIL held: excepthooks back */
+/* Adds excepthook / threadingExcepthook: whether ours are in place (GIL held). */
+void dbg_exc_census(cJSON *into);
+
+/* ---- variables.c ---- */
+/* Release the variable references of a past stop (after a resume or a detach). GIL held. */
+void dbg_vars_sync(void);
+
+/* ---- frame accessors across versions (GIL held; each returns a new reference) ---- */
+static inline PyFrameObject *dbg_frame_back(PyFrameObject *f)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    return PyFrame_GetBack(f);
+#else
+    Py_XINCREF(f->f_back);
+    return f->f_back;
+#endif
+}
+
+static inline PyCodeObject *dbg_frame_code(PyFrameObject *f)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    return PyFrame_GetCode(f);
+#else
+    Py_INCREF(f->f_code);
+    return f->f_code;
+#endif
+}
+
+/* "Type: message" of an exception object into buf. GIL held; never leaves an error set. */
+void dbg_exc_describe(PyObject *exc, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/* The GIL worker: a thread that takes the GIL (PyGILState_Ensure) to run jobs for the loop.
+ * The loop arms a timer per job; whichever comes first, the job starting under the GIL or the
+ * timer, wins (an atomic state decides), so a GIL held forever by someone else costs a timeout
+ * answer, never a blocked loop. Completions come back to the loop through a uv_async.
+ *
+ * A job that never returns (code evaluated in the target blocking in native code, such as
+ * threading.Event().wait()) must not take every later job with it. When a job's time is up while
+ * the active worker runs another job (not while it waits for the GIL), that worker is retired:
+ * it takes no more jobs and its thread ends when its call returns (its answer still goes out if
+ * its client waits), and a fresh worker takes the queue; the waiting job gets its time again.
+ * At most MAX_WORKERS threads exist at once; past that, jobs time out and the answer says what
+ * the evaluator is busy with (probe_worker_busy_text). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+
+#define MAX_WORKERS PROBE_MAX_WORKERS
+
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_TIMEDOUT };
+
+struct job {
+    probe_gil_fn fn;
+    probe_gil_done done;
+    void *arg;
+    atomic_int state;
+    atomic_int refs; /* the loop's (until its timer closed) and the worker's */
+    int rc;
+    int sync;      /* probe_gil_call: completion through `finished` + cv, no timer */
+    int finished;
+    int timeout_ms;
+    uv_timer_t timer;
+    struct job *next;
+};
+
+/* One worker thread. Fields other than ident are guarded by mu. */
+struct worker {
+    int used;          /* the slot holds a thread (starting, working or retired) */
+    int retired;       /* takes no more jobs; its thread ends after the current one */
+    int busy;          /* runs a job's function (it holds or has held the GIL for it) */
+    double since_ms;   /* when that job started */
+    char what[160];    /* what that job does, for "busy with ..." */
+    atomic_ulong ident;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static struct job *queue_head, *queue_tail, *done_head;
+static uv_async_t done_async;
+static struct worker workers[MAX_WORKERS];
+static struct worker *active;   /* the one that takes jobs; under mu */
+static struct worker *starting; /* handed to the thread being started; under mu */
+static _Thread_local struct worker *self;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void job_unref(struct job *j)
+{
+    if (atomic_fetch_sub(&j->refs, 1) == 1)
+        free(j);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    job_unref(h->data);
+}
+
+static int python_usable(void)
+{
+    if (!Py_IsInitialized())
+        return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    return !Py_IsFinalizing();
+#else
+    return !_Py_IsFinalizing();
+#endif
+}
+
+void probe_worker_activity(const char *fmt, ...)
+{
+    struct worker *w = self;
+    if (!w)
+        return;
+    char buf[sizeof w->what];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&mu);
+    memcpy(w->what, buf, sizeof buf);
+    pthread_mutex_unlock(&mu);
+}
+
+/* Runs j on this worker: the GIL, then j->fn unless the job timed out meanwhile. */
+static void run_job(struct worker *w, struct job *j)
+{
+    if (!python_usable()) {
+        j->rc = PB_ENOGIL;
+    } else {
+        /* Blocks until the GIL is ours; the loop's timer may give up meanwhile. */
+        PyGILState_STATE g = PyGILState_Ensure();
+        int expect = JOB_QUEUED;
+        if (atomic_compare_exchange_strong(&j->state, &expect, JOB_RUNNING)) {
+            pthread_mutex_lock(&mu);
+            w->busy = 1;
+            w->since_ms = now_ms();
+            snprintf(w->what, sizeof w->what, "a request");
+            pthread_mutex_unlock(&mu);
+            j->fn(j->arg);
+            if (PyErr_Occurred())
+                PyErr_Clear();
+            pthread_mutex_lock(&mu);
+            w->busy = 0;
+            pthread_mutex_unlock(&mu);
+        }
+        PyGILState_Release(g);
+    }
+    int expect = JOB_RUNNING;
+    if (!atomic_compare_exchange_strong(&j->state, &expect, JOB_DONE) && j->rc) {
+        expect = JOB_QUEUED;
+        atomic_compare_exchange_strong(&j->state, &expect, JOB_DONE);
+    }
+    if (j->sync) {
+        pthread_mutex_lock(&mu);
+        j->finished = 1;
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+    } else if (atomic_load(&j->state) == JOB_DONE) {
+        atomic_fetch_add(&j->refs, 1);
+        pthread_mutex_lock(&mu);
+        j->next = done_head;
+        done_head = j;
+        pthread_mutex_unlock(&mu);
+        uv_async_send(&done_async);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&mu);
+    struct worker *w = starting;
+    starting = NULL;
+    atomic_store(&w->ident, (unsigned long)pthread_self());
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    self = w;
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        while (!w->retired && !queue_head)
+            pthread_cond_wait(&cv, &mu);
+        if (w->retired) {
+            atomic_store(&w->ident, 0);
+            w->used = 0;
+            pthread_mutex_unlock(&mu);
+            PB_LOG(PB_LOG_INFO, "a retired GIL worker ended: its call returned");
+            return NULL;
+        }
+        struct job *j = queue_head;
+        queue_head = j->next;
+        if (!queue_head)
+            queue_tail = NULL;
+        pthread_mutex_unlock(&mu);
+        if (atomic_load(&j->state) == JOB_QUEUED)
+            run_job(w, j);
+        job_unref(j);
+    }
+}
+
+/* Starts a worker thread in a free slot and makes it the active one. mu held. Returns 0 or a
+ * negative code (no free slot: -EAGAIN). */
+static int spawn_locked(void)
+{
+    struct worker *w = NULL;
+    for (int i = 0; i < MAX_WORKERS && !w; i++)
+        if (!workers[i].used)
+            w = &workers[i];
+    if (!w || starting)
+        return -EAGAIN;
+    memset(w, 0, sizeof *w);
+    w->used = 1;
+    starting = w;
+    pthread_t t;
+    int rc = probe_thread_start(&t, worker_main, 1);
+    if (rc < 0) {
+        starting = NULL;
+        w->used = 0;
+        return rc;
+    }
+    while (starting == w) /* it takes its slot first: the next spawn needs `starting` */
+        pthread_cond_wait(&cv, &mu);
+    active = w;
+    return 0;
+}
+
+/* j has waited its time in the queue. If that is because the active worker runs another job,
+ * retire that worker and start a fresh one, which takes j: returns 1 (j waits again). Returns
+ * 0 when the worker is rather waiting for the GIL, or no thread can be started. Any thread. */
+static int take_over(struct job *j)
+{
+    int rc = 0;
+    pthread_mutex_lock(&mu);
+    struct worker *old = active;
+    if (atomic_load(&j->state) == JOB_QUEUED && old && old->busy) {
+        if (spawn_locked() == 0) {
+            old->retired = 1;
+            pthread_cond_broadcast(&cv);
+            PB_LOG(PB_LOG_WARN, "the GIL worker has been busy with %s for %.0f ms: retired, "
+                   "a fresh one takes the queue", old->what, now_ms() - old->since_ms);
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+/* Loop thread: deliver completed jobs. */
+static void on_done(uv_async_t *a)
+{
+    (void)a;
+    pthread_mutex_lock(&mu);
+    struct job *list = done_head;
+    done_head = NULL;
+    pthread_mutex_unlock(&mu);
+    while (list) {
+        struct job *j = list;
+        list = j->next;
+        uv_timer_stop(&j->timer);
+        j->done(j->arg, j->rc);
+        uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+        job_unref(j); /* the reference taken for the done list */
+    }
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct job *j = t->data;
+    if (take_over(j)) {
+        uv_timer_start(&j->timer, on_timeout, (uint64_t)j->timeout_ms, 0);
+        return;
+    }
+    int expect = JOB_QUEUED;
+    if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
+        j->done(j->arg, PB_ETIMEDOUT);
+        uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+    }
+    /* JOB_RUNNING: it holds the GIL now and will finish; on_done delivers it. */
+}
+
+static void enqueue(struct job *j)
+{
+    pthread_mutex_lock(&mu);
+    if (queue_tail)
+        queue_tail->next = j;
+    else
+        queue_head = j;
+    queue_tail = j;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    j->fn = fn;
+    j->done = done;
+    j->arg = arg;
+    j->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+    atomic_init(&j->state, JOB_QUEUED);
+    atomic_init(&j->refs, 2);
+    uv_timer_init(probe_agent_loop(), &j->timer);
+    j->timer.data = j;
+    uv_timer_start(&j->timer, on_timeout, (uint64_t)j->timeout_ms, 0);
+    enqueue(j);
+    return 0;
+}
+
+static void deadline_in(struct timespec *dl, int timeout_ms)
+{
+    clock_gettime(CLOCK_REALTIME, dl);
+    dl->tv_sec += timeout_ms / 1000;
+    dl->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (dl->tv_nsec >= 1000000000) {
+        dl->tv_sec++;
+        dl->tv_nsec -= 1000000000;
+    }
+}
+
+int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j)
+        return -ENOMEM;
+    j->fn = fn;
+    j->arg = arg;
+    j->sync = 1;
+    j->timeout_ms = timeout_ms;
+    atomic_init(&j->state, JOB_QUEUED);
+    atomic_init(&j->refs, 2);
+    enqueue(j);
+    struct timespec dl;
+    deadline_in(&dl, timeout_ms);
+    int rc = 0;
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (!j->finished && rc == 0)
+            rc = pthread_cond_timedwait(&cv, &mu, &dl);
+        if (j->finished || rc != ETIMEDOUT)
+            break;
+        pthread_mutex_unlock(&mu);
+        int again = take_over(j);
+        pthread_mutex_lock(&mu);
+        if (!again)
+            break;
+        deadline_in(&dl, timeout_ms);
+        rc = 0;
+    }
+    if (!j->finished) {
+        int expect = JOB_QUEUED;
+        if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
+            pthread_mutex_unlock(&mu);
+            job_unref(j);
+            return PB_ETIMEDOUT;
+        }
+        /* It started under the GIL just now: it is bounded work, wait for it. */
+        while (!j->finished)
+            pthread_cond_wait(&cv, &mu);
+    }
+    pthread_mutex_unlock(&mu);
+    rc = j->rc;
+    job_unref(j);
+    return rc;
+}
+
+unsigned long probe_worker_ident(void)
+{
+    pthread_mutex_lock(&mu);
+    unsigned long id = active ? atomic_load(&active->ident) : 0;
+    pthread_mutex_unlock(&mu);
+    return id;
+}
+
+int probe_worker_owns(unsigned long ident)
+{
+    if (!ident)
+        return 0;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (atomic_load(&workers[i].ident) == ident)
+            return 1;
+    return 0;
+}
+
+int probe_worker_count(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < MAX_WORKERS; i++)
+        n += workers[i].used;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
+{
+    int found = 0, stuck = 0;
+    pthread_mutex_lock(&mu);
+    struct worker *w = active && active->busy ? active : NULL;
+    for (int i = 0; i < MAX_WORKERS; i++) {
+        struct worker *x = &workers[i];
+        if (x->used && x->busy && x != active)
+            stuck++;
+        if (holder && x->used && atomic_load(&x->ident) == holder && x->busy)
+            w = x;
+    }
+    if (w) {
+        char more[64] = "";
+        if (stuck)
+            snprintf(more, sizeof more, "; %d earlier %s never returned", stuck,
+                     stuck == 1 ? "one" : "ones");
+        snprintf(buf, n, "the probe's evaluator is busy with %s (for %.1f s%s)", w->what,
+                 (now_ms() - w->since_ms) / 1e3, more);
+        found = 1;
+    }
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
+int probe_worker_start(uv_loop_t *loop, struct pb_err *err)
+{
+    uv_async_init(loop, &done_async, on_done);
+    pthread_mutex_lock(&mu);
+    int rc = spawn_locked();
+    pthread_mutex_unlock(&mu);
+    if (rc < 0)
+        return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
+    return 0;
+}

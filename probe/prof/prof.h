@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* The native and Python CPU sampler (probe-internal; `probing perf --cc`, docs/perf.md).
+ * sampler.c: start/stop, the drain thread (finds threads in /proc/self/task, arms and deletes
+ * their timers, drains their rings, wall-mode ticks, fork). sig/prof_sig.c: per-thread slots with
+ * preallocated rings, the SIGPROF handler (async-signal-safe: no allocation, lock or
+ * symbolisation) and the CPU-time timers. store.c: symbolisation, merging of native and
+ * Python frames, stack dedup, the perf.samples / perf.stacks / perf.frames tables.
+ * Threads: prof_start/prof_stop/prof_status_get from the loop thread (any one thread at a
+ * time); fill functions from the task thread; the store has its own mutex. */
+#ifndef PROBE_PROF_H
+#define PROBE_PROF_H
+
+#include <stdint.h>
+
+#include "pb.h"
+#include "sig/pyrt_sig.h"
+
+enum { PROF_CPU = 0, PROF_WALL = 1 };
+
+#define PROF_RATE_MIN 1
+#define PROF_RATE_MAX 1000
+#define PROF_RATE_DEFAULT 100
+
+struct prof_opts {
+    int rate; /* samples per second per thread */
+    int mode; /* PROF_CPU or PROF_WALL */
+};
+
+struct prof_status {
+    int running;
+    int mode;
+    int rate;
+    int forked;         /* stopped because the process forked (this is the child) */
+    double started;     /* epoch s, 0 if never started */
+    double stopped;     /* epoch s, 0 while running */
+    long long samples;  /* in perf.samples */
+    long long missed;   /* timer expirations never delivered (blocked signal, overruns) */
+    long long lost;     /* recorded but dropped: full ring or perf.max_samples reached */
+    long long stacks;   /* distinct stacks */
+    int threads;        /* distinct threads with samples */
+    int armed;          /* threads with a live timer (cpu) or slot (wall) now */
+    double probe_cpu_s; /* the sampler's own CPU time: drain thread + signal handlers */
+};
+
+/* Loop thread. Starts sampling, clearing the previous data. PB_ESTATE when already running,
+ * PB_EBADARG for a rate/mode out of range, PB_ENOPYTHON without an interpreter. */
+int prof_start(const struct prof_opts *o, struct pb_err *err);
+/* Loop thread. Stops: every timer deleted, the previous SIGPROF disposition back, the data
+ * kept. Returns 1 if it was running, 0 if not; st (may be NULL) gets the final status. */
+int prof_stop(struct prof_status *st);
+/* Any thread. */
+void prof_status_get(struct prof_status *st);
+
+/* ---- internals shared by prof*.c ---- */
+#define PROF_MAX_NATIVE 64
+#define PROF_MAX_PY 96
+#define PROF_RING 32        /* records per thread between drains */
+#define PROF_MAX_SLOTS 1024 /* threads sampled at once */
+
+struct prof_raw {
+    double ts;
+    int tid;
+    int on_cpu;
+    int nnative;
+    int npy;
+    uintptr_t native[PROF_MAX_NATIVE]; /* innermost first: pcs (the first is exact) */
+    struct pyrt_sig_frame py[PROF_MAX_PY];
+};
+
+struct prof_slot;
+/* sig/prof_sig.c */
+int prof_sig_install(struct pb_err *err);  /* the handler (keeps the old one) */
+void prof_sig_uninstall(void);             /* flush pending SIGPROF, restore the old one */
+void prof_sig_set_running(int on);
+int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
+struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */
+int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
+void prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */
+int prof_slot_tid(const struct prof_slot *s);
+struct prof_slot *prof_slot_find(int tid);
+int prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */
+/* Each queued record: fn(rec, arg); then frees retired slots. Returns records drained. */
+int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
+/* Visit every live slot's tid. */
+void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
+void prof_slots_clear(void); /* at stop: every timer deleted, every slot retired */
+void prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
+/* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
+void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
+                         int *armed);
+void prof_sig_fork_child(void); /* async-signal-safe */
+
+/* symbols.c (drain thread): .symtab lookup for pcs dladdr cannot name. */
+const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off);
+void prof_sym_reset(void);
+
+/* store.c */
+void prof_store_clear(void);
+void prof_store_add(const struct prof_raw *r, int wall); /* drain thread */
+void prof_store_thread_name(int tid, const char *name, int from_python);
+int prof_store_has_thread_name(int tid);
+void prof_store_counts(long long *samples, long long *stacks, int *threads, long long *lost);
+void prof_store_tick(void); /* drain thread, about once a second: cache upkeep */
+
+struct probe_rows;
+int prof_samples_fill(struct probe_rows *r, struct pb_err *err);
+/* only_sid >= 0: that stack only. */
+int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *err);
+int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *err);
+
+#endif

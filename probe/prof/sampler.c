@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampler's control side (prof.h): start and stop, and the drain thread. The drain thread
+ * (one of the probe's threads: every signal blocked, never sampled) wakes periodically (wall
+ * mode: every sampling period; CPU mode: before a ring can be half full, at most 50 ms) to:
+ *  - every 100 ms, list /proc/self/task: a new thread gets a slot and, in CPU mode, its timer
+ *    (its own CPU clock, so an idle thread costs nothing); a thread gone has its timer
+ *    deleted. Threads that block every signal (the probe's own threads) are left out; a host
+ *    thread that blocks only SIGPROF keeps its timer and its expirations count as missed;
+ *  - move the records of every ring into the store (store.c: symbolise, merge, dedup);
+ *  - wall mode: read every Python thread's frames itself (off-CPU threads, on_cpu = 0) and
+ *    signal the on-CPU ones, whose handler records native and Python frames;
+ *  - when new threads appeared, fetch threading names once (one short GIL call).
+ * fork(): the child stops sampling (no timers survive fork, no drain thread exists there) and
+ * gets the old SIGPROF disposition back; its data stays readable. */
+#include "prof.h"
+#include "sig/unwind.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "pyrt/pyrt.h"
+
+#define SCAN_NS 100000000LL  /* thread list every 100 ms */
+#define DRAIN_NS 50000000LL  /* rings at least every 50 ms */
+#define NAMES_NS 500000000LL /* threading names at most every 0.5 s */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_t drain_thread;
+static int drain_started;
+static int stop_asked;
+static _Atomic int drain_tid;
+static struct prof_opts cur;
+static _Atomic int is_running;
+static int forked;
+static double t_started, t_stopped;
+static struct prof_status final; /* counters at the last stop */
+static int atfork_done;
+static _Atomic int names_pending;
+static double drain_cpu_last; /* the drain thread's CPU time when it ended */
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void add_cb(const struct prof_raw *r, void *arg)
+{
+    (void)arg;
+    prof_store_add(r, cur.mode == PROF_WALL);
+}
+
+/* 1 when thread tid blocks SIGINT, SIGTERM, SIGUSR1 and SIGPROF: one of the probe's threads
+ * (probe_thread_start blocks everything), or a host thread that wants no signal at all. */
+static int blocks_all(int tid)
+{
+    char path[64], buf[2048];
+    unsigned long long blk = 0;
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 1; /* gone */
+    const char *p = strstr(buf, "SigBlk:");
+    if (!p || sscanf(p + 7, "%llx", &blk) != 1)
+        return 0;
+    unsigned long long want = (1ULL << (SIGINT - 1)) | (1ULL << (SIGTERM - 1)) |
+                              (1ULL << (SIGUSR1 - 1)) | (1ULL << (SIGPROF - 1));
+    return (blk & want) == want;
+}
+
+static void comm_name(int tid)
+{
+    char path[64], buf[64];
+    long n;
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    n = pb_read_file(path, buf, sizeof buf);
+    if (n <= 0)
+        return;
+    if (buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+    prof_store_thread_name(tid, buf, 0);
+}
+
+struct scan {
+    int *tids;
+    int n;
+};
+
+static void retire_gone(struct prof_slot *s, void *arg)
+{
+    struct scan *sc = arg;
+    int tid = prof_slot_tid(s);
+    for (int i = 0; i < sc->n; i++)
+        if (sc->tids[i] == tid)
+            return;
+    prof_slot_retire(s);
+}
+
+static void scan_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    struct scan sc = {NULL, 0};
+    int cap = 0, me = atomic_load(&drain_tid);
+    prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL); /* missed, before a thread goes */
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0)
+            continue;
+        if (sc.n == cap) {
+            int *nt = realloc(sc.tids, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *nt);
+            if (!nt)
+                break;
+            sc.tids = nt;
+        }
+        sc.tids[sc.n++] = tid;
+        if (tid == me || prof_slot_find(tid) || blocks_all(tid))
+            continue;
+        struct prof_slot *s = prof_slot_new(tid);
+        if (!s)
+            continue; /* full: the thread goes unsampled */
+        if (!prof_store_has_thread_name(tid))
+            comm_name(tid);
+        atomic_store(&names_pending, 1);
+        if (cur.mode == PROF_CPU) {
+            struct pb_err err = {0};
+            if (prof_slot_arm(s, cur.rate, &err) < 0) {
+                PB_LOG(PB_LOG_WARN, "perf: %s", err.msg);
+                prof_slot_retire(s);
+            }
+        }
+    }
+    closedir(d);
+    if (sc.tids)
+        prof_slots_each(retire_gone, &sc);
+    free(sc.tids);
+}
+
+static void names_fn(void *arg)
+{
+    (void)arg;
+    struct probe_snapshot s;
+    struct pb_err err = {0};
+    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) < 0)
+        return;
+    for (int i = 0; i < s.nthreads; i++)
+        if (s.threads[i].native_id > 0 && s.threads[i].name_from_threading && s.threads[i].name)
+            prof_store_thread_name((int)s.threads[i].native_id, s.threads[i].name, 1);
+    probe_snapshot_free(&s);
+}
+
+/* 1 when the kernel says thread tid is running or runnable. */
+static int on_cpu(long tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    return p && p[1] == ' ' && p[2] == 'R';
+}
+
+static void wall_tick(void)
+{
+    uintptr_t ts[256];
+    long ids[256];
+    static struct prof_raw raw; /* drain thread only */
+    int n = pyrt_sig_threads(ts, ids, 256), me = atomic_load(&drain_tid);
+    for (int i = 0; i < n; i++) {
+        struct prof_slot *s;
+        if (ids[i] <= 0 || ids[i] == me)
+            continue;
+        s = prof_slot_find((int)ids[i]);
+        if (s && on_cpu(ids[i]) && prof_slot_poke(s, 1) == 0)
+            continue; /* its handler records native and Python frames */
+        raw.ts = wall_now();
+        raw.tid = (int)ids[i];
+        raw.on_cpu = 0;
+        raw.nnative = 0;
+        raw.npy = pyrt_sig_frames_fast(ts[i], raw.py, PROF_MAX_PY);
+        if (raw.npy > 0)
+            prof_store_add(&raw, 1);
+    }
+}
+
+static void *drain_main(void *arg)
+{
+    (void)arg;
+    long long last_scan = 0, last_names = 0, last_tick = mono_ns();
+    /* Rings are drained when at most half full at the rate (and at least every 50 ms). */
+    long long period = (PROF_RING / 2) * 1000000000LL / cur.rate;
+    if (period > DRAIN_NS)
+        period = DRAIN_NS;
+    if (cur.mode == PROF_WALL)
+        period = 1000000000LL / cur.rate;
+    atomic_store(&drain_tid, (int)syscall(SYS_gettid));
+    pthread_mutex_lock(&mu);
+    while (!stop_asked) {
+        pthread_mutex_unlock(&mu);
+        long long now = mono_ns();
+        if (now - last_scan >= SCAN_NS) {
+            scan_threads();
+            last_scan = now;
+        }
+        if (cur.mode == PROF_WALL)
+            wall_tick();
+        /* The handlers' module table follows dlopen/dlclose; replaced tables go once no
+         * handler can hold them (sig/unwind.h). */
+        unwind_table_refresh();
+        unwind_table_reclaim(prof_sig_quiet);
+        prof_slots_drain(add_cb, NULL);
+        if (atomic_load(&names_pending) && now - last_names >= NAMES_NS) {
+            atomic_store(&names_pending, 0);
+            last_names = now;
+            probe_gil_call(names_fn, NULL, 200);
+        }
+        if (now - last_tick >= 1000000000LL) {
+            prof_store_tick();
+            last_tick = now;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long long ns = until.tv_nsec + period;
+        until.tv_sec += ns / 1000000000LL;
+        until.tv_nsec = ns % 1000000000LL;
+        pthread_mutex_lock(&mu);
+        if (!stop_asked)
+            pthread_cond_timedwait(&cv, &mu, &until);
+    }
+    pthread_mutex_unlock(&mu);
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        drain_cpu_last = (double)cpu.tv_sec + cpu.tv_nsec / 1e9;
+    atomic_store(&drain_tid, 0);
+    return NULL;
+}
+
+static void on_fork_child(void)
+{
+    if (!atomic_load(&is_running))
+        return;
+    prof_sig_fork_child();
+    atomic_store(&is_running, 0);
+    drain_started = 0; /* the thread exists only in the parent */
+    forked = 1;
+    t_stopped = 0;
+}
+
+int prof_start(const struct prof_opts *o, struct pb_err *err)
+{
+    int rc;
+    if (atomic_load(&is_running))
+        return pb_err_set(err, PB_ESTATE, "sampling is already running (%s mode, %d Hz): stop it "
+                          "first with 'probing perf --stop'",
+                          cur.mode == PROF_WALL ? "wall" : "cpu", cur.rate);
+    if (o->rate < PROF_RATE_MIN || o->rate > PROF_RATE_MAX)
+        return pb_err_set(err, PB_EBADARG, "rate %d: use %d to %d samples per second", o->rate,
+                          PROF_RATE_MIN, PROF_RATE_MAX);
+    if (o->mode != PROF_CPU && o->mode != PROF_WALL)
+        return pb_err_set(err, PB_EBADARG, "mode: use cpu or wall");
+    if (pyrt_sig_prepare() < 0)
+        return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
+                          "refused here): the sampler cannot read Python frames");
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, on_fork_child);
+        atfork_done = 1;
+    }
+    prof_store_clear();
+    prof_slots_reset_totals();
+    memset(&final, 0, sizeof final);
+    cur = *o;
+    forked = 0;
+    stop_asked = 0;
+    drain_cpu_last = 0;
+    atomic_store(&names_pending, 1);
+    if ((rc = prof_sig_install(err)) < 0)
+        return rc;
+    prof_sig_set_running(1);
+    atomic_store(&is_running, 1);
+    t_started = wall_now();
+    t_stopped = 0;
+    rc = probe_thread_start(&drain_thread, drain_main, 0);
+    if (rc < 0) {
+        prof_sig_set_running(0);
+        atomic_store(&is_running, 0);
+        prof_sig_uninstall();
+        return pb_err_set(err, rc, "starting the sampler thread: %s", strerror(-rc));
+    }
+    drain_started = 1;
+    return 0;
+}
+
+static double drain_cpu_s(void)
+{
+    int tid = atomic_load(&drain_tid);
+    struct timespec ts;
+    if (tid <= 0)
+        return drain_cpu_last;
+    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6u), &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void status_live(struct prof_status *st)
+{
+    double handler_s = 0;
+    long long lost_ring = 0, lost_store = 0;
+    memset(st, 0, sizeof *st);
+    st->running = 1;
+    st->mode = cur.mode;
+    st->rate = cur.rate;
+    st->started = t_started;
+    prof_slots_counters(cur.rate, &st->missed, &lost_ring, &handler_s, &st->armed);
+    prof_store_counts(&st->samples, &st->stacks, &st->threads, &lost_store);
+    st->lost = lost_ring + lost_store;
+    st->probe_cpu_s = handler_s + drain_cpu_s();
+    PB_LOG(PB_LOG_DEBUG, "perf: handlers %.4f s, drain thread %.4f s", handler_s, drain_cpu_s());
+}
+
+int prof_stop(struct prof_status *st)
+{
+    if (!atomic_load(&is_running)) {
+        prof_status_get(st ? st : &(struct prof_status){0});
+        return 0;
+    }
+    prof_sig_set_running(0);
+    pthread_mutex_lock(&mu);
+    stop_asked = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    if (drain_started)
+        pthread_join(drain_thread, NULL);
+    drain_started = 0;
+    status_live(&final); /* before the slots go */
+    prof_slots_clear();
+    prof_sig_uninstall();
+    prof_slots_drain(add_cb, NULL); /* what was queued; frees the slots */
+    atomic_store(&is_running, 0);
+    t_stopped = wall_now();
+    prof_status_get(st ? st : &(struct prof_status){0});
+    return 1;
+}
+
+void prof_status_get(struct prof_status *st)
+{
+    if (atomic_load(&is_running)) {
+        status_live(st);
+        return;
+    }
+    *st = final;
+    st->running = 0;
+    st->mode = cur.mode;
+    st->rate = cur.rate;
+    st->started = t_started;
+    st->stopped = t_stopped;
+    st->forked = forked;
+    prof_store_counts(&st->samples, &st->stacks, &st->threads, NULL);
+}

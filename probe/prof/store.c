@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampler's data (prof.h): samples, deduplicated stacks and frames, thread names, and the
+ * live tables perf.samples, perf.stacks and perf.frames built from them.
+ * Symbolisation happens here, on the drain thread, never in the signal handler: native pcs
+ * through dladdr1 (the symbol must contain the pc, else "[module]"), C++ names
+ * demangled with the process's own __cxa_demangle when one is loaded (dlsym); Python frames
+ * through pyrt_sig_describe as "func (file:line)".
+ * Merging: the native stack is walked innermost first; each interpreter eval-loop frame
+ * (_PyEval_EvalFrameDefault) is replaced by the Python frames that C call ran: the Python
+ * frames up to and including the next entry frame (pyrt_sig_frame.entry). When the counts of
+ * eval-loop frames and entry frames differ (a frame being pushed or popped at that instant),
+ * all Python frames go in place of the innermost eval-loop frame, the other eval-loop frames
+ * are dropped, and without any eval-loop frame (wall-mode reads, unwind failure) the Python
+ * frames go on top of the native ones. Names never hold ';' or newlines (':' and ' ').
+ * One mutex guards everything: the drain thread adds, the task thread fills tables. */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/settings.h"
+#include "sql/store.h"
+
+enum { K_PY, K_NATIVE };
+
+struct pframe {
+    int kind;
+    int is_eval;
+    char *name; /* folded-safe */
+    char *func;
+    char *file;
+    int line;
+    uintptr_t addr;
+};
+
+struct pstack {
+    int n;
+    int *fids; /* innermost first */
+    uint64_t hash;
+};
+
+struct psample {
+    double ts;
+    int tid;
+    int sid;
+    unsigned char on_cpu, wall;
+};
+
+struct pthreadname {
+    int tid;
+    int from_python;
+    int has_samples;
+    char name[64];
+};
+
+/* Open-addressing map from a 64-bit key to an int (value + 1 stored; 0 = empty). */
+struct imap {
+    uint64_t *keys;
+    int *vals;
+    size_t cap, n;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pframe *frames;
+static size_t nframes, capframes;
+static struct pstack *stacks;
+static size_t nstacks, capstacks;
+static struct psample *samples;
+static size_t nsamples, capsamples;
+static long long lost_full;
+static struct pthreadname *tnames;
+static size_t ntnames, captnames;
+static struct imap native_map;   /* pc -> fid */
+static struct imap pycache_map;  /* hash(code, lasti) -> fid, cleared every tick */
+static struct imap pyname_map;   /* hash(name) -> fid (collisions checked) */
+static struct imap stack_map;    /* hash(fids) -> sid (collisions checked) */
+static char *(*demangle)(const char *, char *, size_t *, int *);
+static int demangle_looked;
+
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return mix(h);
+}
+
+static void imap_free(struct imap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+static int imap_grow(struct imap *m)
+{
+    struct imap nm;
+    nm.cap = m->cap ? m->cap * 2 : 1024;
+    nm.n = 0;
+    nm.keys = calloc(nm.cap, sizeof *nm.keys);
+    nm.vals = calloc(nm.cap, sizeof *nm.vals);
+    if (!nm.keys || !nm.vals) {
+        free(nm.keys);
+        free(nm.vals);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->vals[i])
+            continue;
+        size_t j = mix(m->keys[i]) & (nm.cap - 1);
+        while (nm.vals[j])
+            j = (j + 1) & (nm.cap - 1);
+        nm.keys[j] = m->keys[i];
+        nm.vals[j] = m->vals[i];
+        nm.n++;
+    }
+    imap_free(m);
+    *m = nm;
+    return 0;
+}
+
+/* Visits the entries of key: returns each value in turn via *it (start *it at 0); -1 when
+ * there is no more. */
+static int imap_next(const struct imap *m, uint64_t key, size_t *it)
+{
+    if (!m->cap)
+        return -1;
+    size_t j = (mix(key) + *it) & (m->cap - 1);
+    for (; *it < m->cap; (*it)++, j = (j + 1) & (m->cap - 1)) {
+        if (!m->vals[j])
+            return -1;
+        if (m->keys[j] == key) {
+            (*it)++;
+            return m->vals[j] - 1;
+        }
+    }
+    return -1;
+}
+
+static int imap_put(struct imap *m, uint64_t key, int val)
+{
+    if ((m->n + 1) * 2 > m->cap && imap_grow(m) < 0)
+        return -1;
+    size_t j = mix(key) & (m->cap - 1);
+    while (m->vals[j])
+        j = (j + 1) & (m->cap - 1);
+    m->keys[j] = key;
+    m->vals[j] = val + 1;
+    m->n++;
+    return 0;
+}
+
+static void clean_name(char *s)
+{
+    for (; *s; s++)
+        if (*s == ';')
+            *s = ':';
+        else if (*s == '\n' || *s == '\r')
+            *s = ' ';
+}
+
+/* arr (cap elements, n used) with room for one more: itself, or moved and doubled (from 1024).
+ * NULL when out of memory; arr is then unchanged and still the caller's. Drain thread. */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t nc = *cap ? *cap * 2 : 1024;
+    void *na = realloc(arr, nc * elem);
+    if (na)
+        *cap = nc;
+    return na;
+}
+
+static int frame_new(int kind, const char *name, const char *func, const char *file, int line,
+                     uintptr_t addr, int is_eval)
+{
+    struct pframe *nf = grow(frames, &capframes, nframes, sizeof *frames);
+    if (!nf)
+        return -1;
+    frames = nf;
+    struct pframe *f = &frames[nframes];
+    f->kind = kind;
+    f->is_eval = is_eval;
+    f->name = strdup(name);
+    f->func = func ? strdup(func) : NULL;
+    f->file = file ? strdup(file) : NULL;
+    f->line = line;
+    f->addr = addr;
+    if (!f->name) {
+        free(f->func);
+        free(f->file);
+        return -1;
+    }
+    clean_name(f->name);
+    return (int)nframes++;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* Native frame of pc (depth > 0: a return address, looked up at pc - 1). */
+static int native_fid(uintptr_t pc, int depth)
+{
+    size_t it = 0;
+    int fid = imap_next(&native_map, pc, &it);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    char name[512];
+    char *dem = NULL;
+    int is_eval = 0, known = 0;
+    if (fid >= 0)
+        return fid;
+    if (!demangle_looked) {
+        *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        demangle_looked = 1;
+    }
+    uintptr_t look = depth > 0 && pc > 0 ? pc - 1 : pc;
+    const char *sn = NULL;
+    memset(&info, 0, sizeof info);
+    if (dladdr1((void *)look, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
+        info.dli_saddr && (!sym || sym->st_size == 0 ||
+                           look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size))
+        sn = info.dli_sname;
+    else if (info.dli_fbase)
+        sn = prof_sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, NULL);
+    if (sn) {
+        if (demangle && sn[0] == '_' && sn[1] == 'Z') {
+            int status = -1;
+            dem = demangle(sn, NULL, NULL, &status);
+            if (status != 0) {
+                free(dem);
+                dem = NULL;
+            }
+        }
+        snprintf(name, sizeof name, "%s", dem ? dem : sn);
+        is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0;
+        known = 1;
+    } else if (info.dli_fname) {
+        /* Unknown function of a stripped object: one name per object, so its time adds up
+         * in one frame rather than one per pc (perf.frames.address keeps the pc). */
+        snprintf(name, sizeof name, "[%s]", base_name(info.dli_fname));
+    } else {
+        snprintf(name, sizeof name, "0x%lx", (unsigned long)pc);
+    }
+    free(dem);
+    fid = frame_new(K_NATIVE, name, known ? name : NULL,
+                    info.dli_fname, -1, pc, is_eval);
+    if (fid >= 0)
+        imap_put(&native_map, pc, fid);
+    return fid;
+}
+
+static int py_fid(const struct pyrt_sig_frame *pf)
+{
+    uint64_t key = mix((uint64_t)pf->code * 31 + (uint64_t)(unsigned)pf->lasti);
+    size_t it = 0;
+    int fid;
+    char func[256], file[512], name[900];
+    int line = -1;
+    fid = imap_next(&pycache_map, key, &it);
+    if (fid >= 0 || fid == -2)
+        return fid >= 0 ? fid : -1; /* -2: a frame to leave out */
+    if (pyrt_sig_frame_skip(pf)) { /* incomplete, or not code (pyrt_sig_frames_fast) */
+        imap_put(&pycache_map, key, -2);
+        return -1;
+    }
+    pyrt_sig_describe(pf, func, sizeof func, file, sizeof file, &line);
+    snprintf(name, sizeof name, "%s (%s:%d)", func, file, line);
+    clean_name(name);
+    uint64_t nk = str_hash(name);
+    it = 0;
+    while ((fid = imap_next(&pyname_map, nk, &it)) >= 0)
+        if (frames[fid].kind == K_PY && strcmp(frames[fid].name, name) == 0)
+            break;
+    if (fid < 0) {
+        fid = frame_new(K_PY, name, func, file, line, 0, 0);
+        if (fid < 0)
+            return -1;
+        imap_put(&pyname_map, nk, fid);
+    }
+    imap_put(&pycache_map, key, fid);
+    return fid;
+}
+
+static int stack_id(const int *fids, int n)
+{
+    uint64_t h = 7;
+    size_t it = 0;
+    int sid;
+    for (int i = 0; i < n; i++)
+        h = mix(h * 1000003ULL + (uint64_t)fids[i]);
+    while ((sid = imap_next(&stack_map, h, &it)) >= 0)
+        if (stacks[sid].n == n && memcmp(stacks[sid].fids, fids, (size_t)n * sizeof *fids) == 0)
+            return sid;
+    struct pstack *ns = grow(stacks, &capstacks, nstacks, sizeof *stacks);
+    if (!ns)
+        return -1;
+    stacks = ns;
+    struct pstack *s = &stacks[nstacks];
+    s->n = n;
+    s->hash = h;
+    s->fids = malloc((size_t)(n ? n : 1) * sizeof *fids);
+    if (!s->fids)
+        return -1;
+    memcpy(s->fids, fids, (size_t)n * sizeof *fids);
+    imap_put(&stack_map, h, (int)nstacks);
+    return (int)nstacks++;
+}
+
+static struct pthreadname *tname_get(int tid, int create)
+{
+    for (size_t i = 0; i < ntnames; i++)
+        if (tnames[i].tid == tid)
+            return &tnames[i];
+    if (!create)
+        return NULL;
+    if (ntnames == captnames) {
+        size_t nc = captnames ? captnames * 2 : 64;
+        struct pthreadname *nt = realloc(tnames, nc * sizeof *nt);
+        if (!nt)
+            return NULL;
+        tnames = nt;
+        captnames = nc;
+    }
+    memset(&tnames[ntnames], 0, sizeof tnames[0]);
+    tnames[ntnames].tid = tid;
+    return &tnames[ntnames++];
+}
+
+void prof_store_thread_name(int tid, const char *name, int from_python)
+{
+    pthread_mutex_lock(&mu);
+    struct pthreadname *t = tname_get(tid, 1);
+    if (t && (from_python || !t->from_python)) {
+        snprintf(t->name, sizeof t->name, "%s", name);
+        t->from_python = from_python;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+int prof_store_has_thread_name(int tid)
+{
+    pthread_mutex_lock(&mu);
+    int r = tname_get(tid, 0) != NULL;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+void prof_store_add(const struct prof_raw *r, int wall)
+{
+    int fids[PROF_MAX_NATIVE + PROF_MAX_PY];
+    int nat[PROF_MAX_NATIVE], py[PROF_MAX_PY];
+    int nn = 0, np = 0, n = 0, evals = 0, entries = 0;
+    long long maxs = probe_setting_int("perf.max_samples");
+    pthread_mutex_lock(&mu);
+    if (maxs > 0 && (long long)nsamples >= maxs) {
+        lost_full++;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    for (int i = 0; i < r->nnative && i < PROF_MAX_NATIVE; i++) {
+        int f = native_fid(r->native[i], i);
+        if (f < 0)
+            continue;
+        nat[nn++] = f;
+        evals += frames[f].is_eval;
+    }
+    /* Python frames, and where each eval-loop call's group ends (entry frames). */
+    int group_end[PROF_MAX_PY];
+    for (int i = 0; i < r->npy && i < PROF_MAX_PY; i++) {
+        int f = py_fid(&r->py[i]);
+        if (f < 0)
+            continue;
+        if (r->py[i].entry)
+            group_end[entries++] = np;
+        py[np++] = f;
+    }
+    if (np > 0 && evals > 0 && evals == entries && group_end[entries - 1] == np - 1) {
+        int g = 0, start = 0;
+        for (int i = 0; i < nn; i++) {
+            if (!frames[nat[i]].is_eval) {
+                fids[n++] = nat[i];
+                continue;
+            }
+            for (int k = start; k <= group_end[g]; k++)
+                fids[n++] = py[k];
+            start = group_end[g] + 1;
+            g++;
+        }
+    } else if (np > 0 && evals > 0) {
+        int done = 0;
+        for (int i = 0; i < nn; i++) {
+            if (!frames[nat[i]].is_eval) {
+                fids[n++] = nat[i];
+            } else if (!done) {
+                for (int k = 0; k < np; k++)
+                    fids[n++] = py[k];
+                done = 1;
+            }
+        }
+    } else {
+        for (int k = 0; k < np; k++)
+            fids[n++] = py[k];
+        for (int i = 0; i < nn; i++)
+            fids[n++] = nat[i];
+    }
+    int sid = n > 0 ? stack_id(fids, n) : -1;
+    if (sid >= 0) {
+        if (nsamples == capsamples) {
+            size_t nc = capsamples ? capsamples * 2 : 4096;
+            struct psample *ns = realloc(samples, nc * sizeof *ns);
+            if (!ns) {
+                lost_full++;
+                pthread_mutex_unlock(&mu);
+                return;
+            }
+            samples = ns;
+            capsamples = nc;
+        }
+        struct psample *s = &samples[nsamples++];
+        s->ts = r->ts;
+        s->tid = r->tid;
+        s->sid = sid;
+        s->on_cpu = (unsigned char)r->on_cpu;
+        s->wall = (unsigned char)wall;
+        struct pthreadname *t = tname_get(r->tid, 1);
+        if (t)
+            t->has_samples = 1;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void prof_store_tick(void)
+{
+    /* Code objects may be freed and their addresses reused: forget the Python cache. */
+    pthread_mutex_lock(&mu);
+    imap_free(&pycache_map);
+    pthread_mutex_unlock(&mu);
+}
+
+void prof_store_clear(void)
+{
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < nframes; i++) {
+        free(frames[i].name);
+        free(frames[i].func);
+        free(frames[i].file);
+    }
+    free(frames);
+    frames = NULL;
+    nframes = capframes = 0;
+    for (size_t i = 0; i < nstacks; i++)
+        free(stacks[i].fids);
+    free(stacks);
+    stacks = NULL;
+    nstacks = capstacks = 0;
+    free(samples);
+    samples = NULL;
+    nsamples = capsamples = 0;
+    free(tnames);
+    tnames = NULL;
+    ntnames = captnames = 0;
+    lost_full = 0;
+    imap_free(&native_map);
+    imap_free(&pycache_map);
+    imap_free(&pyname_map);
+    imap_free(&stack_map);
+    prof_sym_reset();
+    pthread_mutex_unlock(&mu);
+}
+
+void prof_store_counts(long long *ns, long long *nst, int *threads, long long *lost)
+{
+    int t = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < ntnames; i++)
+        t += tnames[i].has_samples;
+    if (ns)
+        *ns = (long long)nsamples;
+    if (nst)
+        *nst = (long long)nstacks;
+    if (threads)
+        *threads = t;
+    if (lost)
+        *lost = lost_full;
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- the tables ---- */
+
+int prof_samples_fill(struct probe_rows *r, struct pb_err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; rc == 0 && i < nsamples; i++) {
+        const struct psample *s = &samples[i];
+        const struct pthreadname *t = tname_get(s->tid, 0);
+        rc = probe_rows_add_real(r, s->ts);
+        rc = rc ? rc : probe_rows_add_int(r, s->tid);
+        rc = rc ? rc : probe_rows_add_text(r, t ? t->name : NULL);
+        rc = rc ? rc : probe_rows_add_int(r, s->sid);
+        rc = rc ? rc : probe_rows_add_int(r, s->on_cpu);
+        rc = rc ? rc : probe_rows_add_text(r, s->wall ? "wall" : "cpu");
+    }
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? pb_err_set(err, rc, "perf.samples: out of memory") : 0;
+}
+
+/* The range of stack ids to list: all, one, or none (an id not there). */
+static void sid_range(long long only, size_t *lo, size_t *hi)
+{
+    *lo = 0;
+    *hi = nstacks;
+    if (only >= 0) {
+        *lo = only < (long long)nstacks ? (size_t)only : nstacks;
+        *hi = *lo < nstacks ? *lo + 1 : *lo;
+    } else if (only < -1) {
+        *hi = 0;
+    }
+}
+
+int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *err)
+{
+    int rc = 0;
+    size_t lo, hi;
+    pthread_mutex_lock(&mu);
+    sid_range(only_sid, &lo, &hi);
+    for (size_t i = lo; rc == 0 && i < hi; i++) {
+        const struct pstack *s = &stacks[i];
+        size_t len = 1;
+        for (int k = 0; k < s->n; k++)
+            len += strlen(frames[s->fids[k]].name) + 1;
+        char *folded = malloc(len);
+        if (!folded) {
+            rc = -ENOMEM;
+            break;
+        }
+        size_t off = 0;
+        for (int k = s->n - 1; k >= 0; k--) { /* outermost first */
+            size_t l = strlen(frames[s->fids[k]].name);
+            memcpy(folded + off, frames[s->fids[k]].name, l);
+            off += l;
+            if (k)
+                folded[off++] = ';';
+        }
+        folded[off] = '\0';
+        rc = probe_rows_add_int(r, (long long)i);
+        rc = rc ? rc : probe_rows_add_int(r, s->n);
+        rc = rc ? rc : probe_rows_add_text(r, folded);
+        free(folded);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? pb_err_set(err, rc, "perf.stacks: out of memory") : 0;
+}
+
+int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *err)
+{
+    int rc = 0;
+    size_t lo, hi;
+    pthread_mutex_lock(&mu);
+    sid_range(only_sid, &lo, &hi);
+    for (size_t i = lo; rc == 0 && i < hi; i++) {
+        const struct pstack *s = &stacks[i];
+        for (int k = 0; rc == 0 && k < s->n; k++) {
+            const struct pframe *f = &frames[s->fids[k]];
+            rc = probe_rows_add_int(r, (long long)i);
+            rc = rc ? rc : probe_rows_add_int(r, k);
+            rc = rc ? rc : probe_rows_add_text(r, f->kind == K_PY ? "python" : "native");
+            rc = rc ? rc : probe_rows_add_text(r, f->name);
+            rc = rc ? rc : probe_rows_add_text(r, f->func);
+            rc = rc ? rc : probe_rows_add_text(r, f->file);
+            rc = rc ? rc : (f->kind == K_PY ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r));
+            rc = rc ? rc : (f->kind == K_NATIVE ? probe_rows_add_int(r, (long long)f->addr)
+                                                : probe_rows_add_null(r));
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? pb_err_set(err, rc, "perf.frames: out of memory") : 0;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* Native symbols for the sampler (drain thread only, never in a signal handler): dladdr1 finds
+ * the object and its exported symbol; when the pc is not inside that symbol (a static
+ * function: dladdr only knows the dynamic symbol table) the object's own .symtab is read once
+ * (mmap of the file, ELF64, function symbols sorted by address) and searched. Objects without
+ * .symtab (stripped) fall back to "[module]" in the caller. Not thread-safe: one
+ * caller (store.c, under its mutex). */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_MODULES 512
+
+struct fsym {
+    uintptr_t lo, hi; /* link-time addresses */
+    const char *name; /* in the mapped file */
+};
+
+struct module {
+    uintptr_t fbase;
+    uintptr_t bias; /* runtime address - link-time address */
+    struct fsym *syms;
+    size_t n;
+    void *map;
+    size_t maplen;
+};
+
+static struct module mods[MAX_MODULES];
+static int nmods;
+
+static int sym_cmp(const void *a, const void *b)
+{
+    const struct fsym *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Reads .symtab of path (ELF64 of our machine only). */
+static void module_load(struct module *m, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return;
+    const unsigned char *base = map;
+    size_t len = (size_t)st.st_size;
+    const Elf64_Ehdr *eh = map;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shoff == 0 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len ||
+        eh->e_phoff + (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > len) {
+        munmap(map, len);
+        return;
+    }
+    /* Link-time address of the first loadable segment: bias = fbase - that (page-aligned). */
+    uintptr_t first = 0;
+    int have_first = 0;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && (!have_first || ph[i].p_vaddr < first)) {
+            first = ph[i].p_vaddr & ~(uintptr_t)4095;
+            have_first = 1;
+        }
+    m->bias = m->fbase - first;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+            continue;
+        const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset + sh[i].sh_size > len || strs->sh_offset + strs->sh_size > len)
+            break;
+        size_t cnt = sh[i].sh_size / sizeof(Elf64_Sym);
+        const Elf64_Sym *sy = (const Elf64_Sym *)(base + sh[i].sh_offset);
+        m->syms = calloc(cnt ? cnt : 1, sizeof *m->syms);
+        if (!m->syms)
+            break;
+        for (size_t k = 0; k < cnt; k++) {
+            if (ELF64_ST_TYPE(sy[k].st_info) != STT_FUNC || sy[k].st_value == 0 ||
+                sy[k].st_name >= strs->sh_size)
+                continue;
+            const char *nm = (const char *)base + strs->sh_offset + sy[k].st_name;
+            m->syms[m->n].lo = sy[k].st_value;
+            m->syms[m->n].hi = sy[k].st_value + (sy[k].st_size ? sy[k].st_size : 1);
+            m->syms[m->n].name = nm;
+            m->n++;
+        }
+        qsort(m->syms, m->n, sizeof *m->syms, sym_cmp);
+        break;
+    }
+    if (m->n == 0) {
+        free(m->syms);
+        m->syms = NULL;
+        munmap(map, len);
+        return;
+    }
+    m->map = map;
+    m->maplen = len;
+}
+
+/* The .symtab name of pc in the object loaded at fbase from path, or NULL. *off gets pc's
+ * offset into the function. */
+const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off)
+{
+    struct module *m = NULL;
+    for (int i = 0; i < nmods; i++)
+        if (mods[i].fbase == fbase)
+            m = &mods[i];
+    if (!m) {
+        if (nmods == MAX_MODULES || !path || !*path)
+            return NULL;
+        m = &mods[nmods++];
+        memset(m, 0, sizeof *m);
+        m->fbase = fbase;
+        module_load(m, path);
+    }
+    if (!m->n)
+        return NULL;
+    uintptr_t a = pc - m->bias;
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) { /* last symbol with lo <= a */
+        size_t mid = (lo + hi) / 2;
+        if (m->syms[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || a >= m->syms[lo - 1].hi)
+        return NULL;
+    if (off)
+        *off = a - m->syms[lo - 1].lo;
+    return m->syms[lo - 1].name;
+}
+
+void prof_sym_reset(void)
+{
+    for (int i = 0; i < nmods; i++) {
+        free(mods[i].syms);
+        if (mods[i].map)
+            munmap(mods[i].map, mods[i].maplen);
+    }
+    memset(mods, 0, sizeof mods);
+    nmods = 0;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by the pyrt_*.c files (the interpreter reader, see pyrt.h): the CPython
+ * internal headers of the version being built, the fault-proof memory reads, string and line
+ * table decoders, and the GIL-side helpers (thread names, locals, bounded repr).
+ * Everything here is hidden (-fvisibility=hidden); nothing is exported from the probe.
+ * Rule for remote pointers: a `const void *` named `addr`/`obj` is interpreter memory that is
+ * only ever read through probe_mem_read*(), never dereferenced. */
+#ifndef PROBE_PYRT_INTERNAL_H
+#define PROBE_PYRT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The internal headers need Py_BUILD_CORE. 3.13's pull in mimalloc's headers, which test
+ * undefined macros in #if (harmless there, but -Wundef would warn and CI uses -Werror), so
+ * that one warning is silenced for the CPython headers only. */
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wundef"
+#include <Python.h>
+#include <frameobject.h>
+#if PY_VERSION_HEX >= 0x030B0000
+#include "pycore_code.h"
+#include "pycore_frame.h"
+#endif
+#if PY_VERSION_HEX >= 0x03090000
+#include "pycore_interp.h"
+#include "pycore_runtime.h"
+#endif
+#include "pycore_pystate.h"
+#pragma GCC diagnostic pop
+
+#include "pyrt.h"
+
+/* Hard bounds of every loop over interpreter data. */
+#define PYRT_MAX_THREADS 4096
+#define PYRT_MAX_STR 1024      /* bytes of UTF-8 kept from a code/file/thread name */
+#define PYRT_MAX_TABLE 262144  /* bytes of a line table read */
+
+/* ---- safe.c: fault-proof reads (No GIL needed, thread-safe) ---- */
+
+/* Choose the read method (process_vm_readv on ourselves, else a pipe). Idempotent. */
+int probe_mem_init(void);
+/* Copy exactly n bytes from addr into dst. Returns 0, or -EFAULT when any byte is unreadable
+ * (dst is then unspecified). Never crashes on a bad address. */
+int probe_mem_read(const void *addr, void *dst, size_t n);
+/* Copy up to n bytes, stopping at the first unreadable page. Returns the number of bytes copied
+ * (0 when addr itself is unreadable). */
+size_t probe_mem_read_upto(const void *addr, void *dst, size_t n);
+/* A plausible heap/data pointer (non-NULL, aligned to align, in user space). */
+int probe_ptr_ok(const void *p, size_t align);
+
+/* ---- safe.c: pthread_t -> kernel tid on 3.8-3.10 (No GIL needed) ---- */
+
+/* Find the offset of the tid inside glibc's struct pthread with two threads of our own.
+ * Returns 0 or a negative code. */
+int probe_tid_calibrate(struct pb_err *err);
+/* Kernel tid of a live thread given its pthread_t, or -1 when unknown or the thread is gone. */
+long probe_tid_from_pthread(unsigned long pthread_ident);
+
+/* ---- decode.c: str/bytes objects from copied memory (No GIL needed) ---- */
+
+/* UTF-8 of the str object at obj, at most max bytes (cut on a character boundary), in a new
+ * malloc'd NUL-terminated string; NULL when obj is not a readable exact str. */
+char *probe_str_read(const void *obj, size_t max);
+/* Copy of the payload of the bytes object at obj (at most max bytes) into a new malloc'd
+ * buffer, its length in *len. Returns NULL when obj is not a readable exact bytes object. */
+unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len);
+
+/* ---- decode.c: line tables, pure functions on copied bytes ---- */
+
+/* 3.8/3.9 co_lnotab; addr is the byte offset of the instruction (f_lasti). */
+int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr);
+/* 3.10 co_linetable (PEP 626, 3.10 format); addr is the byte offset (2 * f_lasti). */
+int probe_line_310(const unsigned char *t, size_t n, int firstlineno, int addr);
+/* 3.11+ location table; addr is the byte offset (2 * code-unit index). -1 for "no line". */
+int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr);
+
+/* ---- locals.c: what needs the GIL (Requires GIL for all of these) ---- */
+
+/* Raw positions the walk remembers for the GIL-side passes. */
+struct pyrt_rawframe {
+    const void *frame; /* PyFrameObject* (3.8-3.10) or _PyInterpreterFrame* (3.11+) */
+    const void *code;  /* PyCodeObject* */
+};
+
+/* Fill t->name/t->daemon from threading._active if `threading` is already imported. Clears
+ * any exception it causes. Returns 1 when the name came from threading, else 0. */
+int probe_names_read(struct probe_thread *t);
+/* Fill f->locals/f->nlocals for one frame. Returns 0 or a negative code (f->nlocals stays -1). */
+int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw);
+
+/* ---- repr.c: bounded repr (Requires GIL) ---- */
+
+#define PYRT_REPR_MAX 256
+/* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
+ * exact builtins only, anything else "<module.Type object at 0x...>". NULL on out of memory. */
+char *probe_repr_new(PyObject *o);
+/* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
+char *probe_repr_typename(PyObject *o);
+
+/* decode.c: append code point c as UTF-8 at out[len], within cap bytes (surrogates and
+ * values past U+10FFFF become U+FFFD). Returns the new length, or len when it does not fit.
+ * Async-signal-safe (sig/pyrt_sig.c uses it). */
+size_t pyrt_utf8_put(char *out, size_t len, size_t cap, uint32_t c);
+/* The i-th code point of a compact str's character data of this kind (1, 2 or 4 bytes). */
+static inline uint32_t pyrt_ucs_at(const unsigned char *data, unsigned kind, size_t i)
+{
+    if (kind == 1)
+        return data[i];
+    if (kind == 2) {
+        uint16_t v;
+        memcpy(&v, data + 2 * i, 2);
+        return v;
+    }
+    uint32_t c;
+    memcpy(&c, data + 4 * i, 4);
+    return c;
+}
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Admission of connections: whether the agent keeps a connection it just accepted (caps on all
+ * connections and on TCP ones not past `attach`, and descriptors left to the target), and when a
+ * TCP connection not past `attach` must go. Pure decisions on numbers, so that the fuzz harness
+ * (tests/fuzz/fuzz_conn_limits.c) drives the same code the agent runs; the settings they come
+ * from are in core/settings.c, the threat model in docs/security.md. */
+#include "admit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/resource.h>
+
+int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
+                long fds_open, long fds_max, struct pb_err *err)
+{
+    if (c->conns >= l->max_conns)
+        return pb_err_set(err, -EMFILE, "%d connections open (net.max_connections)", c->conns);
+    if (tcp && c->unauth >= l->max_unauth)
+        return pb_err_set(err, -EMFILE, "%d TCP connections not past attach "
+                          "(net.max_unauthenticated)", c->unauth);
+    if (fds_open < 0)
+        return pb_err_set(err, -EMFILE, "cannot count the open descriptors");
+    if (fds_max >= 0 && fds_open + l->fd_reserve > fds_max)
+        return pb_err_set(err, -EMFILE, "%ld of %ld descriptors open, %d kept for the target "
+                          "(net.fd_reserve)", fds_open, fds_max, l->fd_reserve);
+    return 0;
+}
+
+int probe_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms)
+{
+    /* Bytes received do not move the deadline: a client sending one byte a second is no more
+     * welcome than a silent one. */
+    return !authed && now_ms - accepted_ms >= timeout_ms;
+}
+
+long probe_fds_max(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+        return -1;
+    return rl.rlim_cur > (rlim_t)0x7fffffff ? 0x7fffffff : (long)rl.rlim_cur;
+}
+
+long probe_fds_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1; /* out of descriptors (EMFILE), or no /proc: keep nothing */
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* not the directory's own descriptor */
+}

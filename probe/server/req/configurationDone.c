@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* DAP: ConfigurationDoneRequest. Ends the client's configuration phase; the target was running
+ * all along and keeps running, so there is nothing to start. */
+#include "server/server.h"
+
+int dap_req_configurationDone(struct dap_ctx *c, const cJSON *args, cJSON *body)
+{
+    (void)c;
+    (void)args;
+    (void)body;
+    return 0;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* DAP: InitializeRequest. Answers with the capabilities derived from the dispatch table (only
+ * what is implemented), then sends the `initialized` event after the response. */
+#include "server/server.h"
+
+int dap_req_initialize(struct dap_ctx *c, const cJSON *args, cJSON *body)
+{
+    const char *adapter = NULL;
+    if (dap_arg_str(args, "adapterID", &adapter, &c->err) < 0)
+        return c->err.code;
+    cJSON *caps = dap_capabilities();
+    cJSON *item = caps ? caps->child : NULL;
+    while (item) {
+        cJSON *next = item->next;
+        cJSON_AddItemToObject(body, item->string, cJSON_DetachItemViaPointer(caps, item));
+        item = next;
+    }
+    cJSON_Delete(caps);
+    return 0;
+}
+
+void dap_post_initialize(struct dap_session *s)
+{
+    dap_session_event(s, "initialized", NULL);
+}

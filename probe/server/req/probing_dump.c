@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* probing/dump (custom; docs/protocol.md): every Python thread with its frames, innermost first,
+ * in one consistent snapshot. Arguments: locals (bool), maxFrames (int). Names from `threading`
+ * and locals need the GIL: when it cannot be had in time the answer still comes, read without
+ * the GIL, and says who holds it ("gil.available": false, "localsError"). */
+#include <stdio.h>
+
+#include "server/server.h"
+#include "probe.h"
+#include "server/snapshot.h"
+
+static const struct probe_thread *holder(const struct probe_snapshot *s)
+{
+    for (int i = 0; i < s->nthreads; i++)
+        if (s->threads[i].holds_gil)
+            return &s->threads[i];
+    return NULL;
+}
+
+static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args, cJSON *body,
+                  struct pb_err *err)
+{
+    int want_locals = 0;
+    dap_arg_bool(args, "locals", &want_locals, err);
+    const struct probe_info *pi = probe_info_get();
+    cJSON_AddNumberToObject(body, "pid", pi->pid);
+    cJSON_AddStringToObject(body, "python", s->version[0] ? s->version : pi->python_version);
+    cJSON *gil = cJSON_AddObjectToObject(body, "gil");
+    const struct probe_thread *h = holder(s);
+    if (h)
+        cJSON_AddNumberToObject(gil, "holder", (double)dap_thread_id(h));
+    else
+        cJSON_AddNullToObject(gil, "holder");
+    cJSON_AddBoolToObject(gil, "available", gil_rc == 0);
+    if (want_locals && gil_rc != 0) {
+        char msg[512], busy[256];
+        if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+            snprintf(msg, sizeof msg, "%s: locals not read; %s", busy, PROBE_BUSY_HINT);
+        else if (gil_rc == PB_ETIMEDOUT && h)
+            snprintf(msg, sizeof msg,
+                     "the GIL is held by thread %ld (%s) and was not released within %d ms: "
+                     "locals not read",
+                     dap_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms());
+        else if (gil_rc == PB_ETIMEDOUT)
+            snprintf(msg, sizeof msg, "the GIL could not be had within %d ms: locals not read",
+                     probe_setting_gil_timeout_ms());
+        else
+            snprintf(msg, sizeof msg, "the interpreter is not running Python code now "
+                                      "(starting or finalising): locals not read");
+        cJSON_AddStringToObject(body, "localsError", msg);
+    }
+    cJSON *arr = cJSON_AddArrayToObject(body, "threads");
+    for (int i = 0; i < s->nthreads; i++)
+        cJSON_AddItemToArray(arr, dap_json_thread(&s->threads[i], want_locals && gil_rc == 0));
+    return 0;
+}
+
+int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body)
+{
+    (void)body;
+    int locals = 0;
+    long long max_frames = 256;
+    int rc;
+    if ((rc = dap_arg_bool(args, "locals", &locals, &c->err)) < 0 ||
+        (rc = dap_arg_int(args, "maxFrames", &max_frames, &c->err)) < 0)
+        return rc;
+    if (max_frames < 1 || max_frames > 4096)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.maxFrames: expected 1 to 4096");
+    int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0);
+    return dap_snapshot_request(c, args, flags, (int)max_frames, render);
+}

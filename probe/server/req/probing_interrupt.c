@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* probing/interrupt (custom; docs/protocol.md): raise KeyboardInterrupt in the evaluation that
+ * is running (probing/eval, evaluate), in the probe's worker thread only: the target's own
+ * threads are never touched. Answered at once; the evaluation's own response tells the end. */
+#include "server/server.h"
+#include "probe.h"
+
+int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body)
+{
+    (void)args;
+    int rc = probe_eval_interrupt();
+    if (rc < 0)
+        return pb_err_set(&c->err, rc, "cannot start the interrupting thread: %s",
+                          pb_strerror(rc));
+    cJSON_AddBoolToObject(body, "interrupted", rc == 1);
+    return 0;
+}

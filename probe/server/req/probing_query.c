@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* probing/query (custom; docs/protocol.md): run one read-only SQL statement over the probe's
+ * tables (docs/tables.md). Arguments: sql (string). Body: columns, rows (arrays of JSON
+ * numbers, strings, null), truncated, note, elapsedMs (time spent in SQLite). The query runs on
+ * the task thread, never on the loop, so other requests stay answerable meanwhile. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+#include "probe.h"
+#include "sql/store.h"
+
+struct queryjob {
+    struct dap_pending *p;
+    char *sql;
+    struct probe_rows rows;
+    int rc;
+    struct pb_err err;
+};
+
+/* Task thread. */
+static void run(void *arg)
+{
+    struct queryjob *j = arg;
+    j->rc = probe_store_query(j->sql, &j->rows, &j->err);
+}
+
+cJSON *dap_json_rows(const struct probe_rows *r)
+{
+    cJSON *rows = cJSON_CreateArray();
+    for (size_t i = 0; rows && i < r->nrows; i++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int c = 0; c < r->ncols; c++) {
+            const struct probe_value *v = &r->cells[i * (size_t)r->ncols + (size_t)c];
+            cJSON *x = v->type == PROBE_V_INT    ? dap_json_int(v->i)
+                       : v->type == PROBE_V_REAL ? dap_json_real(v->d)
+                       : v->type == PROBE_V_TEXT ? cJSON_CreateString(v->s)
+                                                 : cJSON_CreateNull();
+            cJSON_AddItemToArray(row, x);
+        }
+        cJSON_AddItemToArray(rows, row);
+    }
+    return rows;
+}
+
+/* Loop thread. */
+static void done(void *arg)
+{
+    struct queryjob *j = arg;
+    cJSON *body = NULL;
+    if (j->rc == 0) {
+        body = cJSON_CreateObject();
+        cJSON *cols = cJSON_AddArrayToObject(body, "columns");
+        for (int c = 0; c < j->rows.ncols; c++)
+            cJSON_AddItemToArray(cols, cJSON_CreateString(j->rows.cols[c]));
+        cJSON_AddItemToObject(body, "rows", dap_json_rows(&j->rows));
+        cJSON_AddBoolToObject(body, "truncated", j->rows.truncated);
+        if (j->rows.note[0])
+            cJSON_AddStringToObject(body, "note", j->rows.note);
+        else
+            cJSON_AddNullToObject(body, "note");
+        cJSON_AddNumberToObject(body, "elapsedMs", j->rows.elapsed_ms);
+    }
+    dap_pending_finish(j->p, j->rc, body, &j->err);
+    probe_rows_free(&j->rows);
+    free(j->sql);
+    free(j);
+}
+
+int dap_req_probing_query(struct dap_ctx *c, const cJSON *args, cJSON *body)
+{
+    (void)body;
+    const char *sql = NULL;
+    int rc = dap_arg_str(args, "sql", &sql, &c->err);
+    if (rc < 0)
+        return rc;
+    if (!sql || !*sql)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.sql: expected a SQL statement");
+    struct queryjob *j = calloc(1, sizeof *j);
+    if (!j || !(j->sql = strdup(sql))) {
+        free(j);
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
+    }
+    j->p = dap_ctx_defer(c);
+    if (!j->p || probe_task_submit(run, done, j) < 0) {
+        if (j->p)
+            dap_pending_finish(j->p, -ENOMEM, NULL, NULL);
+        free(j->sql);
+        free(j);
+    }
+    return DAP_DEFERRED;
+}

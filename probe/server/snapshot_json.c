@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* JSON for interpreter snapshots (pyrt/pyrt.h): the thread objects of `probing/dump`, DAP
+ * Thread and StackFrame objects for `threads` and `stackTrace`. The snapshot functions here
+ * also leave out the probe's own worker thread, which is not the user's. */
+#include "server.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+#include "pyrt/pyrt.h"
+#include "snapshot.h"
+
+long dap_thread_id(const struct probe_thread *t)
+{
+    return t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
+}
+
+void dap_snapshot_drop_worker(struct probe_snapshot *s)
+{
+    for (int i = 0; i < s->nthreads; i++) {
+        if (!probe_worker_owns(s->threads[i].ident))
+            continue;
+        probe_thread_free(&s->threads[i]);
+        memmove(&s->threads[i], &s->threads[i + 1],
+                sizeof s->threads[0] * (size_t)(s->nthreads - i - 1));
+        s->nthreads--;
+        i--;
+    }
+}
+
+cJSON *dap_json_frame(const struct probe_frame *f, int with_locals)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", f->func ? f->func : "?");
+    cJSON_AddStringToObject(o, "file", f->file ? f->file : "?");
+    cJSON_AddNumberToObject(o, "line", f->line);
+    if (with_locals && f->nlocals >= 0) {
+        cJSON *ls = cJSON_AddArrayToObject(o, "locals");
+        for (int i = 0; i < f->nlocals; i++) {
+            cJSON *l = cJSON_CreateObject();
+            cJSON_AddStringToObject(l, "name", f->locals[i].name ? f->locals[i].name : "?");
+            cJSON_AddStringToObject(l, "type", f->locals[i].type ? f->locals[i].type : "?");
+            if (f->locals[i].value)
+                cJSON_AddStringToObject(l, "value", f->locals[i].value);
+            else
+                cJSON_AddNullToObject(l, "value");
+            cJSON_AddItemToArray(ls, l);
+        }
+    }
+    return o;
+}
+
+cJSON *dap_json_thread(const struct probe_thread *t, int with_locals)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", (double)dap_thread_id(t));
+    cJSON_AddNumberToObject(o, "ident", (double)t->ident);
+    if (t->native_id > 0)
+        cJSON_AddNumberToObject(o, "nativeId", (double)t->native_id);
+    else
+        cJSON_AddNullToObject(o, "nativeId");
+    cJSON_AddStringToObject(o, "name", t->name ? t->name : "");
+    cJSON_AddStringToObject(o, "nameSource", t->name_from_threading ? "threading" : "os");
+    cJSON_AddBoolToObject(o, "holdsGil", t->holds_gil);
+    cJSON_AddBoolToObject(o, "main", t->is_main);
+    if (t->daemon >= 0)
+        cJSON_AddBoolToObject(o, "daemon", t->daemon);
+    else
+        cJSON_AddNullToObject(o, "daemon");
+    cJSON_AddBoolToObject(o, "truncated", t->truncated);
+    cJSON *fr = cJSON_AddArrayToObject(o, "frames");
+    for (int i = 0; i < t->nframes; i++)
+        cJSON_AddItemToArray(fr, dap_json_frame(&t->frames[i], with_locals));
+    return o;
+}
+
+const struct probe_thread *dap_snapshot_find(const struct probe_snapshot *s, long id)
+{
+    for (int i = 0; i < s->nthreads; i++)
+        if (dap_thread_id(&s->threads[i]) == id)
+            return &s->threads[i];
+    return NULL;
+}

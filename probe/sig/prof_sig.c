@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampler's signal side (prof/prof.h): one slot per sampled thread, its ring of preallocated
+ * records, its POSIX timer on the thread's own CPU clock (timer_create with SIGEV_THREAD_ID, so
+ * each thread is interrupted by its own CPU time and no thread is ever stopped by another), and
+ * the SIGPROF handler.
+ * The handler is async-signal-safe: it recognises our signals by si_value pointing at a live
+ * slot of the calling thread (anything else goes to the previous SIGPROF handler), then
+ * records the native stack (unwind.h: our own CFI unwinder over the module table the drain
+ * thread publishes, with the slot's own rule cache; it never calls the dynamic loader, whose
+ * lock an interrupted dlopen/dlclose may hold), the thread's Python frames (pyrt_sig.h) and the
+ * time into the next ring record. No allocation, no lock, no library call that could take one,
+ * no symbolisation; errno is saved; a full ring drops the record and counts it.
+ * Producer/consumer: the handler (only ever on the slot's own thread) advances head, the drain
+ * thread advances tail. */
+#include "prof/prof.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define SLOT_MAGIC 0x70726f66736c6f74ULL
+
+enum { SLOT_FREE, SLOT_LIVE, SLOT_RETIRED };
+
+/* One mapping per slot: the ring, then the unwind cache (zeroed: no entry matches). */
+#define RING_BYTES ((PROF_RING * sizeof(struct prof_raw) + 63) & ~(size_t)63)
+#define SLOT_BYTES (RING_BYTES + sizeof(struct unwind_cache))
+
+struct prof_slot {
+    _Atomic int state;
+    int tid;
+    uint64_t magic;
+    timer_t timer;
+    int has_timer;
+    struct prof_raw *ring; /* PROF_RING records, mmap'd */
+    struct unwind_cache *cache; /* the thread's unwind rules, mmap'd after the ring */
+    _Atomic unsigned head, tail;
+    _Atomic long long delivered;
+    _Atomic long long overrun; /* expirations the kernel merged into a delivered one */
+    _Atomic long long lost;
+    _Atomic long long self_ns;
+    long long cpu_at_arm_ns; /* the thread's CPU time when its timer was armed */
+    long long missed_seen;
+};
+
+static struct prof_slot slots[PROF_MAX_SLOTS];
+static _Atomic int running;
+static _Atomic int in_handler;
+static struct sigaction old_action;
+static int installed;
+/* Totals of slots already freed. */
+static long long gone_missed, gone_lost, gone_self_ns;
+
+static long long now_ns(clockid_t c)
+{
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0)
+        return 0;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The CPU-time clock of thread tid of this process (the kernel's encoding, as glibc's
+ * pthread_getcpuclockid builds it from a pthread_t). */
+static clockid_t thread_clock(int tid)
+{
+    return (clockid_t)((~(unsigned)tid << 3) | 6u); /* CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED */
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    if (old_action.sa_flags & SA_SIGINFO) {
+        if (old_action.sa_sigaction)
+            old_action.sa_sigaction(sig, si, uc);
+    } else if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN &&
+               old_action.sa_handler) {
+        old_action.sa_handler(sig);
+    }
+    /* SIG_DFL (terminate) is not re-raised: a stray SIGPROF must not kill the host while the
+     * sampler owns the signal; SIG_IGN ignores. */
+}
+
+static struct prof_slot *slot_of(const siginfo_t *si)
+{
+    uintptr_t p, base = (uintptr_t)slots;
+    if (!si || (si->si_code != SI_TIMER && si->si_code != SI_QUEUE))
+        return NULL;
+    p = (uintptr_t)si->si_value.sival_ptr;
+    if (p < base || p >= base + sizeof slots || (p - base) % sizeof slots[0] != 0)
+        return NULL;
+    return (struct prof_slot *)p;
+}
+
+static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
+{
+    unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    unsigned t = atomic_load_explicit(&s->tail, memory_order_acquire);
+    struct prof_raw *r;
+    struct timespec ts;
+    atomic_fetch_add_explicit(&s->delivered, 1, memory_order_relaxed);
+    if (si->si_code == SI_TIMER && si->si_overrun > 0)
+        atomic_fetch_add_explicit(&s->overrun, si->si_overrun, memory_order_relaxed);
+    if (h - t >= PROF_RING || !s->ring) {
+        atomic_fetch_add_explicit(&s->lost, 1, memory_order_relaxed);
+        return;
+    }
+    r = &s->ring[h % PROF_RING];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r->ts = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    r->tid = s->tid;
+    r->on_cpu = 1;
+    r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
+    r->npy = pyrt_sig_frames_fast(pyrt_sig_tstate_self(), r->py, PROF_MAX_PY);
+    atomic_store_explicit(&s->head, h + 1, memory_order_release);
+}
+
+static void on_sigprof(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    struct prof_slot *s = slot_of(si);
+    atomic_fetch_add(&in_handler, 1);
+    if (s && s->magic == SLOT_MAGIC) {
+        /* Ours (possibly late, after a stop or for a retired slot: dropped). */
+        if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
+            s->tid == (int)syscall(SYS_gettid)) {
+            long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            record(s, si, uc);
+            atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
+                                      memory_order_relaxed);
+        }
+    } else {
+        chain(sig, si, uc);
+    }
+    atomic_fetch_sub(&in_handler, 1);
+    errno = saved;
+}
+
+int prof_sig_install(struct pb_err *err)
+{
+    struct sigaction sa;
+    if (installed)
+        return 0;
+    /* The module table before the first signal. */
+    if (unwind_table_refresh() < 0)
+        return pb_err_set(err, -ENOMEM, "the sampler's module table: out of memory");
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigprof;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, NULL, &old_action) != 0 || sigaction(SIGPROF, &sa, NULL) != 0)
+        return pb_err_set(err, -errno, "sigaction(SIGPROF): %s", strerror(errno));
+    installed = 1;
+    return 0;
+}
+
+void prof_sig_uninstall(void)
+{
+    struct sigaction cur, ign;
+    if (!installed)
+        return;
+    /* Wait out handlers in flight, then flush SIGPROFs still pending in any thread (a thread
+     * that blocks the signal keeps one until it unblocks it): setting SIG_IGN discards them,
+     * so a late one can never reach a SIG_DFL disposition. Then the old disposition. */
+    for (int i = 0; i < 1000 && atomic_load(&in_handler) > 0; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (sigaction(SIGPROF, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == on_sigprof) {
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPROF, &ign, NULL);
+        sigaction(SIGPROF, &old_action, NULL);
+    } /* else the host replaced our handler meanwhile: its choice stays */
+    installed = 0;
+    if (atomic_load(&in_handler) == 0)
+        unwind_table_reclaim(NULL); /* no handler of ours can run any more */
+}
+
+int prof_sig_quiet(void)
+{
+    return atomic_load(&in_handler) == 0;
+}
+
+void prof_sig_set_running(int on)
+{
+    atomic_store(&running, on);
+}
+
+void prof_sig_fork_child(void)
+{
+    /* The child has no timers (POSIX timers are not inherited) and no drain thread. */
+    atomic_store(&running, 0);
+    if (installed) {
+        sigaction(SIGPROF, &old_action, NULL);
+        installed = 0;
+    }
+    /* The parent's slots name the parent's threads and timers: forget them (their rings stay
+     * mapped; munmap is safe here but a parent's record may be half read by nobody). */
+    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+        slots[i].has_timer = 0;
+        slots[i].ring = NULL;
+        slots[i].cache = NULL;
+        slots[i].magic = 0;
+        atomic_store(&slots[i].state, SLOT_FREE);
+    }
+    atomic_store(&in_handler, 0);
+}
+
+struct prof_slot *prof_slot_new(int tid)
+{
+    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+        struct prof_slot *s = &slots[i];
+        if (atomic_load(&s->state) != SLOT_FREE)
+            continue;
+        void *ring = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+        if (ring == MAP_FAILED)
+            return NULL;
+        s->ring = ring;
+        s->cache = (struct unwind_cache *)((char *)ring + RING_BYTES);
+        s->tid = tid;
+        s->magic = SLOT_MAGIC;
+        s->has_timer = 0;
+        atomic_store(&s->head, 0);
+        atomic_store(&s->tail, 0);
+        atomic_store(&s->delivered, 0);
+        atomic_store(&s->overrun, 0);
+        atomic_store(&s->lost, 0);
+        atomic_store(&s->self_ns, 0);
+        s->cpu_at_arm_ns = now_ns(thread_clock(tid));
+        s->missed_seen = 0;
+        atomic_store(&s->state, SLOT_LIVE);
+        return s;
+    }
+    return NULL;
+}
+
+int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
+{
+    struct sigevent sev;
+    struct itimerspec its;
+    long long period = 1000000000LL / rate;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev.sigev_value.sival_ptr = s;
+    sev._sigev_un._tid = s->tid;
+    if (timer_create(thread_clock(s->tid), &sev, &s->timer) != 0)
+        return pb_err_set(err, -errno, "timer_create for thread %d: %s", s->tid, strerror(errno));
+    s->has_timer = 1;
+    s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
+    its.it_interval.tv_sec = period / 1000000000LL;
+    its.it_interval.tv_nsec = period % 1000000000LL;
+    its.it_value = its.it_interval;
+    if (timer_settime(s->timer, 0, &its, NULL) != 0) {
+        int e = errno;
+        timer_delete(s->timer);
+        s->has_timer = 0;
+        return pb_err_set(err, -e, "timer_settime: %s", strerror(e));
+    }
+    return 0;
+}
+
+void prof_slot_retire(struct prof_slot *s)
+{
+    if (s->has_timer) {
+        timer_delete(s->timer);
+        s->has_timer = 0;
+    }
+    atomic_store(&s->state, SLOT_RETIRED);
+}
+
+int prof_slot_tid(const struct prof_slot *s)
+{
+    return s->tid;
+}
+
+struct prof_slot *prof_slot_find(int tid)
+{
+    for (int i = 0; i < PROF_MAX_SLOTS; i++)
+        if (atomic_load(&slots[i].state) == SLOT_LIVE && slots[i].tid == tid)
+            return &slots[i];
+    return NULL;
+}
+
+int prof_slot_poke(struct prof_slot *s, int wall)
+{
+    siginfo_t si;
+    (void)wall;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGPROF;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = s;
+    return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), s->tid, SIGPROF, &si);
+}
+
+static void slot_free(struct prof_slot *s, int rate)
+{
+    (void)rate;
+    gone_lost += atomic_load(&s->lost);
+    gone_self_ns += atomic_load(&s->self_ns);
+    gone_missed += s->missed_seen;
+    if (s->ring)
+        munmap(s->ring, SLOT_BYTES);
+    s->ring = NULL;
+    s->cache = NULL;
+    s->magic = 0;
+    atomic_store(&s->state, SLOT_FREE);
+}
+
+int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
+{
+    int n = 0;
+    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+        struct prof_slot *s = &slots[i];
+        int st = atomic_load(&s->state);
+        if (st == SLOT_FREE)
+            continue;
+        unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+        unsigned h = atomic_load_explicit(&s->head, memory_order_acquire);
+        for (; t != h; t++, n++) {
+            fn(&s->ring[t % PROF_RING], arg);
+            atomic_store_explicit(&s->tail, t + 1, memory_order_release);
+        }
+        if (st == SLOT_RETIRED && atomic_load(&in_handler) == 0)
+            slot_free(s, 0);
+    }
+    return n;
+}
+
+void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg)
+{
+    for (int i = 0; i < PROF_MAX_SLOTS; i++)
+        if (atomic_load(&slots[i].state) == SLOT_LIVE)
+            fn(&slots[i], arg);
+}
+
+void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
+                         int *armed)
+{
+    long long m = gone_missed, l = gone_lost, ns = gone_self_ns;
+    int a = 0;
+    long long period = 1000000000LL / (rate > 0 ? rate : 1);
+    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+        struct prof_slot *s = &slots[i];
+        if (atomic_load(&s->state) == SLOT_FREE)
+            continue;
+        l += atomic_load(&s->lost);
+        ns += atomic_load(&s->self_ns);
+        if (s->has_timer) {
+            long long cpu = now_ns(thread_clock(s->tid));
+            a++;
+            /* Missed: expirations the kernel merged into a delivered signal (si_overrun),
+             * plus those the thread's CPU time called for that never came (a thread that
+             * blocks SIGPROF); one may be on its way. */
+            if (cpu > 0) {
+                long long expected = (cpu - s->cpu_at_arm_ns) / period;
+                long long ov = atomic_load(&s->overrun);
+                long long d = expected - atomic_load(&s->delivered) - ov - 1;
+                d = ov + (d > 0 ? d : 0);
+                if (d > s->missed_seen)
+                    s->missed_seen = d;
+            }
+        } else if (atomic_load(&s->state) == SLOT_LIVE) {
+            a++;
+        }
+        m += s->missed_seen;
+    }
+    if (missed)
+        *missed = m;
+    if (lost)
+        *lost = l;
+    if (handler_s)
+        *handler_s = ns / 1e9;
+    if (armed)
+        *armed = a;
+}
+
+void prof_slots_clear(void)
+{
+    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+        struct prof_slot *s = &slots[i];
+        if (atomic_load(&s->state) == SLOT_FREE)
+            continue;
+        if (s->has_timer) {
+            timer_delete(s->timer);
+            s->has_timer = 0;
+        }
+        atomic_store(&s->state, SLOT_RETIRED);
+    }
+}
+
+void prof_slots_reset_totals(void)
+{
+    gone_missed = gone_lost = gone_self_ns = 0;
+}

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/* History tables: real tables that collectors append rows to, each with a leading `ts` column
+ * (epoch seconds), bounded by history.max_rows and history.max_age_s. Appends come from any
+ * thread and never touch SQLite: rows wait in a bounded queue and the task thread writes them
+ * (probe_history_flush, before every query and after each batch). Also the built-in collector:
+ * system.process_history, sampled from /proc by a timer on the loop (no GIL). */
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/settings.h"
+#include "vtab.h"
+
+#define MAX_TABLES 32
+#define MAX_COLS 32
+
+#define MAX_INDEXES 4
+
+struct hist_table {
+    struct probe_table_info info;
+    int created; /* task thread only */
+    long long appended;
+    /* Declared indexes ("col1,col2"), created with the table or at the next flush. */
+    char *indexes[MAX_INDEXES];
+    int nindexes;
+    int indexes_created; /* task thread only */
+};
+
+struct pending {
+    int table;
+    double ts;
+    int n;
+    struct probe_value *vals;
+    struct pending *next;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct hist_table tables[MAX_TABLES];
+static atomic_int ntables;
+static struct pending *head, *tail;
+static long long npending;
+static atomic_int flush_scheduled;
+
+static const char *const schemas[] = {"python.", "system.", "probing.", "perf.", "torch."};
+
+static int valid_name(const char *name)
+{
+    const char *dot = NULL;
+    for (size_t i = 0; i < sizeof schemas / sizeof schemas[0]; i++)
+        if (strncmp(name, schemas[i], strlen(schemas[i])) == 0)
+            dot = name + strlen(schemas[i]) - 1;
+    if (!dot || !dot[1] || strlen(name) > 60)
+        return 0;
+    for (const char *p = dot + 1; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))
+            return 0;
+    return 1;
+}
+
+static int find(const char *name)
+{
+    int n = atomic_load(&ntables);
+    for (int i = 0; i < n; i++)
+        if (strcmp(tables[i].info.name, name) == 0)
+            return i;
+    return -1;
+}
+
+int probe_history_define(const char *table, const char *description,
+                         const struct probe_column *cols, int ncols, struct pb_err *err)
+{
+    if (!valid_name(table))
+        return pb_err_set(err, PB_EBADARG, "history table '%s': expected schema.name with "
+                          "schema python, system, probing, perf or torch and a name of "
+                          "[a-z0-9_]", table);
+    if (ncols < 1 || ncols > MAX_COLS)
+        return pb_err_set(err, PB_EBADARG, "history table '%s': 1 to %d columns", table,
+                          MAX_COLS);
+    for (int v = 0; v < probe_vtab_count(); v++)
+        if (strcmp(probe_vtab_info(v)->name, table) == 0)
+            return pb_err_set(err, PB_EBADARG, "history table '%s': a built-in live table has "
+                              "that name: choose another", table);
+    pthread_mutex_lock(&mu);
+    int i = find(table), rc = 0;
+    if (i < 0) {
+        int n = atomic_load(&ntables);
+        if (n == MAX_TABLES) {
+            rc = pb_err_set(err, PB_EBADARG, "too many history tables (%d)", MAX_TABLES);
+        } else {
+            tables[n].info = (struct probe_table_info){table, "history", description, cols,
+                                                       ncols};
+            atomic_store(&ntables, n + 1);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+/* Column names: [A-Za-z0-9_] separated by commas, each a column of the table. */
+static int index_columns_ok(const struct hist_table *h, const char *cols)
+{
+    char buf[256];
+    if (!cols || !*cols || strlen(cols) >= sizeof buf)
+        return 0;
+    strcpy(buf, cols);
+    char *save = NULL;
+    for (char *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        int known = strcmp(c, "ts") == 0;
+        for (int i = 0; i < h->info.ncols && !known; i++)
+            known = strcmp(c, h->info.cols[i].name) == 0;
+        if (!known)
+            return 0;
+    }
+    return 1;
+}
+
+int probe_history_index(const char *table, const char *columns, struct pb_err *err)
+{
+    pthread_mutex_lock(&mu);
+    int i = find(table), rc = 0;
+    if (i < 0)
+        rc = pb_err_set(err, PB_EBADARG, "history table '%s' is not defined", table);
+    else if (!index_columns_ok(&tables[i], columns))
+        rc = pb_err_set(err, PB_EBADARG, "index on %s: '%s' is not a list of its columns",
+                        table, columns ? columns : "");
+    else if (tables[i].nindexes == MAX_INDEXES)
+        rc = pb_err_set(err, PB_EBADARG, "index on %s: at most %d indexes", table, MAX_INDEXES);
+    else if (!(tables[i].indexes[tables[i].nindexes] = strdup(columns)))
+        rc = pb_err_set(err, -ENOMEM, "out of memory");
+    else
+        tables[i].nindexes++;
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+int probe_history_count(void)
+{
+    return atomic_load(&ntables);
+}
+
+const struct probe_table_info *probe_history_info(int i)
+{
+    return i >= 0 && i < atomic_load(&ntables) ? &tables[i].info : NULL;
+}
+
+static void pending_free(struct pending *p)
+{
+    for (int i = 0; p && i < p->n; i++)
+        free(p->vals[i].s);
+    if (p)
+        free(p->vals);
+    free(p);
+}
+
+static void flush_task(void *arg)
+{
+    (void)arg;
+    atomic_store(&flush_scheduled, 0);
+    probe_history_flush();
+}
+
+static void flush_done(void *arg)
+{
+    (void)arg;
+}
+
+int probe_history_append(const char *table, const struct probe_value *vals, int ncols)
+{
+    int t = find(table);
+    if (t < 0 || ncols != tables[t].info.ncols)
+        return PB_EBADARG;
+    struct pending *p = calloc(1, sizeof *p);
+    if (!p || !(p->vals = calloc((size_t)ncols, sizeof *p->vals))) {
+        free(p);
+        return -ENOMEM;
+    }
+    p->table = t;
+    p->ts = probe_now();
+    p->n = ncols;
+    for (int i = 0; i < ncols; i++) {
+        p->vals[i] = vals[i];
+        p->vals[i].s = NULL;
+        if (vals[i].type == PROBE_V_TEXT && vals[i].s && !(p->vals[i].s = strdup(vals[i].s))) {
+            pending_free(p);
+            return -ENOMEM;
+        }
+    }
+    long long max = probe_setting_int("history.max_rows");
+    struct pending *dropped = NULL;
+    pthread_mutex_lock(&mu);
+    if (tail)
+        tail->next = p;
+    else
+        head = p;
+    tail = p;
+    npending++;
+    if (npending > max) { /* the task thread is busy: drop the oldest rather than grow */
+        dropped = head;
+        head = head->next;
+        npending--;
+    }
+    pthread_mutex_unlock(&mu);
+    pending_free(dropped);
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&flush_scheduled, &expect, 1) &&
+        probe_task_submit(flush_task, flush_done, NULL) < 0)
+        atomic_store(&flush_scheduled, 0);
+    return 0;
+}
+
+static int create_table(sqlite3 *db, struct hist_table *h)
+{
+    sqlite3_str *s = sqlite3_str_new(db);
+    sqlite3_str_appendf(s, "CREATE TABLE IF NOT EXISTS %s(ts REAL NOT NULL", h->info.name);
+    for (int c = 0; c < h->info.ncols; c++)
+        sqlite3_str_appendf(s, ", \"%w\" %s", h->info.cols[c].name, h->info.cols[c].type);
+    sqlite3_str_appendf(s, ")");
+    char *sql = sqlite3_str_finish(s);
+    if (!sql)
+        return -ENOMEM;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) {
+        PB_LOG(PB_LOG_ERROR, "history table %s: %s", h->info.name, sqlite3_errmsg(db));
+        return PB_EUNKNOWN;
+    }
+    h->created = 1;
+    return 0;
+}
+
+/* CREATE INDEX for declared indexes not created yet. "perf.samples" gets perf.samples_i0... */
+static int create_indexes(sqlite3 *db, struct hist_table *h)
+{
+    pthread_mutex_lock(&mu);
+    int n = h->nindexes;
+    pthread_mutex_unlock(&mu);
+    const char *dot = strchr(h->info.name, '.');
+    for (; h->indexes_created < n; h->indexes_created++) {
+        char *sql = sqlite3_mprintf("CREATE INDEX IF NOT EXISTS %s_i%d ON %s(%s)", h->info.name,
+                                    h->indexes_created, dot + 1, h->indexes[h->indexes_created]);
+        int rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (rc != SQLITE_OK) {
+            PB_LOG(PB_LOG_ERROR, "index on %s: %s", h->info.name, sqlite3_errmsg(db));
+            return PB_EUNKNOWN;
+        }
+    }
+    return 0;
+}
+
+int probe_history_create_tables(sqlite3 *db)
+{
+    int n = atomic_load(&ntables), rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (!tables[i].created && create_table(db, &tables[i]) < 0)
+            rc = PB_EUNKNOWN;
+        else if (tables[i].created && create_indexes(db, &tables[i]) < 0)
+            rc = PB_EUNKNOWN;
+    }
+    return rc;
+}
+
+static void bind_value(sqlite3_stmt *st, int i, const struct probe_value *v)
+{
+    switch (v->type) {
+    case PROBE_V_INT: sqlite3_bind_int64(st, i, v->i); break;
+    case PROBE_V_REAL: sqlite3_bind_double(st, i, v->d); break;
+    case PROBE_V_TEXT: sqlite3_bind_text(st, i, v->s, -1, SQLITE_TRANSIENT); break;
+    default: sqlite3_bind_null(st, i); break;
+    }
+}
+
+/* Retention: rows past history.max_rows (oldest first, by rowid) and older than
+ * history.max_age_s. Rows are appended in time order, so both are prefixes by rowid and each
+ * DELETE walks only what it removes (no scan of the whole table). */
+static void retain(sqlite3 *db, const struct hist_table *h)
+{
+    char sql[512];
+    const char *n = h->info.name;
+    snprintf(sql, sizeof sql,
+             "DELETE FROM %s WHERE rowid <= (SELECT max(rowid) FROM %s) - %lld;"
+             "DELETE FROM %s WHERE rowid < coalesce((SELECT rowid FROM %s WHERE ts >= %.3f "
+             "ORDER BY rowid LIMIT 1), (SELECT max(rowid) + 1 FROM %s))",
+             n, n, probe_setting_int("history.max_rows"), n, n,
+             probe_now() - (double)probe_setting_int("history.max_age_s"), n);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        PB_LOG(PB_LOG_WARN, "retention of %s: %s", n, sqlite3_errmsg(db));
+}
+
+void probe_history_flush(void)
+{
+    sqlite3 *db = probe_store_db(NULL);
+    if (!db)
+        return;
+    probe_history_create_tables(db);
+    pthread_mutex_lock(&mu);
+    struct pending *list = head;
+    head = tail = NULL;
+    npending = 0;
+    pthread_mutex_unlock(&mu);
+    if (!list)
+        return;
+    int touched[MAX_TABLES] = {0};
+    sqlite3_stmt *st[MAX_TABLES] = {0};
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    while (list) {
+        struct pending *p = list;
+        list = p->next;
+        struct hist_table *h = &tables[p->table];
+        if (!st[p->table] && h->created) {
+            sqlite3_str *s = sqlite3_str_new(db);
+            sqlite3_str_appendf(s, "INSERT INTO %s VALUES(?", h->info.name);
+            for (int c = 0; c < h->info.ncols; c++)
+                sqlite3_str_appendf(s, ", ?");
+            sqlite3_str_appendf(s, ")");
+            char *sql = sqlite3_str_finish(s);
+            if (sql)
+                sqlite3_prepare_v2(db, sql, -1, &st[p->table], NULL);
+            sqlite3_free(sql);
+        }
+        sqlite3_stmt *ins = st[p->table];
+        if (ins) {
+            sqlite3_bind_double(ins, 1, p->ts);
+            for (int c = 0; c < p->n; c++)
+                bind_value(ins, c + 2, &p->vals[c]);
+            if (sqlite3_step(ins) != SQLITE_DONE)
+                PB_LOG(PB_LOG_WARN, "history insert into %s: %s", h->info.name,
+                       sqlite3_errmsg(db));
+            sqlite3_reset(ins);
+            touched[p->table] = 1;
+            h->appended++;
+        }
+        pending_free(p);
+    }
+    for (int i = 0; i < MAX_TABLES; i++) {
+        sqlite3_finalize(st[i]);
+        if (touched[i])
+            retain(db, &tables[i]);
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+}
+
+/* ---- the built-in collector: system.process_history ---- */
+
+static const struct probe_column process_history_cols[] = {
+    {"rss", "INTEGER", "resident set size, bytes"},
+    {"vms", "INTEGER", "virtual memory size, bytes"},
+    {"cpu_user", "REAL", "user CPU time so far, seconds"},
+    {"cpu_system", "REAL", "system CPU time so far, seconds"},
+    {"threads", "INTEGER", "number of threads"},
+    {"fds", "INTEGER", "open file descriptors"},
+};
+
+static uv_timer_t collector;
+static double last_sample;
+
+/* Loop thread, once a second: sample when history.interval_s has passed (0: off). */
+static void on_collect(uv_timer_t *t)
+{
+    (void)t;
+    long long every = probe_setting_int("history.interval_s");
+    double now = probe_now();
+    if (every <= 0 || now - last_sample < (double)every - 0.05)
+        return;
+    double s[6];
+    if (vtab_process_sample(s) < 0)
+        return;
+    last_sample = now;
+    struct probe_value v[6] = {
+        {PROBE_V_INT, (long long)s[0], s[0], NULL}, {PROBE_V_INT, (long long)s[1], s[1], NULL},
+        {PROBE_V_REAL, 0, s[2], NULL},              {PROBE_V_REAL, 0, s[3], NULL},
+        {PROBE_V_INT, (long long)s[4], s[4], NULL}, {PROBE_V_INT, (long long)s[5], s[5], NULL},
+    };
+    probe_history_append("system.process_history", v, 6);
+}
+
+int probe_collector_start(void)
+{
+    struct pb_err err = {0};
+    int rc = probe_history_define("system.process_history",
+                                  "this process sampled from /proc every history.interval_s "
+                                  "seconds (built-in collector)",
+                                  process_history_cols, 6, &err);
+    if (rc < 0)
+        return rc;
+    uv_timer_init(probe_agent_loop(), &collector);
+    uv_unref((uv_handle_t *)&collector);
+    return uv_timer_start(&collector, on_collect, 1000, 1000);
+}
+
+/* ---- for collectors written in Python (ctypes) ---- */
+
+/* Declare "schema.name" with REAL columns named in a comma-separated list. Any thread. */
+PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
+                                        size_t errlen);
+PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
+                                        size_t errlen)
+{
+    struct pb_err err = {0};
+    char *copy = table && columns ? strdup(columns) : NULL;
+    struct probe_column *cols = calloc(MAX_COLS, sizeof *cols);
+    int n = 0, rc = 0;
+    char *save = NULL;
+    for (char *c = copy ? strtok_r(copy, ", ", &save) : NULL; c && n < MAX_COLS;
+         c = strtok_r(NULL, ", ", &save))
+        cols[n++] = (struct probe_column){c, "REAL", "collector column"};
+    if (!copy || !cols)
+        rc = pb_err_set(&err, PB_EBADARG, "table and columns are required");
+    else
+        rc = probe_history_define(strdup(table), "defined by a Python collector", cols, n, &err);
+    /* On success the strings live for the process (history tables are never dropped). */
+    if (rc < 0) {
+        free(copy);
+        free(cols);
+        if (errbuf && errlen)
+            pb_strlcpy(errbuf, err.msg, errlen);
+    }
+    return rc;
+}
+
+/* Index a table declared with probing_history_define on "col1,col2,..." (the columns users
+ * group or filter by), so such queries scan the index instead of sorting the table. */
+PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
+                                       size_t errlen);
+PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
+                                       size_t errlen)
+{
+    struct pb_err err = {0};
+    int rc = table ? probe_history_index(table, columns, &err)
+                   : pb_err_set(&err, PB_EBADARG, "a table is required");
+    if (rc < 0 && errbuf && errlen)
+        pb_strlcpy(errbuf, err.msg, errlen);
+    return rc;
+}
+
+/* Append one row of n REAL values to a table declared with probing_history_define. */
+PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n);
+PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n)
+{
+    struct probe_value v[MAX_COLS];
+    if (!table || !values || n < 1 || n > MAX_COLS)
+        return PB_EBADARG;
+    for (int i = 0; i < n; i++)
+        v[i] = (struct probe_value){PROBE_V_REAL, (long long)values[i], values[i], NULL};
+    return probe_history_append(table, v, n);
+}

@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/* Live tables as SQLite virtual tables: one module ("probing") whose tables are rows of the
+ * catalogue below. A query materialises the table in xFilter by calling its fill function
+ * (vtab_python.c, vtab_system.c, and probing.settings / probing.tables here), then iterates
+ * the rows. xBestIndex passes `thread_id = N` down (python.backtrace) and tells the fill
+ * function whether the costly column (locals) is wanted. Task thread only. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/settings.h"
+#include "vtab.h"
+
+static int settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+
+static const struct probe_column backtrace_cols[] = {
+    {"func", "TEXT", "function (qualified name on 3.11+)"},
+    {"file", "TEXT", "source file"},
+    {"lineno", "INTEGER", "current line"},
+    {"depth", "INTEGER", "0 for the innermost frame, then 1, 2... outwards"},
+    {"thread_id", "INTEGER", "native thread id (as in python.threads); main thread unless "
+                             "given in WHERE thread_id = N"},
+    {"frame_type", "TEXT", "'python'"},
+    {"locals", "TEXT", "JSON object {name: bounded repr}; NULL when the GIL could not be had"},
+};
+static const struct probe_column pythreads_cols[] = {
+    {"thread_id", "INTEGER", "native thread id (the DAP thread id)"},
+    {"ident", "INTEGER", "threading.get_ident()"},
+    {"name", "TEXT", "threading name, or the OS name when the GIL cannot be had"},
+    {"native_id", "INTEGER", "kernel thread id (NULL if unknown)"},
+    {"holds_gil", "INTEGER", "1 if this thread holds the GIL"},
+    {"daemon", "INTEGER", "1/0, NULL when unknown (needs the GIL)"},
+    {"is_main", "INTEGER", "1 for the main thread"},
+    {"state", "TEXT", "kernel state: running, sleeping, disk-wait, stopped, zombie..."},
+    {"name_source", "TEXT", "'threading' or 'os'"},
+};
+static const struct probe_column objects_cols[] = {
+    {"type", "TEXT", "type name (tp_name)"},
+    {"count", "INTEGER", "live objects of this type tracked by the garbage collector"},
+    {"size", "INTEGER", "their shallow size in bytes (basic size + items)"},
+};
+static const struct probe_column modules_cols[] = {
+    {"name", "TEXT", "key in sys.modules"},
+    {"file", "TEXT", "__file__, NULL for built-in modules"},
+    {"version", "TEXT", "__version__ when it is a string, else NULL"},
+};
+static const struct probe_column gc_cols[] = {
+    {"generation", "INTEGER", "0, 1, 2"},
+    {"count", "INTEGER", "objects allocated since the last collection (gc.get_count())"},
+    {"threshold", "INTEGER", "gc.get_threshold()"},
+    {"collections", "INTEGER", "collections so far (gc.get_stats())"},
+    {"collected", "INTEGER", "objects collected so far"},
+    {"uncollectable", "INTEGER", "uncollectable objects found so far"},
+    {"enabled", "INTEGER", "gc.isenabled()"},
+};
+static const struct probe_column process_cols[] = {
+    {"pid", "INTEGER", "process id"},
+    {"rss", "INTEGER", "resident set size, bytes"},
+    {"vms", "INTEGER", "virtual memory size, bytes"},
+    {"peak_rss", "INTEGER", "peak resident set size (VmHWM), bytes"},
+    {"cpu_user", "REAL", "user CPU time, seconds"},
+    {"cpu_system", "REAL", "system CPU time, seconds"},
+    {"threads", "INTEGER", "number of threads (all, not only Python's)"},
+    {"open_fds", "INTEGER", "open file descriptors"},
+    {"uptime_s", "REAL", "seconds since the process started"},
+};
+static const struct probe_column systhreads_cols[] = {
+    {"tid", "INTEGER", "kernel thread id"},
+    {"name", "TEXT", "thread name (comm)"},
+    {"state", "TEXT", "running, sleeping, disk-wait, stopped, zombie, idle..."},
+    {"cpu_user", "REAL", "user CPU time, seconds"},
+    {"cpu_system", "REAL", "system CPU time, seconds"},
+    {"processor", "INTEGER", "CPU it last ran on"},
+};
+static const struct probe_column tracemalloc_cols[] = {
+    {"file", "TEXT", "source file of the allocation site"},
+    {"lineno", "INTEGER", "line of the allocation site"},
+    {"size", "INTEGER", "bytes allocated there and still alive"},
+    {"count", "INTEGER", "live blocks allocated there"},
+};
+static const struct probe_column settings_cols[] = {
+    {"name", "TEXT", "setting key (probing config KEY=VALUE)"},
+    {"value", "TEXT", "current value"},
+    {"default_value", "TEXT", "default value"},
+    {"allowed", "TEXT", "allowed range or values"},
+    {"description", "TEXT", "what it does"},
+};
+static const struct probe_column tables_cols[] = {
+    {"table_name", "TEXT", "schema.table"},
+    {"kind", "TEXT", "'live' (computed when queried), 'history' (rows kept by a collector) or "
+                     "'view' (the original Probing's names)"},
+    {"column_name", "TEXT", "column"},
+    {"type", "TEXT", "INTEGER, REAL or TEXT"},
+    {"description", "TEXT", "what the column holds"},
+    {"table_description", "TEXT", "what the table holds"},
+};
+
+int probe_vtab_failed;
+
+struct vtab_def {
+    struct probe_table_info info;
+    vtab_fill fill;
+    int thread_col; /* column pushed down as WHERE col = N, -1 none */
+    int lazy_col;   /* costly column, -1 none */
+};
+
+#define COLS(a) a, (int)(sizeof a / sizeof a[0])
+static const struct vtab_def defs[] = {
+    {{"python.backtrace", "live", "Python frames of one thread (the main thread unless "
+      "WHERE thread_id = N), innermost first; read without the GIL, locals need it",
+      COLS(backtrace_cols)}, vtab_backtrace_fill, 4, 6},
+    {{"python.threads", "live", "Python threads; names and daemon from threading when the GIL "
+      "can be had, else from the OS", COLS(pythreads_cols)}, vtab_pythreads_fill, -1, -1},
+    {{"python.objects", "live", "live objects tracked by the garbage collector, by type "
+      "(walks gc.get_objects() under the GIL: cost grows with the heap)",
+      COLS(objects_cols)}, vtab_objects_fill, -1, -1},
+    {{"python.modules", "live", "imported modules (sys.modules; needs the GIL)",
+      COLS(modules_cols)}, vtab_modules_fill, -1, -1},
+    {{"python.gc", "live", "garbage collector state per generation (needs the GIL)",
+      COLS(gc_cols)}, vtab_gc_fill, -1, -1},
+    {{"system.process", "live", "this process from /proc: memory, CPU, threads, descriptors",
+      COLS(process_cols)}, vtab_process_fill, -1, -1},
+    {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",
+      COLS(systhreads_cols)}, vtab_systhreads_fill, -1, -1},
+    {{"perf.samples", "live", "perf --cc samples: one row per sample of a thread (kept after "
+      "perf --stop until the next start)", vtab_perf_samples_cols, 6}, vtab_perf_samples_fill,
+     -1, -1},
+    {{"perf.stacks", "live", "perf --cc: each distinct merged native+Python stack, folded "
+      "(outermost frame first, ';' between frames)", vtab_perf_stacks_cols, 3},
+     vtab_perf_stacks_fill, 0, -1},
+    {{"perf.frames", "live", "perf --cc: the frames of every stack, depth 0 innermost",
+      vtab_perf_frames_cols, 8}, vtab_perf_frames_fill, 0, -1},
+    {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
+      "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
+      COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},
+    {{"probing.settings", "live", "every runtime setting (change with probing config)",
+      COLS(settings_cols)}, settings_fill, -1, -1},
+    {{"probing.tables", "live", "every table and column with a description",
+      COLS(tables_cols)}, tables_fill, -1, -1},
+    {{"information_schema.tables", "live", "every table and view (the SQL standard's view of "
+      "probing.tables)", vtab_is_tables_cols, 6}, vtab_is_tables_fill, -1, -1},
+    {{"information_schema.columns", "live", "every column of every table and view (the SQL "
+      "standard's view of probing.tables)", vtab_is_columns_cols, 8}, vtab_is_columns_fill, -1,
+     -1},
+    {{"information_schema.df_settings", "live", "every runtime setting as name and value (the "
+      "original Probing's name for probing.settings)", vtab_is_settings_cols, 3},
+     vtab_is_settings_fill, -1, -1},
+};
+#define NDEFS ((int)(sizeof defs / sizeof defs[0]))
+
+int probe_vtab_count(void)
+{
+    return NDEFS;
+}
+
+const struct probe_table_info *probe_vtab_info(int i)
+{
+    return i >= 0 && i < NDEFS ? &defs[i].info : NULL;
+}
+
+/* ---- probing.settings, probing.tables ---- */
+
+static int settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    (void)err;
+    struct probe_setting_view v;
+    int rc = 0;
+    for (int i = 0; rc == 0 && probe_setting_view_get(i, &v) == 0; i++) {
+        rc = probe_rows_add_text(r, v.name);
+        rc = rc ? rc : probe_rows_add_text(r, v.value);
+        rc = rc ? rc : probe_rows_add_text(r, v.dflt);
+        rc = rc ? rc : probe_rows_add_text(r, v.allowed);
+        rc = rc ? rc : probe_rows_add_text(r, v.description);
+    }
+    return rc;
+}
+
+static int table_rows(struct probe_rows *r, const struct probe_table_info *t, int with_ts)
+{
+    int rc = 0;
+    for (int c = -with_ts; rc == 0 && c < t->ncols; c++) {
+        static const struct probe_column ts = {"ts", "REAL", "sample time, epoch seconds"};
+        const struct probe_column *col = c < 0 ? &ts : &t->cols[c];
+        rc = probe_rows_add_text(r, t->name);
+        rc = rc ? rc : probe_rows_add_text(r, t->kind);
+        rc = rc ? rc : probe_rows_add_text(r, col->name);
+        rc = rc ? rc : probe_rows_add_text(r, col->type);
+        rc = rc ? rc : probe_rows_add_text(r, col->description);
+        rc = rc ? rc : probe_rows_add_text(r, t->description);
+    }
+    return rc;
+}
+
+static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    (void)err;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < NDEFS; i++)
+        rc = table_rows(r, &defs[i].info, 0);
+    for (int i = 0; rc == 0 && i < probe_history_count(); i++)
+        rc = table_rows(r, probe_history_info(i), 1);
+    for (int i = 0; rc == 0 && i < probe_compat_count(); i++)
+        rc = table_rows(r, probe_compat_info(i), 0);
+    return rc;
+}
+
+/* ---- the module ---- */
+
+struct vt {
+    sqlite3_vtab base;
+    const struct vtab_def *def;
+};
+
+struct cur {
+    sqlite3_vtab_cursor base;
+    struct probe_rows rows;
+    size_t row;
+};
+
+static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                      sqlite3_vtab **out, char **errmsg)
+{
+    (void)aux;
+    char name[96];
+    if (argc < 3)
+        return SQLITE_ERROR;
+    snprintf(name, sizeof name, "%s.%s", argv[1], argv[2]);
+    const struct vtab_def *def = NULL;
+    for (int i = 0; i < NDEFS; i++)
+        if (strcmp(defs[i].info.name, name) == 0)
+            def = &defs[i];
+    if (!def) {
+        *errmsg = sqlite3_mprintf("no live table %s", name);
+        return SQLITE_ERROR;
+    }
+    sqlite3_str *s = sqlite3_str_new(db);
+    sqlite3_str_appendf(s, "CREATE TABLE x(");
+    for (int c = 0; c < def->info.ncols; c++)
+        sqlite3_str_appendf(s, "%s\"%w\" %s", c ? ", " : "", def->info.cols[c].name,
+                            def->info.cols[c].type);
+    sqlite3_str_appendf(s, ")");
+    char *sql = sqlite3_str_finish(s);
+    if (!sql)
+        return SQLITE_NOMEM;
+    int rc = sqlite3_declare_vtab(db, sql);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK)
+        return rc;
+    struct vt *v = sqlite3_malloc(sizeof *v);
+    if (!v)
+        return SQLITE_NOMEM;
+    memset(v, 0, sizeof *v);
+    v->def = def;
+    *out = &v->base;
+    return SQLITE_OK;
+}
+
+static int vt_disconnect(sqlite3_vtab *base)
+{
+    sqlite3_free(base);
+    return SQLITE_OK;
+}
+
+static int vt_best_index(sqlite3_vtab *base, sqlite3_index_info *ii)
+{
+    const struct vtab_def *def = ((struct vt *)base)->def;
+    int idx = 0;
+    for (int i = 0; i < ii->nConstraint; i++) {
+        const struct sqlite3_index_constraint *c = &ii->aConstraint[i];
+        if (c->usable && c->op == SQLITE_INDEX_CONSTRAINT_EQ && def->thread_col >= 0 &&
+            c->iColumn == def->thread_col && !(idx & 1)) {
+            ii->aConstraintUsage[i].argvIndex = 1;
+            ii->aConstraintUsage[i].omit = 0; /* SQLite re-checks; harmless */
+            idx |= 1;
+        }
+    }
+    if (def->lazy_col >= 0 && (ii->colUsed & ((sqlite3_uint64)1 << def->lazy_col)))
+        idx |= 2;
+    ii->idxNum = idx;
+    ii->estimatedCost = (idx & 1) ? 10 : 1000;
+    ii->estimatedRows = (idx & 1) ? 50 : 1000;
+    return SQLITE_OK;
+}
+
+static int vt_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out)
+{
+    (void)base;
+    struct cur *c = calloc(1, sizeof *c);
+    if (!c)
+        return SQLITE_NOMEM;
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static int vt_close(sqlite3_vtab_cursor *base)
+{
+    struct cur *c = (struct cur *)base;
+    probe_rows_free(&c->rows);
+    free(c);
+    return SQLITE_OK;
+}
+
+static int vt_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr, int argc,
+                     sqlite3_value **argv)
+{
+    (void)idxstr;
+    struct cur *c = (struct cur *)base;
+    struct vt *v = (struct vt *)base->pVtab;
+    struct vtab_args a = {0};
+    struct pb_err err = {0};
+    probe_rows_free(&c->rows);
+    c->row = 0;
+    c->rows.ncols = v->def->info.ncols;
+    if ((idx & 1) && argc >= 1) {
+        if (sqlite3_value_numeric_type(argv[0]) != SQLITE_INTEGER)
+            return SQLITE_OK; /* thread_id = 'x': no rows */
+        a.has_thread = 1;
+        a.thread_id = sqlite3_value_int64(argv[0]);
+    }
+    a.want_lazy = (idx & 2) != 0;
+    int rc = v->def->fill(&c->rows, &a, &err);
+    if (rc < 0) {
+        probe_vtab_failed = 1;
+        int ncols = c->rows.ncols;
+        probe_rows_free(&c->rows);
+        c->rows.ncols = ncols;
+        sqlite3_free(base->pVtab->zErrMsg);
+        base->pVtab->zErrMsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : pb_strerror(rc));
+        return rc == -ENOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
+    }
+    return SQLITE_OK;
+}
+
+static int vt_next(sqlite3_vtab_cursor *base)
+{
+    ((struct cur *)base)->row++;
+    return SQLITE_OK;
+}
+
+static int vt_eof(sqlite3_vtab_cursor *base)
+{
+    struct cur *c = (struct cur *)base;
+    return c->row >= c->rows.nrows;
+}
+
+static int vt_column(sqlite3_vtab_cursor *base, sqlite3_context *cx, int col)
+{
+    struct cur *c = (struct cur *)base;
+    const struct probe_value *v = &c->rows.cells[c->row * (size_t)c->rows.ncols + (size_t)col];
+    switch (v->type) {
+    case PROBE_V_INT: sqlite3_result_int64(cx, v->i); break;
+    case PROBE_V_REAL: sqlite3_result_double(cx, v->d); break;
+    case PROBE_V_TEXT: sqlite3_result_text(cx, v->s, -1, SQLITE_TRANSIENT); break;
+    default: sqlite3_result_null(cx); break;
+    }
+    return SQLITE_OK;
+}
+
+static int vt_rowid(sqlite3_vtab_cursor *base, sqlite3_int64 *rowid)
+{
+    *rowid = (sqlite3_int64)((struct cur *)base)->row;
+    return SQLITE_OK;
+}
+
+static const sqlite3_module module = {
+    .iVersion = 1,
+    .xCreate = vt_connect,
+    .xConnect = vt_connect,
+    .xBestIndex = vt_best_index,
+    .xDisconnect = vt_disconnect,
+    .xDestroy = vt_disconnect,
+    .xOpen = vt_open,
+    .xClose = vt_close,
+    .xFilter = vt_filter,
+    .xNext = vt_next,
+    .xEof = vt_eof,
+    .xColumn = vt_column,
+    .xRowid = vt_rowid,
+};
+
+int probe_vtab_register(struct sqlite3 *db, struct pb_err *err)
+{
+    int rc = sqlite3_create_module(db, "probing_live", &module, NULL);
+    char sql[160];
+    for (int i = 0; rc == SQLITE_OK && i < NDEFS; i++) {
+        snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE %s USING probing_live", defs[i].info.name);
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    }
+    if (rc != SQLITE_OK)
+        return pb_err_set(err, PB_EUNKNOWN, "creating the live tables: %s", sqlite3_errmsg(db));
+    return 0;
+}

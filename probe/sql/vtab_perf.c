@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampler's live tables (perf.samples, perf.stacks, perf.frames; docs/tables.md): their
+ * columns, and fill functions that copy the sampler's in-memory data (prof/store.c) under its
+ * mutex. WHERE stack_id = N reaches the stacks/frames fill functions (vtab.c pushes the
+ * column down), so joins with perf.samples read one stack per lookup. Task thread; no GIL. */
+#include "prof/prof.h"
+#include "vtab.h"
+
+
+const struct probe_column vtab_perf_samples_cols[6] = {
+    {"ts", "REAL", "when the sample was taken, epoch seconds"},
+    {"thread_id", "INTEGER", "native thread id"},
+    {"thread_name", "TEXT", "threading name (else the OS name)"},
+    {"stack_id", "INTEGER", "the merged stack (perf.stacks, perf.frames)"},
+    {"on_cpu", "INTEGER", "1 when the thread was running (always in cpu mode), 0 off-CPU"},
+    {"mode", "TEXT", "'cpu' (CPU-time timers) or 'wall' (wall-clock sampler)"},
+};
+const struct probe_column vtab_perf_stacks_cols[3] = {
+    {"stack_id", "INTEGER", "stack id"},
+    {"nframes", "INTEGER", "number of frames"},
+    {"folded", "TEXT", "frame names, outermost first, joined by ';' (folded-stacks format)"},
+};
+const struct probe_column vtab_perf_frames_cols[8] = {
+    {"stack_id", "INTEGER", "stack id"},
+    {"depth", "INTEGER", "0 for the innermost frame, then 1, 2... outwards"},
+    {"kind", "TEXT", "'python' or 'native'"},
+    {"name", "TEXT", "python: 'func (file:line)'; native: demangled symbol or module+0xOFFSET"},
+    {"func", "TEXT", "function (NULL for an unknown native symbol)"},
+    {"file", "TEXT", "python: source file; native: the object file"},
+    {"line", "INTEGER", "python: current line; NULL for native"},
+    {"address", "INTEGER", "native: the pc; NULL for python"},
+};
+
+int vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    return prof_samples_fill(r, err);
+}
+
+int vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    return prof_stacks_fill(r, a->has_thread ? a->thread_id : -1, err);
+}
+
+int vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    return prof_frames_fill(r, a->has_thread ? a->thread_id : -1, err);
+}

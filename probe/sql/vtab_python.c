@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/* The python.* live tables. Stacks and threads are read without the GIL (pyrt), so
+ * python.backtrace and python.threads answer even when a thread holds the GIL forever (locals
+ * NULL, names from the OS). python.objects, python.modules and python.gc need the GIL: they run
+ * on the worker through probe_gil_call and, when the GIL cannot be had in time, fail with a
+ * message naming the table and the GIL holder. Task thread only. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+#include "pyrt/pyrt.h"
+#include "vtab.h"
+
+#define MAX_FRAMES 1024
+#define MAX_OBJECTS 20000000 /* python.objects stops counting here */
+
+static long thread_id(const struct probe_thread *t)
+{
+    return t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
+}
+
+struct snapcall {
+    struct probe_snapshot snap;
+    int flags, rc;
+    struct pb_err err;
+};
+
+/* Worker, GIL held. */
+static void snap_with_gil(void *arg)
+{
+    struct snapcall *s = arg;
+    s->rc = probe_pyrt_snapshot(&s->snap, s->flags, MAX_FRAMES, &s->err);
+}
+
+/* A worker has a thread state while it runs a job or waits for the GIL: leave them out. */
+static void drop_worker(struct probe_snapshot *snap)
+{
+    for (int i = 0; i < snap->nthreads; i++)
+        if (probe_worker_owns(snap->threads[i].ident)) {
+            probe_thread_free(&snap->threads[i]);
+            memmove(&snap->threads[i], &snap->threads[i + 1],
+                    (size_t)(snap->nthreads - i - 1) * sizeof snap->threads[0]);
+            snap->nthreads--;
+            i--;
+        }
+}
+
+/* A snapshot with flags (under the GIL) when it can be had in time, else without the GIL.
+ * Returns the GIL outcome in *gil_rc (0 when flags were honoured). */
+static int snapshot(struct snapcall *s, int flags, int *gil_rc)
+{
+    memset(s, 0, sizeof *s);
+    s->flags = flags;
+    *gil_rc = flags ? probe_gil_call(snap_with_gil, s, probe_setting_gil_timeout_ms()) : -1;
+    if (*gil_rc == 0 && s->rc == 0) {
+        drop_worker(&s->snap);
+        return 0;
+    }
+    if (*gil_rc == 0) {
+        probe_snapshot_free(&s->snap);
+        *gil_rc = s->rc;
+    }
+    pb_err_clear(&s->err);
+    int rc = probe_pyrt_snapshot(&s->snap, 0, MAX_FRAMES, &s->err);
+    if (rc == 0)
+        drop_worker(&s->snap);
+    return rc;
+}
+
+static char *locals_json(const struct probe_frame *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; o && i < f->nlocals; i++)
+        if (f->locals[i].value)
+            cJSON_AddStringToObject(o, f->locals[i].name, f->locals[i].value);
+        else
+            cJSON_AddNullToObject(o, f->locals[i].name);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return s;
+}
+
+int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    struct snapcall s;
+    int gil_rc;
+    int rc = snapshot(&s, a->want_lazy ? PROBE_SNAP_LOCALS : 0, &gil_rc);
+    if (rc < 0) {
+        pb_err_set(err, rc, "python.backtrace: %s", s.err.msg);
+        probe_snapshot_free(&s.snap);
+        return rc;
+    }
+    for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
+        const struct probe_thread *t = &s.snap.threads[i];
+        if (a->has_thread ? thread_id(t) != a->thread_id : !t->is_main)
+            continue;
+        for (int d = 0; rc == 0 && d < t->nframes; d++) {
+            const struct probe_frame *f = &t->frames[d];
+            rc = probe_rows_add_text(r, f->func ? f->func : "?");
+            rc = rc ? rc : probe_rows_add_text(r, f->file ? f->file : "?");
+            rc = rc ? rc : probe_rows_add_int(r, f->line);
+            rc = rc ? rc : probe_rows_add_int(r, d);
+            rc = rc ? rc : probe_rows_add_int(r, thread_id(t));
+            rc = rc ? rc : probe_rows_add_text(r, "python");
+            if (rc == 0 && gil_rc == 0 && f->nlocals >= 0) {
+                char *j = locals_json(f);
+                rc = probe_rows_add_text(r, j);
+                cJSON_free(j);
+            } else if (rc == 0) {
+                rc = probe_rows_add_null(r);
+            }
+        }
+    }
+    probe_snapshot_free(&s.snap);
+    return rc;
+}
+
+int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct snapcall s;
+    int gil_rc;
+    int rc = snapshot(&s, PROBE_SNAP_NAMES, &gil_rc);
+    if (rc < 0) {
+        pb_err_set(err, rc, "python.threads: %s", s.err.msg);
+        probe_snapshot_free(&s.snap);
+        return rc;
+    }
+    for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
+        const struct probe_thread *t = &s.snap.threads[i];
+        rc = probe_rows_add_int(r, thread_id(t));
+        rc = rc ? rc : probe_rows_add_int(r, (long long)t->ident);
+        rc = rc ? rc : probe_rows_add_text(r, t->name ? t->name : "");
+        rc = rc ? rc : (t->native_id > 0 ? probe_rows_add_int(r, t->native_id)
+                                         : probe_rows_add_null(r));
+        rc = rc ? rc : probe_rows_add_int(r, t->holds_gil);
+        rc = rc ? rc : (t->daemon >= 0 ? probe_rows_add_int(r, t->daemon)
+                                       : probe_rows_add_null(r));
+        rc = rc ? rc : probe_rows_add_int(r, t->is_main);
+        rc = rc ? rc : probe_rows_add_text(r, vtab_thread_state(t->native_id));
+        rc = rc ? rc : probe_rows_add_text(r, t->name_from_threading ? "threading" : "os");
+    }
+    probe_snapshot_free(&s.snap);
+    return rc;
+}
+
+/* ---- tables that need the GIL ---- */
+
+struct gilfill {
+    struct probe_rows *r;
+    int rc;
+    struct pb_err err;
+};
+
+/* Run fn under the GIL; on failure name the table and who holds the GIL. */
+static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struct pb_err *err)
+{
+    int timeout = probe_setting_gil_timeout_ms();
+    int rc = probe_gil_call(fn, g, timeout);
+    if (rc == 0 && g->rc == 0)
+        return 0;
+    if (rc == 0)
+        return pb_err_set(err, g->rc, "%s: %s", table, g->err.msg);
+    if (rc == PB_ENOGIL)
+        return pb_err_set(err, rc, "%s: the interpreter is not running Python code now "
+                          "(starting or finalising)", table);
+    struct probe_snapshot s = {0};
+    struct pb_err e2 = {0};
+    const struct probe_thread *h = NULL;
+    char busy[256];
+    if (probe_pyrt_snapshot(&s, 0, 1, &e2) == 0)
+        for (int i = 0; i < s.nthreads && !h; i++)
+            if (s.threads[i].holds_gil)
+                h = &s.threads[i];
+    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+        pb_err_set(err, rc, "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
+                   "--interrupt'", table, busy);
+    else if (h)
+        pb_err_set(err, rc, "%s needs the GIL: it is held by thread %ld (%s) and was not "
+                   "released within %d ms (gil_timeout_ms)", table, thread_id(h),
+                   h->name ? h->name : "?", timeout);
+    else
+        pb_err_set(err, rc, "%s needs the GIL: it could not be had within %d ms "
+                   "(gil_timeout_ms)", table, timeout);
+    probe_snapshot_free(&s);
+    return rc;
+}
+
+/* Turn the pending Python exception into g->err and clear it. Requires GIL. */
+static void py_error(struct gilfill *g, const char *what)
+{
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyObject *s = v ? PyObject_Str(v) : NULL;
+    const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
+    g->rc = pb_err_set(&g->err, PB_EUNKNOWN, "%s: %s", what, msg ? msg : "error");
+    Py_XDECREF(s);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+}
+
+struct typecount {
+    PyTypeObject *type;
+    long long count, size;
+};
+
+/* Requires GIL. */
+static void objects_with_gil(void *arg)
+{
+    struct gilfill *g = arg;
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *all = gc ? PyObject_CallMethod(gc, "get_objects", NULL) : NULL;
+    if (!all || !PyList_Check(all)) {
+        py_error(g, "gc.get_objects()");
+        Py_XDECREF(all);
+        Py_XDECREF(gc);
+        return;
+    }
+    size_t cap = 1024, used = 0;
+    struct typecount *tab = calloc(cap, sizeof *tab);
+    Py_ssize_t n = PyList_GET_SIZE(all);
+    for (Py_ssize_t i = 0; tab && i < n && i < MAX_OBJECTS; i++) {
+        PyObject *o = PyList_GET_ITEM(all, i);
+        PyTypeObject *tp = Py_TYPE(o);
+        if (used * 2 >= cap) { /* grow and rehash */
+            struct typecount *nt = calloc(cap * 2, sizeof *nt);
+            if (!nt) {
+                free(tab);
+                tab = NULL;
+                break;
+            }
+            for (size_t k = 0; k < cap; k++)
+                if (tab[k].type) {
+                    size_t h = ((uintptr_t)tab[k].type >> 4) & (cap * 2 - 1);
+                    while (nt[h].type)
+                        h = (h + 1) & (cap * 2 - 1);
+                    nt[h] = tab[k];
+                }
+            free(tab);
+            tab = nt;
+            cap *= 2;
+        }
+        size_t h = ((uintptr_t)tp >> 4) & (cap - 1);
+        while (tab[h].type && tab[h].type != tp)
+            h = (h + 1) & (cap - 1);
+        if (!tab[h].type) {
+            tab[h].type = tp;
+            used++;
+        }
+        tab[h].count++;
+        long long sz = tp->tp_basicsize;
+        if (tp->tp_itemsize) {
+            Py_ssize_t items = Py_SIZE(o);
+            sz += (long long)(items < 0 ? -items : items) * tp->tp_itemsize;
+        }
+        tab[h].size += sz;
+    }
+    int rc = tab ? 0 : -ENOMEM;
+    for (size_t k = 0; tab && rc == 0 && k < cap; k++) {
+        if (!tab[k].type)
+            continue;
+        rc = probe_rows_add_text(g->r, tab[k].type->tp_name);
+        rc = rc ? rc : probe_rows_add_int(g->r, tab[k].count);
+        rc = rc ? rc : probe_rows_add_int(g->r, tab[k].size);
+    }
+    if (rc < 0)
+        g->rc = pb_err_set(&g->err, rc, "out of memory");
+    free(tab);
+    Py_DECREF(all);
+    Py_DECREF(gc);
+}
+
+int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.objects", objects_with_gil, &g, err);
+}
+
+/* A string attribute from a module's __dict__ without running code (no __getattr__). */
+static const char *dict_str(PyObject *m, const char *key)
+{
+    if (!PyModule_Check(m))
+        return NULL;
+    PyObject *d = PyModule_GetDict(m); /* borrowed */
+    PyObject *v = d ? PyDict_GetItemString(d, key) : NULL; /* borrowed */
+    return v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+}
+
+/* Requires GIL. */
+static void modules_with_gil(void *arg)
+{
+    struct gilfill *g = arg;
+    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *copy = mods ? PyDict_Copy(mods) : NULL;
+    if (!copy) {
+        py_error(g, "sys.modules");
+        return;
+    }
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    int rc = 0;
+    while (rc == 0 && PyDict_Next(copy, &pos, &k, &v)) {
+        const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        if (!name) {
+            PyErr_Clear();
+            continue;
+        }
+        const char *file = dict_str(v, "__file__");
+        if (!file)
+            PyErr_Clear();
+        rc = probe_rows_add_text(g->r, name);
+        rc = rc ? rc : probe_rows_add_text(g->r, file);
+        const char *ver = dict_str(v, "__version__");
+        if (!ver)
+            PyErr_Clear();
+        rc = rc ? rc : probe_rows_add_text(g->r, ver);
+    }
+    if (rc < 0)
+        g->rc = pb_err_set(&g->err, rc, "out of memory");
+    Py_DECREF(copy);
+}
+
+int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.modules", modules_with_gil, &g, err);
+}
+
+static long long item_ll(PyObject *seq, Py_ssize_t i)
+{
+    PyObject *v = PySequence_GetItem(seq, i);
+    long long x = v ? PyLong_AsLongLong(v) : -1;
+    Py_XDECREF(v);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return x;
+}
+
+static long long dict_ll(PyObject *d, const char *key)
+{
+    PyObject *v = PyDict_Check(d) ? PyDict_GetItemString(d, key) : NULL; /* borrowed */
+    long long x = v ? PyLong_AsLongLong(v) : -1;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return x;
+}
+
+/* Requires GIL. */
+static void gc_with_gil(void *arg)
+{
+    struct gilfill *g = arg;
+    PyObject *gc = PyImport_ImportModule("gc");
+    PyObject *count = gc ? PyObject_CallMethod(gc, "get_count", NULL) : NULL;
+    PyObject *thr = count ? PyObject_CallMethod(gc, "get_threshold", NULL) : NULL;
+    PyObject *stats = thr ? PyObject_CallMethod(gc, "get_stats", NULL) : NULL;
+    PyObject *en = stats ? PyObject_CallMethod(gc, "isenabled", NULL) : NULL;
+    if (!en) {
+        py_error(g, "gc");
+    } else {
+        int rc = 0;
+        Py_ssize_t ngen = PySequence_Size(stats);
+        for (Py_ssize_t i = 0; rc == 0 && i < ngen && i < 3; i++) {
+            PyObject *st = PySequence_GetItem(stats, i);
+            rc = probe_rows_add_int(g->r, i);
+            rc = rc ? rc : probe_rows_add_int(g->r, item_ll(count, i));
+            rc = rc ? rc : probe_rows_add_int(g->r, item_ll(thr, i));
+            rc = rc ? rc : probe_rows_add_int(g->r, dict_ll(st, "collections"));
+            rc = rc ? rc : probe_rows_add_int(g->r, dict_ll(st, "collected"));
+            rc = rc ? rc : probe_rows_add_int(g->r, dict_ll(st, "uncollectable"));
+            rc = rc ? rc : probe_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
+            Py_XDECREF(st);
+        }
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        if (rc < 0)
+            g->rc = pb_err_set(&g->err, rc, "out of memory");
+    }
+    Py_XDECREF(en);
+    Py_XDECREF(stats);
+    Py_XDECREF(thr);
+    Py_XDECREF(count);
+    Py_XDECREF(gc);
+}
+
+int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.gc", gc_with_gil, &g, err);
+}
+
+/* ---- python.tracemalloc ---- */
+
+#define MAX_TRACEMALLOC_ROWS 100000
+
+/* tracemalloc's statistics by line, when the target is tracing (no rows otherwise; importing or
+ * starting tracemalloc is `probing memory --trace start`'s job, not a query's). Requires GIL. */
+static void tracemalloc_with_gil(void *arg)
+{
+    struct gilfill *g = arg;
+    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *tm = mods ? PyDict_GetItemString(mods, "tracemalloc") : NULL; /* borrowed */
+    if (!tm)
+        return;
+    Py_INCREF(tm);
+    PyObject *tracing = PyObject_CallMethod(tm, "is_tracing", NULL);
+    PyObject *snap = NULL, *filt = NULL, *stats = NULL;
+    if (!tracing) {
+        py_error(g, "tracemalloc.is_tracing");
+        goto out;
+    }
+    if (PyObject_IsTrue(tracing) != 1)
+        goto out;
+    snap = PyObject_CallMethod(tm, "take_snapshot", NULL);
+    /* Leave out tracemalloc's own allocations, as `probing memory` does. */
+    PyObject *file = snap ? PyObject_GetAttrString(tm, "__file__") : NULL;
+    PyObject *f = file ? PyObject_CallMethod(tm, "Filter", "OO", Py_False, file) : NULL;
+    filt = f ? PyObject_CallMethod(snap, "filter_traces", "((O))", f) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(file);
+    stats = filt ? PyObject_CallMethod(filt, "statistics", "s", "lineno") : NULL;
+    if (!stats) {
+        py_error(g, "tracemalloc");
+        goto out;
+    }
+    Py_ssize_t n = PySequence_Size(stats);
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < n && i < MAX_TRACEMALLOC_ROWS; i++) {
+        PyObject *st = PySequence_GetItem(stats, i);
+        PyObject *tb = st ? PyObject_GetAttrString(st, "traceback") : NULL;
+        PyObject *fr = tb ? PySequence_GetItem(tb, 0) : NULL;
+        PyObject *fname = fr ? PyObject_GetAttrString(fr, "filename") : NULL;
+        PyObject *line = fr ? PyObject_GetAttrString(fr, "lineno") : NULL;
+        PyObject *size = st ? PyObject_GetAttrString(st, "size") : NULL;
+        PyObject *count = st ? PyObject_GetAttrString(st, "count") : NULL;
+        const char *fs = fname && PyUnicode_Check(fname) ? PyUnicode_AsUTF8(fname) : NULL;
+        long long ln = line ? PyLong_AsLongLong(line) : -1;
+        long long sz = size ? PyLong_AsLongLong(size) : -1;
+        long long ct = count ? PyLong_AsLongLong(count) : -1;
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        rc = probe_rows_add_text(g->r, fs ? fs : "<unknown>");
+        rc = rc ? rc : probe_rows_add_int(g->r, ln);
+        rc = rc ? rc : probe_rows_add_int(g->r, sz);
+        rc = rc ? rc : probe_rows_add_int(g->r, ct);
+        Py_XDECREF(count);
+        Py_XDECREF(size);
+        Py_XDECREF(line);
+        Py_XDECREF(fname);
+        Py_XDECREF(fr);
+        Py_XDECREF(tb);
+        Py_XDECREF(st);
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    if (rc < 0)
+        g->rc = pb_err_set(&g->err, rc, "out of memory");
+out:
+    Py_XDECREF(stats);
+    Py_XDECREF(filt);
+    Py_XDECREF(snap);
+    Py_XDECREF(tracing);
+    Py_DECREF(tm);
+}
+
+int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.tracemalloc", tracemalloc_with_gil, &g, err);
+}

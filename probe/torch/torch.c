@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/* perf --torch: compiles the tracer (torch_py.c) into a private namespace, gives it two C
+ * functions (emit: rows into the history tables; rss: the resident set size from one pread of
+ * /proc/self/statm), and runs its start/stop/status on the worker under the GIL. The hooks
+ * themselves run in the job's threads; the only C they call per hook is rss(), and emit() once
+ * per step. Tables: docs/tables.md; design: docs/torch.md. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cJSON.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "gil/pyhelper.h"
+#include "sql/store.h"
+#include "torch.h"
+
+#define TRACE_TABLE "python.torch_trace"
+#define STEPS_TABLE "python.torch_steps"
+
+static const struct probe_column trace_cols[] = {
+    {"step", "INTEGER", "step number: from 1 at the first perf --torch in the process, rising across restarts"},
+    {"seq", "INTEGER", "order of the event within its step (by time)"},
+    {"module", "TEXT", "qualified name from named_modules() (a root module: its class name)"},
+    {"module_type", "TEXT", "the module's class name"},
+    {"stage", "TEXT", "forward_pre, forward_post, backward_pre or backward_post"},
+    {"duration", "REAL", "seconds from the matching pre event (post events; NULL on pre)"},
+    {"allocated", "INTEGER", "torch.cuda.memory_allocated() at the event (0 without CUDA)"},
+    {"max_allocated", "INTEGER", "torch.cuda.max_memory_allocated() (0 without CUDA)"},
+    {"cached", "INTEGER", "torch.cuda.memory_reserved() (0 without CUDA)"},
+    {"max_cached", "INTEGER", "torch.cuda.max_memory_reserved() (0 without CUDA)"},
+    {"rss", "INTEGER", "the process's resident set size in bytes at the event"},
+    {"time_offset", "REAL", "seconds from the start of the step to the event"},
+    {"rank", "INTEGER", "torch.distributed rank (RANK or get_rank()); NULL when not set"},
+    {"thread_id", "INTEGER", "Python thread ident (threading.get_ident()) of the event"},
+};
+static const struct probe_column steps_cols[] = {
+    {"step", "INTEGER", "step number: from 1 at the first perf --torch in the process, rising across restarts"},
+    {"start_time", "REAL", "when the step started (epoch seconds)"},
+    {"duration", "REAL", "seconds from the step's start to its end"},
+    {"traced", "INTEGER", "1 when its modules were traced (one step in --every N)"},
+    {"loss", "REAL", "a scalar returned by a top-level module (nn loss) in a traced step"},
+    {"modules", "INTEGER", "module calls traced in the step (0 when not traced)"},
+    {"rank", "INTEGER", "torch.distributed rank; NULL when not set"},
+    {"detection", "TEXT", "what ended the step: optimizer or top-level (module call)"},
+};
+#define NTRACE ((int)(sizeof trace_cols / sizeof trace_cols[0]))
+#define NSTEPS ((int)(sizeof steps_cols / sizeof steps_cols[0]))
+
+static PyObject *ns;        /* the tracer's namespace; owned for the life of the process */
+static PyObject *emit_fn;   /* owned */
+static PyObject *rss_fn;    /* owned */
+static int statm_fd = -1;   /* GIL-protected */
+static int tables_defined;  /* GIL-protected */
+
+/* One Python value as a cell: None, int, float, str (borrowed text, valid while v lives). */
+static void cell(PyObject *v, struct probe_value *out)
+{
+    memset(out, 0, sizeof *out);
+    if (v == Py_None) {
+        out->type = PROBE_V_NULL;
+    } else if (PyLong_Check(v)) {
+        out->type = PROBE_V_INT;
+        out->i = PyLong_AsLongLong(v);
+        out->d = (double)out->i;
+        if (out->i == -1 && PyErr_Occurred()) { /* beyond 64 bits */
+            PyErr_Clear();
+            out->type = PROBE_V_REAL;
+            out->d = PyLong_AsDouble(v);
+            PyErr_Clear();
+        }
+    } else if (PyFloat_Check(v)) {
+        out->type = PROBE_V_REAL;
+        out->d = PyFloat_AS_DOUBLE(v);
+    } else if (PyUnicode_Check(v)) {
+        const char *s = PyUnicode_AsUTF8(v);
+        if (!s)
+            PyErr_Clear();
+        out->type = s ? PROBE_V_TEXT : PROBE_V_NULL;
+        out->s = (char *)s; /* probe_history_append copies it */
+    } else {
+        out->type = PROBE_V_NULL;
+    }
+}
+
+static int append(const char *table, PyObject *row, int ncols)
+{
+    struct probe_value v[16];
+    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != ncols)
+        return -1;
+    for (int i = 0; i < ncols; i++)
+        cell(PyTuple_GET_ITEM(row, i), &v[i]);
+    return probe_history_append(table, v, ncols);
+}
+
+/* emit(rows, step): rows of python.torch_trace (a list of tuples), then one of
+ * python.torch_steps. Called by the tracer once per step, in the job's thread. Requires GIL. */
+static PyObject *emit(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *rows, *step;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &rows, &PyTuple_Type, &step))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++)
+        append(TRACE_TABLE, PyList_GET_ITEM(rows, i), NTRACE);
+    append(STEPS_TABLE, step, NSTEPS);
+    Py_RETURN_NONE;
+}
+
+/* rss(): resident bytes, 0 when /proc cannot be read. One pread per call. Requires GIL. */
+static PyObject *rss(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    static long page;
+    char buf[128];
+    if (statm_fd < 0) {
+        statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        page = sysconf(_SC_PAGESIZE);
+    }
+    ssize_t n = statm_fd >= 0 ? pread(statm_fd, buf, sizeof buf - 1, 0) : -1;
+    long long pages = 0;
+    if (n > 0) {
+        buf[n] = 0;
+        const char *sp = strchr(buf, ' ');
+        pages = sp ? strtoll(sp + 1, NULL, 10) : 0;
+    }
+    return PyLong_FromLongLong(pages * page);
+}
+
+static PyMethodDef emit_def = {"emit", emit, METH_VARARGS, "rows into the history tables"};
+static PyMethodDef rss_def = {"rss", rss, METH_NOARGS, "resident set size in bytes"};
+
+/* The tracer's function called name (borrowed), compiling the tracer on first use; NULL with
+ * an exception set. Requires GIL. */
+static PyObject *tracer_get(const char *name)
+{
+    if (!ns) {
+        PyObject *d = PyDict_New();
+        PyObject *code = d ? Py_CompileString(probe_torch_src, "<probing-torch>", Py_file_input)
+                           : NULL;
+        PyObject *modname = PyUnicode_FromString("probing._torch");
+        PyObject *r = NULL;
+        if (code && modname && PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+            PyDict_SetItemString(d, "__name__", modname) == 0)
+            r = PyEval_EvalCode(code, d, d);
+        Py_XDECREF(r);
+        Py_XDECREF(modname);
+        Py_XDECREF(code);
+        if (!r) {
+            Py_XDECREF(d);
+            return NULL;
+        }
+        emit_fn = PyCFunction_New(&emit_def, NULL);
+        rss_fn = PyCFunction_New(&rss_def, NULL);
+        if (!emit_fn || !rss_fn) {
+            Py_CLEAR(emit_fn);
+            Py_CLEAR(rss_fn);
+            Py_DECREF(d);
+            return NULL;
+        }
+        ns = d;
+    }
+    PyObject *f = PyDict_GetItemString(ns, name);
+    if (!f)
+        PyErr_Format(PyExc_AttributeError, "probing torch tracer has no '%s'", name);
+    return f;
+}
+
+int probe_torch_tables_define(struct pb_err *err)
+{
+    int rc = probe_history_define(TRACE_TABLE, "per-module PyTorch timing and memory of the "
+                                  "traced steps (perf --torch)", trace_cols, NTRACE, err);
+    if (rc == 0)
+        rc = probe_history_define(STEPS_TABLE, "one row per step while perf --torch runs",
+                                  steps_cols, NSTEPS, err);
+    return rc;
+}
+
+static int define_tables(struct pb_err *err)
+{
+    if (tables_defined)
+        return 0;
+    int rc = probe_torch_tables_define(err);
+    if (rc == 0)
+        rc = probe_history_index(TRACE_TABLE, "step,module", err);
+    if (rc == 0)
+        rc = probe_history_index(STEPS_TABLE, "step", err);
+    if (rc == 0)
+        tables_defined = 1;
+    return rc;
+}
+
+/* A copy of the tracer's answer (a dict of str, int, float, bool, None and lists of str) into
+ * out. Requires GIL; leaves no exception set. */
+static void copy_dict(PyObject *d, cJSON *out)
+{
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        if (!key) {
+            PyErr_Clear();
+            continue;
+        }
+        if (v == Py_None) {
+            cJSON_AddNullToObject(out, key);
+        } else if (PyBool_Check(v)) {
+            cJSON_AddBoolToObject(out, key, v == Py_True);
+        } else if (PyLong_Check(v) || PyFloat_Check(v)) {
+            double x = PyFloat_Check(v) ? PyFloat_AS_DOUBLE(v) : PyLong_AsDouble(v);
+            PyErr_Clear();
+            cJSON_AddNumberToObject(out, key, x);
+        } else if (PyUnicode_Check(v)) {
+            const char *s = PyUnicode_AsUTF8(v);
+            PyErr_Clear();
+            cJSON_AddStringToObject(out, key, s ? s : "?");
+        } else if (PyList_Check(v)) {
+            cJSON *a = cJSON_AddArrayToObject(out, key);
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+                PyObject *s = PyList_GET_ITEM(v, i);
+                const char *t = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
+                PyErr_Clear();
+                if (t)
+                    cJSON_AddItemToArray(a, cJSON_CreateString(t));
+            }
+        }
+    }
+}
+
+int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
+{
+    static const char *const names[] = {"start", "stop", "status"};
+    if (action < PROBE_TORCH_START || action > PROBE_TORCH_STATUS)
+        return pb_err_set(err, PB_EBADARG, "unknown torch action %d", action);
+    if (action == PROBE_TORCH_START) {
+        PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+        if (!mods || !PyDict_GetItemString(mods, "torch"))
+            return pb_err_set(err, PB_ESTATE, "torch is not imported in process %d: start "
+                              "tracing once the job has imported torch",
+                              probe_info_get()->pid);
+        int rc = define_tables(err);
+        if (rc < 0)
+            return rc;
+    }
+    if (action != PROBE_TORCH_START && !ns) { /* never started: nothing to compile or stop */
+        cJSON_AddBoolToObject(out, "running", 0);
+        if (action == PROBE_TORCH_STOP)
+            cJSON_AddBoolToObject(out, "stopped", 0);
+        return 0;
+    }
+    PyObject *fn = tracer_get(names[action]);
+    PyObject *res = NULL;
+    if (fn)
+        res = action == PROBE_TORCH_START ? PyObject_CallFunction(fn, "iOO", every, emit_fn, rss_fn)
+                                          : PyObject_CallObject(fn, NULL);
+    if (!res)
+        return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
+                             : action == PROBE_TORCH_STOP ? "stopping the torch tracer"
+                             : "reading the torch tracer's state");
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return pb_err_set(err, PB_ESTATE, "torch in process %d has no torch.nn (is it still "
+                          "being imported?): nothing to trace", probe_info_get()->pid);
+    }
+    if (PyDict_Check(res))
+        copy_dict(res, out);
+    Py_DECREF(res);
+    PyErr_Clear();
+    return 0;
+}
