@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/settings.h"
+#include "pyrt/pyrt.h"
+#include "sql/store.h"
 
 static void on_fork_child(void)
 {
@@ -17,16 +20,58 @@ static void on_fork_child(void)
     dbg_fork_child();
 }
 
+/* First thing on the agent thread, before the loop runs. */
+static void agent_first(void)
+{
+    struct pb_err err = {0};
+    if (probe_pyrt_init(&err) < 0)
+        PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
+    if (probe_collector_start() < 0)
+        PB_LOG(PB_LOG_WARN, "history collector not started");
+    PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
+           probe_info_get()->python_version);
+}
+
+/* The composition root: the loop, the server on it, the GIL worker, the task thread, the
+ * debugger's event queue, then the agent thread. Once (idempotent), any thread. */
+static int probe_start(struct pb_err *err)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static int started;
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    if (started)
+        goto out;
+    rc = probe_loop_init(err);
+    if (rc == 0)
+        rc = probe_server_start(err);
+    if (rc == 0)
+        rc = probe_worker_start(probe_agent_loop(), err);
+    if (rc == 0)
+        rc = probe_task_start(probe_agent_loop(), err);
+    if (rc == 0)
+        probe_server_sweep();
+    if (rc == 0 && dbg_events_start() != 0)
+        rc = pb_err_set(err, PB_EUNKNOWN, "cannot start the debugger's event queue");
+    if (rc == 0)
+        rc = probe_loop_start(agent_first, err);
+    started = rc == 0;
+out:
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 __attribute__((constructor)) static void probe_load(void)
 {
     struct pb_err err = {0};
     pb_log_init("probe");
     probe_settings_load();
-    struct probe_info *i = (struct probe_info *)probe_info_get();
+    probe_settings_compat_env();
+    struct probe_info *i = probe_info_edit();
     /* Py_GetVersion needs no GIL: "3.11.7 (main, ...". Keep the first word. */
     pb_strlcpy(i->python_version, Py_GetVersion(), sizeof i->python_version);
     i->python_version[strcspn(i->python_version, " ")] = '\0';
-    if (probe_agent_start(&err) < 0) {
+    if (probe_start(&err) < 0) {
         PB_LOG(PB_LOG_ERROR, "probe not started: %s", err.msg);
         return;
     }
@@ -47,7 +92,7 @@ PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errb
                                size_t errlen)
 {
     struct pb_err err = {0};
-    int rc = probe_agent_start(&err);
+    int rc = probe_start(&err);
     if (rc == 0 && listen && *listen)
         rc = probe_agent_listen_sync(listen, token ? token : "", &err);
     if (rc < 0 && errbuf && errlen)

@@ -67,7 +67,8 @@ void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1
 /* Runtime settings (from PROBING_* environment variables at start). */
 int probe_setting_gil_timeout_ms(void);
 
-/* ---- eval (gil/eval.c): run code in __main__ or in a stopped frame, on the worker; see
+/* ---- eval (gil/eval.c; in a stopped frame, with references: debugger/evaluate.c): run code
+ * in __main__ or in a stopped frame, on the worker; see
  * docs/protocol.md probing/eval and evaluate ---- */
 enum {
     PROBE_EVAL_STATEMENTS = 0, /* statements; the value of a last expression is the result */

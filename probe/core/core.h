@@ -12,15 +12,27 @@
 
 #define PROBE_EXPORT __attribute__((visibility("default")))
 
-/* server/listen.c: start the agent thread once (idempotent, any thread). */
-int probe_agent_start(struct pb_err *err);
+/* core/loop.c: the agent's loop, run by the agent thread, and the probe's identity. */
+uv_loop_t *probe_agent_loop(void);
+/* The identity to fill (entry.c, the server's listeners). */
+struct probe_info *probe_info_edit(void);
+/* Initialise the loop and the identity's pid and start time (entry.c, once). */
+int probe_loop_init(struct pb_err *err);
+/* Start the agent thread: first() (may be NULL) on it, then the loop until the process ends. */
+int probe_loop_start(void (*first)(void), struct pb_err *err);
+/* 1 on the agent thread. */
+int probe_on_agent_thread(void);
+
+/* server/listen.c: the Unix listener (once the loop exists, before it runs), the stale-socket
+ * sweep (a task), TCP from any thread, fork and exit. */
+int probe_server_start(struct pb_err *err);
+void probe_server_sweep(void);
 /* From any thread: ask the loop to listen on TCP and wait for the outcome. */
 int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
 /* fork() child: drop every descriptor the agent owned; the child has no agent. */
 void probe_agent_forget(void);
 /* At exit in the process that created it: remove the socket file. */
 void probe_agent_cleanup(void);
-uv_loop_t *probe_agent_loop(void);
 
 /* gil/worker.c: the GIL workers (see its header comment). At most PROBE_MAX_WORKERS threads: one
  * taking jobs, the others retired and stuck in a call that has not returned yet. */

@@ -156,7 +156,6 @@ void probe_settings_load(void)
         }
     }
     pthread_mutex_unlock(&mu);
-    probe_settings_compat_env();
 }
 
 int probe_settings_count(void)
@@ -193,7 +192,10 @@ int probe_setting_find(const char *name, struct pb_err *err)
     for (int i = 0; i < NSETTINGS; i++)
         if (strcmp(table[i].name, key) == 0)
             return i;
-    return probe_setting_unknown(name, err);
+    const char *names[NSETTINGS];
+    for (int i = 0; i < NSETTINGS; i++)
+        names[i] = table[i].name;
+    return probe_setting_unknown(name, names, NSETTINGS, err);
 }
 
 int probe_setting_set(const char *name, const char *value, struct pb_err *err)
@@ -250,4 +252,28 @@ int probe_setting_text(const char *name, char *buf, size_t n)
 int probe_setting_gil_timeout_ms(void)
 {
     return (int)probe_setting_int("gil_timeout_ms");
+}
+
+void probe_settings_compat_env(void)
+{
+    const struct probe_compat_env *vars = probe_compat_envs;
+    for (size_t i = 0; i < probe_ncompat_envs; i++) {
+        const char *v = getenv(vars[i].env);
+        char text[64];
+        struct pb_err err = {0};
+        if (!v || !*v)
+            continue;
+        snprintf(text, sizeof text, "%s%s", v, vars[i].unit);
+        long long x;
+        if (probe_setting_units(vars[i].key, text, NULL, &x) < 0) {
+            PB_LOG(PB_LOG_WARN, "%s ignored: '%s' is not a number", vars[i].env, v);
+            continue;
+        }
+        /* A time in ms for a setting in s: round up, so that 500 ms is 1 s, not 0 (off). */
+        if (strcmp(vars[i].unit, "ms") == 0 && x == 0 && atof(v) > 0)
+            x = 1;
+        snprintf(text, sizeof text, "%lld", x);
+        if (probe_setting_set(vars[i].key, text, &err) < 0)
+            PB_LOG(PB_LOG_WARN, "%s ignored: %s", vars[i].env, err.msg);
+    }
 }

@@ -34,9 +34,18 @@ const char *probe_setting_key(const char *name, char *buf, size_t n, const char 
 int probe_setting_units(const char *name, const char *text, const char *unit, long long *out);
 /* " (or a size: ...)" for settings that take units, else "". */
 const char *probe_setting_unit_hint(const char *name);
-/* PB_EBADARG for an unknown key: what to use for the original's keys, else the close matches. */
-int probe_setting_unknown(const char *name, struct pb_err *err);
-/* Apply the original's environment variables that map to settings (PROBING_RETENTION_DAYS). */
+/* PB_EBADARG for an unknown key: what to use for the original's keys, else the close matches
+ * among names. */
+int probe_setting_unknown(const char *name, const char *const *names, int nnames,
+                          struct pb_err *err);
+/* The original's environment variables that map to settings (PROBING_RETENTION_DAYS: a number
+ * in unit for key). */
+struct probe_compat_env {
+    const char *env, *key, *unit;
+};
+extern const struct probe_compat_env probe_compat_envs[];
+extern const size_t probe_ncompat_envs;
+/* settings.c: apply them, after probe_settings_load (entry.c calls both). */
 void probe_settings_compat_env(void);
 
 /* The integer value of an int/bool setting (bool: 0/1); 0 for an unknown name. */

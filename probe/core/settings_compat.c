@@ -161,7 +161,8 @@ static const char *leaf(const char *k)
     return d ? d + 1 : k;
 }
 
-int probe_setting_unknown(const char *name, struct pb_err *err)
+int probe_setting_unknown(const char *name, const char *const *names, int nnames,
+                          struct pb_err *err)
 {
     const char *key = strncmp(name, "probing.", 8) == 0 ? name + 8 : name;
     for (size_t i = 0; i < sizeof answered / sizeof answered[0]; i++) {
@@ -173,13 +174,12 @@ int probe_setting_unknown(const char *name, struct pb_err *err)
     }
     char close[200] = "";
     size_t used = 0;
-    struct probe_setting_view v;
-    for (int i = 0; probe_setting_view_get(i, &v) == 0; i++) {
-        int d = distance(key, v.name);
-        int dl = distance(leaf(key), leaf(v.name));
-        if (d <= 3 || dl <= 2 || (strlen(leaf(key)) >= 4 && strstr(v.name, leaf(key)))) {
+    for (int i = 0; i < nnames; i++) {
+        int d = distance(key, names[i]);
+        int dl = distance(leaf(key), leaf(names[i]));
+        if (d <= 3 || dl <= 2 || (strlen(leaf(key)) >= 4 && strstr(names[i], leaf(key)))) {
             int w = snprintf(close + used, sizeof close - used, "%s'%s'", used ? ", " : "",
-                             v.name);
+                             names[i]);
             if (w < 0 || (size_t)w >= sizeof close - used)
                 break;
             used += (size_t)w;
@@ -192,31 +192,8 @@ int probe_setting_unknown(const char *name, struct pb_err *err)
                       name);
 }
 
-void probe_settings_compat_env(void)
-{
-    static const struct {
-        const char *env, *key, *unit;
-    } vars[] = {
-        {"PROBING_RETENTION_DAYS", "history.max_age_s", "d"},
-        {"PROBING_CPU_SAMPLE_MS", "history.interval_s", "ms"},
-    };
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i].env);
-        char text[64];
-        struct pb_err err = {0};
-        if (!v || !*v)
-            continue;
-        snprintf(text, sizeof text, "%s%s", v, vars[i].unit);
-        long long x;
-        if (probe_setting_units(vars[i].key, text, NULL, &x) < 0) {
-            PB_LOG(PB_LOG_WARN, "%s ignored: '%s' is not a number", vars[i].env, v);
-            continue;
-        }
-        /* A time in ms for a setting in s: round up, so that 500 ms is 1 s, not 0 (off). */
-        if (strcmp(vars[i].unit, "ms") == 0 && x == 0 && atof(v) > 0)
-            x = 1;
-        snprintf(text, sizeof text, "%lld", x);
-        if (probe_setting_set(vars[i].key, text, &err) < 0)
-            PB_LOG(PB_LOG_WARN, "%s ignored: %s", vars[i].env, err.msg);
-    }
-}
+const struct probe_compat_env probe_compat_envs[] = {
+    {"PROBING_RETENTION_DAYS", "history.max_age_s", "d"},
+    {"PROBING_CPU_SAMPLE_MS", "history.interval_s", "ms"},
+};
+const size_t probe_ncompat_envs = sizeof probe_compat_envs / sizeof probe_compat_envs[0];

@@ -168,4 +168,38 @@ static inline PyCodeObject *dbg_frame_code(PyFrameObject *f)
 /* "Type: message" of an exception object into buf. GIL held; never leaves an error set. */
 void dbg_exc_describe(PyObject *exc, char *buf, size_t n);
 
+/* ---- variables.c, variables_obj.c ---- */
+
+/* Register obj for `variables` (frame: where setVariable on its children evaluates, NULL for
+ * __main__; expr: an expression that gives obj back, or NULL). Returns its variablesReference,
+ * or 0 when it has no children or the table cannot take it; indexed and named (may be NULL) get
+ * its counts of children (0 when unknown). Valid until the next resume. */
+long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr,
+                              long long *indexed, long long *named);
+
+
+/* Among dbg_vars*.c: the children of an object, a page at a time (debugger/variables_obj.c). */
+enum { DBGV_ALL = 0, DBGV_INDEXED = 1, DBGV_NAMED = 2 };
+struct dbgv_page {
+    int filter;            /* DBGV_*: DAP VariablesArguments.filter */
+    long long start, count; /* the window asked for */
+    long long seen;        /* children passed so far (private) */
+    int more;              /* set when children beyond the window exist */
+};
+/* Called for each child in the window: name and expr (evaluateName, may be NULL) are valid
+ * during the call; value is borrowed. */
+typedef void (*dbgv_visit)(void *ctx, const char *name, PyObject *value, const char *expr);
+/* 1 if obj has children worth expanding; indexed and named get their counts (0 when unknown
+ * or not relevant). Runs no user code. */
+int dbgv_shape(PyObject *obj, long long *indexed, long long *named);
+/* Visit obj's children within pg's window. ns: obj is a namespace dict (frame locals or
+ * globals: names as they are, evaluateName the name itself); parent: obj's evaluateName or
+ * NULL. Runs no user code. Returns 0. */
+int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
+                  dbgv_visit visit, void *ctx);
+/* Store value as obj's child called name (as dbgv_children names it). Returns 0 (with *expr
+ * the child's evaluateName, malloc'd, or NULL) or a negative code with err. */
+int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
+                   char **expr, struct pb_err *err);
+
 #endif

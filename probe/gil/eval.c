@@ -21,7 +21,6 @@
 
 #include <frameobject.h>
 
-#include "debugger/debugger.h"
 #include "core/core.h"
 #include "pyhelper.h"
 #include "core/settings.h"
@@ -303,78 +302,26 @@ void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l)
 #endif
 }
 
-/* The namespaces of frame_id (frame NULL: __main__'s globals, l NULL). *f, *g and *l are new
- * references. Requires GIL. */
-static int namespaces(long long frame_id, PyObject **f, PyObject **g, PyObject **l,
-                      struct pb_err *err)
-{
-    *f = *g = *l = NULL;
-    if (frame_id < 0) {
-        PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
-        *g = main_mod ? PyModule_GetDict(main_mod) : NULL;  /* borrowed */
-        if (!*g)
-            return probe_py_fail(err, "eval set-up");
-        Py_INCREF(*g);
-        return 0;
-    }
-    /* Borrowed from the stop record, which the thread drops once it resumes: the code we run
-     * may let it (it gives up the GIL), so hold the frame ourselves. */
-    *f = probe_dbg_frame(frame_id, err);
-    if (!*f)
-        return err->code ? err->code : PB_ESTATE;
-    Py_INCREF(*f);
-    int rc = probe_eval_frame_ns(*f, g, l, err);
-    if (rc < 0)
-        Py_CLEAR(*f);
-    return rc;
-}
-
-/* src as an expression that gives its value back for children's evaluateName: only a dotted
- * name (evaluating anything else again could differ or have effects). Borrowed or NULL. */
-static const char *simple_expr(const char *src)
-{
-    const char *p = src + strspn(src, " \t");
-    size_t n = strlen(p);
-    if (n == 0 || n > 200 ||
-        n != strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") ||
-        (p[0] >= '0' && p[0] <= '9') || p[0] == '.' || p[n - 1] == '.' || strstr(p, ".."))
-        return NULL;
-    return p;
-}
-
-int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
-                   struct probe_eval_result *r, struct pb_err *err)
+int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (mode == PROBE_EVAL_CHECK) {
-        PyObject *run = probe_pyhelper_get("run");
-        PyObject *res = run ? PyObject_CallFunction(run, "siOO", src, mode, Py_None, Py_None)
-                            : NULL;
-        if (!res)
-            return probe_py_fail(err, "eval");
-        PyObject *unused = NULL;
-        take_outcome(res, r, &unused);
-        Py_XDECREF(unused);
-        Py_DECREF(res);
-        return 0;
-    }
-    PyObject *f, *g, *l, *value = NULL;
-    int rc = namespaces(frame_id, &f, &g, &l, err);
-    if (rc < 0)
-        return rc;
-    unsigned long gen = probe_dbg_generation();
-    rc = run_captured(src, mode, g, l, r, &value, err);
-    /* Assignments stick, unless the thread resumed meanwhile (it runs the frame again now). */
-    if (f && gen == probe_dbg_generation())
-        probe_eval_frame_commit(f, g, l);
-    if (rc == 0 && value && refs)
-        r->var_ref = probe_dbgv_register(value, f, simple_expr(src), &r->indexed, &r->named);
-    Py_XDECREF(value);
-    Py_XDECREF(l);
-    Py_XDECREF(g);
-    Py_XDECREF(f);
-    PyErr_Clear();
-    return rc;
+    PyObject *run = probe_pyhelper_get("run");
+    PyObject *res = run ? PyObject_CallFunction(run, "siOO", src, PROBE_EVAL_CHECK, Py_None,
+                                                Py_None)
+                        : NULL;
+    if (!res)
+        return probe_py_fail(err, "eval");
+    PyObject *unused = NULL;
+    take_outcome(res, r, &unused);
+    Py_XDECREF(unused);
+    Py_DECREF(res);
+    return 0;
+}
+
+int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l,
+                  struct probe_eval_result *r, PyObject **value, struct pb_err *err)
+{
+    return run_captured(src, mode, g, l, r, value, err);
 }
 
 int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,

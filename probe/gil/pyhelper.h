@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Probe-internal interfaces of evaluation and inspection: the private Python helper namespace
- * (pyhelper.c), evaluation in a stopped frame (eval.c) and the variables table (dbg_vars*.c),
- * which call one another. Everything here requires the GIL (worker thread). Objects returned
- * are new references unless a comment says borrowed. */
+/* The GIL side's interfaces: the private Python helper namespace (pyhelper.c), conversions at
+ * the C-API boundary (pyerr.c), evaluation with captured output (eval.c) and how an object is
+ * shown (show.c). Everything here requires the GIL (worker thread). Objects returned are new
+ * references unless a comment says borrowed. */
 #ifndef PROBE_PYHELPER_H
 #define PROBE_PYHELPER_H
 
@@ -25,6 +25,15 @@ PyObject *probe_pyhelper_get(const char *name);
 
 /* ---- eval.c ---- */
 
+/* Run src (PROBE_EVAL_STATEMENTS or _EXPRESSION) with globals g and locals l (NULL: g), the
+ * evaluating thread's output captured into r; *value gets the result (new reference; NULL for
+ * None, statements, or an exception, which is in r). Returns 0, or a negative code with err
+ * when the probe itself failed. */
+int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l,
+                  struct probe_eval_result *r, PyObject **value, struct pb_err *err);
+/* PROBE_EVAL_CHECK: only whether src is a complete statement (r->complete). */
+int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err);
+
 /* The namespaces to evaluate in frame f: *g its globals, *l its locals (3.13: the write-through
  * proxy; before: f_locals freshly synced from the fast locals, to be written back with
  * probe_eval_frame_commit). Both new references. Returns 0 or a negative code with err. */
@@ -37,14 +46,7 @@ void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
 int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
                      PyObject **value, struct pb_err *err);
 
-/* ---- dbg_vars*.c ---- */
-
-/* Register obj for `variables` (frame: where setVariable on its children evaluates, NULL for
- * __main__; expr: an expression that gives obj back, or NULL). Returns its variablesReference,
- * or 0 when it has no children or the table cannot take it; indexed and named (may be NULL) get
- * its counts of children (0 when unknown). Valid until the next resume. */
-long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr,
-                              long long *indexed, long long *named);
+/* ---- show.c ---- */
 /* How variables show obj: a bounded repr that runs no user code (pyrt/repr.c), tensors by
  * shape, dtype and device. New malloc'd string, or NULL on out of memory. */
 char *probe_dbgv_display(PyObject *obj);
@@ -53,30 +55,5 @@ char *probe_dbgv_typename(PyObject *obj);
 /* 1 if obj is a torch.Tensor (or a subclass that does not override __torch_function__), found
  * by its type's name and module, never by importing torch. */
 int probe_dbgv_is_tensor(PyObject *obj);
-
-
-/* Among dbg_vars*.c: the children of an object, a page at a time (debugger/variables_obj.c). */
-enum { DBGV_ALL = 0, DBGV_INDEXED = 1, DBGV_NAMED = 2 };
-struct dbgv_page {
-    int filter;            /* DBGV_*: DAP VariablesArguments.filter */
-    long long start, count; /* the window asked for */
-    long long seen;        /* children passed so far (private) */
-    int more;              /* set when children beyond the window exist */
-};
-/* Called for each child in the window: name and expr (evaluateName, may be NULL) are valid
- * during the call; value is borrowed. */
-typedef void (*dbgv_visit)(void *ctx, const char *name, PyObject *value, const char *expr);
-/* 1 if obj has children worth expanding; indexed and named get their counts (0 when unknown
- * or not relevant). Runs no user code. */
-int dbgv_shape(PyObject *obj, long long *indexed, long long *named);
-/* Visit obj's children within pg's window. ns: obj is a namespace dict (frame locals or
- * globals: names as they are, evaluateName the name itself); parent: obj's evaluateName or
- * NULL. Runs no user code. Returns 0. */
-int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
-                  dbgv_visit visit, void *ctx);
-/* Store value as obj's child called name (as dbgv_children names it). Returns 0 (with *expr
- * the child's evaluateName, malloc'd, or NULL) or a negative code with err. */
-int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
-                   char **expr, struct pb_err *err);
 
 #endif

@@ -121,3 +121,9 @@ int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long fra
     }
     return DAP_DEFERRED;
 }
+
+void dap_evals_closed(struct dap_session *s)
+{
+    if (dap_session_evals(s) > 0)
+        probe_eval_interrupt();
+}

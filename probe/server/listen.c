@@ -22,9 +22,7 @@
 #include <unistd.h>
 
 #include "dap/dap.h"
-#include "pyrt/pyrt.h"
 #include "core/settings.h"
-#include "sql/store.h"
 
 #define MAX_WRITE_QUEUE (32u << 20)
 #define MAX_TRACKED_CONNS 1024
@@ -45,16 +43,12 @@ struct conn {
     char rbuf[65536];
 };
 
-static uv_loop_t loop;
 static uv_pipe_t unix_server;
 static uv_tcp_t tcp_server;
 static int tcp_listening;
 static uv_async_t cmd_async;
-static struct probe_info info;
 static pid_t owner_pid;
-static pthread_t agent_thread;
-static int agent_started;
-static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static int serving;
 /* The descriptors of open connections (fd + 1; 0 is a free slot), so that a fork() child closes
  * them: a child holding them would keep our peers connected after we close or exit, and they
  * would wait for an answer that never comes. Set by the loop after accept, cleared before the
@@ -71,16 +65,6 @@ static struct {
     char address[80], token[PB_TOKEN_MAX + 1];
     struct pb_err err;
 } cmd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, "", "", {0, ""}};
-
-const struct probe_info *probe_info_get(void)
-{
-    return &info;
-}
-
-uv_loop_t *probe_agent_loop(void)
-{
-    return &loop;
-}
 
 static void on_close(uv_handle_t *h)
 {
@@ -207,7 +191,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 static long long loop_ms(void)
 {
-    return (long long)uv_now(&loop);
+    return (long long)uv_now(probe_agent_loop());
 }
 
 static void on_auth_timeout(uv_timer_t *t)
@@ -276,9 +260,9 @@ static void on_connection(uv_stream_t *server, int status)
     c->slot = -1;
     c->handles = 1;
     if (transport == DAP_TRANSPORT_TCP)
-        uv_tcp_init(&loop, &c->h.tcp);
+        uv_tcp_init(probe_agent_loop(), &c->h.tcp);
     else
-        uv_pipe_init(&loop, &c->h.pipe, 0);
+        uv_pipe_init(probe_agent_loop(), &c->h.pipe, 0);
     c->h.stream.data = c;
     if (uv_accept(server, &c->h.stream) < 0) {
         uv_close((uv_handle_t *)&c->h, on_close);
@@ -307,7 +291,7 @@ static void on_connection(uv_stream_t *server, int status)
         n_unauth++;
         dap_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
         c->accepted_ms = loop_ms();
-        uv_timer_init(&loop, &c->auth_timer);
+        uv_timer_init(probe_agent_loop(), &c->auth_timer);
         c->auth_timer.data = c;
         c->handles++;
         uv_timer_start(&c->auth_timer, on_auth_timeout,
@@ -354,11 +338,11 @@ static void format_bound(void)
         return;
     if (ss.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-        snprintf(info.tcp_address, sizeof info.tcp_address, "[%s]:%d", ip,
+        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "[%s]:%d", ip,
                  ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
     } else {
         uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-        snprintf(info.tcp_address, sizeof info.tcp_address, "%s:%d", ip,
+        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "%s:%d", ip,
                  ntohs(((struct sockaddr_in *)&ss)->sin_port));
     }
 }
@@ -383,11 +367,11 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
         if (!same_port)
             return pb_err_set(err, -EADDRINUSE,
                               "already listening on %s: one TCP address per process",
-                              info.tcp_address);
+                              probe_info_edit()->tcp_address);
         probe_token_set(token);
         return 0;
     }
-    uv_tcp_init(&loop, &tcp_server);
+    uv_tcp_init(probe_agent_loop(), &tcp_server);
     rc = uv_tcp_bind(&tcp_server, (struct sockaddr *)&ss, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&tcp_server, 64, on_connection);
@@ -398,7 +382,7 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
     probe_token_set(token);
     tcp_listening = 1;
     format_bound();
-    PB_LOG(PB_LOG_INFO, "listening on TCP %s", info.tcp_address);
+    PB_LOG(PB_LOG_INFO, "listening on TCP %s", probe_info_edit()->tcp_address);
     return 0;
 }
 
@@ -417,7 +401,7 @@ static void on_cmd(uv_async_t *a)
 
 int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err)
 {
-    if (pthread_equal(pthread_self(), agent_thread))
+    if (probe_on_agent_thread())
         return probe_tcp_listen(address, token, err);
     /* Checked here too: the copies below must never cut them. */
     if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
@@ -454,7 +438,7 @@ static char sweep_dir[200];
 static void sweep_stale(void *arg)
 {
     (void)arg;
-    int n = probe_rundir_sweep(sweep_dir, info.socket_path);
+    int n = probe_rundir_sweep(sweep_dir, probe_info_get()->socket_path);
     if (n > 0)
         PB_LOG(PB_LOG_INFO, "removed %d stale sockets from %s", n, sweep_dir);
 }
@@ -467,80 +451,44 @@ static void sweep_done(void *arg)
 static int listen_unix(struct pb_err *err)
 {
     char dir[200];
+    struct probe_info *info = probe_info_edit();
     int rc = probe_rundir_path(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
-    snprintf(info.socket_path, sizeof info.socket_path, "%s/%d.sock", dir, info.pid);
-    unlink(info.socket_path); /* stale: a previous process with our pid */
-    uv_pipe_init(&loop, &unix_server, 0);
+    snprintf(info->socket_path, sizeof info->socket_path, "%s/%d.sock", dir, info->pid);
+    unlink(info->socket_path); /* stale: a previous process with our pid */
+    uv_pipe_init(probe_agent_loop(), &unix_server, 0);
     mode_t old = umask(077);
-    rc = uv_pipe_bind(&unix_server, info.socket_path);
+    rc = uv_pipe_bind(&unix_server, info->socket_path);
     umask(old);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&unix_server, 64, on_connection);
     if (rc < 0) {
         uv_close((uv_handle_t *)&unix_server, NULL);
-        pb_err_set(err, rc, "listen on %s: %s", info.socket_path, uv_strerror(rc));
-        info.socket_path[0] = '\0';
+        pb_err_set(err, rc, "listen on %s: %s", info->socket_path, uv_strerror(rc));
+        info->socket_path[0] = '\0';
         return rc;
     }
-    chmod(info.socket_path, 0600);
+    chmod(info->socket_path, 0600);
     snprintf(sweep_dir, sizeof sweep_dir, "%s", dir);
     return 0;
 }
 
-static void *agent_main(void *arg)
+int probe_server_start(struct pb_err *err)
 {
-    (void)arg;
-    struct pb_err err = {0};
-    if (probe_pyrt_init(&err) < 0)
-        PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
-    if (probe_collector_start() < 0)
-        PB_LOG(PB_LOG_WARN, "history collector not started");
-    PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
-           info.python_version);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    return NULL;
+    owner_pid = getpid();
+    uv_async_init(probe_agent_loop(), &cmd_async, on_cmd);
+    int rc = listen_unix(err);
+    if (rc < 0)
+        return rc;
+    serving = 1;
+    return 0;
 }
 
-int probe_agent_start(struct pb_err *err)
+void probe_server_sweep(void)
 {
-    int rc = 0;
-    pthread_mutex_lock(&start_lock);
-    if (agent_started)
-        goto out;
-    info.pid = getpid();
-    owner_pid = info.pid;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    info.start_time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-    rc = uv_loop_init(&loop);
-    if (rc < 0) {
-        pb_err_set(err, rc, "uv_loop_init: %s", uv_strerror(rc));
-        goto out;
-    }
-    uv_async_init(&loop, &cmd_async, on_cmd);
-    rc = listen_unix(err);
-    if (rc < 0)
-        goto out;
-    rc = probe_worker_start(&loop, err);
-    if (rc == 0)
-        rc = probe_task_start(&loop, err);
-    if (rc == 0 && probe_task_submit(sweep_stale, sweep_done, NULL) < 0)
+    if (probe_task_submit(sweep_stale, sweep_done, NULL) < 0)
         PB_LOG(PB_LOG_WARN, "stale socket sweep not started");
-    if (rc == 0 && dbg_events_start() != 0)
-        rc = pb_err_set(err, PB_EUNKNOWN, "cannot start the debugger's event queue");
-    if (rc < 0)
-        goto out;
-    rc = probe_thread_start(&agent_thread, agent_main, 0);
-    if (rc < 0) {
-        pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
-        goto out;
-    }
-    agent_started = 1;
-out:
-    pthread_mutex_unlock(&start_lock);
-    return rc;
 }
 
 void probe_agent_forget(void)
@@ -548,7 +496,7 @@ void probe_agent_forget(void)
     /* In a fork() child: the agent thread does not exist here. Close our descriptors so the
      * child does not keep the parent's sockets, and never touch the parent's socket file. */
     uv_os_fd_t fd;
-    if (agent_started && uv_fileno((uv_handle_t *)&unix_server, &fd) == 0)
+    if (serving && uv_fileno((uv_handle_t *)&unix_server, &fd) == 0)
         close(fd);
     if (tcp_listening && uv_fileno((uv_handle_t *)&tcp_server, &fd) == 0)
         close(fd);
@@ -557,11 +505,12 @@ void probe_agent_forget(void)
         if (v > 0)
             close(v - 1);
     }
-    agent_started = 0;
+    serving = 0;
 }
 
 void probe_agent_cleanup(void)
 {
-    if (agent_started && getpid() == owner_pid && info.socket_path[0])
-        unlink(info.socket_path);
+    const struct probe_info *info = probe_info_get();
+    if (serving && getpid() == owner_pid && info->socket_path[0])
+        unlink(info->socket_path);
 }

@@ -82,6 +82,14 @@ cJSON *dap_json_rows(const struct probe_rows *r);
 /* Evaluations in flight for a session (evaljob.c): +1 when one is submitted, -1 when it is
  * answered. A session detached with evaluations in flight interrupts the running one. */
 void dap_session_eval_count(struct dap_session *s, int delta);
+int dap_session_evals(const struct dap_session *s);
+
+/* When a session's peer is gone (closed.c): each hook ends what the session left running. */
+typedef void (*dap_closed_hook)(struct dap_session *s);
+extern const dap_closed_hook dap_closed_hooks[];
+extern const size_t dap_nclosed_hooks;
+/* evaljob.c: interrupt the evaluation of a session that has one queued or running. */
+void dap_evals_closed(struct dap_session *s);
 
 /* Authentication state (attach sets it). */
 void dap_session_set_authed(struct dap_session *s);

@@ -3,7 +3,6 @@
  * the table (dispatch.c) with the shared checks, and sends responses and events, each in one
  * write. Deferred requests hold a reference so they can finish after the peer left. */
 #include "server.h"
-#include "probe.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -63,17 +62,19 @@ void dap_session_unref(struct dap_session *s)
 void dap_session_detach_io(struct dap_session *s)
 {
     s->io = NULL;
-    /* A debugging client that vanished is a disconnect: tracing goes, threads resume. */
-    dap_debugger_release(s);
-    /* The client vanished (or hung up) while its code runs in the target: stop that code
-     * rather than let, say, a `while True: pass` run on without anyone to see it. */
-    if (s->evals > 0)
-        probe_eval_interrupt();
+    /* What the session's requests left behind is the services' to end (closed.c). */
+    for (size_t i = 0; i < dap_nclosed_hooks; i++)
+        dap_closed_hooks[i](s);
 }
 
 void dap_session_eval_count(struct dap_session *s, int delta)
 {
     s->evals += delta;
+}
+
+int dap_session_evals(const struct dap_session *s)
+{
+    return s->evals;
 }
 
 int dap_session_transport(const struct dap_session *s)
