@@ -9,18 +9,19 @@
 #include <string.h>
 
 #include "core.h"
+#include "inbox.h"
 
 struct task {
     probe_task_fn fn;
     probe_task_done done;
     void *arg;
-    struct task *next;
+    struct probe_link link; /* in the queue, then in the inbox */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct task *head, *tail, *done_list;
-static uv_async_t done_async;
+static struct probe_fifo queue;
+static struct probe_inbox done_inbox = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_t task_thread;
 
 static void *task_main(void *arg)
@@ -28,43 +29,22 @@ static void *task_main(void *arg)
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&mu);
-        while (!head)
+        while (!queue.head)
             pthread_cond_wait(&cv, &mu);
-        struct task *t = head;
-        head = t->next;
-        if (!head)
-            tail = NULL;
+        struct task *t = PROBE_CONTAINER(probe_fifo_pop(&queue), struct task, link);
         pthread_mutex_unlock(&mu);
         t->fn(t->arg);
-        pthread_mutex_lock(&mu);
-        t->next = done_list;
-        done_list = t;
-        pthread_mutex_unlock(&mu);
-        uv_async_send(&done_async);
+        probe_inbox_post(&done_inbox, &t->link);
     }
     return NULL;
 }
 
-/* Loop thread: completions, oldest first. */
-static void on_done(uv_async_t *a)
+/* Loop thread: a completion. */
+static void on_done(struct probe_link *l)
 {
-    (void)a;
-    pthread_mutex_lock(&mu);
-    struct task *list = done_list, *rev = NULL;
-    done_list = NULL;
-    pthread_mutex_unlock(&mu);
-    while (list) {
-        struct task *t = list;
-        list = t->next;
-        t->next = rev;
-        rev = t;
-    }
-    while (rev) {
-        struct task *t = rev;
-        rev = t->next;
-        t->done(t->arg);
-        free(t);
-    }
+    struct task *t = PROBE_CONTAINER(l, struct task, link);
+    t->done(t->arg);
+    free(t);
 }
 
 int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
@@ -76,11 +56,7 @@ int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
     t->done = done;
     t->arg = arg;
     pthread_mutex_lock(&mu);
-    if (tail)
-        tail->next = t;
-    else
-        head = t;
-    tail = t;
+    probe_fifo_push(&queue, &t->link);
     pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
     return 0;
@@ -88,7 +64,7 @@ int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 
 int probe_task_start(uv_loop_t *loop, struct pb_err *err)
 {
-    uv_async_init(loop, &done_async, on_done);
+    probe_inbox_init(&done_inbox, loop, on_done);
     int rc = probe_thread_start(&task_thread, task_main, 0);
     if (rc < 0)
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "core/inbox.h"
 
 #define MAX_WORKERS PROBE_MAX_WORKERS
 
@@ -41,7 +42,7 @@ struct job {
     int finished;
     int timeout_ms;
     uv_timer_t timer;
-    struct job *next;
+    struct probe_link link; /* in the queue, then in the done inbox */
 };
 
 /* One worker thread. Fields other than ident are guarded by mu. */
@@ -56,8 +57,8 @@ struct worker {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct job *queue_head, *queue_tail, *done_head;
-static uv_async_t done_async;
+static struct probe_fifo queue;
+static struct probe_inbox done_inbox = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static struct worker workers[MAX_WORKERS];
 static struct worker *active;   /* the one that takes jobs; under mu */
 static struct worker *starting; /* handed to the thread being started; under mu */
@@ -143,11 +144,7 @@ static void run_job(struct worker *w, struct job *j)
         pthread_mutex_unlock(&mu);
     } else if (atomic_load(&j->state) == JOB_DONE) {
         atomic_fetch_add(&j->refs, 1);
-        pthread_mutex_lock(&mu);
-        j->next = done_head;
-        done_head = j;
-        pthread_mutex_unlock(&mu);
-        uv_async_send(&done_async);
+        probe_inbox_post(&done_inbox, &j->link);
     }
 }
 
@@ -163,7 +160,7 @@ static void *worker_main(void *arg)
     self = w;
     for (;;) {
         pthread_mutex_lock(&mu);
-        while (!w->retired && !queue_head)
+        while (!w->retired && !queue.head)
             pthread_cond_wait(&cv, &mu);
         if (w->retired) {
             atomic_store(&w->ident, 0);
@@ -172,10 +169,7 @@ static void *worker_main(void *arg)
             PB_LOG(PB_LOG_INFO, "a retired GIL worker ended: its call returned");
             return NULL;
         }
-        struct job *j = queue_head;
-        queue_head = j->next;
-        if (!queue_head)
-            queue_tail = NULL;
+        struct job *j = PROBE_CONTAINER(probe_fifo_pop(&queue), struct job, link);
         pthread_mutex_unlock(&mu);
         if (atomic_load(&j->state) == JOB_QUEUED)
             run_job(w, j);
@@ -230,22 +224,14 @@ static int take_over(struct job *j)
     return rc;
 }
 
-/* Loop thread: deliver completed jobs. */
-static void on_done(uv_async_t *a)
+/* Loop thread: deliver a completed job. */
+static void on_done(struct probe_link *l)
 {
-    (void)a;
-    pthread_mutex_lock(&mu);
-    struct job *list = done_head;
-    done_head = NULL;
-    pthread_mutex_unlock(&mu);
-    while (list) {
-        struct job *j = list;
-        list = j->next;
-        uv_timer_stop(&j->timer);
-        j->done(j->arg, j->rc);
-        uv_close((uv_handle_t *)&j->timer, on_timer_closed);
-        job_unref(j); /* the reference taken for the done list */
-    }
+    struct job *j = PROBE_CONTAINER(l, struct job, link);
+    uv_timer_stop(&j->timer);
+    j->done(j->arg, j->rc);
+    uv_close((uv_handle_t *)&j->timer, on_timer_closed);
+    job_unref(j); /* the reference taken for the done inbox */
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -266,11 +252,7 @@ static void on_timeout(uv_timer_t *t)
 static void enqueue(struct job *j)
 {
     pthread_mutex_lock(&mu);
-    if (queue_tail)
-        queue_tail->next = j;
-    else
-        queue_head = j;
-    queue_tail = j;
+    probe_fifo_push(&queue, &j->link);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
 }
@@ -405,7 +387,7 @@ int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
 
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err)
 {
-    uv_async_init(loop, &done_async, on_done);
+    probe_inbox_init(&done_inbox, loop, on_done);
     pthread_mutex_lock(&mu);
     int rc = spawn_locked();
     pthread_mutex_unlock(&mu);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Handing work between the probe's threads. A fifo is a list of intrusive links (no locking:
+ * its owner's mutex guards it). An inbox hands items from any thread to the loop thread, in
+ * the order they were posted: the poster appends under the inbox's mutex and wakes the loop
+ * (uv_async), and the loop takes the whole list at once and delivers each item. The task
+ * thread's and the GIL workers' completions and the debugger's events go through inboxes. */
+#ifndef PROBE_INBOX_H
+#define PROBE_INBOX_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "pb.h"
+
+struct probe_link {
+    struct probe_link *next;
+};
+
+struct probe_fifo {
+    struct probe_link *head, *tail;
+};
+
+void probe_fifo_push(struct probe_fifo *q, struct probe_link *l);
+/* The oldest link, or NULL when empty. */
+struct probe_link *probe_fifo_pop(struct probe_fifo *q);
+
+/* The struct that holds link as its member `member`. */
+#define PROBE_CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+struct probe_inbox {
+    pthread_mutex_t mu;
+    struct probe_fifo items;
+    uv_async_t async;
+    int ready; /* the async handle exists (set on the loop's side before any post) */
+    void (*deliver)(struct probe_link *l); /* loop thread, oldest first */
+};
+
+/* Before the loop runs (or on it). Returns 0 or a negative libuv code. */
+int probe_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(struct probe_link *));
+/* Any thread. Returns 0, or -1 when the inbox is not initialised (the item is not taken). */
+int probe_inbox_post(struct probe_inbox *b, struct probe_link *l);
+/* Wake the loop to deliver what is queued (any thread; nothing when not initialised). */
+void probe_inbox_kick(struct probe_inbox *b);
+
+#endif
