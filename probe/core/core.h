@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <uv.h>
 
-#include "server/admit.h"
 #include "probe.h"
 
 #define PROBE_EXPORT __attribute__((visibility("default")))

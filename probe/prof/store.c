@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/settings.h"
-#include "sql/store.h"
+#include "core/rows.h"
 
 enum { K_PY, K_NATIVE };
 

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "dap/dap.h"
 #include "core/settings.h"
 

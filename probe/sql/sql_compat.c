@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "core/settings.h"
-#include "torch/torch.h"
 #include "vtab.h"
 
 /* ---- hour(), date_trunc() ---- */

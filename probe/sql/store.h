@@ -4,51 +4,23 @@
  * python.backtrace work. Live tables are virtual tables computed when queried (vtab*.c);
  * history tables are real tables that collectors append to (history.c). Clients only read:
  * an authorizer and sqlite3_stmt_readonly refuse anything else. See docs/tables.md.
- * Ownership: a probe_rows owns its column names, cells and their strings; probe_rows_free()
- * releases them (accepts NULL and zeroed structs). */
+ * Results are probe_rows (core/rows.h). */
 #ifndef PROBE_STORE_H
 #define PROBE_STORE_H
 
 #include <stddef.h>
 
+#include "core/rows.h"
 #include "pb.h"
-
-enum { PROBE_V_NULL, PROBE_V_INT, PROBE_V_REAL, PROBE_V_TEXT };
-
-/* One cell. Blobs are returned as hex text. s is owned by the containing probe_rows. */
-struct probe_value {
-    int type;
-    long long i;
-    double d;
-    char *s;
-};
-
-struct probe_rows {
-    int ncols;
-    char **cols;
-    size_t nrows;
-    struct probe_value *cells; /* row-major, nrows * ncols */
-    int truncated;             /* 1 when max rows or bytes cut the result */
-    char note[160];            /* why it was cut ("" if not) */
-    double elapsed_ms;         /* time spent in SQLite (prepare to finalize) */
-    size_t ncells, cap;        /* cells filled and allocated (builders) */
-};
 
 /* Run one read-only SQL statement. Task thread only (it may block: GIL waits inside virtual
  * tables, a long query up to query.timeout_ms). Applies query.max_rows, query.max_bytes and
  * query.timeout_ms. Returns 0 with out filled (free it with probe_rows_free), or a negative code
  * with err->msg carrying SQLite's message (and for syntax errors the column and near token). */
 int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err);
-void probe_rows_free(struct probe_rows *r);
 /* Interrupt the running query, if any (any thread). */
 void probe_store_interrupt(void);
 
-/* Builders for probe_rows (virtual tables, tests): append one cell to the current row. Return
- * 0 or -ENOMEM. Text is copied (NULL text adds a NULL cell). */
-int probe_rows_add_null(struct probe_rows *r);
-int probe_rows_add_int(struct probe_rows *r, long long v);
-int probe_rows_add_real(struct probe_rows *r, double v);
-int probe_rows_add_text(struct probe_rows *r, const char *s);
 
 /* ---- history tables (history.c) ---- */
 
@@ -78,6 +50,15 @@ int probe_history_append(const char *table, const struct probe_value *vals, int 
 void probe_history_flush(void);
 /* Start the built-in collector (system.process_history) on the loop. Loop thread. */
 int probe_collector_start(void);
+
+/* ---- the tables perf --torch fills (torch_tables.c) ---- */
+#define PROBE_TORCH_TRACE_TABLE "python.torch_trace"
+#define PROBE_TORCH_STEPS_TABLE "python.torch_steps"
+extern const int probe_torch_trace_ncols, probe_torch_steps_ncols;
+/* Declare the history tables python.torch_trace and python.torch_steps (empty until tracing
+ * runs; the original Probing's views training_logs and profiling_data read them). Any thread,
+ * idempotent, no GIL. Returns 0 or a negative code with err filled. */
+int probe_torch_tables_define(struct pb_err *err);
 
 /* ---- internals shared by store.c, vtab*.c and history.c ---- */
 struct sqlite3;

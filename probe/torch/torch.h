@@ -18,10 +18,6 @@ enum { PROBE_TORCH_START = 0, PROBE_TORCH_STOP = 1, PROBE_TORCH_STATUS = 2 };
  * Requires GIL (worker thread). Returns 0 or a negative code with err filled. */
 int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err);
 
-/* Declare the history tables python.torch_trace and python.torch_steps (empty until tracing
- * runs; the original Probing's views training_logs and profiling_data read them). Any thread,
- * idempotent, no GIL. Returns 0 or a negative code with err filled. */
-int probe_torch_tables_define(struct pb_err *err);
 
 /* The Python source of the tracer (torch_py.c). */
 extern const char probe_torch_src[];

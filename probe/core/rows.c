@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Building and releasing query results (struct probe_rows, store.h). Plain C with no SQLite or
- * CPython dependency, so the dap/ unit tests and the fuzz harness link it next to a fake
- * store. */
+/* Building and releasing rows (struct probe_rows, rows.h). Plain C with no SQLite or CPython
+ * dependency, so the server's unit tests and the fuzz harnesses link it next to a fake store. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "rows.h"
 
 /* The next free cell, growing the array; nrows follows the filled cells. */
 static struct probe_value *new_cell(struct probe_rows *r)
