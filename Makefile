@@ -160,7 +160,7 @@ check-libs:
 	  echo "probing: error: no CPython 3.8-3.13 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
 	  exit 1; fi
 
-# The probe is a guest: it exports only its entry points (STYLE.md).
+# The probe is a guest: it exports only its entry points (docs/style.md).
 check-exports: $(PROBE_LIBS)
 	@for l in $(PROBE_LIBS); do \
 	  bad=$$(nm -D --defined-only $$l | awk '$$2 ~ /^[TDBRVW]$$/ {print $$3}' | grep -v '^probing_' | grep -v '^_init$$\|^_fini$$\|^_edata$$\|^_end$$\|^__bss_start$$' || true); \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Code shared by the CLI, the injector, dap/ and the probe: error codes with their messages,
- * the error-detail struct, and logging. Kept tiny on purpose; see STYLE.md "Layout and names".
+ * the error-detail struct, and logging. Kept tiny on purpose; see docs/style.md "Layout and names".
  * Errors: functions return 0 or a negative code (-errno, or a PB_E* code below). */
 #ifndef PB_H
 #define PB_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP for probing: framing (Content-Length headers), message envelopes, the server-side session
  * and dispatch table (the probe is the debug adapter), and a blocking client (the CLI).
- * Spec: ../shared/dap/debugAdapterProtocol.json; our custom requests are in docs/protocol.md.
+ * Spec: tests/dap/schema/debugAdapterProtocol.json; our custom requests are in docs/protocol.md.
  * cJSON ownership: an item added to a parent belongs to it; only roots are deleted, by whoever
  * holds them; functions that "take" an item own it from the call on, even on failure; printed
  * strings are the caller's to free. Server-side functions run on the probe's loop thread only. */

@@ -84,7 +84,7 @@ function hostForCli(host: string): string {
 }
 
 // The one line to show for a failed run: the CLI's "probing: error: ..." line (its format,
-// STYLE.md), else the last line it wrote on stderr, else the exit status.
+// docs/style.md), else the last line it wrote on stderr, else the exit status.
 export function failureMessage(cli: string, args: string[], stderr: string, code: number | string | null,
                                signal: string | null): string {
   const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '');

@@ -11,7 +11,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const Ajv = require('ajv-draft-04');
 
-// The official schema (Microsoft's debugAdapterProtocol.json, as in ../shared/dap/), kept in the
+// The official schema (Microsoft's debugAdapterProtocol.json), kept in the
 // repository so a clean clone tests against it anywhere.
 const SCHEMA_PATH = process.env.DAP_SCHEMA ||
   path.resolve(__dirname, '..', 'schema', 'debugAdapterProtocol.json');
