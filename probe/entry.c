@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -118,4 +119,61 @@ PROBE_EXPORT const char *probing_tcp_address(void);
 PROBE_EXPORT const char *probing_tcp_address(void)
 {
     return probe_info_get()->tcp_address;
+}
+
+/* ---- for collectors written in Python (ctypes) ---- */
+
+/* Declare "schema.name" with REAL columns named in a comma-separated list. Any thread. */
+PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
+                                        size_t errlen);
+PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
+                                        size_t errlen)
+{
+    struct pb_err err = {0};
+    char *copy = table && columns ? strdup(columns) : NULL;
+    struct probe_column *cols = calloc(PROBE_HISTORY_MAX_COLS, sizeof *cols);
+    int n = 0, rc = 0;
+    char *save = NULL;
+    for (char *c = copy ? strtok_r(copy, ", ", &save) : NULL; c && n < PROBE_HISTORY_MAX_COLS;
+         c = strtok_r(NULL, ", ", &save))
+        cols[n++] = (struct probe_column){c, "REAL", "collector column"};
+    if (!copy || !cols)
+        rc = pb_err_set(&err, PB_EBADARG, "table and columns are required");
+    else
+        rc = probe_history_define(strdup(table), "defined by a Python collector", cols, n, &err);
+    /* On success the strings live for the process (history tables are never dropped). */
+    if (rc < 0) {
+        free(copy);
+        free(cols);
+        if (errbuf && errlen)
+            pb_strlcpy(errbuf, err.msg, errlen);
+    }
+    return rc;
+}
+
+/* Index a table declared with probing_history_define on "col1,col2,..." (the columns users
+ * group or filter by), so such queries scan the index instead of sorting the table. */
+PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
+                                       size_t errlen);
+PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
+                                       size_t errlen)
+{
+    struct pb_err err = {0};
+    int rc = table ? probe_history_index(table, columns, &err)
+                   : pb_err_set(&err, PB_EBADARG, "a table is required");
+    if (rc < 0 && errbuf && errlen)
+        pb_strlcpy(errbuf, err.msg, errlen);
+    return rc;
+}
+
+/* Append one row of n REAL values to a table declared with probing_history_define. */
+PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n);
+PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n)
+{
+    struct probe_value v[PROBE_HISTORY_MAX_COLS];
+    if (!table || !values || n < 1 || n > PROBE_HISTORY_MAX_COLS)
+        return PB_EBADARG;
+    for (int i = 0; i < n; i++)
+        v[i] = (struct probe_value){PROBE_V_REAL, (long long)values[i], values[i], NULL};
+    return probe_history_append(table, v, n);
 }

@@ -23,6 +23,7 @@ void probe_store_interrupt(void);
 
 
 /* ---- history tables (history.c) ---- */
+#define PROBE_HISTORY_MAX_COLS 32
 
 /* A column of a table, as listed by probing.tables. */
 struct probe_column {
