@@ -128,6 +128,19 @@ static void take_outcome(PyObject *res, struct probe_eval_result *r, PyObject **
 }
 
 /* Copies the helper's end() output [(is_err, text), ...], truncated into r. Requires GIL. */
+/* The outcome of a helper call that returns no value to keep (res: new reference or NULL with
+ * an exception set), into r. Returns 0, or a negative code with err when the call failed. */
+static int take_answer(PyObject *res, struct probe_eval_result *r, struct pb_err *err)
+{
+    if (!res)
+        return probe_py_fail(err, "eval");
+    PyObject *unused = NULL;
+    take_outcome(res, r, &unused);
+    Py_XDECREF(unused);
+    Py_DECREF(res);
+    return 0;
+}
+
 static void take_output(PyObject *o, struct probe_eval_result *r)
 {
     if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2 || !PyList_Check(PyTuple_GET_ITEM(o, 0)))
@@ -162,13 +175,9 @@ static int show_value(PyObject *show, int mode, PyObject **value, struct probe_e
         r->type = probe_dbgv_typename(*value);
         return 0;
     }
-    PyObject *res = PyObject_CallFunctionObjArgs(show, *value, NULL);
-    if (!res)
-        return probe_py_fail(err, "eval");
-    PyObject *unused = NULL;
-    take_outcome(res, r, &unused);
-    Py_XDECREF(unused);
-    Py_DECREF(res);
+    int rc = take_answer(PyObject_CallFunctionObjArgs(show, *value, NULL), r, err);
+    if (rc < 0)
+        return rc;
     if (r->exc_type)
         Py_CLEAR(*value);
     return 0;
@@ -306,16 +315,10 @@ int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err
 {
     memset(r, 0, sizeof *r);
     PyObject *run = probe_pyhelper_get("run");
-    PyObject *res = run ? PyObject_CallFunction(run, "siOO", src, PROBE_EVAL_CHECK, Py_None,
-                                                Py_None)
-                        : NULL;
-    if (!res)
-        return probe_py_fail(err, "eval");
-    PyObject *unused = NULL;
-    take_outcome(res, r, &unused);
-    Py_XDECREF(unused);
-    Py_DECREF(res);
-    return 0;
+    return take_answer(run ? PyObject_CallFunction(run, "siOO", src, PROBE_EVAL_CHECK, Py_None,
+                                                   Py_None)
+                           : NULL,
+                       r, err);
 }
 
 int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l,
