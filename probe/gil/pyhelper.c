@@ -4,8 +4,8 @@
  * name refers to, so the target sees no trace of it. It captures the evaluating thread's output
  * (other threads' writes pass through), runs code as Python's REPL would (in __main__ or a
  * frame's namespaces), formats tracebacks without our frames, finds or disassembles source, and
- * gathers Python-level memory figures. eval.c, memory.c and dbg_vars_src.c call it; see
- * docs/architecture.md. */
+ * gathers Python-level memory figures. eval.c, memory.c and the debugger (debugger/variables.c,
+ * for `source`) call it; see docs/architecture.md. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

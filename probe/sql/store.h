@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The SQL store (probe-internal): one in-memory SQLite database, opened lazily on the task
  * thread, with the schemas python, system, probing, perf and torch ATTACHed so that names like
- * python.backtrace work. Live tables are virtual tables computed when queried (vtab*.c);
+ * python.backtrace work. Live tables are virtual tables computed when queried (vtab.c, vtab_*.c);
  * history tables are real tables that collectors append to (history.c). Clients only read:
  * an authorizer and sqlite3_stmt_readonly refuse anything else. See docs/tables.md.
  * Results are probe_rows (core/rows.h). */
@@ -61,7 +61,7 @@ extern const int probe_torch_trace_ncols, probe_torch_steps_ncols;
  * idempotent, no GIL. Returns 0 or a negative code with err filled. */
 int probe_torch_tables_define(struct pb_err *err);
 
-/* ---- internals shared by store.c, vtab*.c and history.c ---- */
+/* ---- internals shared by store.c, vtab.c, vtab_*.c and history.c ---- */
 struct sqlite3;
 /* The table catalogue for probing.tables: live tables, then history tables. */
 struct probe_table_info {
