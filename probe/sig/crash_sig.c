@@ -8,9 +8,9 @@
  * is static: one thread writes at a time (the first to crash); a thread crashing meanwhile
  * waits briefly, then passes its signal on. Afterwards the previous handlers are put back and
  * the signal is handed to them: a fault re-runs the faulting instruction, a sent signal
- * (kill, abort) is sent again to this thread. docs/crash.md shows a report. */
-#include "crash/crash.h"
-#include "probe.h"
+ * (kill, abort) is sent again to this thread. The state the handler runs on is defined here
+ * and filled by crash/crash.c while disarmed. docs/crash.md shows a report. */
+#include "crash_sig.h"
 #include "pyrt_sig.h"
 #include "unwind.h"
 
@@ -26,6 +26,24 @@
 #define MAX_NATIVE 128
 #define MAX_PY 256
 #define MAX_THREADS 256
+
+const int probe_crash_signals[PROBE_CRASH_NSIGS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction probe_crash_prev[PROBE_CRASH_NSIGS];
+atomic_int probe_crash_armed, probe_crash_fired;
+char probe_crash_template[256];
+char probe_crash_python[32];
+
+const char *probe_crash_signame(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    default: return "signal";
+    }
+}
 
 /* Scratch for the one writer. */
 static struct pyrt_sig_frame pyframes[MAX_PY];
@@ -451,7 +469,7 @@ static void header(struct out *o, int sig, const siginfo_t *si, long tid)
     put(o, "\ntime: ");
     put_dec(o, (long long)ts.tv_sec);
     put(o, " (epoch seconds)\npython: ");
-    put(o, probe_info_get()->python_version);
+    put(o, probe_crash_python);
     put(o, "\n");
 }
 
