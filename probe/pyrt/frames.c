@@ -2,7 +2,8 @@
 /* The per-version frame walker (frames.h): the only place that knows how CPython lays out the
  * thread list, a thread's frames and a code object. Built once per CPython minor against its
  * internal headers. Per version: thread states hang from interp->tstate_head (3.8-3.10) or
- * interp->threads.head (3.11+) and hold the kernel tid from 3.11 on; the innermost frame is tstate->frame (PyFrameObject, 3.8-3.10),
+ * interp->threads.head (3.11+) and hold the kernel tid from 3.11 on; the GIL is
+ * _PyRuntime.ceval.gil (3.8-3.11) or interp->ceval.gil (3.12+); the innermost frame is tstate->frame (PyFrameObject, 3.8-3.10),
  * tstate->cframe->current_frame (_PyInterpreterFrame, 3.11-3.12) or tstate->current_frame
  * (3.13); 3.8-3.10 frames are objects of their own, each run by its own eval-loop call; 3.11
  * marks the first frame of an eval-loop call with is_entry; 3.12/3.13 put a C-stack shim frame
@@ -45,6 +46,29 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
     t->native_id = -1;
 #endif
     return 0;
+}
+
+void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd)
+{
+    uintptr_t gil, last = 0;
+    int lk = 0;
+    *locked = 0;
+    *holder = 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (rd(interp + offsetof(PyInterpreterState, ceval.gil), &gil, sizeof gil) != 0)
+        return;
+#else
+    (void)interp;
+    gil = (uintptr_t)&_PyRuntime.ceval.gil;
+#endif
+    if (!probe_ptr_ok((const void *)gil, sizeof(void *)))
+        return;
+    /* The fields are atomics before 3.13 (struct wrappers of the same size): copied as bytes. */
+    if (rd(gil + offsetof(struct _gil_runtime_state, locked), &lk, sizeof lk) != 0 ||
+        rd(gil + offsetof(struct _gil_runtime_state, last_holder), &last, sizeof last) != 0)
+        return;
+    *locked = lk != 0;
+    *holder = last;
 }
 
 uintptr_t pyrt_frames_top(uintptr_t ts, pyrt_read_fn rd)

@@ -2,7 +2,7 @@
 /* The one per-version frame walker (probe-internal) that every reader of Python stacks
  * shares: the GIL-free snapshot (walk.c), the sampler's signal handler and crash capture
  * (sig/pyrt_sig.c). It knows the CPython layouts, each in one place in frames.c: the main
- * interpreter's thread list, thread state -> innermost frame, the frame chain (3.8-3.10 PyFrameObject, 3.11 _PyInterpreterFrame with
+ * interpreter's thread list, the GIL's holder, thread state -> innermost frame, the frame chain (3.8-3.10 PyFrameObject, 3.11 _PyInterpreterFrame with
  * is_entry, 3.12/3.13 with C-stack shim frames, 3.13's f_executable), incomplete frames, and
  * a code object's name, file and line table. Async-signal-safe: no allocation, no lock, no
  * stdio, every read through the caller's fault-proof read (pyrt_sig_read in a handler,
@@ -78,6 +78,10 @@ struct pyrt_tstate {
 int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd);
 /* Reads the thread state at ts (one read). 0, or -1. */
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);
+
+/* Whether the GIL of interpreter interp is held (*locked) and by which thread state
+ * (*holder, its last holder). Both 0 when unreadable. */
+void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd);
 
 /* ---- frames ---- */
 

@@ -3,8 +3,7 @@
  * thread's frames without the GIL, every read through probe_mem_read() and every loop bounded.
  * Per version: threads from interp->tstate_head (3.8-3.10) or interp->threads.head (3.11+);
  * frames through the shared walker (frames.c), then names, files and lines from each code
- * object (cached for one snapshot); the GIL from _PyRuntime.ceval.gil (3.8-3.11) or
- * interp->ceval.gil (3.12+). Names/locals: locals.c. */
+ * object (cached for one snapshot); the GIL's holder (frames.c too). Names/locals: locals.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -137,34 +136,6 @@ static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t fp,
     return 0;
 }
 
-/* Reads the GIL's state: *locked and the holder's thread state. No GIL needed. */
-static void gil_read(const void *interp, int *locked, const void **holder)
-{
-    const void *gil;
-    int lk = 0;
-    uintptr_t last = 0;
-    *locked = 0;
-    *holder = NULL;
-#if PY_VERSION_HEX >= 0x030C0000
-    if (probe_mem_read((const char *)interp + offsetof(PyInterpreterState, ceval.gil), &gil,
-                       sizeof gil) != 0)
-        return;
-#else
-    (void)interp;
-    gil = &_PyRuntime.ceval.gil;
-#endif
-    if (!probe_ptr_ok(gil, sizeof(void *)))
-        return;
-    /* The fields are atomics before 3.13 (struct wrappers of the same size): copied as bytes. */
-    if (probe_mem_read((const char *)gil + offsetof(struct _gil_runtime_state, locked), &lk,
-                       sizeof lk) != 0 ||
-        probe_mem_read((const char *)gil + offsetof(struct _gil_runtime_state, last_holder),
-                       &last, sizeof last) != 0)
-        return;
-    *locked = lk != 0;
-    *holder = (const void *)last;
-}
-
 static void version_read(char *out, size_t n)
 {
     const char *v = Py_GetVersion(); /* static string, no GIL needed */
@@ -224,8 +195,7 @@ static void exc_restore(struct exc_saved *e)
 static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
                         struct pb_err *err)
 {
-    uintptr_t interp, head, ts_addr;
-    const void *holder;
+    uintptr_t interp, head, ts_addr, holder;
     unsigned long main_ident = 0;
     int locked, cap = 0, rc = pyrt_threads_head(&interp, &head, probe_mem_read_at);
 
@@ -234,7 +204,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
     if (rc < 0)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     probe_mem_read(&_PyRuntime.main_thread, &main_ident, sizeof main_ident);
-    gil_read((const void *)interp, &locked, &holder);
+    pyrt_gil_read(interp, &locked, &holder, probe_mem_read_at);
 
     ts_addr = head;
     while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
@@ -261,7 +231,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         t->native_id = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident);
         t->is_main = ts.ident == main_ident;
         t->daemon = -1;
-        t->holds_gil = locked && (uintptr_t)holder == ts_addr;
+        t->holds_gil = locked && holder == ts_addr;
         if (t->holds_gil)
             s->gil_holder_native_id = t->native_id;
         t->name = comm_read(t->native_id);
