@@ -37,6 +37,16 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
     PyThreadState c;
     if (!probe_ptr_ok((const void *)ts, sizeof(void *)) || rd(ts, &c, sizeof c) != 0)
         return -1;
+    t->top = 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    t->top = (uintptr_t)c.current_frame;
+#elif PY_VERSION_HEX >= 0x030B0000
+    if (probe_ptr_ok(c.cframe, sizeof(void *)) &&
+        rd((uintptr_t)c.cframe + offsetof(_PyCFrame, current_frame), &t->top, sizeof t->top) != 0)
+        t->top = 0;
+#else
+    t->top = (uintptr_t)c.frame;
+#endif
     t->interp = (uintptr_t)c.interp;
     t->next = (uintptr_t)c.next;
     t->ident = c.thread_id;
@@ -73,21 +83,8 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
 
 uintptr_t pyrt_frames_top(uintptr_t ts, pyrt_read_fn rd)
 {
-    uintptr_t fp = 0;
-    if (!probe_ptr_ok((const void *)ts, sizeof(void *)))
-        return 0;
-#if PY_VERSION_HEX >= 0x030D0000
-    rd(ts + offsetof(PyThreadState, current_frame), &fp, sizeof fp);
-#elif PY_VERSION_HEX >= 0x030B0000
-    uintptr_t cf = 0;
-    if (rd(ts + offsetof(PyThreadState, cframe), &cf, sizeof cf) != 0 ||
-        !probe_ptr_ok((const void *)cf, sizeof(void *)) ||
-        rd(cf + offsetof(_PyCFrame, current_frame), &fp, sizeof fp) != 0)
-        return 0;
-#else
-    rd(ts + offsetof(PyThreadState, frame), &fp, sizeof fp);
-#endif
-    return fp;
+    struct pyrt_tstate t;
+    return pyrt_tstate_read(ts, &t, rd) == 0 ? t.top : 0;
 }
 
 #if PY_VERSION_HEX >= 0x030B0000

@@ -71,12 +71,14 @@ struct pyrt_tstate {
     uintptr_t next;       /* the next thread state of the list, 0 at the end */
     unsigned long ident;  /* threading.get_ident(): the pthread_t */
     long native_id;       /* the kernel tid where the thread state holds it (3.11+), else -1 */
+    uintptr_t top;        /* its innermost frame, 0 when none */
 };
 /* The main interpreter (*interp) and the head of its thread list (*head, 0 when empty).
  * Returns 0; -1 when Python is not initialised (no main interpreter); -2 when the
  * interpreter state is unreadable. */
 int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd);
-/* Reads the thread state at ts (one read). 0, or -1. */
+/* Reads the thread state at ts (one read; two on 3.11/3.12 for the innermost frame). 0, or
+ * -1. */
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);
 
 /* Whether the GIL of interpreter interp is held (*locked) and by which thread state

@@ -235,8 +235,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         if (t->holds_gil)
             s->gil_holder_native_id = t->native_id;
         t->name = comm_read(t->native_id);
-        if (!t->name || frames_walk(w, t, pyrt_frames_top(ts_addr, probe_mem_read_at),
-                                     &(*raws)[s->nthreads - 1]) < 0)
+        if (!t->name || frames_walk(w, t, ts.top, &(*raws)[s->nthreads - 1]) < 0)
             return pb_err_set(err, -ENOMEM, "out of memory");
         ts_addr = ts.next;
         if (ts_addr == head)
