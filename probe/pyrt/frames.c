@@ -3,14 +3,15 @@
  * thread list, a thread's frames and a code object. Built once per CPython minor against its
  * internal headers. Per version: thread states hang from interp->tstate_head (3.8-3.10) or
  * interp->threads.head (3.11+) and hold the kernel tid from 3.11 on; the GIL is
- * _PyRuntime.ceval.gil (3.8-3.11) or interp->ceval.gil (3.12+); the innermost frame is tstate->frame (PyFrameObject, 3.8-3.10),
- * tstate->cframe->current_frame (_PyInterpreterFrame, 3.11-3.12) or tstate->current_frame
- * (3.13); 3.8-3.10 frames are objects of their own, each run by its own eval-loop call; 3.11
- * marks the first frame of an eval-loop call with is_entry; 3.12/3.13 put a C-stack shim frame
- * (FRAME_OWNED_BY_CSTACK) below it; 3.13 frames hold f_executable (a code object, or e.g. None
- * in a C entry frame). Frames still running their prologue (before _co_firsttraceable) are
- * skipped, as CPython does. Async-signal-safe: no allocation, no lock, reads through rd only,
- * every loop bounded. Adding a CPython version means adding its branches here. */
+ * _PyRuntime.ceval.gil (3.8-3.11) or interp->ceval.gil (3.12+); the innermost frame is
+ * tstate->frame (PyFrameObject, 3.8-3.10), tstate->cframe->current_frame (_PyInterpreterFrame,
+ * 3.11-3.12) or tstate->current_frame (3.13); 3.8-3.10 frames are objects of their own, each
+ * run by its own eval-loop call; 3.11 marks the first frame of an eval-loop call with is_entry;
+ * 3.12/3.13 put a C-stack shim frame (FRAME_OWNED_BY_CSTACK) below it; 3.13 frames hold
+ * f_executable (a code object, or e.g. None in a C entry frame). Frames still running their
+ * prologue (before _co_firsttraceable) are skipped, as CPython does. Async-signal-safe: no
+ * allocation, no lock, reads through rd only, every loop bounded. Adding a CPython version
+ * means adding its branches here. */
 #include "internal.h"
 #include "frames.h"
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The one per-version frame walker (probe-internal) that every reader of Python stacks
- * shares: the GIL-free snapshot (walk.c), the sampler's signal handler and crash capture
+/* The one per-version frame walker (probe-internal) that every reader of Python stacks shares:
+ * the GIL-free snapshot (walk.c), the sampler's signal handler and crash capture
  * (sig/pyrt_sig.c). It knows the CPython layouts, each in one place in frames.c: the main
- * interpreter's thread list, the GIL's holder, thread state -> innermost frame, the frame chain (3.8-3.10 PyFrameObject, 3.11 _PyInterpreterFrame with
- * is_entry, 3.12/3.13 with C-stack shim frames, 3.13's f_executable), incomplete frames, and
- * a code object's name, file and line table. Async-signal-safe: no allocation, no lock, no
- * stdio, every read through the caller's fault-proof read (pyrt_sig_read in a handler,
- * safe.c's with its pipe fallback elsewhere), every loop bounded. Callers decorate the frames
- * (names, lines, locals) afterwards. No CPython header here: plain files may include it. */
+ * interpreter's thread list, the GIL's holder, thread state -> innermost frame, the frame chain
+ * (3.8-3.10 PyFrameObject, 3.11 _PyInterpreterFrame with is_entry, 3.12/3.13 with C-stack shim
+ * frames, 3.13's f_executable), incomplete frames, and a code object's name, file and line
+ * table. Async-signal-safe: no allocation, no lock, no stdio, every read through the caller's
+ * fault-proof read (pyrt_sig_read in a handler, safe.c's with its pipe fallback elsewhere),
+ * every loop bounded. Callers decorate the frames (names, lines, locals) afterwards. No CPython
+ * header here: plain files may include it. */
 #ifndef PROBE_PYRT_FRAMES_H
 #define PROBE_PYRT_FRAMES_H
 

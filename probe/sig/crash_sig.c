@@ -49,7 +49,8 @@ const char *probe_crash_signame(int sig)
 static struct pyrt_sig_frame pyframes[MAX_PY];
 static uintptr_t tstates[MAX_THREADS];
 static long tids[MAX_THREADS];
-static char mapsbuf[1024 * 1024]; /* /proc/self/maps of a large process (torch: thousands of lines) */
+/* /proc/self/maps of a large process (torch: thousands of lines). */
+static char mapsbuf[1024 * 1024];
 static struct unwind_maps maps = {mapsbuf, sizeof mapsbuf, 0};
 static char func[256], file[1024], sym[512], pathbuf[512], modpath[1024];
 static struct unwind_cache ucache;
