@@ -15,23 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const int probe_crash_signals[PROBE_CRASH_NSIGS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-struct sigaction probe_crash_prev[PROBE_CRASH_NSIGS];
-atomic_int probe_crash_armed, probe_crash_fired;
-char probe_crash_template[256];
-
-const char *probe_crash_signame(int sig)
-{
-    switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGILL: return "SIGILL";
-    case SIGFPE: return "SIGFPE";
-    case SIGABRT: return "SIGABRT";
-    default: return "signal";
-    }
-}
-
 /* The crash.path setting, or <rundir>/crash-%p.txt. */
 static int template_get(char *buf, size_t n, struct pb_err *err)
 {
@@ -77,6 +60,7 @@ int probe_crash_arm(struct pb_err *err)
         return 0;
     }
     pb_strlcpy(probe_crash_template, tmpl, sizeof probe_crash_template);
+    pb_strlcpy(probe_crash_python, probe_info_get()->python_version, sizeof probe_crash_python);
     warm_up();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals shared by the pyrt_*.c files (the interpreter reader, see pyrt.h): the CPython
- * internal headers of the version being built, the fault-proof memory reads, string and line
- * table decoders, and the GIL-side helpers (thread names, locals, bounded repr).
+/* Internals shared by the files of pyrt/ (the interpreter reader, see pyrt.h): the CPython
+ * internal headers of the version being built and the declarations of each layer. The files
+ * form layers, each using only those below it:
+ *   read.c (read.h)      async-signal-safe fault-proof read, pointer test, UTF-8 output
+ *   lines.c, frames.c    line tables; the per-version frame walker (frames.h; signal-safe)
+ *   safe.c               reads with the pipe fallback, pthread_t -> tid, reader set-up
+ *   decode.c             str/bytes objects into malloc'd strings
+ *   repr.c, locals.c     what needs the GIL: bounded repr, then thread names and locals
+ *   walk.c, snapshot.c   the snapshot (pyrt.h) on top of all of them
+ * sig/pyrt_sig.c uses read.c, lines.c, frames.c and safe.c's set-up.
  * Everything here is hidden (-fvisibility=hidden); nothing is exported from the probe.
  * Rule for remote pointers: a `const void *` named `addr`/`obj` is interpreter memory that is
  * only ever read through probe_mem_read*(), never dereferenced. */
@@ -33,7 +40,9 @@
 #include "pycore_pystate.h"
 #pragma GCC diagnostic pop
 
+#include "frames.h"
 #include "pyrt.h"
+#include "read.h"
 
 /* Hard bounds of every loop over interpreter data. */
 #define PYRT_MAX_THREADS 4096
@@ -50,10 +59,13 @@ int probe_mem_read(const void *addr, void *dst, size_t n);
 /* Copy up to n bytes, stopping at the first unreadable page. Returns the number of bytes copied
  * (0 when addr itself is unreadable). */
 size_t probe_mem_read_upto(const void *addr, void *dst, size_t n);
-/* A plausible heap/data pointer (non-NULL, aligned to align, in user space). */
-int probe_ptr_ok(const void *p, size_t align);
+/* pyrt_read_fn over probe_mem_read: 0, or -1. */
+int probe_mem_read_at(uintptr_t addr, void *dst, size_t n);
 
 /* ---- safe.c: pthread_t -> kernel tid on 3.8-3.10 (No GIL needed) ---- */
+
+/* 1 once probe_pyrt_init (pyrt.h, defined in safe.c) has succeeded. */
+int probe_pyrt_ready(void);
 
 /* Find the offset of the tid inside glibc's struct pthread with two threads of our own.
  * Returns 0 or a negative code. */
@@ -70,14 +82,15 @@ char *probe_str_read(const void *obj, size_t max);
  * buffer, its length in *len. Returns NULL when obj is not a readable exact bytes object. */
 unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len);
 
-/* ---- decode.c: line tables, pure functions on copied bytes ---- */
+/* ---- repr.c: bounded repr (Requires GIL) ---- */
 
-/* 3.8/3.9 co_lnotab; addr is the byte offset of the instruction (f_lasti). */
-int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr);
-/* 3.10 co_linetable (PEP 626, 3.10 format); addr is the byte offset (2 * f_lasti). */
-int probe_line_310(const unsigned char *t, size_t n, int firstlineno, int addr);
-/* 3.11+ location table; addr is the byte offset (2 * code-unit index). -1 for "no line". */
-int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr);
+#define PYRT_REPR_MAX 256
+/* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
+ * exact builtins only, anything else "<module.Type object at 0x...>". NULL on out of memory. */
+char *probe_repr_new(PyObject *o);
+/* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
+char *probe_repr_typename(PyObject *o);
+
 
 /* ---- locals.c: what needs the GIL (Requires GIL for all of these) ---- */
 
@@ -92,33 +105,5 @@ struct pyrt_rawframe {
 int probe_names_read(struct probe_thread *t);
 /* Fill f->locals/f->nlocals for one frame. Returns 0 or a negative code (f->nlocals stays -1). */
 int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw);
-
-/* ---- repr.c: bounded repr (Requires GIL) ---- */
-
-#define PYRT_REPR_MAX 256
-/* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
- * exact builtins only, anything else "<module.Type object at 0x...>". NULL on out of memory. */
-char *probe_repr_new(PyObject *o);
-/* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
-char *probe_repr_typename(PyObject *o);
-
-/* decode.c: append code point c as UTF-8 at out[len], within cap bytes (surrogates and
- * values past U+10FFFF become U+FFFD). Returns the new length, or len when it does not fit.
- * Async-signal-safe (sig/pyrt_sig.c uses it). */
-size_t pyrt_utf8_put(char *out, size_t len, size_t cap, uint32_t c);
-/* The i-th code point of a compact str's character data of this kind (1, 2 or 4 bytes). */
-static inline uint32_t pyrt_ucs_at(const unsigned char *data, unsigned kind, size_t i)
-{
-    if (kind == 1)
-        return data[i];
-    if (kind == 2) {
-        uint16_t v;
-        memcpy(&v, data + 2 * i, 2);
-        return v;
-    }
-    uint32_t c;
-    memcpy(&c, data + 4 * i, 4);
-    return c;
-}
 
 #endif

@@ -8,7 +8,8 @@
  * Tids: thread states before 3.11 hold only the pthread_t (tstate->thread_id). In glibc that is
  * the address of the thread's struct pthread, which holds the kernel tid at an offset that
  * differs between glibc builds; probe_tid_calibrate() finds it with two threads of our own whose
- * pthread_self() and gettid() are known. No GIL needed; thread-safe; never crashes. */
+ * pthread_self() and gettid() are known. probe_pyrt_init (pyrt.h) sets up both. No GIL needed;
+ * thread-safe; never crashes. */
 #include "internal.h"
 
 #include <errno.h>
@@ -146,16 +147,9 @@ int probe_mem_read(const void *addr, void *dst, size_t n)
     return probe_mem_read_upto(addr, dst, n) == n ? 0 : -EFAULT;
 }
 
-int probe_ptr_ok(const void *p, size_t align)
+int probe_mem_read_at(uintptr_t addr, void *dst, size_t n)
 {
-    uintptr_t v = (uintptr_t)p;
-    if (v < 4096)
-        return 0;
-#if UINTPTR_MAX > 0xffffffffu
-    if (v >= ((uintptr_t)1 << 56)) /* beyond any user-space address (x86-64, aarch64, LA57) */
-        return 0;
-#endif
-    return align <= 1 || (v & (align - 1)) == 0;
+    return probe_mem_read((const void *)addr, dst, n) == 0 ? 0 : -1;
 }
 
 /* ---- pthread_t -> tid ---- */
@@ -263,4 +257,29 @@ long probe_tid_from_pthread(unsigned long pthread_ident)
     if (probe_mem_read((const char *)(uintptr_t)pthread_ident + tid_offset, &tid, sizeof tid) != 0)
         return -1;
     return tid > 0 ? (long)tid : -1; /* the kernel zeroes it when the thread exits */
+}
+
+/* ---- set-up ---- */
+
+static int initialised;
+
+/* Requires nothing; may be called again. */
+int probe_pyrt_init(struct pb_err *err)
+{
+    int rc = probe_mem_init();
+    if (rc < 0)
+        return pb_err_set(err, rc, "no fault-proof read available (process_vm_readv and pipe)");
+#if PY_VERSION_HEX < 0x030B0000
+    /* Without a tid offset native ids are -1; not fatal for the rest of the probe. */
+    if (probe_tid_calibrate(err) < 0)
+        PB_LOG(PB_LOG_WARN, "pyrt: %s; native thread ids unknown", err ? err->msg : "");
+    pb_err_clear(err);
+#endif
+    initialised = 1;
+    return 0;
+}
+
+int probe_pyrt_ready(void)
+{
+    return initialised;
 }

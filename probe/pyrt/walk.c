@@ -2,9 +2,8 @@
 /* The interpreter reader (pyrt.h): walks the main interpreter's thread states and each
  * thread's frames without the GIL, every read through probe_mem_read() and every loop bounded.
  * Per version: threads from interp->tstate_head (3.8-3.10) or interp->threads.head (3.11+);
- * frames from tstate->frame (PyFrameObject, 3.8-3.10), tstate->cframe->current_frame
- * (_PyInterpreterFrame, 3.11-3.12) or tstate->current_frame (3.13); the GIL from
- * _PyRuntime.ceval.gil (3.8-3.11) or interp->ceval.gil (3.12+). Names/locals: locals.c. */
+ * frames through the shared walker (frames.c), then names, files and lines from each code
+ * object (cached for one snapshot); the GIL's holder (frames.c too). Names/locals: locals.c. */
 #include "internal.h"
 
 #include <errno.h>
@@ -24,34 +23,16 @@ struct code_info {
     unsigned char *table;
     size_t tablen;
     int firstlineno;
-    int firsttraceable; /* 3.11+: code units before the first traceable instruction */
     int ok;
-    int not_code; /* readable, but not a code object */
 };
 
 struct walk {
     struct code_info cache[CACHE_SLOTS];
     int max_frames;
     int want_raw;
+    struct pyrt_walk fw; /* one thread's walk (frames.h): max_frames of pos and ext */
+    struct pyrt_code_memo memo[CACHE_SLOTS];
 };
-
-static int initialised;
-
-/* Requires nothing; may be called again. */
-int probe_pyrt_init(struct pb_err *err)
-{
-    int rc = probe_mem_init();
-    if (rc < 0)
-        return pb_err_set(err, rc, "no fault-proof read available (process_vm_readv and pipe)");
-#if PY_VERSION_HEX < 0x030B0000
-    /* Without a tid offset native ids are -1; not fatal for the rest of the probe. */
-    if (probe_tid_calibrate(err) < 0)
-        PB_LOG(PB_LOG_WARN, "pyrt: %s; native thread ids unknown", err ? err->msg : "");
-    pb_err_clear(err);
-#endif
-    initialised = 1;
-    return 0;
-}
 
 static void code_info_clear(struct code_info *ci)
 {
@@ -62,22 +43,17 @@ static void code_info_clear(struct code_info *ci)
 }
 
 /* Looks code object addr up in the cache, reading it on a miss. Returns NULL when addr is not
- * a readable code object; *not_code (if not NULL) then tells a readable object of another type
- * from unreadable memory. No GIL needed. */
-static struct code_info *code_get(struct walk *w, const void *addr, int *not_code)
+ * a readable code object. No GIL needed. */
+static struct code_info *code_get(struct walk *w, const void *addr)
 {
     size_t h = ((uintptr_t)addr >> 4) & (CACHE_SLOTS - 1);
     struct code_info *ci = NULL;
-    PyCodeObject co;
-    const void *tab;
+    struct pyrt_code co;
 
     for (size_t i = 0; i < CACHE_SLOTS; i++) {
         struct code_info *c = &w->cache[(h + i) & (CACHE_SLOTS - 1)];
-        if (c->addr == addr) {
-            if (not_code)
-                *not_code = c->not_code;
+        if (c->addr == addr)
             return c->ok ? c : NULL;
-        }
         if (!c->addr) {
             ci = c;
             break;
@@ -88,31 +64,12 @@ static struct code_info *code_get(struct walk *w, const void *addr, int *not_cod
         code_info_clear(ci);
     }
     ci->addr = addr;
-    if (not_code)
-        *not_code = 0;
-    if (!probe_ptr_ok(addr, sizeof(void *)) || probe_mem_read(addr, &co, sizeof co) != 0)
+    if (pyrt_code_read((uintptr_t)addr, &co, probe_mem_read_at) != 0)
         return NULL;
-    if (Py_TYPE((PyObject *)&co) != &PyCode_Type) {
-        ci->not_code = 1;
-        if (not_code)
-            *not_code = 1;
-        return NULL;
-    }
-#if PY_VERSION_HEX >= 0x030B0000
-    ci->func = probe_str_read(co.co_qualname, PYRT_MAX_STR);
-    tab = co.co_linetable;
-    ci->firsttraceable = co._co_firsttraceable;
-#else
-    ci->func = probe_str_read(co.co_name, PYRT_MAX_STR);
-#if PY_VERSION_HEX >= 0x030A0000
-    tab = co.co_linetable;
-#else
-    tab = co.co_lnotab;
-#endif
-#endif
-    ci->file = probe_str_read(co.co_filename, PYRT_MAX_STR);
-    ci->firstlineno = co.co_firstlineno;
-    ci->table = probe_bytes_read(tab, PYRT_MAX_TABLE, &ci->tablen);
+    ci->func = probe_str_read((const void *)co.name, PYRT_MAX_STR);
+    ci->file = probe_str_read((const void *)co.file, PYRT_MAX_STR);
+    ci->firstlineno = co.firstlineno;
+    ci->table = probe_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &ci->tablen);
     if (!ci->func || !ci->file) {
         code_info_clear(ci);
         ci->addr = addr; /* remember the failure */
@@ -124,7 +81,7 @@ static struct code_info *code_get(struct walk *w, const void *addr, int *not_cod
 
 /* Appends one frame to t. Returns 0, or -ENOMEM. */
 static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw,
-                     const struct code_info *ci, int line, const void *fp)
+                     const struct code_info *ci, int line, uintptr_t fp)
 {
     struct probe_frame *f = &t->frames[t->nframes];
     memset(f, 0, sizeof *f);
@@ -138,19 +95,19 @@ static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw,
         return -ENOMEM;
     }
     if (*raw) {
-        (*raw)[t->nframes].frame = fp;
+        (*raw)[t->nframes].frame = (const void *)fp;
         (*raw)[t->nframes].code = ci->addr;
     }
     t->nframes++;
     return 0;
 }
 
-/* Walks one thread's frames from the innermost one (fp) outwards. No GIL needed. */
-static int frames_walk(struct walk *w, struct probe_thread *t, const void *fp,
+/* One thread's frames from the innermost one (fp) outwards: the shared walker (frames.h),
+ * then names and lines from each code object. No GIL needed. */
+static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t fp,
                        struct pyrt_rawframe **raw)
 {
-    int steps = 0;
-    int cap = w->max_frames;
+    int cap = w->max_frames, n;
 
     t->frames = calloc((size_t)cap, sizeof *t->frames);
     if (!t->frames)
@@ -160,128 +117,23 @@ static int frames_walk(struct walk *w, struct probe_thread *t, const void *fp,
         if (!*raw)
             return -ENOMEM;
     }
-    /* steps also bounds skipped (incomplete/shim) frames, so a cycle cannot spin forever. */
-    while (fp && steps++ < 4 * cap + 16) {
-        const struct code_info *ci;
-        int line;
-        if (t->nframes >= cap) {
-            t->truncated = 1; /* more frames follow (possibly only skipped shim frames) */
-            break;
-        }
-#if PY_VERSION_HEX < 0x030B0000
-        PyFrameObject f;
-        if (!probe_ptr_ok(fp, sizeof(void *)) ||
-            probe_mem_read(fp, &f, offsetof(PyFrameObject, f_localsplus)) != 0 ||
-            Py_TYPE((PyObject *)&f) != &PyFrame_Type || !(ci = code_get(w, f.f_code, NULL))) {
+    n = pyrt_frames_walk(&w->fw, fp);
+    t->truncated = w->fw.truncated;
+    for (int i = 0; i < n; i++) {
+        const struct pyrt_sig_frame *pos = &w->fw.out[i];
+        const struct pyrt_frame_ext *ext = &w->fw.ext[i];
+        const struct code_info *ci = code_get(w, (const void *)pos->code);
+        if (!ci) {
             t->truncated = 1;
             break;
         }
-#if PY_VERSION_HEX >= 0x030A0000
-        /* 3.10: f_lineno is set (non-zero) only while tracing; else the table decides. */
-        line = f.f_lineno != 0 ? f.f_lineno
-                               : probe_line_310(ci->table, ci->tablen, ci->firstlineno,
-                                                f.f_lasti < 0 ? -1 : f.f_lasti * 2);
-#else
-        /* 3.8/3.9: f_lineno is authoritative only while a trace function is set. */
-        line = f.f_trace ? f.f_lineno
-                         : probe_line_lnotab(ci->table, ci->tablen, ci->firstlineno, f.f_lasti);
-#endif
-        if (frame_add(t, raw, ci, line, fp) < 0)
+        int line = ext->line != PYRT_NO_LINE
+                       ? ext->line
+                       : pyrt_code_line(ci->table, ci->tablen, ci->firstlineno, pos->lasti);
+        if (frame_add(t, raw, ci, line, ext->frame) < 0)
             return -ENOMEM;
-        fp = f.f_back;
-#else
-        _PyInterpreterFrame f;
-        const void *code;
-        uintptr_t start, ip;
-        if (!probe_ptr_ok(fp, sizeof(void *)) ||
-            probe_mem_read(fp, &f, offsetof(_PyInterpreterFrame, localsplus)) != 0) {
-            t->truncated = 1;
-            break;
-        }
-#if PY_VERSION_HEX >= 0x030C0000
-        if (f.owner == FRAME_OWNED_BY_CSTACK) { /* shim frame of a C-to-Python call */
-            fp = f.previous;
-            continue;
-        }
-#endif
-#if PY_VERSION_HEX >= 0x030D0000
-        code = f.f_executable; /* a code object, or e.g. None in a C entry frame */
-        ip = (uintptr_t)f.instr_ptr; /* the current instruction */
-#else
-        code = f.f_code;
-        ip = (uintptr_t)f.prev_instr; /* 3.11/3.12: the code unit before the next one */
-#endif
-        int not_code = 0;
-        if (!(ci = code_get(w, code, &not_code))) {
-            if (not_code && PY_VERSION_HEX >= 0x030D0000) {
-                fp = f.previous;
-                continue;
-            }
-            t->truncated = 1;
-            break;
-        }
-        /* Remote addresses: compared as integers, never dereferenced. */
-        start = (uintptr_t)code + offsetof(PyCodeObject, co_code_adaptive);
-        /* Incomplete frames (still running their prologue) are skipped, as CPython does. */
-        if (f.owner != FRAME_OWNED_BY_GENERATOR &&
-            ip < start + (uintptr_t)ci->firsttraceable * sizeof(_Py_CODEUNIT)) {
-            fp = f.previous;
-            continue;
-        }
-        line = probe_line_loc(ci->table, ci->tablen, ci->firstlineno,
-                              ip - start < PYRT_MAX_TABLE * 64 ? (int)(ip - start) : -1);
-        if (frame_add(t, raw, ci, line, fp) < 0)
-            return -ENOMEM;
-        fp = f.previous;
-#endif
     }
-    if (fp && t->nframes < cap && steps > 4 * cap + 16)
-        t->truncated = 1;
     return 0;
-}
-
-/* Innermost frame pointer of a thread state copy. No GIL needed. */
-static const void *frame_top(const PyThreadState *ts)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    return ts->current_frame;
-#elif PY_VERSION_HEX >= 0x030B0000
-    _PyCFrame cf;
-    if (!probe_ptr_ok(ts->cframe, sizeof(void *)) ||
-        probe_mem_read(ts->cframe, &cf, sizeof cf) != 0)
-        return NULL;
-    return cf.current_frame;
-#else
-    return ts->frame;
-#endif
-}
-
-/* Reads the GIL's state: *locked and the holder's thread state. No GIL needed. */
-static void gil_read(const void *interp, int *locked, const void **holder)
-{
-    const void *gil;
-    int lk = 0;
-    uintptr_t last = 0;
-    *locked = 0;
-    *holder = NULL;
-#if PY_VERSION_HEX >= 0x030C0000
-    if (probe_mem_read((const char *)interp + offsetof(PyInterpreterState, ceval.gil), &gil,
-                       sizeof gil) != 0)
-        return;
-#else
-    (void)interp;
-    gil = &_PyRuntime.ceval.gil;
-#endif
-    if (!probe_ptr_ok(gil, sizeof(void *)))
-        return;
-    /* The fields are atomics before 3.13 (struct wrappers of the same size): copied as bytes. */
-    if (probe_mem_read((const char *)gil + offsetof(struct _gil_runtime_state, locked), &lk,
-                       sizeof lk) != 0 ||
-        probe_mem_read((const char *)gil + offsetof(struct _gil_runtime_state, last_holder),
-                       &last, sizeof last) != 0)
-        return;
-    *locked = lk != 0;
-    *holder = (const void *)last;
 }
 
 static void version_read(char *out, size_t n)
@@ -343,29 +195,22 @@ static void exc_restore(struct exc_saved *e)
 static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
                         struct pb_err *err)
 {
-    const void *interp = NULL, *head = NULL, *ts_addr, *holder;
+    uintptr_t interp, head, ts_addr, holder;
     unsigned long main_ident = 0;
-    int locked, cap = 0;
+    int locked, cap = 0, rc = pyrt_threads_head(&interp, &head, probe_mem_read_at);
 
-    if (probe_mem_read(&_PyRuntime.interpreters.main, &interp, sizeof interp) != 0 ||
-        !probe_ptr_ok(interp, sizeof(void *)))
+    if (rc == -1)
         return pb_err_set(err, PB_ENOPYTHON, "Python is not initialised (no main interpreter)");
-#if PY_VERSION_HEX >= 0x030B0000
-    size_t head_off = offsetof(PyInterpreterState, threads.head);
-#else
-    size_t head_off = offsetof(PyInterpreterState, tstate_head);
-#endif
-    if (probe_mem_read((const char *)interp + head_off, &head, sizeof head) != 0)
+    if (rc < 0)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     probe_mem_read(&_PyRuntime.main_thread, &main_ident, sizeof main_ident);
-    gil_read(interp, &locked, &holder);
+    pyrt_gil_read(interp, &locked, &holder, probe_mem_read_at);
 
     ts_addr = head;
     while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
-        PyThreadState ts;
+        struct pyrt_tstate ts;
         struct probe_thread *t;
-        if (!probe_ptr_ok(ts_addr, sizeof(void *)) ||
-            probe_mem_read(ts_addr, &ts, sizeof ts) != 0 || ts.interp != interp)
+        if (pyrt_tstate_read(ts_addr, &ts, probe_mem_read_at) != 0 || ts.interp != interp)
             break; /* freed under us: report what we have */
         if (s->nthreads == cap) {
             int ncap = cap ? cap * 2 : 16;
@@ -382,19 +227,15 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         memset(t, 0, sizeof *t);
         (*raws)[s->nthreads] = NULL;
         s->nthreads++;
-        t->ident = ts.thread_id;
-#if PY_VERSION_HEX >= 0x030B0000
-        t->native_id = ts.native_thread_id > 0 ? (long)ts.native_thread_id : -1;
-#else
-        t->native_id = probe_tid_from_pthread(ts.thread_id);
-#endif
-        t->is_main = ts.thread_id == main_ident;
+        t->ident = ts.ident;
+        t->native_id = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident);
+        t->is_main = ts.ident == main_ident;
         t->daemon = -1;
         t->holds_gil = locked && holder == ts_addr;
         if (t->holds_gil)
             s->gil_holder_native_id = t->native_id;
         t->name = comm_read(t->native_id);
-        if (!t->name || frames_walk(w, t, frame_top(&ts), &(*raws)[s->nthreads - 1]) < 0)
+        if (!t->name || frames_walk(w, t, ts.top, &(*raws)[s->nthreads - 1]) < 0)
             return pb_err_set(err, -ENOMEM, "out of memory");
         ts_addr = ts.next;
         if (ts_addr == head)
@@ -413,7 +254,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     memset(s, 0, sizeof *s);
     s->gil_holder_native_id = -1;
     version_read(s->version, sizeof s->version);
-    if (!initialised && (rc = probe_pyrt_init(err)) < 0)
+    if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
         return rc;
     if (flags && !PyGILState_Check())
         return pb_err_set(err, PB_ENOGIL, "names/locals need the GIL held by the caller");
@@ -422,6 +263,19 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
         return pb_err_set(err, -ENOMEM, "out of memory");
     w->max_frames = max_frames <= 0 ? DEFAULT_FRAMES : max_frames > MAX_FRAMES ? MAX_FRAMES : max_frames;
     w->want_raw = (flags & PROBE_SNAP_LOCALS) != 0;
+    w->fw.rd = probe_mem_read_at;
+    w->fw.flags = PYRT_WALK_CHECK;
+    w->fw.max = w->max_frames;
+    w->fw.memo = w->memo;
+    w->fw.nmemo = CACHE_SLOTS;
+    w->fw.out = calloc((size_t)w->max_frames, sizeof *w->fw.out);
+    w->fw.ext = calloc((size_t)w->max_frames, sizeof *w->fw.ext);
+    if (!w->fw.out || !w->fw.ext) {
+        free(w->fw.out);
+        free(w->fw.ext);
+        free(w);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
 
     rc = threads_walk(w, s, &raws, err);
     if (rc == 0 && flags) {
@@ -442,6 +296,8 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     free(raws);
     for (int i = 0; i < CACHE_SLOTS; i++)
         code_info_clear(&w->cache[i]);
+    free(w->fw.out);
+    free(w->fw.ext);
     free(w);
     if (rc < 0)
         probe_snapshot_free(s);

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The crash handler (crash/crash.h): async-signal-safe from end to end. It writes the report with
- * open(2)/write(2) and numbers formatted here, the native stack through unwind.h from the
- * signal's ucontext (modules, offsets and ELF images found through /proc/self/maps read in the
- * handler, never through the dynamic loader, whose lock the crashing thread may hold; names
- * from each file's symbol table read with pread), Python stacks through pyrt_sig_*
- * (fault-proof reads, no GIL). Scratch space
- * is static: one thread writes at a time (the first to crash); a thread crashing meanwhile
- * waits briefly, then passes its signal on. Afterwards the previous handlers are put back and
- * the signal is handed to them: a fault re-runs the faulting instruction, a sent signal
- * (kill, abort) is sent again to this thread. docs/crash.md shows a report. */
-#include "crash/crash.h"
-#include "probe.h"
+/* The crash handler (crash/crash.h): async-signal-safe from end to end. It writes the report
+ * with open(2)/write(2) and numbers formatted here; the native stack through the sampler's
+ * unwinder (unwind.h) from the signal's ucontext, with modules, offsets and ELF images found
+ * through /proc/self/maps read in the handler (unwind_maps.c), never through the dynamic
+ * loader, whose lock the crashing thread may hold; names from each file's symbol table read
+ * with pread; Python stacks through pyrt_sig_* (fault-proof reads, no GIL). Scratch space is
+ * static: one thread writes at a time (the first to crash); a thread crashing meanwhile waits
+ * briefly, then passes its signal on. Afterwards the previous handlers are put back and the
+ * signal is handed to them: a fault re-runs the faulting instruction, a sent signal (kill,
+ * abort) is sent again to this thread. The state the handler runs on is defined here and
+ * filled by crash/crash.c while disarmed. docs/crash.md shows a report. */
+#include "crash_sig.h"
 #include "pyrt_sig.h"
 #include "unwind.h"
 
@@ -27,12 +27,31 @@
 #define MAX_PY 256
 #define MAX_THREADS 256
 
+const int probe_crash_signals[PROBE_CRASH_NSIGS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction probe_crash_prev[PROBE_CRASH_NSIGS];
+atomic_int probe_crash_armed, probe_crash_fired;
+char probe_crash_template[256];
+char probe_crash_python[32];
+
+const char *probe_crash_signame(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    default: return "signal";
+    }
+}
+
 /* Scratch for the one writer. */
 static struct pyrt_sig_frame pyframes[MAX_PY];
 static uintptr_t tstates[MAX_THREADS];
 static long tids[MAX_THREADS];
-static char maps[1024 * 1024]; /* /proc/self/maps of a large process (torch: thousands of lines) */
-static size_t maps_len;
+/* /proc/self/maps of a large process (torch: thousands of lines). */
+static char mapsbuf[1024 * 1024];
+static struct unwind_maps maps = {mapsbuf, sizeof mapsbuf, 0};
 static char func[256], file[1024], sym[512], pathbuf[512], modpath[1024];
 static struct unwind_cache ucache;
 static uintptr_t pcs[MAX_NATIVE];
@@ -128,112 +147,6 @@ void probe_crash_path(const char *tmpl, long pid, char *buf, size_t n)
     buf[k] = '\0';
 }
 
-static void read_maps(void)
-{
-    maps_len = 0;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    while (maps_len + 1 < sizeof maps) {
-        ssize_t r = read(fd, maps + maps_len, sizeof maps - 1 - maps_len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        maps_len += (size_t)r;
-    }
-    maps[maps_len] = '\0';
-    close(fd);
-}
-
-static unsigned long long hex_at(const char **p)
-{
-    unsigned long long v = 0;
-    for (;; (*p)++) {
-        char c = **p;
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return v;
-        v = v * 16 + (unsigned)d;
-    }
-}
-
-/* The maps line holding pc. */
-struct mapline {
-    unsigned long long lo, hi, off;
-    const char *path, *path_end; /* empty for an anonymous mapping */
-};
-
-static int parse_line(const char *line, const char *end, struct mapline *ml)
-{
-    const char *q = line;
-    ml->lo = hex_at(&q);
-    if (*q++ != '-')
-        return -1;
-    ml->hi = hex_at(&q);
-    q += 6; /* " rwxp " */
-    ml->off = hex_at(&q);
-    /* Skip device and inode to the path. */
-    for (int f = 0; f < 2 && q < end; f++) {
-        while (q < end && *q == ' ')
-            q++;
-        while (q < end && *q != ' ' && *q != '\n')
-            q++;
-    }
-    while (q < end && *q == ' ')
-        q++;
-    ml->path = q;
-    while (q < end && *q != '\n')
-        q++;
-    ml->path_end = q;
-    return 0;
-}
-
-static int maps_line(unsigned long long pc, struct mapline *ml)
-{
-    const char *p = maps, *end = maps + maps_len;
-    while (p < end) {
-        const char *line = p;
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        p = nl ? nl + 1 : end;
-        if (parse_line(line, p, ml) == 0 && pc >= ml->lo && pc < ml->hi)
-            return 0;
-    }
-    return -1;
-}
-
-/* Where the file of ml is mapped at offset 0 (its ELF header). */
-static int maps_base(const struct mapline *ml, unsigned long long *base)
-{
-    const char *p = maps, *end = maps + maps_len;
-    size_t len = (size_t)(ml->path_end - ml->path);
-    struct mapline o;
-    if (len == 0)
-        return -1;
-    while (p < end) {
-        const char *line = p;
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        p = nl ? nl + 1 : end;
-        if (parse_line(line, p, &o) == 0 && o.off == 0 && o.lo <= ml->lo &&
-            (size_t)(o.path_end - o.path) == len && memcmp(o.path, ml->path, len) == 0) {
-            *base = o.lo;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* unwind_find_fn through the maps read at the crash and the ELF headers in memory. */
-static int maps_find(uintptr_t pc, struct unwind_mod *m, void *arg)
-{
-    struct mapline ml;
-    unsigned long long base;
-    (void)arg;
-    if (maps_line(pc, &ml) != 0 || maps_base(&ml, &base) != 0)
-        return -1;
-    return unwind_mod_from_image((uintptr_t)base, m, NULL);
-}
-
 static ssize_t pread_all(int fd, void *buf, size_t n, off_t off)
 {
     ssize_t r;
@@ -303,14 +216,13 @@ static int elf_sym(int fd, uintptr_t vaddr, char *name, size_t n, uintptr_t *off
 /* The function name for pc, and pc's offset into it. 0, or -1. */
 static int sym_name(uintptr_t pc, char *name, size_t n, uintptr_t *off)
 {
-    struct mapline ml;
+    struct unwind_mapline ml;
     struct unwind_mod m;
-    unsigned long long base;
-    uintptr_t bias;
+    uintptr_t base, bias;
     size_t len;
     name[0] = '\0';
-    if (maps_line(pc, &ml) != 0 || maps_base(&ml, &base) != 0 || ml.path[0] != '/' ||
-        unwind_mod_from_image((uintptr_t)base, &m, &bias) != 0)
+    if (unwind_maps_line(&maps, pc, &ml) != 0 || unwind_maps_base(&maps, &ml, &base) != 0 ||
+        ml.path[0] != '/' || unwind_mod_from_image(base, &m, &bias) != 0)
         return -1;
     len = (size_t)(ml.path_end - ml.path);
     if (len >= sizeof modpath)
@@ -329,8 +241,8 @@ static int sym_name(uintptr_t pc, char *name, size_t n, uintptr_t *off)
  * addr2line/gdb want it. */
 static void put_module(struct out *o, unsigned long long pc)
 {
-    struct mapline ml;
-    if (maps_line(pc, &ml) != 0)
+    struct unwind_mapline ml;
+    if (unwind_maps_line(&maps, pc, &ml) != 0)
         return;
     put(o, " (");
     if (ml.path < ml.path_end) {
@@ -377,7 +289,8 @@ static void put_tid_name(struct out *o, long tid)
 static void native_stack(struct out *o, void *uc)
 {
     put(o, "\nNative stack of the crashing thread (innermost first):\n");
-    int n = unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, maps_find, NULL, &ucache);
+    int n = unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, unwind_maps_find, &maps,
+                          &ucache);
     if (n <= 0) {
         put(o, "  (no native frames: the signal context has no pc)\n");
         return;
@@ -451,7 +364,7 @@ static void header(struct out *o, int sig, const siginfo_t *si, long tid)
     put(o, "\ntime: ");
     put_dec(o, (long long)ts.tv_sec);
     put(o, " (epoch seconds)\npython: ");
-    put(o, probe_info_get()->python_version);
+    put(o, probe_crash_python);
     put(o, "\n");
 }
 
@@ -462,7 +375,7 @@ static void report(int sig, siginfo_t *si, void *uc, long tid)
     if (out.fd < 0)
         return;
     out.n = 0;
-    read_maps();
+    unwind_maps_read(&maps);
     header(&out, sig, si, tid);
     flush(&out);
     native_stack(&out, uc);

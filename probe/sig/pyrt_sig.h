@@ -3,7 +3,9 @@
  * handler (prof*.c) and crash capture: no malloc, no locks, no GIL, no CPython call except
  * PyGILState_GetThisThreadState (a thread-local read), every read of interpreter memory
  * fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT, never SIGSEGV),
- * every loop bounded. Built per CPython version (3.8-3.13) like the rest of probe/.
+ * every loop bounded. The frames come from the walker that the GIL-free snapshot shares
+ * (pyrt/frames.h); this file adds the thread list and bounded descriptions. Built per CPython
+ * version (3.8-3.13).
  * Stack use: the frame functions use < 1 KiB; pyrt_sig_describe about 5 KiB (a 4 KiB slice of
  * the line table), so a handler on a small sigaltstack should keep SIGSTKSZ * 2 or more.
  * Where process_vm_readv is refused (seccomp) every function returns 0 / -1 cleanly. */
@@ -13,14 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct pyrt_sig_frame {
-    uintptr_t code; /* the code object's address */
-    int lasti;      /* instruction offset in bytes into co_code / the code's bytecode
-                       (-2 on 3.11+ for a frame that has not run its first instruction) */
-    int entry;      /* 1 when this frame was the first one run by its C-level call of the
-                       eval loop (3.8-3.10: every frame; 3.11+: entry frames), so native and
-                       Python stacks can be merged: one eval-loop native frame per entry run */
-};
+#include "pyrt/frames.h" /* struct pyrt_sig_frame, pyrt_sig_read (read.h) */
 
 /* Optional, outside any handler (the sampler calls it at start): makes the fault-proof reads
  * ready and, before 3.11, enables native thread ids in pyrt_sig_threads (they are -1 until
@@ -50,8 +45,4 @@ int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max);
  * Returns 0, or -1 when the code object cannot be read (func/file then "?"). */
 int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
                       size_t filen, int *line);
-/* Fault-proof copy of n bytes at addr into dst (process_vm_readv on ourselves). Returns 0 or
- * -1. Signal-handler safe. */
-int pyrt_sig_read(uintptr_t addr, void *dst, size_t n);
-
 #endif

@@ -18,7 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "pyrt_sig.h"
+#include "pyrt/read.h"
 
 #if defined(__x86_64__)
 #define HAVE_CFI 1

@@ -9,13 +9,16 @@
  * dl_iterate_phdr (unwind_table_refresh, the sampler's drain thread) and published by an
  * atomic pointer swap; a replaced table is freed only once no handler can still hold it
  * (unwind_table_reclaim with the caller's "no handler running" test). A module unloaded after
- * the table was built costs at most a wrong or short stack, never a fault. Where no CFI
- * covers a pc, the frame-pointer chain is followed. x86-64 only; elsewhere the frame pointer
- * chain alone. */
+ * the table was built costs at most a wrong or short stack, never a fault. A handler without
+ * the table (crash capture) passes unwind_maps_find instead: modules from /proc/self/maps
+ * read in the handler (unwind_maps.c). Both users go through the one entry, unwind_native,
+ * with the same fallback: where no module or no CFI covers a pc, the frame-pointer chain is
+ * followed. x86-64 only; elsewhere the frame pointer chain alone. */
 #ifndef PROBE_UNWIND_H
 #define PROBE_UNWIND_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -92,6 +95,30 @@ int unwind_table_refresh(void);
 void unwind_table_reclaim(int (*quiet)(void));
 /* Async-signal-safe: the published table's module holding pc (unwind_find_fn shape). */
 int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg);
+/* ---- unwind_maps.c: modules from /proc/self/maps (no table needed; crash capture) ---- */
+
+/* The caller's buffer for /proc/self/maps (preallocated: a large process has thousands of
+ * lines). */
+struct unwind_maps {
+    char *buf;
+    size_t cap, len;
+};
+/* One line of it. */
+struct unwind_mapline {
+    unsigned long long lo, hi, off;
+    const char *path, *path_end; /* empty for an anonymous mapping */
+};
+/* Reads /proc/self/maps into m (cut at m->cap - 1 bytes). Async-signal-safe. */
+void unwind_maps_read(struct unwind_maps *m);
+/* The line of m holding pc. 0, or -1. */
+int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_mapline *ml);
+/* Where the file of ml is mapped at offset 0 (its ELF header). 0, or -1. */
+int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml,
+                     uintptr_t *base);
+/* unwind_find_fn over the maps in arg (a struct unwind_maps *) and the ELF headers in memory.
+ * Async-signal-safe. */
+int unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg);
+
 /* Fills m from the ELF image whose file offset 0 is mapped at base (its headers read
  * fault-proof); *bias (may be NULL) gets the load bias. Async-signal-safe. 0, or -1. */
 int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *bias);

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/* The per-version frame walker (frames.h): the only place that knows how CPython lays out the
+ * thread list, a thread's frames and a code object. Built once per CPython minor against its
+ * internal headers. Per version: thread states hang from interp->tstate_head (3.8-3.10) or
+ * interp->threads.head (3.11+) and hold the kernel tid from 3.11 on; the GIL is
+ * _PyRuntime.ceval.gil (3.8-3.11) or interp->ceval.gil (3.12+); the innermost frame is
+ * tstate->frame (PyFrameObject, 3.8-3.10), tstate->cframe->current_frame (_PyInterpreterFrame,
+ * 3.11-3.12) or tstate->current_frame (3.13); 3.8-3.10 frames are objects of their own, each
+ * run by its own eval-loop call; 3.11 marks the first frame of an eval-loop call with is_entry;
+ * 3.12/3.13 put a C-stack shim frame (FRAME_OWNED_BY_CSTACK) below it; 3.13 frames hold
+ * f_executable (a code object, or e.g. None in a C entry frame). Frames still running their
+ * prologue (before _co_firsttraceable) are skipped, as CPython does. Async-signal-safe: no
+ * allocation, no lock, reads through rd only, every loop bounded. Adding a CPython version
+ * means adding its branches here. */
+#include "internal.h"
+#include "frames.h"
+
+#define MIN_STEPS 4096 /* frames visited (kept or skipped) per walk, at least */
+
+int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    size_t head_off = offsetof(PyInterpreterState, threads.head);
+#else
+    size_t head_off = offsetof(PyInterpreterState, tstate_head);
+#endif
+    *interp = *head = 0;
+    if (rd((uintptr_t)&_PyRuntime.interpreters.main, interp, sizeof *interp) != 0 ||
+        !probe_ptr_ok((const void *)*interp, sizeof(void *))) {
+        *interp = 0;
+        return -1;
+    }
+    return rd(*interp + head_off, head, sizeof *head) == 0 ? 0 : -2;
+}
+
+int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
+{
+    PyThreadState c;
+    if (!probe_ptr_ok((const void *)ts, sizeof(void *)) || rd(ts, &c, sizeof c) != 0)
+        return -1;
+    t->top = 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    t->top = (uintptr_t)c.current_frame;
+#elif PY_VERSION_HEX >= 0x030B0000
+    if (probe_ptr_ok(c.cframe, sizeof(void *)) &&
+        rd((uintptr_t)c.cframe + offsetof(_PyCFrame, current_frame), &t->top, sizeof t->top) != 0)
+        t->top = 0;
+#else
+    t->top = (uintptr_t)c.frame;
+#endif
+    t->interp = (uintptr_t)c.interp;
+    t->next = (uintptr_t)c.next;
+    t->ident = c.thread_id;
+#if PY_VERSION_HEX >= 0x030B0000
+    t->native_id = c.native_thread_id > 0 ? (long)c.native_thread_id : -1;
+#else
+    t->native_id = -1;
+#endif
+    return 0;
+}
+
+void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd)
+{
+    uintptr_t gil, last = 0;
+    int lk = 0;
+    *locked = 0;
+    *holder = 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (rd(interp + offsetof(PyInterpreterState, ceval.gil), &gil, sizeof gil) != 0)
+        return;
+#else
+    (void)interp;
+    gil = (uintptr_t)&_PyRuntime.ceval.gil;
+#endif
+    if (!probe_ptr_ok((const void *)gil, sizeof(void *)))
+        return;
+    /* The fields are atomics before 3.13 (struct wrappers of the same size): copied as bytes. */
+    if (rd(gil + offsetof(struct _gil_runtime_state, locked), &lk, sizeof lk) != 0 ||
+        rd(gil + offsetof(struct _gil_runtime_state, last_holder), &last, sizeof last) != 0)
+        return;
+    *locked = lk != 0;
+    *holder = last;
+}
+
+uintptr_t pyrt_frames_top(uintptr_t ts, pyrt_read_fn rd)
+{
+    struct pyrt_tstate t;
+    return pyrt_tstate_read(ts, &t, rd) == 0 ? t.top : 0;
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* 1 when code is a code object (*firsttraceable: code units of its prologue), 0 when it is a
+ * readable object of another type, -1 when unreadable. */
+static int code_check(uintptr_t code, int *firsttraceable, pyrt_read_fn rd)
+{
+    PyObject head;
+    if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &head, sizeof head) != 0)
+        return -1;
+    if (Py_TYPE(&head) != &PyCode_Type)
+        return 0;
+    if (rd(code + offsetof(PyCodeObject, _co_firsttraceable), firsttraceable,
+           sizeof *firsttraceable) != 0)
+        return -1;
+    return 1;
+}
+
+/* code_check through the walk's memo, if it has one. */
+static int code_check_memo(struct pyrt_walk *w, uintptr_t code, int *firsttraceable)
+{
+    struct pyrt_code_memo *m;
+    if (!w->memo)
+        return code_check(code, firsttraceable, w->rd);
+    m = &w->memo[((code >> 4) ^ (code >> 12)) & (w->nmemo - 1)];
+    if (m->code != code || !code) {
+        m->code = code;
+        m->firsttraceable = 0;
+        m->kind = code_check(code, &m->firsttraceable, w->rd);
+    }
+    *firsttraceable = m->firsttraceable;
+    return m->kind;
+}
+#endif
+
+int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
+{
+    struct pyrt_sig_frame *out = w->out;
+    pyrt_read_fn rd = w->rd;
+    int n = 0, steps = 0, max = w->max;
+    int limit = max > (MIN_STEPS - 16) / 4 ? 4 * max + 16 : MIN_STEPS;
+    w->truncated = 0;
+    if (max <= 0)
+        return 0;
+    /* steps also bounds skipped (shim, incomplete) frames: a cycle cannot spin forever. */
+    while (fp && n < max && steps++ < limit) {
+        uintptr_t next;
+        int line = PYRT_NO_LINE;
+        if (!probe_ptr_ok((const void *)fp, sizeof(void *)))
+            break;
+#if PY_VERSION_HEX < 0x030B0000
+        PyFrameObject f;
+        if (rd(fp, &f, offsetof(PyFrameObject, f_localsplus)) != 0 ||
+            Py_TYPE((PyObject *)&f) != &PyFrame_Type)
+            break;
+        out[n].code = (uintptr_t)f.f_code;
+#if PY_VERSION_HEX >= 0x030A0000
+        out[n].lasti = f.f_lasti < 0 ? -2 : f.f_lasti * 2; /* 3.10 counts code units */
+        if (f.f_lineno != 0) /* set (non-zero) only while tracing */
+            line = f.f_lineno;
+#else
+        out[n].lasti = f.f_lasti;
+        if (f.f_trace) /* f_lineno is authoritative only while a trace function is set */
+            line = f.f_lineno;
+#endif
+        out[n].entry = 1;
+        next = (uintptr_t)f.f_back;
+#else
+        _PyInterpreterFrame f;
+        uintptr_t code, ip, start;
+        if (rd(fp, &f, offsetof(_PyInterpreterFrame, localsplus)) != 0)
+            break;
+        next = (uintptr_t)f.previous;
+#if PY_VERSION_HEX >= 0x030C0000
+        if (f.owner == FRAME_OWNED_BY_CSTACK) {
+            /* The shim below an eval-loop call's first frame: that frame was its entry. */
+            if (n > 0)
+                out[n - 1].entry = 1;
+            fp = next;
+            continue;
+        }
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+        code = (uintptr_t)f.f_executable;
+        ip = (uintptr_t)f.instr_ptr; /* the current instruction */
+#else
+        code = (uintptr_t)f.f_code;
+        ip = (uintptr_t)f.prev_instr; /* the code unit before the next one */
+#endif
+        /* Remote addresses: compared as integers, never dereferenced. */
+        start = code + offsetof(PyCodeObject, co_code_adaptive);
+        if (w->flags & PYRT_WALK_CHECK) {
+            int firsttraceable = 0, k = code_check_memo(w, code, &firsttraceable);
+            if (k < 0)
+                break;
+            if (k == 0 || (f.owner != FRAME_OWNED_BY_GENERATOR &&
+                           ip < start + (uintptr_t)firsttraceable * sizeof(_Py_CODEUNIT))) {
+                fp = next; /* not code, or incomplete: not yet a Python frame */
+                continue;
+            }
+        }
+        out[n].code = code;
+        out[n].lasti = ip >= start && ip - start < (uintptr_t)1 << 30 ? (int)(ip - start) : -2;
+#if PY_VERSION_HEX >= 0x030C0000
+        out[n].entry = 0; /* set when its shim frame follows */
+#else
+        out[n].entry = f.is_entry ? 1 : 0;
+#endif
+#endif
+        if (w->ext) {
+            w->ext[n].frame = fp;
+            w->ext[n].line = line;
+        }
+        n++;
+        fp = next;
+    }
+    w->truncated = fp != 0;
+    return n;
+}
+
+int pyrt_frame_skip(const struct pyrt_sig_frame *f, pyrt_read_fn rd)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    int firsttraceable = 0;
+    return code_check(f->code, &firsttraceable, rd) <= 0 ||
+           f->lasti < firsttraceable * (int)sizeof(_Py_CODEUNIT);
+#else
+    PyObject head;
+    return rd(f->code, &head, sizeof head) != 0 || Py_TYPE(&head) != &PyCode_Type;
+#endif
+}
+
+int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
+{
+    PyCodeObject co;
+    memset(c, 0, sizeof *c);
+    if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &co, sizeof co) != 0)
+        return -1;
+    if (Py_TYPE((PyObject *)&co) != &PyCode_Type)
+        return 1;
+#if PY_VERSION_HEX >= 0x030B0000
+    c->name = (uintptr_t)co.co_qualname;
+    c->table = (uintptr_t)co.co_linetable;
+#elif PY_VERSION_HEX >= 0x030A0000
+    c->name = (uintptr_t)co.co_name;
+    c->table = (uintptr_t)co.co_linetable;
+#else
+    c->name = (uintptr_t)co.co_name;
+    c->table = (uintptr_t)co.co_lnotab;
+#endif
+    c->file = (uintptr_t)co.co_filename;
+    c->firstlineno = co.co_firstlineno;
+    return 0;
+}
+
+int pyrt_code_line(const unsigned char *t, size_t n, int firstlineno, int lasti)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return probe_line_loc(t, n, firstlineno, lasti);
+#elif PY_VERSION_HEX >= 0x030A0000
+    return probe_line_310(t, n, firstlineno, lasti);
+#else
+    return probe_line_lnotab(t, n, firstlineno, lasti);
+#endif
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* The lowest layer of the interpreter reader (probe-internal): the async-signal-safe,
+ * fault-proof read of our own memory (process_vm_readv(2) on our own pid: a bad pointer gives
+ * EFAULT, never SIGSEGV), the plausible-pointer test, and UTF-8 output of code points. No
+ * CPython header, no allocation, no lock: the signal handlers (sig/) and every other file of
+ * pyrt/ build on it. make check-exports holds read.o to the signal handlers' deny list. */
+#ifndef PROBE_PYRT_READ_H
+#define PROBE_PYRT_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A fault-proof read: copies n bytes at addr into dst, 0, or -1 when any is unreadable. */
+typedef int (*pyrt_read_fn)(uintptr_t addr, void *dst, size_t n);
+
+/* Fault-proof copy of n bytes at addr into dst (process_vm_readv on ourselves). Returns 0 or
+ * -1. Async-signal-safe. */
+int pyrt_sig_read(uintptr_t addr, void *dst, size_t n);
+/* Outside any handler: tests that pyrt_sig_read works here (seccomp may refuse the syscall;
+ * then every later read fails cleanly). Returns 0, or -1. */
+int pyrt_sig_read_prepare(void);
+
+/* A plausible heap/data pointer (non-NULL, aligned to align, in user space). Async-signal-safe. */
+int probe_ptr_ok(const void *p, size_t align);
+
+/* Appends code point c as UTF-8 at out[len], within cap bytes (surrogates and values past
+ * U+10FFFF become U+FFFD). Returns the new length, or len when it does not fit.
+ * Async-signal-safe. */
+size_t pyrt_utf8_put(char *out, size_t len, size_t cap, uint32_t c);
+
+/* The i-th code point of a compact str's character data of this kind (1, 2 or 4 bytes). */
+static inline uint32_t pyrt_ucs_at(const unsigned char *data, unsigned kind, size_t i)
+{
+    if (kind == 1)
+        return data[i];
+    if (kind == 2) {
+        uint16_t v;
+        memcpy(&v, data + 2 * i, 2);
+        return v;
+    }
+    uint32_t c;
+    memcpy(&c, data + 4 * i, 4);
+    return c;
+}
+
+#endif
