@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "pb.h"
-#include "sig/pyrt_sig.h"
+#include "sig/prof_sig.h"
 
 enum { PROF_CPU = 0, PROF_WALL = 1 };
 
@@ -51,45 +51,7 @@ int prof_stop(struct prof_status *st);
 /* Any thread. */
 void prof_status_get(struct prof_status *st);
 
-/* ---- internals shared by prof*.c ---- */
-#define PROF_MAX_NATIVE 64
-#define PROF_MAX_PY 96
-#define PROF_RING 32        /* records per thread between drains */
-#define PROF_MAX_SLOTS 1024 /* threads sampled at once */
-
-struct prof_raw {
-    double ts;
-    int tid;
-    int on_cpu;
-    int nnative;
-    int npy;
-    uintptr_t native[PROF_MAX_NATIVE]; /* innermost first: pcs (the first is exact) */
-    struct pyrt_sig_frame py[PROF_MAX_PY];
-};
-
-struct prof_slot;
-/* sig/prof_sig.c */
-int prof_sig_install(struct pb_err *err);  /* the handler (keeps the old one) */
-void prof_sig_uninstall(void);             /* flush pending SIGPROF, restore the old one */
-void prof_sig_set_running(int on);
-int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
-struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */
-int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
-void prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */
-int prof_slot_tid(const struct prof_slot *s);
-struct prof_slot *prof_slot_find(int tid);
-int prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */
-/* Each queued record: fn(rec, arg); then frees retired slots. Returns records drained. */
-int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
-/* Visit every live slot's tid. */
-void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
-void prof_slots_clear(void); /* at stop: every timer deleted, every slot retired */
-void prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
-/* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
-void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
-                         int *armed);
-void prof_sig_fork_child(void); /* async-signal-safe */
-
+/* ---- internals shared by prof/ (the signal side: sig/prof_sig.h) ---- */
 /* symbols.c (drain thread): .symtab lookup for pcs dladdr cannot name. */
 const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off);
 void prof_sym_reset(void);

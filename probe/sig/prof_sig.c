@@ -12,7 +12,7 @@
  * no symbolisation; errno is saved; a full ring drops the record and counts it.
  * Producer/consumer: the handler (only ever on the slot's own thread) advances head, the drain
  * thread advances tail. */
-#include "prof/prof.h"
+#include "prof_sig.h"
 #include "unwind.h"
 
 #include <errno.h>

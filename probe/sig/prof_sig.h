@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampler's signal side (prof_sig.c; `perf --cc`, docs/perf.md): per-thread slots with
+ * preallocated rings of raw records, the SIGPROF handler that fills them (async-signal-safe: no
+ * allocation, lock or symbolisation) and the CPU-time timers. The drain thread (prof/) arms
+ * the slots and drains the rings; the handler knows nothing of it. */
+#ifndef PROBE_PROF_SIG_H
+#define PROBE_PROF_SIG_H
+
+#include <stdint.h>
+
+#include "pb.h"
+#include "pyrt_sig.h"
+
+#define PROF_MAX_NATIVE 64
+#define PROF_MAX_PY 96
+#define PROF_RING 32        /* records per thread between drains */
+#define PROF_MAX_SLOTS 1024 /* threads sampled at once */
+
+struct prof_raw {
+    double ts;
+    int tid;
+    int on_cpu;
+    int nnative;
+    int npy;
+    uintptr_t native[PROF_MAX_NATIVE]; /* innermost first: pcs (the first is exact) */
+    struct pyrt_sig_frame py[PROF_MAX_PY];
+};
+
+struct prof_slot;
+int prof_sig_install(struct pb_err *err);  /* the handler (keeps the old one) */
+void prof_sig_uninstall(void);             /* flush pending SIGPROF, restore the old one */
+void prof_sig_set_running(int on);
+int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
+struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */
+int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
+void prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */
+int prof_slot_tid(const struct prof_slot *s);
+struct prof_slot *prof_slot_find(int tid);
+int prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */
+/* Each queued record: fn(rec, arg); then frees retired slots. Returns records drained. */
+int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
+/* Visit every live slot's tid. */
+void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
+void prof_slots_clear(void); /* at stop: every timer deleted, every slot retired */
+void prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
+/* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
+void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
+                         int *armed);
+void prof_sig_fork_child(void); /* async-signal-safe */
+
+#endif
