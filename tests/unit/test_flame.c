@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "injector/flame.h"
+#include "injector/render/flame.h"
 #include "unit.h"
 
 static const char sample_folded[] =

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 /* ---- interning ---- */
 static unsigned long hash(const char *s)

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 struct local_ctx {
     const struct cli_cluster_opts *o;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "inj.h"
+#include "injector/inject/inj.h"
 
 int cli_target_parse(const char *s, struct cli_target *t, struct pb_err *err)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 static void help(const char *sub)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "inj.h"
+#include "injector/inject/inj.h"
 
 static void help(void)
 {

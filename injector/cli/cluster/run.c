@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 long long cli_cluster_now_ms(void)
 {

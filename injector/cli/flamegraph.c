@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "flame.h"
+#include "injector/render/flame.h"
 
 enum { FMT_SVG, FMT_FOLDED, FMT_SPEEDSCOPE };
 #define PAGE_ROWS 5000

@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
-#include "cli_serve.h"
-#include "inj.h"
+#include "injector/cli/cluster/cluster.h"
+#include "serve.h"
+#include "injector/inject/inj.h"
 
 #define DAP_TIMEOUT_MS 10000
 

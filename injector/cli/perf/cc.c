@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "injector/cli/cli.h"
 
 #define TOP 10
 /* A function's name in the summary: Python "func (file)" (all its lines together), native

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "injector/cli/cli.h"
 
 #define PAGE_ROWS 5000
 

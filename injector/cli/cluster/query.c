@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 static int fmt_of(const char *f)
 {

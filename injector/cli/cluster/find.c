@@ -13,8 +13,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
-#include "inj.h"
+#include "cluster.h"
+#include "injector/inject/inj.h"
 
 #define ENV_MAX (256 * 1024)
 

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
-#include "cli_serve.h"
+#include "injector/cli/cluster/cluster.h"
+#include "serve.h"
 
 #define MAX_BODY (1 << 20)
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli.h"
+#include "injector/cli/cli.h"
 
 /* One static file of the UI (generated: build/<variant>/gen/web_assets.c). */
 struct cli_serve_asset {

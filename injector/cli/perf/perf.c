@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "injector/cli/cli.h"
 
 static void help(void)
 {

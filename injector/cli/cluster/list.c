@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 static int by_rank(const void *pa, const void *pb)
 {

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli_cluster.h"
+#include "cluster.h"
 
 /* Appends every expansion of spec[0..len) (which may hold several [..] groups) to out, each
  * prefixed by pre. Returns 0 or -1 on a syntax error. */

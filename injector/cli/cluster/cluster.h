@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 
-#include "cli.h"
+#include "injector/cli/cli.h"
 
 /* Which thread of a rank is read. */
 enum { CLUSTER_THREAD_AUTO, CLUSTER_THREAD_MAIN, CLUSTER_THREAD_ALL };
