@@ -31,14 +31,9 @@ static const char *field(const cJSON *o, const char *k)
 
 int cli_cmd_config(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h': help(); return CLI_OK;
-        default: return cli_bad_option("config", argv);
-        }
-    }
+    int rc = cli_help_only("config", argc, argv, help);
+    if (rc >= 0)
+        return rc;
     if (argc - optind > 1) {
         cli_error("config: unexpected argument '%s': one KEY or KEY=VALUE at a time",
                   argv[optind + 1]);

@@ -2,9 +2,10 @@
 /* `probing -p PID debug --dump [--locals] [--json]`: every Python thread's stack (name, Python
  * thread id, native id, GIL), innermost frame first, optionally with local variables; as text
  * or as one JSON document (the probing/dump response body, see docs/protocol.md).
- * `debug --pause [--address HOST:PORT]` and `debug --resume` are in cli_debug_pause.c. */
+ * `debug --pause [--address HOST:PORT]` and `debug --resume`: below. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -71,6 +72,77 @@ static void print_text(const cJSON *d)
     }
 }
 
+#define DEFAULT_ADDRESS "127.0.0.1:9922"
+
+/* --pause: stop the target where it is and keep it stopped, serving DAP on TCP (with a token),
+ * until a debugger attaches and continues it or --resume releases it; the way to debug a
+ * process on a machine the debugger is not on (docs/cli.md). */
+static int debug_pause(const struct cli_opts *o, const char *address)
+{
+    if (o->target.pid <= 0) {
+        cli_error("debug --pause needs a local process: probing -p PID debug --pause");
+        return CLI_USAGE;
+    }
+    struct pb_err err = {0};
+    struct dap_client dc;
+    char token[PB_TOKEN_MAX + 1];
+    int generated = cli_token_choose(token, sizeof token, &err);
+    if (generated < 0) {
+        cli_error("debug --pause: %s", err.msg);
+        return CLI_FAIL;
+    }
+    if (cli_open(o, &dc) < 0)
+        return CLI_FAIL;
+    cJSON *args = cJSON_CreateObject(), *body = NULL, *pbody = NULL;
+    cJSON_AddStringToObject(args, "address", address ? address : DEFAULT_ADDRESS);
+    cJSON_AddStringToObject(args, "token", token);
+    int rc = dap_client_request(&dc, "probing/listen", args, &body, &err);
+    if (rc == 0) {
+        args = cJSON_CreateObject();
+        cJSON_AddBoolToObject(args, "hold", 1);
+        rc = dap_client_request(&dc, "probing/pause", args, &pbody, &err);
+    }
+    cli_disconnect(&dc);
+    if (rc < 0) {
+        cJSON_Delete(body);
+        cli_error("debug --pause: %s", err.msg);
+        return CLI_FAIL;
+    }
+    const char *addr = cli_json_str(body, "address");
+    char host[128] = "127.0.0.1";
+    int port = 9922;
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (colon) {
+        snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+        port = atoi(colon + 1);
+    }
+    printf("paused %d: it stays paused until a debugger attaches and continues it,\n"
+           "or until: probing -p %d debug --resume\n"
+           "DAP on %s:%d", (int)o->target.pid, (int)o->target.pid, host, port);
+    if (generated)
+        printf(", token %s\n", token);
+    else
+        printf(", token from $PROBING_TOKEN\n");
+    printf("VS Code (probing extension), launch.json configuration:\n"
+           "  {\"type\": \"probing\", \"request\": \"attach\", \"name\": \"probing %d\",\n"
+           "   \"connect\": {\"host\": \"%s\", \"port\": %d}, \"token\": \"%s\"}\n"
+           "Any other DAP client: connect to %s:%d and send \"token\" in the attach arguments.\n",
+           (int)o->target.pid, host, port, generated ? token : "$PROBING_TOKEN", host, port);
+    cJSON_Delete(body);
+    cJSON_Delete(pbody);
+    return CLI_OK;
+}
+
+static int debug_resume(const struct cli_opts *o)
+{
+    cJSON *body = cli_call(o, "debug --resume", "probing/resume", cJSON_CreateObject());
+    int ok = body != NULL, was_stopped = cli_json_true(body, "wasStopped");
+    cJSON_Delete(body);
+    if (ok)
+        printf(was_stopped ? "resumed %d\n" : "%d was not paused\n", (int)o->target.pid);
+    return ok ? CLI_OK : CLI_FAIL;
+}
+
 int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -93,10 +165,8 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         default: return cli_bad_option("debug", argv);
         }
     }
-    if (optind < argc) {
-        cli_error("debug: unexpected argument '%s'", argv[optind]);
-        return CLI_USAGE;
-    }
+    if (optind < argc)
+        return cli_unexpected_arg("debug", argv);
     if (dump + pause + resume != 1) {
         cli_error("debug: use exactly one of --dump, --pause, --resume (see 'probing debug "
                   "--help')");
@@ -108,9 +178,9 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return CLI_USAGE;
     }
     if (pause)
-        return cli_debug_pause(o, address);
+        return debug_pause(o, address);
     if (resume)
-        return cli_debug_resume(o);
+        return debug_resume(o);
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
     cJSON *body = cli_call(o, "dump failed", "probing/dump", args);

@@ -2,7 +2,7 @@
 /* `probing -p PID eval CODE`: run statements or an expression in the target's __main__
  * (probing/eval) and print what the code printed, the result's repr, or the traceback on
  * stderr (exit 1). Ctrl-C interrupts the evaluation in the target (probing/interrupt), never
- * the target itself. The repl (cli_repl.c) uses the same functions. */
+ * the target itself. The repl (repl.c) uses the same functions. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>

@@ -64,16 +64,6 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* One probing/query; the body (caller deletes) or NULL with err filled. */
-static cJSON *query(struct dap_client *dc, const char *sql, struct pb_err *err)
-{
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
-    cJSON_AddStringToObject(args, "sql", sql);
-    if (dap_client_request(dc, "probing/query", args, &body, err) < 0)
-        return NULL;
-    return body;
-}
-
 static const cJSON *cell(const cJSON *row, int i)
 {
     return cJSON_GetArrayItem(row, i);
@@ -114,7 +104,7 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
                  "ORDER BY s.thread_id, s.stack_id LIMIT %d",
                  filt, key, PAGE_ROWS);
         struct pb_err qerr = {0};
-        cJSON *body = query(dc, sql, &qerr);
+        cJSON *body = cli_query(dc, sql, &qerr);
         if (!body) {
             pb_err_set(err, qerr.code, "flamegraph: %s", qerr.msg);
             return -1;
@@ -313,7 +303,7 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
     struct flame_tree t;
     flame_tree_init(&t);
     rc = CLI_FAIL;
-    body = query(&dc, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode), "
+    body = cli_query(&dc, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode), "
                       "(SELECT GROUP_CONCAT(thread_id, ', ') FROM (SELECT DISTINCT thread_id "
                       "FROM perf.samples ORDER BY thread_id LIMIT 20)) FROM perf.samples", &err);
     if (!body) {
@@ -383,7 +373,7 @@ int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, F
     if ((o.fmt = parse_format(format)) < 0)
         return pb_err_set(err, PB_EUSAGE, "format '%s': expected svg, folded or speedscope",
                           format);
-    cJSON *body = query(dc, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode) "
+    cJSON *body = cli_query(dc, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode) "
                             "FROM perf.samples", err);
     if (!body)
         return -1;

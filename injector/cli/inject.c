@@ -2,17 +2,12 @@
 /* `probing -p PID inject [-l|--listen HOST:PORT]`: load the probe (a second call finds it loaded
  * and just connects), check that it answers, and optionally have it serve DAP on TCP with a
  * token (from $PROBING_TOKEN, else generated and printed). */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
+#include "injector/cli/perf/perf.h"
 
 static void help(void)
 {
@@ -36,85 +31,6 @@ static void help(void)
            "                          the target sees it), reachable (the same socket from\n"
            "                          here, through /proc/PID/root); with --listen, address\n"
            "                          and token\n");
-}
-
-/* Reads len random bytes from /dev/urandom (a character device). Returns 0 or -errno. */
-static int urandom_read(unsigned char *raw, size_t len)
-{
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    int rc = fstat(fd, &st) < 0 ? -errno : S_ISCHR(st.st_mode) ? 0 : -ENODEV;
-    for (size_t got = 0; rc == 0 && got < len;) {
-        ssize_t n = read(fd, raw + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            rc = n < 0 ? -errno : -EIO;
-        else
-            got += (size_t)n;
-    }
-    close(fd);
-    return rc;
-}
-
-/* A fresh token of 32 hex characters from getrandom(2), else /dev/urandom (getrandom may be
- * missing, or refused by a seccomp filter). With neither, no token: never a predictable one. */
-static int token_make(char *buf, size_t n, struct pb_err *err)
-{
-    unsigned char raw[16];
-    size_t got = 0;
-    int grc = 0;
-    while (got < sizeof raw) {
-        ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            grc = r < 0 ? -errno : -EIO;
-            break;
-        }
-        got += (size_t)r;
-    }
-    if (grc < 0) {
-        int urc = urandom_read(raw, sizeof raw);
-        if (urc < 0)
-            return pb_err_set(err, urc, "no random source for a TCP token (getrandom: %s; "
-                              "/dev/urandom: %s): set PROBING_TOKEN to a secret of %d to %d "
-                              "characters", strerror(-grc), strerror(-urc), PB_TOKEN_MIN,
-                              PB_TOKEN_MAX);
-    }
-    for (size_t i = 0; i < sizeof raw && 2 * i + 2 < n; i++)
-        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
-    memset(raw, 0, sizeof raw);
-    return 0;
-}
-
-int cli_token_check(const char *token, struct pb_err *err)
-{
-    size_t len = strlen(token);
-    if (len > PB_TOKEN_MAX)
-        return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is %zu characters long: the limit is %d",
-                          len, PB_TOKEN_MAX);
-    return 0;
-}
-
-int cli_token_choose(char *buf, size_t n, struct pb_err *err)
-{
-    const char *env = getenv("PROBING_TOKEN");
-    if (env && *env) {
-        if (cli_token_check(env, err) < 0)
-            return err->code;
-        if (strlen(env) < PB_TOKEN_MIN)
-            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is %zu characters long: a TCP "
-                              "listener needs %d to %d", strlen(env), PB_TOKEN_MIN, PB_TOKEN_MAX);
-        if (strlen(env) >= n)
-            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN does not fit in %zu bytes", n);
-        pb_strlcpy(buf, env, n);
-        return 0;
-    }
-    int rc = token_make(buf, n, err);
-    return rc < 0 ? rc : 1;
 }
 
 /* The original Probing's environment variables that the probe does not read: one note each on
@@ -154,6 +70,28 @@ static void env_notes(pid_t pid)
         }
 }
 
+/* -c/--crash, --no-crash: arm (enable 1) or disarm crash capture through probing/crash
+ * (docs/crash.md) on a connected client, printing where a report will go. Returns 0 or a
+ * negative code with err filled. */
+static int crash_set(struct dap_client *dc, int enable, struct pb_err *err)
+{
+    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddBoolToObject(args, "enable", enable);
+    int rc = dap_client_request(dc, "probing/crash", args, &body, err);
+    if (rc < 0)
+        return rc;
+    const char *path = cli_json_str(body, "path");
+    int changed = cli_json_true(body, "changed");
+    if (enable)
+        printf("crash capture %s: a crash writes %s, then goes on to the previous handler\n",
+               changed ? "armed" : "already armed", path ? path : "?");
+    else
+        printf("crash capture %s\n", changed ? "disarmed: previous handlers restored"
+                                             : "was not armed");
+    cJSON_Delete(body);
+    return 0;
+}
+
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -178,10 +116,8 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
         } else
             return cli_bad_option("inject", argv);
     }
-    if (optind < argc) {
-        cli_error("inject: unexpected argument '%s'", argv[optind]);
-        return CLI_USAGE;
-    }
+    if (optind < argc)
+        return cli_unexpected_arg("inject", argv);
     if (json && (crash >= 0 || pprof)) {
         cli_error("inject: --json goes with --listen only: run --crash or --pprof separately");
         return CLI_USAGE;
@@ -199,27 +135,25 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
         cli_error("inject --listen: %s", err.msg);
         return CLI_FAIL;
     }
-    int injected = 0;
+    int injected = 0, connected = 0;
+    const char *what = NULL; /* the failing step's name in the error, NULL: err.msg says it */
     pid_t pid = o->target.pid;
+    cJSON *info = NULL, *out = NULL, *body = NULL;
     dap_client_init(&dc, o->timeout_ms);
     int rc = cli_probe_ensure(pid, &injected, version, sizeof version, &err);
     if (rc == 0)
         rc = cli_connect_pid(pid, 5000, &dc, &err);
     if (rc == 0)
         rc = cli_handshake(&dc, NULL, &err);
-    cJSON *info = NULL;
     if (rc == 0)
         rc = dap_client_request(&dc, "probing/info", NULL, &info, &err);
-    if (rc < 0) {
-        cli_error("%s", err.msg);
-        dap_client_close(&dc);
-        return CLI_FAIL;
-    }
+    if (rc < 0)
+        goto out; /* the probe did not answer: closed without a disconnect request */
+    connected = 1;
     const cJSON *py = cJSON_GetObjectItemCaseSensitive(info, "python");
     const cJSON *sock = cJSON_GetObjectItemCaseSensitive(info, "socket");
     const char *pyv = cJSON_IsString(py) ? py->valuestring : version;
     const char *sockp = cJSON_IsString(sock) ? sock->valuestring : "?";
-    cJSON *out = NULL;
     if (json) {
         char reach[600];
         snprintf(reach, sizeof reach, "/proc/%d/root%s", (int)pid, sockp);
@@ -233,18 +167,12 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
         printf("probe %s in %d (CPython %s), socket %s\n", injected ? "loaded" : "already loaded",
                (int)pid, pyv, sockp);
     }
-    cJSON_Delete(info);
     if (listen) {
-        cJSON *args = cJSON_CreateObject(), *body = NULL;
+        cJSON *args = cJSON_CreateObject();
         cJSON_AddStringToObject(args, "address", listen);
         cJSON_AddStringToObject(args, "token", token);
-        rc = dap_client_request(&dc, "probing/listen", args, &body, &err);
-        if (rc < 0) {
-            cli_error("%s", err.msg);
-            cJSON_Delete(out);
-            cli_disconnect(&dc);
-            return CLI_FAIL;
-        }
+        if ((rc = dap_client_request(&dc, "probing/listen", args, &body, &err)) < 0)
+            goto out;
         const cJSON *addr = cJSON_GetObjectItemCaseSensitive(body, "address");
         const char *a = cJSON_IsString(addr) ? addr->valuestring : listen;
         if (out) {
@@ -255,21 +183,30 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
             if (generated)
                 printf("token: %s\n", token);
         }
-        cJSON_Delete(body);
     }
-    if (crash >= 0 && cli_crash_set(&dc, crash, &err) < 0) {
-        cli_error("inject: crash capture: %s", err.msg);
-        cJSON_Delete(out);
+    if (crash >= 0 && (rc = crash_set(&dc, crash, &err)) < 0) {
+        what = "inject: crash capture";
+        goto out;
+    }
+    if (pprof && (rc = cli_perf_cc_start(&dc, &err)) < 0) {
+        what = "inject: --pprof";
+        goto out;
+    }
+out:
+    if (connected)
         cli_disconnect(&dc);
+    else
+        dap_client_close(&dc);
+    cJSON_Delete(info);
+    cJSON_Delete(body);
+    if (rc < 0) {
+        if (what)
+            cli_error("%s: %s", what, err.msg);
+        else
+            cli_error("%s", err.msg);
+        cJSON_Delete(out);
         return CLI_FAIL;
     }
-    if (pprof && cli_perf_cc_start(&dc, &err) < 0) {
-        cli_error("inject: --pprof: %s", err.msg);
-        cJSON_Delete(out);
-        cli_disconnect(&dc);
-        return CLI_FAIL;
-    }
-    cli_disconnect(&dc);
     if (out) {
         cli_print_json(out);
         cJSON_Delete(out);

@@ -22,18 +22,6 @@ static void help(void)
            "loaded: pid, CPython version, socket, TCP address if any, command line.\n");
 }
 
-void cli_proc_cmdline(pid_t pid, char *buf, size_t n)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    long len = pb_read_file(path, buf, n);
-    for (long i = 0; i + 1 < len; i++)
-        if (buf[i] == '\0')
-            buf[i] = ' ';
-    if (len <= 0)
-        buf[0] = '\0';
-}
-
 static cJSON *describe(pid_t pid, const char *lib, int timeout_ms)
 {
     cJSON *o = cJSON_CreateObject();
@@ -104,7 +92,7 @@ int cli_cmd_list(const struct cli_opts *o, int argc, char **argv)
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
         if (pid == getpid() || stat(path, &st) < 0 || (me != 0 && st.st_uid != me))
             continue;
-        if (inj_maps_find(pid, "libprobing-", lib, sizeof lib) != 1)
+        if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, lib, sizeof lib) != 1)
             continue;
         cJSON_AddItemToArray(all, describe(pid, lib, o->timeout_ms < 3000 ? o->timeout_ms : 3000));
     }

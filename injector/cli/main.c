@@ -4,7 +4,6 @@
  * probe in the target. Usage errors exit 2, failures 1. */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +45,7 @@ static int cli_serve_exec(const struct cli_opts *o, int argc, char **argv)
 
 static const struct {
     const char *name;
-    int (*fn)(const struct cli_opts *, int, char **);
+    cli_cmd_fn *fn;
     int needs_target;
     const char *summary;
 } commands[] = {
@@ -88,30 +87,6 @@ static void usage(FILE *f)
                "bt/b, r,\ntbl, ls/l, mem, cfg/c, flame/fg (docs/migrating.md).\n");
     fprintf(f, "\nEnvironment: PROBING_TOKEN (TCP token), PROBING_LIBDIR (probe libraries),\n"
                "PROBING_LOG (log file of the CLI and of probes started by it).\n");
-}
-
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("probing: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int cli_bad_option(const char *cmd, char **argv)
-{
-    if (strcmp(cmd, "probing") == 0) {
-        cli_error("unknown option '%s': see 'probing --help'", argv[optind - 1]);
-        return CLI_USAGE;
-    }
-    if (optopt && optopt != '?')
-        cli_error("%s: unknown option or missing value for '-%c': see 'probing %s --help'", cmd,
-                  optopt, cmd);
-    else
-        cli_error("%s: unknown option '%s': see 'probing %s --help'", cmd, argv[optind - 1], cmd);
-    return CLI_USAGE;
 }
 
 /* The original Probing's spellings (docs/migrating.md): its command aliases, and one line

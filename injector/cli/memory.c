@@ -149,10 +149,8 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
         default: return cli_bad_option("memory", argv);
         }
     }
-    if (optind < argc) {
-        cli_error("memory: unexpected argument '%s'", argv[optind]);
-        return CLI_USAGE;
-    }
+    if (optind < argc)
+        return cli_unexpected_arg("memory", argv);
     cJSON *args = cJSON_CreateObject();
     cJSON_AddNumberToObject(args, "top", (double)top);
     if (trace)

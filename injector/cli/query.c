@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing -p PID query "SQL" [--format table|json|csv]` and `probing -p PID tables [NAME]`:
  * SQL over the probe's tables (docs/tables.md) through probing/query, rendered as an aligned
- * table (default), a JSON array of objects, or RFC 4180 CSV. A result cut by query.max_rows or
+ * table (default), a JSON array of objects, or RFC 4180 CSV (cli_query_print, output.c). A result cut by query.max_rows or
  * query.max_bytes prints a note on stderr and still exits 0. */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-
 
 static void help(void)
 {
@@ -39,132 +38,6 @@ static void tables_help(void)
            "their types and meaning; with NAME (e.g. python.threads), only that table.\n");
 }
 
-/* Text of a cell (numbers as integers when integral). Returns a malloc'd string, or NULL for
- * SQL NULL. */
-static char *cell_text(const cJSON *v)
-{
-    char buf[64];
-    if (cJSON_IsString(v))
-        return strdup(v->valuestring);
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(long long)d)
-            snprintf(buf, sizeof buf, "%.0f", d);
-        else
-            dap_number_text(d, buf, sizeof buf); /* digits that read back as d */
-        return strdup(buf);
-    }
-    return NULL;
-}
-
-static void csv_field(const char *s)
-{
-    if (!s)
-        return; /* NULL: an empty field */
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, stdout);
-        return;
-    }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"')
-            putchar('"');
-        putchar(*s);
-    }
-    putchar('"');
-}
-
-int cli_query_print(const cJSON *body, int fmt)
-{
-    const cJSON *cols = cJSON_GetObjectItemCaseSensitive(body, "columns");
-    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(body, "rows");
-    int ncols = cJSON_GetArraySize(cols);
-    size_t nrows = (size_t)cJSON_GetArraySize(rows);
-    if (fmt == CLI_FMT_JSON) {
-        cJSON *out = cJSON_CreateArray();
-        const cJSON *row;
-        cJSON_ArrayForEach(row, rows)
-        {
-            cJSON *o = cJSON_CreateObject();
-            for (int c = 0; c < ncols; c++) {
-                const cJSON *v = cJSON_GetArrayItem(row, c);
-                double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
-                /* Numbers exactly as they came (cJSON would print 15 digits). */
-                cJSON *x = !cJSON_IsNumber(v) ? cJSON_Duplicate(v, 1)
-                           : d > -9007199254740992.0 && d < 9007199254740992.0 &&
-                                   d == (double)(long long)d
-                               ? dap_json_int((long long)d)
-                               : dap_json_real(d);
-                cJSON_AddItemToObject(o, cJSON_GetArrayItem(cols, c)->valuestring, x);
-            }
-            cJSON_AddItemToArray(out, o);
-        }
-        char *s = cJSON_Print(out);
-        puts(s ? s : "[]");
-        cJSON_free(s);
-        cJSON_Delete(out);
-        return 0;
-    }
-    const char **names = calloc((size_t)ncols + 1, sizeof *names);
-    char **cells = calloc(nrows * (size_t)ncols + 1, sizeof *cells);
-    if (!names || !cells) {
-        free(names);
-        free(cells);
-        return -1;
-    }
-    for (int c = 0; c < ncols; c++)
-        names[c] = cJSON_GetArrayItem(cols, c)->valuestring;
-    size_t r = 0;
-    const cJSON *row;
-    cJSON_ArrayForEach(row, rows)
-    {
-        for (int c = 0; c < ncols; c++)
-            cells[r * (size_t)ncols + (size_t)c] = cell_text(cJSON_GetArrayItem(row, c));
-        r++;
-    }
-    if (fmt == CLI_FMT_CSV) {
-        for (int c = 0; c < ncols; c++) {
-            if (c)
-                putchar(',');
-            csv_field(names[c]);
-        }
-        fputs("\r\n", stdout);
-        for (r = 0; r < nrows; r++) {
-            for (int c = 0; c < ncols; c++) {
-                if (c)
-                    putchar(',');
-                csv_field(cells[r * (size_t)ncols + (size_t)c]);
-            }
-            fputs("\r\n", stdout);
-        }
-    } else {
-        char *t = pb_table_render(ncols, names, nrows, (const char *const *)cells);
-        fputs(t ? t : "", stdout);
-        printf("(%zu row%s)\n", nrows, nrows == 1 ? "" : "s");
-        free(t);
-    }
-    for (r = 0; r < nrows * (size_t)ncols; r++)
-        free(cells[r]);
-    free(cells);
-    free(names);
-    return 0;
-}
-
-void cli_query_wait(struct dap_client *dc, int base_ms)
-{
-    struct pb_err err = {0};
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
-    cJSON_AddStringToObject(args, "key", "query.timeout_ms");
-    if (dap_client_request(dc, "probing/config", args, &body, &err) == 0) {
-        const cJSON *s = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "settings"), 0);
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "value");
-        if (cJSON_IsString(v))
-            dc->timeout_ms = base_ms + atoi(v->valuestring);
-    }
-    cJSON_Delete(body);
-}
-
-
 /* Connect, ask probing/query, return the body (caller deletes) or NULL after printing the
  * error. The wait is the probe's query.timeout_ms plus --timeout, so a long query is answered
  * (interrupted by the probe) rather than abandoned. */
@@ -175,15 +48,21 @@ static cJSON *run_query(const struct cli_opts *o, const char *sql)
     if (cli_open(o, &dc) < 0)
         return NULL;
     cli_query_wait(&dc, o->timeout_ms);
-    cJSON *body = NULL, *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, "sql", sql);
-    int rc = dap_client_request(&dc, "probing/query", args, &body, &err);
+    cJSON *body = cli_query(&dc, sql, &err);
     cli_disconnect(&dc);
-    if (rc < 0) {
+    if (!body)
         cli_error("%s", err.msg);
-        return NULL;
-    }
     return body;
+}
+
+/* The format named f, or -1 after printing the error. */
+static int parse_format(const char *f)
+{
+    int fmt = strcmp(f, "table") == 0 ? CLI_FMT_TABLE : strcmp(f, "json") == 0 ? CLI_FMT_JSON
+              : strcmp(f, "csv") == 0 ? CLI_FMT_CSV : -1;
+    if (fmt < 0)
+        cli_error("query: --format '%s': expected table, json or csv", f);
+    return fmt;
 }
 
 int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
@@ -194,16 +73,8 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
-            if (strcmp(optarg, "table") == 0)
-                fmt = CLI_FMT_TABLE;
-            else if (strcmp(optarg, "json") == 0)
-                fmt = CLI_FMT_JSON;
-            else if (strcmp(optarg, "csv") == 0)
-                fmt = CLI_FMT_CSV;
-            else {
-                cli_error("query: --format '%s': expected table, json or csv", optarg);
+            if ((fmt = parse_format(optarg)) < 0)
                 return CLI_USAGE;
-            }
             break;
         case 'h': help(); return CLI_OK;
         default: return cli_bad_option("query", argv);
@@ -211,34 +82,26 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
     }
     /* Options may also follow the SQL: probing -p PID query "SELECT 1" --format csv. */
     const char *sql = NULL;
+    static const char eq[] = "--format=";
     for (; optind < argc; optind++) {
-        if (strcmp(argv[optind], "--format") == 0 || strcmp(argv[optind], "-f") == 0) {
+        const char *a = argv[optind], *f;
+        if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (optind + 1 >= argc) {
-                cli_error("query: %s needs a value: table, json or csv", argv[optind]);
+                cli_error("query: %s needs a value: table, json or csv", a);
                 return CLI_USAGE;
             }
-            const char *f = argv[++optind];
-            fmt = strcmp(f, "json") == 0 ? CLI_FMT_JSON : strcmp(f, "csv") == 0 ? CLI_FMT_CSV
-                  : strcmp(f, "table") == 0 ? CLI_FMT_TABLE : -1;
-            if (fmt < 0) {
-                cli_error("query: --format '%s': expected table, json or csv", f);
-                return CLI_USAGE;
-            }
-        } else if (strncmp(argv[optind], "--format=", 9) == 0) {
-            const char *f = argv[optind] + 9;
-            fmt = strcmp(f, "json") == 0 ? CLI_FMT_JSON : strcmp(f, "csv") == 0 ? CLI_FMT_CSV
-                  : strcmp(f, "table") == 0 ? CLI_FMT_TABLE : -1;
-            if (fmt < 0) {
-                cli_error("query: --format '%s': expected table, json or csv", f);
-                return CLI_USAGE;
-            }
+            f = argv[++optind];
+        } else if (strncmp(a, eq, strlen(eq)) == 0) {
+            f = a + strlen(eq);
         } else if (!sql) {
-            sql = argv[optind];
+            sql = a;
+            continue;
         } else {
-            cli_error("query: unexpected argument '%s' (quote the SQL as one argument)",
-                      argv[optind]);
+            cli_error("query: unexpected argument '%s' (quote the SQL as one argument)", a);
             return CLI_USAGE;
         }
+        if ((fmt = parse_format(f)) < 0)
+            return CLI_USAGE;
     }
     if (!sql || !*sql) {
         cli_error("query: missing SQL: probing -p PID query \"SELECT ...\"");
@@ -258,14 +121,9 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
 
 int cli_cmd_tables(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'h': tables_help(); return CLI_OK;
-        default: return cli_bad_option("tables", argv);
-        }
-    }
+    int rc = cli_help_only("tables", argc, argv, tables_help);
+    if (rc >= 0)
+        return rc;
     if (argc - optind > 1) {
         cli_error("tables: unexpected argument '%s'", argv[optind + 1]);
         return CLI_USAGE;

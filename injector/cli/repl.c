@@ -95,10 +95,8 @@ int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv)
         }
         return cli_bad_option("repl", argv);
     }
-    if (optind < argc) {
-        cli_error("repl: unexpected argument '%s'", argv[optind]);
-        return CLI_USAGE;
-    }
+    if (optind < argc)
+        return cli_unexpected_arg("repl", argv);
     struct pb_err err = {0};
     struct dap_client dc;
     if (cli_open(o, &dc) < 0)

@@ -36,4 +36,9 @@ struct inj_opts {
  * target's /tmp if needed). Returns 0 once dlopen returned a handle. */
 int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err);
 
+/* Copy the file from to a new file to (O_EXCL, mode 0755) owned by uid:gid (a failing chown
+ * counts only when we are root): how a library is put where a target will dlopen it (copy.c).
+ * 0 or -errno. */
+int inj_file_copy(const char *from, const char *to, uid_t uid, gid_t gid);
+
 #endif

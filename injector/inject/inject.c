@@ -4,7 +4,7 @@
  * the target can see, PTRACE_SEIZE of one thread, a safe point (not in ld.so nor malloc), then
  * dlopen (and dlerror on failure) called on that thread with its stack below the red zone. Every
  * register, the signal mask, the thread's errno and every stack byte written are restored before
- * detaching, on every path. Design notes: docs/ and ../shared/DESIGN.md "Injection". */
+ * detaching, on every path. Design notes: docs/architecture.md "Injection". */
 #include "internal.h"
 
 #include <dirent.h>
@@ -199,41 +199,6 @@ static int resolve(struct ctx *c, struct pb_err *err)
     return 0;
 }
 
-static int copy_file(const char *from, const char *to, uid_t uid, gid_t gid)
-{
-    char buf[65536];
-    int rc = 0, in = open(from, O_RDONLY | O_CLOEXEC), out = -1;
-    if (in < 0)
-        return -errno;
-    out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-    if (out < 0) {
-        rc = -errno;
-        goto out;
-    }
-    for (;;) {
-        ssize_t n = read(in, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -EIO;
-            goto out;
-        }
-    }
-    if (fchown(out, uid, gid) < 0 && geteuid() == 0)
-        rc = -errno;
-out:
-    if (out >= 0 && close(out) < 0 && rc == 0)
-        rc = -errno;
-    close(in);
-    return rc;
-}
-
 /* The path to pass to dlopen: ours if the target sees the same file there, else a copy in a
  * fresh 0700 directory under the target's /tmp, owned by the target's user. A path that does
  * not exist here is passed unchanged, so the target's dlopen says why it cannot load it. */
@@ -264,7 +229,7 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
         rc = -errno;
     snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, inj_path_base(abs));
     if (rc == 0)
-        rc = copy_file(abs, c->copy_file, c->st.uid, c->st.gid);
+        rc = inj_file_copy(abs, c->copy_file, c->st.uid, c->st.gid);
     if (rc < 0)
         return pb_err_set(err, rc, "cannot copy %s to %s: %s; put the library on a path the "
                           "process can see", lib, c->copy_file, pb_strerror(rc));

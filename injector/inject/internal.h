@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Cross-file internals of the injector: /proc parsing (procfs.c), ELF symbol lookup (elf.c),
  * ptrace stops with bounded waits (ptrace.c) and the per-architecture register work for a remote
- * function call (remote_x86_64.c, remote_aarch64.c). inject.c ties them together; inj.h is the
+ * function call (arch/x86_64.c, arch/aarch64.c). inject.c ties them together; inj.h is the
  * public face. Same error rule as inj.h: 0 or a negative code. */
 #ifndef INJ_INTERNAL_H
 #define INJ_INTERNAL_H
@@ -95,7 +95,7 @@ int inj_ptrace_wait(pid_t tid, int timeout_ms, int *status);
 /* Whether pid is gone (no /proc entry, a zombie, or dead). */
 int inj_proc_gone(pid_t pid);
 
-/* ---- remote_<arch>.c ---- */
+/* ---- arch/<arch>.c ---- */
 
 #define INJ_REDZONE 128 /* the x86-64 ABI's red zone; harmless elsewhere */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Flame graphs in the CLI (`probing flamegraph`, injector/cli_flamegraph.c): a call tree built
+/* Flame graphs in the CLI (`probing flamegraph`, injector/cli/flamegraph.c): a call tree built
  * from folded stacks (flame_tree.c), and its renderers: folded text, a self-contained
  * interactive SVG (flame_svg.c) and speedscope JSON (flame_speedscope.c). The tree owns every
  * node and string; flame_tree_close frees them. Nothing here talks to the probe. */
@@ -74,6 +74,21 @@ int flame_write_svg(const struct flame_tree *t, const struct flame_svg_opts *o, 
  * and one "sampled" profile per thread, weights in samples. */
 int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f);
 
+/* Strings to dense ids 0, 1, 2... in the order first seen (intern.c). Zero-initialise;
+ * flame_intern_free frees every key. */
+struct flame_intern {
+    char **keys;
+    size_t *ids;
+    size_t cap, n;
+};
+/* The id of s[0..len), copied in (and *added set) when new; -1 when out of memory. */
+long flame_intern_id(struct flame_intern *t, const char *s, size_t len, int *added);
+void flame_intern_free(struct flame_intern *t);
+
+/* Writes s to f: an ASCII character as esc(c, buf) returns it (NULL: as it is; buf has room
+ * for 8 bytes), a valid UTF-8 sequence as it is, an invalid byte as bad. */
+void flame_escape(FILE *f, const char *s, const char *(*esc)(unsigned char c, char *buf),
+                  const char *bad);
 /* XML text escaping of s (&, <, >, ", ' and control characters) to f. */
 void flame_xml_escape(FILE *f, const char *s);
 /* Length of the valid UTF-8 sequence at s (1 for ASCII), or 0 when it is not valid UTF-8. */

@@ -3,105 +3,30 @@
  * file-format-schema.json in the speedscope npm package). Frames are shared and deduplicated
  * by name (Python frames split into name, file and line); each thread is one "sampled" profile
  * whose samples are stacks of frame indices, outermost first, weighted by sample counts. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flame.h"
+
+static const char *json_char(unsigned char c, char *buf)
+{
+    if (c == '"' || c == '\\')
+        snprintf(buf, 8, "\\%c", c);
+    else if (c < 0x20)
+        snprintf(buf, 8, "\\u%04x", c);
+    else
+        return NULL;
+    return buf;
+}
 
 /* JSON string body: quotes, backslashes and control characters escaped; invalid UTF-8 bytes
  * become U+FFFD so the file always parses. */
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
-        } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
-        } else if (c < 0x80) {
-            fputc(c, f);
-        } else {
-            size_t n = flame_utf8_len(s);
-            if (!n) {
-                fputs("\\ufffd", f);
-            } else {
-                fwrite(s, 1, n, f);
-                s += n - 1;
-            }
-        }
-    }
+    flame_escape(f, s, json_char, "\\ufffd");
     fputc('"', f);
-}
-
-/* Frame names to indices: open addressing over a power-of-two table. */
-struct names {
-    char **keys;
-    size_t *vals;
-    size_t cap, n;
-};
-
-static unsigned long hash(const char *s, size_t len)
-{
-    unsigned long h = 5381;
-    for (size_t i = 0; i < len; i++)
-        h = h * 33 + (unsigned char)s[i];
-    return h;
-}
-
-static int grow(struct names *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    char **k = calloc(cap, sizeof *k);
-    size_t *v = calloc(cap, sizeof *v);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
-            continue;
-        size_t j = hash(m->keys[i], strlen(m->keys[i])) & (cap - 1);
-        while (k[j])
-            j = (j + 1) & (cap - 1);
-        k[j] = m->keys[i];
-        v[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = k;
-    m->vals = v;
-    m->cap = cap;
-    return 0;
-}
-
-/* Index of name[0..len), added (and *added set) when new. Returns -1 when out of memory. */
-static long name_index(struct names *m, const char *name, size_t len, int *added)
-{
-    *added = 0;
-    if ((m->n + 1) * 2 > m->cap && grow(m) < 0)
-        return -1;
-    size_t j = hash(name, len) & (m->cap - 1);
-    while (m->keys[j]) {
-        if (strncmp(m->keys[j], name, len) == 0 && m->keys[j][len] == '\0')
-            return (long)m->vals[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    if (!(m->keys[j] = strndup(name, len)))
-        return -1;
-    m->vals[j] = m->n;
-    *added = 1;
-    return (long)m->n++;
-}
-
-static void names_free(struct names *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
 }
 
 static void frame_json(FILE *f, const char *name, int first)
@@ -131,7 +56,7 @@ static void frame_json(FILE *f, const char *name, int first)
 
 int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f)
 {
-    struct names m = {0};
+    struct flame_intern m = {0};
     int rc = -1;
     fputs("{\n  \"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
           "  \"exporter\": \"probing\",\n  \"name\": ", f);
@@ -144,7 +69,7 @@ int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f
             size_t len = e ? (size_t)(e - p) : strlen(p);
             int added;
             if (len) {
-                if (name_index(&m, p, len, &added) < 0)
+                if (flame_intern_id(&m, p, len, &added) < 0)
                     goto out;
                 if (added) {
                     char *nm = strndup(p, len);
@@ -190,7 +115,7 @@ int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f
                 size_t len = e ? (size_t)(e - p) : strlen(p);
                 int added;
                 if (len) {
-                    long ix = name_index(&m, p, len, &added);
+                    long ix = flame_intern_id(&m, p, len, &added);
                     if (ix < 0)
                         goto out;
                     fprintf(f, fi ? "%ld" : ",%ld", ix);
@@ -215,6 +140,6 @@ int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f
     fputs("\n  ]\n}\n", f);
     rc = ferror(f) ? -1 : 0;
 out:
-    names_free(&m);
+    flame_intern_free(&m);
     return rc;
 }

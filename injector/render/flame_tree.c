@@ -243,34 +243,41 @@ int flame_write_folded(const struct flame_tree *t, FILE *f)
     return rc < 0 || ferror(f) ? -1 : 0;
 }
 
-void flame_xml_escape(FILE *f, const char *s)
+void flame_escape(FILE *f, const char *s, const char *(*esc)(unsigned char c, char *buf),
+                  const char *bad)
 {
+    char buf[8];
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        switch (c) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            /* XML 1.0 forbids most control characters even as references, and a browser
-             * refuses a whole document over one invalid UTF-8 byte. */
-            if (c < 0x20 && c != '\t') {
-                fputc('?', f);
-            } else if (c < 0x80) {
-                fputc(c, f);
-            } else {
-                size_t n = flame_utf8_len(s);
-                if (!n) {
-                    fputc('?', f);
-                } else {
-                    fwrite(s, 1, n, f);
-                    s += n - 1;
-                }
-            }
-        }
+        size_t n = c < 0x80 ? 1 : flame_utf8_len(s);
+        const char *e = c < 0x80 ? esc(c, buf) : n ? NULL : bad;
+        if (e)
+            fputs(e, f);
+        else
+            fwrite(s, 1, n, f);
+        if (n > 1)
+            s += n - 1;
     }
+}
+
+static const char *xml_char(unsigned char c, char *buf)
+{
+    (void)buf;
+    switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    case '\'': return "&#39;";
+    }
+    /* XML 1.0 forbids most control characters even as references, and a browser refuses a
+     * whole document over one invalid UTF-8 byte (flame_xml_escape's "?"). */
+    return c < 0x20 && c != '\t' ? "?" : NULL;
+}
+
+void flame_xml_escape(FILE *f, const char *s)
+{
+    flame_escape(f, s, xml_char, "?");
 }
 
 size_t flame_utf8_len(const char *p)

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing cluster list|stacks|query|dump|hosts`: every rank of a distributed job at once.
- * Parses the options, then either asks this node's ranks (cli_cluster_local.c) or runs
- * `probing cluster CMD --local --json` on every node through the --exec template
- * (cli_cluster_hosts.c) and merges the node documents (cli_cluster_stacks.c, _list.c,
- * _query.c). No daemon, no protocol of our own: the launcher's environment says who is who, and
+ * Parses the options, then either asks this node's ranks (local.c) or runs
+ * `probing cluster CMD --local --json` on every node through the --exec template (hosts.c)
+ * and merges the node documents (stacks.c, list.c, query.c). No daemon, no protocol of our own: the launcher's environment says who is who, and
  * ssh/srun/kubectl reach the nodes. See docs/cluster.md. */
 #include <getopt.h>
 #include <limits.h>
@@ -116,8 +115,11 @@ static char *hex(const char *s)
     return h;
 }
 
-static char *unhex(const char *h)
+/* The text hex-encoded in h, into *owned (freeing what it held), or NULL when h is not hex. */
+static const char *unhex(const char *h, char **owned)
 {
+    free(*owned);
+    *owned = NULL;
     size_t n = strlen(h);
     if (n % 2)
         return NULL;
@@ -132,7 +134,7 @@ static char *unhex(const char *h)
     }
     if (s)
         s[n / 2] = '\0';
-    return s;
+    return *owned = s;
 }
 
 static const char *const subs[] = {"list", "stacks", "query", "dump", "hosts"};
@@ -279,16 +281,12 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
             break;
         case 'J': o.job = optarg; break;
         case 'X':
-            free(owned_job);
-            o.job = owned_job = unhex(optarg);
-            if (!o.job)
+            if (!(o.job = unhex(optarg, &owned_job)))
                 return usage_err(sub, "--job-hex: not hex");
             break;
         case 'r': o.reduce = optarg; break;
         case 'Q':
-            free(owned_sql);
-            o.sql = owned_sql = unhex(optarg);
-            if (!o.sql)
+            if (!(o.sql = unhex(optarg, &owned_sql)))
                 return usage_err(sub, "--sql-hex: not hex");
             break;
         case 'f':

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing cluster`: the internals its files share (cli_cluster*.c). A node's answer is one JSON
+/* `probing cluster`: the internals the files of cluster/ share. A node's answer is one JSON
  * document (cli_cluster_node_*): the ranks found on it from /proc/N/environ and, per command,
  * what each rank said. Across nodes the CLI runs `probing cluster CMD --local --json` on each
  * node through a command template (ssh, srun, kubectl exec) and merges the documents. The design
@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "injector/cli/cli.h"
+#include "injector/render/flame.h"
 
 /* Which thread of a rank is read. */
 enum { CLUSTER_THREAD_AUTO, CLUSTER_THREAD_MAIN, CLUSTER_THREAD_ALL };
@@ -39,7 +40,7 @@ struct cli_cluster_opts {
     const char *format;     /* query: table|json|csv */
 };
 
-/* ---- discovery (cli_cluster_find.c) ---- */
+/* ---- discovery (find.c) ---- */
 /* Every rank of a distributed job on this node, from /proc/N/environ (see docs/cluster.md for
  * the variables and how launchers and forked children are told apart from ranks). Returns an
  * array of objects {job, launcher, rank, local_rank, world_size, group_rank, master, pid, node,
@@ -48,13 +49,13 @@ cJSON *cli_cluster_find_ranks(void);
 /* This node's name (uname's nodename). */
 const char *cli_cluster_node_name(void);
 
-/* ---- this node's ranks asked in parallel (cli_cluster_local.c) ---- */
+/* ---- this node's ranks asked in parallel (local.c) ---- */
 /* The node document for o->op: {"node", "ranks": [...]} where each rank carries what it
  * answered ("samples" of {thread, name, main, stack} with "stacks" interned per node, "result"
  * for a query, "dump") or "error". Ranks are filtered by o->job when set. */
 cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o);
 
-/* ---- nodes (cli_cluster_hosts.c) ---- */
+/* ---- nodes (hosts.c) ---- */
 /* Expand a SLURM-style node list ("node[1-3,5],gpu[01-02]") into an array of strings.
  * Returns NULL with err filled on a syntax error. */
 cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err);
@@ -67,7 +68,7 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
 cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *hosts,
                                  char *const *argv, int argc);
 
-/* ---- child processes with deadlines (cli_cluster_run.c) ---- */
+/* ---- child processes with deadlines (run.c) ---- */
 struct cli_cluster_child {
     pid_t pid;
     int out, err;      /* read ends, -1 once closed */
@@ -96,16 +97,11 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
                      void (*start)(int i, void *ctx), void *ctx);
 void cli_cluster_child_free(struct cli_cluster_child *c);
 
-/* ---- grouping and printing (cli_cluster_stacks.c) ---- */
-/* Stacks interned by their text: the same frames get the same id (0, 1, ...). */
-struct cli_cluster_intern {
-    char **keys;
-    int *ids;
-    size_t cap, n;
-};
-/* The id of key (taken: freed here or kept), *is_new set when it was not there. */
-int cli_cluster_intern_id(struct cli_cluster_intern *t, char *key, int *is_new);
-void cli_cluster_intern_free(struct cli_cluster_intern *t);
+/* ---- grouping and printing (stacks.c) ---- */
+/* Stacks interned by their text (a struct flame_intern): the same frames get the same id
+ * (0, 1, ...). The id of key (taken: freed here), *is_new set when it was not there; 0 when
+ * out of memory. */
+int cli_cluster_intern_id(struct flame_intern *t, char *key, int *is_new);
 /* A malloc'd key for an array of frames {func, file, line}. */
 char *cli_cluster_stack_key(const cJSON *frames);
 /* Merge node documents into the job's view and print it (text or --json). Returns an exit
@@ -117,7 +113,7 @@ char *cli_cluster_ranges(const int *v, int n);
  * an error printed when there are none or several. Returns a borrowed string. */
 const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *nodes);
 
-/* ---- list, query, dump (cli_cluster_list.c, cli_cluster_query.c) ---- */
+/* ---- list, query, dump (list.c, query.c) ---- */
 int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes);
 int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes);
 int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes);

@@ -225,8 +225,8 @@ cJSON *cli_cluster_find_ranks(void)
         }
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(r, "python", v);
-        cJSON_AddStringToObject(
-            r, "probe", inj_maps_find(pid, "libprobing-", NULL, 0) == 1 ? "loaded" : "not loaded");
+        int loaded = inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1;
+        cJSON_AddStringToObject(r, "probe", loaded ? "loaded" : "not loaded");
     }
     drop_launchers_and_forks(found, drop);
     cJSON *out = cJSON_CreateArray();

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* This node's part of `probing cluster`: every rank found (cli_cluster_find.c) asked at once,
- * one child process per rank (cli_cluster_run.c), each making sure the probe is loaded and
+/* This node's part of `probing cluster`: every rank found (find.c) asked at once,
+ * one child process per rank (run.c), each making sure the probe is loaded and
  * asking it over its socket: probing/dump without locals for stacks (read without the GIL, so
  * a rank stuck in C holding the GIL answers too), probing/query for a query, probing/dump with
  * locals for a dump. The answers become one node document; stacks are interned per node, so a
@@ -181,7 +181,7 @@ static void rank_child(int i, void *p)
 }
 
 /* Replaces each thread's frames by the index of its stack in the node's table. */
-static void intern_samples(cJSON *samples, cJSON *stacks, struct cli_cluster_intern *tab)
+static void intern_samples(cJSON *samples, cJSON *stacks, struct flame_intern *tab)
 {
     cJSON *sample, *t;
     cJSON_ArrayForEach(sample, samples)
@@ -231,7 +231,7 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
                   (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
     fflush(stdout);
     cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
-    struct cli_cluster_intern tab = {0};
+    struct flame_intern tab = {0};
     for (int i = 0; i < n; i++) {
         cJSON *r = lc.ranks[i], *ans = NULL;
         char msg[512];
@@ -264,7 +264,7 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
         cJSON_Delete(ans);
         cli_cluster_child_free(k);
     }
-    cli_cluster_intern_free(&tab);
+    flame_intern_free(&tab);
     free(kids);
     free(lc.ranks);
     return doc;

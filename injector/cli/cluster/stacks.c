@@ -13,64 +13,11 @@
 #include "cluster.h"
 
 /* ---- interning ---- */
-static unsigned long hash(const char *s)
+int cli_cluster_intern_id(struct flame_intern *t, char *key, int *is_new)
 {
-    unsigned long h = 1469598103934665603UL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211UL;
-    return h;
-}
-
-int cli_cluster_intern_id(struct cli_cluster_intern *t, char *key, int *is_new)
-{
-    if ((t->n + 1) * 2 > t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 64;
-        char **keys = calloc(nc, sizeof *keys);
-        int *ids = calloc(nc, sizeof *ids);
-        if (!keys || !ids) {
-            free(keys);
-            free(ids);
-            free(key);
-            *is_new = 0;
-            return 0;
-        }
-        for (size_t i = 0; i < t->cap; i++) {
-            if (!t->keys[i])
-                continue;
-            size_t j = hash(t->keys[i]) & (nc - 1);
-            while (keys[j])
-                j = (j + 1) & (nc - 1);
-            keys[j] = t->keys[i];
-            ids[j] = t->ids[i];
-        }
-        free(t->keys);
-        free(t->ids);
-        t->keys = keys;
-        t->ids = ids;
-        t->cap = nc;
-    }
-    size_t j = hash(key) & (t->cap - 1);
-    while (t->keys[j]) {
-        if (strcmp(t->keys[j], key) == 0) {
-            free(key);
-            *is_new = 0;
-            return t->ids[j];
-        }
-        j = (j + 1) & (t->cap - 1);
-    }
-    t->keys[j] = key;
-    t->ids[j] = (int)t->n++;
-    *is_new = 1;
-    return t->ids[j];
-}
-
-void cli_cluster_intern_free(struct cli_cluster_intern *t)
-{
-    for (size_t i = 0; i < t->cap; i++)
-        free(t->keys[i]);
-    free(t->keys);
-    free(t->ids);
-    memset(t, 0, sizeof *t);
+    long id = flame_intern_id(t, key, strlen(key), is_new);
+    free(key);
+    return id < 0 ? 0 : (int)id;
 }
 
 char *cli_cluster_stack_key(const cJSON *frames)
@@ -256,11 +203,11 @@ static void add_task(struct view *v, const cJSON *r, const cJSON *d, int tid, co
 
 static void view_free(struct view *v)
 {
-    for (int i = 0; i < v->ntasks; i++)
-        free(v->tasks[i].ids);
-    for (int g = 0; g < v->ngroups; g++) {
-        free(v->groups[g].tasks);
-        free(v->groups[g].ranks);
+    for (struct task *t = v->tasks; t < v->tasks + v->ntasks; t++)
+        free(t->ids);
+    for (struct group *g = v->groups; g < v->groups + v->ngroups; g++) {
+        free(g->tasks);
+        free(g->ranks);
     }
     free(v->tasks);
     free(v->groups);
@@ -277,7 +224,7 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
         return -1;
     v->missing = cJSON_CreateArray();
     v->errors = cJSON_CreateArray();
-    struct cli_cluster_intern tab = {0};
+    struct flame_intern tab = {0};
     const cJSON *d, *r;
     int maxtasks = 0;
     cJSON_ArrayForEach(d, nodes)
@@ -351,7 +298,7 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
         }
         free(map);
     }
-    cli_cluster_intern_free(&tab);
+    flame_intern_free(&tab);
     /* Who answered, and so who is missing. */
     char *ok = calloc((size_t)v->world + 1, 1);
     for (int i = 0; i < v->ntasks; i++)

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "injector/cli/cli.h"
+#include "perf.h"
 
 #define TOP 10
 /* A function's name in the summary: Python "func (file)" (all its lines together), native
@@ -58,20 +58,11 @@ static cJSON *request(struct dap_client *dc, const char *action, int rate, const
     return body;
 }
 
-static cJSON *query(struct dap_client *dc, const char *sql, struct pb_err *err)
-{
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
-    cJSON_AddStringToObject(args, "sql", sql);
-    if (dap_client_request(dc, "probing/query", args, &body, err) < 0)
-        return NULL;
-    return body;
-}
-
 /* Prints "  NN.N%  name" for each row (name, count) of sql, shares of total. */
 static int print_top(struct dap_client *dc, const char *title, const char *sql, double total,
                      struct pb_err *err)
 {
-    cJSON *body = query(dc, sql, err), *row;
+    cJSON *body = cli_query(dc, sql, err), *row;
     if (!body)
         return -1;
     printf("%s\n", title);
@@ -234,22 +225,13 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
         cli_error("perf --cc: --stop takes no other option");
         return CLI_USAGE;
     }
+    if (stop)
+        return CLI_PERF_STOP;
     struct dap_client dc;
     struct pb_err err = {0};
     int rc = CLI_OK;
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    if (stop) {
-        int stopped = 0;
-        if (cli_perf_cc_stop(&dc, &stopped, &err) < 0) {
-            cli_error("perf --cc --stop: %s", err.msg);
-            rc = CLI_FAIL;
-        } else if (!stopped) {
-            printf("perf --cc was not running\n");
-        }
-        cli_disconnect(&dc);
-        return rc;
-    }
     cJSON *st = request(&dc, "start", rate, mode, &err);
     if (!st) {
         cli_error("perf --cc: %s", err.msg);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "injector/cli/cli.h"
+#include "perf.h"
 
 #define PAGE_ROWS 5000
 
@@ -83,9 +83,8 @@ int cli_perf_torch_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
  * or NULL with err. */
 static cJSON *query_rows(struct dap_client *dc, const char *sql, struct pb_err *err)
 {
-    cJSON *args = cJSON_CreateObject(), *body = NULL;
-    cJSON_AddStringToObject(args, "sql", sql);
-    if (dap_client_request(dc, "probing/query", args, &body, err) < 0)
+    cJSON *body = cli_query(dc, sql, err);
+    if (!body)
         return NULL;
     cJSON *rows = cJSON_DetachItemFromObjectCaseSensitive(body, "rows");
     cJSON_Delete(body);
@@ -343,12 +342,13 @@ static void print_started(const cJSON *b, int pid)
 
 int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
 {
+    /* --torch itself is in argv (perf.c dispatched on it) */
     static const struct option longopts[] = {
-        {"torch", no_argument, 0, 'T'},       {"every", required_argument, 0, 'e'},
+        {"torch", no_argument, 0, 'T'},
+        {"stop", no_argument, 0, 's'},       {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},       {"every", required_argument, 0, 'e'},
         {"trace", required_argument, 0, 't'}, {"steps", required_argument, 0, 'n'},
-        {"timeout", required_argument, 0, 'w'}, {"stop", no_argument, 0, 's'},
-        {"json", no_argument, 0, 'j'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"timeout", required_argument, 0, 'w'}, {0, 0, 0, 0}};
     long every = 0, steps = 0, timeout_s = 0;
     const char *trace = NULL;
     int stop = 0, json = 0, c;
@@ -380,10 +380,8 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
         default: return cli_bad_option("perf --torch", argv);
         }
     }
-    if (optind < argc) {
-        cli_error("perf --torch: unexpected argument '%s'", argv[optind]);
-        return CLI_USAGE;
-    }
+    if (optind < argc)
+        return cli_unexpected_arg("perf --torch", argv);
     if (stop && (every || trace || steps || timeout_s)) {
         cli_error("perf --torch: --stop takes no other option");
         return CLI_USAGE;
@@ -392,23 +390,14 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
         cli_error("perf --torch: --steps and --timeout go with --trace FILE");
         return CLI_USAGE;
     }
+    if (stop)
+        return CLI_PERF_STOP;
     int pid = o->target.pid;
     struct dap_client dc;
     struct pb_err err = {0};
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
     int rc = CLI_OK;
-    if (stop) {
-        int stopped = 0;
-        if (cli_perf_torch_stop(&dc, &stopped, &err) < 0) {
-            cli_error("perf --torch --stop: %s", err.msg);
-            rc = CLI_FAIL;
-        } else if (!stopped) {
-            printf("perf --torch: nothing to stop: it was not running in process %d\n", pid);
-        }
-        cli_disconnect(&dc);
-        return rc;
-    }
     cJSON *body = torch_request(&dc, "start", every, &err);
     if (!body) {
         cli_error("perf --torch: %s", err.msg);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing serve`'s answers (docs/http.md): the Python processes of this user from /proc (with
- * rank and job from the cluster discovery, cli_cluster_find.c), and per process the same DAP
+ * rank and job from the cluster discovery, cluster/find.c), and per process the same DAP
  * requests the CLI's commands make: probing/dump (debug --dump), probing/query (query),
  * probing/perf (perf --cc), probing/memory (memory), probing/torch and its Chrome trace
- * (perf --torch), the flame graph of cli_flamegraph.c, and the probe loaded through
+ * (perf --torch), the flame graph of flamegraph.c, and the probe loaded through
  * cli_probe_ensure (inject) only for POST .../attach. Nothing here injects otherwise: a process
  * without the probe answers 409. Each request opens its own DAP connection. */
 #include <ctype.h>
@@ -22,8 +22,9 @@
 #include <unistd.h>
 
 #include "injector/cli/cluster/cluster.h"
-#include "serve.h"
+#include "injector/cli/perf/perf.h"
 #include "injector/inject/inj.h"
+#include "serve.h"
 
 #define DAP_TIMEOUT_MS 10000
 
@@ -31,16 +32,7 @@ struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
 char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
 int cli_serve_ntargets;
 
-static void reply_json(struct cli_serve_reply *r, int status, cJSON *v)
-{
-    r->body = cJSON_PrintUnformatted(v);
-    r->len = strlen(r->body);
-    r->type = "application/json";
-    r->status = status;
-    cJSON_Delete(v);
-}
 
-static cJSON *parse_body(const char *body, struct cli_serve_reply *r);
 
 /* The HTTP status for a failure code from the CLI's layers. */
 static int status_of(int code)
@@ -88,7 +80,7 @@ static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
     int rc = allowed(pid, err);
     if (rc < 0)
         return rc;
-    if (inj_maps_find(pid, "libprobing-", NULL, 0) != 1)
+    if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
         return pb_err_set(err, PB_ENOPROBE, "the probe is not loaded in process %d: attach "
                           "first (POST /api/processes/%d/attach)", (int)pid, (int)pid);
     dap_client_init(dc, DAP_TIMEOUT_MS);
@@ -101,6 +93,19 @@ static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
             err->code = PB_ENOPROBE; /* mapped but not answering: a fork child, say */
     }
     return rc;
+}
+
+/* Connect to pid's probe for queries (waiting as long as the probe's query.timeout_ms), or
+ * -1 with r filled. */
+static int connect_query(pid_t pid, struct dap_client *dc, struct cli_serve_reply *r)
+{
+    struct pb_err err = {0};
+    if (connect_probe(pid, dc, &err) < 0) {
+        cli_serve_error(r, status_of(err.code), "%s", err.msg);
+        return -1;
+    }
+    cli_query_wait(dc, DAP_TIMEOUT_MS);
+    return 0;
 }
 
 /* One request to pid's probe; the body (caller deletes) or NULL with r filled. */
@@ -206,7 +211,7 @@ static cJSON *python_processes(void)
         cJSON_AddStringToObject(p, "command", cmd);
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(p, "python", v);
-        cJSON_AddBoolToObject(p, "probe", inj_maps_find(pid, "libprobing-", NULL, 0) == 1);
+        cJSON_AddBoolToObject(p, "probe", inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
         proc_status(pid, &rss, &threads);
         cJSON_AddNumberToObject(p, "rss", rss);
         cJSON_AddNumberToObject(p, "threads", threads);
@@ -237,14 +242,7 @@ static cJSON *python_processes(void)
 
 void cli_serve_processes(struct cli_serve_reply *r)
 {
-    reply_json(r, 200, python_processes());
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    cli_serve_json(r, 200, python_processes());
 }
 
 /* The last dump (without locals) per process, shared by the clients that poll it: a dump at
@@ -275,13 +273,13 @@ void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
     if (locals) {
         cJSON *body = call(pid, "probing/dump", args, 0, r);
         if (body)
-            reply_json(r, 200, body);
+            cli_serve_json(r, 200, body);
         return;
     }
     pthread_once(&stacks_once, stacks_init);
     struct stacks_slot *slot = &stacks_cache[(unsigned)pid % STACKS_SLOTS];
     pthread_mutex_lock(&slot->lock);
-    if (slot->pid != pid || now_ms() - slot->taken > STACKS_MAX_AGE_MS) {
+    if (slot->pid != pid || cli_now_ms() - slot->taken > STACKS_MAX_AGE_MS) {
         cJSON *body = call(pid, "probing/dump", args, 0, r);
         free(slot->json);
         slot->json = NULL;
@@ -289,7 +287,7 @@ void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
         if (body) {
             slot->json = cJSON_PrintUnformatted(body);
             slot->pid = pid;
-            slot->taken = now_ms();
+            slot->taken = cli_now_ms();
             cJSON_Delete(body);
         }
     } else {
@@ -316,7 +314,7 @@ void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r)
     cJSON_AddNumberToObject(args, "top", (double)n);
     cJSON *body = call(pid, "probing/memory", args, 0, r);
     if (body)
-        reply_json(r, 200, body);
+        cli_serve_json(r, 200, body);
 }
 
 extern char **environ;
@@ -373,7 +371,7 @@ static void run_self(char **argv, struct cli_serve_reply *r)
         ;
     cJSON *doc = cJSON_Parse(buf[0]);
     if (doc) {
-        reply_json(r, 200, doc);
+        cli_serve_json(r, 200, doc);
     } else {
         char *nl = buf[1] ? strchr(buf[1], '\n') : NULL;
         if (nl)
@@ -391,6 +389,21 @@ close:
     }
 }
 
+/* The request body (a JSON object the caller deletes) with its member key, a non-empty
+ * string, in *val; or NULL with r filled (400: what) when either is missing. */
+static cJSON *body_string(const char *body, const char *key, const char **val, const char *what,
+                          struct cli_serve_reply *r)
+{
+    cJSON *j = cli_serve_body(body, r);
+    *val = cli_json_str(j, key);
+    if (j && (!*val || !**val)) {
+        cJSON_Delete(j);
+        cli_serve_error(r, 400, "%s", what);
+        return NULL;
+    }
+    return j;
+}
+
 void cli_serve_jobs(struct cli_serve_reply *r)
 {
     char a1[] = "cluster", a2[] = "list", a3[] = "--json";
@@ -400,15 +413,11 @@ void cli_serve_jobs(struct cli_serve_reply *r)
 
 void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r)
 {
-    cJSON *j = parse_body(body, r);
+    const char *job;
+    cJSON *j = body_string(body, "job", &job,
+                           "job: expected the job's name (GET /api/jobs lists them)", r);
     if (!j)
         return;
-    const char *job = cli_json_str(j, "job");
-    if (!job || !*job) {
-        cJSON_Delete(j);
-        cli_serve_error(r, 400, "job: expected the job's name (GET /api/jobs lists them)");
-        return;
-    }
     char a1[] = "cluster", a2[] = "stacks", a3[] = "--json", a4[] = "--job", *a5 = strdup(job);
     char *argv[] = {NULL, a1, a2, a3, a4, a5, NULL};
     cJSON_Delete(j);
@@ -430,49 +439,54 @@ static int good_action(const char *action, struct cli_serve_reply *r)
     return 0;
 }
 
-void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r)
+/* POST {action, NUM, STR} (num_key/str_key name optional members, str_key may be NULL) as
+ * the probe's command with the same arguments. */
+static void post_action(pid_t pid, const char *body, const char *command, const char *num_key,
+                        const char *str_key, struct cli_serve_reply *r)
 {
-    cJSON *j = parse_body(body, r);
+    cJSON *j = cli_serve_body(body, r);
     if (!j)
         return;
     const char *action = cli_json_str(j, "action");
-    const cJSON *every = cJSON_GetObjectItemCaseSensitive(j, "every");
+    const char *str = str_key ? cli_json_str(j, str_key) : NULL;
+    const cJSON *num = cJSON_GetObjectItemCaseSensitive(j, num_key);
     if (!good_action(action, r)) {
         cJSON_Delete(j);
         return;
     }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddStringToObject(args, "action", action);
-    if (cJSON_IsNumber(every))
-        cJSON_AddNumberToObject(args, "every", every->valuedouble);
+    if (str)
+        cJSON_AddStringToObject(args, str_key, str);
+    if (cJSON_IsNumber(num))
+        cJSON_AddNumberToObject(args, num_key, num->valuedouble);
     cJSON_Delete(j);
-    cJSON *out = call(pid, "probing/torch", args, 0, r);
+    cJSON *out = call(pid, command, args, 0, r);
     if (out)
-        reply_json(r, 200, out);
+        cli_serve_json(r, 200, out);
+}
+
+void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r)
+{
+    post_action(pid, body, "probing/torch", "every", NULL, r);
 }
 
 void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply *r)
 {
     char *end = NULL, sql[256];
-    long n = steps ? strtol(steps, &end, 10) : 3;
-    if (steps && (*end || end == steps || n < 1 || n > 100)) {
-        cli_serve_error(r, 400, "steps '%s': expected 1 to 100", steps);
-        return;
-    }
     struct pb_err err = {0};
     struct dap_client dc;
-    if (connect_probe(pid, &dc, &err) < 0) {
-        cli_serve_error(r, status_of(err.code), "%s", err.msg);
+    long n = steps ? strtol(steps, &end, 10) : 3;
+    if (steps && (*end || end == steps || n < 1 || n > 100))
+        cli_serve_error(r, 400, "steps '%s': expected 1 to 100", steps);
+    if (r->body || connect_query(pid, &dc, r) < 0)
         return;
-    }
-    cli_query_wait(&dc, DAP_TIMEOUT_MS);
     /* The last n traced steps, oldest first. */
     snprintf(sql, sizeof sql, "SELECT * FROM (SELECT step, start_time, duration, loss FROM "
              "python.torch_steps WHERE traced = 1 ORDER BY step DESC LIMIT %ld) ORDER BY step",
              n);
-    cJSON *args = cJSON_CreateObject(), *body = NULL, *root = NULL;
-    cJSON_AddStringToObject(args, "sql", sql);
-    int nevents = 0, rc = dap_client_request(&dc, "probing/query", args, &body, &err);
+    cJSON *root = NULL, *body = cli_query(&dc, sql, &err);
+    int nevents = 0, rc = body ? 0 : err.code < 0 ? err.code : PB_EUNKNOWN;
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(body, "rows");
     if ((rc == 0 && cJSON_GetArraySize(rows) == 0) ||
         (rc < 0 && strstr(err.msg, "no such table: python.torch_steps")))
@@ -483,38 +497,21 @@ void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply 
     cli_disconnect(&dc);
     cJSON_Delete(body);
     if (root)
-        reply_json(r, 200, root);
-}
-
-/* The request body as a JSON object, or NULL with r filled. */
-static cJSON *parse_body(const char *body, struct cli_serve_reply *r)
-{
-    cJSON *j = cJSON_Parse(body);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        cli_serve_error(r, 400, "the request body must be a JSON object");
-        return NULL;
-    }
-    return j;
+        cli_serve_json(r, 200, root);
 }
 
 void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r)
 {
-    cJSON *j = parse_body(body, r);
+    const char *sql;
+    cJSON *j = body_string(body, "sql", &sql, "sql: expected a non-empty string", r);
     if (!j)
         return;
-    const char *sql = cli_json_str(j, "sql");
-    if (!sql || !*sql) {
-        cJSON_Delete(j);
-        cli_serve_error(r, 400, "sql: expected a non-empty string");
-        return;
-    }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddStringToObject(args, "sql", sql);
     cJSON_Delete(j);
     cJSON *out = call(pid, "probing/query", args, 1, r);
     if (out)
-        reply_json(r, 200, out);
+        cli_serve_json(r, 200, out);
 }
 
 void cli_serve_attach(pid_t pid, struct cli_serve_reply *r)
@@ -556,30 +553,12 @@ void cli_serve_attach(pid_t pid, struct cli_serve_reply *r)
     cJSON_AddNumberToObject(o, "pid", pid);
     cJSON_AddBoolToObject(o, "injected", injected);
     cJSON_AddStringToObject(o, "probe", version);
-    reply_json(r, 200, o);
+    cli_serve_json(r, 200, o);
 }
 
 void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r)
 {
-    cJSON *j = parse_body(body, r);
-    if (!j)
-        return;
-    const char *action = cli_json_str(j, "action"), *mode = cli_json_str(j, "mode");
-    const cJSON *rate = cJSON_GetObjectItemCaseSensitive(j, "rate");
-    if (!good_action(action, r)) {
-        cJSON_Delete(j);
-        return;
-    }
-    cJSON *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, "action", action);
-    if (mode)
-        cJSON_AddStringToObject(args, "mode", mode);
-    if (cJSON_IsNumber(rate))
-        cJSON_AddNumberToObject(args, "rate", rate->valuedouble);
-    cJSON_Delete(j);
-    cJSON *out = call(pid, "probing/perf", args, 0, r);
-    if (out)
-        reply_json(r, 200, out);
+    post_action(pid, body, "probing/perf", "rate", "mode", r);
 }
 
 void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r)
@@ -594,11 +573,8 @@ void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply 
     }
     struct pb_err err = {0};
     struct dap_client dc;
-    if (connect_probe(pid, &dc, &err) < 0) {
-        cli_serve_error(r, status_of(err.code), "%s", err.msg);
+    if (connect_query(pid, &dc, r) < 0)
         return;
-    }
-    cli_query_wait(&dc, DAP_TIMEOUT_MS);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -681,19 +657,13 @@ static void torch_metrics(struct dap_client *dc, cJSON *p)
     for (size_t i = 0; i < N_STEP_BUCKETS; i++)
         k += (size_t)snprintf(sql + k, sizeof sql - k, ", TOTAL(duration <= %g)", step_buckets[i]);
     snprintf(sql + k, sizeof sql - k, " FROM python.torch_steps");
-    args = cJSON_CreateObject();
-    body = NULL;
-    cJSON_AddStringToObject(args, "sql", sql);
-    if (dap_client_request(dc, "probing/query", args, &body, &err) == 0)
+    if ((body = cli_query(dc, sql, &err)) != NULL)
         cJSON_AddItemToObject(p, "torchSteps", cJSON_DetachItemFromArray(
             cJSON_GetObjectItemCaseSensitive(body, "rows"), 0));
     cJSON_Delete(body);
-    args = cJSON_CreateObject();
-    body = NULL;
-    cJSON_AddStringToObject(args, "sql", "SELECT module, stage, AVG(duration) FROM "
-                            "python.torch_trace WHERE stage IN ('forward_post', "
-                            "'backward_post') GROUP BY 1, 2 ORDER BY 1, 2");
-    if (dap_client_request(dc, "probing/query", args, &body, &err) == 0)
+    if ((body = cli_query(dc, "SELECT module, stage, AVG(duration) FROM python.torch_trace "
+                          "WHERE stage IN ('forward_post', 'backward_post') GROUP BY 1, 2 "
+                          "ORDER BY 1, 2", &err)) != NULL)
         cJSON_AddItemToObject(p, "torchModules", cJSON_DetachItemFromObjectCaseSensitive(body, "rows"));
     cJSON_Delete(body);
 }

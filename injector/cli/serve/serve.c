@@ -3,7 +3,7 @@
  * processes of this user, in a process of its own (the probe never speaks HTTP: its surface
  * stays DAP on a private socket). HTTP is libmicrohttpd's, one thread per connection; this
  * file holds the security checks (token, loopback peer's user, Host, Origin, methods) and the
- * routing; cli_serve_api.c answers. docs/http.md describes the API and the security model. */
+ * routing; api.c answers. docs/http.md describes the API and the security model. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +12,6 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,23 +53,6 @@ static void help(void)
            "Without a token (loopback), only connections from this user's processes are\n"
            "answered: the peer's user is read from /proc/net/tcp. POST requests must carry an\n"
            "Origin header naming this server.\n");
-}
-
-void cli_serve_error(struct cli_serve_reply *r, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "error", msg);
-    free(r->body);
-    r->body = cJSON_PrintUnformatted(o);
-    r->len = strlen(r->body);
-    r->type = "application/json";
-    r->status = status;
-    cJSON_Delete(o);
 }
 
 /* Compares in time independent of where they differ. */
@@ -186,7 +168,7 @@ static int check_access(struct MHD_Connection *conn, const char *method, const c
 }
 
 /* /api/processes/PID/WHAT: pid and WHAT's start, or 0. A remote probe's HOST:PORT in place of
- * PID gives its negative key (cli_serve.h). */
+ * PID gives its negative key (serve.h). */
 static pid_t path_pid(const char *url, const char **what)
 {
     static const char pre[] = "/api/processes/";

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing serve`: the internals its files share. cli_serve.c runs the HTTP server
- * (libmicrohttpd), its security checks and routing; cli_serve_api.c answers the JSON API and
- * /metrics by asking the probes over DAP the way the CLI's commands do; the static pages under
- * injector/web/ are compiled in by tools/web_embed.sh. docs/http.md describes the API. */
+/* `probing serve`: the internals its files share. serve.c runs the HTTP server
+ * (libmicrohttpd), its security checks and routing; api.c answers the JSON API and /metrics by
+ * asking the probes over DAP the way the CLI's commands do; reply.c makes the replies both
+ * send (serve.c -> api.c -> reply.c, never back). The static pages under web/ are compiled in
+ * by tools/web_embed.sh. docs/http.md describes the API. */
 #ifndef CLI_SERVE_H
 #define CLI_SERVE_H
 
@@ -28,6 +29,13 @@ struct cli_serve_reply {
     size_t len;
 };
 
+/* Replies (reply.c). r becomes v printed (taken) with status; or {"error": msg} with status. */
+void cli_serve_json(struct cli_serve_reply *r, int status, cJSON *v);
+void cli_serve_error(struct cli_serve_reply *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The request body as a JSON object (the caller deletes), or NULL with r filled (400). */
+cJSON *cli_serve_body(const char *body, struct cli_serve_reply *r);
+
 /* Remote probes (`--target HOST:PORT`, listening on TCP, $PROBING_TOKEN): the API names them
  * by "HOST:PORT" in paths; inside, by a negative pid: -1 - their index. */
 #define CLI_SERVE_MAX_TARGETS 16
@@ -35,7 +43,7 @@ extern struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
 extern char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
 extern int cli_serve_ntargets;
 
-/* The API (cli_serve_api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
+/* The API (api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
  * 5xx status. pid is the PID of the path (negative: a remote probe, above); body is the request's body (NUL-terminated, may be
  * empty); query is a lookup of the URL's query arguments (may return NULL). */
 void cli_serve_processes(struct cli_serve_reply *r);
@@ -54,8 +62,5 @@ void cli_serve_metrics(struct cli_serve_reply *r);
  * cluster stacks --json --job J`, which loads the probe in its ranks): run as a child. */
 void cli_serve_jobs(struct cli_serve_reply *r);
 void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r);
-/* r becomes {"error": msg} with status. */
-void cli_serve_error(struct cli_serve_reply *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 #endif

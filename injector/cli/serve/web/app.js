@@ -43,16 +43,21 @@ function mib(bytes) {
   return bytes >= 0 ? (bytes / 1048576).toFixed(1) + ' MiB' : '?';
 }
 
+// GET path's answer, or null after showing "<what> failed: ...".
+async function apiOrShow(path, what) {
+  try {
+    return await api(path);
+  } catch (e) {
+    showError(what + ' failed: ' + e.message);
+    return null;
+  }
+}
+
 // ---- process list ----
 async function loadProcesses() {
   const tbody = $('procs').tBodies[0];
-  let procs;
-  try {
-    procs = await api('/api/processes');
-  } catch (e) {
-    showError('listing processes failed: ' + e.message);
-    return;
-  }
+  const procs = await apiOrShow('/api/processes', 'listing processes');
+  if (!procs) return;
   tbody.replaceChildren();
   procs.sort((a, b) => (b.probe - a.probe) || (a.pid - b.pid));
   // A remote probe (serve --target) is named by its HOST:PORT, a local process by its pid.
@@ -105,13 +110,8 @@ async function loadProcesses() {
 
 // ---- distributed jobs ----
 async function loadJobs() {
-  let doc;
-  try {
-    doc = await api('/api/jobs');
-  } catch (e) {
-    showError('listing jobs failed: ' + e.message);
-    return;
-  }
+  const doc = await apiOrShow('/api/jobs', 'listing jobs');
+  if (!doc) return;
   const tbody = $('jobs-table').tBodies[0];
   tbody.replaceChildren();
   for (const j of doc.jobs || []) {
@@ -263,25 +263,31 @@ function toCsv(r) {
   return lines.join('\r\n') + '\r\n';
 }
 
+// A query's {columns, rows} into table's head and body; cell(v) makes each <td>.
+function fillTable(table, r, cell) {
+  const thead = table.tHead, tbody = table.tBodies[0];
+  thead.replaceChildren();
+  tbody.replaceChildren();
+  const hr = el('tr');
+  for (const c of r.columns) hr.append(el('th', c));
+  thead.append(hr);
+  for (const row of r.rows) {
+    const tr = el('tr');
+    for (const v of row) tr.append(cell(v));
+    tbody.append(tr);
+  }
+}
+
 async function runSql() {
   const sql = $('sql-text').value;
   const err = $('sql-error');
-  const thead = $('sql-result').tHead, tbody = $('sql-result').tBodies[0];
   $('sql-status').textContent = 'running…';
   try {
     const r = await api('/api/processes/' + view.pid + '/query', {sql});
     lastResult = r;
     err.hidden = true;
-    thead.replaceChildren();
-    tbody.replaceChildren();
-    const hr = el('tr');
-    for (const c of r.columns) hr.append(el('th', c));
-    thead.append(hr);
-    for (const row of r.rows) {
-      const tr = el('tr');
-      for (const v of row) tr.append(el('td', v === null ? 'NULL' : typeof v === 'object' ? JSON.stringify(v) : v));
-      tbody.append(tr);
-    }
+    fillTable($('sql-result'), r,
+              v => el('td', v === null ? 'NULL' : typeof v === 'object' ? JSON.stringify(v) : v));
     $('sql-status').textContent = r.rows.length + ' row' + (r.rows.length === 1 ? '' : 's') +
         (r.truncated ? ' (truncated)' : '') + ' in ' + (r.elapsedMs || 0).toFixed(1) + ' ms';
     const a = $('sql-csv');
@@ -368,19 +374,8 @@ async function perf(action) {
 }
 
 // ---- torch ----
-function fillTable(table, r) {
-  const thead = table.tHead, tbody = table.tBodies[0];
-  thead.replaceChildren();
-  tbody.replaceChildren();
-  const hr = el('tr');
-  for (const c of r.columns) hr.append(el('th', c));
-  thead.append(hr);
-  for (const row of r.rows) {
-    const tr = el('tr');
-    for (const v of row) tr.append(el('td', v === null ? '' : v, typeof v === 'number' ? 'num' : ''));
-    tbody.append(tr);
-  }
-}
+const torchCell = v => el('td', v === null ? '' : v, typeof v === 'number' ? 'num' : '');
+
 
 async function loadTorch() {
   try {
@@ -392,7 +387,7 @@ async function loadTorch() {
     $('torch-stop').disabled = !s.running;
     if (!s.running && !s.step) { // never started here: its tables do not exist yet
       for (const id of ['torch-modules', 'torch-steps']) {
-        fillTable($(id), {columns: ['no data yet: start perf --torch'], rows: []});
+        fillTable($(id), {columns: ['no data yet: start perf --torch'], rows: []}, torchCell);
       }
       return;
     }
@@ -400,10 +395,10 @@ async function loadTorch() {
     fillTable($('torch-modules'), await q(
         "SELECT module, stage, ROUND(AVG(duration) * 1e3, 3) AS ms, COUNT(*) AS calls " +
         "FROM python.torch_trace WHERE stage IN ('forward_post', 'backward_post') " +
-        'GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 50'));
+        'GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 50'), torchCell);
     fillTable($('torch-steps'), await q(
         'SELECT step, traced, ROUND(duration * 1e3, 2) AS ms, loss, detection ' +
-        'FROM python.torch_steps ORDER BY step DESC LIMIT 30'));
+        'FROM python.torch_steps ORDER BY step DESC LIMIT 30'), torchCell);
     showError('');
   } catch (e) {
     showError('torch in ' + view.pid + ': ' + e.message);
