@@ -75,8 +75,13 @@ COMMON_SRCS := $(wildcard common/*.c)
 # (session, dispatch, one file per request) is probe/server/.
 DAP_SRCS := $(wildcard dap/*.c)
 DAP_CLIENT_SRCS := $(DAP_SRCS)
-INJ_SRCS := $(filter-out injector/cli_%.c,$(wildcard injector/*.c))
-CLI_SRCS := $(wildcard injector/cli_*.c)
+# injector/: the ptrace injector (inject/, the only part cross-built for aarch64), the flame
+# graph renderers (render/: pure functions of folded stacks) and the CLI (cli/: main.c, a file
+# per command, cluster/, perf/ and serve/ in folders of their own).
+INJ_SRCS := $(wildcard injector/inject/*.c injector/inject/arch/*.c)
+RENDER_SRCS := $(wildcard injector/render/*.c)
+CLI_SRCS := $(wildcard injector/cli/*.c injector/cli/*/*.c)
+SERVE_SRCS := $(wildcard injector/cli/serve/*.c)
 # The probe's sources that include CPython's headers are built once per CPython minor version;
 # the rest once, without CPython's include path (so a misplaced one fails to compile).
 PROBE_PY_SRCS := $(shell tools/probe_sources.sh py)
@@ -92,8 +97,8 @@ $(B)/obj/%.o: %.c | check-libs
 	@echo "  CC      $<"
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) -c $< -o $@
 
-# `probing serve`'s static pages (injector/web/), compiled into the CLI as C arrays (xxd).
-WEB_FILES := $(sort $(wildcard injector/web/*))
+# `probing serve`'s static pages (injector/cli/serve/web/), compiled into the CLI as C arrays (xxd).
+WEB_FILES := $(sort $(wildcard injector/cli/serve/web/*))
 $(B)/gen/web_assets.c: tools/web_embed.sh $(WEB_FILES)
 	@mkdir -p $(dir $@)
 	@echo "  GEN     $@"
@@ -101,23 +106,23 @@ $(B)/gen/web_assets.c: tools/web_embed.sh $(WEB_FILES)
 
 # Two links of the CLI: `probing` without the HTTP server (libmicrohttpd pulls in GnuTLS and a
 # dozen libraries every command would load), whose `serve` execs the full one, installed beside
-# the probes as lib/probing/probing-serve (cli_main.c, CLI_SERVE_EXEC).
+# the probes as lib/probing/probing-serve (injector/cli/main.c, CLI_SERVE_EXEC).
 CLI_BIN := $(B)/bin/probing
 SERVE_BIN := $(B)/lib/probing/probing-serve
-CLI_LIGHT_SRCS := $(filter-out injector/cli_main.c injector/cli_serve%.c,$(CLI_SRCS))
-$(B)/obj/injector/cli_main-light.o: injector/cli_main.c | check-libs
+CLI_LIGHT_SRCS := $(filter-out injector/cli/main.c $(SERVE_SRCS),$(CLI_SRCS))
+$(B)/obj/injector/cli/main-light.o: injector/cli/main.c | check-libs
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (without serve)"
 	$(Q)$(CC) $(BASE_CFLAGS) -DCLI_SERVE_EXEC -c $< -o $@
-$(CLI_BIN): $(B)/obj/injector/cli_main-light.o $(call obj,$(CLI_LIGHT_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
+$(CLI_BIN): $(B)/obj/injector/cli/main-light.o $(call obj,$(CLI_LIGHT_SRCS) $(RENDER_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(filter-out -lmicrohttpd,$(CLI_PKG_LIBS)) $(LDFLAGS_EXTRA) -lpthread
-$(SERVE_BIN): $(call obj,$(CLI_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
+$(SERVE_BIN): $(call obj,$(CLI_SRCS) $(RENDER_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
-$(call obj,injector/cli_repl.c injector/cli_serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
+$(call obj,injector/cli/repl.c injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
 PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)
@@ -171,7 +176,7 @@ check-exports: $(PROBE_LIBS)
 # ---- tests ----
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c \
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
@@ -273,12 +278,14 @@ asan:
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
 
+# The injector (injector/inject/) and common/ only: the CLI and the renderers run where the
+# user is, and are not cross-built.
 cross-aarch64:
-	@mkdir -p $(B)/aarch64
 	@for f in $(INJ_SRCS) $(COMMON_SRCS); do \
 	  echo "  CCarm64 $$f"; \
-	  aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE $(WARN) -Werror -O2 -Icommon -Iinjector -c $$f \
-	    -o $(B)/aarch64/$$(basename $$f .c).o || exit 1; \
+	  mkdir -p $(B)/aarch64/$$(dirname $$f); \
+	  aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE $(WARN) -Werror -O2 -I. -Icommon -c $$f \
+	    -o $(B)/aarch64/$${f%.c}.o || exit 1; \
 	done
 
 # The interpreter reader against every CPython found (embedding and ctypes tests).

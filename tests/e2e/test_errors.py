@@ -43,6 +43,29 @@ def test_usage_errors_exit_2():
         assert "probing: error:" in r.stderr or "usage:" in r.stderr, (args, r.stderr)
 
 
+def test_query_format_errors_wherever_the_option_stands():
+    """query reads --format before or after the SQL, as -f, --format X or --format=X: a bad
+    value says so the same way in each place, before anything reaches a target."""
+    pid = str(free_pid())
+    bad = "query: --format 'xml': expected table, json or csv"
+    for args in (["-f", "xml", "SELECT 1"], ["--format=xml", "SELECT 1"],
+                 ["SELECT 1", "--format", "xml"], ["SELECT 1", "-f", "xml"],
+                 ["SELECT 1", "--format=xml"], ["SELECT 1", "--format", "json", "-f", "xml"]):
+        r = probing("-p", pid, "query", *args)
+        assert r.returncode == 2 and r.stderr == "probing: error: %s\n" % bad, (args, r.stderr)
+    for opt in ("--format", "-f"):
+        r = probing("-p", pid, "query", "SELECT 1", opt)
+        assert r.returncode == 2 and r.stderr == (
+            "probing: error: query: %s needs a value: table, json or csv\n" % opt), r.stderr
+    r = probing("-p", pid, "query", "SELECT 1", "SELECT 2")
+    assert r.returncode == 2 and "unexpected argument 'SELECT 2'" in r.stderr, r.stderr
+    r = probing("-p", pid, "tables", "a", "b")
+    assert r.returncode == 2 and r.stderr == (
+        "probing: error: tables: unexpected argument 'b'\n"), r.stderr
+    r = probing("-p", pid, "tables", "--bogus")
+    assert r.returncode == 2 and "tables: unknown option '--bogus'" in r.stderr, r.stderr
+
+
 def test_non_python_process(tmp_path):
     p = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:

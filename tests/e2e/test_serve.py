@@ -330,7 +330,8 @@ def test_serve_help_and_pages(serve):
                         ("app.js", "text/javascript"), ("style.css", "text/css")):
         status, hdrs, body = http(s.url + path)
         assert status == 200 and hdrs["Content-Type"].startswith(ctype), path
-        with open(os.path.join(ROOT, "injector", "web", path or "index.html"), "rb") as f:
+        web = os.path.join(ROOT, "injector", "cli", "serve", "web")
+        with open(os.path.join(web, path or "index.html"), "rb") as f:
             assert body == f.read()
     status, _, _ = http(s.url + "nope.html")
     assert status == 404

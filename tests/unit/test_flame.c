@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The flame graph renderers (injector/flame_*.c) on fixed folded input: the merged tree and
+/* The flame graph renderers (injector/render/) on fixed folded input: the merged tree and
  * its counts, frame kinds, folded output, the SVG (widths proportional to samples, callers
  * above callees, XML escaping, invalid UTF-8) and speedscope JSON (frames, per-thread
  * profiles, JSON escaping). tests/e2e/test_flamegraph.py checks them on real profiles, in
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "injector/flame.h"
+#include "injector/render/flame.h"
 #include "unit.h"
 
 static const char sample_folded[] =

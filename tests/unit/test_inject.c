@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "injector/inj.h"
+#include "injector/inject/inj.h"
 
 struct target {
     pid_t pid;

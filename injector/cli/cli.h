@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* The probing CLI's cross-file declarations, by layer: the output helpers (output.c), the
+ * TCP token (token.c), the target (target.c), the probe's socket (socket.c), making sure the
+ * probe is loaded (load.c), connecting as a DAP client (connect.c), and the commands (main.c's
+ * table: a file per command, cluster/, perf/ and serve/ in folders with their own header). A
+ * file calls only the layers above it in this list and never a command: no circle. */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "dap/dap.h"
+#include "pb.h"
+
+/* Exit codes. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* The probe library's file name: CLI_PROBE_LIB_PREFIX "3.X.so" (libprobing-3.12.so). */
+#define CLI_PROBE_LIB_PREFIX "libprobing-"
+
+struct cli_target {
+    pid_t pid;      /* > 0 for a local process */
+    char host[256]; /* for HOST:PORT */
+    int port;
+};
+
+struct cli_opts {
+    struct cli_target target;
+    int have_target;
+    int timeout_ms;
+};
+
+/* ---- output.c: errors, usage, printing response bodies ---- */
+
+/* Prints "probing: error: <msg>" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For getopt's '?' in a command: prints "probing: error: CMD: unknown option ..." and returns
+ * CLI_USAGE. Commands set opterr = 0 first. */
+int cli_bad_option(const char *cmd, char **argv);
+/* When getopt leaves argv[optind], an argument the command does not take: prints
+ * "probing: error: CMD: unexpected argument ..." and returns CLI_USAGE. */
+int cli_unexpected_arg(const char *cmd, char **argv);
+/* The options of a command that has none but -h/--help: -1 to go on (optind at the first
+ * argument), CLI_OK after printing help(), or CLI_USAGE after an unknown option. */
+int cli_help_only(const char *cmd, int argc, char **argv, void (*help)(void));
+/* Reading response bodies: a string member or NULL; a number member or dflt; 1 only for a
+ * JSON true. cli_print_json prints a value as indented JSON on stdout. */
+const char *cli_json_str(const cJSON *o, const char *k);
+double cli_json_num(const cJSON *o, const char *k, double dflt);
+int cli_json_true(const cJSON *o, const char *k);
+void cli_print_json(const cJSON *v);
+/* Print a response body as JSON (json) or with text(), then delete it. Returns CLI_OK. */
+int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
+/* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
+void cli_print_locals(const cJSON *frame, const char *indent);
+/* Prints a probing/query body {columns, rows} as an aligned table with a "(N rows)" line, a
+ * JSON array of objects, or RFC 4180 CSV. Returns 0 or -1. */
+enum { CLI_FMT_TABLE, CLI_FMT_JSON, CLI_FMT_CSV };
+int cli_query_print(const cJSON *body, int fmt);
+
+/* ---- token.c: the token of a probe listening on TCP ---- */
+
+/* $PROBING_TOKEN (returns 0), else a fresh random one in hex (returns 1: the caller prints
+ * it), or a negative code with err filled: a $PROBING_TOKEN out of PB_TOKEN_MIN..PB_TOKEN_MAX
+ * (PB_EUSAGE), no random source. */
+int cli_token_choose(char *buf, size_t n, struct pb_err *err);
+/* PB_EUSAGE with err filled when token is longer than PB_TOKEN_MAX, else 0. */
+int cli_token_check(const char *token, struct pb_err *err);
+
+/* ---- target.c: the target, and what /proc says of a process ---- */
+
+/* Parses "PID" or "HOST:PORT". */
+int cli_target_parse(const char *s, struct cli_target *t, struct pb_err *err);
+/* The command line of pid with its NULs as spaces (empty when unreadable), into buf. */
+void cli_proc_cmdline(pid_t pid, char *buf, size_t n);
+/* The value after "\nKey:" in a /proc/PID/status text: the first number, or the last one when
+ * last is set; -1 when absent. */
+long cli_proc_status_value(const char *status, const char *key, int last);
+/* Milliseconds on the monotonic clock. */
+long long cli_now_ms(void);
+
+/* ---- socket.c: the probe's Unix socket, reached through /proc/PID/root ---- */
+
+/* The socket path of pid's probe as reachable from here, and the effective uid of pid (the
+ * owner its directory and socket must have; uid may be NULL). */
+int cli_socket_locate(pid_t pid, char *buf, size_t n, uid_t *uid, struct pb_err *err);
+/* Before connecting: the socket's directory and the socket are the probe's (owned by uid, not
+ * links, 0700). Whatever does not exist yet passes. 0 or PB_EAUTH with err filled. */
+int cli_socket_check(const char *path, uid_t uid, struct pb_err *err);
+/* Connect to an already-loaded probe's socket, waiting up to timeout_ms for it to appear. */
+int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_err *err);
+
+/* ---- load.c: making sure the probe is loaded ---- */
+
+/* Where the probe libraries are: $PROBING_LIBDIR, else <exe dir>/../lib/probing. */
+int cli_libdir(char *buf, size_t n);
+/* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
+int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
+
+/* ---- connect.c: the CLI as a DAP client ---- */
+
+int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err);
+/* Connect to the target (injecting into a local pid first if needed), then initialize and
+ * attach as a CLI client. */
+int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *err);
+/* cli_connect, printing the error (one line) when it fails. Returns 0 or -1. */
+int cli_open(const struct cli_opts *o, struct dap_client *c);
+void cli_disconnect(struct dap_client *c);
+/* One request on a fresh connection: connect (injecting if needed), send (args taken),
+ * disconnect. Returns the body (caller deletes), or NULL after printing
+ * "probing: error: <what>: <message>" (what may be NULL). */
+cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args);
+/* One probing/query of sql on a connected client: the body (caller deletes), or NULL with err
+ * filled. */
+cJSON *cli_query(struct dap_client *dc, const char *sql, struct pb_err *err);
+/* On a connected client: wait for each answer base_ms plus the probe's query.timeout_ms, as
+ * long as a query may take there. */
+void cli_query_wait(struct dap_client *dc, int base_ms);
+
+/* ---- the commands ---- */
+
+/* A command: argc/argv start at the command name; returns an exit code (CLI_*). */
+typedef int cli_cmd_fn(const struct cli_opts *o, int argc, char **argv);
+/* main.c's table: a file each (inject.c, debug.c, ..., query.c has tables too). */
+cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
+    cli_cmd_config, cli_cmd_eval, cli_cmd_repl, cli_cmd_backtrace, cli_cmd_memory;
+/* flamegraph (flamegraph.c): render perf --cc's samples (injector/render/flame.h). */
+cli_cmd_fn cli_cmd_flamegraph;
+/* cluster list|stacks|query|dump|hosts (cluster/, docs/cluster.md). */
+cli_cmd_fn cli_cmd_cluster;
+/* perf --cc, perf --torch, perf --stop (perf/, perf/perf.h). */
+cli_cmd_fn cli_cmd_perf;
+/* serve (serve/, docs/http.md): the web UI and HTTP API. */
+cli_cmd_fn cli_cmd_serve;
+
+/* On a connected client: the perf --cc profile rendered as format (svg, folded, speedscope) to
+ * f. Returns 0, or -1 with err filled (-ENOENT: no samples yet). */
+int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, FILE *f,
+                         struct pb_err *err);
+/* eval.c: evaluate code through probing/eval on a connected client, printing what it
+ * printed, the result, or the traceback (stderr). Ctrl-C meanwhile interrupts the evaluation.
+ * Returns CLI_OK, CLI_FAIL (the code raised), or a negative code with err filled. */
+int cli_eval_run(struct dap_client *dc, const char *code, struct pb_err *err);
+/* Whether code is a complete input (Python's REPL rules, decided in the target). */
+int cli_eval_complete(struct dap_client *dc, const char *code, int *complete, struct pb_err *err);
+
+#endif

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing cluster list|stacks|query|dump|hosts`: every rank of a distributed job at once.
+ * Parses the options, then either asks this node's ranks (local.c) or runs
+ * `probing cluster CMD --local --json` on every node through the --exec template (hosts.c)
+ * and merges the node documents (stacks.c, list.c, query.c). No daemon, no protocol of our own: the launcher's environment says who is who, and
+ * ssh/srun/kubectl reach the nodes. See docs/cluster.md. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster.h"
+
+static void help(const char *sub)
+{
+    if (!sub) {
+        printf("usage: probing cluster list|stacks|query|dump|hosts [OPTIONS]\n"
+               "\n"
+               "Every process of a distributed job (torchrun, torch.distributed, Open MPI, PMI,\n"
+               "SLURM), found from what the launcher set in its environment. Without host\n"
+               "options, the ranks on this node; with them, every node, each reached by one\n"
+               "command (--exec, default 'ssh {host}') that runs probing there.\n"
+               "\n"
+               "  list     the jobs and their ranks: rank, local rank, node, pid, Python, probe\n"
+               "  stacks   every rank's Python stack, grouped: who is stuck where\n"
+               "  query    one SQL query on every rank, unioned (and --reduce'd)\n"
+               "  dump     every rank's stacks and locals into a directory, with an index\n"
+               "  hosts    print the nodes the host options name (a check of --nodelist...)\n"
+               "\n"
+               "'probing cluster COMMAND --help' for each command's options.\n");
+        return;
+    }
+    if (strcmp(sub, "stacks") == 0)
+        printf("usage: probing cluster stacks [--tree] [--thread auto|main|all] [--samples N\n"
+               "                              [--interval S]] [--json] [HOST OPTIONS]\n"
+               "\n"
+               "Read every rank's Python stacks without the GIL (a rank hung in C with the GIL\n"
+               "held answers like the others; the probe is injected where it is not loaded),\n"
+               "all ranks at once, and group them: ranks with the same stack form a group.\n"
+               "Groups print smallest first with compact rank ranges (0-16,18-63); a group of\n"
+               "one names its node and pid; frames that differ from the largest group are\n"
+               "marked '>' (and red on a terminal). Ranks that WORLD_SIZE expects but that were\n"
+               "not found or did not answer are listed as missing.\n"
+               "\n"
+               "  --tree          the merged prefix tree instead, [ranks] on every frame,\n"
+               "                  indented where the stacks diverge\n"
+               "  --thread T      auto (default): the thread whose stack runs torch.distributed\n"
+               "                  code (the main thread first if several), else the main\n"
+               "                  thread; main; all (every Python thread of every rank)\n"
+               "  --samples N     read N times (default 1); a group whose ranks kept the same\n"
+               "                  stack in all N samples is marked STUCK, others moving\n"
+               "  --interval S    seconds between samples (default 1)\n"
+               "  --json          {job, world_size, samples, groups: [{ranks, stuck, nodes,\n"
+               "                  pid (groups of one), frames: [{func, file, line}] innermost\n"
+               "                  first}], missing: [ranks], errors: [...]}\n");
+    else if (strcmp(sub, "list") == 0)
+        printf("usage: probing cluster list [--json] [HOST OPTIONS]\n"
+               "\n"
+               "The distributed jobs found, each with its ranks: rank, local rank, node, pid,\n"
+               "CPython version and whether the probe is loaded (nothing is injected), and the\n"
+               "ranks WORLD_SIZE expects that were not found.\n");
+    else if (strcmp(sub, "query") == 0)
+        printf("usage: probing cluster query \"SQL\" [--reduce \"SQL\"] [-f table|json|csv]\n"
+               "                             [HOST OPTIONS]\n"
+               "\n"
+               "Run one read-only SQL statement (see 'probing query --help') on every rank and\n"
+               "print the union of the results with 'rank' and 'host' columns first. With\n"
+               "--reduce, a second statement runs over that union, table r, in the CLI's own\n"
+               "SQLite, e.g. --reduce \"SELECT func, count(*) FROM r GROUP BY func\".\n"
+               "A rank whose query failed is named on stderr.\n");
+    else if (strcmp(sub, "dump") == 0)
+        printf("usage: probing cluster dump -o DIR [HOST OPTIONS]\n"
+               "\n"
+               "Write every rank's stacks, with local variables where the GIL could be had, to\n"
+               "DIR/rank-N.json (the probing/dump body) and DIR/rank-N.txt, with DIR/index.json\n"
+               "and DIR/index.txt: job, world size, each rank's node, pid, files, errors, and\n"
+               "the missing ranks. For attaching to a bug report.\n");
+    else
+        printf("usage: probing cluster hosts [HOST OPTIONS]\n"
+               "\n"
+               "Print the nodes the host options name, one a line (a check of --nodelist and\n"
+               "--hostfile before asking them).\n");
+    printf("\n"
+           "Host options (default: this node only):\n"
+           "  --hosts a,b,c       these nodes (SLURM's node[1-3,5] syntax works)\n"
+           "  --hostfile F        one node a line ('#' comments; 'host slots=N' accepted)\n"
+           "  --nodelist L        a SLURM node list, e.g. gpu[001-016]\n"
+           "  --slurm             the nodes of the current SLURM job ($SLURM_JOB_NODELIST)\n"
+           "  --exec T            how to run a command on a node: T with {host} replaced\n"
+           "                      (default 'ssh {host}'; 'srun --overlap -N1 -n1 -w {host}',\n"
+           "                      'kubectl exec {host} --'); the probing command is appended,\n"
+           "                      or put where {cmd} is\n"
+           "  --probing PATH      probing on the nodes (default: this binary's own path)\n"
+           "  --node-timeout MS   per node, for the whole remote command (default: the rank\n"
+           "                      timeout plus the sampling time plus 10000)\n"
+           "  --parallel N        nodes asked at once (default 256)\n"
+           "Other options:\n"
+           "  --job ID            the job to show when several run (see 'cluster list')\n"
+           "  --rank-timeout MS   per rank: inject, connect and answer (default: the global\n"
+           "                      --timeout, 10000)\n"
+           "  --local             this node only, printing its machine-readable document\n"
+           "                      (what each node runs: probing cluster CMD --local --json)\n");
+}
+
+static char *hex(const char *s)
+{
+    size_t n = strlen(s);
+    char *h = malloc(n * 2 + 1);
+    for (size_t i = 0; h && i < n; i++)
+        snprintf(h + i * 2, 3, "%02x", (unsigned char)s[i]);
+    if (h)
+        h[n * 2] = '\0';
+    return h;
+}
+
+/* The text hex-encoded in h, into *owned (freeing what it held), or NULL when h is not hex. */
+static const char *unhex(const char *h, char **owned)
+{
+    free(*owned);
+    *owned = NULL;
+    size_t n = strlen(h);
+    if (n % 2)
+        return NULL;
+    char *s = malloc(n / 2 + 1);
+    for (size_t i = 0; s && i < n / 2; i++) {
+        unsigned v;
+        if (sscanf(h + i * 2, "%2x", &v) != 1) {
+            free(s);
+            return NULL;
+        }
+        s[i] = (char)v;
+    }
+    if (s)
+        s[n / 2] = '\0';
+    return *owned = s;
+}
+
+static const char *const subs[] = {"list", "stacks", "query", "dump", "hosts"};
+
+/* The remote argv for the same command on one node (its local form, machine-readable). */
+static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char **argv, char *bufs,
+                       size_t bn)
+{
+    int n = 0;
+    size_t used = 0;
+#define ARG(s) (argv[n++] = (char *)(s))
+#define FMT(...)                                                                                   \
+    do {                                                                                           \
+        argv[n++] = bufs + used;                                                                   \
+        used += (size_t)snprintf(bufs + used, bn - used, __VA_ARGS__) + 1;                         \
+    } while (0)
+    ARG(o->remote_cli);
+    ARG("cluster");
+    ARG(sub);
+    ARG("--local");
+    ARG("--json");
+    FMT("--rank-timeout=%d", o->rank_timeout_ms);
+    if (o->op == CLUSTER_OP_STACKS) {
+        ARG(o->thread == CLUSTER_THREAD_ALL    ? "--thread=all"
+            : o->thread == CLUSTER_THREAD_MAIN ? "--thread=main"
+                                               : "--thread=auto");
+        FMT("--samples=%d", o->samples);
+        FMT("--interval=%g", o->interval);
+    }
+    return n;
+#undef ARG
+#undef FMT
+}
+
+static int usage_err(const char *sub, const char *what)
+{
+    cli_error("cluster %s: %s: see 'probing cluster %s --help'", sub, what, sub);
+    return CLI_USAGE;
+}
+
+int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {{"json", no_argument, 0, 'j'},
+                                             {"local", no_argument, 0, 'L'},
+                                             {"tree", no_argument, 0, 'T'},
+                                             {"thread", required_argument, 0, 't'},
+                                             {"samples", required_argument, 0, 'n'},
+                                             {"interval", required_argument, 0, 'i'},
+                                             {"hosts", required_argument, 0, 'H'},
+                                             {"hostfile", required_argument, 0, 'F'},
+                                             {"nodelist", required_argument, 0, 'N'},
+                                             {"slurm", no_argument, 0, 'S'},
+                                             {"exec", required_argument, 0, 'e'},
+                                             {"probing", required_argument, 0, 'P'},
+                                             {"node-timeout", required_argument, 0, 'W'},
+                                             {"rank-timeout", required_argument, 0, 'R'},
+                                             {"parallel", required_argument, 0, 'p'},
+                                             {"job", required_argument, 0, 'J'},
+                                             {"job-hex", required_argument, 0, 'X'},
+                                             {"reduce", required_argument, 0, 'r'},
+                                             {"sql-hex", required_argument, 0, 'Q'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"output", required_argument, 0, 'o'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        help(NULL);
+        return argc < 2 ? CLI_USAGE : CLI_OK;
+    }
+    const char *sub = argv[1];
+    int op = -1;
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (strcmp(sub, subs[i]) == 0)
+            op = (int)i;
+    if (op < 0) {
+        cli_error("cluster: unknown command '%s': expected list, stacks, query, dump or hosts "
+                  "(see 'probing cluster --help')",
+                  sub);
+        return CLI_USAGE;
+    }
+    struct cli_cluster_opts o = {.op = op == 0   ? CLUSTER_OP_LIST
+                                       : op == 1 ? CLUSTER_OP_STACKS
+                                       : op == 2 ? CLUSTER_OP_QUERY
+                                       : op == 3 ? CLUSTER_OP_DUMP
+                                                 : CLUSTER_OP_LIST,
+                                 .samples = 1,
+                                 .interval = 1.0,
+                                 .rank_timeout_ms = g->timeout_ms,
+                                 .parallel = 256,
+                                 .exec = "ssh {host}",
+                                 .format = "table"};
+    char *owned_sql = NULL, *owned_job = NULL, self[PATH_MAX];
+    int rc = CLI_USAGE, c;
+    cJSON *nodes = NULL, *hosts = NULL;
+    argc--;
+    argv++;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "jhf:o:", longopts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'j': o.json = 1; break;
+        case 'L': o.local = 1; break;
+        case 'T': o.tree = 1; break;
+        case 't':
+            if (strcmp(optarg, "auto") == 0)
+                o.thread = CLUSTER_THREAD_AUTO;
+            else if (strcmp(optarg, "main") == 0)
+                o.thread = CLUSTER_THREAD_MAIN;
+            else if (strcmp(optarg, "all") == 0)
+                o.thread = CLUSTER_THREAD_ALL;
+            else
+                return usage_err(sub, "--thread takes auto, main or all");
+            break;
+        case 'n':
+            o.samples = (int)strtol(optarg, &end, 10);
+            if (*end || o.samples < 1 || o.samples > 1000)
+                return usage_err(sub, "--samples takes 1 to 1000");
+            break;
+        case 'i':
+            o.interval = strtod(optarg, &end);
+            if (*end || !(o.interval >= 0 && o.interval <= 3600))
+                return usage_err(sub, "--interval takes seconds, 0 to 3600");
+            break;
+        case 'H': o.hosts = optarg; break;
+        case 'F': o.hostfile = optarg; break;
+        case 'N': o.nodelist = optarg; break;
+        case 'S': o.slurm = 1; break;
+        case 'e': o.exec = optarg; break;
+        case 'P': o.remote_cli = optarg; break;
+        case 'W':
+            o.node_timeout_ms = (int)strtol(optarg, &end, 10);
+            if (*end || o.node_timeout_ms <= 0)
+                return usage_err(sub, "--node-timeout takes a positive number of milliseconds");
+            break;
+        case 'R':
+            o.rank_timeout_ms = (int)strtol(optarg, &end, 10);
+            if (*end || o.rank_timeout_ms <= 0)
+                return usage_err(sub, "--rank-timeout takes a positive number of milliseconds");
+            break;
+        case 'p':
+            o.parallel = (int)strtol(optarg, &end, 10);
+            if (*end || o.parallel <= 0 || o.parallel > 4096)
+                return usage_err(sub, "--parallel takes 1 to 4096");
+            break;
+        case 'J': o.job = optarg; break;
+        case 'X':
+            if (!(o.job = unhex(optarg, &owned_job)))
+                return usage_err(sub, "--job-hex: not hex");
+            break;
+        case 'r': o.reduce = optarg; break;
+        case 'Q':
+            if (!(o.sql = unhex(optarg, &owned_sql)))
+                return usage_err(sub, "--sql-hex: not hex");
+            break;
+        case 'f':
+            if (strcmp(optarg, "table") && strcmp(optarg, "json") && strcmp(optarg, "csv"))
+                return usage_err(sub, "--format takes table, json or csv");
+            o.format = optarg;
+            break;
+        case 'o': o.outdir = optarg; break;
+        case 'h': help(sub); return CLI_OK;
+        default: {
+            char cmd[32];
+            snprintf(cmd, sizeof cmd, "cluster %s", sub);
+            return cli_bad_option(cmd, argv);
+        }
+        }
+    }
+    for (; optind < argc; optind++) {
+        if (o.op == CLUSTER_OP_QUERY && !o.sql)
+            o.sql = argv[optind];
+        else {
+            char what[300];
+            snprintf(what, sizeof what, "unexpected argument '%s'%s", argv[optind],
+                     o.op == CLUSTER_OP_QUERY ? " (quote the SQL as one argument)" : "");
+            rc = usage_err(sub, what);
+            goto out;
+        }
+    }
+    /* Options that belong to one command only. */
+    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO) &&
+        o.op != CLUSTER_OP_STACKS) {
+        rc = usage_err(sub, "--tree, --thread, --samples only go with 'cluster stacks'");
+        goto out;
+    }
+    if ((o.reduce || strcmp(o.format, "table") != 0) && o.op != CLUSTER_OP_QUERY) {
+        rc = usage_err(sub, "--reduce and --format only go with 'cluster query'");
+        goto out;
+    }
+    if (o.op == CLUSTER_OP_QUERY && (!o.sql || !*o.sql)) {
+        rc = usage_err(sub, "missing SQL: probing cluster query \"SELECT ...\"");
+        goto out;
+    }
+    if (o.op == CLUSTER_OP_DUMP && !o.outdir && !o.local) {
+        rc = usage_err(sub, "missing -o DIR");
+        goto out;
+    }
+    if (!!o.hosts + !!o.hostfile + !!o.nodelist + o.slurm > 1) {
+        rc = usage_err(sub, "give one of --hosts, --hostfile, --nodelist, --slurm");
+        goto out;
+    }
+    o.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    if (!o.remote_cli) {
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[len > 0 ? len : 0] = '\0';
+        o.remote_cli = len > 0 ? self : "probing";
+    }
+    if (!o.node_timeout_ms)
+        o.node_timeout_ms = o.rank_timeout_ms + (int)((o.samples - 1) * o.interval * 1000) + 10000;
+    struct pb_err err = {0};
+    hosts = o.local ? cJSON_CreateArray() : cli_cluster_hosts_resolve(&o, &err);
+    if (!hosts) {
+        cli_error("cluster %s: %s", sub, err.msg);
+        rc = CLI_USAGE;
+        goto out;
+    }
+    if (op == 4) { /* hosts */
+        const cJSON *h;
+        if (cJSON_GetArraySize(hosts) == 0)
+            printf("%s\n", cli_cluster_node_name());
+        cJSON_ArrayForEach(h, hosts) printf("%s\n", h->valuestring);
+        rc = CLI_OK;
+        goto out;
+    }
+    if (o.local) {
+        cJSON *doc = cli_cluster_local_collect(&o);
+        char *s = cJSON_PrintUnformatted(doc);
+        puts(s ? s : "{}");
+        cJSON_free(s);
+        cJSON_Delete(doc);
+        rc = CLI_OK;
+        goto out;
+    }
+    if (cJSON_GetArraySize(hosts) == 0) {
+        nodes = cJSON_CreateArray();
+        cJSON *doc = cli_cluster_local_collect(&o);
+        cJSON_AddStringToObject(doc, "host", cli_cluster_node_name());
+        cJSON_AddItemToArray(nodes, doc);
+    } else {
+        char *rargv[24], bufs[1024];
+        int rn = remote_argv(&o, sub, rargv, bufs, sizeof bufs);
+        char *hs = o.sql ? hex(o.sql) : NULL, *hj = o.job ? hex(o.job) : NULL;
+        char sqlarg[16] = "--sql-hex", jobarg[16] = "--job-hex";
+        if (hs) {
+            rargv[rn++] = sqlarg;
+            rargv[rn++] = hs;
+        }
+        if (hj) {
+            rargv[rn++] = jobarg;
+            rargv[rn++] = hj;
+        }
+        nodes = cli_cluster_nodes_collect(&o, hosts, rargv, rn);
+        free(hs);
+        free(hj);
+    }
+    if (o.op == CLUSTER_OP_LIST)
+        rc = cli_cluster_list_report(&o, nodes);
+    else if (o.op == CLUSTER_OP_STACKS)
+        rc = cli_cluster_stacks_report(&o, nodes);
+    else if (o.op == CLUSTER_OP_QUERY)
+        rc = cli_cluster_query_report(&o, nodes);
+    else
+        rc = cli_cluster_dump_report(&o, nodes);
+out:
+    cJSON_Delete(nodes);
+    cJSON_Delete(hosts);
+    free(owned_sql);
+    free(owned_job);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing cluster`: the internals the files of cluster/ share. A node's answer is one JSON
+ * document (cli_cluster_node_*): the ranks found on it from /proc/N/environ and, per command,
+ * what each rank said. Across nodes the CLI runs `probing cluster CMD --local --json` on each
+ * node through a command template (ssh, srun, kubectl exec) and merges the documents. The design
+ * is in docs/cluster.md. cJSON ownership: items added to a parent belong to it; functions that
+ * return a cJSON * hand over a root the caller deletes. */
+#ifndef CLI_CLUSTER_H
+#define CLI_CLUSTER_H
+
+#include <sys/types.h>
+
+#include "injector/cli/cli.h"
+#include "injector/render/flame.h"
+
+/* Which thread of a rank is read. */
+enum { CLUSTER_THREAD_AUTO, CLUSTER_THREAD_MAIN, CLUSTER_THREAD_ALL };
+/* What each rank is asked. */
+enum { CLUSTER_OP_LIST, CLUSTER_OP_STACKS, CLUSTER_OP_QUERY, CLUSTER_OP_DUMP };
+
+struct cli_cluster_opts {
+    int op;
+    int json, local, tree, color;
+    int thread;             /* CLUSTER_THREAD_* */
+    int samples;            /* >= 1 */
+    double interval;        /* seconds between samples */
+    int rank_timeout_ms;    /* per rank: inject + connect + answer */
+    int node_timeout_ms;    /* per node: the whole remote command */
+    int parallel;           /* nodes asked at once */
+    const char *job;        /* --job, or NULL: the only job found */
+    const char *hosts;      /* --hosts a,b,c */
+    const char *hostfile;   /* --hostfile F */
+    const char *nodelist;   /* --nodelist (else $SLURM_JOB_NODELIST with --slurm) */
+    int slurm;              /* --slurm: the nodes of the current SLURM job */
+    const char *exec;       /* --exec template, default "ssh {host}" */
+    const char *remote_cli; /* --probing PATH on the nodes (default: this binary's path) */
+    const char *sql;        /* query */
+    const char *reduce;     /* query --reduce */
+    const char *outdir;     /* dump -o */
+    const char *format;     /* query: table|json|csv */
+};
+
+/* ---- discovery (find.c) ---- */
+/* Every rank of a distributed job on this node, from /proc/N/environ (see docs/cluster.md for
+ * the variables and how launchers and forked children are told apart from ranks). Returns an
+ * array of objects {job, launcher, rank, local_rank, world_size, group_rank, master, pid, node,
+ * python, probe}, sorted by job then rank. */
+cJSON *cli_cluster_find_ranks(void);
+/* This node's name (uname's nodename). */
+const char *cli_cluster_node_name(void);
+
+/* ---- this node's ranks asked in parallel (local.c) ---- */
+/* The node document for o->op: {"node", "ranks": [...]} where each rank carries what it
+ * answered ("samples" of {thread, name, main, stack} with "stacks" interned per node, "result"
+ * for a query, "dump") or "error". Ranks are filtered by o->job when set. */
+cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o);
+
+/* ---- nodes (hosts.c) ---- */
+/* Expand a SLURM-style node list ("node[1-3,5],gpu[01-02]") into an array of strings.
+ * Returns NULL with err filled on a syntax error. */
+cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err);
+/* The nodes to ask from --hosts, --hostfile, --nodelist or --slurm: an array of strings, an
+ * empty array for "this node only", or NULL with err filled. */
+cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err *err);
+/* Every node asked in parallel (o->parallel at once) with one remote command each; returns the
+ * node documents (an array), with {"node": host, "error": "..."} for a node that failed or did
+ * not answer within o->node_timeout_ms. argv is the local command to run there. */
+cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *hosts,
+                                 char *const *argv, int argc);
+
+/* ---- child processes with deadlines (run.c) ---- */
+struct cli_cluster_child {
+    pid_t pid;
+    int out, err;      /* read ends, -1 once closed */
+    char *obuf, *ebuf; /* what the child wrote (NUL-terminated) */
+    size_t olen, ocap, elen, ecap;
+    int status;         /* wait status, once reaped */
+    int state;          /* CLUSTER_CHILD_* */
+    int group;          /* kill its process group (commands) */
+    int killable_after; /* kill only once this many bytes arrived (0: always) */
+    long long deadline;
+};
+enum {
+    CLUSTER_CHILD_PENDING,
+    CLUSTER_CHILD_RUNNING,
+    CLUSTER_CHILD_DONE,
+    CLUSTER_CHILD_TIMEDOUT,
+    CLUSTER_CHILD_FAILED
+};
+/* Run n children, at most parallel at once, each given timeout_ms from its start. start(i, ctx)
+ * runs in the forked child with stdout and stderr on the pipes and must not return (it
+ * exec()s or _exit()s). A child that outlives its deadline is killed (SIGKILL, its process
+ * group when group is set) if at least killable_after bytes of its output arrived, else
+ * abandoned to finish on its own (a rank being injected must not be killed mid-way); either
+ * way it is CLUSTER_CHILD_TIMEDOUT. */
+void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms,
+                     void (*start)(int i, void *ctx), void *ctx);
+void cli_cluster_child_free(struct cli_cluster_child *c);
+
+/* ---- grouping and printing (stacks.c) ---- */
+/* Stacks interned by their text (a struct flame_intern): the same frames get the same id
+ * (0, 1, ...). The id of key (taken: freed here), *is_new set when it was not there; 0 when
+ * out of memory. */
+int cli_cluster_intern_id(struct flame_intern *t, char *key, int *is_new);
+/* A malloc'd key for an array of frames {func, file, line}. */
+char *cli_cluster_stack_key(const cJSON *frames);
+/* Merge node documents into the job's view and print it (text or --json). Returns an exit
+ * code. */
+int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes);
+/* "0-16,18-63" for a sorted array of distinct ints. Returns a malloc'd string. */
+char *cli_cluster_ranges(const int *v, int n);
+/* The job to report among the ranks of the node documents: o->job, or the only one; NULL with
+ * an error printed when there are none or several. Returns a borrowed string. */
+const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *nodes);
+
+/* ---- list, query, dump (list.c, query.c) ---- */
+int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes);
+int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes);
+int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes);
+
+/* Milliseconds on the monotonic clock. */
+long long cli_cluster_now_ms(void);
+
+#endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* Finding the ranks of distributed jobs on this node from what their launcher already set in
+ * their environment (/proc/N/environ): torchrun and plain torch.distributed (RANK, WORLD_SIZE,
+ * LOCAL_RANK, GROUP_RANK, TORCHELASTIC_RUN_ID, MASTER_ADDR/PORT), Open MPI
+ * (OMPI_COMM_WORLD_*), PMI (PMI_RANK/SIZE) and SLURM (SLURM_PROCID/NTASKS/JOB_ID). Only Python
+ * processes count. A launcher (the torchrun agent under SLURM, an MPI daemon) that is itself
+ * matched is told apart by its children: see drop_launchers_and_forks. */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "injector/inject/inj.h"
+
+#define ENV_MAX (256 * 1024)
+
+const char *cli_cluster_node_name(void)
+{
+    static char name[256];
+    if (!name[0]) {
+        struct utsname u;
+        pb_strlcpy(name, uname(&u) == 0 ? u.nodename : "?", sizeof name);
+    }
+    return name;
+}
+
+/* The value of key in a NUL-separated environment block, or NULL. */
+static const char *env_get(const char *env, long len, const char *key)
+{
+    size_t kl = strlen(key);
+    for (long i = 0; i < len;) {
+        const char *e = env + i;
+        size_t el = strnlen(e, (size_t)(len - i));
+        if (el > kl && strncmp(e, key, kl) == 0 && e[kl] == '=')
+            return e + kl + 1;
+        i += (long)el + 1;
+    }
+    return NULL;
+}
+
+static int env_int(const char *env, long len, const char *key, long *v)
+{
+    const char *s = env_get(env, len, key);
+    char *end;
+    if (!s || !*s)
+        return 0;
+    *v = strtol(s, &end, 10);
+    return *end == '\0' && *v >= 0;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    int ppid = 0;
+    char state;
+    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* The rank description of pid, or NULL when its environment names no distributed job. */
+static cJSON *describe(pid_t pid, const char *env, long len)
+{
+    long rank, size, local = -1, group = -1;
+    const char *launcher, *m_addr = env_get(env, len, "MASTER_ADDR");
+    const char *m_port = env_get(env, len, "MASTER_PORT");
+    char job[512], master[300] = "";
+    if (m_addr && m_port)
+        snprintf(master, sizeof master, "%s:%s", m_addr, m_port);
+    if (env_int(env, len, "RANK", &rank) && env_int(env, len, "WORLD_SIZE", &size)) {
+        const char *run = env_get(env, len, "TORCHELASTIC_RUN_ID");
+        launcher = run ? "torchrun" : "torch";
+        if (run)
+            snprintf(job, sizeof job, "torchrun:%s@%s", run, master[0] ? master : "?");
+        else
+            snprintf(job, sizeof job, "torch:%s", master[0] ? master : "?");
+        env_int(env, len, "LOCAL_RANK", &local);
+        env_int(env, len, "GROUP_RANK", &group);
+    } else if (env_int(env, len, "OMPI_COMM_WORLD_RANK", &rank) &&
+               env_int(env, len, "OMPI_COMM_WORLD_SIZE", &size)) {
+        const char *id = env_get(env, len, "OMPI_MCA_ess_base_jobid");
+        if (!id)
+            id = env_get(env, len, "PMIX_NAMESPACE");
+        if (!id)
+            id = env_get(env, len, "OMPI_MCA_orte_ess_jobid");
+        launcher = "openmpi";
+        snprintf(job, sizeof job, "openmpi:%s", id ? id : "?");
+        env_int(env, len, "OMPI_COMM_WORLD_LOCAL_RANK", &local);
+        env_int(env, len, "OMPI_COMM_WORLD_NODE_RANK", &group);
+    } else if (env_int(env, len, "PMI_RANK", &rank) && env_int(env, len, "PMI_SIZE", &size)) {
+        const char *id = env_get(env, len, "PMI_JOBID");
+        if (!id)
+            id = env_get(env, len, "SLURM_JOB_ID");
+        launcher = "pmi";
+        snprintf(job, sizeof job, "pmi:%s", id ? id : "?");
+        env_int(env, len, "MPI_LOCALRANKID", &local);
+    } else if (env_int(env, len, "SLURM_PROCID", &rank) &&
+               env_int(env, len, "SLURM_NTASKS", &size) && env_get(env, len, "SLURM_JOB_ID")) {
+        const char *step = env_get(env, len, "SLURM_STEP_ID");
+        launcher = "slurm";
+        snprintf(job, sizeof job, "slurm:%s.%s", env_get(env, len, "SLURM_JOB_ID"),
+                 step ? step : "?");
+        env_int(env, len, "SLURM_LOCALID", &local);
+        env_int(env, len, "SLURM_NODEID", &group);
+    } else {
+        return NULL;
+    }
+    if (size <= 0 || rank >= size)
+        return NULL;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "job", job);
+    cJSON_AddStringToObject(r, "launcher", launcher);
+    cJSON_AddNumberToObject(r, "rank", (double)rank);
+    if (local >= 0)
+        cJSON_AddNumberToObject(r, "local_rank", (double)local);
+    else
+        cJSON_AddNullToObject(r, "local_rank");
+    cJSON_AddNumberToObject(r, "world_size", (double)size);
+    if (group >= 0)
+        cJSON_AddNumberToObject(r, "group_rank", (double)group);
+    else
+        cJSON_AddNullToObject(r, "group_rank");
+    if (master[0])
+        cJSON_AddStringToObject(r, "master", master);
+    else
+        cJSON_AddNullToObject(r, "master");
+    cJSON_AddNumberToObject(r, "pid", pid);
+    cJSON_AddStringToObject(r, "node", cli_cluster_node_name());
+    return r;
+}
+
+static int same_rank(const cJSON *a, const cJSON *b)
+{
+    return strcmp(cli_json_str(a, "job"), cli_json_str(b, "job")) == 0 &&
+           cli_json_num(a, "rank", -1) == cli_json_num(b, "rank", -1);
+}
+
+/* A matched process whose ancestor is matched too is either a fork of that rank (same job and
+ * rank: a DataLoader worker, a subprocess; the ancestor is the rank) or a rank started by a
+ * launcher that carries a job's variables itself (the torchrun agent under SLURM, an MPI
+ * daemon; the ancestor is not a rank). Marks what to drop in drop[]. */
+static void drop_launchers_and_forks(cJSON *found, char *drop)
+{
+    int n = cJSON_GetArraySize(found);
+    for (int i = 0; i < n; i++) {
+        const cJSON *c = cJSON_GetArrayItem(found, i);
+        if (drop[i] == 2)
+            continue;
+        pid_t p = (pid_t)cli_json_num(c, "pid", 0);
+        for (int depth = 0; depth < 32 && p > 1; depth++) {
+            p = parent_of(p);
+            for (int j = 0; j < n; j++) {
+                const cJSON *a = cJSON_GetArrayItem(found, j);
+                if (j == i || drop[j] == 2 || (pid_t)cli_json_num(a, "pid", 0) != p)
+                    continue; /* a non-Python ancestor (a shell wrapper) is neither */
+                if (same_rank(a, c))
+                    drop[i] = 1;
+                else if (!drop[j])
+                    drop[j] = 1;
+            }
+        }
+    }
+}
+
+static int by_job_rank(const void *pa, const void *pb)
+{
+    const cJSON *a = *(const cJSON *const *)pa, *b = *(const cJSON *const *)pb;
+    int c = strcmp(cli_json_str(a, "job"), cli_json_str(b, "job"));
+    if (c)
+        return c;
+    double ra = cli_json_num(a, "rank", 0), rb = cli_json_num(b, "rank", 0);
+    return ra < rb ? -1 : ra > rb;
+}
+
+cJSON *cli_cluster_find_ranks(void)
+{
+    cJSON *found = cJSON_CreateArray();
+    char *env = malloc(ENV_MAX);
+    DIR *d = opendir("/proc");
+    if (!env || !d) {
+        free(env);
+        if (d)
+            closedir(d);
+        return found;
+    }
+    struct dirent *e;
+    pid_t self = getpid();
+    while ((e = readdir(d))) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        pid_t pid = (pid_t)atoi(e->d_name);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+        if (pid == self)
+            continue;
+        long len = pb_read_file(path, env, ENV_MAX);
+        if (len <= 0)
+            continue; /* gone, a kernel thread, or another user's */
+        cJSON *r = describe(pid, env, len);
+        if (r)
+            cJSON_AddItemToArray(found, r);
+    }
+    closedir(d);
+    free(env);
+    /* Python only: the version (and whether the probe is loaded) from /proc, nothing injected. */
+    int n = cJSON_GetArraySize(found);
+    char *drop = calloc((size_t)n + 1, 1);
+    for (int i = 0; i < n; i++) {
+        cJSON *r = cJSON_GetArrayItem(found, i);
+        pid_t pid = (pid_t)cli_json_num(r, "pid", 0);
+        struct inj_pyver pv;
+        struct pb_err err;
+        char v[32];
+        if (inj_pyver_detect(pid, &pv, &err) < 0) {
+            drop[i] = 2;
+            continue;
+        }
+        snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+        cJSON_AddStringToObject(r, "python", v);
+        int loaded = inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1;
+        cJSON_AddStringToObject(r, "probe", loaded ? "loaded" : "not loaded");
+    }
+    drop_launchers_and_forks(found, drop);
+    cJSON *out = cJSON_CreateArray();
+    cJSON **keep = calloc((size_t)n + 1, sizeof *keep);
+    int k = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        cJSON *r = cJSON_DetachItemFromArray(found, i);
+        if (drop[i])
+            cJSON_Delete(r);
+        else
+            keep[k++] = r;
+    }
+    qsort(keep, (size_t)k, sizeof *keep, by_job_rank);
+    for (int i = 0; i < k; i++)
+        cJSON_AddItemToArray(out, keep[i]);
+    free(keep);
+    free(drop);
+    cJSON_Delete(found);
+    return out;
+}

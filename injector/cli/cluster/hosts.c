@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/* Which nodes `probing cluster` asks, and asking them: --hosts a,b,c, --hostfile F (one name a
+ * line, '#' comments, MPI's "host slots=N" accepted), --nodelist or --slurm
+ * ($SLURM_JOB_NODELIST) in SLURM's compressed syntax (node[1-3,5]); each node is reached by a
+ * command template (--exec, default "ssh {host}") that runs `probing cluster CMD --local --json`
+ * there: one command per node serves all its ranks, nodes are asked in parallel, and a node
+ * that does not answer in time costs its timeout and is reported, never more. */
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cluster.h"
+
+/* Appends every expansion of spec[0..len) (which may hold several [..] groups) to out, each
+ * prefixed by pre. Returns 0 or -1 on a syntax error. */
+static int expand(const char *pre, const char *spec, size_t len, cJSON *out, struct pb_err *err)
+{
+    const char *open = memchr(spec, '[', len);
+    if (cJSON_GetArraySize(out) > 65536)
+        return pb_err_set(err, PB_EUSAGE, "node list expands to more than 65536 names");
+    if (!open) {
+        char name[512];
+        if (strlen(pre) + len >= sizeof name)
+            return pb_err_set(err, PB_EUSAGE, "node name too long in '%.*s'", (int)len, spec);
+        snprintf(name, sizeof name, "%s%.*s", pre, (int)len, spec);
+        if (name[0])
+            cJSON_AddItemToArray(out, cJSON_CreateString(name));
+        return 0;
+    }
+    const char *close = memchr(open, ']', len - (size_t)(open - spec));
+    if (!close || close == open + 1)
+        return pb_err_set(err, PB_EUSAGE, "node list '%.*s': unbalanced or empty '['", (int)len,
+                          spec);
+    char head[512];
+    if (strlen(pre) + (size_t)(open - spec) >= sizeof head)
+        return pb_err_set(err, PB_EUSAGE, "node name too long in '%.*s'", (int)len, spec);
+    snprintf(head, sizeof head, "%s%.*s", pre, (int)(open - spec), spec);
+    const char *rest = close + 1;
+    size_t rlen = len - (size_t)(rest - spec);
+    /* Each comma-separated item of the brackets: N or LO-HI, zero padding kept from LO. */
+    for (const char *p = open + 1; p < close;) {
+        const char *end = memchr(p, ',', (size_t)(close - p));
+        if (!end)
+            end = close;
+        const char *dash = memchr(p, '-', (size_t)(end - p));
+        const char *lo_end = dash ? dash : end;
+        int width = (int)(lo_end - p);
+        char *e1, *e2;
+        long lo = strtol(p, &e1, 10), hi = lo;
+        if (e1 != lo_end || width == 0 || !isdigit((unsigned char)*p))
+            return pb_err_set(err, PB_EUSAGE, "node list: '%.*s' is not a number or range",
+                              (int)(end - p), p);
+        if (dash) {
+            hi = strtol(dash + 1, &e2, 10);
+            if (e2 != end || dash + 1 == end || hi < lo)
+                return pb_err_set(err, PB_EUSAGE, "node list: bad range '%.*s'", (int)(end - p), p);
+        }
+        if (hi - lo > 65536)
+            return pb_err_set(err, PB_EUSAGE, "node list: range '%.*s' is too large",
+                              (int)(end - p), p);
+        for (long v = lo; v <= hi; v++) {
+            char pre2[600];
+            snprintf(pre2, sizeof pre2, "%s%0*ld", head, width, v);
+            int rc = expand(pre2, rest, rlen, out, err);
+            if (rc < 0)
+                return rc;
+        }
+        p = end + 1;
+    }
+    return 0;
+}
+
+cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err)
+{
+    cJSON *out = cJSON_CreateArray();
+    const char *p = spec;
+    while (*p) {
+        /* A top-level comma (outside brackets) separates names. */
+        const char *q = p;
+        int depth = 0;
+        for (; *q && (depth > 0 || *q != ','); q++) {
+            if (*q == '[')
+                depth++;
+            else if (*q == ']')
+                depth--;
+            if (depth < 0 || isspace((unsigned char)*q))
+                break;
+        }
+        if (depth != 0 || (*q && *q != ',')) {
+            pb_err_set(err, PB_EUSAGE, "node list '%s': unbalanced brackets or a space", spec);
+            cJSON_Delete(out);
+            return NULL;
+        }
+        if (expand("", p, (size_t)(q - p), out, err) < 0) {
+            cJSON_Delete(out);
+            return NULL;
+        }
+        p = *q ? q + 1 : q;
+    }
+    return out;
+}
+
+static cJSON *read_hostfile(const char *path, struct pb_err *err)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        pb_err_set(err, PB_EUSAGE, "cannot read hostfile %s: %m", path);
+        return NULL;
+    }
+    cJSON *out = cJSON_CreateArray();
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        char *h = line;
+        line[strcspn(line, "#\n")] = '\0';
+        while (isspace((unsigned char)*h))
+            h++;
+        h[strcspn(h, " \t\r")] = '\0'; /* "host slots=8" (MPI hostfiles): the name only */
+        if (*h)
+            cJSON_AddItemToArray(out, cJSON_CreateString(h));
+    }
+    fclose(f);
+    return out;
+}
+
+cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err *err)
+{
+    if (o->hosts)
+        return cli_cluster_nodelist_expand(o->hosts, err);
+    if (o->hostfile)
+        return read_hostfile(o->hostfile, err);
+    if (o->nodelist)
+        return cli_cluster_nodelist_expand(o->nodelist, err);
+    if (o->slurm) {
+        const char *nl = getenv("SLURM_JOB_NODELIST");
+        if (!nl || !*nl)
+            nl = getenv("SLURM_NODELIST");
+        if (!nl || !*nl) {
+            pb_err_set(err, PB_EUSAGE,
+                       "--slurm: SLURM_JOB_NODELIST is not set: run inside the "
+                       "job's allocation (salloc, sbatch) or give --hosts");
+            return NULL;
+        }
+        return cli_cluster_nodelist_expand(nl, err);
+    }
+    return cJSON_CreateArray();
+}
+
+/* ---- asking the nodes ---- */
+struct nodes_ctx {
+    char **cmds;
+};
+
+static void node_child(int i, void *p)
+{
+    struct nodes_ctx *nc = p;
+    execl("/bin/sh", "sh", "-c", nc->cmds[i], (char *)NULL);
+    fprintf(stderr, "cannot run /bin/sh: %m\n");
+    _exit(127);
+}
+
+/* Appends s to b single-quoted for sh. */
+static void quote(char **b, size_t *len, size_t *cap, const char *s)
+{
+    size_t need = *len + strlen(s) * 4 + 4;
+    if (need > *cap) {
+        *cap = need * 2;
+        *b = realloc(*b, *cap);
+    }
+    char *o = *b + *len;
+    *o++ = '\'';
+    for (; *s; s++) {
+        if (*s == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    *len = (size_t)(o - *b);
+}
+
+static void append(char **b, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        *cap = (*len + n + 1) * 2;
+        *b = realloc(*b, *cap);
+    }
+    memcpy(*b + *len, s, n);
+    *len += n;
+    (*b)[*len] = '\0';
+}
+
+/* The shell command for host: the template with {host} replaced by the quoted host and {cmd}
+ * by the quoted remote command (appended when the template has no {cmd}). */
+static char *node_command(const char *tmpl, const char *host, char *const *argv, int argc)
+{
+    size_t len = 0, cap = 256;
+    char *b = malloc(cap), *cmd = NULL;
+    size_t clen = 0, ccap = 256;
+    cmd = malloc(ccap);
+    b[0] = cmd[0] = '\0';
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            append(&cmd, &clen, &ccap, " ", 1);
+        quote(&cmd, &clen, &ccap, argv[i]);
+    }
+    int have_cmd = 0;
+    for (const char *p = tmpl; *p;) {
+        if (strncmp(p, "{host}", 6) == 0) {
+            quote(&b, &len, &cap, host);
+            p += 6;
+        } else if (strncmp(p, "{cmd}", 5) == 0) {
+            append(&b, &len, &cap, cmd, clen);
+            have_cmd = 1;
+            p += 5;
+        } else {
+            append(&b, &len, &cap, p, 1);
+            p++;
+        }
+    }
+    if (!have_cmd) {
+        append(&b, &len, &cap, " ", 1);
+        append(&b, &len, &cap, cmd, clen);
+    }
+    free(cmd);
+    return b;
+}
+
+/* The last non-empty line of s, at most n-1 bytes, into buf. */
+static void last_line(const char *s, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (!s)
+        return;
+    const char *end = s + strlen(s);
+    while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        end--;
+    const char *start = end;
+    while (start > s && start[-1] != '\n')
+        start--;
+    snprintf(buf, n, "%.*s", (int)(end - start), start);
+}
+
+cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *hosts,
+                                 char *const *argv, int argc)
+{
+    int n = cJSON_GetArraySize(hosts);
+    cJSON *docs = cJSON_CreateArray();
+    struct nodes_ctx nc = {calloc((size_t)n + 1, sizeof(char *))};
+    struct cli_cluster_child *kids = calloc((size_t)n + 1, sizeof *kids);
+    for (int i = 0; i < n; i++) {
+        nc.cmds[i] = node_command(o->exec, cJSON_GetArrayItem(hosts, i)->valuestring, argv, argc);
+        kids[i].group = 1;
+        PB_LOG(PB_LOG_DEBUG, "cluster: node %d: %s", i, nc.cmds[i]);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms, node_child, &nc);
+    for (int i = 0; i < n; i++) {
+        const char *host = cJSON_GetArrayItem(hosts, i)->valuestring;
+        struct cli_cluster_child *k = &kids[i];
+        cJSON *doc = k->state == CLUSTER_CHILD_DONE && k->obuf ? cJSON_Parse(k->obuf) : NULL;
+        char msg[600], tail[400];
+        msg[0] = '\0';
+        last_line(k->ebuf, tail, sizeof tail);
+        if (k->state == CLUSTER_CHILD_TIMEDOUT)
+            snprintf(msg, sizeof msg, "no answer within %d ms (--node-timeout)",
+                     o->node_timeout_ms);
+        else if (k->state != CLUSTER_CHILD_DONE)
+            snprintf(msg, sizeof msg, "could not start the remote command");
+        else if (!doc || !cJSON_IsObject(doc))
+            snprintf(msg, sizeof msg, "the remote command %s%s%s",
+                     WIFEXITED(k->status) && WEXITSTATUS(k->status) != 0 ? "failed"
+                                                                         : "gave no answer",
+                     tail[0] ? ": " : "", tail[0] ? tail : "");
+        if (msg[0]) {
+            cJSON_Delete(doc);
+            doc = cJSON_CreateObject();
+            cJSON_AddStringToObject(doc, "node", host);
+            cJSON_AddStringToObject(doc, "error", msg);
+        }
+        cJSON_AddStringToObject(doc, "host", host);
+        cJSON_AddItemToArray(docs, doc);
+        cli_cluster_child_free(k);
+        free(nc.cmds[i]);
+    }
+    free(nc.cmds);
+    free(kids);
+    return docs;
+}

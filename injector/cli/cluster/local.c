@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/* This node's part of `probing cluster`: every rank found (find.c) asked at once,
+ * one child process per rank (run.c), each making sure the probe is loaded and
+ * asking it over its socket: probing/dump without locals for stacks (read without the GIL, so
+ * a rank stuck in C holding the GIL answers too), probing/query for a query, probing/dump with
+ * locals for a dump. The answers become one node document; stacks are interned per node, so a
+ * node of 8 ranks in the same place sends one stack, not eight. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster.h"
+
+struct local_ctx {
+    const struct cli_cluster_opts *o;
+    cJSON **ranks;
+};
+
+/* Keeps a thread's name, ids and frames (func, file, line), innermost first. */
+static cJSON *compact_thread(const cJSON *t)
+{
+    cJSON *c = cJSON_CreateObject(), *frames = cJSON_CreateArray();
+    const cJSON *f;
+    cJSON_AddNumberToObject(c, "thread", cli_json_num(t, "id", 0));
+    cJSON_AddStringToObject(c, "name", cli_json_str(t, "name") ? cli_json_str(t, "name") : "");
+    cJSON_AddBoolToObject(c, "main", cli_json_true(t, "main"));
+    cJSON_AddBoolToObject(c, "holdsGil", cli_json_true(t, "holdsGil"));
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
+    {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "func", cli_json_str(f, "name") ? cli_json_str(f, "name") : "?");
+        cJSON_AddStringToObject(x, "file", cli_json_str(f, "file") ? cli_json_str(f, "file") : "?");
+        cJSON_AddNumberToObject(x, "line", cli_json_num(f, "line", 0));
+        cJSON_AddItemToArray(frames, x);
+    }
+    cJSON_AddItemToObject(c, "frames", frames);
+    return c;
+}
+
+static int in_torch_distributed(const cJSON *t)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
+    {
+        const char *file = cli_json_str(f, "file");
+        if (file && strstr(file, "/torch/distributed/"))
+            return 1;
+    }
+    return 0;
+}
+
+/* The threads of one dump that --thread asks for: all; the main thread; or (auto) the thread
+ * whose stack runs torch.distributed code (the main thread first when several do), else the
+ * main thread. */
+static cJSON *select_threads(const cJSON *dump, int mode)
+{
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *threads = cJSON_GetObjectItemCaseSensitive(dump, "threads"), *t, *pick = NULL;
+    if (mode == CLUSTER_THREAD_ALL) {
+        cJSON_ArrayForEach(t, threads) cJSON_AddItemToArray(out, compact_thread(t));
+        return out;
+    }
+    if (mode == CLUSTER_THREAD_AUTO) {
+        cJSON_ArrayForEach(t, threads)
+        {
+            if (in_torch_distributed(t) && (!pick || cli_json_true(t, "main")))
+                pick = t;
+        }
+    }
+    if (!pick) {
+        cJSON_ArrayForEach(t, threads)
+        {
+            if (cli_json_true(t, "main"))
+                pick = t;
+        }
+    }
+    if (!pick)
+        pick = cJSON_GetArrayItem(threads, 0);
+    if (pick)
+        cJSON_AddItemToArray(out, compact_thread(pick));
+    return out;
+}
+
+static void emit(cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) {
+        fputs(s, stdout);
+        cJSON_free(s);
+    }
+    fflush(stdout);
+    cJSON_Delete(o);
+}
+
+static void emit_error(const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "error", msg);
+    emit(o);
+}
+
+/* In the child for rank i: inject if needed with the usual signals held back (an injection must
+ * finish to restore the target), then ask. Writes one JSON object on stdout and exits. */
+static void rank_child(int i, void *p)
+{
+    struct local_ctx *lc = p;
+    const struct cli_cluster_opts *o = lc->o;
+    pid_t pid = (pid_t)cli_json_num(lc->ranks[i], "pid", 0);
+    struct pb_err err = {0};
+    sigset_t hold, old;
+    sigemptyset(&hold);
+    sigaddset(&hold, SIGINT);
+    sigaddset(&hold, SIGTERM);
+    sigaddset(&hold, SIGHUP);
+    sigaddset(&hold, SIGQUIT);
+    signal(SIGPIPE, SIG_IGN);
+    sigprocmask(SIG_BLOCK, &hold, &old);
+    int injected = 0;
+    int rc = cli_probe_ensure(pid, &injected, NULL, 0, &err);
+    /* Past the injection: one byte tells the parent that killing us is safe now. */
+    fputc(' ', stdout);
+    fflush(stdout);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (rc < 0) {
+        emit_error(err.msg);
+        _exit(0);
+    }
+    struct dap_client dc;
+    dap_client_init(&dc, o->rank_timeout_ms);
+    rc = cli_connect_pid(pid, 5000, &dc, &err);
+    if (rc == 0)
+        rc = cli_handshake(&dc, NULL, &err);
+    if (rc < 0) {
+        dap_client_close(&dc);
+        emit_error(err.msg);
+        _exit(0);
+    }
+    cJSON *out = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddBoolToObject(out, "injected", injected);
+    if (o->op == CLUSTER_OP_STACKS) {
+        cJSON *samples = cJSON_AddArrayToObject(out, "samples");
+        for (int s = 0; s < o->samples && rc == 0; s++) {
+            if (s > 0) {
+                struct timespec ts = {(time_t)o->interval,
+                                      (long)((o->interval - (double)(time_t)o->interval) * 1e9)};
+                nanosleep(&ts, NULL);
+            }
+            cJSON *args = cJSON_CreateObject();
+            cJSON_AddBoolToObject(args, "locals", 0);
+            rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
+            if (rc == 0)
+                cJSON_AddItemToArray(samples, select_threads(body, o->thread));
+            cJSON_Delete(body);
+            body = NULL;
+        }
+    } else if (o->op == CLUSTER_OP_QUERY) {
+        cli_query_wait(&dc, o->rank_timeout_ms);
+        cJSON *args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "sql", o->sql);
+        rc = dap_client_request(&dc, "probing/query", args, &body, &err);
+        if (rc == 0)
+            cJSON_AddItemToObject(out, "result", body);
+    } else {
+        cJSON *args = cJSON_CreateObject();
+        cJSON_AddBoolToObject(args, "locals", 1);
+        rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
+        if (rc == 0)
+            cJSON_AddItemToObject(out, "dump", body);
+    }
+    cli_disconnect(&dc);
+    if (rc < 0) {
+        cJSON_Delete(out);
+        emit_error(err.msg);
+    } else {
+        emit(out);
+    }
+    _exit(0);
+}
+
+/* Replaces each thread's frames by the index of its stack in the node's table. */
+static void intern_samples(cJSON *samples, cJSON *stacks, struct flame_intern *tab)
+{
+    cJSON *sample, *t;
+    cJSON_ArrayForEach(sample, samples)
+    {
+        cJSON_ArrayForEach(t, sample)
+        {
+            cJSON *frames = cJSON_DetachItemFromObjectCaseSensitive(t, "frames");
+            int is_new = 0, id = cli_cluster_intern_id(tab, cli_cluster_stack_key(frames), &is_new);
+            if (is_new)
+                cJSON_AddItemToArray(stacks, frames);
+            else
+                cJSON_Delete(frames);
+            cJSON_AddNumberToObject(t, "stack", id);
+        }
+    }
+}
+
+cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
+{
+    cJSON *doc = cJSON_CreateObject(), *found = cli_cluster_find_ranks();
+    cJSON_AddStringToObject(doc, "node", cli_cluster_node_name());
+    cJSON *ranks = cJSON_AddArrayToObject(doc, "ranks");
+    cJSON *stacks = o->op == CLUSTER_OP_STACKS ? cJSON_AddArrayToObject(doc, "stacks") : NULL;
+    while (cJSON_GetArraySize(found) > 0) {
+        cJSON *r = cJSON_DetachItemFromArray(found, 0);
+        if (o->job && strcmp(o->job, cli_json_str(r, "job")) != 0)
+            cJSON_Delete(r);
+        else
+            cJSON_AddItemToArray(ranks, r);
+    }
+    cJSON_Delete(found);
+    int n = cJSON_GetArraySize(ranks);
+    if (o->op == CLUSTER_OP_LIST || n == 0)
+        return doc;
+    struct local_ctx lc = {o, calloc((size_t)n, sizeof(cJSON *))};
+    struct cli_cluster_child *kids = calloc((size_t)n, sizeof *kids);
+    if (!lc.ranks || !kids) {
+        free(lc.ranks);
+        free(kids);
+        return doc;
+    }
+    for (int i = 0; i < n; i++) {
+        lc.ranks[i] = cJSON_GetArrayItem(ranks, i);
+        kids[i].killable_after = 1;
+    }
+    int timeout = o->rank_timeout_ms +
+                  (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
+    fflush(stdout);
+    cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
+    struct flame_intern tab = {0};
+    for (int i = 0; i < n; i++) {
+        cJSON *r = lc.ranks[i], *ans = NULL;
+        char msg[512];
+        struct cli_cluster_child *k = &kids[i];
+        msg[0] = '\0';
+        if (k->state == CLUSTER_CHILD_TIMEDOUT)
+            snprintf(msg, sizeof msg, "no answer within %d ms%s", timeout,
+                     k->olen == 0 ? " (the injection was still running)" : "");
+        else if (k->olen > 1 && !(ans = cJSON_Parse(k->obuf + 1)))
+            snprintf(msg, sizeof msg, "unreadable answer from the child for pid %d",
+                     (int)cli_json_num(r, "pid", 0));
+        else if (!ans)
+            snprintf(msg, sizeof msg, "the child for pid %d failed (status %d)%s%.200s",
+                     (int)cli_json_num(r, "pid", 0), k->status, k->elen ? ": " : "",
+                     k->ebuf ? k->ebuf : "");
+        else if (cli_json_str(ans, "error"))
+            snprintf(msg, sizeof msg, "%s", cli_json_str(ans, "error"));
+        if (msg[0]) {
+            cJSON_AddStringToObject(r, "error", msg);
+        } else {
+            cJSON *it = ans->child;
+            while (it) {
+                cJSON *nx = it->next;
+                cJSON_AddItemToObject(r, it->string, cJSON_DetachItemViaPointer(ans, it));
+                it = nx;
+            }
+            if (stacks)
+                intern_samples(cJSON_GetObjectItemCaseSensitive(r, "samples"), stacks, &tab);
+        }
+        cJSON_Delete(ans);
+        cli_cluster_child_free(k);
+    }
+    flame_intern_free(&tab);
+    free(kids);
+    free(lc.ranks);
+    return doc;
+}

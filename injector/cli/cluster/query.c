@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing cluster query "SQL" [--reduce "SQL"]`: every rank's probing/query result unioned with
+ * `rank` and `host` columns first; --reduce runs a second statement over that union, loaded as
+ * table r into an in-memory SQLite database of the CLI's own. `probing cluster dump -o DIR`:
+ * every rank's probing/dump (locals where the GIL could be had) written to DIR with an index. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cluster.h"
+
+static int fmt_of(const char *f)
+{
+    return strcmp(f, "json") == 0  ? CLI_FMT_JSON
+           : strcmp(f, "csv") == 0 ? CLI_FMT_CSV
+                                   : CLI_FMT_TABLE;
+}
+
+/* Ranks of the chosen job that answered, in rank order, as borrowed pointers. */
+static int job_ranks(const struct cli_cluster_opts *o, const cJSON *nodes, const char *job,
+                     const cJSON ***out)
+{
+    int n = 0, cap = 64;
+    const cJSON **v = malloc(sizeof *v * (size_t)cap), *d, *r;
+    cJSON_ArrayForEach(d,
+                       nodes){cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks")){
+        if (strcmp(cli_json_str(r, "job"), job) != 0) continue;
+    if (n == cap) {
+        cap *= 2;
+        v = realloc(v, sizeof *v * (size_t)cap);
+    }
+    v[n++] = r;
+}
+}
+(void)o;
+for (int i = 1; i < n; i++) /* insertion sort by rank: n is the ranks of one job */
+    for (int k = i; k > 0 && cli_json_num(v[k - 1], "rank", 0) > cli_json_num(v[k], "rank", 0);
+         k--) {
+        const cJSON *t = v[k];
+        v[k] = v[k - 1];
+        v[k - 1] = t;
+    }
+*out = v;
+return n;
+}
+
+/* Names the nodes that failed and the ranks that did not answer, on stderr. Returns how many
+ * ranks answered out of the world size, through *answered and *world. */
+static void report_gaps(const cJSON *nodes, const cJSON **ranks, int n, int *answered, int *world)
+{
+    const cJSON *d;
+    *answered = 0;
+    *world = 0;
+    cJSON_ArrayForEach(d, nodes) if (cli_json_str(d, "error"))
+        fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_str(d, "node"),
+                cli_json_str(d, "error"));
+    char *seen = NULL;
+    for (int i = 0; i < n; i++)
+        if (cli_json_num(ranks[i], "world_size", 0) > *world)
+            *world = (int)cli_json_num(ranks[i], "world_size", 0);
+    seen = calloc((size_t)*world + 1, 1);
+    for (int i = 0; i < n; i++) {
+        int rk = (int)cli_json_num(ranks[i], "rank", -1);
+        if (cli_json_str(ranks[i], "error")) {
+            fprintf(stderr, "probing: warning: rank %d (node %s, pid %d): %s\n", rk,
+                    cli_json_str(ranks[i], "node"), (int)cli_json_num(ranks[i], "pid", 0),
+                    cli_json_str(ranks[i], "error"));
+        } else if (rk >= 0 && rk < *world && !seen[rk]) {
+            seen[rk] = 1;
+            (*answered)++;
+        }
+    }
+    int nm = 0, *miss = malloc(sizeof(int) * (size_t)(*world + 1));
+    for (int i = 0; i < *world; i++)
+        if (!seen[i])
+            miss[nm++] = i;
+    if (nm) {
+        char *s = cli_cluster_ranges(miss, nm);
+        fprintf(stderr, "probing: warning: %d rank%s missing: %s\n", nm, nm == 1 ? "" : "s", s);
+        free(s);
+    }
+    free(miss);
+    free(seen);
+}
+
+/* Runs sql over the union (table r) in a fresh in-memory database; the result as a
+ * probing/query-like body, or NULL with the error printed. */
+static cJSON *reduce(const cJSON *u, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    cJSON *body = NULL;
+    const cJSON *cols = cJSON_GetObjectItem(u, "columns"), *rows = cJSON_GetObjectItem(u, "rows"),
+                *c, *row;
+    int nc = cJSON_GetArraySize(cols);
+    if (sqlite3_open(":memory:", &db) != SQLITE_OK)
+        goto fail;
+    char *ddl = sqlite3_mprintf("CREATE TABLE r(");
+    int i = 0;
+    cJSON_ArrayForEach(c, cols)
+    {
+        char *x = sqlite3_mprintf("%s%s\"%w\"", ddl, i++ ? ", " : "", c->valuestring);
+        sqlite3_free(ddl);
+        ddl = x;
+    }
+    char *x = sqlite3_mprintf("%s)", ddl);
+    sqlite3_free(ddl);
+    int rc = sqlite3_exec(db, x, NULL, NULL, NULL);
+    sqlite3_free(x);
+    if (rc != SQLITE_OK)
+        goto fail;
+    char *ins = sqlite3_mprintf("INSERT INTO r VALUES (?");
+    for (i = 1; i < nc; i++) {
+        char *y = sqlite3_mprintf("%s, ?", ins);
+        sqlite3_free(ins);
+        ins = y;
+    }
+    char *y = sqlite3_mprintf("%s)", ins);
+    sqlite3_free(ins);
+    rc = sqlite3_prepare_v2(db, y, -1, &st, NULL);
+    sqlite3_free(y);
+    if (rc != SQLITE_OK)
+        goto fail;
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    cJSON_ArrayForEach(row, rows)
+    {
+        sqlite3_reset(st);
+        for (i = 0; i < nc; i++) {
+            const cJSON *v = cJSON_GetArrayItem(row, i);
+            if (cJSON_IsNumber(v) && v->valuedouble == (double)(sqlite3_int64)v->valuedouble)
+                sqlite3_bind_int64(st, i + 1, (sqlite3_int64)v->valuedouble);
+            else if (cJSON_IsNumber(v))
+                sqlite3_bind_double(st, i + 1, v->valuedouble);
+            else if (cJSON_IsString(v))
+                sqlite3_bind_text(st, i + 1, v->valuestring, -1, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(st, i + 1);
+        }
+        if (sqlite3_step(st) != SQLITE_DONE)
+            goto fail;
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    body = cJSON_CreateObject();
+    cJSON *oc = cJSON_AddArrayToObject(body, "columns"),
+          *orows = cJSON_AddArrayToObject(body, "rows");
+    int n = sqlite3_column_count(st);
+    for (i = 0; i < n; i++)
+        cJSON_AddItemToArray(oc, cJSON_CreateString(sqlite3_column_name(st, i)));
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON * or = cJSON_CreateArray();
+        for (i = 0; i < n; i++) {
+            switch (sqlite3_column_type(st, i)) {
+            case SQLITE_INTEGER:
+                cJSON_AddItemToArray(or, cJSON_CreateNumber((double)sqlite3_column_int64(st, i)));
+                break;
+            case SQLITE_FLOAT:
+                cJSON_AddItemToArray(or, cJSON_CreateNumber(sqlite3_column_double(st, i)));
+                break;
+            case SQLITE_NULL: cJSON_AddItemToArray(or, cJSON_CreateNull()); break;
+            default:
+                cJSON_AddItemToArray(or,
+                                     cJSON_CreateString((const char *)sqlite3_column_text(st, i)));
+            }
+        }
+        cJSON_AddItemToArray(orows, or);
+    }
+    if (rc != SQLITE_DONE) {
+        cJSON_Delete(body);
+        body = NULL;
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return body;
+fail:
+    cli_error("cluster query --reduce: SQL error: %s: the union is table r(%s)",
+              db ? sqlite3_errmsg(db) : "cannot open an in-memory database", "rank, host, ...");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return NULL;
+}
+
+int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes)
+{
+    const char *job = cli_cluster_pick_job(o, nodes);
+    if (!job)
+        return CLI_FAIL;
+    const cJSON **ranks;
+    int n = job_ranks(o, nodes, job, &ranks), answered, world;
+    report_gaps(nodes, ranks, n, &answered, &world);
+    cJSON *u = cJSON_CreateObject();
+    cJSON *cols = cJSON_AddArrayToObject(u, "columns"), *rows = cJSON_AddArrayToObject(u, "rows");
+    cJSON_AddItemToArray(cols, cJSON_CreateString("rank"));
+    cJSON_AddItemToArray(cols, cJSON_CreateString("host"));
+    int have_cols = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *res = cJSON_GetObjectItem(ranks[i], "result"), *c, *row, *v;
+        if (!res)
+            continue;
+        if (!have_cols) {
+            cJSON_ArrayForEach(c, cJSON_GetObjectItem(res, "columns"))
+                cJSON_AddItemToArray(cols, cJSON_Duplicate(c, 1));
+            have_cols = 1;
+        }
+        if (cJSON_IsTrue(cJSON_GetObjectItem(res, "truncated")))
+            fprintf(stderr, "probing: note: rank %d: %s\n", (int)cli_json_num(ranks[i], "rank", -1),
+                    cli_json_str(res, "note") ? cli_json_str(res, "note") : "result truncated");
+        cJSON_ArrayForEach(row, cJSON_GetObjectItem(res, "rows"))
+        {
+            cJSON *r = cJSON_CreateArray();
+            cJSON_AddItemToArray(r, cJSON_CreateNumber(cli_json_num(ranks[i], "rank", -1)));
+            cJSON_AddItemToArray(r, cJSON_CreateString(cli_json_str(ranks[i], "node")));
+            cJSON_ArrayForEach(v, row) cJSON_AddItemToArray(r, cJSON_Duplicate(v, 1));
+            cJSON_AddItemToArray(rows, r);
+        }
+    }
+    free(ranks);
+    int rc = CLI_FAIL;
+    if (!have_cols) {
+        cli_error("cluster query: no rank answered the query (%d of %d ranks): see the warnings "
+                  "above",
+                  answered, world);
+    } else if (o->reduce) {
+        cJSON *body = reduce(u, o->reduce);
+        if (body)
+            rc = cli_query_print(body, fmt_of(o->format)) < 0 ? CLI_FAIL : CLI_OK;
+        cJSON_Delete(body);
+    } else {
+        rc = cli_query_print(u, fmt_of(o->format)) < 0 ? CLI_FAIL : CLI_OK;
+    }
+    cJSON_Delete(u);
+    return rc;
+}
+
+/* ---- dump ---- */
+static int write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "we");
+    if (!f)
+        return -errno;
+    fputs(text, f);
+    return fclose(f) == 0 ? 0 : -errno;
+}
+
+static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
+{
+    const cJSON *t, *fr, *l;
+    fprintf(f, "rank %d, node %s, pid %d, CPython %s\n", (int)cli_json_num(r, "rank", -1),
+            cli_json_str(r, "node"), (int)cli_json_num(r, "pid", 0),
+            cli_json_str(d, "python") ? cli_json_str(d, "python") : "?");
+    if (cli_json_str(d, "localsError"))
+        fprintf(f, "note: %s\n", cli_json_str(d, "localsError"));
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(d, "threads"))
+    {
+        fprintf(f, "\nThread %d \"%s\"%s%s\n", (int)cli_json_num(t, "id", 0),
+                cli_json_str(t, "name") ? cli_json_str(t, "name") : "",
+                cli_json_true(t, "main") ? " (main)" : "",
+                cli_json_true(t, "holdsGil") ? " holds the GIL" : "");
+        cJSON_ArrayForEach(fr, cJSON_GetObjectItem(t, "frames"))
+        {
+            fprintf(f, "    %s (%s:%d)\n", cli_json_str(fr, "name"), cli_json_str(fr, "file"),
+                    (int)cli_json_num(fr, "line", 0));
+            cJSON_ArrayForEach(l, cJSON_GetObjectItem(fr, "locals"))
+                fprintf(f, "        %s = %s  (%s)\n", cli_json_str(l, "name"),
+                        cli_json_str(l, "value") ? cli_json_str(l, "value") : "<not read>",
+                        cli_json_str(l, "type") ? cli_json_str(l, "type") : "?");
+        }
+    }
+}
+
+int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
+{
+    const char *job = cli_cluster_pick_job(o, nodes);
+    if (!job)
+        return CLI_FAIL;
+    if (mkdir(o->outdir, 0755) < 0 && errno != EEXIST) {
+        cli_error("cluster dump: cannot create %s: %s", o->outdir, strerror(errno));
+        return CLI_FAIL;
+    }
+    const cJSON **ranks;
+    int n = job_ranks(o, nodes, job, &ranks), answered, world, written = 0;
+    report_gaps(nodes, ranks, n, &answered, &world);
+    cJSON *index = cJSON_CreateObject();
+    cJSON_AddStringToObject(index, "job", job);
+    cJSON_AddNumberToObject(index, "world_size", world);
+    cJSON_AddNumberToObject(index, "created", (double)time(NULL));
+    cJSON *ir = cJSON_AddArrayToObject(index, "ranks");
+    char *seen = calloc((size_t)world + 1, 1);
+    size_t tcap = 4096, tlen = 0;
+    char *txt = NULL;
+    FILE *it = open_memstream(&txt, &tlen);
+    (void)tcap;
+    fprintf(it, "probing cluster dump: job %s, world size %d\n\n", job, world);
+    for (int i = 0; i < n; i++) {
+        const cJSON *r = ranks[i], *d = cJSON_GetObjectItem(r, "dump");
+        int rk = (int)cli_json_num(r, "rank", -1);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", rk);
+        cJSON_AddStringToObject(e, "node", cli_json_str(r, "node"));
+        cJSON_AddNumberToObject(e, "pid", cli_json_num(r, "pid", 0));
+        if (d) {
+            char name[64], tname[64];
+            snprintf(name, sizeof name, "rank-%d.json", rk);
+            snprintf(tname, sizeof tname, "rank-%d.txt", rk);
+            char *s = cJSON_Print(d), *t = NULL;
+            size_t tl = 0;
+            FILE *tf = open_memstream(&t, &tl);
+            dump_text(tf, r, d);
+            fclose(tf);
+            int wrc = write_file(o->outdir, name, s ? s : "{}");
+            if (wrc == 0)
+                wrc = write_file(o->outdir, tname, t ? t : "");
+            cJSON_free(s);
+            free(t);
+            if (wrc < 0) {
+                cli_error("cluster dump: cannot write %s/%s: %s", o->outdir, name, strerror(-wrc));
+                cJSON_Delete(e);
+                break;
+            }
+            cJSON_AddStringToObject(e, "file", name);
+            cJSON_AddStringToObject(e, "text", tname);
+            if (cli_json_str(d, "localsError"))
+                cJSON_AddStringToObject(e, "localsError", cli_json_str(d, "localsError"));
+            fprintf(it, "rank %d  node %s  pid %d  %s%s%s\n", rk, cli_json_str(r, "node"),
+                    (int)cli_json_num(r, "pid", 0), name,
+                    cli_json_str(d, "localsError") ? "  (no locals: " : "",
+                    cli_json_str(d, "localsError") ? "the GIL could not be had)" : "");
+            if (rk >= 0 && rk < world)
+                seen[rk] = 1;
+            written++;
+        } else {
+            cJSON_AddStringToObject(
+                e, "error", cli_json_str(r, "error") ? cli_json_str(r, "error") : "no answer");
+            fprintf(it, "rank %d  node %s  pid %d  error: %s\n", rk, cli_json_str(r, "node"),
+                    (int)cli_json_num(r, "pid", 0), cli_json_str(e, "error"));
+        }
+        cJSON_AddItemToArray(ir, e);
+    }
+    cJSON *miss = cJSON_AddArrayToObject(index, "missing");
+    for (int i = 0; i < world; i++)
+        if (!seen[i]) {
+            cJSON_AddItemToArray(miss, cJSON_CreateNumber(i));
+            fprintf(it, "rank %d  missing\n", i);
+        }
+    cJSON *ne = cJSON_AddArrayToObject(index, "node_errors");
+    const cJSON *d;
+    cJSON_ArrayForEach(d, nodes) if (cli_json_str(d, "error"))
+    {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "node", cli_json_str(d, "node"));
+        cJSON_AddStringToObject(e, "error", cli_json_str(d, "error"));
+        cJSON_AddItemToArray(ne, e);
+        fprintf(it, "node %s: %s\n", cli_json_str(d, "node"), cli_json_str(d, "error"));
+    }
+    fclose(it);
+    char *s = cJSON_Print(index);
+    int rc = write_file(o->outdir, "index.json", s ? s : "{}");
+    if (rc == 0)
+        rc = write_file(o->outdir, "index.txt", txt ? txt : "");
+    cJSON_free(s);
+    free(txt);
+    free(seen);
+    free(ranks);
+    cJSON_Delete(index);
+    if (rc < 0) {
+        cli_error("cluster dump: cannot write the index in %s: %s", o->outdir, strerror(-rc));
+        return CLI_FAIL;
+    }
+    printf("wrote %s: %d of %d ranks (index.json, index.txt, rank-N.json, rank-N.txt)\n", o->outdir,
+           written, world);
+    return written > 0 ? CLI_OK : CLI_FAIL;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* Child processes with deadlines, for `probing cluster`: one per rank on this node (each injects
+ * if needed and asks its probe), one per node across nodes (the remote command). Each child's
+ * stdout and stderr are read through pipes with poll(); a child past its deadline is killed, or
+ * abandoned while killing it is unsafe (a rank in the middle of an injection: the injector
+ * restores the target's registers on its way out, so it must finish). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster.h"
+
+long long cli_cluster_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 4096;
+        while (nc < *len + n + 1)
+            nc *= 2;
+        char *b = realloc(*buf, nc);
+        if (!b)
+            return; /* keep what we have: the parse fails and says so */
+        *buf = b;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static int start_one(struct cli_cluster_child *c, int i, void (*start)(int, void *), void *ctx)
+{
+    int o[2], e[2];
+    if (pipe2(o, O_CLOEXEC) < 0)
+        return -errno;
+    if (pipe2(e, O_CLOEXEC) < 0) {
+        int rc = -errno;
+        close(o[0]);
+        close(o[1]);
+        return rc;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int rc = -errno;
+        close(o[0]), close(o[1]), close(e[0]), close(e[1]);
+        return rc;
+    }
+    if (pid == 0) {
+        if (c->group)
+            setpgid(0, 0);
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0)
+            dup2(null, 0);
+        dup2(o[1], 1);
+        dup2(e[1], 2);
+        start(i, ctx);
+        _exit(127);
+    }
+    close(o[1]);
+    close(e[1]);
+    c->pid = pid;
+    c->out = o[0];
+    c->err = e[0];
+    c->state = CLUSTER_CHILD_RUNNING;
+    return 0;
+}
+
+/* Reap c if it has exited (both pipes at EOF first). */
+static void reap(struct cli_cluster_child *c)
+{
+    if (c->out >= 0 || c->err >= 0)
+        return;
+    if (waitpid(c->pid, &c->status, 0) == c->pid)
+        c->state = CLUSTER_CHILD_DONE;
+    else
+        c->state = CLUSTER_CHILD_FAILED;
+}
+
+static void expire(struct cli_cluster_child *c)
+{
+    if (c->olen >= (size_t)c->killable_after) {
+        kill(c->group ? -c->pid : c->pid, SIGKILL);
+        close_fd(&c->out);
+        close_fd(&c->err);
+        waitpid(c->pid, &c->status, 0);
+    } else {
+        /* Abandoned: it finishes on its own (its signals are blocked while it injects); our
+         * pipes close, and it ignores SIGPIPE. */
+        close_fd(&c->out);
+        close_fd(&c->err);
+    }
+    c->state = CLUSTER_CHILD_TIMEDOUT;
+}
+
+void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms,
+                     void (*start)(int, void *), void *ctx)
+{
+    struct pollfd *pfd = calloc((size_t)n * 2 + 1, sizeof *pfd);
+    int *who = calloc((size_t)n * 2 + 1, sizeof *who);
+    if (!pfd || !who) {
+        free(pfd);
+        free(who);
+        for (int i = 0; i < n; i++)
+            c[i].state = CLUSTER_CHILD_FAILED;
+        return;
+    }
+    int next = 0, running = 0;
+    for (;;) {
+        while (next < n && running < parallel) {
+            struct cli_cluster_child *x = &c[next];
+            x->out = x->err = -1;
+            if (start_one(x, next, start, ctx) < 0) {
+                x->state = CLUSTER_CHILD_FAILED;
+            } else {
+                x->deadline = cli_cluster_now_ms() + timeout_ms;
+                running++;
+            }
+            next++;
+        }
+        if (running == 0 && next >= n)
+            break;
+        int np = 0;
+        long long now = cli_cluster_now_ms(), wait = 1000;
+        for (int i = 0; i < n; i++) {
+            struct cli_cluster_child *x = &c[i];
+            if (x->state != CLUSTER_CHILD_RUNNING)
+                continue;
+            if (x->deadline - now < wait)
+                wait = x->deadline - now;
+            if (x->out >= 0) {
+                pfd[np] = (struct pollfd){.fd = x->out, .events = POLLIN};
+                who[np++] = i;
+            }
+            if (x->err >= 0) {
+                pfd[np] = (struct pollfd){.fd = x->err, .events = POLLIN};
+                who[np++] = -i - 1;
+            }
+        }
+        int rc = poll(pfd, (nfds_t)np, wait < 0 ? 0 : (int)wait);
+        if (rc < 0 && errno != EINTR)
+            break;
+        for (int k = 0; rc > 0 && k < np; k++) {
+            if (!pfd[k].revents)
+                continue;
+            int i = who[k] >= 0 ? who[k] : -who[k] - 1;
+            struct cli_cluster_child *x = &c[i];
+            char buf[65536];
+            int *fd = who[k] >= 0 ? &x->out : &x->err;
+            ssize_t got = read(*fd, buf, sizeof buf);
+            if (got > 0) {
+                if (who[k] >= 0)
+                    append(&x->obuf, &x->olen, &x->ocap, buf, (size_t)got);
+                else if (x->elen < 65536)
+                    append(&x->ebuf, &x->elen, &x->ecap, buf, (size_t)got);
+            } else if (got == 0 || errno != EINTR) {
+                close_fd(fd);
+            }
+        }
+        now = cli_cluster_now_ms();
+        for (int i = 0; i < n; i++) {
+            struct cli_cluster_child *x = &c[i];
+            if (x->state != CLUSTER_CHILD_RUNNING)
+                continue;
+            if (x->out < 0 && x->err < 0)
+                reap(x);
+            else if (now >= x->deadline)
+                expire(x);
+            if (x->state != CLUSTER_CHILD_RUNNING)
+                running--;
+        }
+    }
+    free(pfd);
+    free(who);
+}
+
+void cli_cluster_child_free(struct cli_cluster_child *c)
+{
+    if (!c)
+        return;
+    close_fd(&c->out);
+    close_fd(&c->err);
+    free(c->obuf);
+    free(c->ebuf);
+    c->obuf = c->ebuf = NULL;
+}

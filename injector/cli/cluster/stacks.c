@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing cluster stacks`: the node documents merged into one view of the job, STAT-style.
+ * Every rank's (or, with --thread all, every thread's) stack is interned; ranks with the same
+ * stack in the last sample form a group; a group whose ranks kept the same stack in every sample
+ * is stuck. Groups print smallest first with compact rank ranges, the frames that differ from
+ * the largest group marked; --tree prints the merged prefix tree with rank sets at branches.
+ * Ranks that WORLD_SIZE expects and that did not answer are listed as missing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster.h"
+
+/* ---- interning ---- */
+int cli_cluster_intern_id(struct flame_intern *t, char *key, int *is_new)
+{
+    long id = flame_intern_id(t, key, strlen(key), is_new);
+    free(key);
+    return id < 0 ? 0 : (int)id;
+}
+
+char *cli_cluster_stack_key(const cJSON *frames)
+{
+    size_t cap = 256, len = 0;
+    char *s = malloc(cap);
+    const cJSON *f;
+    if (!s)
+        return NULL;
+    s[0] = '\0';
+    cJSON_ArrayForEach(f, frames)
+    {
+        const char *fn = cli_json_str(f, "func"), *file = cli_json_str(f, "file");
+        size_t need = (fn ? strlen(fn) : 0) + (file ? strlen(file) : 0) + 32;
+        if (len + need >= cap) {
+            while (len + need >= cap)
+                cap *= 2;
+            char *b = realloc(s, cap);
+            if (!b)
+                break;
+            s = b;
+        }
+        len += (size_t)snprintf(s + len, cap - len, "%s\x1f%s\x1f%d\x1e", fn ? fn : "",
+                                file ? file : "", (int)cli_json_num(f, "line", 0));
+    }
+    return s;
+}
+
+/* ---- rank ranges ---- */
+char *cli_cluster_ranges(const int *v, int n)
+{
+    size_t cap = 64 + (size_t)n * 24, len = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    s[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && v[j + 1] == v[j] + 1)
+            j++;
+        if (j == i)
+            len += (size_t)snprintf(s + len, cap - len, "%s%d", len ? "," : "", v[i]);
+        else
+            len += (size_t)snprintf(s + len, cap - len, "%s%d-%d", len ? "," : "", v[i], v[j]);
+        i = j + 1;
+    }
+    return s;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v and drops duplicates; returns the new count. */
+static int uniq(int *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || v[k - 1] != v[i])
+            v[k++] = v[i];
+    return k;
+}
+
+const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *nodes)
+{
+    const char *jobs[16];
+    int nj = 0, more = 0;
+    const cJSON *d, *r;
+    cJSON_ArrayForEach(d, nodes)
+    {
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+        {
+            const char *j = cli_json_str(r, "job");
+            if (!j || (o->job && strcmp(o->job, j) != 0))
+                continue;
+            int k = 0;
+            while (k < nj && strcmp(jobs[k], j) != 0)
+                k++;
+            if (k == nj && nj < 16)
+                jobs[nj++] = j;
+            else if (k == nj)
+                more = 1;
+        }
+    }
+    if (nj == 1)
+        return jobs[0];
+    if (nj == 0) {
+        /* Why a node had nothing to say comes first: its ssh error, its timeout. */
+        cJSON_ArrayForEach(d, nodes)
+        {
+            if (cli_json_str(d, "error"))
+                fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_str(d, "node"),
+                        cli_json_str(d, "error"));
+        }
+        if (o->job)
+            cli_error("cluster: no rank of job '%s' found on %d node%s: see 'probing cluster "
+                      "list'",
+                      o->job, cJSON_GetArraySize(nodes), cJSON_GetArraySize(nodes) == 1 ? "" : "s");
+        else
+            cli_error("cluster: no rank of a distributed job found on %d node%s (RANK/WORLD_SIZE, "
+                      "OMPI_COMM_WORLD_*, PMI_*, SLURM_* in a Python process's environment): "
+                      "check the hosts, or run as the job's user or root",
+                      cJSON_GetArraySize(nodes), cJSON_GetArraySize(nodes) == 1 ? "" : "s");
+        return NULL;
+    }
+    char list[1024] = "";
+    for (int k = 0; k < nj; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", jobs[k]);
+    cli_error("cluster: %d%s jobs found (%s): choose one with --job", nj, more ? "+" : "", list);
+    return NULL;
+}
+
+/* ---- the merged view ---- */
+struct task {
+    int rank, pid, thread;
+    const char *node, *tname;
+    int *ids;  /* global stack id per sample, -1 where the thread was not seen */
+    int final; /* id in the last sample */
+};
+
+struct group {
+    int stack;
+    int *tasks, n;
+    int *ranks, nranks;
+    int stuck;
+};
+
+struct view {
+    const char *job;
+    int world, samples, ntasks, ngroups;
+    cJSON **stacks; /* global id -> frames (borrowed from the node documents) */
+    int nstacks, cap_stacks;
+    struct task *tasks;
+    struct group *groups;
+    cJSON *missing, *errors;
+    int nodes_answered;
+};
+
+static int by_size(const void *pa, const void *pb)
+{
+    const struct group *a = pa, *b = pb;
+    if (a->nranks != b->nranks)
+        return a->nranks < b->nranks ? -1 : 1;
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    return a->ranks[0] < b->ranks[0] ? -1 : a->ranks[0] > b->ranks[0];
+}
+
+static void add_task(struct view *v, const cJSON *r, const cJSON *d, int tid, const char *tname,
+                     const int *map, int nmap, const cJSON *samples)
+{
+    struct task *t = &v->tasks[v->ntasks++];
+    t->rank = (int)cli_json_num(r, "rank", -1);
+    t->pid = (int)cli_json_num(r, "pid", 0);
+    t->node = cli_json_str(r, "node") ? cli_json_str(r, "node") : cli_json_str(d, "node");
+    t->thread = tid;
+    t->tname = tname;
+    t->ids = malloc(sizeof(int) * (size_t)(v->samples > 0 ? v->samples : 1));
+    int s = 0;
+    const cJSON *sample, *th;
+    cJSON_ArrayForEach(sample, samples)
+    {
+        if (s >= v->samples)
+            break;
+        t->ids[s] = -1;
+        cJSON_ArrayForEach(th, sample)
+        {
+            if (tid >= 0 && (int)cli_json_num(th, "thread", -1) != tid)
+                continue;
+            int local = (int)cli_json_num(th, "stack", -1);
+            t->ids[s] = local >= 0 && local < nmap ? map[local] : -1;
+            break;
+        }
+        s++;
+    }
+    for (; s < v->samples; s++)
+        t->ids[s] = -1;
+    t->final = t->ids[v->samples - 1];
+}
+
+static void view_free(struct view *v)
+{
+    for (struct task *t = v->tasks; t < v->tasks + v->ntasks; t++)
+        free(t->ids);
+    for (struct group *g = v->groups; g < v->groups + v->ngroups; g++) {
+        free(g->tasks);
+        free(g->ranks);
+    }
+    free(v->tasks);
+    free(v->groups);
+    free(v->stacks);
+    cJSON_Delete(v->missing);
+    cJSON_Delete(v->errors);
+}
+
+static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->job = cli_cluster_pick_job(o, nodes);
+    if (!v->job)
+        return -1;
+    v->missing = cJSON_CreateArray();
+    v->errors = cJSON_CreateArray();
+    struct flame_intern tab = {0};
+    const cJSON *d, *r;
+    int maxtasks = 0;
+    cJSON_ArrayForEach(d, nodes)
+    {
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+        {
+            const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "samples");
+            if (cJSON_GetArraySize(s) > v->samples)
+                v->samples = cJSON_GetArraySize(s);
+            const cJSON *first = cJSON_GetArrayItem(s, cJSON_GetArraySize(s) - 1), *sample;
+            int m = 0;
+            cJSON_ArrayForEach(sample, s) m += cJSON_GetArraySize(sample);
+            maxtasks += m + cJSON_GetArraySize(first) + 1;
+        }
+    }
+    if (v->samples == 0)
+        v->samples = 1;
+    v->tasks = calloc((size_t)maxtasks + 1, sizeof *v->tasks);
+    cJSON_ArrayForEach(d, nodes)
+    {
+        if (cli_json_str(d, "error")) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "node",
+                                    cli_json_str(d, "node") ? cli_json_str(d, "node") : "?");
+            cJSON_AddStringToObject(e, "error", cli_json_str(d, "error"));
+            cJSON_AddItemToArray(v->errors, e);
+            continue;
+        }
+        v->nodes_answered++;
+        const cJSON *stacks = cJSON_GetObjectItemCaseSensitive(d, "stacks"), *f;
+        int nmap = cJSON_GetArraySize(stacks), k = 0;
+        int *map = calloc((size_t)nmap + 1, sizeof *map);
+        cJSON_ArrayForEach(f, stacks)
+        {
+            int is_new = 0;
+            map[k] = cli_cluster_intern_id(&tab, cli_cluster_stack_key(f), &is_new);
+            if (is_new) {
+                if (v->nstacks == v->cap_stacks) {
+                    v->cap_stacks = v->cap_stacks ? v->cap_stacks * 2 : 64;
+                    v->stacks = realloc(v->stacks, sizeof *v->stacks * (size_t)v->cap_stacks);
+                }
+                v->stacks[v->nstacks++] = (cJSON *)f;
+            }
+            k++;
+        }
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+        {
+            if (strcmp(cli_json_str(r, "job"), v->job) != 0)
+                continue;
+            int ws = (int)cli_json_num(r, "world_size", 0);
+            if (ws > v->world)
+                v->world = ws;
+            if (cli_json_str(r, "error")) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "rank", cli_json_num(r, "rank", -1));
+                cJSON_AddStringToObject(e, "node", cli_json_str(r, "node"));
+                cJSON_AddNumberToObject(e, "pid", cli_json_num(r, "pid", 0));
+                cJSON_AddStringToObject(e, "error", cli_json_str(r, "error"));
+                cJSON_AddItemToArray(v->errors, e);
+                continue;
+            }
+            const cJSON *samples = cJSON_GetObjectItemCaseSensitive(r, "samples");
+            const cJSON *last = cJSON_GetArrayItem(samples, cJSON_GetArraySize(samples) - 1), *th;
+            if (o->thread == CLUSTER_THREAD_ALL) {
+                cJSON_ArrayForEach(th, last) add_task(v, r, d, (int)cli_json_num(th, "thread", -1),
+                                                      cli_json_str(th, "name"), map, nmap, samples);
+            } else if (cJSON_GetArraySize(last) > 0) {
+                add_task(v, r, d, -1, cli_json_str(cJSON_GetArrayItem(last, 0), "name"), map, nmap,
+                         samples);
+            }
+        }
+        free(map);
+    }
+    flame_intern_free(&tab);
+    /* Who answered, and so who is missing. */
+    char *ok = calloc((size_t)v->world + 1, 1);
+    for (int i = 0; i < v->ntasks; i++)
+        if (v->tasks[i].rank >= 0 && v->tasks[i].rank < v->world)
+            ok[v->tasks[i].rank] = 1;
+    for (int i = 0; i < v->world; i++)
+        if (!ok[i])
+            cJSON_AddItemToArray(v->missing, cJSON_CreateNumber(i));
+    free(ok);
+    /* Groups: tasks by their last stack. */
+    v->groups = calloc((size_t)v->ntasks + 1, sizeof *v->groups);
+    int *gof = calloc((size_t)v->nstacks + 2, sizeof *gof);
+    for (int i = 0; i < v->nstacks + 2; i++)
+        gof[i] = -1;
+    for (int i = 0; i < v->ntasks; i++) {
+        int key = v->tasks[i].final + 1; /* -1 (no stack) groups at 0 */
+        if (gof[key] < 0) {
+            gof[key] = v->ngroups;
+            struct group *g = &v->groups[v->ngroups++];
+            g->stack = v->tasks[i].final;
+            g->tasks = malloc(sizeof(int) * (size_t)v->ntasks);
+            g->ranks = malloc(sizeof(int) * (size_t)v->ntasks);
+            g->stuck = v->samples > 1;
+        }
+        struct group *g = &v->groups[gof[key]];
+        g->tasks[g->n] = i;
+        g->ranks[g->n++] = v->tasks[i].rank;
+        for (int s = 0; s < v->samples; s++)
+            if (v->tasks[i].ids[s] != v->tasks[i].final || v->tasks[i].final < 0)
+                g->stuck = 0;
+    }
+    free(gof);
+    for (int g = 0; g < v->ngroups; g++)
+        v->groups[g].nranks = uniq(v->groups[g].ranks, v->groups[g].n);
+    qsort(v->groups, (size_t)v->ngroups, sizeof *v->groups, by_size);
+    return 0;
+}
+
+static const cJSON *group_frames(const struct view *v, const struct group *g)
+{
+    return g->stack >= 0 ? v->stacks[g->stack] : NULL;
+}
+
+/* How many innermost frames of a differ from b, compared from the outermost frame. */
+static int differing(const cJSON *a, const cJSON *b)
+{
+    int na = cJSON_GetArraySize(a), nb = cJSON_GetArraySize(b), common = 0;
+    while (common < na && common < nb) {
+        const cJSON *fa = cJSON_GetArrayItem(a, na - 1 - common);
+        const cJSON *fb = cJSON_GetArrayItem(b, nb - 1 - common);
+        if (strcmp(cli_json_str(fa, "func"), cli_json_str(fb, "func")) != 0 ||
+            strcmp(cli_json_str(fa, "file"), cli_json_str(fb, "file")) != 0 ||
+            cli_json_num(fa, "line", 0) != cli_json_num(fb, "line", 0))
+            break;
+        common++;
+    }
+    return na - common;
+}
+
+static void print_frame(const cJSON *f, int mark, int color)
+{
+    const char *on = mark && color ? "\033[1;31m" : "", *off = mark && color ? "\033[0m" : "";
+    printf("  %s %s%s (%s:%d)%s\n", mark ? ">" : " ", on, cli_json_str(f, "func"),
+           cli_json_str(f, "file"), (int)cli_json_num(f, "line", 0), off);
+}
+
+static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
+{
+    int answered = 0;
+    char *ok = calloc((size_t)v->world + 1, 1);
+    for (int i = 0; i < v->ntasks; i++)
+        if (v->tasks[i].rank >= 0 && v->tasks[i].rank < v->world && !ok[v->tasks[i].rank]) {
+            ok[v->tasks[i].rank] = 1;
+            answered++;
+        }
+    free(ok);
+    printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", v->job,
+           v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
+           nodes == 1 ? "" : "s", v->ngroups, v->ngroups == 1 ? "" : "s");
+    if (v->samples > 1)
+        printf(" (%d samples, %.3g s apart)", v->samples, o->interval);
+    printf("\n");
+}
+
+static void print_missing(const struct view *v)
+{
+    int n = cJSON_GetArraySize(v->missing), k = 0;
+    const cJSON *m, *e;
+    if (n > 0) {
+        int *r = malloc(sizeof(int) * (size_t)n);
+        cJSON_ArrayForEach(m, v->missing) r[k++] = m->valueint;
+        char *s = cli_cluster_ranges(r, n);
+        printf("\nmissing: %d rank%s: %s\n", n, n == 1 ? "" : "s", s ? s : "");
+        free(s);
+        free(r);
+    }
+    cJSON_ArrayForEach(e, v->errors)
+    {
+        if (cJSON_GetObjectItemCaseSensitive(e, "rank"))
+            printf("  rank %d (node %s, pid %d): %s\n", (int)cli_json_num(e, "rank", -1),
+                   cli_json_str(e, "node"), (int)cli_json_num(e, "pid", 0),
+                   cli_json_str(e, "error"));
+        else
+            printf("  node %s: %s\n", cli_json_str(e, "node"), cli_json_str(e, "error"));
+    }
+}
+
+static void print_groups(const struct cli_cluster_opts *o, const struct view *v)
+{
+    const struct group *big = v->ngroups ? &v->groups[v->ngroups - 1] : NULL;
+    for (int g = 0; g < v->ngroups; g++) {
+        const struct group *gr = &v->groups[g];
+        char *rs = cli_cluster_ranges(gr->ranks, gr->nranks);
+        printf("\n%d rank%s: %s", gr->nranks, gr->nranks == 1 ? "" : "s", rs ? rs : "");
+        free(rs);
+        if (gr->n == 1) {
+            const struct task *t = &v->tasks[gr->tasks[0]];
+            printf(" (node %s, pid %d", t->node, t->pid);
+            if (o->thread == CLUSTER_THREAD_ALL)
+                printf(", thread %d \"%s\"", t->thread, t->tname ? t->tname : "");
+            printf(")");
+        } else if (o->thread == CLUSTER_THREAD_ALL) {
+            printf(" (%d threads)", gr->n);
+        }
+        if (gr->stuck)
+            printf("  STUCK: unchanged in all %d samples", v->samples);
+        else if (v->samples > 1)
+            printf("  moving");
+        printf("\n");
+        const cJSON *frames = group_frames(v, gr), *f;
+        if (!frames) {
+            printf("    (no Python frames)\n");
+            continue;
+        }
+        int diff = gr == big ? 0 : differing(frames, group_frames(v, big)), i = 0;
+        if (cJSON_GetArraySize(frames) == 0)
+            printf("    (no Python frames)\n");
+        cJSON_ArrayForEach(f, frames) print_frame(f, i++ < diff, o->color);
+    }
+}
+
+/* ---- the prefix tree ---- */
+struct tnode {
+    const cJSON *frame;
+    struct tnode *kids;
+    int nkids, capkids;
+    int *ranks, n, cap;
+    int ends; /* tasks whose stack ends here */
+};
+
+static int same_frame(const cJSON *a, const cJSON *b)
+{
+    return strcmp(cli_json_str(a, "func"), cli_json_str(b, "func")) == 0 &&
+           strcmp(cli_json_str(a, "file"), cli_json_str(b, "file")) == 0 &&
+           cli_json_num(a, "line", 0) == cli_json_num(b, "line", 0);
+}
+
+static void tnode_add_rank(struct tnode *t, int rank)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 8;
+        t->ranks = realloc(t->ranks, sizeof(int) * (size_t)t->cap);
+    }
+    t->ranks[t->n++] = rank;
+}
+
+static void tree_insert(struct tnode *root, const cJSON *frames, int rank)
+{
+    struct tnode *t = root;
+    tnode_add_rank(t, rank);
+    for (int i = cJSON_GetArraySize(frames) - 1; i >= 0; i--) {
+        const cJSON *f = cJSON_GetArrayItem(frames, i);
+        int k = 0;
+        while (k < t->nkids && !same_frame(t->kids[k].frame, f))
+            k++;
+        if (k == t->nkids) {
+            if (t->nkids == t->capkids) {
+                t->capkids = t->capkids ? t->capkids * 2 : 4;
+                t->kids = realloc(t->kids, sizeof *t->kids * (size_t)t->capkids);
+            }
+            memset(&t->kids[k], 0, sizeof t->kids[k]);
+            t->kids[k].frame = f;
+            t->nkids++;
+        }
+        t = &t->kids[k];
+        tnode_add_rank(t, rank);
+    }
+    t->ends++;
+}
+
+/* first: the prefix of this node's line; cont: of the lines below it. A branch's children
+ * hang off "|-" and "`-" (ASCII, so that any terminal and log shows it). */
+static void tree_print(struct tnode *t, const char *first, const char *cont, int color)
+{
+    t->n = uniq(t->ranks, t->n);
+    char *rs = cli_cluster_ranges(t->ranks, t->n);
+    if (t->frame) {
+        const char *on = color ? "\033[36m" : "", *off = color ? "\033[0m" : "";
+        printf("%s%s[%s]%s %s (%s:%d)\n", first, on, rs ? rs : "", off,
+               cli_json_str(t->frame, "func"), cli_json_str(t->frame, "file"),
+               (int)cli_json_num(t->frame, "line", 0));
+    }
+    free(rs);
+    if (t->ends && t->nkids)
+        printf("%s(%d stack%s end%s here)\n", cont, t->ends, t->ends == 1 ? "" : "s",
+               t->ends == 1 ? "s" : "");
+    for (int k = 0; k < t->nkids; k++) {
+        char f[1024], c[1024];
+        if (t->nkids == 1) {
+            tree_print(&t->kids[k], cont, cont, color);
+            continue;
+        }
+        int last = k == t->nkids - 1;
+        snprintf(f, sizeof f, "%s%s", cont, last ? "`-" : "|-");
+        snprintf(c, sizeof c, "%s%s", cont, last ? "  " : "| ");
+        tree_print(&t->kids[k], f, c, color);
+    }
+}
+
+static void tree_free(struct tnode *t)
+{
+    for (int k = 0; k < t->nkids; k++)
+        tree_free(&t->kids[k]);
+    free(t->kids);
+    free(t->ranks);
+}
+
+/* ---- JSON ---- */
+static cJSON *view_json(const struct view *v)
+{
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "job", v->job);
+    cJSON_AddNumberToObject(out, "world_size", v->world);
+    cJSON_AddNumberToObject(out, "samples", v->samples);
+    cJSON *groups = cJSON_AddArrayToObject(out, "groups");
+    for (int g = 0; g < v->ngroups; g++) {
+        const struct group *gr = &v->groups[g];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddItemToObject(j, "ranks", cJSON_CreateIntArray(gr->ranks, gr->nranks));
+        cJSON_AddBoolToObject(j, "stuck", gr->stuck);
+        cJSON *nodes = cJSON_AddArrayToObject(j, "nodes");
+        for (int i = 0; i < gr->n; i++) {
+            const char *nd = v->tasks[gr->tasks[i]].node;
+            const cJSON *x;
+            int have = 0;
+            cJSON_ArrayForEach(x, nodes) have |= strcmp(x->valuestring, nd) == 0;
+            if (!have)
+                cJSON_AddItemToArray(nodes, cJSON_CreateString(nd));
+        }
+        if (gr->n == 1)
+            cJSON_AddNumberToObject(j, "pid", v->tasks[gr->tasks[0]].pid);
+        const cJSON *frames = group_frames(v, gr);
+        cJSON_AddItemToObject(j, "frames",
+                              frames ? cJSON_Duplicate(frames, 1) : cJSON_CreateArray());
+        cJSON_AddItemToArray(groups, j);
+    }
+    cJSON_AddItemToObject(out, "missing", cJSON_Duplicate(v->missing, 1));
+    cJSON_AddItemToObject(out, "errors", cJSON_Duplicate(v->errors, 1));
+    return out;
+}
+
+int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
+{
+    struct view v;
+    if (view_build(o, nodes, &v) < 0)
+        return CLI_FAIL;
+    if (o->json) {
+        cJSON *j = view_json(&v);
+        cli_print_json(j);
+        cJSON_Delete(j);
+    } else {
+        print_header(o, &v, cJSON_GetArraySize(nodes));
+        if (o->tree) {
+            struct tnode root = {0};
+            for (int i = 0; i < v.ntasks; i++)
+                if (v.tasks[i].final >= 0)
+                    tree_insert(&root, v.stacks[v.tasks[i].final], v.tasks[i].rank);
+            printf("\n");
+            tree_print(&root, "", "", o->color);
+            tree_free(&root);
+        } else {
+            print_groups(o, &v);
+        }
+        print_missing(&v);
+    }
+    int rc = v.ntasks > 0 ? CLI_OK : CLI_FAIL;
+    view_free(&v);
+    return rc;
+}

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/* Making sure the probe is loaded in a local target: find the probe library for its CPython
+ * version, inject it (injector/inject/) unless it is loaded with its agent answering, one
+ * injection per process at a time (a lock in our private directory), and a fresh copy into a
+ * fork child that inherited the probe without its agent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "injector/inject/inj.h"
+
+int cli_libdir(char *buf, size_t n)
+{
+    const char *env = getenv("PROBING_LIBDIR");
+    if (env && *env) {
+        pb_strlcpy(buf, env, n);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return -errno;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    /* bin/probing looks in ../lib/probing; lib/probing/probing-serve (the CLI with serve) is
+     * already there. */
+    static const char here[] = "/lib/probing";
+    size_t el = strlen(exe), hl = strlen(here);
+    if (el >= hl && strcmp(exe + el - hl, here) == 0)
+        pb_strlcpy(buf, exe, n);
+    else
+        snprintf(buf, n, "%s/../lib/probing", exe);
+    char *real = realpath(buf, NULL);
+    if (real) {
+        pb_strlcpy(buf, real, n);
+        free(real);
+    }
+    return 0;
+}
+
+/* Copies of the probe a process may hold: the one it inherited from a fork and fresh ones for
+ * the agents started since (a fork child of a fork child...). A bound, so that a probe that
+ * cannot start (see its log) is not loaded again on every command. */
+#define MAX_PROBE_COPIES 4
+
+/* How many distinct libprobing files pid maps (at most MAX_PROBE_COPIES + 1), or -errno. */
+static int probe_copies(pid_t pid)
+{
+    char path[64], line[PATH_MAX + 128], seen[MAX_PROBE_COPIES + 1][PATH_MAX];
+    int n = 0;
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -errno;
+    while (n <= MAX_PROBE_COPIES && fgets(line, sizeof line, f)) {
+        char *file = strchr(line, '/');
+        if (!file)
+            continue;
+        file[strcspn(file, "\n")] = '\0';
+        if (strncmp(strrchr(file, '/') + 1, CLI_PROBE_LIB_PREFIX,
+                    strlen(CLI_PROBE_LIB_PREFIX)) != 0)
+            continue;
+        int i = 0;
+        while (i < n && strcmp(seen[i], file) != 0)
+            i++;
+        if (i == n)
+            pb_strlcpy(seen[n++], file, sizeof seen[0]);
+    }
+    fclose(f);
+    return n;
+}
+
+/* Whether the probe mapped in pid has no agent: nothing answers on its socket and nobody is
+ * injecting (TracerPid 0), for grace_ms (a probe being loaded binds its socket in its
+ * constructor, before dlopen returns). A fork() child is in this state: it inherits the
+ * parent's mappings, but the agent's threads and sockets do not survive the fork. */
+static int probe_orphaned(pid_t pid, int grace_ms)
+{
+    char sock[256], path[64], status[8192];
+    struct pb_err e;
+    uid_t uid;
+    if (cli_socket_locate(pid, sock, sizeof sock, &uid, &e) < 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    long long deadline = cli_now_ms() + grace_ms;
+    for (;;) {
+        struct dap_client c;
+        dap_client_init(&c, 1000);
+        if (cli_socket_check(sock, uid, &e) < 0)
+            return 0; /* not the probe's socket: the caller's connect says so */
+        int rc = dap_client_connect_unix(&c, sock, &e);
+        dap_client_close(&c);
+        if (rc != -ENOENT && rc != -ECONNREFUSED)
+            return 0; /* it answers, or refuses us (the caller's connect says why) */
+        long tracer = pb_read_file(path, status, sizeof status) > 0
+                          ? cli_proc_status_value(status, "TracerPid", 0) : -1;
+        if (tracer == 0 && cli_now_ms() >= deadline)
+            return 1;
+        if (tracer != 0 && cli_now_ms() >= deadline + 10000)
+            return 0; /* still being injected (or gone): the caller's connect says why */
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Loads a fresh copy of lib into pid, whose probe has no agent. dlopen of the same file would
+ * return the inherited handle without running its constructor, so the copy is a new file
+ * (under our /tmp, owned by the target's user; inj_inject copies it again into the target's
+ * own /tmp when it does not see ours). Holding a lock on lib, so that two commands at once
+ * load one copy: the second finds the new agent answering. Returns 0 once loaded, 1 if
+ * another command loaded it meanwhile, or a negative code. */
+static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
+{
+    char dir[] = "/tmp/probing-XXXXXX", copy[PATH_MAX + 32], there[PATH_MAX + 96], proc[64];
+    struct stat owner, a, b;
+    int rc, lock = open(lib, O_RDONLY | O_CLOEXEC);
+    if (lock < 0)
+        return pb_err_set(err, -errno, "cannot open %s: %s", lib, strerror(errno));
+    long long deadline = cli_now_ms() + 30000;
+    while ((rc = flock(lock, LOCK_EX | LOCK_NB)) < 0 && cli_now_ms() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc < 0 || !probe_orphaned(pid, 0)) {
+        close(lock);
+        return 1; /* another command loaded it meanwhile (or is still at it) */
+    }
+    if (probe_copies(pid) >= MAX_PROBE_COPIES) {
+        close(lock);
+        return pb_err_set(err, PB_ENOPROBE, "the probe in %d does not start (%d copies loaded "
+                          "already): see the probe's log (set PROBING_LOG in the target)",
+                          (int)pid, MAX_PROBE_COPIES);
+    }
+    snprintf(proc, sizeof proc, "/proc/%d", (int)pid);
+    if (stat(proc, &owner) < 0 || !mkdtemp(dir)) {
+        rc = pb_err_set(err, -errno, "cannot copy the probe for %d: %s", (int)pid,
+                        strerror(errno));
+        close(lock);
+        return rc;
+    }
+    snprintf(copy, sizeof copy, "%s/%s", dir, strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
+    rc = chown(dir, owner.st_uid, owner.st_gid) < 0 && geteuid() == 0 ? -errno : 0;
+    if (rc == 0)
+        rc = inj_file_copy(lib, copy, owner.st_uid, owner.st_gid);
+    if (rc < 0) {
+        pb_err_set(err, rc, "cannot copy %s to %s: %s", lib, copy, strerror(-rc));
+    } else {
+        struct inj_opts io = {0};
+        rc = inj_inject(pid, copy, &io, err);
+    }
+    /* Keep the copy only where the target maps it (the same file seen through its root). */
+    snprintf(there, sizeof there, "/proc/%d/root%s", (int)pid, copy);
+    if (rc < 0 || stat(copy, &a) < 0 || stat(there, &b) < 0 || a.st_dev != b.st_dev ||
+        a.st_ino != b.st_ino) {
+        unlink(copy);
+        rmdir(dir);
+    }
+    close(lock);
+    return rc;
+}
+
+/* How long a command waits for another one injecting into the same process. */
+#define INJECT_LOCK_WAIT_MS 60000
+
+/* Takes the lock on injecting into pid: flock on <pid>.inject.lock in the CLI's own private
+ * directory /tmp/probing-<euid> (0700, ours; never under the target's root, where the file would
+ * be left behind), waiting up to INJECT_LOCK_WAIT_MS for a command holding it. The file is
+ * unlinked by the holder before it lets go, so a waiter that got the lock on a file no longer
+ * at that path tries again. Returns the descriptor to pass to inject_unlock, -1 when the
+ * directory cannot be ours (no lock: injecting goes on as before), or PB_ETIMEDOUT. */
+static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
+{
+    char dir[64];
+    struct stat st, held;
+    uid_t uid = geteuid();
+    snprintf(dir, sizeof dir, "/tmp/probing-%u", (unsigned)uid);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
+        return -1; /* not a private directory of ours: someone else could hold any lock there */
+    snprintf(path, n, "%s/%d.inject.lock", dir, (int)pid);
+    long long deadline = cli_now_ms() + INJECT_LOCK_WAIT_MS;
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return -1;
+        int rc;
+        while ((rc = flock(fd, LOCK_EX | LOCK_NB)) < 0 && cli_now_ms() < deadline) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (rc < 0) {
+            close(fd);
+            return pb_err_set(err, PB_ETIMEDOUT, "another probing command has been injecting "
+                              "into %d for %d s: retry when it is done", (int)pid,
+                              INJECT_LOCK_WAIT_MS / 1000);
+        }
+        if (fstat(fd, &held) == 0 && lstat(path, &st) == 0 && held.st_dev == st.st_dev &&
+            held.st_ino == st.st_ino)
+            return fd;
+        close(fd); /* its holder removed it: the lock is the file now at path */
+    }
+}
+
+static void inject_unlock(int fd, const char *path)
+{
+    if (fd < 0)
+        return;
+    unlink(path);
+    close(fd);
+}
+
+/* Whether the probe is loaded in pid with its agent answering (or about to): its version from
+ * the library's name into version. *orphaned: it is mapped but has no agent (probe_orphaned,
+ * after grace_ms). */
+static int probe_loaded(pid_t pid, int grace_ms, int *orphaned, char *version, size_t vn)
+{
+    char lib[PATH_MAX];
+    static const char so[] = ".so";
+    int rc = inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, lib, sizeof lib);
+    *orphaned = rc == 1 && probe_orphaned(pid, grace_ms);
+    if (rc != 1 || *orphaned)
+        return 0;
+    /* libprobing-3.12.so: the version between the prefix and ".so" */
+    const char *base = strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
+    const char *v = base + strlen(CLI_PROBE_LIB_PREFIX);
+    size_t l = strlen(v);
+    if (l > strlen(so) && strcmp(v + l - strlen(so), so) == 0)
+        l -= strlen(so);
+    if (version)
+        snprintf(version, vn, "%.*s", (int)l, v);
+    return 1;
+}
+
+static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t vn,
+                               struct pb_err *err);
+
+int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err)
+{
+    int orphaned;
+    *injected = 0;
+    if (probe_loaded(pid, 1000, &orphaned, version, vn))
+        return 0;
+    /* One injection per process at a time: a second command waits for the first and then
+     * finds the probe it loaded. */
+    char path[96];
+    int fd = inject_lock(pid, path, sizeof path, err);
+    if (fd == PB_ETIMEDOUT)
+        return fd;
+    int rc = probe_ensure_locked(pid, injected, version, vn, err);
+    inject_unlock(fd, path);
+    return rc;
+}
+
+/* cli_probe_ensure once the lock on injecting into pid is ours (or cannot be had at all). */
+static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t vn,
+                               struct pb_err *err)
+{
+    char lib[PATH_MAX];
+    int orphaned, rc;
+    if (probe_loaded(pid, 0, &orphaned, version, vn)) /* a command before us loaded it */
+        return 0;
+    struct inj_pyver pv;
+    rc = inj_pyver_detect(pid, &pv, err);
+    if (rc < 0)
+        return rc;
+    if (version)
+        snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+    char dir[PATH_MAX - 64];
+    cli_libdir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/" CLI_PROBE_LIB_PREFIX "%d.%d.so", dir, pv.major, pv.minor);
+    if (access(lib, R_OK) < 0) {
+        if (pv.major != 3 || pv.minor < 8 || pv.minor > 13)
+            return pb_err_set(err, PB_ENOBUILD,
+                              "no probe build for CPython %d.%d (process %d): probing supports "
+                              "CPython 3.8 to 3.13",
+                              pv.major, pv.minor, (int)pid);
+        return pb_err_set(err, PB_ENOBUILD,
+                          "no probe build for CPython %d.%d (process %d) in %s: build it with "
+                          "'make PYTHONS=%d.%d' (needs that version's headers), or set "
+                          "PROBING_LIBDIR",
+                          pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
+    }
+    if (orphaned) {
+        rc = inject_fresh(pid, lib, err);
+    } else {
+        struct inj_opts io = {0};
+        rc = inj_inject(pid, lib, &io, err);
+    }
+    if (rc < 0)
+        return rc;
+    *injected = rc == 0;
+    return 0;
+}
+

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall] [--stop]`: native and
+ * Python sampling of every thread (the probe's sampler, docs/perf.md) through probing/perf.
+ * Without --duration it starts sampling and returns (sampling goes on in the target until
+ * `perf --stop`); with it, it waits S seconds (a progress line on a terminal only), then
+ * prints a summary: samples, threads, missed, lost, the sampler's CPU time, and the top
+ * functions by self and total share, from perf.samples / perf.frames (probing/query).
+ * `--stop` stops sampling and prints the same summary of what was collected. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+#define TOP 10
+/* A function's name in the summary: Python "func (file)" (all its lines together), native
+ * the symbol or module+0xOFFSET. */
+#define FUNC "CASE WHEN f.kind = 'python' THEN f.func || ' (' || f.file || ')' ELSE f.name END"
+
+static void help(void)
+{
+    printf("usage: probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall]\n"
+           "       probing -p PID perf --cc --stop\n"
+           "\n"
+           "Sample every thread of the target: its native stack and its Python frames,\n"
+           "merged into one stack (each interpreter eval-loop frame replaced by the Python\n"
+           "frames it ran). Sampling goes on in the target until 'perf --stop'; the\n"
+           "samples are SQL tables (perf.samples, perf.stacks, perf.frames) and\n"
+           "'probing -p PID flamegraph' draws them. Starting again clears the last profile.\n"
+           "\n"
+           "  --rate HZ          samples per second per thread, 1 to 1000 (default 100)\n"
+           "  --duration S       wait S seconds (0.1 to 86400), then print a summary:\n"
+           "                     samples, threads, missed, top functions (sampling goes on)\n"
+           "  --mode cpu|wall    cpu (default): each thread is sampled by its own CPU time;\n"
+           "                     wall: every Python thread at the rate, sleeping ones too\n"
+           "                     (on_cpu = 0), native frames only for running ones\n"
+           "  --stop             stop sampling and print the summary of what was collected\n"
+           "\n"
+           "Examples:\n"
+           "  probing -p 4242 perf --cc --duration 10\n"
+           "  probing -p 4242 query \"SELECT thread_name, COUNT(*) FROM perf.samples GROUP BY 1\"\n"
+           "  probing -p 4242 perf --stop\n");
+}
+
+static cJSON *request(struct dap_client *dc, const char *action, int rate, const char *mode,
+                      struct pb_err *err)
+{
+    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddStringToObject(args, "action", action);
+    if (rate > 0)
+        cJSON_AddNumberToObject(args, "rate", rate);
+    if (mode)
+        cJSON_AddStringToObject(args, "mode", mode);
+    if (dap_client_request(dc, "probing/perf", args, &body, err) < 0)
+        return NULL;
+    return body;
+}
+
+/* Prints "  NN.N%  name" for each row (name, count) of sql, shares of total. */
+static int print_top(struct dap_client *dc, const char *title, const char *sql, double total,
+                     struct pb_err *err)
+{
+    cJSON *body = cli_query(dc, sql, err), *row;
+    if (!body)
+        return -1;
+    printf("%s\n", title);
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(body, "rows"))
+    {
+        const cJSON *name = cJSON_GetArrayItem(row, 0), *n = cJSON_GetArrayItem(row, 1);
+        printf("  %5.1f%%  %s\n", total > 0 ? 100.0 * (cJSON_IsNumber(n) ? n->valuedouble : 0) / total : 0.0,
+               cJSON_IsString(name) ? name->valuestring : "?");
+    }
+    cJSON_Delete(body);
+    return 0;
+}
+
+static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
+{
+    double samples = cli_json_num(st, "samples", 0);
+    double started = cli_json_num(st, "started", 0), stopped = cli_json_num(st, "stopped", 0);
+    double span = (stopped > 0 ? stopped : (double)time(NULL)) - started;
+    const char *mode = cli_json_str(st, "mode");
+    printf("perf --cc: %.0f samples of %.0f threads in %.1f s (%s mode, %.0f Hz); %.0f missed, "
+           "%.0f lost; sampler CPU %.3f s\n", samples, cli_json_num(st, "threads", 0),
+           span > 0 ? span : 0, mode ? mode : "?", cli_json_num(st, "rate", 0),
+           cli_json_num(st, "missed", 0), cli_json_num(st, "lost", 0),
+           cli_json_num(st, "probeCpuSeconds", 0));
+    if (samples <= 0)
+        return 0;
+    char sql[768];
+    snprintf(sql, sizeof sql,
+             "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
+             "stack_id) SELECT " FUNC " AS fn, SUM(c.n) AS n FROM c JOIN perf.frames f ON "
+             "f.stack_id = c.stack_id AND f.depth = 0 GROUP BY fn ORDER BY n DESC, fn LIMIT %d",
+             TOP);
+    if (print_top(dc, "top functions (self):", sql, samples, err) < 0)
+        return -1;
+    snprintf(sql, sizeof sql,
+             "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
+             "stack_id), t AS MATERIALIZED (SELECT DISTINCT c.stack_id, " FUNC " AS fn, c.n FROM c "
+             "JOIN perf.frames f ON f.stack_id = c.stack_id) SELECT fn, SUM(n) AS n FROM t GROUP "
+             "BY fn ORDER BY n DESC, fn LIMIT %d", TOP);
+    return print_top(dc, "top functions (total):", sql, samples, err);
+}
+
+int cli_perf_cc_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
+{
+    cJSON *body = request(dc, "stop", 0, NULL, err);
+    int rc = 0;
+    if (!body)
+        return -1;
+    if (cli_json_true(body, "wasRunning")) {
+        *stopped = 1;
+        printf("perf --cc stopped\n");
+        rc = summary(dc, body, err);
+    }
+    cJSON_Delete(body);
+    return rc;
+}
+
+int cli_perf_cc_start(struct dap_client *dc, struct pb_err *err)
+{
+    cJSON *body = request(dc, "start", 0, NULL, err);
+    if (!body)
+        return -1;
+    printf("sampling every thread at %.0f Hz (%s mode)\n", cli_json_num(body, "rate", 0),
+           cli_json_str(body, "mode") ? cli_json_str(body, "mode") : "?");
+    cJSON_Delete(body);
+    return 0;
+}
+
+static void progress(double done, double total, double samples)
+{
+    fprintf(stderr, "\rsampling: %.1f/%.1f s, %.0f samples ", done, total, samples);
+    fflush(stderr);
+}
+
+static int wait_duration(struct dap_client *dc, double duration, struct pb_err *err)
+{
+    struct timespec t0, now;
+    int tty = isatty(STDERR_FILENO);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double el = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (el >= duration)
+            break;
+        double step = duration - el < 0.5 ? duration - el : 0.5;
+        struct timespec ts = {(time_t)step, (long)((step - (double)(time_t)step) * 1e9)};
+        nanosleep(&ts, NULL);
+        if (tty) {
+            cJSON *st = request(dc, "status", 0, NULL, err);
+            if (!st)
+                return -1;
+            progress(el + step, duration, cli_json_num(st, "samples", 0));
+            cJSON_Delete(st);
+        }
+    }
+    if (tty)
+        fprintf(stderr, "\r%60s\r", "");
+    return 0;
+}
+
+int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
+{
+    int rate = 0, stop = 0;
+    double duration = 0;
+    const char *mode = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        char *end;
+        if (strcmp(a, "--cc") == 0)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            help();
+            return CLI_OK;
+        }
+        if (strcmp(a, "--stop") == 0) {
+            stop = 1;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t kl = eq ? (size_t)(eq - a) : strlen(a);
+        int is_rate = kl == 6 && strncmp(a, "--rate", 6) == 0;
+        int is_dur = kl == 10 && strncmp(a, "--duration", 10) == 0;
+        int is_mode = kl == 6 && strncmp(a, "--mode", 6) == 0;
+        if (!is_rate && !is_dur && !is_mode) {
+            cli_error("perf --cc: unknown option '%s': see 'probing perf --cc --help'", a);
+            return CLI_USAGE;
+        }
+        if (eq)
+            val = eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        if (!val || !*val) {
+            cli_error("perf --cc: %.*s needs a value: see 'probing perf --cc --help'", (int)kl, a);
+            return CLI_USAGE;
+        }
+        if (is_rate) {
+            long v = strtol(val, &end, 10);
+            if (*end || v < 1 || v > 1000) {
+                cli_error("perf --cc: --rate '%s': expected an integer from 1 to 1000 (samples "
+                          "per second)", val);
+                return CLI_USAGE;
+            }
+            rate = (int)v;
+        } else if (is_dur) {
+            double v = strtod(val, &end);
+            if (*end || !(v >= 0.1 && v <= 86400)) {
+                cli_error("perf --cc: --duration '%s': expected seconds from 0.1 to 86400", val);
+                return CLI_USAGE;
+            }
+            duration = v;
+        } else {
+            if (strcmp(val, "cpu") != 0 && strcmp(val, "wall") != 0) {
+                cli_error("perf --cc: --mode '%s': expected cpu or wall", val);
+                return CLI_USAGE;
+            }
+            mode = val;
+        }
+    }
+    if (stop && (rate || duration > 0 || mode)) {
+        cli_error("perf --cc: --stop takes no other option");
+        return CLI_USAGE;
+    }
+    if (stop)
+        return CLI_PERF_STOP;
+    struct dap_client dc;
+    struct pb_err err = {0};
+    int rc = CLI_OK;
+    if (cli_open(o, &dc) < 0)
+        return CLI_FAIL;
+    cJSON *st = request(&dc, "start", rate, mode, &err);
+    if (!st) {
+        cli_error("perf --cc: %s", err.msg);
+        cli_disconnect(&dc);
+        return CLI_FAIL;
+    }
+    if (duration <= 0) {
+        printf("sampling every thread at %.0f Hz (%s mode); stop with 'probing -p %d perf "
+               "--stop'; see the samples with 'probing -p %d flamegraph' or the perf.* tables\n",
+               cli_json_num(st, "rate", 0), cli_json_str(st, "mode") ? cli_json_str(st, "mode") : "?",
+               (int)o->target.pid, (int)o->target.pid);
+        cJSON_Delete(st);
+        cli_disconnect(&dc);
+        return CLI_OK;
+    }
+    cJSON_Delete(st);
+    st = NULL;
+    if (wait_duration(&dc, duration, &err) < 0 || !(st = request(&dc, "status", 0, NULL, &err)) ||
+        summary(&dc, st, &err) < 0) {
+        cli_error("perf --cc: %s", err.msg);
+        rc = CLI_FAIL;
+    } else {
+        printf("sampling goes on: 'probing -p %d perf --stop' ends it\n", (int)o->target.pid);
+    }
+    cJSON_Delete(st);
+    cli_disconnect(&dc);
+    return rc;
+}

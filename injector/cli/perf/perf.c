@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing -p PID perf ...`: the profilers. `--cc` is native+Python CPU sampling (cc.c),
+ * `--torch` per-module PyTorch timing (torch.c); `--stop` alone stops whatever of them runs in
+ * the target. This file decides which one a command line is for, and does the stopping. */
+#include <stdio.h>
+#include <string.h>
+
+#include "perf.h"
+
+static void help(void)
+{
+    printf("usage: probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall]\n"
+           "       probing -p PID perf --torch [--every N] [--trace FILE]\n"
+           "       probing -p PID perf [--cc | --torch] --stop\n"
+           "\n"
+           "Profile a running process. Collection goes on in the target after the command\n"
+           "exits, until 'perf --stop'; results are SQL tables (probing -p PID tables perf,\n"
+           "tables python) and 'probing -p PID flamegraph'.\n"
+           "\n"
+           "  --cc                 sample every thread's native and Python stack\n"
+           "    --rate HZ          samples per second per thread (default 100)\n"
+           "    --duration S       wait S seconds, then print a summary (and keep sampling)\n"
+           "    --mode cpu|wall    CPU time of each thread (default) or wall-clock time\n"
+           "  --torch              time every torch.nn.Module call, forward and backward\n"
+           "    --every N          trace one training step in N (see 'perf --torch --help')\n"
+           "    --trace FILE       write the traced steps as Chrome trace-event JSON\n"
+           "  --stop               stop sampling and tracing, removing every hook\n"
+           "\n"
+           "'probing perf --cc --help' and 'probing perf --torch --help' say more.\n");
+}
+
+static int has(int argc, char **argv, const char *opt)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], opt) == 0)
+            return 1;
+    return 0;
+}
+
+/* Stops perf --cc (cc), perf --torch (torch) or both in the target, saying what was stopped,
+ * or that nothing was running. */
+static int stop(const struct cli_opts *o, int cc, int torch)
+{
+    const char *what = cc && torch ? "perf --stop" : cc ? "perf --cc --stop" : "perf --torch --stop";
+    struct dap_client dc;
+    if (cli_open(o, &dc) < 0)
+        return CLI_FAIL;
+    struct pb_err err = {0};
+    int stopped = 0, rc = CLI_OK;
+    if ((cc && cli_perf_cc_stop(&dc, &stopped, &err) < 0) ||
+        (torch && cli_perf_torch_stop(&dc, &stopped, &err) < 0)) {
+        cli_error("%s: %s", what, err.msg);
+        rc = CLI_FAIL;
+    } else if (!stopped && cc && torch) {
+        printf("nothing to stop: neither 'perf --cc' nor 'perf --torch' was running\n");
+    } else if (!stopped && cc) {
+        printf("perf --cc was not running\n");
+    } else if (!stopped) {
+        printf("perf --torch: nothing to stop: it was not running in process %d\n",
+               (int)o->target.pid);
+    }
+    cli_disconnect(&dc);
+    return rc;
+}
+
+int cli_cmd_perf(const struct cli_opts *o, int argc, char **argv)
+{
+    int cc = has(argc, argv, "--cc"), torch = has(argc, argv, "--torch");
+    if (cc && torch) {
+        cli_error("perf: --cc and --torch are separate commands: run one, then the other");
+        return CLI_USAGE;
+    }
+    if (cc || torch) {
+        int rc = cc ? cli_perf_cc(o, argc, argv) : cli_perf_torch(o, argc, argv);
+        return rc == CLI_PERF_STOP ? stop(o, cc, torch) : rc;
+    }
+    if (has(argc, argv, "-h") || has(argc, argv, "--help")) {
+        help();
+        return CLI_OK;
+    }
+    if (argc == 2 && strcmp(argv[1], "--stop") == 0)
+        return stop(o, 1, 1);
+    if (argc == 1)
+        cli_error("perf: say what to profile: --cc (native and Python CPU sampling) or --torch "
+                  "(PyTorch modules); see 'probing perf --help'");
+    else
+        cli_error("perf: unknown option '%s': see 'probing perf --help'", argv[1]);
+    return CLI_USAGE;
+}

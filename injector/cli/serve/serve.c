@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing serve [--listen HOST:PORT] [--token auto]`: a web UI and a JSON API for the Python
+ * processes of this user, in a process of its own (the probe never speaks HTTP: its surface
+ * stays DAP on a private socket). HTTP is libmicrohttpd's, one thread per connection; this
+ * file holds the security checks (token, loopback peer's user, Host, Origin, methods) and the
+ * routing; api.c answers. docs/http.md describes the API and the security model. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "injector/cli/cluster/cluster.h"
+#include "serve.h"
+
+#define MAX_BODY (1 << 20)
+
+static struct {
+    char token[80];   /* empty: no token (loopback only) */
+    int loopback;     /* listening on a loopback address */
+    int port;
+    atomic_int login_used; /* the one-time login URL was used */
+} srv;
+
+static void help(void)
+{
+    printf("usage: probing serve [--listen HOST:PORT] [--token auto] [--target HOST:PORT]...\n"
+           "\n"
+           "Serve a web UI and a JSON API (docs/http.md) for the Python processes of this user\n"
+           "(every user's, for root): the process list, each process's threads and stacks, a SQL\n"
+           "console, flame graphs (perf --cc start/stop), and Prometheus metrics at /metrics.\n"
+           "It talks to the probes over their sockets as the other commands do; it loads the\n"
+           "probe into a process only when asked (POST /api/processes/PID/attach, the page's\n"
+           "'attach' button). It runs until Ctrl-C.\n"
+           "\n"
+           "  --listen HOST:PORT  where to listen (default 127.0.0.1:8080; port 0 picks one)\n"
+           "  --token auto        require a token: a random one, printed once at start with a\n"
+           "                      one-time login URL; or the value of $PROBING_SERVE_TOKEN.\n"
+           "                      Needed for any address that is not loopback. Clients send\n"
+           "                      'Authorization: Bearer TOKEN' or the cookie the login URL sets\n"
+           "  --target HOST:PORT  also serve a probe listening on TCP there (inject --listen;\n"
+           "                      its token from $PROBING_TOKEN), named HOST:PORT in the API;\n"
+           "                      repeatable\n"
+           "\n"
+           "Without a token (loopback), only connections from this user's processes are\n"
+           "answered: the peer's user is read from /proc/net/tcp. POST requests must carry an\n"
+           "Origin header naming this server.\n");
+}
+
+/* Compares in time independent of where they differ. */
+static int token_equal(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    unsigned char d = n != m;
+    for (size_t i = 0; i < n; i++)
+        d |= (unsigned char)(a[i] ^ b[i % (m ? m : 1)]);
+    return d == 0;
+}
+
+/* The uid owning the TCP socket at (addr) connected to our listening port, from
+ * /proc/net/tcp or tcp6 (as identd does). -1 when not found. */
+static long peer_uid(const struct sockaddr *sa)
+{
+    unsigned int want[4] = {0}, port;
+    int v6 = sa->sa_family == AF_INET6;
+    if (v6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+        memcpy(want, &s6->sin6_addr, 16);
+        port = ntohs(s6->sin6_port);
+    } else {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+        memcpy(want, &s4->sin_addr, 4);
+        port = ntohs(s4->sin_port);
+    }
+    FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
+    if (!f)
+        return -1;
+    char line[512];
+    long uid = -1;
+    while (uid < 0 && fgets(line, sizeof line, f)) {
+        unsigned int a[4] = {0}, lport, rport;
+        char laddr[40], raddr[40];
+        long u;
+        if (sscanf(line, " %*d: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %*x %*x:%*x %*x:%*x %*x %ld",
+                   laddr, &lport, raddr, &rport, &u) != 5)
+            continue;
+        if (lport != port || rport != (unsigned)srv.port)
+            continue;
+        int words = v6 ? 4 : 1, ok = (int)strlen(laddr) == 8 * words;
+        for (int i = 0; ok && i < words; i++) {
+            char w[9];
+            memcpy(w, laddr + 8 * i, 8);
+            w[8] = '\0';
+            a[i] = (unsigned int)strtoul(w, NULL, 16);
+            ok = a[i] == want[i];
+        }
+        if (ok)
+            uid = u;
+    }
+    fclose(f);
+    return uid;
+}
+
+/* Host must name a loopback address (no DNS name an attacker's page could rebind). */
+static int host_is_loopback(const char *host)
+{
+    if (!host)
+        return 0;
+    char h[256];
+    pb_strlcpy(h, host, sizeof h);
+    char *colon = strrchr(h, ':');
+    if (colon && !strchr(colon, ']'))
+        *colon = '\0';
+    return strcmp(h, "127.0.0.1") == 0 || strcmp(h, "localhost") == 0 || strcmp(h, "[::1]") == 0;
+}
+
+/* Checks every request must pass; returns 0, or an HTTP status with r filled. */
+static int check_access(struct MHD_Connection *conn, const char *method, const char *url,
+                        struct cli_serve_reply *r)
+{
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+    if (srv.token[0]) {
+        const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+        const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, "probing_token");
+        int ok = (auth && strncmp(auth, "Bearer ", 7) == 0 && token_equal(auth + 7, srv.token)) ||
+                 (cookie && token_equal(cookie, srv.token));
+        if (!ok && strcmp(url, "/login") != 0) {
+            cli_serve_error(r, 401, "a token is needed: send 'Authorization: Bearer TOKEN' or "
+                            "open the login URL 'probing serve' printed");
+            return 401;
+        }
+    } else {
+        if (!host_is_loopback(host)) {
+            cli_serve_error(r, 403, "Host '%s' is not a loopback address: use "
+                            "http://127.0.0.1:%d/", host ? host : "", srv.port);
+            return 403;
+        }
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        long uid = ci ? peer_uid(ci->client_addr) : -1;
+        if (uid != (long)geteuid()) {
+            cli_serve_error(r, 403, "this server answers only its own user's connections "
+                            "(the peer's uid is %ld): start it with --token auto to share it",
+                            uid);
+            return 403;
+        }
+    }
+    if (strcmp(method, "POST") == 0) {
+        /* A page of another site may POST here (a "simple" request): its Origin tells. */
+        const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+        char mine[300];
+        snprintf(mine, sizeof mine, "http://%s", host ? host : "");
+        if (!origin || !host || strcmp(origin, mine) != 0) {
+            cli_serve_error(r, 403, "POST needs an Origin header naming this server (%s), "
+                            "got '%s'", mine, origin ? origin : "");
+            return 403;
+        }
+    }
+    return 0;
+}
+
+/* /api/processes/PID/WHAT: pid and WHAT's start, or 0. A remote probe's HOST:PORT in place of
+ * PID gives its negative key (serve.h). */
+static pid_t path_pid(const char *url, const char **what)
+{
+    static const char pre[] = "/api/processes/";
+    if (strncmp(url, pre, sizeof pre - 1) != 0)
+        return 0;
+    const char *id = url + sizeof pre - 1;
+    for (int i = 0; i < cli_serve_ntargets; i++) {
+        size_t n = strlen(cli_serve_target_names[i]);
+        if (strncmp(id, cli_serve_target_names[i], n) == 0 && (id[n] == '/' || id[n] == '\0')) {
+            *what = id[n] ? id + n + 1 : id + n;
+            return (pid_t)(-1 - i);
+        }
+    }
+    char *end;
+    long pid = strtol(url + sizeof pre - 1, &end, 10);
+    if (pid <= 0 || pid > 0x7fffffff || (*end != '/' && *end != '\0'))
+        return 0;
+    *what = *end ? end + 1 : end;
+    return (pid_t)pid;
+}
+
+static void route(struct MHD_Connection *conn, const char *method, const char *url,
+                  const char *body, struct cli_serve_reply *r)
+{
+    int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    int post = strcmp(method, "POST") == 0;
+    const char *what = "";
+    pid_t pid = path_pid(url, &what); /* 0: none; < 0: a remote probe */
+    int want_post = -1; /* the route's method once known: 0 GET, 1 POST */
+    if (strcmp(url, "/login") == 0) {
+        want_post = 0;
+        if (get) {
+            const char *t = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
+            int first = srv.token[0] && t && token_equal(t, srv.token) &&
+                        atomic_exchange(&srv.login_used, 1) == 0;
+            if (!first) {
+                cli_serve_error(r, 401, "this login URL is not valid (it works once): send "
+                                "the token as 'Authorization: Bearer TOKEN'");
+                return;
+            }
+            r->status = 303; /* the cookie and the redirect are added by the caller */
+            r->type = "text/plain";
+            r->body = strdup("logged in\n");
+            r->len = strlen(r->body);
+            return;
+        }
+    } else if (strcmp(url, "/api/processes") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_processes(r);
+    } else if (strcmp(url, "/api/jobs") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_jobs(r);
+    } else if (strcmp(url, "/api/jobs/stacks") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_job_stacks(body, r);
+    } else if (strcmp(url, "/metrics") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_metrics(r);
+    } else if (pid != 0 && strcmp(what, "stacks") == 0) {
+        want_post = 0;
+        if (get) {
+            const char *l = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "locals");
+            cli_serve_stacks(pid, l && strcmp(l, "1") == 0, r);
+        }
+    } else if (pid != 0 && strcmp(what, "flamegraph") == 0) {
+        want_post = 0;
+        if (get) {
+            const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
+            cli_serve_flamegraph(pid, f ? f : "svg", r);
+        }
+    } else if (pid != 0 && strcmp(what, "memory") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_memory(pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "top"),
+                             r);
+    } else if (pid != 0 && strcmp(what, "torch/trace") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_torch_trace(
+                pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "steps"), r);
+    } else if (pid != 0 && strcmp(what, "torch") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_torch(pid, body, r);
+    } else if (pid != 0 && strcmp(what, "query") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_query(pid, body, r);
+    } else if (pid != 0 && strcmp(what, "attach") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_attach(pid, r);
+    } else if (pid != 0 && strcmp(what, "perf") == 0) {
+        want_post = 1;
+        if (post)
+            cli_serve_perf(pid, body, r);
+    } else if (get) {
+        const char *p = strcmp(url, "/") == 0 ? "/index.html" : url;
+        for (const struct cli_serve_asset *a = cli_serve_assets; a->path; a++) {
+            if (strcmp(a->path, p) != 0)
+                continue;
+            r->status = 200;
+            r->type = a->type;
+            r->body = malloc(a->len + 1);
+            memcpy(r->body, a->data, a->len);
+            r->len = a->len;
+            return;
+        }
+        cli_serve_error(r, 404, "no such page: %s", url);
+        return;
+    }
+    if (want_post < 0)
+        cli_serve_error(r, 404, "no such resource: %s %s", method, url);
+    else if (!r->body)
+        cli_serve_error(r, 405, "%s takes %s only", url, want_post ? "POST" : "GET");
+}
+
+struct req {
+    char *body;
+    size_t len;
+    int too_big;
+};
+
+static enum MHD_Result queue(struct MHD_Connection *conn, struct cli_serve_reply *r)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", r->type ? r->type : "application/json");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Frame-Options", "SAMEORIGIN");
+    if (r->type && strncmp(r->type, "text/html", 9) == 0)
+        MHD_add_response_header(resp, "Content-Security-Policy",
+                                "default-src 'self'; img-src 'self' data:; "
+                                "frame-ancestors 'self'");
+    if (r->status == 405)
+        MHD_add_response_header(resp, "Allow", strstr(r->body, "POST only") ? "POST" : "GET");
+    if (r->status == 303) {
+        char cookie[200];
+        snprintf(cookie, sizeof cookie, "probing_token=%s; Path=/; HttpOnly; SameSite=Strict",
+                 srv.token);
+        MHD_add_response_header(resp, "Set-Cookie", cookie);
+        MHD_add_response_header(resp, "Location", "/");
+    }
+    enum MHD_Result rc = MHD_queue_response(conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    struct req *q = *con_cls;
+    if (!q) {
+        q = calloc(1, sizeof *q);
+        if (!q)
+            return MHD_NO;
+        *con_cls = q;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (q->len + *upload_size > MAX_BODY) {
+            q->too_big = 1;
+        } else {
+            char *nb = realloc(q->body, q->len + *upload_size + 1);
+            if (!nb)
+                return MHD_NO;
+            memcpy(nb + q->len, upload, *upload_size);
+            q->body = nb;
+            q->len += *upload_size;
+            q->body[q->len] = '\0';
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    struct cli_serve_reply r = {0};
+    if (check_access(conn, method, url, &r) == 0) {
+        if (q->too_big)
+            cli_serve_error(&r, 413, "the request body is larger than %d bytes", MAX_BODY);
+        else
+            route(conn, method, url, q->body ? q->body : "", &r);
+    }
+    if (!r.body)
+        cli_serve_error(&r, 500, "no answer");
+    return queue(conn, &r);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    struct req *q = *con_cls;
+    if (q) {
+        free(q->body);
+        free(q);
+    }
+    *con_cls = NULL;
+}
+
+/* Parses HOST:PORT (HOST may be [v6]) into ss; sets srv.loopback. Returns 0 or -1. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, char *host, size_t hn)
+{
+    const char *colon = strrchr(s, ':');
+    char *end;
+    if (!colon)
+        return -1;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || colon[1] == '\0' || port < 0 || port > 65535)
+        return -1;
+    size_t l = (size_t)(colon - s);
+    if (l >= hn)
+        return -1;
+    memcpy(host, s, l);
+    host[l] = '\0';
+    if (host[0] == '[' && l > 2 && host[l - 1] == ']') {
+        memmove(host, host + 1, l - 2);
+        host[l - 2] = '\0';
+    }
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        srv.loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+    } else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        srv.loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
+                                             {"token", required_argument, 0, 't'},
+                                             {"target", required_argument, 0, 'T'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    const char *listen = "127.0.0.1:8080", *token = NULL;
+    int c;
+    (void)o;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'l': listen = optarg; break;
+        case 't': token = optarg; break;
+        case 'T': {
+            struct pb_err terr = {0};
+            struct cli_target *t = &cli_serve_targets[cli_serve_ntargets];
+            if (cli_serve_ntargets == CLI_SERVE_MAX_TARGETS) {
+                cli_error("serve: at most %d --target", CLI_SERVE_MAX_TARGETS);
+                return CLI_USAGE;
+            }
+            if (cli_target_parse(optarg, t, &terr) < 0 || t->pid > 0) {
+                cli_error("serve: --target '%s': expected HOST:PORT of a probe listening on TCP",
+                          optarg);
+                return CLI_USAGE;
+            }
+            pb_strlcpy(cli_serve_target_names[cli_serve_ntargets++], optarg,
+                       sizeof cli_serve_target_names[0]);
+            break;
+        }
+        case 'h': help(); return CLI_OK;
+        default: return cli_bad_option("serve", argv);
+        }
+    }
+    if (optind < argc) {
+        cli_error("serve: unexpected argument '%s': see 'probing serve --help'", argv[optind]);
+        return CLI_USAGE;
+    }
+    const char *ptok = getenv("PROBING_TOKEN");
+    if (cli_serve_ntargets && (!ptok || !*ptok)) {
+        cli_error("serve: --target needs $PROBING_TOKEN: export the token printed by "
+                  "'probing -p PID inject --listen HOST:PORT'");
+        return CLI_USAGE;
+    }
+    struct sockaddr_storage ss;
+    char host[256];
+    if (parse_listen(listen, &ss, host, sizeof host) < 0) {
+        cli_error("serve: --listen '%s': expected IP:PORT (127.0.0.1:8080, [::1]:8080, "
+                  "0.0.0.0:8080)", listen);
+        return CLI_USAGE;
+    }
+    const char *env = getenv("PROBING_SERVE_TOKEN");
+    if (token && strcmp(token, "auto") != 0) {
+        cli_error("serve: --token takes 'auto' (a token on the command line would show in ps): "
+                  "set $PROBING_SERVE_TOKEN to choose it");
+        return CLI_USAGE;
+    }
+    if (token || (env && *env)) {
+        if (env && *env) {
+            if (strlen(env) < 16 || strlen(env) >= sizeof srv.token) {
+                cli_error("serve: $PROBING_SERVE_TOKEN must be 16 to %zu characters",
+                          sizeof srv.token - 1);
+                return CLI_USAGE;
+            }
+            pb_strlcpy(srv.token, env, sizeof srv.token);
+        } else {
+            /* cli_token_choose takes $PROBING_TOKEN when set: that one is the probes'. */
+            char *saved = ptok && *ptok ? strdup(ptok) : NULL;
+            unsetenv("PROBING_TOKEN");
+            struct pb_err terr = {0};
+            int trc = cli_token_choose(srv.token, sizeof srv.token, &terr);
+            if (saved) {
+                setenv("PROBING_TOKEN", saved, 1);
+                free(saved);
+            }
+            if (trc < 0) {
+                cli_error("serve: %s", terr.msg);
+                return CLI_FAIL;
+            }
+        }
+        for (const char *p = srv.token; *p; p++)
+            if (*p <= ' ' || *p == ';' || *p == '"' || *p == ',' || *p == '\\' || *p > '~') {
+                cli_error("serve: $PROBING_SERVE_TOKEN holds a character a cookie cannot");
+                return CLI_USAGE;
+            }
+    }
+    if (!srv.loopback && !srv.token[0]) {
+        cli_error("serve: %s is not a loopback address: anyone who reaches it could read your "
+                  "processes: add --token auto (or set $PROBING_SERVE_TOKEN)", host);
+        return CLI_USAGE;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL); /* the server's threads inherit it */
+    cli_cluster_node_name(); /* its static buffer, filled before the threads start */
+    /* The peer check compares with it: known before the first connection unless picked. */
+    srv.port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+    if (!d) {
+        cli_error("serve: cannot listen on %s: %s (is the port in use?)", listen,
+                  strerror(errno ? errno : EADDRINUSE));
+        return CLI_FAIL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    if (di)
+        srv.port = di->port;
+    char url[320];
+    snprintf(url, sizeof url, ss.ss_family == AF_INET6 ? "http://[%s]:%d/" : "http://%s:%d/",
+             host, srv.port);
+    struct passwd *pw = getpwuid(geteuid());
+    printf("probing serve: %s\n", url);
+    if (geteuid() == 0)
+        printf("serving the processes of every user (running as root)\n");
+    else
+        printf("serving the processes of user %s (uid %d)\n", pw ? pw->pw_name : "?",
+               (int)geteuid());
+    if (srv.token[0]) {
+        if (!env || !*env)
+            printf("token: %s\n", srv.token);
+        printf("login once at: %slogin?token=%s\n", url, srv.token);
+    }
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    MHD_stop_daemon(d);
+    printf("probing serve: stopped\n");
+    return CLI_OK;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing serve`: the internals its files share. serve.c runs the HTTP server
+ * (libmicrohttpd), its security checks and routing; api.c answers the JSON API and /metrics by
+ * asking the probes over DAP the way the CLI's commands do; reply.c makes the replies both
+ * send (serve.c -> api.c -> reply.c, never back). The static pages under web/ are compiled in
+ * by tools/web_embed.sh. docs/http.md describes the API. */
+#ifndef CLI_SERVE_H
+#define CLI_SERVE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "injector/cli/cli.h"
+
+/* One static file of the UI (generated: build/<variant>/gen/web_assets.c). */
+struct cli_serve_asset {
+    const char *path; /* "/index.html" */
+    const char *type; /* Content-Type */
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct cli_serve_asset cli_serve_assets[]; /* ends with a NULL path */
+
+/* An API answer: HTTP status, Content-Type and a malloc'd body the server frees. */
+struct cli_serve_reply {
+    int status;
+    const char *type;
+    char *body;
+    size_t len;
+};
+
+/* Replies (reply.c). r becomes v printed (taken) with status; or {"error": msg} with status. */
+void cli_serve_json(struct cli_serve_reply *r, int status, cJSON *v);
+void cli_serve_error(struct cli_serve_reply *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The request body as a JSON object (the caller deletes), or NULL with r filled (400). */
+cJSON *cli_serve_body(const char *body, struct cli_serve_reply *r);
+
+/* Remote probes (`--target HOST:PORT`, listening on TCP, $PROBING_TOKEN): the API names them
+ * by "HOST:PORT" in paths; inside, by a negative pid: -1 - their index. */
+#define CLI_SERVE_MAX_TARGETS 16
+extern struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
+extern char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
+extern int cli_serve_ntargets;
+
+/* The API (api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
+ * 5xx status. pid is the PID of the path (negative: a remote probe, above); body is the request's body (NUL-terminated, may be
+ * empty); query is a lookup of the URL's query arguments (may return NULL). */
+void cli_serve_processes(struct cli_serve_reply *r);
+void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r);
+/* top: the query's top argument (types listed), NULL for 20. */
+void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r);
+/* POST .../torch {action, every}; GET .../torch/trace?steps=N (the last N traced steps). */
+void cli_serve_torch(pid_t pid, const char *body, struct cli_serve_reply *r);
+void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply *r);
+void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r);
+void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
+void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);
+void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r);
+void cli_serve_metrics(struct cli_serve_reply *r);
+/* Jobs on this node (`probing cluster list --json`), and one job's grouped stacks (`probing
+ * cluster stacks --json --job J`, which loads the probe in its ranks): run as a child. */
+void cli_serve_jobs(struct cli_serve_reply *r);
+void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r);
+
+#endif

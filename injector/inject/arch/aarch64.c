@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* aarch64 registers for a remote call (AAPCS64): arguments in x0..x7, sp 16-byte aligned, the
+ * link register x30 = 0 so the callee's `ret` faults at 0 and the tracer sees SIGSEGV. The
+ * syscall number (NT_ARM_SYSTEM_CALL) is set to -1 during the call so no syscall restart is
+ * applied to it, and restored afterwards with every other register. FP state is FPSIMD
+ * (NT_PRFPREG). There is no red zone in the Linux ABI; inject.c skips 128 bytes anyway. */
+#if defined(__aarch64__)
+#include "injector/inject/internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef NT_ARM_SYSTEM_CALL
+#define NT_ARM_SYSTEM_CALL 0x404
+#endif
+
+int inj_regs_get(pid_t tid, struct inj_regs *r)
+{
+    struct iovec iov = {&r->r, sizeof r->r};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0)
+        return -errno;
+    iov.iov_base = &r->syscallno;
+    iov.iov_len = sizeof r->syscallno;
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &iov) < 0)
+        return -errno;
+    return 0;
+}
+
+int inj_regs_set(pid_t tid, const struct inj_regs *r)
+{
+    struct iovec iov = {(void *)&r->r, sizeof r->r};
+    if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0)
+        return -errno;
+    iov.iov_base = (void *)&r->syscallno;
+    iov.iov_len = sizeof r->syscallno;
+    if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &iov) < 0)
+        return -errno;
+    return 0;
+}
+
+int inj_fpregs_get(pid_t tid, struct inj_fpregs *f)
+{
+    struct iovec iov = {f->buf, sizeof(struct user_fpsimd_state)};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &iov) < 0)
+        return -errno;
+    f->len = iov.iov_len;
+    f->kind = 1;
+    return 0;
+}
+
+int inj_fpregs_set(pid_t tid, const struct inj_fpregs *f)
+{
+    struct iovec iov = {(void *)f->buf, f->len};
+    if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRFPREG, &iov) < 0)
+        return -errno;
+    return 0;
+}
+
+unsigned long inj_regs_pc(const struct inj_regs *r)
+{
+    return (unsigned long)r->r.pc;
+}
+
+unsigned long inj_regs_sp(const struct inj_regs *r)
+{
+    return (unsigned long)r->r.sp;
+}
+
+unsigned long inj_regs_lr(const struct inj_regs *r)
+{
+    return (unsigned long)r->r.regs[30];
+}
+
+unsigned long inj_regs_ret(const struct inj_regs *r)
+{
+    return (unsigned long)r->r.regs[0];
+}
+
+long inj_regs_syscall(const struct inj_regs *r, int memfd)
+{
+    if (r->syscallno >= 0)
+        return r->syscallno;
+    /* At a signal or interrupt stop the kernel has already rewound an interrupted syscall to
+     * its `svc #0` (and forgotten the number): x8 still holds it. */
+    uint32_t insn = 0;
+    if (memfd >= 0 && pread(memfd, &insn, sizeof insn, (off_t)r->r.pc) == (ssize_t)sizeof insn &&
+        insn == 0xd4000001u)
+        return (long)r->r.regs[8];
+    return -1;
+}
+
+int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
+                     unsigned long top, unsigned long *ret_slot)
+{
+    if (nargs < 0 || nargs > 8)
+        return -EINVAL;
+    for (int i = 0; i < nargs; i++)
+        r->r.regs[i] = args[i];
+    r->r.sp = top & ~15UL;
+    r->r.regs[30] = 0; /* return to 0: SIGSEGV stop */
+    r->r.pc = fn;
+    r->syscallno = -1; /* no syscall restart into our call */
+    *ret_slot = 0;
+    return 0;
+}
+#else
+/* Compiled on other architectures as an empty unit so one source list serves every build. */
+typedef int inj_remote_aarch64_unused;
+#endif

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* The injector: out-of-process half of probing. Finds what a target process is (CPython version,
+ * whether the probe is loaded) from /proc, and makes it dlopen the probe library through ptrace.
+ * All functions return 0 or a negative code (-errno or PB_E*), with detail in struct pb_err whose
+ * msg is one line "what failed: what to do" ready for `probing: error: <msg>`. */
+#ifndef INJ_H
+#define INJ_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pb.h"
+
+struct inj_pyver {
+    int major, minor, micro;
+    char source[4096]; /* the binary or libpython the version was read from (as the target sees it) */
+};
+
+/* Detect the CPython version running in pid, from its executable or the libpython it maps.
+ * PB_ENOPYTHON for a non-Python process, -ESRCH if it does not exist, -EACCES if /proc denies. */
+int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err);
+
+/* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
+ * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
+int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);
+
+struct inj_opts {
+    int timeout_ms; /* for each remote call; 0 means the default (10000) */
+};
+
+/* Make pid dlopen(lib_path, RTLD_NOW) through ptrace. Checks first, each with a clear error: the
+ * process exists, is not stopped (SIGSTOP), is not traced by another tracer, may be ptraced by us
+ * (Yama ptrace_scope, uid). Hijacks one thread at a safe point, calls dlopen from the target's own
+ * libc, reports dlerror() text on failure, restores all registers and memory on every path, and
+ * detaches. The path is made visible from the target's mount namespace first (copied under the
+ * target's /tmp if needed). Returns 0 once dlopen returned a handle. */
+int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err);
+
+/* Copy the file from to a new file to (O_EXCL, mode 0755) owned by uid:gid (a failing chown
+ * counts only when we are root): how a library is put where a target will dlopen it (copy.c).
+ * 0 or -errno. */
+int inj_file_copy(const char *from, const char *to, uid_t uid, gid_t gid);
+
+#endif

@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: MIT */
+/* inj_inject: make a live process dlopen a library through ptrace. Order: checks from /proc (pid,
+ * stopped, traced, Python), symbols from the target's own libc (through /proc/PID/root), a path
+ * the target can see, PTRACE_SEIZE of one thread, a safe point (not in ld.so nor malloc), then
+ * dlopen (and dlerror on failure) called on that thread with its stack below the red zone. Every
+ * register, the signal mask, the thread's errno and every stack byte written are restored before
+ * detaching, on every path. Design notes: docs/architecture.md "Injection". */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+#ifndef PTRACE_GETSIGMASK
+#define PTRACE_GETSIGMASK 0x420a
+#define PTRACE_SETSIGMASK 0x420b
+#endif
+
+#define SAFE_TRIES 500
+#define STACK_SCAN 512   /* bytes above sp searched for return addresses into ld.so/malloc */
+#define MAX_RANGES 32
+
+struct range {
+    unsigned long lo, hi;
+};
+
+struct ctx {
+    pid_t pid, tid;
+    int timeout_ms;
+    int memfd;
+    int attached, stopped, hijacked;
+    int pending_sig;          /* asynchronous signal held back during our call */
+    struct inj_status st;
+    struct inj_maps maps;
+    unsigned long dlopen_fn, dlerror_fn, errno_fn;
+    unsigned long errno_addr; /* the hijacked thread's errno, 0 if unknown */
+    int saved_errno;
+    int dlopen_mode;
+    struct range unsafe[MAX_RANGES]; /* ld.so text, malloc family and the malloc.o span */
+    int nunsafe;
+    struct range libc_text;
+    struct inj_regs saved;
+    struct inj_fpregs *fp;
+    uint64_t sigmask;
+    unsigned long save_lo;    /* stack bytes [save_lo, save_lo + save_len) were saved */
+    unsigned char save[PATH_MAX + 256];
+    size_t save_len;
+    char path[PATH_MAX];      /* the library as the target sees it */
+    char copy_dir[PATH_MAX];  /* our view of a copy made under the target's /tmp, or "" */
+    char copy_file[PATH_MAX + 256];
+};
+
+static const char *const malloc_family[] = {
+    "malloc", "free", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc",
+    "valloc", "pvalloc", "malloc_trim", "malloc_usable_size", "mallopt", "mallinfo",
+    "mallinfo2", "malloc_stats", "malloc_info", "reallocarray", "__libc_malloc",
+    "__libc_free", "__libc_calloc", "__libc_realloc", "__libc_memalign",
+};
+
+static int gone(struct ctx *c, struct pb_err *err)
+{
+    return pb_err_set(err, PB_EGONE, "process %d exited during injection", (int)c->pid);
+}
+
+/* After a failed ptrace call or wait: PB_EGONE if the target died, else rc. */
+static int fail(struct ctx *c, int rc, const char *what, struct pb_err *err)
+{
+    if (rc == -ESRCH || rc == -ECHILD || inj_proc_gone(c->pid)) {
+        c->stopped = 0;
+        return gone(c, err);
+    }
+    if (rc == PB_ETIMEDOUT)
+        return pb_err_set(err, rc, "%s in %d timed out after %d ms: the process may be busy in "
+                          "the kernel; retry, or raise the timeout", what, (int)c->pid,
+                          c->timeout_ms);
+    return pb_err_set(err, rc, "%s in %d failed: %s", what, (int)c->pid, pb_strerror(rc));
+}
+
+static int checks(struct ctx *c, struct pb_err *err)
+{
+    int rc = inj_status_read(c->pid, &c->st);
+    if (rc == -ESRCH)
+        return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)c->pid);
+    if (rc < 0)
+        return pb_err_set(err, -EACCES, "cannot read /proc/%d/status: %s; run as the process's "
+                          "user or root", (int)c->pid, pb_strerror(rc));
+    if (c->st.state == 'Z' || c->st.state == 'X')
+        return pb_err_set(err, PB_EGONE, "process %d (%s) has exited: check the pid",
+                          (int)c->pid, c->st.comm);
+    if (c->st.tracer != 0) {
+        char comm[64];
+        inj_comm_read(c->st.tracer, comm, sizeof comm);
+        return pb_err_set(err, PB_ETRACED, "process %d is already traced by %d (%s): detach it "
+                          "first", (int)c->pid, (int)c->st.tracer, comm);
+    }
+    if (c->st.state == 'T' || c->st.state == 't')
+        return pb_err_set(err, PB_ESTOPPED, "process %d is stopped (SIGSTOP): resume it with "
+                          "'kill -CONT %d' and retry", (int)c->pid, (int)c->pid);
+    struct inj_pyver v;
+    rc = inj_pyver_detect(c->pid, &v, err);
+    if (rc < 0)
+        return rc;
+    rc = inj_maps_read(c->pid, &c->maps);
+    if (rc < 0)
+        return pb_err_set(err, rc, "cannot read /proc/%d/maps: %s; run as the process's user "
+                          "or root", (int)c->pid, pb_strerror(rc));
+    return 0;
+}
+
+static void add_unsafe(struct ctx *c, unsigned long lo, unsigned long hi)
+{
+    if (c->nunsafe < MAX_RANGES && lo < hi) {
+        c->unsafe[c->nunsafe].lo = lo;
+        c->unsafe[c->nunsafe].hi = hi;
+        c->nunsafe++;
+    }
+}
+
+/* dlopen/dlerror in the target's own libc (libdl.so.2 or __libc_dlopen_mode before glibc
+ * 2.34), plus the address ranges where the thread must not be hijacked. */
+static int resolve(struct ctx *c, struct pb_err *err)
+{
+    struct inj_module libc, dl;
+    const struct inj_map *mp = inj_maps_lookup(&c->maps, "libc.so", ".");
+    if (!mp)
+        mp = inj_maps_lookup(&c->maps, "libc-", "0123456789");
+    if (!mp)
+        return pb_err_set(err, PB_EUNKNOWN, "process %d maps no glibc (libc.so.6): only glibc "
+                          "targets can be injected", (int)c->pid);
+    int rc = inj_module_open(c->pid, &c->maps, mp, &libc);
+    if (rc < 0)
+        return pb_err_set(err, rc, "cannot read /proc/%d/root%s: %s; run as the process's user "
+                          "or root", (int)c->pid, mp->path, pb_strerror(rc));
+    c->libc_text.lo = libc.lo;
+    c->libc_text.hi = libc.hi;
+    c->dlopen_mode = 2; /* RTLD_NOW */
+    c->dlopen_fn = inj_module_sym(&libc, "dlopen", NULL);
+    c->dlerror_fn = inj_module_sym(&libc, "dlerror", NULL);
+    c->errno_fn = inj_module_sym(&libc, "__errno_location", NULL);
+    if (!c->dlopen_fn && (mp = inj_maps_lookup(&c->maps, "libdl.so", ".")) != NULL &&
+        inj_module_open(c->pid, &c->maps, mp, &dl) == 0) {
+        c->dlopen_fn = inj_module_sym(&dl, "dlopen", NULL);
+        c->dlerror_fn = inj_module_sym(&dl, "dlerror", NULL);
+        inj_module_close(&dl);
+    }
+    if (!c->dlopen_fn) {
+        c->dlopen_fn = inj_module_sym(&libc, "__libc_dlopen_mode", NULL);
+        c->dlerror_fn = 0;
+        c->dlopen_mode = (int)(2 | 0x80000000u); /* RTLD_NOW | __RTLD_DLOPEN */
+    }
+    /* The malloc family, and the span from the end of the function before it to its end: glibc
+     * builds malloc.c as one unit, so its static helpers (_int_malloc, sysmalloc, ...) that
+     * .dynsym does not name sit inside that span. */
+    unsigned long lo = (unsigned long)-1, hi = 0;
+    for (size_t i = 0; i < sizeof malloc_family / sizeof malloc_family[0]; i++) {
+        unsigned long size = 0, a = inj_module_sym(&libc, malloc_family[i], &size);
+        if (!a)
+            continue;
+        add_unsafe(c, a, a + (size ? size : 1));
+        if (a < lo)
+            lo = a;
+        if (a + size > hi)
+            hi = a + size;
+    }
+    if (hi) {
+        uint64_t below = inj_elf_func_end_below(&libc.elf, lo - libc.bias);
+        unsigned long span_lo = below ? (unsigned long)(below + libc.bias) : lo;
+        if (lo - span_lo > 256 * 1024)
+            span_lo = lo;
+        if (hi - span_lo <= 512 * 1024)
+            add_unsafe(c, span_lo, hi);
+    }
+    inj_module_close(&libc);
+    if (!c->dlopen_fn)
+        return pb_err_set(err, PB_EUNKNOWN, "no dlopen found in the libc of process %d: "
+                          "its glibc is not supported", (int)c->pid);
+    /* The dynamic loader's code (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-2.31.so). */
+    const struct inj_map *ld = inj_maps_lookup(&c->maps, "ld-linux", "-.");
+    if (!ld)
+        ld = inj_maps_lookup(&c->maps, "ld-", "0123456789");
+    for (size_t i = 0; ld && i < c->maps.n; i++)
+        if (strcmp(c->maps.v[i].path, ld->path) == 0 && c->maps.v[i].perms[2] == 'x')
+            add_unsafe(c, c->maps.v[i].start, c->maps.v[i].end);
+    PB_LOG(PB_LOG_DEBUG, "pid %d: dlopen %#lx dlerror %#lx, %d unsafe ranges", (int)c->pid,
+           c->dlopen_fn, c->dlerror_fn, c->nunsafe);
+    return 0;
+}
+
+/* The path to pass to dlopen: ours if the target sees the same file there, else a copy in a
+ * fresh 0700 directory under the target's /tmp, owned by the target's user. A path that does
+ * not exist here is passed unchanged, so the target's dlopen says why it cannot load it. */
+static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
+{
+    char abs[PATH_MAX], there[PATH_MAX + 64];
+    struct stat a, b;
+    if (!realpath(lib, abs) || stat(abs, &a) < 0) {
+        pb_strlcpy(c->path, lib, sizeof c->path);
+        return 0;
+    }
+    snprintf(there, sizeof there, "/proc/%d/root%s", (int)c->pid, abs);
+    if (stat(there, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        pb_strlcpy(c->path, abs, sizeof c->path);
+        return 0;
+    }
+    snprintf(c->copy_dir, sizeof c->copy_dir, "/proc/%d/root/tmp/probing-XXXXXX", (int)c->pid);
+    if (!mkdtemp(c->copy_dir)) {
+        int rc = -errno;
+        c->copy_dir[0] = '\0';
+        return pb_err_set(err, rc, "cannot copy %s into the mount namespace of %d (its /tmp): "
+                          "%s; put the library on a path the process can see", lib, (int)c->pid,
+                          pb_strerror(rc));
+    }
+    int rc = 0;
+    if (chmod(c->copy_dir, 0700) < 0 || (chown(c->copy_dir, c->st.uid, c->st.gid) < 0 &&
+                                         geteuid() == 0))
+        rc = -errno;
+    snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, inj_path_base(abs));
+    if (rc == 0)
+        rc = inj_file_copy(abs, c->copy_file, c->st.uid, c->st.gid);
+    if (rc < 0)
+        return pb_err_set(err, rc, "cannot copy %s to %s: %s; put the library on a path the "
+                          "process can see", lib, c->copy_file, pb_strerror(rc));
+    /* The target's view: strip our "/proc/PID/root" prefix. */
+    size_t pre = strlen(c->copy_dir) - strlen(strstr(c->copy_dir, "/tmp/probing-"));
+    pb_strlcpy(c->path, c->copy_file + pre, sizeof c->path);
+    PB_LOG(PB_LOG_INFO, "copied %s to %s for pid %d", abs, c->copy_file, (int)c->pid);
+    return 0;
+}
+
+static int attach(struct ctx *c, struct pb_err *err)
+{
+    char buf[16];
+    c->tid = c->pid; /* the main thread; other threads keep running */
+    int rc = inj_ptrace_seize(c->tid);
+    if (rc == -EPERM || rc == -EACCES) {
+        long n = pb_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf);
+        int scope = n > 0 ? atoi(buf) : 0;
+        if (scope == 3)
+            return pb_err_set(err, -EPERM, "ptrace attach to %d denied: "
+                              "kernel.yama.ptrace_scope=3 forbids all attaching until reboot",
+                              (int)c->pid);
+        if (scope >= 1)
+            return pb_err_set(err, -EPERM, "ptrace attach to %d denied: run as root, or set "
+                              "kernel.yama.ptrace_scope=0 (now %d)", (int)c->pid, scope);
+        return pb_err_set(err, -EPERM, "ptrace attach to %d denied: run as the same user or "
+                          "root", (int)c->pid);
+    }
+    if (rc == -ESRCH && inj_proc_gone(c->pid))
+        return gone(c, err);
+    if (rc < 0)
+        return pb_err_set(err, rc, "ptrace attach to %d failed: %s", (int)c->pid,
+                          pb_strerror(rc));
+    c->attached = 1;
+    char mem[64];
+    snprintf(mem, sizeof mem, "/proc/%d/mem", (int)c->pid);
+    c->memfd = open(mem, O_RDWR | O_CLOEXEC);
+    if (c->memfd < 0)
+        return fail(c, -errno, "opening /proc/PID/mem", err);
+    return 0;
+}
+
+/* Wait for the PTRACE_INTERRUPT stop, passing through any signal delivered meanwhile. */
+static int wait_interrupt(struct ctx *c, struct pb_err *err)
+{
+    for (int i = 0; i < 64; i++) {
+        int status;
+        int rc = inj_ptrace_wait(c->tid, c->timeout_ms, &status);
+        if (rc < 0)
+            return fail(c, rc, "stopping a thread", err);
+        if (WIFEXITED(status) || WIFSIGNALED(status))
+            return gone(c, err);
+        if (!WIFSTOPPED(status))
+            continue;
+        if (status >> 16 == PTRACE_EVENT_STOP) {
+            c->stopped = 1;
+            int sig = WSTOPSIG(status);
+            if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+                return pb_err_set(err, PB_ESTOPPED, "process %d was stopped (signal %d) during "
+                                  "injection: resume it with 'kill -CONT %d' and retry",
+                                  (int)c->pid, sig, (int)c->pid);
+            return 0;
+        }
+        /* A signal for the thread: deliver it as if we were not here. */
+        rc = inj_ptrace_cont(c->tid, WSTOPSIG(status));
+        if (rc < 0)
+            return fail(c, rc, "resuming a thread", err);
+    }
+    return pb_err_set(err, PB_ETIMEDOUT, "cannot stop process %d: signals keep arriving; retry",
+                      (int)c->pid);
+}
+
+static int in_unsafe(const struct ctx *c, unsigned long a)
+{
+    for (int i = 0; i < c->nunsafe; i++)
+        if (a >= c->unsafe[i].lo && a < c->unsafe[i].hi)
+            return 1;
+    return 0;
+}
+
+/* Syscalls that malloc (and lock waits) make through libc's wrappers; the loader makes its own
+ * inline, so a thread stopped in one of these inside libc may be deep in malloc. */
+static int malloc_syscall(long nr)
+{
+    return nr == SYS_futex || nr == SYS_mmap || nr == SYS_munmap || nr == SYS_mprotect ||
+           nr == SYS_brk || nr == SYS_madvise || nr == SYS_mremap;
+}
+
+/* Not in the loader nor in malloc, and (when stopped inside libc running code or in a syscall
+ * malloc makes, e.g. a lock wait) not called from them either: a return address into them near
+ * the top of the stack means the loader's or an arena's lock may be held. A thread blocked in
+ * any other syscall (sleep, read, poll...) is at a safe point: stale return addresses left in
+ * its stack frames must not count. Stack words are a heuristic, without unwind info: a false
+ * "unsafe" only costs a retry. */
+static int safe(struct ctx *c, const struct inj_regs *r)
+{
+    unsigned long pc = inj_regs_pc(r);
+    if (in_unsafe(c, pc))
+        return 0;
+    if (pc < c->libc_text.lo || pc >= c->libc_text.hi)
+        return 1;
+    long nr = inj_regs_syscall(r, c->memfd);
+    if (nr >= 0 && !malloc_syscall(nr))
+        return 1;
+    if (inj_regs_lr(r) && in_unsafe(c, inj_regs_lr(r)))
+        return 0;
+    unsigned long words[STACK_SCAN / sizeof(unsigned long)];
+    ssize_t n = pread(c->memfd, words, sizeof words, (off_t)inj_regs_sp(r));
+    for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof words[0]; i++)
+        if (in_unsafe(c, words[i]))
+            return 0;
+    return 1;
+}
+
+static int find_safe_point(struct ctx *c, struct pb_err *err)
+{
+    for (int tries = 0; tries < SAFE_TRIES; tries++) {
+        if (tries) {
+            int rc = inj_ptrace_cont(c->tid, 0);
+            if (rc < 0)
+                return fail(c, rc, "resuming a thread", err);
+            c->stopped = 0;
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+        int rc = inj_ptrace_interrupt(c->tid);
+        if (rc < 0)
+            return fail(c, rc, "interrupting a thread", err);
+        if ((rc = wait_interrupt(c, err)) < 0)
+            return rc;
+        if ((rc = inj_regs_get(c->tid, &c->saved)) < 0)
+            return fail(c, rc, "reading registers", err);
+        if (safe(c, &c->saved)) {
+            PB_LOG(PB_LOG_DEBUG, "pid %d: safe point pc %#lx after %d tries", (int)c->pid,
+                   inj_regs_pc(&c->saved), tries + 1);
+            return 0;
+        }
+    }
+    return pb_err_set(err, PB_ETIMEDOUT, "process %d stayed inside malloc or the dynamic loader "
+                      "for %d tries: retry when it is less busy", (int)c->pid, SAFE_TRIES);
+}
+
+static int mem_write(struct ctx *c, unsigned long addr, const void *buf, size_t n)
+{
+    ssize_t w = pwrite(c->memfd, buf, n, (off_t)addr);
+    if (w < 0)
+        return -errno;
+    return (size_t)w == n ? 0 : -EIO;
+}
+
+/* Save registers, FP state, signal mask and the stack bytes we will use; write the path. */
+static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top,
+                  struct pb_err *err)
+{
+    size_t len = strlen(c->path) + 1;
+    unsigned long sp = inj_regs_sp(&c->saved) - INJ_REDZONE;
+    unsigned long str = (sp - len) & ~15UL;
+    c->save_lo = str - 64; /* room for the return address slot */
+    c->save_len = sp - c->save_lo;
+    if (c->save_len > sizeof c->save)
+        return pb_err_set(err, -ENAMETOOLONG, "library path too long: %s", c->path);
+    ssize_t n = pread(c->memfd, c->save, c->save_len, (off_t)c->save_lo);
+    if (n != (ssize_t)c->save_len)
+        return fail(c, n < 0 ? -errno : -EIO, "reading the stack", err);
+    int rc = inj_fpregs_get(c->tid, c->fp);
+    if (rc < 0)
+        return fail(c, rc, "reading FP registers", err);
+    if (ptrace(PTRACE_GETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0)
+        return fail(c, -errno, "reading the signal mask", err);
+    c->hijacked = 1; /* from here on, restore() puts everything back */
+    if ((rc = mem_write(c, str, c->path, len)) < 0)
+        return fail(c, rc, "writing the stack", err);
+    *path_addr = str;
+    *top = str - 16;
+    return 0;
+}
+
+/* Call fn(args) on the hijacked thread; *ret gets its return value. */
+static int call(struct ctx *c, const char *what, unsigned long fn, const unsigned long *args,
+                int nargs, unsigned long top, unsigned long *ret, struct pb_err *err)
+{
+    struct inj_regs r = c->saved;
+    unsigned long slot = 0, zero = 0;
+    int rc = inj_remote_setup(&r, fn, args, nargs, top, &slot);
+    if (rc == 0 && slot)
+        rc = mem_write(c, slot, &zero, sizeof zero);
+    if (rc < 0)
+        return fail(c, rc, "writing the stack", err);
+    if ((rc = inj_regs_set(c->tid, &r)) < 0)
+        return fail(c, rc, "setting registers", err);
+    if ((rc = inj_ptrace_cont(c->tid, 0)) < 0)
+        return fail(c, rc, "resuming a thread", err);
+    c->stopped = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        int status;
+        rc = inj_ptrace_wait(c->tid, c->timeout_ms - (int)spent, &status);
+        if (rc == PB_ETIMEDOUT) {
+            /* Abandon the call: stop the thread so that restore() can put it back. */
+            if (inj_ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
+                c->stopped = 1;
+            return pb_err_set(err, PB_ETIMEDOUT, "%s did not return within %d ms in %d: the "
+                              "thread was restored, but the library may be half loaded",
+                              what, c->timeout_ms, (int)c->pid);
+        }
+        if (rc < 0)
+            return fail(c, rc, what, err);
+        if (WIFEXITED(status) || WIFSIGNALED(status))
+            return gone(c, err);
+        if (!WIFSTOPPED(status))
+            continue;
+        int sig = WSTOPSIG(status);
+        c->stopped = 1;
+        if (status >> 16 == PTRACE_EVENT_STOP) {
+            /* Group stop (SIGSTOP to the process): finish our call, stop again at detach. */
+            if (sig != SIGTRAP)
+                c->pending_sig = sig;
+        } else {
+            struct inj_regs now;
+            if ((rc = inj_regs_get(c->tid, &now)) < 0)
+                return fail(c, rc, "reading registers", err);
+            if (sig == SIGSEGV && inj_regs_pc(&now) == 0) {
+                *ret = inj_regs_ret(&now);
+                return 0;
+            }
+            if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+                sig == SIGTRAP)
+                return pb_err_set(err, PB_EDLOPEN, "%s crashed in %d (signal %d at %#lx): the "
+                                  "thread was restored; the library is broken", what,
+                                  (int)c->pid, sig, inj_regs_pc(&now));
+            /* Hold one asynchronous signal until the thread is restored; pass others on. */
+            if (!c->pending_sig) {
+                c->pending_sig = sig;
+                sig = 0;
+            }
+        }
+        if (status >> 16 == PTRACE_EVENT_STOP)
+            sig = 0;
+        if ((rc = inj_ptrace_cont(c->tid, sig)) < 0)
+            return fail(c, rc, what, err);
+        c->stopped = 0;
+    }
+}
+
+/* Put back stack bytes, FP state, signal mask and registers (last, so that an interrupted
+ * syscall restarts), then detach. Keeps the first error in err. Never leaves a stopped thread. */
+static int restore(struct ctx *c, int rc, struct pb_err *err)
+{
+    if (c->attached && !c->stopped && !inj_proc_gone(c->pid)) {
+        if (inj_ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
+            c->stopped = 1;
+    }
+    if (c->hijacked && c->stopped) {
+        int r0 = c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno,
+                                           sizeof c->saved_errno) : 0;
+        int r1 = mem_write(c, c->save_lo, c->save, c->save_len);
+        int r2 = inj_fpregs_set(c->tid, c->fp);
+        int r3 = ptrace(PTRACE_SETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0
+                     ? -errno : 0;
+        int r4 = inj_regs_set(c->tid, &c->saved);
+        int bad = r0 < 0 ? r0 : r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4;
+        if (bad < 0 && rc == 0)
+            rc = fail(c, bad, "restoring the thread", err);
+        else if (bad < 0 && inj_proc_gone(c->pid) && rc != PB_EGONE)
+            rc = gone(c, err);
+    }
+    if (c->attached) {
+        int r = inj_ptrace_detach(c->tid, c->pending_sig);
+        if (r < 0 && rc == 0)
+            rc = fail(c, r, "detaching", err);
+        /* Collect the exit of a tracee that died under us, so it is not left half-reaped. */
+        if (inj_proc_gone(c->pid)) {
+            int status;
+            waitpid(c->tid, &status, WNOHANG | __WALL);
+            if (rc == 0 || rc == PB_ETIMEDOUT)
+                rc = gone(c, err);
+        }
+    }
+    return rc;
+}
+
+static int read_string(struct ctx *c, unsigned long addr, char *buf, size_t n)
+{
+    ssize_t r = pread(c->memfd, buf, n - 1, (off_t)addr);
+    if (r <= 0) {
+        buf[0] = '\0';
+        return -EIO;
+    }
+    buf[r] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
+int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err)
+{
+    struct ctx *c = calloc(1, sizeof *c);
+    struct inj_fpregs *fp = malloc(sizeof *fp);
+    int rc = 0;
+    if (!c || !fp) {
+        rc = pb_err_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    if (pid <= 0 || !lib_path || !*lib_path) {
+        rc = pb_err_set(err, PB_EBADARG, "inj_inject: bad pid or library path");
+        goto out;
+    }
+    pb_err_clear(err);
+    c->pid = pid;
+    c->memfd = -1;
+    c->fp = fp;
+    c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : 10000;
+    if ((rc = checks(c, err)) < 0 || (rc = resolve(c, err)) < 0 ||
+        (rc = make_visible(c, lib_path, err)) < 0 || (rc = attach(c, err)) < 0 ||
+        (rc = find_safe_point(c, err)) < 0)
+        goto out;
+    unsigned long str = 0, top = 0, handle = 0, msg = 0;
+    if ((rc = hijack(c, &str, &top, err)) < 0)
+        goto out;
+    /* dlopen, the library's constructors and dlerror set errno in the thread they run on, which
+     * the code we interrupted may be about to read: keep its value, put back in restore(). */
+    unsigned long eloc = 0;
+    if (c->errno_fn) {
+        if ((rc = call(c, "__errno_location", c->errno_fn, NULL, 0, top, &eloc, err)) < 0)
+            goto out;
+        if (eloc && pread(c->memfd, &c->saved_errno, sizeof c->saved_errno, (off_t)eloc) ==
+                        (ssize_t)sizeof c->saved_errno)
+            c->errno_addr = eloc;
+    }
+    if (!c->errno_addr)
+        PB_LOG(PB_LOG_INFO, "pid %d: the hijacked thread's errno is unknown: it may change",
+               (int)pid);
+    unsigned long args[2] = {str, (unsigned long)(unsigned)c->dlopen_mode};
+    if ((rc = call(c, "dlopen", c->dlopen_fn, args, 2, top, &handle, err)) < 0)
+        goto out;
+    if (!handle) {
+        char text[200] = "";
+        if (c->dlerror_fn && call(c, "dlerror", c->dlerror_fn, NULL, 0, top, &msg, NULL) == 0 &&
+            msg)
+            read_string(c, msg, text, sizeof text);
+        rc = pb_err_set(err, PB_EDLOPEN, "dlopen of %s failed in %d: %s", c->path, (int)pid,
+                        text[0] ? text : "no reason given (dlerror unavailable)");
+        goto out;
+    }
+    PB_LOG(PB_LOG_INFO, "pid %d: dlopen(%s) = %#lx", (int)pid, c->path, handle);
+out:
+    if (c) {
+        rc = restore(c, rc, err);
+        if (c->memfd >= 0)
+            close(c->memfd);
+        if (rc < 0 && c->copy_dir[0]) {
+            if (c->copy_file[0])
+                unlink(c->copy_file);
+            rmdir(c->copy_dir);
+        }
+        inj_maps_free(&c->maps);
+    }
+    free(fp);
+    free(c);
+    return rc;
+}

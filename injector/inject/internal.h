@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* Cross-file internals of the injector: /proc parsing (procfs.c), ELF symbol lookup (elf.c),
+ * ptrace stops with bounded waits (ptrace.c) and the per-architecture register work for a remote
+ * function call (arch/x86_64.c, arch/aarch64.c). inject.c ties them together; inj.h is the
+ * public face. Same error rule as inj.h: 0 or a negative code. */
+#ifndef INJ_INTERNAL_H
+#define INJ_INTERNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "inj.h"
+
+/* ---- procfs.c ---- */
+
+struct inj_map {
+    unsigned long start, end, offset;
+    char perms[5];
+    char path[PATH_MAX]; /* as the target sees it; " (deleted)" stripped; "" if anonymous */
+};
+
+/* All mappings of a process. Free with inj_maps_free. */
+struct inj_maps {
+    struct inj_map *v;
+    size_t n;
+};
+
+struct inj_status {
+    char state;           /* 'R', 'S', 'D', 'T', 't', 'Z', ... */
+    char comm[64];
+    pid_t tracer;         /* TracerPid, 0 if none */
+    uid_t uid;            /* real uid */
+    gid_t gid;            /* real gid */
+    pid_t nspid;          /* pid in the innermost pid namespace */
+};
+
+int inj_maps_read(pid_t pid, struct inj_maps *m);
+void inj_maps_free(struct inj_maps *m);
+/* First mapping whose file basename starts with prefix and, when next is not NULL, is followed by
+ * one of the characters in next ("" accepts anything). NULL if none. */
+const struct inj_map *inj_maps_lookup(const struct inj_maps *m, const char *prefix,
+                                      const char *next);
+const char *inj_path_base(const char *path);
+int inj_status_read(pid_t pid, struct inj_status *st);
+/* comm of pid, or "?" if it cannot be read. */
+void inj_comm_read(pid_t pid, char *buf, size_t n);
+
+/* ---- elf.c ---- */
+
+/* A 64-bit ELF file mapped read-only. Close with inj_elf_close (accepts a zeroed struct). */
+struct inj_elf {
+    const unsigned char *data;
+    size_t size;
+};
+
+int inj_elf_open(const char *path, struct inj_elf *e);
+void inj_elf_close(struct inj_elf *e);
+/* Link-time value and size of a defined symbol (.dynsym first, then .symtab; the default version
+ * wins over hidden compat versions). 0, or -ENOENT. */
+int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size);
+/* Highest end (value + size) of a defined function symbol whose value is below addr; 0 if none. */
+uint64_t inj_elf_func_end_below(const struct inj_elf *e, uint64_t addr);
+/* Load bias of a mapping of this file at start with file offset off: runtime = link + bias. */
+int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off, uint64_t *bias);
+/* Copy n bytes at link-time address vaddr from the file (constant data such as Py_Version). */
+int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n);
+
+/* A shared object or executable as loaded in a target: its ELF file (opened through
+ * /proc/PID/root) and load bias. */
+struct inj_module {
+    struct inj_elf elf;
+    uint64_t bias;
+    unsigned long lo, hi; /* lowest and highest address of its mappings */
+    char path[PATH_MAX];  /* as the target sees it */
+};
+
+/* Open the module mapped from the file named by map (any of its mappings). */
+int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *map,
+                    struct inj_module *mod);
+void inj_module_close(struct inj_module *mod);
+/* Runtime address of a symbol in the module, or 0. */
+unsigned long inj_module_sym(const struct inj_module *mod, const char *name, unsigned long *size);
+
+/* ---- ptrace.c ---- */
+
+int inj_ptrace_seize(pid_t tid);
+int inj_ptrace_interrupt(pid_t tid);
+int inj_ptrace_cont(pid_t tid, int sig);
+int inj_ptrace_detach(pid_t tid, int sig);
+/* Wait for a state change of traced thread tid for at most timeout_ms, without busy looping
+ * (SIGCHLD through sigtimedwait). 0 with *status set, PB_ETIMEDOUT, or -errno. */
+int inj_ptrace_wait(pid_t tid, int timeout_ms, int *status);
+/* Whether pid is gone (no /proc entry, a zombie, or dead). */
+int inj_proc_gone(pid_t pid);
+
+/* ---- arch/<arch>.c ---- */
+
+#define INJ_REDZONE 128 /* the x86-64 ABI's red zone; harmless elsewhere */
+
+#if defined(__x86_64__)
+#include <sys/user.h>
+struct inj_regs {
+    struct user_regs_struct r;
+};
+#elif defined(__aarch64__)
+#include <asm/ptrace.h>
+struct inj_regs {
+    struct user_pt_regs r;
+    int syscallno; /* NT_ARM_SYSTEM_CALL */
+};
+#else
+#error "probing's injector supports x86-64 and aarch64"
+#endif
+
+/* Floating-point / vector state, opaque (x86: the XSAVE area; aarch64: FPSIMD). */
+struct inj_fpregs {
+    unsigned char buf[16384] __attribute__((aligned(64)));
+    size_t len;
+    int kind;
+};
+
+int inj_regs_get(pid_t tid, struct inj_regs *r);
+int inj_regs_set(pid_t tid, const struct inj_regs *r);
+int inj_fpregs_get(pid_t tid, struct inj_fpregs *f);
+int inj_fpregs_set(pid_t tid, const struct inj_fpregs *f);
+unsigned long inj_regs_pc(const struct inj_regs *r);
+unsigned long inj_regs_sp(const struct inj_regs *r);
+/* The link register (aarch64), 0 where return addresses live on the stack only. */
+unsigned long inj_regs_lr(const struct inj_regs *r);
+unsigned long inj_regs_ret(const struct inj_regs *r);
+/* The syscall the thread was stopped in (interrupted or about to be restarted), or -1. memfd is
+ * /proc/PID/mem, for architectures that must look at the instruction at pc. */
+long inj_regs_syscall(const struct inj_regs *r, int memfd);
+/* Turn r (a copy of a stopped thread's registers) into a call of fn(args[0..nargs)) with the
+ * stack top at top (below the red zone and our data), returning to address 0 so that the call
+ * ends in a SIGSEGV stop. Syscall restart is neutralised in r. *ret_slot is the stack address
+ * where the caller must store a zero return address (x86-64), or 0 if none is needed. */
+int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
+                     unsigned long top, unsigned long *ret_slot);
+
+#endif
