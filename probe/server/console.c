@@ -11,7 +11,6 @@
 #include "sql/store.h"
 
 struct sqljob {
-    struct dap_pending *p;
     char *sql;
     char *text; /* the rendered result */
     int rc;
@@ -30,9 +29,9 @@ static char *cell_text(const struct probe_value *v)
 }
 
 /* Task thread. */
-static void sql_run(void *arg)
+static void sql_run(void *job)
 {
-    struct sqljob *j = arg;
+    struct sqljob *j = job;
     struct probe_rows rows = {0};
     j->rc = probe_store_query(j->sql, &rows, &j->err);
     if (j->rc < 0)
@@ -62,20 +61,31 @@ static void sql_run(void *arg)
 }
 
 /* Loop thread. */
-static void sql_done(void *arg)
+static int sql_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
+                     struct pb_err *err, char **long_msg)
 {
-    struct sqljob *j = arg;
-    cJSON *body = NULL;
-    if (j->rc == 0) {
-        body = cJSON_CreateObject();
-        cJSON_AddStringToObject(body, "result", j->text);
-        cJSON_AddNumberToObject(body, "variablesReference", 0);
+    (void)s;
+    (void)gil_rc;
+    (void)long_msg;
+    struct sqljob *j = job;
+    if (j->rc < 0) {
+        *err = j->err;
+        return j->rc;
     }
-    dap_pending_finish(j->p, j->rc, body, &j->err);
+    cJSON_AddStringToObject(body, "result", j->text);
+    cJSON_AddNumberToObject(body, "variablesReference", 0);
+    return 0;
+}
+
+static void sql_drop(void *job, int rc)
+{
+    (void)rc;
+    struct sqljob *j = job;
     free(j->text);
     free(j->sql);
-    free(j);
 }
+
+static const struct dap_job sql_job = {sizeof(struct sqljob), NULL, sql_run, sql_reply, sql_drop};
 
 static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
 {
@@ -87,14 +97,7 @@ static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
         free(j);
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
     }
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_task_submit(sql_run, sql_done, j) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        free(j->sql);
-        free(j);
-    }
-    return DAP_DEFERRED;
+    return dap_job_submit(c, &sql_job, j, DAP_F_TASK, 0);
 }
 
 static int cmd_help(struct dap_ctx *c, const char *rest, cJSON *body);

@@ -12,8 +12,7 @@
 #include "snapshot.h"
 
 struct evaljob {
-    struct dap_pending *p;
-    struct dap_session *s; /* a reference of our own: events go out before the response */
+    struct dap_session *s; /* a reference of our own: the evaluation count */
     char *src;
     int mode;
     long long frame_id;
@@ -61,37 +60,37 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 }
 
 /* Worker thread, GIL held. */
-static void eval_with_gil(void *arg)
+static void run(void *job)
 {
-    struct evaljob *j = arg;
+    struct evaljob *j = job;
     j->rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, &j->r, &j->err);
 }
 
 /* Loop thread. */
-static void eval_done(void *arg, int gil_rc)
+static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
+                 char **long_msg)
 {
-    struct evaljob *j = arg;
-    cJSON *body = cJSON_CreateObject();
-    char *long_msg = NULL;
-    int rc = j->rc;
-    if (gil_rc < 0)
-        rc = dap_gil_busy_error(gil_rc, probe_eval_timeout_ms(), &j->err);
-    else if (rc == 0)
-        rc = j->render(j->s, &j->r, j->args, body, &j->err, &long_msg);
-    if (rc < 0 && long_msg) {
-        cJSON_Delete(body);
-        dap_pending_fail_text(j->p, rc, long_msg);
-    } else {
-        dap_pending_finish(j->p, rc, body, &j->err);
-    }
-    free(long_msg);
+    (void)gil_rc;
+    struct evaljob *j = job;
+    int rc = j->rc == 0 ? j->render(s, &j->r, j->args, body, &j->err, long_msg) : j->rc;
+    *err = j->err;
+    return rc;
+}
+
+static void drop(void *job, int rc)
+{
+    (void)rc;
+    struct evaljob *j = job;
     probe_eval_result_free(&j->r);
-    dap_session_eval_count(j->s, -1);
-    dap_session_unref(j->s);
+    if (j->s) {
+        dap_session_eval_count(j->s, -1);
+        dap_session_unref(j->s);
+    }
     cJSON_Delete(j->args);
     free(j->src);
-    free(j);
 }
+
+static const struct dap_job eval_job = {sizeof(struct evaljob), NULL, run, reply, drop};
 
 int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
                      const cJSON *args, dap_eval_render render)
@@ -109,15 +108,5 @@ int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long fra
     j->s = c->s;
     dap_session_ref(j->s);
     dap_session_eval_count(j->s, +1);
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_gil_submit(eval_with_gil, eval_done, j, probe_eval_timeout_ms()) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        dap_session_eval_count(j->s, -1);
-        dap_session_unref(j->s);
-        cJSON_Delete(j->args);
-        free(j->src);
-        free(j);
-    }
-    return DAP_DEFERRED;
+    return dap_job_submit(c, &eval_job, j, DAP_F_GIL, probe_eval_timeout_ms());
 }

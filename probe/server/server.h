@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* dap/ internals shared by the dispatcher and the request handlers. */
+/* The server's internals shared by the dispatcher (dispatch.c) and the request handlers
+ * (req/<command>.c, one file per DAP request, named after it). Loop thread only; this folder
+ * is the only place that builds DAP JSON. */
 #ifndef DAP_INTERNAL_H
 #define DAP_INTERNAL_H
 
@@ -9,13 +11,42 @@ enum {
     DAP_F_PREAUTH = 1,        /* answered before a TCP client authenticated */
     DAP_F_NEEDS_ATTACHED = 2, /* only after `attach` */
     DAP_F_UNIX_ONLY = 4,      /* refused on TCP connections (changes what the probe serves) */
-    DAP_F_DEBUGGER = 8,       /* only for the debugging client (the seat, see server/req/debug.c) */
+    DAP_F_DEBUGGER = 8,       /* only for the debugging client (the seat, server/seat.c) */
+    DAP_F_GIL = 16,           /* its job runs on the worker with the GIL (gil_timeout_ms) */
+    DAP_F_TASK = 32,          /* its job runs on the task thread (owns the SQLite handle) */
+    DAP_F_GIL_FALLBACK = 64,  /* reply is called also when the GIL could not be had */
+};
+
+/* The part of a request done on another thread (DAP_F_GIL, DAP_F_TASK). The dispatcher
+ * allocates size zeroed bytes (the job), calls parse on the loop, defers the request, runs run
+ * on the worker (GIL held) or the task thread, then calls reply on the loop, sends the
+ * response and calls drop. When the GIL cannot be had in time, run does not run and the
+ * response is the error naming the thread that holds the GIL (dap_gil_busy_error), unless
+ * DAP_F_GIL_FALLBACK asks reply to answer anyway (gil_rc < 0). */
+struct dap_job {
+    size_t size;
+    /* Loop: check the arguments into job. 0, or a negative code with c->err (then drop, no
+     * run). May be NULL. */
+    int (*parse)(struct dap_ctx *c, const cJSON *args, void *job);
+    void (*run)(void *job);
+    /* Loop: fill body (0) or fail with err, or with a longer *long_msg it mallocs (a
+     * traceback). s may be used to send events that must precede the response. */
+    int (*reply)(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
+                 char **long_msg);
+    /* Loop, after the response went out (rc: its code): free what job holds (not job). May
+     * be NULL. */
+    void (*drop)(void *job, int rc);
 };
 
 struct dap_command {
     const char *name;
-    dap_handler handler;
     int flags;
+    /* A request answered on the loop (NULL when job is set). */
+    dap_handler handler;
+    /* A request answered after work on the worker or the task thread (flags say which). */
+    const struct dap_job *job;
+    /* DAP_F_GIL: how long to wait for the GIL (ms). */
+    int (*gil_timeout_ms)(void);
     /* Runs after the response was sent (events that must follow it). May be NULL. */
     void (*post)(struct dap_session *s);
 };
@@ -24,15 +55,71 @@ struct dap_command {
 const struct dap_command *dap_command_find(const char *name);
 extern const struct dap_command dap_commands[];
 extern const size_t dap_ncommands;
+/* Serve c with cmd (the session's dispatcher calls it once checks passed): cmd's handler, or
+ * its job. Returns 0 with body filled, DAP_DEFERRED, or a negative code with c->err. */
+int dap_command_run(const struct dap_command *cmd, struct dap_ctx *c, const cJSON *args,
+                    cJSON *body);
+/* Defer c and run job (allocated with calloc, taken, whatever happens) as flags say
+ * (DAP_F_GIL with timeout_ms, or DAP_F_TASK): for handlers that choose their job from the
+ * arguments (evaluate). Returns DAP_DEFERRED, or a negative code with c->err (not deferred). */
+int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int flags,
+                   int timeout_ms);
 
-/* Handlers: one file each (req_<command>.c). */
-/* Debugger requests, forwarded to the probe's debugger (server/req/debug.c). */
-int dap_req_debug(struct dap_ctx *c, const cJSON *args, cJSON *body);
-void dap_post_configurationDone(struct dap_session *s);
-/* The debugger's seat: claim it (attach), test it, give it back (disconnect, connection gone). */
+/* The debugger's seat (seat.c): one debugging client at a time, whose session receives the
+ * debugger's events. Claim it (attach), test it, give it back (disconnect, connection gone). */
 int dap_debugger_claim(struct dap_session *s, struct pb_err *err);
 int dap_session_is_debugger(const struct dap_session *s);
 void dap_debugger_release(struct dap_session *s);
+void dap_post_configurationDone(struct dap_session *s);
+/* arguments.threadId, required (seat.c). */
+int dap_thread_arg(struct dap_ctx *c, const cJSON *args, long *tid);
+/* next, stepIn, stepOut: step the stopped thread arguments.threadId (mode: PROBE_DBG_STEP_*). */
+int dap_step_request(struct dap_ctx *c, const cJSON *args, int mode);
+
+/* DAP JSON of the debugger's structs (dbgjson.c). */
+struct probe_frame;
+/* A StackFrame: id from (tid, depth); for code without a file (<string>), a sourceReference
+ * when the frame can serve it (inspectable: its thread is parked). */
+cJSON *dap_json_stack_frame(const struct probe_frame *f, long tid, int depth, int inspectable);
+/* The body of a debugger event (new reference). */
+struct probe_dbg_event;
+cJSON *dap_json_dbg_event(const struct probe_dbg_event *e);
+
+/* A Variable (name, evaluateName when known) / its value's parts into o (setVariable). */
+struct probe_dbg_var;
+cJSON *dap_json_variable(const struct probe_dbg_var *v);
+void dap_json_variable_into(cJSON *o, const struct probe_dbg_var *v);
+
+/* pause and probing/pause (req/pause.c). */
+struct dap_pausejob {
+    int hold; /* -1: as it is (pause); 0/1: probing/pause */
+    int begun, rc;
+    struct pb_err err;
+};
+void dap_pause_run(void *job);
+int dap_pause_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
+                    struct pb_err *err, char **long_msg);
+void dap_pause_drop(void *job, int rc);
+
+/* setBreakpoints and setFunctionBreakpoints (req/setBreakpoints.c): one result per spec. */
+struct probe_dbg_bp_spec;
+struct probe_dbg_bp;
+struct dap_bpjob {
+    cJSON *args; /* a copy the specs point into */
+    const char *path;
+    int line_breakpoints; /* setBreakpoints: each answer names source.path */
+    int n;
+    struct probe_dbg_bp_spec *specs;
+    struct probe_dbg_bp *out;
+    int rc;
+    struct pb_err err;
+};
+int dap_bpjob_parse(struct dap_ctx *c, struct dap_bpjob *j, const cJSON *args);
+int dap_bpjob_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
+                    struct pb_err *err, char **long_msg);
+void dap_bpjob_drop(void *job, int rc);
+
+/* Handlers: one file each (req/<command>.c), jobs named dap_job_<command>. */
 
 int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_configurationDone(struct dap_ctx *c, const cJSON *args, cJSON *body);
@@ -46,12 +133,19 @@ int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body);
-int dap_req_probing_memory(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_perf(struct dap_ctx *c, const cJSON *args, cJSON *body);
-int dap_req_probing_query(struct dap_ctx *c, const cJSON *args, cJSON *body);
-int dap_req_probing_torch(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_threads(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_continue(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_next(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_stepIn(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_stepOut(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body);
+extern const struct dap_job dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch,
+    dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger, dap_job_scopes,
+    dap_job_variables, dap_job_setVariable, dap_job_source, dap_job_setBreakpoints,
+    dap_job_setFunctionBreakpoints, dap_job_setExceptionBreakpoints;
 
 void dap_post_initialize(struct dap_session *s);
 

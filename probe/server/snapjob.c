@@ -10,7 +10,6 @@
 #include "snapshot.h"
 
 struct snapjob {
-    struct dap_pending *p;
     int flags, max_frames;
     cJSON *args; /* a copy: the request's message is gone by the time we answer */
     dap_snap_render render;
@@ -20,31 +19,41 @@ struct snapjob {
 };
 
 /* Worker thread, GIL held. */
-static void snap_with_gil(void *arg)
+static void run(void *job)
 {
-    struct snapjob *j = arg;
+    struct snapjob *j = job;
     j->snap_rc = probe_pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
 }
 
-/* Loop thread. */
-static void snap_done(void *arg, int gil_rc)
+/* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
+static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
+                 char **long_msg)
 {
-    struct snapjob *j = arg;
+    (void)s;
+    (void)long_msg;
+    struct snapjob *j = job;
     if (gil_rc < 0) {
         pb_err_clear(&j->err);
         j->snap_rc = probe_pyrt_snapshot(&j->snap, 0, j->max_frames, &j->err);
     }
-    cJSON *body = cJSON_CreateObject();
     int rc = j->snap_rc;
     if (rc == 0) {
         dap_snapshot_drop_worker(&j->snap);
         rc = j->render(&j->snap, gil_rc, j->args, body, &j->err);
     }
-    dap_pending_finish(j->p, rc, body, &j->err);
+    *err = j->err;
+    return rc;
+}
+
+static void drop(void *job, int rc)
+{
+    (void)rc;
+    struct snapjob *j = job;
     probe_snapshot_free(&j->snap);
     cJSON_Delete(j->args);
-    free(j);
 }
+
+static const struct dap_job snap_job = {sizeof(struct snapjob), NULL, run, reply, drop};
 
 int dap_snapshot_request(struct dap_ctx *c, const cJSON *args, int flags, int max_frames,
                          dap_snap_render render)
@@ -56,13 +65,6 @@ int dap_snapshot_request(struct dap_ctx *c, const cJSON *args, int flags, int ma
     j->max_frames = max_frames;
     j->render = render;
     j->args = args ? cJSON_Duplicate(args, 1) : NULL;
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_gil_submit(snap_with_gil, snap_done, j, probe_setting_gil_timeout_ms()) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        cJSON_Delete(j->args);
-        free(j);
-        return DAP_DEFERRED;
-    }
-    return DAP_DEFERRED;
+    return dap_job_submit(c, &snap_job, j, DAP_F_GIL | DAP_F_GIL_FALLBACK,
+                          probe_setting_gil_timeout_ms());
 }

@@ -10,7 +10,6 @@
 #include "probe.h"
 
 struct memjob {
-    struct dap_pending *p;
     int top;
     char trace[8];
     cJSON *py; /* filled on the worker */
@@ -18,18 +17,42 @@ struct memjob {
     struct pb_err err;
 };
 
-/* Worker thread, GIL held. */
-static void mem_with_gil(void *arg)
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
-    struct memjob *j = arg;
+    struct memjob *j = job;
+    long long top = 10;
+    const char *trace = NULL;
+    int rc;
+    if ((rc = dap_arg_int(args, "top", &top, &c->err)) < 0 ||
+        (rc = dap_arg_str(args, "trace", &trace, &c->err)) < 0)
+        return rc;
+    if (top < 1 || top > 1000)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.top: expected 1 to 1000");
+    if (trace && strcmp(trace, "start") != 0 && strcmp(trace, "stop") != 0)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.trace: expected \"start\" or \"stop\"");
+    if (!(j->py = cJSON_CreateObject()))
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    j->top = (int)top;
+    if (trace)
+        strcpy(j->trace, trace);
+    return 0;
+}
+
+/* Worker thread, GIL held. */
+static void run(void *job)
+{
+    struct memjob *j = job;
     j->rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL, &j->err);
 }
 
-/* Loop thread. */
-static void mem_done(void *arg, int gil_rc)
+/* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
+static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
+                 char **long_msg)
 {
-    struct memjob *j = arg;
-    cJSON *body = cJSON_CreateObject();
+    (void)s;
+    (void)err;
+    (void)long_msg;
+    struct memjob *j = job;
     struct pb_err perr = {0};
     int rc = probe_memory_proc(body, &perr);
     if (gil_rc < 0) {
@@ -46,38 +69,13 @@ static void mem_done(void *arg, int gil_rc)
     }
     if (rc < 0)
         cJSON_AddStringToObject(body, "processError", perr.msg);
-    dap_pending_finish(j->p, 0, body, NULL);
-    cJSON_Delete(j->py);
-    free(j);
+    return 0;
 }
 
-int dap_req_probing_memory(struct dap_ctx *c, const cJSON *args, cJSON *body)
+static void drop(void *job, int rc)
 {
-    (void)body;
-    long long top = 10;
-    const char *trace = NULL;
-    int rc;
-    if ((rc = dap_arg_int(args, "top", &top, &c->err)) < 0 ||
-        (rc = dap_arg_str(args, "trace", &trace, &c->err)) < 0)
-        return rc;
-    if (top < 1 || top > 1000)
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.top: expected 1 to 1000");
-    if (trace && strcmp(trace, "start") != 0 && strcmp(trace, "stop") != 0)
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.trace: expected \"start\" or \"stop\"");
-    struct memjob *j = calloc(1, sizeof *j);
-    if (!j || !(j->py = cJSON_CreateObject())) {
-        free(j);
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
-    }
-    j->top = (int)top;
-    if (trace)
-        strcpy(j->trace, trace);
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_gil_submit(mem_with_gil, mem_done, j, probe_setting_gil_timeout_ms()) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        cJSON_Delete(j->py);
-        free(j);
-    }
-    return DAP_DEFERRED;
+    (void)rc;
+    cJSON_Delete(((struct memjob *)job)->py);
 }
+
+const struct dap_job dap_job_probing_memory = {sizeof(struct memjob), parse, run, reply, drop};
