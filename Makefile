@@ -175,7 +175,7 @@ $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(CO
                          probe/core/settings.c probe/core/settings_compat.c probe/sql/rows.c probe/gil/eval_result.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
+	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
 
 unit: all $(UNIT_BIN)
 	$(UNIT_BIN)
