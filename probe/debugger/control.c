@@ -169,7 +169,7 @@ void probe_dbg_detach(void)
     dbg_resume(0, DBG_STEP_NONE);
     atomic_store(&dbg_steps_active, 0);
     unsigned long gen = atomic_fetch_add(&dbg_session_gen, 1) + 1;
-    probe_dbg_events_drain();
+    dbg_events_drain_all();
     struct cleanup *c = calloc(1, sizeof *c);
     if (!c)
         return;

@@ -43,7 +43,8 @@ typedef void (*probe_dbg_sink)(void *ctx, const struct probe_dbg_event *e);
 void probe_dbg_set_sink(probe_dbg_sink sink, void *ctx);
 /* Queue an event (copied); any thread. */
 void probe_dbg_emit(const struct probe_dbg_event *e);
-/* Loop thread: deliver queued events now (those a request caused go before its response). */
+/* Loop thread: deliver queued events now (those a request caused go before its response),
+ * unless a pause's response is still to go (its `stopped` must follow it). */
 void probe_dbg_events_drain(void);
 
 /* ---- loop thread: resuming, stepping, what is stopped ---- */

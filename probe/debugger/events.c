@@ -88,7 +88,9 @@ void probe_dbg_emit(const struct probe_dbg_event *ev)
         uv_async_send(&async);
 }
 
-void probe_dbg_events_drain(void)
+static int held_back; /* loop only: requests in flight whose response must come first */
+
+void dbg_events_drain_all(void)
 {
     pthread_mutex_lock(&mu);
     struct dbg_event *list = head;
@@ -103,7 +105,11 @@ void probe_dbg_events_drain(void)
     }
 }
 
-static int held_back; /* loop only: requests in flight whose response must come first */
+void probe_dbg_events_drain(void)
+{
+    if (held_back == 0)
+        dbg_events_drain_all();
+}
 
 void dbg_events_hold(int delta)
 {
@@ -115,8 +121,7 @@ void dbg_events_hold(int delta)
 static void on_async(uv_async_t *a)
 {
     (void)a;
-    if (held_back == 0)
-        probe_dbg_events_drain();
+    probe_dbg_events_drain();
 }
 
 int dbg_events_start(void)

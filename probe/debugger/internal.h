@@ -20,6 +20,8 @@
 #define DBG_MAX_FRAMES 4096
 
 /* ---- events.c ---- */
+/* Loop thread: deliver every queued event now, held back or not (detach). */
+void dbg_events_drain_all(void);
 /* Loop thread: +1 while a request runs whose events must follow its response (pause: the
  * `stopped` it causes), -1 after the response went out. */
 void dbg_events_hold(int delta);

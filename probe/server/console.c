@@ -11,10 +11,9 @@
 #include "sql/store.h"
 
 struct sqljob {
+    struct dap_job_rc rc;
     char *sql;
     char *text; /* the rendered result */
-    int rc;
-    struct pb_err err;
 };
 
 static char *cell_text(const struct probe_value *v)
@@ -33,8 +32,8 @@ static void sql_run(void *job)
 {
     struct sqljob *j = job;
     struct probe_rows rows = {0};
-    j->rc = probe_store_query(j->sql, &rows, &j->err);
-    if (j->rc < 0)
+    j->rc.rc = probe_store_query(j->sql, &rows, &j->rc.err);
+    if (j->rc.rc < 0)
         return;
     size_t n = rows.nrows * (size_t)rows.ncols;
     char **cells = calloc(n + 1, sizeof *cells);
@@ -56,30 +55,22 @@ static void sql_run(void *job)
         free(cells);
     }
     if (!j->text)
-        j->rc = pb_err_set(&j->err, PB_EUNKNOWN, "out of memory");
+        j->rc.rc = pb_err_set(&j->rc.err, PB_EUNKNOWN, "out of memory");
     probe_rows_free(&rows);
 }
 
 /* Loop thread. */
-static int sql_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
-                     struct pb_err *err, char **long_msg)
+static int sql_reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct sqljob *j = job;
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct sqljob *j = job;
     cJSON_AddStringToObject(body, "result", j->text);
     cJSON_AddNumberToObject(body, "variablesReference", 0);
     return 0;
 }
 
-static void sql_drop(void *job, int rc)
+static void sql_drop(void *job)
 {
-    (void)rc;
     struct sqljob *j = job;
     free(j->text);
     free(j->sql);

@@ -72,15 +72,20 @@ cJSON *dap_json_dbg_event(const struct probe_dbg_event *e)
     return b;
 }
 
+void dap_json_children(cJSON *o, long long ref, long long indexed, long long named)
+{
+    cJSON_AddNumberToObject(o, "variablesReference", (double)ref);
+    if (indexed > 0)
+        cJSON_AddNumberToObject(o, "indexedVariables", (double)indexed);
+    if (named > 0)
+        cJSON_AddNumberToObject(o, "namedVariables", (double)named);
+}
+
 void dap_json_variable_into(cJSON *o, const struct probe_dbg_var *v)
 {
     cJSON_AddStringToObject(o, "value", v->value ? v->value : "?");
     cJSON_AddStringToObject(o, "type", v->type ? v->type : "?");
-    cJSON_AddNumberToObject(o, "variablesReference", (double)v->ref);
-    if (v->indexed > 0)
-        cJSON_AddNumberToObject(o, "indexedVariables", (double)v->indexed);
-    if (v->named > 0)
-        cJSON_AddNumberToObject(o, "namedVariables", (double)v->named);
+    dap_json_children(o, v->ref, v->indexed, v->named);
 }
 
 cJSON *dap_json_variable(const struct probe_dbg_var *v)

@@ -79,11 +79,11 @@ struct job_run {
     int flags, timeout_ms;
 };
 
-static void drop_job(const struct dap_job *ops, void *job, int rc);
+static void drop_job(const struct dap_job *ops, void *job);
 
-static void job_free(struct job_run *r, int rc)
+static void job_free(struct job_run *r)
 {
-    drop_job(r->ops, r->job, rc);
+    drop_job(r->ops, r->job);
     dap_session_unref(r->s);
     free(r);
 }
@@ -91,24 +91,31 @@ static void job_free(struct job_run *r, int rc)
 /* Loop thread: the job ran (gil_rc 0), or could not have the GIL (gil_rc < 0). */
 static void job_finish(struct job_run *r, int gil_rc)
 {
+    struct dap_job_rc *jr = r->job;
+    struct dap_reply rep = {.s = r->s, .gil_rc = gil_rc};
     cJSON *body = cJSON_CreateObject();
-    struct pb_err err = {0};
-    char *long_msg = NULL;
     int rc;
-    if (gil_rc < 0 && !(r->flags & DAP_F_GIL_FALLBACK))
-        rc = dap_gil_busy_error(gil_rc, r->timeout_ms, &err);
-    else if (!body)
-        rc = pb_err_set(&err, PB_EUNKNOWN, "out of memory: no answer could be built");
-    else
-        rc = r->ops->reply(r->s, r->job, gil_rc, body, &err, &long_msg);
-    if (rc < 0 && long_msg) {
-        cJSON_Delete(body);
-        dap_pending_fail_text(r->p, rc, long_msg);
+    dap_debugger_flush();
+    if (gil_rc < 0 && !(r->flags & DAP_F_GIL_FALLBACK)) {
+        rc = dap_gil_busy_error(gil_rc, r->timeout_ms, &rep.err);
+    } else if (gil_rc == 0 && jr->rc < 0) {
+        rc = jr->rc;
+        rep.err = jr->err;
+        rep.long_msg = jr->long_msg;
+        jr->long_msg = NULL;
+    } else if (!body) {
+        rc = pb_err_set(&rep.err, PB_EUNKNOWN, "out of memory: no answer could be built");
     } else {
-        dap_pending_finish(r->p, rc, body, &err);
+        rc = r->ops->reply(&rep, r->job, body);
     }
-    free(long_msg);
-    job_free(r, rc);
+    if (rc < 0 && rep.long_msg) {
+        cJSON_Delete(body);
+        dap_pending_fail_text(r->p, rc, rep.long_msg);
+    } else {
+        dap_pending_finish(r->p, rc, body, &rep.err);
+    }
+    free(rep.long_msg);
+    job_free(r);
 }
 
 static void job_run(void *arg)
@@ -127,10 +134,19 @@ static void job_task_done(void *arg)
     job_finish(arg, 0);
 }
 
-static void drop_job(const struct dap_job *ops, void *job, int rc)
+int dap_reply_empty(struct dap_reply *r, void *job, cJSON *body)
+{
+    (void)r;
+    (void)job;
+    (void)body;
+    return 0;
+}
+
+static void drop_job(const struct dap_job *ops, void *job)
 {
     if (ops->drop)
-        ops->drop(job, rc);
+        ops->drop(job);
+    free(((struct dap_job_rc *)job)->long_msg);
     free(job);
 }
 
@@ -141,7 +157,7 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
     struct dap_pending *p = r ? dap_ctx_defer(c) : NULL;
     if (!p) {
         free(r);
-        drop_job(ops, job, PB_EUNKNOWN);
+        drop_job(ops, job);
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
     }
     *r = (struct job_run){.ops = ops, .job = job, .p = p, .s = c->s, .flags = flags,
@@ -153,7 +169,7 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
         struct pb_err err;
         pb_err_set(&err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
         dap_pending_finish(p, err.code, NULL, &err);
-        job_free(r, err.code);
+        job_free(r);
     }
     return DAP_DEFERRED;
 }
@@ -161,14 +177,18 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
 int dap_command_run(const struct dap_command *cmd, struct dap_ctx *c, const cJSON *args,
                     cJSON *body)
 {
-    if (!cmd->job)
-        return cmd->handler(c, args, body);
+    if (!cmd->job) {
+        int rc = cmd->handler(c, args, body);
+        if (rc != DAP_DEFERRED)
+            dap_debugger_flush();
+        return rc;
+    }
     void *job = calloc(1, cmd->job->size);
     if (!job)
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
     int rc = cmd->job->parse ? cmd->job->parse(c, args, job) : 0;
     if (rc < 0) {
-        drop_job(cmd->job, job, rc);
+        drop_job(cmd->job, job);
         return rc;
     }
     return dap_job_submit(c, cmd->job, job, cmd->flags,

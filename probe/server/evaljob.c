@@ -12,6 +12,7 @@
 #include "snapshot.h"
 
 struct evaljob {
+    struct dap_job_rc rc;
     struct dap_session *s; /* a reference of our own: the evaluation count */
     char *src;
     int mode;
@@ -20,8 +21,6 @@ struct evaljob {
     cJSON *args;
     dap_eval_render render;
     struct probe_eval_result r;
-    int rc;
-    struct pb_err err;
 };
 
 int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
@@ -63,23 +62,18 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 static void run(void *job)
 {
     struct evaljob *j = job;
-    j->rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, &j->r, &j->err);
+    j->rc.rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, &j->r, &j->rc.err);
 }
 
 /* Loop thread. */
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)gil_rc;
     struct evaljob *j = job;
-    int rc = j->rc == 0 ? j->render(s, &j->r, j->args, body, &j->err, long_msg) : j->rc;
-    *err = j->err;
-    return rc;
+    return j->render(r->s, &j->r, j->args, body, &r->err, &r->long_msg);
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     struct evaljob *j = job;
     probe_eval_result_free(&j->r);
     if (j->s) {

@@ -49,6 +49,11 @@ void dap_debugger_release(struct dap_session *s)
     dap_session_unref(s);
 }
 
+void dap_debugger_flush(void)
+{
+    probe_dbg_events_drain();
+}
+
 void dap_post_configurationDone(struct dap_session *s)
 {
     if (s == seat)
@@ -71,8 +76,5 @@ int dap_step_request(struct dap_ctx *c, const cJSON *args, int mode)
 {
     long tid = 0;
     int rc = dap_thread_arg(c, args, &tid);
-    if (rc == 0)
-        rc = probe_dbg_step(tid, mode, &c->err);
-    probe_dbg_events_drain();
-    return rc;
+    return rc < 0 ? rc : probe_dbg_step(tid, mode, &c->err);
 }

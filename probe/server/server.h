@@ -18,25 +18,41 @@ enum {
 };
 
 /* The part of a request done on another thread (DAP_F_GIL, DAP_F_TASK). The dispatcher
- * allocates size zeroed bytes (the job), calls parse on the loop, defers the request, runs run
- * on the worker (GIL held) or the task thread, then calls reply on the loop, sends the
- * response and calls drop. When the GIL cannot be had in time, run does not run and the
+ * allocates size zeroed bytes (the job, which starts with a struct dap_job_rc), calls parse on
+ * the loop, defers the request, runs run on the worker (GIL held) or the task thread, then on
+ * the loop answers: with the error run left in the job's dap_job_rc, or with the body reply
+ * builds; then it calls drop. When the GIL cannot be had in time, run does not run and the
  * response is the error naming the thread that holds the GIL (dap_gil_busy_error), unless
- * DAP_F_GIL_FALLBACK asks reply to answer anyway (gil_rc < 0). */
+ * DAP_F_GIL_FALLBACK asks reply to answer anyway (r->gil_rc < 0). Debugger events queued
+ * meanwhile go out before the response. */
+struct dap_job_rc {
+    int rc;            /* run's result: 0, or a negative code with err */
+    struct pb_err err;
+    char *long_msg;    /* a longer error text (a traceback) to use instead of err's; malloc'd */
+};
+
+/* What reply may use and fill. */
+struct dap_reply {
+    struct dap_session *s; /* to send events that must precede the response */
+    int gil_rc;            /* < 0: run did not run (the GIL could not be had) */
+    struct pb_err err;     /* reply's own failure */
+    char *long_msg;        /* or a longer text, malloc'd */
+};
+
 struct dap_job {
     size_t size;
     /* Loop: check the arguments into job. 0, or a negative code with c->err (then drop, no
      * run). May be NULL. */
     int (*parse)(struct dap_ctx *c, const cJSON *args, void *job);
     void (*run)(void *job);
-    /* Loop: fill body (0) or fail with err, or with a longer *long_msg it mallocs (a
-     * traceback). s may be used to send events that must precede the response. */
-    int (*reply)(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg);
-    /* Loop, after the response went out (rc: its code): free what job holds (not job). May
-     * be NULL. */
-    void (*drop)(void *job, int rc);
+    /* Loop: fill body (0), or fail with r->err (or r->long_msg). */
+    int (*reply)(struct dap_reply *r, void *job, cJSON *body);
+    /* Loop, after the response went out: free what job holds (not job). May be NULL. */
+    void (*drop)(void *job);
 };
+
+/* A reply for jobs whose answer has no body. */
+int dap_reply_empty(struct dap_reply *r, void *job, cJSON *body);
 
 struct dap_command {
     const char *name;
@@ -85,6 +101,8 @@ cJSON *dap_json_stack_frame(const struct probe_frame *f, long tid, int depth, in
 struct probe_dbg_event;
 cJSON *dap_json_dbg_event(const struct probe_dbg_event *e);
 
+/* variablesReference, and indexedVariables / namedVariables when known, into o. */
+void dap_json_children(cJSON *o, long long ref, long long indexed, long long named);
 /* A Variable (name, evaluateName when known) / its value's parts into o (setVariable). */
 struct probe_dbg_var;
 cJSON *dap_json_variable(const struct probe_dbg_var *v);
@@ -92,32 +110,28 @@ void dap_json_variable_into(cJSON *o, const struct probe_dbg_var *v);
 
 /* pause and probing/pause (req/pause.c). */
 struct dap_pausejob {
+    struct dap_job_rc rc;
     int hold; /* -1: as it is (pause); 0/1: probing/pause */
-    int begun, rc;
-    struct pb_err err;
+    int begun, ran;
 };
 void dap_pause_run(void *job);
-int dap_pause_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
-                    struct pb_err *err, char **long_msg);
-void dap_pause_drop(void *job, int rc);
+void dap_pause_drop(void *job);
 
 /* setBreakpoints and setFunctionBreakpoints (req/setBreakpoints.c): one result per spec. */
 struct probe_dbg_bp_spec;
 struct probe_dbg_bp;
 struct dap_bpjob {
+    struct dap_job_rc rc;
     cJSON *args; /* a copy the specs point into */
     const char *path;
     int line_breakpoints; /* setBreakpoints: each answer names source.path */
     int n;
     struct probe_dbg_bp_spec *specs;
     struct probe_dbg_bp *out;
-    int rc;
-    struct pb_err err;
 };
 int dap_bpjob_parse(struct dap_ctx *c, struct dap_bpjob *j, const cJSON *args);
-int dap_bpjob_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
-                    struct pb_err *err, char **long_msg);
-void dap_bpjob_drop(void *job, int rc);
+int dap_bpjob_reply(struct dap_reply *r, void *job, cJSON *body);
+void dap_bpjob_drop(void *job);
 
 /* Handlers: one file each (req/<command>.c), jobs named dap_job_<command>. */
 
@@ -172,6 +186,9 @@ int dap_console_command(struct dap_ctx *c, const char *line, cJSON *body);
  * strings and nulls (new reference). */
 struct probe_rows;
 cJSON *dap_json_rows(const struct probe_rows *r);
+
+/* Deliver the debugger's queued events to the seat now, before a response (seat.c). */
+void dap_debugger_flush(void);
 
 /* Evaluations in flight for a session (evaljob.c): +1 when one is submitted, -1 when it is
  * answered. A session detached with evaluations in flight interrupts the running one. */

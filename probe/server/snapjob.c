@@ -10,6 +10,7 @@
 #include "snapshot.h"
 
 struct snapjob {
+    struct dap_job_rc rc; /* stays 0: a failed snapshot is reply's */
     int flags, max_frames;
     cJSON *args; /* a copy: the request's message is gone by the time we answer */
     dap_snap_render render;
@@ -26,28 +27,24 @@ static void run(void *job)
 }
 
 /* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)long_msg;
     struct snapjob *j = job;
-    if (gil_rc < 0) {
+    if (r->gil_rc < 0) {
         pb_err_clear(&j->err);
         j->snap_rc = probe_pyrt_snapshot(&j->snap, 0, j->max_frames, &j->err);
     }
     int rc = j->snap_rc;
     if (rc == 0) {
         dap_snapshot_drop_worker(&j->snap);
-        rc = j->render(&j->snap, gil_rc, j->args, body, &j->err);
+        rc = j->render(&j->snap, r->gil_rc, j->args, body, &j->err);
     }
-    *err = j->err;
+    r->err = j->err;
     return rc;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     struct snapjob *j = job;
     probe_snapshot_free(&j->snap);
     cJSON_Delete(j->args);

@@ -9,7 +9,6 @@ int dap_req_continue(struct dap_ctx *c, const cJSON *args, cJSON *body)
     (void)c;
     (void)args;
     probe_dbg_resume(0);
-    probe_dbg_events_drain();
     cJSON_AddBoolToObject(body, "allThreadsContinued", 1);
     return 0;
 }

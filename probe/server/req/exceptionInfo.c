@@ -13,7 +13,6 @@ int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body)
     int rc = dap_thread_arg(c, args, &tid);
     if (rc == 0)
         rc = probe_dbg_exception(tid, &e, &c->err);
-    probe_dbg_events_drain();
     if (rc < 0)
         return rc;
     const char *msg = e.message ? e.message : "";

@@ -21,28 +21,17 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 void dap_pause_run(void *job)
 {
     struct dap_pausejob *j = job;
-    j->rc = probe_dbg_pause(j->hold, &j->err);
-}
-
-int dap_pause_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
-                    struct pb_err *err, char **long_msg)
-{
-    (void)s;
-    (void)gil_rc;
-    (void)body;
-    (void)long_msg;
-    struct dap_pausejob *j = job;
-    *err = j->err;
-    return j->rc;
+    j->rc.rc = probe_dbg_pause(j->hold, &j->rc.err);
+    j->ran = 1;
 }
 
 /* After the response: the held-back `stopped` may go. */
-void dap_pause_drop(void *job, int rc)
+void dap_pause_drop(void *job)
 {
     struct dap_pausejob *j = job;
     if (j->begun)
-        probe_dbg_pause_end(rc == 0);
+        probe_dbg_pause_end(j->ran && j->rc.rc == 0);
 }
 
 const struct dap_job dap_job_pause = {sizeof(struct dap_pausejob), parse, dap_pause_run,
-                                      dap_pause_reply, dap_pause_drop};
+                                      dap_reply_empty, dap_pause_drop};

@@ -6,21 +6,21 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
+struct censusjob {
+    struct dap_job_rc rc;
+    struct probe_dbg_census c;
+};
+
 /* Worker thread, GIL held. */
 static void run(void *job)
 {
-    probe_dbg_census(job);
+    probe_dbg_census(&((struct censusjob *)job)->c);
 }
 
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)err;
-    (void)long_msg;
-    const struct probe_dbg_census *c = job;
-    probe_dbg_events_drain();
+    (void)r;
+    const struct probe_dbg_census *c = &((struct censusjob *)job)->c;
     cJSON_AddBoolToObject(body, "stopped", c->stopped);
     cJSON_AddNumberToObject(body, "breakpoints", c->breakpoints);
     cJSON_AddBoolToObject(body, "raised", c->raised);
@@ -37,5 +37,5 @@ static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, stru
     return 0;
 }
 
-const struct dap_job dap_job_probing_debugger = {sizeof(struct probe_dbg_census), NULL, run,
+const struct dap_job dap_job_probing_debugger = {sizeof(struct censusjob), NULL, run,
                                                  reply, NULL};

@@ -10,11 +10,12 @@
 #include "probe.h"
 
 struct memjob {
+    struct dap_job_rc rc; /* stays 0: Python's failure is part of the answer */
     int top;
     char trace[8];
     cJSON *py; /* filled on the worker */
-    int rc;
-    struct pb_err err;
+    int py_rc;
+    struct pb_err py_err;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -42,24 +43,20 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct memjob *j = job;
-    j->rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL, &j->err);
+    j->py_rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL, &j->py_err);
 }
 
 /* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)err;
-    (void)long_msg;
     struct memjob *j = job;
     struct pb_err perr = {0};
     int rc = probe_memory_proc(body, &perr);
-    if (gil_rc < 0) {
-        dap_gil_busy_error(gil_rc, probe_setting_gil_timeout_ms(), &j->err);
-        cJSON_AddStringToObject(body, "pythonError", j->err.msg);
-    } else if (j->rc < 0) {
-        cJSON_AddStringToObject(body, "pythonError", j->err.msg);
+    if (r->gil_rc < 0) {
+        dap_gil_busy_error(r->gil_rc, probe_setting_gil_timeout_ms(), &j->py_err);
+        cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
+    } else if (j->py_rc < 0) {
+        cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
     } else {
         cJSON *item;
         while ((item = j->py->child) != NULL) {
@@ -72,9 +69,8 @@ static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, stru
     return 0;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     cJSON_Delete(((struct memjob *)job)->py);
 }
 

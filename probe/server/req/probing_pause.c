@@ -19,4 +19,4 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 }
 
 const struct dap_job dap_job_probing_pause = {sizeof(struct dap_pausejob), parse, dap_pause_run,
-                                              dap_pause_reply, dap_pause_drop};
+                                              dap_reply_empty, dap_pause_drop};

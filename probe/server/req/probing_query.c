@@ -12,17 +12,16 @@
 #include "sql/store.h"
 
 struct queryjob {
+    struct dap_job_rc rc;
     char *sql;
     struct probe_rows rows;
-    int rc;
-    struct pb_err err;
 };
 
 /* Task thread. */
 static void run(void *job)
 {
     struct queryjob *j = job;
-    j->rc = probe_store_query(j->sql, &j->rows, &j->err);
+    j->rc.rc = probe_store_query(j->sql, &j->rows, &j->rc.err);
 }
 
 cJSON *dap_json_rows(const struct probe_rows *r)
@@ -44,17 +43,10 @@ cJSON *dap_json_rows(const struct probe_rows *r)
 }
 
 /* Loop thread. */
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct queryjob *j = job;
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct queryjob *j = job;
     cJSON *cols = cJSON_AddArrayToObject(body, "columns");
     for (int c = 0; c < j->rows.ncols; c++)
         cJSON_AddItemToArray(cols, cJSON_CreateString(j->rows.cols[c]));
@@ -82,9 +74,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     return 0;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     struct queryjob *j = job;
     probe_rows_free(&j->rows);
     free(j->sql);

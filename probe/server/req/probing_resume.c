@@ -10,7 +10,6 @@ int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body)
     (void)c;
     (void)args;
     int was = probe_dbg_resume(1);
-    probe_dbg_events_drain();
     cJSON_AddBoolToObject(body, "wasStopped", was);
     return 0;
 }

@@ -12,10 +12,9 @@
 #include "torch/torch.h"
 
 struct torchjob {
+    struct dap_job_rc rc;
     int action, every;
     cJSON *body; /* filled on the worker */
-    int rc;
-    struct pb_err err;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -50,21 +49,14 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct torchjob *j = job;
-    j->rc = probe_torch_run(j->action, j->every, j->body, &j->err);
+    j->rc.rc = probe_torch_run(j->action, j->every, j->body, &j->rc.err);
 }
 
 /* Loop thread. */
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
+    (void)r;
     struct torchjob *j = job;
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
     cJSON *item;
     while ((item = j->body->child) != NULL) {
         cJSON_DetachItemViaPointer(j->body, item);
@@ -73,9 +65,8 @@ static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, stru
     return 0;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     cJSON_Delete(((struct torchjob *)job)->body);
 }
 

@@ -5,10 +5,9 @@
 #include "server/server.h"
 
 struct scopesjob {
+    struct dap_job_rc rc;
     long long frame_id;
     struct probe_dbg_scope scopes[2];
-    int rc;
-    struct pb_err err;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -24,21 +23,13 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct scopesjob *j = job;
-    j->rc = probe_dbg_scopes(j->frame_id, j->scopes, &j->err);
+    j->rc.rc = probe_dbg_scopes(j->frame_id, j->scopes, &j->rc.err);
 }
 
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct scopesjob *j = job;
-    probe_dbg_events_drain();
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct scopesjob *j = job;
     static const char *const names[2][2] = {{"Locals", "locals"}, {"Globals", "globals"}};
     cJSON *arr = cJSON_AddArrayToObject(body, "scopes");
     for (int i = 0; i < 2; i++) {

@@ -48,18 +48,10 @@ int dap_bpjob_parse(struct dap_ctx *c, struct dap_bpjob *j, const cJSON *args)
     return 0;
 }
 
-int dap_bpjob_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
-                    struct pb_err *err, char **long_msg)
+int dap_bpjob_reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct dap_bpjob *j = job;
-    probe_dbg_events_drain();
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct dap_bpjob *j = job;
     cJSON *arr = cJSON_AddArrayToObject(body, "breakpoints");
     for (int i = 0; i < j->n; i++) {
         const struct probe_dbg_bp *b = &j->out[i];
@@ -78,9 +70,8 @@ int dap_bpjob_reply(struct dap_session *s, void *job, int gil_rc, cJSON *body,
     return 0;
 }
 
-void dap_bpjob_drop(void *job, int rc)
+void dap_bpjob_drop(void *job)
 {
-    (void)rc;
     struct dap_bpjob *j = job;
     free(j->specs);
     free(j->out);
@@ -106,7 +97,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct dap_bpjob *j = job;
-    j->rc = probe_dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->err);
+    j->rc.rc = probe_dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->rc.err);
 }
 
 const struct dap_job dap_job_setBreakpoints = {sizeof(struct dap_bpjob), parse, run,

@@ -8,9 +8,8 @@
 #include "server/server.h"
 
 struct excjob {
+    struct dap_job_rc rc;
     int raised, uncaught;
-    int rc;
-    struct pb_err err;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -40,21 +39,13 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct excjob *j = job;
-    j->rc = probe_dbg_set_exception_breakpoints(j->raised, j->uncaught, &j->err);
+    j->rc.rc = probe_dbg_set_exception_breakpoints(j->raised, j->uncaught, &j->rc.err);
 }
 
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct excjob *j = job;
-    probe_dbg_events_drain();
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct excjob *j = job;
     cJSON *out = cJSON_AddArrayToObject(body, "breakpoints");
     for (int i = 0; i < j->raised + j->uncaught; i++) {
         cJSON *o = cJSON_CreateObject();

@@ -16,7 +16,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct dap_bpjob *j = job;
-    j->rc = probe_dbg_set_function_breakpoints(j->specs, j->n, j->out, &j->err);
+    j->rc.rc = probe_dbg_set_function_breakpoints(j->specs, j->n, j->out, &j->rc.err);
 }
 
 const struct dap_job dap_job_setFunctionBreakpoints = {sizeof(struct dap_bpjob), parse, run,

@@ -10,12 +10,10 @@
 #include "server/server.h"
 
 struct setjob {
+    struct dap_job_rc rc;
     long long ref;
     char *name, *value;
     struct probe_dbg_var var;
-    int rc;
-    struct pb_err err;
-    char *long_msg;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -41,34 +39,23 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct setjob *j = job;
-    j->rc = probe_dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->err, &j->long_msg);
+    j->rc.rc = probe_dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err,
+                                      &j->rc.long_msg);
 }
 
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    struct setjob *j = job;
-    probe_dbg_events_drain();
-    if (j->rc < 0) {
-        *err = j->err;
-        *long_msg = j->long_msg;
-        j->long_msg = NULL;
-        return j->rc;
-    }
-    dap_json_variable_into(body, &j->var);
+    (void)r;
+    dap_json_variable_into(body, &((const struct setjob *)job)->var);
     return 0;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     struct setjob *j = job;
     probe_dbg_var_free(&j->var);
     free(j->name);
     free(j->value);
-    free(j->long_msg);
 }
 
 const struct dap_job dap_job_setVariable = {sizeof(struct setjob), parse, run, reply, drop};

@@ -9,11 +9,10 @@
 #include "server/server.h"
 
 struct sourcejob {
+    struct dap_job_rc rc;
     long long sref;
     char *path;
     char *content, *mime;
-    int rc;
-    struct pb_err err;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -44,30 +43,21 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct sourcejob *j = job;
-    j->rc = probe_dbg_source(j->sref, j->path, &j->content, &j->mime, &j->err);
+    j->rc.rc = probe_dbg_source(j->sref, j->path, &j->content, &j->mime, &j->rc.err);
 }
 
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct sourcejob *j = job;
-    probe_dbg_events_drain();
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct sourcejob *j = job;
     cJSON_AddStringToObject(body, "content", j->content);
     if (j->mime)
         cJSON_AddStringToObject(body, "mimeType", j->mime);
     return 0;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     struct sourcejob *j = job;
     free(j->path);
     free(j->content);

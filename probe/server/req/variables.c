@@ -8,11 +8,10 @@
 #include "server/server.h"
 
 struct varsjob {
+    struct dap_job_rc rc;
     long long ref, start, count;
     int filter;
     struct probe_dbg_vars vars;
-    int rc;
-    struct pb_err err;
 };
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
@@ -45,21 +44,13 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct varsjob *j = job;
-    j->rc = probe_dbg_variables(j->ref, j->filter, j->start, j->count, &j->vars, &j->err);
+    j->rc.rc = probe_dbg_variables(j->ref, j->filter, j->start, j->count, &j->vars, &j->rc.err);
 }
 
-static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, struct pb_err *err,
-                 char **long_msg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    (void)s;
-    (void)gil_rc;
-    (void)long_msg;
-    struct varsjob *j = job;
-    probe_dbg_events_drain();
-    if (j->rc < 0) {
-        *err = j->err;
-        return j->rc;
-    }
+    (void)r;
+    const struct varsjob *j = job;
     cJSON *arr = cJSON_AddArrayToObject(body, "variables");
     for (int i = 0; i < j->vars.n; i++)
         cJSON_AddItemToArray(arr, dap_json_variable(&j->vars.v[i]));
@@ -75,9 +66,8 @@ static int reply(struct dap_session *s, void *job, int gil_rc, cJSON *body, stru
     return 0;
 }
 
-static void drop(void *job, int rc)
+static void drop(void *job)
 {
-    (void)rc;
     probe_dbg_vars_free(&((struct varsjob *)job)->vars);
 }
 
