@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dapcap.h"
+#include "server/server.h"
 #include "fail_alloc.h"
 #include "unit.h"
 
@@ -69,4 +70,20 @@ TEST(dispatch_one_response_under_allocation_failure)
         }
     }
     cap_finish(s, &c);
+}
+
+/* The table: sorted (bsearch), and each entry says in one way where it runs: a handler on the
+ * loop, or a job on the worker with a GIL timeout (DAP_F_GIL) or on the task thread. */
+TEST(dispatch_table_sorted_and_placed)
+{
+    for (size_t i = 0; i < dap_ncommands; i++) {
+        const struct dap_command *c = &dap_commands[i];
+        if (i > 0 && strcmp(dap_commands[i - 1].name, c->name) >= 0)
+            UNIT_FAIL_("'%s' is out of order", c->name);
+        ASSERT(dap_command_find(c->name) == c);
+        int gil = !!(c->flags & DAP_F_GIL), task = !!(c->flags & DAP_F_TASK);
+        if (!c->job != !(gil || task) || (c->job && gil == task) || !c->handler == !c->job ||
+            !c->gil_timeout_ms != !gil || ((c->flags & DAP_F_GIL_FALLBACK) && !gil))
+            UNIT_FAIL_("'%s': handler, job, flags and GIL timeout disagree", c->name);
+    }
 }
