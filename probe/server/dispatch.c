@@ -16,6 +16,7 @@
 #define D (DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER)
 #define LOOP(fn) .handler = dap_req_##fn
 #define GIL(fn) .job = &dap_job_##fn, .gil_timeout_ms = probe_setting_gil_timeout_ms
+#define EVAL(fn) .job = &dap_job_##fn, .gil_timeout_ms = probe_eval_timeout_ms
 #define TASK(fn) .job = &dap_job_##fn
 const struct dap_command dap_commands[] = {
     {"attach", DAP_F_PREAUTH, LOOP(attach)},
@@ -30,8 +31,8 @@ const struct dap_command dap_commands[] = {
     {"probing/config", A, LOOP(probing_config)},
     {"probing/crash", A, LOOP(probing_crash)},
     {"probing/debugger", A | DAP_F_GIL, GIL(probing_debugger)},
-    {"probing/dump", A, LOOP(probing_dump)},
-    {"probing/eval", A, LOOP(probing_eval)},
+    {"probing/dump", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(probing_dump)},
+    {"probing/eval", A | DAP_F_GIL, EVAL(probing_eval)},
     {"probing/info", A, LOOP(probing_info)},
     {"probing/interrupt", A, LOOP(probing_interrupt)},
     {"probing/listen", A | DAP_F_UNIX_ONLY, LOOP(probing_listen)},
@@ -50,13 +51,14 @@ const struct dap_command dap_commands[] = {
     {"stackTrace", A, LOOP(stackTrace)},
     {"stepIn", D, LOOP(stepIn)},
     {"stepOut", D, LOOP(stepOut)},
-    {"threads", A, LOOP(threads)},
+    {"threads", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(threads)},
     {"variables", A | DAP_F_GIL, GIL(variables)},
 };
 #undef A
 #undef D
 #undef LOOP
 #undef GIL
+#undef EVAL
 #undef TASK
 const size_t dap_ncommands = sizeof dap_commands / sizeof dap_commands[0];
 

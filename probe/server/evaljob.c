@@ -11,18 +11,6 @@
 #include "probe.h"
 #include "snapshot.h"
 
-struct evaljob {
-    struct dap_job_rc rc;
-    struct dap_session *s; /* a reference of our own: the evaluation count */
-    char *src;
-    int mode;
-    long long frame_id;
-    int refs;
-    cJSON *args;
-    dap_eval_render render;
-    struct probe_eval_result r;
-};
-
 int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 {
     if (gil_rc != PB_ETIMEDOUT)
@@ -59,23 +47,26 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 }
 
 /* Worker thread, GIL held. */
-static void run(void *job)
+void dap_eval_run(void *job)
 {
-    struct evaljob *j = job;
-    j->rc.rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, &j->r, &j->rc.err);
+    struct dap_evaljob *j = job;
+    j->rc.rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, j->result, &j->rc.err);
 }
 
 /* Loop thread. */
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+int dap_eval_reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    struct evaljob *j = job;
-    return j->render(r->s, &j->r, j->args, body, &r->err, &r->long_msg);
+    struct dap_evaljob *j = job;
+    return j->render(r->s, j->result, j->args, body, &r->err, &r->long_msg);
 }
 
-static void drop(void *job)
+void dap_eval_drop(void *job)
 {
-    struct evaljob *j = job;
-    probe_eval_result_free(&j->r);
+    struct dap_evaljob *j = job;
+    if (j->result) {
+        probe_eval_result_free(j->result);
+        free(j->result);
+    }
     if (j->s) {
         dap_session_eval_count(j->s, -1);
         dap_session_unref(j->s);
@@ -84,23 +75,36 @@ static void drop(void *job)
     free(j->src);
 }
 
-static const struct dap_job eval_job = {sizeof(struct evaljob), NULL, run, reply, drop};
-
-int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
-                     const cJSON *args, dap_eval_render render)
+int dap_eval_init(struct dap_ctx *c, struct dap_evaljob *j, const char *src, int mode,
+                  long long frame_id, int refs, const cJSON *args, dap_eval_render render)
 {
-    struct evaljob *j = calloc(1, sizeof *j);
-    if (!j || !(j->src = strdup(src))) {
-        free(j);
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
-    }
     j->mode = mode;
     j->frame_id = frame_id;
     j->refs = refs;
     j->render = render;
-    j->args = args ? cJSON_Duplicate(args, 1) : NULL;
     j->s = c->s;
     dap_session_ref(j->s);
     dap_session_eval_count(j->s, +1);
+    if (!(j->src = strdup(src)) || !(j->result = calloc(1, sizeof *j->result)) ||
+        (args && !(j->args = cJSON_Duplicate(args, 1))))
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    return 0;
+}
+
+static const struct dap_job eval_job = {sizeof(struct dap_evaljob), NULL, dap_eval_run,
+                                        dap_eval_reply, dap_eval_drop};
+
+int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
+                     const cJSON *args, dap_eval_render render)
+{
+    struct dap_evaljob *j = calloc(1, sizeof *j);
+    if (!j)
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    int rc = dap_eval_init(c, j, src, mode, frame_id, refs, args, render);
+    if (rc < 0) {
+        dap_eval_drop(j);
+        free(j);
+        return rc;
+    }
     return dap_job_submit(c, &eval_job, j, DAP_F_GIL, probe_eval_timeout_ms());
 }

@@ -141,22 +141,19 @@ int dap_req_disconnect(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_initialize(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_config(struct dap_ctx *c, const cJSON *args, cJSON *body);
-int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_crash(struct dap_ctx *c, const cJSON *args, cJSON *body);
-int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_perf(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body);
-int dap_req_threads(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_continue(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_next(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stepIn(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stepOut(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body);
-extern const struct dap_job dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch,
+extern const struct dap_job dap_job_probing_eval, dap_job_threads, dap_job_probing_dump, dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch,
     dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger, dap_job_scopes,
     dap_job_variables, dap_job_setVariable, dap_job_source, dap_job_setBreakpoints,
     dap_job_setFunctionBreakpoints, dap_job_setExceptionBreakpoints;
@@ -170,9 +167,28 @@ struct probe_eval_result;
 typedef int (*dap_eval_render)(struct dap_session *s, const struct probe_eval_result *r,
                                const cJSON *args, cJSON *body, struct pb_err *err,
                                char **long_msg);
-/* Defer c and evaluate src (mode: PROBE_EVAL_*) on the worker, in frame_id (PROBE_EVAL_MAIN:
- * __main__); refs: hand out a variablesReference for a result with children. Returns
- * DAP_DEFERRED, or a negative code with c->err filled. */
+/* An evaluation (evaljob.c): a DAP_F_GIL job with the eval GIL timeout
+ * (probe_eval_timeout_ms), whose parse calls dap_eval_init (probing/eval), or started by a
+ * handler with dap_eval_request (evaluate). */
+struct dap_evaljob {
+    struct dap_job_rc rc;
+    struct dap_session *s; /* a reference of our own: the evaluation count */
+    char *src;
+    int mode;
+    long long frame_id;
+    int refs;
+    cJSON *args;
+    dap_eval_render render;
+    struct probe_eval_result *result;
+};
+/* Loop: evaluate src (mode: PROBE_EVAL_*) in frame_id (PROBE_EVAL_MAIN: __main__); refs: hand
+ * out a variablesReference for a result with children. 0 or a negative code with c->err. */
+int dap_eval_init(struct dap_ctx *c, struct dap_evaljob *j, const char *src, int mode,
+                  long long frame_id, int refs, const cJSON *args, dap_eval_render render);
+void dap_eval_run(void *job);
+int dap_eval_reply(struct dap_reply *r, void *job, cJSON *body);
+void dap_eval_drop(void *job);
+/* dap_eval_init and submit. Returns DAP_DEFERRED, or a negative code with c->err. */
 int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
                      const cJSON *args, dap_eval_render render);
 /* Fill err with why the GIL could not be had (gil_rc from probe_gil_submit), naming the thread

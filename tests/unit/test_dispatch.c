@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Requests answered after work on another thread (the table's DAP_F_GIL and DAP_F_TASK jobs,
- * and the handlers that pick a job: evaluate, threads): whichever allocation of the server
+ * and evaluate, whose handler picks its job): whichever allocation of the server
  * fails, each request gets exactly one response; setBreakpoints and setFunctionBreakpoints
  * answer one Breakpoint per requested one, or fail. With the fakes (fake_*.c). */
 #include <string.h>
@@ -21,6 +21,7 @@ static const struct {
     {"evaluate", "{\"expression\":\"6*7\",\"context\":\"repl\"}", -1},
     {"evaluate", "{\"expression\":\"%sql SELECT 1\",\"context\":\"repl\"}", -1},
     {"threads", NULL, -1},
+    {"probing/dump", "{\"locals\":true}", -1},
     {"probing/debugger", NULL, -1},
     {"scopes", "{\"frameId\":1}", -1},
     {"setBreakpoints", "{\"source\":{\"path\":\"/x.py\"},\"breakpoints\":[{\"line\":1},"
