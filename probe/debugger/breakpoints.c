@@ -88,6 +88,8 @@ static void bpfile_free(struct bpfile *f)
     }
 }
 
+static struct fbp *funcs_block; /* where funcs' entries live (one allocation) */
+
 static void funcs_free(void)
 {
     while (funcs) {
@@ -95,8 +97,9 @@ static void funcs_free(void)
         funcs = b->next;
         Py_XDECREF(b->cond);
         free(b->name);
-        free(b);
     }
+    free(funcs_block);
+    funcs_block = NULL;
 }
 
 void dbg_bp_clear_all(void)
@@ -299,19 +302,15 @@ static PyObject *eval_in(PyFrameObject *f, PyObject *code)
 
 static void emit_output(const char *category, const char *text, PyCodeObject *code, int line)
 {
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddStringToObject(b, "category", category);
-    cJSON_AddStringToObject(b, "output", text);
+    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_OUTPUT, .text = text};
+    pb_strlcpy(e.category, category, sizeof e.category);
     char *file = probe_py_strdup(code->co_filename);
     if (file && file[0] != '<') {
-        cJSON *src = cJSON_AddObjectToObject(b, "source");
-        const char *base = strrchr(file, '/');
-        cJSON_AddStringToObject(src, "name", base ? base + 1 : file);
-        cJSON_AddStringToObject(src, "path", file);
-        cJSON_AddNumberToObject(b, "line", line);
+        e.path = file;
+        e.line = line;
     }
+    probe_dbg_emit(&e);
     free(file);
-    probe_dbg_emit("output", b);
 }
 
 /* The pending exception as "Type: message" (cleared). malloc'd. */
@@ -562,73 +561,51 @@ static PyObject *file_lines(const char *path, char *msg, size_t n)
     return set;
 }
 
-static cJSON *bp_json(int id, int verified, int line, const char *message, const char *path)
+/* The breakpoints changed: what depends on them follows. */
+static int changed(struct pb_err *err)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (id)
-        cJSON_AddNumberToObject(o, "id", id);
-    cJSON_AddBoolToObject(o, "verified", verified);
-    if (line > 0)
-        cJSON_AddNumberToObject(o, "line", line);
-    if (message && message[0])
-        cJSON_AddStringToObject(o, "message", message);
-    if (path) {
-        cJSON *src = cJSON_AddObjectToObject(o, "source");
-        cJSON_AddStringToObject(src, "path", path);
-    }
-    return o;
+    caches_clear();
+    count();
+    int rc = dbg_hooks_update(err);
+    PyErr_Clear();
+    return rc;
 }
 
-static const char *str_field(const cJSON *o, const char *name)
+static void result(struct probe_dbg_bp *out, int id, int verified, int line, const char *msg)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+    out->id = id;
+    out->verified = verified;
+    out->line = line;
+    pb_strlcpy(out->message, msg ? msg : "", sizeof out->message);
 }
 
-int dbg_req_setBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err, char **lm)
+int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+                              struct probe_dbg_bp *out, struct pb_err *err)
 {
-    (void)lm;
-    const cJSON *source = cJSON_GetObjectItemCaseSensitive(args, "source");
-    const char *path = cJSON_IsObject(source) ? str_field(source, "path") : NULL;
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(args, "breakpoints");
-    if (!path)
-        return pb_err_set(err, PB_EBADARG, "arguments.source.path: expected a file path "
-                                           "(breakpoints in code without a file are not supported)");
-    if (list && !cJSON_IsArray(list))
-        return pb_err_set(err, PB_EBADARG, "arguments.breakpoints: expected array");
-    int nreq = list ? cJSON_GetArraySize(list) : 0;
-    if (nreq > 10000)
-        return pb_err_set(err, PB_EBADARG, "arguments.breakpoints: at most 10000 per file");
     char *cpath = canon(path);
-    if (!cpath)
-        return pb_err_set(err, PB_EUNKNOWN, "out of memory");
     char fmsg[600] = "";
-    PyObject *lines = nreq ? file_lines(cpath, fmsg, sizeof fmsg) : NULL;
-    struct bpfile *nf = calloc(1, sizeof *nf);
-    struct bp *bps = nreq ? calloc((size_t)nreq, sizeof *bps) : NULL;
-    if (!nf || (nreq && !bps)) {
+    PyObject *lines = n && cpath ? file_lines(cpath, fmsg, sizeof fmsg) : NULL;
+    struct bpfile *nf = cpath ? calloc(1, sizeof *nf) : NULL;
+    struct bp *bps = nf && n ? calloc((size_t)n, sizeof *bps) : NULL;
+    if (!nf || (n && !bps)) {
+        for (int i = 0; i < n; i++)
+            result(&out[i], next_id++, 0, specs[i].line, "out of memory: not set");
         free(nf);
         free(bps);
         free(cpath);
         Py_XDECREF(lines);
-        return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+        PyErr_Clear();
+        return pb_err_set(err, PB_EUNKNOWN, "out of memory: the breakpoints of %s are "
+                                            "unchanged", path);
     }
     nf->path = cpath;
     nf->bps = bps;
-    cJSON *out = cJSON_AddArrayToObject(body, "breakpoints");
-    const cJSON *item;
-    cJSON_ArrayForEach(item, list)
-    {
-        const cJSON *jl = cJSON_GetObjectItemCaseSensitive(item, "line");
-        int line = cJSON_IsNumber(jl) && jl->valuedouble >= 1 && jl->valuedouble <= INT_MAX
-                       ? (int)jl->valuedouble
-                       : 0;
+    for (int i = 0; i < n; i++) {
+        const struct probe_dbg_bp_spec *sp = &specs[i];
+        int line = sp->line;
         char msg[700] = "";
         struct bp b = {.line = line};
-        const char *cond = str_field(item, "condition");
-        const char *hit = str_field(item, "hitCondition");
-        const char *log = str_field(item, "logMessage");
-        if (!cJSON_IsObject(item) || line <= 0) {
+        if (line <= 0) {
             snprintf(msg, sizeof msg, "breakpoint without a valid line");
         } else if (!lines) {
             snprintf(msg, sizeof msg, "%s", fmsg);
@@ -640,22 +617,22 @@ int dbg_req_setBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err, c
                 snprintf(msg, sizeof msg, "no code on line %d of %s (a blank line, a comment or "
                                           "part of a longer statement)", line, path);
         }
-        if (!msg[0] && hit && parse_hit(hit, &b.hit_op, &b.hit_n) < 0)
+        if (!msg[0] && sp->hit_condition && parse_hit(sp->hit_condition, &b.hit_op, &b.hit_n) < 0)
             snprintf(msg, sizeof msg, "hit condition '%s' not understood (use N, ==N, >=N, >N, "
-                                      "<=N, <N or %%N)", hit);
-        if (!msg[0] && cond)
-            b.cond = compile_expr(cond, "condition", msg, sizeof msg);
-        if (!msg[0] && log)
-            b.log = compile_log(log, msg, sizeof msg);
+                                      "<=N, <N or %%N)", sp->hit_condition);
+        if (!msg[0] && sp->condition)
+            b.cond = compile_expr(sp->condition, "condition", msg, sizeof msg);
+        if (!msg[0] && sp->log_message)
+            b.log = compile_log(sp->log_message, msg, sizeof msg);
         if (msg[0]) {
             Py_XDECREF(b.cond);
             Py_XDECREF(b.log);
-            cJSON_AddItemToArray(out, bp_json(next_id++, 0, line, msg, path));
+            result(&out[i], next_id++, 0, line, msg);
             continue;
         }
         b.id = next_id++;
         nf->bps[nf->n++] = b;
-        cJSON_AddItemToArray(out, bp_json(b.id, 1, line, NULL, path));
+        result(&out[i], b.id, 1, line, NULL);
     }
     Py_XDECREF(lines);
     PyErr_Clear();
@@ -673,52 +650,46 @@ int dbg_req_setBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err, c
     } else {
         bpfile_free(nf);
     }
-    caches_clear();
-    count();
-    return dbg_hooks_update(err);
+    return changed(err);
 }
 
-int dbg_req_setFunctionBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err,
-                                   char **lm)
+int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+                                       struct probe_dbg_bp *out, struct pb_err *err)
 {
-    (void)lm;
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(args, "breakpoints");
-    if (!cJSON_IsArray(list))
-        return pb_err_set(err, PB_EBADARG, "arguments.breakpoints: expected array");
+    /* Every entry is allocated before the old ones go: a failure changes nothing. */
+    struct fbp *all = n ? calloc((size_t)n, sizeof *all) : NULL;
+    if (n && !all) {
+        for (int i = 0; i < n; i++)
+            result(&out[i], next_id++, 0, 0, "out of memory: not set");
+        return pb_err_set(err, PB_EUNKNOWN, "out of memory: the function breakpoints are "
+                                            "unchanged");
+    }
     funcs_free();
-    cJSON *out = cJSON_AddArrayToObject(body, "breakpoints");
-    const cJSON *item;
-    cJSON_ArrayForEach(item, list)
-    {
-        const char *name = str_field(item, "name");
-        const char *cond = str_field(item, "condition");
-        const char *hit = str_field(item, "hitCondition");
+    for (int i = 0; i < n; i++) {
+        const struct probe_dbg_bp_spec *sp = &specs[i];
+        struct fbp *b = &all[i];
         char msg[700] = "";
-        struct fbp *b = calloc(1, sizeof *b);
-        if (!b)
-            break;
-        if (!name)
+        if (!sp->name)
             snprintf(msg, sizeof msg, "function breakpoint without a name");
-        if (!msg[0] && hit && parse_hit(hit, &b->hit_op, &b->hit_n) < 0)
-            snprintf(msg, sizeof msg, "hit condition '%s' not understood", hit);
-        if (!msg[0] && cond)
-            b->cond = compile_expr(cond, "condition", msg, sizeof msg);
+        if (!msg[0] && sp->hit_condition && parse_hit(sp->hit_condition, &b->hit_op, &b->hit_n) < 0)
+            snprintf(msg, sizeof msg, "hit condition '%s' not understood", sp->hit_condition);
+        if (!msg[0] && sp->condition)
+            b->cond = compile_expr(sp->condition, "condition", msg, sizeof msg);
+        if (!msg[0] && !(b->name = strdup(sp->name)))
+            snprintf(msg, sizeof msg, "out of memory: not set");
         b->id = next_id++;
         if (msg[0]) {
-            cJSON_AddItemToArray(out, bp_json(b->id, 0, 0, msg, NULL));
-            Py_XDECREF(b->cond);
-            free(b);
+            result(&out[i], b->id, 0, 0, msg);
+            Py_CLEAR(b->cond);
             continue;
         }
-        b->name = strdup(name);
         b->next = funcs;
         funcs = b;
-        cJSON_AddItemToArray(out, bp_json(b->id, 1, 0, NULL, NULL));
+        result(&out[i], b->id, 1, 0, NULL);
     }
+    funcs_block = all;
     PyErr_Clear();
-    caches_clear();
-    count();
-    return dbg_hooks_update(err);
+    return changed(err);
 }
 
 int dbg_bp_function_ok(PyFrameObject *f, int id)

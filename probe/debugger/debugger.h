@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The debugger (probe/dbg_*.c): pause, continue, stepping, breakpoints, exception breakpoints,
- * and the inspection of stopped frames (scopes, variables, setVariable, evaluate in a frame,
- * source). What dap/ calls is at the top (loop thread); below it, what the probe's own debugger
- * files share (worker or target threads, GIL held as stated).
+/* The debugger (probe/debugger/): pause, continue, stepping, breakpoints, exception
+ * breakpoints, and the inspection of stopped frames (scopes, variables, setVariable, evaluate in
+ * a frame, source). server/ calls it: on the loop thread, or on the worker with the GIL, as
+ * each function says. It takes and returns C structs and never builds DAP JSON: server/ does
+ * (one file per request in server/req/, the events' bodies in server/dbgjson.c).
  *
  * Model: all-stop. When a thread stops (pause, breakpoint, step, exception), it parks inside
  * our trace callback with the GIL released, and every other Python thread parks at its next
@@ -13,69 +14,169 @@
 #ifndef PROBE_DEBUG_H
 #define PROBE_DEBUG_H
 
-#include <cJSON.h>
-
 #include "pb.h"
 
-/* ---- loop thread, for dap/ ---- */
+/* ---- events: produced on any thread, delivered on the loop ---- */
 
-/* Where debugger events go (the debugging session); body is taken. NULL drops events. */
-typedef void (*probe_dbg_sink)(void *ctx, const char *event, cJSON *body);
+enum probe_dbg_event_kind {
+    PROBE_DBG_EV_STOPPED,   /* reason, text (description, may be NULL), thread_id, bp_ids */
+    PROBE_DBG_EV_CONTINUED, /* thread_id (all threads continued) */
+    PROBE_DBG_EV_OUTPUT,    /* category, text; path and line when it comes from a file */
+    PROBE_DBG_EV_THREAD,    /* reason ("started", "exited"), thread_id */
+};
+
+struct probe_dbg_event {
+    int kind;
+    long thread_id;
+    char reason[32];
+    char category[16];
+    const char *text; /* NULL when none */
+    const char *path; /* output: the file it comes from, or NULL */
+    int line;
+    int nbp;          /* stopped: hitBreakpointIds */
+    int bp_ids[8];
+};
+
+/* Where debugger events go (the debugging session), in order, on the loop. e and what it
+ * points to are valid during the call. NULL drops events. Loop thread. */
+typedef void (*probe_dbg_sink)(void *ctx, const struct probe_dbg_event *e);
 void probe_dbg_set_sink(probe_dbg_sink sink, void *ctx);
+/* Queue an event (copied); any thread. */
+void probe_dbg_emit(const struct probe_dbg_event *e);
+/* Loop thread: deliver queued events now (those a request caused go before its response),
+ * unless a pause's response is still to go (its `stopped` must follow it). */
+void probe_dbg_events_drain(void);
 
-/* 1 if command is a debugger request served by probe_dbg_request(). */
-int probe_dbg_has(const char *command);
+/* ---- loop thread: resuming, stepping, what is stopped ---- */
 
-/* Completion of a debugger request, on the loop: rc 0 with body (taken) or a negative code with
- * err; long_msg, when not NULL, is a longer error text (a traceback) to use instead of err's.
- * Events emitted while the request ran are delivered before done is called. */
-typedef void (*probe_dbg_done)(void *arg, int rc, cJSON *body, const struct pb_err *err,
-                               const char *long_msg);
-/* Serve a debugger request (args may be NULL). Returns 0 when done will be called (possibly
- * before this returns), or a negative code with err filled (done is not called). */
-int probe_dbg_request(const char *command, const cJSON *args, probe_dbg_done done, void *arg,
-                      struct pb_err *err);
+enum { PROBE_DBG_STEP_IN = 1, PROBE_DBG_STEP_OVER, PROBE_DBG_STEP_OUT };
 
-/* The debugging client is gone (disconnect, or the connection dropped): every breakpoint,
- * trace function, monitoring event and hook of ours is removed and parked threads resume. */
-void probe_dbg_detach(void);
-/* The debugging client sent configurationDone: if threads are stopped (probing/pause held
- * them), it is told with a `stopped` event. */
-void probe_dbg_configured(void);
-
-/* stackTrace of a parked thread from its stop record: fills body's stackFrames/totalFrames and
- * returns 0; returns 1 when tid is not parked (the caller reads the stack without the GIL). */
-int probe_dbg_stack(long tid, long long start, long long levels, cJSON *body);
+/* Resume every parked thread (continue, probing/resume) and narrow the hooks afterwards.
+ * announce: a `continued` event goes out if the target was stopped. Returns 1 if it was. */
+int probe_dbg_resume(int announce);
+/* Step the parked thread tid (mode: PROBE_DBG_STEP_*); the others resume. 0, or a negative
+ * code with err (tid is not parked). */
+int probe_dbg_step(long tid, int mode, struct pb_err *err);
 /* 1 while the target is stopped (some thread parked or a pause pending/held). */
 int probe_dbg_stopped(void);
 /* 1 if tid is parked. */
 int probe_dbg_parked(long tid);
+/* A parked thread's recorded stack from frame start, at most max frames (max <= 0: all):
+ * fills frames (func, file, line; each string malloc'd, freed with probe_dbg_frames_free) and
+ * returns how many frames the stack has in all (*n: how many were filled). Returns -1 when tid
+ * is not parked (the caller reads the stack without the GIL) or on allocation failure with
+ * *n 0. */
+struct probe_frame;
+int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames,
+                    int *n);
+void probe_dbg_frames_free(struct probe_frame *frames, int n);
+
+/* What exceptionInfo says of a thread stopped on an exception (strings malloc'd). */
+struct probe_dbg_exception {
+    char *type;      /* module.qualname (builtins without module) */
+    char *message;   /* str(exc), may be NULL */
+    char *traceback; /* formatted, may be NULL */
+    const char *break_mode; /* "always" or "unhandled" */
+};
+int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err);
+void probe_dbg_exception_free(struct probe_dbg_exception *e);
 
 /* A frame's presentation: 1 for library code (the standard library, site-packages), which
  * stackTrace marks with presentationHint "subtle". Any thread; no GIL. */
 int probe_dbg_is_library(const char *file);
 
-/* ---- any thread ---- */
+/* ---- the debugging client: arrives, configures, leaves (loop thread) ---- */
 
-/* Queue an event for the debugging session (body taken); delivered in order on the loop. */
-void probe_dbg_emit(const char *event, cJSON *body);
+/* The debugging client sent configurationDone: if threads are stopped (probing/pause held
+ * them), it is told with a `stopped` event. */
+void probe_dbg_configured(void);
+/* The debugging client is gone (disconnect, or the connection dropped): every breakpoint,
+ * trace function, monitoring event and hook of ours is removed and parked threads resume. */
+void probe_dbg_detach(void);
 
-/* ---- worker thread, GIL held: frame inspection (variables.c, dbg_frame.c) ---- */
+/* ---- pause (pause, probing/pause) ---- */
+
+/* Loop: a pause begins; its `stopped` event waits until probe_dbg_pause_end. */
+void probe_dbg_pause_begin(void);
+/* Worker, GIL held: every thread stops at its next Python line. hold: -1 leave the hold as
+ * it is (pause), 0 or 1 stay stopped without a client until resumed (probing/pause). */
+int probe_dbg_pause(int hold, struct pb_err *err);
+/* Loop, after the response went out: ok says whether the pause took. */
+void probe_dbg_pause_end(int ok);
+
+/* ---- worker thread, GIL held: breakpoints ---- */
+
+/* A breakpoint as asked (strings borrowed). line 0: no valid line (setBreakpoints). */
+struct probe_dbg_bp_spec {
+    int line;
+    const char *name; /* setFunctionBreakpoints */
+    const char *condition, *hit_condition, *log_message;
+};
+/* What became of it (one per spec, in order). */
+struct probe_dbg_bp {
+    int id, verified, line;
+    char message[700];
+};
+/* Replace the line breakpoints of the file at path with n specs; out gets n results. Returns
+ * 0, or a negative code with err (out is then filled all the same for what was set). */
+int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+                              struct probe_dbg_bp *out, struct pb_err *err);
+/* Replace every function breakpoint; as above. */
+int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+                                       struct probe_dbg_bp *out, struct pb_err *err);
+/* Exception breakpoints: stop where an exception is raised / ends a thread. */
+int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err);
+
+/* probing/debugger: what the debugger has in place, read from the interpreter. */
+struct probe_dbg_census {
+    int stopped, breakpoints, raised, uncaught;
+    int traced_threads;  /* threads with our trace function (3.8-3.11) */
+    int monitoring_tool; /* our sys.monitoring tool id (3.12+), -1 if none */
+    int threading_hook, eval_frame_hook, excepthook, threading_excepthook;
+};
+void probe_dbg_census(struct probe_dbg_census *out);
+
+/* ---- worker thread, GIL held: inspecting stopped frames ---- */
+
+/* A DAP Variable's parts (strings malloc'd; NULL when absent). */
+struct probe_dbg_var {
+    char *name, *value, *type, *evaluate_name;
+    long long ref, indexed, named;
+};
+struct probe_dbg_vars {
+    int n, cap;
+    struct probe_dbg_var *v;
+    int more; /* children beyond the page */
+};
+void probe_dbg_var_free(struct probe_dbg_var *v);
+void probe_dbg_vars_free(struct probe_dbg_vars *vs);
+
+/* scopes of frame_id: Locals then Globals (ref, named: -1 when unknown). */
+struct probe_dbg_scope {
+    long long ref, named;
+};
+int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err);
+
+enum { PROBE_DBG_VARS_ALL, PROBE_DBG_VARS_INDEXED, PROBE_DBG_VARS_NAMED };
+/* The children of ref (filter, start, count > 0) into out. */
+int probe_dbg_variables(long long ref, int filter, long long start, long long count,
+                        struct probe_dbg_vars *out, struct pb_err *err);
+/* name = value (Python source, evaluated where ref's frame is); out describes the new value
+ * (name not set). Output of the evaluation goes out as events; an exception is the error with
+ * its traceback in *long_msg (malloc'd). */
+int probe_dbg_set_variable(long long ref, const char *name, const char *value,
+                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg);
+/* The source of sref (> 0: a frame's code without a file) or path; *content and *mime
+ * malloc'd (*mime may be NULL). */
+int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
+                     struct pb_err *err);
+
+/* ---- worker thread, GIL held: for eval ---- */
 struct _object;
 /* The frame object behind frameId while its thread is parked (borrowed: valid until the
  * thread resumes); NULL with err filled otherwise. */
 struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err);
 /* Changes each time parked threads resume. */
 unsigned long probe_dbg_generation(void);
-
-/* Requests served under the GIL by variables.c. Each fills body or returns a negative code
- * with err; *long_msg may be set to a malloc'd longer message (a traceback). */
-int probe_dbgv_scopes(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg);
-int probe_dbgv_variables(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg);
-int probe_dbgv_setVariable(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg);
-int probe_dbgv_source(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg);
-/* Register obj (GIL held) for `variables`; returns its variablesReference (> 0), or 0 when obj
- * has no children worth expanding (or on failure). Valid until the next resume. */
-long long probe_dbgv_ref(struct _object *obj);
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Debugger events (stopped, output, thread, continued) travel from whichever thread produced
  * them to the loop through one queue and a uv_async, in order, and go to the sink (the
- * debugging session). A request's completion drains the queue first, so events a request
- * caused (an evaluation's output) reach the client before its response. */
+ * debugging session, which makes DAP JSON of them). A request's completion drains the queue
+ * first, so events a request caused (an evaluation's output) reach the client before its
+ * response. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,8 @@
 #include "core/core.h"
 
 struct dbg_event {
-    char name[24];
-    cJSON *body;
+    struct probe_dbg_event e; /* text and path point into owned copies */
+    char *text, *path;
     struct dbg_event *next;
 };
 
@@ -53,19 +54,29 @@ int dbg_forked(void)
     return atomic_load(&forked);
 }
 
-void probe_dbg_emit(const char *event, cJSON *body)
+static void event_free(struct dbg_event *e)
 {
-    if (atomic_load(&forked)) {
-        cJSON_Delete(body);
+    free(e->text);
+    free(e->path);
+    free(e);
+}
+
+void probe_dbg_emit(const struct probe_dbg_event *ev)
+{
+    if (atomic_load(&forked))
         return;
-    }
     struct dbg_event *e = calloc(1, sizeof *e);
-    if (!e) {
-        cJSON_Delete(body);
+    if (!e)
+        return;
+    e->e = *ev;
+    e->text = ev->text ? strdup(ev->text) : NULL;
+    e->path = ev->path ? strdup(ev->path) : NULL;
+    if ((ev->text && !e->text) || (ev->path && !e->path)) {
+        event_free(e);
         return;
     }
-    pb_strlcpy(e->name, event, sizeof e->name);
-    e->body = body;
+    e->e.text = e->text;
+    e->e.path = e->path;
     pthread_mutex_lock(&mu);
     if (tail)
         tail->next = e;
@@ -77,7 +88,9 @@ void probe_dbg_emit(const char *event, cJSON *body)
         uv_async_send(&async);
 }
 
-void dbg_events_drain(void)
+static int held_back; /* loop only: requests in flight whose response must come first */
+
+void dbg_events_drain_all(void)
 {
     pthread_mutex_lock(&mu);
     struct dbg_event *list = head;
@@ -87,14 +100,16 @@ void dbg_events_drain(void)
         struct dbg_event *e = list;
         list = e->next;
         if (sink)
-            sink(sink_ctx, e->name, e->body);
-        else
-            cJSON_Delete(e->body);
-        free(e);
+            sink(sink_ctx, &e->e);
+        event_free(e);
     }
 }
 
-static int held_back; /* loop only: requests in flight whose response must come first */
+void probe_dbg_events_drain(void)
+{
+    if (held_back == 0)
+        dbg_events_drain_all();
+}
 
 void dbg_events_hold(int delta)
 {
@@ -106,8 +121,7 @@ void dbg_events_hold(int delta)
 static void on_async(uv_async_t *a)
 {
     (void)a;
-    if (held_back == 0)
-        dbg_events_drain();
+    probe_dbg_events_drain();
 }
 
 int dbg_events_start(void)

@@ -151,7 +151,7 @@ void dbg_exc_remove(void)
     PyErr_Clear();
 }
 
-void dbg_exc_census(cJSON *into)
+void dbg_exc_census(struct probe_dbg_census *into)
 {
     PyObject *th = threading_module();
     PyObject *cur = th ? PyObject_GetAttrString(th, "excepthook") : NULL;
@@ -162,31 +162,12 @@ void dbg_exc_census(cJSON *into)
     Py_XDECREF(cur);
     Py_XDECREF(th);
     PyErr_Clear();
-    cJSON_AddBoolToObject(into, "excepthook", ours_sys);
-    cJSON_AddBoolToObject(into, "threadingExcepthook", ours_th);
+    into->excepthook = ours_sys;
+    into->threading_excepthook = ours_th;
 }
 
-int dbg_req_setExceptionBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err,
-                                    char **lm)
+int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err)
 {
-    (void)lm;
-    const cJSON *filters = cJSON_GetObjectItemCaseSensitive(args, "filters");
-    if (!cJSON_IsArray(filters))
-        return pb_err_set(err, PB_EBADARG, "arguments.filters: expected array");
-    int raised = 0, uncaught = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, filters)
-    {
-        if (!cJSON_IsString(f))
-            return pb_err_set(err, PB_EBADARG, "arguments.filters: expected strings");
-        if (strcmp(f->valuestring, "raised") == 0)
-            raised = 1;
-        else if (strcmp(f->valuestring, "uncaught") == 0)
-            uncaught = 1;
-        else
-            return pb_err_set(err, PB_EBADARG, "arguments.filters: unknown filter '%s' "
-                                               "(expected raised or uncaught)", f->valuestring);
-    }
     atomic_store(&dbg_exc_raised, raised);
     if (uncaught) {
         atomic_store(&dbg_exc_uncaught, 1);
@@ -196,11 +177,7 @@ int dbg_req_setExceptionBreakpoints(const cJSON *args, cJSON *body, struct pb_er
         dbg_exc_remove();
         atomic_store(&dbg_exc_raised, r);
     }
-    cJSON *out = cJSON_AddArrayToObject(body, "breakpoints");
-    for (int i = 0; i < raised + uncaught; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddBoolToObject(o, "verified", 1);
-        cJSON_AddItemToArray(out, o);
-    }
-    return dbg_hooks_update(err);
+    int rc = dbg_hooks_update(err);
+    PyErr_Clear();
+    return rc;
 }

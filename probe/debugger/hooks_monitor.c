@@ -253,7 +253,7 @@ void dbg_hooks_stepping(PyFrameObject *f)
         PB_LOG(PB_LOG_WARN, "stepping: %s", err.msg);
 }
 
-int dbg_hooks_census(cJSON *into)
+void dbg_hooks_census(struct probe_dbg_census *into)
 {
     /* Ground truth from sys.monitoring itself: any tool id named as ours. */
     PyObject *m = PySys_GetObject("monitoring");
@@ -265,14 +265,10 @@ int dbg_hooks_census(cJSON *into)
         Py_XDECREF(name);
         PyErr_Clear();
     }
-    cJSON_AddNumberToObject(into, "tracedThreads", 0);
-    if (found >= 0)
-        cJSON_AddNumberToObject(into, "monitoringTool", found);
-    else
-        cJSON_AddNullToObject(into, "monitoringTool");
-    cJSON_AddBoolToObject(into, "threadingHook", 0);
-    cJSON_AddBoolToObject(into, "evalFrameHook", 0);
-    return 0;
+    into->traced_threads = 0;
+    into->monitoring_tool = found;
+    into->threading_hook = 0;
+    into->eval_frame_hook = 0;
 }
 
 void dbg_hooks_remove(void)

@@ -480,18 +480,17 @@ void dbg_hooks_remove(void)
     PB_LOG(PB_LOG_DEBUG, "trace functions removed");
 }
 
-int dbg_hooks_census(cJSON *into)
+void dbg_hooks_census(struct probe_dbg_census *into)
 {
     int traced = 0, n = 0;
     PyInterpreterState *interp = PyInterpreterState_Main();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(interp); ts && n < 4096;
          ts = PyThreadState_Next(ts), n++)
         traced += ts->c_tracefunc == trace;
-    cJSON_AddNumberToObject(into, "tracedThreads", traced);
-    cJSON_AddNullToObject(into, "monitoringTool");
-    cJSON_AddBoolToObject(into, "threadingHook", thread_hook != NULL);
-    cJSON_AddBoolToObject(into, "evalFrameHook", eval_get() == gate);
-    return 0;
+    into->traced_threads = traced;
+    into->monitoring_tool = -1;
+    into->threading_hook = thread_hook != NULL;
+    into->eval_frame_hook = eval_get() == gate;
 }
 
 void dbg_hooks_stepping(PyFrameObject *f)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* What the debugger's files share (see debugger.h for the model). state.c parks and resumes
- * threads and keeps their stop records; events.c carries events to the loop; dbg_hooks_*.c
+ * threads and keeps their stop records; events.c carries events to the loop; hooks_*.c
  * install the per-version event source (a C trace function on 3.8-3.11, sys.monitoring on
  * 3.12+) and turn its callbacks into dbg_on_*() calls (step.c); breakpoints.c holds
- * breakpoints; exceptions.c exception breakpoints; requests.c serves the requests. */
+ * breakpoints; exceptions.c exception breakpoints; variables.c inspects stopped frames;
+ * control.c pauses, resumes, steps, and cleans up when the client leaves. */
 #ifndef PROBE_DBG_INTERNAL_H
 #define PROBE_DBG_INTERNAL_H
 
@@ -19,8 +20,8 @@
 #define DBG_MAX_FRAMES 4096
 
 /* ---- events.c ---- */
-/* Loop thread: deliver queued events to the sink now (before a response that must follow). */
-void dbg_events_drain(void);
+/* Loop thread: deliver every queued event now, held back or not (detach). */
+void dbg_events_drain_all(void);
 /* Loop thread: +1 while a request runs whose events must follow its response (pause: the
  * `stopped` it causes), -1 after the response went out. */
 void dbg_events_hold(int delta);
@@ -67,8 +68,6 @@ int dbg_held(void);
 long dbg_first_parked(void);
 /* Whether the current stop was announced; sets it, returns the old value. */
 int dbg_set_announced(int v);
-/* exceptionInfo of a parked thread. Returns 0 or a negative code with err. */
-int dbg_exception_info(long tid, cJSON *body, struct pb_err *err);
 
 /* The calling thread's debugger state (thread-local; only that thread touches it). */
 struct dbg_tls {
@@ -106,8 +105,8 @@ void dbg_hooks_remove(void);
 /* Breakpoints changed: cached per-code decisions are stale (any thread). */
 void dbg_gate_bp_changed(void);
 /* What of ours is installed, read from the interpreter itself (probing/debugger; GIL held):
- * tracedThreads, monitoringTool, threadingHook. */
-int dbg_hooks_census(cJSON *into);
+ * traced_threads, monitoring_tool, threading_hook, eval_frame_hook. */
+void dbg_hooks_census(struct probe_dbg_census *into);
 /* The thread that parks is about to step: make sure its frames deliver the events it needs. */
 void dbg_hooks_stepping(PyFrameObject *f);
 
@@ -126,19 +125,14 @@ int dbg_bp_function_ok(PyFrameObject *f, int id);
 int dbg_bp_any(void);
 int dbg_bp_count(void);
 void dbg_bp_clear_all(void); /* GIL held */
-int dbg_req_setBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err, char **lm);
-int dbg_req_setFunctionBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err,
-                                   char **lm);
 
 /* ---- exceptions.c ---- */
 extern atomic_int dbg_exc_raised;   /* filter "raised" */
 extern atomic_int dbg_exc_uncaught; /* filter "uncaught" */
 int dbg_exc_skip(PyObject *exc);    /* 1 for control-flow exceptions (StopIteration...) */
-int dbg_req_setExceptionBreakpoints(const cJSON *args, cJSON *body, struct pb_err *err,
-                                    char **lm);
 void dbg_exc_remove(void); /* GIL held: excepthooks back */
-/* Adds excepthook / threadingExcepthook: whether ours are in place (GIL held). */
-void dbg_exc_census(cJSON *into);
+/* Fills excepthook / threading_excepthook: whether ours are in place (GIL held). */
+void dbg_exc_census(struct probe_dbg_census *into);
 
 /* ---- variables.c ---- */
 /* Release the variable references of a past stop (after a resume or a detach). GIL held. */

@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "core/core.h"
+#include "pyrt/pyrt.h"
 
 struct frame_rec {
     PyObject *frame; /* strong */
@@ -222,18 +223,11 @@ static void free_record(struct parked *r) /* GIL held */
 
 static void announce(const struct dbg_stop_why *why, long tid)
 {
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddStringToObject(b, "reason", why->reason);
-    if (why->description)
-        cJSON_AddStringToObject(b, "description", why->description);
-    cJSON_AddNumberToObject(b, "threadId", (double)tid);
-    cJSON_AddBoolToObject(b, "allThreadsStopped", 1);
-    if (why->nbp > 0) {
-        cJSON *ids = cJSON_AddArrayToObject(b, "hitBreakpointIds");
-        for (int i = 0; i < why->nbp; i++)
-            cJSON_AddItemToArray(ids, cJSON_CreateNumber(why->bp_ids[i]));
-    }
-    probe_dbg_emit("stopped", b);
+    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_STOPPED, .thread_id = tid,
+                                .text = why->description, .nbp = why->nbp};
+    pb_strlcpy(e.reason, why->reason, sizeof e.reason);
+    memcpy(e.bp_ids, why->bp_ids, sizeof e.bp_ids);
+    probe_dbg_emit(&e);
 }
 
 void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
@@ -403,61 +397,77 @@ int probe_dbg_parked(long tid)
     return p;
 }
 
-int probe_dbg_stack(long tid, long long start, long long levels, cJSON *body)
+void probe_dbg_frames_free(struct probe_frame *frames, int n)
 {
+    for (int i = 0; frames && i < n; i++) {
+        free(frames[i].func);
+        free(frames[i].file);
+    }
+    free(frames);
+}
+
+int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames,
+                    int *n)
+{
+    *frames = NULL;
+    *n = 0;
     pthread_mutex_lock(&mu);
     struct parked *r = find_parked(tid);
     if (!r) {
         pthread_mutex_unlock(&mu);
-        return 1;
+        return -1;
     }
-    cJSON *arr = cJSON_AddArrayToObject(body, "stackFrames");
-    long long end = levels > 0 && start + levels < r->nframes ? start + levels : r->nframes;
-    for (long long i = start; i < end; i++) {
-        const struct frame_rec *fr = &r->frames[i];
-        long long id = pb_frame_id(tid, (int)i);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "id", (double)id);
-        cJSON_AddStringToObject(o, "name", fr->name ? fr->name : "?");
-        cJSON *src = cJSON_AddObjectToObject(o, "source");
-        const char *file = fr->file ? fr->file : "?";
-        const char *base = strrchr(file, '/');
-        cJSON_AddStringToObject(src, "name", base ? base + 1 : file);
-        if (file[0] != '<')
-            cJSON_AddStringToObject(src, "path", file);
-        else
-            cJSON_AddNumberToObject(src, "sourceReference", (double)(id + 1));
-        cJSON_AddNumberToObject(o, "line", fr->line);
-        cJSON_AddNumberToObject(o, "column", 1);
-        if (probe_dbg_is_library(fr->file))
-            cJSON_AddStringToObject(o, "presentationHint", "subtle");
-        cJSON_AddItemToArray(arr, o);
+    int total = r->nframes;
+    long long end = max > 0 && start + max < total ? start + max : total;
+    int want = end > start ? (int)(end - start) : 0;
+    struct probe_frame *out = want ? calloc((size_t)want, sizeof *out) : NULL;
+    int ok = !want || out;
+    for (int i = 0; out && i < want; i++) {
+        const struct frame_rec *fr = &r->frames[start + i];
+        out[i].func = strdup(fr->name ? fr->name : "?");
+        out[i].file = fr->file ? strdup(fr->file) : NULL;
+        out[i].line = fr->line;
+        out[i].nlocals = -1;
+        if (!out[i].func || (fr->file && !out[i].file))
+            ok = 0;
     }
-    cJSON_AddNumberToObject(body, "totalFrames", r->nframes);
     pthread_mutex_unlock(&mu);
-    return 0;
+    if (!ok) {
+        probe_dbg_frames_free(out, want);
+        return -1;
+    }
+    *frames = out;
+    *n = want;
+    return total;
 }
 
-/* Loop: exceptionInfo body for a parked thread. Returns 0, or a negative code with err. */
-int dbg_exception_info(long tid, cJSON *body, struct pb_err *err)
+void probe_dbg_exception_free(struct probe_dbg_exception *e)
 {
+    free(e->type);
+    free(e->message);
+    free(e->traceback);
+    memset(e, 0, sizeof *e);
+}
+
+int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err)
+{
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&mu);
     struct parked *r = find_parked(tid);
     if (!r || !r->exc_type) {
         pthread_mutex_unlock(&mu);
         return pb_err_set(err, PB_ESTATE, "thread %ld is not stopped on an exception", tid);
     }
-    cJSON_AddStringToObject(body, "exceptionId", r->exc_type);
-    cJSON_AddStringToObject(body, "description", r->exc_msg ? r->exc_msg : "");
-    cJSON_AddStringToObject(body, "breakMode", r->break_mode);
-    cJSON *d = cJSON_AddObjectToObject(body, "details");
-    cJSON_AddStringToObject(d, "message", r->exc_msg ? r->exc_msg : "");
-    const char *dot = strrchr(r->exc_type, '.');
-    cJSON_AddStringToObject(d, "typeName", dot ? dot + 1 : r->exc_type);
-    cJSON_AddStringToObject(d, "fullTypeName", r->exc_type);
-    if (r->exc_tb)
-        cJSON_AddStringToObject(d, "stackTrace", r->exc_tb);
+    out->type = strdup(r->exc_type);
+    out->message = r->exc_msg ? strdup(r->exc_msg) : NULL;
+    out->traceback = r->exc_tb ? strdup(r->exc_tb) : NULL;
+    out->break_mode = r->break_mode;
+    int ok = out->type && (!r->exc_msg || out->message) && (!r->exc_tb || out->traceback);
     pthread_mutex_unlock(&mu);
+    if (!ok) {
+        probe_dbg_exception_free(out);
+        return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+    }
     return 0;
 }
 

@@ -20,10 +20,9 @@ static int nknown;
 
 static void thread_event(const char *reason, long tid)
 {
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddStringToObject(b, "reason", reason);
-    cJSON_AddNumberToObject(b, "threadId", (double)tid);
-    probe_dbg_emit("thread", b);
+    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_THREAD, .thread_id = tid};
+    pb_strlcpy(e.reason, reason, sizeof e.reason);
+    probe_dbg_emit(&e);
 }
 
 static int contains(const long *set, int n, long tid)

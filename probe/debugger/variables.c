@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Inspecting a stopped thread: scopes, variables, setVariable and source (DAP), served on the
- * worker under the GIL (requests.c routes them here). A variablesReference names an entry of one
+/* Inspecting a stopped thread: scopes, variables, setVariable and source, on the worker under
+ * the GIL, answered as C structs (server/req/ makes the DAP JSON). A variablesReference names an entry of one
  * table that holds strong references (a frame's locals, its globals, or an object with
  * children); what an object shows and its children come from variables_obj.c. The table is
  * emptied when the stop generation changes (a resume or a detach: references of the past stop
@@ -149,11 +149,6 @@ long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr,
     return has ? vars_add(VK_OBJECT, obj, frame, expr) : 0;
 }
 
-long long probe_dbgv_ref(struct _object *obj)
-{
-    return obj ? probe_dbgv_register(obj, NULL, NULL, NULL, NULL) : 0;
-}
-
 /* Room for one more answer's children: empty a nearly full table first (its references then
  * say they were dropped). */
 static void vars_room(void)
@@ -163,68 +158,56 @@ static void vars_room(void)
         vars_clear(1);
 }
 
-/* ---- arguments ---- */
-
-static int arg_int(const cJSON *args, const char *name, int required, long long *out,
-                   struct pb_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-    if (!v || cJSON_IsNull(v)) {
-        if (required)
-            return pb_err_set(err, PB_EBADARG, "arguments.%s: expected integer", name);
-        return 1;
-    }
-    if (!cJSON_IsNumber(v) || v->valuedouble > 9007199254740992.0 ||
-        v->valuedouble < -9007199254740992.0 ||
-        v->valuedouble != (double)(long long)v->valuedouble)
-        return pb_err_set(err, PB_EBADARG, "arguments.%s: expected integer", name);
-    *out = (long long)v->valuedouble;
-    return 0;
-}
-
-static int arg_str(const cJSON *args, const char *name, const char **out, struct pb_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-    if (!cJSON_IsString(v))
-        return pb_err_set(err, PB_EBADARG, "arguments.%s: expected string", name);
-    *out = v->valuestring;
-    return 0;
-}
-
 /* ---- building variables ---- */
 
+void probe_dbg_var_free(struct probe_dbg_var *v)
+{
+    free(v->name);
+    free(v->value);
+    free(v->type);
+    free(v->evaluate_name);
+    memset(v, 0, sizeof *v);
+}
+
+void probe_dbg_vars_free(struct probe_dbg_vars *vs)
+{
+    for (int i = 0; i < vs->n; i++)
+        probe_dbg_var_free(&vs->v[i]);
+    free(vs->v);
+    memset(vs, 0, sizeof *vs);
+}
+
 struct vars_out {
-    cJSON *arr;
+    struct probe_dbg_vars *vs;
     PyObject *frame;
 };
 
-/* DAP Variable's value, type, variablesReference and child counts for v into o. */
-static void describe(cJSON *o, PyObject *v, PyObject *frame, const char *expr)
+/* A Variable's value, type, variablesReference and child counts for v into o. */
+static void describe(struct probe_dbg_var *o, PyObject *v, PyObject *frame, const char *expr)
 {
-    long long ix = 0, nm = 0;
-    char *shown = probe_dbgv_display(v), *type = probe_dbgv_typename(v);
-    cJSON_AddStringToObject(o, "value", shown ? shown : "?");
-    cJSON_AddStringToObject(o, "type", type ? type : "?");
-    long long ref = probe_dbgv_register(v, frame, expr, &ix, &nm);
-    cJSON_AddNumberToObject(o, "variablesReference", (double)ref);
-    if (ix > 0)
-        cJSON_AddNumberToObject(o, "indexedVariables", (double)ix);
-    if (nm > 0)
-        cJSON_AddNumberToObject(o, "namedVariables", (double)nm);
-    free(shown);
-    free(type);
+    o->value = probe_dbgv_display(v);
+    o->type = probe_dbgv_typename(v);
+    o->ref = probe_dbgv_register(v, frame, expr, &o->indexed, &o->named);
     PyErr_Clear();
 }
 
 static void add_var(void *ctx, const char *name, PyObject *v, const char *expr)
 {
     struct vars_out *out = ctx;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", name);
+    struct probe_dbg_vars *vs = out->vs;
+    if (vs->n == vs->cap) {
+        int ncap = vs->cap ? vs->cap * 2 : 32;
+        struct probe_dbg_var *nv = realloc(vs->v, (size_t)ncap * sizeof *nv);
+        if (!nv)
+            return;
+        vs->v = nv;
+        vs->cap = ncap;
+    }
+    struct probe_dbg_var *o = &vs->v[vs->n++];
+    memset(o, 0, sizeof *o);
+    o->name = strdup(name);
     describe(o, v, out->frame, expr);
-    if (expr)
-        cJSON_AddStringToObject(o, "evaluateName", expr);
-    cJSON_AddItemToArray(out->arr, o);
+    o->evaluate_name = expr ? strdup(expr) : NULL;
 }
 
 /* The locals of frame f as a dict (new reference): 3.13's proxy copied, else f_locals synced
@@ -249,13 +232,8 @@ static PyObject *locals_dict(PyObject *f, struct pb_err *err)
 
 /* ---- requests ---- */
 
-int probe_dbgv_scopes(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg)
+int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
 {
-    (void)long_msg;
-    long long frame_id = 0;
-    int rc = arg_int(args, "frameId", 1, &frame_id, err);
-    if (rc < 0)
-        return rc;
     /* Borrowed from the stop record: held while we work, as code we cause to run (a __del__
      * during an allocation) could let the thread resume and drop it. */
     PyObject *f = probe_dbg_frame(frame_id, err);
@@ -264,63 +242,35 @@ int probe_dbgv_scopes(const cJSON *args, cJSON *body, struct pb_err *err, char *
     Py_INCREF(f);
     vars_room();
     PyObject *g, *l;
+    int rc;
     if ((rc = probe_eval_frame_ns(f, &g, &l, err)) < 0) {
         Py_DECREF(f);
+        PyErr_Clear();
         return rc;
     }
-    Py_ssize_t nl = PyObject_Size(l), ng = PyObject_Size(g);
+    out[0].named = PyObject_Size(l);
+    out[1].named = PyObject_Size(g);
     PyErr_Clear();
-    long long lref = vars_add(VK_LOCALS, f, f, NULL), gref = vars_add(VK_GLOBALS, g, f, NULL);
+    out[0].ref = vars_add(VK_LOCALS, f, f, NULL);
+    out[1].ref = vars_add(VK_GLOBALS, g, f, NULL);
     Py_DECREF(l);
     Py_DECREF(g);
     Py_DECREF(f);
-    if (!lref || !gref)
+    PyErr_Clear();
+    if (!out[0].ref || !out[1].ref)
         return pb_err_set(err, PB_EUNKNOWN, "out of memory");
-    cJSON *arr = cJSON_AddArrayToObject(body, "scopes");
-    const struct {
-        const char *name, *hint;
-        long long ref;
-        Py_ssize_t n;
-    } scopes[] = {{"Locals", "locals", lref, nl}, {"Globals", "globals", gref, ng}};
-    for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++) {
-        cJSON *s = cJSON_CreateObject();
-        cJSON_AddStringToObject(s, "name", scopes[i].name);
-        cJSON_AddStringToObject(s, "presentationHint", scopes[i].hint);
-        cJSON_AddNumberToObject(s, "variablesReference", (double)scopes[i].ref);
-        if (scopes[i].n >= 0)
-            cJSON_AddNumberToObject(s, "namedVariables", (double)scopes[i].n);
-        cJSON_AddBoolToObject(s, "expensive", 0);
-        cJSON_AddItemToArray(arr, s);
-    }
     return 0;
 }
 
-int probe_dbgv_variables(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg)
+int probe_dbg_variables(long long ref, int filter, long long start, long long count,
+                        struct probe_dbg_vars *vs, struct pb_err *err)
 {
-    (void)long_msg;
-    long long ref = 0;
-    struct dbgv_page pg = {.filter = DBGV_ALL, .start = 0, .count = 0};
-    int rc;
-    if ((rc = arg_int(args, "variablesReference", 1, &ref, err)) < 0 ||
-        (rc = arg_int(args, "start", 0, &pg.start, err)) < 0 ||
-        (rc = arg_int(args, "count", 0, &pg.count, err)) < 0)
-        return rc;
-    const cJSON *filter = cJSON_GetObjectItemCaseSensitive(args, "filter");
-    if (filter && !cJSON_IsNull(filter)) {
-        if (cJSON_IsString(filter) && strcmp(filter->valuestring, "indexed") == 0)
-            pg.filter = DBGV_INDEXED;
-        else if (cJSON_IsString(filter) && strcmp(filter->valuestring, "named") == 0)
-            pg.filter = DBGV_NAMED;
-        else
-            return pb_err_set(err, PB_EBADARG, "arguments.filter: expected \"indexed\" or "
-                                               "\"named\"");
-    }
-    if (pg.start < 0 || pg.count < 0)
-        return pb_err_set(err, PB_EBADARG, "arguments.%s: expected a number >= 0",
-                          pg.start < 0 ? "start" : "count");
-    int asked = pg.count > 0;
-    if (pg.count == 0 || pg.count > VARS_MAX)
-        pg.count = VARS_MAX;
+    struct dbgv_page pg = {.filter = filter == PROBE_DBG_VARS_INDEXED ? DBGV_INDEXED
+                                     : filter == PROBE_DBG_VARS_NAMED ? DBGV_NAMED
+                                                                      : DBGV_ALL,
+                           .start = start,
+                           .count = count <= 0 || count > VARS_MAX ? VARS_MAX : count};
+    memset(vs, 0, sizeof *vs);
     const struct vref *e = vars_get(ref, err);
     if (!e)
         return err->code;
@@ -331,8 +281,8 @@ int probe_dbgv_variables(const cJSON *args, cJSON *body, struct pb_err *err, cha
     Py_INCREF(obj);
     Py_XINCREF(frame);
     vars_room();
-    struct vars_out out = {cJSON_AddArrayToObject(body, "variables"), frame};
-    rc = 0;
+    struct vars_out out = {vs, frame};
+    int rc = 0;
     if (kind == VK_LOCALS) {
         PyObject *d = locals_dict(obj, err);
         if (d)
@@ -343,15 +293,7 @@ int probe_dbgv_variables(const cJSON *args, cJSON *body, struct pb_err *err, cha
     } else {
         dbgv_children(obj, kind == VK_GLOBALS, expr, &pg, add_var, &out);
     }
-    if (rc == 0 && pg.more && !asked) {
-        /* More than one answer holds: say so where the user looks. */
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", "...");
-        cJSON_AddStringToObject(o, "value", "more children not shown (the first "
-                                            "1000 are; ask with start and count)");
-        cJSON_AddNumberToObject(o, "variablesReference", 0);
-        cJSON_AddItemToArray(out.arr, o);
-    }
+    vs->more = pg.more;
     free(expr);
     Py_XDECREF(frame);
     Py_DECREF(obj);
@@ -367,10 +309,11 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
     struct probe_eval_result r;
     int rc = probe_eval_value(src, frame, &r, value, err);
     for (int i = 0; rc == 0 && i < r.nchunks; i++) {
-        cJSON *ev = cJSON_CreateObject();
-        cJSON_AddStringToObject(ev, "category", r.chunks[i].is_stderr ? "stderr" : "stdout");
-        cJSON_AddStringToObject(ev, "output", r.chunks[i].text);
-        probe_dbg_emit("output", ev);
+        struct probe_dbg_event e = {.kind = PROBE_DBG_EV_OUTPUT, .text = r.chunks[i].text,
+                                    .category = "stdout"};
+        if (r.chunks[i].is_stderr)
+            pb_strlcpy(e.category, "stderr", sizeof e.category);
+        probe_dbg_emit(&e);
     }
     if (rc == 0 && r.exc_type) {
         rc = pb_err_set(err, PB_EUNKNOWN, "%s", r.exc_type);
@@ -410,15 +353,11 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
     return rc;
 }
 
-int probe_dbgv_setVariable(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg)
+int probe_dbg_set_variable(long long ref, const char *name, const char *src,
+                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
 {
-    long long ref = 0;
-    const char *name = NULL, *src = NULL;
     int rc;
-    if ((rc = arg_int(args, "variablesReference", 1, &ref, err)) < 0 ||
-        (rc = arg_str(args, "name", &name, err)) < 0 ||
-        (rc = arg_str(args, "value", &src, err)) < 0)
-        return rc;
+    memset(out, 0, sizeof *out);
     const struct vref *e = vars_get(ref, err);
     if (!e)
         return err->code;
@@ -441,7 +380,7 @@ int probe_dbgv_setVariable(const cJSON *args, cJSON *body, struct pb_err *err, c
         rc = dbgv_child_set(obj, parent, name, value, &expr, err);
     }
     if (rc == 0)
-        describe(body, value, frame, expr);
+        describe(out, value, frame, expr);
     free(expr);
     free(parent);
     Py_XDECREF(value);
@@ -453,26 +392,9 @@ int probe_dbgv_setVariable(const cJSON *args, cJSON *body, struct pb_err *err, c
 
 /* ---- source ---- */
 
-int probe_dbgv_source(const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg)
+static int source(long long sref, const char *path, char **content, char **mime,
+                  struct pb_err *err)
 {
-    (void)long_msg;
-    long long sref = 0;
-    const char *path = NULL;
-    const cJSON *src = cJSON_GetObjectItemCaseSensitive(args, "source");
-    int rc = arg_int(args, "sourceReference", 0, &sref, err);
-    if (rc < 0)
-        return rc;
-    if (sref <= 0 && cJSON_IsObject(src)) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(src, "sourceReference");
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(src, "path");
-        if (cJSON_IsNumber(r))
-            sref = (long long)r->valuedouble;
-        if (cJSON_IsString(p))
-            path = p->valuestring;
-    }
-    if (sref <= 0 && !path)
-        return pb_err_set(err, PB_EBADARG, "arguments.sourceReference: expected a reference "
-                                           "> 0 (or source.path)");
     PyObject *fn = probe_pyhelper_get("source");
     if (!fn)
         return probe_py_fail(err, "source");
@@ -508,15 +430,22 @@ int probe_dbgv_source(const cJSON *args, cJSON *body, struct pb_err *err, char *
         Py_DECREF(res);
         return pb_err_set(err, PB_EBADARG, "no source for %s", path ? path : "this reference");
     }
-    char *mime = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
-    char *text = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
+    *mime = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
+    *content = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
     Py_DECREF(res);
-    if (text) {
-        cJSON_AddStringToObject(body, "content", text);
-        if (mime)
-            cJSON_AddStringToObject(body, "mimeType", mime);
-    }
-    free(mime);
-    free(text);
-    return text ? 0 : pb_err_set(err, PB_EUNKNOWN, "out of memory");
+    PyErr_Clear();
+    if (*content)
+        return 0;
+    free(*mime);
+    *mime = NULL;
+    return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+}
+
+int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
+                     struct pb_err *err)
+{
+    *content = *mime = NULL;
+    int rc = source(sref, path, content, mime, err);
+    PyErr_Clear();
+    return rc;
 }

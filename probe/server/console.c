@@ -11,11 +11,9 @@
 #include "sql/store.h"
 
 struct sqljob {
-    struct dap_pending *p;
+    struct dap_job_rc rc;
     char *sql;
     char *text; /* the rendered result */
-    int rc;
-    struct pb_err err;
 };
 
 static char *cell_text(const struct probe_value *v)
@@ -30,12 +28,12 @@ static char *cell_text(const struct probe_value *v)
 }
 
 /* Task thread. */
-static void sql_run(void *arg)
+static void sql_run(void *job)
 {
-    struct sqljob *j = arg;
+    struct sqljob *j = job;
     struct probe_rows rows = {0};
-    j->rc = probe_store_query(j->sql, &rows, &j->err);
-    if (j->rc < 0)
+    j->rc.rc = probe_store_query(j->sql, &rows, &j->rc.err);
+    if (j->rc.rc < 0)
         return;
     size_t n = rows.nrows * (size_t)rows.ncols;
     char **cells = calloc(n + 1, sizeof *cells);
@@ -57,25 +55,28 @@ static void sql_run(void *arg)
         free(cells);
     }
     if (!j->text)
-        j->rc = pb_err_set(&j->err, PB_EUNKNOWN, "out of memory");
+        j->rc.rc = pb_err_set(&j->rc.err, PB_EUNKNOWN, "out of memory");
     probe_rows_free(&rows);
 }
 
 /* Loop thread. */
-static void sql_done(void *arg)
+static int sql_reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    struct sqljob *j = arg;
-    cJSON *body = NULL;
-    if (j->rc == 0) {
-        body = cJSON_CreateObject();
-        cJSON_AddStringToObject(body, "result", j->text);
-        cJSON_AddNumberToObject(body, "variablesReference", 0);
-    }
-    dap_pending_finish(j->p, j->rc, body, &j->err);
+    (void)r;
+    const struct sqljob *j = job;
+    cJSON_AddStringToObject(body, "result", j->text);
+    cJSON_AddNumberToObject(body, "variablesReference", 0);
+    return 0;
+}
+
+static void sql_drop(void *job)
+{
+    struct sqljob *j = job;
     free(j->text);
     free(j->sql);
-    free(j);
 }
+
+static const struct dap_job sql_job = {sizeof(struct sqljob), NULL, sql_run, sql_reply, sql_drop};
 
 static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
 {
@@ -87,14 +88,7 @@ static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
         free(j);
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
     }
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_task_submit(sql_run, sql_done, j) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        free(j->sql);
-        free(j);
-    }
-    return DAP_DEFERRED;
+    return dap_job_submit(c, &sql_job, j, DAP_F_TASK, 0);
 }
 
 static int cmd_help(struct dap_ctx *c, const char *rest, cJSON *body);

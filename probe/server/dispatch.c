@@ -1,50 +1,65 @@
 /* SPDX-License-Identifier: MIT */
-/* The request table and dap_dispatch's shared work: unknown commands, state and authentication
- * checks, the response envelope, error mapping, and post-response hooks. Capabilities for
+/* The request table, and running a request from it: on the loop, or deferred with its job on
+ * the worker (with the GIL, within the table's timeout) or the task thread, done here once for
+ * every request: deferral, the GIL timeout error, the failure tail. Capabilities for
  * `initialize` are derived from the table, so only what is implemented is advertised. */
 #include "server.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Sorted by name (strcmp), for bsearch. */
+#include "probe.h"
+
+/* Sorted by name (strcmp), for bsearch. Every request has its own file, req/<name>.c (a "/"
+ * becomes "_"): a handler answered on the loop, or a job (dap_job_<name>) with where it runs. */
+#define A DAP_F_NEEDS_ATTACHED
+#define D (DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER)
+#define LOOP(fn) .handler = dap_req_##fn
+#define GIL(fn) .job = &dap_job_##fn, .gil_timeout_ms = probe_setting_gil_timeout_ms
+#define EVAL(fn) .job = &dap_job_##fn, .gil_timeout_ms = probe_eval_timeout_ms
+#define TASK(fn) .job = &dap_job_##fn
 const struct dap_command dap_commands[] = {
-    {"attach", dap_req_attach, DAP_F_PREAUTH, NULL},
-    {"configurationDone", dap_req_configurationDone, DAP_F_NEEDS_ATTACHED,
-     dap_post_configurationDone},
-    {"continue", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"disconnect", dap_req_disconnect, DAP_F_PREAUTH, NULL},
-    {"evaluate", dap_req_evaluate, DAP_F_NEEDS_ATTACHED, NULL},
-    {"exceptionInfo", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
-    {"initialize", dap_req_initialize, DAP_F_PREAUTH, dap_post_initialize},
-    {"next", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"pause", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"probing/config", dap_req_probing_config, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/crash", dap_req_probing_crash, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/debugger", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/dump", dap_req_probing_dump, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/eval", dap_req_probing_eval, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/info", dap_req_probing_info, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/interrupt", dap_req_probing_interrupt, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/listen", dap_req_probing_listen, DAP_F_NEEDS_ATTACHED | DAP_F_UNIX_ONLY, NULL},
-    {"probing/memory", dap_req_probing_memory, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/pause", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/perf", dap_req_probing_perf, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/query", dap_req_probing_query, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/resume", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
-    {"probing/torch", dap_req_probing_torch, DAP_F_NEEDS_ATTACHED, NULL},
-    {"scopes", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
-    {"setBreakpoints", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"setExceptionBreakpoints", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"setFunctionBreakpoints", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"setVariable", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"source", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
-    {"stackTrace", dap_req_stackTrace, DAP_F_NEEDS_ATTACHED, NULL},
-    {"stepIn", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"stepOut", dap_req_debug, DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER, NULL},
-    {"threads", dap_req_threads, DAP_F_NEEDS_ATTACHED, NULL},
-    {"variables", dap_req_debug, DAP_F_NEEDS_ATTACHED, NULL},
+    {"attach", DAP_F_PREAUTH, LOOP(attach)},
+    {"configurationDone", A, LOOP(configurationDone), .post = dap_post_configurationDone},
+    {"continue", D, LOOP(continue)},
+    {"disconnect", DAP_F_PREAUTH, LOOP(disconnect)},
+    {"evaluate", A, LOOP(evaluate)},
+    {"exceptionInfo", A, LOOP(exceptionInfo)},
+    {"initialize", DAP_F_PREAUTH, LOOP(initialize), .post = dap_post_initialize},
+    {"next", D, LOOP(next)},
+    {"pause", D | DAP_F_GIL, GIL(pause)},
+    {"probing/config", A, LOOP(probing_config)},
+    {"probing/crash", A, LOOP(probing_crash)},
+    {"probing/debugger", A | DAP_F_GIL, GIL(probing_debugger)},
+    {"probing/dump", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(probing_dump)},
+    {"probing/eval", A | DAP_F_GIL, EVAL(probing_eval)},
+    {"probing/info", A, LOOP(probing_info)},
+    {"probing/interrupt", A, LOOP(probing_interrupt)},
+    {"probing/listen", A | DAP_F_UNIX_ONLY, LOOP(probing_listen)},
+    {"probing/memory", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(probing_memory)},
+    {"probing/pause", A | DAP_F_GIL, GIL(probing_pause)},
+    {"probing/perf", A, LOOP(probing_perf)},
+    {"probing/query", A | DAP_F_TASK, TASK(probing_query)},
+    {"probing/resume", A, LOOP(probing_resume)},
+    {"probing/torch", A | DAP_F_GIL, GIL(probing_torch)},
+    {"scopes", A | DAP_F_GIL, GIL(scopes)},
+    {"setBreakpoints", D | DAP_F_GIL, GIL(setBreakpoints)},
+    {"setExceptionBreakpoints", D | DAP_F_GIL, GIL(setExceptionBreakpoints)},
+    {"setFunctionBreakpoints", D | DAP_F_GIL, GIL(setFunctionBreakpoints)},
+    {"setVariable", D | DAP_F_GIL, GIL(setVariable)},
+    {"source", A | DAP_F_GIL, GIL(source)},
+    {"stackTrace", A, LOOP(stackTrace)},
+    {"stepIn", D, LOOP(stepIn)},
+    {"stepOut", D, LOOP(stepOut)},
+    {"threads", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(threads)},
+    {"variables", A | DAP_F_GIL, GIL(variables)},
 };
+#undef A
+#undef D
+#undef LOOP
+#undef GIL
+#undef EVAL
+#undef TASK
 const size_t dap_ncommands = sizeof dap_commands / sizeof dap_commands[0];
 
 static int cmp_command(const void *key, const void *elem)
@@ -55,6 +70,131 @@ static int cmp_command(const void *key, const void *elem)
 const struct dap_command *dap_command_find(const char *name)
 {
     return bsearch(name, dap_commands, dap_ncommands, sizeof dap_commands[0], cmp_command);
+}
+
+/* A deferred job in flight. */
+struct job_run {
+    const struct dap_job *ops;
+    void *job;
+    struct dap_pending *p;
+    struct dap_session *s; /* a reference of ours: reply may send events */
+    int flags, timeout_ms;
+};
+
+static void drop_job(const struct dap_job *ops, void *job);
+
+static void job_free(struct job_run *r)
+{
+    drop_job(r->ops, r->job);
+    dap_session_unref(r->s);
+    free(r);
+}
+
+/* Loop thread: the job ran (gil_rc 0), or could not have the GIL (gil_rc < 0). */
+static void job_finish(struct job_run *r, int gil_rc)
+{
+    struct dap_job_rc *jr = r->job;
+    struct dap_reply rep = {.s = r->s, .gil_rc = gil_rc};
+    cJSON *body = cJSON_CreateObject();
+    int rc;
+    dap_debugger_flush();
+    if (gil_rc < 0 && !(r->flags & DAP_F_GIL_FALLBACK)) {
+        rc = dap_gil_busy_error(gil_rc, r->timeout_ms, &rep.err);
+    } else if (gil_rc == 0 && jr->rc < 0) {
+        rc = jr->rc;
+        rep.err = jr->err;
+        rep.long_msg = jr->long_msg;
+        jr->long_msg = NULL;
+    } else if (!body) {
+        rc = pb_err_set(&rep.err, PB_EUNKNOWN, "out of memory: no answer could be built");
+    } else {
+        rc = r->ops->reply(&rep, r->job, body);
+    }
+    if (rc < 0 && rep.long_msg) {
+        cJSON_Delete(body);
+        dap_pending_fail_text(r->p, rc, rep.long_msg);
+    } else {
+        dap_pending_finish(r->p, rc, body, &rep.err);
+    }
+    free(rep.long_msg);
+    job_free(r);
+}
+
+static void job_run(void *arg)
+{
+    struct job_run *r = arg;
+    r->ops->run(r->job);
+}
+
+static void job_gil_done(void *arg, int gil_rc)
+{
+    job_finish(arg, gil_rc);
+}
+
+static void job_task_done(void *arg)
+{
+    job_finish(arg, 0);
+}
+
+int dap_reply_empty(struct dap_reply *r, void *job, cJSON *body)
+{
+    (void)r;
+    (void)job;
+    (void)body;
+    return 0;
+}
+
+static void drop_job(const struct dap_job *ops, void *job)
+{
+    if (ops->drop)
+        ops->drop(job);
+    free(((struct dap_job_rc *)job)->long_msg);
+    free(job);
+}
+
+int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int flags,
+                   int timeout_ms)
+{
+    struct job_run *r = calloc(1, sizeof *r);
+    struct dap_pending *p = r ? dap_ctx_defer(c) : NULL;
+    if (!p) {
+        free(r);
+        drop_job(ops, job);
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
+    }
+    *r = (struct job_run){.ops = ops, .job = job, .p = p, .s = c->s, .flags = flags,
+                          .timeout_ms = timeout_ms};
+    dap_session_ref(r->s);
+    int rc = flags & DAP_F_TASK ? probe_task_submit(job_run, job_task_done, r)
+                                : probe_gil_submit(job_run, job_gil_done, r, timeout_ms);
+    if (rc < 0) {
+        struct pb_err err;
+        pb_err_set(&err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
+        dap_pending_finish(p, err.code, NULL, &err);
+        job_free(r);
+    }
+    return DAP_DEFERRED;
+}
+
+int dap_command_run(const struct dap_command *cmd, struct dap_ctx *c, const cJSON *args,
+                    cJSON *body)
+{
+    if (!cmd->job) {
+        int rc = cmd->handler(c, args, body);
+        if (rc != DAP_DEFERRED)
+            dap_debugger_flush();
+        return rc;
+    }
+    void *job = calloc(1, cmd->job->size);
+    if (!job)
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
+    int rc = cmd->job->parse ? cmd->job->parse(c, args, job) : 0;
+    if (rc < 0) {
+        drop_job(cmd->job, job);
+        return rc;
+    }
+    return dap_job_submit(c, cmd->job, job, cmd->flags,
+                          cmd->gil_timeout_ms ? cmd->gil_timeout_ms() : 0);
 }
 
 /* DAP: Capabilities. A capability is advertised when the request behind it is in the table. */

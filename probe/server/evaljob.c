@@ -11,20 +11,6 @@
 #include "probe.h"
 #include "snapshot.h"
 
-struct evaljob {
-    struct dap_pending *p;
-    struct dap_session *s; /* a reference of our own: events go out before the response */
-    char *src;
-    int mode;
-    long long frame_id;
-    int refs;
-    cJSON *args;
-    dap_eval_render render;
-    struct probe_eval_result r;
-    int rc;
-    struct pb_err err;
-};
-
 int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 {
     if (gil_rc != PB_ETIMEDOUT)
@@ -61,65 +47,66 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 }
 
 /* Worker thread, GIL held. */
-static void eval_with_gil(void *arg)
+void dap_eval_run(void *job)
 {
-    struct evaljob *j = arg;
-    j->rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, &j->r, &j->err);
+    struct dap_evaljob *j = job;
+    j->rc.rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, j->result, &j->rc.err);
 }
 
 /* Loop thread. */
-static void eval_done(void *arg, int gil_rc)
+int dap_eval_reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    struct evaljob *j = arg;
-    cJSON *body = cJSON_CreateObject();
-    char *long_msg = NULL;
-    int rc = j->rc;
-    if (gil_rc < 0)
-        rc = dap_gil_busy_error(gil_rc, probe_eval_timeout_ms(), &j->err);
-    else if (rc == 0)
-        rc = j->render(j->s, &j->r, j->args, body, &j->err, &long_msg);
-    if (rc < 0 && long_msg) {
-        cJSON_Delete(body);
-        dap_pending_fail_text(j->p, rc, long_msg);
-    } else {
-        dap_pending_finish(j->p, rc, body, &j->err);
-    }
-    free(long_msg);
-    probe_eval_result_free(&j->r);
-    dap_session_eval_count(j->s, -1);
-    dap_session_unref(j->s);
-    cJSON_Delete(j->args);
-    free(j->src);
-    free(j);
+    struct dap_evaljob *j = job;
+    return j->render(r->s, j->result, j->args, body, &r->err, &r->long_msg);
 }
 
-int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
-                     const cJSON *args, dap_eval_render render)
+void dap_eval_drop(void *job)
 {
-    struct evaljob *j = calloc(1, sizeof *j);
-    if (!j || !(j->src = strdup(src))) {
-        free(j);
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    struct dap_evaljob *j = job;
+    if (j->result) {
+        probe_eval_result_free(j->result);
+        free(j->result);
     }
+    if (j->s) {
+        dap_session_eval_count(j->s, -1);
+        dap_session_unref(j->s);
+    }
+    cJSON_Delete(j->args);
+    free(j->src);
+}
+
+int dap_eval_init(struct dap_ctx *c, struct dap_evaljob *j, const char *src, int mode,
+                  long long frame_id, int refs, const cJSON *args, dap_eval_render render)
+{
     j->mode = mode;
     j->frame_id = frame_id;
     j->refs = refs;
     j->render = render;
-    j->args = args ? cJSON_Duplicate(args, 1) : NULL;
     j->s = c->s;
     dap_session_ref(j->s);
     dap_session_eval_count(j->s, +1);
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_gil_submit(eval_with_gil, eval_done, j, probe_eval_timeout_ms()) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        dap_session_eval_count(j->s, -1);
-        dap_session_unref(j->s);
-        cJSON_Delete(j->args);
-        free(j->src);
+    if (!(j->src = strdup(src)) || !(j->result = calloc(1, sizeof *j->result)) ||
+        (args && !(j->args = cJSON_Duplicate(args, 1))))
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    return 0;
+}
+
+static const struct dap_job eval_job = {sizeof(struct dap_evaljob), NULL, dap_eval_run,
+                                        dap_eval_reply, dap_eval_drop};
+
+int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
+                     const cJSON *args, dap_eval_render render)
+{
+    struct dap_evaljob *j = calloc(1, sizeof *j);
+    if (!j)
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    int rc = dap_eval_init(c, j, src, mode, frame_id, refs, args, render);
+    if (rc < 0) {
+        dap_eval_drop(j);
         free(j);
+        return rc;
     }
-    return DAP_DEFERRED;
+    return dap_job_submit(c, &eval_job, j, DAP_F_GIL, probe_eval_timeout_ms());
 }
 
 void dap_evals_closed(struct dap_session *s)

@@ -225,7 +225,7 @@ static int dispatch(struct dap_session *s, const cJSON *req)
         cJSON *body = cJSON_CreateObject();
         if (!body)
             return -ENOMEM;
-        rc = cmd->handler(&c, args, body);
+        rc = dap_command_run(cmd, &c, args, body);
         if (rc == DAP_DEFERRED) {
             cJSON_Delete(body);
             return 0;

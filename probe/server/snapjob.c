@@ -1,68 +1,51 @@
 /* SPDX-License-Identifier: MIT */
-/* A deferred request answered from an interpreter snapshot that wants the GIL (thread names,
- * locals). The snapshot is taken on the worker with the GIL; if the GIL cannot be had in time,
- * a GIL-free snapshot is taken on the loop instead and the renderer is told why (gil_rc), so
- * the client always gets an answer within the timeout. */
-#include <stdlib.h>
+/* The job of a request answered from an interpreter snapshot that wants the GIL (thread
+ * names, locals): threads, probing/dump. The snapshot is taken on the worker with the GIL; if
+ * the GIL cannot be had in time, a GIL-free snapshot is taken on the loop instead and the
+ * renderer is told why (gil_rc), so the client always gets an answer within the timeout. */
 
 #include "server.h"
 #include "probe.h"
 #include "snapshot.h"
 
-struct snapjob {
-    struct dap_pending *p;
-    int flags, max_frames;
-    cJSON *args; /* a copy: the request's message is gone by the time we answer */
-    dap_snap_render render;
-    struct probe_snapshot snap;
-    int snap_rc;
-    struct pb_err err;
-};
-
 /* Worker thread, GIL held. */
-static void snap_with_gil(void *arg)
+void dap_snap_run(void *job)
 {
-    struct snapjob *j = arg;
+    struct dap_snapjob *j = job;
     j->snap_rc = probe_pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
 }
 
-/* Loop thread. */
-static void snap_done(void *arg, int gil_rc)
+/* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
+int dap_snap_reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    struct snapjob *j = arg;
-    if (gil_rc < 0) {
+    struct dap_snapjob *j = job;
+    if (r->gil_rc < 0) {
         pb_err_clear(&j->err);
         j->snap_rc = probe_pyrt_snapshot(&j->snap, 0, j->max_frames, &j->err);
     }
-    cJSON *body = cJSON_CreateObject();
     int rc = j->snap_rc;
     if (rc == 0) {
         dap_snapshot_drop_worker(&j->snap);
-        rc = j->render(&j->snap, gil_rc, j->args, body, &j->err);
+        rc = j->render(&j->snap, r->gil_rc, j->args, body, &j->err);
     }
-    dap_pending_finish(j->p, rc, body, &j->err);
-    probe_snapshot_free(&j->snap);
-    cJSON_Delete(j->args);
-    free(j);
+    r->err = j->err;
+    return rc;
 }
 
-int dap_snapshot_request(struct dap_ctx *c, const cJSON *args, int flags, int max_frames,
-                         dap_snap_render render)
+void dap_snap_drop(void *job)
 {
-    struct snapjob *j = calloc(1, sizeof *j);
-    if (!j)
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    struct dap_snapjob *j = job;
+    probe_snapshot_free(&j->snap);
+    cJSON_Delete(j->args);
+}
+
+int dap_snap_init(struct dap_ctx *c, struct dap_snapjob *j, const cJSON *args, int flags,
+                  int max_frames, dap_snap_render render)
+{
     j->flags = flags;
     j->max_frames = max_frames;
     j->render = render;
-    j->args = args ? cJSON_Duplicate(args, 1) : NULL;
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_gil_submit(snap_with_gil, snap_done, j, probe_setting_gil_timeout_ms()) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        cJSON_Delete(j->args);
-        free(j);
-        return DAP_DEFERRED;
-    }
-    return DAP_DEFERRED;
+    if (args && !(j->args = cJSON_Duplicate(args, 1)))
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+    return 0;
 }

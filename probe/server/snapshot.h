@@ -25,7 +25,23 @@ struct dap_ctx;
  * from threading and no locals. */
 typedef int (*dap_snap_render)(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
                                cJSON *body, struct pb_err *err);
-/* Defer c and answer it from a snapshot taken with flags (see snapjob.c). Returns DAP_DEFERRED. */
-int dap_snapshot_request(struct dap_ctx *c, const cJSON *args, int flags, int max_frames,
-                         dap_snap_render render);
+/* A request answered from a snapshot (threads, probing/dump; snapjob.c): a DAP_F_GIL |
+ * DAP_F_GIL_FALLBACK job whose parse calls dap_snap_init, with these parts. */
+struct dap_snapjob {
+    struct dap_job_rc rc; /* stays 0: a failed snapshot is reply's */
+    int flags, max_frames;
+    cJSON *args; /* a copy: the request's message is gone by the time we answer */
+    dap_snap_render render;
+    struct probe_snapshot snap;
+    int snap_rc;
+    struct pb_err err;
+};
+struct dap_reply;
+/* Loop: the snapshot to take (flags: PROBE_SNAP_*) and how to render it. 0 or a negative code
+ * with c->err. */
+int dap_snap_init(struct dap_ctx *c, struct dap_snapjob *j, const cJSON *args, int flags,
+                  int max_frames, dap_snap_render render);
+void dap_snap_run(void *job);
+int dap_snap_reply(struct dap_reply *r, void *job, cJSON *body);
+void dap_snap_drop(void *job);
 #endif

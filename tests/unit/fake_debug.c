@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The probe's debugger as the dap/ unit tests see it: no thread is ever parked, requests are
- * answered with a fixed error (the real debugger is tested end to end against real targets). */
+/* The probe's debugger as the server's unit tests and fuzzers see it: no thread is ever parked,
+ * what needs a stopped thread fails as it would then, and breakpoints are refused one by one
+ * (the real debugger is tested end to end against real targets). */
+#include <stdio.h>
 #include <string.h>
 
 #include "debugger/debugger.h"
@@ -14,36 +16,26 @@ void probe_dbg_set_sink(probe_dbg_sink sink, void *ctx)
     fake_sink = sink;
 }
 
-int probe_dbg_has(const char *command)
+void probe_dbg_emit(const struct probe_dbg_event *e)
 {
-    return strcmp(command, "pause") == 0 || strcmp(command, "continue") == 0;
+    (void)e;
 }
 
-int probe_dbg_request(const char *command, const cJSON *args, probe_dbg_done done, void *arg,
-                      struct pb_err *err)
-{
-    (void)args;
-    (void)done;
-    (void)arg;
-    return pb_err_set(err, PB_ESTATE, "fake debugger: '%s' not served", command);
-}
-
-void probe_dbg_detach(void)
-{
-    fake_dbg_detaches++;
-}
-
-void probe_dbg_configured(void)
+void probe_dbg_events_drain(void)
 {
 }
 
-int probe_dbg_stack(long tid, long long start, long long levels, cJSON *body)
+int probe_dbg_resume(int announce)
 {
-    (void)tid;
-    (void)start;
-    (void)levels;
-    (void)body;
-    return 1;
+    (void)announce;
+    return 0;
+}
+
+int probe_dbg_step(long tid, int mode, struct pb_err *err)
+{
+    (void)mode;
+    return pb_err_set(err, PB_ESTATE, "thread %ld is not stopped in Python code: only a "
+                                      "stopped thread can step", tid);
 }
 
 int probe_dbg_stopped(void)
@@ -57,13 +49,143 @@ int probe_dbg_parked(long tid)
     return 0;
 }
 
+int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames,
+                    int *n)
+{
+    (void)tid;
+    (void)start;
+    (void)max;
+    *frames = NULL;
+    *n = 0;
+    return -1;
+}
+
+void probe_dbg_frames_free(struct probe_frame *frames, int n)
+{
+    (void)frames;
+    (void)n;
+}
+
+int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    return pb_err_set(err, PB_ESTATE, "thread %ld is not stopped on an exception", tid);
+}
+
+void probe_dbg_exception_free(struct probe_dbg_exception *e)
+{
+    (void)e;
+}
+
 int probe_dbg_is_library(const char *file)
 {
     return file && strstr(file, "/site-packages/") != NULL;
 }
 
-void probe_dbg_emit(const char *event, cJSON *body)
+void probe_dbg_configured(void)
 {
-    (void)event;
-    cJSON_Delete(body);
+}
+
+void probe_dbg_detach(void)
+{
+    fake_dbg_detaches++;
+}
+
+void probe_dbg_pause_begin(void)
+{
+}
+
+int probe_dbg_pause(int hold, struct pb_err *err)
+{
+    (void)hold;
+    return pb_err_set(err, PB_ESTATE, "fake debugger: pause not served");
+}
+
+void probe_dbg_pause_end(int ok)
+{
+    (void)ok;
+}
+
+static int refuse(const struct probe_dbg_bp_spec *specs, int n, struct probe_dbg_bp *out)
+{
+    for (int i = 0; i < n; i++) {
+        out[i].id = i + 1;
+        out[i].verified = 0;
+        out[i].line = specs[i].line;
+        snprintf(out[i].message, sizeof out[i].message, "fake debugger: not set");
+    }
+    return 0;
+}
+
+int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+                              struct probe_dbg_bp *out, struct pb_err *err)
+{
+    (void)path;
+    (void)err;
+    return refuse(specs, n, out);
+}
+
+int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+                                       struct probe_dbg_bp *out, struct pb_err *err)
+{
+    (void)err;
+    return refuse(specs, n, out);
+}
+
+int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err)
+{
+    (void)raised;
+    (void)uncaught;
+    (void)err;
+    return 0;
+}
+
+void probe_dbg_census(struct probe_dbg_census *out)
+{
+    memset(out, 0, sizeof *out);
+    out->monitoring_tool = -1;
+}
+
+void probe_dbg_var_free(struct probe_dbg_var *v)
+{
+    (void)v;
+}
+
+void probe_dbg_vars_free(struct probe_dbg_vars *vs)
+{
+    (void)vs;
+}
+
+int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
+{
+    (void)out;
+    return pb_err_set(err, PB_ESTATE, "frame %lld: no thread is stopped", frame_id);
+}
+
+int probe_dbg_variables(long long ref, int filter, long long start, long long count,
+                        struct probe_dbg_vars *out, struct pb_err *err)
+{
+    (void)filter;
+    (void)start;
+    (void)count;
+    memset(out, 0, sizeof *out);
+    return pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
+}
+
+int probe_dbg_set_variable(long long ref, const char *name, const char *value,
+                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
+{
+    (void)name;
+    (void)value;
+    (void)long_msg;
+    memset(out, 0, sizeof *out);
+    return pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
+}
+
+int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
+                     struct pb_err *err)
+{
+    (void)sref;
+    *content = *mime = NULL;
+    return pb_err_set(err, PB_EBADARG, "no source for %s", path ? path : "this reference");
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_probe.h"
 #include "probe.h"
 
 int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
@@ -26,7 +27,7 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
         r->traceback = strdup("Traceback (most recent call last):\n  File \"<probing>\", line 1, "
                               "in <module>\nValueError: boom\n");
     } else if (strcmp(src, "print") == 0) {
-        r->chunks = calloc(1, sizeof *r->chunks);
+        r->chunks = fake_zalloc(1, sizeof *r->chunks);
         r->chunks[0].text = strdup("hi\n");
         r->nchunks = 1;
     } else if (strcmp(src, "list") == 0) {

@@ -60,7 +60,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     memset(s, 0, sizeof *s);
     strcpy(s->version, "3.11.7");
     s->nthreads = 3;
-    s->threads = calloc(3, sizeof *s->threads);
+    s->threads = fake_zalloc(3, sizeof *s->threads);
     static const long tids[3] = {4242, 4243, 0};
     static const unsigned long idents[3] = {7000, 7001, 999 /* the worker */};
     for (int i = 0; i < 3; i++) {
@@ -73,7 +73,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
         t->name_from_threading = (flags & PROBE_SNAP_NAMES) != 0;
         t->name = dup(t->name_from_threading ? (i == 0 ? "MainThread" : "worker") : "python3");
         t->nframes = max_frames < 3 ? max_frames : 3;
-        t->frames = calloc(3, sizeof *t->frames);
+        t->frames = fake_zalloc(3, sizeof *t->frames);
         for (int f = 0; f < t->nframes; f++) {
             t->frames[f].func = dup(f == 0 ? "inner" : f == 1 ? "outer" : "<module>");
             t->frames[f].file = dup("/app/main.py");
@@ -81,7 +81,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
             t->frames[f].nlocals = -1;
             if (flags & PROBE_SNAP_LOCALS) {
                 t->frames[f].nlocals = 1;
-                t->frames[f].locals = calloc(1, sizeof *t->frames[f].locals);
+                t->frames[f].locals = fake_zalloc(1, sizeof *t->frames[f].locals);
                 t->frames[f].locals[0].name = dup("x");
                 t->frames[f].locals[0].type = dup("int");
                 t->frames[f].locals[0].value = dup("42");

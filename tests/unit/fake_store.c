@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_probe.h"
 #include "probe.h"
 #include "sql/store.h"
 
@@ -23,10 +24,10 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
         return pb_err_set(err, PB_EBADARG, "SQL error: near \"%s\": syntax error (at column 1)",
                           sql);
     out->ncols = 2;
-    out->cols = calloc(2, sizeof *out->cols);
+    out->cols = fake_zalloc(2, sizeof *out->cols);
     out->cols[0] = strdup("a");
     out->cols[1] = strdup("b");
-    out->cells = calloc(2, sizeof *out->cells);
+    out->cells = fake_zalloc(2, sizeof *out->cells);
     out->ncells = out->cap = 2;
     out->nrows = 1;
     out->cells[0] = (struct probe_value){PROBE_V_INT, 1, 1.0, NULL};

@@ -37,11 +37,7 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
     cJSON_AddStringToObject(body, "result", r->value ? r->value : expr ? "None" : "");
     if (r->type || expr)
         cJSON_AddStringToObject(body, "type", r->type ? r->type : "NoneType");
-    cJSON_AddNumberToObject(body, "variablesReference", (double)r->var_ref);
-    if (r->indexed > 0)
-        cJSON_AddNumberToObject(body, "indexedVariables", (double)r->indexed);
-    if (r->named > 0)
-        cJSON_AddNumberToObject(body, "namedVariables", (double)r->named);
+    dap_json_children(body, r->var_ref, r->indexed, r->named);
     return 0;
 }
 

@@ -55,9 +55,8 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     return 0;
 }
 
-int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body)
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
-    (void)body;
     int locals = 0;
     long long max_frames = 256;
     int rc;
@@ -67,5 +66,8 @@ int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body)
     if (max_frames < 1 || max_frames > 4096)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.maxFrames: expected 1 to 4096");
     int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0);
-    return dap_snapshot_request(c, args, flags, (int)max_frames, render);
+    return dap_snap_init(c, job, args, flags, (int)max_frames, render);
 }
+
+const struct dap_job dap_job_probing_dump = {sizeof(struct dap_snapjob), parse, dap_snap_run,
+                                             dap_snap_reply, dap_snap_drop};

@@ -42,9 +42,8 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
     return 0;
 }
 
-int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body)
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
-    (void)body;
     const char *code = NULL, *mode = "statements";
     int rc;
     if ((rc = dap_arg_str(args, "code", &code, &c->err)) < 0 ||
@@ -62,5 +61,8 @@ int dap_req_probing_eval(struct dap_ctx *c, const cJSON *args, cJSON *body)
     else
         return pb_err_set(&c->err, PB_EBADARG,
                           "arguments.mode: expected \"statements\", \"expression\" or \"complete\"");
-    return dap_eval_request(c, code, m, PROBE_EVAL_MAIN, 0, args, render);
+    return dap_eval_init(c, job, code, m, PROBE_EVAL_MAIN, 0, args, render);
 }
+
+const struct dap_job dap_job_probing_eval = {sizeof(struct dap_evaljob), parse, dap_eval_run,
+                                             dap_eval_reply, dap_eval_drop};

@@ -10,50 +10,17 @@
 #include "probe.h"
 
 struct memjob {
-    struct dap_pending *p;
+    struct dap_job_rc rc; /* stays 0: Python's failure is part of the answer */
     int top;
     char trace[8];
     cJSON *py; /* filled on the worker */
-    int rc;
-    struct pb_err err;
+    int py_rc;
+    struct pb_err py_err;
 };
 
-/* Worker thread, GIL held. */
-static void mem_with_gil(void *arg)
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
-    struct memjob *j = arg;
-    j->rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL, &j->err);
-}
-
-/* Loop thread. */
-static void mem_done(void *arg, int gil_rc)
-{
-    struct memjob *j = arg;
-    cJSON *body = cJSON_CreateObject();
-    struct pb_err perr = {0};
-    int rc = probe_memory_proc(body, &perr);
-    if (gil_rc < 0) {
-        dap_gil_busy_error(gil_rc, probe_setting_gil_timeout_ms(), &j->err);
-        cJSON_AddStringToObject(body, "pythonError", j->err.msg);
-    } else if (j->rc < 0) {
-        cJSON_AddStringToObject(body, "pythonError", j->err.msg);
-    } else {
-        cJSON *item;
-        while ((item = j->py->child) != NULL) {
-            cJSON_DetachItemViaPointer(j->py, item);
-            cJSON_AddItemToObject(body, item->string, item);
-        }
-    }
-    if (rc < 0)
-        cJSON_AddStringToObject(body, "processError", perr.msg);
-    dap_pending_finish(j->p, 0, body, NULL);
-    cJSON_Delete(j->py);
-    free(j);
-}
-
-int dap_req_probing_memory(struct dap_ctx *c, const cJSON *args, cJSON *body)
-{
-    (void)body;
+    struct memjob *j = job;
     long long top = 10;
     const char *trace = NULL;
     int rc;
@@ -64,20 +31,47 @@ int dap_req_probing_memory(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.top: expected 1 to 1000");
     if (trace && strcmp(trace, "start") != 0 && strcmp(trace, "stop") != 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.trace: expected \"start\" or \"stop\"");
-    struct memjob *j = calloc(1, sizeof *j);
-    if (!j || !(j->py = cJSON_CreateObject())) {
-        free(j);
+    if (!(j->py = cJSON_CreateObject()))
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
-    }
     j->top = (int)top;
     if (trace)
         strcpy(j->trace, trace);
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_gil_submit(mem_with_gil, mem_done, j, probe_setting_gil_timeout_ms()) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, PB_EUNKNOWN, NULL, NULL);
-        cJSON_Delete(j->py);
-        free(j);
-    }
-    return DAP_DEFERRED;
+    return 0;
 }
+
+/* Worker thread, GIL held. */
+static void run(void *job)
+{
+    struct memjob *j = job;
+    j->py_rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL, &j->py_err);
+}
+
+/* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
+static int reply(struct dap_reply *r, void *job, cJSON *body)
+{
+    struct memjob *j = job;
+    struct pb_err perr = {0};
+    int rc = probe_memory_proc(body, &perr);
+    if (r->gil_rc < 0) {
+        dap_gil_busy_error(r->gil_rc, probe_setting_gil_timeout_ms(), &j->py_err);
+        cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
+    } else if (j->py_rc < 0) {
+        cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
+    } else {
+        cJSON *item;
+        while ((item = j->py->child) != NULL) {
+            cJSON_DetachItemViaPointer(j->py, item);
+            cJSON_AddItemToObject(body, item->string, item);
+        }
+    }
+    if (rc < 0)
+        cJSON_AddStringToObject(body, "processError", perr.msg);
+    return 0;
+}
+
+static void drop(void *job)
+{
+    cJSON_Delete(((struct memjob *)job)->py);
+}
+
+const struct dap_job dap_job_probing_memory = {sizeof(struct memjob), parse, run, reply, drop};

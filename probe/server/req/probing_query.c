@@ -12,18 +12,16 @@
 #include "sql/store.h"
 
 struct queryjob {
-    struct dap_pending *p;
+    struct dap_job_rc rc;
     char *sql;
     struct probe_rows rows;
-    int rc;
-    struct pb_err err;
 };
 
 /* Task thread. */
-static void run(void *arg)
+static void run(void *job)
 {
-    struct queryjob *j = arg;
-    j->rc = probe_store_query(j->sql, &j->rows, &j->err);
+    struct queryjob *j = job;
+    j->rc.rc = probe_store_query(j->sql, &j->rows, &j->rc.err);
 }
 
 cJSON *dap_json_rows(const struct probe_rows *r)
@@ -45,49 +43,42 @@ cJSON *dap_json_rows(const struct probe_rows *r)
 }
 
 /* Loop thread. */
-static void done(void *arg)
+static int reply(struct dap_reply *r, void *job, cJSON *body)
 {
-    struct queryjob *j = arg;
-    cJSON *body = NULL;
-    if (j->rc == 0) {
-        body = cJSON_CreateObject();
-        cJSON *cols = cJSON_AddArrayToObject(body, "columns");
-        for (int c = 0; c < j->rows.ncols; c++)
-            cJSON_AddItemToArray(cols, cJSON_CreateString(j->rows.cols[c]));
-        cJSON_AddItemToObject(body, "rows", dap_json_rows(&j->rows));
-        cJSON_AddBoolToObject(body, "truncated", j->rows.truncated);
-        if (j->rows.note[0])
-            cJSON_AddStringToObject(body, "note", j->rows.note);
-        else
-            cJSON_AddNullToObject(body, "note");
-        cJSON_AddNumberToObject(body, "elapsedMs", j->rows.elapsed_ms);
-    }
-    dap_pending_finish(j->p, j->rc, body, &j->err);
-    probe_rows_free(&j->rows);
-    free(j->sql);
-    free(j);
+    (void)r;
+    const struct queryjob *j = job;
+    cJSON *cols = cJSON_AddArrayToObject(body, "columns");
+    for (int c = 0; c < j->rows.ncols; c++)
+        cJSON_AddItemToArray(cols, cJSON_CreateString(j->rows.cols[c]));
+    cJSON_AddItemToObject(body, "rows", dap_json_rows(&j->rows));
+    cJSON_AddBoolToObject(body, "truncated", j->rows.truncated);
+    if (j->rows.note[0])
+        cJSON_AddStringToObject(body, "note", j->rows.note);
+    else
+        cJSON_AddNullToObject(body, "note");
+    cJSON_AddNumberToObject(body, "elapsedMs", j->rows.elapsed_ms);
+    return 0;
 }
 
-int dap_req_probing_query(struct dap_ctx *c, const cJSON *args, cJSON *body)
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
-    (void)body;
+    struct queryjob *j = job;
     const char *sql = NULL;
     int rc = dap_arg_str(args, "sql", &sql, &c->err);
     if (rc < 0)
         return rc;
     if (!sql || !*sql)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.sql: expected a SQL statement");
-    struct queryjob *j = calloc(1, sizeof *j);
-    if (!j || !(j->sql = strdup(sql))) {
-        free(j);
+    if (!(j->sql = strdup(sql)))
         return pb_err_set(&c->err, -ENOMEM, "out of memory");
-    }
-    j->p = dap_ctx_defer(c);
-    if (!j->p || probe_task_submit(run, done, j) < 0) {
-        if (j->p)
-            dap_pending_finish(j->p, -ENOMEM, NULL, NULL);
-        free(j->sql);
-        free(j);
-    }
-    return DAP_DEFERRED;
+    return 0;
 }
+
+static void drop(void *job)
+{
+    struct queryjob *j = job;
+    probe_rows_free(&j->rows);
+    free(j->sql);
+}
+
+const struct dap_job dap_job_probing_query = {sizeof(struct queryjob), parse, run, reply, drop};

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP: StackTraceRequest. The thread's Python frames, innermost first, read without the GIL
  * (so it answers even when a C call holds the GIL forever), with startFrame/levels paging and
- * totalFrames. */
+ * totalFrames: a stopped thread's from its stop record (frames that scopes, evaluate and source
+ * can inspect), another's from a GIL-free snapshot. One StackFrame builder for both
+ * (dap_json_stack_frame, dbgjson.c). */
 #include <string.h>
 
 #include "debugger/debugger.h"
@@ -10,22 +12,14 @@
 
 #define MAX_FRAMES 4096
 
-static cJSON *stack_frame(const struct probe_frame *f, long tid, int depth)
+static void add_frames(cJSON *body, const struct probe_frame *frames, int n, long tid,
+                       long long start, int total, int inspectable)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "id", (double)pb_frame_id(tid, depth));
-    cJSON_AddStringToObject(o, "name", f->func ? f->func : "?");
-    cJSON *src = cJSON_AddObjectToObject(o, "source");
-    const char *file = f->file ? f->file : "?";
-    const char *base = strrchr(file, '/');
-    cJSON_AddStringToObject(src, "name", base ? base + 1 : file);
-    if (file[0] != '<')
-        cJSON_AddStringToObject(src, "path", file);
-    cJSON_AddNumberToObject(o, "line", f->line);
-    cJSON_AddNumberToObject(o, "column", 1);
-    if (probe_dbg_is_library(f->file))
-        cJSON_AddStringToObject(o, "presentationHint", "subtle");
-    return o;
+    cJSON *arr = cJSON_AddArrayToObject(body, "stackFrames");
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, dap_json_stack_frame(&frames[i], tid, (int)(start + i),
+                                                       inspectable));
+    cJSON_AddNumberToObject(body, "totalFrames", total);
 }
 
 int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
@@ -41,8 +35,13 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
     if (start < 0 || levels < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.startFrame/levels: must be >= 0");
     /* A parked thread's stack is the one recorded when it stopped, with inspectable frames. */
-    if (probe_dbg_stack((long)tid, start, levels, body) == 0)
+    struct probe_frame *frames;
+    int n, total = probe_dbg_stack((long)tid, start, levels, &frames, &n);
+    if (total >= 0) {
+        add_frames(body, frames, n, (long)tid, start, total, 1);
+        probe_dbg_frames_free(frames, n);
         return 0;
+    }
     struct probe_snapshot s = {0};
     const struct probe_thread *t = NULL;
     /* A running thread's frames can change under the GIL-free reader, which may then see no
@@ -61,11 +60,9 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
         probe_snapshot_free(&s);
         return pb_err_set(&c->err, PB_EBADARG, "no Python thread with id %lld", tid);
     }
-    cJSON *arr = cJSON_AddArrayToObject(body, "stackFrames");
     long long end = levels > 0 && start + levels < t->nframes ? start + levels : t->nframes;
-    for (long long i = start; i < end; i++)
-        cJSON_AddItemToArray(arr, stack_frame(&t->frames[i], (long)tid, (int)i));
-    cJSON_AddNumberToObject(body, "totalFrames", t->nframes);
+    add_frames(body, t->frames + (start < end ? start : 0), start < end ? (int)(end - start) : 0,
+               (long)tid, start, t->nframes, 0);
     probe_snapshot_free(&s);
     return 0;
 }

@@ -34,8 +34,10 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     return 0;
 }
 
-int dap_req_threads(struct dap_ctx *c, const cJSON *args, cJSON *body)
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
-    (void)body;
-    return dap_snapshot_request(c, args, PROBE_SNAP_NAMES, 1, render);
+    return dap_snap_init(c, job, args, PROBE_SNAP_NAMES, 1, render);
 }
+
+const struct dap_job dap_job_threads = {sizeof(struct dap_snapjob), parse, dap_snap_run,
+                                        dap_snap_reply, dap_snap_drop};

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* DAP: PauseRequest. Every Python thread stops at its next line (all-stop); set up on the
+ * worker with the GIL. The `stopped` event follows the response (DAP): threads in native code
+ * stop when they return to Python, and if none stops soon the target is announced stopped all
+ * the same. probing/pause shares this job (req/probing_pause.c). */
+#include "debugger/debugger.h"
+#include "server/server.h"
+
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+{
+    (void)c;
+    (void)args;
+    struct dap_pausejob *j = job;
+    j->hold = -1;
+    probe_dbg_pause_begin();
+    j->begun = 1;
+    return 0;
+}
+
+/* Worker thread, GIL held. */
+void dap_pause_run(void *job)
+{
+    struct dap_pausejob *j = job;
+    j->rc.rc = probe_dbg_pause(j->hold, &j->rc.err);
+    j->ran = 1;
+}
+
+/* After the response: the held-back `stopped` may go. */
+void dap_pause_drop(void *job)
+{
+    struct dap_pausejob *j = job;
+    if (j->begun)
+        probe_dbg_pause_end(j->ran && j->rc.rc == 0);
+}
+
+const struct dap_job dap_job_pause = {sizeof(struct dap_pausejob), parse, dap_pause_run,
+                                      dap_reply_empty, dap_pause_drop};

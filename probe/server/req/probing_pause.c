@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* probing/pause (custom; docs/protocol.md): stop every Python thread, from any client.
+ * Arguments: hold (boolean, default true): stay stopped without a debugging client until
+ * probing/resume. The pause itself is pause's job (req/pause.c). */
+#include "debugger/debugger.h"
+#include "server/server.h"
+
+static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+{
+    struct dap_pausejob *j = job;
+    int hold = 1;
+    int rc = dap_arg_bool(args, "hold", &hold, &c->err);
+    if (rc < 0)
+        return rc;
+    j->hold = hold;
+    probe_dbg_pause_begin();
+    j->begun = 1;
+    return 0;
+}
+
+const struct dap_job dap_job_probing_pause = {sizeof(struct dap_pausejob), parse, dap_pause_run,
+                                              dap_reply_empty, dap_pause_drop};

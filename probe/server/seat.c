@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* The debugger's seat: one debugging client at a time, whose session receives the debugger's
+ * events (made DAP JSON here, dbgjson.c). Requests marked DAP_F_DEBUGGER in the table are for
+ * that client only (the dispatcher checks dap_session_is_debugger). Also what the debugger's
+ * requests share: the thread argument, a step. */
+#include "debugger/debugger.h"
+#include "server/server.h"
+
+static struct dap_session *seat;
+
+static const char *const event_names[] = {
+    [PROBE_DBG_EV_STOPPED] = "stopped",
+    [PROBE_DBG_EV_CONTINUED] = "continued",
+    [PROBE_DBG_EV_OUTPUT] = "output",
+    [PROBE_DBG_EV_THREAD] = "thread",
+};
+
+static void sink(void *ctx, const struct probe_dbg_event *e)
+{
+    dap_session_event(ctx, event_names[e->kind], dap_json_dbg_event(e));
+}
+
+int dap_debugger_claim(struct dap_session *s, struct pb_err *err)
+{
+    if (seat && seat != s)
+        return pb_err_set(err, PB_ESTATE,
+                          "another debugging client is attached to this process (one at a "
+                          "time): disconnect it first; CLI commands keep working beside it");
+    if (!seat) {
+        seat = s;
+        dap_session_ref(s);
+        probe_dbg_set_sink(sink, s);
+    }
+    return 0;
+}
+
+int dap_session_is_debugger(const struct dap_session *s)
+{
+    return s == seat;
+}
+
+void dap_debugger_release(struct dap_session *s)
+{
+    if (!seat || seat != s)
+        return;
+    probe_dbg_set_sink(NULL, NULL);
+    seat = NULL;
+    probe_dbg_detach();
+    dap_session_unref(s);
+}
+
+void dap_debugger_flush(void)
+{
+    probe_dbg_events_drain();
+}
+
+void dap_post_configurationDone(struct dap_session *s)
+{
+    if (s == seat)
+        probe_dbg_configured();
+}
+
+int dap_thread_arg(struct dap_ctx *c, const cJSON *args, long *tid)
+{
+    long long v = -1;
+    int rc = dap_arg_int(args, "threadId", &v, &c->err);
+    if (rc < 0)
+        return rc;
+    if (rc > 0)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.threadId: expected integer");
+    *tid = (long)v;
+    return 0;
+}
+
+int dap_step_request(struct dap_ctx *c, const cJSON *args, int mode)
+{
+    long tid = 0;
+    int rc = dap_thread_arg(c, args, &tid);
+    return rc < 0 ? rc : probe_dbg_step(tid, mode, &c->err);
+}
