@@ -64,6 +64,9 @@ void pb_log_write(int level, const char *file, int line, const char *fmt, ...)
 /* The longest TCP token (characters, not counting the NUL), the same in the CLI (PROBING_TOKEN,
  * inject --listen, debug --pause, -t HOST:PORT), the probe (probing/listen, probing.init) and
  * the docs: longer ones are refused with an error, never cut. `openssl rand -hex 64` fits. */
+/* The version of the CLI and the probe (they must match). */
+#define PROBING_VERSION "0.1.0"
+
 #define PB_TOKEN_MAX 255
 /* The shortest token a TCP listener accepts. */
 #define PB_TOKEN_MIN 8

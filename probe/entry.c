@@ -10,10 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe.h"
 #include "core/core.h"
 #include "core/settings.h"
 #include "pyrt/pyrt.h"
 #include "sql/store.h"
+#include "gil/gil.h"
+#include "server/server.h"
+#include "debugger/debugger.h"
 
 static void on_fork_child(void)
 {
@@ -88,8 +92,6 @@ __attribute__((destructor)) static void probe_unload(void)
  * token. Returns 0, or a negative code with a one-line message in errbuf. Any thread; does not
  * need the GIL (callers through ctypes may hold it: we never wait for it). */
 PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf,
-                               size_t errlen);
-PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf,
                                size_t errlen)
 {
     struct pb_err err = {0};
@@ -102,20 +104,17 @@ PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errb
 }
 
 /* The Unix socket path this probe serves (empty if none). */
-PROBE_EXPORT const char *probing_socket_path(void);
 PROBE_EXPORT const char *probing_socket_path(void)
 {
     return probe_info_get()->socket_path;
 }
 
-PROBE_EXPORT const char *probing_version(void);
 PROBE_EXPORT const char *probing_version(void)
 {
     return PROBING_VERSION;
 }
 
 /* The TCP address being served ("" if none). */
-PROBE_EXPORT const char *probing_tcp_address(void);
 PROBE_EXPORT const char *probing_tcp_address(void)
 {
     return probe_info_get()->tcp_address;
@@ -124,8 +123,6 @@ PROBE_EXPORT const char *probing_tcp_address(void)
 /* ---- for collectors written in Python (ctypes) ---- */
 
 /* Declare "schema.name" with REAL columns named in a comma-separated list. Any thread. */
-PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
-                                        size_t errlen);
 PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
                                         size_t errlen)
 {
@@ -154,8 +151,6 @@ PROBE_EXPORT int probing_history_define(const char *table, const char *columns, 
 /* Index a table declared with probing_history_define on "col1,col2,..." (the columns users
  * group or filter by), so such queries scan the index instead of sorting the table. */
 PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
-                                       size_t errlen);
-PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
                                        size_t errlen)
 {
     struct pb_err err = {0};
@@ -167,7 +162,6 @@ PROBE_EXPORT int probing_history_index(const char *table, const char *columns, c
 }
 
 /* Append one row of n REAL values to a table declared with probing_history_define. */
-PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n);
 PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n)
 {
     struct probe_value v[PROBE_HISTORY_MAX_COLS];

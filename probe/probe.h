@@ -1,123 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* libprobing: the in-process half. One agent thread runs a libuv loop serving DAP (dap/) on a
- * private Unix socket, and on TCP when asked; work that needs the GIL runs on one worker thread
- * under a timeout. This header is what dap/ request handlers call; everything here is for the
- * loop thread unless it says otherwise. Exported entry points (the only dynamic symbols):
- * probing_start() and probing_version(). */
+/* libprobing's entry points (entry.c): the only symbols the library exports; `make
+ * check-exports` compares `nm -D` with the names declared here. Loading the library starts the
+ * probe (its constructor); these add a TCP listener and serve the Python package (probe/python,
+ * through ctypes). Any thread; none needs the GIL. */
 #ifndef PROBE_H
 #define PROBE_H
 
-#include "pb.h"
+#include <stddef.h>
 
-#define PROBING_VERSION "0.1.0"
+#define PROBE_EXPORT __attribute__((visibility("default")))
 
-struct probe_info {
-    int pid;
-    char python_version[32];
-    char socket_path[256];
-    char tcp_address[80]; /* "" when not listening on TCP */
-    double start_time;    /* when the probe started (epoch seconds) */
-};
-
-/* Borrowed; valid for the life of the process. */
-const struct probe_info *probe_info_get(void);
-
-/* Constant-time token comparison. 1 if token matches the TCP token, else 0. */
-int probe_token_check(const char *token);
-
-/* Listen for DAP on TCP at "HOST:PORT" (port 0 picks one) with this token. Listening again on
- * the same address just replaces the token. Returns 0 and fills probe_info's tcp_address. */
-int probe_tcp_listen(const char *address, const char *token, struct pb_err *err);
-
-/* Run fn(arg) on the worker thread with the GIL held; then done(arg, 0) on the loop thread. If
- * the GIL cannot be had within timeout_ms, done(arg, PB_ETIMEDOUT) runs instead and fn never
- * runs; if Python is not initialised or is finalising, done(arg, PB_ENOGIL). arg must stay
- * valid until done is called. Returns 0 or -ENOMEM (then nothing is called). */
-typedef void (*probe_gil_fn)(void *arg);
-typedef void (*probe_gil_done)(void *arg, int rc);
-int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms);
-
-/* From any thread other than the loop and the worker (e.g. the task thread): run fn(arg) on
- * the worker with the GIL held and wait for it, at most timeout_ms for the GIL. Returns 0 when
- * fn ran, PB_ETIMEDOUT (the GIL was not had in time; fn will never run) or PB_ENOGIL. */
-int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms);
-
-/* Run fn(arg) on the task thread (no GIL held; it may block, e.g. in probe_gil_call or a long
- * SQL query), then done(arg) on the loop thread. Tasks run one at a time, in order. Returns 0
- * or -ENOMEM (then nothing is called). */
-typedef void (*probe_task_fn)(void *arg);
-typedef void (*probe_task_done)(void *arg);
-int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg);
-
-/* The pthread id of the worker taking jobs now (0 if none). */
-unsigned long probe_worker_ident(void);
-/* Whether ident is one of the probe's GIL workers (the active one or one retired while stuck in
- * a call), so snapshots and the debugger can leave them out. Any thread. */
-int probe_worker_owns(unsigned long ident);
-/* When a worker is busy running a job (the active one, or the one with pthread id holder if it
- * holds the GIL), fills buf with "the probe's evaluator is busy with WHAT (for N s...)" and
- * returns 1; else 0. Any thread. */
-int probe_worker_busy_text(unsigned long holder, char *buf, size_t n);
-/* On a worker running a job: what it does, for probe_worker_busy_text ("evaluating `x`"). */
-void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* What to tell a user after probe_worker_busy_text. */
-#define PROBE_BUSY_HINT \
-    "interrupt it with 'probing -p PID eval --interrupt', or end what it waits for"
-
-/* Runtime settings (from PROBING_* environment variables at start). */
-int probe_setting_gil_timeout_ms(void);
-
-/* ---- eval (gil/eval.c; in a stopped frame, with references: debugger/evaluate.c): run code
- * in __main__ or in a stopped frame, on the worker; see
- * docs/protocol.md probing/eval and evaluate ---- */
-enum {
-    PROBE_EVAL_STATEMENTS = 0, /* statements; the value of a last expression is the result */
-    PROBE_EVAL_EXPRESSION = 1, /* one expression only (watch, hover) */
-    PROBE_EVAL_CHECK = 2,      /* only decide whether the input is complete (codeop) */
-};
-#define PROBE_EVAL_MAIN (-1LL) /* frame_id of probe_eval_run: __main__'s globals */
-
-struct probe_eval_chunk {
-    int is_stderr;
-    char *text;
-};
-
-/* What an evaluation produced. Owns every string; probe_eval_result_free() releases them. */
-struct probe_eval_result {
-    char *value;     /* repr of the result; NULL for None or statements */
-    char *type;      /* the result's type name, with value */
-    char *exc_type;  /* NULL unless the code raised */
-    char *traceback; /* formatted traceback (without the probe's frames), with exc_type */
-    int complete;    /* PROBE_EVAL_CHECK: 1 when the input is a complete statement */
-    int nchunks;
-    struct probe_eval_chunk *chunks; /* what the evaluating thread wrote, in order */
-    int output_truncated;
-    /* With refs: the result's variablesReference (0 when it has no children) and its counts
-     * of indexed and named children (0 when unknown or not relevant). */
-    long long var_ref, indexed, named;
-};
-
-/* Run src (a probe_gil_fn body) in __main__'s globals, or with frame_id >= 0 in that frame of
- * a stopped thread (its globals and locals; assignments to locals stick). refs: register a
- * result that has children for `variables` (DAP evaluate). Output of the evaluating thread is
- * captured; sys.stdout/stderr are restored to the very objects they were; no exception is left
- * set; returns 0, or a negative code with err filled when the probe itself failed or the frame
- * is not there (the code's own exceptions are in r). Requires GIL (worker thread). */
-int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
-                   struct probe_eval_result *r, struct pb_err *err);
-void probe_eval_result_free(struct probe_eval_result *r);
-/* Raise KeyboardInterrupt in the running evaluation (only in the worker's thread). Returns 1 if
- * one was running and the interrupt is on its way, 0 if none was running. Any thread; no GIL. */
-int probe_eval_interrupt(void);
-/* The GIL timeout for evaluations (setting eval.timeout_ms). */
-int probe_eval_timeout_ms(void);
-
-/* ---- memory (gil/memory.c) ---- */
-struct cJSON;
-/* Adds "process" (from /proc/self/status, bytes) to into. No GIL needed. */
-int probe_memory_proc(struct cJSON *into, struct pb_err *err);
-/* Adds "objects", "gc", "tracemalloc", "cuda" to into; trace is NULL, "start" or "stop".
- * Requires GIL (worker thread). */
-int probe_memory_python(struct cJSON *into, int top, const char *trace, struct pb_err *err);
+/* Start serving (idempotent) and, if listen is a non-empty "HOST:PORT", also on TCP with token.
+ * Returns 0, or a negative code with a one-line message in errbuf. */
+PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf, size_t errlen);
+/* The Unix socket path this probe serves ("" if none). */
+PROBE_EXPORT const char *probing_socket_path(void);
+/* The TCP address being served ("" if none). */
+PROBE_EXPORT const char *probing_tcp_address(void);
+/* The probe's version (PROBING_VERSION). */
+PROBE_EXPORT const char *probing_version(void);
+/* For collectors written in Python: declare "schema.name" with REAL columns named in a
+ * comma-separated list, index it, append one row of n values. 0 or a negative code. */
+PROBE_EXPORT int probing_history_define(const char *table, const char *columns, char *errbuf,
+                                        size_t errlen);
+PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
+                                       size_t errlen);
+PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n);
 
 #endif

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "probe/probe.h"
 
 #ifdef CLI_SERVE_EXEC
 /* This `probing` links no HTTP server: libmicrohttpd brings GnuTLS and a dozen libraries whose

@@ -1,15 +1,31 @@
 /* SPDX-License-Identifier: MIT */
-/* probe/ internals shared between the agent, the worker and the entry points. */
-#ifndef PROBE_INTERNAL_H
-#define PROBE_INTERNAL_H
+/* The probe's core (probe/core/): what every other folder may use. Any thread, no GIL, no
+ * CPython: the probe's identity and the agent's loop (loop.c), the task thread (task.c), probe
+ * threads and their signal masks (thread.c), the private run directory (rundir.c), the TCP
+ * token (token.c). Handing work between threads is inbox.h, rows of values rows.h, settings
+ * settings.h. */
+#ifndef PROBE_CORE_H
+#define PROBE_CORE_H
 
 #include <pthread.h>
 #include <signal.h>
 #include <uv.h>
 
-#include "probe.h"
+#include "pb.h"
 
-#define PROBE_EXPORT __attribute__((visibility("default")))
+struct probe_info {
+    int pid;
+    char python_version[32];
+    char socket_path[256];
+    char tcp_address[80]; /* "" when not listening on TCP */
+    double start_time;    /* when the probe started (epoch seconds) */
+};
+
+/* Borrowed; valid for the life of the process. */
+const struct probe_info *probe_info_get(void);
+
+/* Borrowed; valid for the life of the process. */
+const struct probe_info *probe_info_get(void);
 
 /* core/loop.c: the agent's loop, run by the agent thread, and the probe's identity. */
 uv_loop_t *probe_agent_loop(void);
@@ -22,38 +38,14 @@ int probe_loop_start(void (*first)(void), struct pb_err *err);
 /* 1 on the agent thread. */
 int probe_on_agent_thread(void);
 
-/* server/listen.c: the Unix listener (once the loop exists, before it runs), the stale-socket
- * sweep (a task), TCP from any thread, fork and exit. */
-int probe_server_start(struct pb_err *err);
-void probe_server_sweep(void);
-/* From any thread: ask the loop to listen on TCP and wait for the outcome. */
-int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
-/* fork() child: drop every descriptor the agent owned; the child has no agent. */
-void probe_agent_forget(void);
-/* At exit in the process that created it: remove the socket file. */
-void probe_agent_cleanup(void);
+/* Run fn(arg) on the task thread (no GIL held; it may block, e.g. in probe_gil_call or a long
+ * SQL query), then done(arg) on the loop thread. Tasks run one at a time, in order. Returns 0
+ * or -ENOMEM (then nothing is called). */
+typedef void (*probe_task_fn)(void *arg);
+typedef void (*probe_task_done)(void *arg);
+int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg);
 
-/* gil/worker.c: the GIL workers (see its header comment). At most PROBE_MAX_WORKERS threads: one
- * taking jobs, the others retired and stuck in a call that has not returned yet. */
-#define PROBE_MAX_WORKERS 4
-int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
-/* Worker threads alive (taking jobs or retired), for tests and the log. */
-int probe_worker_count(void);
-
-/* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
-int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
-/* Around user code on a probe thread: the target main thread's signal mask in, the saved
- * (all blocked) mask back. Threads the user code starts inherit the target's mask. */
-void probe_thread_user_enter(sigset_t *saved);
-void probe_thread_user_leave(const sigset_t *saved);
-
-/* debugger/events.c: the debugger's event queue (before the loop runs). */
-int dbg_events_start(void);
-/* fork() child (async-signal-safe): the child has no agent, so its debugger is off for good:
- * no thread ever parks, hooks do nothing, events are dropped. */
-void dbg_fork_child(void);
-
-/* task.c */
+/* task.c: the task thread (before the loop runs). */
 int probe_task_start(uv_loop_t *loop, struct pb_err *err);
 
 /* rundir.c: "/tmp/probing-<uid>", created 0700 or verified to be ours and private. */
@@ -65,7 +57,16 @@ int probe_rundir_sweep(const char *dir, const char *own);
 /* token.c */
 void probe_token_set(const char *token);
 
-/* settings.c */
-void probe_settings_load(void);
+
+/* token.c: constant-time token comparison. 1 if token matches the TCP token, else 0. */
+int probe_token_check(const char *token);
+
+
+/* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
+int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
+/* Around user code on a probe thread: the target main thread's signal mask in, the saved
+ * (all blocked) mask back. Threads the user code starts inherit the target's mask. */
+void probe_thread_user_enter(sigset_t *saved);
+void probe_thread_user_leave(const sigset_t *saved);
 
 #endif

@@ -48,10 +48,16 @@ extern const size_t probe_ncompat_envs;
 /* settings.c: apply them, after probe_settings_load (entry.c calls both). */
 void probe_settings_compat_env(void);
 
+/* Read PROBING_<KEY> of every setting (entry.c, at start). */
+void probe_settings_load(void);
+
 /* The integer value of an int/bool setting (bool: 0/1); 0 for an unknown name. */
 long long probe_setting_int(const char *name);
 /* The value of a text setting copied into buf (always NUL-terminated). Returns 0, or -1 for a
  * name that is not a text setting (buf then ""). */
 int probe_setting_text(const char *name, char *buf, size_t n);
+
+/* The GIL timeout for requests (setting gil_timeout_ms). */
+int probe_setting_gil_timeout_ms(void);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "core/core.h"
+#include "debugger.h"
 
 enum hit_op { HIT_NONE, HIT_EQ, HIT_GE, HIT_GT, HIT_LE, HIT_LT, HIT_MOD };
 

@@ -9,6 +9,8 @@
 
 #include "internal.h"
 #include "core/core.h"
+#include "gil/gil.h"
+#include "debugger.h"
 
 /* ---- under the GIL ---- */
 

@@ -15,6 +15,8 @@
 #define PROBE_DEBUG_H
 
 #include "pb.h"
+#include "core/core.h"
+#include "gil/gil.h"
 
 /* ---- events: produced on any thread, delivered on the loop ---- */
 
@@ -178,5 +180,21 @@ struct _object;
 struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err);
 /* Changes each time parked threads resume. */
 unsigned long probe_dbg_generation(void);
+
+/* ---- evaluate.c, events.c (for the server and entry.c) ---- */
+struct probe_eval_result;
+/* Run src (a probe_gil_fn body) in __main__'s globals, or with frame_id >= 0 in that frame of
+ * a stopped thread (its globals and locals; assignments to locals stick). refs: register a
+ * result that has children for `variables` (DAP evaluate). Output of the evaluating thread is
+ * captured; sys.stdout/stderr are restored to the very objects they were; no exception is left
+ * set; returns 0, or a negative code with err filled when the probe itself failed or the frame
+ * is not there (the code's own exceptions are in r). Requires GIL (worker thread). */
+int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
+                   struct probe_eval_result *r, struct pb_err *err);
+/* debugger/events.c: the debugger's event queue (before the loop runs). */
+int dbg_events_start(void);
+/* fork() child (async-signal-safe): the child has no agent, so its debugger is off for good:
+ * no thread ever parks, hooks do nothing, events are dropped. */
+void dbg_fork_child(void);
 
 #endif

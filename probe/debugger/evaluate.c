@@ -10,8 +10,9 @@
 #include <string.h>
 
 #include "internal.h"
-#include "probe.h"
 #include "gil/pyhelper.h"
+#include "gil/gil.h"
+#include "debugger.h"
 
 /* The namespaces of frame_id (frame NULL: __main__'s globals, l NULL). *f, *g and *l are new
  * references. Requires GIL. */

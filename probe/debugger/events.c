@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "core/core.h"
+#include "debugger.h"
 
 struct dbg_event {
     struct probe_dbg_event e; /* text and path point into owned copies */

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "core/core.h"
+#include "debugger.h"
 
 atomic_int dbg_exc_raised;
 atomic_int dbg_exc_uncaught;

@@ -11,6 +11,7 @@
 #if PY_VERSION_HEX >= 0x030C0000
 
 #include "core/core.h"
+#include "debugger.h"
 
 enum { EV_PY_START, EV_PY_RETURN, EV_PY_YIELD, EV_LINE, EV_RAISE, EV_PY_UNWIND, EV_N };
 static const char *const ev_names[EV_N] = {"PY_START", "PY_RETURN", "PY_YIELD",

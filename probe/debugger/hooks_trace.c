@@ -36,6 +36,7 @@
 #include <stdlib.h>
 
 #include "core/core.h"
+#include "debugger.h"
 
 /* The trace object of each traced thread state: what was there before us. */
 struct cell {

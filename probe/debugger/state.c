@@ -15,6 +15,8 @@
 #include "internal.h"
 #include "core/core.h"
 #include "pyrt/pyrt.h"
+#include "gil/gil.h"
+#include "debugger.h"
 
 struct frame_rec {
     PyObject *frame; /* strong */

@@ -10,6 +10,8 @@
 #include "internal.h"
 #include "core/core.h"
 #include "pyrt/pyrt.h"
+#include "gil/gil.h"
+#include "debugger.h"
 
 #define MAX_TIDS 4096
 

@@ -13,8 +13,9 @@
 #include <string.h>
 
 #include "internal.h"
-#include "probe.h"
 #include "gil/pyhelper.h"
+#include "gil/gil.h"
+#include "debugger.h"
 
 #define VREF_MAX 32768    /* entries held at once */
 #define VREF_HASH 65536   /* open addressing over (kind, obj, frame); a power of 2 */

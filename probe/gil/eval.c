@@ -24,6 +24,7 @@
 #include "core/core.h"
 #include "pyhelper.h"
 #include "core/settings.h"
+#include "gil.h"
 
 /* The threads evaluating now: one per worker at most (several when one is stuck in a call that
  * never returns, worker.c). Written by the evaluating worker and read by the interrupter, both

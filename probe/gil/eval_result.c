@@ -3,8 +3,8 @@
  * dependency, so the dap/ unit tests and the fuzz harness link it next to a fake evaluator. */
 #include <stdlib.h>
 #include <string.h>
+#include "gil.h"
 
-#include "probe.h"
 
 void probe_eval_result_free(struct probe_eval_result *r)
 {

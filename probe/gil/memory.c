@@ -13,6 +13,7 @@
 
 #include "core/core.h"
 #include "pyhelper.h"
+#include "gil.h"
 
 #define MAX_OBJECTS 5000000 /* objects looked at by the by-type census */
 

@@ -9,6 +9,7 @@
 #include <Python.h>
 
 #include "pb.h"
+#include "gil.h"
 
 struct probe_eval_result;
 

@@ -26,6 +26,7 @@
 
 #include "core/core.h"
 #include "core/inbox.h"
+#include "gil.h"
 
 #define MAX_WORKERS PROBE_MAX_WORKERS
 

@@ -29,6 +29,7 @@
 
 #include "core/core.h"
 #include "pyrt/pyrt.h"
+#include "gil/gil.h"
 
 #define SCAN_NS 100000000LL  /* thread list every 100 ms */
 #define DRAIN_NS 50000000LL  /* rings at least every 50 ms */

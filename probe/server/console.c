@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "server.h"
-#include "probe.h"
 #include "sql/store.h"
 
 struct sqljob {

@@ -4,11 +4,13 @@
  * every request: deferral, the GIL timeout error, the failure tail. Capabilities for
  * `initialize` are derived from the table, so only what is implemented is advertised. */
 #include "server.h"
+#include "core/core.h"
+#include "gil/gil.h"
+#include "core/settings.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe.h"
 
 /* Sorted by name (strcmp), for bsearch. Every request has its own file, req/<name>.c (a "/"
  * becomes "_"): a handler answered on the loop, or a job (dap_job_<name>) with where it runs. */

@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "server.h"
-#include "probe.h"
 #include "snapshot.h"
+#include "gil/gil.h"
+#include "debugger/debugger.h"
 
 int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 {

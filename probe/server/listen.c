@@ -24,6 +24,7 @@
 #include "admit.h"
 #include "dap/dap.h"
 #include "core/settings.h"
+#include "server.h"
 
 #define MAX_WRITE_QUEUE (32u << 20)
 #define MAX_TRACKED_CONNS 1024

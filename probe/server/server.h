@@ -6,6 +6,9 @@
 #define DAP_INTERNAL_H
 
 #include "dap/dap.h"
+#include "core/core.h"
+#include "gil/gil.h"
+#include "debugger/debugger.h"
 
 enum {
     DAP_F_PREAUTH = 1,        /* answered before a TCP client authenticated */
@@ -220,5 +223,21 @@ void dap_evals_closed(struct dap_session *s);
 
 /* Authentication state (attach sets it). */
 void dap_session_set_authed(struct dap_session *s);
+
+/* ---- listen.c ---- */
+/* Listen for DAP on TCP at "HOST:PORT" (port 0 picks one) with this token. Listening again on
+ * the same address just replaces the token. Returns 0 and fills probe_info's tcp_address. */
+int probe_tcp_listen(const char *address, const char *token, struct pb_err *err);
+
+/* server/listen.c: the Unix listener (once the loop exists, before it runs), the stale-socket
+ * sweep (a task), TCP from any thread, fork and exit. */
+int probe_server_start(struct pb_err *err);
+void probe_server_sweep(void);
+/* From any thread: ask the loop to listen on TCP and wait for the outcome. */
+int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
+/* fork() child: drop every descriptor the agent owned; the child has no agent. */
+void probe_agent_forget(void);
+/* At exit in the process that created it: remove the socket file. */
+void probe_agent_cleanup(void);
 
 #endif

@@ -5,7 +5,6 @@
  * renderer is told why (gil_rc), so the client always gets an answer within the timeout. */
 
 #include "server.h"
-#include "probe.h"
 #include "snapshot.h"
 
 /* Worker thread, GIL held. */

@@ -6,6 +6,7 @@
 #include <cJSON.h>
 
 #include "pyrt/pyrt.h"
+#include "server.h"
 
 /* The DAP thread id of a Python thread: its native tid (small, stable, what top/gdb show). */
 long dap_thread_id(const struct probe_thread *t);

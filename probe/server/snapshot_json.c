@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe.h"
 #include "pyrt/pyrt.h"
 #include "snapshot.h"
+#include "gil/gil.h"
 
 long dap_thread_id(const struct probe_thread *t)
 {

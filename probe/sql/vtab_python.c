@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe.h"
 #include "pyrt/pyrt.h"
 #include "vtab.h"
+#include "gil/gil.h"
+#include "core/settings.h"
 
 #define MAX_FRAMES 1024
 #define MAX_OBJECTS 20000000 /* python.objects stops counting here */

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "fake_probe.h"
-#include "probe.h"
+#include "gil/gil.h"
+#include "debugger/debugger.h"
 
 int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
                    struct probe_eval_result *r, struct pb_err *err)

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "fake_probe.h"
-#include "probe.h"
 #include "pyrt/pyrt.h"
+#include "core/core.h"
+#include "gil/gil.h"
+#include "server/server.h"
 
 int fake_gil_timeout;
 int fake_listen_calls;
@@ -52,7 +54,7 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     return 0;
 }
 
-static char *dup(const char *s) { return strdup(s); }
+static char *fake_dup(const char *s) { return strdup(s); }
 
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
@@ -71,20 +73,20 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
         t->holds_gil = i == 1;
         t->daemon = (flags & PROBE_SNAP_NAMES) ? i == 1 : -1;
         t->name_from_threading = (flags & PROBE_SNAP_NAMES) != 0;
-        t->name = dup(t->name_from_threading ? (i == 0 ? "MainThread" : "worker") : "python3");
+        t->name = fake_dup(t->name_from_threading ? (i == 0 ? "MainThread" : "worker") : "python3");
         t->nframes = max_frames < 3 ? max_frames : 3;
         t->frames = fake_zalloc(3, sizeof *t->frames);
         for (int f = 0; f < t->nframes; f++) {
-            t->frames[f].func = dup(f == 0 ? "inner" : f == 1 ? "outer" : "<module>");
-            t->frames[f].file = dup("/app/main.py");
+            t->frames[f].func = fake_dup(f == 0 ? "inner" : f == 1 ? "outer" : "<module>");
+            t->frames[f].file = fake_dup("/app/main.py");
             t->frames[f].line = 10 * (f + 1);
             t->frames[f].nlocals = -1;
             if (flags & PROBE_SNAP_LOCALS) {
                 t->frames[f].nlocals = 1;
                 t->frames[f].locals = fake_zalloc(1, sizeof *t->frames[f].locals);
-                t->frames[f].locals[0].name = dup("x");
-                t->frames[f].locals[0].type = dup("int");
-                t->frames[f].locals[0].value = dup("42");
+                t->frames[f].locals[0].name = fake_dup("x");
+                t->frames[f].locals[0].type = fake_dup("int");
+                t->frames[f].locals[0].value = fake_dup("42");
             }
         }
     }

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fake_probe.h"
-#include "probe.h"
 #include "sql/store.h"
+#include "core/core.h"
 
 int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 {

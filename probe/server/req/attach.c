@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "server/server.h"
-#include "probe.h"
+#include "core/core.h"
 
 int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body)
 {

@@ -6,8 +6,10 @@
 #include <stdio.h>
 
 #include "server/server.h"
-#include "probe.h"
 #include "server/snapshot.h"
+#include "core/core.h"
+#include "gil/gil.h"
+#include "core/settings.h"
 
 static const struct probe_thread *holder(const struct probe_snapshot *s)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "server/server.h"
-#include "probe.h"
+#include "gil/gil.h"
 
 static int render(struct dap_session *s, const struct probe_eval_result *r, const cJSON *args,
                   cJSON *body, struct pb_err *err, char **long_msg)

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
-#include "probe.h"
+#include "core/core.h"
 
 int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body)
 {

@@ -3,7 +3,7 @@
  * is running (probing/eval, evaluate), in the probe's worker thread only: the target's own
  * threads are never touched. Answered at once; the evaluation's own response tells the end. */
 #include "server/server.h"
-#include "probe.h"
+#include "gil/gil.h"
 
 int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body)
 {

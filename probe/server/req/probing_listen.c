@@ -3,7 +3,7 @@
  * ("HOST:PORT", port 0 picks one) for clients that present arguments.token in `attach`. Only
  * accepted on the local socket (whoever reaches it already has the target's uid). */
 #include "server/server.h"
-#include "probe.h"
+#include "core/core.h"
 
 int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body)
 {

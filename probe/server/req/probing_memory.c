@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "server/server.h"
-#include "probe.h"
+#include "gil/gil.h"
+#include "core/settings.h"
 
 struct memjob {
     struct dap_job_rc rc; /* stays 0: Python's failure is part of the answer */

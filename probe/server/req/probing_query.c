@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "server/server.h"
-#include "probe.h"
 #include "sql/store.h"
 
 struct queryjob {

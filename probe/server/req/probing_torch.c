@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "server/server.h"
-#include "probe.h"
 #include "torch/torch.h"
 
 struct torchjob {
