@@ -22,7 +22,7 @@ endif
 PKGS := libcjson libuv sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# Linked into the probe only: nothing today (native stacks come from probe/unwind.c, which
+# Linked into the probe only: nothing today (native stacks come from probe/sig/unwind.c, which
 # signal handlers can run: libunwind could take the loader's lock there).
 PROBE_PKGS :=
 PROBE_PKG_CFLAGS := $(shell pkg-config --cflags $(PROBE_PKGS) 2>/dev/null)

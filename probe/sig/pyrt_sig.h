@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Async-signal-safe reading of Python frames (probe-internal), for the CPU sampler's signal
- * handler (prof*.c) and crash capture: no malloc, no locks, no GIL, no CPython call except
+ * handler (prof_sig.c) and crash capture: no malloc, no locks, no GIL, no CPython call except
  * PyGILState_GetThisThreadState (a thread-local read), every read of interpreter memory
  * fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT, never SIGSEGV),
  * every loop bounded. The frames come from the walker that the GIL-free snapshot shares

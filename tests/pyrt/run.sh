@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/pyrt: the interpreter reader (probe/pyrt*.c) against every CPython 3.8-3.13 that
+# tests/pyrt: the interpreter reader (probe/pyrt/) against every CPython 3.8-3.13 that
 # tools/pythons.sh finds: an embedding test program per version (test_embed.c, linked with that
 # version's libpython), the ctypes-driven test (test_ctypes.py) in the same interpreter, the
 # same ctypes test in Debian's /usr/bin/python3 with the 3.11 build, and one run of the embed
