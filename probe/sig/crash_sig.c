@@ -95,10 +95,11 @@ static void put_ch(struct out *o, char c)
     put(o, s);
 }
 
-static void put_dec(struct out *o, long long v)
+/* v in decimal, written backwards from the end of b[24]; returns where it starts.
+ * Async-signal-safe. */
+static const char *decimal(char b[24], long long v)
 {
-    char b[24];
-    int i = sizeof b - 1;
+    int i = 23;
     unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
     b[i] = '\0';
     do {
@@ -107,7 +108,13 @@ static void put_dec(struct out *o, long long v)
     } while (u && i > 1);
     if (v < 0)
         b[--i] = '-';
-    put(o, b + i);
+    return b + i;
+}
+
+static void put_dec(struct out *o, long long v)
+{
+    char b[24];
+    put(o, decimal(b, v));
 }
 
 static void put_hex(struct out *o, unsigned long long v)
@@ -130,14 +137,7 @@ void probe_crash_path(const char *tmpl, long pid, char *buf, size_t n)
     for (const char *p = tmpl; *p && k + 1 < n; p++) {
         if (p[0] == '%' && p[1] == 'p') {
             char d[24];
-            int i = sizeof d - 1;
-            d[i] = '\0';
-            unsigned long u = (unsigned long)pid;
-            do {
-                d[--i] = (char)('0' + u % 10);
-                u /= 10;
-            } while (u && i > 0);
-            for (const char *q = d + i; *q && k + 1 < n; q++)
+            for (const char *q = decimal(d, pid); *q && k + 1 < n; q++)
                 buf[k++] = *q;
             p++;
         } else {
@@ -261,14 +261,7 @@ static void put_tid_name(struct out *o, long tid)
     char path[64] = "/proc/self/task/";
     size_t k = strlen(path);
     char d[24];
-    int i = sizeof d - 1;
-    d[i] = '\0';
-    unsigned long u = (unsigned long)tid;
-    do {
-        d[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u && i > 0);
-    for (const char *q = d + i; *q; q++)
+    for (const char *q = decimal(d, tid); *q; q++)
         path[k++] = *q;
     memcpy(path + k, "/comm", 6);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
