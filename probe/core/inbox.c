@@ -24,10 +24,8 @@ struct probe_link *probe_fifo_pop(struct probe_fifo *q)
     return l;
 }
 
-/* Loop thread: everything posted so far, oldest first. */
-static void on_async(uv_async_t *a)
+void probe_inbox_drain(struct probe_inbox *b)
 {
-    struct probe_inbox *b = a->data;
     pthread_mutex_lock(&b->mu);
     struct probe_link *l = b->items.head;
     b->items.head = b->items.tail = NULL;
@@ -37,6 +35,14 @@ static void on_async(uv_async_t *a)
         b->deliver(l);
         l = next;
     }
+}
+
+/* Loop thread: a wake-up delivers everything posted so far, oldest first, unless held. */
+static void on_async(uv_async_t *a)
+{
+    struct probe_inbox *b = a->data;
+    if (b->held == 0)
+        probe_inbox_drain(b);
 }
 
 int probe_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(struct probe_link *))
@@ -52,24 +58,24 @@ int probe_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(str
     return rc;
 }
 
-int probe_inbox_post(struct probe_inbox *b, struct probe_link *l)
+void probe_inbox_post(struct probe_inbox *b, struct probe_link *l)
 {
     pthread_mutex_lock(&b->mu);
-    int ready = b->ready;
-    if (ready)
-        probe_fifo_push(&b->items, l);
-    pthread_mutex_unlock(&b->mu);
-    if (!ready)
-        return -1;
-    uv_async_send(&b->async);
-    return 0;
-}
-
-void probe_inbox_kick(struct probe_inbox *b)
-{
-    pthread_mutex_lock(&b->mu);
+    probe_fifo_push(&b->items, l);
     int ready = b->ready;
     pthread_mutex_unlock(&b->mu);
     if (ready)
         uv_async_send(&b->async);
+}
+
+void probe_inbox_hold(struct probe_inbox *b, int delta)
+{
+    b->held += delta;
+    if (b->held == 0 && b->ready)
+        uv_async_send(&b->async);
+}
+
+void probe_inbox_forget(struct probe_inbox *b)
+{
+    b->ready = 0;
 }

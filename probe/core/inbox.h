@@ -32,15 +32,23 @@ struct probe_inbox {
     pthread_mutex_t mu;
     struct probe_fifo items;
     uv_async_t async;
-    int ready; /* the async handle exists (set on the loop's side before any post) */
+    int ready; /* the async handle exists */
+    int held;  /* loop only: > 0 while deliveries wait (probe_inbox_hold) */
     void (*deliver)(struct probe_link *l); /* loop thread, oldest first */
 };
 
 /* Before the loop runs (or on it). Returns 0 or a negative libuv code. */
 int probe_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(struct probe_link *));
-/* Any thread. Returns 0, or -1 when the inbox is not initialised (the item is not taken). */
-int probe_inbox_post(struct probe_inbox *b, struct probe_link *l);
-/* Wake the loop to deliver what is queued (any thread; nothing when not initialised). */
-void probe_inbox_kick(struct probe_inbox *b);
+/* Any thread. The item is queued even before probe_inbox_init (delivered once the loop is
+ * woken after it); the loop is woken when the inbox is initialised. */
+void probe_inbox_post(struct probe_inbox *b, struct probe_link *l);
+/* Loop thread: deliver everything queued now, held or not. */
+void probe_inbox_drain(struct probe_inbox *b);
+/* Loop thread: +1 holds the deliveries the loop's wake-ups would make, -1 releases (and, at 0,
+ * wakes the loop for what waited). probe_inbox_drain still delivers. */
+void probe_inbox_hold(struct probe_inbox *b, int delta);
+/* fork() child (async-signal-safe: no lock): the async handle is the parent's loop's; posts
+ * from now on only queue. */
+void probe_inbox_forget(struct probe_inbox *b);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Debugger events (stopped, output, thread, continued) travel from whichever thread produced
- * them to the loop through one queue and a uv_async, in order, and go to the sink (the
+ * them to the loop through one inbox (core/inbox.h), in order, and go to the sink (the
  * debugging session, which makes DAP JSON of them). A request's completion drains the queue
  * first, so events a request caused (an evaluation's output) reach the client before its
  * response. */
@@ -12,17 +12,16 @@
 
 #include "internal.h"
 #include "core/core.h"
+#include "core/inbox.h"
 #include "debugger.h"
 
 struct dbg_event {
     struct probe_dbg_event e; /* text and path point into owned copies */
     char *text, *path;
-    struct dbg_event *next;
+    struct probe_link link;
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct dbg_event *head, *tail;
-static uv_async_t async;
+static struct probe_inbox inbox = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static int started;
 static probe_dbg_sink sink;
 static void *sink_ctx;
@@ -47,6 +46,7 @@ void dbg_fork_child(void)
     atomic_store(&dbg_exc_raised, 0);
     atomic_store(&dbg_exc_uncaught, 0);
     started = 0; /* the loop's async handle belongs to the parent */
+    probe_inbox_forget(&inbox);
     sink = NULL;
 }
 
@@ -78,58 +78,39 @@ void probe_dbg_emit(const struct probe_dbg_event *ev)
     }
     e->e.text = e->text;
     e->e.path = e->path;
-    pthread_mutex_lock(&mu);
-    if (tail)
-        tail->next = e;
-    else
-        head = e;
-    tail = e;
-    pthread_mutex_unlock(&mu);
-    if (started)
-        uv_async_send(&async);
+    probe_inbox_post(&inbox, &e->link);
 }
 
-static int held_back; /* loop only: requests in flight whose response must come first */
+/* Loop thread: one event to the sink. */
+static void deliver(struct probe_link *l)
+{
+    struct dbg_event *e = PROBE_CONTAINER(l, struct dbg_event, link);
+    if (sink)
+        sink(sink_ctx, &e->e);
+    event_free(e);
+}
 
 void dbg_events_drain_all(void)
 {
-    pthread_mutex_lock(&mu);
-    struct dbg_event *list = head;
-    head = tail = NULL;
-    pthread_mutex_unlock(&mu);
-    while (list) {
-        struct dbg_event *e = list;
-        list = e->next;
-        if (sink)
-            sink(sink_ctx, &e->e);
-        event_free(e);
-    }
+    probe_inbox_drain(&inbox);
 }
 
 void probe_dbg_events_drain(void)
 {
-    if (held_back == 0)
-        dbg_events_drain_all();
+    if (inbox.held == 0) /* requests in flight whose response must come first */
+        probe_inbox_drain(&inbox);
 }
 
 void dbg_events_hold(int delta)
 {
-    held_back += delta;
-    if (held_back == 0 && started)
-        uv_async_send(&async);
-}
-
-static void on_async(uv_async_t *a)
-{
-    (void)a;
-    probe_dbg_events_drain();
+    probe_inbox_hold(&inbox, delta);
 }
 
 int dbg_events_start(void)
 {
     if (started)
         return 0;
-    int rc = uv_async_init(probe_agent_loop(), &async, on_async);
+    int rc = probe_inbox_init(&inbox, probe_agent_loop(), deliver);
     if (rc == 0)
         started = 1;
     return rc;
