@@ -206,6 +206,38 @@ def test_stacks_across_two_nodes(nodes, tmp_path):
     j = json.loads(r.stdout)["jobs"][0]
     assert [(x["rank"], x["node"]) for x in j["ranks"]] == [
         (0, nodes.host["a"]), (1, nodes.host["a"]), (2, nodes.host["b"]), (3, nodes.host["b"])]
+    # probing serve on the login node with the same host options: the page's job list and
+    # grouped stacks come from both nodes (its API asked from the login node's loopback).
+    srv = subprocess.Popen(["ip", "netns", "exec", nodes.ns["c"], CLI, "serve", "--listen",
+                            "127.0.0.1:0", "--hosts", hosts, "--exec", exec_tmpl],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    nodes.jobs.append(srv)
+    first = srv.stdout.readline()
+    m = re.match(r"^probing serve: (http://\S+/)$", first)
+    assert m, (first, srv.stderr.read() if srv.poll() is not None else "")
+    client = ("import json, sys, urllib.request as u\n"
+              "url, body = sys.argv[1], sys.argv[2]\n"
+              "h = {'Origin': url.split('/api/')[0], 'Content-Type': 'application/json'}\n"
+              "req = u.Request(url, data=body.encode() if body else None, headers=h)\n"
+              "print(u.urlopen(req, timeout=120).read().decode())\n")
+
+    def api(path, body=""):
+        r = run("ip", "netns", "exec", nodes.ns["c"], "/usr/bin/python3", "-c", client,
+                m.group(1) + path.lstrip("/"), body, timeout=150)
+        return json.loads(r.stdout)
+
+    jobs = api("/api/jobs")["jobs"]
+    assert [(x["rank"], x["node"]) for x in jobs[0]["ranks"]] == [
+        (0, nodes.host["a"]), (1, nodes.host["a"]), (2, nodes.host["b"]), (3, nodes.host["b"])]
+    st = api("/api/jobs/stacks", json.dumps({"job": jobs[0]["job"]}))
+    assert [g["ranks"] for g in st["groups"]] == [[3], [0, 1, 2]], st
+    assert st["groups"][0]["nodes"] == [nodes.host["b"]] and st["groups"][0]["pid"] == pid3
+    assert st["groups"][0]["frames"][0]["func"] == "stuck_in_c"
+    assert st["missing"] == [] and st["errors"] == [], st
+    srv.send_signal(signal.SIGTERM)
+    assert srv.wait(timeout=20) == 0 and srv.stderr.read() == ""
+
     run("ip", "netns", "exec", nodes.ns["b"], "ip", "link", "set", "eth0", "down")
     t0 = time.time()
     r = run(*cmd, "--json", "--node-timeout", "4000", timeout=60)

@@ -522,6 +522,53 @@ def test_serve_jobs(spawn, serve):
         t.check_output_clean()
 
 
+def test_serve_jobs_on_other_nodes(spawn, serve, tmp_path):
+    """The cluster's host options: serve lists and groups a job whose ranks it finds on the
+    nodes they name, each reached through the --exec template once per request (here 'sh -c'
+    stands in for ssh: node alpha runs the command on this machine, node dead never answers and
+    costs its --node-timeout); a rank the world size expects and no node has is missing. Bad
+    host options stop serve before it listens, in one line."""
+    port = str(21000 + os.getpid() % 20000)
+    job = "torch:10.22.0.1:%s" % port
+    ranks = [spawn("/usr/bin/python3", "fake_rank.py",
+                   env={"RANK": str(r), "WORLD_SIZE": "4", "MASTER_ADDR": "10.22.0.1",
+                        "MASTER_PORT": port}) for r in range(3)]
+    log = tmp_path / "calls"
+    tmpl = ("sh -c 'echo {host} >> %s; if [ {host} = dead ]; then sleep 60; else exec \"$@\"; fi' "
+            "sh {cmd}" % log)
+    s = serve("--listen", "127.0.0.1:0", "--hosts", "alpha,dead", "--exec", tmpl,
+              "--node-timeout", "3000", "--probing", CLI)
+    assert not log.exists(), "serve asked a node before a request"
+    status, doc = api(s, "/api/jobs")
+    assert status == 200, doc
+    mine = [j for j in doc["jobs"] if j["job"] == job]
+    assert len(mine) == 1 and sorted(r["pid"] for r in mine[0]["ranks"]) == sorted(
+        t.pid for t in ranks), doc
+    assert {"node": "dead", "error": "no answer within 3000 ms (--node-timeout)"} in doc["errors"]
+    assert sorted(log.read_text().split()) == ["alpha", "dead"]  # one command per node
+    t0 = time.time()
+    status, st = api(s, "/api/jobs/stacks", "POST", {"job": job})
+    took = time.time() - t0
+    assert status == 200, st
+    assert [g["ranks"] for g in st["groups"]] == [[0, 1, 2]], st
+    assert st["groups"][0]["frames"][0]["func"] == "wait_for_work"
+    assert st["world_size"] == 4 and st["missing"] == [3], st
+    assert [e["node"] for e in st["errors"]] == ["dead"], st
+    assert took < 3 + 10, took
+    assert sorted(log.read_text().split()) == ["alpha", "alpha", "dead", "dead"]
+    for t in ranks:
+        t.check_output_clean()
+    for args, msg in [(["--hosts", "n[1-"], "serve: the host options: cluster hosts: node list "
+                       "'n[1-': unbalanced brackets or a space"),
+                      (["--hosts", "a", "--hostfile", "b"], "serve: the host options: cluster "
+                       "hosts: give one of --hosts, --hostfile, --nodelist, --slurm"),
+                      (["--hostfile", str(tmp_path / "none")], "serve: the host options: "
+                       "cluster hosts: ")]:
+        r = probing("serve", "--listen", "127.0.0.1:0", *args)
+        assert r.returncode == 2 and r.stderr.startswith("probing: error: " + msg), (args, r.stderr)
+        assert r.stderr.count("\n") == 1 and r.stdout == "", r.stderr
+
+
 def test_cli_links_no_http_server():
     """`probing` itself loads no HTTP server nor GnuTLS (every command would pay their start-up,
     and GnuTLS writes to stderr without a random source); `serve` runs lib/probing/probing-serve,

@@ -224,6 +224,33 @@ test('torch: perf --torch start/stop, modules and steps, the Chrome trace', asyn
   const trace = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
   assert.equal(trace.otherData.pid, t.pid);
   assert.ok(trace.traceEvents.some((e) => e.ph === 'X' && e.cat === 'backward'));
+  // "Open in Perfetto": ui.perfetto.dev cannot be reached from here, so the browser is given a
+  // page at its address that does what Perfetto's documented protocol does (answers 'PONG' to
+  // the opener's 'PING', then takes {perfetto: {buffer, title, ...}}) and shows what it got.
+  await browser.route('https://ui.perfetto.dev/**', (route) => route.fulfill({
+    contentType: 'text/html',
+    body: '<!doctype html><title>Perfetto stand-in</title><pre id="got">nothing</pre><script>' +
+          'addEventListener("message", (e) => {' +
+          ' if (e.source !== window.opener) return;' +
+          ' if (e.data === "PING") { e.source.postMessage("PONG", "*"); return; }' +
+          ' const p = e.data && e.data.perfetto; if (!p) return;' +
+          ' document.getElementById("got").textContent = JSON.stringify({title: p.title,' +
+          '  fileName: p.fileName, url: p.url, origin: e.origin,' +
+          '  trace: JSON.parse(new TextDecoder().decode(p.buffer))}); });</script>',
+  }));
+  const [popup] = await Promise.all([page.waitForEvent('popup'),
+                                     page.locator('#torch-perfetto').click()]);
+  await popup.locator('#got', {hasText: 'traceEvents'}).waitFor({timeout: 30000});
+  const got = JSON.parse(await popup.locator('#got').textContent());
+  assert.equal(popup.url(), 'https://ui.perfetto.dev/');
+  assert.equal(got.title, 'probing: perf --torch of process ' + t.pid);
+  assert.equal(got.fileName, 'torch-trace-' + t.pid + '.json');
+  assert.equal(got.origin, new URL(server).origin);
+  assert.equal(got.trace.otherData.pid, t.pid);
+  assert.ok(got.trace.traceEvents.some((e) => e.ph === 'X' && e.cat === 'backward'));
+  await page.locator('#perfetto-status', {hasText: /^sent to Perfetto \(\d+ KiB\)$/}).waitFor();
+  await popup.close();
+  await browser.unroute('https://ui.perfetto.dev/**');
   await shot(page, 'torch');
   await page.locator('#torch-stop').click();
   await page.locator('#torch-status', {hasText: 'not running'}).waitFor();
@@ -267,6 +294,8 @@ test('a distributed job: listed, its grouped stacks on click', async () => {
   await page.goto(server);
   const row = page.locator('#jobs-table tr[data-job="' + job + '"]');
   await row.waitFor();
+  assert.deepEqual((await row.locator('td').allTextContents()).slice(0, 5),
+                   [job, 'torch', '3', '3', os.hostname()]);
   await row.locator('a', {hasText: 'grouped stacks'}).click();
   await page.waitForURL('**/#/job/' + encodeURIComponent(job));
   const g = page.locator('#job-groups .thread');

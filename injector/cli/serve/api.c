@@ -322,15 +322,30 @@ extern char **environ;
 /* Runs this binary with argv (argv[0] is replaced) and gives its stdout as JSON in r, or its
  * stderr's line as a 502. `probing cluster` forks a child per rank: run in a process of its
  * own rather than forked from this threaded server. */
-static void run_self(char **argv, struct cli_serve_reply *r)
+char *cli_serve_cluster_args[CLI_SERVE_MAX_CLUSTER_ARGS];
+int cli_serve_ncluster_args;
+
+/* Runs this binary with argv (argv[0] is set here) and the host options appended (argv has
+ * room for them after its NULL-terminated words); its stdout and stderr in *out and *err
+ * (malloc'd, NUL-terminated; the caller frees both). Returns its wait status, or -1 with
+ * *err set when it could not run. */
+static int run_child(char **argv, char **out_buf, char **err_buf)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, status = -1;
     posix_spawn_file_actions_t fa;
     pid_t child;
     char self[] = "/proc/self/exe";
+    char *buf[2] = {NULL, NULL};
+    size_t len[2] = {0, 0}, n = 0;
     argv[0] = self;
+    while (argv[n])
+        n++;
+    for (int i = 0; i < cli_serve_ncluster_args; i++)
+        argv[n++] = cli_serve_cluster_args[i];
+    argv[n] = NULL;
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-        cli_serve_error(r, 500, "pipe: %s", strerror(errno));
+        if (asprintf(&buf[1], "pipe: %s", strerror(errno)) < 0)
+            buf[1] = NULL;
         goto close;
     }
     posix_spawn_file_actions_init(&fa);
@@ -342,11 +357,10 @@ static void run_self(char **argv, struct cli_serve_reply *r)
     close(err[1]);
     out[1] = err[1] = -1;
     if (rc != 0) {
-        cli_serve_error(r, 500, "cannot run probing: %s", strerror(rc));
+        if (asprintf(&buf[1], "cannot run probing: %s", strerror(rc)) < 0)
+            buf[1] = NULL;
         goto close;
     }
-    char *buf[2] = {NULL, NULL};
-    size_t len[2] = {0, 0};
     FILE *mem[2] = {open_memstream(&buf[0], &len[0]), open_memstream(&buf[1], &len[1])};
     struct pollfd pf[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
     int open_fds = 2;
@@ -355,10 +369,10 @@ static void run_self(char **argv, struct cli_serve_reply *r)
             if (pf[i].fd < 0 || !pf[i].revents)
                 continue;
             char chunk[65536];
-            ssize_t n = read(pf[i].fd, chunk, sizeof chunk);
-            if (n > 0) {
-                fwrite(chunk, 1, (size_t)n, mem[i]);
-            } else if (n == 0 || errno != EINTR) {
+            ssize_t got = read(pf[i].fd, chunk, sizeof chunk);
+            if (got > 0) {
+                fwrite(chunk, 1, (size_t)got, mem[i]);
+            } else if (got == 0 || errno != EINTR) {
                 pf[i].fd = -1;
                 open_fds--;
             }
@@ -366,20 +380,8 @@ static void run_self(char **argv, struct cli_serve_reply *r)
     }
     fclose(mem[0]);
     fclose(mem[1]);
-    int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
         ;
-    cJSON *doc = cJSON_Parse(buf[0]);
-    if (doc) {
-        cli_serve_json(r, 200, doc);
-    } else {
-        char *nl = buf[1] ? strchr(buf[1], '\n') : NULL;
-        if (nl)
-            *nl = '\0';
-        cli_serve_error(r, 502, "%s", buf[1] && *buf[1] ? buf[1] : "probing cluster failed");
-    }
-    free(buf[0]);
-    free(buf[1]);
 close:
     for (int i = 0; i < 2; i++) {
         if (out[i] >= 0)
@@ -387,6 +389,51 @@ close:
         if (err[i] >= 0)
             close(err[i]);
     }
+    *out_buf = buf[0];
+    *err_buf = buf[1];
+    return status;
+}
+
+/* The first line of a child's stderr (cut there), or fallback when it wrote nothing. */
+static const char *first_line(char *s, const char *fallback)
+{
+    if (!s || !*s)
+        return fallback;
+    char *nl = strchr(s, '\n');
+    if (nl)
+        *nl = '\0';
+    return s;
+}
+
+/* A `probing cluster ... --json` child's document as the reply: 200, or 502 with its error. */
+static void run_self(char **argv, struct cli_serve_reply *r)
+{
+    char *out = NULL, *err = NULL;
+    int status = run_child(argv, &out, &err);
+    cJSON *doc = status >= 0 && out ? cJSON_Parse(out) : NULL;
+    if (doc) {
+        cli_serve_json(r, 200, doc);
+    } else {
+        cli_serve_error(r, status < 0 ? 500 : 502, "%s", first_line(err, "probing cluster failed"));
+    }
+    free(out);
+    free(err);
+}
+
+int cli_serve_check_hosts(char *msg, size_t n)
+{
+    char a1[] = "cluster", a2[] = "hosts";
+    char *argv[4 + CLI_SERVE_MAX_CLUSTER_ARGS] = {NULL, a1, a2, NULL};
+    char *out = NULL, *err = NULL;
+    int status = run_child(argv, &out, &err), rc = 0;
+    if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        const char *line = first_line(err, "probing cluster hosts failed");
+        snprintf(msg, n, "%s", strncmp(line, "probing: error: ", 16) ? line : line + 16);
+        rc = -1;
+    }
+    free(out);
+    free(err);
+    return rc;
 }
 
 /* The request body (a JSON object the caller deletes) with its member key, a non-empty
@@ -407,7 +454,7 @@ static cJSON *body_string(const char *body, const char *key, const char **val, c
 void cli_serve_jobs(struct cli_serve_reply *r)
 {
     char a1[] = "cluster", a2[] = "list", a3[] = "--json";
-    char *argv[] = {NULL, a1, a2, a3, NULL};
+    char *argv[5 + CLI_SERVE_MAX_CLUSTER_ARGS] = {NULL, a1, a2, a3, NULL};
     run_self(argv, r);
 }
 
@@ -419,7 +466,7 @@ void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r)
     if (!j)
         return;
     char a1[] = "cluster", a2[] = "stacks", a3[] = "--json", a4[] = "--job", *a5 = strdup(job);
-    char *argv[] = {NULL, a1, a2, a3, a4, a5, NULL};
+    char *argv[7 + CLI_SERVE_MAX_CLUSTER_ARGS] = {NULL, a1, a2, a3, a4, a5, NULL};
     cJSON_Delete(j);
     if (!a5) {
         cli_serve_error(r, 500, "out of memory");

@@ -33,6 +33,7 @@ static struct {
 static void help(void)
 {
     printf("usage: probing serve [--listen HOST:PORT] [--token auto] [--target HOST:PORT]...\n"
+           "                     [HOST OPTIONS]\n"
            "\n"
            "Serve a web UI and a JSON API (docs/http.md) for the Python processes of this user\n"
            "(every user's, for root): the process list, each process's threads and stacks, a SQL\n"
@@ -49,6 +50,11 @@ static void help(void)
            "  --target HOST:PORT  also serve a probe listening on TCP there (inject --listen;\n"
            "                      its token from $PROBING_TOKEN), named HOST:PORT in the API;\n"
            "                      repeatable\n"
+           "\n"
+           "Host options: the distributed jobs on the page and at /api/jobs are those on these\n"
+           "nodes (as 'probing cluster list' and 'cluster stacks' find them; default: this node):\n"
+           "  --hosts a,b,c, --hostfile F, --nodelist L, --slurm, --exec T, --probing PATH,\n"
+           "  --node-timeout MS   as in 'probing cluster --help'\n"
            "\n"
            "Without a token (loopback), only connections from this user's processes are\n"
            "answered: the peer's user is read from /proc/net/tcp. POST requests must carry an\n"
@@ -418,13 +424,33 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
                                              {"token", required_argument, 0, 't'},
                                              {"target", required_argument, 0, 'T'},
+                                             {"hosts", required_argument, 0, 'C'},
+                                             {"hostfile", required_argument, 0, 'C'},
+                                             {"nodelist", required_argument, 0, 'C'},
+                                             {"slurm", no_argument, 0, 'C'},
+                                             {"exec", required_argument, 0, 'C'},
+                                             {"probing", required_argument, 0, 'C'},
+                                             {"node-timeout", required_argument, 0, 'C'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     const char *listen = "127.0.0.1:8080", *token = NULL;
-    int c;
+    int c, li = 0;
     (void)o;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
         switch (c) {
+        case 'C': { /* a cluster host option, handed on to `probing cluster` */
+            static char names[CLI_SERVE_MAX_CLUSTER_ARGS][16];
+            if (cli_serve_ncluster_args + 2 > CLI_SERVE_MAX_CLUSTER_ARGS) {
+                cli_error("serve: too many host options: give each at most once");
+                return CLI_USAGE;
+            }
+            snprintf(names[cli_serve_ncluster_args], sizeof names[0], "--%s", longopts[li].name);
+            cli_serve_cluster_args[cli_serve_ncluster_args] = names[cli_serve_ncluster_args];
+            cli_serve_ncluster_args++;
+            if (optarg)
+                cli_serve_cluster_args[cli_serve_ncluster_args++] = optarg;
+            break;
+        }
         case 'l': listen = optarg; break;
         case 't': token = optarg; break;
         case 'T': {
@@ -449,6 +475,11 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     }
     if (optind < argc) {
         cli_error("serve: unexpected argument '%s': see 'probing serve --help'", argv[optind]);
+        return CLI_USAGE;
+    }
+    char herr[512];
+    if (cli_serve_ncluster_args > 0 && cli_serve_check_hosts(herr, sizeof herr) < 0) {
+        cli_error("serve: the host options: %s", herr);
         return CLI_USAGE;
     }
     const char *ptok = getenv("PROBING_TOKEN");

@@ -43,6 +43,15 @@ extern struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
 extern char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
 extern int cli_serve_ntargets;
 
+/* The cluster's host options given to serve (--hosts, --hostfile, --nodelist, --slurm, --exec,
+ * --probing, --node-timeout), as argv words appended to `probing cluster list|stacks`: a job
+ * whose ranks run on other nodes is served like one on this node. */
+#define CLI_SERVE_MAX_CLUSTER_ARGS 14
+extern char *cli_serve_cluster_args[CLI_SERVE_MAX_CLUSTER_ARGS];
+extern int cli_serve_ncluster_args;
+/* Runs `probing cluster hosts` with those options: 0, or -1 with its error (one line) in err. */
+int cli_serve_check_hosts(char *err, size_t n);
+
 /* The API (api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
  * 5xx status. pid is the PID of the path (negative: a remote probe, above); body is the request's body (NUL-terminated, may be
  * empty); query is a lookup of the URL's query arguments (may return NULL). */
@@ -58,8 +67,9 @@ void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
 void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);
 void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r);
 void cli_serve_metrics(struct cli_serve_reply *r);
-/* Jobs on this node (`probing cluster list --json`), and one job's grouped stacks (`probing
- * cluster stacks --json --job J`, which loads the probe in its ranks): run as a child. */
+/* Jobs on this node, or on the nodes of the host options (`probing cluster list --json`), and
+ * one job's grouped stacks (`probing cluster stacks --json --job J`, which loads the probe in
+ * its ranks): run as a child. */
 void cli_serve_jobs(struct cli_serve_reply *r);
 void cli_serve_job_stacks(const char *body, struct cli_serve_reply *r);
 

@@ -121,8 +121,9 @@ async function loadJobs() {
     a.href = '#/job/' + encodeURIComponent(j.job);
     const td = el('td');
     td.append(a);
+    const nodes = [...new Set((j.ranks || []).map((x) => x.node))];
     tr.append(el('td', j.job), el('td', j.launcher), el('td', (j.ranks || []).length),
-              el('td', j.world_size), td);
+              el('td', j.world_size), el('td', nodes.join(', ')), td);
     tbody.append(tr);
   }
   $('jobs').hidden = !(doc.jobs || []).length;
@@ -164,6 +165,57 @@ async function loadJob() {
     $('job-status').textContent = '';
     showError('job ' + view.job + ': ' + e.message);
   }
+}
+
+// ---- open a trace in Perfetto ----
+// Perfetto's documented way for a dashboard to open a trace it holds ("Deep linking to the
+// Perfetto UI"): open ui.perfetto.dev in a tab, post 'PING' until it answers 'PONG', then post
+// {perfetto: {buffer, title, fileName, url}}. The tab is opened in the click itself (a popup
+// blocker allows only that); the trace is fetched meanwhile.
+const PERFETTO = 'https://ui.perfetto.dev';
+
+async function openInPerfetto() {
+  const status = $('perfetto-status');
+  const win = window.open(PERFETTO);
+  if (!win) {
+    status.textContent = 'the browser blocked the new tab: allow pop-ups for this page, or ' +
+        'download the trace and open it in Perfetto';
+    return;
+  }
+  status.textContent = 'fetching the trace…';
+  let buffer;
+  try {
+    const r = await fetch('/api/processes/' + view.pid + '/torch/trace?steps=3');
+    if (!r.ok) throw new Error((await r.json()).error || 'HTTP ' + r.status);
+    buffer = await r.arrayBuffer();
+  } catch (e) {
+    win.close();
+    status.textContent = '';
+    showError('torch trace: ' + e.message);
+    return;
+  }
+  status.textContent = 'waiting for Perfetto to load…';
+  let tries = 0;
+  const ping = setInterval(() => {
+    if (win.closed || ++tries > 600) { // 30 s
+      clearInterval(ping);
+      window.removeEventListener('message', onMessage);
+      status.textContent = win.closed ? 'the Perfetto tab was closed'
+          : 'Perfetto did not answer within 30 s (no internet?): download the trace instead';
+      return;
+    }
+    win.postMessage('PING', PERFETTO);
+  }, 50);
+  function onMessage(evt) {
+    if (evt.source !== win || evt.origin !== PERFETTO || evt.data !== 'PONG') return;
+    clearInterval(ping);
+    window.removeEventListener('message', onMessage);
+    const name = 'torch-trace-' + view.pid + '.json';
+    win.postMessage({perfetto: {buffer, title: 'probing: perf --torch of process ' + view.pid,
+                                fileName: name, url: location.href}}, PERFETTO);
+    status.textContent = 'sent to Perfetto (' + Math.round(buffer.byteLength / 1024) + ' KiB)';
+  }
+  window.addEventListener('message', onMessage);
 }
 
 // ---- stacks ----
@@ -542,6 +594,7 @@ function init() {
   $('flame-refresh').addEventListener('click', loadFlame);
   $('memory-refresh').addEventListener('click', loadMemory);
   $('job-refresh').addEventListener('click', loadJob);
+  $('torch-perfetto').addEventListener('click', openInPerfetto);
   $('torch-start').addEventListener('click', () => torch('start'));
   $('torch-stop').addEventListener('click', () => torch('stop'));
   $('torch-refresh').addEventListener('click', loadTorch);
