@@ -56,8 +56,9 @@ def test_python_caller_above_c_function(python, spawn):
     assert sigcgt(t.pid) & SIGPROF_BIT == 0
     r = probing("-p", t.pid, "perf", "--cc", "--duration", "2", check=True)
     assert r.stderr == ""  # no terminal: no progress line
-    m = re.search(r"^perf --cc: (\d+) samples of (\d+) threads", r.stdout, re.M)
+    m = re.search(r"^perf --cc: (\d+) samples of (\d+) threads in (\d+\.\d) s", r.stdout, re.M)
     assert m and int(m.group(1)) >= 10, r.stdout
+    assert 2.0 <= float(m.group(3)) <= 3.0, r.stdout  # --duration 2: the time it sampled
     assert re.search(r"top functions \(self\):\n\s+\d+\.\d%  hot_c_spin\n", r.stdout), r.stdout
     assert "sampling goes on" in r.stdout
     assert sigcgt(t.pid) & SIGPROF_BIT and prof_timers(t.pid) >= 1

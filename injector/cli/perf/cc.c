@@ -80,7 +80,9 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
 {
     double samples = cli_json_num(st, "samples", 0);
     double started = cli_json_num(st, "started", 0), stopped = cli_json_num(st, "stopped", 0);
-    double span = (stopped > 0 ? stopped : (double)time(NULL)) - started;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now); /* started/stopped are fractional epoch seconds */
+    double span = (stopped > 0 ? stopped : (double)now.tv_sec + now.tv_nsec / 1e9) - started;
     const char *mode = cli_json_str(st, "mode");
     printf("perf --cc: %.0f samples of %.0f threads in %.1f s (%s mode, %.0f Hz); %.0f missed, "
            "%.0f lost; sampler CPU %.3f s\n", samples, cli_json_num(st, "threads", 0),
