@@ -88,7 +88,7 @@ int dbgv_shape(PyObject *obj, long long *indexed, long long *named)
     if (obj == Py_None || PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj) ||
         PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) ||
         PyFunction_Check(obj) || PyCFunction_Check(obj) || PyMethod_Check(obj) ||
-        PyCode_Check(obj) || PyFrame_Check(obj) || probe_dbgv_is_tensor(obj))
+        PyCode_Check(obj) || PyFrame_Check(obj) || probe_repr_is_tensor(obj))
         return 0;
     return has_dict(Py_TYPE(obj)) || slot_members(obj, NULL, NULL) > 0;
 }
@@ -277,7 +277,7 @@ int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *p
         PyTypeObject *t = (PyTypeObject *)obj;
         if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t->tp_dict)
             dict_children(t->tp_dict, 1, 0, parent, pg, visit, ctx);
-    } else if (!probe_dbgv_is_tensor(obj)) {
+    } else if (!probe_repr_is_tensor(obj)) {
         attr_children(obj, parent, pg, visit, ctx);
     }
     PyErr_Clear();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The GIL side's interfaces: the private Python helper namespace (pyhelper.c), conversions at
- * the C-API boundary (pyerr.c), evaluation with captured output (eval.c) and how an object is
- * shown (show.c). Everything here requires the GIL (worker thread). Objects returned are new
+ * the C-API boundary (pyerr.c) and evaluation with captured output (eval.c); how an object is
+ * shown is pyrt/repr.h. Everything here requires the GIL (worker thread). Objects returned are new
  * references unless a comment says borrowed. */
 #ifndef PROBE_PYHELPER_H
 #define PROBE_PYHELPER_H
@@ -47,14 +47,5 @@ void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
 int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
                      PyObject **value, struct pb_err *err);
 
-/* ---- show.c ---- */
-/* How variables show obj: a bounded repr that runs no user code (pyrt/repr.c), tensors by
- * shape, dtype and device. New malloc'd string, or NULL on out of memory. */
-char *probe_dbgv_display(PyObject *obj);
-/* Name of obj's type ("int", "mymod.Point"), read without user code. New malloc'd string. */
-char *probe_dbgv_typename(PyObject *obj);
-/* 1 if obj is a torch.Tensor (or a subclass that does not override __torch_function__), found
- * by its type's name and module, never by importing torch. */
-int probe_dbgv_is_tensor(PyObject *obj);
 
 #endif

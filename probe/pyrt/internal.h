@@ -6,7 +6,8 @@
  *   lines.c, frames.c    line tables; the per-version frame walker (frames.h; signal-safe)
  *   safe.c               reads with the pipe fallback, pthread_t -> tid, reader set-up
  *   decode.c             str/bytes objects into malloc'd strings
- *   repr.c, locals.c     what needs the GIL: bounded repr, then thread names and locals
+ *   repr.c, tensor.c,    what needs the GIL: bounded repr (repr.h; tensors by shape, dtype,
+ *   locals.c             device), then thread names and locals
  *   walk.c, snapshot.c   the snapshot (pyrt.h) on top of all of them
  * sig/pyrt_sig.c uses read.c, lines.c, frames.c and safe.c's set-up.
  * Everything here is hidden (-fvisibility=hidden); nothing is exported from the probe.
@@ -84,12 +85,7 @@ unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len);
 
 /* ---- repr.c: bounded repr (Requires GIL) ---- */
 
-#define PYRT_REPR_MAX 256
-/* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
- * exact builtins only, anything else "<module.Type object at 0x...>". NULL on out of memory. */
-char *probe_repr_new(PyObject *o);
-/* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
-char *probe_repr_typename(PyObject *o);
+#include "repr.h"
 
 
 /* ---- locals.c: what needs the GIL (Requires GIL for all of these) ---- */

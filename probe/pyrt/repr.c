@@ -2,7 +2,8 @@
 /* A bounded repr that never runs user code, for showing locals of a live process: exact
  * builtin types only (None, bool, int, float, complex, str, bytes, and list/tuple/dict/set/
  * frozenset recursing at most REPR_DEPTH deep and REPR_ITEMS items each); anything else,
- * subclasses of builtins included, is "<module.Type object at 0x...>". Strings and bytes are
+ * subclasses of builtins included, is "<module.Type object at 0x...>", but PyTorch tensors
+ * show their shape, dtype and device (tensor.c). Strings and bytes are
  * cut before their repr is built; huge ints are "<int of N bits>". Total <= PYRT_REPR_MAX.
  * Requires GIL; every exception caused here is cleared. */
 #include "internal.h"
@@ -227,6 +228,12 @@ static void repr_other(struct rbuf *b, PyObject *o)
     char tmp[64];
     if (repr_named(b, o))
         return;
+    if (probe_repr_is_tensor(o)) {
+        char *t = probe_tensor_display(o);
+        puts_(b, t ? t : "tensor(?)");
+        free(t);
+        return;
+    }
     char *tn = probe_repr_typename(o);
     puts_(b, "<");
     puts_(b, tn ? tn : "?");

@@ -115,3 +115,34 @@ def test_inject_twice(python, spawn):
         assert json.loads(r.stdout)["pid"] == t.pid
     t.assert_responsive()
     t.check_output_clean()
+
+
+def test_dump_locals_show_tensors_by_shape(spawn, tmp_path):
+    """Debian's python3 with torch: `debug --dump --locals` (and python.backtrace's locals) show a tensor
+    by shape, dtype and device, as the debugger's variables do, never its data; inside a list
+    too. A Tensor subclass with its own __torch_function__ is shown as any object: reading its
+    shape would have run that Python code, which writes a file (it must not exist after)."""
+    mark = tmp_path / "torch_function_called"
+    t = spawn("/usr/bin/python3", "tensors.py", args=[str(mark)])
+    d = dump_json(t.pid, "--locals")
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["frames"][0]["name"] == "hold"
+    loc = {l["name"]: l for l in main["frames"][0]["locals"]}
+    assert loc["image"]["value"] == "tensor(shape=[2, 3, 4], dtype=torch.float32, device=cpu)"
+    assert loc["image"]["type"] == "torch.Tensor"
+    assert loc["labels"]["value"] == "tensor(shape=[5], dtype=torch.int64, device=cpu)"
+    assert loc["weight"]["value"] == "tensor(shape=[7], dtype=torch.float32, device=cpu)"
+    assert loc["weight"]["type"] == "torch.nn.parameter.Parameter"
+    assert loc["scalar"]["value"] == "tensor(shape=[], dtype=torch.float64, device=cpu)"
+    assert loc["batch"]["value"] == ("[tensor(shape=[2, 3, 4], dtype=torch.float32, device=cpu), "
+                                     "tensor(shape=[5], dtype=torch.int64, device=cpu)]")
+    assert loc["spy"]["value"].startswith("<__main__.Spy object at 0x"), loc["spy"]
+    rows = probing("-p", t.pid, "query", "-f", "json", "SELECT locals FROM python.backtrace "
+                   "WHERE func = 'hold'", check=True).stdout
+    vals = json.loads(json.loads(rows)[0]["locals"])
+    assert vals["image"] == loc["image"]["value"] and vals["spy"] == loc["spy"]["value"], vals
+    out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
+    assert "image = tensor(shape=[2, 3, 4], dtype=torch.float32, device=cpu)  (torch.Tensor)" in out
+    assert not mark.exists(), mark.read_text()
+    t.assert_responsive()
+    t.check_output_clean()

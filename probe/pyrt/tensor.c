@@ -1,21 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* How the probe shows a Python object in one line (variables, evaluate's result, watch): the
- * bounded repr of pyrt/repr.c, which runs no user code, and tensors by shape, dtype and device
- * read from their C getters; its type's name; whether it is a torch.Tensor, found by its type's
- * name and module, never by importing torch. Requires GIL. */
-#include "pyrt/internal.h"
+/* PyTorch tensors in one line without running user code, for every view of a value (dump
+ * locals, variables, evaluate's result): found by their type's name and module, never by
+ * importing torch; shape, dtype and device read through the C getters of torch's own base
+ * type. Requires GIL. */
+#include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "pyhelper.h"
-
-char *probe_dbgv_typename(PyObject *obj)
-{
-    return probe_repr_typename(obj);
-}
 
 /* An attribute of tp found in the MRO without running user code (borrowed or NULL). name is
  * a string literal; the names are interned once and kept for the life of the process. */
@@ -52,7 +45,7 @@ static int type_is(PyTypeObject *tp, const char *module, const char *qualname)
            PyUnicode_CompareWithASCIIString(m, module) == 0;
 }
 
-int probe_dbgv_is_tensor(PyObject *obj)
+int probe_repr_is_tensor(PyObject *obj)
 {
     PyTypeObject *tp = Py_TYPE(obj), *base = NULL;
     PyObject *mro = tp->tp_mro;
@@ -121,7 +114,7 @@ static void sb_torch(struct sbuf *b, PyObject *v, const char *tp_name, int use_s
 
 /* "tensor(shape=[2, 3], dtype=torch.float32, device=cpu)": the metadata only, never the data
  * (no copy from a device, no formatting of elements). */
-static char *tensor_display(PyObject *o)
+char *probe_tensor_display(PyObject *o)
 {
     struct sbuf b = {.n = 0};
     PyObject *shape = c_getter(o, "shape");
@@ -147,11 +140,4 @@ static char *tensor_display(PyObject *o)
     Py_XDECREF(dtype);
     Py_XDECREF(device);
     return strdup(b.s);
-}
-
-char *probe_dbgv_display(PyObject *obj)
-{
-    if (probe_dbgv_is_tensor(obj))
-        return tensor_display(obj);
-    return probe_repr_new(obj);
 }

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* How the probe shows a Python object in one line (dump locals, variables, evaluate's result):
+ * repr.c and tensor.c, which run no user code. Requires GIL for all of these. */
+#ifndef PYRT_REPR_H
+#define PYRT_REPR_H
+
+#include <Python.h>
+
+#define PYRT_REPR_MAX 256
+/* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
+ * exact builtins only, PyTorch tensors by shape, dtype and device (tensor.c), anything else
+ * "<module.Type object at 0x...>". NULL on out of memory. */
+char *probe_repr_new(PyObject *o);
+/* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
+char *probe_repr_typename(PyObject *o);
+
+/* 1 if obj is a torch.Tensor (or a subclass that does not override __torch_function__, such as
+ * torch.nn.Parameter), found by its type's name and module, never by importing torch. */
+int probe_repr_is_tensor(PyObject *obj);
+/* "tensor(shape=[2, 3], dtype=torch.float32, device=cpu)" of such a tensor: its metadata read
+ * through torch's C getters, never its data. New malloc'd string, NULL on out of memory. */
+char *probe_tensor_display(PyObject *obj);
+
+#endif
