@@ -169,8 +169,8 @@ void probe_dbg_detach(void)
     atomic_store(&dbg_exc_uncaught, 0);
     dbg_hold(0);
     dbg_resume(0, DBG_STEP_NONE);
-    atomic_store(&dbg_steps_active, 0);
     unsigned long gen = atomic_fetch_add(&dbg_session_gen, 1) + 1;
+    dbg_steps_reset(gen);
     dbg_events_drain_all();
     struct cleanup *c = calloc(1, sizeof *c);
     if (!c)

@@ -31,8 +31,8 @@ void probe_dbg_set_sink(probe_dbg_sink fn, void *ctx)
     sink = fn;
     sink_ctx = ctx;
     atomic_store(&dbg_client, fn != NULL);
-    if (fn)
-        atomic_fetch_add(&dbg_session_gen, 1); /* a pending cleanup must spare the new client */
+    if (fn) /* a pending cleanup must spare the new client; no step of an earlier one counts */
+        dbg_steps_reset(atomic_fetch_add(&dbg_session_gen, 1) + 1);
     dbg_threads_watch(fn != NULL);
 }
 

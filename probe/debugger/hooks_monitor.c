@@ -26,7 +26,7 @@ static PyObject *callbacks[EV_N];
 
 static int global_modes(void)
 {
-    return atomic_load(&dbg_pause_all) || atomic_load(&dbg_steps_active) > 0;
+    return atomic_load(&dbg_pause_all) || dbg_steps_any();
 }
 
 static PyFrameObject *cur_frame(void) /* borrowed */

@@ -50,7 +50,7 @@ static PyObject *thread_hook; /* our threading.settrace hook while set (strong) 
 /* Full mode: every thread is traced (see the top of the file). */
 static int full_mode(void)
 {
-    return atomic_load(&dbg_pause_all) || atomic_load(&dbg_steps_active) > 0 ||
+    return atomic_load(&dbg_pause_all) || dbg_steps_any() ||
            atomic_load(&dbg_exc_raised);
 }
 
@@ -451,7 +451,7 @@ int dbg_hooks_update(struct pb_err *err)
         thread_hook_set(1);
         for_each_thread(install_fn, 0);
         for_each_thread(lines_fn, atomic_load(&dbg_pause_all) ||
-                                      atomic_load(&dbg_steps_active) > 0);
+                                      dbg_steps_any());
     } else {
         thread_hook_set(0);
         gate_set(1);

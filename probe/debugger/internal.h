@@ -52,8 +52,17 @@ void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why);
 extern atomic_int dbg_pause_all;
 /* A debugging client is attached (its session is the events' sink). */
 extern atomic_int dbg_client;
-/* Threads with a step in progress (step.c). */
-extern atomic_int dbg_steps_active;
+/* Threads with a step in progress (step.c), counted per session so that a detach (which voids
+ * every step) and a step starting or ending at the same time never leave a count behind, which
+ * would keep every thread traced after the client is gone. */
+/* 1 while any step of the current session is under way. */
+int dbg_steps_any(void);
+/* A step of session gen starts: 1, or 0 (nothing counted) when that session is over. */
+int dbg_steps_begin(unsigned long gen);
+/* A step of session gen ends or is voided (nothing when that session is over). */
+void dbg_steps_end(unsigned long gen);
+/* Session gen begins (a detach): no step is under way. */
+void dbg_steps_reset(unsigned long gen);
 /* Something needs events from the hooks (a client is attached and set breakpoints, asked to
  * pause, steps, or watches exceptions). */
 int dbg_wanted(void);

@@ -250,7 +250,7 @@ void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
     }
     /* A step or a pause of this thread is over once it stops. */
     if (t->step != DBG_STEP_NONE)
-        atomic_fetch_sub(&dbg_steps_active, 1);
+        dbg_steps_end(t->gen);
     Py_CLEAR(t->step_frame);
     t->step = DBG_STEP_NONE;
     t->fbp_frame = NULL;
@@ -299,10 +299,11 @@ void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
 
     PB_LOG(PB_LOG_DEBUG, "thread %ld resumed (step %d)", t->tid, step);
     free_record(r);
-    if (step != DBG_STEP_NONE && f) {
+    /* A detach since the resume voids the step: it is not started (the client is gone; a
+     * step started now would trace this thread after the detach's cleanup). */
+    if (step != DBG_STEP_NONE && f && dbg_steps_begin(gen)) {
         t->step = step;
-        t->gen = gen; /* a detach since makes this step void (step.c) */
-        atomic_fetch_add(&dbg_steps_active, 1);
+        t->gen = gen; /* a detach from here on makes this step void (step.c) */
         if (step != DBG_STEP_IN) {
             Py_INCREF(f);
             t->step_frame = (PyObject *)f;

@@ -5,36 +5,65 @@
  * these do not. */
 #include "internal.h"
 
-atomic_int dbg_steps_active;
+/* (session generation << 32) | steps under way: one atomic word, so a count always belongs to
+ * the session it was made in. */
+static _Atomic uint64_t steps;
+
+int dbg_steps_any(void)
+{
+    return (uint32_t)atomic_load(&steps) > 0;
+}
+
+int dbg_steps_begin(unsigned long gen)
+{
+    uint64_t cur = atomic_load(&steps);
+    do {
+        if ((uint32_t)(cur >> 32) != (uint32_t)gen)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&steps, &cur, cur + 1));
+    return 1;
+}
+
+void dbg_steps_end(unsigned long gen)
+{
+    uint64_t cur = atomic_load(&steps);
+    do {
+        if ((uint32_t)(cur >> 32) != (uint32_t)gen || (uint32_t)cur == 0)
+            return;
+    } while (!atomic_compare_exchange_weak(&steps, &cur, cur - 1));
+}
+
+void dbg_steps_reset(unsigned long gen)
+{
+    atomic_store(&steps, (uint64_t)(uint32_t)gen << 32);
+}
 
 int dbg_wanted(void)
 {
     if (dbg_forked())
         return 0;
-    return atomic_load(&dbg_pause_all) || atomic_load(&dbg_steps_active) > 0 || dbg_bp_any() ||
+    return atomic_load(&dbg_pause_all) || dbg_steps_any() || dbg_bp_any() ||
            atomic_load(&dbg_exc_raised);
 }
 
 static void step_end(struct dbg_tls *t)
 {
     if (t->step != DBG_STEP_NONE)
-        atomic_fetch_sub(&dbg_steps_active, 1);
+        dbg_steps_end(t->gen);
     t->step = DBG_STEP_NONE;
     Py_CLEAR(t->step_frame);
 }
 
-/* A step begun before the last detach is void. */
+/* A step begun before the last detach is void (the detach's reset already uncounted it). */
 static void step_check_session(struct dbg_tls *t)
 {
-    if (t->step != DBG_STEP_NONE && t->gen != atomic_load(&dbg_session_gen)) {
-        t->step = DBG_STEP_NONE;
-        Py_CLEAR(t->step_frame);
-    }
+    if (t->step != DBG_STEP_NONE && t->gen != atomic_load(&dbg_session_gen))
+        step_end(t);
 }
 
 int dbg_code_wants_lines(PyCodeObject *code)
 {
-    return atomic_load(&dbg_pause_all) || atomic_load(&dbg_steps_active) > 0 ||
+    return atomic_load(&dbg_pause_all) || dbg_steps_any() ||
            dbg_bp_in_code(code) || dbg_bp_function(code) > 0;
 }
 

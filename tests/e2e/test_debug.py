@@ -232,6 +232,31 @@ def test_vanished_client(python, spawn):
 
 
 @pytest.mark.parametrize("python", PYTHONS)
+def test_vanished_client_mid_step_under_gil_contention(python, spawn):
+    """A client that sends `next` and vanishes at once, 25 times, while a busy thread keeps the
+    GIL contended: the stepping thread may wake only after the detach's cleanup ran. Nothing of
+    the debugger's may stay behind each time (a step started after the detach used to count
+    for ever, and kept every thread traced)."""
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    d.req("evaluate", {"expression": "import threading; threading.Thread(target=lambda: "
+                       "[sum(range(3000)) for _ in iter(int, 1)], daemon=True).start()",
+                       "context": "repl"})
+    d.req("disconnect")
+    assert_clean(t)
+    for i in range(25):
+        d = Debugger(t, inject=False)
+        d.set_bps("add_body")
+        st = d.stopped()
+        d.req("next", {"threadId": st["threadId"]})
+        d.c.sock.shutdown(socket.SHUT_RDWR)
+        d.c.sock.close()
+        assert_clean(t)
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
 def test_pause_with_threads_in_native_code(python, spawn):
     # threads.py: two threads blocked in C (a long sleep, a pipe read), the main one ticking.
     t = spawn(python, "threads.py")
