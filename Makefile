@@ -315,6 +315,7 @@ bench: all
 	/usr/bin/python3 tests/bench/bench_torch.py $(B)
 	/usr/bin/python3 tests/bench/bench_cluster.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_serve.py $(B) $(BENCH_PYTHON)
+	/usr/bin/python3 tests/bench/bench_memory.py $(B) $(BENCH_PYTHON)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
