@@ -130,6 +130,30 @@ static int defined(const Elf64_Sym *s)
            (type == STT_FUNC || type == STT_OBJECT || type == STT_GNU_IFUNC || type == STT_NOTYPE);
 }
 
+const char *inj_elf_needed(const struct inj_elf *e, int i)
+{
+    for (unsigned k = 0; k < ehdr(e)->e_shnum; k++) {
+        const Elf64_Shdr *s = shdr(e, k), *ss;
+        if (s->sh_type != SHT_DYNAMIC)
+            continue;
+        if (!(ss = shdr(e, s->sh_link)) || s->sh_offset + s->sh_size > e->size ||
+            ss->sh_offset + ss->sh_size > e->size)
+            return NULL;
+        const Elf64_Dyn *d = (const Elf64_Dyn *)(e->data + s->sh_offset);
+        const char *str = (const char *)e->data + ss->sh_offset;
+        for (size_t j = 0; j < s->sh_size / sizeof *d && d[j].d_tag != DT_NULL; j++) {
+            if (d[j].d_tag != DT_NEEDED || i-- > 0)
+                continue;
+            if (d[j].d_un.d_val >= ss->sh_size ||
+                !memchr(str + d[j].d_un.d_val, '\0', ss->sh_size - d[j].d_un.d_val))
+                return NULL;
+            return str + d[j].d_un.d_val;
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
 int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size)
 {
     static const uint32_t types[] = {SHT_DYNSYM, SHT_SYMTAB};

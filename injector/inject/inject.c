@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #define SAFE_TRIES 500
 #define STACK_SCAN 512   /* bytes above sp searched for return addresses into ld.so/malloc */
 #define MAX_RANGES 32
+#define MAX_CARRIED 4
 
 struct range {
     unsigned long lo, hi;
@@ -61,6 +63,10 @@ struct ctx {
     char path[PATH_MAX];      /* the library as the target sees it */
     char copy_dir[PATH_MAX];  /* our view of a copy made under the target's /tmp, or "" */
     char copy_file[PATH_MAX + 256];
+    /* Files the library carries beside itself (its NEEDED found in its own directory, loaded
+     * through its run path $ORIGIN), copied into copy_dir with it. */
+    char carried[MAX_CARRIED][NAME_MAX + 1];
+    int ncarried;
 };
 
 static const char *const malloc_family[] = {
@@ -199,9 +205,54 @@ static int resolve(struct ctx *c, struct pb_err *err)
     return 0;
 }
 
+/* Copies into copy_dir the files the library at abs carries: each NEEDED name that is a file in
+ * its own directory (the probe's cJSON, found through its run path $ORIGIN). */
+static int copy_carried(struct ctx *c, const char *abs)
+{
+    struct inj_elf e;
+    int rc = inj_elf_open(abs, &e);
+    if (rc < 0)
+        return rc;
+    const char *n;
+    for (int i = 0; rc == 0 && (n = inj_elf_needed(&e, i)) != NULL; i++) {
+        char from[PATH_MAX + NAME_MAX + 2], to[sizeof c->copy_dir + NAME_MAX + 2];
+        struct stat st;
+        size_t dir = (size_t)(inj_path_base(abs) - abs);
+        snprintf(from, sizeof from, "%.*s%s", (int)dir, abs, n);
+        if (strchr(n, '/') || strlen(n) > NAME_MAX || stat(from, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (c->ncarried == MAX_CARRIED) {
+            rc = -E2BIG;
+            break;
+        }
+        snprintf(to, sizeof to, "%s/%s", c->copy_dir, n);
+        if ((rc = inj_file_copy(from, to, c->st.uid, c->st.gid)) == 0)
+            pb_strlcpy(c->carried[c->ncarried++], n, sizeof c->carried[0]);
+    }
+    inj_elf_close(&e);
+    return rc;
+}
+
+/* Removes the copies: after a failed dlopen, and after a successful one too, since the target
+ * then maps the files and a name in its /tmp is no longer needed (nothing of ours is left). */
+static void remove_copies(struct ctx *c)
+{
+    char f[sizeof c->copy_dir + NAME_MAX + 2];
+    if (!c->copy_dir[0])
+        return;
+    if (c->copy_file[0])
+        unlink(c->copy_file);
+    for (int i = 0; i < c->ncarried; i++) {
+        snprintf(f, sizeof f, "%s/%s", c->copy_dir, c->carried[i]);
+        unlink(f);
+    }
+    rmdir(c->copy_dir);
+}
+
 /* The path to pass to dlopen: ours if the target sees the same file there, else a copy in a
- * fresh 0700 directory under the target's /tmp, owned by the target's user. A path that does
- * not exist here is passed unchanged, so the target's dlopen says why it cannot load it. */
+ * fresh 0700 directory under the target's /tmp, owned by the target's user, with the files the
+ * library carries. A path that does not exist here is passed unchanged, so the target's dlopen
+ * says why it cannot load it. */
 static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
 {
     char abs[PATH_MAX], there[PATH_MAX + 64];
@@ -230,6 +281,8 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
     snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, inj_path_base(abs));
     if (rc == 0)
         rc = inj_file_copy(abs, c->copy_file, c->st.uid, c->st.gid);
+    if (rc == 0)
+        rc = copy_carried(c, abs);
     if (rc < 0)
         return pb_err_set(err, rc, "cannot copy %s to %s: %s; put the library on a path the "
                           "process can see", lib, c->copy_file, pb_strerror(rc));
@@ -582,11 +635,7 @@ out:
         rc = restore(c, rc, err);
         if (c->memfd >= 0)
             close(c->memfd);
-        if (rc < 0 && c->copy_dir[0]) {
-            if (c->copy_file[0])
-                unlink(c->copy_file);
-            rmdir(c->copy_dir);
-        }
+        remove_copies(c);
         inj_maps_free(&c->maps);
     }
     free(fp);
