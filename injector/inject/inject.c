@@ -148,8 +148,9 @@ static int resolve(struct ctx *c, struct pb_err *err)
                           "targets can be injected", (int)c->pid);
     int rc = inj_module_open(c->pid, &c->maps, mp, &libc);
     if (rc < 0)
-        return pb_err_set(err, rc, "cannot read /proc/%d/root%s: %s; run as the process's user "
-                          "or root", (int)c->pid, mp->path, pb_strerror(rc));
+        return pb_err_set(err, rc, "cannot read the C library of %d (%s, through /proc/%d): "
+                          "%s; run as the process's user or root", (int)c->pid, mp->path,
+                          (int)c->pid, pb_strerror(rc));
     c->libc_text.lo = libc.lo;
     c->libc_text.hi = libc.hi;
     c->dlopen_mode = 2; /* RTLD_NOW */

@@ -16,7 +16,7 @@
 /* ---- procfs.c ---- */
 
 struct inj_map {
-    unsigned long start, end, offset;
+    unsigned long start, end, offset, inode;
     char perms[5];
     char path[PATH_MAX]; /* as the target sees it; " (deleted)" stripped; "" if anonymous */
 };

@@ -14,7 +14,8 @@ The root is an overlay: the sid root as its read-only lower layer, writes going 
 tmpfs (so mount points for binds can be made), with a fresh tmpfs on /tmp, its own /proc, and the
 host's /dev. Binds put host paths inside (the samples, the test's tmp_path, a pyenv interpreter),
 at the same path unless told otherwise; files can be hidden (whiteouts in the overlay, e.g. a
-library the container should not have). Everything is torn down after, on failure too: the
+library the container should not have); the target may run as another user (uid, its group the
+same number). Everything is torn down after, on failure too: the
 namespaces end with their last process; the chroot's mounts are detached by the fixture.
 
 As a launcher (the prefix of the target's command line, run by the host's python3):
@@ -27,6 +28,7 @@ import platform
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 MODES = ("chroot", "pivot", "pidns")
@@ -103,19 +105,27 @@ def _pivot(merged):
     os.chdir("/")
 
 
+def _exec(spec, argv):
+    if spec.get("uid") is not None:  # the target's user, once the root is in place
+        os.setgroups([])
+        os.setgid(spec["uid"])
+        os.setuid(spec["uid"])
+    os.execv(argv[0], argv)
+
+
 def _launch(spec, argv):
     mode = spec["mode"]
     if mode == "chroot":
         merged = _prepare(spec)
         os.chroot(merged)
         os.chdir("/")
-        os.execv(argv[0], argv)
+        _exec(spec, argv)
     flags = CLONE_NEWNS | (CLONE_NEWPID if mode == "pidns" else 0)
     _check(_libc.unshare(flags), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     if mode == "pivot":
         _pivot(_prepare(spec))
-        os.execv(argv[0], argv)
+        _exec(spec, argv)
     # pidns: the first child is pid 1 of the new namespace; this process stays out here, tells
     # the test the child's pid and ends with it.
     r, w = os.pipe()
@@ -126,7 +136,7 @@ def _launch(spec, argv):
         merged = _prepare(spec)
         _mount("proc", merged + "/proc", "proc", 0)
         _pivot(merged)
-        os.execv(argv[0], argv)
+        _exec(spec, argv)
     with open(spec["pidfile"] + ".tmp", "w") as f:
         f.write("%d\n" % pid)
     os.rename(spec["pidfile"] + ".tmp", spec["pidfile"])
@@ -141,7 +151,7 @@ class Container:
     Target(launcher=...)); cont.host_pid(proc) is the target's pid as the host sees it;
     cont.teardown() detaches whatever is left (the chroot's mounts)."""
 
-    def __init__(self, root, mode, scratch, binds=(), hide=()):
+    def __init__(self, root, mode, scratch, binds=(), hide=(), uid=None):
         assert mode in MODES, mode
         self.root, self.mode = root, mode
         self.scratch = str(scratch)
@@ -149,7 +159,7 @@ class Container:
         self.pidfile = self.scratch + ".pid"
         spec = {"root": root, "mode": mode, "scratch": self.scratch, "pidfile": self.pidfile,
                 "binds": [(str(h), str(i if i else h), ro) for h, i, ro in binds],
-                "hide": list(hide)}
+                "hide": list(hide), "uid": uid}
         self.launcher = ["/usr/bin/python3", os.path.abspath(__file__), json.dumps(spec), "--"]
 
     def host_pid(self, proc, timeout=20):
@@ -220,7 +230,7 @@ def _target_class():
 
 def make_spawner(tmp_path):
     """Returns (spawn, cleanup): spawn(mode, python, sample="threads.py", root=None, binds=(),
-    hide=(), **Target kwargs) starts conftest's Target in a fresh Container of the sid root (or root),
+    hide=(), uid=None, **Target kwargs) starts conftest's Target in a fresh Container of the sid root (or root),
     with the samples (read-only) and tmp_path/shared (at SHARED) bound in; cleanup() kills the
     targets and tears the containers down."""
     from conftest import SAMPLES
@@ -228,9 +238,13 @@ def make_spawner(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir(exist_ok=True)
 
-    def spawn(mode, python, sample="threads.py", root=None, binds=(), hide=(), **kw):
-        scratch = "%s-ctr%d" % (tmp_path, len(made))
-        cont = Container(root or sid_root(), mode, scratch, hide=hide,
+    def spawn(mode, python, sample="threads.py", root=None, binds=(), hide=(), uid=None, **kw):
+        # Out of pytest's 0700 directory: a chroot'ed target's user must reach its root.
+        scratch = tempfile.mkdtemp(prefix="probing-ctr-", dir="/var/tmp")
+        os.chmod(scratch, 0o755)
+        if uid is not None:
+            os.chmod(shared, 0o777)
+        cont = Container(root or sid_root(), mode, scratch, hide=hide, uid=uid,
                          binds=[(SAMPLES, None, True), (shared, SHARED, False), *binds])
         made.append([cont, None])
         t = _target_class()(cont, python, sample, tmp_path, **kw)

@@ -38,7 +38,7 @@ def test_launcher_builds_the_root(cspawn, mode):
     t.assert_responsive()
 
 
-@pytest.mark.parametrize("mode", ["pivot", "pidns"])
+@pytest.mark.parametrize("mode", MODES)
 def test_probe_loads_in_a_root_without_our_libraries(cspawn, mode):
     """A root with neither libuv (sid's, which torch brings, hidden) nor cJSON (nor the probe):
     the probe built on Debian 12 loads into sid's python3.13 (3.13.x, a newer glibc) and
@@ -68,4 +68,18 @@ def test_probe_beside_the_targets_own_libuv(cspawn):
     assert uvs == {"/usr/lib/x86_64-linux-gnu/libuv.so.1.0.0"}, uvs
     t.assert_responsive()
     assert re.findall(r"value=(\d+)", t.output())[-1] == str(version)
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cli_of_the_targets_user_finds_its_files(cspawn, mode):
+    """Run by the target's own user (nobody), the CLI cannot open /proc/N/map_files (that needs
+    CAP_SYS_ADMIN) and reads the target's libc by its path from /proc/N/maps: under a plain
+    chroot that path is already ours, after pivot_root it is the target's (through
+    /proc/N/root); the form whose inode is the mapping's is used (issue 17: 'cannot read
+    /proc/N/root/<root>/usr/lib/x86_64-linux-gnu/libc.so.6')."""
+    t = cspawn(mode, "/usr/bin/python3.13", uid=65534)
+    r = probing("-p", t.pid, "eval", "6*7", user="nobody")
+    assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
+    t.assert_responsive()
     t.check_output_clean()
