@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Targets in container-like roots (tests/e2e/container.py): the Debian sid root's interpreters
 under a plain chroot, a pivot_root'ed mount namespace, and that plus a PID namespace."""
+import json
 import os
 import re
 
 import pytest
 
-from conftest import probing
+from conftest import BUILD, PYTHONS, dump_json, probing
 from container import MODES, make_spawner
 
 
@@ -83,3 +84,68 @@ def test_cli_of_the_targets_user_finds_its_files(cspawn, mode):
     assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
     t.assert_responsive()
     t.check_output_clean()
+
+
+def _interpreters():
+    """(id, python inside, binds): sid's own 3.13, and the host's pyenv 3.8 and 3.13 and Debian 12's
+    python3 bound into the root at their paths; sid's 3.14/3.15 once this build has their probe."""
+    out = [pytest.param("/usr/bin/python3.13", (), id="sid-3.13")]
+    for v in ("3.14", "3.15"):
+        if os.path.exists(os.path.join(BUILD, "lib", "probing", "libprobing-%s.so" % v)):
+            out.append(pytest.param("/usr/bin/python" + v, (), id="sid-" + v))
+    for p in PYTHONS:  # pyenv's oldest and newest (tools/pythons.sh)
+        exe, minor = p.values[0], p.id
+        pyenv = os.path.dirname(os.path.dirname(exe))
+        if "/.pyenv/" in exe and minor in ("3.8", "3.13"):
+            out.append(pytest.param(exe, [(pyenv, None, True)], id="pyenv-" + minor))
+    out.append(pytest.param("/usr/bin/python3.11", [("/usr/bin/python3.11", None, True),
+                                                    ("/usr/lib/python3.11", None, True)],
+                            id="debian"))
+    return out
+
+
+def _ours_in_tmp(tmp):
+    """Every path under a /tmp, relative to it."""
+    found = []
+    for d, dirs, files in os.walk(tmp):
+        found += [os.path.relpath(os.path.join(d, n), tmp) for n in dirs + files]
+    return sorted(found)
+
+
+@pytest.mark.parametrize("python,binds", _interpreters())
+@pytest.mark.parametrize("mode", MODES)
+def test_core_commands_in_a_container(cspawn, mode, python, binds):
+    """The core commands on a target in each kind of container, given its host pid: inject,
+    debug --dump, eval, query, perf --cc; with the probe loaded, the root's /tmp holds only the
+    probe's socket directory and socket (the copies made to load it are gone); a normal exit
+    leaves an empty socket directory at most."""
+    t = cspawn(mode, python, binds=binds)
+    inner = 1 if mode == "pidns" else t.pid
+    r = probing("-p", t.pid, "inject", check=True)
+    assert "socket /tmp/probing-0/%d.sock" % inner in r.stdout, r.stdout
+    d = dump_json(t.pid)
+    assert d["pid"] == inner
+    main = [th for th in d["threads"] if th["main"]]
+    assert main and "tick_forever" in [f["name"] for f in main[0]["frames"]], main
+    r = probing("-p", t.pid, "eval", "6*7")
+    assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
+    r = probing("-p", t.pid, "query", "SELECT COUNT(*) AS n FROM python.threads", "-f", "json",
+                check=True)
+    assert json.loads(r.stdout)[0]["n"] >= 3, r.stdout
+    r = probing("-p", t.pid, "perf", "--cc", "--mode", "wall", "--duration", "1", check=True)
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    r = probing("-p", t.pid, "query", "SELECT COUNT(*) AS n FROM perf.samples", "-f", "json",
+                check=True)
+    assert json.loads(r.stdout)[0]["n"] > 0, r.stdout
+    tmp = "/proc/%d/root/tmp" % t.pid
+    assert _ours_in_tmp(tmp) == ["probing-0", "probing-0/%d.sock" % inner], _ours_in_tmp(tmp)
+    t.assert_responsive()
+    t.check_output_clean()
+    # A normal exit (SystemExit in the main thread): the probe removes its socket.
+    merged_tmp = os.path.join(t.cont.scratch, "merged", "tmp")
+    probing("-p", t.pid, "eval", "import ctypes, threading; ctypes.pythonapi.PyThreadState_SetAsyncExc("
+            "ctypes.c_ulong(threading.main_thread().ident), ctypes.py_object(SystemExit))",
+            check=True)
+    assert t.proc.wait(timeout=20) == 0, t.errors()
+    if mode == "chroot":  # its /tmp outlives it (the namespaces' go with them)
+        assert _ours_in_tmp(merged_tmp) in ([], ["probing-0"]), _ours_in_tmp(merged_tmp)
