@@ -269,7 +269,7 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
         return 0;
     struct inj_pyver pv;
     rc = inj_pyver_detect(pid, &pv, err);
-    if (rc < 0)
+    if (rc < 0 || (rc = inj_remote_debug_check(pid, &pv, err)) < 0)
         return rc;
     if (version)
         snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);

@@ -204,11 +204,15 @@ def _target_class():
         SHARED/probe.log inside (tmp_path/shared out here); kill ends the launcher's process
         group (with pidns, the launcher and the target's whole namespace)."""
 
-        def __init__(self, cont, python, sample, tmp_path, env=None, wait_ready=True, **kw):
+        def __init__(self, cont, python, sample, tmp_path, env=None, wait_ready=True,
+                     pyargs=(), **kw):
             self.cont = cont
             env = dict(env or {}, PROBING_LOG=SHARED + "/probe.log")
+            launcher = cont.launcher
+            if pyargs:  # the interpreter's own options go between it and the sample
+                launcher, python = [*launcher, python, *pyargs[:-1]], pyargs[-1]
             super().__init__(python, sample, tmp_path, env=env, wait_ready=False,
-                             launcher=cont.launcher, **kw)
+                             launcher=launcher, **kw)
             self.log_path = tmp_path / "shared" / "probe.log"
             try:
                 self.pid = cont.host_pid(self.proc)
@@ -230,7 +234,7 @@ def _target_class():
 
 def make_spawner(tmp_path):
     """Returns (spawn, cleanup): spawn(mode, python, sample="threads.py", root=None, binds=(),
-    hide=(), uid=None, **Target kwargs) starts conftest's Target in a fresh Container of the sid root (or root),
+    hide=(), uid=None, pyargs=(), **Target kwargs) starts conftest's Target in a fresh Container of the sid root (or root),
     with the samples (read-only) and tmp_path/shared (at SHARED) bound in; cleanup() kills the
     targets and tears the containers down."""
     from conftest import SAMPLES

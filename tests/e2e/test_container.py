@@ -149,3 +149,34 @@ def test_core_commands_in_a_container(cspawn, mode, python, binds):
     assert t.proc.wait(timeout=20) == 0, t.errors()
     if mode == "chroot":  # its /tmp outlives it (the namespaces' go with them)
         assert _ours_in_tmp(merged_tmp) in ([], ["probing-0"]), _ours_in_tmp(merged_tmp)
+
+
+@pytest.mark.parametrize("python,how", [
+    ("/usr/bin/python3.14", "env"), ("/usr/bin/python3.14", "-X"), ("/usr/bin/python3.14", None),
+    ("/usr/bin/python3.15", "env"), ("/usr/bin/python3.15", None), ("/usr/bin/python3.13", "env")],
+    ids=["3.14-env", "3.14-X", "3.14-allowed", "3.15-env", "3.15-allowed", "3.13-env"])
+def test_remote_debug_opt_outs_are_respected(cspawn, python, how):
+    """CPython 3.14's PEP 768 opt-outs (PYTHON_DISABLE_REMOTE_DEBUG, -X disable-remote-debug),
+    read from the target's interpreter config through _Py_DebugOffsets (3.14's and 3.15's
+    layouts): the CLI refuses to inject with one line and leaves the target untouched; a target
+    that allows it is not refused, nor is a 3.13 one with the variable set (3.13 has no such
+    option)."""
+    env = {"PYTHON_DISABLE_REMOTE_DEBUG": "1"} if how == "env" else None
+    t = cspawn("pivot", python, env=env, pyargs=("-X", "disable-remote-debug") if how == "-X" else ())
+    r = probing("-p", t.pid, "inject")
+    v = python[-4:]
+    refused = "probing: error: process %d (CPython %s) disabled remote debugging" % (t.pid, v)
+    if how and v != "3.13":
+        assert r.returncode != 0 and r.stdout == "", (r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(refused), r.stderr
+        assert t.maps_count() == 0
+    else:
+        assert "disabled remote debugging" not in r.stderr, r.stderr
+        if os.path.exists(os.path.join(BUILD, "lib", "probing", "libprobing-%s.so" % v)):
+            assert r.returncode == 0, r.stderr
+            assert t.maps_count() == 1
+        else:  # this build has no probe for it: the next check speaks
+            assert "no probe build for CPython %s" % v in r.stderr, r.stderr
+    t.assert_responsive()
+    t.check_output_clean()
