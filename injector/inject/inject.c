@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,12 +62,13 @@ struct ctx {
     unsigned char save[PATH_MAX + 256];
     size_t save_len;
     char path[PATH_MAX];      /* the library as the target sees it */
-    char copy_dir[PATH_MAX];  /* our view of a copy made under the target's /tmp, or "" */
+    char copy_dir[PATH_MAX];  /* our view of a copy made in the target's root, or "" */
     char copy_file[PATH_MAX + 256];
     /* Files the library carries beside itself (its NEEDED found in its own directory, loaded
      * through its run path $ORIGIN), copied into copy_dir with it. */
     char carried[MAX_CARRIED][NAME_MAX + 1];
     int ncarried;
+    size_t root_len;          /* of the "/proc/PID/root" that starts copy_dir */
 };
 
 static const char *const malloc_family[] = {
@@ -234,6 +236,38 @@ static int copy_carried(struct ctx *c, const char *abs)
     return rc;
 }
 
+/* A fresh 0700 directory for the copies in the target's root: under its /tmp, else under the
+ * first of /var/tmp and /dev/shm that is writable and lets files be mapped executable (a
+ * hardened container mounts /tmp noexec, where dlopen fails: "failed to map segment from shared
+ * object"). 0, or the error of /tmp (-EACCES: mounted noexec). */
+static int make_copy_dir(struct ctx *c)
+{
+    static const char *const dirs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    int rc = 0;
+    c->root_len = (size_t)snprintf(c->copy_dir, sizeof c->copy_dir, "/proc/%d/root", (int)c->pid);
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        struct statvfs sv;
+        int e = 0;
+        snprintf(c->copy_dir + c->root_len, sizeof c->copy_dir - c->root_len, "%s", dirs[i]);
+        if (statvfs(c->copy_dir, &sv) < 0)
+            e = -errno;
+        else if (sv.f_flag & ST_RDONLY)
+            e = -EROFS;
+        else if (sv.f_flag & ST_NOEXEC)
+            e = -EACCES;
+        snprintf(c->copy_dir + c->root_len, sizeof c->copy_dir - c->root_len, "%s/probing-XXXXXX",
+                 dirs[i]);
+        if (e == 0 && !mkdtemp(c->copy_dir))
+            e = -errno;
+        if (e == 0)
+            return 0;
+        if (i == 0)
+            rc = e;
+    }
+    c->copy_dir[0] = '\0';
+    return rc;
+}
+
 /* Removes the copies: after a failed dlopen, and after a successful one too, since the target
  * then maps the files and a name in its /tmp is no longer needed (nothing of ours is left). */
 static void remove_copies(struct ctx *c)
@@ -251,8 +285,8 @@ static void remove_copies(struct ctx *c)
 }
 
 /* The path to pass to dlopen: ours if the target sees the same file there, else a copy in a
- * fresh 0700 directory under the target's /tmp, owned by the target's user, with the files the
- * library carries. A path that does not exist here is passed unchanged, so the target's dlopen
+ * fresh 0700 directory in the target's root (its /tmp, else make_copy_dir's other places),
+ * owned by the target's user, with the files the library carries. A path that does not exist here is passed unchanged, so the target's dlopen
  * says why it cannot load it. */
 static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
 {
@@ -267,15 +301,12 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
         pb_strlcpy(c->path, abs, sizeof c->path);
         return 0;
     }
-    snprintf(c->copy_dir, sizeof c->copy_dir, "/proc/%d/root/tmp/probing-XXXXXX", (int)c->pid);
-    if (!mkdtemp(c->copy_dir)) {
-        int rc = -errno;
-        c->copy_dir[0] = '\0';
-        return pb_err_set(err, rc, "cannot copy %s into the mount namespace of %d (its /tmp): "
-                          "%s; put the library on a path the process can see", lib, (int)c->pid,
-                          pb_strerror(rc));
-    }
-    int rc = 0;
+    int rc = make_copy_dir(c);
+    if (rc < 0)
+        return pb_err_set(err, rc, "cannot copy %s into the root of %d: none of its /tmp, "
+                          "/var/tmp, /dev/shm is writable and allows executing code (its /tmp: "
+                          "%s); put the library on a path the process can see", lib, (int)c->pid,
+                          rc == -EACCES ? "mounted noexec" : pb_strerror(rc));
     if (chmod(c->copy_dir, 0700) < 0 || (chown(c->copy_dir, c->st.uid, c->st.gid) < 0 &&
                                          geteuid() == 0))
         rc = -errno;
@@ -288,8 +319,7 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
         return pb_err_set(err, rc, "cannot copy %s to %s: %s; put the library on a path the "
                           "process can see", lib, c->copy_file, pb_strerror(rc));
     /* The target's view: strip our "/proc/PID/root" prefix. */
-    size_t pre = strlen(c->copy_dir) - strlen(strstr(c->copy_dir, "/tmp/probing-"));
-    pb_strlcpy(c->path, c->copy_file + pre, sizeof c->path);
+    pb_strlcpy(c->path, c->copy_file + c->root_len, sizeof c->path);
     PB_LOG(PB_LOG_INFO, "copied %s to %s for pid %d", abs, c->copy_file, (int)c->pid);
     return 0;
 }

@@ -15,7 +15,7 @@ tmpfs (so mount points for binds can be made), with a fresh tmpfs on /tmp, its o
 host's /dev. Binds put host paths inside (the samples, the test's tmp_path, a pyenv interpreter),
 at the same path unless told otherwise; files can be hidden (whiteouts in the overlay, e.g. a
 library the container should not have); the target may run as another user (uid, its group the
-same number). Everything is torn down after, on failure too: the
+same number), and its /tmp be mounted noexec as hardened containers do. Everything is torn down after, on failure too: the
 namespaces end with their last process; the chroot's mounts are detached by the fixture.
 
 As a launcher (the prefix of the target's command line, run by the host's python3):
@@ -35,7 +35,7 @@ MODES = ("chroot", "pivot", "pidns")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 8, 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
@@ -79,7 +79,8 @@ def _prepare(spec):
     merged = os.path.join(scratch, "merged")
     _mount("overlay", merged, "overlay", 0, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work" % (
         spec["root"], scratch, scratch))
-    _mount("tmpfs", merged + "/tmp", "tmpfs", 0, "mode=1777,size=64m")
+    _mount("tmpfs", merged + "/tmp", "tmpfs", MS_NOEXEC if spec.get("tmp_noexec") else 0,
+           "mode=1777,size=64m")
     _mount("/dev", merged + "/dev", None, MS_BIND | MS_REC)
     if spec["mode"] != "pidns":  # pidns: mounted by pid 1 of the new namespace
         _mount("proc", merged + "/proc", "proc", 0)
@@ -151,7 +152,7 @@ class Container:
     Target(launcher=...)); cont.host_pid(proc) is the target's pid as the host sees it;
     cont.teardown() detaches whatever is left (the chroot's mounts)."""
 
-    def __init__(self, root, mode, scratch, binds=(), hide=(), uid=None):
+    def __init__(self, root, mode, scratch, binds=(), hide=(), uid=None, tmp_noexec=False):
         assert mode in MODES, mode
         self.root, self.mode = root, mode
         self.scratch = str(scratch)
@@ -159,7 +160,7 @@ class Container:
         self.pidfile = self.scratch + ".pid"
         spec = {"root": root, "mode": mode, "scratch": self.scratch, "pidfile": self.pidfile,
                 "binds": [(str(h), str(i if i else h), ro) for h, i, ro in binds],
-                "hide": list(hide), "uid": uid}
+                "hide": list(hide), "uid": uid, "tmp_noexec": tmp_noexec}
         self.launcher = ["/usr/bin/python3", os.path.abspath(__file__), json.dumps(spec), "--"]
 
     def host_pid(self, proc, timeout=20):
@@ -234,7 +235,7 @@ def _target_class():
 
 def make_spawner(tmp_path):
     """Returns (spawn, cleanup): spawn(mode, python, sample="threads.py", root=None, binds=(),
-    hide=(), uid=None, pyargs=(), **Target kwargs) starts conftest's Target in a fresh Container of the sid root (or root),
+    hide=(), uid=None, tmp_noexec=False, pyargs=(), **Target kwargs) starts conftest's Target in a fresh Container of the sid root (or root),
     with the samples (read-only) and tmp_path/shared (at SHARED) bound in; cleanup() kills the
     targets and tears the containers down."""
     from conftest import SAMPLES
@@ -242,13 +243,14 @@ def make_spawner(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir(exist_ok=True)
 
-    def spawn(mode, python, sample="threads.py", root=None, binds=(), hide=(), uid=None, **kw):
+    def spawn(mode, python, sample="threads.py", root=None, binds=(), hide=(), uid=None,
+              tmp_noexec=False, **kw):
         # Out of pytest's 0700 directory: a chroot'ed target's user must reach its root.
         scratch = tempfile.mkdtemp(prefix="probing-ctr-", dir="/var/tmp")
         os.chmod(scratch, 0o755)
         if uid is not None:
             os.chmod(shared, 0o777)
-        cont = Container(root or sid_root(), mode, scratch, hide=hide, uid=uid,
+        cont = Container(root or sid_root(), mode, scratch, hide=hide, uid=uid, tmp_noexec=tmp_noexec,
                          binds=[(SAMPLES, None, True), (shared, SHARED, False), *binds])
         made.append([cont, None])
         t = _target_class()(cont, python, sample, tmp_path, **kw)

@@ -180,3 +180,20 @@ def test_remote_debug_opt_outs_are_respected(cspawn, python, how):
             assert "no probe build for CPython %s" % v in r.stderr, r.stderr
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("mode", ["pivot", "pidns"])
+def test_inject_with_a_noexec_tmp(cspawn, mode):
+    """A hardened container mounts /tmp noexec, where the probe's copy cannot be mapped (dlopen:
+    'failed to map segment from shared object'): the copy goes to /var/tmp instead, and is gone
+    from there once loaded."""
+    t = cspawn(mode, "/usr/bin/python3.13", tmp_noexec=True)
+    root = "/proc/%d/root" % t.pid
+    before = _ours_in_tmp(root + "/var/tmp")
+    r = probing("-p", t.pid, "eval", "6*7")
+    assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
+    assert _ours_in_tmp(root + "/var/tmp") == before
+    inner = 1 if mode == "pidns" else t.pid
+    assert _ours_in_tmp(root + "/tmp") == ["probing-0", "probing-0/%d.sock" % inner]
+    t.assert_responsive()
+    t.check_output_clean()
