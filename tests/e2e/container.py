@@ -209,6 +209,11 @@ def _target_class():
                      pyargs=(), **kw):
             self.cont = cont
             env = dict(env or {}, PROBING_LOG=SHARED + "/probe.log")
+            if os.environ.get("PROBING_TARGET_PRELOAD"):  # make asan: reports where we see them
+                for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+                    env[k] = "%s:log_path=%s/sanitizer" % (
+                        "detect_leaks=0:verify_asan_link_order=0" if k == "ASAN_OPTIONS"
+                        else "halt_on_error=1:print_stacktrace=1", SHARED)
             launcher = cont.launcher
             if pyargs:  # the interpreter's own options go between it and the sample
                 launcher, python = [*launcher, python, *pyargs[:-1]], pyargs[-1]
@@ -250,8 +255,10 @@ def make_spawner(tmp_path):
         os.chmod(scratch, 0o755)
         if uid is not None:
             os.chmod(shared, 0o777)
+        # make asan: the sanitizers' runtimes the target preloads, at their paths.
+        preload = [(f, None, True) for f in os.environ.get("PROBING_TARGET_PRELOAD", "").split()]
         cont = Container(root or sid_root(), mode, scratch, hide=hide, uid=uid, tmp_noexec=tmp_noexec,
-                         binds=[(SAMPLES, None, True), (shared, SHARED, False), *binds])
+                         binds=[(SAMPLES, None, True), (shared, SHARED, False), *preload, *binds])
         made.append([cont, None])
         t = _target_class()(cont, python, sample, tmp_path, **kw)
         made[-1][1] = t
@@ -268,6 +275,8 @@ def make_spawner(tmp_path):
             finally:
                 cont.teardown()
                 os.rmdir(cont.scratch)
+        reports = sorted(shared.glob("sanitizer*"))
+        assert not reports, "sanitizer report from a target: %s" % reports[0].read_text()[-4000:]
     return spawn, cleanup
 
 
