@@ -36,7 +36,7 @@ PROBE_LINK_LIBS := $(filter-out -lsqlite3,$(PKG_LIBS)) $(PROBE_SQLITE_A) -lm \
                    -Wl,--exclude-libs,libsqlite3.a
 # Linked into the CLI only (the repl's line editing, serve's HTTP server); the probe must never
 # link them.
-CLI_PKGS := libedit libmicrohttpd
+CLI_PKGS := libedit libmicrohttpd libdw
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 # pkg-config module -> Debian package, for the one-line error when a library is missing.
@@ -45,6 +45,7 @@ DEB_libuv := libuv1-dev
 DEB_sqlite3 := libsqlite3-dev
 DEB_libedit := libedit-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_libdw := libdw-dev
 MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 

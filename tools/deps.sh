@@ -14,6 +14,8 @@ want=(
   build-essential make pkg-config libcjson-dev libuv1-dev libsqlite3-dev libedit-dev
   # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
   libmicrohttpd-dev xxd
+  # debug --dump --native: file:line of native frames from DWARF, read by the CLI (elfutils)
+  libdw-dev
   # probing serve's tests: the docs' curl examples (docs/http.md)
   curl
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)

@@ -52,6 +52,13 @@ int cli_json_true(const cJSON *o, const char *k);
 void cli_print_json(const cJSON *v);
 /* Print a response body as JSON (json) or with text(), then delete it. Returns CLI_OK. */
 int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
+/* srcline.c: the source file and line (file "" when unknown) and the function (func "" when
+ * unknown; *off the offset of pc into it) of native address pc (a return address: pass pc - 1) in the object at path (read
+ * through /proc/PID/root when pid > 0) loaded with load bias bias, from its DWARF and symbol
+ * tables or its separate debug file. 0, or -1 when neither is known. */
+int cli_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
+                char *file, size_t n, int *line, char *func, size_t fn,
+                unsigned long long *off);
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
 void cli_print_locals(const cJSON *frame, const char *indent);
 /* Prints a probing/query body {columns, rows} as an aligned table with a "(N rows)" line, a

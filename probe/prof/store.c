@@ -79,8 +79,6 @@ static struct imap native_map;   /* pc -> fid */
 static struct imap pycache_map;  /* hash(code, lasti) -> fid, cleared every tick */
 static struct imap pyname_map;   /* hash(name) -> fid (collisions checked) */
 static struct imap stack_map;    /* hash(fids) -> sid (collisions checked) */
-static char *(*demangle)(const char *, char *, size_t *, int *);
-static int demangle_looked;
 
 static uint64_t mix(uint64_t h)
 {
@@ -222,48 +220,21 @@ static int native_fid(uintptr_t pc, int depth)
 {
     size_t it = 0;
     int fid = imap_next(&native_map, pc, &it);
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    char name[512];
-    char *dem = NULL;
-    int is_eval = 0, known = 0;
+    struct prof_sym sy;
+    char name[sizeof sy.module + 4];
     if (fid >= 0)
         return fid;
-    if (!demangle_looked) {
-        *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        demangle_looked = 1;
-    }
-    uintptr_t look = depth > 0 && pc > 0 ? pc - 1 : pc;
-    const char *sn = NULL;
-    memset(&info, 0, sizeof info);
-    if (dladdr1((void *)look, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
-        info.dli_saddr && (!sym || sym->st_size == 0 ||
-                           look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size))
-        sn = info.dli_sname;
-    else if (info.dli_fbase)
-        sn = prof_sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, NULL);
-    if (sn) {
-        if (demangle && sn[0] == '_' && sn[1] == 'Z') {
-            int status = -1;
-            dem = demangle(sn, NULL, NULL, &status);
-            if (status != 0) {
-                free(dem);
-                dem = NULL;
-            }
-        }
-        snprintf(name, sizeof name, "%s", dem ? dem : sn);
-        is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0;
-        known = 1;
-    } else if (info.dli_fname) {
+    prof_sym_describe(pc, depth, &sy);
+    if (sy.name[0])
+        snprintf(name, sizeof name, "%s", sy.name);
+    else if (sy.module[0])
         /* Unknown function of a stripped object: one name per object, so its time adds up
          * in one frame rather than one per pc (perf.frames.address keeps the pc). */
-        snprintf(name, sizeof name, "[%s]", base_name(info.dli_fname));
-    } else {
+        snprintf(name, sizeof name, "[%s]", base_name(sy.module));
+    else
         snprintf(name, sizeof name, "0x%lx", (unsigned long)pc);
-    }
-    free(dem);
-    fid = frame_new(K_NATIVE, name, known ? name : NULL,
-                    info.dli_fname, -1, pc, is_eval);
+    fid = frame_new(K_NATIVE, name, sy.name[0] ? name : NULL, sy.module[0] ? sy.module : NULL,
+                    -1, pc, sy.is_eval);
     if (fid >= 0)
         imap_put(&native_map, pc, fid);
     return fid;

@@ -13,6 +13,7 @@
  * Producer/consumer: the handler (only ever on the slot's own thread) advances head, the drain
  * thread advances tail. */
 #include "prof_sig.h"
+#include "stack_sig.h"
 #include "unwind.h"
 
 #include <errno.h>
@@ -126,7 +127,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     struct prof_slot *s = slot_of(si);
     atomic_fetch_add(&in_handler, 1);
-    if (s && s->magic == SLOT_MAGIC) {
+    if (!s && stack_sig_take(si, uc)) {
+        /* a one-shot stack request (debug --dump --native; stack_sig.h) */
+    } else if (s && s->magic == SLOT_MAGIC) {
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
             s->tid == (int)syscall(SYS_gettid)) {
@@ -183,6 +186,11 @@ void prof_sig_uninstall(void)
     installed = 0;
     if (atomic_load(&in_handler) == 0)
         unwind_table_reclaim(NULL); /* no handler of ours can run any more */
+}
+
+int prof_sig_installed(void)
+{
+    return installed;
 }
 
 int prof_sig_quiet(void)

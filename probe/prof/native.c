@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* Native and Python stacks merged, on demand (prof.h; `debug --dump --native`, the
+ * python.native_backtrace table). The stacks come from the asked threads themselves
+ * (sig/stack_sig.h: SIGPROF queued to each, the sampler's handler unwinds with the sampler's
+ * unwinder and walks the Python frames at the same instant), so the two agree; they are named
+ * here (prof_sym_describe, pyrt_sig_describe) and merged like the sampler does (store.c): each
+ * eval-loop frame (_PyEval_EvalFrameDefault) stands for the Python frames that C call runs, up
+ * to and including the next entry frame. When the counts differ the merge is not trusted and
+ * both stacks are kept apart. The handler is installed only for the ask, unless the sampler
+ * holds it already. Loop thread (one caller at a time: it may publish the module table). */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sig/stack_sig.h"
+#include "sig/unwind.h"
+
+#define NATIVE_WAIT_MS 250 /* for each batch of threads to answer */
+
+static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
+
+/* CPython's call machinery, which the merged view leaves out (--native=all keeps it): frames
+ * of the interpreter's own object with these prefixes, or with no name. Its other functions
+ * (time_sleep, acquire_timed, PyThread_*: where a thread waits) stay. */
+static int machinery(const char *name)
+{
+    static const char *const pre[] = {"_Py",          "cfunction_",     "method_vectorcall",
+                                      "vectorcall",   "slot_tp_",       "call_function",
+                                      "_call_function", "function_code_fastcall",
+                                      "object_vacall", "wrapper_call",  "builtin_",
+                                      "pymain_",      "pyrun_",         "run_",
+                                      "thread_run",   "t_bootstrap",    "method_call"};
+    if (!name || !*name)
+        return 1;
+    if (strncmp(name, "Py", 2) == 0)
+        return strncmp(name, "PyThread_", 9) != 0;
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (strncmp(name, pre[i], strlen(pre[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
+{
+    struct prof_sym sy;
+    prof_sym_describe(pc, depth, &sy);
+    memset(f, 0, sizeof *f);
+    f->kind = PROF_NF_NATIVE;
+    f->pc = pc;
+    f->offset = sy.offset;
+    f->bias = sy.bias;
+    f->is_eval = sy.is_eval;
+    f->internal = sy.is_eval || (interp_fbase && sy.fbase == interp_fbase && machinery(sy.name));
+    f->line = -1;
+    f->name = sy.name[0] ? strdup(sy.name) : NULL;
+    f->file = sy.module[0] ? strdup(sy.module) : NULL;
+    return (sy.name[0] && !f->name) || (sy.module[0] && !f->file) ? -ENOMEM : 0;
+}
+
+static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
+{
+    char func[256], file[1024];
+    memset(f, 0, sizeof *f);
+    f->kind = PROF_NF_PYTHON;
+    pyrt_sig_describe(pf, func, sizeof func, file, sizeof file, &f->line);
+    f->name = strdup(func);
+    f->file = strdup(file);
+    return f->name && f->file ? 0 : -ENOMEM;
+}
+
+static void frames_free(struct prof_nframe *f, int n)
+{
+    for (int i = 0; f && i < n; i++) {
+        free(f[i].name);
+        free(f[i].file);
+    }
+    free(f);
+}
+
+void prof_nstack_free(struct prof_nstack *s)
+{
+    if (!s)
+        return;
+    frames_free(s->f, s->n);
+    frames_free(s->py, s->npy);
+    memset(s, 0, sizeof *s);
+}
+
+/* Moves *src into dst (the strings change owner). */
+static void take(struct prof_nframe *dst, struct prof_nframe *src)
+{
+    *dst = *src;
+    src->name = src->file = NULL;
+}
+
+/* Names and merges one thread's raw stacks into s. all: keep CPython's internals. */
+static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *s)
+{
+    int nn = r->nnative, np = 0, group_end[STACK_SIG_PY];
+    struct prof_nframe *nat = calloc((size_t)nn + 1, sizeof *nat);
+    s->py = calloc((size_t)r->npy + 1, sizeof *s->py);
+    s->f = calloc((size_t)nn + (size_t)r->npy + 1, sizeof *s->f);
+    if (!nat || !s->py || !s->f) {
+        free(nat);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < nn; i++) {
+        if (native_frame(&nat[i], r->native[i], i) < 0)
+            goto oom;
+        s->evals += nat[i].is_eval;
+    }
+    for (int i = 0; i < r->npy; i++) {
+        if (py_frame(&s->py[np], &r->py[i]) < 0) {
+            s->npy = np + 1;
+            goto oom;
+        }
+        if (r->py[i].entry)
+            group_end[s->entries++] = np;
+        np++;
+    }
+    s->npy = np;
+    s->merged = s->evals == s->entries && (np == 0 || (s->entries > 0 &&
+                                                         group_end[s->entries - 1] == np - 1));
+    int g = 0, start = 0;
+    for (int i = 0; i < nn; i++) {
+        if (s->merged && nat[i].is_eval) {
+            for (int k = start; k <= group_end[g]; k++)
+                take(&s->f[s->n++], &s->py[k]);
+            start = group_end[g++] + 1;
+        }
+        if (all || !nat[i].internal || (!s->merged && nat[i].is_eval))
+            take(&s->f[s->n++], &nat[i]);
+    }
+    if (s->merged) { /* the Python frames now live in f */
+        frames_free(s->py, s->npy);
+        s->py = NULL;
+        s->npy = 0;
+    }
+    frames_free(nat, nn);
+    return 0;
+oom:
+    frames_free(nat, nn);
+    return -ENOMEM;
+}
+
+int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
+                       struct pb_err *err)
+{
+    struct stack_sig_result *res;
+    int own = 0, rc = 0, batch[STACK_SIG_BATCH];
+    memset(out, 0, (size_t)n * sizeof *out);
+    if (pyrt_sig_prepare() < 0)
+        return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
+                          "refused here): native stacks cannot be read");
+    if (!interp_fbase) {
+        void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+        struct prof_sym sy;
+        if (ev) {
+            prof_sym_describe((uintptr_t)ev, 0, &sy);
+            interp_fbase = sy.fbase;
+        }
+    }
+    if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
+        if ((rc = prof_sig_install(err)) < 0)
+            return rc;
+        own = 1;
+    }
+    res = calloc(STACK_SIG_BATCH, sizeof *res);
+    if (!res) {
+        rc = pb_err_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int at = 0; at < n && rc == 0; at += STACK_SIG_BATCH) {
+        int m = n - at < STACK_SIG_BATCH ? n - at : STACK_SIG_BATCH, k = 0, idx[STACK_SIG_BATCH];
+        for (int i = 0; i < m; i++) {
+            out[at + i].tid = tids[at + i];
+            if (tids[at + i] > 0) {
+                idx[k] = at + i;
+                batch[k++] = (int)tids[at + i];
+            }
+        }
+        int got = stack_sig_collect(batch, k, res, NATIVE_WAIT_MS);
+        if (got < 0) {
+            rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
+            break;
+        }
+        for (int i = 0; i < k && rc == 0; i++) {
+            struct prof_nstack *s = &out[idx[i]];
+            s->answered = res[i].answered;
+            if (s->answered && merge(&res[i], all, s) < 0)
+                rc = pb_err_set(err, -ENOMEM, "out of memory");
+        }
+    }
+out:
+    free(res);
+    if (own)
+        prof_sig_uninstall();
+    if (rc < 0)
+        for (int i = 0; i < n; i++)
+            prof_nstack_free(&out[i]);
+    return rc;
+}
