@@ -7,11 +7,13 @@
  * eval-loop frame (_PyEval_EvalFrameDefault) stands for the Python frames that C call runs, up
  * to and including the next entry frame. When the counts differ the merge is not trusted and
  * both stacks are kept apart. The handler is installed only for the ask, unless the sampler
- * holds it already. Loop thread (one caller at a time: it may publish the module table). */
+ * holds it already. Any thread but a signal handler: one mutex (prof_sig_lock, which the
+ * sampler's start and stop take too) makes callers and the sampler's install take turns. */
 #include "prof.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,17 @@
 #define NATIVE_WAIT_MS 250 /* for each batch of threads to answer */
 
 static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void prof_sig_lock(void)
+{
+    pthread_mutex_lock(&sig_mu);
+}
+
+void prof_sig_unlock(void)
+{
+    pthread_mutex_unlock(&sig_mu);
+}
 
 /* CPython's call machinery, which the merged view leaves out (--native=all keeps it): frames
  * of the interpreter's own object with these prefixes, or with no name. Its other functions
@@ -155,6 +168,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     if (pyrt_sig_prepare() < 0)
         return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
                           "refused here): native stacks cannot be read");
+    prof_sig_lock();
     if (!interp_fbase) {
         void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
         struct prof_sym sy;
@@ -164,8 +178,10 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         }
     }
     if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
-        if ((rc = prof_sig_install(err)) < 0)
+        if ((rc = prof_sig_install(err)) < 0) {
+            prof_sig_unlock();
             return rc;
+        }
         own = 1;
     }
     res = calloc(STACK_SIG_BATCH, sizeof *res);
@@ -198,6 +214,7 @@ out:
     free(res);
     if (own)
         prof_sig_uninstall();
+    prof_sig_unlock();
     if (rc < 0)
         for (int i = 0; i < n; i++)
             prof_nstack_free(&out[i]);

@@ -70,12 +70,15 @@ struct prof_nstack {
     int n, npy;
     struct prof_nframe *f, *py; /* innermost first */
 };
-/* Loop thread. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
+/* Any thread but a handler. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
  * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. Each
  * batch of threads waits at most 250 ms. 0, or a negative code with err. */
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err);
 void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
+/* Taken around installing and removing the SIGPROF handler (sampler.c, native.c). */
+void prof_sig_lock(void);
+void prof_sig_unlock(void);
 
 /* ---- internals shared by prof/ (the signal side: sig/prof_sig.h) ---- */
 /* symbols.c (any thread but a signal handler; one mutex): what a native pc is. */

@@ -4,6 +4,7 @@ merged into one stack per thread (samples/native_mix.py: Python -> C -> Python t
 callbacks and libc's qsort, threads blocked in C, in time.sleep and in a lock, one that blocks
 SIGPROF, and the GIL held forever), CPython's machinery left out unless --native=all, file:line
 of native frames from DWARF, and nothing of ours left in the target after the dump."""
+import json
 import os
 import re
 
@@ -137,3 +138,32 @@ def test_native_usage():
     assert r.returncode == 2 and "--native=some: use --native or --native=all" in r.stderr
     r = probing("-p", "1", "debug", "--pause", "--native")
     assert r.returncode == 2 and "only goes with --dump" in r.stderr
+
+
+def query(pid, sql):
+    r = probing("-p", pid, "query", sql, "--format", "json", check=True)
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_backtrace_table(python, spawn):
+    t = spawn(python, "native_mix.py")
+    rows = query(t.pid, "SELECT b.depth, b.kind, b.func, b.lineno, b.module, b.stack "
+                        "FROM python.threads t JOIN python.native_backtrace b USING (thread_id) "
+                        "WHERE t.name = 'caller' ORDER BY b.depth")
+    assert [r["depth"] for r in rows] == list(range(len(rows))) and rows, rows
+    assert all(r["stack"] == "merged" for r in rows)
+    kinds = [(r["kind"], r["func"]) for r in rows]
+    i = kinds.index(("python", "py_callback"))
+    j = kinds.index(("native", "mix_call"))
+    k = kinds.index(("python", "run_call"))
+    assert 0 < i < j < k, kinds
+    assert rows[0]["kind"] == "native" and rows[0]["module"].endswith("libc.so.6")
+    assert rows[i]["lineno"] == bp("native_mix.py", "callback_sleep") and rows[i]["module"] is None
+    assert rows[j]["module"].endswith("libnative_mix.so") and rows[j]["lineno"] is None
+    # Every Python thread without WHERE; the one blocking SIGPROF has no rows.
+    per = query(t.pid, "SELECT thread_id, count(*) AS n FROM python.native_backtrace "
+                       "GROUP BY thread_id")
+    ids = {r["thread_id"] for r in per}
+    assert ids == {t.pid, *(t.ready["tids"][n] for n in ("qsorter", "caller", "blocker"))}, per
+    t.check_output_clean()
