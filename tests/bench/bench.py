@@ -6,6 +6,9 @@ a baseline measured in the same invocation (a ratio, never a timed assertion):
   2. cold inject + first complete dump (`debug --dump --json` on a fresh target);
   3. dump of a 16-thread target already injected: the probing/dump request on an open DAP
      connection, against a probing/info round trip (the transport's floor), and the whole CLI;
+     the same with native frames merged (`native: "merged"`: every thread unwinds itself in a
+     signal handler, frames named in the probe) and `debug --dump --native` (file:line by the
+     CLI from DWARF);
   4. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
      the first byte vs at the last byte (a constant-time comparison gives a ratio near 1).
 Usage: bench.py BUILD_DIR [PYTHON]"""
@@ -89,7 +92,7 @@ def main():
         c = DAP.unix(sock)
         c.request("initialize", {"adapterID": "probing"})
         c.request("attach", {"probingClient": "cli"})
-        info, dump = [], []
+        info, dump, native = [], [], []
         for i in range(max(RUNS * 5, 30)):
             t0 = time.perf_counter()
             assert c.request("probing/info")["success"]
@@ -98,14 +101,23 @@ def main():
             r = c.request("probing/dump")
             dump.append(time.perf_counter() - t0)
             assert r["success"] and len(r["body"]["threads"]) == 16, r
+            t0 = time.perf_counter()
+            r = c.request("probing/dump", {"native": "merged"})
+            native.append(time.perf_counter() - t0)
+            assert r["success"] and all(t["native"]["answered"] for t in r["body"]["threads"]), r
         c.close()
         cli = [timed([CLI, "-p", str(p.pid), "debug", "--dump"])[0] for _ in range(RUNS)]
+        cli_native = [timed([CLI, "-p", str(p.pid), "debug", "--dump", "--native"])[0]
+                      for _ in range(RUNS)]
     finally:
         stop(p)
     di, dd, dc = statistics.median(info), statistics.median(dump), statistics.median(cli)
     print("  probing/info round trip (floor)  %10s" % ms(di))
     print("  probing/dump, 16 threads         %10s   dump/floor = %.1fx (goal < 20 ms)" % (ms(dd), dd / di))
     print("  CLI debug --dump, 16 threads     %10s" % ms(dc))
+    dn, dcn = statistics.median(native), statistics.median(cli_native)
+    print("  probing/dump native, 16 threads  %10s   native/floor = %.1fx (goal < 20 ms)" % (ms(dn), dn / di))
+    print("  CLI debug --dump --native, 16 th %10s" % ms(dcn))
     token_timing()
 
 
