@@ -144,14 +144,28 @@ $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
 	    -o $$@ $$^ $$(PROBE_LINK_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
 PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
+# The out-of-process reader (debug --dump --no-inject; probe/sig/pyrt_remote.c): the same frame
+# walker built with PYRT_REMOTE, loaded by the CLI, never by a target.
+$(B)/obj/rd$(1)/%.o: %.c | check-libs
+	@mkdir -p $$(dir $$@)
+	@echo "  CCrd$(1) $$<"
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -DPYRT_REMOTE -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+$(B)/lib/probing/libprobing-read-$(1).so: $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(READER_SRCS))
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-read-$(1).so -o $$@ $$^ $$(PKG_LIBS) $$(LDFLAGS_EXTRA)
+READER_LIBS += $(B)/lib/probing/libprobing-read-$(1).so
 endef
+READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/sig/pyrt_sig.c \
+               probe/sig/pyrt_remote.c
+READER_LIBS :=
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 .PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 check-exports fresh-check
-all: $(CLI_BIN) $(SERVE_BIN) $(PROBE_LIBS) check-exports
+all: $(CLI_BIN) $(SERVE_BIN) $(PROBE_LIBS) $(READER_LIBS) check-exports
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
 deps:
@@ -320,7 +334,7 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/probing
-	install -m 644 $(PROBE_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
+	install -m 644 $(PROBE_LIBS) $(READER_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
 	install -m 755 $(SERVE_BIN) $(DESTDIR)$(PREFIX)/lib/probing/
 	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
 

@@ -102,6 +102,10 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
 
 /* Where the probe libraries are: $PROBING_LIBDIR, else <exe dir>/../lib/probing. */
 int cli_libdir(char *buf, size_t n);
+/* readonly.c: the probing/dump body of a live process read from outside with the probe's own
+ * walker (libprobing-read-3.X.so), nothing loaded into it; no locals, names from the kernel.
+ * NULL after printing the error. */
+cJSON *cli_read_dump(pid_t pid, int max_frames);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 

@@ -15,6 +15,7 @@
 static void help(void)
 {
     printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--json]\n"
+           "       probing -p PID debug --dump --no-inject [--json]\n"
            "       probing -p PID debug --pause [--address HOST:PORT]\n"
            "       probing -p PID debug --resume\n"
            "       ('d' and 'dbg' name debug too: probing -p PID d -d)\n"
@@ -31,6 +32,8 @@ static void help(void)
            "                  and file:line when the object has DWARF; CPython's own call\n"
            "                  machinery left out (--native=all keeps it). When the two stacks\n"
            "                  cannot be matched, says so and shows both\n"
+           "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
+           "                  into the target: no locals, thread names from the kernel\n"
            "      --json      print one JSON document instead of text\n"
            "  -p, --pause     stop every Python thread and keep the target stopped, serving\n"
            "                  DAP on TCP, until a debugger attaches and continues it or --resume\n"
@@ -250,17 +253,18 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"dump", no_argument, 0, 'd'}, {"locals", no_argument, 0, 'L'},
-        {"native", optional_argument, 0, 'N'},
+        {"native", optional_argument, 0, 'N'}, {"no-inject", no_argument, 0, 'R'},
         {"json", no_argument, 0, 'j'}, {"pause", no_argument, 0, 'p'},
         {"resume", no_argument, 0, 'r'}, {"address", required_argument, 0, 'a'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, c;
+    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, no_inject = 0, c;
     const char *address = NULL, *native = NULL;
     /* -d, -p, -a: the original Probing's short flags (docs/migrating.md). */
     while ((c = getopt_long(argc, argv, "hdpa:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dump = 1; break;
         case 'L': locals = 1; break;
+        case 'R': no_inject = 1; break;
         case 'N':
             native = optarg ? optarg : "merged";
             if (strcmp(native, "merged") != 0 && strcmp(native, "all") != 0) {
@@ -283,9 +287,9 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
                   "--help')");
         return CLI_USAGE;
     }
-    if ((address && !pause) || ((locals || json || native) && !dump)) {
+    if ((address && !pause) || ((locals || json || native || no_inject) && !dump)) {
         cli_error("debug: %s only goes with %s",
-                  address ? "--address" : "--locals/--native/--json",
+                  address ? "--address" : "--locals/--native/--no-inject/--json",
                   address ? "--pause" : "--dump");
         return CLI_USAGE;
     }
@@ -293,6 +297,16 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return debug_pause(o, address);
     if (resume)
         return debug_resume(o);
+    if (no_inject && (locals || native || o->target.pid <= 0)) {
+        cli_error("debug --dump --no-inject: %s",
+                  o->target.pid <= 0 ? "needs a local process (-p PID)"
+                                     : "--locals and --native need the probe loaded");
+        return CLI_USAGE;
+    }
+    if (no_inject) {
+        cJSON *b = cli_read_dump(o->target.pid, 256);
+        return b ? cli_print_body(b, json, print_text) : CLI_FAIL;
+    }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
     if (native)

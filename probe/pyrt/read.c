@@ -9,6 +9,12 @@
 #include <unistd.h>
 
 static volatile int vm_state; /* 0 untested, 1 works, -1 refused */
+#ifdef PYRT_REMOTE
+extern pid_t pyrt_remote_pid; /* the out-of-process reader's target (sig/pyrt_remote.c) */
+#define READ_PID pyrt_remote_pid
+#else
+#define READ_PID getpid()
+#endif
 
 int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
 {
@@ -22,7 +28,7 @@ int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
         return -1;
     /* One element: a page-crossing range either copies whole or comes back short. */
     do {
-        r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        r = process_vm_readv(READ_PID, &local, 1, &remote, 1, 0);
     } while (r < 0 && errno == EINTR);
     if (r < 0 && (errno == ENOSYS || errno == EPERM))
         vm_state = -1;

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* `debug --dump --no-inject` and `cluster stacks --no-inject`: a live process's Python stacks
+ * read from outside, loading nothing into it. The CLI finds the interpreter's globals in the
+ * target's ELF symbols (inj_pysyms), dlopens the reader built from the probe's own frame walker
+ * for the target's CPython (libprobing-read-3.X.so, probe/sig/pyrt_remote.c) and lets it read the
+ * target with process_vm_readv; then adds what the probe would have added from /proc: thread
+ * names (the kernel's), native ids before 3.11 (the tid field of glibc's struct pthread at the
+ * thread's pthread_t, its offset found on the main thread, whose tid is the pid), the GIL
+ * holder. Locals are not read: that needs code run in the target. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "cli.h"
+#include "injector/inject/inj.h"
+
+typedef char *(*read_dump_fn)(int pid, const uintptr_t syms[5], int max_frames, char *err,
+                              size_t errn);
+
+static int peek(pid_t pid, unsigned long addr, void *buf, size_t n)
+{
+    struct iovec l = {buf, n}, r = {(void *)addr, n};
+    return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static int task_exists(pid_t pid, long tid)
+{
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%d/task/%ld", (int)pid, tid);
+    return tid > 0 && stat(p, &st) == 0;
+}
+
+/* Native ids the reader could not give (before 3.11): the tid in each pthread_t. */
+static void fill_native_ids(pid_t pid, cJSON *threads)
+{
+    const cJSON *t;
+    unsigned long main_ident = 0;
+    int off = -1;
+    cJSON_ArrayForEach(t, threads)
+        if (cli_json_true(t, "main"))
+            main_ident = (unsigned long)cli_json_num(t, "ident", 0);
+    int buf[512];
+    if (!main_ident || peek(pid, main_ident, buf, sizeof buf) < 0)
+        return;
+    for (int i = 0; i < 512 && off < 0; i++)
+        if (buf[i] == (int)pid)
+            off = i * (int)sizeof(int);
+    if (off < 0)
+        return;
+    cJSON_ArrayForEach(t, threads)
+    {
+        int tid;
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, "nativeId")) ||
+            peek(pid, (unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid,
+                 sizeof tid) < 0 || !task_exists(pid, tid))
+            continue;
+        cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
+        cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "id", cJSON_CreateNumber(tid));
+    }
+}
+
+cJSON *cli_read_dump(pid_t pid, int max_frames)
+{
+    static const char *const names[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
+                                         "PyUnicode_Type", "PyBytes_Type"};
+    unsigned long addrs[5];
+    uintptr_t syms[5];
+    struct inj_pyver v;
+    struct pb_err err = {0};
+    char dir[4096], lib[4200], msg[256] = "";
+    if (inj_pyver_detect(pid, &v, &err) < 0 || inj_pysyms(pid, names, 5, addrs, &err) < 0) {
+        cli_error("dump --no-inject: %s", err.msg);
+        return NULL;
+    }
+    for (int i = 0; i < 5; i++) {
+        syms[i] = addrs[i];
+        if (!addrs[i] && !(i == 2 && v.minor >= 11)) { /* PyFrame_Type: before 3.11 only */
+            cli_error("dump --no-inject: %s has no symbol %s: cannot find the interpreter's "
+                      "state without loading code (use debug --dump)", v.source, names[i]);
+            return NULL;
+        }
+    }
+    cli_libdir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/libprobing-read-%d.%d.so", dir, v.major, v.minor);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    read_dump_fn fn = h ? (read_dump_fn)(uintptr_t)dlsym(h, "probing_read_dump") : NULL;
+    if (!fn) {
+        cli_error("dump --no-inject: no reader for CPython %d.%d (%s): build it with make",
+                  v.major, v.minor, h ? "probing_read_dump missing" : dlerror());
+        if (h)
+            dlclose(h);
+        return NULL;
+    }
+    char *text = fn((int)pid, syms, max_frames, msg, sizeof msg);
+    cJSON *body = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    dlclose(h);
+    if (!body) {
+        cli_error("dump --no-inject: %s", msg[0] ? msg : "the reader's answer is unreadable");
+        return NULL;
+    }
+    char ver[32];
+    snprintf(ver, sizeof ver, v.micro >= 0 ? "%d.%d.%d" : "%d.%d", v.major, v.minor, v.micro);
+    cJSON_AddStringToObject(body, "python", ver);
+    cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads"), *t;
+    fill_native_ids(pid, threads);
+    cJSON_ArrayForEach(t, threads)
+    {
+        char comm[64] = "?";
+        long tid = (long)cli_json_num(t, "nativeId", -1);
+        if (tid > 0) {
+            char p[64];
+            snprintf(p, sizeof p, "/proc/%d/task/%ld/comm", (int)pid, tid);
+            FILE *f = fopen(p, "r");
+            if (f) {
+                if (fgets(comm, sizeof comm, f))
+                    comm[strcspn(comm, "\n")] = '\0';
+                fclose(f);
+            }
+        }
+        cJSON_AddStringToObject(t, "name", comm);
+        cJSON_AddStringToObject(t, "nameSource", "os");
+        cJSON_AddNullToObject(t, "daemon");
+        if (cli_json_true(t, "holdsGil"))
+            cJSON_ReplaceItemInObjectCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(body, "gil"), "holder",
+                cJSON_CreateNumber(cli_json_num(t, "id", 0)));
+    }
+    return body;
+}
