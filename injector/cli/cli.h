@@ -7,6 +7,7 @@
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -59,6 +60,8 @@ int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
 int cli_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
                 char *file, size_t n, int *line, char *func, size_t fn,
                 unsigned long long *off);
+/* dumptext.c: prints a probing/dump body as text (threads, frames, merged native frames). */
+void cli_dump_print(const cJSON *d);
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
 void cli_print_locals(const cJSON *frame, const char *indent);
 /* Prints a probing/query body {columns, rows} as an aligned table with a "(N rows)" line, a
@@ -106,6 +109,22 @@ int cli_libdir(char *buf, size_t n);
  * walker (libprobing-read-3.X.so), nothing loaded into it; no locals, names from the kernel.
  * NULL after printing the error. */
 cJSON *cli_read_dump(pid_t pid, int max_frames);
+/* The parts, for other memory (core.c): rd reads the target (0 or -1, never faults); ver the
+ * CPython major, minor, micro (-1 unknown); addrs the runtime addresses of cli_read_syms found
+ * in source. what prefixes errors. cli_read_finish adds names (from /proc when live > 0: then
+ * also native ids before 3.11) and the GIL holder. */
+typedef int (*cli_read_fn)(uintptr_t addr, void *dst, size_t n);
+extern const char *const cli_read_syms[5];
+cJSON *cli_read_stacks(const char *what, cli_read_fn rd, int pid, const int ver[3],
+                       const unsigned long addrs[5], const char *source, int max_frames);
+void cli_read_finish(cJSON *body, pid_t live);
+/* Before 3.11: native ids from glibc's pthread tid field (read with rd), each kept when
+ * is_task(tid) says the process has that thread. */
+void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
+/* core.c: the probing/dump body (with "core") of a core file, read with the same walker;
+ * exe (may be NULL) names the interpreter when the core's mappings do not. NULL after printing
+ * the error. */
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 
@@ -134,7 +153,7 @@ void cli_query_wait(struct dap_client *dc, int base_ms);
 /* A command: argc/argv start at the command name; returns an exit code (CLI_*). */
 typedef int cli_cmd_fn(const struct cli_opts *o, int argc, char **argv);
 /* main.c's table: a file each (inject.c, debug.c, ..., query.c has tables too). */
-cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
+cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_dump, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
     cli_cmd_config, cli_cmd_eval, cli_cmd_repl, cli_cmd_backtrace, cli_cmd_memory;
 /* flamegraph (flamegraph.c): render perf --cc's samples (injector/render/flame.h). */
 cli_cmd_fn cli_cmd_flamegraph;

@@ -19,13 +19,15 @@
 #include "cli.h"
 #include "injector/inject/inj.h"
 
-typedef char *(*read_dump_fn)(int pid, const uintptr_t syms[5], int max_frames, char *err,
-                              size_t errn);
+typedef char *(*read_dump_fn)(cli_read_fn rd, int pid, const uintptr_t syms[5], int max_frames,
+                              char *err, size_t errn);
 
-static int peek(pid_t pid, unsigned long addr, void *buf, size_t n)
+static pid_t live_pid;
+
+static int live_read(uintptr_t addr, void *buf, size_t n)
 {
     struct iovec l = {buf, n}, r = {(void *)addr, n};
-    return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+    return process_vm_readv(live_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
 static int task_exists(pid_t pid, long tid)
@@ -36,9 +38,17 @@ static int task_exists(pid_t pid, long tid)
     return tid > 0 && stat(p, &st) == 0;
 }
 
-/* Native ids the reader could not give (before 3.11): the tid in each pthread_t. */
-static void fill_native_ids(pid_t pid, cJSON *threads)
+static int live_task(long tid)
 {
+    return task_exists(live_pid, tid);
+}
+
+/* Native ids the reader could not give (before 3.11): the tid in each pthread_t (read with
+ * rd), kept when is_task says the process has that thread. */
+void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
+{
+    int pid = (int)cli_json_num(body, "pid", 0);
+    cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads");
     const cJSON *t;
     unsigned long main_ident = 0;
     int off = -1;
@@ -46,7 +56,7 @@ static void fill_native_ids(pid_t pid, cJSON *threads)
         if (cli_json_true(t, "main"))
             main_ident = (unsigned long)cli_json_num(t, "ident", 0);
     int buf[512];
-    if (!main_ident || peek(pid, main_ident, buf, sizeof buf) < 0)
+    if (!main_ident || pid <= 0 || rd(main_ident, buf, sizeof buf) < 0)
         return;
     for (int i = 0; i < 512 && off < 0; i++)
         if (buf[i] == (int)pid)
@@ -57,66 +67,65 @@ static void fill_native_ids(pid_t pid, cJSON *threads)
     {
         int tid;
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, "nativeId")) ||
-            peek(pid, (unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid,
-                 sizeof tid) < 0 || !task_exists(pid, tid))
+            rd((unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid,
+               sizeof tid) < 0 || !is_task(tid))
             continue;
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "id", cJSON_CreateNumber(tid));
     }
 }
 
-cJSON *cli_read_dump(pid_t pid, int max_frames)
+const char *const cli_read_syms[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
+                                      "PyUnicode_Type", "PyBytes_Type"};
+
+cJSON *cli_read_stacks(const char *what, cli_read_fn rd, int pid, const int ver[3],
+                       const unsigned long addrs[5], const char *source, int max_frames)
 {
-    static const char *const names[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
-                                         "PyUnicode_Type", "PyBytes_Type"};
-    unsigned long addrs[5];
     uintptr_t syms[5];
-    struct inj_pyver v;
-    struct pb_err err = {0};
     char dir[4096], lib[4200], msg[256] = "";
-    if (inj_pyver_detect(pid, &v, &err) < 0 || inj_pysyms(pid, names, 5, addrs, &err) < 0) {
-        cli_error("dump --no-inject: %s", err.msg);
-        return NULL;
-    }
     for (int i = 0; i < 5; i++) {
         syms[i] = addrs[i];
-        if (!addrs[i] && !(i == 2 && v.minor >= 11)) { /* PyFrame_Type: before 3.11 only */
-            cli_error("dump --no-inject: %s has no symbol %s: cannot find the interpreter's "
-                      "state without loading code (use debug --dump)", v.source, names[i]);
+        if (!addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
+            cli_error("%s: %s has no symbol %s: the interpreter's state cannot be found", what,
+                      source, cli_read_syms[i]);
             return NULL;
         }
     }
     cli_libdir(dir, sizeof dir);
-    snprintf(lib, sizeof lib, "%s/libprobing-read-%d.%d.so", dir, v.major, v.minor);
+    snprintf(lib, sizeof lib, "%s/libprobing-read-%d.%d.so", dir, ver[0], ver[1]);
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     read_dump_fn fn = h ? (read_dump_fn)(uintptr_t)dlsym(h, "probing_read_dump") : NULL;
     if (!fn) {
-        cli_error("dump --no-inject: no reader for CPython %d.%d (%s): build it with make",
-                  v.major, v.minor, h ? "probing_read_dump missing" : dlerror());
+        cli_error("%s: no reader for CPython %d.%d (%s): build it with make", what, ver[0],
+                  ver[1], h ? "probing_read_dump missing" : dlerror());
         if (h)
             dlclose(h);
         return NULL;
     }
-    char *text = fn((int)pid, syms, max_frames, msg, sizeof msg);
+    char *text = fn(rd, pid, syms, max_frames, msg, sizeof msg);
     cJSON *body = text ? cJSON_Parse(text) : NULL;
     free(text);
     dlclose(h);
     if (!body) {
-        cli_error("dump --no-inject: %s", msg[0] ? msg : "the reader's answer is unreadable");
+        cli_error("%s: %s", what, msg[0] ? msg : "the reader's answer is unreadable");
         return NULL;
     }
-    char ver[32];
-    snprintf(ver, sizeof ver, v.micro >= 0 ? "%d.%d.%d" : "%d.%d", v.major, v.minor, v.micro);
-    cJSON_AddStringToObject(body, "python", ver);
+    char v[32];
+    snprintf(v, sizeof v, ver[2] >= 0 ? "%d.%d.%d" : "%d.%d", ver[0], ver[1], ver[2]);
+    cJSON_AddStringToObject(body, "python", v);
+    return body;
+}
+
+void cli_read_finish(cJSON *body, pid_t live)
+{
     cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads"), *t;
-    fill_native_ids(pid, threads);
     cJSON_ArrayForEach(t, threads)
     {
         char comm[64] = "?";
         long tid = (long)cli_json_num(t, "nativeId", -1);
-        if (tid > 0) {
+        if (tid > 0 && live > 0) {
             char p[64];
-            snprintf(p, sizeof p, "/proc/%d/task/%ld/comm", (int)pid, tid);
+            snprintf(p, sizeof p, "/proc/%d/task/%ld/comm", (int)live, tid);
             FILE *f = fopen(p, "r");
             if (f) {
                 if (fgets(comm, sizeof comm, f))
@@ -131,6 +140,26 @@ cJSON *cli_read_dump(pid_t pid, int max_frames)
             cJSON_ReplaceItemInObjectCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(body, "gil"), "holder",
                 cJSON_CreateNumber(cli_json_num(t, "id", 0)));
+    }
+}
+
+cJSON *cli_read_dump(pid_t pid, int max_frames)
+{
+    unsigned long addrs[5];
+    struct inj_pyver v;
+    struct pb_err err = {0};
+    if (inj_pyver_detect(pid, &v, &err) < 0 ||
+        inj_pysyms(pid, cli_read_syms, 5, addrs, &err) < 0) {
+        cli_error("dump --no-inject: %s", err.msg);
+        return NULL;
+    }
+    int ver[3] = {v.major, v.minor, v.micro};
+    live_pid = pid;
+    cJSON *body = cli_read_stacks("dump --no-inject", live_read, (int)pid, ver, addrs, v.source,
+                                  max_frames);
+    if (body) {
+        cli_read_native_ids(body, live_read, live_task);
+        cli_read_finish(body, pid);
     }
     return body;
 }

@@ -211,3 +211,18 @@ int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
     inj_maps_free(&m);
     return rc;
 }
+
+int inj_file_syms(const char *path, unsigned long start, unsigned long off,
+                  const char *const *names, int n, unsigned long *addrs)
+{
+    struct inj_elf e;
+    uint64_t bias, v, sz;
+    int rc = inj_elf_open(path, &e);
+    if (rc < 0)
+        return rc;
+    if ((rc = inj_elf_bias(&e, start, off, &bias)) == 0)
+        for (int i = 0; i < n; i++)
+            addrs[i] = inj_elf_sym(&e, names[i], &v, &sz) == 0 ? (unsigned long)(v + bias) : 0;
+    inj_elf_close(&e);
+    return rc;
+}

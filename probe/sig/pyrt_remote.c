@@ -3,7 +3,8 @@
  * walk it reuses): the probe's own frame walker
  * (pyrt/frames.c, pyrt/lines.c, and pyrt_sig.c's thread list and descriptions) built a second time
  * per CPython minor with PYRT_REMOTE into libprobing-read-3.X.so, which the CLI dlopens: every
- * read goes to the target with process_vm_readv (pyrt/read.c on pyrt_remote_pid) and the
+ * read goes through the CLI's read (process_vm_readv on a live target, or a core file's
+ * segments; pyrt/read.c calls pyrt_remote_read) and the
  * interpreter's globals are the target's (pyrt_remote, from its ELF symbols). Nothing is
  * loaded into the target. In the probe itself this file is empty. */
 #ifdef PYRT_REMOTE
@@ -16,7 +17,7 @@
 #include <sys/types.h>
 
 struct pyrt_remote_syms pyrt_remote;
-pid_t pyrt_remote_pid;
+pyrt_read_fn pyrt_remote_read;
 
 #define REMOTE_THREADS 1024
 
@@ -32,15 +33,16 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f)
     return o;
 }
 
-/* The reader's one entry point. syms: the target's _PyRuntime, PyCode_Type, PyFrame_Type,
- * PyUnicode_Type, PyBytes_Type (runtime addresses). Returns the probing/dump body (threads
+/* The reader's one entry point. rd: reads the target's memory (0, or -1; it must never fault).
+ * syms: the target's _PyRuntime, PyCode_Type, PyFrame_Type, PyUnicode_Type, PyBytes_Type
+ * (runtime addresses); pid goes into the body as is. Returns the probing/dump body (threads
  * with id, ident, nativeId (null before 3.11: the caller finds it), holdsGil, main, truncated,
  * frames; gil) as a malloc'd JSON text, or NULL with err filled. */
-__attribute__((visibility("default"))) char *probing_read_dump(int pid, const uintptr_t syms[5],
-                                                                int max_frames, char *err,
-                                                                size_t errn);
-char *probing_read_dump(int pid, const uintptr_t syms[5], int max_frames, char *err,
-                        size_t errn)
+__attribute__((visibility("default"))) char *
+probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int max_frames, char *err,
+                  size_t errn);
+char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int max_frames,
+                        char *err, size_t errn)
 {
     uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0;
     long *ids = NULL;
@@ -48,7 +50,7 @@ char *probing_read_dump(int pid, const uintptr_t syms[5], int max_frames, char *
     int locked = 0, n, rc;
     char *text = NULL;
     cJSON *body = NULL;
-    pyrt_remote_pid = pid;
+    pyrt_remote_read = rd;
     pyrt_remote = (struct pyrt_remote_syms){syms[0], syms[1], syms[2], syms[3], syms[4]};
     if (max_frames < 1)
         max_frames = 1;
