@@ -9,7 +9,9 @@ a baseline measured in the same invocation (a ratio, never a timed assertion):
      the same with native frames merged (`native: "merged"`: every thread unwinds itself in a
      signal handler, frames named in the probe) and `debug --dump --native` (file:line by the
      CLI from DWARF);
-  4. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
+  4. `probing dump --core` of a 1 GB core (gcore of a target holding 1 GB) against the same of
+     a small one (`samples/threads.py`): reading a core costs what the stacks need, not its size;
+  5. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
      the first byte vs at the last byte (a constant-time comparison gives a ratio near 1).
 Usage: bench.py BUILD_DIR [PYTHON]"""
 import json
@@ -118,7 +120,35 @@ def main():
     dn, dcn = statistics.median(native), statistics.median(cli_native)
     print("  probing/dump native, 16 threads  %10s   native/floor = %.1fx (goal < 20 ms)" % (ms(dn), dn / di))
     print("  CLI debug --dump --native, 16 th %10s" % ms(dcn))
+    core_timing()
     token_timing()
+
+
+def core_of(args, tmp):
+    p = subprocess.Popen([python(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True, start_new_session=True)
+    try:
+        if not p.stdout.readline().startswith("ready "):
+            raise SystemExit("bench: target did not start")
+        subprocess.run(["gcore", "-o", os.path.join(tmp, "core"), str(p.pid)], check=True,
+                       capture_output=True, timeout=600)
+        return os.path.join(tmp, "core.%d" % p.pid)
+    finally:
+        stop(p)
+
+
+def core_timing():
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="probing-bench-") as tmp:
+        big = core_of(["-c", "import os, time\nb = bytearray(1 << 30)\nfor i in range(0, len(b), "
+                             "4096): b[i] = 1\nprint('ready {}', flush=True)\ntime.sleep(3600)"], tmp)
+        small = core_of([os.path.join(ROOT, "samples", "threads.py")], tmp)
+        tb = statistics.median(timed([CLI, "dump", "--core", big])[0] for _ in range(RUNS))
+        ts = statistics.median(timed([CLI, "dump", "--core", small])[0] for _ in range(RUNS))
+        print("  dump --core, %4.1f GB core        %10s   1 GB/small = %.1fx (goal < 1 s)" % (
+            os.path.getsize(big) / 2 ** 30, ms(tb), tb / ts))
+        print("  dump --core, %3.0f MB core         %10s" % (os.path.getsize(small) / 2 ** 20,
+                                                              ms(ts)))
 
 
 def token_timing():
