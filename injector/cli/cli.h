@@ -107,24 +107,24 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
 int cli_libdir(char *buf, size_t n);
 /* readonly.c: the probing/dump body of a live process read from outside with the probe's own
  * walker (libprobing-read-3.X.so), nothing loaded into it; no locals, names from the kernel.
- * NULL after printing the error. */
-cJSON *cli_read_dump(pid_t pid, int max_frames);
+ * NULL with err filled. */
+cJSON *cli_read_dump(pid_t pid, int max_frames, struct pb_err *err);
 /* The parts, for other memory (core.c): rd reads the target (0 or -1, never faults); ver the
  * CPython major, minor, micro (-1 unknown); addrs the runtime addresses of cli_read_syms found
- * in source. what prefixes errors. cli_read_finish adds names (from /proc when live > 0: then
+ * in source. NULL with err filled. cli_read_finish adds names (from /proc when live > 0: then
  * also native ids before 3.11) and the GIL holder. */
 typedef int (*cli_read_fn)(uintptr_t addr, void *dst, size_t n);
 extern const char *const cli_read_syms[5];
-cJSON *cli_read_stacks(const char *what, cli_read_fn rd, int pid, const int ver[3],
-                       const unsigned long addrs[5], const char *source, int max_frames);
+cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
+                       const char *source, int max_frames, struct pb_err *err);
 void cli_read_finish(cJSON *body, pid_t live);
 /* Before 3.11: native ids from glibc's pthread tid field (read with rd), each kept when
  * is_task(tid) says the process has that thread. */
 void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
 /* core.c: the probing/dump body (with "core") of a core file, read with the same walker;
- * exe (may be NULL) names the interpreter when the core's mappings do not. NULL after printing
- * the error. */
-cJSON *cli_core_dump(const char *path, const char *exe, int max_frames);
+ * exe (may be NULL) names the interpreter when the core's mappings do not. NULL with err
+ * filled. */
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 

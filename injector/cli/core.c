@@ -152,13 +152,13 @@ static const struct cmap *interp_map(const char *exe, int ver[3])
     return best;
 }
 
-cJSON *cli_core_dump(const char *path, const char *exe, int max_frames)
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, struct pb_err *err)
 {
     struct stat st;
     cJSON *body = NULL;
     int ver[3], fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
-        cli_error("dump --core: cannot open %s: %s", path, strerror(errno));
+        pb_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return NULL;
@@ -167,7 +167,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames)
                                : MAP_FAILED;
     close(fd);
     if (map == MAP_FAILED) {
-        cli_error("dump --core: cannot map %s: %s", path, strerror(errno));
+        pb_err_set(err, -errno, "cannot map %s: %s", path, strerror(errno));
         return NULL;
     }
     memset(&core, 0, sizeof core);
@@ -177,7 +177,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames)
     if (core.size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
         eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_type != ET_CORE ||
         eh->e_phoff + (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > core.size) {
-        cli_error("dump --core: %s is not a 64-bit ELF core file", path);
+        pb_err_set(err, PB_EBADARG, "%s is not a 64-bit ELF core file", path);
         goto out;
     }
     core.ph = (const Elf64_Phdr *)(core.data + eh->e_phoff);
@@ -188,16 +188,16 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames)
     const struct cmap *m = interp_map(exe, ver);
     unsigned long addrs[5];
     if (!m) {
-        cli_error("dump --core: %s maps no libpython3.X%s: give the interpreter with --exe PATH",
-                  path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
+        pb_err_set(err, PB_ENOPYTHON, "%s maps no libpython3.X%s: give the interpreter with "
+                   "--exe PATH", path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
         goto out;
     }
     if (inj_file_syms(exe ? exe : m->path, m->start, m->off, cli_read_syms, 5, addrs) < 0) {
-        cli_error("dump --core: cannot read the symbols of %s (the core's interpreter): give it "
-                  "with --exe PATH", exe ? exe : m->path);
+        pb_err_set(err, -ENOENT, "cannot read the symbols of %s (the core's interpreter): give "
+                   "it with --exe PATH", exe ? exe : m->path);
         goto out;
     }
-    body = cli_read_stacks("dump --core", core_read, core.pid, ver, addrs, m->path, max_frames);
+    body = cli_read_stacks(core_read, core.pid, ver, addrs, m->path, max_frames, err);
     if (body) {
         cli_read_native_ids(body, core_read, core_task);
         cli_read_finish(body, 0);

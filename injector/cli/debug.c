@@ -212,7 +212,10 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return CLI_USAGE;
     }
     if (no_inject) {
-        cJSON *b = cli_read_dump(o->target.pid, 256);
+        struct pb_err err = {0};
+        cJSON *b = cli_read_dump(o->target.pid, 256, &err);
+        if (!b)
+            cli_error("dump --no-inject: %s", err.msg);
         return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;
     }
     cJSON *args = cJSON_CreateObject();

@@ -47,6 +47,9 @@ int cli_cmd_dump(const struct cli_opts *o, int argc, char **argv)
                                        : "give a core file: probing dump --core FILE");
         return CLI_USAGE;
     }
-    cJSON *body = cli_core_dump(corefile, exe, 256);
+    struct pb_err err = {0};
+    cJSON *body = cli_core_dump(corefile, exe, 256, &err);
+    if (!body)
+        cli_error("dump --core: %s", err.msg);
     return body ? cli_print_body(body, json, cli_dump_print) : CLI_FAIL;
 }

@@ -78,16 +78,16 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
 const char *const cli_read_syms[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
                                       "PyUnicode_Type", "PyBytes_Type"};
 
-cJSON *cli_read_stacks(const char *what, cli_read_fn rd, int pid, const int ver[3],
-                       const unsigned long addrs[5], const char *source, int max_frames)
+cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
+                       const char *source, int max_frames, struct pb_err *err)
 {
     uintptr_t syms[5];
     char dir[4096], lib[4200], msg[256] = "";
     for (int i = 0; i < 5; i++) {
         syms[i] = addrs[i];
         if (!addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
-            cli_error("%s: %s has no symbol %s: the interpreter's state cannot be found", what,
-                      source, cli_read_syms[i]);
+            pb_err_set(err, PB_ENOPYTHON, "%s has no symbol %s: the interpreter's state cannot be "
+                       "found", source, cli_read_syms[i]);
             return NULL;
         }
     }
@@ -96,8 +96,8 @@ cJSON *cli_read_stacks(const char *what, cli_read_fn rd, int pid, const int ver[
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     read_dump_fn fn = h ? (read_dump_fn)(uintptr_t)dlsym(h, "probing_read_dump") : NULL;
     if (!fn) {
-        cli_error("%s: no reader for CPython %d.%d (%s): build it with make", what, ver[0],
-                  ver[1], h ? "probing_read_dump missing" : dlerror());
+        pb_err_set(err, -ENOENT, "no reader for CPython %d.%d (%s): build it with make", ver[0],
+                   ver[1], h ? "probing_read_dump missing" : dlerror());
         if (h)
             dlclose(h);
         return NULL;
@@ -107,7 +107,7 @@ cJSON *cli_read_stacks(const char *what, cli_read_fn rd, int pid, const int ver[
     free(text);
     dlclose(h);
     if (!body) {
-        cli_error("%s: %s", what, msg[0] ? msg : "the reader's answer is unreadable");
+        pb_err_set(err, PB_EUNKNOWN, "%s", msg[0] ? msg : "the reader's answer is unreadable");
         return NULL;
     }
     char v[32];
@@ -143,20 +143,15 @@ void cli_read_finish(cJSON *body, pid_t live)
     }
 }
 
-cJSON *cli_read_dump(pid_t pid, int max_frames)
+cJSON *cli_read_dump(pid_t pid, int max_frames, struct pb_err *err)
 {
     unsigned long addrs[5];
     struct inj_pyver v;
-    struct pb_err err = {0};
-    if (inj_pyver_detect(pid, &v, &err) < 0 ||
-        inj_pysyms(pid, cli_read_syms, 5, addrs, &err) < 0) {
-        cli_error("dump --no-inject: %s", err.msg);
+    if (inj_pyver_detect(pid, &v, err) < 0 || inj_pysyms(pid, cli_read_syms, 5, addrs, err) < 0)
         return NULL;
-    }
     int ver[3] = {v.major, v.minor, v.micro};
     live_pid = pid;
-    cJSON *body = cli_read_stacks("dump --no-inject", live_read, (int)pid, ver, addrs, v.source,
-                                  max_frames);
+    cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, err);
     if (body) {
         cli_read_native_ids(body, live_read, live_task);
         cli_read_finish(body, pid);
