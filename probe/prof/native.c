@@ -109,54 +109,53 @@ static void take(struct prof_nframe *dst, struct prof_nframe *src)
     src->name = src->file = NULL;
 }
 
-/* Names and merges one thread's raw stacks into s. all: keep CPython's internals. */
+/* Names and merges one thread's raw stacks into s (pb_stack_merge). all: keep CPython's
+ * internals. */
 static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *s)
 {
-    int nn = r->nnative, np = 0, group_end[STACK_SIG_PY];
+    int nn = r->nnative, np = r->npy, rc = -ENOMEM;
+    unsigned char is_eval[STACK_SIG_NATIVE], entry[STACK_SIG_PY];
+    struct pb_merge_step steps[STACK_SIG_NATIVE + STACK_SIG_PY];
     struct prof_nframe *nat = calloc((size_t)nn + 1, sizeof *nat);
-    s->py = calloc((size_t)r->npy + 1, sizeof *s->py);
-    s->f = calloc((size_t)nn + (size_t)r->npy + 1, sizeof *s->f);
-    if (!nat || !s->py || !s->f) {
-        free(nat);
-        return -ENOMEM;
-    }
+    s->py = calloc((size_t)np + 1, sizeof *s->py);
+    s->f = calloc((size_t)nn + (size_t)np + 1, sizeof *s->f);
+    if (!nat || !s->py || !s->f)
+        goto out;
     for (int i = 0; i < nn; i++) {
         if (native_frame(&nat[i], r->native[i], i) < 0)
-            goto oom;
+            goto out;
+        is_eval[i] = (unsigned char)nat[i].is_eval;
         s->evals += nat[i].is_eval;
     }
-    for (int i = 0; i < r->npy; i++) {
-        if (py_frame(&s->py[np], &r->py[i]) < 0) {
-            s->npy = np + 1;
-            goto oom;
+    for (; s->npy < np; s->npy++) {
+        if (py_frame(&s->py[s->npy], &r->py[s->npy]) < 0) {
+            s->npy++;
+            goto out;
         }
-        if (r->py[i].entry)
-            group_end[s->entries++] = np;
-        np++;
+        entry[s->npy] = (unsigned char)r->py[s->npy].entry;
+        s->entries += r->py[s->npy].entry != 0;
     }
-    s->npy = np;
-    s->merged = s->evals == s->entries && (np == 0 || (s->entries > 0 &&
-                                                         group_end[s->entries - 1] == np - 1));
-    int g = 0, start = 0;
-    for (int i = 0; i < nn; i++) {
-        if (s->merged && nat[i].is_eval) {
-            for (int k = start; k <= group_end[g]; k++)
-                take(&s->f[s->n++], &s->py[k]);
-            start = group_end[g++] + 1;
+    int m = pb_stack_merge(is_eval, nn, entry, np, steps);
+    s->merged = m >= 0;
+    if (s->merged) { /* the Python frames move into f */
+        for (int i = 0; i < m; i++) {
+            struct prof_nframe *f = steps[i].kind == PB_MERGE_PY ? &s->py[steps[i].index]
+                                                                 : &nat[steps[i].index];
+            if (f->kind == PROF_NF_PYTHON || all || !f->internal)
+                take(&s->f[s->n++], f);
         }
-        if (all || !nat[i].internal || (!s->merged && nat[i].is_eval))
-            take(&s->f[s->n++], &nat[i]);
-    }
-    if (s->merged) { /* the Python frames now live in f */
         frames_free(s->py, s->npy);
         s->py = NULL;
         s->npy = 0;
+    } else { /* native frames apart, the eval-loop ones kept to show where Python runs */
+        for (int i = 0; i < nn; i++)
+            if (all || !nat[i].internal || nat[i].is_eval)
+                take(&s->f[s->n++], &nat[i]);
     }
+    rc = 0;
+out:
     frames_free(nat, nn);
-    return 0;
-oom:
-    frames_free(nat, nn);
-    return -ENOMEM;
+    return rc;
 }
 
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
