@@ -96,6 +96,12 @@ struct pb_merge_step {
 int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *entry, int np,
                    struct pb_merge_step *out);
 
+/* 1 when a function of the interpreter's own object named name (NULL or "": unknown) is
+ * CPython's call machinery, which merged stacks leave out (--native=all keeps it): _Py*, Py*
+ * but PyThread_*, vectorcall and slot wrappers... Its other functions (time_sleep,
+ * acquire_timed, PyThread_*: where a thread waits) stay. */
+int pb_cpython_machinery(const char *name);
+
 /* DAP frame ids (frameid.c): the id of frame depth (0 = innermost, < 4096) of native thread
  * tid, below 2^31; and back (0, or -1 for an id never handed out). Any thread. */
 long long pb_frame_id(long tid, int depth);

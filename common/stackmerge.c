@@ -6,6 +6,8 @@
  * pystack merge. Pure: no allocation, any thread, signal-safe. */
 #include "pb.h"
 
+#include <string.h>
+
 int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *entry, int np,
                    struct pb_merge_step *out)
 {
@@ -29,4 +31,22 @@ int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *en
         out[n++] = (struct pb_merge_step){PB_MERGE_NATIVE, i};
     }
     return n;
+}
+
+int pb_cpython_machinery(const char *name)
+{
+    static const char *const pre[] = {"_Py",          "cfunction_",     "method_vectorcall",
+                                      "vectorcall",   "slot_tp_",       "call_function",
+                                      "_call_function", "function_code_fastcall",
+                                      "object_vacall", "wrapper_call",  "builtin_",
+                                      "pymain_",      "pyrun_",         "run_",
+                                      "thread_run",   "t_bootstrap",    "method_call"};
+    if (!name || !*name)
+        return 1;
+    if (strncmp(name, "Py", 2) == 0)
+        return strncmp(name, "PyThread_", 9) != 0;
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (strncmp(name, pre[i], strlen(pre[i])) == 0)
+            return 1;
+    return 0;
 }

@@ -118,13 +118,23 @@ extern const char *const cli_read_syms[5];
 cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
                        const char *source, int max_frames, struct pb_err *err);
 void cli_read_finish(cJSON *body, pid_t live);
+/* A thread's native stack from its registers (pc, sp, frame pointer) with the probe's own
+ * unwinder (the reader for CPython ver) over memory rd and the modules mods (each: executable
+ * range and the address of its ELF header). The count of pcs in out, or -1 with err. */
+struct cli_read_mod {
+    uintptr_t lo, hi, base;
+};
+int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
+                    const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max,
+                    struct pb_err *err);
 /* Before 3.11: native ids from glibc's pthread tid field (read with rd), each kept when
  * is_task(tid) says the process has that thread. */
 void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
 /* core.c: the probing/dump body (with "core") of a core file, read with the same walker;
- * exe (may be NULL) names the interpreter when the core's mappings do not. NULL with err
- * filled. */
-cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, struct pb_err *err);
+ * exe (may be NULL) names the interpreter when the core's mappings do not. native: 1 merged
+ * native frames, 2 all of them (as debug --dump --native[=all]). NULL with err filled. */
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int native,
+                     struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 

@@ -36,6 +36,7 @@ static struct {
     int nmaps;
     int pid;
     int tids[4096]; /* the threads' NT_PRSTATUS pr_pid */
+    uintptr_t regs[4096][3]; /* and their pc, sp, frame pointer */
     int ntids;
 } core;
 
@@ -92,7 +93,16 @@ static void notes_read(const Elf64_Phdr *p)
             break;
         const unsigned char *d = core.data + desc;
         if (nh->n_type == NT_PRSTATUS && nh->n_descsz >= 36 && core.ntids < 4096) {
-            memcpy(&core.tids[core.ntids++], d + 32, sizeof(int)); /* elf_prstatus.pr_pid */
+            memcpy(&core.tids[core.ntids], d + 32, sizeof(int)); /* elf_prstatus.pr_pid */
+#if defined(__x86_64__)
+            /* pr_reg (user_regs_struct) at 112: rbp is its 5th word, rip the 17th, rsp the 20th */
+            if (nh->n_descsz >= 112 + 27 * 8) {
+                memcpy(&core.regs[core.ntids][0], d + 112 + 16 * 8, 8);
+                memcpy(&core.regs[core.ntids][1], d + 112 + 19 * 8, 8);
+                memcpy(&core.regs[core.ntids][2], d + 112 + 4 * 8, 8);
+            }
+#endif
+            core.ntids++;
         } else if (nh->n_type == NT_PRPSINFO && nh->n_descsz >= 28 && core.pid == 0) {
             int pid;
             memcpy(&pid, d + 24, sizeof pid); /* struct elf_prpsinfo.pr_pid (x86-64, aarch64) */
@@ -152,7 +162,135 @@ static const struct cmap *interp_map(const char *exe, int ver[3])
     return best;
 }
 
-cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, struct pb_err *err)
+/* The mapped objects for the unwinder: per file, its range and the address of its offset 0. */
+static int core_mods(struct cli_read_mod *mods, int max)
+{
+    int n = 0;
+    for (int i = 0; i < core.nmaps && n < max; i++) {
+        if (core.maps[i].off != 0)
+            continue;
+        struct cli_read_mod m = {core.maps[i].start, core.maps[i].end, core.maps[i].start};
+        for (int k = 0; k < core.nmaps; k++)
+            if (strcmp(core.maps[k].path, core.maps[i].path) == 0) {
+                m.lo = core.maps[k].start < m.lo ? core.maps[k].start : m.lo;
+                m.hi = core.maps[k].end > m.hi ? core.maps[k].end : m.hi;
+            }
+        mods[n++] = m;
+    }
+    return n;
+}
+
+static const struct cmap *map_of(uintptr_t pc)
+{
+    for (int i = 0; i < core.nmaps; i++)
+        if (pc >= core.maps[i].start && pc < core.maps[i].end)
+            return &core.maps[i];
+    return NULL;
+}
+
+/* One native frame as the probe describes it (docs/protocol.md), named from DWARF and symbol
+ * tables by libdw (srcline.c); *is_eval and *internal for merging. */
+static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_eval,
+                          int *internal)
+{
+    const struct cmap *m = map_of(pc);
+    char file[1024] = "", func[512] = "", hex[32];
+    unsigned long bias = 0;
+    unsigned long long off = 0;
+    int line = 0;
+    cJSON *o = cJSON_CreateObject();
+    if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
+        cli_srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
+                    sizeof func, &off);
+    *is_eval = strcmp(func, "_PyEval_EvalFrameDefault") == 0;
+    *internal = *is_eval || (m && strcmp(m->path, interp) == 0 && pb_cpython_machinery(func));
+    cJSON_AddStringToObject(o, "kind", "native");
+    cJSON_AddItemToObject(o, "name", func[0] ? cJSON_CreateString(func) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "offset", (double)(off + (depth > 0)));
+    cJSON_AddItemToObject(o, "module", m ? cJSON_CreateString(m->path) : cJSON_CreateNull());
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)pc);
+    cJSON_AddStringToObject(o, "address", hex);
+    if (file[0]) {
+        cJSON_AddStringToObject(o, "file", file);
+        cJSON_AddNumberToObject(o, "line", line);
+    }
+    if (*internal)
+        cJSON_AddBoolToObject(o, "internal", 1);
+    return o;
+}
+
+/* dump --core --native: each thread's native stack from its NT_PRSTATUS registers, merged with
+ * its Python frames (pb_stack_merge) as debug --dump --native does. */
+static void core_native(cJSON *body, const int ver[3], const char *interp, int all)
+{
+    static struct cli_read_mod mods[4096];
+    uintptr_t pcs[128];
+    struct pb_merge_step steps[128 + 256];
+    int nmods = core_mods(mods, 4096);
+    cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(body, "threads"))
+    {
+        struct pb_err err = {0};
+        cJSON *nat = cJSON_CreateObject(), *py = cJSON_GetObjectItemCaseSensitive(t, "frames");
+        long tid = (long)cli_json_num(t, "nativeId", -1);
+        int k = 0, n = -1, np = cJSON_GetArraySize(py);
+        while (k < core.ntids && core.tids[k] != tid)
+            k++;
+        if (k < core.ntids && np <= 256)
+            n = cli_read_unwind(ver, core_read, core.regs[k], mods, nmods, pcs, 128, &err);
+        cJSON_AddBoolToObject(nat, "answered", n > 0);
+        cJSON_AddItemToObject(t, "native", nat);
+        if (n <= 0) {
+            cJSON_AddStringToObject(nat, "error", k < core.ntids ? "no native stack could be "
+                                                                   "read from its registers"
+                                                                 : "no such thread in the core");
+            continue;
+        }
+        unsigned char is_eval[128], entry[256];
+        int internal[128], evals = 0, entries = 0;
+        cJSON *nf[128];
+        for (int i = 0; i < n; i++) {
+            int e;
+            nf[i] = core_nframe(pcs[i], i, interp, &e, &internal[i]);
+            is_eval[i] = (unsigned char)e;
+            evals += e;
+        }
+        for (int i = 0; i < np; i++) {
+            entry[i] = (unsigned char)cli_json_true(cJSON_GetArrayItem(py, i), "entry");
+            entries += entry[i];
+        }
+        int m = pb_stack_merge(is_eval, n, entry, np, steps);
+        cJSON_AddBoolToObject(nat, "merged", m >= 0);
+        cJSON_AddNumberToObject(nat, "evalFrames", evals);
+        cJSON_AddNumberToObject(nat, "entryFrames", entries);
+        cJSON *out = cJSON_AddArrayToObject(nat, "frames");
+        for (int i = 0; i < (m >= 0 ? m : n); i++) {
+            int ix = m >= 0 ? steps[i].index : i;
+            if (m >= 0 && steps[i].kind == PB_MERGE_PY) {
+                cJSON *f = cJSON_Duplicate(cJSON_GetArrayItem(py, ix), 1);
+                cJSON_AddStringToObject(f, "kind", "python");
+                cJSON_AddItemToArray(out, f);
+            } else if (all || !internal[ix] || (m < 0 && is_eval[ix])) {
+                cJSON_AddItemToArray(out, nf[ix]);
+                nf[ix] = NULL;
+            }
+        }
+        for (int i = 0; i < n; i++)
+            cJSON_Delete(nf[i]);
+        if (m < 0) {
+            cJSON *pf = cJSON_AddArrayToObject(nat, "pythonFrames"), *f;
+            cJSON_ArrayForEach(f, py)
+            {
+                cJSON *c = cJSON_Duplicate(f, 1);
+                cJSON_AddStringToObject(c, "kind", "python");
+                cJSON_AddItemToArray(pf, c);
+            }
+        }
+    }
+}
+
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int native,
+                     struct pb_err *err)
 {
     struct stat st;
     cJSON *body = NULL;
@@ -201,6 +339,8 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, struct p
     if (body) {
         cli_read_native_ids(body, core_read, core_task);
         cli_read_finish(body, 0);
+        if (native)
+            core_native(body, ver, m->path, native > 1);
         cJSON_AddStringToObject(body, "core", path);
     }
 out:

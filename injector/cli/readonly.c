@@ -75,6 +75,46 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
     }
 }
 
+/* The entry point name of the reader for CPython ver (*h: its handle, to dlclose). NULL with
+ * err filled. */
+static void (*reader_sym(const int ver[3], const char *name, void **h, struct pb_err *err))(void)
+{
+    char dir[4096], lib[4200];
+    void (*fn)(void) = NULL;
+    cli_libdir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/libprobing-read-%d.%d.so", dir, ver[0], ver[1]);
+    *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (*h)
+        fn = (void (*)(void))(uintptr_t)dlsym(*h, name);
+    if (!fn) {
+        pb_err_set(err, -ENOENT, "no reader for CPython %d.%d (%s): build it with make", ver[0],
+                   ver[1], *h ? "an entry point is missing" : dlerror());
+        if (*h)
+            dlclose(*h);
+        *h = NULL;
+    }
+    return fn;
+}
+
+typedef int (*read_unwind_fn)(cli_read_fn rd, const uintptr_t regs[3],
+                              const struct cli_read_mod *mods, int nmods, uintptr_t *out,
+                              int max);
+
+int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
+                    const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max,
+                    struct pb_err *err)
+{
+    void *h = NULL;
+    read_unwind_fn fn = (read_unwind_fn)reader_sym(ver, "probing_read_unwind", &h, err);
+    if (!fn)
+        return -1;
+    int n = fn(rd, regs, mods, nmods, out, max);
+    dlclose(h);
+    if (n < 0)
+        pb_err_set(err, -ENOMEM, "out of memory");
+    return n;
+}
+
 const char *const cli_read_syms[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
                                       "PyUnicode_Type", "PyBytes_Type"};
 
@@ -82,7 +122,7 @@ cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned
                        const char *source, int max_frames, struct pb_err *err)
 {
     uintptr_t syms[5];
-    char dir[4096], lib[4200], msg[256] = "";
+    char msg[256] = "";
     for (int i = 0; i < 5; i++) {
         syms[i] = addrs[i];
         if (!addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
@@ -91,17 +131,10 @@ cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned
             return NULL;
         }
     }
-    cli_libdir(dir, sizeof dir);
-    snprintf(lib, sizeof lib, "%s/libprobing-read-%d.%d.so", dir, ver[0], ver[1]);
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    read_dump_fn fn = h ? (read_dump_fn)(uintptr_t)dlsym(h, "probing_read_dump") : NULL;
-    if (!fn) {
-        pb_err_set(err, -ENOENT, "no reader for CPython %d.%d (%s): build it with make", ver[0],
-                   ver[1], h ? "probing_read_dump missing" : dlerror());
-        if (h)
-            dlclose(h);
+    void *h = NULL;
+    read_dump_fn fn = (read_dump_fn)reader_sym(ver, "probing_read_dump", &h, err);
+    if (!fn)
         return NULL;
-    }
     char *text = fn(rd, pid, syms, max_frames, msg, sizeof msg);
     cJSON *body = text ? cJSON_Parse(text) : NULL;
     free(text);

@@ -29,6 +29,8 @@ int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
  * mappings). 0, or -errno. */
 int inj_file_syms(const char *path, unsigned long start, unsigned long off,
                   const char *const *names, int n, unsigned long *addrs);
+/* The load bias of the ELF file at path mapped at start with file offset off. 0, or -errno. */
+int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias);
 
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */

@@ -212,6 +212,19 @@ int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
     return rc;
 }
 
+int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias)
+{
+    struct inj_elf e;
+    uint64_t b = 0;
+    int rc = inj_elf_open(path, &e);
+    if (rc < 0)
+        return rc;
+    rc = inj_elf_bias(&e, start, off, &b);
+    inj_elf_close(&e);
+    *bias = (unsigned long)b;
+    return rc;
+}
+
 int inj_file_syms(const char *path, unsigned long start, unsigned long off,
                   const char *const *names, int n, unsigned long *addrs)
 {

@@ -35,27 +35,6 @@ void prof_sig_unlock(void)
     pthread_mutex_unlock(&sig_mu);
 }
 
-/* CPython's call machinery, which the merged view leaves out (--native=all keeps it): frames
- * of the interpreter's own object with these prefixes, or with no name. Its other functions
- * (time_sleep, acquire_timed, PyThread_*: where a thread waits) stay. */
-static int machinery(const char *name)
-{
-    static const char *const pre[] = {"_Py",          "cfunction_",     "method_vectorcall",
-                                      "vectorcall",   "slot_tp_",       "call_function",
-                                      "_call_function", "function_code_fastcall",
-                                      "object_vacall", "wrapper_call",  "builtin_",
-                                      "pymain_",      "pyrun_",         "run_",
-                                      "thread_run",   "t_bootstrap",    "method_call"};
-    if (!name || !*name)
-        return 1;
-    if (strncmp(name, "Py", 2) == 0)
-        return strncmp(name, "PyThread_", 9) != 0;
-    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
-        if (strncmp(name, pre[i], strlen(pre[i])) == 0)
-            return 1;
-    return 0;
-}
-
 static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
 {
     struct prof_sym sy;
@@ -66,7 +45,7 @@ static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
     f->offset = sy.offset;
     f->bias = sy.bias;
     f->is_eval = sy.is_eval;
-    f->internal = sy.is_eval || (interp_fbase && sy.fbase == interp_fbase && machinery(sy.name));
+    f->internal = sy.is_eval || (interp_fbase && sy.fbase == interp_fbase && pb_cpython_machinery(sy.name));
     f->line = -1;
     f->name = sy.name[0] ? strdup(sy.name) : NULL;
     f->file = sy.module[0] ? strdup(sy.module) : NULL;

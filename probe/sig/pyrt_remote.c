@@ -10,6 +10,7 @@
 #ifdef PYRT_REMOTE
 #include "pyrt/internal.h"
 #include "pyrt_sig.h"
+#include "unwind.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f)
     cJSON_AddStringToObject(o, "name", func);
     cJSON_AddStringToObject(o, "file", file);
     cJSON_AddNumberToObject(o, "line", line);
+    cJSON_AddBoolToObject(o, "entry", f->entry); /* for merging with native frames */
     return o;
 }
 
@@ -106,5 +108,54 @@ out:
     free(ids);
     free(ts);
     return text;
+}
+/* A module of the target for the unwinder: its executable range and where its ELF header is. */
+struct probing_read_mod {
+    uintptr_t lo, hi, base;
+};
+struct mods {
+    const struct probing_read_mod *v;
+    int n;
+};
+
+static int mods_find(uintptr_t pc, struct unwind_mod *m, void *arg)
+{
+    const struct mods *ms = arg;
+    for (int i = 0; i < ms->n; i++)
+        if (pc >= ms->v[i].lo && pc < ms->v[i].hi)
+            return unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo && pc < m->hi
+                       ? 0
+                       : -1;
+    return -1;
+}
+
+/* The second entry point: a thread's native stack from its registers (pc, sp, frame pointer)
+ * with the probe's own unwinder over the target's memory (rd) and modules. Returns the count of
+ * pcs in out (innermost first, the first exact), or -1 when out of memory. */
+__attribute__((visibility("default"))) int
+probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3], const struct probing_read_mod *mods,
+                    int nmods, uintptr_t *out, int max);
+int probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3],
+                        const struct probing_read_mod *mods, int nmods, uintptr_t *out, int max)
+{
+    ucontext_t uc;
+    struct mods ms = {mods, nmods};
+    struct unwind_cache *cache = calloc(1, sizeof *cache);
+    if (!cache)
+        return -1;
+    pyrt_remote_read = rd;
+    memset(&uc, 0, sizeof uc);
+#if defined(__x86_64__)
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)regs[0];
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)regs[1];
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)regs[2];
+#elif defined(__aarch64__)
+    uc.uc_mcontext.pc = regs[0];
+    uc.uc_mcontext.sp = regs[1];
+    uc.uc_mcontext.regs[29] = regs[2];
+#endif
+    int n = unwind_native(&uc, out, max, mods_find, &ms, cache);
+    free(cache);
+    return n;
 }
 #endif

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHONS, bp, probing
+from conftest import PYTHONS, SAMPLES, bp, probing
 
 
 def gcore(pid, out):
@@ -76,3 +76,52 @@ def test_core_errors(tmp_path):
     r = probing("dump", "--core", core)
     assert r.returncode == 1 and "maps no libpython3.X" in r.stderr and "--exe" in r.stderr
     os.unlink(core)
+
+
+def cbp(name):
+    with open(os.path.join(SAMPLES, "native_mix.c")) as f:
+        for i, line in enumerate(f, 1):
+            if "BP: " + name in line:
+                return i
+    raise AssertionError(name)
+
+
+def idx(frames, start=0, **want):
+    for i in range(start, len(frames)):
+        if all(frames[i].get(k) == v for k, v in want.items()):
+            return i
+    raise AssertionError("no %r after %d in %s" % (want, start, [
+        (f["kind"], f.get("name"), f.get("line")) for f in frames]))
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_core_native(python, spawn, tmp_path):
+    """dump --core --native: native stacks from each thread's registers in the core, unwound by
+    the probe's own unwinder over the core's memory, merged like debug --dump --native."""
+    t = spawn(python, "native_mix.py")
+    core = gcore(t.pid, tmp_path / "core")
+    try:
+        d = json.loads(probing("dump", "--core", core, "--native", "--json", check=True).stdout)
+        by_id = {x["nativeId"]: x for x in d["threads"]}
+        f = by_id[t.ready["tids"]["caller"]]["native"]
+        assert f["answered"] and f["merged"], f
+        f = f["frames"]
+        i = idx(f, kind="python", name="py_callback", line=bp("native_mix.py", "callback_sleep"))
+        assert all(x["kind"] == "native" for x in f[:i]) and i > 0
+        j = idx(f, i, kind="native", name="mix_call", line=cbp("mix_call_cb"))
+        idx(f, j, kind="python", name="run_call", line=bp("native_mix.py", "mix_call"))
+        f = by_id[t.ready["tids"]["blocker"]]["native"]["frames"]
+        assert f[1]["name"] == "mix_block" and f[1]["line"] == cbp("mix_block_read"), f[:3]
+        # A thread blocking SIGPROF has its registers in the core like any other.
+        m = by_id[t.ready["tids"]["masked"]]["native"]
+        assert m["answered"] and m["merged"]
+        assert not any(x.get("name") == "_PyEval_EvalFrameDefault"
+                       for x in by_id[t.pid]["native"]["frames"])
+        d = json.loads(probing("dump", "--core", core, "--native=all", "--json",
+                               check=True).stdout)
+        assert any(x.get("name") == "_PyEval_EvalFrameDefault"
+                   for x in d["threads"][0]["native"]["frames"])
+        text = probing("dump", "--core", core, "--native", check=True).stdout
+        assert "(Python) py_callback (" in text and "(native) mix_call+0x" in text
+    finally:
+        os.unlink(core)
