@@ -20,18 +20,11 @@ import tempfile
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def build_lib():
-    d = tempfile.mkdtemp(prefix="native_mix-")
-    so = os.path.join(d, "libnative_mix.so")
-    subprocess.run(["cc", "-g", "-O0", "-shared", "-fPIC", "-o", so,
-                    os.path.join(HERE, "native_mix.c")], check=True)
-    return so
-
-
-SO = build_lib()
+# With DWARF (-g), so that file:line of mix_call and mix_block can be shown.
+SO = os.path.join(tempfile.mkdtemp(prefix="native_mix-"), "libnative_mix.so")
+subprocess.run(["cc", "-g", "-O0", "-shared", "-fPIC", "-o", SO,
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "native_mix.c")],
+               check=True)
 CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
 CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
 lib = ctypes.CDLL(SO)

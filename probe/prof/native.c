@@ -20,7 +20,8 @@
 #include "sig/stack_sig.h"
 #include "sig/unwind.h"
 
-#define NATIVE_WAIT_MS 250 /* for each batch of threads to answer */
+#define NATIVE_WAIT_MS 1000 /* for each batch of threads to answer (a loaded machine may run a
+                             * niced target late) */
 
 static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -72,7 +72,7 @@ struct prof_nstack {
 };
 /* Any thread but a handler. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
  * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. Each
- * batch of threads waits at most 250 ms. 0, or a negative code with err. */
+ * batch of threads waits at most 1 s. 0, or a negative code with err. */
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err);
 void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */

@@ -302,15 +302,8 @@ struct prof_slot *prof_slot_find(int tid)
 
 int prof_slot_poke(struct prof_slot *s, int wall)
 {
-    siginfo_t si;
     (void)wall;
-    memset(&si, 0, sizeof si);
-    si.si_signo = SIGPROF;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_ptr = s;
-    return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), s->tid, SIGPROF, &si);
+    return stack_sig_queue(s->tid, s);
 }
 
 static void slot_free(struct prof_slot *s, int rate)

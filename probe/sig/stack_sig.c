@@ -54,6 +54,18 @@ int stack_sig_take(const siginfo_t *si, ucontext_t *uc)
     return 1;
 }
 
+int stack_sig_queue(int tid, void *value)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGPROF;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = value;
+    return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGPROF, &si);
+}
+
 static struct stack_req *reqs_get(void)
 {
     struct stack_req *r = atomic_load(&reqs);
@@ -99,7 +111,6 @@ int stack_sig_collect(const int *tids, int n, struct stack_sig_result *out, int 
         n = STACK_SIG_BATCH;
     for (int i = 0; i < n; i++) {
         struct stack_req *r = &rq[i];
-        siginfo_t si;
         memset(&out[i], 0, sizeof out[i]);
         out[i].tid = tids[i];
         /* A handler still busy from an earlier ask ends in microseconds: wait for it. */
@@ -108,13 +119,7 @@ int stack_sig_collect(const int *tids, int n, struct stack_sig_result *out, int 
         r->tid = tids[i];
         r->res.nnative = r->res.npy = 0;
         atomic_store(&r->state, REQ_PENDING);
-        memset(&si, 0, sizeof si);
-        si.si_signo = SIGPROF;
-        si.si_code = SI_QUEUE;
-        si.si_pid = getpid();
-        si.si_uid = getuid();
-        si.si_value.sival_ptr = r;
-        if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tids[i], SIGPROF, &si) != 0)
+        if (stack_sig_queue(tids[i], r) != 0)
             atomic_store(&r->state, REQ_IDLE); /* the thread is gone */
     }
     for (int i = 0; i < n; i++) {

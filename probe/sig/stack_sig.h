@@ -35,6 +35,10 @@ struct stack_sig_result {
  * or stale and dropped), 0 when it is someone else's signal. */
 int stack_sig_take(const siginfo_t *si, ucontext_t *uc);
 
+/* Queues SIGPROF with si_value value (SI_QUEUE) to thread tid of this process: how the sampler
+ * pokes a thread in wall mode and how a stack is asked for. 0, or -1 (errno). */
+int stack_sig_queue(int tid, void *value);
+
 /* Not in a signal handler; one caller at a time (the loop thread), with the SIGPROF handler
  * installed and the module table published. Asks each of the n threads tids (n <=
  * STACK_SIG_BATCH) for its stacks into out[i] and waits until all answered or timeout_ms
