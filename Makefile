@@ -50,7 +50,7 @@ PROBE_LINK_LIBS := $(filter-out -lsqlite3 -luv -lcjson,$(PKG_LIBS)) $(PROBE_SQLI
                    -lm -Wl,--exclude-libs,libsqlite3.a:libuv-probe.a -Wl,-rpath,'$$ORIGIN'
 # Linked into the CLI only (the repl's line editing, serve's HTTP server); the probe must never
 # link them.
-CLI_PKGS := libedit libmicrohttpd
+CLI_PKGS := libedit libmicrohttpd libdw
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 # pkg-config module -> Debian package, for the one-line error when a library is missing.
@@ -59,6 +59,7 @@ DEB_libuv := libuv1-dev
 DEB_sqlite3 := libsqlite3-dev
 DEB_libedit := libedit-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_libdw := libdw-dev
 MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 
@@ -159,7 +160,22 @@ $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
 	    -o $$@ $$^ $$(PROBE_LINK_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
 PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
+# The out-of-process reader (debug --dump --no-inject; probe/sig/pyrt_remote.c): the same frame
+# walker built with PYRT_REMOTE, loaded by the CLI, never by a target.
+$(B)/obj/rd$(1)/%.o: %.c | check-libs
+	@mkdir -p $$(dir $$@)
+	@echo "  CCrd$(1) $$<"
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -DPYRT_REMOTE -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+$(B)/lib/probing/libprobing-read-$(1).so: $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(READER_SRCS))
+	@mkdir -p $$(dir $$@)
+	@echo "  LD      $$@"
+	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-read-$(1).so -o $$@ $$^ $$(PKG_LIBS) $$(LDFLAGS_EXTRA)
+READER_LIBS += $(B)/lib/probing/libprobing-read-$(1).so
 endef
+READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/sig/pyrt_sig.c \
+               probe/sig/unwind.c probe/sig/unwind_maps.c probe/sig/unwind_table.c \
+               probe/sig/pyrt_remote.c
+READER_LIBS :=
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 $(PROBE_UV_A): $(PROBE_UV_SYS_A) | check-libs
 	@mkdir -p $(dir $@)
@@ -174,7 +190,7 @@ PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 .PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 check-exports fresh-check
-all: $(CLI_BIN) $(SERVE_BIN) $(PROBE_LIBS) check-exports
+all: $(CLI_BIN) $(SERVE_BIN) $(PROBE_LIBS) $(READER_LIBS) check-exports
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
 deps:
@@ -349,7 +365,7 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/probing
-	install -m 644 $(PROBE_LIBS) $(PROBE_CJSON) $(DESTDIR)$(PREFIX)/lib/probing/
+	install -m 644 $(PROBE_LIBS) $(PROBE_CJSON) $(READER_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
 	install -m 755 $(SERVE_BIN) $(DESTDIR)$(PREFIX)/lib/probing/
 	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
 

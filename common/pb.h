@@ -82,6 +82,26 @@ long pb_read_file(const char *path, char *buf, size_t n);
  * Returns a malloc'd string the caller frees, or NULL on allocation failure. */
 char *pb_table_render(int ncols, const char *const *cols, size_t nrows, const char *const *cells);
 
+/* Native and Python stacks merged (stackmerge.c). is_eval[i]: native frame i (innermost first)
+ * is the interpreter's eval loop; entry[i]: Python frame i (innermost first) is the first frame
+ * its eval-loop call ran. Fills out (room for nn + np steps) with the merged stack, innermost
+ * first: each eval-loop frame preceded by the Python frames it runs. Returns the count, or -1
+ * when the stacks do not match (eval-loop and entry frames differ in number, or the outermost
+ * Python frame is not an entry frame): the merge cannot be trusted. */
+enum { PB_MERGE_PY, PB_MERGE_NATIVE };
+struct pb_merge_step {
+    int kind;  /* PB_MERGE_* */
+    int index; /* into the Python or the native frames */
+};
+int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *entry, int np,
+                   struct pb_merge_step *out);
+
+/* 1 when a function of the interpreter's own object named name (NULL or "": unknown) is
+ * CPython's call machinery, which merged stacks leave out (--native=all keeps it): _Py*, Py*
+ * but PyThread_*, vectorcall and slot wrappers... Its other functions (time_sleep,
+ * acquire_timed, PyThread_*: where a thread waits) stay. */
+int pb_cpython_machinery(const char *name);
+
 /* DAP frame ids (frameid.c): the id of frame depth (0 = innermost, < 4096) of native thread
  * tid, below 2^31; and back (0, or -1 for an id never handed out). Any thread. */
 long long pb_frame_id(long tid, int depth);

@@ -18,7 +18,7 @@ find_obj() {
 deny='^(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|pthread_mutex_.*|pthread_rwlock_.*|pthread_cond_.*|pthread_spin_.*|sem_wait|dl_iterate_phdr|dladdr.*|dlsym|dlopen|dlclose|_dl_find_object|_U.*|unw_.*|backtrace.*|printf|fprintf|snprintf|vsnprintf|sprintf|PyGILState_Ensure|PyEval_.*|PyObject_.*|__tls_get_addr)$'
 allow_unwind='^(__errno_location|getpid|memcpy|memset|memcmp|process_vm_readv|pyrt_sig_read)$'
 bad=0
-for o in unwind unwind_maps prof_sig crash_sig pyrt_sig read lines frames; do
+for o in unwind unwind_maps prof_sig stack_sig crash_sig pyrt_sig read lines frames; do
   f=$(find_obj $o)
   hits=$(nm -u "$f" | awk '{print $2}' | grep -E "$deny" || true)
   if [ -n "$hits" ]; then

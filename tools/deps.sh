@@ -16,6 +16,8 @@ want=(
   patchelf
   # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
   libmicrohttpd-dev xxd
+  # debug --dump --native: file:line of native frames from DWARF, read by the CLI (elfutils)
+  libdw-dev
   # probing serve's tests: the docs' curl examples (docs/http.md)
   curl
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)

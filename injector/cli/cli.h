@@ -7,6 +7,7 @@
 #ifndef CLI_H
 #define CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -52,6 +53,15 @@ int cli_json_true(const cJSON *o, const char *k);
 void cli_print_json(const cJSON *v);
 /* Print a response body as JSON (json) or with text(), then delete it. Returns CLI_OK. */
 int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
+/* srcline.c: the source file and line (file "" when unknown) and the function (func "" when
+ * unknown; *off the offset of pc into it) of native address pc (a return address: pass pc - 1) in the object at path (read
+ * through /proc/PID/root when pid > 0) loaded with load bias bias, from its DWARF and symbol
+ * tables or its separate debug file. 0, or -1 when neither is known. */
+int cli_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
+                char *file, size_t n, int *line, char *func, size_t fn,
+                unsigned long long *off);
+/* dumptext.c: prints a probing/dump body as text (threads, frames, merged native frames). */
+void cli_dump_print(const cJSON *d);
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
 void cli_print_locals(const cJSON *frame, const char *indent);
 /* Prints a probing/query body {columns, rows} as an aligned table with a "(N rows)" line, a
@@ -95,6 +105,36 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
 
 /* Where the probe libraries are: $PROBING_LIBDIR, else <exe dir>/../lib/probing. */
 int cli_libdir(char *buf, size_t n);
+/* readonly.c: the probing/dump body of a live process read from outside with the probe's own
+ * walker (libprobing-read-3.X.so), nothing loaded into it; no locals, names from the kernel.
+ * NULL with err filled. */
+cJSON *cli_read_dump(pid_t pid, int max_frames, struct pb_err *err);
+/* The parts, for other memory (core.c): rd reads the target (0 or -1, never faults); ver the
+ * CPython major, minor, micro (-1 unknown); addrs the runtime addresses of cli_read_syms found
+ * in source. NULL with err filled. cli_read_finish adds names (from /proc when live > 0: then
+ * also native ids before 3.11) and the GIL holder. */
+typedef int (*cli_read_fn)(uintptr_t addr, void *dst, size_t n);
+extern const char *const cli_read_syms[5];
+cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
+                       const char *source, int max_frames, struct pb_err *err);
+void cli_read_finish(cJSON *body, pid_t live);
+/* A thread's native stack from its registers (pc, sp, frame pointer) with the probe's own
+ * unwinder (the reader for CPython ver) over memory rd and the modules mods (each: executable
+ * range and the address of its ELF header). The count of pcs in out, or -1 with err. */
+struct cli_read_mod {
+    uintptr_t lo, hi, base;
+};
+int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
+                    const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max,
+                    struct pb_err *err);
+/* Before 3.11: native ids from glibc's pthread tid field (read with rd), each kept when
+ * is_task(tid) says the process has that thread. */
+void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
+/* core.c: the probing/dump body (with "core") of a core file, read with the same walker;
+ * exe (may be NULL) names the interpreter when the core's mappings do not. native: 1 merged
+ * native frames, 2 all of them (as debug --dump --native[=all]). NULL with err filled. */
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int native,
+                     struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 
@@ -123,7 +163,7 @@ void cli_query_wait(struct dap_client *dc, int base_ms);
 /* A command: argc/argv start at the command name; returns an exit code (CLI_*). */
 typedef int cli_cmd_fn(const struct cli_opts *o, int argc, char **argv);
 /* main.c's table: a file each (inject.c, debug.c, ..., query.c has tables too). */
-cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
+cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_dump, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
     cli_cmd_config, cli_cmd_eval, cli_cmd_repl, cli_cmd_backtrace, cli_cmd_memory;
 /* flamegraph (flamegraph.c): render perf --cc's samples (injector/render/flame.h). */
 cli_cmd_fn cli_cmd_flamegraph;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing -p PID debug --dump [--locals] [--json]`: every Python thread's stack (name, Python
- * thread id, native id, GIL), innermost frame first, optionally with local variables; as text
- * or as one JSON document (the probing/dump response body, see docs/protocol.md).
+/* `probing -p PID debug --dump [--locals] [--native[=all]] [--json]`: every Python thread's
+ * stack (name, Python thread id, native id, GIL), innermost frame first, optionally with local
+ * variables, or with native and Python frames merged (file:line of native frames added here
+ * from DWARF, srcline.c); as text or as one JSON document (the probing/dump response body, see
+ * docs/protocol.md).
  * `debug --pause [--address HOST:PORT]` and `debug --resume`: below. */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,7 +14,8 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID debug --dump [--locals] [--json]\n"
+    printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--json]\n"
+           "       probing -p PID debug --dump --no-inject [--json]\n"
            "       probing -p PID debug --pause [--address HOST:PORT]\n"
            "       probing -p PID debug --resume\n"
            "       ('d' and 'dbg' name debug too: probing -p PID d -d)\n"
@@ -24,6 +27,13 @@ static void help(void)
            "  -d, --dump      dump all threads' stacks\n"
            "      --locals    add each frame's local variables (bounded repr; needs the GIL:\n"
            "                  if it cannot be had in time, says so and shows stacks only)\n"
+           "      --native    each thread's native (C) and Python frames merged, innermost\n"
+           "                  first, each marked (Python) or (native): function+offset, object\n"
+           "                  and file:line when the object has DWARF; CPython's own call\n"
+           "                  machinery left out (--native=all keeps it). When the two stacks\n"
+           "                  cannot be matched, says so and shows both\n"
+           "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
+           "                  into the target: no locals, thread names from the kernel\n"
            "      --json      print one JSON document instead of text\n"
            "  -p, --pause     stop every Python thread and keep the target stopped, serving\n"
            "                  DAP on TCP, until a debugger attaches and continues it or --resume\n"
@@ -32,44 +42,48 @@ static void help(void)
            "      --resume    release a target stopped by --pause\n");
 }
 
-static void print_text(const cJSON *d)
+static pid_t dump_pid;
+
+/* Adds file and line to the native frames of one list from DWARF (srcline.c). */
+static void add_lines(const cJSON *frames)
 {
-    const cJSON *threads = cJSON_GetObjectItemCaseSensitive(d, "threads");
-    const cJSON *gil = cJSON_GetObjectItemCaseSensitive(d, "gil");
-    const cJSON *holder = cJSON_GetObjectItemCaseSensitive(gil, "holder");
-    printf("Process %d, CPython %s, %d Python thread%s\n", (int)cli_json_num(d, "pid", 0),
-           cli_json_str(d, "python") ? cli_json_str(d, "python") : "?", cJSON_GetArraySize(threads),
-           cJSON_GetArraySize(threads) == 1 ? "" : "s");
-    if (cJSON_IsNumber(holder))
-        printf("GIL: held by thread %d\n", holder->valueint);
-    else
-        printf("GIL: not held\n");
-    if (cli_json_str(d, "localsError"))
-        printf("note: %s\n", cli_json_str(d, "localsError"));
-    const cJSON *t;
-    cJSON_ArrayForEach(t, threads)
+    const cJSON *f;
+    int i = 0;
+    cJSON_ArrayForEach(f, frames)
     {
-        char tags[128] = "";
-        if (cli_json_true(t, "main"))
-            strcat(tags, ", main");
-        if (cli_json_true(t, "holdsGil"))
-            strcat(tags, ", holds GIL");
-        if (cli_json_true(t, "daemon"))
-            strcat(tags, ", daemon");
-        if (cli_json_true(t, "truncated"))
-            strcat(tags, ", stack truncated");
-        printf("\nThread %d \"%s\" (ident %.0f%s)\n", (int)cli_json_num(t, "id", 0),
-               cli_json_str(t, "name") ? cli_json_str(t, "name") : "", cli_json_num(t, "ident", 0), tags);
-        const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
-        if (cJSON_GetArraySize(frames) == 0)
-            printf("    (no Python frames)\n");
-        cJSON_ArrayForEach(f, frames)
-        {
-            printf("    %s (%s:%d)\n", cli_json_str(f, "name"), cli_json_str(f, "file"),
-                   (int)cli_json_num(f, "line", 0));
-            cli_print_locals(f, "        ");
+        const char *kind = cli_json_str(f, "kind"), *mod = cli_json_str(f, "module");
+        const char *addr = cli_json_str(f, "address"), *bias = cli_json_str(f, "bias");
+        char file[1024], func[512];
+        int line = 0;
+        unsigned long long off = 0;
+        if (kind && strcmp(kind, "native") == 0 && mod && addr && bias) {
+            unsigned long long pc = strtoull(addr, NULL, 16);
+            /* return addresses (all but the innermost frame) point after their call */
+            if (cli_srcline(dump_pid, mod, i > 0 && pc ? pc - 1 : pc, strtoull(bias, NULL, 16),
+                            file, sizeof file, &line, func, sizeof func, &off) == 0) {
+                if (file[0]) {
+                    cJSON_AddStringToObject((cJSON *)f, "file", file);
+                    cJSON_AddNumberToObject((cJSON *)f, "line", line);
+                }
+                /* a static function of a stripped object, named by its debug file */
+                if (func[0] && !cli_json_str(f, "name")) {
+                    cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)f, "name",
+                                                           cJSON_CreateString(func));
+                    cJSON_ReplaceItemInObjectCaseSensitive(
+                        (cJSON *)f, "offset", cJSON_CreateNumber((double)(off + (i > 0))));
+                }
+            }
         }
+        i++;
     }
+}
+
+static void add_native_lines(const cJSON *d)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "threads"))
+        add_lines(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
 }
 
 #define DEFAULT_ADDRESS "127.0.0.1:9922"
@@ -147,16 +161,25 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"dump", no_argument, 0, 'd'}, {"locals", no_argument, 0, 'L'},
+        {"native", optional_argument, 0, 'N'}, {"no-inject", no_argument, 0, 'R'},
         {"json", no_argument, 0, 'j'}, {"pause", no_argument, 0, 'p'},
         {"resume", no_argument, 0, 'r'}, {"address", required_argument, 0, 'a'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, c;
-    const char *address = NULL;
+    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, no_inject = 0, c;
+    const char *address = NULL, *native = NULL;
     /* -d, -p, -a: the original Probing's short flags (docs/migrating.md). */
     while ((c = getopt_long(argc, argv, "hdpa:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dump = 1; break;
         case 'L': locals = 1; break;
+        case 'R': no_inject = 1; break;
+        case 'N':
+            native = optarg ? optarg : "merged";
+            if (strcmp(native, "merged") != 0 && strcmp(native, "all") != 0) {
+                cli_error("debug: --native=%s: use --native or --native=all", native);
+                return CLI_USAGE;
+            }
+            break;
         case 'j': json = 1; break;
         case 'p': pause = 1; break;
         case 'r': resume = 1; break;
@@ -172,8 +195,9 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
                   "--help')");
         return CLI_USAGE;
     }
-    if ((address && !pause) || ((locals || json) && !dump)) {
-        cli_error("debug: %s only goes with %s", address ? "--address" : "--locals/--json",
+    if ((address && !pause) || ((locals || json || native || no_inject) && !dump)) {
+        cli_error("debug: %s only goes with %s",
+                  address ? "--address" : "--locals/--native/--no-inject/--json",
                   address ? "--pause" : "--dump");
         return CLI_USAGE;
     }
@@ -181,10 +205,28 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return debug_pause(o, address);
     if (resume)
         return debug_resume(o);
+    if (no_inject && (locals || native || o->target.pid <= 0)) {
+        cli_error("debug --dump --no-inject: %s",
+                  o->target.pid <= 0 ? "needs a local process (-p PID)"
+                                     : "--locals and --native need the probe loaded");
+        return CLI_USAGE;
+    }
+    if (no_inject) {
+        struct pb_err err = {0};
+        cJSON *b = cli_read_dump(o->target.pid, 256, &err);
+        if (!b)
+            cli_error("dump --no-inject: %s", err.msg);
+        return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;
+    }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
+    if (native)
+        cJSON_AddStringToObject(args, "native", native);
     cJSON *body = cli_call(o, "dump failed", "probing/dump", args);
     if (!body)
         return CLI_FAIL;
-    return cli_print_body(body, json, print_text);
+    dump_pid = o->target.pid;
+    if (native)
+        add_native_lines(body);
+    return cli_print_body(body, json, cli_dump_print);
 }

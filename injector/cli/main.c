@@ -51,6 +51,7 @@ static const struct {
     {"inject", cli_cmd_inject, 1, "load the probe into a running Python process"},
     {"debug", cli_cmd_debug, 1, "dump every thread's Python stack (--dump)"},
     {"list", cli_cmd_list, 0, "list processes that have the probe loaded"},
+    {"dump", cli_cmd_dump, 0, "every thread's Python stack from a core file (--core)"},
     {"cluster", cli_cmd_cluster, 0, "every rank of a distributed job: list, stacks, query, dump"},
     {"query", cli_cmd_query, 1, "run a read-only SQL query over live state and history"},
     {"tables", cli_cmd_tables, 1, "list the tables 'query' can read, with their columns"},

@@ -20,6 +20,18 @@ struct inj_pyver {
  * PB_ENOPYTHON for a non-Python process, -ESRCH if it does not exist, -EACCES if /proc denies. */
 int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err);
 
+/* Runtime addresses in pid of the interpreter's symbols names[0..n-1] (in libpython3.X when
+ * the process maps it, else in its executable), 0 for one not found. 0, or a negative code. */
+int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
+               struct pb_err *err);
+
+/* The same for the ELF file at path mapped at start with file offset off (a core file's
+ * mappings). 0, or -errno. */
+int inj_file_syms(const char *path, unsigned long start, unsigned long off,
+                  const char *const *names, int n, unsigned long *addrs);
+/* The load bias of the ELF file at path mapped at start with file offset off. 0, or -errno. */
+int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias);
+
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
 int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);

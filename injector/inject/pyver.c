@@ -182,3 +182,60 @@ out:
     inj_maps_free(&m);
     return rc;
 }
+
+int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
+               struct pb_err *err)
+{
+    struct inj_pyver v;
+    struct inj_maps m = {0};
+    struct inj_module mod;
+    const struct inj_map *mp = NULL;
+    int rc = inj_pyver_detect(pid, &v, err);
+    if (rc < 0)
+        return rc;
+    if ((rc = inj_maps_read(pid, &m)) < 0)
+        return status_err(pid, rc, err);
+    for (size_t i = 0; i < m.n && !mp; i++) /* the object the version came from */
+        if (strcmp(m.v[i].path, v.source) == 0)
+            mp = &m.v[i];
+    if (!mp) {
+        rc = pb_err_set(err, PB_ENOPYTHON, "process %d: %s is not mapped", (int)pid, v.source);
+    } else if ((rc = inj_module_open(pid, &m, mp, &mod)) < 0) {
+        rc = pb_err_set(err, rc, "cannot read %s of process %d: %s", mp->path, (int)pid,
+                        pb_strerror(rc));
+    } else {
+        for (int i = 0; i < n; i++)
+            addrs[i] = inj_module_sym(&mod, names[i], NULL);
+        inj_module_close(&mod);
+    }
+    inj_maps_free(&m);
+    return rc;
+}
+
+int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias)
+{
+    struct inj_elf e;
+    uint64_t b = 0;
+    int rc = inj_elf_open(path, &e);
+    if (rc < 0)
+        return rc;
+    rc = inj_elf_bias(&e, start, off, &b);
+    inj_elf_close(&e);
+    *bias = (unsigned long)b;
+    return rc;
+}
+
+int inj_file_syms(const char *path, unsigned long start, unsigned long off,
+                  const char *const *names, int n, unsigned long *addrs)
+{
+    struct inj_elf e;
+    uint64_t bias, v, sz;
+    int rc = inj_elf_open(path, &e);
+    if (rc < 0)
+        return rc;
+    if ((rc = inj_elf_bias(&e, start, off, &bias)) == 0)
+        for (int i = 0; i < n; i++)
+            addrs[i] = inj_elf_sym(&e, names[i], &v, &sz) == 0 ? (unsigned long)(v + bias) : 0;
+    inj_elf_close(&e);
+    return rc;
+}

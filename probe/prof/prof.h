@@ -51,9 +51,48 @@ int prof_stop(struct prof_status *st);
 /* Any thread. */
 void prof_status_get(struct prof_status *st);
 
+/* ---- native.c: native and Python stacks merged, on demand (debug --dump --native) ---- */
+enum { PROF_NF_PYTHON, PROF_NF_NATIVE };
+struct prof_nframe {
+    int kind;           /* PROF_NF_* */
+    int is_eval;        /* native: the eval loop */
+    int internal;       /* native: CPython's call machinery (left out unless asked) */
+    uintptr_t pc, offset, bias; /* native: pc, pc - function start, the object's load bias */
+    char *name;         /* function (Python: co_qualname/co_name); NULL unknown */
+    char *file;         /* Python: co_filename; native: the object's path (NULL unknown) */
+    int line;           /* Python: the line; -1 */
+};
+struct prof_nstack {
+    long tid;
+    int answered;       /* 0: the thread did not take the signal in time (blocks SIGPROF) */
+    int merged;         /* 1: f is the merged stack; 0: f native, py the Python frames */
+    int evals, entries; /* eval-loop frames and Python entry frames (equal when merged) */
+    int n, npy;
+    struct prof_nframe *f, *py; /* innermost first */
+};
+/* Any thread but a handler. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
+ * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. Each
+ * batch of threads waits at most 1 s. 0, or a negative code with err. */
+int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
+                       struct pb_err *err);
+void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
+/* Taken around installing and removing the SIGPROF handler (sampler.c, native.c). */
+void prof_sig_lock(void);
+void prof_sig_unlock(void);
+
 /* ---- internals shared by prof/ (the signal side: sig/prof_sig.h) ---- */
-/* symbols.c (drain thread): .symtab lookup for pcs dladdr cannot name. */
-const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off);
+/* symbols.c (any thread but a signal handler; one mutex): what a native pc is. */
+struct prof_sym {
+    char name[512];     /* its function (demangled), "" when unknown */
+    char module[512];   /* the object's path, "" when none holds the pc */
+    uintptr_t offset;   /* pc - the function's start */
+    uintptr_t fbase;    /* where the object is mapped (dladdr's dli_fbase) */
+    uintptr_t bias;     /* its load bias: pc - bias is the link-time address */
+    int is_eval;        /* CPython's eval loop (_PyEval_EvalFrameDefault) */
+};
+/* Names pc through dladdr1, else the object's .symtab (stripped objects: name ""). depth > 0:
+ * pc is a return address, looked up at pc - 1. */
+void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s);
 void prof_sym_reset(void);
 
 /* store.c */

@@ -294,7 +294,10 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     stop_asked = 0;
     drain_cpu_last = 0;
     atomic_store(&names_pending, 1);
-    if ((rc = prof_sig_install(err)) < 0)
+    prof_sig_lock();
+    rc = prof_sig_install(err);
+    prof_sig_unlock();
+    if (rc < 0)
         return rc;
     prof_sig_set_running(1);
     atomic_store(&is_running, 1);
@@ -304,7 +307,9 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     if (rc < 0) {
         prof_sig_set_running(0);
         atomic_store(&is_running, 0);
+        prof_sig_lock();
         prof_sig_uninstall();
+        prof_sig_unlock();
         return pb_err_set(err, rc, "starting the sampler thread: %s", strerror(-rc));
     }
     drain_started = 1;
@@ -354,7 +359,9 @@ int prof_stop(struct prof_status *st)
     drain_started = 0;
     status_live(&final); /* before the slots go */
     prof_slots_clear();
+    prof_sig_lock();
     prof_sig_uninstall();
+    prof_sig_unlock();
     prof_slots_drain(add_cb, NULL); /* what was queued; frees the slots */
     atomic_store(&is_running, 0);
     t_stopped = wall_now();

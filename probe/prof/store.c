@@ -5,9 +5,10 @@
  * through dladdr1 (the symbol must contain the pc, else "[module]"), C++ names
  * demangled with the process's own __cxa_demangle when one is loaded (dlsym); Python frames
  * through pyrt_sig_describe as "func (file:line)".
- * Merging: the native stack is walked innermost first; each interpreter eval-loop frame
- * (_PyEval_EvalFrameDefault) is replaced by the Python frames that C call ran: the Python
- * frames up to and including the next entry frame (pyrt_sig_frame.entry). When the counts of
+ * Merging (pb_stack_merge, shared with debug --dump --native): the native stack is walked
+ * innermost first; each interpreter eval-loop frame (_PyEval_EvalFrameDefault) is replaced by
+ * the Python frames that C call ran: the Python frames up to and including the next entry frame
+ * (pyrt_sig_frame.entry). When the counts of
  * eval-loop frames and entry frames differ (a frame being pushed or popped at that instant),
  * all Python frames go in place of the innermost eval-loop frame, the other eval-loop frames
  * are dropped, and without any eval-loop frame (wall-mode reads, unwind failure) the Python
@@ -79,8 +80,6 @@ static struct imap native_map;   /* pc -> fid */
 static struct imap pycache_map;  /* hash(code, lasti) -> fid, cleared every tick */
 static struct imap pyname_map;   /* hash(name) -> fid (collisions checked) */
 static struct imap stack_map;    /* hash(fids) -> sid (collisions checked) */
-static char *(*demangle)(const char *, char *, size_t *, int *);
-static int demangle_looked;
 
 static uint64_t mix(uint64_t h)
 {
@@ -222,48 +221,21 @@ static int native_fid(uintptr_t pc, int depth)
 {
     size_t it = 0;
     int fid = imap_next(&native_map, pc, &it);
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    char name[512];
-    char *dem = NULL;
-    int is_eval = 0, known = 0;
+    struct prof_sym sy;
+    char name[sizeof sy.module + 4];
     if (fid >= 0)
         return fid;
-    if (!demangle_looked) {
-        *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        demangle_looked = 1;
-    }
-    uintptr_t look = depth > 0 && pc > 0 ? pc - 1 : pc;
-    const char *sn = NULL;
-    memset(&info, 0, sizeof info);
-    if (dladdr1((void *)look, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
-        info.dli_saddr && (!sym || sym->st_size == 0 ||
-                           look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size))
-        sn = info.dli_sname;
-    else if (info.dli_fbase)
-        sn = prof_sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, NULL);
-    if (sn) {
-        if (demangle && sn[0] == '_' && sn[1] == 'Z') {
-            int status = -1;
-            dem = demangle(sn, NULL, NULL, &status);
-            if (status != 0) {
-                free(dem);
-                dem = NULL;
-            }
-        }
-        snprintf(name, sizeof name, "%s", dem ? dem : sn);
-        is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0;
-        known = 1;
-    } else if (info.dli_fname) {
+    prof_sym_describe(pc, depth, &sy);
+    if (sy.name[0])
+        snprintf(name, sizeof name, "%s", sy.name);
+    else if (sy.module[0])
         /* Unknown function of a stripped object: one name per object, so its time adds up
          * in one frame rather than one per pc (perf.frames.address keeps the pc). */
-        snprintf(name, sizeof name, "[%s]", base_name(info.dli_fname));
-    } else {
+        snprintf(name, sizeof name, "[%s]", base_name(sy.module));
+    else
         snprintf(name, sizeof name, "0x%lx", (unsigned long)pc);
-    }
-    free(dem);
-    fid = frame_new(K_NATIVE, name, known ? name : NULL,
-                    info.dli_fname, -1, pc, is_eval);
+    fid = frame_new(K_NATIVE, name, sy.name[0] ? name : NULL, sy.module[0] ? sy.module : NULL,
+                    -1, pc, sy.is_eval);
     if (fid >= 0)
         imap_put(&native_map, pc, fid);
     return fid;
@@ -369,7 +341,7 @@ void prof_store_add(const struct prof_raw *r, int wall)
 {
     int fids[PROF_MAX_NATIVE + PROF_MAX_PY];
     int nat[PROF_MAX_NATIVE], py[PROF_MAX_PY];
-    int nn = 0, np = 0, n = 0, evals = 0, entries = 0;
+    int nn = 0, np = 0, n = 0, evals = 0;
     long long maxs = probe_setting_int("perf.max_samples");
     pthread_mutex_lock(&mu);
     if (maxs > 0 && (long long)nsamples >= maxs) {
@@ -377,35 +349,31 @@ void prof_store_add(const struct prof_raw *r, int wall)
         pthread_mutex_unlock(&mu);
         return;
     }
+    unsigned char is_eval[PROF_MAX_NATIVE], entry[PROF_MAX_PY];
+    struct pb_merge_step steps[PROF_MAX_NATIVE + PROF_MAX_PY];
     for (int i = 0; i < r->nnative && i < PROF_MAX_NATIVE; i++) {
         int f = native_fid(r->native[i], i);
         if (f < 0)
             continue;
+        is_eval[nn] = (unsigned char)frames[f].is_eval;
         nat[nn++] = f;
         evals += frames[f].is_eval;
     }
-    /* Python frames, and where each eval-loop call's group ends (entry frames). */
-    int group_end[PROF_MAX_PY];
+    /* Python frames, and which ones start an eval-loop call (entry frames). */
     for (int i = 0; i < r->npy && i < PROF_MAX_PY; i++) {
         int f = py_fid(&r->py[i]);
         if (f < 0)
             continue;
-        if (r->py[i].entry)
-            group_end[entries++] = np;
+        entry[np] = (unsigned char)(r->py[i].entry != 0);
         py[np++] = f;
     }
-    if (np > 0 && evals > 0 && evals == entries && group_end[entries - 1] == np - 1) {
-        int g = 0, start = 0;
-        for (int i = 0; i < nn; i++) {
-            if (!frames[nat[i]].is_eval) {
-                fids[n++] = nat[i];
-                continue;
-            }
-            for (int k = start; k <= group_end[g]; k++)
-                fids[n++] = py[k];
-            start = group_end[g] + 1;
-            g++;
-        }
+    int m = np > 0 && evals > 0 ? pb_stack_merge(is_eval, nn, entry, np, steps) : -1;
+    if (m >= 0) {
+        for (int i = 0; i < m; i++)
+            if (steps[i].kind == PB_MERGE_PY)
+                fids[n++] = py[steps[i].index];
+            else if (!is_eval[steps[i].index])
+                fids[n++] = nat[steps[i].index];
     } else if (np > 0 && evals > 0) {
         int done = 0;
         for (int i = 0; i < nn; i++) {

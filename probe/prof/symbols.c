@@ -3,11 +3,13 @@
  * the object and its exported symbol; when the pc is not inside that symbol (a static
  * function: dladdr only knows the dynamic symbol table) the object's own .symtab is read once
  * (mmap of the file, ELF64, function symbols sorted by address) and searched. Objects without
- * .symtab (stripped) fall back to "[module]" in the caller. Not thread-safe: one
- * caller (store.c, under its mutex). */
+ * .symtab (stripped) fall back to "[module]" in the caller. prof_sym_describe is the entry
+ * (store.c for the sampler, native.c for dumps); one mutex guards the module cache. */
 #include "prof.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -35,6 +37,9 @@ struct module {
 
 static struct module mods[MAX_MODULES];
 static int nmods;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char *(*demangle)(const char *, char *, size_t *, int *);
+static int demangle_looked;
 
 static int sym_cmp(const void *a, const void *b)
 {
@@ -114,7 +119,7 @@ static void module_load(struct module *m, const char *path)
 
 /* The .symtab name of pc in the object loaded at fbase from path, or NULL. *off gets pc's
  * offset into the function. */
-const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off)
+static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off)
 {
     struct module *m = NULL;
     for (int i = 0; i < nmods; i++)
@@ -146,8 +151,54 @@ const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uint
     return m->syms[lo - 1].name;
 }
 
+void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    struct link_map *lm = NULL;
+    const char *sn = NULL;
+    uintptr_t look = depth > 0 && pc > 0 ? pc - 1 : pc, off = 0;
+    char *dem = NULL;
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&mu);
+    if (!demangle_looked) {
+        *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        demangle_looked = 1;
+    }
+    memset(&info, 0, sizeof info);
+    if (dladdr1((void *)look, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
+        info.dli_saddr && (!sym || sym->st_size == 0 ||
+                           look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size)) {
+        sn = info.dli_sname;
+        off = look - (uintptr_t)info.dli_saddr;
+    } else if (info.dli_fbase) {
+        sn = sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, &off);
+    }
+    if (sn) {
+        if (demangle && sn[0] == '_' && sn[1] == 'Z') {
+            int status = -1;
+            dem = demangle(sn, NULL, NULL, &status);
+            if (status != 0) {
+                free(dem);
+                dem = NULL;
+            }
+        }
+        snprintf(s->name, sizeof s->name, "%s", dem ? dem : sn);
+        s->is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0;
+        s->offset = off + (look != pc); /* from the return address itself */
+    }
+    if (info.dli_fname)
+        snprintf(s->module, sizeof s->module, "%s", info.dli_fname);
+    if (info.dli_fbase && dladdr1((void *)look, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm)
+        s->bias = (uintptr_t)lm->l_addr;
+    s->fbase = (uintptr_t)info.dli_fbase;
+    pthread_mutex_unlock(&mu);
+    free(dem);
+}
+
 void prof_sym_reset(void)
 {
+    pthread_mutex_lock(&mu);
     for (int i = 0; i < nmods; i++) {
         free(mods[i].syms);
         if (mods[i].map)
@@ -155,4 +206,5 @@ void prof_sym_reset(void)
     }
     memset(mods, 0, sizeof mods);
     nmods = 0;
+    pthread_mutex_unlock(&mu);
 }

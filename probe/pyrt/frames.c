@@ -25,7 +25,7 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
     size_t head_off = offsetof(PyInterpreterState, tstate_head);
 #endif
     *interp = *head = 0;
-    if (rd((uintptr_t)&_PyRuntime.interpreters.main, interp, sizeof *interp) != 0 ||
+    if (rd((uintptr_t)&PYRT_RUNTIME->interpreters.main, interp, sizeof *interp) != 0 ||
         !probe_ptr_ok((const void *)*interp, sizeof(void *))) {
         *interp = 0;
         return -1;
@@ -70,7 +70,7 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
         return;
 #else
     (void)interp;
-    gil = (uintptr_t)&_PyRuntime.ceval.gil;
+    gil = (uintptr_t)&PYRT_RUNTIME->ceval.gil;
 #endif
     if (!probe_ptr_ok((const void *)gil, sizeof(void *)))
         return;
@@ -96,7 +96,7 @@ static int code_check(uintptr_t code, int *firsttraceable, pyrt_read_fn rd)
     PyObject head;
     if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &head, sizeof head) != 0)
         return -1;
-    if (Py_TYPE(&head) != &PyCode_Type)
+    if (Py_TYPE(&head) != PYRT_CODE_TYPE)
         return 0;
     if (rd(code + offsetof(PyCodeObject, _co_firsttraceable), firsttraceable,
            sizeof *firsttraceable) != 0)
@@ -139,7 +139,7 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
 #if PY_VERSION_HEX < 0x030B0000
         PyFrameObject f;
         if (rd(fp, &f, offsetof(PyFrameObject, f_localsplus)) != 0 ||
-            Py_TYPE((PyObject *)&f) != &PyFrame_Type)
+            Py_TYPE((PyObject *)&f) != PYRT_FRAME_TYPE)
             break;
         out[n].code = (uintptr_t)f.f_code;
 #if PY_VERSION_HEX >= 0x030A0000
@@ -214,7 +214,7 @@ int pyrt_frame_skip(const struct pyrt_sig_frame *f, pyrt_read_fn rd)
            f->lasti < firsttraceable * (int)sizeof(_Py_CODEUNIT);
 #else
     PyObject head;
-    return rd(f->code, &head, sizeof head) != 0 || Py_TYPE(&head) != &PyCode_Type;
+    return rd(f->code, &head, sizeof head) != 0 || Py_TYPE(&head) != PYRT_CODE_TYPE;
 #endif
 }
 
@@ -224,7 +224,7 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
     memset(c, 0, sizeof *c);
     if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &co, sizeof co) != 0)
         return -1;
-    if (Py_TYPE((PyObject *)&co) != &PyCode_Type)
+    if (Py_TYPE((PyObject *)&co) != PYRT_CODE_TYPE)
         return 1;
 #if PY_VERSION_HEX >= 0x030B0000
     c->name = (uintptr_t)co.co_qualname;

@@ -45,6 +45,27 @@
 #include "pyrt.h"
 #include "read.h"
 
+/* The interpreter's globals the walker compares with or starts from: ours in the probe; in the
+ * out-of-process reader (built with PYRT_REMOTE, sig/pyrt_remote.c) the target's, found by the
+ * CLI in its ELF symbols. */
+#ifdef PYRT_REMOTE
+struct pyrt_remote_syms {
+    uintptr_t runtime, code_type, frame_type, unicode_type, bytes_type;
+};
+extern struct pyrt_remote_syms pyrt_remote;
+#define PYRT_RUNTIME ((_PyRuntimeState *)pyrt_remote.runtime)
+#define PYRT_CODE_TYPE ((PyTypeObject *)pyrt_remote.code_type)
+#define PYRT_FRAME_TYPE ((PyTypeObject *)pyrt_remote.frame_type)
+#define PYRT_UNICODE_TYPE ((PyTypeObject *)pyrt_remote.unicode_type)
+#define PYRT_BYTES_TYPE ((PyTypeObject *)pyrt_remote.bytes_type)
+#else
+#define PYRT_RUNTIME (&_PyRuntime)
+#define PYRT_CODE_TYPE (&PyCode_Type)
+#define PYRT_FRAME_TYPE (&PyFrame_Type)
+#define PYRT_UNICODE_TYPE (&PyUnicode_Type)
+#define PYRT_BYTES_TYPE (&PyBytes_Type)
+#endif
+
 /* Hard bounds of every loop over interpreter data. */
 #define PYRT_MAX_THREADS 4096
 #define PYRT_MAX_STR 1024      /* bytes of UTF-8 kept from a code/file/thread name */

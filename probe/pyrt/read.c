@@ -9,17 +9,25 @@
 #include <unistd.h>
 
 static volatile int vm_state; /* 0 untested, 1 works, -1 refused */
+#ifdef PYRT_REMOTE
+/* The out-of-process reader (sig/pyrt_remote.c): the CLI's read of the target (a live process
+ * or a core file). */
+extern pyrt_read_fn pyrt_remote_read;
+#endif
 
 int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
 {
-    struct iovec local = {dst, n};
-    struct iovec remote = {(void *)addr, n};
-    int saved = errno;
-    ssize_t r;
     if (n == 0)
         return 0;
     if (!probe_ptr_ok((const void *)addr, 1) || vm_state < 0)
         return -1;
+#ifdef PYRT_REMOTE
+    return pyrt_remote_read(addr, dst, n);
+#else
+    struct iovec local = {dst, n};
+    struct iovec remote = {(void *)addr, n};
+    int saved = errno;
+    ssize_t r;
     /* One element: a page-crossing range either copies whole or comes back short. */
     do {
         r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
@@ -28,6 +36,7 @@ int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
         vm_state = -1;
     errno = saved;
     return r == (ssize_t)n ? 0 : -1;
+#endif
 }
 
 int pyrt_sig_read_prepare(void)

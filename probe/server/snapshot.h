@@ -14,6 +14,10 @@ long dap_thread_id(const struct probe_thread *t);
 void dap_snapshot_drop_worker(struct probe_snapshot *s);
 cJSON *dap_json_frame(const struct probe_frame *f, int with_locals);
 cJSON *dap_json_thread(const struct probe_thread *t, int with_locals);
+struct prof_nstack;
+/* A thread's merged native stack (prof/native.c): {answered, merged, evalFrames,
+ * entryFrames, frames, pythonFrames (unmerged only)}; docs/protocol.md. */
+cJSON *dap_json_native(const struct prof_nstack *s);
 const struct probe_thread *dap_snapshot_find(const struct probe_snapshot *s, long id);
 
 #endif

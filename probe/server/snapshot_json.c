@@ -10,6 +10,7 @@
 #include "pyrt/pyrt.h"
 #include "snapshot.h"
 #include "gil/gil.h"
+#include "prof/prof.h"
 
 long dap_thread_id(const struct probe_thread *t)
 {
@@ -81,4 +82,58 @@ const struct probe_thread *dap_snapshot_find(const struct probe_snapshot *s, lon
         if (dap_thread_id(&s->threads[i]) == id)
             return &s->threads[i];
     return NULL;
+}
+
+static cJSON *nframe_json(const struct prof_nframe *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (f->kind == PROF_NF_PYTHON) {
+        cJSON_AddStringToObject(o, "kind", "python");
+        cJSON_AddStringToObject(o, "name", f->name ? f->name : "?");
+        cJSON_AddStringToObject(o, "file", f->file ? f->file : "?");
+        cJSON_AddNumberToObject(o, "line", f->line);
+        return o;
+    }
+    char hex[32];
+    cJSON_AddStringToObject(o, "kind", "native");
+    if (f->name)
+        cJSON_AddStringToObject(o, "name", f->name);
+    else
+        cJSON_AddNullToObject(o, "name");
+    cJSON_AddNumberToObject(o, "offset", (double)f->offset);
+    if (f->file)
+        cJSON_AddStringToObject(o, "module", f->file);
+    else
+        cJSON_AddNullToObject(o, "module");
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)f->pc);
+    cJSON_AddStringToObject(o, "address", hex);
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)f->bias);
+    cJSON_AddStringToObject(o, "bias", hex);
+    if (f->internal)
+        cJSON_AddBoolToObject(o, "internal", 1);
+    return o;
+}
+
+cJSON *dap_json_native(const struct prof_nstack *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "answered", s->answered);
+    if (!s->answered) {
+        cJSON_AddStringToObject(o, "error", s->tid > 0 ? "the thread did not answer in time "
+                                                         "(it blocks SIGPROF, or never ran)"
+                                                       : "the thread's native id is unknown");
+        return o;
+    }
+    cJSON_AddBoolToObject(o, "merged", s->merged);
+    cJSON_AddNumberToObject(o, "evalFrames", s->evals);
+    cJSON_AddNumberToObject(o, "entryFrames", s->entries);
+    cJSON *st = cJSON_AddArrayToObject(o, "frames");
+    for (int i = 0; i < s->n; i++)
+        cJSON_AddItemToArray(st, nframe_json(&s->f[i]));
+    if (!s->merged) {
+        cJSON *py = cJSON_AddArrayToObject(o, "pythonFrames");
+        for (int i = 0; i < s->npy; i++)
+            cJSON_AddItemToArray(py, nframe_json(&s->py[i]));
+    }
+    return o;
 }

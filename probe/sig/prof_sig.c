@@ -13,6 +13,7 @@
  * Producer/consumer: the handler (only ever on the slot's own thread) advances head, the drain
  * thread advances tail. */
 #include "prof_sig.h"
+#include "stack_sig.h"
 #include "unwind.h"
 
 #include <errno.h>
@@ -126,7 +127,9 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     struct prof_slot *s = slot_of(si);
     atomic_fetch_add(&in_handler, 1);
-    if (s && s->magic == SLOT_MAGIC) {
+    if (!s && stack_sig_take(si, uc)) {
+        /* a one-shot stack request (debug --dump --native; stack_sig.h) */
+    } else if (s && s->magic == SLOT_MAGIC) {
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
             s->tid == (int)syscall(SYS_gettid)) {
@@ -183,6 +186,11 @@ void prof_sig_uninstall(void)
     installed = 0;
     if (atomic_load(&in_handler) == 0)
         unwind_table_reclaim(NULL); /* no handler of ours can run any more */
+}
+
+int prof_sig_installed(void)
+{
+    return installed;
 }
 
 int prof_sig_quiet(void)
@@ -294,15 +302,8 @@ struct prof_slot *prof_slot_find(int tid)
 
 int prof_slot_poke(struct prof_slot *s, int wall)
 {
-    siginfo_t si;
     (void)wall;
-    memset(&si, 0, sizeof si);
-    si.si_signo = SIGPROF;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_ptr = s;
-    return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), s->tid, SIGPROF, &si);
+    return stack_sig_queue(s->tid, s);
 }
 
 static void slot_free(struct prof_slot *s, int rate)

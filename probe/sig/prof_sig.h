@@ -29,6 +29,7 @@ struct prof_raw {
 struct prof_slot;
 int prof_sig_install(struct pb_err *err);  /* the handler (keeps the old one) */
 void prof_sig_uninstall(void);             /* flush pending SIGPROF, restore the old one */
+int prof_sig_installed(void); /* 1 while our handler is installed (loop thread) */
 void prof_sig_set_running(int on);
 int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
 struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */

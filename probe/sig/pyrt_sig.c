@@ -16,8 +16,11 @@
 
 #define SIG_TABLE 4096     /* bytes of a line table read by describe */
 
+#ifndef PYRT_REMOTE
 static volatile int sig_tids_allowed; /* pyrt_sig_prepare ran with the syscall read */
+#endif
 
+#ifndef PYRT_REMOTE /* the out-of-process reader (sig/pyrt_remote.c) runs in the CLI */
 int pyrt_sig_prepare(void)
 {
     struct pb_err err = {0};
@@ -37,12 +40,15 @@ uintptr_t pyrt_sig_tstate_self(void)
     /* A thread-local lookup (pthread_getspecific on the gilstate key): no lock, no GIL. */
     return (uintptr_t)PyGILState_GetThisThreadState();
 }
+#endif
 
+#ifndef PYRT_REMOTE
 int pyrt_sig_frames_self(struct pyrt_sig_frame *out, int max)
 {
     uintptr_t ts = pyrt_sig_tstate_self();
     return ts ? pyrt_sig_frames_tstate(ts, out, max) : 0;
 }
+#endif
 
 /* The calling thread's walk over pyrt_sig_read. */
 static int frames_of(uintptr_t ts, int flags, struct pyrt_sig_frame *out, int max)
@@ -80,9 +86,14 @@ int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max)
         if (pyrt_tstate_read(ts, &t, pyrt_sig_read) != 0 || t.interp != interp)
             break;
         tstates[n] = ts;
+#ifdef PYRT_REMOTE
+        if (native_ids) /* before 3.11 the CLI finds them (the pthread_t's tid) */
+            native_ids[n] = t.native_id;
+#else
         if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode only */
             native_ids[n] = t.native_id > 0 ? t.native_id
                             : sig_tids_allowed ? probe_tid_from_pthread(t.ident) : -1;
+#endif
         n++;
         ts = t.next;
         if (ts == head)
@@ -113,7 +124,7 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     size_t nchars, len = 0, hdr;
     unsigned int kind;
     if (cap == 0 || pyrt_sig_read(obj, &h, sizeof h.a) != 0 ||
-        Py_TYPE((PyObject *)&h.a) != &PyUnicode_Type || h.a.length < 0 || !h.a.state.compact)
+        Py_TYPE((PyObject *)&h.a) != PYRT_UNICODE_TYPE || h.a.length < 0 || !h.a.state.compact)
         return -1;
     kind = h.a.state.kind;
     if (kind != 1 && kind != 2 && kind != 4)
@@ -155,7 +166,7 @@ int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, 
     if (!line)
         return 0;
     if (pyrt_sig_read(co.table, &th, sizeof th) != 0 ||
-        Py_TYPE((PyObject *)&th) != &PyBytes_Type || th.ob_size < 0)
+        Py_TYPE((PyObject *)&th) != PYRT_BYTES_TYPE || th.ob_size < 0)
         return 0;
     tn = (size_t)th.ob_size < sizeof table ? (size_t)th.ob_size : sizeof table;
     if (tn && pyrt_sig_read(co.table + offsetof(PyBytesObject, ob_sval), table, tn) != 0)

@@ -759,7 +759,11 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
     }
     memset(&rs, 0, sizeof rs);
     cache->win_len = 0;
+#ifdef PYRT_REMOTE
+    cache->pid = 0; /* the out-of-process reader: every read through pyrt_sig_read */
+#else
     cache->pid = getpid();
+#endif
 #if defined(__x86_64__)
     static const int map[NREG] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
                                   REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,

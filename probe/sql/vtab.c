@@ -26,6 +26,20 @@ static const struct probe_column backtrace_cols[] = {
     {"frame_type", "TEXT", "'python'"},
     {"locals", "TEXT", "JSON object {name: bounded repr}; NULL when the GIL could not be had"},
 };
+static const struct probe_column native_bt_cols[] = {
+    {"thread_id", "INTEGER", "native thread id (as in python.threads); every Python thread "
+                             "unless given in WHERE thread_id = N"},
+    {"depth", "INTEGER", "0 for the innermost frame, then 1, 2... outwards (per stack)"},
+    {"kind", "TEXT", "'python' or 'native'"},
+    {"func", "TEXT", "function: Python's qualified name, or the native symbol (NULL unknown)"},
+    {"file", "TEXT", "Python source file (NULL for native frames)"},
+    {"lineno", "INTEGER", "Python line (NULL for native frames)"},
+    {"module", "TEXT", "native: the object's path (NULL for Python frames)"},
+    {"offset", "INTEGER", "native: offset into the function (NULL for Python frames)"},
+    {"address", "INTEGER", "native: the pc or return address (NULL for Python frames)"},
+    {"stack", "TEXT", "'merged'; when the two stacks could not be matched, 'native' and "
+                      "'python' rows, each with its own depths"},
+};
 static const struct probe_column pythreads_cols[] = {
     {"thread_id", "INTEGER", "native thread id (the DAP thread id)"},
     {"ident", "INTEGER", "threading.get_ident()"},
@@ -112,6 +126,9 @@ static const struct vtab_def defs[] = {
     {{"python.backtrace", "live", "Python frames of one thread (the main thread unless "
       "WHERE thread_id = N), innermost first; read without the GIL, locals need it",
       COLS(backtrace_cols)}, vtab_backtrace_fill, 4, 6},
+    {{"python.native_backtrace", "live", "native and Python frames merged, innermost first, of "
+      "every Python thread (or WHERE thread_id = N); CPython's call machinery left out; read "
+      "without the GIL", COLS(native_bt_cols)}, vtab_native_bt_fill, 0, -1},
     {{"python.threads", "live", "Python threads; names and daemon from threading when the GIL "
       "can be had, else from the OS", COLS(pythreads_cols)}, vtab_pythreads_fill, -1, -1},
     {{"python.objects", "live", "live objects tracked by the garbage collector, by type "

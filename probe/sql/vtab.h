@@ -18,6 +18,7 @@ typedef int (*vtab_fill)(struct probe_rows *r, const struct vtab_args *a, struct
 
 /* vtab_python.c (needs the GIL for some: each says) */
 int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);

@@ -18,6 +18,7 @@
 #include "vtab.h"
 #include "gil/gil.h"
 #include "core/settings.h"
+#include "prof/prof.h"
 
 #define MAX_FRAMES 1024
 #define MAX_OBJECTS 20000000 /* python.objects stops counting here */
@@ -119,6 +120,60 @@ int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct 
             }
         }
     }
+    probe_snapshot_free(&s.snap);
+    return rc;
+}
+
+static int nframe_row(struct probe_rows *r, long tid, int depth, const struct prof_nframe *f,
+                      const char *stack)
+{
+    int py = f->kind == PROF_NF_PYTHON;
+    int rc = probe_rows_add_int(r, tid);
+    rc = rc ? rc : probe_rows_add_int(r, depth);
+    rc = rc ? rc : probe_rows_add_text(r, py ? "python" : "native");
+    rc = rc ? rc : f->name ? probe_rows_add_text(r, f->name) : probe_rows_add_null(r);
+    rc = rc ? rc : py && f->file ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
+    rc = rc ? rc : py ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
+    rc = rc ? rc : !py && f->file ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
+    rc = rc ? rc : py ? probe_rows_add_null(r) : probe_rows_add_int(r, (long long)f->offset);
+    rc = rc ? rc : py ? probe_rows_add_null(r) : probe_rows_add_int(r, (long long)f->pc);
+    return rc ? rc : probe_rows_add_text(r, stack);
+}
+
+int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    struct snapcall s;
+    int gil_rc, n = 0;
+    int rc = snapshot(&s, 0, &gil_rc);
+    long *tids = NULL;
+    struct prof_nstack *ns = NULL;
+    if (rc < 0) {
+        pb_err_set(err, rc, "python.native_backtrace: %s", s.err.msg);
+        goto out;
+    }
+    tids = calloc((size_t)s.snap.nthreads + 1, sizeof *tids);
+    ns = calloc((size_t)s.snap.nthreads + 1, sizeof *ns);
+    if (!tids || !ns) {
+        rc = pb_err_set(err, -ENOMEM, "python.native_backtrace: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < s.snap.nthreads; i++)
+        if (!a->has_thread || thread_id(&s.snap.threads[i]) == a->thread_id)
+            tids[n++] = s.snap.threads[i].native_id;
+    if (n && (rc = prof_native_stacks(tids, n, 0, ns, err)) < 0)
+        goto out;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const struct prof_nstack *t = &ns[i];
+        for (int d = 0; rc == 0 && d < t->n; d++)
+            rc = nframe_row(r, t->tid, d, &t->f[d], t->merged ? "merged" : "native");
+        for (int d = 0; rc == 0 && d < t->npy; d++)
+            rc = nframe_row(r, t->tid, d, &t->py[d], "python");
+    }
+out:
+    for (int i = 0; ns && i < n; i++)
+        prof_nstack_free(&ns[i]);
+    free(ns);
+    free(tids);
     probe_snapshot_free(&s.snap);
     return rc;
 }

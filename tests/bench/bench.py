@@ -6,7 +6,12 @@ a baseline measured in the same invocation (a ratio, never a timed assertion):
   2. cold inject + first complete dump (`debug --dump --json` on a fresh target);
   3. dump of a 16-thread target already injected: the probing/dump request on an open DAP
      connection, against a probing/info round trip (the transport's floor), and the whole CLI;
-  4. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
+     the same with native frames merged (`native: "merged"`: every thread unwinds itself in a
+     signal handler, frames named in the probe) and `debug --dump --native` (file:line by the
+     CLI from DWARF);
+  4. `probing dump --core` of a 1 GB core (gcore of a target holding 1 GB) against the same of
+     a small one (`samples/threads.py`): reading a core costs what the stacks need, not its size;
+  5. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
      the first byte vs at the last byte (a constant-time comparison gives a ratio near 1).
 Usage: bench.py BUILD_DIR [PYTHON]"""
 import json
@@ -89,7 +94,7 @@ def main():
         c = DAP.unix(sock)
         c.request("initialize", {"adapterID": "probing"})
         c.request("attach", {"probingClient": "cli"})
-        info, dump = [], []
+        info, dump, native = [], [], []
         for i in range(max(RUNS * 5, 30)):
             t0 = time.perf_counter()
             assert c.request("probing/info")["success"]
@@ -98,15 +103,52 @@ def main():
             r = c.request("probing/dump")
             dump.append(time.perf_counter() - t0)
             assert r["success"] and len(r["body"]["threads"]) == 16, r
+            t0 = time.perf_counter()
+            r = c.request("probing/dump", {"native": "merged"})
+            native.append(time.perf_counter() - t0)
+            assert r["success"] and all(t["native"]["answered"] for t in r["body"]["threads"]), r
         c.close()
         cli = [timed([CLI, "-p", str(p.pid), "debug", "--dump"])[0] for _ in range(RUNS)]
+        cli_native = [timed([CLI, "-p", str(p.pid), "debug", "--dump", "--native"])[0]
+                      for _ in range(RUNS)]
     finally:
         stop(p)
     di, dd, dc = statistics.median(info), statistics.median(dump), statistics.median(cli)
     print("  probing/info round trip (floor)  %10s" % ms(di))
     print("  probing/dump, 16 threads         %10s   dump/floor = %.1fx (goal < 20 ms)" % (ms(dd), dd / di))
     print("  CLI debug --dump, 16 threads     %10s" % ms(dc))
+    dn, dcn = statistics.median(native), statistics.median(cli_native)
+    print("  probing/dump native, 16 threads  %10s   native/floor = %.1fx (goal < 20 ms)" % (ms(dn), dn / di))
+    print("  CLI debug --dump --native, 16 th %10s" % ms(dcn))
+    core_timing()
     token_timing()
+
+
+def core_of(args, tmp):
+    p = subprocess.Popen([python(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True, start_new_session=True)
+    try:
+        if not p.stdout.readline().startswith("ready "):
+            raise SystemExit("bench: target did not start")
+        subprocess.run(["gcore", "-o", os.path.join(tmp, "core"), str(p.pid)], check=True,
+                       capture_output=True, timeout=600)
+        return os.path.join(tmp, "core.%d" % p.pid)
+    finally:
+        stop(p)
+
+
+def core_timing():
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="probing-bench-") as tmp:
+        big = core_of(["-c", "import os, time\nb = bytearray(1 << 30)\nfor i in range(0, len(b), "
+                             "4096): b[i] = 1\nprint('ready {}', flush=True)\ntime.sleep(3600)"], tmp)
+        small = core_of([os.path.join(ROOT, "samples", "threads.py")], tmp)
+        tb = statistics.median(timed([CLI, "dump", "--core", big])[0] for _ in range(RUNS))
+        ts = statistics.median(timed([CLI, "dump", "--core", small])[0] for _ in range(RUNS))
+        print("  dump --core, %4.1f GB core        %10s   1 GB/small = %.1fx (goal < 1 s)" % (
+            os.path.getsize(big) / 2 ** 30, ms(tb), tb / ts))
+        print("  dump --core, %3.0f MB core         %10s" % (os.path.getsize(small) / 2 ** 20,
+                                                              ms(ts)))
 
 
 def token_timing():

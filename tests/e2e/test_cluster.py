@@ -418,3 +418,22 @@ def test_rank_not_answering_is_missing(fakes):
                          % (stopped, stopped), text, re.M), text
     finally:
         os.kill(stopped, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_stacks_no_inject(fakes, python):
+    """cluster stacks --no-inject: every rank read from outside, nothing loaded into any."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "7" + tag}
+    for r in (0, 1, 2):
+        fakes.start({k: v.format(r=r) for k, v in env.items()}, python=python)
+    fakes.wait()
+    job = "torch:127.0.0.1:7" + tag
+    out = json.loads(cluster("stacks", "--job", job, "--no-inject", "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 1, 2]] and out["missing"] == [], out
+    assert [f["func"] for f in out["groups"][0]["frames"]][:1] == ["wait_for_work"]
+    for p, _ in fakes.procs:
+        with open("/proc/%d/maps" % p.pid) as f:
+            assert "libprobing" not in f.read()
+    r = probing("cluster", "query", "SELECT 1", "--no-inject")
+    assert r.returncode == 2 and "--no-inject only goes with 'cluster stacks'" in r.stderr

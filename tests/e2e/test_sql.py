@@ -18,7 +18,7 @@ from conftest import BUILD, CLI, PYTHONS, ROOT, bp, probing
 from dapclient import DAP
 
 READONLY = "the database is read-only; change settings with 'probing config KEY=VALUE'"
-LIVE_TABLES = {"python.backtrace", "python.threads", "python.objects", "python.modules",
+LIVE_TABLES = {"python.backtrace", "python.native_backtrace", "python.threads", "python.objects", "python.modules",
                "python.gc", "system.process", "system.threads", "probing.settings",
                "probing.tables"}
 

@@ -38,3 +38,21 @@ int prof_stop(struct prof_status *st)
     prof_status_get(st);
     return was;
 }
+
+/* Native stacks (debug --dump --native): the fake process has no threads to ask; every thread
+ * is reported as not answering. */
+int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
+                       struct pb_err *err)
+{
+    (void)all;
+    (void)err;
+    memset(out, 0, (size_t)n * sizeof *out);
+    for (int i = 0; i < n; i++)
+        out[i].tid = tids[i];
+    return 0;
+}
+
+void prof_nstack_free(struct prof_nstack *s)
+{
+    (void)s;
+}

@@ -34,7 +34,8 @@ static void help(const char *sub)
     }
     if (strcmp(sub, "stacks") == 0)
         printf("usage: probing cluster stacks [--tree] [--thread auto|main|all] [--samples N\n"
-               "                              [--interval S]] [--json] [HOST OPTIONS]\n"
+               "                              [--interval S]] [--no-inject] [--json]\n"
+               "                              [HOST OPTIONS]\n"
                "\n"
                "Read every rank's Python stacks without the GIL (a rank hung in C with the GIL\n"
                "held answers like the others; the probe is injected where it is not loaded),\n"
@@ -52,6 +53,8 @@ static void help(const char *sub)
                "  --samples N     read N times (default 1); a group whose ranks kept the same\n"
                "                  stack in all N samples is marked STUCK, others moving\n"
                "  --interval S    seconds between samples (default 1)\n"
+               "  --no-inject     read the stacks from outside (process_vm_readv), loading\n"
+               "                  nothing into any rank (debug --dump --no-inject)\n"
                "  --json          {job, world_size, samples, groups: [{ranks, stuck, nodes,\n"
                "                  pid (groups of one), frames: [{func, file, line}] innermost\n"
                "                  first}], missing: [ranks], errors: [...]}\n");
@@ -163,6 +166,8 @@ static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char *
                                                : "--thread=auto");
         FMT("--samples=%d", o->samples);
         FMT("--interval=%g", o->interval);
+        if (o->no_inject)
+            ARG("--no-inject");
     }
     return n;
 #undef ARG
@@ -183,6 +188,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                              {"thread", required_argument, 0, 't'},
                                              {"samples", required_argument, 0, 'n'},
                                              {"interval", required_argument, 0, 'i'},
+                                             {"no-inject", no_argument, 0, 'I'},
                                              {"hosts", required_argument, 0, 'H'},
                                              {"hostfile", required_argument, 0, 'F'},
                                              {"nodelist", required_argument, 0, 'N'},
@@ -238,6 +244,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         case 'j': o.json = 1; break;
         case 'L': o.local = 1; break;
         case 'T': o.tree = 1; break;
+        case 'I': o.no_inject = 1; break;
         case 't':
             if (strcmp(optarg, "auto") == 0)
                 o.thread = CLUSTER_THREAD_AUTO;
@@ -315,9 +322,11 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         }
     }
     /* Options that belong to one command only. */
-    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO) &&
+    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject) &&
         o.op != CLUSTER_OP_STACKS) {
-        rc = usage_err(sub, "--tree, --thread, --samples only go with 'cluster stacks'");
+        rc = usage_err(sub, o.no_inject ? "--no-inject only goes with 'cluster stacks'"
+                                        : "--tree, --thread, --samples only go with 'cluster "
+                                          "stacks'");
         goto out;
     }
     if ((o.reduce || strcmp(o.format, "table") != 0) && o.op != CLUSTER_OP_QUERY) {

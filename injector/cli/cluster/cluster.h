@@ -21,6 +21,7 @@ enum { CLUSTER_OP_LIST, CLUSTER_OP_STACKS, CLUSTER_OP_QUERY, CLUSTER_OP_DUMP };
 struct cli_cluster_opts {
     int op;
     int json, local, tree, color;
+    int no_inject;          /* stacks: read from outside (readonly.c), nothing injected */
     int thread;             /* CLUSTER_THREAD_* */
     int samples;            /* >= 1 */
     double interval;        /* seconds between samples */

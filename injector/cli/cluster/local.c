@@ -102,6 +102,34 @@ static void emit_error(const char *msg)
     emit(o);
 }
 
+/* The samples of cluster stacks --no-inject: read from outside, nothing loaded. */
+static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
+{
+    struct pb_err err = {0};
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddBoolToObject(out, "injected", 0);
+    cJSON *samples = cJSON_AddArrayToObject(out, "samples");
+    fputc(' ', stdout); /* nothing to protect: killing us is safe at any time */
+    fflush(stdout);
+    for (int s = 0; s < o->samples; s++) {
+        if (s > 0) {
+            struct timespec ts = {(time_t)o->interval,
+                                  (long)((o->interval - (double)(time_t)o->interval) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        cJSON *body = cli_read_dump(pid, 256, &err);
+        if (!body) {
+            cJSON_Delete(out);
+            emit_error(err.msg);
+            _exit(0);
+        }
+        cJSON_AddItemToArray(samples, select_threads(body, o->thread));
+        cJSON_Delete(body);
+    }
+    emit(out);
+    _exit(0);
+}
+
 /* In the child for rank i: inject if needed with the usual signals held back (an injection must
  * finish to restore the target), then ask. Writes one JSON object on stdout and exits. */
 static void rank_child(int i, void *p)
@@ -111,6 +139,8 @@ static void rank_child(int i, void *p)
     pid_t pid = (pid_t)cli_json_num(lc->ranks[i], "pid", 0);
     struct pb_err err = {0};
     sigset_t hold, old;
+    if (o->no_inject)
+        rank_child_readonly(pid, o);
     sigemptyset(&hold);
     sigaddset(&hold, SIGINT);
     sigaddset(&hold, SIGTERM);

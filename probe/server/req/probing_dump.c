@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* probing/dump (custom; docs/protocol.md): every Python thread with its frames, innermost first,
- * in one consistent snapshot. Arguments: locals (bool), maxFrames (int). Names from `threading`
+ * in one consistent snapshot. Arguments: locals (bool), maxFrames (int), native ("merged" or
+ * "all": each thread's native and Python frames merged, prof/native.c). Names from `threading`
  * and locals need the GIL: when it cannot be had in time the answer still comes, read without
  * the GIL, and says who holds it ("gil.available": false, "localsError"). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "server/server.h"
 #include "server/snapshot.h"
 #include "core/core.h"
 #include "gil/gil.h"
 #include "core/settings.h"
+#include "prof/prof.h"
 
 static const struct probe_thread *holder(const struct probe_snapshot *s)
 {
@@ -51,9 +55,36 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
                                       "(starting or finalising): locals not read");
         cJSON_AddStringToObject(body, "localsError", msg);
     }
+    const char *native = NULL;
+    struct prof_nstack *ns = NULL;
+    dap_arg_str(args, "native", &native, err);
+    if (native && s->nthreads > 0) {
+        long *tids = calloc((size_t)s->nthreads, sizeof *tids);
+        ns = calloc((size_t)s->nthreads, sizeof *ns);
+        if (!tids || !ns) {
+            free(tids);
+            free(ns);
+            return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+        }
+        for (int i = 0; i < s->nthreads; i++)
+            tids[i] = s->threads[i].native_id;
+        int rc = prof_native_stacks(tids, s->nthreads, strcmp(native, "all") == 0, ns, err);
+        free(tids);
+        if (rc < 0) {
+            free(ns);
+            return rc;
+        }
+    }
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
-    for (int i = 0; i < s->nthreads; i++)
-        cJSON_AddItemToArray(arr, dap_json_thread(&s->threads[i], want_locals && gil_rc == 0));
+    for (int i = 0; i < s->nthreads; i++) {
+        cJSON *t = dap_json_thread(&s->threads[i], want_locals && gil_rc == 0);
+        if (ns) {
+            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[i]));
+            prof_nstack_free(&ns[i]);
+        }
+        cJSON_AddItemToArray(arr, t);
+    }
+    free(ns);
     return 0;
 }
 
@@ -67,6 +98,11 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return rc;
     if (max_frames < 1 || max_frames > 4096)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.maxFrames: expected 1 to 4096");
+    const char *native = NULL;
+    if ((rc = dap_arg_str(args, "native", &native, &c->err)) < 0)
+        return rc;
+    if (native && strcmp(native, "merged") != 0 && strcmp(native, "all") != 0)
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.native: expected \"merged\" or \"all\"");
     int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0);
     return dap_snap_init(c, job, args, flags, (int)max_frames, render);
 }

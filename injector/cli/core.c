@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/* Python stacks from a core file (`probing dump --core FILE [--exe PATH]`): the core's memory
+ * is its PT_LOAD segments, and where a segment was not written (file-backed mappings a core
+ * leaves out) the mapped files of its NT_FILE note, read from disk; the interpreter's globals
+ * come from the ELF symbols of libpython3.X (or the executable) at the address NT_FILE maps it;
+ * the stacks are read by the probe's own walker (readonly.c, libprobing-read-3.X.so). */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "injector/inject/inj.h"
+
+#ifndef NT_FILE
+#define NT_FILE 0x46494c45
+#endif
+
+struct cmap {
+    unsigned long start, end, off; /* off: bytes into the file */
+    const char *path;
+};
+
+static struct {
+    const unsigned char *data;
+    size_t size;
+    const Elf64_Phdr *ph;
+    int nph;
+    struct cmap *maps;
+    int nmaps;
+    int pid;
+    int tids[4096]; /* the threads' NT_PRSTATUS pr_pid */
+    uintptr_t regs[4096][3]; /* and their pc, sp, frame pointer */
+    int ntids;
+} core;
+
+static int core_task(long tid)
+{
+    for (int i = 0; i < core.ntids; i++)
+        if (core.tids[i] == tid)
+            return 1;
+    return 0;
+}
+
+static int core_read(uintptr_t addr, void *dst, size_t n)
+{
+    for (int i = 0; i < core.nph; i++) {
+        const Elf64_Phdr *p = &core.ph[i];
+        if (p->p_type != PT_LOAD || addr < p->p_vaddr || addr - p->p_vaddr >= p->p_memsz)
+            continue;
+        uint64_t in = addr - p->p_vaddr;
+        if (n > p->p_memsz - in)
+            return -1;
+        if (in + n <= p->p_filesz) {
+            if (p->p_offset + in + n > core.size)
+                return -1;
+            memcpy(dst, core.data + p->p_offset + in, n);
+            return 0;
+        }
+        break; /* not in the core: perhaps in a mapped file */
+    }
+    for (int i = 0; i < core.nmaps; i++) {
+        const struct cmap *m = &core.maps[i];
+        if (addr < m->start || addr + n > m->end)
+            continue;
+        int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        ssize_t r = pread(fd, dst, n, (off_t)(m->off + (addr - m->start)));
+        close(fd);
+        return r == (ssize_t)n ? 0 : -1;
+    }
+    return -1;
+}
+
+/* The NT_FILE and NT_PRPSINFO notes of one PT_NOTE segment. */
+static void notes_read(const Elf64_Phdr *p)
+{
+    size_t at = p->p_offset, end = p->p_offset + p->p_filesz;
+    if (end > core.size)
+        return;
+    while (at + sizeof(Elf64_Nhdr) <= end) {
+        const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(core.data + at);
+        size_t desc = at + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
+        size_t next = desc + ((nh->n_descsz + 3) & ~3u);
+        if (next > end)
+            break;
+        const unsigned char *d = core.data + desc;
+        if (nh->n_type == NT_PRSTATUS && nh->n_descsz >= 36 && core.ntids < 4096) {
+            memcpy(&core.tids[core.ntids], d + 32, sizeof(int)); /* elf_prstatus.pr_pid */
+#if defined(__x86_64__)
+            /* pr_reg (user_regs_struct) at 112: rbp is its 5th word, rip the 17th, rsp the 20th */
+            if (nh->n_descsz >= 112 + 27 * 8) {
+                memcpy(&core.regs[core.ntids][0], d + 112 + 16 * 8, 8);
+                memcpy(&core.regs[core.ntids][1], d + 112 + 19 * 8, 8);
+                memcpy(&core.regs[core.ntids][2], d + 112 + 4 * 8, 8);
+            }
+#endif
+            core.ntids++;
+        } else if (nh->n_type == NT_PRPSINFO && nh->n_descsz >= 28 && core.pid == 0) {
+            int pid;
+            memcpy(&pid, d + 24, sizeof pid); /* struct elf_prpsinfo.pr_pid (x86-64, aarch64) */
+            core.pid = pid;
+        } else if (nh->n_type == NT_FILE && nh->n_descsz >= 16 && !core.maps) {
+            uint64_t count, page;
+            memcpy(&count, d, 8);
+            memcpy(&page, d + 8, 8);
+            if (count > 65536 || 16 + count * 24 > nh->n_descsz)
+                break;
+            core.maps = calloc(count + 1, sizeof *core.maps);
+            const char *names = (const char *)d + 16 + count * 24;
+            const char *stop = (const char *)d + nh->n_descsz;
+            for (uint64_t i = 0; core.maps && i < count && names < stop; i++) {
+                uint64_t v[3];
+                memcpy(v, d + 16 + i * 24, sizeof v);
+                core.maps[i] = (struct cmap){v[0], v[1], v[2] * page, names};
+                names += strnlen(names, (size_t)(stop - names)) + 1;
+                core.nmaps++;
+            }
+        }
+        at = next;
+    }
+}
+
+static const char *base_of(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+/* The mapping (at its lowest file offset) of the interpreter: exe when given, else
+ * libpython3.X, else an executable named pythonX.Y; its version from the file's name. */
+static const struct cmap *interp_map(const char *exe, int ver[3])
+{
+    char real[PATH_MAX];
+    const char *path = NULL;
+    const struct cmap *best = NULL;
+    int a, c;
+    if (exe) {
+        if (!realpath(exe, real))
+            return NULL;
+        path = real;
+    }
+    for (int pass = 0; !path && pass < 2; pass++)
+        for (int i = 0; i < core.nmaps && !path; i++)
+            if (sscanf(base_of(core.maps[i].path), pass ? "python%d.%d" : "libpython%d.%d", &a,
+                       &c) == 2)
+                path = core.maps[i].path;
+    for (int i = 0; path && i < core.nmaps; i++)
+        if (strcmp(core.maps[i].path, path) == 0 && (!best || core.maps[i].off < best->off))
+            best = &core.maps[i];
+    ver[2] = -1;
+    if (!best || (sscanf(base_of(best->path), "libpython%d.%d", &ver[0], &ver[1]) != 2 &&
+                  sscanf(base_of(best->path), "python%d.%d", &ver[0], &ver[1]) != 2))
+        return NULL;
+    return best;
+}
+
+/* The mapped objects for the unwinder: per file, its range and the address of its offset 0. */
+static int core_mods(struct cli_read_mod *mods, int max)
+{
+    int n = 0;
+    for (int i = 0; i < core.nmaps && n < max; i++) {
+        if (core.maps[i].off != 0)
+            continue;
+        struct cli_read_mod m = {core.maps[i].start, core.maps[i].end, core.maps[i].start};
+        for (int k = 0; k < core.nmaps; k++)
+            if (strcmp(core.maps[k].path, core.maps[i].path) == 0) {
+                m.lo = core.maps[k].start < m.lo ? core.maps[k].start : m.lo;
+                m.hi = core.maps[k].end > m.hi ? core.maps[k].end : m.hi;
+            }
+        mods[n++] = m;
+    }
+    return n;
+}
+
+static const struct cmap *map_of(uintptr_t pc)
+{
+    for (int i = 0; i < core.nmaps; i++)
+        if (pc >= core.maps[i].start && pc < core.maps[i].end)
+            return &core.maps[i];
+    return NULL;
+}
+
+/* One native frame as the probe describes it (docs/protocol.md), named from DWARF and symbol
+ * tables by libdw (srcline.c); *is_eval and *internal for merging. */
+static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_eval,
+                          int *internal)
+{
+    const struct cmap *m = map_of(pc);
+    char file[1024] = "", func[512] = "", hex[32];
+    unsigned long bias = 0;
+    unsigned long long off = 0;
+    int line = 0;
+    cJSON *o = cJSON_CreateObject();
+    if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
+        cli_srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
+                    sizeof func, &off);
+    *is_eval = strcmp(func, "_PyEval_EvalFrameDefault") == 0;
+    *internal = *is_eval || (m && strcmp(m->path, interp) == 0 && pb_cpython_machinery(func));
+    cJSON_AddStringToObject(o, "kind", "native");
+    cJSON_AddItemToObject(o, "name", func[0] ? cJSON_CreateString(func) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "offset", (double)(off + (depth > 0)));
+    cJSON_AddItemToObject(o, "module", m ? cJSON_CreateString(m->path) : cJSON_CreateNull());
+    snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)pc);
+    cJSON_AddStringToObject(o, "address", hex);
+    if (file[0]) {
+        cJSON_AddStringToObject(o, "file", file);
+        cJSON_AddNumberToObject(o, "line", line);
+    }
+    if (*internal)
+        cJSON_AddBoolToObject(o, "internal", 1);
+    return o;
+}
+
+/* dump --core --native: each thread's native stack from its NT_PRSTATUS registers, merged with
+ * its Python frames (pb_stack_merge) as debug --dump --native does. */
+static void core_native(cJSON *body, const int ver[3], const char *interp, int all)
+{
+    static struct cli_read_mod mods[4096];
+    uintptr_t pcs[128];
+    struct pb_merge_step steps[128 + 256];
+    int nmods = core_mods(mods, 4096);
+    cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(body, "threads"))
+    {
+        struct pb_err err = {0};
+        cJSON *nat = cJSON_CreateObject(), *py = cJSON_GetObjectItemCaseSensitive(t, "frames");
+        long tid = (long)cli_json_num(t, "nativeId", -1);
+        int k = 0, n = -1, np = cJSON_GetArraySize(py);
+        while (k < core.ntids && core.tids[k] != tid)
+            k++;
+        if (k < core.ntids && np <= 256)
+            n = cli_read_unwind(ver, core_read, core.regs[k], mods, nmods, pcs, 128, &err);
+        cJSON_AddBoolToObject(nat, "answered", n > 0);
+        cJSON_AddItemToObject(t, "native", nat);
+        if (n <= 0) {
+            cJSON_AddStringToObject(nat, "error", k < core.ntids ? "no native stack could be "
+                                                                   "read from its registers"
+                                                                 : "no such thread in the core");
+            continue;
+        }
+        unsigned char is_eval[128], entry[256];
+        int internal[128], evals = 0, entries = 0;
+        cJSON *nf[128];
+        for (int i = 0; i < n; i++) {
+            int e;
+            nf[i] = core_nframe(pcs[i], i, interp, &e, &internal[i]);
+            is_eval[i] = (unsigned char)e;
+            evals += e;
+        }
+        for (int i = 0; i < np; i++) {
+            entry[i] = (unsigned char)cli_json_true(cJSON_GetArrayItem(py, i), "entry");
+            entries += entry[i];
+        }
+        int m = pb_stack_merge(is_eval, n, entry, np, steps);
+        cJSON_AddBoolToObject(nat, "merged", m >= 0);
+        cJSON_AddNumberToObject(nat, "evalFrames", evals);
+        cJSON_AddNumberToObject(nat, "entryFrames", entries);
+        cJSON *out = cJSON_AddArrayToObject(nat, "frames");
+        for (int i = 0; i < (m >= 0 ? m : n); i++) {
+            int ix = m >= 0 ? steps[i].index : i;
+            if (m >= 0 && steps[i].kind == PB_MERGE_PY) {
+                cJSON *f = cJSON_Duplicate(cJSON_GetArrayItem(py, ix), 1);
+                cJSON_AddStringToObject(f, "kind", "python");
+                cJSON_AddItemToArray(out, f);
+            } else if (all || !internal[ix] || (m < 0 && is_eval[ix])) {
+                cJSON_AddItemToArray(out, nf[ix]);
+                nf[ix] = NULL;
+            }
+        }
+        for (int i = 0; i < n; i++)
+            cJSON_Delete(nf[i]);
+        if (m < 0) {
+            cJSON *pf = cJSON_AddArrayToObject(nat, "pythonFrames"), *f;
+            cJSON_ArrayForEach(f, py)
+            {
+                cJSON *c = cJSON_Duplicate(f, 1);
+                cJSON_AddStringToObject(c, "kind", "python");
+                cJSON_AddItemToArray(pf, c);
+            }
+        }
+    }
+}
+
+cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int native,
+                     struct pb_err *err)
+{
+    struct stat st;
+    cJSON *body = NULL;
+    int ver[3], fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        pb_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    void *map = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                               : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED) {
+        pb_err_set(err, -errno, "cannot map %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    memset(&core, 0, sizeof core);
+    core.data = map;
+    core.size = (size_t)st.st_size;
+    const Elf64_Ehdr *eh = map;
+    if (core.size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_type != ET_CORE ||
+        eh->e_phoff + (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > core.size) {
+        pb_err_set(err, PB_EBADARG, "%s is not a 64-bit ELF core file", path);
+        goto out;
+    }
+    core.ph = (const Elf64_Phdr *)(core.data + eh->e_phoff);
+    core.nph = eh->e_phnum;
+    for (int i = 0; i < core.nph; i++)
+        if (core.ph[i].p_type == PT_NOTE)
+            notes_read(&core.ph[i]);
+    const struct cmap *m = interp_map(exe, ver);
+    unsigned long addrs[5];
+    if (!m) {
+        pb_err_set(err, PB_ENOPYTHON, "%s maps no libpython3.X%s: give the interpreter with "
+                   "--exe PATH", path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
+        goto out;
+    }
+    if (inj_file_syms(exe ? exe : m->path, m->start, m->off, cli_read_syms, 5, addrs) < 0) {
+        pb_err_set(err, -ENOENT, "cannot read the symbols of %s (the core's interpreter): give "
+                   "it with --exe PATH", exe ? exe : m->path);
+        goto out;
+    }
+    body = cli_read_stacks(core_read, core.pid, ver, addrs, m->path, max_frames, err);
+    if (body) {
+        cli_read_native_ids(body, core_read, core_task);
+        cli_read_finish(body, 0);
+        if (native)
+            core_native(body, ver, m->path, native > 1);
+        cJSON_AddStringToObject(body, "core", path);
+    }
+out:
+    free(core.maps);
+    munmap(map, core.size);
+    memset(&core, 0, sizeof core);
+    return body;
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/* `debug --dump --no-inject` and `cluster stacks --no-inject`: a live process's Python stacks
+ * read from outside, loading nothing into it. The CLI finds the interpreter's globals in the
+ * target's ELF symbols (inj_pysyms), dlopens the reader built from the probe's own frame walker
+ * for the target's CPython (libprobing-read-3.X.so, probe/sig/pyrt_remote.c) and lets it read the
+ * target with process_vm_readv; then adds what the probe would have added from /proc: thread
+ * names (the kernel's), native ids before 3.11 (the tid field of glibc's struct pthread at the
+ * thread's pthread_t, its offset found on the main thread, whose tid is the pid), the GIL
+ * holder. Locals are not read: that needs code run in the target. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "cli.h"
+#include "injector/inject/inj.h"
+
+typedef char *(*read_dump_fn)(cli_read_fn rd, int pid, const uintptr_t syms[5], int max_frames,
+                              char *err, size_t errn);
+
+static pid_t live_pid;
+
+static int live_read(uintptr_t addr, void *buf, size_t n)
+{
+    struct iovec l = {buf, n}, r = {(void *)addr, n};
+    return process_vm_readv(live_pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static int task_exists(pid_t pid, long tid)
+{
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/%d/task/%ld", (int)pid, tid);
+    return tid > 0 && stat(p, &st) == 0;
+}
+
+static int live_task(long tid)
+{
+    return task_exists(live_pid, tid);
+}
+
+/* Native ids the reader could not give (before 3.11): the tid in each pthread_t (read with
+ * rd), kept when is_task says the process has that thread. */
+void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
+{
+    int pid = (int)cli_json_num(body, "pid", 0);
+    cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads");
+    const cJSON *t;
+    unsigned long main_ident = 0;
+    int off = -1;
+    cJSON_ArrayForEach(t, threads)
+        if (cli_json_true(t, "main"))
+            main_ident = (unsigned long)cli_json_num(t, "ident", 0);
+    int buf[512];
+    if (!main_ident || pid <= 0 || rd(main_ident, buf, sizeof buf) < 0)
+        return;
+    for (int i = 0; i < 512 && off < 0; i++)
+        if (buf[i] == (int)pid)
+            off = i * (int)sizeof(int);
+    if (off < 0)
+        return;
+    cJSON_ArrayForEach(t, threads)
+    {
+        int tid;
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, "nativeId")) ||
+            rd((unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid,
+               sizeof tid) < 0 || !is_task(tid))
+            continue;
+        cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
+        cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "id", cJSON_CreateNumber(tid));
+    }
+}
+
+/* The entry point name of the reader for CPython ver (*h: its handle, to dlclose). NULL with
+ * err filled. */
+static void (*reader_sym(const int ver[3], const char *name, void **h, struct pb_err *err))(void)
+{
+    char dir[4096], lib[4200];
+    void (*fn)(void) = NULL;
+    cli_libdir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/libprobing-read-%d.%d.so", dir, ver[0], ver[1]);
+    *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (*h)
+        fn = (void (*)(void))(uintptr_t)dlsym(*h, name);
+    if (!fn) {
+        pb_err_set(err, -ENOENT, "no reader for CPython %d.%d (%s): build it with make", ver[0],
+                   ver[1], *h ? "an entry point is missing" : dlerror());
+        if (*h)
+            dlclose(*h);
+        *h = NULL;
+    }
+    return fn;
+}
+
+typedef int (*read_unwind_fn)(cli_read_fn rd, const uintptr_t regs[3],
+                              const struct cli_read_mod *mods, int nmods, uintptr_t *out,
+                              int max);
+
+int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
+                    const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max,
+                    struct pb_err *err)
+{
+    void *h = NULL;
+    read_unwind_fn fn = (read_unwind_fn)reader_sym(ver, "probing_read_unwind", &h, err);
+    if (!fn)
+        return -1;
+    int n = fn(rd, regs, mods, nmods, out, max);
+    dlclose(h);
+    if (n < 0)
+        pb_err_set(err, -ENOMEM, "out of memory");
+    return n;
+}
+
+const char *const cli_read_syms[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
+                                      "PyUnicode_Type", "PyBytes_Type"};
+
+cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
+                       const char *source, int max_frames, struct pb_err *err)
+{
+    uintptr_t syms[5];
+    char msg[256] = "";
+    for (int i = 0; i < 5; i++) {
+        syms[i] = addrs[i];
+        if (!addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
+            pb_err_set(err, PB_ENOPYTHON, "%s has no symbol %s: the interpreter's state cannot be "
+                       "found", source, cli_read_syms[i]);
+            return NULL;
+        }
+    }
+    void *h = NULL;
+    read_dump_fn fn = (read_dump_fn)reader_sym(ver, "probing_read_dump", &h, err);
+    if (!fn)
+        return NULL;
+    char *text = fn(rd, pid, syms, max_frames, msg, sizeof msg);
+    cJSON *body = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    dlclose(h);
+    if (!body) {
+        pb_err_set(err, PB_EUNKNOWN, "%s", msg[0] ? msg : "the reader's answer is unreadable");
+        return NULL;
+    }
+    char v[32];
+    snprintf(v, sizeof v, ver[2] >= 0 ? "%d.%d.%d" : "%d.%d", ver[0], ver[1], ver[2]);
+    cJSON_AddStringToObject(body, "python", v);
+    return body;
+}
+
+void cli_read_finish(cJSON *body, pid_t live)
+{
+    cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads"), *t;
+    cJSON_ArrayForEach(t, threads)
+    {
+        char comm[64] = "?";
+        long tid = (long)cli_json_num(t, "nativeId", -1);
+        if (tid > 0 && live > 0) {
+            char p[64];
+            snprintf(p, sizeof p, "/proc/%d/task/%ld/comm", (int)live, tid);
+            FILE *f = fopen(p, "r");
+            if (f) {
+                if (fgets(comm, sizeof comm, f))
+                    comm[strcspn(comm, "\n")] = '\0';
+                fclose(f);
+            }
+        }
+        cJSON_AddStringToObject(t, "name", comm);
+        cJSON_AddStringToObject(t, "nameSource", "os");
+        cJSON_AddNullToObject(t, "daemon");
+        if (cli_json_true(t, "holdsGil"))
+            cJSON_ReplaceItemInObjectCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(body, "gil"), "holder",
+                cJSON_CreateNumber(cli_json_num(t, "id", 0)));
+    }
+}
+
+cJSON *cli_read_dump(pid_t pid, int max_frames, struct pb_err *err)
+{
+    unsigned long addrs[5];
+    struct inj_pyver v;
+    if (inj_pyver_detect(pid, &v, err) < 0 || inj_pysyms(pid, cli_read_syms, 5, addrs, err) < 0)
+        return NULL;
+    int ver[3] = {v.major, v.minor, v.micro};
+    live_pid = pid;
+    cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, err);
+    if (body) {
+        cli_read_native_ids(body, live_read, live_task);
+        cli_read_finish(body, pid);
+    }
+    return body;
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* Native and Python stacks merged, on demand (prof.h; `debug --dump --native`, the
+ * python.native_backtrace table). The stacks come from the asked threads themselves
+ * (sig/stack_sig.h: SIGPROF queued to each, the sampler's handler unwinds with the sampler's
+ * unwinder and walks the Python frames at the same instant), so the two agree; they are named
+ * here (prof_sym_describe, pyrt_sig_describe) and merged like the sampler does (store.c): each
+ * eval-loop frame (_PyEval_EvalFrameDefault) stands for the Python frames that C call runs, up
+ * to and including the next entry frame. When the counts differ the merge is not trusted and
+ * both stacks are kept apart. The handler is installed only for the ask, unless the sampler
+ * holds it already. Any thread but a signal handler: one mutex (prof_sig_lock, which the
+ * sampler's start and stop take too) makes callers and the sampler's install take turns. */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sig/stack_sig.h"
+#include "sig/unwind.h"
+
+#define NATIVE_WAIT_MS 1000 /* for each batch of threads to answer (a loaded machine may run a
+                             * niced target late) */
+
+static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void prof_sig_lock(void)
+{
+    pthread_mutex_lock(&sig_mu);
+}
+
+void prof_sig_unlock(void)
+{
+    pthread_mutex_unlock(&sig_mu);
+}
+
+static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
+{
+    struct prof_sym sy;
+    prof_sym_describe(pc, depth, &sy);
+    memset(f, 0, sizeof *f);
+    f->kind = PROF_NF_NATIVE;
+    f->pc = pc;
+    f->offset = sy.offset;
+    f->bias = sy.bias;
+    f->is_eval = sy.is_eval;
+    f->internal = sy.is_eval || (interp_fbase && sy.fbase == interp_fbase && pb_cpython_machinery(sy.name));
+    f->line = -1;
+    f->name = sy.name[0] ? strdup(sy.name) : NULL;
+    f->file = sy.module[0] ? strdup(sy.module) : NULL;
+    return (sy.name[0] && !f->name) || (sy.module[0] && !f->file) ? -ENOMEM : 0;
+}
+
+static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
+{
+    char func[256], file[1024];
+    memset(f, 0, sizeof *f);
+    f->kind = PROF_NF_PYTHON;
+    pyrt_sig_describe(pf, func, sizeof func, file, sizeof file, &f->line);
+    f->name = strdup(func);
+    f->file = strdup(file);
+    return f->name && f->file ? 0 : -ENOMEM;
+}
+
+static void frames_free(struct prof_nframe *f, int n)
+{
+    for (int i = 0; f && i < n; i++) {
+        free(f[i].name);
+        free(f[i].file);
+    }
+    free(f);
+}
+
+void prof_nstack_free(struct prof_nstack *s)
+{
+    if (!s)
+        return;
+    frames_free(s->f, s->n);
+    frames_free(s->py, s->npy);
+    memset(s, 0, sizeof *s);
+}
+
+/* Moves *src into dst (the strings change owner). */
+static void take(struct prof_nframe *dst, struct prof_nframe *src)
+{
+    *dst = *src;
+    src->name = src->file = NULL;
+}
+
+/* Names and merges one thread's raw stacks into s (pb_stack_merge). all: keep CPython's
+ * internals. */
+static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *s)
+{
+    int nn = r->nnative, np = r->npy, rc = -ENOMEM;
+    unsigned char is_eval[STACK_SIG_NATIVE], entry[STACK_SIG_PY];
+    struct pb_merge_step steps[STACK_SIG_NATIVE + STACK_SIG_PY];
+    struct prof_nframe *nat = calloc((size_t)nn + 1, sizeof *nat);
+    s->py = calloc((size_t)np + 1, sizeof *s->py);
+    s->f = calloc((size_t)nn + (size_t)np + 1, sizeof *s->f);
+    if (!nat || !s->py || !s->f)
+        goto out;
+    for (int i = 0; i < nn; i++) {
+        if (native_frame(&nat[i], r->native[i], i) < 0)
+            goto out;
+        is_eval[i] = (unsigned char)nat[i].is_eval;
+        s->evals += nat[i].is_eval;
+    }
+    for (; s->npy < np; s->npy++) {
+        if (py_frame(&s->py[s->npy], &r->py[s->npy]) < 0) {
+            s->npy++;
+            goto out;
+        }
+        entry[s->npy] = (unsigned char)r->py[s->npy].entry;
+        s->entries += r->py[s->npy].entry != 0;
+    }
+    int m = pb_stack_merge(is_eval, nn, entry, np, steps);
+    s->merged = m >= 0;
+    if (s->merged) { /* the Python frames move into f */
+        for (int i = 0; i < m; i++) {
+            struct prof_nframe *f = steps[i].kind == PB_MERGE_PY ? &s->py[steps[i].index]
+                                                                 : &nat[steps[i].index];
+            if (f->kind == PROF_NF_PYTHON || all || !f->internal)
+                take(&s->f[s->n++], f);
+        }
+        frames_free(s->py, s->npy);
+        s->py = NULL;
+        s->npy = 0;
+    } else { /* native frames apart, the eval-loop ones kept to show where Python runs */
+        for (int i = 0; i < nn; i++)
+            if (all || !nat[i].internal || nat[i].is_eval)
+                take(&s->f[s->n++], &nat[i]);
+    }
+    rc = 0;
+out:
+    frames_free(nat, nn);
+    return rc;
+}
+
+int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
+                       struct pb_err *err)
+{
+    struct stack_sig_result *res;
+    int own = 0, rc = 0, batch[STACK_SIG_BATCH];
+    memset(out, 0, (size_t)n * sizeof *out);
+    if (pyrt_sig_prepare() < 0)
+        return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
+                          "refused here): native stacks cannot be read");
+    prof_sig_lock();
+    if (!interp_fbase) {
+        void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+        struct prof_sym sy;
+        if (ev) {
+            prof_sym_describe((uintptr_t)ev, 0, &sy);
+            interp_fbase = sy.fbase;
+        }
+    }
+    if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
+        if ((rc = prof_sig_install(err)) < 0) {
+            prof_sig_unlock();
+            return rc;
+        }
+        own = 1;
+    }
+    res = calloc(STACK_SIG_BATCH, sizeof *res);
+    if (!res) {
+        rc = pb_err_set(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int at = 0; at < n && rc == 0; at += STACK_SIG_BATCH) {
+        int m = n - at < STACK_SIG_BATCH ? n - at : STACK_SIG_BATCH, k = 0, idx[STACK_SIG_BATCH];
+        for (int i = 0; i < m; i++) {
+            out[at + i].tid = tids[at + i];
+            if (tids[at + i] > 0) {
+                idx[k] = at + i;
+                batch[k++] = (int)tids[at + i];
+            }
+        }
+        int got = stack_sig_collect(batch, k, res, NATIVE_WAIT_MS);
+        if (got < 0) {
+            rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
+            break;
+        }
+        for (int i = 0; i < k && rc == 0; i++) {
+            struct prof_nstack *s = &out[idx[i]];
+            s->answered = res[i].answered;
+            if (s->answered && merge(&res[i], all, s) < 0)
+                rc = pb_err_set(err, -ENOMEM, "out of memory");
+        }
+    }
+out:
+    free(res);
+    if (own)
+        prof_sig_uninstall();
+    prof_sig_unlock();
+    if (rc < 0)
+        for (int i = 0; i < n; i++)
+            prof_nstack_free(&out[i]);
+    return rc;
+}

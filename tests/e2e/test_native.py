@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: MIT
+"""debug --dump --native on every CPython 3.8-3.13 and Debian's python3: native and Python frames
+merged into one stack per thread (samples/native_mix.py: Python -> C -> Python through ctypes'
+callbacks and libc's qsort, threads blocked in C, in time.sleep and in a lock, one that blocks
+SIGPROF, and the GIL held forever), CPython's machinery left out unless --native=all, file:line
+of native frames from DWARF, and nothing of ours left in the target after the dump."""
+import json
+import os
+import re
+
+import pytest
+
+from conftest import PYTHONS, SAMPLES, bp, dump_json, probing
+
+
+def cbp(name):
+    """Line of the 'BP: name' marker in samples/native_mix.c."""
+    with open(os.path.join(SAMPLES, "native_mix.c")) as f:
+        for i, line in enumerate(f, 1):
+            if re.search(r"BP:\s*%s\b" % re.escape(name), line):
+                return i
+    raise AssertionError("no BP marker %r in native_mix.c" % name)
+
+
+def threads_of(d):
+    return {t["name"]: t for t in d["threads"]}
+
+
+def find(frames, start=0, **want):
+    """Index of the first frame at or after start with every key of want (name: a substring)."""
+    for i in range(start, len(frames)):
+        f = frames[i]
+        if all((k == "name" and v in (f.get("name") or "")) or (k != "name" and f.get(k) == v)
+               for k, v in want.items()):
+            return i
+    raise AssertionError("no frame %r after %d in %s" % (want, start, summary(frames)))
+
+
+def summary(frames):
+    return ["%s %s%s" % (f["kind"], f.get("name"), ":%s" % f["line"] if "line" in f else "")
+            for f in frames]
+
+
+def merged(thread):
+    n = thread["native"]
+    assert n["answered"] is True, n
+    assert n["merged"] is True, n
+    return n["frames"]
+
+
+SIGPROF_BIT = 1 << (27 - 1)
+
+
+def sigcgt(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^SigCgt:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_merged(python, spawn):
+    t = spawn(python, "native_mix.py")
+    probing("-p", t.pid, "inject", check=True)
+    before = sigcgt(t.pid)
+    d = dump_json(t.pid, "--native")
+    th = threads_of(d)
+    # Python -> C qsort -> Python comparator -> C lock, innermost first.
+    f = merged(th["qsorter"])
+    assert f[0]["kind"] == "native" and f[0]["module"].endswith("libc.so.6"), summary(f)
+    i = find(f, kind="python", name="py_cmp", line=bp("native_mix.py", "cmp_wait"))
+    assert all(x["kind"] == "python" for x in f[i - 2:i]), summary(f)  # Event.wait, Condition.wait
+    j = find(f, i, kind="native", name="qsort")
+    find(f, j, kind="python", name="run_qsort", line=bp("native_mix.py", "qsort_call"))
+    # Python -> C mix_call (file:line from its DWARF) -> Python in time.sleep -> C.
+    f = merged(th["caller"])
+    assert f[0]["kind"] == "native" and f[0]["module"].endswith("libc.so.6"), summary(f)
+    i = find(f, kind="python", name="py_callback", line=bp("native_mix.py", "callback_sleep"))
+    assert all(x["kind"] == "native" for x in f[:i]), summary(f)
+    j = find(f, i, kind="native", name="mix_call", line=cbp("mix_call_cb"))
+    assert f[j]["file"].endswith("native_mix.c") and f[j]["module"].endswith("libnative_mix.so")
+    find(f, j, kind="python", name="run_call", line=bp("native_mix.py", "mix_call"))
+    # A thread blocked in C: read(2) in mix_block, called from Python.
+    f = merged(th["blocker"])
+    assert f[0]["kind"] == "native" and "read" in f[0]["name"], summary(f)
+    assert f[1]["name"] == "mix_block" and f[1]["line"] == cbp("mix_block_read"), summary(f)
+    find(f, 2, kind="python", name="run_block", line=bp("native_mix.py", "block_call"))
+    # The merged view has no eval-loop frame; every Python frame of the snapshot is there.
+    for name in ("qsorter", "caller", "blocker", "MainThread"):
+        f = merged(th[name])
+        assert not any(x.get("name") == "_PyEval_EvalFrameDefault" for x in f), summary(f)
+        assert [x["name"] for x in f if x["kind"] == "python"] == \
+            [x["name"] for x in th[name]["frames"]], name
+    # A thread that blocks SIGPROF: no native stack, said so, and the dump did not wait for it.
+    m = th["masked"]["native"]
+    assert m["answered"] is False and "SIGPROF" in m["error"], m
+    # Nothing left: the SIGPROF handler is the target's again.
+    assert sigcgt(t.pid) & SIGPROF_BIT == before & SIGPROF_BIT == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_all_and_text(python, spawn):
+    t = spawn(python, "native_mix.py")
+    d = dump_json(t.pid, "--native=all")
+    f = merged(threads_of(d)["caller"])
+    ev = [i for i, x in enumerate(f) if x.get("name") == "_PyEval_EvalFrameDefault"]
+    assert ev and all(f[i].get("internal") for i in ev), summary(f)
+    # Each eval-loop frame follows the Python frames it runs.
+    i = find(f, kind="python", name="py_callback")
+    assert f[i + 1 :].index(f[ev[0]]) >= 0 and ev[0] > i
+    r = probing("-p", t.pid, "debug", "--dump", "--native", check=True)
+    out = r.stdout
+    assert re.search(r"\n    \(Python\) py_callback \(.*native_mix\.py:%d\)\n"
+                     % bp("native_mix.py", "callback_sleep"), out), out
+    assert re.search(r"\n    \(native\) mix_call\+0x[0-9a-f]+ in libnative_mix\.so "
+                     r"\(.*native_mix\.c:%d\)\n" % cbp("mix_call_cb"), out), out
+    assert "note: native stack not read: the thread did not answer in time" in out
+    assert "_PyEval_EvalFrameDefault" not in out
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_gil_held_forever(python, spawn):
+    t = spawn(python, "native_mix.py", args=("--hold-gil",))
+    d = dump_json(t.pid, "--native")
+    assert d["gil"]["holder"] == t.pid and d["gil"]["available"] is False
+    # Without the GIL thread names are the kernel's: find them by their native ids.
+    by_id = {t_["nativeId"]: t_ for t_ in d["threads"]}
+    f = merged(by_id[t.pid])
+    assert "read" in f[0]["name"] and f[1]["name"] == "mix_block", summary(f)
+    find(f, 2, kind="python", name="main", line=bp("native_mix.py", "hold_gil"))
+    # The other threads answer too: reading native stacks needs no GIL.
+    assert merged(by_id[t.ready["tids"]["blocker"]])[1]["name"] == "mix_block"
+
+
+def test_native_usage():
+    r = probing("-p", "1", "debug", "--dump", "--native=some")
+    assert r.returncode == 2 and "--native=some: use --native or --native=all" in r.stderr
+    r = probing("-p", "1", "debug", "--pause", "--native")
+    assert r.returncode == 2 and "only goes with --dump" in r.stderr
+
+
+def query(pid, sql):
+    r = probing("-p", pid, "query", sql, "--format", "json", check=True)
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_backtrace_table(python, spawn):
+    t = spawn(python, "native_mix.py")
+    rows = query(t.pid, "SELECT b.depth, b.kind, b.func, b.lineno, b.module, b.stack "
+                        "FROM python.threads t JOIN python.native_backtrace b USING (thread_id) "
+                        "WHERE t.name = 'caller' ORDER BY b.depth")
+    assert [r["depth"] for r in rows] == list(range(len(rows))) and rows, rows
+    assert all(r["stack"] == "merged" for r in rows)
+    kinds = [(r["kind"], r["func"]) for r in rows]
+    i = kinds.index(("python", "py_callback"))
+    j = kinds.index(("native", "mix_call"))
+    k = kinds.index(("python", "run_call"))
+    assert 0 < i < j < k, kinds
+    assert rows[0]["kind"] == "native" and rows[0]["module"].endswith("libc.so.6")
+    assert rows[i]["lineno"] == bp("native_mix.py", "callback_sleep") and rows[i]["module"] is None
+    assert rows[j]["module"].endswith("libnative_mix.so") and rows[j]["lineno"] is None
+    # Every Python thread without WHERE; the one blocking SIGPROF has no rows.
+    per = query(t.pid, "SELECT thread_id, count(*) AS n FROM python.native_backtrace "
+                       "GROUP BY thread_id")
+    ids = {r["thread_id"] for r in per}
+    assert ids == {t.pid, *(t.ready["tids"][n] for n in ("qsorter", "caller", "blocker"))}, per
+    t.check_output_clean()
