@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import sidroot
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("PROBING_BUILD", os.path.join(ROOT, "build", "release"))
 CLI = os.path.join(BUILD, "bin", "probing")
@@ -31,7 +33,13 @@ def _pythons():
     return found
 
 
-PYTHONS = _pythons()
+# This machine's interpreters (pyenv's 3.8-3.13, then Debian's python3 last): tests that need
+# one host interpreter take it by position here.
+HOST_PYTHONS = _pythons()
+# The Debian sid root's (3.13-sid, 3.14, 3.15), run in a pivot_root'ed mount namespace
+# (sidroot.py), when tools/sid-root.sh has built the root; PYTHONS narrows them as the rest.
+SID_PYTHONS = [pytest.param(sidroot.PREFIX + exe, id=i) for i, exe in sidroot.pythons()]
+PYTHONS = HOST_PYTHONS + SID_PYTHONS
 
 
 def bp(sample, name):
@@ -66,8 +74,15 @@ class Target:
             e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
                 tmp_path / "sanitizer")
         e.update(env or {})
+        argv = [*launcher, python, os.path.join(SAMPLES, sample), *args]
+        self.inside = None
+        if sidroot.is_sid(python):
+            assert not launcher, "a launcher inside the sid root is not supported"
+            self.inside = sidroot.Inside(python, tmp_path, BUILD)
+            argv = self.inside.argv([os.path.join(SAMPLES, sample), *args])
+            e = self.inside.env(e)
         self.proc = subprocess.Popen(
-            [*launcher, python, os.path.join(SAMPLES, sample), *args],
+            argv,
             stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"),
             stdin=subprocess.DEVNULL, start_new_session=True, env=e)
         self.pid = self.proc.pid

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, bp, probing
+from conftest import HOST_PYTHONS, PYTHONS, bp, probing
 
 SAMPLE = "crasher.py"
 CRASH_SIGS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT)
@@ -193,7 +193,7 @@ def test_crash_disarm_restores(spawn, python, tmp_path):
     assert not os.path.exists(path)
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_crash_default_path(spawn, python, tmp_path):
     t = start(spawn, python, tmp_path)
     r = probing("-p", t.pid, "inject", "-c", check=True)
@@ -207,7 +207,7 @@ def test_crash_default_path(spawn, python, tmp_path):
             os.unlink(path)
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_crash_path_setting(spawn, python, tmp_path):
     want = tmp_path / "env-%p.txt"
     t = spawn(python, SAMPLE, args=(str(tmp_path),),

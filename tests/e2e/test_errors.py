@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from conftest import CLI, PYTHONS, ROOT, SAMPLES, Target, dump_json, probing
+from conftest import CLI, HOST_PYTHONS, ROOT, SAMPLES, Target, dump_json, probing
 
-PY = PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
+PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
 
 
 def one_error_line(r, *needles):
@@ -158,7 +158,7 @@ def test_supported_version_without_build(spawn, tmp_path):
     t = spawn(PY)
     empty = tmp_path / "nolibs"
     empty.mkdir()
-    minor = "3.%s" % PYTHONS[-2].id.split(".")[1]
+    minor = "3.%s" % HOST_PYTHONS[-2].id.split(".")[1]
     line = one_error_line(probing("-p", t.pid, "inject", env={"PROBING_LIBDIR": str(empty)}),
                           "no probe build for CPython %s" % minor, "make PYTHONS=%s" % minor)
     assert str(empty) in line

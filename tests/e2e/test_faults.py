@@ -19,11 +19,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import CLI, PYTHONS, dump_json, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, dump_json, probing
 from dapclient import DAP
 from dbgutil import Debugger, assert_clean
 
-PY = PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
+PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
 UID = os.geteuid()
 
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, CLI, PYTHONS, ROOT, bp, dump_json, probing
+from conftest import BUILD, CLI, HOST_PYTHONS, PYTHONS, ROOT, bp, dump_json, probing
 from dapclient import DAP
 
 
@@ -105,9 +105,9 @@ def test_probing_init_listen_with_token(python, spawn):
 
 
 def test_inject_listen_and_list(spawn):
-    py = PYTHONS[0].values[0]
+    py = HOST_PYTHONS[0].values[0]
     a = spawn(py)
-    b = spawn(PYTHONS[-1].values[0])
+    b = spawn(HOST_PYTHONS[-1].values[0])
     r = probing("-p", a.pid, "inject", "--listen", "127.0.0.1:0", env={"PROBING_TOKEN": ""},
                 check=True)
     lines = r.stdout.splitlines()
@@ -144,7 +144,7 @@ def test_inject_listen_and_list(spawn):
 def test_inject_json(spawn):
     """inject --json: one JSON object (what the VS Code extension and scripts read), with the
     socket as the target sees it and as reachable from here; --listen adds address and token."""
-    t = spawn(PYTHONS[-1].values[0])
+    t = spawn(HOST_PYTHONS[-1].values[0])
     r = probing("-p", t.pid, "inject", "--json", check=True)
     d = json.loads(r.stdout)
     assert d["pid"] == t.pid and d["state"] == "loaded" and d["python"].count(".") == 2
