@@ -189,6 +189,12 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
         start = code + offsetof(PyCodeObject, co_code_adaptive);
         if (w->flags & PYRT_WALK_CHECK) {
             int firsttraceable = 0, k = code_check_memo(w, code, &firsttraceable);
+            if (k < 0 && code == 0) {
+                /* No executable (3.14 leaves a NULL reference in a frame being pushed or
+                 * popped): not a Python frame now, its link still holds. */
+                fp = next;
+                continue;
+            }
             if (k < 0)
                 break;
             if (k == 0 || (f.owner != FRAME_OWNED_BY_GENERATOR &&

@@ -90,6 +90,17 @@ class Target:
         if wait_ready:
             self.ready = self.wait_line(r"^ready (\{.*\})$", json_group=True)
 
+    @property
+    def sock(self):
+        """The probe's Unix socket: in its own /tmp, which is private in the sid root
+        (reached through /proc/PID/root, as the CLI does)."""
+        path = "/tmp/probing-%d/%d.sock" % (os.geteuid(), self.pid)
+        return "/proc/%d/root%s" % (self.pid, path) if self.inside else path
+
+    def host_path(self, path):
+        """A path of the target's own /tmp as this side reads it."""
+        return "/proc/%d/root%s" % (self.pid, path) if self.inside else path
+
     def output(self):
         with open(self.out_path) as f:
             return f.read()

@@ -1,46 +1,55 @@
 # SPDX-License-Identifier: MIT
 """Targets of the Debian sid root (tools/sid-root.sh: CPython 3.13.x, 3.14, 3.15, torch 2.x),
 run as a container runs them: the root's interpreter in its own mount namespace after
-pivot_root, with a private /tmp, the host's old root detached (umount2), and the same pid as
-the process the test started (each step execs the next).
+pivot_root into a new root file system (a tmpfs holding the sid root's directories, bound
+read-only, a private /tmp and /proc), the host's old root detached (umount2), and the same pid
+as the process the test started (each step execs the next).
 
-Inside, /mnt/samples is samples/ (read-only) and /mnt/work the test's tmp_path: the paths a
-test gives the target are mapped with .inside(). The root itself is shared and read-only to us:
-everything this mounts lives in the private namespace only.
+The checkout (samples/ and the rest, read-only) and the test's tmp_path (under /tmp, in the
+private /tmp) are bound at their own paths inside, so that a path a test gives the target or
+the probe reads the same on both sides, as a container's volumes often are. The sid root
+itself is shared and read-only to us: everything this mounts lives in the private namespace.
 
 Until the probe is self-contained (issue 17's container half), the libraries it needs that the
-root lacks are copied into /mnt/lib and named by LD_LIBRARY_PATH; once none are missing,
+root lacks are copied into /.probing-lib and named by LD_LIBRARY_PATH; once none are missing,
 nothing is copied and the variable is not set."""
 import os
 import subprocess
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SAMPLES = os.path.join(ROOT, "samples")
 PREFIX = "sid:"
 
-# Runs as /bin/sh in the new mount namespace (unshare -m): $1 root, $2 samples, $3 work dir,
-# $4 libraries to copy, then the interpreter and its arguments.
+# Runs as /bin/sh in the new mount namespace (unshare -m): $1 the sid root, $2 the new root's
+# mount point (an empty directory), $3 the checkout, $4 the work dir (under /tmp), $5 libraries
+# to copy, then the interpreter and its arguments.
 _SETUP = r'''set -e
 P=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin
-R=$1; S=$2; W=$3; L=$4; shift 4
+R=$1; N=$2; C=$3; W=$4; L=$5; shift 5
 mount --make-rprivate /
-mount --bind "$R" "$R"
-mount -o remount,bind,ro "$R"
-mount -t tmpfs -o mode=1777 tmpfs "$R/tmp"
-mount -t tmpfs tmpfs "$R/mnt"
-mount -t proc proc "$R/proc"
-mkdir "$R/mnt/old" "$R/mnt/samples" "$R/mnt/work" "$R/mnt/lib"
-mount --bind -o ro "$S" "$R/mnt/samples"
-mount --bind "$W" "$R/mnt/work"
-[ -z "$L" ] || cp $L "$R/mnt/lib/"
-cd "$R"
-pivot_root . mnt/old
+mount -t tmpfs -o mode=755 tmpfs "$N"
+for e in "$R"/* "$R"/.[!.]*; do
+  [ -e "$e" ] || [ -L "$e" ] || continue
+  b=${e##*/}
+  if [ -L "$e" ]; then cp -P "$e" "$N/$b"; continue; fi
+  mkdir "$N/$b"
+  case $b in
+    tmp) mount -t tmpfs -o mode=1777 tmpfs "$N/tmp" ;;
+    proc) mount -t proc proc "$N/proc" ;;
+    *) mount --bind "$e" "$N/$b"; mount -o remount,bind,ro "$N/$b" ;;
+  esac
+done
+mkdir -p "$N$C" "$N$W" "$N/.old" "$N/.probing-lib"
+mount --bind "$C" "$N$C"; mount -o remount,bind,ro "$N$C"
+mount --bind "$W" "$N$W"
+[ -z "$L" ] || cp $L "$N/.probing-lib/"
+cd "$N"
+pivot_root . .old
 cd /
 PATH=$P
 exec "$1" -c 'import ctypes, os, sys
-if ctypes.CDLL(None, use_errno=True).umount2(b"/mnt/old", 2) != 0:
+if ctypes.CDLL(None, use_errno=True).umount2(b"/.old", 2) != 0:
     sys.exit("sidroot: umount2 of the old root failed: errno %d" % ctypes.get_errno())
-os.rmdir("/mnt/old")
+os.rmdir("/.old")
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 '''
 
@@ -81,31 +90,26 @@ def _missing_libs(build, exe):
 
 
 class Inside:
-    """How one target of the root is started and how its paths read from inside."""
+    """How one target of the root is started."""
 
     def __init__(self, python, work, build):
         self.exe = python[len(PREFIX):]
-        self.work = str(work)
+        self.work = os.path.realpath(str(work))
+        assert self.work.startswith("/tmp/"), "sid root targets need a work dir under /tmp"
+        self.newroot = os.path.join(self.work, ".sidroot")
         self.libs = _missing_libs(build, self.exe)
 
-    def inside(self, value):
-        """A host path (samples/, the work dir) as the target sees it; anything else as is."""
-        v = str(value)
-        for host, there in ((SAMPLES, "/mnt/samples"), (self.work, "/mnt/work")):
-            if v == host or v.startswith(host + os.sep):
-                return there + v[len(host):]
-        return value
-
     def argv(self, args):
-        return ["/usr/bin/unshare", "-m", "/bin/sh", "-c", _SETUP, "sidroot", root(), SAMPLES, self.work,
-                " ".join(self.libs), self.exe, *[self.inside(a) for a in args]]
+        os.makedirs(self.newroot, exist_ok=True)
+        return ["/usr/bin/unshare", "-m", "/bin/sh", "-c", _SETUP, "sidroot", root(),
+                self.newroot, ROOT, self.work, " ".join(self.libs), self.exe, *args]
 
     def env(self, env):
-        e = {k: self.inside(v) for k, v in env.items()}
+        e = dict(env)
         # The host's PATH and Python settings mean nothing in the root.
         for k in ("PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV"):
             e.pop(k, None)
         e["PATH"] = "/usr/local/bin:/usr/bin:/bin"
         if self.libs:
-            e["LD_LIBRARY_PATH"] = "/mnt/lib"
+            e["LD_LIBRARY_PATH"] = "/.probing-lib"
         return e
