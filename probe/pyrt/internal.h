@@ -89,6 +89,12 @@ int probe_tid_calibrate(struct pb_err *err);
 /* Kernel tid of a live thread given its pthread_t, or -1 when unknown or the thread is gone. */
 long probe_tid_from_pthread(unsigned long pthread_ident);
 
+/* ---- layout.c: the build's offsets against the interpreter's _Py_DebugOffsets (3.13+) ---- */
+
+/* 0 when every field the reader uses sits where the build expects, else PB_ENOBUILD with a
+ * line naming the first that moved. No GIL needed. */
+int pyrt_layout_check(struct pb_err *err);
+
 /* ---- decode.c: str/bytes objects from copied memory (No GIL needed) ---- */
 
 /* UTF-8 of the str object at obj, at most max bytes (cut on a character boundary), in a new
