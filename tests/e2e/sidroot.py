@@ -10,14 +10,23 @@ private /tmp) are bound at their own paths inside, so that a path a test gives t
 the probe reads the same on both sides, as a container's volumes often are. The sid root
 itself is shared and read-only to us: everything this mounts lives in the private namespace.
 
+A container has no compiler: the samples that build a C library at start (perf_hot.py,
+errno_loop.py, dlopen_loop.py) run a `cc` stand-in first on PATH inside that copies the library
+the host's compiler built beforehand from the same source with the same flags (PREBUILT).
+
 Until the probe is self-contained (issue 17's container half), the libraries it needs that the
 root lacks are copied into /.probing-lib and named by LD_LIBRARY_PATH; once none are missing,
 nothing is copied and the variable is not set."""
 import os
+import shutil
 import subprocess
+import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PREFIX = "sid:"
+# The samples' C libraries and the flags their build_lib() gives cc.
+PREBUILT = {"perf_hot": ["-O1", "-fno-omit-frame-pointer"], "errno_loop": ["-O2"],
+            "dlopen_lib": ["-O1"], "dlopen_walk": ["-O1"]}
 
 # Runs as /bin/sh in the new mount namespace (unshare -m): $1 the sid root, $2 the new root's
 # mount point (an empty directory), $3 the checkout, $4 the work dir (under /tmp), $5 libraries
@@ -38,7 +47,10 @@ for e in "$R"/* "$R"/.[!.]*; do
     *) mount --bind "$e" "$N/$b"; mount -o remount,bind,ro "$N/$b" ;;
   esac
 done
-mkdir -p "$N$C" "$N$W" "$N/.old" "$N/.probing-lib"
+mkdir -p "$N$C" "$N$W" "$N/.old" "$N/.probing-lib" "$N/.probing-bin"
+printf '%s\n' '#!/bin/sh' 'o=; s=' 'while [ $# -gt 0 ]; do case $1 in -o) o=$2; shift;; *.c) s=$1;; esac; shift; done' \
+  "exec cp \"$W/.prebuilt/\$(basename \"\$s\" .c).so\" \"\$o\"" > "$N/.probing-bin/cc"
+chmod 755 "$N/.probing-bin/cc"
 mount --bind "$C" "$N$C"; mount -o remount,bind,ro "$N$C"
 mount --bind "$W" "$N$W"
 [ -z "$L" ] || cp $L "$N/.probing-lib/"
@@ -89,6 +101,20 @@ def _missing_libs(build, exe):
     return missing
 
 
+_PREBUILT_DIR = []
+
+
+def _prebuilt():
+    """The samples' libraries, built once per test session."""
+    if not _PREBUILT_DIR:
+        d = tempfile.mkdtemp(prefix="probing-sid-prebuilt-")
+        for name, flags in PREBUILT.items():
+            subprocess.run(["cc", *flags, "-shared", "-fPIC", "-o", os.path.join(d, name + ".so"),
+                            os.path.join(ROOT, "samples", name + ".c")], check=True)
+        _PREBUILT_DIR.append(d)
+    return _PREBUILT_DIR[0]
+
+
 class Inside:
     """How one target of the root is started."""
 
@@ -101,15 +127,17 @@ class Inside:
 
     def argv(self, args):
         os.makedirs(self.newroot, exist_ok=True)
+        shutil.copytree(_prebuilt(), os.path.join(self.work, ".prebuilt"), dirs_exist_ok=True)
         return ["/usr/bin/unshare", "-m", "/bin/sh", "-c", _SETUP, "sidroot", root(),
                 self.newroot, ROOT, self.work, " ".join(self.libs), self.exe, *args]
 
     def env(self, env):
         e = dict(env)
-        # The host's PATH and Python settings mean nothing in the root.
-        for k in ("PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV"):
+        # The host's PATH and interpreter settings mean nothing in the root (PYTHONPATH's
+        # paths into the checkout do: it is at the same path inside).
+        for k in ("PYTHONHOME", "VIRTUAL_ENV"):
             e.pop(k, None)
-        e["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+        e["PATH"] = "/.probing-bin:/usr/local/bin:/usr/bin:/bin"
         if self.libs:
             e["LD_LIBRARY_PATH"] = "/.probing-lib"
         return e
