@@ -74,7 +74,8 @@ class Target:
             e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
                 tmp_path / "sanitizer")
         e.update(env or {})
-        argv = [*launcher, python, os.path.join(SAMPLES, sample), *args]
+        self.script = os.path.join(SAMPLES, sample)  # as python is given it
+        argv = [*launcher, python, self.script, *args]
         self.inside = None
         if sidroot.is_sid(python):
             assert not launcher, "a launcher inside the sid root is not supported"
@@ -210,6 +211,16 @@ def probing(*args, timeout=60, env=None, user=None, check=False):
         raise AssertionError("probing %s failed (%d): %s%s" % (" ".join(map(str, args)),
                              r.returncode, r.stdout, r.stderr))
     return r
+
+
+def probe_sock(pid):
+    """The probe's socket in the target's /tmp (through /proc/PID/root when that /tmp is not
+    ours: a target in the sid root)."""
+    path = "/tmp/probing-%d/%d.sock" % (os.geteuid(), pid)
+    theirs = "/proc/%d/root%s" % (pid, path)
+    if not os.path.exists(path) and os.path.exists(theirs):
+        return theirs
+    return path
 
 
 def dump_json(pid, *extra):

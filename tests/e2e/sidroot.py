@@ -18,8 +18,10 @@ Until the probe is self-contained (issue 17's container half), the libraries it 
 root lacks are copied into /.probing-lib and named by LD_LIBRARY_PATH; once none are missing,
 nothing is copied and the variable is not set."""
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -80,6 +82,14 @@ def pythons():
     return [(l.split()[0], l.split()[2]) for l in out.splitlines() if l.strip()]
 
 
+def command(python, args):
+    """argv running the interpreter once with args, for a query (its version, a module's
+    presence): inside the root through chroot, which is enough there."""
+    if not is_sid(python):
+        return [python, *args]
+    return ["chroot", root(), python[len(PREFIX):], *args]
+
+
 def is_sid(python):
     return isinstance(python, str) and python.startswith(PREFIX)
 
@@ -120,13 +130,20 @@ class Inside:
 
     def __init__(self, python, work, build):
         self.exe = python[len(PREFIX):]
+        # The session's whole base directory (pytest-N), so that files of other fixtures
+        # (tmp_path_factory's, e.g. a preloaded shim) are at their paths too.
         self.work = os.path.realpath(str(work))
+        up = self.work
+        while os.path.dirname(up) != up:
+            if re.match(r"pytest-\d+$", os.path.basename(up)):
+                self.work = up
+                break
+            up = os.path.dirname(up)
         assert self.work.startswith("/tmp/"), "sid root targets need a work dir under /tmp"
-        self.newroot = os.path.join(self.work, ".sidroot")
+        self.newroot = tempfile.mkdtemp(prefix=".sidroot-", dir=self.work)
         self.libs = _missing_libs(build, self.exe)
 
     def argv(self, args):
-        os.makedirs(self.newroot, exist_ok=True)
         shutil.copytree(_prebuilt(), os.path.join(self.work, ".prebuilt"), dirs_exist_ok=True)
         return ["/usr/bin/unshare", "-m", "/bin/sh", "-c", _SETUP, "sidroot", root(),
                 self.newroot, ROOT, self.work, " ".join(self.libs), self.exe, *args]
@@ -141,3 +158,23 @@ class Inside:
         if self.libs:
             e["LD_LIBRARY_PATH"] = "/.probing-lib"
         return e
+
+
+def main(argv):
+    """python3 tests/e2e/sidroot.py ID ARGS...: runs the sid root's interpreter ID (tools/
+    pythons.sh --sid) with ARGS in the container, the checkout at its own path; its exit status.
+    For suites outside pytest (tests/pyrt/run.sh)."""
+    exe = dict(pythons()).get(argv[0])
+    if not exe:
+        sys.exit("sidroot: no interpreter %s in the sid root (tools/pythons.sh --sid)" % argv[0])
+    work = tempfile.mkdtemp(prefix="probing-sidroot-", dir="/tmp")
+    try:
+        inside = Inside(PREFIX + exe, work, os.environ.get("PROBING_BUILD",
+                                                            os.path.join(ROOT, "build", "release")))
+        return subprocess.run(inside.argv(argv[1:]), env=inside.env(dict(os.environ))).returncode
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

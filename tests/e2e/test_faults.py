@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import CLI, HOST_PYTHONS, PYTHONS, dump_json, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, dump_json, probe_sock, probing
 from dapclient import DAP
 from dbgutil import Debugger, assert_clean
 
@@ -28,7 +28,7 @@ UID = os.geteuid()
 
 
 def sock_path(pid):
-    return "/tmp/probing-%d/%d.sock" % (UID, pid)
+    return probe_sock(pid)
 
 
 def frame(body):
@@ -383,7 +383,11 @@ def test_fork_child_runs_and_can_be_injected(python, spawn):
     try:
         check_fork_child(t, child)
     finally:  # the fresh copy is a file of its own under /tmp: remove it with the child
-        copies = [p for p in probe_copies(child) if p.startswith("/tmp/probing-")]
+        # (in the target's own /tmp: through /proc/PID/root while the child lives)
+        copies = [os.path.realpath("/proc/%d/root%s" % (child, p)) for p in probe_copies(child)
+                  if p.startswith("/tmp/probing-")]
+        if t.inside:  # a private /tmp: the copies go with the namespace, nothing to remove
+            copies = []
         os.kill(child, signal.SIGKILL)
         for p in copies:
             os.unlink(p)
@@ -407,7 +411,7 @@ def check_fork_child(t, child):
     assert "probe already loaded in %d" % child in r.stdout, r.stdout
     assert len(probe_copies(child)) == 2
     # The child's debugger works: pause, stack, continue, nothing left behind.
-    ct = SimpleNamespace(pid=child)
+    ct = SimpleNamespace(pid=child, sock=probe_sock(child))
     dbg = Debugger(ct, sample="forker.py", inject=False)
     dbg.req("pause", {"threadId": child})
     st = dbg.stopped()
@@ -478,9 +482,10 @@ def test_private_tmp_in_own_mount_namespace(spawn):
     assert os.readlink("/proc/%d/ns/mnt" % t.pid) != os.readlink("/proc/self/ns/mnt")
     r = probing("-p", t.pid, "inject", check=True)
     assert "socket /tmp/probing-%d/%d.sock" % (UID, t.pid) in r.stdout, r.stdout
-    theirs = os.stat("/proc/%d/root%s" % (t.pid, sock_path(t.pid)))
-    if os.path.exists(sock_path(t.pid)):  # a stale socket of an older process with this pid
-        assert os.stat(sock_path(t.pid)).st_ino != theirs.st_ino
+    ours = "/tmp/probing-%d/%d.sock" % (UID, t.pid)
+    theirs = os.stat("/proc/%d/root%s" % (t.pid, ours))
+    if os.path.exists(ours):  # a stale socket of an older process with this pid
+        assert os.stat(ours).st_ino != theirs.st_ino
     still_serves(t)
     # A fork child there too: its fresh probe is copied into its own /tmp.
     os.kill(t.pid, signal.SIGUSR1)
