@@ -121,8 +121,8 @@ static int probe_orphaned(pid_t pid, int grace_ms)
  * another command loaded it meanwhile, or a negative code. */
 static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
 {
-    char dir[] = "/tmp/probing-XXXXXX", copy[PATH_MAX + 32], there[PATH_MAX + 96], proc[64];
-    struct stat owner, a, b;
+    char dir[] = "/tmp/probing-XXXXXX", copy[PATH_MAX + 32], proc[64];
+    struct stat owner;
     int rc, lock = open(lib, O_RDONLY | O_CLOEXEC);
     if (lock < 0)
         return pb_err_set(err, -errno, "cannot open %s: %s", lib, strerror(errno));
@@ -158,13 +158,10 @@ static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
         struct inj_opts io = {0};
         rc = inj_inject(pid, copy, &io, err);
     }
-    /* Keep the copy only where the target maps it (the same file seen through its root). */
-    snprintf(there, sizeof there, "/proc/%d/root%s", (int)pid, copy);
-    if (rc < 0 || stat(copy, &a) < 0 || stat(there, &b) < 0 || a.st_dev != b.st_dev ||
-        a.st_ino != b.st_ino) {
-        unlink(copy);
-        rmdir(dir);
-    }
+    /* Removed in any case: loaded, the target maps it (its name is no longer needed, and
+     * nothing of ours is left in its /tmp); not loaded, it is of no use. */
+    unlink(copy);
+    rmdir(dir);
     close(lock);
     return rc;
 }
@@ -272,7 +269,7 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
         return 0;
     struct inj_pyver pv;
     rc = inj_pyver_detect(pid, &pv, err);
-    if (rc < 0)
+    if (rc < 0 || (rc = inj_remote_debug_check(pid, &pv, err)) < 0)
         return rc;
     if (version)
         snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);

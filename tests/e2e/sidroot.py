@@ -103,7 +103,9 @@ def _missing_libs(build, exe):
     missing = []
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/"):
+        # (what the probe carries beside itself goes with it: not missing)
+        if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/") and \
+                os.path.dirname(parts[2]) != os.path.dirname(lib):
             name = parts[0]
             if not any(os.path.exists(os.path.join(r, d, name)) for d in
                        ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu", "usr/lib")):

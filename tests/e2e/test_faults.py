@@ -99,8 +99,10 @@ def agent_answers(path):
 
 
 def probe_copies(pid):
+    """Paths of the probe libraries pid maps; a copy the injector made (and removed once
+    loaded) ends in " (deleted)"."""
     with open("/proc/%d/maps" % pid) as f:
-        return {line.split()[-1] for line in f if "/libprobing-" in line}
+        return {line.split(None, 5)[-1].strip() for line in f if "/libprobing-" in line}
 
 
 # ---- bytes and requests ----
@@ -382,16 +384,15 @@ def test_fork_child_runs_and_can_be_injected(python, spawn):
     still_serves(t)
     try:
         check_fork_child(t, child)
-    finally:  # the fresh copy is a file of its own under /tmp: remove it with the child
-        # (in the target's own /tmp: through /proc/PID/root while the child lives)
-        copies = [os.path.realpath("/proc/%d/root%s" % (child, p)) for p in probe_copies(child)
-                  if p.startswith("/tmp/probing-")]
-        if t.inside:  # a private /tmp: the copies go with the namespace, nothing to remove
-            copies = []
+        # The fresh copy, a file of its own under /tmp, was removed once loaded: the child maps
+        # it, and nothing of ours is left in /tmp.
+        copies = [p for p in probe_copies(child) if p.startswith("/tmp/probing-")]
+        assert copies and all(p.endswith(" (deleted)") for p in copies), probe_copies(child)
+        # (its directory seen in the target's own /tmp, which is private in the sid root)
+        assert not [p for p in copies
+                    if os.path.exists("/proc/%d/root%s" % (child, os.path.dirname(p)))], copies
+    finally:
         os.kill(child, signal.SIGKILL)
-        for p in copies:
-            os.unlink(p)
-            os.rmdir(os.path.dirname(p))
     still_serves(t)
     t.check_output_clean()
 
@@ -492,7 +493,9 @@ def test_private_tmp_in_own_mount_namespace(spawn):
     child = t.wait_line(r"^ok child ready (\{.*\})$", json_group=True)["pid"]
     d = dump_json(child)
     assert [th["frames"][0]["name"] for th in d["threads"] if th["main"]] == ["child_loop"], d
-    assert any(p.startswith("/tmp/probing-") for p in probe_copies(child)), probe_copies(child)
+    # Its copy, made in its own /tmp, is removed once loaded: nothing of ours is left there.
+    copies = [p for p in probe_copies(child) if p.startswith("/tmp/probing-")]
+    assert copies and all(p.endswith(" (deleted)") for p in copies), probe_copies(child)
     wait_child_ticks(t, child_ticks(t) + 2)
     still_serves(t)
     t.check_output_clean()
