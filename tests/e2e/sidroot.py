@@ -105,7 +105,7 @@ def _missing_libs(build, exe):
         parts = line.split()
         # (what the probe carries beside itself goes with it: not missing)
         if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/") and \
-                os.path.dirname(parts[2]) != os.path.dirname(lib):
+                os.path.dirname(os.path.realpath(parts[2])) != os.path.dirname(os.path.realpath(lib)):
             name = parts[0]
             if not any(os.path.exists(os.path.join(r, d, name)) for d in
                        ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu", "usr/lib")):
