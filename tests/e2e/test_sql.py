@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""probing -p PID query / tables on every CPython 3.8-3.13 and Debian's python3: every table
+"""probing -p PID query / tables on every CPython 3.8-3.15 (3.14, 3.15 and a late 3.13 in the sid root) and Debian's python3: every table
 checked against what the sample is known to be doing (BP markers, the ready line, /proc),
 every output format, the SQL helpers, history tables with retention, and the error paths (bad
 SQL, writes, the row limit, a query that runs too long, a GIL held forever). The examples of
