@@ -142,17 +142,23 @@ $(SERVE_BIN): $(call obj,$(CLI_SRCS) $(RENDER_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRC
 $(call obj,injector/cli/repl.c injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
-PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)
+# --build: this machine's CPython 3.8-3.13, then 3.14/3.15 from the Debian sid root's headers
+# when tools/sid-root.sh has built it (plain `make` never builds it: `make test` does).
+PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh --build)
 PY_MINORS := $(foreach i,$(shell seq 1 3 $(words $(PY_LINES))),$(word $(i),$(PY_LINES)))
 pyinc = $(word $(shell expr $$(echo "$(PY_LINES)" | tr ' ' '\n' | grep -nx '$(1)' | cut -d: -f1 | head -1) + 1),$(PY_LINES))
 
+# 3.15's pyport.h tests _Py_STDC_VERSION before pymacro.h defines it (-Wundef): defined here
+# as pymacro.h does (an identical redefinition).
+PY_FIXES := -D_Py_STDC_VERSION=__STDC_VERSION__
 PROBE_LIBS :=
 define probe_rules
 PYINC_$(1) := $(call pyinc,$(1))
 $(B)/obj/py$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
 	@echo "  CC$(1)  $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal \
+	    -idirafter $$(dir $$(PYINC_$(1))) $$(PY_FIXES) -c $$< -o $$@
 $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS)) \
     $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS)) $(PROBE_CJSON) $(PROBE_UV_A)
 	@mkdir -p $$(dir $$@)
@@ -205,7 +211,7 @@ check-libs:
 	  echo "probing: error: patchelf is missing (it names the cJSON the probe carries): run 'make deps' or 'apt-get install patchelf'" >&2; \
 	  exit 1; }
 	@if [ -z "$(PY_MINORS)" ]; then \
-	  echo "probing: error: no CPython 3.8-3.13 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
+	  echo "probing: error: no CPython 3.8-3.15 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
 	  exit 1; fi
 
 # The probe is a guest: it exports exactly the entry points probe/probe.h declares
@@ -338,6 +344,7 @@ pyrt: all
 # The README's two commands: install what is missing, then build and run in a fresh make, whose
 # pkg-config flags see the packages just installed.
 test: deps
+	@tools/sid-root.sh >/dev/null
 	@$(MAKE) --no-print-directory test-suite
 test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real web-test
 

@@ -273,14 +273,19 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
         return rc;
     if (version)
         snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+    if (pv.free_threaded)
+        return pb_err_set(err, PB_ENOBUILD,
+                          "process %d runs a free-threaded CPython %d.%d (%s): not supported yet; "
+                          "run the program on a default (GIL) build of CPython",
+                          (int)pid, pv.major, pv.minor, pv.source);
     char dir[PATH_MAX - 64];
     cli_libdir(dir, sizeof dir);
     snprintf(lib, sizeof lib, "%s/" CLI_PROBE_LIB_PREFIX "%d.%d.so", dir, pv.major, pv.minor);
     if (access(lib, R_OK) < 0) {
-        if (pv.major != 3 || pv.minor < 8 || pv.minor > 13)
+        if (pv.major != 3 || pv.minor < 8 || pv.minor > 15)
             return pb_err_set(err, PB_ENOBUILD,
                               "no probe build for CPython %d.%d (process %d): probing supports "
-                              "CPython 3.8 to 3.13",
+                              "CPython 3.8 to 3.15",
                               pv.major, pv.minor, (int)pid);
         return pb_err_set(err, PB_ENOBUILD,
                           "no probe build for CPython %d.%d (process %d) in %s: build it with "

@@ -94,6 +94,10 @@ struct prof_sym {
  * pc is a return address, looked up at pc - 1. */
 void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s);
 void prof_sym_reset(void);
+/* evalpart.c: 1 when pc lies in a detached, unnamed part of _PyEval_EvalFrameDefault (an
+ * optimised build's hot/cold split, e.g. Debian's CPython). Called by prof_sym_describe under
+ * its mutex, never in a signal handler. */
+int prof_sym_eval_part(uintptr_t pc);
 
 /* store.c */
 void prof_store_clear(void);

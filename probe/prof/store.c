@@ -6,7 +6,8 @@
  * demangled with the process's own __cxa_demangle when one is loaded (dlsym); Python frames
  * through pyrt_sig_describe as "func (file:line)".
  * Merging (pb_stack_merge, shared with debug --dump --native): the native stack is walked
- * innermost first; each interpreter eval-loop frame (_PyEval_EvalFrameDefault) is replaced by
+ * innermost first; each interpreter eval-loop frame (_PyEval_EvalFrameDefault, or a detached part of
+ * it: evalpart.c) is replaced by
  * the Python frames that C call ran: the Python frames up to and including the next entry frame
  * (pyrt_sig_frame.entry). When the counts of
  * eval-loop frames and entry frames differ (a frame being pushed or popped at that instant),

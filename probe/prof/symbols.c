@@ -174,6 +174,8 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     } else if (info.dli_fbase) {
         sn = sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, &off);
     }
+    if (!sn && info.dli_fbase && prof_sym_eval_part(look))
+        sn = "_PyEval_EvalFrameDefault.cold"; /* GCC's name for such a part (evalpart.c) */
     if (sn) {
         if (demangle && sn[0] == '_' && sn[1] == 'Z') {
             int status = -1;
@@ -184,7 +186,8 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
             }
         }
         snprintf(s->name, sizeof s->name, "%s", dem ? dem : sn);
-        s->is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0;
+        s->is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0 ||
+                     strncmp(sn, "_PyEval_EvalFrameDefault.", 25) == 0;
         s->offset = off + (look != pc); /* from the return address itself */
     }
     if (info.dli_fname)

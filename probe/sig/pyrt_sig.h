@@ -5,7 +5,7 @@
  * fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT, never SIGSEGV),
  * every loop bounded. The frames come from the walker that the GIL-free snapshot shares
  * (pyrt/frames.h); this file adds the thread list and bounded descriptions. Built per CPython
- * version (3.8-3.13).
+ * version (3.8-3.15).
  * Stack use: the frame functions use < 1 KiB; pyrt_sig_describe about 5 KiB (a 4 KiB slice of
  * the line table), so a handler on a small sigaltstack should keep SIGSTKSZ * 2 or more.
  * Where process_vm_readv is refused (seccomp) every function returns 0 / -1 cleanly. */

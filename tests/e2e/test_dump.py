@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""probing -p PID debug --dump on every CPython 3.8-3.13 and Debian's python3: inject into a
+"""probing -p PID debug --dump on every CPython 3.8-3.15 (3.14, 3.15 and a late 3.13 in the sid root) and Debian's python3: inject into a
 running sample, dump, and check names, ids and line numbers against the sample's BP markers."""
 import json
 
