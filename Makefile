@@ -154,11 +154,11 @@ PY_FIXES := -D_Py_STDC_VERSION=__STDC_VERSION__
 PROBE_LIBS :=
 define probe_rules
 PYINC_$(1) := $(call pyinc,$(1))
+PYFLAGS_$(1) := -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -idirafter $$(dir $$(PYINC_$(1))) $$(PY_FIXES)
 $(B)/obj/py$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
 	@echo "  CC$(1)  $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal \
-	    -idirafter $$(dir $$(PYINC_$(1))) $$(PY_FIXES) -c $$< -o $$@
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) $$(PYFLAGS_$(1)) -c $$< -o $$@
 $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS)) \
     $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS)) $(PROBE_CJSON) $(PROBE_UV_A)
 	@mkdir -p $$(dir $$@)
@@ -171,7 +171,7 @@ PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
 $(B)/obj/rd$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
 	@echo "  CCrd$(1) $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -DPYRT_REMOTE -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -DPYRT_REMOTE $$(PYFLAGS_$(1)) -c $$< -o $$@
 $(B)/lib/probing/libprobing-read-$(1).so: $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(READER_SRCS))
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
