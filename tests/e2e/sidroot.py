@@ -28,7 +28,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PREFIX = "sid:"
 # The samples' C libraries and the flags their build_lib() gives cc.
 PREBUILT = {"perf_hot": ["-O1", "-fno-omit-frame-pointer"], "errno_loop": ["-O2"],
-            "dlopen_lib": ["-O1"], "dlopen_walk": ["-O1"]}
+            "dlopen_lib": ["-O1"], "dlopen_walk": ["-O1"], "native_mix": ["-g", "-O0"]}
 
 # Runs as /bin/sh in the new mount namespace (unshare -m): $1 the sid root, $2 the new root's
 # mount point (an empty directory), $3 the checkout, $4 the work dir (under /tmp), $5 libraries

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHONS, SAMPLES, bp, probing
+from conftest import HOST_PYTHONS, SAMPLES, bp, probing
 
 
 def gcore(pid, out):
@@ -23,7 +23,7 @@ def frames_of(t):
     return [(f["name"], f["file"], f["line"]) for f in t["frames"]]
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_core_dump(python, spawn, tmp_path):
     t = spawn(python)
     core = gcore(t.pid, tmp_path / "core")
@@ -94,7 +94,7 @@ def idx(frames, start=0, **want):
         (f["kind"], f.get("name"), f.get("line")) for f in frames]))
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_core_native(python, spawn, tmp_path):
     """dump --core --native: native stacks from each thread's registers in the core, unwound by
     the probe's own unwinder over the core's memory, merged like debug --dump --native."""

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import PYTHONS, SAMPLES, bp, dump_json, probing
+from conftest import HOST_PYTHONS, SAMPLES, bp, dump_json, probing
 
 
 def cbp(name):
@@ -56,7 +56,7 @@ def sigcgt(pid):
         return int(re.search(r"^SigCgt:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_native_merged(python, spawn):
     t = spawn(python, "native_mix.py")
     probing("-p", t.pid, "inject", check=True)
@@ -98,7 +98,7 @@ def test_native_merged(python, spawn):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_native_all_and_text(python, spawn):
     t = spawn(python, "native_mix.py")
     d = dump_json(t.pid, "--native=all")
@@ -119,7 +119,7 @@ def test_native_all_and_text(python, spawn):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_native_gil_held_forever(python, spawn):
     t = spawn(python, "native_mix.py", args=("--hold-gil",))
     d = dump_json(t.pid, "--native")
@@ -145,7 +145,7 @@ def query(pid, sql):
     return json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_native_backtrace_table(python, spawn):
     t = spawn(python, "native_mix.py")
     rows = query(t.pid, "SELECT b.depth, b.kind, b.func, b.lineno, b.module, b.stack "
