@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "gil/pyhelper.h"
 #include "sql/store.h"
+#include "internal.h"
 #include "torch.h"
 
 #define TRACE_TABLE PROBE_TORCH_TRACE_TABLE
@@ -106,26 +107,39 @@ static PyObject *rss(PyObject *self, PyObject *unused)
 static PyMethodDef emit_def = {"emit", emit, METH_VARARGS, "rows into the history tables"};
 static PyMethodDef rss_def = {"rss", rss, METH_NOARGS, "resident set size in bytes"};
 
+PyObject *probe_torch_compile(const char *src, const char *filename, const char *modname)
+{
+    PyObject *d = PyDict_New();
+    PyObject *code = d ? Py_CompileString(src, filename, Py_file_input) : NULL;
+    PyObject *name = PyUnicode_FromString(modname);
+    PyObject *r = NULL;
+    if (code && name && PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(d, "__name__", name) == 0)
+        r = PyEval_EvalCode(code, d, d);
+    Py_XDECREF(r);
+    Py_XDECREF(name);
+    Py_XDECREF(code);
+    if (!r)
+        Py_CLEAR(d);
+    return d;
+}
+
+PyObject *probe_torch_ns_get(PyObject *space, const char *name)
+{
+    PyObject *f = PyDict_GetItemString(space, name);
+    if (!f)
+        PyErr_Format(PyExc_AttributeError, "probing's torch namespace has no '%s'", name);
+    return f;
+}
+
 /* The tracer's function called name (borrowed), compiling the tracer on first use; NULL with
  * an exception set. Requires GIL. */
 static PyObject *tracer_get(const char *name)
 {
     if (!ns) {
-        PyObject *d = PyDict_New();
-        PyObject *code = d ? Py_CompileString(probe_torch_src, "<probing-torch>", Py_file_input)
-                           : NULL;
-        PyObject *modname = PyUnicode_FromString("probing._torch");
-        PyObject *r = NULL;
-        if (code && modname && PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) == 0 &&
-            PyDict_SetItemString(d, "__name__", modname) == 0)
-            r = PyEval_EvalCode(code, d, d);
-        Py_XDECREF(r);
-        Py_XDECREF(modname);
-        Py_XDECREF(code);
-        if (!r) {
-            Py_XDECREF(d);
+        PyObject *d = probe_torch_compile(probe_torch_src, "<probing-torch>", "probing._torch");
+        if (!d)
             return NULL;
-        }
         emit_fn = PyCFunction_New(&emit_def, NULL);
         rss_fn = PyCFunction_New(&rss_def, NULL);
         if (!emit_fn || !rss_fn) {
@@ -136,10 +150,7 @@ static PyObject *tracer_get(const char *name)
         }
         ns = d;
     }
-    PyObject *f = PyDict_GetItemString(ns, name);
-    if (!f)
-        PyErr_Format(PyExc_AttributeError, "probing torch tracer has no '%s'", name);
-    return f;
+    return probe_torch_ns_get(ns, name);
 }
 
 static int define_tables(struct pb_err *err)
@@ -158,7 +169,7 @@ static int define_tables(struct pb_err *err)
 
 /* A copy of the tracer's answer (a dict of str, int, float, bool, None and lists of str) into
  * out. Requires GIL; leaves no exception set. */
-static void copy_dict(PyObject *d, cJSON *out)
+void probe_torch_copy_dict(PyObject *d, cJSON *out)
 {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -229,7 +240,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
                           "being imported?): nothing to trace", probe_info_get()->pid);
     }
     if (PyDict_Check(res))
-        copy_dict(res, out);
+        probe_torch_copy_dict(res, out);
     Py_DECREF(res);
     PyErr_Clear();
     return 0;

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing -p PID perf --comm [--stop] [--json]`: the collectives recorder through probing/comm
+ * (every torch.distributed collective and point-to-point call into torch.collectives), also
+ * started by perf --torch unless --no-comm. Recording goes on after the command exits, until
+ * perf --stop. See docs/torch.md "perf --comm"; the job-wide view is `probing cluster
+ * collectives` (docs/cluster.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "perf.h"
+
+static void help(void)
+{
+    printf("usage: probing -p PID perf --comm [--json]\n"
+           "       probing -p PID perf --comm --stop\n"
+           "\n"
+           "Record every torch.distributed collective and point-to-point call of a running job\n"
+           "(all_reduce, all_gather, reduce_scatter, broadcast, barrier, all_to_all, send, recv,\n"
+           "isend, irecv, ... and when their async Work completes), for any backend: per process\n"
+           "group its sequence number, op, ranks, tensor sizes and dtype, start and end (or still\n"
+           "running), and the calling Python frame. Also started by 'perf --torch'. Results:\n"
+           "  torch.collectives   one row per call, oldest first (a ring of comm.max_records)\n"
+           "  comm_metrics        the original Probing's view of it\n"
+           "Across the job: probing cluster collectives (who has not entered which collective,\n"
+           "and which ranks the others wait for).\n"
+           "\n"
+           "  --stop          put every torch.distributed function back (the records stay)\n"
+           "  --json          print the probing/comm answer as JSON\n");
+}
+
+cJSON *cli_perf_comm_request(struct dap_client *dc, const char *action, struct pb_err *err)
+{
+    cJSON *args = cJSON_CreateObject(), *body = NULL;
+    cJSON_AddStringToObject(args, "action", action);
+    if (dap_client_request(dc, "probing/comm", args, &body, err) < 0)
+        return NULL;
+    return body;
+}
+
+int cli_perf_comm_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
+{
+    cJSON *body = cli_perf_comm_request(dc, "stop", err);
+    if (!body)
+        return err->code < 0 ? err->code : PB_EUNKNOWN;
+    if (cli_json_true(body, "stopped")) {
+        const cJSON *left = cJSON_GetObjectItemCaseSensitive(body, "left");
+        printf("perf --comm: stopped after %.0f records; every torch.distributed function put "
+               "back", cli_json_num(body, "records", 0));
+        if (cJSON_GetArraySize(left) > 0) {
+            const cJSON *n;
+            printf(" except those replaced since by someone else (left as they are):");
+            cJSON_ArrayForEach(n, left)
+                printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
+        }
+        printf("\n");
+        *stopped = 1;
+    }
+    cJSON_Delete(body);
+    return 0;
+}
+
+void cli_perf_comm_print(const cJSON *b, int pid)
+{
+    if (cli_json_true(b, "started"))
+        printf("perf --comm: recording torch.distributed calls in process %d (torch %s",
+               pid, cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?");
+    else
+        printf("perf --comm: already recording in process %d (%.0f records so far; torch %s",
+               pid, cli_json_num(b, "records", 0),
+               cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?");
+    if (cli_json_num(b, "rank", -1) >= 0)
+        printf(", rank %.0f", cli_json_num(b, "rank", -1));
+    printf("): a ring of %.0f records (comm.max_records)\n", cli_json_num(b, "maxRecords", 0));
+    const cJSON *fns = cJSON_GetObjectItemCaseSensitive(b, "functions"), *n;
+    printf("  calls:");
+    cJSON_ArrayForEach(n, fns)
+        printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
+    printf("\n  NCCL Flight Recorder: %s\n",
+           cli_json_str(b, "flightRecorder") ? cli_json_str(b, "flightRecorder") : "?");
+    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(b, "notes"))
+        if (cJSON_IsString(n))
+            printf("  note: %s\n", n->valuestring);
+}
+
+int cli_perf_comm(const struct cli_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"comm", no_argument, 0, 'C'}, {"stop", no_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int stop = 0, json = 0, c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'C': break;
+        case 's': stop = 1; break;
+        case 'j': json = 1; break;
+        case 'h': help(); return CLI_OK;
+        default: return cli_bad_option("perf --comm", argv);
+        }
+    }
+    if (optind < argc)
+        return cli_unexpected_arg("perf --comm", argv);
+    if (stop)
+        return CLI_PERF_STOP;
+    int pid = o->target.pid;
+    struct dap_client dc;
+    struct pb_err err = {0};
+    if (cli_open(o, &dc) < 0)
+        return CLI_FAIL;
+    cJSON *body = cli_perf_comm_request(&dc, "start", &err);
+    cli_disconnect(&dc);
+    if (!body) {
+        cli_error("perf --comm: %s", err.msg);
+        return CLI_FAIL;
+    }
+    if (json) {
+        cli_print_json(body);
+    } else {
+        cli_perf_comm_print(body, pid);
+        printf("results: probing -p %d query \"SELECT seq, op, pg, sizes, state, duration_ms, "
+               "file, line FROM torch.collectives ORDER BY id DESC LIMIT 10\"\n", pid);
+        printf("stop with: probing -p %d perf --stop\n", pid);
+    }
+    cJSON_Delete(body);
+    return CLI_OK;
+}
