@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 """Test target: a torch.distributed job (gloo, CPU) started by torchrun that runs steps of
-collectives for ever: per step a little compute (COMPUTE_MS of matrix products) and COLLECTIVES
+collectives for ever: per step a little compute (as many matrix products as took COMPUTE_MS at
+the start: the same work every step) and COLLECTIVES
 all_reduce calls (default 10), and with OPS=1 one of each other call (all_gather, broadcast,
 barrier, async all_reduce, send/recv, isend/irecv, a P2POp of torch's own isend/irecv held
 from the start, and the ones gloo lacks, which fail). The rank
 STRAGGLER (default none) sleeps DELAY_MS (default 50) before each all_reduce: the straggler of
 `probing cluster collectives`. Each rank prints "ready {...}" after its first step and
-"step {...}" every REPORT steps (with the mean step time in ms since the previous report)."""
+"step {...}" every REPORT steps (with the mean step time, wall and process CPU, in ms since the
+previous report)."""
 import json
 import os
 import sys
@@ -19,11 +21,19 @@ import torch.distributed as dist
 ISEND, IRECV = dist.isend, dist.irecv
 
 
-def spin(ms, a):
-    end = time.perf_counter() + ms / 1e3
-    while time.perf_counter() < end:
+def spin(n, a):
+    for _ in range(n):
         a = (a @ a).tanh()
     return a
+
+
+def calibrate(ms, a):
+    """How many spin iterations take ms now: a fixed amount of work per step from then on."""
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < ms / 1e3:
+        a = spin(10, a)
+        n += 10
+    return n
 
 
 def other_ops(rank, world, t):
@@ -63,9 +73,10 @@ def main():
     report = int(os.environ.get("REPORT", "20"))
     t = torch.ones(int(os.environ.get("NUMEL", "1024")))
     a = torch.rand(64, 64) / 64
-    step, t0 = 0, time.perf_counter()
+    iters = calibrate(compute, a)
+    step, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
-        a = spin(compute, a)
+        a = spin(iters, a)
         for _ in range(n):
             if rank == straggler:
                 time.sleep(delay)
@@ -77,10 +88,11 @@ def main():
         if step == 1:
             print("ready " + json.dumps({"rank": rank, "pid": os.getpid()}), flush=True)
         if step % report == 0:
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.process_time()
             print("step " + json.dumps({"rank": rank, "step": step,
-                                        "ms": (now - t0) * 1e3 / report}), flush=True)
-            t0 = now
+                                        "ms": (now - t0) * 1e3 / report,
+                                        "cpu_ms": (cpu - c0) * 1e3 / report}), flush=True)
+            t0, c0 = now, cpu
     return 0
 
 
