@@ -32,8 +32,22 @@ PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
 # probe sets (sqlite3_hard_heap_limit64 is process-wide within an instance) never touch the
 # target's own databases. docs/tables.md "Limits".
 PROBE_SQLITE_A := $(shell pkg-config --variable=libdir sqlite3 2>/dev/null)/libsqlite3.a
-PROBE_LINK_LIBS := $(filter-out -lsqlite3,$(PKG_LIBS)) $(PROBE_SQLITE_A) -lm \
-                   -Wl,--exclude-libs,libsqlite3.a
+# The probe is self-contained, so that it loads into a container whose root has none of our
+# libraries: it NEEDs only libc, libm and the loader, plus what it carries beside itself
+# (tools/check_needed.sh, run by check-exports). libuv is linked statically too (Debian's PIC
+# libuv_a.a), its symbols hidden like SQLite's: a target's own libuv stays apart from ours.
+# cJSON has no static archive in Debian: its shared library is carried beside the probes under a
+# private soname (libcjson-probing.so.1, found through the run path $ORIGIN; the injector copies
+# it along with the probe), so it never clashes with a libcjson.so.1 the target loads itself.
+PROBE_UV_A := $(B)/obj/libuv-probe.a
+PROBE_UV_SYS_A := $(shell pkg-config --variable=libdir libuv 2>/dev/null)/libuv_a.a
+# libuv_a.a is PIE code: its PC-relative references to libc's data are renamed to hidden
+# definitions of the probe (probe/core/uv_static.c says why each is safe).
+PROBE_UV_SYMS := environ stderr in6addr_any
+PROBE_CJSON_SO := $(shell pkg-config --variable=libdir libcjson 2>/dev/null)/libcjson.so.1
+PROBE_CJSON := $(B)/lib/probing/libcjson-probing.so.1
+PROBE_LINK_LIBS := $(filter-out -lsqlite3 -luv -lcjson,$(PKG_LIBS)) $(PROBE_SQLITE_A) \
+                   -lm -Wl,--exclude-libs,libsqlite3.a:libuv-probe.a -Wl,-rpath,'$$ORIGIN'
 # Linked into the CLI only (the repl's line editing, serve's HTTP server); the probe must never
 # link them.
 CLI_PKGS := libedit libmicrohttpd
@@ -68,6 +82,8 @@ CFLAGS_EXTRA ?=
 LDFLAGS_EXTRA ?=
 ifeq ($(VARIANT),asan)
 LDFLAGS_EXTRA += -fsanitize=address,undefined
+# A sanitized probe needs the sanitizers' runtimes too (targets preload them: make asan).
+PROBE_NEEDED_ALLOW := libasan.so.* libubsan.so.*
 endif
 
 COMMON_SRCS := $(wildcard common/*.c)
@@ -125,19 +141,25 @@ $(SERVE_BIN): $(call obj,$(CLI_SRCS) $(RENDER_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRC
 $(call obj,injector/cli/repl.c injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
-PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh)
+# --build: this machine's CPython 3.8-3.13, then 3.14/3.15 from the Debian sid root's headers
+# when tools/sid-root.sh has built it (plain `make` never builds it: `make test` does).
+PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh --build)
 PY_MINORS := $(foreach i,$(shell seq 1 3 $(words $(PY_LINES))),$(word $(i),$(PY_LINES)))
 pyinc = $(word $(shell expr $$(echo "$(PY_LINES)" | tr ' ' '\n' | grep -nx '$(1)' | cut -d: -f1 | head -1) + 1),$(PY_LINES))
 
+# 3.15's pyport.h tests _Py_STDC_VERSION before pymacro.h defines it (-Wundef): defined here
+# as pymacro.h does (an identical redefinition).
+PY_FIXES := -D_Py_STDC_VERSION=__STDC_VERSION__
 PROBE_LIBS :=
 define probe_rules
 PYINC_$(1) := $(call pyinc,$(1))
 $(B)/obj/py$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
 	@echo "  CC$(1)  $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -c $$< -o $$@
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal \
+	    -idirafter $$(dir $$(PYINC_$(1))) $$(PY_FIXES) -c $$< -o $$@
 $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS)) \
-    $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS))
+    $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS)) $(PROBE_CJSON) $(PROBE_UV_A)
 	@mkdir -p $$(dir $$@)
 	@echo "  LD      $$@"
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
@@ -145,6 +167,14 @@ $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_
 PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
 endef
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
+$(PROBE_UV_A): $(PROBE_UV_SYS_A) | check-libs
+	@mkdir -p $(dir $@)
+	@echo "  OBJCOPY $@"
+	$(Q)objcopy $(foreach s,$(PROBE_UV_SYMS),--redefine-sym $(s)=probe_uv_$(s)) $< $@
+$(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
+	@mkdir -p $(dir $@)
+	@echo "  CARRY   $@"
+	$(Q)cp -L $< $@.tmp && patchelf --set-soname $(notdir $@) $@.tmp && mv $@.tmp $@
 
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
@@ -161,8 +191,11 @@ check-libs:
 	@if [ -n "$(MISSING_PKGS)" ]; then \
 	  echo "probing: error: missing libraries ($(MISSING_PKGS)): run 'make deps' or 'apt-get install $(foreach m,$(MISSING_PKGS),$(DEB_$(m)))'" >&2; \
 	  exit 1; fi
+	@command -v patchelf >/dev/null || { \
+	  echo "probing: error: patchelf is missing (it names the cJSON the probe carries): run 'make deps' or 'apt-get install patchelf'" >&2; \
+	  exit 1; }
 	@if [ -z "$(PY_MINORS)" ]; then \
-	  echo "probing: error: no CPython 3.8-3.13 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
+	  echo "probing: error: no CPython 3.8-3.15 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
 	  exit 1; fi
 
 # The probe is a guest: it exports exactly the entry points probe/probe.h declares
@@ -170,6 +203,7 @@ check-libs:
 # reference nothing that could block (tools/check_signal_safety.sh).
 check-exports: $(PROBE_LIBS)
 	@tools/check_exports.sh $(PROBE_LIBS)
+	@NEEDED_ALLOW="$(PROBE_NEEDED_ALLOW)" tools/check_needed.sh $(PROBE_LIBS)
 	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/probe/sig $(B)/obj/py$$v/probe/sig || exit 1; done
 	@tools/check_layers.sh
 # ---- tests ----
@@ -294,6 +328,7 @@ pyrt: all
 # The README's two commands: install what is missing, then build and run in a fresh make, whose
 # pkg-config flags see the packages just installed.
 test: deps
+	@tools/sid-root.sh >/dev/null
 	@$(MAKE) --no-print-directory test-suite
 test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real web-test
 
@@ -320,7 +355,7 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/probing
-	install -m 644 $(PROBE_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
+	install -m 644 $(PROBE_LIBS) $(PROBE_CJSON) $(DESTDIR)$(PREFIX)/lib/probing/
 	install -m 755 $(SERVE_BIN) $(DESTDIR)$(PREFIX)/lib/probing/
 	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
 

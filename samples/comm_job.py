@@ -4,7 +4,7 @@ collectives for ever: per step a little compute (as many matrix products as took
 the start: the same work every step) and COLLECTIVES
 all_reduce calls (default 10), and with OPS=1 one of each other call (all_gather, broadcast,
 barrier, async all_reduce, send/recv, isend/irecv, a P2POp of torch's own isend/irecv held
-from the start, and the ones gloo lacks, which fail). The rank
+from the start, and reduce_scatter, which torch 1.13's gloo lacks: it fails there). The rank
 STRAGGLER (default none) sleeps DELAY_MS (default 50) before each all_reduce: the straggler of
 `probing cluster collectives`. Each rank prints "ready {...}" after its first step and
 "step {...}" every REPORT steps (with the mean step time, wall and process CPU, in ms since the
@@ -19,6 +19,12 @@ import torch.distributed as dist
 
 # torch's own isend/irecv, held from before any recorder starts: P2POp must still accept them.
 ISEND, IRECV = dist.isend, dist.irecv
+
+
+def say(line):
+    """One write per line: ranks sharing one output (a launcher without torchrun's tee) never
+    interleave within a line."""
+    os.write(1, (line + "\n").encode())
 
 
 def spin(n, a):
@@ -86,12 +92,11 @@ def main():
             other_ops(rank, world, t)
         step += 1
         if step == 1:
-            print("ready " + json.dumps({"rank": rank, "pid": os.getpid()}), flush=True)
+            say("ready " + json.dumps({"rank": rank, "pid": os.getpid()}))
         if step % report == 0:
             now, cpu = time.perf_counter(), time.process_time()
-            print("step " + json.dumps({"rank": rank, "step": step,
-                                        "ms": (now - t0) * 1e3 / report,
-                                        "cpu_ms": (cpu - c0) * 1e3 / report}), flush=True)
+            say("step " + json.dumps({"rank": rank, "step": step, "ms": (now - t0) * 1e3 / report,
+                                      "cpu_ms": (cpu - c0) * 1e3 / report}))
             t0, c0 = now, cpu
     return 0
 

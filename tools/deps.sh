@@ -12,6 +12,8 @@ set -euo pipefail
 want=(
   # build: compiler, pkg-config and the libraries linked through it (Makefile PKGS)
   build-essential make pkg-config libcjson-dev libuv1-dev libsqlite3-dev libedit-dev
+  # the cJSON the probe carries beside itself gets a private soname (Makefile PROBE_CJSON)
+  patchelf
   # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
   libmicrohttpd-dev xxd
   # probing serve's tests: the docs' curl examples (docs/http.md)

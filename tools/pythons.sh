@@ -1,21 +1,65 @@
 #!/usr/bin/env bash
-# Prints one line per CPython minor version (3.8 to 3.13) found on this machine:
-#   <minor> <include dir> <interpreter>
-# pyenv's interpreters come first; Debian's python3 headers serve its own minor when pyenv has
-# none. PYTHONS="3.11 3.12" narrows the list. Used by the Makefile and the tests.
+# Prints one line per CPython interpreter found on this machine:
+#   <id> <include dir> <interpreter>
+#   tools/pythons.sh          this machine's own: one line per minor 3.8-3.13 (pyenv's first;
+#                             Debian's python3 headers serve its own minor when pyenv has none)
+#   tools/pythons.sh --sid    the Debian sid root's (tools/sid-root.sh, when it is already
+#                             built): 3.14, 3.15 and "3.13-sid" (a late 3.13); the interpreter
+#                             path is the one inside the root, where alone it runs (glibc 2.38)
+#   tools/pythons.sh --build  what the probe is built for: this machine's minors, then the sid
+#                             root's minors this machine lacks (3.14, 3.15) with the root's
+#                             headers; a note on stderr when the root is absent
+# PYTHONS="3.11 3.14" narrows any list (an id or its minor: "3.13" also keeps "3.13-sid").
+# Used by the Makefile and the tests.
 set -u
-root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
-for minor in 3.8 3.9 3.10 3.11 3.12 3.13; do
-  if [ -n "${PYTHONS:-}" ] && ! [[ " $PYTHONS " == *" $minor "* ]]; then continue; fi
-  best=""
-  for d in "$root"/versions/"$minor".*; do
-    [ -d "$d/include/python$minor" ] || continue
-    case "$d" in *t|*-dev|*a[0-9]*|*b[0-9]*|*rc[0-9]*) continue;; esac
-    best=$d
+here=$(cd "$(dirname "$0")" && pwd)
+want() { [ -z "${PYTHONS:-}" ] || [[ " $PYTHONS " == *" $1 "* ]] || [[ " $PYTHONS " == *" ${1%-sid} "* ]]; }
+
+host() {
+  local root minor best d
+  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+  for minor in 3.8 3.9 3.10 3.11 3.12 3.13; do
+    want "$minor" || continue
+    best=""
+    for d in "$root"/versions/"$minor".*; do
+      [ -d "$d/include/python$minor" ] || continue
+      case "$d" in *t|*-dev|*a[0-9]*|*b[0-9]*|*rc[0-9]*) continue;; esac
+      best=$d
+    done
+    if [ -n "$best" ]; then
+      echo "$minor $best/include/python$minor $best/bin/python$minor"
+    elif [ -d "/usr/include/python$minor/internal" ] && [ -x "/usr/bin/python$minor" ]; then
+      echo "$minor /usr/include/python$minor /usr/bin/python$minor"
+    fi
   done
-  if [ -n "$best" ]; then
-    echo "$minor $best/include/python$minor $best/bin/python$minor"
-  elif [ -d "/usr/include/python$minor/internal" ] && [ -x "/usr/bin/python$minor" ]; then
-    echo "$minor /usr/include/python$minor /usr/bin/python$minor"
-  fi
-done
+}
+
+# The sid root's interpreters: "<id> <include dir on this machine> <path inside the root>".
+sid() {
+  local r minor id
+  r=$("$here/sid-root.sh" --if-present) || return 0
+  [ -n "$r" ] || return 0
+  for minor in 3.13 3.14 3.15; do
+    id=$minor
+    [ "$minor" = 3.13 ] && id=3.13-sid
+    want "$id" || continue
+    [ -d "$r/usr/include/python$minor/internal" ] && [ -x "$r/usr/bin/python$minor" ] &&
+      echo "$id $r/usr/include/python$minor /usr/bin/python$minor"
+  done
+}
+
+case "${1:-}" in
+  "") host ;;
+  --sid) sid ;;
+  --build)
+    h=$(host)
+    [ -n "$h" ] && echo "$h"
+    if [ -z "$("$here/sid-root.sh" --if-present)" ]; then
+      want 3.14 || want 3.15 && echo "pythons: no sid root yet: CPython 3.14/3.15 not built ('make test' or tools/sid-root.sh builds it)" >&2
+    fi
+    sid | while read -r id inc _exe; do
+      case "$id" in *-sid) continue;; esac
+      printf '%s\n' "$h" | grep -q "^$id " || echo "$id $inc $_exe"
+    done ;;
+  *) echo "usage: tools/pythons.sh [--sid|--build]" >&2; exit 2 ;;
+esac

@@ -4,6 +4,7 @@
 # the first time. The root is cached outside the clone in $PROBING_CACHE (default
 # ~/.cache/probing), keyed by its package list, and reused. sid's binaries need a newer glibc than
 # Debian 12's, so they run only inside that root. See docs/testing.md.
+# --if-present: print the path only when the root is already built (nothing, status 0, when not).
 set -euo pipefail
 cache=${PROBING_CACHE:-$HOME/.cache/probing}
 die() { echo "probing: error: sid-root: $*" >&2; exit 1; }
@@ -11,6 +12,7 @@ pkgs=python3.13,python3.14,python3.15,libpython3.13-dev,libpython3.14-dev,libpyt
 key=$(printf '%s sid v1' "$pkgs" | sha256sum | cut -c1-12)
 root="$cache/sid-root-$key"
 if [ -x "$root/usr/bin/python3.14" ]; then echo "$root"; exit 0; fi
+[ "${1:-}" = --if-present ] && exit 0
 [ "$(id -u)" -eq 0 ] || die "building the sid root needs root (mmdebstrap): run it as root"
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing: run 'make deps'"
 mkdir -p "$cache"

@@ -121,8 +121,8 @@ static int probe_orphaned(pid_t pid, int grace_ms)
  * another command loaded it meanwhile, or a negative code. */
 static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
 {
-    char dir[] = "/tmp/probing-XXXXXX", copy[PATH_MAX + 32], there[PATH_MAX + 96], proc[64];
-    struct stat owner, a, b;
+    char dir[] = "/tmp/probing-XXXXXX", copy[PATH_MAX + 32], proc[64];
+    struct stat owner;
     int rc, lock = open(lib, O_RDONLY | O_CLOEXEC);
     if (lock < 0)
         return pb_err_set(err, -errno, "cannot open %s: %s", lib, strerror(errno));
@@ -158,13 +158,10 @@ static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
         struct inj_opts io = {0};
         rc = inj_inject(pid, copy, &io, err);
     }
-    /* Keep the copy only where the target maps it (the same file seen through its root). */
-    snprintf(there, sizeof there, "/proc/%d/root%s", (int)pid, copy);
-    if (rc < 0 || stat(copy, &a) < 0 || stat(there, &b) < 0 || a.st_dev != b.st_dev ||
-        a.st_ino != b.st_ino) {
-        unlink(copy);
-        rmdir(dir);
-    }
+    /* Removed in any case: loaded, the target maps it (its name is no longer needed, and
+     * nothing of ours is left in its /tmp); not loaded, it is of no use. */
+    unlink(copy);
+    rmdir(dir);
     close(lock);
     return rc;
 }
@@ -272,18 +269,23 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
         return 0;
     struct inj_pyver pv;
     rc = inj_pyver_detect(pid, &pv, err);
-    if (rc < 0)
+    if (rc < 0 || (rc = inj_remote_debug_check(pid, &pv, err)) < 0)
         return rc;
     if (version)
         snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+    if (pv.free_threaded)
+        return pb_err_set(err, PB_ENOBUILD,
+                          "process %d runs a free-threaded CPython %d.%d (%s): not supported yet; "
+                          "run the program on a default (GIL) build of CPython",
+                          (int)pid, pv.major, pv.minor, pv.source);
     char dir[PATH_MAX - 64];
     cli_libdir(dir, sizeof dir);
     snprintf(lib, sizeof lib, "%s/" CLI_PROBE_LIB_PREFIX "%d.%d.so", dir, pv.major, pv.minor);
     if (access(lib, R_OK) < 0) {
-        if (pv.major != 3 || pv.minor < 8 || pv.minor > 13)
+        if (pv.major != 3 || pv.minor < 8 || pv.minor > 15)
             return pb_err_set(err, PB_ENOBUILD,
                               "no probe build for CPython %d.%d (process %d): probing supports "
-                              "CPython 3.8 to 3.13",
+                              "CPython 3.8 to 3.15",
                               pv.major, pv.minor, (int)pid);
         return pb_err_set(err, PB_ENOBUILD,
                           "no probe build for CPython %d.%d (process %d) in %s: build it with "

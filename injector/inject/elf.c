@@ -130,6 +130,30 @@ static int defined(const Elf64_Sym *s)
            (type == STT_FUNC || type == STT_OBJECT || type == STT_GNU_IFUNC || type == STT_NOTYPE);
 }
 
+const char *inj_elf_needed(const struct inj_elf *e, int i)
+{
+    for (unsigned k = 0; k < ehdr(e)->e_shnum; k++) {
+        const Elf64_Shdr *s = shdr(e, k), *ss;
+        if (s->sh_type != SHT_DYNAMIC)
+            continue;
+        if (!(ss = shdr(e, s->sh_link)) || s->sh_offset + s->sh_size > e->size ||
+            ss->sh_offset + ss->sh_size > e->size)
+            return NULL;
+        const Elf64_Dyn *d = (const Elf64_Dyn *)(e->data + s->sh_offset);
+        const char *str = (const char *)e->data + ss->sh_offset;
+        for (size_t j = 0; j < s->sh_size / sizeof *d && d[j].d_tag != DT_NULL; j++) {
+            if (d[j].d_tag != DT_NEEDED || i-- > 0)
+                continue;
+            if (d[j].d_un.d_val >= ss->sh_size ||
+                !memchr(str + d[j].d_un.d_val, '\0', ss->sh_size - d[j].d_un.d_val))
+                return NULL;
+            return str + d[j].d_un.d_val;
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
 int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size)
 {
     static const uint32_t types[] = {SHT_DYNSYM, SHT_SYMTAB};
@@ -215,10 +239,45 @@ int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n)
     return -ENOENT;
 }
 
+/* The file a mapping of pid was made from, so that a container's own libc is the one we read.
+ * /proc/PID/map_files opens the very file in any namespace, but needs CAP_SYS_ADMIN (or
+ * CAP_CHECKPOINT_RESTORE); otherwise the path from maps names it either as the target sees it
+ * (its own mount namespace, after pivot_root: read through /proc/PID/root) or as we do (a plain
+ * chroot below our root, where maps already shows our path): the form whose inode is the
+ * mapping's wins, else the first that opens. */
+static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
+{
+    char path[PATH_MAX + 32];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/map_files/%lx-%lx", (int)pid, map->start, map->end);
+    if (inj_elf_open(path, e) == 0)
+        return 0;
+    int rc = -ENOENT, first = -1;
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, map->path);
+        else
+            pb_strlcpy(path, map->path, sizeof path);
+        if (stat(path, &st) < 0) {
+            if (i == 0)
+                rc = -errno;
+            continue;
+        }
+        if (first < 0)
+            first = i;
+        if (map->inode && st.st_ino == map->inode)
+            return inj_elf_open(path, e);
+    }
+    if (first < 0)
+        return rc;
+    if (first == 0)
+        snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, map->path);
+    return inj_elf_open(path, e);
+}
+
 int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *map,
                     struct inj_module *mod)
 {
-    char path[PATH_MAX + 32];
     const struct inj_map *first = NULL;
     memset(mod, 0, sizeof *mod);
     pb_strlcpy(mod->path, map->path, sizeof mod->path);
@@ -233,9 +292,7 @@ int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *m
         if (m->v[i].end > mod->hi)
             mod->hi = m->v[i].end;
     }
-    /* Through the target's root, so a container's own libc is the one we read. */
-    snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, map->path);
-    int rc = inj_elf_open(path, &mod->elf);
+    int rc = open_mapped(pid, first, &mod->elf);
     if (rc < 0)
         return rc;
     rc = inj_elf_bias(&mod->elf, first->start, first->offset, &mod->bias);

@@ -13,6 +13,7 @@
 
 struct inj_pyver {
     int major, minor, micro;
+    int free_threaded; /* a free-threaded build (3.13t, 3.14t: Py_GIL_DISABLED) */
     char source[4096]; /* the binary or libpython the version was read from (as the target sees it) */
 };
 
@@ -35,6 +36,12 @@ struct inj_opts {
  * detaches. The path is made visible from the target's mount namespace first (copied under the
  * target's /tmp if needed). Returns 0 once dlopen returned a handle. */
 int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err);
+
+/* CPython 3.14+ targets may refuse external debuggers' code (PEP 768's opt-outs:
+ * PYTHON_DISABLE_REMOTE_DEBUG, -X disable-remote-debug, PyConfig.remote_debug = 0): PB_EAUTH
+ * with the one-line error when pid did, else 0 (also when it cannot be told: older versions).
+ * remote_debug.c. */
+int inj_remote_debug_check(pid_t pid, const struct inj_pyver *v, struct pb_err *err);
 
 /* Copy the file from to a new file to (O_EXCL, mode 0755) owned by uid:gid (a failing chown
  * counts only when we are root): how a library is put where a target will dlopen it (copy.c).

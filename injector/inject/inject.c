@@ -10,12 +10,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,6 +34,7 @@
 #define SAFE_TRIES 500
 #define STACK_SCAN 512   /* bytes above sp searched for return addresses into ld.so/malloc */
 #define MAX_RANGES 32
+#define MAX_CARRIED 4
 
 struct range {
     unsigned long lo, hi;
@@ -59,8 +62,13 @@ struct ctx {
     unsigned char save[PATH_MAX + 256];
     size_t save_len;
     char path[PATH_MAX];      /* the library as the target sees it */
-    char copy_dir[PATH_MAX];  /* our view of a copy made under the target's /tmp, or "" */
+    char copy_dir[PATH_MAX];  /* our view of a copy made in the target's root, or "" */
     char copy_file[PATH_MAX + 256];
+    /* Files the library carries beside itself (its NEEDED found in its own directory, loaded
+     * through its run path $ORIGIN), copied into copy_dir with it. */
+    char carried[MAX_CARRIED][NAME_MAX + 1];
+    int ncarried;
+    size_t root_len;          /* of the "/proc/PID/root" that starts copy_dir */
 };
 
 static const char *const malloc_family[] = {
@@ -142,8 +150,9 @@ static int resolve(struct ctx *c, struct pb_err *err)
                           "targets can be injected", (int)c->pid);
     int rc = inj_module_open(c->pid, &c->maps, mp, &libc);
     if (rc < 0)
-        return pb_err_set(err, rc, "cannot read /proc/%d/root%s: %s; run as the process's user "
-                          "or root", (int)c->pid, mp->path, pb_strerror(rc));
+        return pb_err_set(err, rc, "cannot read the C library of %d (%s, through /proc/%d): "
+                          "%s; run as the process's user or root", (int)c->pid, mp->path,
+                          (int)c->pid, pb_strerror(rc));
     c->libc_text.lo = libc.lo;
     c->libc_text.hi = libc.hi;
     c->dlopen_mode = 2; /* RTLD_NOW */
@@ -199,9 +208,86 @@ static int resolve(struct ctx *c, struct pb_err *err)
     return 0;
 }
 
+/* Copies into copy_dir the files the library at abs carries: each NEEDED name that is a file in
+ * its own directory (the probe's cJSON, found through its run path $ORIGIN). */
+static int copy_carried(struct ctx *c, const char *abs)
+{
+    struct inj_elf e;
+    int rc = inj_elf_open(abs, &e);
+    if (rc < 0)
+        return rc;
+    const char *n;
+    for (int i = 0; rc == 0 && (n = inj_elf_needed(&e, i)) != NULL; i++) {
+        char from[PATH_MAX + NAME_MAX + 2], to[sizeof c->copy_dir + NAME_MAX + 2];
+        struct stat st;
+        size_t dir = (size_t)(inj_path_base(abs) - abs);
+        snprintf(from, sizeof from, "%.*s%s", (int)dir, abs, n);
+        if (strchr(n, '/') || strlen(n) > NAME_MAX || stat(from, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (c->ncarried == MAX_CARRIED) {
+            rc = -E2BIG;
+            break;
+        }
+        snprintf(to, sizeof to, "%s/%s", c->copy_dir, n);
+        if ((rc = inj_file_copy(from, to, c->st.uid, c->st.gid)) == 0)
+            pb_strlcpy(c->carried[c->ncarried++], n, sizeof c->carried[0]);
+    }
+    inj_elf_close(&e);
+    return rc;
+}
+
+/* A fresh 0700 directory for the copies in the target's root: under its /tmp, else under the
+ * first of /var/tmp and /dev/shm that is writable and lets files be mapped executable (a
+ * hardened container mounts /tmp noexec, where dlopen fails: "failed to map segment from shared
+ * object"). 0, or the error of /tmp (-EACCES: mounted noexec). */
+static int make_copy_dir(struct ctx *c)
+{
+    static const char *const dirs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    int rc = 0;
+    c->root_len = (size_t)snprintf(c->copy_dir, sizeof c->copy_dir, "/proc/%d/root", (int)c->pid);
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        struct statvfs sv;
+        int e = 0;
+        snprintf(c->copy_dir + c->root_len, sizeof c->copy_dir - c->root_len, "%s", dirs[i]);
+        if (statvfs(c->copy_dir, &sv) < 0)
+            e = -errno;
+        else if (sv.f_flag & ST_RDONLY)
+            e = -EROFS;
+        else if (sv.f_flag & ST_NOEXEC)
+            e = -EACCES;
+        snprintf(c->copy_dir + c->root_len, sizeof c->copy_dir - c->root_len, "%s/probing-XXXXXX",
+                 dirs[i]);
+        if (e == 0 && !mkdtemp(c->copy_dir))
+            e = -errno;
+        if (e == 0)
+            return 0;
+        if (i == 0)
+            rc = e;
+    }
+    c->copy_dir[0] = '\0';
+    return rc;
+}
+
+/* Removes the copies: after a failed dlopen, and after a successful one too, since the target
+ * then maps the files and a name in its /tmp is no longer needed (nothing of ours is left). */
+static void remove_copies(struct ctx *c)
+{
+    char f[sizeof c->copy_dir + NAME_MAX + 2];
+    if (!c->copy_dir[0])
+        return;
+    if (c->copy_file[0])
+        unlink(c->copy_file);
+    for (int i = 0; i < c->ncarried; i++) {
+        snprintf(f, sizeof f, "%s/%s", c->copy_dir, c->carried[i]);
+        unlink(f);
+    }
+    rmdir(c->copy_dir);
+}
+
 /* The path to pass to dlopen: ours if the target sees the same file there, else a copy in a
- * fresh 0700 directory under the target's /tmp, owned by the target's user. A path that does
- * not exist here is passed unchanged, so the target's dlopen says why it cannot load it. */
+ * fresh 0700 directory in the target's root (its /tmp, else make_copy_dir's other places),
+ * owned by the target's user, with the files the library carries. A path that does not exist here is passed unchanged, so the target's dlopen
+ * says why it cannot load it. */
 static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
 {
     char abs[PATH_MAX], there[PATH_MAX + 64];
@@ -215,27 +301,25 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
         pb_strlcpy(c->path, abs, sizeof c->path);
         return 0;
     }
-    snprintf(c->copy_dir, sizeof c->copy_dir, "/proc/%d/root/tmp/probing-XXXXXX", (int)c->pid);
-    if (!mkdtemp(c->copy_dir)) {
-        int rc = -errno;
-        c->copy_dir[0] = '\0';
-        return pb_err_set(err, rc, "cannot copy %s into the mount namespace of %d (its /tmp): "
-                          "%s; put the library on a path the process can see", lib, (int)c->pid,
-                          pb_strerror(rc));
-    }
-    int rc = 0;
+    int rc = make_copy_dir(c);
+    if (rc < 0)
+        return pb_err_set(err, rc, "cannot copy %s into the root of %d: none of its /tmp, "
+                          "/var/tmp, /dev/shm is writable and allows executing code (its /tmp: "
+                          "%s); put the library on a path the process can see", lib, (int)c->pid,
+                          rc == -EACCES ? "mounted noexec" : pb_strerror(rc));
     if (chmod(c->copy_dir, 0700) < 0 || (chown(c->copy_dir, c->st.uid, c->st.gid) < 0 &&
                                          geteuid() == 0))
         rc = -errno;
     snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, inj_path_base(abs));
     if (rc == 0)
         rc = inj_file_copy(abs, c->copy_file, c->st.uid, c->st.gid);
+    if (rc == 0)
+        rc = copy_carried(c, abs);
     if (rc < 0)
         return pb_err_set(err, rc, "cannot copy %s to %s: %s; put the library on a path the "
                           "process can see", lib, c->copy_file, pb_strerror(rc));
     /* The target's view: strip our "/proc/PID/root" prefix. */
-    size_t pre = strlen(c->copy_dir) - strlen(strstr(c->copy_dir, "/tmp/probing-"));
-    pb_strlcpy(c->path, c->copy_file + pre, sizeof c->path);
+    pb_strlcpy(c->path, c->copy_file + c->root_len, sizeof c->path);
     PB_LOG(PB_LOG_INFO, "copied %s to %s for pid %d", abs, c->copy_file, (int)c->pid);
     return 0;
 }
@@ -582,11 +666,7 @@ out:
         rc = restore(c, rc, err);
         if (c->memfd >= 0)
             close(c->memfd);
-        if (rc < 0 && c->copy_dir[0]) {
-            if (c->copy_file[0])
-                unlink(c->copy_file);
-            rmdir(c->copy_dir);
-        }
+        remove_copies(c);
         inj_maps_free(&c->maps);
     }
     free(fp);

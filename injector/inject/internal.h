@@ -16,7 +16,7 @@
 /* ---- procfs.c ---- */
 
 struct inj_map {
-    unsigned long start, end, offset;
+    unsigned long start, end, offset, inode;
     char perms[5];
     char path[PATH_MAX]; /* as the target sees it; " (deleted)" stripped; "" if anonymous */
 };
@@ -60,6 +60,8 @@ void inj_elf_close(struct inj_elf *e);
 /* Link-time value and size of a defined symbol (.dynsym first, then .symtab; the default version
  * wins over hidden compat versions). 0, or -ENOENT. */
 int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size);
+/* The i-th (from 0) DT_NEEDED name of the file, or NULL past the last. */
+const char *inj_elf_needed(const struct inj_elf *e, int i);
 /* Highest end (value + size) of a defined function symbol whose value is below addr; 0 if none. */
 uint64_t inj_elf_func_end_below(const struct inj_elf *e, uint64_t addr);
 /* Load bias of a mapping of this file at start with file offset off: runtime = link + bias. */

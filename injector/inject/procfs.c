@@ -17,14 +17,15 @@ const char *inj_path_base(const char *path)
 
 static int parse_line(const char *line, struct inj_map *mp)
 {
-    unsigned long start, end, off;
+    unsigned long start, end, off, ino = 0;
     char perms[8];
     int pos = 0;
-    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s%n", &start, &end, perms, &off, &pos) < 4)
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %lu%n", &start, &end, perms, &off, &ino, &pos) < 5)
         return -EINVAL;
     mp->start = start;
     mp->end = end;
     mp->offset = off;
+    mp->inode = ino;
     pb_strlcpy(mp->perms, perms, sizeof mp->perms);
     const char *p = line + pos;
     while (*p == ' ')

@@ -2,7 +2,10 @@
 /* Which CPython a process runs: a mapped libpython3.X (shared builds such as pyenv's) gives the
  * minor version; otherwise the executable must carry the interpreter (Debian's python3 links it
  * statically). The micro version comes from the Py_Version constant (3.11+) or, before that, the
- * PY_VERSION string in the binary. Files are read through /proc/PID/root (the target's view). */
+ * PY_VERSION string in the binary. Files are read through /proc/PID/root (the target's view).
+ * A free-threaded build (Py_GIL_DISABLED, "3.13t") is told by the size of its None object: its
+ * object header holds the owning thread, a lock and split reference counts, 32 bytes on 64-bit
+ * against the default build's 16 (ob_refcnt, ob_type), the same on every version. */
 #include "internal.h"
 
 #include <errno.h>
@@ -63,6 +66,13 @@ static int read_py_version(const struct inj_elf *e, int *major, int *minor, int 
     return *major >= 2 ? 0 : -ENOENT;
 }
 
+/* 1 when the interpreter in e is a free-threaded build (see the top), 0 when not or unknown. */
+static int free_threaded(const struct inj_elf *e)
+{
+    uint64_t a, size;
+    return inj_elf_sym(e, "_Py_NoneStruct", &a, &size) == 0 && size > 2 * sizeof(void *);
+}
+
 static int status_err(pid_t pid, int rc, struct pb_err *err)
 {
     if (rc == -ESRCH)
@@ -95,6 +105,7 @@ static int from_libpython(pid_t pid, const struct inj_maps *m, struct inj_pyver 
             v->micro = c;
         else if ((b = minor, scan_version(&mod.elf, major, &b, &c)) == 0)
             v->micro = c;
+        v->free_threaded = free_threaded(&mod.elf);
         inj_module_close(&mod);
     }
     return 0;
@@ -138,6 +149,7 @@ static int from_exe(pid_t pid, struct inj_pyver *v)
     } else {
         rc = -ENOENT;
     }
+    v->free_threaded = free_threaded(&e);
     inj_elf_close(&e);
     if (rc == 0) {
         v->major = major;

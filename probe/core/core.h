@@ -33,6 +33,9 @@ uv_loop_t *probe_agent_loop(void);
 struct probe_info *probe_info_edit(void);
 /* Initialise the loop and the identity's pid and start time (entry.c, once). */
 int probe_loop_init(struct pb_err *err);
+/* core/uv_static.c: what the static libuv's renamed references to libc's data point at; before
+ * the loop exists. 0, or -1 when the stream for libuv's stderr cannot be made. */
+int probe_uv_static_init(void);
 /* Start the agent thread: first() (may be NULL) on it, then the loop until the process ends. */
 int probe_loop_start(void (*first)(void), struct pb_err *err);
 /* 1 on the agent thread. */

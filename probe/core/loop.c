@@ -3,6 +3,7 @@
  * agent thread, that every service arms its handles on (timers, asyncs) and the server serves
  * connections on. Owned here so that services reach the loop without reaching the server;
  * the composition root (entry.c) initialises it, fills the identity and starts the thread. */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,8 @@ int probe_loop_init(struct pb_err *err)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     info.start_time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    if (probe_uv_static_init() < 0)
+        return pb_err_set(err, -ENOMEM, "cannot set up libuv's stderr stream: out of memory");
     int rc = uv_loop_init(&loop);
     if (rc < 0)
         return pb_err_set(err, rc, "uv_loop_init: %s", uv_strerror(rc));

@@ -55,6 +55,9 @@ void prof_status_get(struct prof_status *st);
 /* symbols.c (drain thread): .symtab lookup for pcs dladdr cannot name. */
 const char *prof_sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off);
 void prof_sym_reset(void);
+/* evalpart.c: 1 when pc lies in a detached, unnamed part of _PyEval_EvalFrameDefault (an
+ * optimised build's hot/cold split, e.g. Debian's CPython). Drain thread only. */
+int prof_sym_eval_part(uintptr_t pc);
 
 /* store.c */
 void prof_store_clear(void);

@@ -6,7 +6,7 @@
  * demangled with the process's own __cxa_demangle when one is loaded (dlsym); Python frames
  * through pyrt_sig_describe as "func (file:line)".
  * Merging: the native stack is walked innermost first; each interpreter eval-loop frame
- * (_PyEval_EvalFrameDefault) is replaced by the Python frames that C call ran: the Python
+ * (_PyEval_EvalFrameDefault, or a detached part of it: evalpart.c) is replaced by the Python frames that C call ran: the Python
  * frames up to and including the next entry frame (pyrt_sig_frame.entry). When the counts of
  * eval-loop frames and entry frames differ (a frame being pushed or popped at that instant),
  * all Python frames go in place of the innermost eval-loop frame, the other eval-loop frames
@@ -242,6 +242,8 @@ static int native_fid(uintptr_t pc, int depth)
         sn = info.dli_sname;
     else if (info.dli_fbase)
         sn = prof_sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, NULL);
+    if (!sn && info.dli_fbase && prof_sym_eval_part(look))
+        sn = "_PyEval_EvalFrameDefault.cold"; /* GCC's name for such a part */
     if (sn) {
         if (demangle && sn[0] == '_' && sn[1] == 'Z') {
             int status = -1;
@@ -252,7 +254,8 @@ static int native_fid(uintptr_t pc, int depth)
             }
         }
         snprintf(name, sizeof name, "%s", dem ? dem : sn);
-        is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0;
+        is_eval = strcmp(sn, "_PyEval_EvalFrameDefault") == 0 ||
+                  strncmp(sn, "_PyEval_EvalFrameDefault.", 25) == 0;
         known = 1;
     } else if (info.dli_fname) {
         /* Unknown function of a stripped object: one name per object, so its time adds up

@@ -17,6 +17,13 @@
 
 #define MIN_STEPS 4096 /* frames visited (kept or skipped) per walk, at least */
 
+/* The owner of the C-stack shim frame below an eval-loop call's first frame (3.12+). */
+#if PY_VERSION_HEX >= 0x030E0000
+#define PYRT_OWNER_SHIM FRAME_OWNED_BY_INTERPRETER
+#elif PY_VERSION_HEX >= 0x030C0000
+#define PYRT_OWNER_SHIM FRAME_OWNED_BY_CSTACK
+#endif
+
 int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
 {
 #if PY_VERSION_HEX >= 0x030B0000
@@ -160,7 +167,7 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
             break;
         next = (uintptr_t)f.previous;
 #if PY_VERSION_HEX >= 0x030C0000
-        if (f.owner == FRAME_OWNED_BY_CSTACK) {
+        if (f.owner == PYRT_OWNER_SHIM) {
             /* The shim below an eval-loop call's first frame: that frame was its entry. */
             if (n > 0)
                 out[n - 1].entry = 1;
@@ -168,7 +175,10 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
             continue;
         }
 #endif
-#if PY_VERSION_HEX >= 0x030D0000
+#if PY_VERSION_HEX >= 0x030E0000
+        code = pyrt_ref_addr(f.f_executable);
+        ip = (uintptr_t)f.instr_ptr;
+#elif PY_VERSION_HEX >= 0x030D0000
         code = (uintptr_t)f.f_executable;
         ip = (uintptr_t)f.instr_ptr; /* the current instruction */
 #else
@@ -179,6 +189,12 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
         start = code + offsetof(PyCodeObject, co_code_adaptive);
         if (w->flags & PYRT_WALK_CHECK) {
             int firsttraceable = 0, k = code_check_memo(w, code, &firsttraceable);
+            if (k < 0 && code == 0) {
+                /* No executable (3.14 leaves a NULL reference in a frame being pushed or
+                 * popped): not a Python frame now, its link still holds. */
+                fp = next;
+                continue;
+            }
             if (k < 0)
                 break;
             if (k == 0 || (f.owner != FRAME_OWNED_BY_GENERATOR &&

@@ -20,13 +20,15 @@
 #include <string.h>
 
 /* The internal headers need Py_BUILD_CORE. 3.13's pull in mimalloc's headers, which test
- * undefined macros in #if (harmless there, but -Wundef would warn and CI uses -Werror), so
- * that one warning is silenced for the CPython headers only. */
+ * undefined macros in #if (harmless there, but -Wundef would warn and CI uses -Werror), and
+ * 3.14's inline functions leave parameters unused: those warnings are silenced for the CPython
+ * headers only. */
 #ifndef Py_BUILD_CORE
 #define Py_BUILD_CORE 1
 #endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wundef"
+#pragma GCC diagnostic ignored "-Wunused-parameter" /* 3.14+'s pycore_stackref.h */
 #include <Python.h>
 #include <frameobject.h>
 #if PY_VERSION_HEX >= 0x030B0000
@@ -38,11 +40,25 @@
 #include "pycore_runtime.h"
 #endif
 #include "pycore_pystate.h"
+#if PY_VERSION_HEX >= 0x030E0000
+#include "pycore_stackref.h"
+#endif
 #pragma GCC diagnostic pop
 
 #include "frames.h"
 #include "pyrt.h"
 #include "read.h"
+
+/* 3.14+: a frame holds tagged stack references (pycore_stackref.h), f_executable and its locals
+ * among them: the object's address with tags in its low bits (Py_TAG_BITS); a tagged int (every
+ * tag bit set) and the NULL reference are no object (0). */
+#if PY_VERSION_HEX >= 0x030E0000
+static inline uintptr_t pyrt_ref_addr(_PyStackRef r)
+{
+    uintptr_t a = r.bits & ~(uintptr_t)Py_TAG_BITS;
+    return (r.bits & Py_TAG_BITS) == Py_INT_TAG ? 0 : a;
+}
+#endif
 
 /* Hard bounds of every loop over interpreter data. */
 #define PYRT_MAX_THREADS 4096
@@ -72,6 +88,12 @@ int probe_pyrt_ready(void);
 int probe_tid_calibrate(struct pb_err *err);
 /* Kernel tid of a live thread given its pthread_t, or -1 when unknown or the thread is gone. */
 long probe_tid_from_pthread(unsigned long pthread_ident);
+
+/* ---- layout.c: the build's offsets against the interpreter's _Py_DebugOffsets (3.13+) ---- */
+
+/* 0 when every field the reader uses sits where the build expects, else PB_ENOBUILD with a
+ * line naming the first that moved. No GIL needed. */
+int pyrt_layout_check(struct pb_err *err);
 
 /* ---- decode.c: str/bytes objects from copied memory (No GIL needed) ---- */
 

@@ -193,7 +193,10 @@ int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw)
     }
 #else
     _PyInterpreterFrame *fr = (_PyInterpreterFrame *)raw->frame;
-#if PY_VERSION_HEX >= 0x030D0000
+#if PY_VERSION_HEX >= 0x030E0000
+    if (pyrt_ref_addr(fr->f_executable) != (uintptr_t)co)
+        return -ESRCH;
+#elif PY_VERSION_HEX >= 0x030D0000
     if (fr->f_executable != (PyObject *)co)
         return -ESRCH;
 #else
@@ -218,7 +221,11 @@ int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw)
     f->nlocals = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char kind = (unsigned char)PyBytes_AS_STRING(co->co_localspluskinds)[i];
+#if PY_VERSION_HEX >= 0x030E0000
+        PyObject *v = (PyObject *)pyrt_ref_addr(fr->localsplus[i]);
+#else
         PyObject *v = fr->localsplus[i];
+#endif
 #ifdef CO_FAST_HIDDEN
         if (kind & CO_FAST_HIDDEN) /* 3.12+ inlined comprehension variables */
             continue;

@@ -275,6 +275,9 @@ int probe_pyrt_init(struct pb_err *err)
         PB_LOG(PB_LOG_WARN, "pyrt: %s; native thread ids unknown", err ? err->msg : "");
     pb_err_clear(err);
 #endif
+    rc = pyrt_layout_check(err);
+    if (rc < 0)
+        return rc;
     initialised = 1;
     return 0;
 }

@@ -102,9 +102,14 @@ static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw,
     return 0;
 }
 
-/* One thread's frames from the innermost one (fp) outwards: the shared walker (frames.h),
- * then names and lines from each code object. No GIL needed. */
-static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t fp,
+/* Walks a running thread again from its innermost frame when a walk found no frame at all
+ * though it had one: the thread popped and reused frames under the reader (3.14 clears a
+ * popped frame's executable, so the chain read then leads nowhere). */
+#define REWALKS 8
+
+/* One thread's frames from the innermost one (fp, of thread state ts) outwards: the shared
+ * walker (frames.h), then names and lines from each code object. No GIL needed. */
+static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t ts, uintptr_t fp,
                        struct pyrt_rawframe **raw)
 {
     int cap = w->max_frames, n;
@@ -118,6 +123,8 @@ static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t fp,
             return -ENOMEM;
     }
     n = pyrt_frames_walk(&w->fw, fp);
+    for (int i = 0; i < REWALKS && n == 0 && w->fw.truncated; i++)
+        n = pyrt_frames_walk(&w->fw, pyrt_frames_top(ts, probe_mem_read_at));
     t->truncated = w->fw.truncated;
     for (int i = 0; i < n; i++) {
         const struct pyrt_sig_frame *pos = &w->fw.out[i];
@@ -235,7 +242,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         if (t->holds_gil)
             s->gil_holder_native_id = t->native_id;
         t->name = comm_read(t->native_id);
-        if (!t->name || frames_walk(w, t, ts.top, &(*raws)[s->nthreads - 1]) < 0)
+        if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0)
             return pb_err_set(err, -ENOMEM, "out of memory");
         ts_addr = ts.next;
         if (ts_addr == head)

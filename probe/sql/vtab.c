@@ -98,13 +98,13 @@ static const struct probe_column collectives_cols[] = {
                        "every rank) when seq_source is 'torch'; else counted by the recorder"},
     {"seq_source", "TEXT", "'torch' (ProcessGroup._get_sequence_number_for_group) or "
                            "'recorder' (point-to-point calls, backends without one)"},
-    {"op", "TEXT", "all_reduce, all_gather, broadcast, barrier, send, irecv, ..."},
+    {"op", "TEXT", "all_reduce, all_gather, broadcast, barrier, send, recv, ..."},
     {"peer", "INTEGER", "send/recv: the other rank; broadcast, reduce, gather, scatter: the "
                         "root; NULL otherwise (global ranks)"},
     {"sizes", "TEXT", "tensor shapes, '4x1024', ';' between tensors of a list"},
     {"dtype", "TEXT", "element type of the first tensor (float32, ...)"},
     {"bytes", "INTEGER", "bytes of the input tensors"},
-    {"async", "INTEGER", "1 when called with async_op=True (or isend/irecv)"},
+    {"async", "INTEGER", "1 when called with async_op=True"},
     {"state", "TEXT", "'running' (not returned, or async work not completed), 'done', 'failed'"},
     {"start_time", "REAL", "when the call started, epoch seconds"},
     {"end_time", "REAL", "when it returned (async: when its Work completed); NULL while "

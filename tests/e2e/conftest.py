@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+import sidroot
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("PROBING_BUILD", os.path.join(ROOT, "build", "release"))
 CLI = os.path.join(BUILD, "bin", "probing")
@@ -31,7 +33,13 @@ def _pythons():
     return found
 
 
-PYTHONS = _pythons()
+# This machine's interpreters (pyenv's 3.8-3.13, then Debian's python3 last): tests that need
+# one host interpreter take it by position here.
+HOST_PYTHONS = _pythons()
+# The Debian sid root's (3.13-sid, 3.14, 3.15), run in a pivot_root'ed mount namespace
+# (sidroot.py), when tools/sid-root.sh has built the root; PYTHONS narrows them as the rest.
+SID_PYTHONS = [pytest.param(sidroot.PREFIX + exe, id=i) for i, exe in sidroot.pythons()]
+PYTHONS = HOST_PYTHONS + SID_PYTHONS
 
 
 def bp(sample, name):
@@ -66,14 +74,33 @@ class Target:
             e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
                 tmp_path / "sanitizer")
         e.update(env or {})
+        self.script = os.path.join(SAMPLES, sample)  # as python is given it
+        argv = [*launcher, python, self.script, *args]
+        self.inside = None
+        if sidroot.is_sid(python):
+            assert not launcher, "a launcher inside the sid root is not supported"
+            self.inside = sidroot.Inside(python, tmp_path, BUILD)
+            argv = self.inside.argv([os.path.join(SAMPLES, sample), *args])
+            e = self.inside.env(e)
         self.proc = subprocess.Popen(
-            [*launcher, python, os.path.join(SAMPLES, sample), *args],
+            argv,
             stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"),
             stdin=subprocess.DEVNULL, start_new_session=True, env=e)
         self.pid = self.proc.pid
         self.ready = None
         if wait_ready:
             self.ready = self.wait_line(r"^ready (\{.*\})$", json_group=True)
+
+    @property
+    def sock(self):
+        """The probe's Unix socket: in its own /tmp, which is private in the sid root
+        (reached through /proc/PID/root, as the CLI does)."""
+        path = "/tmp/probing-%d/%d.sock" % (os.geteuid(), self.pid)
+        return "/proc/%d/root%s" % (self.pid, path) if self.inside else path
+
+    def host_path(self, path):
+        """A path of the target's own /tmp as this side reads it."""
+        return "/proc/%d/root%s" % (self.pid, path) if self.inside else path
 
     def output(self):
         with open(self.out_path) as f:
@@ -184,6 +211,16 @@ def probing(*args, timeout=60, env=None, user=None, check=False):
         raise AssertionError("probing %s failed (%d): %s%s" % (" ".join(map(str, args)),
                              r.returncode, r.stdout, r.stderr))
     return r
+
+
+def probe_sock(pid):
+    """The probe's socket in the target's /tmp (through /proc/PID/root when that /tmp is not
+    ours: a target in the sid root)."""
+    path = "/tmp/probing-%d/%d.sock" % (os.geteuid(), pid)
+    theirs = "/proc/%d/root%s" % (pid, path)
+    if not os.path.exists(path) and os.path.exists(theirs):
+        return theirs
+    return path
 
 
 def dump_json(pid, *extra):

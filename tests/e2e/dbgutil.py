@@ -16,7 +16,7 @@ class Debugger:
         self.t = target
         self.sample = sample
         self.path = os.path.join(SAMPLES, sample)
-        self.c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), target.pid))
+        self.c = DAP.unix(target.sock)
         r = self.c.request("initialize", {"adapterID": "e2e"})
         assert r["success"], r
         self.caps = r["body"]
@@ -85,7 +85,7 @@ CLEAN = {"tracedThreads": 0, "monitoringTool": None, "threadingHook": False, "ev
 
 def assert_clean(target, timeout=10):
     """Nothing of the debugger's is left in the target (asked over a fresh CLI connection)."""
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), target.pid))
+    c = DAP.unix(target.sock)
     assert c.request("initialize", {"adapterID": "e2e"})["success"]
     assert c.request("attach", {"probingClient": "cli"})["success"]
     deadline = time.time() + timeout

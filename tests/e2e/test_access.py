@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, ROOT, Target, dump_json, probing
+from conftest import HOST_PYTHONS, ROOT, Target, dump_json, probing
 from dapclient import DAP, Closed
 
-PY = PYTHONS[-2].values[0]
+PY = HOST_PYTHONS[-2].values[0]
 
 
 def test_socket_dir_and_file_are_owner_only(spawn):

@@ -16,7 +16,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import CLI, PYTHONS, SAMPLES, bp, probing  # noqa: E402
+import sidroot  # noqa: E402
+from conftest import BUILD, CLI, PYTHONS, SAMPLES, bp, probing  # noqa: E402
 
 DEBIAN = "/usr/bin/python3"
 TORCHRUN = "/usr/bin/torchrun"
@@ -217,7 +218,11 @@ class Fakes:
                  if not re.match(r"^(RANK|WORLD_SIZE|LOCAL_RANK|OMPI_|PMI_|SLURM_|TORCHELASTIC_)", k)}
             e.update(env)
             out = self.tmp / ("fake-%d.out" % len(self.procs))
-            p = subprocess.Popen([python, FAKE, *args], stdout=open(out, "w"),
+            argv = [python, FAKE, *args]
+            if sidroot.is_sid(python):
+                inside = sidroot.Inside(python, self.tmp, BUILD)
+                argv, e = inside.argv([FAKE, *args]), inside.env(e)
+            p = subprocess.Popen(argv, stdout=open(out, "w"),
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True, env=e)
             self.procs.append((p, out))
@@ -291,7 +296,7 @@ def test_fake_job_every_python(fakes, python):
         fakes.start({k: v.format(r=r) for k, v in env.items()}, python=python)
     fakes.wait()
     job = "torch:127.0.0.1:6" + tag
-    want = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+    want = subprocess.run(sidroot.command(python, ["-c", "import platform; print(platform.python_version())"]),
                           capture_output=True, text=True, check=True).stdout.strip()
     j = job_of(cluster("list", "--json").stdout, job)
     assert [x["python"] for x in j["ranks"]] == [want] * 3 and j["missing"] == [3]

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, bp, probing
+import sidroot
+from conftest import HOST_PYTHONS, PYTHONS, bp, probing
 
 SAMPLE = "crasher.py"
 CRASH_SIGS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT)
@@ -107,7 +108,14 @@ def test_crash_segv_report(spawn, python, tmp_path):
     assert len(native) >= 5, native
     assert all(re.match(r"^  #\d+\s+0x[0-9a-f]+ \S.* \(.*\+0x[0-9a-f]+\)$", l) for l in native), native
     assert any("_ctypes" in l for l in native[:8]), native
-    assert any("_PyEval_EvalFrameDefault" in l or "PyEval_EvalFrame" in l for l in native), native
+    evalloop = any("_PyEval_EvalFrameDefault" in l or "PyEval_EvalFrame" in l for l in native)
+    if sidroot.is_sid(python):
+        # Debian's interpreters are stripped and GCC moved the eval loop's body out of the
+        # exported _PyEval_EvalFrameDefault into an unnamed part: the report (dynamic symbols
+        # only, in the handler) shows that frame as "??" with its offset in the binary.
+        evalloop = evalloop or any(re.match(r"^  #\d+\s+0x[0-9a-f]+ \?\? \(/usr/bin/python3\.\d+\+0x", l)
+                                   for l in native)
+    assert evalloop, native
     crashing = py_frames(section(report, "Python stack of the crashing thread (innermost first):"))
     check_frames(crashing, [("crash_inner", "segv"), ("crash_outer", "outer"), ("main", None),
                             ("<module>", None)])
@@ -193,7 +201,7 @@ def test_crash_disarm_restores(spawn, python, tmp_path):
     assert not os.path.exists(path)
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_crash_default_path(spawn, python, tmp_path):
     t = start(spawn, python, tmp_path)
     r = probing("-p", t.pid, "inject", "-c", check=True)
@@ -207,7 +215,7 @@ def test_crash_default_path(spawn, python, tmp_path):
             os.unlink(path)
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_crash_path_setting(spawn, python, tmp_path):
     want = tmp_path / "env-%p.txt"
     t = spawn(python, SAMPLE, args=(str(tmp_path),),
@@ -250,7 +258,7 @@ def test_crash_in_fork_child(spawn, python, tmp_path):
 
 def minor(python):
     import subprocess
-    return subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+    return subprocess.run(sidroot.command(python, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"]),
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -272,9 +280,10 @@ def test_crash_stack_overflow(spawn, python, tmp_path):
         time.sleep(0.05)
     rc = t.proc.poll()
     if rc is None:
-        # CPython 3.12's C recursion limit stops the recursion before the stack overflows.
+        # CPython 3.12's C recursion limit, and 3.14+'s check of the stack pointer against the
+        # thread's stack size, stop the recursion before the stack overflows.
         t.wait_line(r"^ok survived \d+$", timeout=10)
-        assert minor(python) == "3.12", "survived a stack overflow on %s" % minor(python)
+        assert minor(python) in ("3.12", "3.14", "3.15"), "survived a stack overflow on %s" % minor(python)
         assert not os.path.exists(path)
     else:
         assert rc == -signal.SIGSEGV, (rc, t.errors()[-2000:])

@@ -196,7 +196,7 @@ def test_one_debugger_at_a_time_and_cli_beside(python, spawn):
     d = Debugger(t)
     d.req("pause", {"threadId": t.ready["main"]})
     d.stopped()
-    other = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    other = DAP.unix(t.sock)
     assert other.request("initialize", {"adapterID": "x"})["success"]
     r = other.request("attach", {})
     assert not r["success"] and "another debugging client" in r["message"]
@@ -333,7 +333,7 @@ def test_stacktrace_of_a_busy_running_thread_is_never_empty(python, spawn):
     # requests on 3.12/3.13 before).
     t = spawn(python, "callheavy.py", args=("0.25",))
     probing("-p", t.pid, "inject", check=True)
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    c = DAP.unix(t.sock)
     assert c.request("initialize", {"adapterID": "e2e"})["success"]
     assert c.request("attach", {"probingClient": "cli"})["success"]
     empty = sum(c.request("stackTrace", {"threadId": t.pid})["body"]["totalFrames"] == 0

@@ -19,7 +19,7 @@ SAMPLE = os.path.join(SAMPLES, "debuggee.py")
 def debugger(t):
     """Injects and attaches as the debugging client."""
     probing("-p", t.pid, "inject", check=True)
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    c = DAP.unix(t.sock)
     assert c.request("initialize", {"adapterID": "test"})["success"]
     assert c.request("attach", {})["success"]
     assert c.request("configurationDone")["success"]
@@ -265,7 +265,7 @@ def test_source_without_file(python, spawn):
     assert ref > 0 and "path" not in top["source"]
     src = ok(c.request("source", {"source": top["source"], "sourceReference": ref}))
     assert src["content"].startswith("# The source of add (<generated>) is not available.")
-    assert re.search(r"(LOAD_FAST|LOAD_FAST_LOAD_FAST)\s+.*\ba\b", src["content"]), src["content"]
+    assert re.search(r"(LOAD_FAST\w*)\s+.*\ba\b", src["content"]), src["content"]
     assert src["mimeType"] == "text/plain"
     # Locals of a frame without a file are there all the same.
     loc = by_name(variables(c, scopes(c, top["id"])["Locals"]["variablesReference"]))
@@ -339,7 +339,7 @@ def test_evaluate_while_another_thread_prints(python, spawn, tmp_path):
     script.write_text(PRINTER)
     t = spawn(python, str(script))
     probing("-p", t.pid, "inject", check=True)
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    c = DAP.unix(t.sock)
     assert c.request("initialize", {"adapterID": "test"})["success"]
     assert c.request("attach", {"probingClient": "cli"})["success"]
     # Each evaluation outlasts a GIL switch interval, so the printer runs meanwhile.

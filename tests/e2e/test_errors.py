@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from conftest import CLI, PYTHONS, ROOT, SAMPLES, Target, dump_json, probing
+from conftest import CLI, HOST_PYTHONS, ROOT, SAMPLES, Target, dump_json, probing
 
-PY = PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
+PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
 
 
 def one_error_line(r, *needles):
@@ -154,11 +154,28 @@ def test_process_exits_during_injection(spawn, tmp_path):
     assert t.proc.returncode == -signal.SIGKILL
 
 
+def test_free_threaded_build_refused(spawn, tmp_path):
+    """A free-threaded CPython (3.13t/3.14t: no Debian package, so tests/shim/fake_ft_python.c
+    carries the two symbols probing reads) gets one clear line and is never touched."""
+    exe = tmp_path / "python3.14t"
+    subprocess.run(["cc", "-O2", "-rdynamic", "-o", str(exe),
+                    os.path.join(ROOT, "tests", "shim", "fake_ft_python.c")], check=True)
+    t = spawn(str(exe))
+    for cmd in (("inject",), ("debug", "--dump")):
+        line = one_error_line(probing("-p", t.pid, *cmd), "free-threaded CPython 3.14",
+                              "not supported yet", str(exe))
+        assert "no probe build" not in line
+    assert t.maps_count() == 0
+    assert t.proc.poll() is None
+    with open("/proc/%d/status" % t.pid) as f:
+        assert "TracerPid:\t0" in f.read()
+
+
 def test_supported_version_without_build(spawn, tmp_path):
     t = spawn(PY)
     empty = tmp_path / "nolibs"
     empty.mkdir()
-    minor = "3.%s" % PYTHONS[-2].id.split(".")[1]
+    minor = "3.%s" % HOST_PYTHONS[-2].id.split(".")[1]
     line = one_error_line(probing("-p", t.pid, "inject", env={"PROBING_LIBDIR": str(empty)}),
                           "no probe build for CPython %s" % minor, "make PYTHONS=%s" % minor)
     assert str(empty) in line

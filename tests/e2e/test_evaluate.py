@@ -13,7 +13,7 @@ from dapclient import DAP
 
 def connect(t):
     probing("-p", t.pid, "inject", check=True)
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    c = DAP.unix(t.sock)
     r = c.request("initialize", {"adapterID": "test"})
     assert r["success"]
     assert r["body"].get("supportsEvaluateForHovers") is True

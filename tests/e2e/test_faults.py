@@ -19,16 +19,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import CLI, PYTHONS, dump_json, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, dump_json, probe_sock, probing
 from dapclient import DAP
 from dbgutil import Debugger, assert_clean
 
-PY = PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
+PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
 UID = os.geteuid()
 
 
 def sock_path(pid):
-    return "/tmp/probing-%d/%d.sock" % (UID, pid)
+    return probe_sock(pid)
 
 
 def frame(body):
@@ -99,8 +99,10 @@ def agent_answers(path):
 
 
 def probe_copies(pid):
+    """Paths of the probe libraries pid maps; a copy the injector made (and removed once
+    loaded) ends in " (deleted)"."""
     with open("/proc/%d/maps" % pid) as f:
-        return {line.split()[-1] for line in f if "/libprobing-" in line}
+        return {line.split(None, 5)[-1].strip() for line in f if "/libprobing-" in line}
 
 
 # ---- bytes and requests ----
@@ -382,12 +384,15 @@ def test_fork_child_runs_and_can_be_injected(python, spawn):
     still_serves(t)
     try:
         check_fork_child(t, child)
-    finally:  # the fresh copy is a file of its own under /tmp: remove it with the child
+        # The fresh copy, a file of its own under /tmp, was removed once loaded: the child maps
+        # it, and nothing of ours is left in /tmp.
         copies = [p for p in probe_copies(child) if p.startswith("/tmp/probing-")]
+        assert copies and all(p.endswith(" (deleted)") for p in copies), probe_copies(child)
+        # (its directory seen in the target's own /tmp, which is private in the sid root)
+        assert not [p for p in copies
+                    if os.path.exists("/proc/%d/root%s" % (child, os.path.dirname(p)))], copies
+    finally:
         os.kill(child, signal.SIGKILL)
-        for p in copies:
-            os.unlink(p)
-            os.rmdir(os.path.dirname(p))
     still_serves(t)
     t.check_output_clean()
 
@@ -407,7 +412,7 @@ def check_fork_child(t, child):
     assert "probe already loaded in %d" % child in r.stdout, r.stdout
     assert len(probe_copies(child)) == 2
     # The child's debugger works: pause, stack, continue, nothing left behind.
-    ct = SimpleNamespace(pid=child)
+    ct = SimpleNamespace(pid=child, sock=probe_sock(child))
     dbg = Debugger(ct, sample="forker.py", inject=False)
     dbg.req("pause", {"threadId": child})
     st = dbg.stopped()
@@ -478,16 +483,19 @@ def test_private_tmp_in_own_mount_namespace(spawn):
     assert os.readlink("/proc/%d/ns/mnt" % t.pid) != os.readlink("/proc/self/ns/mnt")
     r = probing("-p", t.pid, "inject", check=True)
     assert "socket /tmp/probing-%d/%d.sock" % (UID, t.pid) in r.stdout, r.stdout
-    theirs = os.stat("/proc/%d/root%s" % (t.pid, sock_path(t.pid)))
-    if os.path.exists(sock_path(t.pid)):  # a stale socket of an older process with this pid
-        assert os.stat(sock_path(t.pid)).st_ino != theirs.st_ino
+    ours = "/tmp/probing-%d/%d.sock" % (UID, t.pid)
+    theirs = os.stat("/proc/%d/root%s" % (t.pid, ours))
+    if os.path.exists(ours):  # a stale socket of an older process with this pid
+        assert os.stat(ours).st_ino != theirs.st_ino
     still_serves(t)
     # A fork child there too: its fresh probe is copied into its own /tmp.
     os.kill(t.pid, signal.SIGUSR1)
     child = t.wait_line(r"^ok child ready (\{.*\})$", json_group=True)["pid"]
     d = dump_json(child)
     assert [th["frames"][0]["name"] for th in d["threads"] if th["main"]] == ["child_loop"], d
-    assert any(p.startswith("/tmp/probing-") for p in probe_copies(child)), probe_copies(child)
+    # Its copy, made in its own /tmp, is removed once loaded: nothing of ours is left there.
+    copies = [p for p in probe_copies(child) if p.startswith("/tmp/probing-")]
+    assert copies and all(p.endswith(" (deleted)") for p in copies), probe_copies(child)
     wait_child_ticks(t, child_ticks(t) + 2)
     still_serves(t)
     t.check_output_clean()

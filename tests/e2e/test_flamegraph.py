@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import CLI, PYTHONS, ROOT, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, ROOT, probing
 
 SAMPLE = "flamehot.py"
 FLAME_DIR = os.path.join(ROOT, "tests", "flame")
@@ -251,7 +251,7 @@ def test_flamegraph_filters_and_paging(spawn, python, tmp_path):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_flamegraph_says_what_the_sampler_dropped(spawn, python, tmp_path):
     t = spawn(python, SAMPLE)
     probing("-p", t.pid, "config", "perf.max_samples=1000", check=True)
@@ -275,7 +275,7 @@ def test_flamegraph_says_what_the_sampler_dropped(spawn, python, tmp_path):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_flamegraph_errors(spawn, python, tmp_path):
     t = spawn(python, "threads.py")
     r = probing("-p", t.pid, "flamegraph")

@@ -11,10 +11,10 @@ import socket
 import threading
 import time
 
-from conftest import PYTHONS, probing
+from conftest import HOST_PYTHONS, probing
 from dapclient import DAP, Closed
 
-PY = PYTHONS[-2].values[0]
+PY = HOST_PYTHONS[-2].values[0]
 
 
 def status_kb(pid, key):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, ROOT, Target, probing
+from conftest import HOST_PYTHONS, PYTHONS, ROOT, Target, probing
 
 ENV = {"PROBING_RETENTION_DAYS": "7", "PROBING_CPU_SAMPLE_MS": "1000",
        "PROBING_SAMPLE_RATE": "0.1", "PROBING_PORT": "8080", "PROBING_AUTH_TOKEN": "secret"}
@@ -457,7 +457,7 @@ def test_torch_views(spawn):
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
-    exe = PYTHONS[0].values[0]
+    exe = HOST_PYTHONS[0].values[0]
     v = tmp_path_factory.mktemp("venv") / "v"
     subprocess.run([exe, "-m", "venv", "--without-pip", str(v)], check=True)
     subprocess.run(["make", "-s", "-C", ROOT, "install", "PREFIX=%s" % v], check=True,

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import CLI, PYTHONS, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, probing
 
 SAMPLE = "perf_hot.py"
 SIGPROF_BIT = 1 << (27 - 1)
@@ -236,7 +236,7 @@ def test_thread_started_by_eval_is_sampled(python, spawn):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_inject_pprof_and_restart(python, spawn):
     t = spawn(python, SAMPLE)
     r = probing("-p", t.pid, "inject", "-P", check=True)
@@ -282,7 +282,7 @@ def test_help():
         assert opt in r.stdout
 
 
-@pytest.mark.parametrize("python", PYTHONS[-1:])
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_progress_on_a_terminal_only(python, spawn):
     import pty
     t = spawn(python, SAMPLE)

@@ -9,6 +9,8 @@ import os
 import re
 import signal
 import subprocess
+
+import sidroot
 import time
 import urllib.error
 import urllib.request
@@ -215,7 +217,7 @@ def test_serve_api(spawn, serve, python):
 
 
 def python_version(exe):
-    return subprocess.run([exe, "-c", "import platform; print(platform.python_version())"],
+    return subprocess.run(sidroot.command(exe, ["-c", "import platform; print(platform.python_version())"]),
                           capture_output=True, text=True, check=True).stdout.strip()
 
 

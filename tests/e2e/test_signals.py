@@ -173,8 +173,8 @@ def test_faulthandler_dumps_after_injection(python, spawn, tmp_path):
     assert t.proc.returncode == -signal.SIGSEGV, t.proc.returncode
     err = t.errors()
     assert "Fatal Python error: Segmentation fault" in err, err[-2000:]
-    assert re.search(r"^Current thread 0x[0-9a-f]+ \(most recent call first\):$", err, re.M), err
-    path = t.proc.args[1]  # the sample's path as python was given it
+    assert re.search(r"^Current thread 0x[0-9a-f]+ (\[.*\] )?\(most recent call first\):$", err, re.M), err
+    path = t.script  # the sample's path as python was given it
     for line, func in ((bp(SAMPLE, "segv"), "do_segv"), (None, "main")):
         rx = r'^  File "%s", line %s in %s$' % (re.escape(path), line or r"\d+", func)
         assert re.search(rx, err, re.M), "no frame %s in the dump: %s" % (func, err[-2000:])

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, CLI, PYTHONS, ROOT, bp, probing
+from conftest import BUILD, CLI, PYTHONS, ROOT, bp, probe_sock, probing
 from dapclient import DAP
 
 READONLY = "the database is read-only; change settings with 'probing config KEY=VALUE'"
@@ -188,7 +188,7 @@ EXACT = {"ts": 1795486242.1535902, "tenth": 0.1, "big": 1e300, "i53": 9007199254
 def exact_numbers(pid):
     """The numbers of EXACT_SQL as the DAP wire (every digit) and the CLI (doubles) give them."""
     cli = q(pid, EXACT_SQL)[0]  # injects the first time
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), pid))
+    c = DAP.unix(probe_sock(pid))
     assert c.request("initialize", {"adapterID": "e2e"})["success"]
     assert c.request("attach", {"probingClient": "cli"})["success"]
     r = c.request("probing/query", {"sql": EXACT_SQL})

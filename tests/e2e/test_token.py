@@ -12,11 +12,11 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, PYTHONS, ROOT, probing
+from conftest import BUILD, HOST_PYTHONS, ROOT, probing
 from dapclient import DAP
 from test_errors import one_error_line
 
-PY = PYTHONS[-2].values[0]
+PY = HOST_PYTHONS[-2].values[0]
 LIMIT = 255
 
 

@@ -117,5 +117,27 @@ if [ -x /usr/bin/python3 ]; then
   fi
 fi
 
+# The Debian sid root's interpreters (tools/pythons.sh --sid: 3.13.x, 3.14, 3.15), which run
+# only inside that root: the ctypes and signal tests there, in a pivot_root'ed mount namespace
+# (tests/e2e/sidroot.py). Not the embedding test: linking a program with the root's libpython
+# needs the root's glibc, which the host's linker does not have.
+while read -r id inc exe; do
+  [ -n "$id" ] || continue
+  minor=${id%-sid}
+  echo "== CPython $id ($exe in the sid root)"
+  dir="$out/$id"
+  if ! build "$dir" "$inc" "$CC" "-idirafter $(dirname "$inc") -D_Py_STDC_VERSION=__STDC_VERSION__"; then
+    echo "pyrt: build failed for $id"; fail=$((fail + 1)); continue
+  fi
+  if $CC -shared -o "$dir/pyrt-test-$minor.so" $(objs "$dir") "$dir/test_entry.o" -lpthread; then
+    run_logged "$dir/ctypes.log" "ctypes $id" /usr/bin/python3 "$root/tests/e2e/sidroot.py" "$id" \
+      "$here/test_ctypes.py" "$dir/pyrt-test-$minor.so" "$here"
+    run_logged "$dir/sig.log" "sig $id" /usr/bin/python3 "$root/tests/e2e/sidroot.py" "$id" \
+      "$here/test_sig.py" "$dir/pyrt-test-$minor.so"
+  else
+    echo "pyrt: link failed (ctypes $id)"; fail=$((fail + 1))
+  fi
+done < <("$root/tools/pythons.sh" --sid)
+
 echo "pyrt: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

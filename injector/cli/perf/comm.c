@@ -17,7 +17,7 @@ static void help(void)
            "\n"
            "Record every torch.distributed collective and point-to-point call of a running job\n"
            "(all_reduce, all_gather, reduce_scatter, broadcast, barrier, all_to_all, send, recv,\n"
-           "isend, irecv, ... and when their async Work completes), for any backend: per process\n"
+           "... and when their async Work completes; not isend/irecv), for any backend: per process\n"
            "group its sequence number, op, ranks, tensor sizes and dtype, start and end (or still\n"
            "running), and the calling Python frame. Also started by 'perf --torch'. Results:\n"
            "  torch.collectives   one row per call, oldest first (a ring of comm.max_records)\n"
