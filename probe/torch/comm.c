@@ -16,10 +16,6 @@
 #include "internal.h"
 #include "torch.h"
 
-static PyObject *ns;       /* the recorder's namespace; owned for the life of the process */
-static PyObject *begin_fn; /* owned */
-static PyObject *end_fn;   /* owned */
-
 static const char *text_arg(PyObject *v)
 {
     const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
@@ -74,26 +70,9 @@ static PyMethodDef begin_def = {"begin", (PyCFunction)(void (*)(void))begin, MET
 static PyMethodDef end_def = {"end", (PyCFunction)(void (*)(void))end, METH_FASTCALL,
                               "record its end"};
 
-/* The recorder's function called name (borrowed), compiling it on first use; NULL with an
- * exception set. Requires GIL. */
-static PyObject *recorder_get(const char *name)
-{
-    if (!ns) {
-        PyObject *d = probe_torch_compile(probe_comm_src, "<probing-comm>", "probing._comm");
-        if (!d)
-            return NULL;
-        begin_fn = PyCFunction_New(&begin_def, NULL);
-        end_fn = PyCFunction_New(&end_def, NULL);
-        if (!begin_fn || !end_fn) {
-            Py_CLEAR(begin_fn);
-            Py_CLEAR(end_fn);
-            Py_DECREF(d);
-            return NULL;
-        }
-        ns = d;
-    }
-    return probe_torch_ns_get(ns, name);
-}
+/* The recorder: its functions get begin() and end(). */
+static struct probe_torch_ns recorder = {probe_comm_src, "<probing-comm>", "probing._comm",
+                                         {&begin_def, &end_def}, NULL, {NULL, NULL}};
 
 int probe_comm_run(int action, cJSON *out, struct pb_err *err)
 {
@@ -110,17 +89,17 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
         if (rc < 0)
             return rc;
     }
-    if (action != PROBE_TORCH_START && !ns) {
+    if (action != PROBE_TORCH_START && !recorder.ns) {
         cJSON_AddBoolToObject(out, "running", 0);
         if (action == PROBE_TORCH_STOP)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = recorder_get(names[action]);
+    PyObject *fn = probe_torch_ns_fn(&recorder, names[action]);
     PyObject *res = NULL;
     if (fn)
-        res = action == PROBE_TORCH_START ? PyObject_CallFunctionObjArgs(fn, begin_fn, end_fn,
-                                                                         NULL)
+        res = action == PROBE_TORCH_START ? PyObject_CallFunctionObjArgs(fn, recorder.fns[0],
+                                                                         recorder.fns[1], NULL)
                                           : PyObject_CallObject(fn, NULL);
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "

@@ -24,9 +24,6 @@
 #define NTRACE probe_torch_trace_ncols
 #define NSTEPS probe_torch_steps_ncols
 
-static PyObject *ns;        /* the tracer's namespace; owned for the life of the process */
-static PyObject *emit_fn;   /* owned */
-static PyObject *rss_fn;    /* owned */
 static int statm_fd = -1;   /* GIL-protected */
 static int tables_defined;  /* GIL-protected */
 
@@ -124,34 +121,29 @@ PyObject *probe_torch_compile(const char *src, const char *filename, const char 
     return d;
 }
 
-PyObject *probe_torch_ns_get(PyObject *space, const char *name)
+PyObject *probe_torch_ns_fn(struct probe_torch_ns *n, const char *name)
 {
-    PyObject *f = PyDict_GetItemString(space, name);
+    if (!n->ns) {
+        PyObject *d = probe_torch_compile(n->src, n->filename, n->modname);
+        if (!d)
+            return NULL;
+        for (int i = 0; i < 2; i++)
+            if (!(n->fns[i] = PyCFunction_New(n->defs[i], NULL))) {
+                Py_CLEAR(n->fns[0]);
+                Py_DECREF(d);
+                return NULL;
+            }
+        n->ns = d;
+    }
+    PyObject *f = PyDict_GetItemString(n->ns, name);
     if (!f)
-        PyErr_Format(PyExc_AttributeError, "probing's torch namespace has no '%s'", name);
+        PyErr_Format(PyExc_AttributeError, "probing's %s has no '%s'", n->modname, name);
     return f;
 }
 
-/* The tracer's function called name (borrowed), compiling the tracer on first use; NULL with
- * an exception set. Requires GIL. */
-static PyObject *tracer_get(const char *name)
-{
-    if (!ns) {
-        PyObject *d = probe_torch_compile(probe_torch_src, "<probing-torch>", "probing._torch");
-        if (!d)
-            return NULL;
-        emit_fn = PyCFunction_New(&emit_def, NULL);
-        rss_fn = PyCFunction_New(&rss_def, NULL);
-        if (!emit_fn || !rss_fn) {
-            Py_CLEAR(emit_fn);
-            Py_CLEAR(rss_fn);
-            Py_DECREF(d);
-            return NULL;
-        }
-        ns = d;
-    }
-    return probe_torch_ns_get(ns, name);
-}
+/* The tracer: its functions get emit() and rss(). */
+static struct probe_torch_ns tracer = {probe_torch_src, "<probing-torch>", "probing._torch",
+                                       {&emit_def, &rss_def}, NULL, {NULL, NULL}};
 
 static int define_tables(struct pb_err *err)
 {
@@ -219,16 +211,17 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
         if (rc < 0)
             return rc;
     }
-    if (action != PROBE_TORCH_START && !ns) { /* never started: nothing to compile or stop */
+    if (action != PROBE_TORCH_START && !tracer.ns) { /* never started: nothing to compile or stop */
         cJSON_AddBoolToObject(out, "running", 0);
         if (action == PROBE_TORCH_STOP)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = tracer_get(names[action]);
+    PyObject *fn = probe_torch_ns_fn(&tracer, names[action]);
     PyObject *res = NULL;
     if (fn)
-        res = action == PROBE_TORCH_START ? PyObject_CallFunction(fn, "iOO", every, emit_fn, rss_fn)
+        res = action == PROBE_TORCH_START ? PyObject_CallFunction(fn, "iOO", every, tracer.fns[0],
+                                                                  tracer.fns[1])
                                           : PyObject_CallObject(fn, NULL);
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"

@@ -38,6 +38,18 @@ def torchrun_argv(nproc, port, extra=()):
             "--master_port", str(port), *extra, JOB]
 
 
+def ready_lines(text):
+    """The 'ready {...}' lines of a job's output, parsed (a line two ranks wrote into at once
+    is skipped, not fatal: the job must still be killed)."""
+    out = []
+    for m in re.findall(r"ready (\{.*\})", text):
+        try:
+            out.append(json.loads(m))
+        except ValueError:
+            pass
+    return out
+
+
 class Job:
     """A process group started in its own session; .ready is the list of its 'ready {...}'
     lines (parsed), waited for with a bound."""
@@ -57,7 +69,7 @@ class Job:
         deadline = time.time() + timeout
         while time.time() < deadline:
             text = open(out_path).read()
-            self.ready = [json.loads(m) for m in re.findall(r"ready (\{.*\})", text)]
+            self.ready = ready_lines(text)
             if len(self.ready) >= want:
                 return
             if self.proc.poll() is not None:

@@ -421,8 +421,8 @@ def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
         sends = [x for x in rows if x["op"] == "send"]
         assert sends and all(x["peer"] == 1 and x["seq_source"] == "recorder" for x in sends)
         assert [x["seq"] for x in sends] == list(range(1, len(sends) + 1))
-        assert {x["state"] for x in rows if x["op"] == "reduce_scatter"} == \
-            ({"failed"} if torch1 else {"done"})
+        assert {x["state"] for x in rows if x["op"] == "reduce_scatter" and
+                x["state"] != "running"} == ({"failed"} if torch1 else {"done"})  # ended ones
         bc = [x for x in rows if x["op"] == "broadcast"]
         assert bc[0]["peer"] == 0
         # comm_metrics: the original Probing's view of the same rows.

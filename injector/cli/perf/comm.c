@@ -4,7 +4,6 @@
  * started by perf --torch unless --no-comm. Recording goes on after the command exits, until
  * perf --stop. See docs/torch.md "perf --comm"; the job-wide view is `probing cluster
  * collectives` (docs/cluster.md). */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,30 +84,30 @@ void cli_perf_comm_print(const cJSON *b, int pid)
 
 int cli_perf_comm(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"comm", no_argument, 0, 'C'}, {"stop", no_argument, 0, 's'},
-        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int stop = 0, json = 0, c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'C': break;
-        case 's': stop = 1; break;
-        case 'j': json = 1; break;
-        case 'h': help(); return CLI_OK;
-        default: return cli_bad_option("perf --comm", argv);
+    /* Four flags and no values: no getopt needed. */
+    int stop = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            help();
+            return CLI_OK;
+        }
+        if (strcmp(argv[i], "--stop") == 0 || strcmp(argv[i], "--json") == 0)
+            *(argv[i][2] == 's' ? &stop : &json) = 1;
+        else if (strcmp(argv[i], "--comm") != 0) {
+            cli_error("perf --comm: unknown option '%s': see 'probing perf --comm --help'",
+                      argv[i]);
+            return CLI_USAGE;
         }
     }
-    if (optind < argc)
-        return cli_unexpected_arg("perf --comm", argv);
     if (stop)
         return CLI_PERF_STOP;
-    int pid = o->target.pid;
     struct dap_client dc;
-    struct pb_err err = {0};
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
+    struct pb_err err = {0};
     cJSON *body = cli_perf_comm_request(&dc, "start", &err);
     cli_disconnect(&dc);
+    int pid = o->target.pid;
     if (!body) {
         cli_error("perf --comm: %s", err.msg);
         return CLI_FAIL;
