@@ -525,8 +525,8 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
         shown++;
     }
     if (!flagged)
-        printf("  no straggler: no rank kept the others waiting a median of %g ms or more\n",
-               STRAGGLER_MS);
+        printf("  no straggler: no rank kept the others waiting a median of %g ms or more over "
+               "%d collectives or more\n", STRAGGLER_MS, STRAGGLER_MIN);
     const cJSON *e;
     cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", e->valuestring);
     cJSON_Delete(a);
