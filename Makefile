@@ -365,6 +365,7 @@ bench: all
 	/usr/bin/python3 tests/bench/bench_gate.py $(B)
 	/usr/bin/python3 tests/bench/bench_perf.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_torch.py $(B)
+	/usr/bin/python3 tests/bench/bench_comm.py $(B)
 	/usr/bin/python3 tests/bench/bench_cluster.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_serve.py $(B) $(BENCH_PYTHON)
 	/usr/bin/python3 tests/bench/bench_memory.py $(B) $(BENCH_PYTHON)

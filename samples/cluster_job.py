@@ -2,12 +2,16 @@
 """Test target: a tiny torch.distributed job (gloo, CPU) started by torchrun, in which one rank
 (STUCK_RANK, default the last) enters a C function that never returns while holding the GIL
 (ctypes.PyDLL keeps the GIL during the call) and every other rank waits for it in all_reduce:
-the hang `probing cluster stacks` is for. Each rank prints "ready {...}" once it is in place."""
+the hang `probing cluster stacks` is for. Each rank prints "ready {...}" once it is in place.
+With GATE=PATH each rank first prints "ready {... "where": "gate"}" and waits for that file to
+exist (time to start `perf --comm` on every rank), then makes one more all_reduce before the
+hang."""
 import ctypes
 import datetime
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -31,6 +35,13 @@ def main():
     stuck = int(os.environ.get("STUCK_RANK", dist.get_world_size() - 1))
     t = torch.ones(4)
     dist.all_reduce(t)  # every rank is up: one collective that completes
+    gate = os.environ.get("GATE")
+    if gate:
+        print("ready " + json.dumps({"rank": dist.get_rank(), "pid": os.getpid(),
+                                     "where": "gate"}), flush=True)
+        while not os.path.exists(gate):
+            time.sleep(0.05)
+        dist.all_reduce(t)  # BP: after_gate
     if dist.get_rank() == stuck:
         stuck_in_c()
     else:

@@ -25,6 +25,9 @@ struct setting {
 };
 
 static struct setting table[] = {
+    {"comm.max_records", SET_INT, 4096, 16, 1000000,
+     "Most torch.distributed calls perf --comm keeps (about 600 bytes each); the oldest go "
+     "first. Read at the recorder's start.", 0},
     {"crash.path", SET_STR, 0, 0, 0,
      "Crash report file of inject --crash ('%p' is the pid); empty: <rundir>/crash-<pid>.txt.",
      0},

@@ -30,6 +30,7 @@ const struct dap_command dap_commands[] = {
     {"initialize", DAP_F_PREAUTH, LOOP(initialize), .post = dap_post_initialize},
     {"next", D, LOOP(next)},
     {"pause", D | DAP_F_GIL, GIL(pause)},
+    {"probing/comm", A | DAP_F_GIL, GIL(probing_comm)},
     {"probing/config", A, LOOP(probing_config)},
     {"probing/crash", A, LOOP(probing_crash)},
     {"probing/debugger", A | DAP_F_GIL, GIL(probing_debugger)},

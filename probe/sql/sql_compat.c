@@ -138,11 +138,13 @@ static const struct probe_column gpu_metrics_cols[] = {
     {"memory_total_mb", "REAL", "device memory, MiB"},
 };
 static const struct probe_column comm_metrics_cols[] = {
-    {"timestamp", "REAL", "when the collective ended, epoch seconds"},
-    {"src_rank", "INTEGER", "sending rank"},
-    {"dst_rank", "INTEGER", "receiving rank"},
-    {"op", "TEXT", "collective"},
-    {"bytes", "INTEGER", "bytes moved"},
+    {"timestamp", "REAL", "when the call ended, epoch seconds (torch.collectives.end_time)"},
+    {"src_rank", "INTEGER", "sending rank: the peer for recv, the root for broadcast and "
+                            "scatter, else this rank"},
+    {"dst_rank", "INTEGER", "receiving rank: the peer for send, this rank for recv, "
+                            "the root for reduce and gather, NULL for the others (all the group)"},
+    {"op", "TEXT", "collective or send/recv (torch.collectives.op)"},
+    {"bytes", "INTEGER", "bytes of the input tensors"},
     {"latency_ms", "REAL", "duration, ms"},
 };
 
@@ -178,12 +180,13 @@ static const struct view views[] = {
      "SELECT CAST(NULL AS REAL) AS timestamp, CAST(NULL AS INTEGER) AS gpu_id, CAST(NULL AS REAL) "
      "AS gpu_util, CAST(NULL AS REAL) AS memory_used_mb, CAST(NULL AS REAL) AS memory_total_mb "
      "WHERE 0"},
-    {{"comm_metrics", "view", "the original Probing's name: always empty here: it needs a "
-      "recorder of torch.distributed collectives, which probing does not have yet",
-      COLS(comm_metrics_cols)},
-     "SELECT CAST(NULL AS REAL) AS timestamp, CAST(NULL AS INTEGER) AS src_rank, CAST(NULL AS "
-     "INTEGER) AS dst_rank, CAST(NULL AS TEXT) AS op, CAST(NULL AS INTEGER) AS bytes, CAST(NULL "
-     "AS REAL) AS latency_ms WHERE 0"},
+    {{"comm_metrics", "view", "the original Probing's name: one row per completed "
+      "torch.distributed call, from torch.collectives (rows while 'probing -p PID perf --comm' "
+      "or 'perf --torch' runs)", COLS(comm_metrics_cols)},
+     "SELECT end_time AS timestamp, CASE WHEN op IN ('recv', 'broadcast', 'scatter') "
+     "THEN peer ELSE rank END AS src_rank, CASE WHEN op IN ('send', 'reduce', 'gather') "
+     "THEN peer WHEN op = 'recv' THEN rank END AS dst_rank, op, bytes, duration_ms "
+     "AS latency_ms FROM torch.collectives WHERE end_time IS NOT NULL"},
 };
 #define NVIEWS ((int)(sizeof views / sizeof views[0]))
 

@@ -10,11 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/comm.h"
 #include "core/settings.h"
 #include "vtab.h"
 
 static int settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+
+static int comm_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    return probe_comm_fill(r, err);
+}
 
 static const struct probe_column backtrace_cols[] = {
     {"func", "TEXT", "function (qualified name on 3.11+)"},
@@ -95,6 +102,33 @@ static const struct probe_column tracemalloc_cols[] = {
     {"size", "INTEGER", "bytes allocated there and still alive"},
     {"count", "INTEGER", "live blocks allocated there"},
 };
+static const struct probe_column collectives_cols[] = {
+    {"id", "INTEGER", "record number in this process (1, 2, ... since perf --comm started)"},
+    {"rank", "INTEGER", "this process's global rank (torch.distributed.get_rank())"},
+    {"pg", "TEXT", "process group name (torch's: '0' is the default group)"},
+    {"group_ranks", "TEXT", "the group's global ranks, '0,1,2,3'"},
+    {"group_size", "INTEGER", "number of ranks in the group"},
+    {"seq", "INTEGER", "collective sequence number in the group: torch's own (the same on "
+                       "every rank) when seq_source is 'torch'; else counted by the recorder"},
+    {"seq_source", "TEXT", "'torch' (ProcessGroup._get_sequence_number_for_group) or "
+                           "'recorder' (point-to-point calls, backends without one)"},
+    {"op", "TEXT", "all_reduce, all_gather, broadcast, barrier, send, recv, ..."},
+    {"peer", "INTEGER", "send/recv: the other rank; broadcast, reduce, gather, scatter: the "
+                        "root; NULL otherwise (global ranks)"},
+    {"sizes", "TEXT", "tensor shapes, '4x1024', ';' between tensors of a list"},
+    {"dtype", "TEXT", "element type of the first tensor (float32, ...)"},
+    {"bytes", "INTEGER", "bytes of the input tensors"},
+    {"async", "INTEGER", "1 when called with async_op=True"},
+    {"state", "TEXT", "'running' (not returned, or async work not completed), 'done', 'failed'"},
+    {"start_time", "REAL", "when the call started, epoch seconds"},
+    {"end_time", "REAL", "when it returned (async: when its Work completed); NULL while "
+                         "running"},
+    {"duration_ms", "REAL", "end_time - start_time in ms; while running, the time so far"},
+    {"thread_id", "INTEGER", "native thread id of the caller"},
+    {"file", "TEXT", "calling Python frame (outside torch.distributed): source file"},
+    {"line", "INTEGER", "its line"},
+    {"func", "TEXT", "its function"},
+};
 static const struct probe_column settings_cols[] = {
     {"name", "TEXT", "setting key (probing config KEY=VALUE)"},
     {"value", "TEXT", "current value"},
@@ -153,6 +187,10 @@ static const struct vtab_def defs[] = {
     {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
       "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
       COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},
+    {{"torch.collectives", "live", "perf --comm: every torch.distributed collective and "
+      "point-to-point call, oldest first (a ring of comm.max_records; kept after perf --stop "
+      "until the next start); read without the GIL", COLS(collectives_cols)}, comm_fill, -1,
+     -1},
     {{"probing.settings", "live", "every runtime setting (change with probing config)",
       COLS(settings_cols)}, settings_fill, -1, -1},
     {{"probing.tables", "live", "every table and column with a description",

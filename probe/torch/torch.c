@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "gil/pyhelper.h"
 #include "sql/store.h"
+#include "internal.h"
 #include "torch.h"
 
 #define TRACE_TABLE PROBE_TORCH_TRACE_TABLE
@@ -23,9 +24,6 @@
 #define NTRACE probe_torch_trace_ncols
 #define NSTEPS probe_torch_steps_ncols
 
-static PyObject *ns;        /* the tracer's namespace; owned for the life of the process */
-static PyObject *emit_fn;   /* owned */
-static PyObject *rss_fn;    /* owned */
 static int statm_fd = -1;   /* GIL-protected */
 static int tables_defined;  /* GIL-protected */
 
@@ -106,41 +104,46 @@ static PyObject *rss(PyObject *self, PyObject *unused)
 static PyMethodDef emit_def = {"emit", emit, METH_VARARGS, "rows into the history tables"};
 static PyMethodDef rss_def = {"rss", rss, METH_NOARGS, "resident set size in bytes"};
 
-/* The tracer's function called name (borrowed), compiling the tracer on first use; NULL with
- * an exception set. Requires GIL. */
-static PyObject *tracer_get(const char *name)
+PyObject *probe_torch_compile(const char *src, const char *filename, const char *modname)
 {
-    if (!ns) {
-        PyObject *d = PyDict_New();
-        PyObject *code = d ? Py_CompileString(probe_torch_src, "<probing-torch>", Py_file_input)
-                           : NULL;
-        PyObject *modname = PyUnicode_FromString("probing._torch");
-        PyObject *r = NULL;
-        if (code && modname && PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) == 0 &&
-            PyDict_SetItemString(d, "__name__", modname) == 0)
-            r = PyEval_EvalCode(code, d, d);
-        Py_XDECREF(r);
-        Py_XDECREF(modname);
-        Py_XDECREF(code);
-        if (!r) {
-            Py_XDECREF(d);
+    PyObject *d = PyDict_New();
+    PyObject *code = d ? Py_CompileString(src, filename, Py_file_input) : NULL;
+    PyObject *name = PyUnicode_FromString(modname);
+    PyObject *r = NULL;
+    if (code && name && PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(d, "__name__", name) == 0)
+        r = PyEval_EvalCode(code, d, d);
+    Py_XDECREF(r);
+    Py_XDECREF(name);
+    Py_XDECREF(code);
+    if (!r)
+        Py_CLEAR(d);
+    return d;
+}
+
+PyObject *probe_torch_ns_fn(struct probe_torch_ns *n, const char *name)
+{
+    if (!n->ns) {
+        PyObject *d = probe_torch_compile(n->src, n->filename, n->modname);
+        if (!d)
             return NULL;
-        }
-        emit_fn = PyCFunction_New(&emit_def, NULL);
-        rss_fn = PyCFunction_New(&rss_def, NULL);
-        if (!emit_fn || !rss_fn) {
-            Py_CLEAR(emit_fn);
-            Py_CLEAR(rss_fn);
-            Py_DECREF(d);
-            return NULL;
-        }
-        ns = d;
+        for (int i = 0; i < 2; i++)
+            if (!(n->fns[i] = PyCFunction_New(n->defs[i], NULL))) {
+                Py_CLEAR(n->fns[0]);
+                Py_DECREF(d);
+                return NULL;
+            }
+        n->ns = d;
     }
-    PyObject *f = PyDict_GetItemString(ns, name);
+    PyObject *f = PyDict_GetItemString(n->ns, name);
     if (!f)
-        PyErr_Format(PyExc_AttributeError, "probing torch tracer has no '%s'", name);
+        PyErr_Format(PyExc_AttributeError, "probing's %s has no '%s'", n->modname, name);
     return f;
 }
+
+/* The tracer: its functions get emit() and rss(). */
+static struct probe_torch_ns tracer = {probe_torch_src, "<probing-torch>", "probing._torch",
+                                       {&emit_def, &rss_def}, NULL, {NULL, NULL}};
 
 static int define_tables(struct pb_err *err)
 {
@@ -158,7 +161,7 @@ static int define_tables(struct pb_err *err)
 
 /* A copy of the tracer's answer (a dict of str, int, float, bool, None and lists of str) into
  * out. Requires GIL; leaves no exception set. */
-static void copy_dict(PyObject *d, cJSON *out)
+void probe_torch_copy_dict(PyObject *d, cJSON *out)
 {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -208,16 +211,17 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
         if (rc < 0)
             return rc;
     }
-    if (action != PROBE_TORCH_START && !ns) { /* never started: nothing to compile or stop */
+    if (action != PROBE_TORCH_START && !tracer.ns) { /* never started: nothing to compile or stop */
         cJSON_AddBoolToObject(out, "running", 0);
         if (action == PROBE_TORCH_STOP)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = tracer_get(names[action]);
+    PyObject *fn = probe_torch_ns_fn(&tracer, names[action]);
     PyObject *res = NULL;
     if (fn)
-        res = action == PROBE_TORCH_START ? PyObject_CallFunction(fn, "iOO", every, emit_fn, rss_fn)
+        res = action == PROBE_TORCH_START ? PyObject_CallFunction(fn, "iOO", every, tracer.fns[0],
+                                                                  tracer.fns[1])
                                           : PyObject_CallObject(fn, NULL);
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
@@ -229,7 +233,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
                           "being imported?): nothing to trace", probe_info_get()->pid);
     }
     if (PyDict_Check(res))
-        copy_dict(res, out);
+        probe_torch_copy_dict(res, out);
     Py_DECREF(res);
     PyErr_Clear();
     return 0;

@@ -18,8 +18,13 @@ enum { PROBE_TORCH_START = 0, PROBE_TORCH_STOP = 1, PROBE_TORCH_STATUS = 2 };
  * Requires GIL (worker thread). Returns 0 or a negative code with err filled. */
 int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err);
 
+/* perf --comm (comm.c): start the collectives recorder (a ring of comm.max_records records,
+ * wrappers in torch.distributed), stop it (every wrapper replaced by the original; the records
+ * stay), or describe it, like probe_torch_run (docs/protocol.md, probing/comm). Fails with
+ * PB_ESTATE when start finds no torch.distributed imported. Requires GIL (worker thread). */
+int probe_comm_run(int action, struct cJSON *out, struct pb_err *err);
 
-/* The Python source of the tracer (torch_py.c). */
-extern const char probe_torch_src[];
+/* The Python sources of the tracer (torch_py.c) and of the recorder (comm_py.c). */
+extern const char probe_torch_src[], probe_comm_src[];
 
 #endif

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sidroot  # noqa: E402
-from conftest import BUILD, CLI, PYTHONS, SAMPLES, probing  # noqa: E402
+from conftest import BUILD, CLI, PYTHONS, SAMPLES, bp, probing  # noqa: E402
 
 DEBIAN = "/usr/bin/python3"
 TORCHRUN = "/usr/bin/torchrun"
@@ -36,6 +36,18 @@ def torchrun_argv(nproc, port, extra=()):
     # (3.11's IntFlag no longer iterates the zero member), so both are given as 1 (stdout).
     return [TORCHRUN, "--nproc_per_node", str(nproc), "--redirects", "1", "--tee", "1",
             "--master_port", str(port), *extra, JOB]
+
+
+def ready_lines(text):
+    """The 'ready {...}' lines of a job's output, parsed (a line two ranks wrote into at once
+    is skipped, not fatal: the job must still be killed)."""
+    out = []
+    for m in re.findall(r"ready (\{.*\})", text):
+        try:
+            out.append(json.loads(m))
+        except ValueError:
+            pass
+    return out
 
 
 class Job:
@@ -57,7 +69,7 @@ class Job:
         deadline = time.time() + timeout
         while time.time() < deadline:
             text = open(out_path).read()
-            self.ready = [json.loads(m) for m in re.findall(r"ready (\{.*\})", text)]
+            self.ready = ready_lines(text)
             if len(self.ready) >= want:
                 return
             if self.proc.poll() is not None:
@@ -381,6 +393,127 @@ def test_hostfile_and_exec_template(tmp_path, fakes):
         "or run as the job's user or root"], r.stderr
 
 
+# ---- collectives (perf --comm on every rank) ----
+
+COMM_JOB = os.path.join(SAMPLES, "comm_job.py")
+
+
+def job_with(pid):
+    """The job id `cluster list` gives the job that pid belongs to (other jobs may run)."""
+    out = json.loads(cluster("list", "--json").stdout)
+    for j in out["jobs"]:
+        if pid in [r["pid"] for r in j["ranks"]]:
+            return j["job"]
+    raise AssertionError("pid %d is in no job: %s" % (pid, out))
+
+
+def start_recorders(pids):
+    for pid in pids:
+        r = probing("-p", pid, "perf", "--comm", check=True)
+        assert r.stdout.startswith("perf --comm: recording torch.distributed calls"), r.stdout
+
+
+def test_collectives_name_the_rank_that_did_not_enter(tmp_path):
+    """The hidden hang (rank 3 in C holding the GIL, ranks 0-2 in all_reduce) with the recorder
+    started on every rank before it: the report names rank 3, the all_reduce the others wait in,
+    and rank 3's last collective; `cluster stacks` prints the same line above its groups."""
+    gate = tmp_path / "gate"
+    job = Job(torchrun_argv(4, free_port(), ["--log_dir", str(tmp_path / "logs")]),
+              tmp_path / "job.out", env={"GATE": str(gate)})
+    try:
+        assert sorted(r["where"] for r in job.ready) == ["gate"] * 4
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        start_recorders(pids.values())
+        gate.write_text("go")
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            ready = [json.loads(m) for m in re.findall(r"ready (\{.*\})", open(job.out_path).read())]
+            if len([r for r in ready if r["where"] != "gate"]) == 4:
+                break
+            time.sleep(0.2)
+        where = {r["rank"]: r["where"] for r in ready if r["where"] != "gate"}
+        assert where == {0: "all_reduce", 1: "all_reduce", 2: "all_reduce", 3: "stuck"}, ready
+        time.sleep(1.5)  # a hang is a wait of a second or more
+        name = job_with(pids[0])
+        out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+        assert out["job"] == name and out["world_size"] == 4 and out["errors"] == []
+        assert sorted(out["recording"]) == [0, 1, 2, 3] and out["no_records"] == []
+        assert len(out["hangs"]) == 1, out
+        h = out["hangs"][0]
+        assert h["pg"] == "0" and h["group_ranks"] == [0, 1, 2, 3] and h["op"] == "all_reduce"
+        assert h["not_entered"] == [3] and h["waiting"] == [0, 1, 2]
+        assert 1.0 <= h["waiting_s"] < 120
+        last = h["last"][0]
+        assert last["rank"] == 3 and last["op"] == "all_reduce" and last["state"] == "done"
+        assert last["seq"] == h["seq"] - 1
+        assert last["file"] == JOB and last["line"] == bp("cluster_job.py", "after_gate")
+        assert last["func"] == "main"
+        text = cluster("collectives", "--job", name).stdout
+        m = re.search(r"^rank 3 has not entered all_reduce #(\d+) of group 0; ranks 0-2 wait in "
+                      r"it since (\d+) s\n  rank 3's last collective of the group: all_reduce "
+                      r"#(\d+) \(done\) at cluster_job.py:%d in main$"
+                      % bp("cluster_job.py", "after_gate"), text, re.M)
+        assert m and int(m.group(1)) == h["seq"] and int(m.group(3)) == h["seq"] - 1, text
+        assert text.startswith("job %s: world size 4, 4 ranks answered, 4 with records of "
+                               "collectives: 0-3\n" % name), text
+        # cluster stacks: the same line between its header and its groups.
+        text = cluster("stacks", "--job", name).stdout.splitlines()
+        assert text[0].startswith("job %s: world size 4, 4 ranks answered" % name), text
+        assert re.match(r"^rank 3 has not entered all_reduce #%d of group 0; ranks 0-2 wait in "
+                        r"it since \d+ s$" % h["seq"], text[1]), text
+        assert text[3] == "" and text[4].startswith("1 rank: 3 (node "), text
+        sj = json.loads(cluster("stacks", "--json", "--job", name).stdout)
+        assert [(c["not_entered"], c["waiting"], c["seq"]) for c in sj["collectives"]] == \
+            [([3], [0, 1, 2], h["seq"])]
+    finally:
+        job.kill()
+
+
+def test_collectives_name_the_straggler(tmp_path):
+    """Rank 1 of 3 sleeps 50 ms before each all_reduce: it is the straggler, the others waited a
+    median of 50 ms (within 20%) for it; nobody else is one, and no hang is reported."""
+    argv = [TORCHRUN, "--nproc_per_node", "3", "--redirects", "1", "--tee", "1",
+            "--master_port", str(free_port()), "--log_dir", str(tmp_path / "logs"), COMM_JOB]
+    job = Job(argv, tmp_path / "job.out", want=3,
+              env={"STRAGGLER": "1", "DELAY_MS": "50", "COLLECTIVES": "10"})
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        start_recorders(pids.values())
+        name = job_with(pids[0])
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+            if out["compared"] >= 40:
+                break
+            time.sleep(1)
+        assert out["compared"] >= 40, out
+        assert out["hangs"] == []
+        ranks = out["ranks"]
+        assert [r["rank"] for r in ranks][0] == 1 and ranks[0]["straggler"] is True, ranks
+        assert 40 <= ranks[0]["median_wait_ms"] <= 60, ranks
+        assert ranks[0]["pid"] == pids[1] and ranks[0]["node"] == socket.gethostname()
+        assert all(r["straggler"] is False and r["median_wait_ms"] < 5 for r in ranks[1:]), ranks
+        text = cluster("collectives", "--job", name).stdout
+        assert re.search(r"^  rank 1 +median +(\d+\.\d+) ms  max +\d+\.\d+ ms  \(\S+, pid %d\)"
+                         r"  STRAGGLER$" % pids[1], text, re.M), text
+        assert "no hang: " in text
+    finally:
+        job.kill()
+
+
+def test_collectives_without_recorder(torch_job):
+    """Ranks that never ran the recorder: said so, nothing lined up."""
+    name = job_with(torch_job.ready[0]["pid"])
+    r = cluster("collectives", "--job", name)
+    assert r.stdout.splitlines()[:2] == [
+        "job %s: world size 4, 4 ranks answered, 0 with records of collectives" % name,
+        "no records from ranks 0-3: start the recorder there ('probing -p PID perf --comm') "
+        "before the collectives to compare"], r.stdout
+    out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+    assert out["recording"] == [] and sorted(out["no_records"]) == [0, 1, 2, 3]
+    assert "collectives" not in json.loads(cluster("stacks", "--json", "--job", name).stdout)
+
+
 def test_usage_errors():
     for args, msg in [
         (["bogus"], "cluster: unknown command 'bogus'"),
@@ -397,7 +530,7 @@ def test_usage_errors():
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith("probing: error: " + msg), (args, r.stderr)
         assert r.stderr.count("\n") == 1
-    for sub in ["", "list", "stacks", "query", "dump", "hosts"]:
+    for sub in ["", "list", "stacks", "collectives", "query", "dump", "hosts"]:
         r = probing("cluster", *([sub] if sub else []), "--help", check=True)
         assert r.stdout.startswith("usage: probing cluster " + (sub or "list|stacks"))
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import sidroot
-from conftest import ROOT, SID_PYTHONS, probing
+from conftest import BUILD, ROOT, SID_PYTHONS, bp, probing
 
 
 def _torch_pythons():
@@ -320,3 +320,167 @@ def test_bare_stop_stops_sampling_and_tracing(PY, spawn):
     r = probing("-p", t.pid, "perf", "--stop", check=True)
     assert "nothing to stop" in r.stdout
     t.check_output_clean()
+
+
+# ---- perf --comm: the collectives recorder, in a real torchrun job (gloo, CPU) ----
+
+COMM_JOB = os.path.join(ROOT, "samples", "comm_job.py")
+COMM_FUNCS = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+              "reduce_scatter_tensor", "broadcast", "barrier", "all_to_all", "send", "recv")
+# Every attribute of torch.distributed and distributed_c10d the recorder may replace, by identity.
+DIST_STATE = ("import json, torch.distributed as d; c = d.distributed_c10d; "
+              "print(json.dumps([[m.__name__, n, id(getattr(m, n)), getattr(m, n).__code__.co_filename] "
+              "for m in (d, c) for n in sorted(dir(m)) if callable(getattr(m, n, None)) and "
+              "hasattr(getattr(m, n), '__code__')]))")
+
+
+# In the sid root, plain torch.distributed ranks (RANK, WORLD_SIZE, MASTER_*) started by a few
+# lines of Python: Debian's torch 2.x is built without libuv, which its torchrun's stores demand
+# (the ranks' own env:// store honours USE_LIBUV=0).
+SID_LAUNCH = ("import os, subprocess, sys; n = int(sys.argv[1]); ps = [subprocess.Popen("
+              "[sys.executable, sys.argv[3]], env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), "
+              "WORLD_SIZE=str(n), MASTER_ADDR='127.0.0.1', MASTER_PORT=sys.argv[2], "
+              "USE_LIBUV='0')) for r in range(n)]; sys.exit(max(p.wait() for p in ps))")
+
+
+def comm_job(PY, tmp_path, env, nproc=2):
+    """A job of samples/comm_job.py: Debian's torchrun, or ranks started in a container of the
+    sid root (sidroot.py)."""
+    from test_cluster import Job, free_port, TORCHRUN  # noqa: E402 (the torchrun helpers)
+    if sidroot.is_sid(PY):
+        inside = sidroot.Inside(PY, tmp_path, BUILD)
+        argv = inside.argv(["-c", SID_LAUNCH, str(nproc), str(free_port()), COMM_JOB])
+        return Job(argv, tmp_path / "job.out", env=inside.env(dict(os.environ, **env)),
+                   want=nproc)
+    return Job([TORCHRUN, "--nproc_per_node", str(nproc), "--redirects", "1", "--tee", "1",
+                "--master_port", str(free_port()), "--log_dir", str(tmp_path / "logs"),
+                COMM_JOB], tmp_path / "job.out", env=env, want=nproc)
+
+
+def wait_rows(pid, sql, n, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        rows = query(pid, sql)
+        if len(rows) >= n:
+            return rows
+        time.sleep(0.3)
+    raise AssertionError("fewer than %d rows for %s: %s" % (n, sql, rows))
+
+
+def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
+    job = comm_job(PY, tmp_path, {"OPS": "1", "COLLECTIVES": "3", "COMPUTE_MS": "20"})
+    torch1 = "torch1" in PY_ID[PY]
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        p0 = pids[0]
+        before = eval_json(p0, DIST_STATE)
+        r = probing("-p", p0, "perf", "--comm", check=True)
+        assert re.match(r"^perf --comm: recording torch.distributed calls in process %d \(torch "
+                        r"%s\S*, rank 0\): a ring of 4096 records \(comm.max_records\)\n"
+                        % (p0, "1\\.13" if torch1 else "2\\."), r.stdout), r.stdout
+        calls = re.search(r"^  calls: (.*)$", r.stdout, re.M).group(1).split()
+        assert set(COMM_FUNCS) <= set(calls) and not {"isend", "irecv"} & set(calls), calls
+        assert ("NCCL Flight Recorder: none: torch 1.13" in r.stdout) if torch1 else \
+            re.search(r"^  NCCL Flight Recorder: (none|off): torch 2\.", r.stdout, re.M), r.stdout
+        again = json.loads(probing("-p", p0, "perf", "--comm", "--json", check=True).stdout)
+        assert again["started"] is False and again["running"] is True and \
+            again["maxRecords"] == 4096 and again["rank"] == 0, again
+        during = eval_json(p0, DIST_STATE)
+        assert {tuple(x[:2]) for x in during if x[3] == "<probing-comm>"} >= \
+            {("torch.distributed", "all_reduce"), ("torch.distributed.distributed_c10d", "send")}
+        wait_rows(p0, "SELECT * FROM torch.collectives WHERE op = 'recv' AND state = 'done'", 2)
+        rows = query(p0, "SELECT * FROM torch.collectives ORDER BY id")
+        ops = {x["op"] for x in rows}
+        assert {"all_reduce", "all_gather", "broadcast", "barrier", "send", "recv",
+                "reduce_scatter"} <= ops, ops
+        line_ar, line_async = bp("comm_job.py", "all_reduce"), bp("comm_job.py", "async")
+        ar = [x for x in rows if x["op"] == "all_reduce" and x["async"] == 0]
+        assert ar and all(x["rank"] == 0 and x["pg"] == "0" and x["group_ranks"] == "0,1" and
+                          x["group_size"] == 2 and x["seq_source"] == "torch" and
+                          x["sizes"] == "1024" and x["dtype"] == "float32" and
+                          x["bytes"] == 4096 and x["peer"] is None and
+                          x["file"] == COMM_JOB and x["line"] == line_ar and
+                          x["func"] == "main" and x["thread_id"] == p0 for x in ar), ar[:2]
+        done = [x for x in rows if x["state"] == "done"]
+        assert all(x["end_time"] >= x["start_time"] and
+                   abs(x["duration_ms"] - (x["end_time"] - x["start_time"]) * 1e3) < 1e-3
+                   for x in done)
+        # Collectives that did not fail follow torch's sequence number, one apart on torch 1.13
+        # (torch 2.x numbers the point-to-point calls between them too: rising).
+        seqs = [x["seq"] for x in rows if x["seq_source"] == "torch" and x["state"] != "failed"]
+        if torch1:
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        else:
+            assert seqs == sorted(set(seqs)) and len(seqs) > 10, seqs
+        asy = [x for x in rows if x["op"] == "all_reduce" and x["async"] == 1]
+        assert asy and asy[0]["line"] == line_async and asy[0]["func"] == "other_ops"
+        assert all(x["state"] in ("done", "running") for x in asy)
+        assert any(x["state"] == "done" for x in asy)
+        # Point-to-point: the peer, the recorder's own count; torch 1.13's gloo lacks
+        # reduce_scatter (failed), torch 2.x's has it.
+        sends = [x for x in rows if x["op"] == "send"]
+        assert sends and all(x["peer"] == 1 and x["seq_source"] == "recorder" for x in sends)
+        assert [x["seq"] for x in sends] == list(range(1, len(sends) + 1))
+        assert {x["state"] for x in rows if x["op"] == "reduce_scatter" and
+                x["state"] != "running"} == ({"failed"} if torch1 else {"done"})  # ended ones
+        bc = [x for x in rows if x["op"] == "broadcast"]
+        assert bc[0]["peer"] == 0
+        # comm_metrics: the original Probing's view of the same rows.
+        cm = query(p0, "SELECT src_rank, dst_rank, op, bytes, latency_ms FROM comm_metrics "
+                       "WHERE op IN ('send', 'recv', 'all_reduce') ORDER BY timestamp")
+        assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == "send"} == {(0, 1)}
+        assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == "recv"} == {(1, 0)}
+        assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == "all_reduce"} == \
+            {(0, None)}
+        assert all(x["bytes"] == 4096 and x["latency_ms"] >= 0 for x in cm)
+        # The ring is bounded by comm.max_records (read at the start).
+        probing("-p", p0, "config", "comm.max_records=16", check=True)
+        probing("-p", p0, "perf", "--comm", "--stop", check=True)
+        r = probing("-p", p0, "perf", "--comm", check=True)
+        assert "a ring of 16 records" in r.stdout
+        wait_rows(p0, "SELECT id FROM torch.collectives WHERE id > 40", 1)
+        n = query(p0, "SELECT count(*) AS n, min(id) AS lo, max(id) AS hi FROM "
+                      "torch.collectives")[0]
+        assert n["n"] == 16 and n["hi"] - n["lo"] == 15, n
+        # perf --stop: every function back, the very same objects; the records stay.
+        # The job went on (isend/irecv, and a P2POp of torch's own isend held from before, in
+        # batch_isend_irecv, which tells them apart by identity on torch 2.x).
+        text = open(job.out_path).read()
+        assert "Traceback" not in text and job.proc.poll() is None, text[-2000:]
+        r = probing("-p", p0, "perf", "--stop", check=True)
+        assert re.search(r"^perf --comm: stopped after \d+ records; every torch.distributed "
+                         r"function put back$", r.stdout, re.M), r.stdout
+        assert eval_json(p0, DIST_STATE) == before
+        hi = query(p0, "SELECT max(id) AS hi FROM torch.collectives")[0]["hi"]
+        time.sleep(1)
+        assert query(p0, "SELECT max(id) AS hi FROM torch.collectives")[0]["hi"] == hi
+        r = probing("-p", p0, "perf", "--comm", "--stop", check=True)
+        assert r.stdout == "perf --comm: nothing to stop: it was not running in process %d\n" % p0
+        # perf --torch starts the recorder too, unless --no-comm; perf --stop stops both.
+        p1 = pids[1]
+        before1 = eval_json(p1, DIST_STATE)
+        r = probing("-p", p1, "perf", "--torch", check=True)
+        assert re.search(r"^perf --comm: recording torch.distributed calls in process %d " % p1,
+                         r.stdout, re.M), r.stdout
+        wait_rows(p1, "SELECT id FROM torch.collectives", 1)
+        r = probing("-p", p1, "perf", "--stop", check=True)
+        assert "perf --comm: stopped after" in r.stdout and "perf --torch: stopped" in r.stdout
+        r = probing("-p", p1, "perf", "--torch", "--no-comm", check=True)
+        assert "perf --comm" not in r.stdout
+        r = probing("-p", p1, "perf", "--stop", check=True)
+        assert "perf --comm" not in r.stdout
+        assert eval_json(p1, DIST_STATE) == before1
+    finally:
+        job.kill()
+
+
+def test_comm_errors(PY, spawn):
+    t = spawn(PY, "nap_loop.py")
+    r = probing("-p", t.pid, "perf", "--comm")
+    assert r.returncode == 1
+    assert r.stderr == ("probing: error: perf --comm: torch.distributed is not imported in "
+                        "process %d: start the recorder once the job has imported it\n" % t.pid)
+    r = probing("-p", t.pid, "perf", "--comm", "--every", "3")
+    assert r.returncode == 2
+    r = probing("-p", t.pid, "perf", "--comm", "--help", check=True)
+    assert "torch.collectives" in r.stdout

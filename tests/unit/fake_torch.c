@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The fake probe's perf --torch for dap/ unit tests and fuzz replays: start answers as a
+/* The fake probe's perf --torch (and perf --comm) for dap/ unit tests and fuzz replays: start answers as a
  * running tracer with the given every (started the first time, updated after), stop as a
  * stopped one (stopped only when it ran), status with the current state; "every" 999999 stands
  * for a target without torch and fails as the real probe does. No Python. */
@@ -25,5 +25,21 @@ int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err
     cJSON_AddBoolToObject(out, "running", running);
     cJSON_AddNumberToObject(out, "step", running ? 3 : 0);
     cJSON_AddNumberToObject(out, "every", every_now);
+    return 0;
+}
+
+/* perf --comm: start answers as a started recorder, stop as stopped when it ran. */
+static int comm_running;
+
+int probe_comm_run(int action, struct cJSON *out, struct pb_err *err)
+{
+    (void)err;
+    if (action == PROBE_TORCH_START)
+        cJSON_AddBoolToObject(out, "started", !comm_running);
+    else if (action == PROBE_TORCH_STOP)
+        cJSON_AddBoolToObject(out, "stopped", comm_running);
+    if (action != PROBE_TORCH_STATUS)
+        comm_running = action == PROBE_TORCH_START;
+    cJSON_AddBoolToObject(out, "running", comm_running);
     return 0;
 }

@@ -17,6 +17,7 @@ static const struct {
     {"probing/query", "{\"sql\":\"SELECT 1\"}", -1},
     {"probing/memory", "{}", -1},
     {"probing/torch", "{}", -1},
+    {"probing/comm", "{}", -1},
     {"probing/eval", "{\"code\":\"6*7\"}", -1},
     {"evaluate", "{\"expression\":\"6*7\",\"context\":\"repl\"}", -1},
     {"evaluate", "{\"expression\":\"%sql SELECT 1\",\"context\":\"repl\"}", -1},

@@ -16,7 +16,7 @@
 static void help(const char *sub)
 {
     if (!sub) {
-        printf("usage: probing cluster list|stacks|query|dump|hosts [OPTIONS]\n"
+        printf("usage: probing cluster list|stacks|collectives|query|dump|hosts [OPTIONS]\n"
                "\n"
                "Every process of a distributed job (torchrun, torch.distributed, Open MPI, PMI,\n"
                "SLURM), found from what the launcher set in its environment. Without host\n"
@@ -25,6 +25,8 @@ static void help(const char *sub)
                "\n"
                "  list     the jobs and their ranks: rank, local rank, node, pid, Python, probe\n"
                "  stacks   every rank's Python stack, grouped: who is stuck where\n"
+               "  collectives  the ranks' torch.distributed calls lined up (perf --comm): who\n"
+               "           has not entered which collective, and who the others wait for\n"
                "  query    one SQL query on every rank, unioned (and --reduce'd)\n"
                "  dump     every rank's stacks and locals into a directory, with an index\n"
                "  hosts    print the nodes the host options name (a check of --nodelist...)\n"
@@ -58,6 +60,23 @@ static void help(const char *sub)
                "  --json          {job, world_size, samples, groups: [{ranks, stuck, nodes,\n"
                "                  pid (groups of one), frames: [{func, file, line}] innermost\n"
                "                  first}], missing: [ranks], errors: [...]}\n");
+    else if (strcmp(sub, "collectives") == 0)
+        printf("usage: probing cluster collectives [--json] [HOST OPTIONS]\n"
+               "\n"
+               "Line up every rank's latest torch.distributed calls (torch.collectives, recorded\n"
+               "by 'probing -p PID perf --comm' or 'perf --torch' on each rank; read without the\n"
+               "GIL) by process group and sequence number, and print:\n"
+               "  - the first collective that some members of a group wait in and others never\n"
+               "    entered: \"rank 2 has not entered all_reduce #1234 of group 0; ranks 0,1,3\n"
+               "    wait in it since 41 s\", with the missing rank's last collective;\n"
+               "  - stragglers: per rank, the median (and max) of how long the others waited for\n"
+               "    it to enter, over the collectives every member entered (start times: the\n"
+               "    nodes' clocks must agree); a median of 1 ms or more over 3 collectives or\n"
+               "    more is marked STRAGGLER.\n"
+               "  --json          {job, world_size, recording, no_records, hangs: [{pg,\n"
+               "                  group_ranks, seq, op, not_entered, waiting, waiting_s, last}],\n"
+               "                  compared, ranks: [{rank, node, pid, median_wait_ms,\n"
+               "                  max_wait_ms, collectives, straggler}], errors}\n");
     else if (strcmp(sub, "list") == 0)
         printf("usage: probing cluster list [--json] [HOST OPTIONS]\n"
                "\n"
@@ -140,7 +159,7 @@ static const char *unhex(const char *h, char **owned)
     return *owned = s;
 }
 
-static const char *const subs[] = {"list", "stacks", "query", "dump", "hosts"};
+static const char *const subs[] = {"list", "stacks", "query", "dump", "hosts", "collectives"};
 
 /* The remote argv for the same command on one node (its local form, machine-readable). */
 static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char **argv, char *bufs,
@@ -216,7 +235,8 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         if (strcmp(sub, subs[i]) == 0)
             op = (int)i;
     if (op < 0) {
-        cli_error("cluster: unknown command '%s': expected list, stacks, query, dump or hosts "
+        cli_error("cluster: unknown command '%s': expected list, stacks, collectives, query, dump "
+                  "or hosts "
                   "(see 'probing cluster --help')",
                   sub);
         return CLI_USAGE;
@@ -225,6 +245,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                        : op == 1 ? CLUSTER_OP_STACKS
                                        : op == 2 ? CLUSTER_OP_QUERY
                                        : op == 3 ? CLUSTER_OP_DUMP
+                                       : op == 5 ? CLUSTER_OP_COMM
                                                  : CLUSTER_OP_LIST,
                                  .samples = 1,
                                  .interval = 1.0,
@@ -405,6 +426,8 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         rc = cli_cluster_stacks_report(&o, nodes);
     else if (o.op == CLUSTER_OP_QUERY)
         rc = cli_cluster_query_report(&o, nodes);
+    else if (o.op == CLUSTER_OP_COMM)
+        rc = cli_cluster_collectives_report(&o, nodes);
     else
         rc = cli_cluster_dump_report(&o, nodes);
 out:

@@ -16,7 +16,7 @@
 /* Which thread of a rank is read. */
 enum { CLUSTER_THREAD_AUTO, CLUSTER_THREAD_MAIN, CLUSTER_THREAD_ALL };
 /* What each rank is asked. */
-enum { CLUSTER_OP_LIST, CLUSTER_OP_STACKS, CLUSTER_OP_QUERY, CLUSTER_OP_DUMP };
+enum { CLUSTER_OP_LIST, CLUSTER_OP_STACKS, CLUSTER_OP_QUERY, CLUSTER_OP_DUMP, CLUSTER_OP_COMM };
 
 struct cli_cluster_opts {
     int op;
@@ -118,6 +118,19 @@ const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *
 int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes);
 int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes);
 int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes);
+
+/* ---- collectives (collectives.c) ---- */
+/* The query each rank answers for collectives and stacks (to end with the most rows wanted),
+ * its rows kept in the rank's "comm". */
+extern const char cli_cluster_comm_sql[];
+/* The job's collectives lined up: {recording: [ranks], no_records: [ranks], hangs: [{pg,
+ * group_ranks, seq, op, not_entered, waiting, waiting_s, last: [...]}], compared, ranks:
+ * [{rank, node, pid, median_wait_ms, max_wait_ms, collectives, straggler}]}, a root the caller
+ * deletes. */
+cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job);
+/* The hang lines of an analysis ("rank 3 has not entered all_reduce #N of group 0; ..."). */
+void cli_cluster_comm_print_hangs(const cJSON *analysis);
+int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *nodes);
 
 /* Milliseconds on the monotonic clock. */
 long long cli_cluster_now_ms(void);

@@ -3,7 +3,8 @@
  * one child process per rank (run.c), each making sure the probe is loaded and
  * asking it over its socket: probing/dump without locals for stacks (read without the GIL, so
  * a rank stuck in C holding the GIL answers too), probing/query for a query, probing/dump with
- * locals for a dump. The answers become one node document; stacks are interned per node, so a
+ * locals for a dump, the latest rows of torch.collectives for collectives (and for stacks, the
+ * hang line). The answers become one node document; stacks are interned per node, so a
  * node of 8 ranks in the same place sends one stack, not eight. */
 #include <signal.h>
 #include <stdio.h>
@@ -130,6 +131,18 @@ static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
     _exit(0);
 }
 
+/* The rank's latest limit records of torch.collectives (no GIL needed: a rank stuck holding it
+ * answers); the probing/query body in *body. Returns 0 or a negative code. */
+static int comm_rows(struct dap_client *dc, int limit, cJSON **body, struct pb_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "%s %d", cli_cluster_comm_sql, limit);
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "sql", sql);
+    *body = NULL;
+    return dap_client_request(dc, "probing/query", args, body, err);
+}
+
 /* In the child for rank i: inject if needed with the usual signals held back (an injection must
  * finish to restore the target), then ask. Writes one JSON object on stdout and exits. */
 static void rank_child(int i, void *p)
@@ -186,6 +199,15 @@ static void rank_child(int i, void *p)
             cJSON_Delete(body);
             body = NULL;
         }
+        /* The recorder's last calls, for the hang line above the groups; none is no error. */
+        struct pb_err cerr = {0};
+        if (rc == 0 && comm_rows(&dc, 64, &body, &cerr) == 0)
+            cJSON_AddItemToObject(out, "comm", body);
+    } else if (o->op == CLUSTER_OP_COMM) {
+        cli_query_wait(&dc, o->rank_timeout_ms);
+        rc = comm_rows(&dc, 2000, &body, &err);
+        if (rc == 0)
+            cJSON_AddItemToObject(out, "comm", body);
     } else if (o->op == CLUSTER_OP_QUERY) {
         cli_query_wait(&dc, o->rank_timeout_ms);
         cJSON *args = cJSON_CreateObject();

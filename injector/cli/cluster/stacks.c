@@ -565,12 +565,19 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
     struct view v;
     if (view_build(o, nodes, &v) < 0)
         return CLI_FAIL;
+    /* With the collectives recorder on (perf --comm), who has not entered which collective. */
+    cJSON *comm = cli_cluster_comm_analyse(nodes, v.job);
+    int recording = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(comm, "recording")) > 0;
     if (o->json) {
         cJSON *j = view_json(&v);
+        if (recording)
+            cJSON_AddItemToObject(j, "collectives", cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
         cli_print_json(j);
         cJSON_Delete(j);
     } else {
         print_header(o, &v, cJSON_GetArraySize(nodes));
+        if (recording)
+            cli_cluster_comm_print_hangs(comm);
         if (o->tree) {
             struct tnode root = {0};
             for (int i = 0; i < v.ntasks; i++)
@@ -584,6 +591,7 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
         }
         print_missing(&v);
     }
+    cJSON_Delete(comm);
     int rc = v.ntasks > 0 ? CLI_OK : CLI_FAIL;
     view_free(&v);
     return rc;

@@ -37,7 +37,8 @@ static void help(void)
            "                  Chrome trace-event JSON (open it in https://ui.perfetto.dev)\n"
            "    --steps N     how many traced steps to write (default 3)\n"
            "    --timeout S   give up waiting after S seconds (default 60), writing what came\n"
-           "  --stop          remove every hook and patch (the tables stay)\n"
+           "  --no-comm       do not start the collectives recorder with it ('perf --comm')\n"
+           "  --stop          remove every hook and patch, the recorder's too (the tables stay)\n"
            "  --json          print the probing/torch answer as JSON\n");
 }
 
@@ -335,9 +336,6 @@ static void print_started(const cJSON *b, int pid)
     cJSON_ArrayForEach(n, notes)
         if (cJSON_IsString(n))
             printf("  note: %s\n", n->valuestring);
-    printf("results: probing -p %d query \"SELECT module, stage, AVG(duration) FROM "
-           "python.torch_trace GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10\"\n", pid);
-    printf("stop with: probing -p %d perf --stop\n", pid);
 }
 
 int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
@@ -348,13 +346,15 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
         {"stop", no_argument, 0, 's'},       {"json", no_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},       {"every", required_argument, 0, 'e'},
         {"trace", required_argument, 0, 't'}, {"steps", required_argument, 0, 'n'},
-        {"timeout", required_argument, 0, 'w'}, {0, 0, 0, 0}};
+        {"timeout", required_argument, 0, 'w'}, {"no-comm", no_argument, 0, 'N'},
+        {0, 0, 0, 0}};
     long every = 0, steps = 0, timeout_s = 0;
     const char *trace = NULL;
-    int stop = 0, json = 0, c;
+    int stop = 0, json = 0, nocomm = 0, c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'T': break;
+        case 'N': nocomm = 1; break;
         case 'e':
             if (parse_num(optarg, 1, 1000000, &every) < 0) {
                 cli_error("perf --torch: --every takes a number from 1 to 1000000");
@@ -382,7 +382,7 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
     }
     if (optind < argc)
         return cli_unexpected_arg("perf --torch", argv);
-    if (stop && (every || trace || steps || timeout_s)) {
+    if (stop && (every || trace || steps || timeout_s || nocomm)) {
         cli_error("perf --torch: --stop takes no other option");
         return CLI_USAGE;
     }
@@ -405,10 +405,27 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
         return CLI_FAIL;
     }
     long long after = (long long)cli_json_num(body, "step", 0);
-    if (json)
+    /* The collectives recorder goes with it (cheap: docs/benchmarks.md); a job without
+     * torch.distributed gets a note, not a failure. */
+    struct pb_err cerr = {0};
+    cJSON *comm = nocomm ? NULL : cli_perf_comm_request(&dc, "start", &cerr);
+    if (json) {
+        if (comm)
+            cJSON_AddItemToObject(body, "comm", comm);
+        else if (!nocomm)
+            cJSON_AddStringToObject(body, "commError", cerr.msg);
         cli_print_json(body);
-    else
+    } else {
         print_started(body, pid);
+        if (comm)
+            cli_perf_comm_print(comm, pid);
+        else if (!nocomm)
+            printf("perf --comm: not started: %s\n", cerr.msg);
+        printf("results: probing -p %d query \"SELECT module, stage, AVG(duration) FROM "
+               "python.torch_trace GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10\"\n", pid);
+        printf("stop with: probing -p %d perf --stop\n", pid);
+        cJSON_Delete(comm);
+    }
     cJSON_Delete(body);
     fflush(stdout);
     if (trace)

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* probing/torch (custom; docs/protocol.md): perf --torch in the target. Arguments: action
+/* probing/torch and probing/comm (custom; docs/protocol.md): perf --torch and perf --comm in
+ * the target. probing/comm takes action alone and answers the recorder's state (running,
+ * records, maxRecords, functions, rank, pending, flightRecorder, torch, notes; started,
+ * stopped, left). probing/torch: Arguments: action
  * ("start" | "stop" | "status", default "status"), every (1 to 1000000, start only; default 10 at
  * the first start, unchanged when already running). The tracer runs on the worker under the GIL (torch/torch.c); the body carries its state
  * (running, step, tracedSteps, every, stepDetection, memory, rank, backward, torch, notes, and
@@ -12,7 +15,7 @@
 
 struct torchjob {
     struct dap_job_rc rc;
-    int action, every;
+    int action, every, comm;
     cJSON *body; /* filled on the worker */
 };
 
@@ -48,7 +51,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct torchjob *j = job;
-    j->rc.rc = probe_torch_run(j->action, j->every, j->body, &j->rc.err);
+    j->rc.rc = j->comm ? probe_comm_run(j->action, j->body, &j->rc.err)
+                       : probe_torch_run(j->action, j->every, j->body, &j->rc.err);
 }
 
 /* Loop thread. */
@@ -70,3 +74,15 @@ static void drop(void *job)
 }
 
 const struct dap_job dap_job_probing_torch = {sizeof(struct torchjob), parse, run, reply, drop};
+
+static int parse_comm(struct dap_ctx *c, const cJSON *args, void *job)
+{
+    if (cJSON_GetObjectItemCaseSensitive(args, "every"))
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.every: probing/comm records every "
+                          "call (its bound is the setting comm.max_records)");
+    ((struct torchjob *)job)->comm = 1;
+    return parse(c, args, job);
+}
+
+const struct dap_job dap_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply,
+                                             drop};

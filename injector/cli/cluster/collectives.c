@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: MIT */
+/* `probing cluster collectives`: the ranks' torch.collectives records (perf --comm) lined up by
+ * (process group, sequence number). Per group, the first collective that not every member
+ * entered while others wait in it (a hang: who did not come, who waits, since when), and per
+ * rank the median of how long the others waited for it to enter (stragglers). `cluster stacks`
+ * prints the hang lines above its groups. See docs/cluster.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster.h"
+
+/* The columns each rank is asked for (local.c), in this order. */
+const char cli_cluster_comm_sql[] =
+    "SELECT rank, pg, group_ranks, seq, seq_source, op, state, start_time, file, line, func "
+    "FROM torch.collectives WHERE op NOT IN ('send', 'recv', 'isend', 'irecv') AND state != "
+    "'failed' ORDER BY id DESC LIMIT";
+enum { C_RANK, C_PG, C_GRANKS, C_SEQ, C_SRC, C_OP, C_STATE, C_START, C_FILE, C_LINE, C_FUNC };
+
+/* Straggler: a rank whose median wait of the others is at least this (ms), over at least
+ * STRAGGLER_MIN collectives. */
+#define STRAGGLER_MS 1.0
+#define STRAGGLER_MIN 3
+/* A hang: members have waited this long (s) in a collective others have not entered (shorter
+ * waits are a straggler's ordinary lateness). */
+#define HANG_S 1.0
+
+struct crec {
+    int rank;
+    const char *pg, *granks, *op, *state, *file, *func;
+    long long seq;
+    double start;
+    int line;
+};
+
+struct cgroup {
+    const char *pg, *granks;
+    int *members, n;
+};
+
+static const char *cell_str(const cJSON *row, int i)
+{
+    const cJSON *v = cJSON_GetArrayItem(row, i);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double cell_num(const cJSON *row, int i)
+{
+    const cJSON *v = cJSON_GetArrayItem(row, i);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double now_epoch(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "0,1,2,3" into a malloc'd sorted array; its length in *n. */
+static int *parse_ranks(const char *s, int *n)
+{
+    int cap = 8, k = 0, *v = malloc(sizeof(int) * (size_t)cap);
+    for (const char *p = s; v && *p;) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (k == cap)
+            v = realloc(v, sizeof(int) * (size_t)(cap *= 2));
+        if (!v)
+            break;
+        v[k++] = (int)x;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (v)
+        qsort(v, (size_t)k, sizeof *v, cmp_int);
+    *n = v ? k : 0;
+    return v;
+}
+
+static cJSON *int_array(const int *v, int n)
+{
+    return cJSON_CreateIntArray(v, n);
+}
+
+static char *ranges_text(const int *v, int n)
+{
+    char *s = cli_cluster_ranges(v, n);
+    return s ? s : strdup("?");
+}
+
+/* The records of the job's ranks that answered (borrowed strings); the ranks with none in
+ * *without (a JSON array of ints). */
+static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSON *without,
+                            cJSON *with)
+{
+    int n = 0, cap = 256;
+    struct crec *v = malloc(sizeof *v * (size_t)cap);
+    const cJSON *d, *r, *row;
+    cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+    {
+        const char *j = cli_json_str(r, "job");
+        if (!j || strcmp(j, job) != 0 || cli_json_str(r, "error"))
+            continue;
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(r, "comm");
+        const cJSON *rows = cJSON_GetObjectItemCaseSensitive(res, "rows");
+        int rank = (int)cli_json_num(r, "rank", -1);
+        if (!res || cJSON_GetArraySize(rows) == 0) {
+            if (res)
+                cJSON_AddItemToArray(without, cJSON_CreateNumber(rank));
+            continue;
+        }
+        cJSON_AddItemToArray(with, cJSON_CreateNumber(rank));
+        cJSON_ArrayForEach(row, rows)
+        {
+            if (n == cap) {
+                struct crec *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
+                if (!nv)
+                    break;
+                v = nv;
+            }
+            struct crec *c = &v[n++];
+            c->rank = (int)cell_num(row, C_RANK);
+            c->pg = cell_str(row, C_PG);
+            c->granks = cell_str(row, C_GRANKS);
+            c->op = cell_str(row, C_OP);
+            c->state = cell_str(row, C_STATE);
+            c->file = cell_str(row, C_FILE);
+            c->func = cell_str(row, C_FUNC);
+            c->seq = (long long)cell_num(row, C_SEQ);
+            c->start = cell_num(row, C_START);
+            c->line = (int)cell_num(row, C_LINE);
+        }
+    }
+    *nrec = n;
+    return v;
+}
+
+static const struct crec *find(const struct crec *v, int n, const struct cgroup *g, int rank,
+                               long long seq)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].rank == rank && v[i].seq == seq && strcmp(v[i].pg, g->pg) == 0 &&
+            strcmp(v[i].granks, g->granks) == 0)
+            return &v[i];
+    return NULL;
+}
+
+static int in_group(const struct crec *c, const struct cgroup *g)
+{
+    return strcmp(c->pg, g->pg) == 0 && strcmp(c->granks, g->granks) == 0;
+}
+
+/* The hang of one group, or NULL: the first collective that some members wait in (running,
+ * for HANG_S or more) and other members never entered. */
+static cJSON *group_hang(const struct crec *v, int n, const struct cgroup *g, double now)
+{
+    long long *maxseq = malloc(sizeof(long long) * (size_t)g->n);
+    const struct crec **last = calloc((size_t)g->n, sizeof *last);
+    cJSON *out = NULL;
+    for (int m = 0; maxseq && last && m < g->n; m++)
+        for (int i = 0; i < n; i++)
+            if (v[i].rank == g->members[m] && in_group(&v[i], g) &&
+                (!last[m] || v[i].seq > maxseq[m])) {
+                maxseq[m] = v[i].seq;
+                last[m] = &v[i];
+            }
+    long long s = 0;
+    int have_s = 0;
+    for (int i = 0; maxseq && last && i < n; i++)
+        if (in_group(&v[i], g) && strcmp(v[i].state, "running") == 0 && (!have_s || v[i].seq < s)) {
+            s = v[i].seq;
+            have_s = 1;
+        }
+    if (!have_s)
+        goto out;
+    int *absent = malloc(sizeof(int) * (size_t)g->n), *waiting = malloc(sizeof(int) * (size_t)g->n);
+    int na = 0, nw = 0;
+    double since = now;
+    const char *op = "?";
+    for (int m = 0; m < g->n; m++) {
+        const struct crec *c = find(v, n, g, g->members[m], s);
+        if (!c && (!last[m] || maxseq[m] < s)) {
+            absent[na++] = g->members[m];
+        } else if (c && strcmp(c->state, "running") == 0) {
+            waiting[nw++] = g->members[m];
+            op = c->op;
+            if (c->start < since)
+                since = c->start;
+        }
+    }
+    if (na > 0 && nw > 0 && now - since >= HANG_S) {
+        out = cJSON_CreateObject();
+        cJSON_AddStringToObject(out, "pg", g->pg);
+        cJSON_AddItemToObject(out, "group_ranks", int_array(g->members, g->n));
+        cJSON_AddNumberToObject(out, "seq", (double)s);
+        cJSON_AddStringToObject(out, "op", op);
+        cJSON_AddItemToObject(out, "not_entered", int_array(absent, na));
+        cJSON_AddItemToObject(out, "waiting", int_array(waiting, nw));
+        cJSON_AddNumberToObject(out, "waiting_s", now - since);
+        cJSON *lasts = cJSON_AddArrayToObject(out, "last");
+        for (int m = 0; m < g->n; m++) {
+            int k = 0;
+            while (k < na && absent[k] != g->members[m])
+                k++;
+            if (k == na)
+                continue;
+            cJSON *l = cJSON_CreateObject();
+            cJSON_AddNumberToObject(l, "rank", g->members[m]);
+            if (last[m]) {
+                cJSON_AddStringToObject(l, "op", last[m]->op);
+                cJSON_AddNumberToObject(l, "seq", (double)last[m]->seq);
+                cJSON_AddStringToObject(l, "state", last[m]->state);
+                cJSON_AddStringToObject(l, "file", last[m]->file);
+                cJSON_AddNumberToObject(l, "line", last[m]->line);
+                cJSON_AddStringToObject(l, "func", last[m]->func);
+            }
+            cJSON_AddItemToArray(lasts, l);
+        }
+    }
+    free(absent);
+    free(waiting);
+out:
+    free(maxseq);
+    free(last);
+    return out;
+}
+
+struct waits {
+    int rank;
+    double *w;
+    int n, cap;
+};
+
+static struct waits *waits_of(struct waits **all, int *nall, int rank)
+{
+    for (int i = 0; i < *nall; i++)
+        if ((*all)[i].rank == rank)
+            return &(*all)[i];
+    struct waits *nv = realloc(*all, sizeof *nv * (size_t)(*nall + 1));
+    if (!nv)
+        return NULL;
+    *all = nv;
+    nv[*nall] = (struct waits){rank, NULL, 0, 0};
+    return &nv[(*nall)++];
+}
+
+/* Per collective that every member of g entered: how long the others waited for each member
+ * (the median over the others of how much later it started), added to its list. Returns the
+ * number of collectives compared. */
+static int group_waits(const struct crec *v, int n, const struct cgroup *g, struct waits **all,
+                       int *nall)
+{
+    int compared = 0;
+    const struct crec **at = malloc(sizeof *at * (size_t)g->n);
+    double *d = malloc(sizeof(double) * (size_t)g->n);
+    for (int i = 0; at && d && i < n; i++) {
+        /* Each sequence number once: from the records of the group's first member. */
+        if (v[i].rank != g->members[0] || !in_group(&v[i], g))
+            continue;
+        int full = 1;
+        for (int m = 0; m < g->n && full; m++)
+            full = (at[m] = m == 0 ? &v[i] : find(v, n, g, g->members[m], v[i].seq)) != NULL;
+        if (!full || g->n < 2)
+            continue;
+        compared++;
+        for (int m = 0; m < g->n; m++) {
+            int k = 0;
+            for (int o = 0; o < g->n; o++)
+                if (o != m)
+                    d[k++] = at[m]->start > at[o]->start ? at[m]->start - at[o]->start : 0;
+            struct waits *w = waits_of(all, nall, g->members[m]);
+            if (!w)
+                continue;
+            if (w->n == w->cap) {
+                double *nw = realloc(w->w, sizeof(double) * (size_t)(w->cap = w->cap ? w->cap * 2 : 64));
+                if (!nw)
+                    continue;
+                w->w = nw;
+            }
+            w->w[w->n++] = median(d, k) * 1e3;
+        }
+    }
+    free(at);
+    free(d);
+    return compared;
+}
+
+static const cJSON *rank_entry(const cJSON *nodes, const char *job, int rank)
+{
+    const cJSON *d, *r;
+    cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+    {
+        const char *j = cli_json_str(r, "job");
+        if (j && strcmp(j, job) == 0 && (int)cli_json_num(r, "rank", -1) == rank)
+            return r;
+    }
+    return NULL;
+}
+
+static int by_wait(const void *a, const void *b)
+{
+    double x = cli_json_num(*(const cJSON *const *)a, "median_wait_ms", 0);
+    double y = cli_json_num(*(const cJSON *const *)b, "median_wait_ms", 0);
+    return x > y ? -1 : x < y;
+}
+
+cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
+{
+    cJSON *out = cJSON_CreateObject();
+    cJSON *without = cJSON_AddArrayToObject(out, "no_records");
+    cJSON *with = cJSON_AddArrayToObject(out, "recording");
+    cJSON *hangs = cJSON_AddArrayToObject(out, "hangs");
+    int n = 0;
+    struct crec *v = collect(nodes, job, &n, without, with);
+    struct cgroup *g = NULL;
+    int ng = 0;
+    for (int i = 0; v && i < n; i++) {
+        int k = 0;
+        while (k < ng && !in_group(&v[i], &g[k]))
+            k++;
+        if (k < ng)
+            continue;
+        struct cgroup *ngv = realloc(g, sizeof *g * (size_t)(ng + 1));
+        if (!ngv)
+            break;
+        g = ngv;
+        g[ng].pg = v[i].pg;
+        g[ng].granks = v[i].granks;
+        g[ng].members = parse_ranks(v[i].granks, &g[ng].n);
+        ng++;
+    }
+    double now = now_epoch();
+    struct waits *all = NULL;
+    int nall = 0, compared = 0;
+    for (int k = 0; k < ng; k++) {
+        cJSON *h = group_hang(v, n, &g[k], now);
+        if (h)
+            cJSON_AddItemToArray(hangs, h);
+        compared += group_waits(v, n, &g[k], &all, &nall);
+    }
+    cJSON_AddNumberToObject(out, "compared", compared);
+    cJSON **rows = calloc((size_t)nall + 1, sizeof *rows);
+    for (int i = 0; rows && i < nall; i++) {
+        double mx = 0;
+        for (int k = 0; k < all[i].n; k++)
+            mx = all[i].w[k] > mx ? all[i].w[k] : mx;
+        int cnt = all[i].n;
+        double med = median(all[i].w, cnt);
+        cJSON *s = rows[i] = cJSON_CreateObject();
+        cJSON_AddNumberToObject(s, "rank", all[i].rank);
+        const cJSON *re = rank_entry(nodes, job, all[i].rank);
+        cJSON_AddStringToObject(s, "node", re && cli_json_str(re, "node") ? cli_json_str(re, "node") : "?");
+        cJSON_AddNumberToObject(s, "pid", re ? cli_json_num(re, "pid", 0) : 0);
+        cJSON_AddNumberToObject(s, "median_wait_ms", (double)(long long)(med * 1000 + 0.5) / 1000);
+        cJSON_AddNumberToObject(s, "max_wait_ms", (double)(long long)(mx * 1000 + 0.5) / 1000);
+        cJSON_AddNumberToObject(s, "collectives", cnt);
+        cJSON_AddBoolToObject(s, "straggler", med >= STRAGGLER_MS && cnt >= STRAGGLER_MIN);
+        free(all[i].w);
+    }
+    if (rows)
+        qsort(rows, (size_t)nall, sizeof *rows, by_wait);
+    cJSON *st = cJSON_AddArrayToObject(out, "ranks");
+    for (int i = 0; rows && i < nall; i++)
+        cJSON_AddItemToArray(st, rows[i]);
+    free(rows);
+    free(all);
+    for (int k = 0; k < ng; k++)
+        free(g[k].members);
+    free(g);
+    free(v);
+    return out;
+}
+
+static const char *base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static char *json_ranges(const cJSON *a, int *count)
+{
+    int n = cJSON_GetArraySize(a), k = 0, *v = malloc(sizeof(int) * (size_t)(n + 1));
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) v[k++] = x->valueint;
+    qsort(v, (size_t)k, sizeof *v, cmp_int);
+    char *s = ranges_text(v, k);
+    free(v);
+    *count = k;
+    return s;
+}
+
+void cli_cluster_comm_print_hangs(const cJSON *a)
+{
+    const cJSON *h, *l;
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(a, "hangs"))
+    {
+        int na, nw;
+        char *absent = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "not_entered"), &na);
+        char *waiting = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "waiting"), &nw);
+        printf("rank%s %s ha%s not entered %s #%.0f of group %s; rank%s %s wait%s in it since "
+               "%.0f s\n", na == 1 ? "" : "s", absent, na == 1 ? "s" : "ve",
+               cli_json_str(h, "op"), cli_json_num(h, "seq", 0), cli_json_str(h, "pg"),
+               nw == 1 ? "" : "s", waiting, nw == 1 ? "s" : "", cli_json_num(h, "waiting_s", 0));
+        cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(h, "last"))
+        {
+            if (cli_json_str(l, "op"))
+                printf("  rank %.0f's last collective of the group: %s #%.0f (%s) at %s:%.0f in "
+                       "%s\n", cli_json_num(l, "rank", 0), cli_json_str(l, "op"),
+                       cli_json_num(l, "seq", 0), cli_json_str(l, "state"),
+                       base(cli_json_str(l, "file")), cli_json_num(l, "line", 0),
+                       cli_json_str(l, "func"));
+            else
+                printf("  rank %.0f: no collective of the group recorded since its recorder "
+                       "started\n", cli_json_num(l, "rank", 0));
+        }
+        free(absent);
+        free(waiting);
+    }
+}
+
+int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *nodes)
+{
+    const char *job = cli_cluster_pick_job(o, nodes);
+    if (!job)
+        return CLI_FAIL;
+    cJSON *a = cli_cluster_comm_analyse(nodes, job);
+    const cJSON *d, *r;
+    int world = 0, answered = 0;
+    cJSON *errors = cJSON_AddArrayToObject(a, "errors");
+    cJSON_ArrayForEach(d, nodes)
+    {
+        if (cli_json_str(d, "error")) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "node %s: %s", cli_json_str(d, "node"), cli_json_str(d, "error"));
+            cJSON_AddItemToArray(errors, cJSON_CreateString(msg));
+        }
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+        {
+            const char *j = cli_json_str(r, "job");
+            if (!j || strcmp(j, job) != 0)
+                continue;
+            if ((int)cli_json_num(r, "world_size", 0) > world)
+                world = (int)cli_json_num(r, "world_size", 0);
+            if (cli_json_str(r, "error")) {
+                char msg[600];
+                snprintf(msg, sizeof msg, "rank %.0f (node %s, pid %.0f): %s",
+                         cli_json_num(r, "rank", -1), cli_json_str(r, "node"),
+                         cli_json_num(r, "pid", 0), cli_json_str(r, "error"));
+                cJSON_AddItemToArray(errors, cJSON_CreateString(msg));
+            } else {
+                answered++;
+            }
+        }
+    }
+    cJSON_AddStringToObject(a, "job", job);
+    cJSON_AddNumberToObject(a, "world_size", world);
+    int rc = answered > 0 ? CLI_OK : CLI_FAIL;
+    if (o->json) {
+        cli_print_json(a);
+        cJSON_Delete(a);
+        return rc;
+    }
+    int nrec;
+    char *rec = json_ranges(cJSON_GetObjectItemCaseSensitive(a, "recording"), &nrec);
+    printf("job %s: world size %d, %d rank%s answered, %d with records of collectives%s%s\n",
+           job, world, answered, answered == 1 ? "" : "s", nrec, nrec ? ": " : "",
+           nrec ? rec : "");
+    free(rec);
+    int nnone;
+    char *none = json_ranges(cJSON_GetObjectItemCaseSensitive(a, "no_records"), &nnone);
+    if (nnone)
+        printf("no records from rank%s %s: start the recorder there ('probing -p PID perf "
+               "--comm') before the collectives to compare\n", nnone == 1 ? "" : "s", none);
+    free(none);
+    if (nrec == 0) {
+        printf("nothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on every "
+               "rank of the job (their pids: 'probing cluster list')\n");
+        cJSON_Delete(a);
+        return rc;
+    }
+    printf("\n");
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs")) == 0)
+        printf("no hang: no rank waits in a collective that another member of its group has "
+               "not entered\n");
+    else
+        cli_cluster_comm_print_hangs(a);
+    printf("\nstragglers (per rank: median and max of how long the others waited for it to "
+           "enter, over %.0f collectives every member entered):\n",
+           cli_json_num(a, "compared", 0));
+    const cJSON *s;
+    int shown = 0, flagged = 0;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(a, "ranks"))
+    {
+        if (shown == 10)
+            break;
+        int st = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "straggler"));
+        flagged += st;
+        printf("  rank %-5.0f median %8.3f ms  max %8.3f ms  (%s, pid %.0f)%s\n",
+               cli_json_num(s, "rank", 0), cli_json_num(s, "median_wait_ms", 0),
+               cli_json_num(s, "max_wait_ms", 0), cli_json_str(s, "node"),
+               cli_json_num(s, "pid", 0), st ? "  STRAGGLER" : "");
+        shown++;
+    }
+    if (!flagged)
+        printf("  no straggler: no rank kept the others waiting a median of %g ms or more over "
+               "%d collectives or more\n", STRAGGLER_MS, STRAGGLER_MIN);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", e->valuestring);
+    cJSON_Delete(a);
+    return rc;
+}
