@@ -5,6 +5,7 @@
  * can inspect), another's from a GIL-free snapshot. One StackFrame builder for both
  * (dap_json_stack_frame, dbgjson.c). */
 #include <string.h>
+#include <time.h>
 
 #include "debugger/debugger.h"
 #include "server/server.h"
@@ -45,8 +46,14 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
     struct probe_snapshot s = {0};
     const struct probe_thread *t = NULL;
     /* A running thread's frames can change under the GIL-free reader, which may then see no
-     * frame at all: read again (a few times, each well under a millisecond). */
-    for (int attempt = 0; attempt < 4; attempt++) {
+     * frame at all: read again. The thread may have been preempted in the middle of pushing a
+     * frame (its link not set yet), and stays so while it waits for a CPU: the later reads
+     * come after a pause of 1, 2, 3 ms... (at most 21 ms in all, only for such a thread). */
+    for (int attempt = 0; attempt < 7; attempt++) {
+        if (attempt > 0) {
+            struct timespec nap = {0, attempt * 1000000L};
+            nanosleep(&nap, NULL);
+        }
         probe_snapshot_free(&s);
         memset(&s, 0, sizeof s);
         rc = probe_pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
