@@ -15,7 +15,6 @@ extra CPU time of a step over its 50 calls. Usage: bench_comm.py BUILD_DIR"""
 import json
 import os
 import re
-import select
 import signal
 import socket
 import statistics
@@ -48,19 +47,11 @@ class Job:
              "--master_port", str(port), os.path.join(benchlib.ROOT, "samples", "comm_job.py")],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         self.fd = self.proc.stdout.fileno()
-        self.buf = b""
+        self.reader = benchlib.LineReader(self.fd, "bench_comm: the job exited")
         self.pids = {}
 
     def lines(self, timeout):
-        r, _, _ = select.select([self.fd], [], [], timeout)
-        if not r:
-            return []
-        data = os.read(self.fd, 65536)
-        if not data:
-            raise SystemExit("bench_comm: the job exited")
-        self.buf += data
-        *done, self.buf = self.buf.split(b"\n")
-        return [d.decode(errors="replace") for d in done]
+        return self.reader.lines(timeout)
 
     def ready(self):
         deadline = time.time() + 120

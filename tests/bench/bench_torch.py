@@ -21,7 +21,6 @@ in and return after a depth count), untraced against the default. Usage: bench_t
 BUILD_DIR"""
 import os
 import re
-import select
 import signal
 import statistics
 import subprocess
@@ -42,7 +41,7 @@ class Target:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         self.pid = self.proc.pid
         self.fd = self.proc.stdout.fileno()
-        self.buf = b""
+        self.reader = benchlib.LineReader(self.fd, "bench_torch: the target %d exited" % self.pid)
 
     def pin(self, cpu):
         for tid in os.listdir("/proc/%d/task" % self.pid):
@@ -52,15 +51,7 @@ class Target:
                 pass
 
     def lines(self, timeout):
-        r, _, _ = select.select([self.fd], [], [], timeout)
-        if not r:
-            return []
-        data = os.read(self.fd, 65536)
-        if not data:
-            raise SystemExit("bench_torch: the target %d exited" % self.pid)
-        self.buf += data
-        *done, self.buf = self.buf.split(b"\n")
-        return [d.decode() for d in done]
+        return self.reader.lines(timeout)
 
     def drain(self):
         while self.lines(0):

@@ -27,3 +27,23 @@ def python():
         if "python3.11" in exe:
             return exe
     return found[0] if found else "/usr/bin/python3"
+
+
+class LineReader:
+    """Whole lines from a child's stdout descriptor, waiting at most timeout seconds per call;
+    exits the bench with `gone` when the child closed it."""
+
+    def __init__(self, fd, gone):
+        self.fd, self.gone, self.buf = fd, gone, b""
+
+    def lines(self, timeout):
+        import select
+        r, _, _ = select.select([self.fd], [], [], timeout)
+        if not r:
+            return []
+        data = os.read(self.fd, 65536)
+        if not data:
+            raise SystemExit(self.gone)
+        self.buf += data
+        *done, self.buf = self.buf.split(b"\n")
+        return [d.decode(errors="replace") for d in done]
