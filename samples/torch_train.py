@@ -10,7 +10,8 @@ availability and memory counters, so the CUDA code path of the tracer runs on a 
 machine), --fake-step-hooks (a stand-in for torch 2.x's global optimizer step hooks
 (torch.optim.optimizer.register_optimizer_step_post_hook) on torch 1.13), --width N (model
 width, default 64), --timing (print "timing STEP WALL_S CPU_S" after each step, for the
-benchmark). Used by tests/e2e/test_perf_torch.py and tests/bench/bench_torch.py."""
+benchmark), --late-post-hook FILE (once FILE exists, the job registers a global optimizer step
+post hook of its own: after a tracer's, as a job's library may). Used by tests/e2e/test_perf_torch.py and tests/bench/bench_torch.py."""
 import argparse
 import collections
 import os
@@ -126,6 +127,7 @@ def main():
     ap.add_argument("--fake-cuda", action="store_true")
     ap.add_argument("--fake-step-hooks", action="store_true")
     ap.add_argument("--timing", action="store_true")
+    ap.add_argument("--late-post-hook", default=None)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -139,7 +141,11 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     step = 0
     t0 = time.perf_counter()
+    own_hook = []
     while not a.steps or step < a.steps:
+        if a.late_post_hook and not own_hook and os.path.exists(a.late_post_hook):
+            import torch.optim.optimizer as O
+            own_hook.append(O.register_optimizer_step_post_hook(lambda opt, args, kwargs: None))
         w0, c0 = time.perf_counter(), time.process_time()
         idx = torch.randint(0, 256, (8, 32))
         target = torch.randint(0, 256, (8, 32))

@@ -101,7 +101,95 @@ static PyObject *rss(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong(pages * page);
 }
 
+/* Does a frame of this stack run torch/optim/optimizer.py, whose optimizer step wrapper iterates
+ * torch.optim.optimizer._global_optimizer_post_hooks live (torch 2.x)? Requires GIL; runs no
+ * Python code. */
+static int in_optimizer(PyObject *frame)
+{
+    static const char tail[] = "torch/optim/optimizer.py";
+    PyObject *f = frame;
+    Py_XINCREF(f);
+    for (int depth = 0; f && f != Py_None && depth < 1024; depth++) {
+        PyObject *code = PyObject_GetAttrString(f, "f_code");
+        PyObject *fn = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+        const char *s = fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : NULL;
+        size_t n = s ? strlen(s) : 0;
+        int hit = n >= sizeof tail - 1 && strcmp(s + n - (sizeof tail - 1), tail) == 0;
+        Py_XDECREF(fn);
+        Py_XDECREF(code);
+        PyObject *back = hit ? NULL : PyObject_GetAttrString(f, "f_back");
+        Py_DECREF(f);
+        if (hit)
+            return 1;
+        f = back;
+        PyErr_Clear();
+    }
+    Py_XDECREF(f);
+    PyErr_Clear();
+    return 0;
+}
+
+/* safe_edit(d, key, value, in_hook) -> bool: d[key] = value (value None: del d[key]) only when no
+ * iteration of d can be under way, so that the job never gets "OrderedDict mutated during
+ * iteration" out of its optimizer step. torch 2.x calls the global post-step hooks from a loop
+ * over the dict's live values in torch/optim/optimizer.py, and a thread switch can fall between
+ * two hooks: so no thread may have a frame there, but the calling thread when in_hook (our hook
+ * runs inside that loop: there only the last key may go, the one the loop stands on). The check
+ * and the edit run no Python code, so no other thread runs in between. Requires GIL. */
+static PyObject *safe_edit(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *d, *key, *value;
+    int in_hook;
+    if (!PyArg_ParseTuple(args, "OOOp", &d, &key, &value, &in_hook))
+        return NULL;
+    PyObject *cur = PySys_GetObject("_current_frames"); /* borrowed */
+    PyObject *frames = cur ? PyObject_CallObject(cur, NULL) : NULL;
+    if (!frames || !PyDict_Check(frames)) {
+        Py_XDECREF(frames);
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    unsigned long me = PyThread_get_thread_ident();
+    PyObject *tid, *frame;
+    Py_ssize_t pos = 0;
+    int busy = 0;
+    while (!busy && PyDict_Next(frames, &pos, &tid, &frame))
+        busy = !(in_hook && PyLong_AsUnsignedLong(tid) == me) && in_optimizer(frame);
+    PyErr_Clear();
+    Py_DECREF(frames);
+    if (busy)
+        Py_RETURN_FALSE;
+    if (value != Py_None) {
+        if (PyObject_SetItem(d, key, value) < 0)
+            return NULL;
+        Py_RETURN_TRUE;
+    }
+    if (in_hook) { /* only the last key: the loop that called us stands on it */
+        PyObject *it = PyObject_GetIter(d), *k, *last = NULL;
+        while (it && (k = PyIter_Next(it))) {
+            Py_XDECREF(last);
+            last = k;
+        }
+        Py_XDECREF(it);
+        int is_last = last && !PyErr_Occurred() && PyObject_RichCompareBool(last, key, Py_EQ) == 1;
+        Py_XDECREF(last);
+        PyErr_Clear();
+        if (!is_last)
+            Py_RETURN_FALSE;
+    }
+    if (PyObject_DelItem(d, key) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError))
+            return NULL;
+        PyErr_Clear();
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef emit_def = {"emit", emit, METH_VARARGS, "rows into the history tables"};
+static PyMethodDef safe_edit_def = {"safe_edit", safe_edit, METH_VARARGS,
+                                    "edit a hook dict only when no loop can be iterating it"};
+static PyObject *safe_edit_fn; /* GIL-protected; made on first start, kept */
 static PyMethodDef rss_def = {"rss", rss, METH_NOARGS, "resident set size in bytes"};
 
 PyObject *probe_torch_compile(const char *src, const char *filename, const char *modname)
@@ -220,9 +308,11 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
     PyObject *fn = probe_torch_ns_fn(&tracer, names[action]);
     PyObject *res = NULL;
     if (fn)
-        res = action == PROBE_TORCH_START ? PyObject_CallFunction(fn, "iOO", every, tracer.fns[0],
-                                                                  tracer.fns[1])
-                                          : PyObject_CallObject(fn, NULL);
+        res = action != PROBE_TORCH_START ? PyObject_CallObject(fn, NULL)
+              : (safe_edit_fn || (safe_edit_fn = PyCFunction_New(&safe_edit_def, NULL)))
+                  ? PyObject_CallFunction(fn, "iOOO", every, tracer.fns[0], tracer.fns[1],
+                                          safe_edit_fn)
+                  : NULL;
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
                              : action == PROBE_TORCH_STOP ? "stopping the torch tracer"

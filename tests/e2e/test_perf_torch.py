@@ -281,6 +281,40 @@ def test_torch2_step_hooks_and_cuda_fakes(PY, spawn, tmp_path):
     t.check_output_clean()
 
 
+def test_stop_with_a_job_hook_after_ours(PY, spawn, tmp_path):
+    """torch 2.x calls the global optimizer post hooks from a loop over the live dict: a tracer
+    taking its hook out from inside that loop, with the job's own hook after it, made the job's
+    optimizer step raise "OrderedDict mutated during iteration". The hook stays until no loop
+    can be iterating the dict, and goes at the next perf request."""
+    flag = tmp_path / "own-hook"
+    args = ("--late-post-hook", str(flag))
+    if PY_ID[PY] == "torch1-debian":
+        args += ("--fake-step-hooks",)  # torch 1.13 has no global step hooks: the stand-in
+    t = spawn(PY, "torch_train.py", args=args)
+    before = eval_json(t.pid, STATE)
+    probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    wait_steps(t.pid, 1)
+    flag.write_text("")
+    deadline = time.time() + 60
+    while eval_json(t.pid, STATE)[5] != before[5] + 2:  # ours, then the job's
+        assert time.time() < deadline, "the job did not register its hook"
+        time.sleep(0.2)
+    probing("-p", t.pid, "perf", "--torch", "--stop", check=True)
+    deadline = time.time() + 60
+    while True:  # the next perf request takes the tracer's hook out
+        probing("-p", t.pid, "perf", "--torch", "--stop", check=True)
+        state = eval_json(t.pid, STATE)
+        if state[5] == before[5] + 1 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert state[:5] == before[:5] and state[5] == before[5] + 1, (before, state)
+    n = len(query(t.pid, "SELECT step FROM python.torch_steps"))
+    time.sleep(1)
+    assert t.proc.poll() is None, t.errors()
+    t.check_output_clean()
+    assert n == len(query(t.pid, "SELECT step FROM python.torch_steps"))
+
+
 def test_errors_and_help(PY, spawn):
     t = spawn(PY, "threads.py")
     r = probing("-p", t.pid, "perf", "--torch")
