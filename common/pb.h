@@ -102,6 +102,18 @@ int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *en
  * acquire_timed, PyThread_*: where a thread waits) stay. */
 int pb_cpython_machinery(const char *name);
 
+/* The detached parts of an x86-64 function (evalpart.c): GCC's hot/cold splitting of an
+ * optimised CPython moves the body of _PyEval_EvalFrameDefault out of the exported symbol into
+ * unnamed parts, which a stripped binary does not name. code is the function's n bytes at
+ * address lo; start_of(pc, arg) gives the start of the unwind-table entry covering pc (0: none),
+ * is_symbol(addr, arg) whether a named symbol starts at addr. A part is such a start, other than
+ * lo, that at least two rel32 jmp/jcc of the function land in, and no symbol's. Fills parts (at
+ * most max) and returns their count. */
+int pb_detached_parts(const unsigned char *code, size_t n, unsigned long lo,
+                      unsigned long (*start_of)(unsigned long pc, void *arg),
+                      int (*is_symbol)(unsigned long addr, void *arg), void *arg,
+                      unsigned long *parts, int max);
+
 /* DAP frame ids (frameid.c): the id of frame depth (0 = innermost, < 4096) of native thread
  * tid, below 2^31; and back (0, or -1 for an id never handed out). Any thread. */
 long long pb_frame_id(long tid, int depth);

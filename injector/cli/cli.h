@@ -60,6 +60,9 @@ int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
 int cli_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
                 char *file, size_t n, int *line, char *func, size_t fn,
                 unsigned long long *off);
+/* 1 when pc lies in a detached part of the interpreter loop (_PyEval_EvalFrameDefault.cold:
+ * pb_detached_parts) of the object at path, loaded with bias; 0 otherwise. */
+int cli_eval_part(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias);
 /* dumptext.c: prints a probing/dump body as text (threads, frames, merged native frames). */
 void cli_dump_print(const cJSON *d);
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
@@ -131,9 +134,11 @@ int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
  * is_task(tid) says the process has that thread. */
 void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
 /* core.c: the probing/dump body (with "core") of a core file, read with the same walker;
- * exe (may be NULL) names the interpreter when the core's mappings do not. native: 1 merged
- * native frames, 2 all of them (as debug --dump --native[=all]). NULL with err filled. */
-cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int native,
+ * exe (may be NULL) names the interpreter when the core's mappings do not; sysroot (may be NULL)
+ * is where the mapped files are looked for first. native: 1 merged native frames, 2 all of them
+ * (as debug --dump --native[=all]). NULL with err filled. */
+cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int max_frames,
+                     int native,
                      struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);

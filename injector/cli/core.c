@@ -48,7 +48,9 @@ static int core_task(long tid)
     return 0;
 }
 
-static int core_read(uintptr_t addr, void *dst, size_t n)
+/* Up to n bytes at addr from one place: a PT_LOAD segment's bytes in the core, else the file a
+ * mapping of the core's NT_FILE note maps there. The count, or -1. */
+static ssize_t core_read_one(uintptr_t addr, void *dst, size_t n)
 {
     for (int i = 0; i < core.nph; i++) {
         const Elf64_Phdr *p = &core.ph[i];
@@ -56,27 +58,46 @@ static int core_read(uintptr_t addr, void *dst, size_t n)
             continue;
         uint64_t in = addr - p->p_vaddr;
         if (n > p->p_memsz - in)
-            return -1;
-        if (in + n <= p->p_filesz) {
+            n = p->p_memsz - in;
+        if (in < p->p_filesz) {
+            if (n > p->p_filesz - in)
+                n = p->p_filesz - in;
             if (p->p_offset + in + n > core.size)
                 return -1;
             memcpy(dst, core.data + p->p_offset + in, n);
-            return 0;
+            return (ssize_t)n;
         }
         break; /* not in the core: perhaps in a mapped file */
     }
     for (int i = 0; i < core.nmaps; i++) {
         const struct cmap *m = &core.maps[i];
-        if (addr < m->start || addr + n > m->end)
+        if (addr < m->start || addr >= m->end)
             continue;
+        if (n > m->end - addr)
+            n = m->end - addr;
         int fd = open(m->path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return -1;
         ssize_t r = pread(fd, dst, n, (off_t)(m->off + (addr - m->start)));
         close(fd);
-        return r == (ssize_t)n ? 0 : -1;
+        return r > 0 ? r : -1;
     }
     return -1;
+}
+
+/* n bytes at addr, which may span segments (gcore writes one per mapping, and a read of a
+ * thread's frames can cross from one mapping into the next). */
+static int core_read(uintptr_t addr, void *dst, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = core_read_one(addr, dst, n);
+        if (r <= 0)
+            return -1;
+        addr += (size_t)r;
+        dst = (char *)dst + r;
+        n -= (size_t)r;
+    }
+    return 0;
 }
 
 /* The NT_FILE and NT_PRPSINFO notes of one PT_NOTE segment. */
@@ -202,7 +223,10 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
         cli_srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
                     sizeof func, &off);
-    *is_eval = strcmp(func, "_PyEval_EvalFrameDefault") == 0;
+    if (!func[0] && m && strcmp(m->path, interp) == 0 &&
+        cli_eval_part(0, m->path, depth > 0 ? pc - 1 : pc, bias))
+        snprintf(func, sizeof func, "_PyEval_EvalFrameDefault.cold"); /* as the probe names it */
+    *is_eval = strncmp(func, "_PyEval_EvalFrameDefault", 24) == 0;
     *internal = *is_eval || (m && strcmp(m->path, interp) == 0 && pb_cpython_machinery(func));
     cJSON_AddStringToObject(o, "kind", "native");
     cJSON_AddItemToObject(o, "name", func[0] ? cJSON_CreateString(func) : cJSON_CreateNull());
@@ -289,8 +313,39 @@ static void core_native(cJSON *body, const int ver[3], const char *interp, int a
     }
 }
 
-cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int native,
-                     struct pb_err *err)
+/* The core's file paths looked for under sysroot first: each found there is replaced by a
+ * copy with the prefix (freed by unroot). */
+static char **rooted;
+
+static void reroot(const char *sysroot)
+{
+    size_t n = strlen(sysroot);
+    while (n > 1 && sysroot[n - 1] == '/')
+        n--;
+    rooted = calloc((size_t)core.nmaps + 1, sizeof *rooted);
+    for (int i = 0; rooted && i < core.nmaps; i++) {
+        const char *p = core.maps[i].path;
+        size_t len = n + strlen(p) + 1;
+        char *q = p[0] == '/' ? malloc(len) : NULL;
+        if (q)
+            snprintf(q, len, "%.*s%s", (int)n, sysroot, p);
+        if (q && access(q, R_OK) == 0)
+            core.maps[i].path = rooted[i] = q;
+        else
+            free(q);
+    }
+}
+
+static void unroot(void)
+{
+    for (int i = 0; rooted && i < core.nmaps; i++)
+        free(rooted[i]);
+    free(rooted);
+    rooted = NULL;
+}
+
+cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int max_frames,
+                     int native, struct pb_err *err)
 {
     struct stat st;
     cJSON *body = NULL;
@@ -323,6 +378,15 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int nati
     for (int i = 0; i < core.nph; i++)
         if (core.ph[i].p_type == PT_NOTE)
             notes_read(&core.ph[i]);
+    if (sysroot) {
+        struct stat rs;
+        if (stat(sysroot, &rs) != 0 || !S_ISDIR(rs.st_mode)) {
+            pb_err_set(err, PB_EBADARG, "--sysroot %s is not a directory: give the root the "
+                       "core's process saw as /", sysroot);
+            goto out;
+        }
+        reroot(sysroot);
+    }
     const struct cmap *m = interp_map(exe, ver);
     unsigned long addrs[5];
     if (!m) {
@@ -332,7 +396,8 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int nati
     }
     if (inj_file_syms(exe ? exe : m->path, m->start, m->off, cli_read_syms, 5, addrs) < 0) {
         pb_err_set(err, -ENOENT, "cannot read the symbols of %s (the core's interpreter): give "
-                   "it with --exe PATH", exe ? exe : m->path);
+                   "it with --exe PATH, or the root it ran in with --sysroot DIR",
+                   exe ? exe : m->path);
         goto out;
     }
     body = cli_read_stacks(core_read, core.pid, ver, addrs, m->path, max_frames, err);
@@ -344,6 +409,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, int max_frames, int nati
         cJSON_AddStringToObject(body, "core", path);
     }
 out:
+    unroot();
     free(core.maps);
     munmap(map, core.size);
     memset(&core, 0, sizeof core);

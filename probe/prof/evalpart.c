@@ -21,7 +21,7 @@
 
 static int ready;
 static struct unwind_mod mod; /* the module of _PyEval_EvalFrameDefault */
-static uintptr_t parts[MAX_PARTS];
+static unsigned long parts[MAX_PARTS];
 static int nparts;
 
 /* The initial location of the unwind table entry covering pc in m (the last one at or below
@@ -44,6 +44,19 @@ static uintptr_t part_start(uintptr_t pc)
     return mod.hdr + (uintptr_t)(intptr_t)t[2 * lo];
 }
 
+static unsigned long start_of(unsigned long pc, void *arg)
+{
+    (void)arg;
+    return part_start(pc);
+}
+
+static int is_symbol(unsigned long addr, void *arg)
+{
+    (void)arg;
+    Dl_info si;
+    return dladdr((void *)addr, &si) && si.dli_saddr == (void *)addr;
+}
+
 static void find_parts(void)
 {
     Dl_info info;
@@ -52,44 +65,8 @@ static void find_parts(void)
     if (!f || !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !info.dli_fbase ||
         unwind_mod_from_image((uintptr_t)info.dli_fbase, &mod, NULL) != 0)
         return;
-    uintptr_t lo = (uintptr_t)f, hi = lo + sym->st_size;
-    uintptr_t cand[64];
-    int hits[64], ncand = 0;
-    const unsigned char *p = f;
-    for (size_t i = 0; lo + i + 6 <= hi; i++) {
-        int32_t d;
-        uintptr_t to;
-        if (p[i] == 0xe9) {
-            memcpy(&d, p + i + 1, 4);
-            to = lo + i + 5 + (uintptr_t)(intptr_t)d;
-        } else if (p[i] == 0x0f && (p[i + 1] & 0xf0) == 0x80) {
-            memcpy(&d, p + i + 2, 4);
-            to = lo + i + 6 + (uintptr_t)(intptr_t)d;
-        } else {
-            continue;
-        }
-        if (to >= lo && to < hi)
-            continue;
-        uintptr_t s = part_start(to);
-        if (!s || s == lo)
-            continue;
-        int k = 0;
-        while (k < ncand && cand[k] != s)
-            k++;
-        if (k == ncand) {
-            if (ncand == 64)
-                continue;
-            cand[ncand] = s;
-            hits[ncand++] = 0;
-        }
-        hits[k]++;
-    }
-    for (int k = 0; k < ncand && nparts < MAX_PARTS; k++) {
-        Dl_info si;
-        if (hits[k] < 2 || (dladdr((void *)cand[k], &si) && si.dli_saddr == (void *)cand[k]))
-            continue;
-        parts[nparts++] = cand[k];
-    }
+    nparts = pb_detached_parts(f, sym->st_size, (unsigned long)f, start_of, is_symbol, NULL,
+                               parts, MAX_PARTS);
 }
 
 int prof_sym_eval_part(uintptr_t pc)

@@ -483,7 +483,7 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
 static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struct cfi_state *s,
                   struct unwind_cache *uc, unsigned gen)
 {
-    enum { MAXREC = UNWIND_MAXREC };
+    enum { MAXREC = UNWIND_MAXREC, MAXFDE = UNWIND_MAXFDE };
     const uint8_t *fde = uc->fde, *cie = uc->cie;
     uintptr_t fde_addr, cie_addr;
     uint32_t len, clen;
@@ -514,7 +514,7 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
         if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
             return -1;
         fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
-        if (pyrt_sig_read(fde_addr, &len, 4) != 0 || len < 12 || len + 4 > MAXREC)
+        if (pyrt_sig_read(fde_addr, &len, 4) != 0 || len < 12 || len + 4 > MAXFDE)
             return -1;
         if (pyrt_sig_read(fde_addr, uc->fde, len + 4) != 0)
             return -1;

@@ -57,7 +57,11 @@ struct unwind_rule {
     int16_t fp_off;   /* rbp saved at CFA + fp_off; 0: rbp unchanged */
     int32_t cfa_off;
 };
-#define UNWIND_MAXREC 1024 /* the longest FDE or CIE read (GCC's are a few hundred bytes) */
+#define UNWIND_MAXREC 1024 /* the longest CIE read (GCC's are a few dozen bytes) */
+/* The longest FDE read. Most are a few hundred bytes; a PGO+LTO interpreter's eval loop has one
+ * of about 7 KB (Debian sid's python3.13-3.15: up to 6,956 bytes), libtorch 2.x's up to 2.5 KB.
+ * Scratch pages past what an unwind reads are never touched (not resident). */
+#define UNWIND_MAXFDE 16384
 #define UNWIND_WINDOW 8192 /* stack bytes copied per read (a Python stack needs 2-4) */
 #define UNWIND_FDES 16 /* recent FDEs kept whole: an interrupted function is found again */
 struct unwind_fde {
@@ -70,7 +74,7 @@ struct unwind_cache {
     struct unwind_rule e[UNWIND_CACHE];
     struct unwind_fde f[UNWIND_FDES];
     unsigned f_next;
-    uint8_t fde[UNWIND_MAXREC], cie[UNWIND_MAXREC]; /* scratch of one unwind */
+    uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC]; /* scratch of one unwind */
     int pid;
     uintptr_t win_lo;
     size_t win_len;

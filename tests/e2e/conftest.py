@@ -58,7 +58,8 @@ class Target:
     ALLOWED = re.compile(r"^(ready \{.*\}|tick \d+( value=-?\d+)?|step \d+|"
                          r"training started, pid \d+|ok .*)$")
 
-    def __init__(self, python, sample, tmp_path, env=None, args=(), wait_ready=True, launcher=()):
+    def __init__(self, python, sample, tmp_path, env=None, args=(), wait_ready=True, launcher=(),
+                 cwd=None):
         self.out_path = tmp_path / ("%s.out" % sample)
         self.err_path = tmp_path / ("%s.err" % sample)
         self.log_path = tmp_path / "probe.log"
@@ -82,10 +83,12 @@ class Target:
             self.inside = sidroot.Inside(python, tmp_path, BUILD)
             argv = self.inside.argv([os.path.join(SAMPLES, sample), *args])
             e = self.inside.env(e)
+            if cwd:  # a directory bound inside (under the test's tmp_path)
+                e["SIDROOT_CWD"], cwd = str(cwd), None
         self.proc = subprocess.Popen(
             argv,
             stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"),
-            stdin=subprocess.DEVNULL, start_new_session=True, env=e)
+            stdin=subprocess.DEVNULL, start_new_session=True, env=e, cwd=cwd)
         self.pid = self.proc.pid
         self.ready = None
         if wait_ready:

@@ -64,6 +64,7 @@ exec "$1" -c 'import ctypes, os, sys
 if ctypes.CDLL(None, use_errno=True).umount2(b"/.old", 2) != 0:
     sys.exit("sidroot: umount2 of the old root failed: errno %d" % ctypes.get_errno())
 os.rmdir("/.old")
+os.chdir(os.environ.pop("SIDROOT_CWD", "/"))
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 '''
 

@@ -1,16 +1,39 @@
 # SPDX-License-Identifier: MIT
-"""probing dump --core on every CPython 3.8-3.13 and Debian's python3: a core written by gdb's
-gcore of a running sample, read with the probe's own frame walker: every thread with its native
-id and its frames at the # BP: lines, the same as the live process read from outside; --exe;
-errors (not a core, a core of a process that is not Python, no --core). Kernel-written cores are
-not tested: that needs /proc/sys/kernel/core_pattern, which is the whole machine's."""
+"""probing dump --core on every CPython 3.8-3.15 (pyenv's, Debian's python3, the sid root's in a
+container), read with the probe's own frame walker: every thread with its native id and its
+frames at the # BP: lines, the same as the live process read from outside (before the core was
+written); --exe; --sysroot for a container's core (its files are where the container's root is);
+--native; errors (not a core, a core of a process that is not Python, no --core).
+
+Two writers:
+- the kernel's, on every interpreter: the target is killed with SIGABRT under RLIMIT_CORE
+  unlimited, in a working directory of the test's, where this machine's core_pattern ("core",
+  relative) has the kernel write it (inside a container too: that directory is bound there);
+- gdb's gcore of the running target, on the host's interpreters. gcore (gdb 13) run from the host
+  on a process in the sid root writes zeros for the top pages of each thread's stack (where
+  glibc keeps the thread's descriptor and its first C frames); CPython 3.14's threads run
+  Thread.run through contextvars' Context.run, so their frame chain crosses a C-stack frame
+  there and ends early in such a core. A kernel core of the same process reads whole."""
+import glob
 import json
 import os
+import resource
+import signal
 import subprocess
 
 import pytest
 
-from conftest import HOST_PYTHONS, SAMPLES, bp, probing
+import sidroot
+from conftest import HOST_PYTHONS, PYTHONS, SAMPLES, bp, probing
+
+
+def rooted(python):
+    """What a container's core needs: the files it maps are under the container's root."""
+    return ["--sysroot", sidroot.root()] if sidroot.is_sid(python) else []
+
+
+def evalloop(frame):
+    return (frame.get("name") or "").startswith("_PyEval_EvalFrameDefault")
 
 
 def gcore(pid, out):
@@ -23,41 +46,91 @@ def frames_of(t):
     return [(f["name"], f["file"], f["line"]) for f in t["frames"]]
 
 
+def live_dump(t):
+    return json.loads(probing("-p", t.pid, "debug", "--dump", "--no-inject", "--json",
+                              check=True).stdout)
+
+
+def interp_file(python, pid):
+    """The interpreter as the host sees it (for --exe): libpython3.X when the target maps one."""
+    with open("/proc/%d/maps" % pid) as f:
+        lib = [l.split()[-1] for l in f if "libpython3" in l]
+    if lib:
+        return lib[0]
+    if sidroot.is_sid(python):
+        return os.path.realpath(os.path.join(sidroot.root(), python[len(sidroot.PREFIX) + 1:]))
+    return os.path.realpath(python)
+
+
+def crashed(python, spawn, tmp_path, sample="threads.py", args=()):
+    """A target started in a directory of the test's with RLIMIT_CORE unlimited, read live from
+    outside, then killed with SIGABRT: (target, the kernel's core, live dump, --exe file)."""
+    pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    if pattern.startswith("|") or "/" in pattern:
+        pytest.skip("kernel cores go where this machine's core_pattern says (%r), not to the "
+                    "target's working directory" % pattern)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    old = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    try:
+        # TMPDIR: what the sample builds (native_mix's library) outlives a container's /tmp
+        t = spawn(python, sample, args=args, cwd=cwd, env={"TMPDIR": str(cwd)})
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, old)
+    live = live_dump(t)
+    exe = interp_file(python, t.pid)
+    os.kill(t.pid, signal.SIGABRT)
+    assert t.proc.wait(timeout=120) == -signal.SIGABRT
+    cores = glob.glob(str(cwd / "core*"))
+    assert len(cores) == 1, (cores, pattern)
+    return t, cores[0], live, exe
+
+
+def check_dump(python, t, core, live, exe):
+    r = probing("dump", "--core", core, "--json", *rooted(python), check=True)
+    d = json.loads(r.stdout)
+    assert d["pid"] == t.pid and d["core"] == core
+    by_id = {x["nativeId"]: x for x in d["threads"]}
+    assert set(by_id) == {t.pid, *t.ready["threads"].values()}, d
+    main = by_id[t.pid]
+    assert main["main"] is True
+    assert (frames_of(main)[0][0], frames_of(main)[0][2]) == \
+        ("tick_forever", bp("threads.py", "main_sleep"))
+    sl = by_id[t.ready["threads"]["sleeper-1"]]
+    assert (frames_of(sl)[0][0], frames_of(sl)[0][2]) == \
+        ("sleeper", bp("threads.py", "sleeper_sleep"))
+    # The same stacks as the live process (it has not moved: every thread sleeps or blocks).
+    for x in live["threads"]:
+        assert frames_of(by_id[x["nativeId"]]) == frames_of(x)
+    text = probing("dump", "--core", core, *rooted(python), check=True).stdout
+    assert text.startswith("Process %d, CPython " % t.pid) and "    sleeper (" in text
+    # --exe names the interpreter (here the one the core maps anyway).
+    r = probing("dump", "--core", core, "--exe", exe, "--json", *rooted(python), check=True)
+    assert {x["nativeId"] for x in json.loads(r.stdout)["threads"]} == set(by_id)
+    if rooted(python):  # without the container's root its interpreter is not found
+        r = probing("dump", "--core", core)
+        assert r.returncode == 1 and "--sysroot DIR" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_core_dump(python, spawn, tmp_path):
     t = spawn(python)
     core = gcore(t.pid, tmp_path / "core")
     try:
-        r = probing("dump", "--core", core, "--json", check=True)
-        d = json.loads(r.stdout)
-        assert d["pid"] == t.pid and d["core"] == core
-        by_id = {x["nativeId"]: x for x in d["threads"]}
-        assert set(by_id) == {t.pid, *t.ready["threads"].values()}, d
-        main = by_id[t.pid]
-        assert main["main"] is True
-        assert (frames_of(main)[0][0], frames_of(main)[0][2]) == \
-            ("tick_forever", bp("threads.py", "main_sleep"))
-        sl = by_id[t.ready["threads"]["sleeper-1"]]
-        assert (frames_of(sl)[0][0], frames_of(sl)[0][2]) == \
-            ("sleeper", bp("threads.py", "sleeper_sleep"))
-        # The same stacks as the live process (it has not moved: every thread sleeps or blocks).
-        live = json.loads(probing("-p", t.pid, "debug", "--dump", "--no-inject", "--json",
-                                  check=True).stdout)
-        for x in live["threads"]:
-            assert frames_of(by_id[x["nativeId"]]) == frames_of(x)
-        text = probing("dump", "--core", core, check=True).stdout
-        assert text.startswith("Process %d, CPython " % t.pid) and "    sleeper (" in text
-        # --exe names the interpreter (here the one the core maps anyway).
-        exe = os.path.realpath(python)
-        with open("/proc/%d/maps" % t.pid) as f:
-            lib = [l.split()[-1] for l in f if "libpython3" in l]
-        r = probing("dump", "--core", core, "--exe", lib[0] if lib else exe, "--json",
-                    check=True)
-        assert {x["nativeId"] for x in json.loads(r.stdout)["threads"]} == set(by_id)
+        check_dump(python, t, core, live_dump(t), interp_file(python, t.pid))
     finally:
         os.unlink(core)
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_kernel_core_dump(python, spawn, tmp_path):
+    t, core, live, exe = crashed(python, spawn, tmp_path)
+    check_dump(python, t, core, live, exe)
+    r = probing("dump", "--core", core, "--sysroot", str(tmp_path / "none"))
+    assert r.returncode == 1 and "is not a directory" in r.stderr, r.stderr
 
 
 def test_core_errors(tmp_path):
@@ -94,6 +167,32 @@ def idx(frames, start=0, **want):
         (f["kind"], f.get("name"), f.get("line")) for f in frames]))
 
 
+def check_native(python, t, core):
+    d = json.loads(probing("dump", "--core", core, "--native", "--json", *rooted(python),
+                           check=True).stdout)
+    by_id = {x["nativeId"]: x for x in d["threads"]}
+    f = by_id[t.ready["tids"]["caller"]]["native"]
+    assert f["answered"] and f["merged"], f
+    f = f["frames"]
+    i = idx(f, kind="python", name="py_callback", line=bp("native_mix.py", "callback_sleep"))
+    assert all(x["kind"] == "native" for x in f[:i]) and i > 0
+    j = idx(f, i, kind="native", name="mix_call", line=cbp("mix_call_cb"))
+    idx(f, j, kind="python", name="run_call", line=bp("native_mix.py", "mix_call"))
+    f = by_id[t.ready["tids"]["blocker"]]["native"]["frames"]
+    k = idx(f, kind="native", name="mix_block")
+    assert f[k]["line"] == cbp("mix_block_read") and all(  # read(2) and glibc's own
+        x["kind"] == "native" and x["module"].endswith("libc.so.6") for x in f[:k]), f[:3]
+    # A thread blocking SIGPROF has its registers in the core like any other.
+    m = by_id[t.ready["tids"]["masked"]]["native"]
+    assert m["answered"] and m["merged"]
+    assert not any(evalloop(x) for x in by_id[t.pid]["native"]["frames"])
+    d = json.loads(probing("dump", "--core", core, "--native=all", "--json",
+                           *rooted(python), check=True).stdout)
+    assert any(evalloop(x) for x in d["threads"][0]["native"]["frames"])
+    text = probing("dump", "--core", core, "--native", *rooted(python), check=True).stdout
+    assert "(Python) py_callback (" in text and "(native) mix_call+0x" in text
+
+
 @pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_core_native(python, spawn, tmp_path):
     """dump --core --native: native stacks from each thread's registers in the core, unwound by
@@ -101,27 +200,12 @@ def test_core_native(python, spawn, tmp_path):
     t = spawn(python, "native_mix.py")
     core = gcore(t.pid, tmp_path / "core")
     try:
-        d = json.loads(probing("dump", "--core", core, "--native", "--json", check=True).stdout)
-        by_id = {x["nativeId"]: x for x in d["threads"]}
-        f = by_id[t.ready["tids"]["caller"]]["native"]
-        assert f["answered"] and f["merged"], f
-        f = f["frames"]
-        i = idx(f, kind="python", name="py_callback", line=bp("native_mix.py", "callback_sleep"))
-        assert all(x["kind"] == "native" for x in f[:i]) and i > 0
-        j = idx(f, i, kind="native", name="mix_call", line=cbp("mix_call_cb"))
-        idx(f, j, kind="python", name="run_call", line=bp("native_mix.py", "mix_call"))
-        f = by_id[t.ready["tids"]["blocker"]]["native"]["frames"]
-        assert f[1]["name"] == "mix_block" and f[1]["line"] == cbp("mix_block_read"), f[:3]
-        # A thread blocking SIGPROF has its registers in the core like any other.
-        m = by_id[t.ready["tids"]["masked"]]["native"]
-        assert m["answered"] and m["merged"]
-        assert not any(x.get("name") == "_PyEval_EvalFrameDefault"
-                       for x in by_id[t.pid]["native"]["frames"])
-        d = json.loads(probing("dump", "--core", core, "--native=all", "--json",
-                               check=True).stdout)
-        assert any(x.get("name") == "_PyEval_EvalFrameDefault"
-                   for x in d["threads"][0]["native"]["frames"])
-        text = probing("dump", "--core", core, "--native", check=True).stdout
-        assert "(Python) py_callback (" in text and "(native) mix_call+0x" in text
+        check_native(python, t, core)
     finally:
         os.unlink(core)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_kernel_core_native(python, spawn, tmp_path):
+    t, core, _, _ = crashed(python, spawn, tmp_path, "native_mix.py")
+    check_native(python, t, core)
