@@ -11,6 +11,7 @@ On the host's interpreters only (3.8-3.13 and Debian's python3), as test_native.
 root's interpreters are stripped, and the probe does not name most of their libpython frames
 yet, so eval-loop frames cannot be told apart and stacks do not merge there (README)."""
 import re
+import time
 
 import pytest
 
@@ -156,9 +157,15 @@ def test_paused_threads_blocked_in_c(python, spawn):
     f = d.frames(tids["blocker"])
     assert native("read")(f[0]) and native("mix_block")(f[1]), summary(f)
     index(f, 2, py("run_block", bp(SAMPLE, "block_call")))
-    # The main thread, parked by the pause in Python: no frame of the probe's, none of the
-    # interpreter calling the probe's hook: its Python frame comes first.
-    f = d.frames(t.pid)
+    # The main thread, parked by the pause in Python once its time.sleep(0.2) returns: no
+    # frame of the probe's, none of the interpreter calling the probe's hook: its Python frame
+    # comes first.
+    deadline = time.time() + 10
+    while True:
+        f = d.frames(t.pid)
+        if is_python(f[0]) or time.time() > deadline:
+            break
+        time.sleep(0.05)
     assert py("main")(f[0]), summary(f)
     check_native_frames(f, mods)
     # A thread that blocks SIGPROF: its Python frames under a note, at once.
