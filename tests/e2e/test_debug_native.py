@@ -120,8 +120,10 @@ def test_stopped_in_python_called_by_qsort(python, spawn):
     r = d.req("evaluate", {"expression": "a[0] + b[0] > 0", "frameId": f[0]["id"],
                            "context": "watch"})
     assert r["body"]["result"] == "True", r
-    # A native frame has no scopes (an empty list, not an error).
+    # A native frame has no scopes (an empty list, not an error), and nothing to evaluate in.
     assert d.req("scopes", {"frameId": f[i]["id"]})["body"]["scopes"] == []
+    r = d.req("evaluate", {"expression": "1", "frameId": f[i]["id"], "context": "watch"}, ok=False)
+    assert r["success"] is False and "is a native frame" in r["message"], r
     d.req("continue", {"threadId": sorter})
     t.assert_responsive()
     d.req("disconnect")
