@@ -109,10 +109,11 @@ static cJSON *native_frame(long long id, const struct entry *e, const struct pro
     return o;
 }
 
-/* The entries of a merged stack s (Python frames: expect of them, or any count when expect <
- * 0) into e (room for s->n + 1). Returns the count, or -1 when the Python frames are not the
- * expected ones. */
-static int merge_entries(const struct prof_nstack *s, int mode, int expect, struct entry *e)
+/* The entries of a merged stack s into e (room for s->n + 1). expect (a parked thread's stop
+ * record, nexpect frames; NULL: any) are the Python frames s must hold, by function name.
+ * Returns the count, or -1 when s's Python frames are not those. */
+static int merge_entries(const struct prof_nstack *s, int mode, const struct probe_frame *expect,
+                         int nexpect, struct entry *e)
 {
     int first_py = s->n, cut = -1, n = 0, py = 0;
     for (int i = 0; i < s->n; i++)
@@ -129,6 +130,9 @@ static int merge_entries(const struct prof_nstack *s, int mode, int expect, stru
     for (int i = cut + 1; i < s->n; i++) {
         const struct prof_nframe *f = &s->f[i];
         if (f->kind == PROF_NF_PYTHON) {
+            if (expect && (py >= nexpect || !f->name || !expect[py].func ||
+                           strcmp(f->name, expect[py].func) != 0))
+                return -1;
             e[n++] = (struct entry){.kind = E_PY, .py = py++, .nf = f};
         } else if (is_probe(f)) {
             continue;
@@ -141,7 +145,7 @@ static int merge_entries(const struct prof_nstack *s, int mode, int expect, stru
             e[n++] = (struct entry){.kind = E_NATIVE, .nf = f, .exact = i == 0};
         }
     }
-    return expect >= 0 && py != expect ? -1 : n;
+    return expect && py != nexpect ? -1 : n;
 }
 
 int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
@@ -174,7 +178,7 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
             prof_nstack_free(&ns);
             return pb_err_set(err, PB_EUNKNOWN, "out of memory");
         }
-        n = merge_entries(&ns, mode, inspectable ? npy : -1, e);
+        n = merge_entries(&ns, mode, inspectable ? py : NULL, npy, e);
         if (n < 0)
             snprintf(note, sizeof note, "native frames not shown: the stack recorded when the "
                                         "thread stopped is not the one it is in");
