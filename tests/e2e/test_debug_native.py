@@ -85,6 +85,14 @@ def check_native_frames(frames, mods):
         assert "source" not in f and f["line"] == 0, f
 
 
+def leave(d, t, tid):
+    """Continue, check the target runs, disconnect, check its output."""
+    d.req("continue", {"threadId": tid})
+    t.assert_responsive()
+    d.req("disconnect")
+    t.check_output_clean()
+
+
 @pytest.mark.parametrize("python", HOST_PYTHONS)
 def test_stopped_in_python_called_by_qsort(python, spawn):
     t = spawn(python, SAMPLE, args=("--sort-loop",))
@@ -124,10 +132,7 @@ def test_stopped_in_python_called_by_qsort(python, spawn):
     assert d.req("scopes", {"frameId": f[i]["id"]})["body"]["scopes"] == []
     r = d.req("evaluate", {"expression": "1", "frameId": f[i]["id"], "context": "watch"}, ok=False)
     assert r["success"] is False and "is a native frame" in r["message"], r
-    d.req("continue", {"threadId": sorter})
-    t.assert_responsive()
-    d.req("disconnect")
-    t.check_output_clean()
+    leave(d, t, sorter)
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS)
@@ -184,10 +189,7 @@ def test_paused_threads_blocked_in_c(python, spawn):
     whole = d.frames(tids["caller"])
     r = d.req("stackTrace", {"threadId": tids["caller"], "startFrame": 2, "levels": 3})["body"]
     assert r["totalFrames"] == len(whole) and r["stackFrames"] == whole[2:5]
-    d.req("continue", {"threadId": t.pid})
-    t.assert_responsive()
-    d.req("disconnect")
-    t.check_output_clean()
+    leave(d, t, t.pid)
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS)
