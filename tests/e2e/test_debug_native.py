@@ -11,6 +11,7 @@ On the host's interpreters only (3.8-3.13 and Debian's python3), as test_native.
 root's interpreters are stripped, and the probe does not name most of their libpython frames
 yet, so eval-loop frames cannot be told apart and stacks do not merge there (README)."""
 import re
+import signal
 import time
 
 import pytest
@@ -83,6 +84,12 @@ def check_native_frames(frames, mods):
         assert f["moduleId"] in by_id, f
         assert "libprobing" not in by_id[f["moduleId"]]["name"], summary(frames)
         assert "source" not in f and f["line"] == 0, f
+
+
+def sigprof_caught(pid):
+    with open("/proc/%d/status" % pid) as f:
+        mask = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
+    return bool(mask >> (signal.SIGPROF - 1) & 1)
 
 
 def leave(d, t, tid):
@@ -190,6 +197,8 @@ def test_paused_threads_blocked_in_c(python, spawn):
     r = d.req("stackTrace", {"threadId": tids["caller"], "startFrame": 2, "levels": 3})["body"]
     assert r["totalFrames"] == len(whole) and r["stackFrames"] == whole[2:5]
     leave(d, t, t.pid)
+    # The SIGPROF handler was there only while each stack was read.
+    assert not sigprof_caught(t.pid)
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS)
