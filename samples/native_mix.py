@@ -7,8 +7,10 @@
 #              Python, which sleeps in time.sleep (Python -> C -> Python -> C sleep);
 #   "blocker"  mix_block, blocked in read(2) inside C;
 #   "masked"   blocks SIGPROF, then waits on an Event (its native stack cannot be asked for).
-# With --hold-gil the main thread then enters mix_block through ctypes.PyDLL, holding the GIL
-# forever. Prints "ready {...}" (pid, tids) once every thread is in place, then "tick N" every
+# With --sort-loop a fifth thread, "sorter", sorts again and again with libc's qsort and a Python
+# comparator that runs to the end (a breakpoint in it stops the thread inside the inner Python;
+# tests/e2e/test_debug_native.py). With --hold-gil the main thread then enters mix_block
+# through ctypes.PyDLL, holding the GIL forever. Prints "ready {...}" (pid, tids) once every thread is in place, then "tick N" every
 # 0.2 s.
 import ctypes
 import json
@@ -74,11 +76,29 @@ def run_masked():
     forever.wait()  # BP: masked_wait
 
 
+def sort_cmp(a, b):
+    return a[0] - b[0]  # BP: sort_cmp
+
+
+def run_sort_loop():
+    tids["sorter"] = threading.get_native_id()
+    placed.release()
+    arr = (ctypes.c_int * 8)()
+    cmp = CMP(sort_cmp)
+    while True:
+        arr[:] = [5, 3, 7, 1, 8, 2, 6, 4]
+        libc.qsort(arr, len(arr), ctypes.sizeof(ctypes.c_int), cmp)  # BP: sort_call
+        time.sleep(0.01)
+
+
 def main():
-    for name, fn in (("qsorter", run_qsort), ("caller", run_call), ("blocker", run_block),
-                     ("masked", run_masked)):
+    threads = [("qsorter", run_qsort), ("caller", run_call), ("blocker", run_block),
+               ("masked", run_masked)]
+    if "--sort-loop" in sys.argv:
+        threads.append(("sorter", run_sort_loop))
+    for name, fn in threads:
         threading.Thread(target=fn, name=name, daemon=True).start()
-    for _ in range(4):
+    for _ in threads:
         placed.acquire()
     time.sleep(0.2)  # let each thread reach its wait
     ready = {"pid": os.getpid(), "tids": tids}

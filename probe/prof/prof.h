@@ -113,4 +113,20 @@ int prof_samples_fill(struct probe_rows *r, struct pb_err *err);
 int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *err);
 int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *err);
 
+/* ---- modules.c: the loaded objects (the debugger's modules request, frames' moduleId) ---- */
+#define PROF_MODULE_PATH 512
+struct prof_module {
+    int id;             /* the object's, the same for the life of the process (from 1) */
+    int symbols;        /* 1: its file has .symtab or .debug_info; 0 not; -1 not checked */
+    uintptr_t lo, hi;   /* the union of its PT_LOAD segments */
+    uintptr_t bias;     /* its load bias */
+    char path[PROF_MODULE_PATH]; /* the main program's from /proc/self/exe */
+};
+/* Any thread but a signal handler. Every loaded object, in the loader's order, into *out
+ * (malloc'd, free() it); with_symbols: check each file for symbols (once per object). Returns
+ * the count, or -ENOMEM. */
+int prof_modules(struct prof_module **out, int with_symbols);
+/* The index in mods of the object holding pc, or -1. */
+int prof_module_find(const struct prof_module *mods, int n, uintptr_t pc);
+
 #endif

@@ -28,6 +28,7 @@ const struct dap_command dap_commands[] = {
     {"evaluate", A, LOOP(evaluate)},
     {"exceptionInfo", A, LOOP(exceptionInfo)},
     {"initialize", DAP_F_PREAUTH, LOOP(initialize), .post = dap_post_initialize},
+    {"modules", A, LOOP(modules)},
     {"next", D, LOOP(next)},
     {"pause", D | DAP_F_GIL, GIL(pause)},
     {"probing/comm", A | DAP_F_GIL, GIL(probing_comm)},
@@ -45,7 +46,7 @@ const struct dap_command dap_commands[] = {
     {"probing/query", A | DAP_F_TASK, TASK(probing_query)},
     {"probing/resume", A, LOOP(probing_resume)},
     {"probing/torch", A | DAP_F_GIL, GIL(probing_torch)},
-    {"scopes", A | DAP_F_GIL, GIL(scopes)},
+    {"scopes", A, LOOP(scopes)},
     {"setBreakpoints", D | DAP_F_GIL, GIL(setBreakpoints)},
     {"setExceptionBreakpoints", D | DAP_F_GIL, GIL(setExceptionBreakpoints)},
     {"setFunctionBreakpoints", D | DAP_F_GIL, GIL(setFunctionBreakpoints)},
@@ -217,6 +218,7 @@ static const struct {
     {"supportsHitConditionalBreakpoints", "setBreakpoints"},
     {"supportsLogPoints", "setBreakpoints"},
     {"supportsDelayedStackTraceLoading", "stackTrace"},
+    {"supportsModulesRequest", "modules"},
 };
 
 cJSON *dap_capabilities(void)

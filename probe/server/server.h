@@ -150,6 +150,8 @@ int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body)
 int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_perf(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_scopes(struct dap_ctx *c, const cJSON *args, cJSON *body);
+int dap_req_modules(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_continue(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_next(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stepIn(struct dap_ctx *c, const cJSON *args, cJSON *body);
@@ -157,7 +159,7 @@ int dap_req_stepOut(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body);
 extern const struct dap_job dap_job_probing_eval, dap_job_threads, dap_job_probing_dump, dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch, dap_job_probing_comm,
-    dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger, dap_job_scopes,
+    dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger,
     dap_job_variables, dap_job_setVariable, dap_job_source, dap_job_setBreakpoints,
     dap_job_setFunctionBreakpoints, dap_job_setExceptionBreakpoints;
 
@@ -220,6 +222,21 @@ extern const dap_closed_hook dap_closed_hooks[];
 extern const size_t dap_nclosed_hooks;
 /* evaljob.c: interrupt the evaluation of a session that has one queued or running. */
 void dap_evals_closed(struct dap_session *s);
+
+/* attach's "nativeFrames" (session.c): whether stackTrace shows native frames between the
+ * Python ones (nativeframes.c). */
+enum { DAP_NATIVE_OFF, DAP_NATIVE_MERGED, DAP_NATIVE_ALL };
+void dap_session_set_native_frames(struct dap_session *s, int mode);
+int dap_session_native_frames(const struct dap_session *s);
+/* stackTrace with native frames (nativeframes.c): the Python frames of thread tid (py, all of
+ * them, innermost first; inspectable: the stop record's) with the thread's native frames
+ * merged in as mode says, paged by start/levels into body (stackFrames, totalFrames). Python
+ * frames keep the ids they have without native frames; native and label frames have ids of
+ * their own (dap_native_frame_id). Loop thread; waits at most 1 s for the thread. */
+int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
+                     long long start, long long levels, cJSON *body, struct pb_err *err);
+/* 1 when frame id was handed out for a native (or label) frame: scopes answers none. */
+int dap_native_frame_id(long long id);
 
 /* Authentication state (attach sets it). */
 void dap_session_set_authed(struct dap_session *s);

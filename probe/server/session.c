@@ -23,6 +23,7 @@ struct dap_session {
     int close_after;
     int evals; /* evaluations of this session queued or running (evaljob.c) */
     int inflight; /* deferred requests not answered yet */
+    int native_frames; /* attach's nativeFrames: DAP_NATIVE_* (server.h) */
     struct dap_reader r;
 };
 
@@ -91,6 +92,16 @@ void dap_session_set_attached(struct dap_session *s, int debugger)
 int dap_session_is_attached(const struct dap_session *s)
 {
     return s->attached;
+}
+
+void dap_session_set_native_frames(struct dap_session *s, int mode)
+{
+    s->native_frames = mode;
+}
+
+int dap_session_native_frames(const struct dap_session *s)
+{
+    return s->native_frames;
 }
 
 void dap_session_set_authed(struct dap_session *s)

@@ -10,7 +10,7 @@ from dapclient import DAP
 
 
 class Debugger:
-    def __init__(self, target, sample="debuggee.py", inject=True, configure=True):
+    def __init__(self, target, sample="debuggee.py", inject=True, configure=True, attach=None):
         if inject:
             probing("-p", target.pid, "inject", check=True)
         self.t = target
@@ -20,7 +20,7 @@ class Debugger:
         r = self.c.request("initialize", {"adapterID": "e2e"})
         assert r["success"], r
         self.caps = r["body"]
-        r = self.c.request("attach", {})
+        r = self.c.request("attach", attach or {})
         assert r["success"], r
         if configure:
             assert self.c.request("configurationDone")["success"]

@@ -21,8 +21,13 @@ export interface ProbingAttach {
   processId?: number;
   connect?: { host: string; port: number };
   token?: string;
+  nativeFrames?: NativeFrames;
   [key: string]: unknown;
 }
+
+// Native frames in the call stack (the probe's attach argument, passed as it is).
+export type NativeFrames = 'off' | 'merged' | 'all';
+export const NATIVE_FRAMES: readonly NativeFrames[] = ['off', 'merged', 'all'];
 
 export const PICK_CONFIGURATION = {
   type: DEBUG_TYPE,
@@ -64,6 +69,9 @@ export function normalize(config: { [key: string]: unknown }): ProbingAttach | n
   if (!hasPid && !hasConnect) {
     throw new ConfigError('say what to attach to: "processId" (a number, or "${command:pickProcess}") ' +
                           'or "connect": {"host", "port"} with "token"');
+  }
+  if (config.nativeFrames !== undefined && !NATIVE_FRAMES.includes(config.nativeFrames as NativeFrames)) {
+    throw new ConfigError(`"nativeFrames": ${describe(config.nativeFrames)} is not one of "off", "merged", "all"`);
   }
   const out: ProbingAttach = { ...config, type: String(config.type ?? DEBUG_TYPE), request: 'attach',
                                name: String(config.name ?? 'probing') };

@@ -2,7 +2,8 @@
 /* DAP: AttachRequest. The process is already running and the probe is in it, so attaching is
  * a matter of admission: over TCP the client must present the token ("token" argument, compared
  * in constant time) or the connection is closed. "probingClient": "cli" marks a CLI client, which
- * does not take the debugger's seat. */
+ * does not take the debugger's seat. "nativeFrames": "off" (default), "merged" or "all": whether
+ * this session's stackTrace shows native frames between the Python ones (nativeframes.c). */
 #include <string.h>
 
 #include "server/server.h"
@@ -26,9 +27,22 @@ int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body)
         }
         dap_session_set_authed(c->s);
     }
+    const char *native = NULL;
+    int mode = DAP_NATIVE_OFF;
+    if (dap_arg_str(args, "nativeFrames", &native, &c->err) < 0)
+        return c->err.code;
+    if (native && strcmp(native, "merged") == 0)
+        mode = DAP_NATIVE_MERGED;
+    else if (native && strcmp(native, "all") == 0)
+        mode = DAP_NATIVE_ALL;
+    else if (native && strcmp(native, "off") != 0)
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.nativeFrames: '%.64s' is not one of \"off\", \"merged\", "
+                          "\"all\" (native frames in the call stack)", native);
     int debugger = !(client && strcmp(client, "cli") == 0);
     if (debugger && dap_debugger_claim(c->s, &c->err) < 0)
         return c->err.code;
     dap_session_set_attached(c->s, debugger);
+    dap_session_set_native_frames(c->s, mode);
     return 0;
 }

@@ -55,6 +55,9 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return rc;
     if (rc == 0 && frame_id < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: no frame %lld", frame_id);
+    if (rc == 0 && dap_native_frame_id(frame_id))
+        return pb_err_set(&c->err, PB_EBADARG, "frame %lld is a native frame: evaluate in a "
+                          "Python frame of the call stack", frame_id);
     int mode;
     if (strcmp(context, "watch") == 0 || strcmp(context, "hover") == 0)
         mode = PROBE_EVAL_EXPRESSION;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP: ScopesRequest. Locals and Globals of a stopped frame (arguments.frameId), each with a
- * variablesReference; read on the worker with the GIL. */
+ * variablesReference; read on the worker with the GIL. A native frame (nativeFrames) has no
+ * scope: answered on the loop with none. */
+#include <stdlib.h>
+
+#include "core/settings.h"
 #include "debugger/debugger.h"
 #include "server/server.h"
 
@@ -10,14 +14,6 @@ struct scopesjob {
     struct probe_dbg_scope scopes[2];
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
-{
-    struct scopesjob *j = job;
-    int rc = dap_arg_int(args, "frameId", &j->frame_id, &c->err);
-    if (rc > 0)
-        rc = pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: expected integer");
-    return rc;
-}
 
 /* Worker thread, GIL held. */
 static void run(void *job)
@@ -45,4 +41,23 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct dap_job dap_job_scopes = {sizeof(struct scopesjob), parse, run, reply, NULL};
+static const struct dap_job job_scopes = {sizeof(struct scopesjob), NULL, run, reply, NULL};
+
+int dap_req_scopes(struct dap_ctx *c, const cJSON *args, cJSON *body)
+{
+    long long id = 0;
+    int rc = dap_arg_int(args, "frameId", &id, &c->err);
+    if (rc > 0)
+        rc = pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: expected integer");
+    if (rc < 0)
+        return rc;
+    if (dap_native_frame_id(id)) {
+        cJSON_AddArrayToObject(body, "scopes");
+        return 0;
+    }
+    struct scopesjob *j = calloc(1, sizeof *j);
+    if (!j)
+        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: 'scopes' was not run");
+    j->frame_id = id;
+    return dap_job_submit(c, &job_scopes, j, DAP_F_GIL, probe_setting_gil_timeout_ms());
+}

@@ -3,7 +3,8 @@
  * (so it answers even when a C call holds the GIL forever), with startFrame/levels paging and
  * totalFrames: a stopped thread's from its stop record (frames that scopes, evaluate and source
  * can inspect), another's from a GIL-free snapshot. One StackFrame builder for both
- * (dap_json_stack_frame, dbgjson.c). */
+ * (dap_json_stack_frame, dbgjson.c). With the session's nativeFrames on (attach), the thread's
+ * native frames are merged in (server/nativeframes.c) and paging applies to the merged stack. */
 #include <string.h>
 #include <time.h>
 
@@ -35,13 +36,17 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.threadId: expected integer");
     if (start < 0 || levels < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.startFrame/levels: must be >= 0");
+    int native = dap_session_native_frames(c->s);
     /* A parked thread's stack is the one recorded when it stopped, with inspectable frames. */
     struct probe_frame *frames;
-    int n, total = probe_dbg_stack((long)tid, start, levels, &frames, &n);
+    int n, total = native ? probe_dbg_stack((long)tid, 0, 0, &frames, &n)
+                          : probe_dbg_stack((long)tid, start, levels, &frames, &n);
     if (total >= 0) {
-        add_frames(body, frames, n, (long)tid, start, total, 1);
+        rc = native ? dap_native_stack((long)tid, native, frames, n, 1, start, levels, body,
+                                       &c->err)
+                    : (add_frames(body, frames, n, (long)tid, start, total, 1), 0);
         probe_dbg_frames_free(frames, n);
-        return 0;
+        return rc;
     }
     struct probe_snapshot s = {0};
     const struct probe_thread *t = NULL;
@@ -66,6 +71,12 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
     if (!t) {
         probe_snapshot_free(&s);
         return pb_err_set(&c->err, PB_EBADARG, "no Python thread with id %lld", tid);
+    }
+    if (native) {
+        rc = dap_native_stack((long)tid, native, t->frames, t->nframes, 0, start, levels, body,
+                              &c->err);
+        probe_snapshot_free(&s);
+        return rc;
     }
     long long end = levels > 0 && start + levels < t->nframes ? start + levels : t->nframes;
     add_frames(body, t->frames + (start < end ? start : 0), start < end ? (int)(end - start) : 0,

@@ -7,7 +7,7 @@
 
 const assert = require('node:assert/strict');
 const { suite } = require('../lib/suite');
-const { bp, lineMatching, blankAfter } = require('../lib/target');
+const { bp, lineMatching, blankAfter, SAMPLE } = require('../lib/target');
 const {
   setBreakpoints, stopped, stack, topFrame, assertAt, evalIn, scopes, variables, byName, cont,
   assertNoTicks,
@@ -425,6 +425,35 @@ suite('debugger', [
       await dc.request('pause', { threadId: target.info.main });
       await resume(dc, target);
       assert.equal(dc.eventsSince(since, 'stopped').length, 1, 'one stopped event');
+    },
+  },
+  {
+    name: 'attach nativeFrames "merged": native frames in the stack (subtle, pc, module), modules',
+    async body({ connect, target }) {
+      const dc = await connect('debugger');
+      const caps = await dc.handshake({ attachArgs: { nativeFrames: 'merged' } });
+      assert.equal(caps.supportsModulesRequest, true);
+      const since = dc.mark();
+      await dc.pauseRequest({ threadId: target.info.main });
+      const e = await stopped(dc, since, 'pause');
+      // The thread the event names is parked in Python (another may still be in time.sleep).
+      const frames = (await stack(dc, e.body.threadId)).stackFrames;
+      // Its Python frames first (the probe's own are never shown), then the C that started
+      // the thread or the interpreter (clone, __libc_start_main...), CPython's internals
+      // collapsed.
+      assert.ok(frames[0].source && frames[0].source.path === SAMPLE, `top frame ${JSON.stringify(frames[0])}`);
+      const native = frames.filter((f) => f.instructionPointerReference !== undefined);
+      assert.ok(native.length > 0, `no native frame in ${frames.map((f) => f.name).join(', ')}`);
+      const mods = (await dc.customRequest('modules', { startModule: 0, moduleCount: 0 })).body.modules;
+      for (const f of native) {
+        assert.equal(f.presentationHint, 'subtle', `native frame ${f.name}`);
+        assert.match(f.instructionPointerReference, /^0x[0-9a-f]+$/);
+        assert.ok(mods.some((m) => m.id === f.moduleId), `moduleId of ${f.name}: ${f.moduleId}`);
+      }
+      assert.ok(frames.some((f) => f.presentationHint === 'label' && /CPython internal/.test(f.name)));
+      assert.deepEqual((await dc.scopesRequest({ frameId: native[0].id })).body.scopes, []);
+      assert.ok((await scopes(dc, frames[0].id)).Locals, 'a Python frame still has its scopes');
+      await resume(dc, target);
     },
   },
 ]);

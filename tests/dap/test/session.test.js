@@ -22,6 +22,7 @@ function capabilityProbes(info) {
     ['supportsFunctionBreakpoints', 'setFunctionBreakpoints', { breakpoints: [] }],
     ['supportsExceptionInfoRequest', 'exceptionInfo', { threadId: info.main }],
     ['supportsLoadedSourcesRequest', 'loadedSources', {}],
+    ['supportsModulesRequest', 'modules', { startModule: 0 }],
   ];
 }
 

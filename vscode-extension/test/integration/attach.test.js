@@ -250,6 +250,39 @@ test(`${one.id}: connect over TCP with the token from the configuration`, { time
   }
 }));
 
+test(`${one.id}: "nativeFrames": "merged" from the configuration reaches the probe: native frames in the stack`,
+     { timeout: TIMEOUT }, () => withTarget(one, async (target) => {
+  setUp();
+  const base = { type: 'probing', request: 'attach', name: 'native', processId: target.pid };
+  // A value the probe would refuse is stopped before anything runs, with one message.
+  assert.equal((await resolveAsVsCode({ ...base, nativeFrames: 'on' })).config, undefined);
+  assert.match(fake.state.messages[0].text, /"nativeFrames": "on" is not one of "off", "merged", "all"/);
+  const { config, descriptor } = await resolveAsVsCode({ ...base, nativeFrames: 'merged' });
+  assert.equal(config.nativeFrames, 'merged');
+  const dc = await connectTo(descriptor);
+  try {
+    const caps = await handshake(dc, config);
+    assert.equal(caps.supportsModulesRequest, true);
+    await dc.configurationDoneRequest();
+    const stopped = dc.waitForEvent('stopped');
+    await dc.pauseRequest({ threadId: target.info.main });
+    const ev = await stopped;
+    // The thread the event names is parked in Python (the other may still be in time.sleep).
+    const frames = (await dc.stackTraceRequest({ threadId: ev.body.threadId })).body.stackFrames;
+    assert.ok(frames[0].source && frames[0].source.path === SAMPLE, JSON.stringify(frames[0]));
+    const native = frames.filter((f) => f.instructionPointerReference);
+    assert.ok(native.length > 0 && native.every((f) => f.presentationHint === 'subtle'),
+              JSON.stringify(frames.map((f) => f.name)));
+    assert.ok(native.some((f) => /^(__libc_start_main|pythread_wrapper)\+0x/.test(f.name)),
+              JSON.stringify(native.map((f) => f.name)));
+    await dc.continueRequest({ threadId: target.info.main });
+    await dc.disconnectRequest({});
+  } finally {
+    dc.sock.destroy();
+  }
+  await target.ticks(2);
+}));
+
 test('a process that is not Python: the factory fails with the CLI\'s one line', { timeout: TIMEOUT }, async () => {
   setUp();
   const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });

@@ -31,6 +31,15 @@ test('processId: a number or the picked pid as a string becomes a number', () =>
   assert.equal(config.normalize({ ...base, processId: '' }), null);
 });
 
+test('nativeFrames: passed through to attach as it is; anything else refused', () => {
+  const base = { type: 'probing', request: 'attach', name: 'n', processId: 7 };
+  for (const v of ['off', 'merged', 'all']) assert.equal(config.normalize({ ...base, nativeFrames: v }).nativeFrames, v);
+  assert.equal('nativeFrames' in config.normalize(base), false);
+  assert.throws(() => config.normalize({ ...base, nativeFrames: 'on' }),
+                /"nativeFrames": "on" is not one of "off", "merged", "all"/);
+  assert.throws(() => config.normalize({ ...base, nativeFrames: true }), config.ConfigError);
+});
+
 test('connect: host defaults to loopback, port checked, token required', () => {
   const base = { type: 'probing', request: 'attach', name: 'n', token: 'secret-token' };
   assert.deepEqual(config.normalize({ ...base, connect: { port: 9922 } }).connect, { host: '127.0.0.1', port: 9922 });

@@ -39,8 +39,11 @@ test('the debugger contribution', () => {
   assert.equal(d.type, 'probing');
   assert.equal(d.variables.pickProcess, 'probing.pickProcess');
   const attrs = d.configurationAttributes.attach.properties;
-  assert.deepEqual(Object.keys(attrs).sort(), ['connect', 'processId', 'token']);
+  assert.deepEqual(Object.keys(attrs).sort(), ['connect', 'nativeFrames', 'processId', 'token']);
   const config = ext('config.js');
+  assert.deepEqual(attrs.nativeFrames.enum, [...config.NATIVE_FRAMES]);
+  assert.equal(attrs.nativeFrames.default, 'off');
+  assert.equal(attrs.nativeFrames.enumDescriptions.length, attrs.nativeFrames.enum.length);
   assert.deepEqual(d.initialConfigurations, [config.PICK_CONFIGURATION]);
   assert.equal(d.configurationSnippets.length, 2);
   for (const s of d.configurationSnippets) assert.equal(s.body.type, 'probing');
