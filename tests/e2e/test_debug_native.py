@@ -7,16 +7,17 @@ paused threads blocked in C (time.sleep, a lock, read(2)) show the C functions t
 above their Python frames; the probe's own frames never show; "off" is the stack as it always
 was; `modules` lists libc and the interpreter with paging; a bad value is refused at attach.
 
-On the host's interpreters only (3.8-3.13 and Debian's python3), as test_native.py: the sid
-root's interpreters are stripped, and the probe does not name most of their libpython frames
-yet, so eval-loop frames cannot be told apart and stacks do not merge there (README)."""
+On every interpreter, as test_native.py: on the sid root's stripped builds libpython's static
+functions and glibc's internal ones have no names (they show as module+offset, or in the label
+of CPython's internals)."""
 import re
 import signal
 import time
 
 import pytest
 
-from conftest import HOST_PYTHONS, bp
+import sidroot
+from conftest import PYTHONS, bp
 from dapclient import DAP
 from dbgutil import Debugger
 
@@ -100,7 +101,7 @@ def leave(d, t, tid):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", HOST_PYTHONS)
+@pytest.mark.parametrize("python", PYTHONS)
 def test_stopped_in_python_called_by_qsort(python, spawn):
     t = spawn(python, SAMPLE, args=("--sort-loop",))
     d = Debugger(t, sample=SAMPLE, attach={"nativeFrames": "merged"})
@@ -142,7 +143,7 @@ def test_stopped_in_python_called_by_qsort(python, spawn):
     leave(d, t, sorter)
 
 
-@pytest.mark.parametrize("python", HOST_PYTHONS)
+@pytest.mark.parametrize("python", PYTHONS)
 def test_paused_threads_blocked_in_c(python, spawn):
     t = spawn(python, SAMPLE)
     d = Debugger(t, sample=SAMPLE, attach={"nativeFrames": "merged"})
@@ -163,14 +164,21 @@ def test_paused_threads_blocked_in_c(python, spawn):
     # Waiting on a lock (threading.Event.wait): the lock's C frames, then Condition.wait.
     f = d.frames(tids["qsorter"])
     k = index(f, 0, is_python)
-    assert k > 0 and any(native("acquire")(x) for x in f[:k]), summary(f)
+    # A stripped interpreter (the sid root's) has no name for acquire_timed, a static function:
+    # then glibc's futex wait (unnamed in a stripped glibc 2.43 too) and CPython's label.
+    assert k > 0 and (any(native("acquire")(x) for x in f[:k]) or sidroot.is_sid(python) and all(
+        x["name"].startswith("libc.so.6+") or x.get("presentationHint") == "label"
+        for x in f[:k])), summary(f)
     assert f[k]["name"].endswith("wait"), summary(f)
     index(f, k, py("py_cmp", bp(SAMPLE, "cmp_wait")))
     check_native_frames(f, mods)
     # Blocked in read(2) inside C called through ctypes.
     f = d.frames(tids["blocker"])
-    assert native("read")(f[0]) and native("mix_block")(f[1]), summary(f)
-    index(f, 2, py("run_block", bp(SAMPLE, "block_call")))
+    # (glibc 2.41+ enters the system call through hidden functions: unnamed when stripped)
+    r = index(f, 0, native("read"))
+    assert all(x["name"].startswith("libc.so.6+") for x in f[:r]), summary(f)
+    assert native("mix_block")(f[r + 1]), summary(f)
+    index(f, r + 2, py("run_block", bp(SAMPLE, "block_call")))
     # The main thread, parked by the pause in Python once its time.sleep(0.2) returns: no
     # frame of the probe's, none of the interpreter calling the probe's hook: its Python frame
     # comes first.
@@ -201,7 +209,7 @@ def test_paused_threads_blocked_in_c(python, spawn):
     assert not sigprof_caught(t.pid)
 
 
-@pytest.mark.parametrize("python", HOST_PYTHONS)
+@pytest.mark.parametrize("python", PYTHONS)
 def test_modules_and_bad_native_frames(python, spawn):
     t = spawn(python, SAMPLE)
     d = Debugger(t, sample=SAMPLE, configure=False, attach={"probingClient": "cli"})
