@@ -10,7 +10,8 @@ availability and memory counters, so the CUDA code path of the tracer runs on a 
 machine), --fake-step-hooks (a stand-in for torch 2.x's global optimizer step hooks
 (torch.optim.optimizer.register_optimizer_step_post_hook) on torch 1.13), --width N (model
 width, default 64), --timing (print "timing STEP WALL_S CPU_S" after each step, for the
-benchmark), --late-post-hook FILE (once FILE exists, the job registers a global optimizer step
+benchmark), --compile BACKEND (train through torch.compile(model, backend=BACKEND): eager or
+aot_eager need no C compiler), --late-post-hook FILE (once FILE exists, the job registers a global optimizer step
 post hook of its own: after a tracer's, as a job's library may). Used by tests/e2e/test_perf_torch.py and tests/bench/bench_torch.py."""
 import argparse
 import collections
@@ -128,6 +129,7 @@ def main():
     ap.add_argument("--fake-step-hooks", action="store_true")
     ap.add_argument("--timing", action="store_true")
     ap.add_argument("--late-post-hook", default=None)
+    ap.add_argument("--compile", default=None)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -137,6 +139,7 @@ def main():
         fake_step_hooks(torch.optim.AdamW)
     global MODEL
     model = MODEL = TinyTransformer(d=a.width)
+    run = torch.compile(model, backend=a.compile) if a.compile else model
     loss_fn = nn.CrossEntropyLoss()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     step = 0
@@ -149,7 +152,7 @@ def main():
         w0, c0 = time.perf_counter(), time.process_time()
         idx = torch.randint(0, 256, (8, 32))
         target = torch.randint(0, 256, (8, 32))
-        logits = model(idx)
+        logits = run(idx)
         loss = loss_fn(logits.view(-1, 256), target.view(-1))
         opt.zero_grad()
         loss.backward()

@@ -315,6 +315,38 @@ def test_stop_with_a_job_hook_after_ours(PY, spawn, tmp_path):
     assert n == len(query(t.pid, "SELECT step FROM python.torch_steps"))
 
 
+def test_compiled_model(PY, spawn):
+    """A model trained through torch.compile (torch 2.x; aot_eager: no C compiler in the sid
+    root): tracing sees the compiled model's wrapper and its graph, not the layers inlined into
+    it, says so, changes nothing the job computes, and puts everything back."""
+    if PY_ID[PY] == "torch1-debian":
+        r = subprocess.run(["/usr/bin/python3", "-c", "import torch; torch.compile"],
+                           capture_output=True)
+        assert r.returncode != 0  # torch 1.13 has no torch.compile: nothing to test there
+        return
+    t = spawn(PY, "torch_train.py", args=("--compile", "aot_eager"), wait_ready=False)
+    t.ready = t.wait_line(r"^ready (\{.*\})$", timeout=300, json_group=True)  # compiling
+    before = eval_json(t.pid, STATE)
+    r = probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    assert "note: torch.compile is in use" in r.stdout, r.stdout
+    steps = wait_steps(t.pid, 3)
+    rows = query(t.pid, "SELECT module, stage FROM python.torch_trace WHERE step = %d" % steps[1])
+    seen = {(x["module"], x["stage"]) for x in rows}
+    for m in ("OptimizedModule", "GraphModule", "CrossEntropyLoss"):
+        for stage in ("forward_pre", "forward_post", "backward_pre", "backward_post"):
+            assert (m, stage) in seen, (m, stage, sorted(seen))
+    # What runs compiled has nothing of ours in its graph (dynamo sees the hooks return at
+    # once), so no graph break and no layer rows.
+    assert not any(x["module"].startswith("_orig_mod") for x in rows), sorted(seen)
+    srows = query(t.pid, "SELECT detection, loss FROM python.torch_steps WHERE step > %d"
+                  % steps[0])
+    assert srows and all(x["detection"] == "optimizer" and x["loss"] > 0 for x in srows)
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    settle(PY, t, before)
+    assert eval_json(t.pid, STATE) == before
+    t.check_output_clean()
+
+
 def test_errors_and_help(PY, spawn):
     t = spawn(PY, "threads.py")
     r = probing("-p", t.pid, "perf", "--torch")
