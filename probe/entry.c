@@ -161,6 +161,20 @@ PROBE_EXPORT int probing_history_index(const char *table, const char *columns, c
     return rc;
 }
 
+/* Keep a rollup of a table declared with probing_history_define: one row per distinct value
+ * of group_cols with count/sum/min/max/mean of value_cols, as "<table>_by_<group cols>"
+ * (docs/tables.md), so GROUP BY group_cols reads the groups instead of the rows. */
+PROBE_EXPORT int probing_history_rollup(const char *table, const char *group_cols,
+                                        const char *value_cols, char *errbuf, size_t errlen)
+{
+    struct pb_err err = {0};
+    int rc = table ? probe_history_rollup(table, group_cols, value_cols, &err)
+                   : pb_err_set(&err, PB_EBADARG, "a table is required");
+    if (rc < 0 && errbuf && errlen)
+        pb_strlcpy(errbuf, err.msg, errlen);
+    return rc;
+}
+
 /* Append one row of n REAL values to a table declared with probing_history_define. */
 PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n)
 {
