@@ -25,12 +25,31 @@ static void on_fork_child(void)
     dbg_fork_child();
 }
 
+/* GIL worker: read threading's names once at start, so that a first `threads` (a debugger
+ * attaching now) finds them remembered and needs no GIL (server/req/threads.c). */
+static void names_warm(void *arg)
+{
+    (void)arg;
+    struct probe_snapshot s;
+    struct pb_err err = {0};
+    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) == 0)
+        probe_snapshot_free(&s);
+}
+
+static void names_warmed(void *arg, int rc)
+{
+    (void)arg;
+    (void)rc;
+}
+
 /* First thing on the agent thread, before the loop runs. */
 static void agent_first(void)
 {
     struct pb_err err = {0};
     if (probe_pyrt_init(&err) < 0)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
+    else if (probe_gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
+        PB_LOG(PB_LOG_WARN, "thread names not read at start");
     if (probe_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,

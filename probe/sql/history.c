@@ -349,7 +349,7 @@ static int rollups_of(int t, struct probe_rollup **rs, int *idx)
     return k;
 }
 
-static void bind_value(sqlite3_stmt *st, int i, const struct probe_value *v)
+void probe_history_bind(sqlite3_stmt *st, int i, const struct probe_value *v)
 {
     switch (v->type) {
     case PROBE_V_INT: sqlite3_bind_int64(st, i, v->i); break;
@@ -429,7 +429,7 @@ void probe_history_flush(void)
         if (ins) {
             sqlite3_bind_double(ins, 1, p->ts);
             for (int c = 0; c < p->n; c++)
-                bind_value(ins, c + 2, &p->vals[c]);
+                probe_history_bind(ins, c + 2, &p->vals[c]);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 PB_LOG(PB_LOG_WARN, "history insert into %s: %s", h->info.name,
                        sqlite3_errmsg(db));

@@ -281,16 +281,6 @@ void probe_rollup_add(struct probe_rollup *r, double ts, const struct probe_valu
 
 /* ---- SQLite side ---- */
 
-static void bind_value(sqlite3_stmt *st, int i, const struct probe_value *v)
-{
-    switch (v->type) {
-    case PROBE_V_INT: sqlite3_bind_int64(st, i, v->i); break;
-    case PROBE_V_REAL: sqlite3_bind_double(st, i, v->d); break;
-    case PROBE_V_TEXT: sqlite3_bind_text(st, i, v->s, -1, SQLITE_STATIC); break;
-    default: sqlite3_bind_null(st, i); break;
-    }
-}
-
 static struct probe_value column_value(sqlite3_stmt *st, int c)
 {
     switch (sqlite3_column_type(st, c)) {
@@ -339,7 +329,7 @@ static void refresh(sqlite3 *db, struct probe_rollup *r, struct group *g,
     sqlite3_stmt *st = NULL;
     if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         for (int i = 0; i < r->ng; i++)
-            bind_value(st, i + 1, &g->key[i]);
+            probe_history_bind(st, i + 1, &g->key[i]);
         if (sqlite3_step(st) == SQLITE_ROW) {
             g->ts = sqlite3_column_double(st, 0);
             for (int k = 0; k < r->nv; k++) {
@@ -407,7 +397,7 @@ void probe_rollup_sync(sqlite3 *db, struct probe_rollup *r, const struct probe_t
         sqlite3_bind_int64(st, p++, g->rid);
         sqlite3_bind_double(st, p++, g->ts);
         for (int k = 0; k < r->ng; k++)
-            bind_value(st, p++, &g->key[k]);
+            probe_history_bind(st, p++, &g->key[k]);
         sqlite3_bind_int64(st, p++, g->rows);
         for (int k = 0; k < r->nv; k++) {
             const struct agg *a = &g->a[k];

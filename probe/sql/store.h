@@ -101,6 +101,9 @@ int probe_compat_hint(const char *sql, struct pb_err *err);
  * being written (base's columns without ts); _scan adds (sign 1) or removes (-1) base's rows
  * up to rowid upto, to each of rs; _sync writes the changed groups into the rollup's table
  * (self), after the evicted rows were deleted from base. */
+struct sqlite3_stmt;
+/* Bind v (copied) as parameter i of st (history.c). */
+void probe_history_bind(struct sqlite3_stmt *st, int i, const struct probe_value *v);
 #define PROBE_ROLLUP_MAX_GROUP 4
 #define PROBE_ROLLUP_MAX_VALUES 6
 struct probe_rollup;
