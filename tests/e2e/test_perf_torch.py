@@ -248,17 +248,19 @@ def test_rollups_equal_group_by(PY, spawn):
     assert by_module >= 4 * 20, by_module
     assert check_rollup(t.pid, "python.torch_trace", ["step"],
                         ["duration", "allocated", "max_allocated", "rss"]) >= 3
-    last = query(t.pid, "SELECT MAX(step) AS m FROM python.torch_trace")[0]["m"]
+    n0 = query(t.pid, "SELECT COUNT(*) AS n, MIN(step) AS lo, MAX(step) AS hi "
+                      "FROM python.torch_trace")[0]
+    assert n0["n"] > 150, n0
     probing("-p", t.pid, "config", "history.max_rows=150", check=True)
     probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
-    wait_steps(t.pid, 2, "traced = 1 AND step > %d" % last)
+    wait_steps(t.pid, 2, "traced = 1 AND step > %d" % n0["hi"])
     probing("-p", t.pid, "perf", "--stop", check=True)
     n = query(t.pid, "SELECT COUNT(*) AS n, MIN(step) AS lo FROM python.torch_trace")[0]
-    assert n["n"] <= 150 and n["lo"] > last, n
+    assert n["n"] <= 150 and n["lo"] > n0["lo"], (n, n0)  # the oldest steps went
     assert check_rollup(t.pid, "python.torch_trace", ["module", "stage"],
                         ["duration", "allocated", "max_allocated"]) >= 20
     assert check_rollup(t.pid, "python.torch_trace", ["step"],
-                        ["duration", "allocated", "max_allocated", "rss"]) in (1, 2)
+                        ["duration", "allocated", "max_allocated", "rss"]) >= 1
     t.check_output_clean()
 
 
