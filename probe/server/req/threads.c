@@ -49,6 +49,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         pb_err_clear(&j->err);
         return 0;
     }
+    dap_snapshot_drop_worker(&j->snap); /* ours, left out of the answer anyway */
     if (!probe_pyrt_names_known(&j->snap)) { /* a thread started since: ask threading */
         probe_snapshot_free(&j->snap);
         return 0;
