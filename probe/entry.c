@@ -25,12 +25,31 @@ static void on_fork_child(void)
     dbg_fork_child();
 }
 
+/* GIL worker: read threading's names once at start, so that a first `threads` (a debugger
+ * attaching now) finds them remembered and needs no GIL (server/req/threads.c). */
+static void names_warm(void *arg)
+{
+    (void)arg;
+    struct probe_snapshot s;
+    struct pb_err err = {0};
+    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) == 0)
+        probe_snapshot_free(&s);
+}
+
+static void names_warmed(void *arg, int rc)
+{
+    (void)arg;
+    (void)rc;
+}
+
 /* First thing on the agent thread, before the loop runs. */
 static void agent_first(void)
 {
     struct pb_err err = {0};
     if (probe_pyrt_init(&err) < 0)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
+    else if (probe_gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
+        PB_LOG(PB_LOG_WARN, "thread names not read at start");
     if (probe_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
@@ -155,6 +174,20 @@ PROBE_EXPORT int probing_history_index(const char *table, const char *columns, c
 {
     struct pb_err err = {0};
     int rc = table ? probe_history_index(table, columns, &err)
+                   : pb_err_set(&err, PB_EBADARG, "a table is required");
+    if (rc < 0 && errbuf && errlen)
+        pb_strlcpy(errbuf, err.msg, errlen);
+    return rc;
+}
+
+/* Keep a rollup of a table declared with probing_history_define: one row per distinct value
+ * of group_cols with count/sum/min/max/mean of value_cols, as "<table>_by_<group cols>"
+ * (docs/tables.md), so GROUP BY group_cols reads the groups instead of the rows. */
+PROBE_EXPORT int probing_history_rollup(const char *table, const char *group_cols,
+                                        const char *value_cols, char *errbuf, size_t errlen)
+{
+    struct pb_err err = {0};
+    int rc = table ? probe_history_rollup(table, group_cols, value_cols, &err)
                    : pb_err_set(&err, PB_EBADARG, "a table is required");
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg, errlen);

@@ -26,5 +26,7 @@ PROBE_EXPORT int probing_history_define(const char *table, const char *columns, 
 PROBE_EXPORT int probing_history_index(const char *table, const char *columns, char *errbuf,
                                        size_t errlen);
 PROBE_EXPORT int probing_history_append(const char *table, const double *values, int n);
+PROBE_EXPORT int probing_history_rollup(const char *table, const char *group_cols,
+                                        const char *value_cols, char *errbuf, size_t errlen);
 
 #endif

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Test and bench target: starts the probe with probing.init(), declares a history table
-perf.train_steps(step, loss, ms) through the probe's C API for Python collectors, appends N rows
+perf.train_steps(step, loss, ms) through the probe's C API for Python collectors, with an index
+on (loss, ms, step) and a rollup by loss (perf.train_steps_by_loss), appends N rows
 (argv[1], default 1000) with step = 0..N-1, loss = step % 7, ms = step % 100, then ticks.
 Prints "ready {...}" once every row has been handed to the probe."""
 import ctypes
@@ -28,6 +29,11 @@ def main():
                                           ctypes.c_size_t]
     if lib.probing_history_index(b"perf.train_steps", b"loss,ms,step", err, len(err)) != 0:
         raise SystemExit("index failed: " + err.value.decode())
+    # ... and keep the rollup of what they group by: perf.train_steps_by_loss.
+    lib.probing_history_rollup.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                           ctypes.c_char_p, ctypes.c_size_t]
+    if lib.probing_history_rollup(b"perf.train_steps", b"loss", b"ms,step", err, len(err)) != 0:
+        raise SystemExit("rollup failed: " + err.value.decode())
     row = (ctypes.c_double * 3)()
     for i in range(n):
         row[0], row[1], row[2] = i, i % 7, i % 100

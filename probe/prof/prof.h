@@ -109,6 +109,8 @@ void prof_store_tick(void); /* drain thread, about once a second: cache upkeep *
 
 struct probe_rows;
 int prof_samples_fill(struct probe_rows *r, struct pb_err *err);
+/* perf.samples_by_stack: one row per (thread, stack) with its sample counts. */
+int prof_stack_counts_fill(struct probe_rows *r, struct pb_err *err);
 /* only_sid >= 0: that stack only. */
 int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *err);
 int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *err);

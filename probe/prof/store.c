@@ -82,6 +82,17 @@ static struct imap pycache_map;  /* hash(code, lasti) -> fid, cleared every tick
 static struct imap pyname_map;   /* hash(name) -> fid (collisions checked) */
 static struct imap stack_map;    /* hash(fids) -> sid (collisions checked) */
 
+/* perf.samples_by_stack: the samples per (thread, stack), kept as samples are added so that
+ * the usual GROUP BY stack_id reads one row per stack instead of every sample. */
+struct pcount {
+    int tid, sid;
+    long long samples, on_cpu;
+    double first, last;
+};
+static struct pcount *counts;
+static size_t ncounts, capcounts;
+static struct imap count_map; /* tid << 32 | sid -> index in counts */
+
 static uint64_t mix(uint64_t h)
 {
     h ^= h >> 33;
@@ -338,6 +349,26 @@ int prof_store_has_thread_name(int tid)
     return r;
 }
 
+static void count_sample(const struct psample *s)
+{
+    uint64_t key = (uint64_t)(uint32_t)s->tid << 32 | (uint32_t)s->sid;
+    size_t it = 0;
+    int i = imap_next(&count_map, key, &it);
+    if (i < 0) {
+        struct pcount *nc = grow(counts, &capcounts, ncounts, sizeof *counts);
+        if (!nc || imap_put(&count_map, key, (int)ncounts) < 0)
+            return;
+        counts = nc;
+        i = (int)ncounts++;
+        counts[i] = (struct pcount){s->tid, s->sid, 0, 0, s->ts, s->ts};
+    }
+    struct pcount *c = &counts[i];
+    c->samples++;
+    c->on_cpu += s->on_cpu;
+    c->first = s->ts < c->first ? s->ts : c->first;
+    c->last = s->ts > c->last ? s->ts : c->last;
+}
+
 void prof_store_add(const struct prof_raw *r, int wall)
 {
     int fids[PROF_MAX_NATIVE + PROF_MAX_PY];
@@ -414,6 +445,7 @@ void prof_store_add(const struct prof_raw *r, int wall)
         struct pthreadname *t = tname_get(r->tid, 1);
         if (t)
             t->has_samples = 1;
+        count_sample(s);
     }
     pthread_mutex_unlock(&mu);
 }
@@ -449,6 +481,10 @@ void prof_store_clear(void)
     tnames = NULL;
     ntnames = captnames = 0;
     lost_full = 0;
+    free(counts);
+    counts = NULL;
+    ncounts = capcounts = 0;
+    imap_free(&count_map);
     imap_free(&native_map);
     imap_free(&pycache_map);
     imap_free(&pyname_map);
@@ -492,6 +528,25 @@ int prof_samples_fill(struct probe_rows *r, struct pb_err *err)
     }
     pthread_mutex_unlock(&mu);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples: out of memory") : 0;
+}
+
+int prof_stack_counts_fill(struct probe_rows *r, struct pb_err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; rc == 0 && i < ncounts; i++) {
+        const struct pcount *c = &counts[i];
+        const struct pthreadname *t = tname_get(c->tid, 0);
+        rc = probe_rows_add_int(r, c->tid);
+        rc = rc ? rc : probe_rows_add_text(r, t ? t->name : NULL);
+        rc = rc ? rc : probe_rows_add_int(r, c->sid);
+        rc = rc ? rc : probe_rows_add_int(r, c->samples);
+        rc = rc ? rc : probe_rows_add_int(r, c->on_cpu);
+        rc = rc ? rc : probe_rows_add_real(r, c->first);
+        rc = rc ? rc : probe_rows_add_real(r, c->last);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? pb_err_set(err, rc, "perf.samples_by_stack: out of memory") : 0;
 }
 
 /* The range of stack ids to list: all, one, or none (an id not there). */

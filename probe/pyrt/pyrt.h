@@ -60,6 +60,13 @@ int probe_pyrt_init(struct pb_err *err);
  * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
 
+/* A snapshot without PROBE_SNAP_NAMES names each thread as the last snapshot with it did (same
+ * ident and native id; name_from_threading 1), else from the OS. 1 when that last snapshot is at
+ * most max_age_ms old. Any thread, no GIL. */
+int probe_pyrt_names_fresh(int max_age_ms);
+/* 1 when every thread of s was in that last snapshot (threads started since: 0). */
+int probe_pyrt_names_known(const struct probe_snapshot *s);
+
 /* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
  * thread's contents, for callers that drop threads from a snapshot. */
 void probe_snapshot_free(struct probe_snapshot *s);

@@ -7,9 +7,11 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_FRAMES 256
 #define MAX_FRAMES 10000
@@ -253,6 +255,84 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
     return 0;
 }
 
+/* threading's names remembered from the last snapshot taken with PROBE_SNAP_NAMES, so that a
+ * GIL-free snapshot names threads as threading does when the GIL is not to be had (a hang in C)
+ * or not worth waiting for (probe_pyrt_names_fresh). A thread is known by (ident, native id). */
+#define NAMES_MAX 256
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    unsigned long ident;
+    long native_id;
+    int daemon, from_threading;
+    char name[64];
+} names[NAMES_MAX];
+static int nnames;
+static struct timespec names_at;
+
+static void names_remember(const struct probe_snapshot *s)
+{
+    pthread_mutex_lock(&names_mu);
+    nnames = 0;
+    for (int i = 0; i < s->nthreads && nnames < NAMES_MAX; i++) {
+        const struct probe_thread *t = &s->threads[i];
+        int from = t->name_from_threading && t->name && strlen(t->name) < sizeof names[0].name;
+        names[nnames].ident = t->ident;
+        names[nnames].native_id = t->native_id;
+        names[nnames].daemon = t->daemon;
+        names[nnames].from_threading = from;
+        strcpy(names[nnames].name, from ? t->name : "");
+        nnames++;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &names_at);
+    pthread_mutex_unlock(&names_mu);
+}
+
+/* Names from the cache for the threads a GIL-free snapshot named from the OS. */
+static void names_recall(struct probe_snapshot *s)
+{
+    pthread_mutex_lock(&names_mu);
+    for (int i = 0; i < s->nthreads; i++) {
+        struct probe_thread *t = &s->threads[i];
+        for (int k = 0; k < nnames && !t->name_from_threading; k++) {
+            char *n;
+            if (names[k].ident != t->ident || names[k].native_id != t->native_id ||
+                !names[k].from_threading || !(n = strdup(names[k].name)))
+                continue;
+            free(t->name);
+            t->name = n;
+            t->daemon = names[k].daemon;
+            t->name_from_threading = 1;
+        }
+    }
+    pthread_mutex_unlock(&names_mu);
+}
+
+int probe_pyrt_names_known(const struct probe_snapshot *s)
+{
+    int known = 1;
+    pthread_mutex_lock(&names_mu);
+    for (int i = 0; i < s->nthreads && known; i++) {
+        known = 0;
+        for (int k = 0; k < nnames && !known; k++)
+            known = names[k].ident == s->threads[i].ident &&
+                    names[k].native_id == s->threads[i].native_id;
+    }
+    pthread_mutex_unlock(&names_mu);
+    return known;
+}
+
+int probe_pyrt_names_fresh(int max_age_ms)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&names_mu);
+    double age = (double)(now.tv_sec - names_at.tv_sec) * 1e3 +
+                 (double)(now.tv_nsec - names_at.tv_nsec) / 1e6;
+    int fresh = names_at.tv_sec != 0 && age <= max_age_ms;
+    pthread_mutex_unlock(&names_mu);
+    return fresh;
+}
+
 /* No GIL needed without flags; with PROBE_SNAP_* flags Requires GIL. */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
@@ -299,7 +379,11 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
                     probe_locals_read(&t->frames[j], &raws[i][j]);
         }
         exc_restore(&saved);
+        if (flags & PROBE_SNAP_NAMES)
+            names_remember(s);
     }
+    if (rc == 0 && !(flags & PROBE_SNAP_NAMES))
+        names_recall(s);
     for (int i = 0; i < s->nthreads; i++)
         free(raws ? raws[i] : NULL);
     free(raws);

@@ -193,6 +193,16 @@ int dap_command_run(const struct dap_command *cmd, struct dap_ctx *c, const cJSO
     if (!job)
         return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
     int rc = cmd->job->parse ? cmd->job->parse(c, args, job) : 0;
+    if (rc == DAP_JOB_ANSWERED) { /* parse found what run would, without the GIL */
+        struct dap_reply rep = {.s = c->s};
+        rc = cmd->job->reply(&rep, job, body);
+        if (rc < 0)
+            c->err = rep.err;
+        free(rep.long_msg);
+        drop_job(cmd->job, job);
+        dap_debugger_flush();
+        return rc;
+    }
     if (rc < 0) {
         drop_job(cmd->job, job);
         return rc;

@@ -42,10 +42,12 @@ struct dap_reply {
     char *long_msg;        /* or a longer text, malloc'd */
 };
 
+#define DAP_JOB_ANSWERED 2
 struct dap_job {
     size_t size;
     /* Loop: check the arguments into job. 0, or a negative code with c->err (then drop, no
-     * run). May be NULL. */
+     * run), or DAP_JOB_ANSWERED when it could fill job without run (reply then runs at once
+     * on the loop, with gil_rc 0). May be NULL. */
     int (*parse)(struct dap_ctx *c, const cJSON *args, void *job);
     void (*run)(void *job);
     /* Loop: fill body (0), or fail with r->err (or r->long_msg). */

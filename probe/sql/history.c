@@ -3,11 +3,13 @@
  * (epoch seconds), bounded by history.max_rows and history.max_age_s. Appends come from any
  * thread and never touch SQLite: rows wait in a bounded queue and the task thread writes them
  * (probe_history_flush, before every query and after each batch). Also the built-in collector:
- * system.process_history, sampled from /proc by a timer on the loop (no GIL). */
+ * system.process_history, sampled from /proc by a timer on the loop (no GIL). Rollups
+ * (rollup.c) are entries of the same list, kind "rollup", kept by the flush. */
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,8 @@ struct hist_table {
     char *indexes[MAX_INDEXES];
     int nindexes;
     int indexes_created; /* task thread only */
+    struct probe_rollup *rollup; /* a rollup of tables[base] (else NULL) */
+    int base, seeded;            /* seeded: task thread only */
 };
 
 struct pending {
@@ -138,6 +142,66 @@ int probe_history_index(const char *table, const char *columns, struct pb_err *e
     return rc;
 }
 
+/* Whether the declared index list of h starts with cols (so it serves WHERE on them). */
+static int has_index_on(const struct hist_table *h, const char *cols)
+{
+    size_t n = strlen(cols);
+    for (int i = 0; i < h->nindexes; i++)
+        if (strncmp(h->indexes[i], cols, n) == 0 && (!h->indexes[i][n] || h->indexes[i][n] == ','))
+            return 1;
+    return 0;
+}
+
+int probe_history_rollup(const char *table, const char *group_cols, const char *value_cols,
+                         struct pb_err *err)
+{
+    char name[128];
+    int b = find(table);
+    if (b < 0 || tables[b].rollup)
+        return pb_err_set(err, PB_EBADARG, "rollup: '%s' is not a history table", table);
+    snprintf(name, sizeof name, "%s_by_%s", table, group_cols ? group_cols : "");
+    for (char *c = name + strlen(table); *c; c++)
+        if (*c == ',' || *c == ' ')
+            *c = '_';
+    if (find(name) >= 0)
+        return 0;
+    struct probe_column *cols = NULL;
+    int ncols = 0;
+    struct probe_rollup *r = probe_rollup_new(&tables[b].info, group_cols, value_cols, &cols,
+                                              &ncols, err);
+    if (!r)
+        return err->code;
+    char *dup = strdup(name);
+    int rc = dup ? probe_history_define(dup, tables[b].info.description, cols, ncols, err)
+                 : pb_err_set(err, -ENOMEM, "out of memory");
+    pthread_mutex_lock(&mu);
+    int i = rc == 0 ? find(dup) : -1;
+    if (i >= 0 && !tables[i].rollup) {
+        char *desc = malloc(strlen(table) + strlen(group_cols) + 64);
+        if (desc)
+            sprintf(desc, "%s rolled up by %s (kept as rows arrive and leave)", table,
+                    group_cols);
+        tables[i].info.kind = "rollup";
+        tables[i].info.description = desc ? desc : tables[b].info.description;
+        tables[i].base = b;
+        tables[i].rollup = r; /* lives for the process, like the table */
+        r = NULL;
+    }
+    pthread_mutex_unlock(&mu);
+    if (rc < 0) {
+        free(dup);
+        free(cols);
+    }
+    free(r);
+    /* A min or max that leaves with an evicted row is read again through this index. */
+    pthread_mutex_lock(&mu);
+    int need = rc == 0 && !has_index_on(&tables[b], group_cols);
+    pthread_mutex_unlock(&mu);
+    if (need)
+        rc = probe_history_index(table, group_cols, err);
+    return rc;
+}
+
 int probe_history_count(void)
 {
     return atomic_load(&ntables);
@@ -172,7 +236,7 @@ static void flush_done(void *arg)
 int probe_history_append(const char *table, const struct probe_value *vals, int ncols)
 {
     int t = find(table);
-    if (t < 0 || ncols != tables[t].info.ncols)
+    if (t < 0 || ncols != tables[t].info.ncols || tables[t].rollup)
         return PB_EBADARG;
     struct pending *p = calloc(1, sizeof *p);
     if (!p || !(p->vals = calloc((size_t)ncols, sizeof *p->vals))) {
@@ -257,15 +321,35 @@ int probe_history_create_tables(sqlite3 *db)
 {
     int n = atomic_load(&ntables), rc = 0;
     for (int i = 0; i < n; i++) {
-        if (!tables[i].created && create_table(db, &tables[i]) < 0)
+        struct hist_table *h = &tables[i];
+        if (!h->created && create_table(db, h) < 0)
             rc = PB_EUNKNOWN;
-        else if (tables[i].created && create_indexes(db, &tables[i]) < 0)
+        else if (h->created && create_indexes(db, h) < 0)
             rc = PB_EUNKNOWN;
+        /* A rollup declared after rows arrived starts from the rows the table holds. */
+        if (h->rollup && h->created && !h->seeded && tables[h->base].created) {
+            const struct hist_table *b = &tables[h->base];
+            probe_rollup_scan(db, b->info.name, b->info.ncols, INT64_MAX, 1, &h->rollup, 1);
+            probe_rollup_sync(db, h->rollup, &b->info, &h->info);
+            h->seeded = 1;
+        }
     }
     return rc;
 }
 
-static void bind_value(sqlite3_stmt *st, int i, const struct probe_value *v)
+/* The rollups of table t (at most MAX_TABLES). */
+static int rollups_of(int t, struct probe_rollup **rs, int *idx)
+{
+    int n = atomic_load(&ntables), k = 0;
+    for (int i = 0; i < n; i++)
+        if (tables[i].rollup && tables[i].base == t && tables[i].seeded) {
+            rs[k] = tables[i].rollup;
+            idx[k++] = i;
+        }
+    return k;
+}
+
+void probe_history_bind(sqlite3_stmt *st, int i, const struct probe_value *v)
 {
     switch (v->type) {
     case PROBE_V_INT: sqlite3_bind_int64(st, i, v->i); break;
@@ -278,18 +362,32 @@ static void bind_value(sqlite3_stmt *st, int i, const struct probe_value *v)
 /* Retention: rows past history.max_rows (oldest first, by rowid) and older than
  * history.max_age_s. Rows are appended in time order, so both are prefixes by rowid and each
  * DELETE walks only what it removes (no scan of the whole table). */
-static void retain(sqlite3 *db, const struct hist_table *h)
+static void retain(sqlite3 *db, int t)
 {
+    const struct hist_table *h = &tables[t];
     char sql[512];
     const char *n = h->info.name;
+    /* The last rowid to evict: both rules cut a prefix. */
     snprintf(sql, sizeof sql,
-             "DELETE FROM %s WHERE rowid <= (SELECT max(rowid) FROM %s) - %lld;"
-             "DELETE FROM %s WHERE rowid < coalesce((SELECT rowid FROM %s WHERE ts >= %.3f "
-             "ORDER BY rowid LIMIT 1), (SELECT max(rowid) + 1 FROM %s))",
-             n, n, probe_setting_int("history.max_rows"), n, n,
+             "SELECT max((SELECT max(rowid) FROM %s) - %lld, coalesce((SELECT rowid FROM %s "
+             "WHERE ts >= %.3f ORDER BY rowid LIMIT 1), (SELECT max(rowid) + 1 FROM %s)) - 1)",
+             n, probe_setting_int("history.max_rows"), n,
              probe_now() - (double)probe_setting_int("history.max_age_s"), n);
-    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    sqlite3_stmt *st = NULL;
+    long long cut = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_type(st, 0) != SQLITE_NULL)
+        cut = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    struct probe_rollup *rs[MAX_TABLES];
+    int idx[MAX_TABLES], nr = rollups_of(t, rs, idx);
+    if (cut > 0 && nr > 0) /* the rollups lose what the table loses */
+        probe_rollup_scan(db, n, h->info.ncols, cut, -1, rs, nr);
+    snprintf(sql, sizeof sql, "DELETE FROM %s WHERE rowid <= %lld", n, cut);
+    if (cut > 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
         PB_LOG(PB_LOG_WARN, "retention of %s: %s", n, sqlite3_errmsg(db));
+    for (int i = 0; i < nr; i++)
+        probe_rollup_sync(db, rs[i], &h->info, &tables[idx[i]].info);
 }
 
 void probe_history_flush(void)
@@ -307,6 +405,10 @@ void probe_history_flush(void)
         return;
     int touched[MAX_TABLES] = {0};
     sqlite3_stmt *st[MAX_TABLES] = {0};
+    struct probe_rollup *rs[MAX_TABLES][MAX_TABLES];
+    int nrs[MAX_TABLES], idx[MAX_TABLES];
+    for (int i = 0; i < MAX_TABLES; i++)
+        nrs[i] = rollups_of(i, rs[i], idx);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     while (list) {
         struct pending *p = list;
@@ -327,10 +429,13 @@ void probe_history_flush(void)
         if (ins) {
             sqlite3_bind_double(ins, 1, p->ts);
             for (int c = 0; c < p->n; c++)
-                bind_value(ins, c + 2, &p->vals[c]);
+                probe_history_bind(ins, c + 2, &p->vals[c]);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 PB_LOG(PB_LOG_WARN, "history insert into %s: %s", h->info.name,
                        sqlite3_errmsg(db));
+            else
+                for (int r = 0; r < nrs[p->table]; r++)
+                    probe_rollup_add(rs[p->table][r], p->ts, p->vals);
             sqlite3_reset(ins);
             touched[p->table] = 1;
             h->appended++;
@@ -340,7 +445,7 @@ void probe_history_flush(void)
     for (int i = 0; i < MAX_TABLES; i++) {
         sqlite3_finalize(st[i]);
         if (touched[i])
-            retain(db, &tables[i]);
+            retain(db, i);
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 }

@@ -49,6 +49,15 @@ int probe_history_index(const char *table, const char *columns, struct pb_err *e
 int probe_history_append(const char *table, const struct probe_value *vals, int ncols);
 /* Task thread: write queued rows and apply retention (history.max_rows, history.max_age_s). */
 void probe_history_flush(void);
+/* Declare a rollup of a history table: "<table>_by_<group cols joined by _>" (kind "rollup"),
+ * one row per distinct value of group_cols ("col1,col2", at most 4) with `ts` (the group's
+ * latest row), `rows` (count(*)) and, for each of value_cols (at most 6), <col>_count, _sum,
+ * _min, _max, _mean: count(col), sum(col), min, max and avg(col) over the group's rows. Kept by
+ * the flush as rows are written and evicted, so it always equals the GROUP BY over the rows the
+ * table holds (sums up to floating-point rounding). Declares an index on group_cols. Any
+ * thread; idempotent. Returns 0 or PB_EBADARG. */
+int probe_history_rollup(const char *table, const char *group_cols, const char *value_cols,
+                         struct pb_err *err);
 /* Start the built-in collector (system.process_history) on the loop. Loop thread. */
 int probe_collector_start(void);
 
@@ -87,6 +96,25 @@ int probe_compat_register(struct sqlite3 *db, struct pb_err *err);
 int probe_compat_count(void);
 const struct probe_table_info *probe_compat_info(int i);
 int probe_compat_hint(const char *sql, struct pb_err *err);
+/* rollup.c, for history.c (task thread but for probe_rollup_new). probe_rollup_new parses
+ * the lists against base and makes the rollup's columns (*cols, the caller's); _add adds a row
+ * being written (base's columns without ts); _scan adds (sign 1) or removes (-1) base's rows
+ * up to rowid upto, to each of rs; _sync writes the changed groups into the rollup's table
+ * (self), after the evicted rows were deleted from base. */
+struct sqlite3_stmt;
+/* Bind v (copied) as parameter i of st (history.c). */
+void probe_history_bind(struct sqlite3_stmt *st, int i, const struct probe_value *v);
+#define PROBE_ROLLUP_MAX_GROUP 4
+#define PROBE_ROLLUP_MAX_VALUES 6
+struct probe_rollup;
+struct probe_rollup *probe_rollup_new(const struct probe_table_info *base, const char *group_cols,
+                                      const char *value_cols, struct probe_column **cols,
+                                      int *ncols, struct pb_err *err);
+void probe_rollup_add(struct probe_rollup *r, double ts, const struct probe_value *row);
+void probe_rollup_scan(struct sqlite3 *db, const char *base, int ncols, long long upto, int sign,
+                       struct probe_rollup *const *rs, int nr);
+void probe_rollup_sync(struct sqlite3 *db, struct probe_rollup *r,
+                       const struct probe_table_info *base, const struct probe_table_info *self);
 /* The open database (task thread), opening it if needed; NULL with err on failure. */
 struct sqlite3 *probe_store_db(struct pb_err *err);
 double probe_now(void);

@@ -42,5 +42,12 @@ int probe_torch_tables_define(struct pb_err *err)
     if (rc == 0)
         rc = probe_history_define(PROBE_TORCH_STEPS_TABLE, "one row per step while perf --torch runs",
                                   steps_cols, probe_torch_steps_ncols, err);
+    /* What users group by (docs/torch.md's queries): per module and stage, per step. */
+    if (rc == 0)
+        rc = probe_history_rollup(PROBE_TORCH_TRACE_TABLE, "module,stage",
+                                  "duration,allocated,max_allocated", err);
+    if (rc == 0)
+        rc = probe_history_rollup(PROBE_TORCH_TRACE_TABLE, "step", "duration,allocated,"
+                                  "max_allocated,rss", err);
     return rc;
 }

@@ -138,8 +138,9 @@ static const struct probe_column settings_cols[] = {
 };
 static const struct probe_column tables_cols[] = {
     {"table_name", "TEXT", "schema.table"},
-    {"kind", "TEXT", "'live' (computed when queried), 'history' (rows kept by a collector) or "
-                     "'view' (the original Probing's names)"},
+    {"kind", "TEXT", "'live' (computed when queried), 'history' (rows kept by a collector), "
+     "'rollup' (a history table's GROUP BY kept as rows arrive) or 'view' (the original "
+     "Probing's names)"},
     {"column_name", "TEXT", "column"},
     {"type", "TEXT", "INTEGER, REAL or TEXT"},
     {"description", "TEXT", "what the column holds"},
@@ -179,6 +180,9 @@ static const struct vtab_def defs[] = {
     {{"perf.samples", "live", "perf --cc samples: one row per sample of a thread (kept after "
       "perf --stop until the next start)", vtab_perf_samples_cols, 6}, vtab_perf_samples_fill,
      -1, -1},
+    {{"perf.samples_by_stack", "live", "perf --cc samples counted per thread and stack, kept "
+      "as samples arrive (the GROUP BY thread_id, stack_id of perf.samples)",
+      vtab_perf_by_stack_cols, 7}, vtab_perf_by_stack_fill, -1, -1},
     {{"perf.stacks", "live", "perf --cc: each distinct merged native+Python stack, folded "
       "(outermost frame first, ';' between frames)", vtab_perf_stacks_cols, 3},
      vtab_perf_stacks_fill, 0, -1},
@@ -239,7 +243,10 @@ static int table_rows(struct probe_rows *r, const struct probe_table_info *t, in
     int rc = 0;
     for (int c = -with_ts; rc == 0 && c < t->ncols; c++) {
         static const struct probe_column ts = {"ts", "REAL", "sample time, epoch seconds"};
-        const struct probe_column *col = c < 0 ? &ts : &t->cols[c];
+        static const struct probe_column rts = {"ts", "REAL", "the group's latest row, epoch "
+                                                "seconds (max(ts))"};
+        const struct probe_column *col = c >= 0 ? &t->cols[c] :
+                                         strcmp(t->kind, "rollup") ? &ts : &rts;
         rc = probe_rows_add_text(r, t->name);
         rc = rc ? rc : probe_rows_add_text(r, t->kind);
         rc = rc ? rc : probe_rows_add_text(r, col->name);

@@ -39,6 +39,8 @@ int vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struc
 int vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 extern const struct probe_column vtab_perf_samples_cols[6], vtab_perf_stacks_cols[3],
     vtab_perf_frames_cols[8];
+int vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+extern const struct probe_column vtab_perf_by_stack_cols[7];
 /* Sample /proc/self for system.process_history: rss, vms, cpu_user, cpu_system, threads, fds. */
 int vtab_process_sample(double out[6]);
 /* Kernel state of a thread of this process ("running", "sleeping"...; "unknown"). */

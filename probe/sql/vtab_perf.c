@@ -31,6 +31,22 @@ const struct probe_column vtab_perf_frames_cols[8] = {
     {"address", "INTEGER", "native: the pc; NULL for python"},
 };
 
+const struct probe_column vtab_perf_by_stack_cols[7] = {
+    {"thread_id", "INTEGER", "native thread id"},
+    {"thread_name", "TEXT", "threading name (else the OS name)"},
+    {"stack_id", "INTEGER", "the merged stack (perf.stacks, perf.frames)"},
+    {"samples", "INTEGER", "samples of this thread with this stack (count(*) in perf.samples)"},
+    {"on_cpu", "INTEGER", "of which on CPU (sum(on_cpu))"},
+    {"first_ts", "REAL", "the first such sample, epoch seconds (min(ts))"},
+    {"last_ts", "REAL", "the last such sample, epoch seconds (max(ts))"},
+};
+
+int vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    return prof_stack_counts_fill(r, err);
+}
+
 int vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;

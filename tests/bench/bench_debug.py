@@ -27,7 +27,8 @@ first is the noise floor. T runs alone for a while after each change of state (n
 
 Requests that the probe does not support yet are reported as "not measured: <the error>",
 never guessed. BENCH_RUNS (default 6) is the number of fresh processes in 2, and a quarter of
-the number of slice pairs per state in 1. Usage: bench_debug.py BUILD_DIR"""
+the number of slice pairs per state in 1. BENCH_PARTS (default "1,2,3") runs only the parts it
+names (BENCH_PARTS=2: the first stackTrace alone, about 10 s). Usage: bench_debug.py BUILD_DIR"""
 import json
 import os
 import re
@@ -45,6 +46,7 @@ from benchlib import BUILD, CLI, ROOT, runs  # noqa: E402
 from dapclient import DAP, Closed  # noqa: E402
 
 FRESH = runs(6)       # fresh processes in 2
+PARTS = set(os.environ.get("BENCH_PARTS", "1,2,3").replace(" ", "").split(","))
 PAIRS = 4 * FRESH     # slice pairs per state in 1
 SLICE = 0.1           # seconds per slice
 BATCH = 0.01          # seconds per batch of work (sized by the control process)
@@ -414,7 +416,8 @@ def slowdown(debugger, python):
 # ---- 2. first stackTrace ----
 
 def first_stack(debugger, python):
-    """(seconds to the first stackTrace response, seconds of them injecting, its frame count)."""
+    """(seconds to the first stackTrace response, seconds of them injecting, its frame count,
+    seconds of each phase: inject, connect + initialize + attach, threads, stackTrace)."""
     t = Target(python, units=200)
     port = None
     try:
@@ -431,12 +434,14 @@ def first_stack(debugger, python):
             t1 = time.perf_counter()
             client = debugpy_connect(port)
             debugpy_attach(client)
+        ta = time.perf_counter()
         threads = client.ok("threads")["threads"]
+        tb = time.perf_counter()
         tid = main_thread(threads, t)
         frames = client.ok("stackTrace", {"threadId": tid})["stackFrames"]
         t2 = time.perf_counter()
         client.close()
-        return t2 - t0, t1 - t0, len(frames)
+        return t2 - t0, t1 - t0, len(frames), (t1 - t0, ta - t1, tb - ta, t2 - tb)
     finally:
         t.kill()
         if port:
@@ -672,28 +677,44 @@ def main():
                   % (m, m))
 
     # 1.
-    print("\n1. slowdown of the workload: CPU time of the whole process per batch of work over "
+    if "1" not in PARTS:
+        configs1 = []
+    else:
+        configs1 = configs
+    if configs1:
+        print("\n1. slowdown of the workload: CPU time of the whole process per batch of work over "
           "state (a) of the same\n   process (wall clock in brackets); median of %d slice "
           "pairs of %.1f s, each against a never-debugged\n   control process running in "
           "turn on the same CPU; (a) is measured twice, the second time shows the noise"
           % (PAIRS, SLICE))
     table = []
-    for key, exe, label, with_debugpy in configs:
+    for key, exe, label, with_debugpy in configs1:
         pr = slowdown("probing", exe)
         dr = slowdown("debugpy", exe) if with_debugpy else None
         table.append((key, label, pr, dr))
-    report_slowdown(table)
+    if configs1:
+        report_slowdown(table)
 
     # 2.
+    if "2" in PARTS:
+        first_stack_part(configs)
+    if "3" in PARTS:
+        round_trips_part(dbg_version, deb_ver)
+    print("\n(bench_debug.py: %.0f s)" % (time.monotonic() - t_start))
+
+
+def first_stack_part(configs):
     print("\n2. from a not-yet-injected process to the first stackTrace response, median of %d "
           "fresh processes" % FRESH)
-    rows, notes2 = [], []
+    rows, notes2, phases = [], [], []
     for key, exe, label, with_debugpy in configs:
         for dbg in ("probing", "debugpy") if with_debugpy else ("probing",):
             try:
                 vals = [first_stack(dbg, exe) for _ in range(FRESH)]
                 rows.append((dbg, label, med([v[0] for v in vals]), med([v[1] for v in vals]),
                              None))
+                if dbg == "probing":
+                    phases.append((label, [med([v[3][k] for v in vals]) for k in range(4)]))
                 empty = sum(1 for v in vals if v[2] == 0)
                 if empty:
                     notes2.append("%s on %s: %d of %d first stackTrace responses had no frames "
@@ -718,7 +739,17 @@ def main():
           "\n  debugpy: debugpy --listen --pid (gdb), connect (TCP), initialize, attach, "
           "configurationDone (debugpy\n           answers attach only after it), threads, "
           "stackTrace")
+    print("  probing's phases (medians, ms): inject / connect+initialize+attach / threads / "
+          "stackTrace")
+    for label, ph in phases:
+        print("  %-8s %-7s %s" % ("", label, " / ".join("%.1f" % (x * 1000) for x in ph)))
+    worst = max((r[2] for r in rows if r[0] == "probing" and r[2]), default=None)
+    if worst is not None:
+        print("  goal: probing under 10 ms on every interpreter: %s (worst %.1f ms)"
+              % ("met" if worst < 0.010 else "NOT met", worst * 1000))
 
+
+def round_trips_part(dbg_version, deb_ver):
     # 3.
     print("\n3. round trips on %s (CPython %s), target paused (pause -> stopped), %d of each "
           "(debugpy: %d):\n   median / p90 in ms" % (DEBIAN, deb_ver, RTT_N, RTT_N_DEBUGPY))
@@ -767,7 +798,6 @@ def main():
         print("  goal: probing under 2 ms: medians %s (worst %.3f ms), p90 %s (worst %.3f ms)"
               % ("met" if max(w[0] for w in worst) < 2 else "NOT met", max(w[0] for w in worst),
                  "met" if max(w[1] for w in worst) < 2 else "NOT met", max(w[1] for w in worst)))
-    print("\n(bench_debug.py: %.0f s)" % (time.monotonic() - t_start))
 
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@ breakpoints, one debugging client at a time, and nothing left behind after a dis
 disconnect while stopped, or a client that vanishes."""
 import os
 import re
+import signal
 import socket
 import time
 
 import pytest
 
-from conftest import PYTHONS, probing
+from conftest import PYTHONS, probe_sock, probing
 from dapclient import DAP
 from dbgutil import Debugger, assert_clean, last_tick
 
@@ -364,3 +365,37 @@ def test_stacktrace_of_a_busy_running_thread_is_never_empty(python, spawn):
     empty = sum(c.request("stackTrace", {"threadId": t.pid})["body"]["totalFrames"] == 0
                 for _ in range(1500))
     assert empty == 0, "%d of 1500 stack traces of a busy thread were empty" % empty
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_threads_named_while_the_gil_is_held_in_c(python, spawn):
+    """`threads` names threads as threading does while the main thread holds the GIL in a C call
+    that never returns (a hang that began after the probe came): the names read before are
+    remembered, where it used to fall back to the OS's names ("python3.11") after
+    gil_timeout_ms."""
+    t = spawn(python, "stuck_gil.py", args=("--on-signal",))
+    probing("-p", t.pid, "inject", check=True)
+    c = DAP.unix(probe_sock(t.pid))
+    assert c.request("initialize", {"adapterID": "test"})["success"]
+    assert c.request("attach", {})["success"]
+    before = {th["name"]: th["id"] for th in c.request("threads")["body"]["threads"]}
+    assert set(before) == {"MainThread", "gil-waiter"}, before
+    os.kill(t.pid, signal.SIGUSR1)
+    t.wait_line(r"^holding %d" % t.pid)
+    deadline = time.time() + 20
+    while time.time() < deadline:  # GIL-free: the main thread is in the C call
+        r = probing("-p", t.pid, "query", "SELECT func FROM python.backtrace WHERE depth = 0",
+                    check=True, timeout=30)
+        if "hold_gil_forever" in r.stdout:
+            break
+        time.sleep(0.05)
+    m = c.request("threads", timeout=30)
+    assert m["success"], m
+    after = {th["name"]: th["id"] for th in m["body"]["threads"]}
+    assert after == before, (after, before)
+    r = probing("-p", t.pid, "query", "SELECT name, name_source FROM python.threads "
+                "ORDER BY name", "--format", "csv", check=True, timeout=30)
+    assert r.stdout.splitlines()[1:] == ["MainThread,threading", "gil-waiter,threading"], r.stdout
+    c.close()
+    assert t.proc.poll() is None
+    t.check_output_clean(extra_allowed=r"^holding \d+$")

@@ -5,6 +5,8 @@ ctypes from the Python function hot_python_caller):
 - the merged stacks put hot_python_caller above (outer to) hot_c_spin, and hot_c_spin has the
   largest self share; --duration prints the summary;
 - every busy thread of a multi-threaded target has samples, under its threading name;
+  perf.samples_by_stack equals the GROUP BY thread_id, stack_id over perf.samples, also when
+  perf.max_samples stopped the samples;
 - wall mode samples a sleeping thread off-CPU (on_cpu = 0) with its Python stack;
 - stop deletes every timer (/proc/PID/timers) and gives SIGPROF back (SigCgt);
 - a SIGPROF handler of the target keeps running during sampling and is its handler after;
@@ -104,6 +106,17 @@ def test_python_caller_above_c_function(python, spawn):
     t.check_output_clean()
 
 
+def check_by_stack(pid, threads):
+    """perf.samples_by_stack holds what GROUP BY thread_id, stack_id gives over perf.samples;
+    returns the samples counted."""
+    want = query(pid, "SELECT thread_id, thread_name, stack_id, COUNT(*) AS n, SUM(on_cpu) AS c, "
+                      "MIN(ts) AS t0, MAX(ts) AS t1 FROM perf.samples GROUP BY thread_id, stack_id "
+                      "ORDER BY 1, 3")
+    got = query(pid, "SELECT * FROM perf.samples_by_stack ORDER BY thread_id, stack_id")
+    assert got == want and len({r[0] for r in got}) >= threads, (got, want)
+    return sum(r[3] for r in got)
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_every_busy_thread_is_sampled(python, spawn):
     t = spawn(python, SAMPLE, args=("--threads", "3"))
@@ -119,6 +132,12 @@ def test_every_busy_thread_is_sampled(python, spawn):
                      "WHERE s.thread_name = 'busy-1' AND st.folded LIKE '%busy_py_loop (%'")[0][0]
     assert n >= 0.8 * by["busy-1"][1]
     probing("-p", t.pid, "perf", "--stop", check=True)
+    check_by_stack(t.pid, 4)
+    # With perf.max_samples reached, the counts stop where the samples stop.
+    probing("-p", t.pid, "config", "perf.max_samples=1000", check=True)
+    probing("-p", t.pid, "perf", "--cc", "--rate", "1000", "--duration", "2", check=True)
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert check_by_stack(t.pid, 1) <= 1000
     t.assert_responsive()
     t.check_output_clean()
 

@@ -17,6 +17,7 @@ import pytest
 
 import sidroot
 from conftest import BUILD, ROOT, SID_PYTHONS, bp, probing
+from rollups import check_rollup
 
 
 def _torch_pythons():
@@ -231,6 +232,35 @@ def test_every_and_restart(PY, spawn):
     assert query(t.pid, "SELECT MIN(step) AS m FROM python.torch_trace WHERE ts > "
                         "(SELECT MAX(ts) FROM python.torch_steps WHERE step = %d)" % last)[0]["m"] > last
     probing("-p", t.pid, "perf", "--stop", check=True)
+    t.check_output_clean()
+
+
+def test_rollups_equal_group_by(PY, spawn):
+    """python.torch_trace_by_module_stage and _by_step hold what GROUP BY module, stage / step
+    gives over python.torch_trace: while rows arrive, and after history.max_rows evicted most
+    of them (about 100 rows per traced step here)."""
+    t = spawn(PY, "torch_train.py")
+    probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    wait_steps(t.pid, 3)
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    by_module = check_rollup(t.pid, "python.torch_trace", ["module", "stage"],
+                             ["duration", "allocated", "max_allocated"])
+    assert by_module >= 4 * 20, by_module
+    assert check_rollup(t.pid, "python.torch_trace", ["step"],
+                        ["duration", "allocated", "max_allocated", "rss"]) >= 3
+    n0 = query(t.pid, "SELECT COUNT(*) AS n, MIN(step) AS lo, MAX(step) AS hi "
+                      "FROM python.torch_trace")[0]
+    assert n0["n"] > 150, n0
+    probing("-p", t.pid, "config", "history.max_rows=150", check=True)
+    probing("-p", t.pid, "perf", "--torch", "--every", "1", check=True)
+    wait_steps(t.pid, 2, "traced = 1 AND step > %d" % n0["hi"])
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    n = query(t.pid, "SELECT COUNT(*) AS n, MIN(step) AS lo FROM python.torch_trace")[0]
+    assert n["n"] <= 150 and n["lo"] > n0["lo"], (n, n0)  # the oldest steps went
+    assert check_rollup(t.pid, "python.torch_trace", ["module", "stage"],
+                        ["duration", "allocated", "max_allocated"]) >= 20
+    assert check_rollup(t.pid, "python.torch_trace", ["step"],
+                        ["duration", "allocated", "max_allocated", "rss"]) >= 1
     t.check_output_clean()
 
 

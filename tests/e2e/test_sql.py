@@ -16,6 +16,7 @@ import pytest
 
 from conftest import BUILD, CLI, PYTHONS, ROOT, bp, probe_sock, probing
 from dapclient import DAP
+from rollups import check_rollup
 
 READONLY = "the database is read-only; change settings with 'probing config KEY=VALUE'"
 LIVE_TABLES = {"python.backtrace", "python.native_backtrace", "python.threads", "python.objects", "python.modules",
@@ -134,7 +135,7 @@ def test_system_and_probing_tables(python, spawn):
     # The `tables` command shows the same.
     out = probing("-p", t.pid, "tables", check=True).stdout
     for name in names:
-        assert re.search(r"^%s \((live|history|view)\): " % re.escape(name), out, re.M), name
+        assert re.search(r"^%s \((live|history|rollup|view)\): " % re.escape(name), out, re.M), name
     out = probing("-p", t.pid, "tables", "python.backtrace", check=True).stdout
     assert out.splitlines()[0].startswith("python.backtrace (live): ")
     assert [l.split()[0] for l in out.splitlines()[1:]] == [
@@ -345,6 +346,20 @@ def test_history_from_python_collector(python, spawn):
     plan = q(t.pid, "EXPLAIN QUERY PLAN SELECT loss, count(*), avg(ms) FROM perf.train_steps "
                     "GROUP BY loss")
     assert any("USING COVERING INDEX" in r["detail"] for r in plan), plan
+    # Its rollup by loss holds what GROUP BY loss gives over the 100 rows kept (900 evicted by
+    # history.max_rows: subtracted, and each group's min/max read again).
+    assert check_rollup(t.pid, "perf.train_steps", ["loss"], ["ms", "step"]) == 7
+    roll = q(t.pid, "SELECT loss, rows, ms_min, step_min FROM perf.train_steps_by_loss "
+                    "ORDER BY loss")
+    assert roll[0] == {"loss": 0, "rows": 14, "ms_min": 3, "step_min": 903}, roll
+    # A rollup declared once rows are there starts from them.
+    r = probing("-p", t.pid, "eval",
+                "import ctypes, probing\nlib = probing._load()\n"
+                "err = ctypes.create_string_buffer(256)\n"
+                "lib.probing_history_rollup(b'perf.train_steps', b'ms', b'loss', err, 256)",
+                check=True)
+    assert r.stdout.strip() == "0", r.stdout
+    assert check_rollup(t.pid, "perf.train_steps", ["ms"], ["loss"]) == 100
     # A collector cannot shadow a built-in live table.
     r = probing("-p", t.pid, "eval",
                 "import ctypes, probing\nlib = probing._load()\n"
@@ -353,6 +368,52 @@ def test_history_from_python_collector(python, spawn):
                 "(rc, err.value.decode())", check=True)
     assert "a built-in live table has that name" in r.stdout and not r.stdout.startswith("(0"), r.stdout
     t.assert_responsive()
+    t.check_output_clean()
+
+
+def doc_columns():
+    """{table: [columns]} for each column table of docs/tables.md (| column | type | meaning |),
+    named by its section (## name (kind)) or the `schema.table`: line before it."""
+    with open(os.path.join(ROOT, "docs", "tables.md")) as f:
+        lines = f.read().splitlines()
+    found, name, i = {}, None, 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^## ([a-z_.]+(?:, [a-z_.]+)*) \(", line)
+        if m:
+            names = m.group(1).split(", ")
+            name = names[0] if len(names) == 1 else None
+        m = re.match(r"^`([a-z_]+\.[a-z_]+)`:", line)
+        if m:
+            name = m.group(1)
+        if line.startswith("| column | type |"):
+            assert name, "docs/tables.md: a column table with no table name before line %d" % i
+            cols, i = [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                cols += lines[i].split("|")[1].strip().split(", ")
+                i += 1
+            found[name] = cols
+            continue
+        i += 1
+    return found
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_documented_columns(python, spawn):
+    """Every table docs/tables.md lists with its columns exists, with those columns in that
+    order (probing.tables), rollups included."""
+    t = spawn(python)
+    docs = doc_columns()
+    assert len(docs) >= 20 and "perf.samples_by_stack" in docs and \
+        "python.torch_trace_by_module_stage" in docs, sorted(docs)
+    have = {}
+    for r in q(t.pid, "SELECT table_name, column_name FROM probing.tables"):
+        have.setdefault(r["table_name"], []).append(r["column_name"])
+    for table, cols in docs.items():
+        assert have.get(table) == cols, (table, have.get(table), cols)
+    kinds = {r["table_name"]: r["kind"] for r in q(t.pid, "SELECT DISTINCT table_name, kind "
+                                                          "FROM probing.tables")}
+    assert kinds["python.torch_trace_by_step"] == "rollup", kinds
     t.check_output_clean()
 
 

@@ -56,6 +56,19 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
 
 static char *fake_dup(const char *s) { return strdup(s); }
 
+/* No remembered names: threads always asks under the (fake) GIL here. */
+int probe_pyrt_names_fresh(int max_age_ms)
+{
+    (void)max_age_ms;
+    return 0;
+}
+
+int probe_pyrt_names_known(const struct probe_snapshot *s)
+{
+    (void)s;
+    return 0;
+}
+
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
     (void)err;
