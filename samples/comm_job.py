@@ -10,7 +10,8 @@ counted in "p2p_errors"). The rank
 STRAGGLER (default none) sleeps DELAY_MS (default 50) before each all_reduce: the straggler of
 `probing cluster collectives`. Each rank prints "ready {...}" after its first step and
 "step {...}" every REPORT steps (with the mean step time, wall and process CPU, in ms since the
-previous report). With UNMATCHED=R and GATE=FILE, once FILE exists rank 0 sends to rank R,
+previous report). With UNMATCHED=R and GATE=FILE, once FILE exists (rank 0 looks and tells
+the others by a broadcast each step) rank 0 sends to rank R,
 which never posts the matching recv (it sleeps): the point-to-point hang of `cluster
 collectives`; the other ranks go on."""
 import json
@@ -131,8 +132,12 @@ def main():
         step += 1
         if step == 1:
             say("ready " + json.dumps({"rank": rank, "pid": os.getpid()}))
-        if unmatched_peer >= 0 and gate and os.path.exists(gate):
-            unmatched(rank, unmatched_peer, t)
+        if unmatched_peer >= 0 and gate:
+            # Rank 0 decides for all: every rank leaves its step loop at the same step.
+            go = torch.tensor([int(rank == 0 and os.path.exists(gate))])
+            dist.broadcast(go, src=0)
+            if go.item():
+                unmatched(rank, unmatched_peer, t)
         if step % report == 0:
             now, cpu = time.perf_counter(), time.process_time()
             say("step " + json.dumps({"rank": rank, "step": step, "ms": (now - t0) * 1e3 / report,

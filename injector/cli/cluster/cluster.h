@@ -124,7 +124,8 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes);
  * its rows kept in the rank's "comm". */
 extern const char cli_cluster_comm_sql[];
 /* The job's collectives lined up: {recording: [ranks], no_records: [ranks], hangs: [{pg,
- * group_ranks, seq, op, not_entered, waiting, waiting_s, last: [...]}], compared, ranks:
+ * group_ranks, seq, op, not_entered, waiting, waiting_s, last: [...]}, and for a point-to-point
+ * call {kind: "p2p", expected, file, line, func, ...the same}], compared, ranks:
  * [{rank, node, pid, median_wait_ms, max_wait_ms, collectives, straggler}]}, a root the caller
  * deletes. */
 cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job);
