@@ -397,7 +397,7 @@ def test_hostfile_and_exec_template(tmp_path, fakes):
 # On Debian's torch 1.13 (torchrun) and on the sid root's torch 2.14 for python3.14 (its ranks
 # in a container: test_perf_torch.comm_job); the CLI runs here and reaches them by pid.
 
-from test_perf_torch import TORCH_PYTHONS, comm_job  # noqa: E402
+from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job  # noqa: E402
 
 COMM_JOB = os.path.join(SAMPLES, "comm_job.py")
 
@@ -500,6 +500,50 @@ def test_collectives_name_the_straggler(PY, tmp_path):
         assert re.search(r"^  rank 1 +median +(\d+\.\d+) ms  max +\d+\.\d+ ms  \(\S+, pid %d\)"
                          r"  STRAGGLER$" % pids[1], text, re.M), text
         assert "no hang: " in text
+        # torch's flight recorder: none in torch 1.13, not enabled in this 2.x job.
+        assert [(f["rank"], f["entries"]) for f in out["flight_recorder"]] == \
+            [(0, 0), (1, 0), (2, 0)], out["flight_recorder"]
+        fr = ("none: torch 1.13.0a0 has no flight recorder" if "torch1" in PY_ID[PY] else
+              "not enabled: torch 2.14.1+debian has one for every backend, enabled with "
+              "TORCH_FR_BUFFER_SIZE=N in the job's environment")
+        assert {f["state"] for f in out["flight_recorder"]} == {fr}
+        assert "\ntorch's flight recorder (per rank: " in text and "\n  ranks 0-2: %s\n" % fr in text
+    finally:
+        job.kill()
+
+
+@pytest.mark.parametrize("PY", [p for p in TORCH_PYTHONS if "torch2" in p.id])
+def test_collectives_read_torchs_flight_recorder(PY, tmp_path):
+    """torch 2.14 with TORCH_FR_BUFFER_SIZE: gloo's collectives are in torch's own flight
+    recorder; `cluster collectives` reads it on every rank and lines its entries up with the
+    recorder's: they agree (same group, op_id one past our sequence number, same op) except
+    reduce_scatter, which torch 2.14's gloo makes as all_reduce."""
+    job = comm_job(PY, tmp_path, {"OPS": "1", "COLLECTIVES": "3", "COMPUTE_MS": "20",
+                                  "TORCH_FR_BUFFER_SIZE": "2000"})
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        start_recorders(pids.values())
+        name = job_with(pids[0])
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+            if all(f.get("agree", 0) >= 20 for f in out["flight_recorder"]):
+                break
+            time.sleep(1)
+        frs = out["flight_recorder"]
+        assert [f["rank"] for f in frs] == [0, 1], frs
+        for f in frs:
+            assert re.match(r"^on \(TORCH_FR_BUFFER_SIZE=2000, backend gloo\): \d+ entries$",
+                            f["state"]), f
+            assert f["entries"] > 0 and f["offset"] == 1 and f["agree"] >= 20, f
+            assert f["only_ours"] == 0 and f["differ_count"] >= 1, f
+            assert {(d["op"], d["torch_op"]) for d in f["differ"]} == \
+                {("reduce_scatter", "gloo:all_reduce")}, f
+        text = cluster("collectives", "--job", name).stdout
+        assert re.search(r"^  rank 0: on \(TORCH_FR_BUFFER_SIZE=2000, backend gloo\): \d+ "
+                         r"entries\n    \d+ agree \(same group, op_id = seq \+ 1, same op\), \d+ "
+                         r"differ, 0 only in probing's records, \d+ only in torch's\n    group 0 "
+                         r"#\d+: reduce_scatter here, gloo:all_reduce in torch's$", text, re.M), text
     finally:
         job.kill()
 

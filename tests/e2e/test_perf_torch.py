@@ -386,8 +386,10 @@ def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
                         % (p0, "1\\.13" if torch1 else "2\\."), r.stdout), r.stdout
         calls = re.search(r"^  calls: (.*)$", r.stdout, re.M).group(1).split()
         assert set(COMM_FUNCS) <= set(calls), calls
-        assert ("NCCL Flight Recorder: none: torch 1.13" in r.stdout) if torch1 else \
-            re.search(r"^  NCCL Flight Recorder: (none|off): torch 2\.", r.stdout, re.M), r.stdout
+        assert re.search(r"^  torch's flight recorder: none: torch 1\.13\S* has no flight recorder$"
+                         if torch1 else r"^  torch's flight recorder: not enabled: torch 2\.\S+ has "
+                         r"one for every backend, enabled with TORCH_FR_BUFFER_SIZE=N in the job's "
+                         r"environment$", r.stdout, re.M), r.stdout
         again = json.loads(probing("-p", p0, "perf", "--comm", "--json", check=True).stdout)
         assert again["started"] is False and again["running"] is True and \
             again["maxRecords"] == 4096 and again["rank"] == 0, again

@@ -132,6 +132,11 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job);
 /* The hang lines of an analysis ("rank 3 has not entered all_reduce #N of group 0; ..."). */
 void cli_cluster_comm_print_hangs(const cJSON *analysis);
 int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *nodes);
+/* torch's flight recorder per rank (flightrec.c), from each rank's "fr" (probing/comm
+ * flight_recorder) and "comm" rows: [{rank, state, entries, agree, differ_count, differ,
+ * only_ours, only_torch}], and its section of `cluster collectives`. */
+cJSON *cli_cluster_fr_analyse(const cJSON *nodes, const char *job);
+void cli_cluster_fr_print(const cJSON *fr);
 
 /* Milliseconds on the monotonic clock. */
 long long cli_cluster_now_ms(void);

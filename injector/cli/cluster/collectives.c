@@ -597,6 +597,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     }
     cJSON_AddStringToObject(a, "job", job);
     cJSON_AddNumberToObject(a, "world_size", world);
+    cJSON_AddItemToObject(a, "flight_recorder", cli_cluster_fr_analyse(nodes, job));
     int rc = answered > 0 ? CLI_OK : CLI_FAIL;
     if (o->json) {
         cli_print_json(a);
@@ -647,6 +648,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     if (!flagged)
         printf("  no straggler: no rank kept the others waiting a median of %g ms or more over "
                "%d collectives or more\n", STRAGGLER_MS, STRAGGLER_MIN);
+    cli_cluster_fr_print(cJSON_GetObjectItemCaseSensitive(a, "flight_recorder"));
     const cJSON *e;
     cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", e->valuestring);
     cJSON_Delete(a);

@@ -75,7 +75,7 @@ void cli_perf_comm_print(const cJSON *b, int pid)
     printf("  calls:");
     cJSON_ArrayForEach(n, fns)
         printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
-    printf("\n  NCCL Flight Recorder: %s\n",
+    printf("\n  torch's flight recorder: %s\n",
            cli_json_str(b, "flightRecorder") ? cli_json_str(b, "flightRecorder") : "?");
     cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(b, "notes"))
         if (cJSON_IsString(n))
