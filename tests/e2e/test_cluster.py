@@ -39,10 +39,11 @@ def torchrun_argv(nproc, port, extra=()):
 
 
 def ready_lines(text):
-    """The 'ready {...}' lines of a job's output, parsed (a line two ranks wrote into at once
-    is skipped, not fatal: the job must still be killed)."""
+    """The 'ready {...}' lines of a job's output, parsed: also two on one line (ranks sharing
+    one unbuffered output, whose print writes the text and its newline apart); one cut is
+    skipped, not fatal: the job must still be killed."""
     out = []
-    for m in re.findall(r"ready (\{.*\})", text):
+    for m in re.findall(r"ready (\{[^{}]*\})", text):
         try:
             out.append(json.loads(m))
         except ValueError:
@@ -431,7 +432,7 @@ def test_collectives_name_the_rank_that_did_not_enter(PY, tmp_path):
         gate.write_text("go")
         deadline = time.time() + 60
         while time.time() < deadline:
-            ready = [json.loads(m) for m in re.findall(r"ready (\{.*\})", open(job.out_path).read())]
+            ready = ready_lines(open(job.out_path).read())
             if len([r for r in ready if r["where"] != "gate"]) == 4:
                 break
             time.sleep(0.2)
