@@ -369,7 +369,7 @@ const char probe_comm_src[] =
     "                self.end(tok, 1)\n"
     "            except Exception:\n"
     "                self.end(tok, 0)\n"
-    "            del self.pending[k]\n"
+    "            self.pending.pop(k, None)\n"
     "\n"
     "    def flight_recorder(self):\n"
     "        \"\"\"(what torch's flight recorder is here, its entries when on): torch 2.x records every\n"
