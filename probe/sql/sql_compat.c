@@ -139,9 +139,9 @@ static const struct probe_column gpu_metrics_cols[] = {
 };
 static const struct probe_column comm_metrics_cols[] = {
     {"timestamp", "REAL", "when the call ended, epoch seconds (torch.collectives.end_time)"},
-    {"src_rank", "INTEGER", "sending rank: the peer for recv, the root for broadcast and "
-                            "scatter, else this rank"},
-    {"dst_rank", "INTEGER", "receiving rank: the peer for send, this rank for recv, "
+    {"src_rank", "INTEGER", "sending rank: the peer for recv/irecv, the root for broadcast "
+                            "and scatter, else this rank"},
+    {"dst_rank", "INTEGER", "receiving rank: the peer for send/isend, this rank for recv/irecv, "
                             "the root for reduce and gather, NULL for the others (all the group)"},
     {"op", "TEXT", "collective or send/recv (torch.collectives.op)"},
     {"bytes", "INTEGER", "bytes of the input tensors"},
@@ -183,9 +183,9 @@ static const struct view views[] = {
     {{"comm_metrics", "view", "the original Probing's name: one row per completed "
       "torch.distributed call, from torch.collectives (rows while 'probing -p PID perf --comm' "
       "or 'perf --torch' runs)", COLS(comm_metrics_cols)},
-     "SELECT end_time AS timestamp, CASE WHEN op IN ('recv', 'broadcast', 'scatter') "
-     "THEN peer ELSE rank END AS src_rank, CASE WHEN op IN ('send', 'reduce', 'gather') "
-     "THEN peer WHEN op = 'recv' THEN rank END AS dst_rank, op, bytes, duration_ms "
+     "SELECT end_time AS timestamp, CASE WHEN op IN ('recv', 'irecv', 'broadcast', 'scatter') "
+     "THEN peer ELSE rank END AS src_rank, CASE WHEN op IN ('send', 'isend', 'reduce', 'gather') "
+     "THEN peer WHEN op IN ('recv', 'irecv') THEN rank END AS dst_rank, op, bytes, duration_ms "
      "AS latency_ms FROM torch.collectives WHERE end_time IS NOT NULL"},
 };
 #define NVIEWS ((int)(sizeof views / sizeof views[0]))

@@ -112,17 +112,18 @@ static const struct probe_column collectives_cols[] = {
                        "every rank) when seq_source is 'torch'; else counted by the recorder"},
     {"seq_source", "TEXT", "'torch' (ProcessGroup._get_sequence_number_for_group) or "
                            "'recorder' (point-to-point calls, backends without one)"},
-    {"op", "TEXT", "all_reduce, all_gather, broadcast, barrier, send, recv, ..."},
-    {"peer", "INTEGER", "send/recv: the other rank; broadcast, reduce, gather, scatter: the "
-                        "root; NULL otherwise (global ranks)"},
+    {"op", "TEXT", "all_reduce, all_gather, broadcast, barrier, send, recv, isend, irecv, ..."},
+    {"peer", "INTEGER", "send/recv/isend/irecv: the other rank (NULL for a recv from any "
+                        "source); broadcast, reduce, gather, scatter: the root; NULL otherwise "
+                        "(global ranks)"},
     {"sizes", "TEXT", "tensor shapes, '4x1024', ';' between tensors of a list"},
     {"dtype", "TEXT", "element type of the first tensor (float32, ...)"},
     {"bytes", "INTEGER", "bytes of the input tensors"},
-    {"async", "INTEGER", "1 when called with async_op=True"},
+    {"async", "INTEGER", "1 when called with async_op=True, and isend/irecv"},
     {"state", "TEXT", "'running' (not returned, or async work not completed), 'done', 'failed'"},
     {"start_time", "REAL", "when the call started, epoch seconds"},
-    {"end_time", "REAL", "when it returned (async: when its Work completed); NULL while "
-                         "running"},
+    {"end_time", "REAL", "when it returned (async: when its Work completed or its wait() "
+                         "returned); NULL while running"},
     {"duration_ms", "REAL", "end_time - start_time in ms; while running, the time so far"},
     {"thread_id", "INTEGER", "native thread id of the caller"},
     {"file", "TEXT", "calling Python frame (outside torch.distributed): source file"},

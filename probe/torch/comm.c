@@ -76,8 +76,8 @@ static struct probe_torch_ns recorder = {probe_comm_src, "<probing-comm>", "prob
 
 int probe_comm_run(int action, cJSON *out, struct pb_err *err)
 {
-    static const char *const names[] = {"start", "stop", "status"};
-    if (action < PROBE_TORCH_START || action > PROBE_TORCH_STATUS)
+    static const char *const names[] = {"start", "stop", "status", "status"};
+    if (action < PROBE_TORCH_START || action > PROBE_COMM_FLIGHT_RECORDER)
         return pb_err_set(err, PB_EBADARG, "unknown comm action %d", action);
     if (action == PROBE_TORCH_START) {
         PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
@@ -100,7 +100,8 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
     if (fn)
         res = action == PROBE_TORCH_START ? PyObject_CallFunctionObjArgs(fn, recorder.fns[0],
                                                                          recorder.fns[1], NULL)
-                                          : PyObject_CallObject(fn, NULL);
+              : action == PROBE_COMM_FLIGHT_RECORDER ? PyObject_CallFunctionObjArgs(fn, Py_True, NULL)
+                                                     : PyObject_CallObject(fn, NULL);
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
                              "recorder" : action == PROBE_TORCH_STOP ? "stopping the collectives "
@@ -112,6 +113,13 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);
+    /* The flight recorder's entries come as JSON text (lists of lists). */
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(out, "flightRecorderEntries");
+    if (cJSON_IsString(fr)) {
+        cJSON *entries = cJSON_Parse(fr->valuestring);
+        if (entries)
+            cJSON_ReplaceItemInObjectCaseSensitive(out, "flightRecorderEntries", entries);
+    }
     Py_DECREF(res);
     PyErr_Clear();
     unsigned long long made;

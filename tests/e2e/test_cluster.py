@@ -39,10 +39,11 @@ def torchrun_argv(nproc, port, extra=()):
 
 
 def ready_lines(text):
-    """The 'ready {...}' lines of a job's output, parsed (a line two ranks wrote into at once
-    is skipped, not fatal: the job must still be killed)."""
+    """The 'ready {...}' lines of a job's output, parsed: also two on one line (ranks sharing
+    one unbuffered output, whose print writes the text and its newline apart); one cut is
+    skipped, not fatal: the job must still be killed."""
     out = []
-    for m in re.findall(r"ready (\{.*\})", text):
+    for m in re.findall(r"ready (\{[^{}]*\})", text):
         try:
             out.append(json.loads(m))
         except ValueError:
@@ -394,6 +395,10 @@ def test_hostfile_and_exec_template(tmp_path, fakes):
 
 
 # ---- collectives (perf --comm on every rank) ----
+# On Debian's torch 1.13 (torchrun) and on the sid root's torch 2.14 for python3.14 (its ranks
+# in a container: test_perf_torch.comm_job); the CLI runs here and reaches them by pid.
+
+from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job  # noqa: E402
 
 COMM_JOB = os.path.join(SAMPLES, "comm_job.py")
 
@@ -413,13 +418,13 @@ def start_recorders(pids):
         assert r.stdout.startswith("perf --comm: recording torch.distributed calls"), r.stdout
 
 
-def test_collectives_name_the_rank_that_did_not_enter(tmp_path):
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_collectives_name_the_rank_that_did_not_enter(PY, tmp_path):
     """The hidden hang (rank 3 in C holding the GIL, ranks 0-2 in all_reduce) with the recorder
     started on every rank before it: the report names rank 3, the all_reduce the others wait in,
     and rank 3's last collective; `cluster stacks` prints the same line above its groups."""
     gate = tmp_path / "gate"
-    job = Job(torchrun_argv(4, free_port(), ["--log_dir", str(tmp_path / "logs")]),
-              tmp_path / "job.out", env={"GATE": str(gate)})
+    job = comm_job(PY, tmp_path, {"GATE": str(gate)}, nproc=4, script=JOB)
     try:
         assert sorted(r["where"] for r in job.ready) == ["gate"] * 4
         pids = {r["rank"]: r["pid"] for r in job.ready}
@@ -427,7 +432,7 @@ def test_collectives_name_the_rank_that_did_not_enter(tmp_path):
         gate.write_text("go")
         deadline = time.time() + 60
         while time.time() < deadline:
-            ready = [json.loads(m) for m in re.findall(r"ready (\{.*\})", open(job.out_path).read())]
+            ready = ready_lines(open(job.out_path).read())
             if len([r for r in ready if r["where"] != "gate"]) == 4:
                 break
             time.sleep(0.2)
@@ -469,13 +474,12 @@ def test_collectives_name_the_rank_that_did_not_enter(tmp_path):
         job.kill()
 
 
-def test_collectives_name_the_straggler(tmp_path):
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_collectives_name_the_straggler(PY, tmp_path):
     """Rank 1 of 3 sleeps 50 ms before each all_reduce: it is the straggler, the others waited a
     median of 50 ms (within 20%) for it; nobody else is one, and no hang is reported."""
-    argv = [TORCHRUN, "--nproc_per_node", "3", "--redirects", "1", "--tee", "1",
-            "--master_port", str(free_port()), "--log_dir", str(tmp_path / "logs"), COMM_JOB]
-    job = Job(argv, tmp_path / "job.out", want=3,
-              env={"STRAGGLER": "1", "DELAY_MS": "50", "COLLECTIVES": "10"})
+    job = comm_job(PY, tmp_path, {"STRAGGLER": "1", "DELAY_MS": "50", "COLLECTIVES": "10"},
+                   nproc=3)
     try:
         pids = {r["rank"]: r["pid"] for r in job.ready}
         start_recorders(pids.values())
@@ -497,6 +501,105 @@ def test_collectives_name_the_straggler(tmp_path):
         assert re.search(r"^  rank 1 +median +(\d+\.\d+) ms  max +\d+\.\d+ ms  \(\S+, pid %d\)"
                          r"  STRAGGLER$" % pids[1], text, re.M), text
         assert "no hang: " in text
+        # torch's flight recorder: none in torch 1.13, not enabled in this 2.x job.
+        assert [(f["rank"], f["entries"]) for f in out["flight_recorder"]] == \
+            [(0, 0), (1, 0), (2, 0)], out["flight_recorder"]
+        fr = ("none: torch 1.13.0a0 has no flight recorder" if "torch1" in PY_ID[PY] else
+              "not enabled: torch 2.14.1+debian has one for every backend, enabled with "
+              "TORCH_FR_BUFFER_SIZE=N in the job's environment")
+        assert {f["state"] for f in out["flight_recorder"]} == {fr}
+        assert "\ntorch's flight recorder (per rank: " in text and "\n  ranks 0-2: %s\n" % fr in text
+    finally:
+        job.kill()
+
+
+@pytest.mark.parametrize("PY", [p for p in TORCH_PYTHONS if "torch2" in p.id])
+def test_collectives_read_torchs_flight_recorder(PY, tmp_path):
+    """torch 2.14 with TORCH_FR_BUFFER_SIZE: gloo's collectives are in torch's own flight
+    recorder; `cluster collectives` reads it on every rank and lines its entries up with the
+    recorder's: they agree (same group, op_id one past our sequence number, same op) except
+    reduce_scatter, which torch 2.14's gloo makes as all_reduce."""
+    job = comm_job(PY, tmp_path, {"OPS": "1", "COLLECTIVES": "3", "COMPUTE_MS": "20",
+                                  "TORCH_FR_BUFFER_SIZE": "2000"})
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        start_recorders(pids.values())
+        name = job_with(pids[0])
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+            if all(f.get("agree", 0) >= 20 for f in out["flight_recorder"]):
+                break
+            time.sleep(1)
+        frs = out["flight_recorder"]
+        assert [f["rank"] for f in frs] == [0, 1], frs
+        for f in frs:
+            assert re.match(r"^on \(TORCH_FR_BUFFER_SIZE=2000, backend gloo\): \d+ entries$",
+                            f["state"]), f
+            assert f["entries"] > 0 and f["offset"] == 1 and f["agree"] >= 20, f
+            assert f["only_ours"] == 0 and f["differ_count"] >= 1, f
+            assert {(d["op"], d["torch_op"]) for d in f["differ"]} == \
+                {("reduce_scatter", "gloo:all_reduce")}, f
+        text = cluster("collectives", "--job", name).stdout
+        assert re.search(r"^  rank 0: on \(TORCH_FR_BUFFER_SIZE=2000, backend gloo\): \d+ "
+                         r"entries\n    \d+ agree \(same group, op_id = seq \+ 1, same op\), \d+ "
+                         r"differ, 0 only in probing's records, \d+ only in torch's\n    group 0 "
+                         r"#\d+: reduce_scatter here, gloo:all_reduce in torch's$", text, re.M), text
+    finally:
+        job.kill()
+
+
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_collectives_name_the_rank_that_did_not_post_its_recv(PY, tmp_path):
+    """Point-to-point: after steps of matched send/recv, isend/irecv and batch_isend_irecv
+    (OPS=1), rank 0 sends to rank 1, which never posts the recv (it sleeps): the report names
+    rank 1, the send rank 0 waits in (its line) and rank 1's last recv from rank 0; `cluster
+    stacks` prints the same line. The job's point-to-point results were right throughout."""
+    gate = tmp_path / "gate"
+    job = comm_job(PY, tmp_path, {"OPS": "1", "COLLECTIVES": "3", "COMPUTE_MS": "20",
+                                  "REPORT": "2", "UNMATCHED": "1", "GATE": str(gate)})
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        start_recorders(pids.values())
+        for pid in pids.values():
+            deadline = time.time() + 60
+            while time.time() < deadline and probing(
+                    "-p", pid, "query", "SELECT id FROM torch.collectives WHERE op = 'irecv' AND "
+                    "state = 'done' LIMIT 1", "--format", "json", check=True).stdout.strip() == "[]":
+                time.sleep(0.3)
+        gate.write_text("go")
+        name = job_with(pids[0])
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+            if out["hangs"]:
+                break
+            time.sleep(0.5)
+        assert len(out["hangs"]) == 1, out
+        h = out["hangs"][0]
+        line = bp("comm_job.py", "unmatched_send")
+        assert (h["kind"], h["op"], h["expected"], h["not_entered"], h["waiting"], h["pg"],
+                h["group_ranks"]) == ("p2p", "send", "recv", [1], [0], "0", [0, 1]), h
+        assert (h["file"], h["line"], h["func"]) == (COMM_JOB, line, "unmatched"), h
+        assert 1.0 <= h["waiting_s"] < 120
+        last = h["last"][0]
+        assert (last["rank"], last["op"], last["state"], last["line"], last["func"]) == \
+            (1, "irecv", "done", bp("comm_job.py", "batch"), "p2p"), last
+        rows = json.loads(probing("-p", pids[0], "query", "SELECT op, peer, seq, state, end_time "
+                                  "FROM torch.collectives WHERE line = %d" % line, "--format",
+                                  "json", check=True).stdout)
+        assert rows == [{"op": "send", "peer": 1, "seq": h["seq"], "state": "running",
+                         "end_time": None}], rows
+        text = cluster("collectives", "--job", name).stdout
+        want = ("rank 1 has not posted the recv matching send #%d of rank 0 in group 0; rank 0 "
+                "waits in it since \\d+ s at comm_job.py:%d in unmatched\n  rank 1's last recv "
+                "from rank 0: irecv #\\d+ \\(done\\) at comm_job.py:%d in p2p$"
+                % (h["seq"], line, bp("comm_job.py", "batch")))
+        assert re.search("^" + want, text, re.M), text
+        stacks = cluster("stacks", "--job", name).stdout.splitlines()
+        assert re.match(want.split("\n")[0], stacks[1]), stacks
+        steps = [json.loads(m) for m in re.findall(r"step (\{.*\})", open(job.out_path).read())]
+        assert steps and all(x["p2p_errors"] == 0 for x in steps), steps
     finally:
         job.kill()
 

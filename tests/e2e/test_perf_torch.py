@@ -422,12 +422,17 @@ def test_bare_stop_stops_sampling_and_tracing(PY, spawn):
 
 COMM_JOB = os.path.join(ROOT, "samples", "comm_job.py")
 COMM_FUNCS = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-              "reduce_scatter_tensor", "broadcast", "barrier", "all_to_all", "send", "recv")
-# Every attribute of torch.distributed and distributed_c10d the recorder may replace, by identity.
+              "reduce_scatter_tensor", "broadcast", "barrier", "all_to_all", "send", "recv",
+              "isend", "irecv", "batch_isend_irecv")
+# Every attribute of torch.distributed and distributed_c10d the recorder may replace, and the
+# point-to-point methods of ProcessGroup and Work.wait, by identity.
 DIST_STATE = ("import json, torch.distributed as d; c = d.distributed_c10d; "
               "print(json.dumps([[m.__name__, n, id(getattr(m, n)), getattr(m, n).__code__.co_filename] "
               "for m in (d, c) for n in sorted(dir(m)) if callable(getattr(m, n, None)) and "
-              "hasattr(getattr(m, n), '__code__')]))")
+              "hasattr(getattr(m, n), '__code__')] + [[k.__name__, n, id(k.__dict__.get(n)), "
+              "getattr(getattr(k.__dict__.get(n), '__code__', None), 'co_filename', None)] for k, ns "
+              "in ((c.ProcessGroup, ('send', 'recv', 'recv_anysource')), (c.Work, ('wait',))) "
+              "for n in ns]))")
 
 
 # In the sid root, plain torch.distributed ranks (RANK, WORLD_SIZE, MASTER_*) started by a few
@@ -439,18 +444,18 @@ SID_LAUNCH = ("import os, subprocess, sys; n = int(sys.argv[1]); ps = [subproces
               "USE_LIBUV='0')) for r in range(n)]; sys.exit(max(p.wait() for p in ps))")
 
 
-def comm_job(PY, tmp_path, env, nproc=2):
-    """A job of samples/comm_job.py: Debian's torchrun, or ranks started in a container of the
-    sid root (sidroot.py)."""
+def comm_job(PY, tmp_path, env, nproc=2, script=COMM_JOB):
+    """A job of samples/comm_job.py (or script): Debian's torchrun, or ranks started in a
+    container of the sid root (sidroot.py)."""
     from test_cluster import Job, free_port, TORCHRUN  # noqa: E402 (the torchrun helpers)
     if sidroot.is_sid(PY):
         inside = sidroot.Inside(PY, tmp_path, BUILD)
-        argv = inside.argv(["-c", SID_LAUNCH, str(nproc), str(free_port()), COMM_JOB])
+        argv = inside.argv(["-c", SID_LAUNCH, str(nproc), str(free_port()), script])
         return Job(argv, tmp_path / "job.out", env=inside.env(dict(os.environ, **env)),
-                   want=nproc)
+                   want=nproc, timeout=240)
     return Job([TORCHRUN, "--nproc_per_node", str(nproc), "--redirects", "1", "--tee", "1",
                 "--master_port", str(free_port()), "--log_dir", str(tmp_path / "logs"),
-                COMM_JOB], tmp_path / "job.out", env=env, want=nproc)
+                script], tmp_path / "job.out", env=env, want=nproc)
 
 
 def wait_rows(pid, sql, n, timeout=60):
@@ -464,7 +469,8 @@ def wait_rows(pid, sql, n, timeout=60):
 
 
 def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
-    job = comm_job(PY, tmp_path, {"OPS": "1", "COLLECTIVES": "3", "COMPUTE_MS": "20"})
+    job = comm_job(PY, tmp_path, {"OPS": "1", "COLLECTIVES": "3", "COMPUTE_MS": "20",
+                                  "REPORT": "5"})
     torch1 = "torch1" in PY_ID[PY]
     try:
         pids = {r["rank"]: r["pid"] for r in job.ready}
@@ -475,20 +481,28 @@ def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
                         r"%s\S*, rank 0\): a ring of 4096 records \(comm.max_records\)\n"
                         % (p0, "1\\.13" if torch1 else "2\\."), r.stdout), r.stdout
         calls = re.search(r"^  calls: (.*)$", r.stdout, re.M).group(1).split()
-        assert set(COMM_FUNCS) <= set(calls) and not {"isend", "irecv"} & set(calls), calls
-        assert ("NCCL Flight Recorder: none: torch 1.13" in r.stdout) if torch1 else \
-            re.search(r"^  NCCL Flight Recorder: (none|off): torch 2\.", r.stdout, re.M), r.stdout
+        assert set(COMM_FUNCS) <= set(calls), calls
+        assert re.search(r"^  torch's flight recorder: none: torch 1\.13\S* has no flight recorder$"
+                         if torch1 else r"^  torch's flight recorder: not enabled: torch 2\.\S+ has "
+                         r"one for every backend, enabled with TORCH_FR_BUFFER_SIZE=N in the job's "
+                         r"environment$", r.stdout, re.M), r.stdout
         again = json.loads(probing("-p", p0, "perf", "--comm", "--json", check=True).stdout)
         assert again["started"] is False and again["running"] is True and \
             again["maxRecords"] == 4096 and again["rank"] == 0, again
         during = eval_json(p0, DIST_STATE)
-        assert {tuple(x[:2]) for x in during if x[3] == "<probing-comm>"} >= \
-            {("torch.distributed", "all_reduce"), ("torch.distributed.distributed_c10d", "send")}
-        wait_rows(p0, "SELECT * FROM torch.collectives WHERE op = 'recv' AND state = 'done'", 2)
+        # Collectives replaced in both modules; point-to-point calls seen at ProcessGroup's
+        # methods (torch's isend/irecv stay the same objects: batch_isend_irecv compares them).
+        replaced = {tuple(x[:2]) for x in during if x[3] == "<probing-comm>"}
+        assert replaced >= {("torch.distributed", "all_reduce"), ("ProcessGroup", "send"),
+                            ("ProcessGroup", "recv"), ("ProcessGroup", "recv_anysource"),
+                            ("Work", "wait")}, replaced
+        assert not {n for m, n in replaced if m.startswith("torch.distributed")} & \
+            {"send", "recv", "isend", "irecv", "batch_isend_irecv"}, replaced
+        wait_rows(p0, "SELECT * FROM torch.collectives WHERE op = 'irecv' AND state = 'done'", 4)
         rows = query(p0, "SELECT * FROM torch.collectives ORDER BY id")
         ops = {x["op"] for x in rows}
-        assert {"all_reduce", "all_gather", "broadcast", "barrier", "send", "recv",
-                "reduce_scatter"} <= ops, ops
+        assert {"all_reduce", "all_gather", "broadcast", "barrier", "send", "recv", "isend",
+                "irecv", "reduce_scatter"} <= ops, ops
         line_ar, line_async = bp("comm_job.py", "all_reduce"), bp("comm_job.py", "async")
         ar = [x for x in rows if x["op"] == "all_reduce" and x["async"] == 0]
         assert ar and all(x["rank"] == 0 and x["pg"] == "0" and x["group_ranks"] == "0,1" and
@@ -512,20 +526,39 @@ def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
         assert asy and asy[0]["line"] == line_async and asy[0]["func"] == "other_ops"
         assert all(x["state"] in ("done", "running") for x in asy)
         assert any(x["state"] == "done" for x in asy)
-        # Point-to-point: the peer, the recorder's own count; torch 1.13's gloo lacks
+        # Point-to-point (rank 0 of p2p(): send, recv, isend, then batch_isend_irecv's isend
+        # and irecv): the op of the function called, the peer, the recorder's own count per
+        # direction; ended when the Work completed (wait() returned); torch 1.13's gloo lacks
         # reduce_scatter (failed), torch 2.x's has it.
-        sends = [x for x in rows if x["op"] == "send"]
-        assert sends and all(x["peer"] == 1 and x["seq_source"] == "recorder" for x in sends)
-        assert [x["seq"] for x in sends] == list(range(1, len(sends) + 1))
+        p2p = [x for x in rows if x["op"] in ("send", "recv", "isend", "irecv")]
+        line = {k: bp("comm_job.py", k) for k in ("send", "isend", "batch")}
+        calls = [(x["op"], x["line"], x["async"]) for x in p2p]
+        step = [("send", line["send"], 0), ("recv", line["send"] + 1, 0),
+                ("isend", line["isend"], 1), ("isend", line["batch"], 1),
+                ("irecv", line["batch"], 1)]
+        first = calls.index(step[0])
+        assert calls[first:first + 15] == step * 3, calls[:20]
+        assert all(x["peer"] == 1 and x["seq_source"] == "recorder" and x["sizes"] == "1024" and
+                   x["dtype"] == "float32" and x["bytes"] == 4096 and x["file"] == COMM_JOB and
+                   x["func"] == "p2p" and x["pg"] == "0" and x["group_ranks"] == "0,1"
+                   for x in p2p), p2p[:5]
+        assert all(x["state"] == "done" and x["end_time"] >= x["start_time"]
+                   for x in p2p[:-5]), p2p[:-5]
+        sent = [x["seq"] for x in p2p if x["op"] in ("send", "isend")]
+        assert sent == list(range(1, len(sent) + 1))
+        got = [x["seq"] for x in p2p if x["op"] in ("recv", "irecv")]
+        assert got == list(range(1, len(got) + 1))
         assert {x["state"] for x in rows if x["op"] == "reduce_scatter" and
                 x["state"] != "running"} == ({"failed"} if torch1 else {"done"})  # ended ones
         bc = [x for x in rows if x["op"] == "broadcast"]
         assert bc[0]["peer"] == 0
         # comm_metrics: the original Probing's view of the same rows.
         cm = query(p0, "SELECT src_rank, dst_rank, op, bytes, latency_ms FROM comm_metrics "
-                       "WHERE op IN ('send', 'recv', 'all_reduce') ORDER BY timestamp")
-        assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == "send"} == {(0, 1)}
-        assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == "recv"} == {(1, 0)}
+                       "WHERE op IN ('send', 'recv', 'isend', 'irecv', 'all_reduce') "
+                       "ORDER BY timestamp")
+        for op, pair in (("send", (0, 1)), ("isend", (0, 1)), ("recv", (1, 0)),
+                         ("irecv", (1, 0))):
+            assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == op} == {pair}, op
         assert {(x["src_rank"], x["dst_rank"]) for x in cm if x["op"] == "all_reduce"} == \
             {(0, None)}
         assert all(x["bytes"] == 4096 and x["latency_ms"] >= 0 for x in cm)
@@ -543,6 +576,10 @@ def test_comm_records_every_call_and_stop_puts_torch_back(PY, tmp_path):
         # batch_isend_irecv, which tells them apart by identity on torch 2.x).
         text = open(job.out_path).read()
         assert "Traceback" not in text and job.proc.poll() is None, text[-2000:]
+        # ...and every point-to-point call received what its peer sent, recorded or not.
+        steps = [json.loads(m) for m in re.findall(r"step (\{.*\})", text)]
+        assert {x["rank"] for x in steps if x["step"] >= 10} == {0, 1}, text[-2000:]
+        assert all(x["p2p_errors"] == 0 for x in steps), steps
         r = probing("-p", p0, "perf", "--stop", check=True)
         assert re.search(r"^perf --comm: stopped after \d+ records; every torch.distributed "
                          r"function put back$", r.stdout, re.M), r.stdout

@@ -124,13 +124,19 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes);
  * its rows kept in the rank's "comm". */
 extern const char cli_cluster_comm_sql[];
 /* The job's collectives lined up: {recording: [ranks], no_records: [ranks], hangs: [{pg,
- * group_ranks, seq, op, not_entered, waiting, waiting_s, last: [...]}], compared, ranks:
+ * group_ranks, seq, op, not_entered, waiting, waiting_s, last: [...]}, and for a point-to-point
+ * call {kind: "p2p", expected, file, line, func, ...the same}], compared, ranks:
  * [{rank, node, pid, median_wait_ms, max_wait_ms, collectives, straggler}]}, a root the caller
  * deletes. */
 cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job);
 /* The hang lines of an analysis ("rank 3 has not entered all_reduce #N of group 0; ..."). */
 void cli_cluster_comm_print_hangs(const cJSON *analysis);
 int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *nodes);
+/* torch's flight recorder per rank (flightrec.c), from each rank's "fr" (probing/comm
+ * flight_recorder) and "comm" rows: [{rank, state, entries, agree, differ_count, differ,
+ * only_ours, only_torch}], and its section of `cluster collectives`. */
+cJSON *cli_cluster_fr_analyse(const cJSON *nodes, const char *job);
+void cli_cluster_fr_print(const cJSON *fr);
 
 /* Milliseconds on the monotonic clock. */
 long long cli_cluster_now_ms(void);

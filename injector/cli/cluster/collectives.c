@@ -2,8 +2,10 @@
 /* `probing cluster collectives`: the ranks' torch.collectives records (perf --comm) lined up by
  * (process group, sequence number). Per group, the first collective that not every member
  * entered while others wait in it (a hang: who did not come, who waits, since when), and per
- * rank the median of how long the others waited for it to enter (stragglers). `cluster stacks`
- * prints the hang lines above its groups. See docs/cluster.md. */
+ * rank the median of how long the others waited for it to enter (stragglers). Point-to-point
+ * calls are matched by their peer: a send (or recv) waited in whose peer has posted no matching
+ * recv (send) is a hang too. `cluster stacks` prints the hang lines above its groups. See
+ * docs/cluster.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +15,10 @@
 
 /* The columns each rank is asked for (local.c), in this order. */
 const char cli_cluster_comm_sql[] =
-    "SELECT rank, pg, group_ranks, seq, seq_source, op, state, start_time, file, line, func "
-    "FROM torch.collectives WHERE op NOT IN ('send', 'recv', 'isend', 'irecv') AND state != "
-    "'failed' ORDER BY id DESC LIMIT";
-enum { C_RANK, C_PG, C_GRANKS, C_SEQ, C_SRC, C_OP, C_STATE, C_START, C_FILE, C_LINE, C_FUNC };
+    "SELECT rank, pg, group_ranks, seq, seq_source, op, state, start_time, file, line, func, "
+    "peer FROM torch.collectives WHERE state != 'failed' ORDER BY id DESC LIMIT";
+enum { C_RANK, C_PG, C_GRANKS, C_SEQ, C_SRC, C_OP, C_STATE, C_START, C_FILE, C_LINE, C_FUNC,
+       C_PEER };
 
 /* Straggler: a rank whose median wait of the others is at least this (ms), over at least
  * STRAGGLER_MIN collectives. */
@@ -27,7 +29,7 @@ enum { C_RANK, C_PG, C_GRANKS, C_SEQ, C_SRC, C_OP, C_STATE, C_START, C_FILE, C_L
 #define HANG_S 1.0
 
 struct crec {
-    int rank;
+    int rank, peer; /* peer: point-to-point calls' other rank, -1 when none */
     const char *pg, *granks, *op, *state, *file, *func;
     long long seq;
     double start;
@@ -111,13 +113,36 @@ static char *ranges_text(const int *v, int n)
     return s ? s : strdup("?");
 }
 
-/* The records of the job's ranks that answered (borrowed strings); the ranks with none in
- * *without (a JSON array of ints). */
-static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSON *without,
-                            cJSON *with)
+/* A point-to-point call's direction: 1 sends, 2 receives, 0 a collective. */
+static int p2p_dir(const char *op)
 {
-    int n = 0, cap = 256;
-    struct crec *v = malloc(sizeof *v * (size_t)cap);
+    if (strcmp(op, "send") == 0 || strcmp(op, "isend") == 0)
+        return 1;
+    return strcmp(op, "recv") == 0 || strcmp(op, "irecv") == 0 ? 2 : 0;
+}
+
+/* Appends a record to *v (capacity *cap); NULL when out of memory. */
+static struct crec *push(struct crec **v, int *n, int *cap)
+{
+    if (*n == *cap) {
+        struct crec *nv = realloc(*v, sizeof *nv * (size_t)(*cap = *cap ? *cap * 2 : 256));
+        if (!nv)
+            return NULL;
+        *v = nv;
+    }
+    return &(*v)[(*n)++];
+}
+
+/* The records of the job's ranks that answered (borrowed strings): collectives returned, the
+ * point-to-point calls in *p2p (*np of them); the ranks with none in *without (a JSON array of
+ * ints). */
+static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSON *without,
+                            cJSON *with, struct crec **p2p, int *np)
+{
+    int n = 0, cap = 0, pcap = 0;
+    struct crec *v = NULL;
+    *p2p = NULL;
+    *np = 0;
     const cJSON *d, *r, *row;
     cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
     {
@@ -135,13 +160,12 @@ static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSO
         cJSON_AddItemToArray(with, cJSON_CreateNumber(rank));
         cJSON_ArrayForEach(row, rows)
         {
-            if (n == cap) {
-                struct crec *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
-                if (!nv)
-                    break;
-                v = nv;
-            }
-            struct crec *c = &v[n++];
+            struct crec *c = p2p_dir(cell_str(row, C_OP)) ? push(p2p, np, &pcap)
+                                                          : push(&v, &n, &cap);
+            if (!c)
+                break;
+            const cJSON *peer = cJSON_GetArrayItem(row, C_PEER);
+            c->peer = cJSON_IsNumber(peer) ? peer->valueint : -1;
             c->rank = (int)cell_num(row, C_RANK);
             c->pg = cell_str(row, C_PG);
             c->granks = cell_str(row, C_GRANKS);
@@ -248,6 +272,72 @@ out:
     return out;
 }
 
+/* Whether rank has any record (collective or point-to-point). */
+static int has_records(const cJSON *with, int rank)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, with) if (x->valueint == rank) return 1;
+    return 0;
+}
+
+/* The point-to-point hangs: per (rank, peer, direction, group), the first call running for
+ * HANG_S or more whose peer (recording) has no matching call running (a recv from this rank
+ * for a send, a send to it for a recv). Not the recorders' counts: they start where each
+ * rank's recorder started. */
+static void p2p_hangs(const struct crec *p, int np, const cJSON *with, double now, cJSON *hangs)
+{
+    for (int i = 0; i < np; i++) {
+        const struct crec *x = &p[i];
+        int dir = p2p_dir(x->op), posted = 0, first = 1;
+        if (strcmp(x->state, "running") != 0 || x->peer < 0 || now - x->start < HANG_S ||
+            !has_records(with, x->peer))
+            continue;
+        const struct crec *last = NULL;
+        for (int k = 0; k < np && first && !posted; k++) {
+            const struct crec *y = &p[k];
+            if (strcmp(y->pg, x->pg) != 0)
+                continue;
+            if (y->rank == x->rank && y->peer == x->peer && p2p_dir(y->op) == dir &&
+                strcmp(y->state, "running") == 0 && y->seq < x->seq)
+                first = 0;
+            if (y->rank == x->peer && y->peer == x->rank && p2p_dir(y->op) == 3 - dir) {
+                posted = strcmp(y->state, "running") == 0;
+                if (!last || y->seq > last->seq)
+                    last = y;
+            }
+        }
+        if (!first || posted)
+            continue;
+        int n, *members = parse_ranks(x->granks, &n);
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "kind", "p2p");
+        cJSON_AddStringToObject(h, "pg", x->pg);
+        cJSON_AddItemToObject(h, "group_ranks", int_array(members, n));
+        free(members);
+        cJSON_AddNumberToObject(h, "seq", (double)x->seq);
+        cJSON_AddStringToObject(h, "op", x->op);
+        cJSON_AddStringToObject(h, "expected", dir == 1 ? "recv" : "send");
+        cJSON_AddItemToObject(h, "not_entered", int_array(&x->peer, 1));
+        cJSON_AddItemToObject(h, "waiting", int_array(&x->rank, 1));
+        cJSON_AddNumberToObject(h, "waiting_s", now - x->start);
+        cJSON_AddStringToObject(h, "file", x->file);
+        cJSON_AddNumberToObject(h, "line", x->line);
+        cJSON_AddStringToObject(h, "func", x->func);
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddNumberToObject(l, "rank", x->peer);
+        if (last) {
+            cJSON_AddStringToObject(l, "op", last->op);
+            cJSON_AddNumberToObject(l, "seq", (double)last->seq);
+            cJSON_AddStringToObject(l, "state", last->state);
+            cJSON_AddStringToObject(l, "file", last->file);
+            cJSON_AddNumberToObject(l, "line", last->line);
+            cJSON_AddStringToObject(l, "func", last->func);
+        }
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(h, "last"), l);
+        cJSON_AddItemToArray(hangs, h);
+    }
+}
+
 struct waits {
     int rank;
     double *w;
@@ -333,8 +423,9 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
     cJSON *without = cJSON_AddArrayToObject(out, "no_records");
     cJSON *with = cJSON_AddArrayToObject(out, "recording");
     cJSON *hangs = cJSON_AddArrayToObject(out, "hangs");
-    int n = 0;
-    struct crec *v = collect(nodes, job, &n, without, with);
+    int n = 0, np = 0;
+    struct crec *p2p;
+    struct crec *v = collect(nodes, job, &n, without, with, &p2p, &np);
     struct cgroup *g = NULL;
     int ng = 0;
     for (int i = 0; v && i < n; i++) {
@@ -361,6 +452,8 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
             cJSON_AddItemToArray(hangs, h);
         compared += group_waits(v, n, &g[k], &all, &nall);
     }
+    p2p_hangs(p2p, np, with, now, hangs);
+    free(p2p);
     cJSON_AddNumberToObject(out, "compared", compared);
     cJSON **rows = calloc((size_t)nall + 1, sizeof *rows);
     for (int i = 0; rows && i < nall; i++) {
@@ -412,11 +505,38 @@ static char *json_ranges(const cJSON *a, int *count)
     return s;
 }
 
+/* "rank 1 has not posted the recv matching send #3 of rank 0 in group 0; rank 0 waits in it
+ * since 5 s at comm_job.py:120 in unmatched", then the peer's last call towards that rank. */
+static void print_p2p_hang(const cJSON *h)
+{
+    int peer = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "not_entered"), 0)->valueint;
+    int rank = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "waiting"), 0)->valueint;
+    const char *want = cli_json_str(h, "expected"), *to = strcmp(want, "recv") ? "to" : "from";
+    printf("rank %d has not posted the %s matching %s #%.0f of rank %d in group %s; rank %d "
+           "waits in it since %.0f s at %s:%.0f in %s\n", peer, want, cli_json_str(h, "op"),
+           cli_json_num(h, "seq", 0), rank, cli_json_str(h, "pg"), rank,
+           cli_json_num(h, "waiting_s", 0), base(cli_json_str(h, "file")),
+           cli_json_num(h, "line", 0), cli_json_str(h, "func"));
+    const cJSON *l = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "last"), 0);
+    if (cli_json_str(l, "op"))
+        printf("  rank %d's last %s %s rank %d: %s #%.0f (%s) at %s:%.0f in %s\n", peer,
+               want, to, rank, cli_json_str(l, "op"), cli_json_num(l, "seq", 0),
+               cli_json_str(l, "state"), base(cli_json_str(l, "file")),
+               cli_json_num(l, "line", 0), cli_json_str(l, "func"));
+    else
+        printf("  rank %d: no %s %s rank %d recorded since its recorder started\n", peer, want,
+               to, rank);
+}
+
 void cli_cluster_comm_print_hangs(const cJSON *a)
 {
     const cJSON *h, *l;
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(a, "hangs"))
     {
+        if (cli_json_str(h, "kind")) {
+            print_p2p_hang(h);
+            continue;
+        }
         int na, nw;
         char *absent = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "not_entered"), &na);
         char *waiting = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "waiting"), &nw);
@@ -477,6 +597,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     }
     cJSON_AddStringToObject(a, "job", job);
     cJSON_AddNumberToObject(a, "world_size", world);
+    cJSON_AddItemToObject(a, "flight_recorder", cli_cluster_fr_analyse(nodes, job));
     int rc = answered > 0 ? CLI_OK : CLI_FAIL;
     if (o->json) {
         cli_print_json(a);
@@ -504,7 +625,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     printf("\n");
     if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs")) == 0)
         printf("no hang: no rank waits in a collective that another member of its group has "
-               "not entered\n");
+               "not entered, or in a send/recv its peer has not posted\n");
     else
         cli_cluster_comm_print_hangs(a);
     printf("\nstragglers (per rank: median and max of how long the others waited for it to "
@@ -527,6 +648,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     if (!flagged)
         printf("  no straggler: no rank kept the others waiting a median of %g ms or more over "
                "%d collectives or more\n", STRAGGLER_MS, STRAGGLER_MIN);
+    cli_cluster_fr_print(cJSON_GetObjectItemCaseSensitive(a, "flight_recorder"));
     const cJSON *e;
     cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", e->valuestring);
     cJSON_Delete(a);

@@ -208,6 +208,19 @@ static void rank_child(int i, void *p)
         rc = comm_rows(&dc, 2000, &body, &err);
         if (rc == 0)
             cJSON_AddItemToObject(out, "comm", body);
+        /* torch's flight recorder, read under the GIL: a rank holding it (stuck in C) does not
+         * answer, so a short bound, and its records above are what counts. */
+        struct pb_err ferr = {0};
+        body = NULL;
+        dc.timeout_ms = o->rank_timeout_ms < 3000 ? o->rank_timeout_ms : 3000;
+        if (rc == 0) {
+            cJSON *args = cJSON_CreateObject();
+            cJSON_AddStringToObject(args, "action", "flight_recorder");
+            if (dap_client_request(&dc, "probing/comm", args, &body, &ferr) == 0)
+                cJSON_AddItemToObject(out, "fr", body);
+            else
+                cJSON_AddStringToObject(out, "fr_error", ferr.msg);
+        }
     } else if (o->op == CLUSTER_OP_QUERY) {
         cli_query_wait(&dc, o->rank_timeout_ms);
         cJSON *args = cJSON_CreateObject();

@@ -16,13 +16,15 @@ static void help(void)
            "\n"
            "Record every torch.distributed collective and point-to-point call of a running job\n"
            "(all_reduce, all_gather, reduce_scatter, broadcast, barrier, all_to_all, send, recv,\n"
-           "... and when their async Work completes; not isend/irecv), for any backend: per process\n"
-           "group its sequence number, op, ranks, tensor sizes and dtype, start and end (or still\n"
-           "running), and the calling Python frame. Also started by 'perf --torch'. Results:\n"
+           "isend, irecv, batch_isend_irecv, ... and when their async Work completes), for any\n"
+           "backend: per process group its sequence number, op, ranks, peer, tensor sizes and\n"
+           "dtype, start and end (or still running), and the calling Python frame. Also started\n"
+           "by 'perf --torch'. Results:\n"
            "  torch.collectives   one row per call, oldest first (a ring of comm.max_records)\n"
            "  comm_metrics        the original Probing's view of it\n"
-           "Across the job: probing cluster collectives (who has not entered which collective,\n"
-           "and which ranks the others wait for).\n"
+           "Across the job: probing cluster collectives (who has not entered which collective\n"
+           "or posted which recv, which ranks the others wait for, and torch's own flight\n"
+           "recorder where the job enabled it).\n"
            "\n"
            "  --stop          put every torch.distributed function back (the records stay)\n"
            "  --json          print the probing/comm answer as JSON\n");
@@ -75,7 +77,7 @@ void cli_perf_comm_print(const cJSON *b, int pid)
     printf("  calls:");
     cJSON_ArrayForEach(n, fns)
         printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
-    printf("\n  NCCL Flight Recorder: %s\n",
+    printf("\n  torch's flight recorder: %s\n",
            cli_json_str(b, "flightRecorder") ? cli_json_str(b, "flightRecorder") : "?");
     cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(b, "notes"))
         if (cJSON_IsString(n))
