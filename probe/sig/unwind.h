@@ -57,7 +57,8 @@ struct unwind_rule {
     int16_t fp_off;   /* rbp saved at CFA + fp_off; 0: rbp unchanged */
     int32_t cfa_off;
 };
-#define UNWIND_MAXREC 1024 /* the longest FDE or CIE read (GCC's are a few hundred bytes) */
+#define UNWIND_MAXREC 8192 /* the longest FDE or CIE read (most are a few hundred bytes; CPython
+                              * 3.14's eval loop has one of 3.7 KB) */
 #define UNWIND_WINDOW 8192 /* stack bytes copied per read (a Python stack needs 2-4) */
 #define UNWIND_FDES 16 /* recent FDEs kept whole: an interrupted function is found again */
 struct unwind_fde {
