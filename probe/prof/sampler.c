@@ -137,8 +137,12 @@ static void scan_threads(void)
     struct dirent *e;
     struct scan sc = {NULL, 0};
     int cap = 0, me = atomic_load(&drain_tid);
-    if (++skip_age >= SKIP_SCANS)
+    if (++skip_age >= SKIP_SCANS) {
         nskip = skip_age = 0;
+        /* Missed samples of threads that block SIGPROF, before one goes (a thread's CPU clock
+         * dies with it; the others' is known from their last signal). */
+        prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL);
+    }
     if (!d)
         return;
     while ((e = readdir(d))) {

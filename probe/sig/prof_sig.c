@@ -54,6 +54,7 @@ struct prof_slot {
     _Atomic long long self_ns;
     long long cpu_at_arm_ns; /* the thread's CPU time when its timer was armed */
     long long period_ns;     /* its timer's period (0: none) */
+    _Atomic long long cpu_last_ns; /* the thread's CPU time at its last signal (handler) */
     long long missed_seen;
 };
 
@@ -159,6 +160,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
             s->tid == (int)syscall(SYS_gettid)) {
             long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
             record(s, si, uc);
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
@@ -273,6 +275,7 @@ struct prof_slot *prof_slot_new(int tid)
         atomic_store(&s->self_ns, 0);
         s->cpu_at_arm_ns = now_ns(thread_clock(tid));
         s->period_ns = 0;
+        atomic_store(&s->cpu_last_ns, 0);
         s->missed_seen = 0;
         if (i >= atomic_load(&slots_hi))
             atomic_store(&slots_hi, i + 1);
@@ -288,7 +291,10 @@ struct prof_slot *prof_slot_new(int tid)
 static void slot_missed_update(struct prof_slot *s)
 {
     long long cpu = s->has_timer && s->period_ns > 0 ? now_ns(thread_clock(s->tid)) : 0;
-    if (cpu <= 0)
+    long long last = atomic_load_explicit(&s->cpu_last_ns, memory_order_relaxed);
+    if (cpu < last) /* the thread is gone: its CPU time at its last signal */
+        cpu = last;
+    if (cpu <= 0 || s->period_ns <= 0)
         return;
     long long expected = (cpu - s->cpu_at_arm_ns) / s->period_ns;
     long long ov = atomic_load(&s->overrun);
