@@ -154,7 +154,9 @@ def test_deep_stack_read_in_one_copy(python, spawn):
     if minor >= (3, 11):
         c = strace_counts(tid, 2)
         assert c.get("rt_sigreturn", 0) >= 5, c
-        assert c.get("process_vm_readv", 0) <= 20 * c["rt_sigreturn"], c  # 74 frames each
+        # 74 frames each: about 80 reads before; 8-12 now, 21 on 3.15 (its unwinder re-reads a
+        # 3 KB FDE whose rule at the eval loop's pc it cannot cache)
+        assert c.get("process_vm_readv", 0) <= 30 * c["rt_sigreturn"], c
     probing("-p", t.pid, "perf", "--stop", check=True)
     t.assert_responsive()
     t.check_output_clean()
