@@ -6,6 +6,8 @@
 # Options: --threads N  N more threads named busy-0.. running pure Python (busy_py_loop);
 #          --sleeper    a thread "sleeper" sleeping in sleepy_wait;
 #          --block      a thread "blocker" that blocks SIGPROF and spins in blocked_spin;
+#          --deep N     a thread "deep" N calls of deep_call down (a generator's frame
+#                       deep_gen half way), spinning in busy_py_loop at the bottom;
 #          --fork       the main loop fork()s a child every 0.3 s that runs hot_python_caller
 #                       for 0.1 s and exits 0; "ok forks N bad M" lines report them;
 #          --prof-handler  its own SIGPROF handler (counting into PROF_HITS[0]) fed by
@@ -53,6 +55,22 @@ def busy_py_loop(stop):
     return x
 
 
+def deep_call(n, stop):
+    pad = [n, n + 1, n + 2, n + 3]  # locals: frames of some size
+    if n <= 0:
+        return busy_py_loop(stop) + pad[0]
+    if n == DEEP[0] // 2:
+        return next(deep_gen(n - 1, stop))
+    return deep_call(n - 1, stop) + pad[1]
+
+
+def deep_gen(n, stop):
+    yield deep_call(n, stop)
+
+
+DEEP = [0]
+
+
 def sleepy_wait(stop):
     while not stop.is_set():
         time.sleep(0.05)
@@ -84,6 +102,10 @@ def main():
     if "--sleeper" in args:
         threads.append(threading.Thread(target=sleepy_wait, args=(stop,), name="sleeper",
                                         daemon=True))
+    if "--deep" in args:
+        DEEP[0] = int(args[args.index("--deep") + 1])
+        threads.append(threading.Thread(target=deep_call, args=(DEEP[0], stop), name="deep",
+                                        daemon=True))
     if "--block" in args:
         threads.append(threading.Thread(target=blocked_spin, args=(stop,), name="blocker",
                                         daemon=True))
@@ -94,7 +116,8 @@ def main():
         signal.setitimer(signal.ITIMER_PROF, 0.02, 0.02)
     forks = "--fork" in args
     nforks = bad = 0
-    print("ready " + json.dumps({"pid": os.getpid(), "so": SO}), flush=True)
+    tids = {t.name: t.native_id for t in threads if hasattr(t, "native_id")}
+    print("ready " + json.dumps({"pid": os.getpid(), "so": SO, "tids": tids}), flush=True)
     tick = 0
     last_tick = last_fork = time.monotonic()
     while True:

@@ -40,6 +40,8 @@ struct prof_status {
     int threads;        /* distinct threads with samples */
     int armed;          /* threads with a live timer (cpu) or slot (wall) now */
     double probe_cpu_s; /* the sampler's own CPU time: drain thread + signal handlers */
+    double handler_cpu_s; /* of which the signal handlers (in the sampled threads) */
+    double drain_cpu_s;   /* of which the drain thread */
 };
 
 /* Loop thread. Starts sampling, clearing the previous data. PB_ESTATE when already running,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The sampler's control side (prof.h): start and stop, and the drain thread. The drain thread
  * (one of the probe's threads: every signal blocked, never sampled) wakes periodically (wall
- * mode: every sampling period; CPU mode: before a ring can be half full, at most 50 ms) to:
+ * mode: every sampling period; CPU mode: every 100 ms, or sooner when a handler filled half of
+ * a ring: prof_sig_wait) to:
  *  - every 100 ms, list /proc/self/task: a new thread gets a slot and, in CPU mode, its timer
  *    (its own CPU clock, so an idle thread costs nothing); a thread gone has its timer
  *    deleted. Threads that block every signal (the probe's own threads) are left out; a host
@@ -32,14 +33,15 @@
 #include "gil/gil.h"
 
 #define SCAN_NS 100000000LL  /* thread list every 100 ms */
-#define DRAIN_NS 50000000LL  /* rings at least every 50 ms */
+#define DRAIN_NS 100000000LL /* rings at least every 100 ms (sooner when half full) */
+#define SKIP_MAX 64          /* threads known to block every signal, not asked again... */
+#define SKIP_SCANS 10        /* ...for this many scans */
 #define NAMES_NS 500000000LL /* threading names at most every 0.5 s */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_t drain_thread;
 static int drain_started;
-static int stop_asked;
+static _Atomic int stop_asked;
+static int skip_tids[SKIP_MAX], nskip, skip_age; /* drain thread only */
 static _Atomic int drain_tid;
 static struct prof_opts cur;
 static _Atomic int is_running;
@@ -115,13 +117,32 @@ static void retire_gone(struct prof_slot *s, void *arg)
     prof_slot_retire(s);
 }
 
+/* blocks_all, remembered for SKIP_SCANS scans (the probe's own threads would cost a read of
+ * their status file at every scan). */
+static int skipped(int tid)
+{
+    for (int i = 0; i < nskip; i++)
+        if (skip_tids[i] == tid)
+            return 1;
+    if (!blocks_all(tid))
+        return 0;
+    if (nskip < SKIP_MAX)
+        skip_tids[nskip++] = tid;
+    return 1;
+}
+
 static void scan_threads(void)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
     struct scan sc = {NULL, 0};
     int cap = 0, me = atomic_load(&drain_tid);
-    prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL); /* missed, before a thread goes */
+    if (++skip_age >= SKIP_SCANS) {
+        nskip = skip_age = 0;
+        /* Missed samples of threads that block SIGPROF, before one goes (a thread's CPU clock
+         * dies with it; the others' is known from their last signal). */
+        prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL);
+    }
     if (!d)
         return;
     while ((e = readdir(d))) {
@@ -135,7 +156,7 @@ static void scan_threads(void)
             sc.tids = nt;
         }
         sc.tids[sc.n++] = tid;
-        if (tid == me || prof_slot_find(tid) || blocks_all(tid))
+        if (tid == me || prof_slot_find(tid) || skipped(tid))
             continue;
         struct prof_slot *s = prof_slot_new(tid);
         if (!s)
@@ -208,16 +229,14 @@ static void *drain_main(void *arg)
 {
     (void)arg;
     long long last_scan = 0, last_names = 0, last_tick = mono_ns();
-    /* Rings are drained when at most half full at the rate (and at least every 50 ms). */
-    long long period = (PROF_RING / 2) * 1000000000LL / cur.rate;
-    if (period > DRAIN_NS)
-        period = DRAIN_NS;
+    /* CPU mode: the handlers wake the drain thread when a ring is half full; else every
+     * 100 ms (a wake-up per sample, or per 10 ms, cost more than the samples' own work). */
+    long long period = DRAIN_NS;
     if (cur.mode == PROF_WALL)
         period = 1000000000LL / cur.rate;
     atomic_store(&drain_tid, (int)syscall(SYS_gettid));
-    pthread_mutex_lock(&mu);
-    while (!stop_asked) {
-        pthread_mutex_unlock(&mu);
+    nskip = skip_age = 0;
+    while (!atomic_load(&stop_asked)) {
         long long now = mono_ns();
         if (now - last_scan >= SCAN_NS) {
             scan_threads();
@@ -239,16 +258,9 @@ static void *drain_main(void *arg)
             prof_store_tick();
             last_tick = now;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long long ns = until.tv_nsec + period;
-        until.tv_sec += ns / 1000000000LL;
-        until.tv_nsec = ns % 1000000000LL;
-        pthread_mutex_lock(&mu);
-        if (!stop_asked)
-            pthread_cond_timedwait(&cv, &mu, &until);
+        if (!atomic_load(&stop_asked))
+            prof_sig_wait(period);
     }
-    pthread_mutex_unlock(&mu);
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         drain_cpu_last = (double)cpu.tv_sec + cpu.tv_nsec / 1e9;
@@ -291,7 +303,7 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     memset(&final, 0, sizeof final);
     cur = *o;
     forked = 0;
-    stop_asked = 0;
+    atomic_store(&stop_asked, 0);
     drain_cpu_last = 0;
     atomic_store(&names_pending, 1);
     prof_sig_lock();
@@ -339,7 +351,9 @@ static void status_live(struct prof_status *st)
     prof_slots_counters(cur.rate, &st->missed, &lost_ring, &handler_s, &st->armed);
     prof_store_counts(&st->samples, &st->stacks, &st->threads, &lost_store);
     st->lost = lost_ring + lost_store;
-    st->probe_cpu_s = handler_s + drain_cpu_s();
+    st->handler_cpu_s = handler_s;
+    st->drain_cpu_s = drain_cpu_s();
+    st->probe_cpu_s = st->handler_cpu_s + st->drain_cpu_s;
     PB_LOG(PB_LOG_DEBUG, "perf: handlers %.4f s, drain thread %.4f s", handler_s, drain_cpu_s());
 }
 
@@ -350,10 +364,8 @@ int prof_stop(struct prof_status *st)
         return 0;
     }
     prof_sig_set_running(0);
-    pthread_mutex_lock(&mu);
-    stop_asked = 1;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
+    atomic_store(&stop_asked, 1);
+    prof_sig_wake();
     if (drain_started)
         pthread_join(drain_thread, NULL);
     drain_started = 0;

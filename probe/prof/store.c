@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,17 @@ static struct imap native_map;   /* pc -> fid */
 static struct imap pycache_map;  /* hash(code, lasti) -> fid, cleared every tick */
 static struct imap pyname_map;   /* hash(name) -> fid (collisions checked) */
 static struct imap stack_map;    /* hash(fids) -> sid (collisions checked) */
+/* Code objects read this tick (code address -> index in codes): a loop's frames differ only
+ * in lasti, so its code object is read once, not once per instruction. Cleared every tick. */
+struct pcode {
+    uintptr_t code;
+    int kind; /* pyrt_sig_code_get's answer */
+    struct pyrt_sig_code *c; /* when kind == 0 */
+};
+static struct imap code_map;
+static struct pcode *codes;
+static size_t ncodes, capcodes;
+static struct pyrt_sig_code code_scratch;
 
 /* perf.samples_by_stack: the samples per (thread, stack), kept as samples are added so that
  * the usual GROUP BY stack_id reads one row per stack instead of every sample. */
@@ -253,22 +265,61 @@ static int native_fid(uintptr_t pc, int depth)
     return fid;
 }
 
+static void codes_clear(void)
+{
+    for (size_t i = 0; i < ncodes; i++)
+        free(codes[i].c);
+    free(codes);
+    codes = NULL;
+    ncodes = capcodes = 0;
+    imap_free(&code_map);
+}
+
+/* What describing frames of the code object at code needs, read at its first frame of the
+ * tick; NULL when it is not a (readable) code object. */
+static const struct pyrt_sig_code *code_get(uintptr_t code)
+{
+    size_t it = 0;
+    int i = imap_next(&code_map, (uint64_t)code, &it);
+    if (i < 0) {
+        struct pcode *nc = grow(codes, &capcodes, ncodes, sizeof *codes);
+        if (!nc)
+            return NULL;
+        codes = nc;
+        struct pcode *p = &codes[ncodes];
+        p->code = code;
+        p->c = NULL;
+        p->kind = pyrt_sig_code_get(code, &code_scratch);
+        if (p->kind == 0) {
+            size_t n = offsetof(struct pyrt_sig_code, table) + code_scratch.tn;
+            p->c = malloc(n);
+            if (!p->c)
+                return NULL;
+            memcpy(p->c, &code_scratch, n);
+        }
+        i = (int)ncodes++;
+        imap_put(&code_map, (uint64_t)code, i);
+    }
+    return codes[i].kind == 0 ? codes[i].c : NULL;
+}
+
 static int py_fid(const struct pyrt_sig_frame *pf)
 {
     uint64_t key = mix((uint64_t)pf->code * 31 + (uint64_t)(unsigned)pf->lasti);
     size_t it = 0;
     int fid;
-    char func[256], file[512], name[900];
+    char name[900];
     int line = -1;
     fid = imap_next(&pycache_map, key, &it);
     if (fid >= 0 || fid == -2)
         return fid >= 0 ? fid : -1; /* -2: a frame to leave out */
-    if (pyrt_sig_frame_skip(pf)) { /* incomplete, or not code (pyrt_sig_frames_fast) */
+    const struct pyrt_sig_code *c = code_get(pf->code);
+    if (!c || pf->lasti < c->prologue) { /* not code, or incomplete (pyrt_sig_frames_fast) */
         imap_put(&pycache_map, key, -2);
         return -1;
     }
-    pyrt_sig_describe(pf, func, sizeof func, file, sizeof file, &line);
-    snprintf(name, sizeof name, "%s (%s:%d)", func, file, line);
+    line = pyrt_sig_code_line(c, pf->lasti);
+    snprintf(name, sizeof name, "%s (%s:%d)", c->func, c->file, line);
     clean_name(name);
     uint64_t nk = str_hash(name);
     it = 0;
@@ -276,7 +327,7 @@ static int py_fid(const struct pyrt_sig_frame *pf)
         if (frames[fid].kind == K_PY && strcmp(frames[fid].name, name) == 0)
             break;
     if (fid < 0) {
-        fid = frame_new(K_PY, name, func, file, line, 0, 0);
+        fid = frame_new(K_PY, name, c->func, c->file, line, 0, 0);
         if (fid < 0)
             return -1;
         imap_put(&pyname_map, nk, fid);
@@ -455,6 +506,7 @@ void prof_store_tick(void)
     /* Code objects may be freed and their addresses reused: forget the Python cache. */
     pthread_mutex_lock(&mu);
     imap_free(&pycache_map);
+    codes_clear();
     pthread_mutex_unlock(&mu);
 }
 
@@ -487,6 +539,7 @@ void prof_store_clear(void)
     imap_free(&count_map);
     imap_free(&native_map);
     imap_free(&pycache_map);
+    codes_clear();
     imap_free(&pyname_map);
     imap_free(&stack_map);
     prof_sym_reset();

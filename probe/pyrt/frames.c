@@ -55,6 +55,13 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
 #else
     t->top = (uintptr_t)c.frame;
 #endif
+    t->stack_lo = t->stack_hi = 0;
+#if PY_VERSION_HEX >= 0x030B0000
+    if (c.datastack_chunk && (uintptr_t)c.datastack_top > (uintptr_t)c.datastack_chunk) {
+        t->stack_lo = (uintptr_t)c.datastack_chunk + offsetof(_PyStackChunk, data);
+        t->stack_hi = (uintptr_t)c.datastack_top;
+    }
+#endif
     t->interp = (uintptr_t)c.interp;
     t->next = (uintptr_t)c.next;
     t->ident = c.thread_id;
@@ -128,10 +135,44 @@ static int code_check_memo(struct pyrt_walk *w, uintptr_t code, int *firsttracea
 }
 #endif
 
+void pyrt_window_fill(struct pyrt_window *win, const struct pyrt_tstate *t, pyrt_read_fn rd)
+{
+    uintptr_t lo = t->stack_lo, hi = t->stack_hi;
+    win->chunk_lo = win->lo = win->hi = 0;
+    if (!lo || hi <= lo || hi - lo > ((uintptr_t)1 << 30))
+        return;
+    if (hi - lo > PYRT_WINDOW_BYTES)
+        lo = hi - PYRT_WINDOW_BYTES;
+    if (rd(lo, win->buf, hi - lo) != 0)
+        return;
+    win->chunk_lo = t->stack_lo;
+    win->lo = lo;
+    win->hi = hi;
+}
+
+/* n bytes of the frame at fp: from the walk's window where it holds them (refilled for a frame
+ * below it in its chunk), else one read. */
+static int frame_read(struct pyrt_walk *w, uintptr_t fp, void *dst, size_t n)
+{
+    struct pyrt_window *win = w->win;
+    if (win && win->lo < win->hi && fp >= win->chunk_lo && fp + n <= win->lo) {
+        uintptr_t hi = fp + n, lo = hi - win->chunk_lo > PYRT_WINDOW_BYTES
+                                        ? hi - PYRT_WINDOW_BYTES : win->chunk_lo;
+        if (w->rd(lo, win->buf, hi - lo) != 0)
+            return w->rd(fp, dst, n);
+        win->lo = lo;
+        win->hi = hi;
+    }
+    if (win && fp >= win->lo && fp < win->hi && n <= win->hi - fp) {
+        memcpy(dst, win->buf + (fp - win->lo), n);
+        return 0;
+    }
+    return w->rd(fp, dst, n);
+}
+
 int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
 {
     struct pyrt_sig_frame *out = w->out;
-    pyrt_read_fn rd = w->rd;
     int n = 0, steps = 0, max = w->max;
     int limit = max > (MIN_STEPS - 16) / 4 ? 4 * max + 16 : MIN_STEPS;
     w->truncated = 0;
@@ -145,7 +186,7 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
             break;
 #if PY_VERSION_HEX < 0x030B0000
         PyFrameObject f;
-        if (rd(fp, &f, offsetof(PyFrameObject, f_localsplus)) != 0 ||
+        if (frame_read(w, fp, &f, offsetof(PyFrameObject, f_localsplus)) != 0 ||
             Py_TYPE((PyObject *)&f) != PYRT_FRAME_TYPE)
             break;
         out[n].code = (uintptr_t)f.f_code;
@@ -163,7 +204,7 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
 #else
         _PyInterpreterFrame f;
         uintptr_t code, ip, start;
-        if (rd(fp, &f, offsetof(_PyInterpreterFrame, localsplus)) != 0)
+        if (frame_read(w, fp, &f, offsetof(_PyInterpreterFrame, localsplus)) != 0)
             break;
         next = (uintptr_t)f.previous;
 #if PY_VERSION_HEX >= 0x030C0000
@@ -254,6 +295,11 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
 #endif
     c->file = (uintptr_t)co.co_filename;
     c->firstlineno = co.co_firstlineno;
+#if PY_VERSION_HEX >= 0x030B0000
+    c->prologue = co._co_firsttraceable * (int)sizeof(_Py_CODEUNIT);
+#else
+    c->prologue = INT_MIN;
+#endif
     return 0;
 }
 

@@ -51,6 +51,19 @@ struct pyrt_code_memo {
     int firsttraceable; /* code units of its prologue */
 };
 
+/* A copy of a thread's frame memory that a walk reads frames from: on 3.11+ the top of the
+ * thread's current data stack chunk, where its frames are pushed (up to datastack_top), read at
+ * once instead of one read per frame. Only for the thread itself, from its own signal handler:
+ * an interrupted thread's frames cannot change under the copy (another thread's can). A frame
+ * outside it (a generator's, a C-stack shim, an older chunk) is read alone; one below it in the
+ * same chunk (a deep stack) refills it. Kept out of the signal stack (about 4 KiB). */
+#define PYRT_WINDOW_BYTES 4096
+struct pyrt_window {
+    uintptr_t chunk_lo; /* the chunk's first frame byte (0: no window) */
+    uintptr_t lo, hi;   /* the copy of [lo, hi) (lo == hi: empty) */
+    unsigned char buf[PYRT_WINDOW_BYTES];
+};
+
 /* One walk: the caller fills the inputs, the walker the outputs. */
 struct pyrt_walk {
     pyrt_read_fn rd;             /* the fault-proof read to use */
@@ -60,6 +73,7 @@ struct pyrt_walk {
     struct pyrt_frame_ext *ext;  /* NULL, or a parallel array */
     struct pyrt_code_memo *memo; /* NULL, or nmemo slots (a power of two) zeroed before use */
     unsigned nmemo;
+    struct pyrt_window *win;     /* NULL, or the calling thread's frame memory (3.11+) */
     int truncated;               /* out: frames were left (max reached, an unreadable frame,
                                     or the step bound: a cycle) */
 };
@@ -73,6 +87,8 @@ struct pyrt_tstate {
     unsigned long ident;  /* threading.get_ident(): the pthread_t */
     long native_id;       /* the kernel tid where the thread state holds it (3.11+), else -1 */
     uintptr_t top;        /* its innermost frame, 0 when none */
+    uintptr_t stack_lo;   /* 3.11+: its current data stack chunk's first frame byte, else 0 */
+    uintptr_t stack_hi;   /* 3.11+: datastack_top (the chunk's frames end there), else 0 */
 };
 /* The main interpreter (*interp) and the head of its thread list (*head, 0 when empty).
  * Returns 0; -1 when Python is not initialised (no main interpreter); -2 when the
@@ -92,6 +108,9 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
 uintptr_t pyrt_frames_top(uintptr_t tstate, pyrt_read_fn rd);
 /* Walks the frame chain from fp outwards into w->out (and w->ext), innermost first, at most
  * w->max. Returns the count. Async-signal-safe. */
+/* Fills win with the top of t's data stack chunk (one read; 3.11+, else it stays empty), for
+ * a walk of the calling thread's own frames (pyrt_walk.win). Async-signal-safe. */
+void pyrt_window_fill(struct pyrt_window *win, const struct pyrt_tstate *t, pyrt_read_fn rd);
 int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp);
 /* 1 when f (from a walk without PYRT_WALK_CHECK) is not a complete frame of a code object. */
 int pyrt_frame_skip(const struct pyrt_sig_frame *f, pyrt_read_fn rd);
@@ -102,6 +121,8 @@ struct pyrt_code {
     uintptr_t file;  /* str: co_filename */
     uintptr_t table; /* bytes: the line table (co_lnotab, co_linetable) */
     int firstlineno;
+    int prologue;    /* 3.11+: bytes of code before _co_firsttraceable (a frame whose lasti is
+                        below has not started: pyrt_frame_skip); INT_MIN before 3.11 */
 };
 /* Reads the code object at code. 0; 1 when it is readable but not a code object; -1. */
 int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd);

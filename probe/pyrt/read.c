@@ -5,10 +5,22 @@
 #include "read.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 static volatile int vm_state; /* 0 untested, 1 works, -1 refused */
+#ifndef PYRT_REMOTE
+/* Our pid, once pyrt_sig_read_prepare ran (getpid is a system call of its own at every read
+ * otherwise); a fork child takes its own (pthread_atfork), 0 means ask. */
+static volatile pid_t self_pid;
+static int atfork_done;
+
+static void on_fork_child(void)
+{
+    self_pid = 0;
+}
+#endif
 #ifdef PYRT_REMOTE
 /* The out-of-process reader (sig/pyrt_remote.c): the CLI's read of the target (a live process
  * or a core file). */
@@ -27,10 +39,13 @@ int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
     struct iovec local = {dst, n};
     struct iovec remote = {(void *)addr, n};
     int saved = errno;
+    pid_t pid = self_pid;
     ssize_t r;
+    if (pid <= 0)
+        pid = getpid();
     /* One element: a page-crossing range either copies whole or comes back short. */
     do {
-        r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
     } while (r < 0 && errno == EINTR);
     if (r < 0 && (errno == ENOSYS || errno == EPERM))
         vm_state = -1;
@@ -44,6 +59,11 @@ int pyrt_sig_read_prepare(void)
     static const char marker[8] = "pyrt-sg";
     char buf[8];
     vm_state = 0;
+#ifndef PYRT_REMOTE
+    if (!atfork_done && pthread_atfork(NULL, NULL, on_fork_child) == 0)
+        atfork_done = 1;
+    self_pid = atfork_done ? getpid() : 0;
+#endif
     if (pyrt_sig_read((uintptr_t)marker, buf, sizeof buf) != 0 || memcmp(buf, marker, 8) != 0) {
         vm_state = -1;
         return -1;

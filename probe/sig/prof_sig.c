@@ -17,6 +17,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -31,9 +32,11 @@
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_RETIRED };
 
-/* One mapping per slot: the ring, then the unwind cache (zeroed: no entry matches). */
+/* One mapping per slot: the ring, then the unwind cache (zeroed: no entry matches), then the
+ * copy of the thread's Python frame memory its handler reads frames from. */
 #define RING_BYTES ((PROF_RING * sizeof(struct prof_raw) + 63) & ~(size_t)63)
-#define SLOT_BYTES (RING_BYTES + sizeof(struct unwind_cache))
+#define CACHE_BYTES ((sizeof(struct unwind_cache) + 63) & ~(size_t)63)
+#define SLOT_BYTES (RING_BYTES + CACHE_BYTES + sizeof(struct pyrt_window))
 
 struct prof_slot {
     _Atomic int state;
@@ -43,16 +46,21 @@ struct prof_slot {
     int has_timer;
     struct prof_raw *ring; /* PROF_RING records, mmap'd */
     struct unwind_cache *cache; /* the thread's unwind rules, mmap'd after the ring */
+    struct pyrt_window *win;    /* its Python frames' copy, mmap'd after the cache */
     _Atomic unsigned head, tail;
     _Atomic long long delivered;
     _Atomic long long overrun; /* expirations the kernel merged into a delivered one */
     _Atomic long long lost;
     _Atomic long long self_ns;
     long long cpu_at_arm_ns; /* the thread's CPU time when its timer was armed */
+    long long period_ns;     /* its timer's period (0: none) */
+    _Atomic long long cpu_last_ns; /* the thread's CPU time at its last signal (handler) */
     long long missed_seen;
 };
 
 static struct prof_slot slots[PROF_MAX_SLOTS];
+static _Atomic int slots_hi; /* slots in use are below (loops stop there) */
+static _Atomic int drain_word; /* 1: work for the drain thread (futex) */
 static _Atomic int running;
 static _Atomic int in_handler;
 static struct sigaction old_action;
@@ -118,8 +126,26 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
     r->tid = s->tid;
     r->on_cpu = 1;
     r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
-    r->npy = pyrt_sig_frames_fast(pyrt_sig_tstate_self(), r->py, PROF_MAX_PY);
+    r->npy = pyrt_sig_frames_own(pyrt_sig_tstate_self(), s->win, r->py, PROF_MAX_PY);
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
+    if (h + 1 - t == PROF_RING / 2)
+        prof_sig_wake(); /* half full: the drain thread comes now */
+}
+
+void prof_sig_wake(void)
+{
+    /* async-signal-safe: an atomic store and a raw futex call */
+    if (atomic_exchange(&drain_word, 1) == 0)
+        syscall(SYS_futex, (int *)&drain_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void prof_sig_wait(long long ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    if (atomic_exchange(&drain_word, 0) == 0) {
+        syscall(SYS_futex, (int *)&drain_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        atomic_store(&drain_word, 0);
+    }
 }
 
 static void on_sigprof(int sig, siginfo_t *si, void *uc)
@@ -134,6 +160,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
             s->tid == (int)syscall(SYS_gettid)) {
             long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
             record(s, si, uc);
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
@@ -217,6 +244,7 @@ void prof_sig_fork_child(void)
         slots[i].has_timer = 0;
         slots[i].ring = NULL;
         slots[i].cache = NULL;
+        slots[i].win = NULL;
         slots[i].magic = 0;
         atomic_store(&slots[i].state, SLOT_FREE);
     }
@@ -235,6 +263,7 @@ struct prof_slot *prof_slot_new(int tid)
             return NULL;
         s->ring = ring;
         s->cache = (struct unwind_cache *)((char *)ring + RING_BYTES);
+        s->win = (struct pyrt_window *)((char *)ring + RING_BYTES + CACHE_BYTES);
         s->tid = tid;
         s->magic = SLOT_MAGIC;
         s->has_timer = 0;
@@ -245,11 +274,34 @@ struct prof_slot *prof_slot_new(int tid)
         atomic_store(&s->lost, 0);
         atomic_store(&s->self_ns, 0);
         s->cpu_at_arm_ns = now_ns(thread_clock(tid));
+        s->period_ns = 0;
+        atomic_store(&s->cpu_last_ns, 0);
         s->missed_seen = 0;
+        if (i >= atomic_load(&slots_hi))
+            atomic_store(&slots_hi, i + 1);
         atomic_store(&s->state, SLOT_LIVE);
         return s;
     }
     return NULL;
+}
+
+/* Missed expirations of slot s so far (into s->missed_seen): those the kernel merged into a
+ * delivered signal (si_overrun), plus those the thread's CPU time called for that never came
+ * (a thread that blocks SIGPROF); one may be on its way. */
+static void slot_missed_update(struct prof_slot *s)
+{
+    long long cpu = s->has_timer && s->period_ns > 0 ? now_ns(thread_clock(s->tid)) : 0;
+    long long last = atomic_load_explicit(&s->cpu_last_ns, memory_order_relaxed);
+    if (cpu < last) /* the thread is gone: its CPU time at its last signal */
+        cpu = last;
+    if (cpu <= 0 || s->period_ns <= 0)
+        return;
+    long long expected = (cpu - s->cpu_at_arm_ns) / s->period_ns;
+    long long ov = atomic_load(&s->overrun);
+    long long d = expected - atomic_load(&s->delivered) - ov - 1;
+    d = ov + (d > 0 ? d : 0);
+    if (d > s->missed_seen)
+        s->missed_seen = d;
 }
 
 int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
@@ -265,6 +317,7 @@ int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
     if (timer_create(thread_clock(s->tid), &sev, &s->timer) != 0)
         return pb_err_set(err, -errno, "timer_create for thread %d: %s", s->tid, strerror(errno));
     s->has_timer = 1;
+    s->period_ns = period;
     s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
     its.it_interval.tv_sec = period / 1000000000LL;
     its.it_interval.tv_nsec = period % 1000000000LL;
@@ -280,6 +333,7 @@ int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
 
 void prof_slot_retire(struct prof_slot *s)
 {
+    slot_missed_update(s); /* before the thread goes */
     if (s->has_timer) {
         timer_delete(s->timer);
         s->has_timer = 0;
@@ -294,7 +348,8 @@ int prof_slot_tid(const struct prof_slot *s)
 
 struct prof_slot *prof_slot_find(int tid)
 {
-    for (int i = 0; i < PROF_MAX_SLOTS; i++)
+    int hi = atomic_load(&slots_hi);
+    for (int i = 0; i < hi; i++)
         if (atomic_load(&slots[i].state) == SLOT_LIVE && slots[i].tid == tid)
             return &slots[i];
     return NULL;
@@ -316,14 +371,15 @@ static void slot_free(struct prof_slot *s, int rate)
         munmap(s->ring, SLOT_BYTES);
     s->ring = NULL;
     s->cache = NULL;
+    s->win = NULL;
     s->magic = 0;
     atomic_store(&s->state, SLOT_FREE);
 }
 
 int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
 {
-    int n = 0;
-    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+    int n = 0, hi = atomic_load(&slots_hi);
+    for (int i = 0; i < hi; i++) {
         struct prof_slot *s = &slots[i];
         int st = atomic_load(&s->state);
         if (st == SLOT_FREE)
@@ -342,7 +398,8 @@ int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
 
 void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg)
 {
-    for (int i = 0; i < PROF_MAX_SLOTS; i++)
+    int hi = atomic_load(&slots_hi);
+    for (int i = 0; i < hi; i++)
         if (atomic_load(&slots[i].state) == SLOT_LIVE)
             fn(&slots[i], arg);
 }
@@ -351,28 +408,17 @@ void prof_slots_counters(int rate, long long *missed, long long *lost, double *h
                          int *armed)
 {
     long long m = gone_missed, l = gone_lost, ns = gone_self_ns;
-    int a = 0;
-    long long period = 1000000000LL / (rate > 0 ? rate : 1);
-    for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+    int a = 0, hi = atomic_load(&slots_hi);
+    (void)rate;
+    for (int i = 0; i < hi; i++) {
         struct prof_slot *s = &slots[i];
         if (atomic_load(&s->state) == SLOT_FREE)
             continue;
         l += atomic_load(&s->lost);
         ns += atomic_load(&s->self_ns);
         if (s->has_timer) {
-            long long cpu = now_ns(thread_clock(s->tid));
             a++;
-            /* Missed: expirations the kernel merged into a delivered signal (si_overrun),
-             * plus those the thread's CPU time called for that never came (a thread that
-             * blocks SIGPROF); one may be on its way. */
-            if (cpu > 0) {
-                long long expected = (cpu - s->cpu_at_arm_ns) / period;
-                long long ov = atomic_load(&s->overrun);
-                long long d = expected - atomic_load(&s->delivered) - ov - 1;
-                d = ov + (d > 0 ? d : 0);
-                if (d > s->missed_seen)
-                    s->missed_seen = d;
-            }
+            slot_missed_update(s);
         } else if (atomic_load(&s->state) == SLOT_LIVE) {
             a++;
         }

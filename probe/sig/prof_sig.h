@@ -48,5 +48,10 @@ void prof_slots_reset_totals(void); /* a new start: counters of freed slots back
 void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
                          int *armed);
 void prof_sig_fork_child(void); /* async-signal-safe */
+/* The drain thread sleeps in prof_sig_wait until ns pass or a handler filled half of a ring
+ * (a futex wake: async-signal-safe, so the drain wakes when there is work, not per sample);
+ * prof_sig_wake wakes it (stop). */
+void prof_sig_wait(long long ns);
+void prof_sig_wake(void);
 
 #endif

@@ -69,6 +69,17 @@ int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
     return frames_of(ts, 0, out, max);
 }
 
+int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, struct pyrt_sig_frame *out,
+                        int max)
+{
+    struct pyrt_tstate t;
+    struct pyrt_walk w = {.rd = pyrt_sig_read, .max = max, .out = out, .win = win};
+    if (!ts || max <= 0 || pyrt_tstate_read(ts, &t, pyrt_sig_read) != 0)
+        return 0;
+    pyrt_window_fill(win, &t, pyrt_sig_read);
+    return pyrt_frames_walk(&w, t.top);
+}
+
 int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f)
 {
     return pyrt_frame_skip(f, pyrt_sig_read);
@@ -145,12 +156,49 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     return 0;
 }
 
+/* The first bytes (at most cap) of co's line table into table; their count, 0 if unreadable. */
+static size_t table_get(const struct pyrt_code *co, unsigned char *table, size_t cap)
+{
+    PyVarObject th;
+    size_t tn;
+    if (pyrt_sig_read(co->table, &th, sizeof th) != 0 ||
+        Py_TYPE((PyObject *)&th) != PYRT_BYTES_TYPE || th.ob_size < 0)
+        return 0;
+    tn = (size_t)th.ob_size < cap ? (size_t)th.ob_size : cap;
+    if (tn && pyrt_sig_read(co->table + offsetof(PyBytesObject, ob_sval), table, tn) != 0)
+        return 0;
+    return tn;
+}
+
+int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
+{
+    struct pyrt_code co;
+    int rc = pyrt_code_read(code, &co, pyrt_sig_read);
+    put(c->func, sizeof c->func, "?");
+    put(c->file, sizeof c->file, "?");
+    c->tn = 0;
+    if (rc != 0)
+        return rc;
+    if (str_get(co.name, c->func, sizeof c->func) != 0)
+        put(c->func, sizeof c->func, "?");
+    if (str_get(co.file, c->file, sizeof c->file) != 0)
+        put(c->file, sizeof c->file, "?");
+    c->firstlineno = co.firstlineno;
+    c->prologue = co.prologue;
+    c->tn = table_get(&co, c->table, sizeof c->table);
+    return 0;
+}
+
+int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti)
+{
+    return c->tn ? pyrt_code_line(c->table, c->tn, c->firstlineno, lasti) : -1;
+}
+
 int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
                       size_t filen, int *line)
 {
     struct pyrt_code co;
     unsigned char table[SIG_TABLE];
-    PyVarObject th;
     size_t tn;
 
     put(func, funcn, "?");
@@ -165,11 +213,8 @@ int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, 
         put(file, filen, "?");
     if (!line)
         return 0;
-    if (pyrt_sig_read(co.table, &th, sizeof th) != 0 ||
-        Py_TYPE((PyObject *)&th) != PYRT_BYTES_TYPE || th.ob_size < 0)
-        return 0;
-    tn = (size_t)th.ob_size < sizeof table ? (size_t)th.ob_size : sizeof table;
-    if (tn && pyrt_sig_read(co.table + offsetof(PyBytesObject, ob_sval), table, tn) != 0)
+    tn = table_get(&co, table, sizeof table);
+    if (tn == 0)
         return 0;
     *line = pyrt_code_line(table, tn, co.firstlineno, f->lasti);
     return 0;

@@ -33,6 +33,12 @@ int pyrt_sig_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max
  * prologue) and, on 3.13, frames whose executable is not a code object; pyrt_sig_frame_skip
  * tells those apart later, outside the handler. Signal-handler safe. */
 int pyrt_sig_frames_fast(uintptr_t tstate, struct pyrt_sig_frame *out, int max);
+/* pyrt_sig_frames_fast for the calling thread's own thread state ts, from its signal handler:
+ * on 3.11+ its frames are read from one copy of its data stack (win, the caller's: about 4 KiB,
+ * kept off the signal stack), not one read per frame (pyrt/frames.h: struct pyrt_window).
+ * Signal-handler safe. */
+int pyrt_sig_frames_own(uintptr_t tstate, struct pyrt_window *win, struct pyrt_sig_frame *out,
+                        int max);
 /* 1 when f is not a complete frame of a code object (see pyrt_sig_frames_fast). */
 int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f);
 /* The calling thread's thread state address (0 when it has none). Signal-handler safe. */
@@ -45,4 +51,18 @@ int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max);
  * Returns 0, or -1 when the code object cannot be read (func/file then "?"). */
 int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
                       size_t filen, int *line);
+/* pyrt_sig_describe in two halves, for a caller that describes many frames of one code object
+ * (the sampler's drain: a loop's frames differ only in lasti): what the description needs of
+ * the code object, read once, then the line of each lasti (pure). */
+struct pyrt_sig_code {
+    char func[256], file[512]; /* "?" when unreadable */
+    int firstlineno;
+    int prologue;    /* a frame with lasti below has not started (see struct pyrt_code) */
+    size_t tn;       /* bytes of the line table in table (0: none) */
+    unsigned char table[4096];
+};
+/* 0; 1 when code is readable but not a code object; -1 unreadable. Signal-handler safe. */
+int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c);
+/* The line of byte offset lasti, -1 for none. Pure. */
+int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti);
 #endif

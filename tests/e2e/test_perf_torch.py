@@ -286,6 +286,39 @@ def test_inference_top_level_steps(PY, spawn):
     t.check_output_clean()
 
 
+HOOKS = ("import json; M = torch.nn.modules.module; print(json.dumps([len(M._global_forward_pre_hooks), "
+         "len(M._global_forward_hooks), len(MODEL._forward_pre_hooks), len(MODEL._forward_hooks)]))")
+
+
+def test_inference_untraced_steps_without_global_hooks(PY, spawn):
+    """Without an optimizer, between traced steps only the top-level module has (instance)
+    hooks: a global module hook would send every module down torch's slower call path. The
+    traced steps still see every module, and the untraced ones are still counted."""
+    t = spawn(PY, "torch_infer.py")
+    before = eval_json(t.pid, STATE)
+    names = module_names(t.pid)
+    probing("-p", t.pid, "perf", "--torch", "--every", "1000", check=True)
+    wait_steps(t.pid, 6, "1")  # step 1 traced, then untraced ones
+    assert eval_json(t.pid, HOOKS) == [0, 0, 1, 1]
+    assert len(query(t.pid, "SELECT step FROM python.torch_steps WHERE traced = 1")) == 1
+    # A traced step again: the root's hook puts the global ones in for that step only.
+    probing("-p", t.pid, "perf", "--torch", "--every", "2", check=True)
+    steps = wait_steps(t.pid, 3)
+    rows = query(t.pid, "SELECT * FROM python.torch_trace WHERE step = %d" % steps[1])
+    for stage in ("forward_pre", "forward_post"):
+        assert names <= {r["module"] for r in rows if r["stage"] == stage}, (stage, rows)
+    assert check_nesting(rows, "forward_post") > 20
+    probing("-p", t.pid, "perf", "--torch", "--every", "1000", check=True)
+    last = query(t.pid, "SELECT MAX(step) AS m FROM python.torch_steps")[0]["m"]
+    wait_steps(t.pid, 3, "step > %d" % (last + 1))
+    assert eval_json(t.pid, HOOKS) == [0, 0, 1, 1]
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert eval_json(t.pid, HOOKS) == [0, 0, 0, 0]
+    settle(PY, t, before)
+    assert eval_json(t.pid, STATE) == before
+    t.check_output_clean()
+
+
 def test_torch2_step_hooks_and_cuda_fakes(PY, spawn, tmp_path):
     """The torch 2.x path (a global optimizer step post hook) and the CUDA memory path, chosen
     by feature detection, with the sample's stand-ins for what torch 1.13 on a CPU lacks."""

@@ -76,6 +76,12 @@ static int print_top(struct dap_client *dc, const char *title, const char *sql, 
     return 0;
 }
 
+/* Microseconds of the status counter key per sample (0 without samples). */
+static double per_sample(const cJSON *st, const char *key, double samples)
+{
+    return samples > 0 ? cli_json_num(st, key, 0) * 1e6 / samples : 0;
+}
+
 static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
 {
     double samples = cli_json_num(st, "samples", 0);
@@ -85,10 +91,11 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
     double span = (stopped > 0 ? stopped : (double)now.tv_sec + now.tv_nsec / 1e9) - started;
     const char *mode = cli_json_str(st, "mode");
     printf("perf --cc: %.0f samples of %.0f threads in %.1f s (%s mode, %.0f Hz); %.0f missed, "
-           "%.0f lost; sampler CPU %.3f s\n", samples, cli_json_num(st, "threads", 0),
-           span > 0 ? span : 0, mode ? mode : "?", cli_json_num(st, "rate", 0),
-           cli_json_num(st, "missed", 0), cli_json_num(st, "lost", 0),
-           cli_json_num(st, "probeCpuSeconds", 0));
+           "%.0f lost; sampler CPU %.3f s (handler %.0f us, drain %.0f us per sample)\n", samples,
+           cli_json_num(st, "threads", 0), span > 0 ? span : 0, mode ? mode : "?",
+           cli_json_num(st, "rate", 0), cli_json_num(st, "missed", 0), cli_json_num(st, "lost", 0),
+           cli_json_num(st, "probeCpuSeconds", 0), per_sample(st, "handlerCpuSeconds", samples),
+           per_sample(st, "drainCpuSeconds", samples));
     if (samples <= 0)
         return 0;
     char sql[768];

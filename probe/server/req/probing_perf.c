@@ -3,7 +3,7 @@
  * Arguments: action (string: "start", "stop" or "status"; required); with start: rate
  * (integer samples per second per thread, 1 to 1000, default 100) and mode ("cpu", default,
  * or "wall"). Body: the sampler's status {running, mode, rate, samples, threads, missed, lost,
- * stacks, armed, probeCpuSeconds, started, stopped, forked}; stop adds wasRunning. The samples
+ * stacks, armed, probeCpuSeconds, handlerCpuSeconds, drainCpuSeconds, started, stopped, forked}; stop adds wasRunning. The samples
  * themselves are the tables perf.samples / perf.stacks / perf.frames (probing/query). */
 #include <string.h>
 
@@ -22,6 +22,8 @@ static void status_json(cJSON *body, const struct prof_status *st)
     cJSON_AddNumberToObject(body, "stacks", (double)st->stacks);
     cJSON_AddNumberToObject(body, "armed", st->armed);
     cJSON_AddNumberToObject(body, "probeCpuSeconds", st->probe_cpu_s);
+    cJSON_AddNumberToObject(body, "handlerCpuSeconds", st->handler_cpu_s);
+    cJSON_AddNumberToObject(body, "drainCpuSeconds", st->drain_cpu_s);
     cJSON_AddNumberToObject(body, "started", st->started);
     cJSON_AddNumberToObject(body, "stopped", st->stopped);
     cJSON_AddBoolToObject(body, "forked", st->forked);
