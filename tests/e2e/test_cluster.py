@@ -474,6 +474,16 @@ def test_collectives_name_the_rank_that_did_not_enter(PY, tmp_path):
         job.kill()
 
 
+def collectives_until(name, done, timeout=60):
+    """`cluster collectives --json` of the job, read again each second until done(answer)."""
+    deadline = time.time() + timeout
+    while True:
+        out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+        if done(out) or time.time() > deadline:
+            return out
+        time.sleep(1)
+
+
 @pytest.mark.parametrize("PY", TORCH_PYTHONS)
 def test_collectives_name_the_straggler(PY, tmp_path):
     """Rank 1 of 3 sleeps 50 ms before each all_reduce: it is the straggler, the others waited a
@@ -484,12 +494,7 @@ def test_collectives_name_the_straggler(PY, tmp_path):
         pids = {r["rank"]: r["pid"] for r in job.ready}
         start_recorders(pids.values())
         name = job_with(pids[0])
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
-            if out["compared"] >= 40:
-                break
-            time.sleep(1)
+        out = collectives_until(name, lambda o: o["compared"] >= 40)
         assert out["compared"] >= 40, out
         assert out["hangs"] == []
         ranks = out["ranks"]
@@ -525,12 +530,8 @@ def test_collectives_read_torchs_flight_recorder(PY, tmp_path):
         pids = {r["rank"]: r["pid"] for r in job.ready}
         start_recorders(pids.values())
         name = job_with(pids[0])
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
-            if all(f.get("agree", 0) >= 20 for f in out["flight_recorder"]):
-                break
-            time.sleep(1)
+        out = collectives_until(name, lambda o: all(f.get("agree", 0) >= 20
+                                                    for f in o["flight_recorder"]))
         frs = out["flight_recorder"]
         assert [f["rank"] for f in frs] == [0, 1], frs
         for f in frs:
