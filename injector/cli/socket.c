@@ -120,8 +120,12 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
             return pb_err_set(err, rc, "the probe in %d does not answer on %s (%s): see the "
                               "probe's log (set PROBING_LOG in the target)", (int)pid, path,
                               strerror(-rc));
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL); /* the agent thread is starting: its socket appears shortly */
+        /* The agent thread is starting: its socket appears within a millisecond or two of
+         * the injection's end, so look again soon at first (a first stackTrace is one
+         * injection plus a few round trips), then every 5 ms. */
+        long waited = (long)(cli_now_ms() - (deadline - timeout_ms));
+        struct timespec ts = {0, (waited < 50 ? 1 : 5) * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
 }
 
