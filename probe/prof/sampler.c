@@ -3,9 +3,11 @@
  * (one of the probe's threads: every signal blocked, never sampled) wakes periodically (wall
  * mode: every sampling period; CPU mode: every 100 ms, or sooner when a handler filled half of
  * a ring: prof_sig_wait) to:
- *  - every 100 ms, list /proc/self/task: a new thread gets a slot and, in CPU mode, its timer
- *    (its own CPU clock, so an idle thread costs nothing); a thread gone has its timer
- *    deleted. Threads that block every signal (the probe's own threads) are left out; a host
+ *  - every 100 ms, look at the thread count (the link count of /proc/self/task: one stat) and
+ *    when it changed, or a second passed, list /proc/self/task: a new thread gets a slot and,
+ *    in CPU mode, its timer (its own CPU clock, so an idle thread costs nothing); a thread gone
+ *    has its timer deleted. (A listing costs 50-200 us: at every wake-up it was the largest part
+ *    of the drain thread's time per sample.) Threads that block every signal (the probe's own threads) are left out; a host
  *    thread that blocks only SIGPROF keeps its timer and its expirations count as missed;
  *  - move the records of every ring into the store (store.c: symbolise, merge, dedup);
  *  - wall mode: read every Python thread's frames itself (off-CPU threads, on_cpu = 0) and
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,10 +35,11 @@
 #include "pyrt/pyrt.h"
 #include "gil/gil.h"
 
-#define SCAN_NS 100000000LL  /* thread list every 100 ms */
+#define SCAN_NS 100000000LL  /* thread count every 100 ms */
+#define LIST_NS 1000000000LL /* thread list at least every second (same count, other threads) */
 #define DRAIN_NS 100000000LL /* rings at least every 100 ms (sooner when half full) */
 #define SKIP_MAX 64          /* threads known to block every signal, not asked again... */
-#define SKIP_SCANS 10        /* ...for this many scans */
+#define SKIP_SCANS 5         /* ...for this many listings (about a second apart) */
 #define NAMES_NS 500000000LL /* threading names at most every 0.5 s */
 
 static pthread_t drain_thread;
@@ -137,12 +141,8 @@ static void scan_threads(void)
     struct dirent *e;
     struct scan sc = {NULL, 0};
     int cap = 0, me = atomic_load(&drain_tid);
-    if (++skip_age >= SKIP_SCANS) {
+    if (++skip_age >= SKIP_SCANS)
         nskip = skip_age = 0;
-        /* Missed samples of threads that block SIGPROF, before one goes (a thread's CPU clock
-         * dies with it; the others' is known from their last signal). */
-        prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL);
-    }
     if (!d)
         return;
     while ((e = readdir(d))) {
@@ -225,10 +225,19 @@ static void wall_tick(void)
     }
 }
 
+/* The process's thread count from the link count of /proc/self/task (the kernel adds one per
+ * thread), -1 when unknown. */
+static long task_links(void)
+{
+    struct stat st;
+    return stat("/proc/self/task", &st) == 0 ? (long)st.st_nlink : -1;
+}
+
 static void *drain_main(void *arg)
 {
     (void)arg;
-    long long last_scan = 0, last_names = 0, last_tick = mono_ns();
+    long long last_scan = 0, last_list = 0, last_names = 0, last_tick = mono_ns();
+    long links = -2;
     /* CPU mode: the handlers wake the drain thread when a ring is half full; else every
      * 100 ms (a wake-up per sample, or per 10 ms, cost more than the samples' own work). */
     long long period = DRAIN_NS;
@@ -239,7 +248,12 @@ static void *drain_main(void *arg)
     while (!atomic_load(&stop_asked)) {
         long long now = mono_ns();
         if (now - last_scan >= SCAN_NS) {
-            scan_threads();
+            long l = task_links();
+            if (l != links || l < 0 || now - last_list >= LIST_NS) {
+                scan_threads();
+                last_list = now;
+                links = l;
+            }
             last_scan = now;
         }
         if (cur.mode == PROF_WALL)
@@ -256,6 +270,9 @@ static void *drain_main(void *arg)
         }
         if (now - last_tick >= 1000000000LL) {
             prof_store_tick();
+            /* Missed samples of threads that block SIGPROF, before one goes (a thread's CPU
+             * clock dies with it; the others' is known from their last signal). */
+            prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL);
             last_tick = now;
         }
         if (!atomic_load(&stop_asked))

@@ -3,8 +3,13 @@
  * the object and its exported symbol; when the pc is not inside that symbol (a static
  * function: dladdr only knows the dynamic symbol table) the object's own .symtab is read once
  * (mmap of the file, ELF64, function symbols sorted by address) and searched. Objects without
- * .symtab (stripped) fall back to "[module]" in the caller. prof_sym_describe is the entry
- * (store.c for the sampler, native.c for dumps); one mutex guards the module cache. */
+ * .symtab (stripped) fall back to "[module]" in the caller. Every function named once is kept
+ * with its address range (the `known` table): a later pc inside it is named from there, without
+ * dladdr, which scans the object's symbols at every call (about 35 us for libpython), while a
+ * sampler sees a new exact pc at almost every sample. prof_sym_describe is the entry (store.c
+ * for the sampler, native.c for dumps); one mutex guards the caches; prof_sym_reset empties
+ * them (a library unloaded and another loaded at its place would otherwise keep the old names,
+ * as the store's own pc cache does until then). */
 #include "prof.h"
 
 #include <dlfcn.h>
@@ -36,6 +41,17 @@ struct module {
 };
 
 static struct module mods[MAX_MODULES];
+
+/* A function already named: [lo, hi) at run time, and the answer. Sorted by lo. */
+struct known {
+    uintptr_t lo, hi;
+    char *name, *module;
+    uintptr_t fbase, bias;
+    int is_eval;
+};
+#define MAX_KNOWN 65536
+static struct known *known;
+static size_t nknown, capknown;
 static int nmods;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char *(*demangle)(const char *, char *, size_t *, int *);
@@ -118,8 +134,9 @@ static void module_load(struct module *m, const char *path)
 }
 
 /* The .symtab name of pc in the object loaded at fbase from path, or NULL. *off gets pc's
- * offset into the function. */
-static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off)
+ * offset into the function, *hi its run-time end. */
+static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, uintptr_t *off,
+                             uintptr_t *hi_out)
 {
     struct module *m = NULL;
     for (int i = 0; i < nmods; i++)
@@ -146,9 +163,55 @@ static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, ui
     }
     if (lo == 0 || a >= m->syms[lo - 1].hi)
         return NULL;
-    if (off)
-        *off = a - m->syms[lo - 1].lo;
+    *off = a - m->syms[lo - 1].lo;
+    *hi_out = m->syms[lo - 1].hi + m->bias;
     return m->syms[lo - 1].name;
+}
+
+/* The index of the first known function with lo > pc. */
+static size_t known_after(uintptr_t pc)
+{
+    size_t lo = 0, hi = nknown;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (known[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static const struct known *known_find(uintptr_t pc)
+{
+    size_t i = known_after(pc);
+    return i > 0 && pc < known[i - 1].hi ? &known[i - 1] : NULL;
+}
+
+/* Remembers the answer s for [lo, hi) (not overlapping a known one: a pc inside that one was
+ * answered from it). Out of memory or full: not remembered, nothing else changes. */
+static void known_add(uintptr_t lo, uintptr_t hi, const struct prof_sym *s)
+{
+    size_t i = known_after(lo);
+    if (hi <= lo || nknown == MAX_KNOWN || (i < nknown && known[i].lo < hi))
+        return;
+    if (nknown == capknown) {
+        size_t nc = capknown ? capknown * 2 : 256;
+        struct known *nk = realloc(known, nc * sizeof *nk);
+        if (!nk)
+            return;
+        known = nk;
+        capknown = nc;
+    }
+    struct known k = {lo, hi, strdup(s->name), strdup(s->module), s->fbase, s->bias, s->is_eval};
+    if (!k.name || !k.module) {
+        free(k.name);
+        free(k.module);
+        return;
+    }
+    memmove(&known[i + 1], &known[i], (nknown - i) * sizeof *known);
+    known[i] = k;
+    nknown++;
 }
 
 void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
@@ -157,10 +220,21 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     const ElfW(Sym) *sym = NULL;
     struct link_map *lm = NULL;
     const char *sn = NULL;
-    uintptr_t look = depth > 0 && pc > 0 ? pc - 1 : pc, off = 0;
+    uintptr_t look = depth > 0 && pc > 0 ? pc - 1 : pc, off = 0, lo = 0, hi = 0;
     char *dem = NULL;
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&mu);
+    const struct known *k = known_find(look);
+    if (k) {
+        snprintf(s->name, sizeof s->name, "%s", k->name);
+        snprintf(s->module, sizeof s->module, "%s", k->module);
+        s->offset = look - k->lo + (look != pc);
+        s->fbase = k->fbase;
+        s->bias = k->bias;
+        s->is_eval = k->is_eval;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
     if (!demangle_looked) {
         *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
         demangle_looked = 1;
@@ -171,8 +245,11 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
                            look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size)) {
         sn = info.dli_sname;
         off = look - (uintptr_t)info.dli_saddr;
+        if (sym && sym->st_size > 0)
+            lo = (uintptr_t)info.dli_saddr, hi = lo + (uintptr_t)sym->st_size;
     } else if (info.dli_fbase) {
-        sn = sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, &off);
+        sn = sym_local(look, (uintptr_t)info.dli_fbase, info.dli_fname, &off, &hi);
+        lo = sn ? look - off : 0;
     }
     if (!sn && info.dli_fbase && prof_sym_eval_part(look))
         sn = "_PyEval_EvalFrameDefault.cold"; /* GCC's name for such a part (evalpart.c) */
@@ -195,6 +272,8 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     if (info.dli_fbase && dladdr1((void *)look, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm)
         s->bias = (uintptr_t)lm->l_addr;
     s->fbase = (uintptr_t)info.dli_fbase;
+    if (sn && lo && s->module[0])
+        known_add(lo, hi, s);
     pthread_mutex_unlock(&mu);
     free(dem);
 }
@@ -209,5 +288,12 @@ void prof_sym_reset(void)
     }
     memset(mods, 0, sizeof mods);
     nmods = 0;
+    for (size_t i = 0; i < nknown; i++) {
+        free(known[i].name);
+        free(known[i].module);
+    }
+    free(known);
+    known = NULL;
+    nknown = capknown = 0;
     pthread_mutex_unlock(&mu);
 }

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #define SLOT_MAGIC 0x70726f66736c6f74ULL
+#define MAPS_BYTES (1 << 20) /* /proc/self/maps read to learn a stack (longer: cut) */
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_RETIRED };
 
@@ -56,6 +58,11 @@ struct prof_slot {
     long long period_ns;     /* its timer's period (0: none) */
     _Atomic long long cpu_last_ns; /* the thread's CPU time at its last signal (handler) */
     long long missed_seen;
+    /* The thread's stack, learnt by the drain thread from a record's sp and /proc/self/maps:
+     * [stack_lo, stack_hi) is the mapping that held sp while pthread_self() was stack_self.
+     * stack_self is published last (0: not known). */
+    uintptr_t stack_lo, stack_hi;
+    _Atomic uintptr_t stack_self;
 };
 
 static struct prof_slot slots[PROF_MAX_SLOTS];
@@ -107,6 +114,18 @@ static struct prof_slot *slot_of(const siginfo_t *si)
     return (struct prof_slot *)p;
 }
 
+static uintptr_t uc_sp(const ucontext_t *uc)
+{
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.sp;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
 static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
 {
     unsigned h = atomic_load_explicit(&s->head, memory_order_relaxed);
@@ -125,6 +144,17 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
     r->ts = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     r->tid = s->tid;
     r->on_cpu = 1;
+    r->sp = uc_sp(uc);
+    r->self = (uintptr_t)pthread_self();
+    /* The thread's own stack from sp up, read directly when the drain thread has learnt which
+     * mapping holds it (the same thread: pthread_self; sp still in it: not on another stack,
+     * e.g. a sigaltstack or a coroutine's). A running thread's stack stays mapped. */
+    s->cache->stack_lo = s->cache->stack_hi = 0;
+    if (r->self && atomic_load_explicit(&s->stack_self, memory_order_acquire) == r->self &&
+        r->sp >= s->stack_lo && r->sp < s->stack_hi) {
+        s->cache->stack_lo = r->sp;
+        s->cache->stack_hi = s->stack_hi;
+    }
     r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
     r->npy = pyrt_sig_frames_own(pyrt_sig_tstate_self(), s->win, r->py, PROF_MAX_PY);
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
@@ -159,10 +189,14 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
             s->tid == (int)syscall(SYS_gettid)) {
-            long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-            atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
+            /* The thread's CPU time once (missed-sample counting); the handler's own cost as
+             * monotonic time (a vDSO read, no system call: it never blocks, so that is its
+             * CPU time unless the thread is preempted meanwhile). */
+            atomic_store_explicit(&s->cpu_last_ns, now_ns(CLOCK_THREAD_CPUTIME_ID),
+                                  memory_order_relaxed);
+            long long t0 = now_ns(CLOCK_MONOTONIC);
             record(s, si, uc);
-            atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
+            atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_MONOTONIC) - t0,
                                       memory_order_relaxed);
         }
     } else {
@@ -267,6 +301,8 @@ struct prof_slot *prof_slot_new(int tid)
         s->tid = tid;
         s->magic = SLOT_MAGIC;
         s->has_timer = 0;
+        atomic_store(&s->stack_self, 0);
+        s->stack_lo = s->stack_hi = 0;
         atomic_store(&s->head, 0);
         atomic_store(&s->tail, 0);
         atomic_store(&s->delivered, 0);
@@ -376,9 +412,38 @@ static void slot_free(struct prof_slot *s, int rate)
     atomic_store(&s->state, SLOT_FREE);
 }
 
+/* Drain thread: the mapping that holds a record's sp becomes its slot's known stack. maps is
+ * read once per drain (NULL buffer: not yet). */
+static void slot_learn_stack(struct prof_slot *s, const struct prof_raw *r,
+                             struct unwind_maps *maps)
+{
+    struct unwind_mapline ml;
+    if (!r->sp || !r->self || atomic_load(&s->stack_self) != 0)
+        return;
+    if (!maps->buf) {
+        void *b = mmap(NULL, MAPS_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (b == MAP_FAILED)
+            return;
+        maps->buf = b;
+        maps->cap = MAPS_BYTES;
+        unwind_maps_read(maps);
+    }
+    size_t plen;
+    if (unwind_maps_line(maps, r->sp, &ml) != 0 || r->sp >= ml.hi)
+        return;
+    plen = (size_t)(ml.path_end - ml.path);
+    if (plen != 0 && !(plen == 7 && memcmp(ml.path, "[stack]", 7) == 0))
+        return; /* a thread's stack is anonymous, the main thread's [stack] */
+    s->stack_lo = (uintptr_t)ml.lo;
+    s->stack_hi = (uintptr_t)ml.hi;
+    atomic_store_explicit(&s->stack_self, r->self, memory_order_release);
+}
+
 int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
 {
     int n = 0, hi = atomic_load(&slots_hi);
+    struct unwind_maps maps = {NULL, 0, 0};
     for (int i = 0; i < hi; i++) {
         struct prof_slot *s = &slots[i];
         int st = atomic_load(&s->state);
@@ -387,12 +452,16 @@ int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
         unsigned t = atomic_load_explicit(&s->tail, memory_order_relaxed);
         unsigned h = atomic_load_explicit(&s->head, memory_order_acquire);
         for (; t != h; t++, n++) {
+            if (st == SLOT_LIVE && t + 1 == h)
+                slot_learn_stack(s, &s->ring[t % PROF_RING], &maps);
             fn(&s->ring[t % PROF_RING], arg);
             atomic_store_explicit(&s->tail, t + 1, memory_order_release);
         }
         if (st == SLOT_RETIRED && atomic_load(&in_handler) == 0)
             slot_free(s, 0);
     }
+    if (maps.buf)
+        munmap(maps.buf, MAPS_BYTES);
     return n;
 }
 

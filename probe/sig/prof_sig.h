@@ -22,6 +22,7 @@ struct prof_raw {
     int on_cpu;
     int nnative;
     int npy;
+    uintptr_t sp, self; /* the interrupted stack pointer and pthread_self() (0: unknown) */
     uintptr_t native[PROF_MAX_NATIVE]; /* innermost first: pcs (the first is exact) */
     struct pyrt_sig_frame py[PROF_MAX_PY];
 };

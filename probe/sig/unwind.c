@@ -134,11 +134,27 @@ static int rd(uintptr_t addr, uintptr_t *out)
     return pyrt_sig_read(addr, out, sizeof *out);
 }
 
-/* Stack reads through the cache's window: one process_vm_readv copies up to UNWIND_WINDOW
- * bytes from addr on (page by page, so an unmapped page only shortens it), and the frames
- * above are then read from the copy. A window never outlives one unwind. */
+/* Stack reads: directly where the caller vouched for the memory (the sampled thread's own
+ * stack, cache->stack_lo/hi), else through the cache's window: one process_vm_readv copies up
+ * to UNWIND_WINDOW bytes from addr on (page by page, so an unmapped page only shortens it), and
+ * the frames above are then read from the copy. A window never outlives one unwind. */
+/* n bytes of the calling thread's own stack (the caller checked the range is mapped) copied
+ * without the sanitizers' view of frames: other functions' frames hold their redzones. */
+__attribute__((no_sanitize("address", "undefined"))) static void
+stack_copy(void *dst, uintptr_t addr, size_t n)
+{
+    const volatile unsigned char *from = (const volatile unsigned char *)addr;
+    unsigned char *to = dst;
+    for (size_t i = 0; i < n; i++)
+        to[i] = from[i];
+}
+
 static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
 {
+    if (addr >= c->stack_lo && addr + n >= addr && addr + n <= c->stack_hi) {
+        stack_copy(dst, addr, n);
+        return 0;
+    }
     if (addr >= c->win_lo && addr + n >= addr && addr + n <= c->win_lo + c->win_len) {
         memcpy(dst, c->win + (addr - c->win_lo), n);
         return 0;
@@ -346,9 +362,12 @@ static int parse_cie(const uint8_t *p, size_t n, uintptr_t addr, struct cie *c)
 }
 
 /* Runs CFA instructions [p, end) from location loc while loc <= pc. init holds the rules
- * after the CIE's instructions (for DW_CFA_restore), NULL while running those. */
+ * after the CIE's instructions (for DW_CFA_restore), NULL while running those. row (may be
+ * NULL) gets the locations where the row found for pc starts and ends (end 0: at the end of
+ * the instructions, i.e. the FDE's range). */
 static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct cie *c,
-                   uintptr_t loc, uintptr_t pc, struct cfi_state *s, const struct cfi_state *init)
+                   uintptr_t loc, uintptr_t pc, struct cfi_state *s, const struct cfi_state *init,
+                   uintptr_t row[2])
 {
     struct cfi_state stack[4];
     int depth = 0;
@@ -470,18 +489,24 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
         }
         continue;
     advance:
-        if (next > pc)
+        if (next > pc) {
+            if (row)
+                row[0] = loc, row[1] = next;
             return 0;
+        }
         loc = next;
     }
+    if (row)
+        row[0] = loc, row[1] = 0;
     return b.bad ? -1 : 0;
 }
 
-/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s. The
- * FDE and CIE bytes come from the thread's FDE cache when a recent unwind (same table
- * generation gen, nonzero) read them; else from the module's search table. */
+/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s, and into
+ * row the range of locations those rules hold for. The FDE and CIE bytes come from the
+ * thread's FDE cache when a recent unwind (same table generation gen, nonzero) read them; else
+ * from the module's search table. */
 static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struct cfi_state *s,
-                  struct unwind_cache *uc, unsigned gen)
+                  struct unwind_cache *uc, unsigned gen, uintptr_t row[2])
 {
     enum { MAXREC = UNWIND_MAXREC, MAXFDE = UNWIND_MAXFDE };
     const uint8_t *fde = uc->fde, *cie = uc->cie;
@@ -554,10 +579,16 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
     for (int i = 0; i < NREG; i++)
         s->r[i].how = R_SAME;
     s->cfa_reg = RSP;
-    if (run_cfa(c->insn, c->insn_end, c->insn_addr, c, start, pc, s, NULL) != 0)
+    if (run_cfa(c->insn, c->insn_end, c->insn_addr, c, start, pc, s, NULL, NULL) != 0)
         return -1;
     struct cfi_state init = *s;
-    return run_cfa(b.p, b.end, b.addr, c, start, pc, s, &init);
+    if (run_cfa(b.p, b.end, b.addr, c, start, pc, s, &init, row) != 0)
+        return -1;
+    if (row[1] == 0 || row[1] > start + range)
+        row[1] = start + range;
+    if (row[0] < start || row[0] > pc || pc >= row[1]) /* odd locations: the pc alone */
+        row[0] = pc, row[1] = pc + 1;
+    return 0;
 }
 
 /* ---- stepping ---- */
@@ -627,63 +658,65 @@ static int step_cfi(struct regs *rs, const struct cfi_state *s, int *signal,
 }
 
 /* The rule cache shared by every thread (a thread's first samples find what the others
- * learnt): a seqlock per entry, written only by a handler that wins its sequence number with
- * one compare-and-swap (never waiting: a loser just does not cache), read by copying the words
- * and checking the number did not move. Lock-free and wait-free for readers and writers. */
-#define SHARED_CACHE 4096
+ * learnt): rows of rules by pc range, in sets by the pc's page (SHARED_WAYS rows per set, a
+ * row's way chosen by its start, so a row is never held twice in a set). A seqlock per entry,
+ * written only by a handler that wins its sequence number with one compare-and-swap (never
+ * waiting: a loser just does not cache), read by copying the words and checking the number did
+ * not move. Lock-free and wait-free for readers and writers. A row is put in the set of the pc
+ * that found it; other pages of a long row (an interpreter loop's body) join as pcs there are
+ * found. */
+#define SHARED_SETS 1024
+#define SHARED_WAYS 4
 struct shared_rule {
     _Atomic unsigned seq; /* odd while written */
-    _Atomic uint64_t w[3];
+    _Atomic uint64_t w[4]; /* lo, hi, gen << 32 | cfa_off, the rest of the rule */
 };
-static struct shared_rule shared[SHARED_CACHE];
+static struct shared_rule shared[SHARED_SETS][SHARED_WAYS];
 
-static struct shared_rule *shared_slot(uintptr_t pc)
+static struct shared_rule *shared_set(uintptr_t pc)
 {
-    uintptr_t h = (pc ^ (pc >> 11)) * 0x9E3779B97F4A7C15ull;
-    return &shared[(h >> 40) % SHARED_CACHE];
-}
-
-static void pack(const struct unwind_rule *r, uint64_t w[3])
-{
-    w[0] = r->pc;
-    w[1] = (uint64_t)r->gen << 32 | (uint32_t)r->cfa_off;
-    w[2] = (uint64_t)(uint8_t)r->cfa_reg | (uint64_t)r->signal << 8 |
-           (uint64_t)(uint16_t)r->ra_off << 16 | (uint64_t)(uint16_t)r->fp_off << 32;
+    uintptr_t h = (pc >> 12) * 0x9E3779B97F4A7C15ull;
+    return shared[(h >> 40) % SHARED_SETS];
 }
 
 static int shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
 {
-    struct shared_rule *g = shared_slot(pc);
-    uint64_t w[3];
-    unsigned s1 = atomic_load_explicit(&g->seq, memory_order_acquire);
-    if (s1 & 1)
-        return -1;
-    for (int i = 0; i < 3; i++)
-        w[i] = atomic_load_explicit(&g->w[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&g->seq, memory_order_relaxed) != s1 || w[0] != pc ||
-        (unsigned)(w[1] >> 32) != gen)
-        return -1;
-    out->pc = pc;
-    out->gen = gen;
-    out->cfa_off = (int32_t)(uint32_t)w[1];
-    out->cfa_reg = (int8_t)(uint8_t)w[2];
-    out->signal = (uint8_t)(w[2] >> 8);
-    out->ra_off = (int16_t)(uint16_t)(w[2] >> 16);
-    out->fp_off = (int16_t)(uint16_t)(w[2] >> 32);
-    return 0;
+    struct shared_rule *set = shared_set(pc);
+    for (int k = 0; k < SHARED_WAYS; k++) {
+        struct shared_rule *g = &set[k];
+        uint64_t w[4];
+        unsigned s1 = atomic_load_explicit(&g->seq, memory_order_acquire);
+        if (s1 & 1)
+            continue;
+        for (int i = 0; i < 4; i++)
+            w[i] = atomic_load_explicit(&g->w[i], memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&g->seq, memory_order_relaxed) != s1 || pc < w[0] ||
+            pc >= w[1] || (unsigned)(w[2] >> 32) != gen)
+            continue;
+        out->pc = pc;
+        out->gen = gen;
+        out->cfa_off = (int32_t)(uint32_t)w[2];
+        out->cfa_reg = (int8_t)(uint8_t)w[3];
+        out->signal = (uint8_t)(w[3] >> 8);
+        out->ra_off = (int16_t)(uint16_t)(w[3] >> 16);
+        out->fp_off = (int16_t)(uint16_t)(w[3] >> 32);
+        return 0;
+    }
+    return -1;
 }
 
-static void shared_put(const struct unwind_rule *r)
+static void shared_put(const uintptr_t row[2], const struct unwind_rule *r)
 {
-    struct shared_rule *g = shared_slot(r->pc);
-    uint64_t w[3];
+    struct shared_rule *g = &shared_set(r->pc)[(row[0] >> 4) % SHARED_WAYS];
+    uint64_t w[4] = {row[0], row[1], (uint64_t)r->gen << 32 | (uint32_t)r->cfa_off,
+                     (uint64_t)(uint8_t)r->cfa_reg | (uint64_t)r->signal << 8 |
+                         (uint64_t)(uint16_t)r->ra_off << 16 | (uint64_t)(uint16_t)r->fp_off << 32};
     unsigned s = atomic_load_explicit(&g->seq, memory_order_relaxed);
     if ((s & 1) || !atomic_compare_exchange_strong(&g->seq, &s, s + 1))
         return;
     atomic_thread_fence(memory_order_release);
-    pack(r, w);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         atomic_store_explicit(&g->w[i], w[i], memory_order_relaxed);
     atomic_store_explicit(&g->seq, s + 2, memory_order_release);
 }
@@ -694,10 +727,41 @@ static struct unwind_rule *cache_slot(struct unwind_cache *c, uintptr_t pc)
     return &c->e[(h >> 40) % UNWIND_CACHE];
 }
 
+/* The thread's recent rows (rules by pc range): an interrupted pc anywhere in a function
+ * body already seen is found again without reading its FDE. Fills *e (keyed to pc) on a hit:
+ * 0, or -1. */
+static int row_get(const struct unwind_cache *c, uintptr_t pc, unsigned gen, struct unwind_rule *e)
+{
+    for (int i = 0; i < UNWIND_ROWS; i++)
+        if (c->rows[i].gen == gen && c->rows[i].lo <= pc && pc < c->rows[i].hi) {
+            *e = c->rows[i].r;
+            e->pc = pc;
+            e->gen = gen;
+            return 0;
+        }
+    return -1;
+}
+
+static void row_put(struct unwind_cache *c, const uintptr_t row[2], const struct unwind_rule *r)
+{
+    struct unwind_row *w = &c->rows[c->row_next++ % UNWIND_ROWS];
+    w->gen = 0;
+    w->lo = row[0], w->hi = row[1];
+    w->r = *r;
+    w->gen = r->gen;
+}
+
 /* The simple shape most frames have, worth caching: CFA = rsp/rbp + n, RA and rbp saved at
  * fixed offsets (or rbp untouched), no other register needed by a caller's CFA. */
 static int cacheable(const struct cfi_state *s, struct unwind_rule *e)
 {
+    if (s->r[RA].how == R_UNDEF) { /* the outermost frame (clone3, _start): the stack ends */
+        e->cfa_reg = RSP;
+        e->cfa_off = 0;
+        e->ra_off = 0; /* never a caller's return address: the end mark */
+        e->fp_off = 0;
+        return 1;
+    }
     if ((s->cfa_reg != RSP && s->cfa_reg != RBP) || s->cfa_off < INT32_MIN ||
         s->cfa_off > INT32_MAX || s->r[RA].how != R_OFF || s->r[RA].v < INT16_MIN ||
         s->r[RA].v > INT16_MAX)
@@ -719,6 +783,8 @@ static int cacheable(const struct cfi_state *s, struct unwind_rule *e)
 
 static int step_cached(struct regs *rs, const struct unwind_rule *e, struct unwind_cache *c)
 {
+    if (e->ra_off == 0)
+        return -1; /* the outermost frame */
     if (!(rs->valid & (1u << e->cfa_reg)))
         return -1;
     uintptr_t cfa = rs->v[e->cfa_reg] + (uintptr_t)(intptr_t)e->cfa_off, ra, fp = rs->v[RBP];
@@ -789,7 +855,7 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
         int signal = 0;
         /* The CFI register numbers here are x86-64's; elsewhere the frame-pointer chain. */
         struct unwind_rule *e = gen && HAVE_CFI ? cache_slot(cache, look) : NULL;
-        if (e && (e->pc != look || e->gen != gen))
+        if (e && (e->pc != look || e->gen != gen) && row_get(cache, look, gen, e) != 0)
             shared_get(look, gen, e); /* fills the thread's entry only on a hit */
         if (e && e->pc == look && e->gen == gen) {
             if (step_cached(&rs, e, cache) != 0)
@@ -799,12 +865,15 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
             struct unwind_mod m;
             struct cie c;
             struct cfi_state s;
-            if (HAVE_CFI && find(look, &m, arg) == 0 && cfi_at(&m, look, &c, &s, cache, gen) == 0) {
+            uintptr_t row[2];
+            if (HAVE_CFI && find(look, &m, arg) == 0 &&
+                cfi_at(&m, look, &c, &s, cache, gen, row) == 0) {
                 struct unwind_rule ne;
                 if (e && !c.signal && cacheable(&s, &ne)) {
                     ne.pc = look, ne.gen = gen, ne.signal = 0;
                     *e = ne;
-                    shared_put(&ne);
+                    shared_put(row, &ne);
+                    row_put(cache, row, &ne);
                 }
                 signal = c.signal;
                 if (step_cfi(&rs, &s, &signal, cache) != 0)

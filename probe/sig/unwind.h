@@ -70,12 +70,24 @@ struct unwind_fde {
     uint16_t fde_len, cie_len;
     uint8_t fde[448], cie[192];
 };
+#define UNWIND_ROWS 8 /* recent rule rows by pc range (a function body is usually one row) */
+struct unwind_row {
+    uintptr_t lo, hi;
+    unsigned gen; /* 0: empty */
+    struct unwind_rule r;
+};
 struct unwind_cache {
+    struct unwind_row rows[UNWIND_ROWS];
+    unsigned row_next;
     struct unwind_rule e[UNWIND_CACHE];
     struct unwind_fde f[UNWIND_FDES];
     unsigned f_next;
     uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC]; /* scratch of one unwind */
     int pid;
+    /* Set by the caller before each unwind, 0 for none: [stack_lo, stack_hi) is memory of the
+     * calling thread's own stack known to be mapped (from the interrupted sp to the top of the
+     * mapping that holds it), read directly instead of through the window. */
+    uintptr_t stack_lo, stack_hi;
     uintptr_t win_lo;
     size_t win_len;
     uint8_t win[UNWIND_WINDOW]; /* a copy of the stack being unwound */
