@@ -130,6 +130,27 @@ static int defined(const Elf64_Sym *s)
            (type == STT_FUNC || type == STT_OBJECT || type == STT_GNU_IFUNC || type == STT_NOTYPE);
 }
 
+int inj_elf_section(const struct inj_elf *e, const char *name, size_t *off, size_t *size)
+{
+    const Elf64_Shdr *names = shdr(e, ehdr(e)->e_shstrndx);
+    if (!names || names->sh_offset + names->sh_size > e->size)
+        return -ENOENT;
+    for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
+        const Elf64_Shdr *s = shdr(e, i);
+        if (s->sh_name >= names->sh_size || s->sh_type == SHT_NOBITS ||
+            s->sh_offset + s->sh_size > e->size)
+            continue;
+        const char *n = (const char *)e->data + names->sh_offset + s->sh_name;
+        size_t left = names->sh_size - s->sh_name;
+        if (strnlen(n, left) == strlen(name) && strncmp(n, name, left) == 0) {
+            *off = (size_t)s->sh_offset;
+            *size = (size_t)s->sh_size;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 const char *inj_elf_needed(const struct inj_elf *e, int i)
 {
     for (unsigned k = 0; k < ehdr(e)->e_shnum; k++) {
@@ -154,15 +175,71 @@ const char *inj_elf_needed(const struct inj_elf *e, int i)
     return NULL;
 }
 
+/* The GNU hash table (.gnu.hash) of the .dynsym at section index dynsym: the range of symbol
+ * indices [*first, *end) whose chain holds name's hash (a bloom filter and a bucket first: most
+ * names not defined there cost no string comparison at all). 0, -ENOENT when name is not
+ * there, or 1 when the file has no usable table (search every symbol). */
+static int gnu_hash_range(const struct inj_elf *e, unsigned dynsym, size_t nsyms, const char *name,
+                          size_t *first, size_t *end)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = h * 33 + *c;
+    for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
+        const Elf64_Shdr *s = shdr(e, i);
+        if (s->sh_type != SHT_GNU_HASH || s->sh_link != dynsym)
+            continue;
+        if (s->sh_size < 16 || s->sh_offset % 8 || s->sh_offset + s->sh_size > e->size)
+            return 1;
+        const uint32_t *w = (const uint32_t *)(e->data + s->sh_offset);
+        uint32_t nb = w[0], symoff = w[1], nbloom = w[2], shift = w[3];
+        size_t words = s->sh_size / 4;
+        if (nb == 0 || nbloom == 0 || shift >= 64 || 4 + (size_t)nbloom * 2 + nb > words)
+            return 1;
+        const uint64_t *bloom = (const uint64_t *)(w + 4);
+        const uint32_t *buckets = w + 4 + (size_t)nbloom * 2, *chain = buckets + nb;
+        uint64_t mask = (1ull << (h % 64)) | (1ull << ((h >> shift) % 64));
+        if ((bloom[(h / 64) % nbloom] & mask) != mask)
+            return -ENOENT;
+        uint32_t k = buckets[h % nb];
+        if (k < symoff)
+            return -ENOENT;
+        size_t j = k;
+        for (;; j++) { /* the chain ends at the entry with the low bit set */
+            size_t c = j - symoff;
+            if (j >= nsyms || 4 + (size_t)nbloom * 2 + nb + c >= words)
+                return 1; /* malformed: search it all */
+            if (chain[c] & 1)
+                break;
+        }
+        *first = k;
+        *end = j + 1;
+        return 0;
+    }
+    return 1;
+}
+
 int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size)
 {
     static const uint32_t types[] = {SHT_DYNSYM, SHT_SYMTAB};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         struct symtab t;
+        size_t from = 0, to;
         if (table(e, types[k], &t) < 0)
             continue;
+        to = t.n;
+        if (types[k] == SHT_DYNSYM) {
+            unsigned idx = 0; /* the .dynsym that table() took: the first */
+            while (idx < ehdr(e)->e_shnum && shdr(e, idx)->sh_type != SHT_DYNSYM)
+                idx++;
+            int rc = gnu_hash_range(e, idx, t.n, name, &from, &to);
+            if (rc < 0)
+                continue;
+            if (rc > 0)
+                from = 0, to = t.n;
+        }
         const Elf64_Sym *best = NULL;
-        for (size_t i = 0; i < t.n; i++) {
+        for (size_t i = from; i < to; i++) {
             const Elf64_Sym *s = &t.sym[i];
             if (!defined(s) || strcmp(symname(&t, s), name) != 0)
                 continue;

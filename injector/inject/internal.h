@@ -60,6 +60,8 @@ void inj_elf_close(struct inj_elf *e);
 /* Link-time value and size of a defined symbol (.dynsym first, then .symtab; the default version
  * wins over hidden compat versions). 0, or -ENOENT. */
 int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size);
+/* Where the section called name lies in the file (its bytes in e->data). 0, or -ENOENT. */
+int inj_elf_section(const struct inj_elf *e, const char *name, size_t *off, size_t *size);
 /* The i-th (from 0) DT_NEEDED name of the file, or NULL past the last. */
 const char *inj_elf_needed(const struct inj_elf *e, int i);
 /* Highest end (value + size) of a defined function symbol whose value is below addr; 0 if none. */

@@ -16,14 +16,19 @@
 
 /* Find the PY_VERSION literal "M.m.micro[tag]" NUL-terminated, and parse it. The linker may have
  * merged it into the tail of a longer string ("/usr/lib/.../3.9.18"), so the byte before it only
- * has to be something other than a digit or a dot. major < 0 means any 3.x version. Returns 0
+ * has to be something other than a digit or a dot. major < 0 means any 3.x version. Read-only
+ * data (.rodata) holds it: only that is scanned when the file names its sections (a libpython
+ * with debug information is 13-30 MB, its .rodata 1-2 MB), else the whole file. Returns 0
  * with *micro (and *minor) set, or -ENOENT. */
 static int scan_version(const struct inj_elf *e, int major, int *minor, int *micro)
 {
     char pat[32];
     int plen = major >= 0 ? snprintf(pat, sizeof pat, "%d.%d.", major, *minor)
                           : snprintf(pat, sizeof pat, "3.");
-    const unsigned char *p = e->data + 1, *end = e->data + e->size;
+    size_t off = 0, size = e->size;
+    if (inj_elf_section(e, ".rodata", &off, &size) < 0 || size < 2)
+        off = 0, size = e->size;
+    const unsigned char *p = e->data + off + 1, *end = e->data + off + size;
     while (p < end) {
         const unsigned char *s = memmem(p, (size_t)(end - p), pat, (size_t)plen);
         if (!s)
