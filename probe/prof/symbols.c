@@ -6,14 +6,15 @@
  * .symtab (stripped) fall back to "[module]" in the caller. Every function named once is kept
  * with its address range (the `known` table): a later pc inside it is named from there, without
  * dladdr, which scans the object's symbols at every call (about 35 us for libpython), while a
- * sampler sees a new exact pc at almost every sample. prof_sym_describe is the entry (store.c
- * for the sampler, native.c for dumps); one mutex guards the caches; prof_sym_reset empties
- * them (a library unloaded and another loaded at its place would otherwise keep the old names,
- * as the store's own pc cache does until then). */
+ * sampler sees a new exact pc at almost every sample; they are forgotten once the loader says
+ * a library was unloaded (another may come at its place). prof_sym_describe is the entry
+ * (store.c for the sampler, native.c for dumps); one mutex guards the caches; prof_sym_reset
+ * empties them. */
 #include "prof.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -168,6 +169,42 @@ static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, ui
     return m->syms[lo - 1].name;
 }
 
+/* The loader's counts of objects loaded and unloaded (dl_iterate_phdr's dlpi_adds/dlpi_subs,
+ * read from the first object: the call stops there). */
+static int loader_counts_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    unsigned long long *c = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c[0] = info->dlpi_adds;
+        c[1] = info->dlpi_subs;
+    }
+    return 1;
+}
+
+static void known_clear(void)
+{
+    for (size_t i = 0; i < nknown; i++) {
+        free(known[i].name);
+        free(known[i].module);
+    }
+    free(known);
+    known = NULL;
+    nknown = capknown = 0;
+}
+
+/* The known functions are forgotten when a library was unloaded since they were named (another
+ * may be loaded at its place). */
+static void known_check_loader(void)
+{
+    static unsigned long long seen_subs = ~0ull;
+    unsigned long long c[2] = {0, 0};
+    dl_iterate_phdr(loader_counts_cb, c);
+    if (c[1] != seen_subs) {
+        known_clear();
+        seen_subs = c[1];
+    }
+}
+
 /* The index of the first known function with lo > pc. */
 static size_t known_after(uintptr_t pc)
 {
@@ -224,6 +261,7 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     char *dem = NULL;
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&mu);
+    known_check_loader();
     const struct known *k = known_find(look);
     if (k) {
         snprintf(s->name, sizeof s->name, "%s", k->name);
@@ -288,12 +326,6 @@ void prof_sym_reset(void)
     }
     memset(mods, 0, sizeof mods);
     nmods = 0;
-    for (size_t i = 0; i < nknown; i++) {
-        free(known[i].name);
-        free(known[i].module);
-    }
-    free(known);
-    known = NULL;
-    nknown = capknown = 0;
+    known_clear();
     pthread_mutex_unlock(&mu);
 }

@@ -430,13 +430,23 @@ static void slot_learn_stack(struct prof_slot *s, const struct prof_raw *r,
         unwind_maps_read(maps);
     }
     size_t plen;
+    uintptr_t hi;
     if (unwind_maps_line(maps, r->sp, &ml) != 0 || r->sp >= ml.hi)
         return;
     plen = (size_t)(ml.path_end - ml.path);
-    if (plen != 0 && !(plen == 7 && memcmp(ml.path, "[stack]", 7) == 0))
-        return; /* a thread's stack is anonymous, the main thread's [stack] */
+    if (plen == 7 && memcmp(ml.path, "[stack]", 7) == 0) {
+        hi = (uintptr_t)ml.hi; /* the main thread's: the kernel's stack mapping, to its top */
+    } else if (plen == 0 && r->self > r->sp && r->self < ml.hi) {
+        /* Another thread's: glibc keeps the thread's descriptor (pthread_self) at the top of
+         * the thread's own stack block, with its static TLS just below; [sp, self) is that
+         * block. Not the mapping's end: the kernel merges adjacent anonymous mappings into one
+         * line of maps, and a neighbour above may be unmapped at any time. */
+        hi = r->self;
+    } else {
+        return; /* another kind of stack: read through the window */
+    }
     s->stack_lo = (uintptr_t)ml.lo;
-    s->stack_hi = (uintptr_t)ml.hi;
+    s->stack_hi = hi;
     atomic_store_explicit(&s->stack_self, r->self, memory_order_release);
 }
 
