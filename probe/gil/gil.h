@@ -45,6 +45,17 @@ void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1
 #define PROBE_BUSY_HINT \
     "interrupt it with 'probing -p PID eval --interrupt', or end what it waits for"
 
+/* ---- hurry.c: the switch interval lowered while a worker waits for the GIL ---- */
+/* Before waiting for the GIL: take a token (*held, 0 or 1, guarded inside; idempotent); the first
+ * token lowers the interpreter's switch interval so that a thread computing in Python drops the
+ * GIL sooner. Give it back (probe_hurry_end, idempotent) once the GIL is ours or the wait is
+ * given up; the last token puts the program's value back. Nothing happens when the interval
+ * cannot be found or looks wrong. Any thread, no GIL. */
+void probe_hurry_begin(int *held);
+void probe_hurry_end(int *held);
+/* pthread_atfork child: nothing is lowered in a fork child (none of our workers waits there). */
+void probe_hurry_fork_child(void);
+
 /* ---- eval (eval.c; in a stopped frame, with references: probe_eval_run in
  * debugger/debugger.h): see docs/protocol.md probing/eval and evaluate ---- */
 enum {

@@ -42,6 +42,7 @@ struct job {
     int sync;      /* probe_gil_call: completion through `finished` + cv, no timer */
     int finished;
     int timeout_ms;
+    int hurry;     /* the switch interval token while its worker waits for the GIL (hurry.c) */
     uv_timer_t timer;
     struct probe_link link; /* in the queue, then in the done inbox */
 };
@@ -115,8 +116,13 @@ static void run_job(struct worker *w, struct job *j)
     if (!python_usable()) {
         j->rc = PB_ENOGIL;
     } else {
-        /* Blocks until the GIL is ours; the loop's timer may give up meanwhile. */
+        /* Blocks until the GIL is ours; the loop's timer may give up meanwhile (and then gives
+         * the token back: taken after that, it goes back here at once). */
+        probe_hurry_begin(&j->hurry);
+        if (atomic_load(&j->state) != JOB_QUEUED)
+            probe_hurry_end(&j->hurry);
         PyGILState_STATE g = PyGILState_Ensure();
+        probe_hurry_end(&j->hurry); /* under the GIL: sys.setswitchinterval cannot run */
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_RUNNING)) {
             pthread_mutex_lock(&mu);
@@ -244,6 +250,7 @@ static void on_timeout(uv_timer_t *t)
     }
     int expect = JOB_QUEUED;
     if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
+        probe_hurry_end(&j->hurry); /* its worker may still wait: no longer in a hurry */
         j->done(j->arg, PB_ETIMEDOUT);
         uv_close((uv_handle_t *)&j->timer, on_timer_closed);
     }
@@ -320,6 +327,7 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
             pthread_mutex_unlock(&mu);
+            probe_hurry_end(&j->hurry);
             job_unref(j);
             return PB_ETIMEDOUT;
         }
