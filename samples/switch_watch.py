@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Test target for the switch interval the probe lowers while it waits for the GIL
-(tests/e2e/test_gil_hurry.py). Usage: switch_watch.py [--interval S] [--set-when-lowered S].
+(tests/e2e/test_gil_hurry.py). Usage: switch_watch.py [--interval S] [--set-when-lowered S] [--fork-when-lowered].
 It sets its own switch interval (--interval), then a thread computes in Python for ever, holding
 the GIL but for switches: it reads sys.getswitchinterval() in a tight loop and counts in
 `seen` each value other than the program's own (a Python thread runs only while it holds the
 GIL, so it sees only what is set while it computes). With --set-when-lowered it sets that value
 itself on seeing another one, as a program changing its setting during the probe's wait would.
+With --fork-when-lowered it forks on seeing another one (at most 5 times): the child prints
+"ok child interval=V" and exits, the parent appends the value it reads after the fork to `forks`.
 The main thread sleeps; at SIGUSR1 it prints "ok holding" and enters a C function that keeps
 the GIL (ctypes.PyDLL: pause()) until SIGUSR2, then prints "ok released interval=V"."""
 import ctypes
@@ -15,20 +17,36 @@ import signal
 import sys
 import threading
 import time
+import warnings
+
+warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() in a threaded process
 
 seen = {}  # switch interval (s) -> times the computing thread read it
 own = []   # the program's own setting (the last one it made)
+forks = []  # with --fork-when-lowered: the parent's switch interval right after each fork
 
 
 def arg(name):
     return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else None
 
 
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        print("ok child interval=%r" % sys.getswitchinterval(), flush=True)
+        os._exit(0)
+    forks.append(sys.getswitchinterval())
+    os.waitpid(pid, 0)
+
+
 def compute(set_to):
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
+    with_fork = "--fork-when-lowered" in sys.argv
     while True:
         v = sys.getswitchinterval()
         if v != own[-1]:
+            if with_fork and len(forks) < 5:
+                fork()
             seen[v] = seen.get(v, 0) + 1
             if set_to is not None:
                 sys.setswitchinterval(set_to)

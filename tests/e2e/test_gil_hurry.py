@@ -7,6 +7,7 @@ waits (it runs only while it holds the GIL, which the waiting worker asks it to 
 any other. The speed itself is `make bench`'s (tests/bench/bench_debug.py part 2)."""
 import ast
 import os
+import re
 import signal
 
 import pytest
@@ -86,4 +87,21 @@ def test_gil_held_in_c_request_times_out_and_the_interval_is_restored(python, sp
     t.wait_line(r"^ok released interval=%s$" % repr(own).replace(".", r"\."))
     assert ev(t.pid, "sys.getswitchinterval()") == repr(own)
     assert set(seen(t.pid)) <= {LOW}
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_fork_child_of_a_lowered_process_has_the_programs_interval(python, spawn):
+    # The computing thread forks on seeing our value (while our worker waits): the child's
+    # interval is the program's (pthread_atfork), the parent's still ours until the wait ends.
+    t = spawn(python, "switch_watch.py", args=("--interval", "0.0123", "--fork-when-lowered"))
+    own = t.ready["interval"]
+    probing("-p", t.pid, "inject", check=True)
+    for i in range(20):
+        assert ev(t.pid, "%d + 1" % i) == str(i + 1)
+    forks = ast.literal_eval(ev(t.pid, "forks"))
+    assert len(forks) == 5, forks
+    children = re.findall(r"^ok child interval=(.*)$", t.output(), re.M)
+    assert children == [repr(own)] * 5, children
+    assert ev(t.pid, "sys.getswitchinterval()") == repr(own)
     t.check_output_clean()
