@@ -7,7 +7,8 @@ the GIL but for switches: it reads sys.getswitchinterval() in a tight loop and c
 GIL, so it sees only what is set while it computes). With --set-when-lowered it sets that value
 itself on seeing another one, as a program changing its setting during the probe's wait would.
 With --fork-when-lowered it forks on seeing another one (at most 5 times): the child prints
-"ok child interval=V" and exits, the parent appends the value it reads after the fork to `forks`.
+"ok child interval=V" and exits; the parent, once the child ended, appends to `forks` the value it
+read after the fork.
 The main thread sleeps; at SIGUSR1 it prints "ok holding" and enters a C function that keeps
 the GIL (ctypes.PyDLL: pause()) until SIGUSR2, then prints "ok released interval=V"."""
 import ctypes
@@ -35,8 +36,9 @@ def fork():
     if pid == 0:
         print("ok child interval=%r" % sys.getswitchinterval(), flush=True)
         os._exit(0)
-    forks.append(sys.getswitchinterval())
+    after = sys.getswitchinterval()
     os.waitpid(pid, 0)
+    forks.append(after)
 
 
 def compute(set_to):

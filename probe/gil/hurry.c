@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Hurrying the GIL (gil.h): while a GIL worker waits to take the GIL, the interpreter's switch
  * interval is lowered to HURRY_US, and put back as soon as the worker holds it (or its wait is
- * given up). A thread waiting in CPython's take_gil re-reads the interval at each timed wait and
- * asks the holder to drop the GIL when one passes without a switch, so a thread computing in
- * Python lets our worker in after about 0.1 ms instead of the default 5 ms. The program's own
+ * given up, or PROBE_HURRY_BUDGET_MS after the job came). A thread waiting in CPython's take_gil
+ * re-reads the interval at each timed wait and asks the holder to drop the GIL when one passes
+ * without a switch, so a thread computing in Python lets our worker in after about 0.1 ms
+ * instead of the default 5 ms. The program's own
  * setting is never lost: lowered only by a compare-and-swap from the value read, put back only
  * by a compare-and-swap from ours (a value the program set meanwhile stays). Several waiting
  * workers share one lowering (the first lowers, the last restores). docs/architecture.md "GIL
@@ -49,11 +50,11 @@ static void restore_locked(int log)
     }
 }
 
-void probe_hurry_begin(int *held)
+void probe_hurry_begin(struct probe_hurry *h)
 {
     pthread_mutex_lock(&mu);
-    if (!*held) {
-        *held = 1;
+    if (!h->held && !h->over) {
+        h->held = h->begun = 1;
         if (waiters++ == 0) {
             if (!interval)
                 interval = probe_pyrt_switch_interval();
@@ -72,15 +73,36 @@ void probe_hurry_begin(int *held)
     pthread_mutex_unlock(&mu);
 }
 
-void probe_hurry_end(int *held)
+static void end(struct probe_hurry *h, int over)
 {
     pthread_mutex_lock(&mu);
-    if (*held) {
-        *held = 0;
+    h->over |= over;
+    if (h->held) {
+        h->held = 0;
         if (--waiters == 0)
             restore_locked(1);
     }
     pthread_mutex_unlock(&mu);
+}
+
+void probe_hurry_end(struct probe_hurry *h)
+{
+    end(h, 0);
+}
+
+void probe_hurry_stop(struct probe_hurry *h)
+{
+    end(h, 1);
+}
+
+int probe_hurry_expire(struct probe_hurry *h)
+{
+    pthread_mutex_lock(&mu);
+    int begun = h->begun;
+    pthread_mutex_unlock(&mu);
+    if (begun)
+        end(h, 1);
+    return begun;
 }
 
 void probe_hurry_fork_child(void)
