@@ -62,9 +62,10 @@ def main():
     signal.signal(signal.SIGUSR1, lambda *_: hold.append(1))
     signal.signal(signal.SIGUSR2, lambda *_: None)
     own.append(sys.getswitchinterval())
+    # Ready first: a fork must not find that line half written in sys.stdout's buffer.
+    print("ready %s" % json.dumps({"pid": os.getpid(), "interval": own[0]}), flush=True)
     threading.Thread(target=compute, args=(arg("--set-when-lowered"),), name="computing",
                      daemon=True).start()
-    print("ready %s" % json.dumps({"pid": os.getpid(), "interval": own[0]}), flush=True)
     libc = ctypes.PyDLL(None)
     while True:
         time.sleep(0.01)

@@ -51,7 +51,7 @@ void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1
 struct probe_hurry {
     int held, over, begun;
 };
-/* A job's worker waits with the interval lowered for at most twice this long (its timer checks
+/* A job's worker waits with the interval lowered for at most about this long (its timer checks
  * every PROBE_HURRY_BUDGET_MS whether the wait has begun, and ends it at the next check): a
  * holder computing in Python drops the GIL within a fraction of a millisecond, one that does
  * not (a C call holding it) is not hurried by a lower interval, and its waiters would only

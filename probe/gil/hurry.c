@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Hurrying the GIL (gil.h): while a GIL worker waits to take the GIL, the interpreter's switch
- * interval is lowered to HURRY_US, and put back as soon as the worker holds it (or its wait is
- * given up, or PROBE_HURRY_BUDGET_MS after the job came). A thread waiting in CPython's take_gil
- * re-reads the interval at each timed wait and asks the holder to drop the GIL when one passes
- * without a switch, so a thread computing in Python lets our worker in after about 0.1 ms
- * instead of the default 5 ms. The program's own
- * setting is never lost: lowered only by a compare-and-swap from the value read, put back only
- * by a compare-and-swap from ours (a value the program set meanwhile stays). Several waiting
- * workers share one lowering (the first lowers, the last restores). docs/architecture.md "GIL
- * worker" says why this is safe and what a user can observe. No GIL needed (any thread). */
+ * interval is lowered to HURRY_US, and put back as soon as the worker holds it, its wait is
+ * given up, or its budget (PROBE_HURRY_BUDGET_MS) is spent. A thread waiting in CPython's
+ * take_gil re-reads the interval at each timed wait and asks the holder to drop the GIL when one
+ * passes without a switch, so a thread computing in Python lets our worker in after about
+ * 0.1 ms instead of the default 5 ms. The program's own setting is never lost: lowered only by a
+ * compare-and-swap from the value read, put back only by a compare-and-swap from ours (a value
+ * the program set meanwhile stays). Several waiting workers share one lowering (the first
+ * lowers, the last restores). docs/architecture.md "Hurrying the GIL" says why this is safe and
+ * what a user can observe. No GIL needed (any thread). */
 #include <pthread.h>
 #include <stdatomic.h>
 
