@@ -23,6 +23,7 @@ static void on_fork_child(void)
 {
     probe_agent_forget();
     dbg_fork_child();
+    probe_hurry_fork_child();
 }
 
 /* GIL worker: read threading's names once at start, so that a first `threads` (a debugger

@@ -45,6 +45,33 @@ void probe_worker_activity(const char *fmt, ...) __attribute__((format(printf, 1
 #define PROBE_BUSY_HINT \
     "interrupt it with 'probing -p PID eval --interrupt', or end what it waits for"
 
+/* ---- hurry.c: the switch interval lowered while a worker waits for the GIL ---- */
+/* One job's token: held while its worker waits with the interval lowered; over once the job's
+ * hurry is spent. Zeroed with the job; guarded inside hurry.c. */
+struct probe_hurry {
+    int held, over, begun;
+};
+/* A job's worker waits with the interval lowered for at most about this long (its timer checks
+ * every PROBE_HURRY_BUDGET_MS whether the wait has begun, and ends it at the next check): a
+ * holder computing in Python drops the GIL within a fraction of a millisecond, one that does
+ * not (a C call holding it) is not hurried by a lower interval, and its waiters would only
+ * wake more often. */
+#define PROBE_HURRY_BUDGET_MS 50
+/* Before waiting for the GIL: take h's token (nothing when held or over); the first token lowers
+ * the interpreter's switch interval so that a thread computing in Python drops the GIL sooner.
+ * probe_hurry_end gives it back once the GIL is ours; probe_hurry_stop also when the wait is
+ * given up or its budget spent (no later begin takes it again). The last token puts the
+ * program's value back. Nothing happens when the interval cannot be found or looks wrong. Any
+ * thread, no GIL. */
+void probe_hurry_begin(struct probe_hurry *h);
+void probe_hurry_end(struct probe_hurry *h);
+void probe_hurry_stop(struct probe_hurry *h);
+/* A job's timer, every PROBE_HURRY_BUDGET_MS: 0 while its wait has not begun (queued behind
+ * another job); once it has, stops the hurry and returns 1. */
+int probe_hurry_expire(struct probe_hurry *h);
+/* pthread_atfork child: nothing is lowered in a fork child (none of our workers waits there). */
+void probe_hurry_fork_child(void);
+
 /* ---- eval (eval.c; in a stopped frame, with references: probe_eval_run in
  * debugger/debugger.h): see docs/protocol.md probing/eval and evaluate ---- */
 enum {

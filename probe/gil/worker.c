@@ -42,6 +42,8 @@ struct job {
     int sync;      /* probe_gil_call: completion through `finished` + cv, no timer */
     int finished;
     int timeout_ms;
+    int rest_ms;   /* async: its time left after the timer's next firing, a budget check (loop) */
+    struct probe_hurry hurry; /* lowering the switch interval while its worker waits */
     uv_timer_t timer;
     struct probe_link link; /* in the queue, then in the done inbox */
 };
@@ -115,8 +117,13 @@ static void run_job(struct worker *w, struct job *j)
     if (!python_usable()) {
         j->rc = PB_ENOGIL;
     } else {
-        /* Blocks until the GIL is ours; the loop's timer may give up meanwhile. */
+        /* Blocks until the GIL is ours; the loop's timer may give up meanwhile (and stops the
+         * hurry: if that came first, the job's state says so and it stops here). */
+        probe_hurry_begin(&j->hurry);
+        if (atomic_load(&j->state) != JOB_QUEUED)
+            probe_hurry_stop(&j->hurry);
         PyGILState_STATE g = PyGILState_Ensure();
+        probe_hurry_end(&j->hurry); /* under the GIL: sys.setswitchinterval cannot run */
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_RUNNING)) {
             pthread_mutex_lock(&mu);
@@ -235,15 +242,34 @@ static void on_done(struct probe_link *l)
     job_unref(j); /* the reference taken for the done inbox */
 }
 
+static void on_timeout(uv_timer_t *t);
+
+/* Loop thread: j's timer for ms, in steps of PROBE_HURRY_BUDGET_MS at first (budget checks). */
+static void arm(struct job *j, int ms)
+{
+    int first = ms > PROBE_HURRY_BUDGET_MS ? PROBE_HURRY_BUDGET_MS : ms;
+    j->rest_ms = ms - first;
+    uv_timer_start(&j->timer, on_timeout, (uint64_t)first, 0);
+}
+
 static void on_timeout(uv_timer_t *t)
 {
     struct job *j = t->data;
+    if (j->rest_ms) { /* a budget check: once the wait began, on at the program's interval */
+        int step = j->rest_ms;
+        if (!probe_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
+            step = PROBE_HURRY_BUDGET_MS;
+        j->rest_ms -= step;
+        uv_timer_start(&j->timer, on_timeout, (uint64_t)step, 0);
+        return;
+    }
     if (take_over(j)) {
-        uv_timer_start(&j->timer, on_timeout, (uint64_t)j->timeout_ms, 0);
+        arm(j, j->timeout_ms);
         return;
     }
     int expect = JOB_QUEUED;
     if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
+        probe_hurry_stop(&j->hurry); /* its worker may still wait: no longer in a hurry */
         j->done(j->arg, PB_ETIMEDOUT);
         uv_close((uv_handle_t *)&j->timer, on_timer_closed);
     }
@@ -271,7 +297,7 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     atomic_init(&j->refs, 2);
     uv_timer_init(probe_agent_loop(), &j->timer);
     j->timer.data = j;
-    uv_timer_start(&j->timer, on_timeout, (uint64_t)j->timeout_ms, 0);
+    arm(j, j->timeout_ms);
     enqueue(j);
     return 0;
 }
@@ -299,8 +325,9 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
     atomic_init(&j->state, JOB_QUEUED);
     atomic_init(&j->refs, 2);
     enqueue(j);
+    int rest = timeout_ms > PROBE_HURRY_BUDGET_MS ? timeout_ms - PROBE_HURRY_BUDGET_MS : 0;
     struct timespec dl;
-    deadline_in(&dl, timeout_ms);
+    deadline_in(&dl, timeout_ms - rest);
     int rc = 0;
     pthread_mutex_lock(&mu);
     for (;;) {
@@ -309,17 +336,29 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
         if (j->finished || rc != ETIMEDOUT)
             break;
         pthread_mutex_unlock(&mu);
+        if (rest > 0) { /* a budget check: once the wait began, on at the program's interval */
+            int step = rest;
+            if (!probe_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
+                step = PROBE_HURRY_BUDGET_MS;
+            rest -= step;
+            pthread_mutex_lock(&mu);
+            deadline_in(&dl, step);
+            rc = 0;
+            continue;
+        }
         int again = take_over(j);
         pthread_mutex_lock(&mu);
         if (!again)
             break;
-        deadline_in(&dl, timeout_ms);
+        rest = timeout_ms > PROBE_HURRY_BUDGET_MS ? timeout_ms - PROBE_HURRY_BUDGET_MS : 0;
+        deadline_in(&dl, timeout_ms - rest);
         rc = 0;
     }
     if (!j->finished) {
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
             pthread_mutex_unlock(&mu);
+            probe_hurry_stop(&j->hurry);
             job_unref(j);
             return PB_ETIMEDOUT;
         }

@@ -73,20 +73,28 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
     return 0;
 }
 
+/* The address of interpreter interp's GIL state (struct _gil_runtime_state), 0 when unreadable. */
+static uintptr_t gil_addr(uintptr_t interp, pyrt_read_fn rd)
+{
+    uintptr_t gil;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (rd(interp + offsetof(PyInterpreterState, ceval.gil), &gil, sizeof gil) != 0)
+        return 0;
+#else
+    (void)interp;
+    (void)rd;
+    gil = (uintptr_t)&PYRT_RUNTIME->ceval.gil;
+#endif
+    return probe_ptr_ok((const void *)gil, sizeof(void *)) ? gil : 0;
+}
+
 void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd)
 {
-    uintptr_t gil, last = 0;
+    uintptr_t gil = gil_addr(interp, rd), last = 0;
     int lk = 0;
     *locked = 0;
     *holder = 0;
-#if PY_VERSION_HEX >= 0x030C0000
-    if (rd(interp + offsetof(PyInterpreterState, ceval.gil), &gil, sizeof gil) != 0)
-        return;
-#else
-    (void)interp;
-    gil = (uintptr_t)&PYRT_RUNTIME->ceval.gil;
-#endif
-    if (!probe_ptr_ok((const void *)gil, sizeof(void *)))
+    if (!gil)
         return;
     /* The fields are atomics before 3.13 (struct wrappers of the same size): copied as bytes. */
     if (rd(gil + offsetof(struct _gil_runtime_state, locked), &lk, sizeof lk) != 0 ||
@@ -94,6 +102,12 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
         return;
     *locked = lk != 0;
     *holder = last;
+}
+
+uintptr_t pyrt_gil_interval_addr(uintptr_t interp, pyrt_read_fn rd)
+{
+    uintptr_t gil = gil_addr(interp, rd);
+    return gil ? gil + offsetof(struct _gil_runtime_state, interval) : 0;
 }
 
 uintptr_t pyrt_frames_top(uintptr_t ts, pyrt_read_fn rd)

@@ -101,6 +101,10 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);
 /* Whether the GIL of interpreter interp is held (*locked) and by which thread state
  * (*holder, its last holder). Both 0 when unreadable. */
 void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd);
+/* The address of the switch interval (`interval`, unsigned long microseconds) in interpreter
+ * interp's GIL state: _PyRuntime.ceval.gil (3.8-3.11) or *interp->ceval.gil (3.12+); 0 when
+ * unreadable. */
+uintptr_t pyrt_gil_interval_addr(uintptr_t interp, pyrt_read_fn rd);
 
 /* ---- frames ---- */
 

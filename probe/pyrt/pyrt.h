@@ -67,6 +67,12 @@ int probe_pyrt_names_fresh(int max_age_ms);
 /* 1 when every thread of s was in that last snapshot (threads started since: 0). */
 int probe_pyrt_names_known(const struct probe_snapshot *s);
 
+/* The main interpreter's switch interval (sys.getswitchinterval() in microseconds: the field
+ * `interval` of its GIL state), for gil/hurry.c to change atomically; NULL when the reader is
+ * not set up (probe_pyrt_init failed or not run yet) or the GIL state is unreadable. The address
+ * stays valid for the process's life (the main interpreter's GIL state is static). No GIL. */
+unsigned long *probe_pyrt_switch_interval(void);
+
 /* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
  * thread's contents, for callers that drop threads from a snapshot. */
 void probe_snapshot_free(struct probe_snapshot *s);

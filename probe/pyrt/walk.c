@@ -202,6 +202,18 @@ static void exc_restore(struct exc_saved *e)
 #endif
 }
 
+unsigned long *probe_pyrt_switch_interval(void)
+{
+    uintptr_t interp, head, field;
+    if (!probe_pyrt_ready())
+        return NULL;
+    pyrt_threads_head(&interp, &head, probe_mem_read_at); /* only interp is needed */
+    if (!interp)
+        return NULL;
+    field = pyrt_gil_interval_addr(interp, probe_mem_read_at);
+    return probe_ptr_ok((const void *)field, sizeof(unsigned long)) ? (unsigned long *)field : NULL;
+}
+
 /* The thread list: reads every thread state, walks its frames. No GIL needed. */
 static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
                         struct pb_err *err)
