@@ -242,25 +242,39 @@ static void on_done(struct probe_link *l)
     job_unref(j); /* the reference taken for the done inbox */
 }
 
-static void on_timeout(uv_timer_t *t);
-
-/* Loop thread: j's timer for ms, in steps of PROBE_HURRY_BUDGET_MS at first (budget checks). */
-static void arm(struct job *j, int ms)
+/* A job's wait of ms is cut at first to PROBE_HURRY_BUDGET_MS (the first budget check): the
+ * first part, *rest the remainder. */
+static int budget_first(int ms, int *rest)
 {
     int first = ms > PROBE_HURRY_BUDGET_MS ? PROBE_HURRY_BUDGET_MS : ms;
-    j->rest_ms = ms - first;
-    uv_timer_start(&j->timer, on_timeout, (uint64_t)first, 0);
+    *rest = ms - first;
+    return first;
+}
+
+/* At a budget check with *rest to go: the next part. In budget steps until j's wait has begun
+ * (its hurry then stops), then the whole rest at the program's interval. */
+static int budget_next(struct job *j, int *rest)
+{
+    int step = *rest;
+    if (!probe_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
+        step = PROBE_HURRY_BUDGET_MS;
+    *rest -= step;
+    return step;
+}
+
+static void on_timeout(uv_timer_t *t);
+
+/* Loop thread: j's timer for ms, in budget steps at first. */
+static void arm(struct job *j, int ms)
+{
+    uv_timer_start(&j->timer, on_timeout, (uint64_t)budget_first(ms, &j->rest_ms), 0);
 }
 
 static void on_timeout(uv_timer_t *t)
 {
     struct job *j = t->data;
-    if (j->rest_ms) { /* a budget check: once the wait began, on at the program's interval */
-        int step = j->rest_ms;
-        if (!probe_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
-            step = PROBE_HURRY_BUDGET_MS;
-        j->rest_ms -= step;
-        uv_timer_start(&j->timer, on_timeout, (uint64_t)step, 0);
+    if (j->rest_ms) { /* a budget check */
+        uv_timer_start(&j->timer, on_timeout, (uint64_t)budget_next(j, &j->rest_ms), 0);
         return;
     }
     if (take_over(j)) {
@@ -325,9 +339,9 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
     atomic_init(&j->state, JOB_QUEUED);
     atomic_init(&j->refs, 2);
     enqueue(j);
-    int rest = timeout_ms > PROBE_HURRY_BUDGET_MS ? timeout_ms - PROBE_HURRY_BUDGET_MS : 0;
+    int rest;
     struct timespec dl;
-    deadline_in(&dl, timeout_ms - rest);
+    deadline_in(&dl, budget_first(timeout_ms, &rest));
     int rc = 0;
     pthread_mutex_lock(&mu);
     for (;;) {
@@ -336,11 +350,8 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
         if (j->finished || rc != ETIMEDOUT)
             break;
         pthread_mutex_unlock(&mu);
-        if (rest > 0) { /* a budget check: once the wait began, on at the program's interval */
-            int step = rest;
-            if (!probe_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
-                step = PROBE_HURRY_BUDGET_MS;
-            rest -= step;
+        if (rest > 0) { /* a budget check */
+            int step = budget_next(j, &rest);
             pthread_mutex_lock(&mu);
             deadline_in(&dl, step);
             rc = 0;
@@ -350,8 +361,7 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
         pthread_mutex_lock(&mu);
         if (!again)
             break;
-        rest = timeout_ms > PROBE_HURRY_BUDGET_MS ? timeout_ms - PROBE_HURRY_BUDGET_MS : 0;
-        deadline_in(&dl, timeout_ms - rest);
+        deadline_in(&dl, budget_first(timeout_ms, &rest));
         rc = 0;
     }
     if (!j->finished) {

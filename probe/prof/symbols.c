@@ -11,10 +11,10 @@
  * (store.c for the sampler, native.c for dumps); one mutex guards the caches; prof_sym_reset
  * empties them. */
 #include "prof.h"
+#include "sig/unwind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -169,18 +169,6 @@ static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, ui
     return m->syms[lo - 1].name;
 }
 
-/* The loader's counts of objects loaded and unloaded (dl_iterate_phdr's dlpi_adds/dlpi_subs,
- * read from the first object: the call stops there). */
-static int loader_counts_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    unsigned long long *c = arg;
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-        c[0] = info->dlpi_adds;
-        c[1] = info->dlpi_subs;
-    }
-    return 1;
-}
-
 static void known_clear(void)
 {
     for (size_t i = 0; i < nknown; i++) {
@@ -197,11 +185,11 @@ static void known_clear(void)
 static void known_check_loader(void)
 {
     static unsigned long long seen_subs = ~0ull;
-    unsigned long long c[2] = {0, 0};
-    dl_iterate_phdr(loader_counts_cb, c);
-    if (c[1] != seen_subs) {
+    unsigned long long adds, subs;
+    unwind_loader_counts(&adds, &subs);
+    if (subs != seen_subs) {
         known_clear();
-        seen_subs = c[1];
+        seen_subs = subs;
     }
 }
 

@@ -105,6 +105,9 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
  * replaced one until unwind_table_reclaim frees it. Returns 1 if a table was published, 0 if
  * nothing changed, -1 when it could not (memory, or too many tables awaiting reclaim). */
 int unwind_table_refresh(void);
+/* Not in a signal handler. The loader's counts of objects loaded and unloaded so far
+ * (dl_iterate_phdr's dlpi_adds/dlpi_subs, read from its first object: the call stops there). */
+void unwind_loader_counts(unsigned long long *adds, unsigned long long *subs);
 /* Not in a signal handler. Frees replaced tables when quiet() says that no handler is running
  * now (one that started before the swap has then ended); with quiet NULL, frees them all and
  * the current one too (the caller knows no handler can run). */

@@ -64,10 +64,18 @@ static int mod_cmp(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-int unwind_table_refresh(void)
+void unwind_loader_counts(unsigned long long *adds, unsigned long long *subs)
 {
     struct build bd = {1, 0, 0, 0};
     dl_iterate_phdr(build_cb, &bd);
+    *adds = bd.adds;
+    *subs = bd.subs;
+}
+
+int unwind_table_refresh(void)
+{
+    struct build bd = {1, 0, 0, 0};
+    unwind_loader_counts(&bd.adds, &bd.subs);
     if (atomic_load(&unwind_cur_table) && bd.adds == seen_adds && bd.subs == seen_subs)
         return 0;
     if (nretired == MAX_RETIRED)
