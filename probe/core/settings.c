@@ -31,6 +31,12 @@ static struct setting table[] = {
     {"crash.path", SET_STR, 0, 0, 0,
      "Crash report file of inject --crash ('%p' is the pid); empty: <rundir>/crash-<pid>.txt.",
      0},
+    {"debugger.entry_hooks", SET_BOOL, 1, 0, 1,
+     "CPython 3.11: serve line breakpoints by hooking the entry of the functions holding them "
+     "(their __code__ is a copy with one call more while a breakpoint is set there) instead of "
+     "a frame-evaluation function, which slows every Python call by 15-20%. off: always the "
+     "latter (pickling such a function by value, as cloudpickle does, then works while "
+     "debugging). Read when breakpoints change.", 0},
     {"eval.timeout_ms", SET_INT, 500, 10, 600000,
      "How long eval/evaluate wait for the GIL (ms); then nothing runs and the GIL holder is named.",
      0},

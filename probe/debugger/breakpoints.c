@@ -257,6 +257,61 @@ int dbg_bp_in_code(PyCodeObject *code)
     return has;
 }
 
+/* 1 if some file with line breakpoints is named base (its last path component). */
+int dbg_bp_file_named(const char *base)
+{
+    for (struct bpfile *f = files; f; f = f->next) {
+        const char *b = strrchr(f->path, '/');
+        if (strcmp(b ? b + 1 : f->path, base) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int dbg_bp_functions_any(void)
+{
+    return funcs != NULL;
+}
+
+/* 1 if the breakpoints' own cache holds code (a reference of ours). */
+int dbg_bp_code_cached(PyCodeObject *code)
+{
+    PyObject *key = code_cache ? PyLong_FromVoidPtr(code) : NULL;
+    PyObject *hit = key ? PyDict_GetItemWithError(code_cache, key) : NULL;
+    Py_XDECREF(key);
+    PyErr_Clear();
+    return hit && PyTuple_GET_ITEM(hit, 0) == (PyObject *)code;
+}
+
+/* 1 if every line breakpoint lies in the own lines (not nested code) of a code object in codes
+ * (a list). */
+int dbg_bp_lines_within(PyObject *codes)
+{
+    Py_ssize_t n = PyList_GET_SIZE(codes);
+    PyObject **lines = calloc((size_t)n + 1, sizeof *lines);
+    struct bpfile **of = calloc((size_t)n + 1, sizeof *of);
+    int all = lines && of;
+    for (Py_ssize_t i = 0; all && i < n; i++) {
+        of[i] = file_of((PyCodeObject *)PyList_GET_ITEM(codes, i));
+        lines[i] = of[i] ? own_lines(PyList_GET_ITEM(codes, i)) : NULL;
+    }
+    for (struct bpfile *f = files; all && f; f = f->next)
+        for (int b = 0; all && b < f->n; b++) {
+            PyObject *l = PyLong_FromLong(f->bps[b].line);
+            int in = 0;
+            for (Py_ssize_t i = 0; l && i < n && !in; i++)
+                in = of[i] == f && lines[i] && PySet_Contains(lines[i], l) == 1;
+            Py_XDECREF(l);
+            all = in;
+        }
+    for (Py_ssize_t i = 0; lines && i < n; i++)
+        Py_XDECREF(lines[i]);
+    free(lines);
+    free(of);
+    PyErr_Clear();
+    return all;
+}
+
 int dbg_bp_at(PyCodeObject *code, int line)
 {
     struct bpfile *f = file_of(code);

@@ -135,6 +135,7 @@ struct probe_dbg_census {
     int traced_threads;  /* threads with our trace function (3.8-3.11) */
     int monitoring_tool; /* our sys.monitoring tool id (3.12+), -1 if none */
     int threading_hook, eval_frame_hook, excepthook, threading_excepthook;
+    int entry_hooks; /* functions whose code calls our entry hook (3.11) */
 };
 void probe_dbg_census(struct probe_dbg_census *out);
 

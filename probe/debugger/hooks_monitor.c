@@ -270,6 +270,7 @@ void dbg_hooks_census(struct probe_dbg_census *into)
     into->monitoring_tool = found;
     into->threading_hook = 0;
     into->eval_frame_hook = 0;
+    into->entry_hooks = 0;
 }
 
 void dbg_hooks_remove(void)

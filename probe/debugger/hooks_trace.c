@@ -45,7 +45,9 @@ struct cell {
 };
 
 static int installed;
-static PyObject *thread_hook; /* our threading.settrace hook while set (strong) */
+static PyObject *thread_hook;
+/* The frame whose entry hook started tracing this thread (compared, never dereferenced). */
+static __thread PyFrameObject *entry_frame; /* our threading.settrace hook while set (strong) */
 
 /* Full mode: every thread is traced (see the top of the file). */
 static int full_mode(void)
@@ -86,6 +88,7 @@ static void set_trace(PyThreadState *ts, Py_tracefunc func, PyObject *obj)
 }
 
 static int trace(PyObject *obj, PyFrameObject *f, int what, PyObject *arg);
+static void entry_left(PyFrameObject *f);
 
 static int chained(PyObject *obj)
 {
@@ -119,8 +122,14 @@ static int trace(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
     }
     case PyTrace_LINE:
         return dbg_on_line(f, PyFrame_GetLineNumber(f));
-    case PyTrace_RETURN:
-        return dbg_on_return(f);
+    case PyTrace_RETURN: {
+        int rc = dbg_on_return(f);
+        if (f == entry_frame) {
+            entry_frame = NULL;
+            entry_left(f); /* may remove this very trace function: the last thing done */
+        }
+        return rc;
+    }
     case PyTrace_EXCEPTION:
         if (atomic_load(&dbg_exc_raised) && arg && PyTuple_Check(arg) &&
             PyTuple_GET_SIZE(arg) == 3) {
@@ -161,6 +170,8 @@ static void remove_from(PyThreadState *ts)
 {
     if (ts->c_tracefunc != trace)
         return; /* not ours (any more): the application replaced it */
+    if (ts == PyThreadState_GET())
+        entry_frame = NULL;
     PyObject *cap = ts->c_traceobj;
     Py_INCREF(cap);
     struct cell *c = PyCapsule_GetPointer(cap, NULL);
@@ -410,11 +421,10 @@ static void gate_set(int on)
     }
 }
 
-/* 1 if a frame of ts runs code that holds a breakpoint. */
-static int thread_needs(PyThreadState *ts)
+/* 1 if f or a frame below it runs code that holds a breakpoint (f: a new reference, taken). */
+static int frames_need(PyFrameObject *f)
 {
     int need = 0;
-    PyFrameObject *f = top_frame(ts);
     for (int n = 0; f && n < DBG_MAX_FRAMES && !need; n++) {
         PyCodeObject *code = dbg_frame_code(f);
         need = dbg_bp_in_code(code) || dbg_bp_function(code) > 0;
@@ -425,6 +435,45 @@ static int thread_needs(PyThreadState *ts)
     }
     Py_XDECREF(f);
     return need;
+}
+
+/* 1 if a frame of ts runs code that holds a breakpoint. */
+static int thread_needs(PyThreadState *ts)
+{
+    return frames_need(top_frame(ts));
+}
+
+/* The frame whose entry hook traced this thread returns: stop tracing as the gate does when
+ * its outermost frame returns, unless a frame further out needs it. */
+static void entry_left(PyFrameObject *f)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (full_mode() || ts->c_tracefunc != trace)
+        return;
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    if (!frames_need(dbg_frame_back(f)))
+        remove_from(ts);
+    PyErr_Restore(t, v, tb);
+}
+
+void dbg_trace_entered(void)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (!installed || full_mode() || ts->c_tracefunc == trace || dbg_is_probe_thread())
+        return; /* traced already: the call event came at RESUME */
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the hooked frame */
+    if (!f)
+        return;
+    install_on(ts);
+    if (ts->c_tracefunc != trace)
+        return;
+    entry_frame = f;
+    /* The call event this frame missed: it decides the frame's line events. */
+    int want = dbg_on_call(f);
+    if (!chained(ts->c_traceobj))
+        f->f_trace_lines = (char)(want > 0);
+    PyErr_Clear();
 }
 
 static void gated_fn(PyThreadState *ts, int arg)
@@ -454,8 +503,9 @@ int dbg_hooks_update(struct pb_err *err)
                                       dbg_steps_any());
     } else {
         thread_hook_set(0);
-        gate_set(1);
-        if (gate_on) {
+        int entry = dbg_entry_update();
+        gate_set(!entry);
+        if (gate_on || entry) {
             for_each_thread(gated_fn, 0);
         } else {
             for_each_thread(install_fn, 0);
@@ -476,6 +526,7 @@ void dbg_hooks_remove(void)
         return;
     installed = 0;
     gate_set(0);
+    dbg_entry_remove();
     thread_hook_set(0);
     for_each_thread(remove_fn, 0);
     PB_LOG(PB_LOG_DEBUG, "trace functions removed");
@@ -492,6 +543,7 @@ void dbg_hooks_census(struct probe_dbg_census *into)
     into->monitoring_tool = -1;
     into->threading_hook = thread_hook != NULL;
     into->eval_frame_hook = eval_get() == gate;
+    into->entry_hooks = dbg_entry_count();
 }
 
 void dbg_hooks_stepping(PyFrameObject *f)

@@ -116,6 +116,14 @@ void dbg_gate_bp_changed(void);
 /* What of ours is installed, read from the interpreter itself (probing/debugger; GIL held):
  * traced_threads, monitoring_tool, threading_hook, eval_frame_hook. */
 void dbg_hooks_census(struct probe_dbg_census *into);
+/* hooks_entry.c (3.11; 0 / nothing elsewhere), GIL held: serve the line breakpoints by entry
+ * hooks if they can serve all of them (1; the gate is not needed), else put every hooked
+ * function back (0); put everything back; the number of functions hooked. */
+int dbg_entry_update(void);
+void dbg_entry_remove(void);
+int dbg_entry_count(void);
+/* An entry hook ran in the calling thread's newest frame: trace it as the gate would. */
+void dbg_trace_entered(void);
 /* The thread that parks is about to step: make sure its frames deliver the events it needs. */
 void dbg_hooks_stepping(PyFrameObject *f);
 
@@ -123,6 +131,13 @@ void dbg_hooks_stepping(PyFrameObject *f);
 /* Line breakpoint at (file, line) of frame f: 1 if it must stop (condition and hit count
  * checked; a logpoint emits its output and returns 0), with ids added to why. GIL held. */
 int dbg_bp_check(PyFrameObject *f, PyCodeObject *code, int line, struct dbg_stop_why *why);
+/* For the entry hooks (hooks_entry.c), GIL held: a breakpoint file is named base; function
+ * breakpoints exist; the breakpoints' code cache holds a reference to code; every line
+ * breakpoint lies in the own lines of a code object of the list codes. */
+int dbg_bp_file_named(const char *base);
+int dbg_bp_functions_any(void);
+int dbg_bp_code_cached(PyCodeObject *code);
+int dbg_bp_lines_within(PyObject *codes);
 /* 1 if code (by file and line range) holds a line breakpoint. GIL held. */
 int dbg_bp_in_code(PyCodeObject *code);
 /* 1 if a line breakpoint (of any kind) is set on code's file at line. GIL held. */

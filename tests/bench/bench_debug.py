@@ -28,7 +28,9 @@ first is the noise floor. T runs alone for a while after each change of state (n
 Requests that the probe does not support yet are reported as "not measured: <the error>",
 never guessed. BENCH_RUNS (default 6) is the number of fresh processes in 2, and a quarter of
 the number of slice pairs per state in 1. BENCH_PARTS (default "1,2,3") runs only the parts it
-names (BENCH_PARTS=2: the first stackTrace alone, about 10 s). Usage: bench_debug.py BUILD_DIR"""
+names (BENCH_PARTS=2: the first stackTrace alone, about 10 s). BENCH_PYTHONS (default: all)
+names the interpreters measured, by the keys printed ("debian", "3.8" ... "3.13"), e.g.
+BENCH_PYTHONS=3.11 BENCH_PARTS=1. Usage: bench_debug.py BUILD_DIR"""
 import json
 import os
 import re
@@ -47,6 +49,7 @@ from dapclient import DAP, Closed  # noqa: E402
 
 FRESH = runs(6)       # fresh processes in 2
 PARTS = set(os.environ.get("BENCH_PARTS", "1,2,3").replace(" ", "").split(","))
+ONLY = set(filter(None, os.environ.get("BENCH_PYTHONS", "").replace(" ", "").split(",")))
 PAIRS = 4 * FRESH     # slice pairs per state in 1
 SLICE = 0.1           # seconds per slice
 BATCH = 0.01          # seconds per batch of work (sized by the control process)
@@ -676,6 +679,8 @@ def main():
             print("  probing on %s: not measured: no CPython %s found by tools/pythons.sh"
                   % (m, m))
 
+    if ONLY:
+        configs = [c for c in configs if c[0] in ONLY]
     # 1.
     if "1" not in PARTS:
         configs1 = []

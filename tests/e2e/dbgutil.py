@@ -80,6 +80,7 @@ class Debugger:
 
 
 CLEAN = {"tracedThreads": 0, "monitoringTool": None, "threadingHook": False, "evalFrameHook": False,
+         "entryHooks": 0,
          "excepthook": False, "threadingExcepthook": False, "breakpoints": 0}
 
 

@@ -32,6 +32,7 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
         cJSON_AddNullToObject(body, "monitoringTool");
     cJSON_AddBoolToObject(body, "threadingHook", c->threading_hook);
     cJSON_AddBoolToObject(body, "evalFrameHook", c->eval_frame_hook);
+    cJSON_AddNumberToObject(body, "entryHooks", c->entry_hooks);
     cJSON_AddBoolToObject(body, "excepthook", c->excepthook);
     cJSON_AddBoolToObject(body, "threadingExcepthook", c->threading_excepthook);
     return 0;
