@@ -52,7 +52,7 @@ PROBE_LINK_LIBS := $(filter-out -lsqlite3 -luv -lcjson,$(PKG_LIBS)) $(PROBE_SQLI
 CLI_PKGS := libmicrohttpd
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
-# Linked into the CLI's private library only (libprobing-cli.so, below): the repl's line
+# Linked into the CLI's private library only (probing-cli.so, below): the repl's line
 # editing, file:line of native frames from DWARF (with SQLite, for cluster query --reduce).
 EXT_PKGS := libedit libdw
 EXT_PKG_CFLAGS := $(shell pkg-config --cflags $(EXT_PKGS) 2>/dev/null)
@@ -151,11 +151,11 @@ $(call obj,injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 # SQLite (and the six libraries behind them), dlopened by the few commands that use it
 # (injector/cli/ext_load.c), so that inject, debug --dump and the rest start without them.
 # -z defs: it calls nothing of the CLI (an executable exports nothing to it).
-EXT_LIB := $(B)/lib/probing/libprobing-cli.so
+EXT_LIB := $(B)/lib/probing/probing-cli.so
 $(EXT_LIB): $(call obj,$(EXT_SRCS) common/evalpart.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(OPT) -shared -Wl,-soname,libprobing-cli.so -Wl,-z,defs -o $@ $^ $(EXT_PKG_LIBS) \
+	$(Q)$(CC) $(OPT) -shared -Wl,-soname,probing-cli.so -Wl,-z,defs -o $@ $^ $(EXT_PKG_LIBS) \
 	    $(filter -lcjson -lsqlite3,$(PKG_LIBS)) $(LDFLAGS_EXTRA)
 $(call obj,$(EXT_SRCS)): CFLAGS_EXTRA += $(EXT_PKG_CFLAGS)
 

@@ -46,7 +46,7 @@ if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"injector/' dap probe
   echo "probing: error: the lines above include injector/ headers from dap/ or probe/" >&2
   bad=1
 fi
-# The CLI's private library (injector/cli/ext/, libprobing-cli.so) is below the CLI it serves.
+# The CLI's private library (injector/cli/ext/, probing-cli.so) is below the CLI it serves.
 if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cli\.h|injector/)' injector/cli/ext --include='*.[ch]'; then
   echo "probing: error: the lines above include the CLI's headers from its private library (injector/cli/ext/)" >&2
   bad=1

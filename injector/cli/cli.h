@@ -135,7 +135,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 
-/* ---- ext_load.c: the CLI's private library (libprobing-cli.so, ext/ext.h) ---- */
+/* ---- ext_load.c: the CLI's private library (probing-cli.so, ext/ext.h) ---- */
 
 /* Loads it from cli_libdir once, for the commands that need libdw, libedit or SQLite (the
  * others never do, so they never map those libraries): its table, or NULL with err filled. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The CLI's private library (libprobing-cli.so, injector/cli/ext/ext.h), loaded on demand: the
+/* The CLI's private library (probing-cli.so, injector/cli/ext/ext.h), loaded on demand: the
  * commands that need libdw, libelf, libedit or SQLite (debug --dump --native, dump --core
  * --native, repl on a terminal, cluster query --reduce) call cli_ext_load first; every other
  * command never maps those libraries nor the six they bring, so the dynamic loader starts the

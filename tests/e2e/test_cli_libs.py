@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The CLI loads only what a command needs: libdw, libelf, libedit and SQLite (and the six
-libraries behind them) are in the CLI's private library, lib/probing/libprobing-cli.so, which
+libraries behind them) are in the CLI's private library, lib/probing/probing-cli.so, which
 only debug --dump --native, dump --core --native, repl on a terminal and cluster query --reduce
 load. Checked with the loader's own account (LD_DEBUG=files lists every object it maps, dlopen'd
 ones too) and, for a CLI attached to a real target, its /proc/PID/maps. Without the private
 library, those commands stop with one line saying what to do and leave the target untouched,
 and the others work as before."""
+import json
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -17,7 +17,7 @@ from conftest import BUILD, CLI, HOST_PYTHONS, probing
 from test_repl import Pty
 
 PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
-EXT = "libprobing-cli.so"
+EXT = "probing-cli.so"
 # sonames (LD_DEBUG) and file names (maps: libdw-0.188.so, libz.so.1.2.13)
 HEAVY = re.compile(r"^(libdw|libelf|libedit|libsqlite3|libtinfo|libbsd|libz|liblzma|libbz2|libmd)"
                    r"[-.]|^%s$" % re.escape(EXT))
@@ -118,3 +118,26 @@ def test_missing_private_library(spawn, nolib):
     assert (r.returncode, r.stdout.strip()) == (0, "42"), r.stderr
     t.assert_responsive()
     t.check_output_clean()
+
+
+def test_terminal_repl_maps_the_private_library_but_is_no_target(spawn, tmp_path):
+    """A repl on a terminal loads the private library (line editing), and the CLI running it is
+    not taken for a process with the probe loaded (list finds targets by their mappings)."""
+    t = spawn(PY)
+    term = Pty(["-p", t.pid, "repl"], dict(os.environ, TERM="dumb", HOME=str(tmp_path)))
+    try:
+        term.expect(">>> ")
+        with open("/proc/%d/maps" % term.pid) as f:
+            maps = {os.path.basename(line.split()[-1]) for line in f if "/" in line}
+        assert EXT in maps and any(m.startswith("libedit.so") for m in maps), maps
+        pids = [p["pid"] for p in json.loads(probing("list", "--json", check=True).stdout)]
+        assert t.pid in pids and term.pid not in pids, (t.pid, term.pid, pids)
+        term.send("\x04")
+        assert term.wait() == 0
+    finally:
+        try:
+            os.kill(term.pid, 9)
+            os.waitpid(term.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(term.fd)

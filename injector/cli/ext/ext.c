@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libprobing-cli.so's one exported symbol (ext.h): the table of its functions. */
+/* probing-cli.so's one exported symbol (ext.h): the table of its functions. */
 #include "ext.h"
 
 __attribute__((visibility("default"))) extern const struct cli_ext probing_cli_ext_v1;

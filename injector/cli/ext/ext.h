@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The CLI's private library, libprobing-cli.so (installed beside the probes in lib/probing/):
+/* The CLI's private library, probing-cli.so (installed beside the probes in lib/probing/):
  * the work that needs libraries most commands never use (elfutils' libdw and libelf, libedit,
  * SQLite, and the six they bring), so that `inject`, `debug --dump` and the other commands do
  * not pay the dynamic loader for them. The commands that do use it load it on demand
  * (injector/cli/ext_load.c). It exports one symbol, CLI_EXT_ENTRY: a table of the functions
  * below. The CLI and the library come from one build; the entry's name carries the table's
  * version, so a library of another layout is refused by name. Nothing here calls the CLI
- * (linked with -z defs): a layer below it. */
+ * (linked with -z defs): a layer below it. Its name does not start with "libprobing-": a CLI
+ * that maps it (a repl on a terminal) is no process with the probe loaded (list, serve). */
 #ifndef CLI_EXT_H
 #define CLI_EXT_H
 
@@ -17,7 +18,7 @@
 
 #include "pb.h"
 
-#define CLI_EXT_LIB "libprobing-cli.so"
+#define CLI_EXT_LIB "probing-cli.so"
 #define CLI_EXT_ENTRY "probing_cli_ext_v1"
 
 struct cli_ext {
