@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing cluster query "SQL" [--reduce "SQL"]`: every rank's probing/query result unioned with
  * `rank` and `host` columns first; --reduce runs a second statement over that union, loaded as
- * table r into an in-memory SQLite database of the CLI's own (its private library: ext/reduce.c). `probing cluster dump -o DIR`:
- * every rank's probing/dump (locals where the GIL could be had) written to DIR with an index. */
+ * table r into an in-memory SQLite database of the CLI's own (in its private library:
+ * ext/reduce.c). `probing cluster dump -o DIR`: every rank's probing/dump (locals where the GIL
+ * could be had) written to DIR with an index. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

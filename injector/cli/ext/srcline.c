@@ -3,7 +3,8 @@
  * private library: ext.h): the probe sends a native frame's address, object path and load bias
  * (probing/dump with native), and the CLI opens that object itself, through /proc/PID/root so
  * a container's files are the ones read, with its separate debug file when there is one
- * (.gnu_debuglink, build-id under /usr/lib/debug). Nothing of libdw is loaded into the target. One Dwfl per object, kept for the command's life. */
+ * (.gnu_debuglink, build-id under /usr/lib/debug). Nothing of libdw is loaded into the target.
+ * One Dwfl per object, kept for the command's life. */
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <stdbool.h>
