@@ -28,6 +28,12 @@ def loaded(r):
     return {os.path.basename(m) for m in re.findall(r"file=(\S+)\s+\[\d+\];", r.stderr)}
 
 
+def maps_of(pid):
+    """The file names a process maps (libdw-0.188.so, libcjson.so.1.7.15)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return {os.path.basename(line.split()[-1]) for line in f if "/" in line}
+
+
 def heavy_in(names):
     return sorted(n for n in names if HEAVY.match(n))
 
@@ -58,8 +64,7 @@ def test_attached_repl_maps_no_heavy_library(spawn):
         p.stdin.write("print('attached', 6 * 7)\n")
         p.stdin.flush()
         assert p.stdout.readline().strip() == "attached 42"
-        with open("/proc/%d/maps" % p.pid) as f:
-            maps = {os.path.basename(line.split()[-1]) for line in f if "/" in line}
+        maps = maps_of(p.pid)
         assert any(m.startswith("libcjson.so.1") for m in maps), maps
         assert heavy_in(maps) == [], heavy_in(maps)
     finally:
@@ -107,8 +112,11 @@ def test_missing_private_library(spawn, nolib):
     one_line(probing("cluster", "query", "SELECT 1", "--reduce", "SELECT * FROM r", env=nolib),
              "cluster query --reduce", nolib)
     term = Pty(["-p", t.pid, "repl"], {**os.environ, **nolib})
-    term.expect("probing: error: repl: cannot load the CLI's private library: ")
-    assert term.wait() == 1
+    try:
+        term.expect("probing: error: repl: cannot load the CLI's private library: ")
+        assert term.wait() == 1
+    finally:
+        term.close()
     assert t.maps_count() == 0
     # the rest work without it
     probing("-p", t.pid, "inject", env=nolib, check=True)
@@ -127,17 +135,11 @@ def test_terminal_repl_maps_the_private_library_but_is_no_target(spawn, tmp_path
     term = Pty(["-p", t.pid, "repl"], dict(os.environ, TERM="dumb", HOME=str(tmp_path)))
     try:
         term.expect(">>> ")
-        with open("/proc/%d/maps" % term.pid) as f:
-            maps = {os.path.basename(line.split()[-1]) for line in f if "/" in line}
+        maps = maps_of(term.pid)
         assert EXT in maps and any(m.startswith("libedit.so") for m in maps), maps
         pids = [p["pid"] for p in json.loads(probing("list", "--json", check=True).stdout)]
         assert t.pid in pids and term.pid not in pids, (t.pid, term.pid, pids)
         term.send("\x04")
         assert term.wait() == 0
     finally:
-        try:
-            os.kill(term.pid, 9)
-            os.waitpid(term.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(term.fd)
+        term.close()
