@@ -48,11 +48,15 @@ PROBE_CJSON_SO := $(shell pkg-config --variable=libdir libcjson 2>/dev/null)/lib
 PROBE_CJSON := $(B)/lib/probing/libcjson-probing.so.1
 PROBE_LINK_LIBS := $(filter-out -lsqlite3 -luv -lcjson,$(PKG_LIBS)) $(PROBE_SQLITE_A) \
                    -lm -Wl,--exclude-libs,libsqlite3.a:libuv-probe.a -Wl,-rpath,'$$ORIGIN'
-# Linked into the CLI only (the repl's line editing, serve's HTTP server); the probe must never
-# link them.
-CLI_PKGS := libedit libmicrohttpd libdw
+# Linked into probing-serve only (serve's HTTP server); the probe must never link it.
+CLI_PKGS := libmicrohttpd
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
+# Linked into the CLI's private library only (probing-cli.so, below): the repl's line
+# editing, file:line of native frames from DWARF (with SQLite, for cluster query --reduce).
+EXT_PKGS := libedit libdw
+EXT_PKG_CFLAGS := $(shell pkg-config --cflags $(EXT_PKGS) 2>/dev/null)
+EXT_PKG_LIBS := $(shell pkg-config --libs $(EXT_PKGS) 2>/dev/null)
 # pkg-config module -> Debian package, for the one-line error when a library is missing.
 DEB_libcjson := libcjson-dev
 DEB_libuv := libuv1-dev
@@ -60,7 +64,7 @@ DEB_sqlite3 := libsqlite3-dev
 DEB_libedit := libedit-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
 DEB_libdw := libdw-dev
-MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS),\
+MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS) $(EXT_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 
 WARN := -Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wformat=2 -Wvla \
@@ -97,7 +101,8 @@ DAP_CLIENT_SRCS := $(DAP_SRCS)
 # per command, cluster/, perf/ and serve/ in folders of their own).
 INJ_SRCS := $(wildcard injector/inject/*.c injector/inject/arch/*.c)
 RENDER_SRCS := $(wildcard injector/render/*.c)
-CLI_SRCS := $(wildcard injector/cli/*.c injector/cli/*/*.c)
+EXT_SRCS := $(wildcard injector/cli/ext/*.c)
+CLI_SRCS := $(filter-out $(EXT_SRCS),$(wildcard injector/cli/*.c injector/cli/*/*.c))
 SERVE_SRCS := $(wildcard injector/cli/serve/*.c)
 # The probe's sources that include CPython's headers are built once per CPython minor version;
 # the rest once, without CPython's include path (so a misplaced one fails to compile).
@@ -131,15 +136,28 @@ $(B)/obj/injector/cli/main-light.o: injector/cli/main.c | check-libs
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (without serve)"
 	$(Q)$(CC) $(BASE_CFLAGS) -DCLI_SERVE_EXEC -c $< -o $@
+# Both link cJSON and libc only (SQLite is the private library's): what every command loads.
+CLI_LIBS := $(filter-out -lsqlite3 -luv,$(PKG_LIBS))
 $(CLI_BIN): $(B)/obj/injector/cli/main-light.o $(call obj,$(CLI_LIGHT_SRCS) $(RENDER_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(filter-out -lmicrohttpd,$(CLI_PKG_LIBS)) $(LDFLAGS_EXTRA) -lpthread
+	$(Q)$(CC) $(OPT) -o $@ $^ $(CLI_LIBS) $(LDFLAGS_EXTRA) -lpthread
 $(SERVE_BIN): $(call obj,$(CLI_SRCS) $(RENDER_SRCS) $(INJ_SRCS) $(DAP_CLIENT_SRCS) $(COMMON_SRCS) $(B)/gen/web_assets.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
-$(call obj,injector/cli/repl.c injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
+	$(Q)$(CC) $(OPT) -o $@ $^ $(CLI_LIBS) $(CLI_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread
+$(call obj,injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
+# The CLI's private library (injector/cli/ext/, ext.h): what needs libdw, libelf, libedit or
+# SQLite (and the six libraries behind them), dlopened by the few commands that use it
+# (injector/cli/ext_load.c), so that inject, debug --dump and the rest start without them.
+# -z defs: it calls nothing of the CLI (an executable exports nothing to it).
+EXT_LIB := $(B)/lib/probing/probing-cli.so
+$(EXT_LIB): $(call obj,$(EXT_SRCS) common/evalpart.c)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -shared -Wl,-soname,probing-cli.so -Wl,-z,defs -o $@ $^ $(EXT_PKG_LIBS) \
+	    $(filter -lcjson -lsqlite3,$(PKG_LIBS)) $(LDFLAGS_EXTRA)
+$(call obj,$(EXT_SRCS)): CFLAGS_EXTRA += $(EXT_PKG_CFLAGS)
 
 # ---- one probe library per CPython minor version ----
 # --build: this machine's CPython 3.8-3.13, then 3.14/3.15 from the Debian sid root's headers
@@ -196,7 +214,7 @@ PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 .PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 check-exports fresh-check
-all: $(CLI_BIN) $(SERVE_BIN) $(PROBE_LIBS) $(READER_LIBS) check-exports
+all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) check-exports
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
 deps:
@@ -374,7 +392,7 @@ bench: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/probing
 	install -m 755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/probing
-	install -m 644 $(PROBE_LIBS) $(PROBE_CJSON) $(READER_LIBS) $(DESTDIR)$(PREFIX)/lib/probing/
+	install -m 644 $(PROBE_LIBS) $(PROBE_CJSON) $(READER_LIBS) $(EXT_LIB) $(DESTDIR)$(PREFIX)/lib/probing/
 	install -m 755 $(SERVE_BIN) $(DESTDIR)$(PREFIX)/lib/probing/
 	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
 

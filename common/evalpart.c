@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The detached parts of the interpreter loop, found from its exported entry's jumps (pb.h): used
  * by the probe over its own memory (probe/prof/evalpart.c) and by the CLI over an object file
- * (a core's interpreter: injector/cli/srcline.c). x86-64 encodings: e9 rel32 (jmp), 0f 8x
+ * (a core's interpreter: injector/cli/ext/srcline.c). x86-64 encodings: e9 rel32 (jmp), 0f 8x
  * rel32 (jcc). Pure: reads only code. */
 #include "pb.h"
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The probe's folders are layers (docs/architecture.md, "The house"): a file may include a
 # header of its own folder or of a lower layer, never of a higher one or of a folder on its own
-# layer, so no circle can run between folders. Also: injector/ never includes probe/ and
-# dap/ never includes either. Prints each include that breaks this and exits 1.
+# layer, so no circle can run between folders. Also: injector/ never includes probe/, dap/
+# never includes either, and the CLI's private library (injector/cli/ext/) never includes the
+# CLI's headers. Prints each include that breaks this and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Bottom to top; folders on one line share a layer.
@@ -43,6 +44,11 @@ if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"probe/' injector dap
 fi
 if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"injector/' dap probe --include='*.[ch]'; then
   echo "probing: error: the lines above include injector/ headers from dap/ or probe/" >&2
+  bad=1
+fi
+# The CLI's private library (injector/cli/ext/, probing-cli.so) is below the CLI it serves.
+if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cli\.h|injector/)' injector/cli/ext --include='*.[ch]'; then
+  echo "probing: error: the lines above include the CLI's headers from its private library (injector/cli/ext/)" >&2
   bad=1
 fi
 exit $bad

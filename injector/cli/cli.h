@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The probing CLI's cross-file declarations, by layer: the output helpers (output.c), the
  * TCP token (token.c), the target (target.c), the probe's socket (socket.c), making sure the
- * probe is loaded (load.c), connecting as a DAP client (connect.c), and the commands (main.c's
- * table: a file per command, cluster/, perf/ and serve/ in folders with their own header). A
- * file calls only the layers above it in this list and never a command: no circle. */
+ * probe is loaded (load.c), the private library (ext_load.c; its sources are ext/, below all
+ * of these), connecting as a DAP client (connect.c), and the commands (main.c's table: a file
+ * per command, cluster/, perf/ and serve/ in folders with their own header). A file calls only
+ * the layers above it in this list and never a command: no circle. */
 #ifndef CLI_H
 #define CLI_H
 
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 
 #include "dap/dap.h"
+#include "injector/cli/ext/ext.h"
 #include "pb.h"
 
 /* Exit codes. */
@@ -53,16 +55,6 @@ int cli_json_true(const cJSON *o, const char *k);
 void cli_print_json(const cJSON *v);
 /* Print a response body as JSON (json) or with text(), then delete it. Returns CLI_OK. */
 int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
-/* srcline.c: the source file and line (file "" when unknown) and the function (func "" when
- * unknown; *off the offset of pc into it) of native address pc (a return address: pass pc - 1) in the object at path (read
- * through /proc/PID/root when pid > 0) loaded with load bias bias, from its DWARF and symbol
- * tables or its separate debug file. 0, or -1 when neither is known. */
-int cli_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
-                char *file, size_t n, int *line, char *func, size_t fn,
-                unsigned long long *off);
-/* 1 when pc lies in a detached part of the interpreter loop (_PyEval_EvalFrameDefault.cold:
- * pb_detached_parts) of the object at path, loaded with bias; 0 otherwise. */
-int cli_eval_part(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias);
 /* dumptext.c: prints a probing/dump body as text (threads, frames, merged native frames). */
 void cli_dump_print(const cJSON *d);
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
@@ -142,6 +134,12 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
                      struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
+
+/* ---- ext_load.c: the CLI's private library (probing-cli.so, ext/ext.h) ---- */
+
+/* Loads it from cli_libdir once, for the commands that need libdw, libedit or SQLite (the
+ * others never do, so they never map those libraries): its table, or NULL with err filled. */
+const struct cli_ext *cli_ext_load(struct pb_err *err);
 
 /* ---- connect.c: the CLI as a DAP client ---- */
 

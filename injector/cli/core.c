@@ -38,6 +38,7 @@ static struct {
     int tids[4096]; /* the threads' NT_PRSTATUS pr_pid */
     uintptr_t regs[4096][3]; /* and their pc, sp, frame pointer */
     int ntids;
+    const struct cli_ext *ext; /* --native: names and lines from DWARF (ext/srcline.c) */
 } core;
 
 static int core_task(long tid)
@@ -210,7 +211,7 @@ static const struct cmap *map_of(uintptr_t pc)
 }
 
 /* One native frame as the probe describes it (docs/protocol.md), named from DWARF and symbol
- * tables by libdw (srcline.c); *is_eval and *internal for merging. */
+ * tables by libdw (ext/srcline.c); *is_eval and *internal for merging. */
 static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_eval,
                           int *internal)
 {
@@ -221,10 +222,10 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     int line = 0;
     cJSON *o = cJSON_CreateObject();
     if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
-        cli_srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
-                    sizeof func, &off);
+        core.ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line,
+                          func, sizeof func, &off);
     if (!func[0] && m && strcmp(m->path, interp) == 0 &&
-        cli_eval_part(0, m->path, depth > 0 ? pc - 1 : pc, bias))
+        core.ext->eval_part(0, m->path, depth > 0 ? pc - 1 : pc, bias))
         snprintf(func, sizeof func, "_PyEval_EvalFrameDefault.cold"); /* as the probe names it */
     *is_eval = strncmp(func, "_PyEval_EvalFrameDefault", 24) == 0;
     *internal = *is_eval || (m && strcmp(m->path, interp) == 0 && pb_cpython_machinery(func));
@@ -349,6 +350,9 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
 {
     struct stat st;
     cJSON *body = NULL;
+    const struct cli_ext *ext = NULL;
+    if (native && !(ext = cli_ext_load(err)))
+        return NULL;
     int ver[3], fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
         pb_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
@@ -364,6 +368,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         return NULL;
     }
     memset(&core, 0, sizeof core);
+    core.ext = ext;
     core.data = map;
     core.size = (size_t)st.st_size;
     const Elf64_Ehdr *eh = map;

@@ -2,8 +2,8 @@
 /* `probing -p PID debug --dump [--locals] [--native[=all]] [--json]`: every Python thread's
  * stack (name, Python thread id, native id, GIL), innermost frame first, optionally with local
  * variables, or with native and Python frames merged (file:line of native frames added here
- * from DWARF, srcline.c); as text or as one JSON document (the probing/dump response body, see
- * docs/protocol.md).
+ * from DWARF, ext/srcline.c); as text or as one JSON document (the probing/dump response body,
+ * see docs/protocol.md).
  * `debug --pause [--address HOST:PORT]` and `debug --resume`: below. */
 #include <getopt.h>
 #include <stdio.h>
@@ -43,8 +43,9 @@ static void help(void)
 }
 
 static pid_t dump_pid;
+static const struct cli_ext *dump_ext;
 
-/* Adds file and line to the native frames of one list from DWARF (srcline.c). */
+/* Adds file and line to the native frames of one list from DWARF (ext/srcline.c). */
 static void add_lines(const cJSON *frames)
 {
     const cJSON *f;
@@ -59,8 +60,9 @@ static void add_lines(const cJSON *frames)
         if (kind && strcmp(kind, "native") == 0 && mod && addr && bias) {
             unsigned long long pc = strtoull(addr, NULL, 16);
             /* return addresses (all but the innermost frame) point after their call */
-            if (cli_srcline(dump_pid, mod, i > 0 && pc ? pc - 1 : pc, strtoull(bias, NULL, 16),
-                            file, sizeof file, &line, func, sizeof func, &off) == 0) {
+            if (dump_ext->srcline(dump_pid, mod, i > 0 && pc ? pc - 1 : pc,
+                                  strtoull(bias, NULL, 16), file, sizeof file, &line, func,
+                                  sizeof func, &off) == 0) {
                 if (file[0]) {
                     cJSON_AddStringToObject((cJSON *)f, "file", file);
                     cJSON_AddNumberToObject((cJSON *)f, "line", line);
@@ -217,6 +219,12 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         if (!b)
             cli_error("dump --no-inject: %s", err.msg);
         return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;
+    }
+    struct pb_err err = {0};
+    /* file:line from DWARF is the private library's: loaded before the target is touched */
+    if (native && !(dump_ext = cli_ext_load(&err))) {
+        cli_error("debug --dump --native: %s", err.msg);
+        return CLI_FAIL;
     }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing -p PID repl`: an interactive Python prompt running in the target's __main__, on
- * probing/eval. Line editing and history come from libedit (~/.probing_history); whether the
- * input is complete (">>> " or "... ") is decided in the target by codeop, as Python's REPL
- * does. Ctrl-C interrupts a running evaluation (probing/interrupt) or drops the line being
- * typed; Ctrl-D exits. Without a terminal, lines are read from stdin with no prompts. */
+ * probing/eval. Line editing and history come from libedit (~/.probing_history), through the
+ * CLI's private library (ext/lineedit.c), loaded only for a terminal; whether the input is
+ * complete (">>> " or "... ") is decided in the target by codeop, as Python's REPL does. Ctrl-C
+ * interrupts a running evaluation (probing/interrupt) or drops the line being typed; Ctrl-D
+ * exits. Without a terminal, lines are read from stdin with no prompts. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -11,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <editline/readline.h>
 
 #include "cli.h"
 
@@ -25,7 +24,7 @@ static void on_sigint(int sig)
 }
 
 /* The next line (malloc'd, no newline), or NULL at end of input; *ctrl_c tells a Ctrl-C. */
-static char *read_line(int tty, const char *prompt, int *ctrl_c)
+static char *read_line(const struct cli_ext *tty, const char *prompt, int *ctrl_c)
 {
     *ctrl_c = 0;
     if (tty) {
@@ -34,7 +33,7 @@ static char *read_line(int tty, const char *prompt, int *ctrl_c)
         sigemptyset(&sa.sa_mask);
         got_sigint = 0;
         sigaction(SIGINT, &sa, &old);
-        char *line = readline(prompt);
+        char *line = tty->readline(prompt);
         sigaction(SIGINT, &old, NULL);
         if (got_sigint) {
             free(line);
@@ -99,17 +98,20 @@ int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv)
         return cli_unexpected_arg("repl", argv);
     struct pb_err err = {0};
     struct dap_client dc;
+    /* line editing on a terminal: the private library, before the target is touched */
+    const struct cli_ext *tty = NULL;
+    if (isatty(STDIN_FILENO) && !(tty = cli_ext_load(&err))) {
+        cli_error("repl: %s", err.msg);
+        return CLI_FAIL;
+    }
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    int tty = isatty(STDIN_FILENO);
     char hist[4096] = "";
     if (tty) {
         const char *home = getenv("HOME");
         if (home)
             snprintf(hist, sizeof hist, "%s/.probing_history", home);
-        using_history();
-        if (hist[0])
-            read_history(hist);
+        tty->history_load(hist);
         cJSON *info = NULL;
         if (dap_client_request(&dc, "probing/info", NULL, &info, &err) == 0) {
             const cJSON *py = cJSON_GetObjectItemCaseSensitive(info, "python");
@@ -151,7 +153,7 @@ int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv)
         if (rc == 0 && !complete)
             continue;
         if (tty)
-            add_history(buf);
+            tty->history_add(buf);
         if (rc == 0)
             rc = cli_eval_run(&dc, buf, &err);
         free(buf);
@@ -166,8 +168,8 @@ int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv)
         }
     }
     free(buf);
-    if (tty && hist[0])
-        write_history(hist);
+    if (tty)
+        tty->history_save(hist);
     cli_disconnect(&dc);
     return ret;
 }

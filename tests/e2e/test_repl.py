@@ -46,6 +46,7 @@ class Pty:
         while time.time() < deadline:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
+                self.pid = 0  # reaped: close() must not signal a reused pid
                 return os.waitstatus_to_exitcode(status)
             if select.select([self.fd], [], [], 0.05)[0]:
                 try:
@@ -54,6 +55,16 @@ class Pty:
                     time.sleep(0.05)
         os.kill(self.pid, 9)
         raise AssertionError("repl did not exit")
+
+    def close(self):
+        """Kills the CLI if it still runs, reaps it, closes the terminal."""
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        os.close(self.fd)
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -85,13 +96,7 @@ def test_repl_tty(python, spawn, tmp_path):
         r.send("\x04")
         assert r.wait() == 0
     finally:
-        if r.pid:
-            try:
-                os.kill(r.pid, 9)
-                os.waitpid(r.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        os.close(r.fd)
+        r.close()
     assert os.path.exists(tmp_path / ".probing_history")
     # The target still runs, and the interrupt hit only the evaluation.
     t.assert_responsive()

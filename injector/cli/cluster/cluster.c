@@ -361,6 +361,14 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         rc = usage_err(sub, "--reduce and --format only go with 'cluster query'");
         goto out;
     }
+    if (o.reduce) { /* the private library it needs, before any rank is asked */
+        struct pb_err xerr = {0};
+        if (!cli_ext_load(&xerr)) {
+            cli_error("cluster query --reduce: %s", xerr.msg);
+            rc = CLI_FAIL;
+            goto out;
+        }
+    }
     if (o.op == CLUSTER_OP_QUERY && (!o.sql || !*o.sql)) {
         rc = usage_err(sub, "missing SQL: probing cluster query \"SELECT ...\"");
         goto out;

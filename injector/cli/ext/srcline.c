@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* file:line of native frames from DWARF, on the CLI's side (elfutils' libdw): the probe sends a
- * native frame's address, object path and load bias (probing/dump with native), and the CLI
- * opens that object itself, through /proc/PID/root so a container's files are the ones read,
- * with its separate debug file when there is one (.gnu_debuglink, build-id under /usr/lib/debug).
- * Nothing of libdw is loaded into the target. One Dwfl per object, kept for the command's life. */
+/* file:line of native frames from DWARF, on the CLI's side (elfutils' libdw, in the CLI's
+ * private library: ext.h): the probe sends a native frame's address, object path and load bias
+ * (probing/dump with native), and the CLI opens that object itself, through /proc/PID/root so
+ * a container's files are the ones read, with its separate debug file when there is one
+ * (.gnu_debuglink, build-id under /usr/lib/debug). Nothing of libdw is loaded into the target.
+ * One Dwfl per object, kept for the command's life. */
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <stdbool.h>
@@ -14,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "ext.h"
 
 #define MAX_OBJECTS 256
 
@@ -23,7 +24,7 @@ struct obj {
     unsigned long long bias;
     Dwfl *dwfl; /* NULL: the object could not be read */
     int parts_done, nparts;
-    unsigned long parts[8]; /* the eval loop's detached parts (cli_eval_part) */
+    unsigned long parts[8]; /* the eval loop's detached parts (ext_eval_part) */
 };
 
 static struct obj objs[MAX_OBJECTS];
@@ -86,7 +87,7 @@ static struct obj *obj_get(pid_t pid, const char *path, unsigned long long bias)
     return o->dwfl ? o : NULL;
 }
 
-int cli_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
+int ext_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
                 char *file, size_t n, int *line, char *func, size_t fn,
                 unsigned long long *off)
 {
@@ -198,7 +199,7 @@ static const unsigned char *module_bytes(Dwfl_Module *m, unsigned long addr, siz
     return NULL;
 }
 
-int cli_eval_part(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias)
+int ext_eval_part(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias)
 {
     struct obj *o = obj_get(pid, path, bias);
     Dwfl_Module *m = o ? dwfl_addrmodule(o->dwfl, (Dwarf_Addr)pc) : NULL;
