@@ -24,9 +24,11 @@ CLI_WORKERS = 3
 RSS_SLACK_KB = 2048
 # make asan: the target preloads ASan, whose quarantine holds freed memory (256 MB).
 SANITIZED = bool(os.environ.get("PROBING_TARGET_PRELOAD"))
-# 3.8: the C trace function and the PEP 523 gate; 3.12: sys.monitoring. A missing one fails.
+# 3.8: the C trace function and the PEP 523 gate; 3.11: entry hooks (hooks_entry.c: the
+# breakpoint function swapped and put back every cycle); 3.12: sys.monitoring. A missing one
+# fails.
 SOAK_PYTHONS = [next((p for p in PYTHONS if p.id == v), pytest.param(None, id=v))
-                for v in ("3.8", "3.12")]
+                for v in ("3.8", "3.11", "3.12")]
 
 
 def sock_path(pid):
