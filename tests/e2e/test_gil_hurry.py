@@ -78,8 +78,14 @@ def test_gil_held_in_c_request_times_out_and_the_interval_is_restored(python, sp
     assert ev(t.pid, "sys.getswitchinterval()") == repr(own)
     os.kill(t.pid, signal.SIGUSR1)
     t.wait_line(r"^ok holding$")
-    before = len(t.probe_log())
-    r = probing("-p", t.pid, "eval", "1")
+    # "ok holding" is written before pause() is entered, and the write lets the GIL go: an eval
+    # may still run in between (it did once in CI). Ask again until the hold is in place.
+    for _ in range(100):
+        before = len(t.probe_log())
+        r = probing("-p", t.pid, "eval", "1")
+        if r.returncode != 0 or r.stdout != "1\n":
+            break
+        time.sleep(0.01)
     assert r.returncode == 1 and ("the GIL is held by thread %d" % t.pid) in r.stderr, r.stderr
     log = t.probe_log()[before:]
     us = round(own * 1e6)
