@@ -280,8 +280,10 @@ static void gather(PyObject *o, PyObject *funcs, int depth)
             gather(f, funcs, depth + 1);
             Py_XDECREF(f);
         }
-    } else if (!PyModule_Check(o)) {
-        PyObject **dp = _PyObject_GetDictPtr(o); /* a cache wrapper's __wrapped__ */
+    } else if (!PyModule_Check(o) && !(Py_TYPE(o)->tp_flags & Py_TPFLAGS_MANAGED_DICT)) {
+        /* A C wrapper's __wrapped__ (lru_cache). Not instances of Python classes: asking for
+         * their dict would make one from their inline values, changing the program's object. */
+        PyObject **dp = _PyObject_GetDictPtr(o);
         if (dp && *dp && PyDict_Check(*dp))
             gather(PyDict_GetItemString(*dp, "__wrapped__"), funcs, depth + 1);
     }
