@@ -7,8 +7,10 @@
  * - gated (only breakpoints): a trace function costs every instruction of a traced thread
  *   (3.11 even runs unspecialised bytecode), so a frame-evaluation function (PEP 523) looks at
  *   each code object as it starts (a flag cached in co_extra) and traces the thread only while
- *   a frame whose code holds a breakpoint runs; threads already inside such code when the
- *   breakpoint is set are traced as long as it is on their stack;
+ *   a frame whose code holds a breakpoint runs (on 3.11, where that function costs every call,
+ *   entry hooks in the functions holding the breakpoints do the same when they can serve them
+ *   all: hooks_entry.c); threads already inside such code when the breakpoint is set are
+ *   traced as long as it is on their stack;
  * - full (a pause, a step, the "raised" filter): every thread state is traced; threads started
  *   later get the tracer through threading.settrace when the application does not use it. */
 /* Thread states and (3.11) frame objects are opened up: the internal headers. */
@@ -45,9 +47,10 @@ struct cell {
 };
 
 static int installed;
-static PyObject *thread_hook;
-/* The frame whose entry hook started tracing this thread (compared, never dereferenced). */
-static __thread PyFrameObject *entry_frame; /* our threading.settrace hook while set (strong) */
+static PyObject *thread_hook; /* our threading.settrace hook while set (strong) */
+/* The frame whose entry hook (hooks_entry.c) started tracing this thread (compared, never
+ * dereferenced). */
+static __thread PyFrameObject *entry_frame;
 
 /* Full mode: every thread is traced (see the top of the file). */
 static int full_mode(void)
