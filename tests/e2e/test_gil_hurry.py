@@ -66,6 +66,22 @@ def test_gil_wait_keeps_a_setting_the_program_makes_meanwhile(python, spawn):
     t.check_output_clean()
 
 
+def hold_gil(t):
+    """SIGUSR1: the main thread keeps the GIL in pause(). "ok holding" is written before pause()
+    is entered, and the write lets the GIL go: an eval may still run in between (it did in CI).
+    Asks (eval.timeout_ms short) until an eval fails: the hold is in place. Returns the probe
+    log's length before that eval, and its result."""
+    os.kill(t.pid, signal.SIGUSR1)
+    t.wait_line(r"^ok holding$")
+    for _ in range(100):
+        before = len(t.probe_log())
+        r = probing("-p", t.pid, "eval", "1")
+        if r.returncode != 0 or r.stdout != "1\n":
+            return before, r
+        time.sleep(0.01)
+    raise AssertionError("the GIL was never held: %r" % (r,))
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_gil_held_in_c_request_times_out_and_the_interval_is_restored(python, spawn):
     # The main thread keeps the GIL in a C call (ctypes.PyDLL, pause()) until SIGUSR2: an eval
@@ -76,16 +92,7 @@ def test_gil_held_in_c_request_times_out_and_the_interval_is_restored(python, sp
     own = t.ready["interval"]
     probing("-p", t.pid, "config", "eval.timeout_ms=40", check=True)
     assert ev(t.pid, "sys.getswitchinterval()") == repr(own)
-    os.kill(t.pid, signal.SIGUSR1)
-    t.wait_line(r"^ok holding$")
-    # "ok holding" is written before pause() is entered, and the write lets the GIL go: an eval
-    # may still run in between (it did once in CI). Ask again until the hold is in place.
-    for _ in range(100):
-        before = len(t.probe_log())
-        r = probing("-p", t.pid, "eval", "1")
-        if r.returncode != 0 or r.stdout != "1\n":
-            break
-        time.sleep(0.01)
+    before, r = hold_gil(t)
     assert r.returncode == 1 and ("the GIL is held by thread %d" % t.pid) in r.stderr, r.stderr
     log = t.probe_log()[before:]
     us = round(own * 1e6)
