@@ -67,19 +67,17 @@ def test_gil_wait_keeps_a_setting_the_program_makes_meanwhile(python, spawn):
 
 
 def hold_gil(t):
-    """SIGUSR1: the main thread keeps the GIL in pause(). "ok holding" is written before pause()
-    is entered, and the write lets the GIL go: an eval may still run in between (it did in CI).
-    Asks (eval.timeout_ms short) until an eval fails: the hold is in place. Returns the probe
-    log's length before that eval, and its result."""
+    """SIGUSR1: the main thread keeps the GIL in a C call, pause() (ctypes.PyDLL: the GIL is kept
+    from before the call until it returns). "ok holding" is written before pause() is entered,
+    and the write lets the GIL go, so the line alone does not say the hold began (an eval ran in
+    between in CI): waits until the kernel shows the main thread inside pause()."""
     os.kill(t.pid, signal.SIGUSR1)
     t.wait_line(r"^ok holding$")
-    for _ in range(100):
-        before = len(t.probe_log())
-        r = probing("-p", t.pid, "eval", "1")
-        if r.returncode != 0 or r.stdout != "1\n":
-            return before, r
-        time.sleep(0.01)
-    raise AssertionError("the GIL was never held: %r" % (r,))
+    wchan = "/proc/%d/task/%d/wchan" % (t.pid, t.pid)
+    deadline = time.time() + 10
+    while "pause" not in open(wchan).read():
+        assert time.time() < deadline, "the main thread never entered pause()"
+        time.sleep(0.005)
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -92,7 +90,9 @@ def test_gil_held_in_c_request_times_out_and_the_interval_is_restored(python, sp
     own = t.ready["interval"]
     probing("-p", t.pid, "config", "eval.timeout_ms=40", check=True)
     assert ev(t.pid, "sys.getswitchinterval()") == repr(own)
-    before, r = hold_gil(t)
+    hold_gil(t)
+    before = len(t.probe_log())
+    r = probing("-p", t.pid, "eval", "1")
     assert r.returncode == 1 and ("the GIL is held by thread %d" % t.pid) in r.stderr, r.stderr
     log = t.probe_log()[before:]
     us = round(own * 1e6)
@@ -134,8 +134,7 @@ def test_gil_held_in_c_the_lowering_ends_after_its_budget_while_the_request_wait
     us = round(t.ready["interval"] * 1e6)
     probing("-p", t.pid, "config", "eval.timeout_ms=60000", check=True)
     assert ev(t.pid, "1") == "1"  # the start-up job (thread names) is done
-    os.kill(t.pid, signal.SIGUSR1)
-    t.wait_line(r"^ok holding$")
+    hold_gil(t)
     before = len(t.probe_log())
     p = subprocess.Popen([CLI, "-p", str(t.pid), "eval", "6 * 7"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
