@@ -76,6 +76,9 @@ static size_t nstacks, capstacks;
 static struct psample *samples;
 static size_t nsamples, capsamples;
 static long long lost_full;
+/* perf.max_samples, read at the start and once a second (prof_store_tick), not per sample:
+ * a setting read takes the settings' lock. */
+static long long max_samples;
 static struct pthreadname *tnames;
 static size_t ntnames, captnames;
 static struct imap native_map;   /* pc -> fid */
@@ -88,7 +91,12 @@ struct pcode {
     uintptr_t code;
     int kind; /* pyrt_sig_code_get's answer */
     struct pyrt_sig_code *c; /* when kind == 0 */
+    unsigned gen; /* the tick it was last read or checked in (code_gen) */
 };
+/* Code objects may be freed and their addresses reused: an entry is checked again (one read:
+ * pyrt_sig_code_same) at its first use in each tick, read afresh when it changed, and dropped
+ * at a tick when it was not used in the one before. */
+static unsigned code_gen;
 static struct imap code_map;
 static struct pcode *codes;
 static size_t ncodes, capcodes;
@@ -275,8 +283,26 @@ static void codes_clear(void)
     imap_free(&code_map);
 }
 
-/* What describing frames of the code object at code needs, read at its first frame of the
- * tick; NULL when it is not a (readable) code object. */
+/* Reads what describing frames of the code object at code needs into p. */
+static void code_fill(struct pcode *p, uintptr_t code)
+{
+    free(p->c);
+    p->code = code;
+    p->c = NULL;
+    p->gen = code_gen;
+    p->kind = pyrt_sig_code_get(code, &code_scratch);
+    if (p->kind == 0) {
+        size_t n = offsetof(struct pyrt_sig_code, table) + code_scratch.tn;
+        p->c = malloc(n);
+        if (p->c)
+            memcpy(p->c, &code_scratch, n);
+        else
+            p->kind = -1;
+    }
+}
+
+/* What describing frames of the code object at code needs: read at its first frame, checked
+ * at its first frame of each later tick; NULL when it is not a (readable) code object. */
 static const struct pyrt_sig_code *code_get(uintptr_t code)
 {
     size_t it = 0;
@@ -286,21 +312,34 @@ static const struct pyrt_sig_code *code_get(uintptr_t code)
         if (!nc)
             return NULL;
         codes = nc;
-        struct pcode *p = &codes[ncodes];
-        p->code = code;
-        p->c = NULL;
-        p->kind = pyrt_sig_code_get(code, &code_scratch);
-        if (p->kind == 0) {
-            size_t n = offsetof(struct pyrt_sig_code, table) + code_scratch.tn;
-            p->c = malloc(n);
-            if (!p->c)
-                return NULL;
-            memcpy(p->c, &code_scratch, n);
-        }
+        codes[ncodes].c = NULL;
+        code_fill(&codes[ncodes], code);
         i = (int)ncodes++;
         imap_put(&code_map, (uint64_t)code, i);
+    } else if (codes[i].gen != code_gen) {
+        if (codes[i].kind == 0 && pyrt_sig_code_same(code, codes[i].c))
+            codes[i].gen = code_gen;
+        else
+            code_fill(&codes[i], code);
     }
     return codes[i].kind == 0 ? codes[i].c : NULL;
+}
+
+/* A tick: entries not used since the tick before go. */
+static void codes_age(void)
+{
+    size_t n = 0;
+    imap_free(&code_map);
+    for (size_t i = 0; i < ncodes; i++) {
+        if (code_gen - codes[i].gen >= 2) {
+            free(codes[i].c);
+            continue;
+        }
+        codes[n] = codes[i];
+        imap_put(&code_map, (uint64_t)codes[n].code, (int)n);
+        n++;
+    }
+    ncodes = n;
 }
 
 static int py_fid(const struct pyrt_sig_frame *pf)
@@ -425,8 +464,8 @@ void prof_store_add(const struct prof_raw *r, int wall)
     int fids[PROF_MAX_NATIVE + PROF_MAX_PY];
     int nat[PROF_MAX_NATIVE], py[PROF_MAX_PY];
     int nn = 0, np = 0, n = 0, evals = 0;
-    long long maxs = probe_setting_int("perf.max_samples");
     pthread_mutex_lock(&mu);
+    long long maxs = max_samples;
     if (maxs > 0 && (long long)nsamples >= maxs) {
         lost_full++;
         pthread_mutex_unlock(&mu);
@@ -503,16 +542,22 @@ void prof_store_add(const struct prof_raw *r, int wall)
 
 void prof_store_tick(void)
 {
-    /* Code objects may be freed and their addresses reused: forget the Python cache. */
+    long long maxs = probe_setting_int("perf.max_samples");
+    /* Code objects may be freed and their addresses reused: forget the (code, lasti) cache,
+     * check each code object again at its next use. */
     pthread_mutex_lock(&mu);
+    max_samples = maxs;
     imap_free(&pycache_map);
-    codes_clear();
+    code_gen++;
+    codes_age();
     pthread_mutex_unlock(&mu);
 }
 
 void prof_store_clear(void)
 {
+    long long maxs = probe_setting_int("perf.max_samples");
     pthread_mutex_lock(&mu);
+    max_samples = maxs;
     for (size_t i = 0; i < nframes; i++) {
         free(frames[i].name);
         free(frames[i].func);

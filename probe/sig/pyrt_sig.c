@@ -177,6 +177,7 @@ int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
     put(c->func, sizeof c->func, "?");
     put(c->file, sizeof c->file, "?");
     c->tn = 0;
+    c->name_obj = c->file_obj = c->table_obj = 0;
     if (rc != 0)
         return rc;
     if (str_get(co.name, c->func, sizeof c->func) != 0)
@@ -185,8 +186,19 @@ int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
         put(c->file, sizeof c->file, "?");
     c->firstlineno = co.firstlineno;
     c->prologue = co.prologue;
+    c->name_obj = co.name;
+    c->file_obj = co.file;
+    c->table_obj = co.table;
     c->tn = table_get(&co, c->table, sizeof c->table);
     return 0;
+}
+
+int pyrt_sig_code_same(uintptr_t code, const struct pyrt_sig_code *c)
+{
+    struct pyrt_code co;
+    return pyrt_code_read(code, &co, pyrt_sig_read) == 0 && co.name == c->name_obj &&
+           co.file == c->file_obj && co.table == c->table_obj &&
+           co.firstlineno == c->firstlineno && co.prologue == c->prologue;
 }
 
 int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti)

@@ -58,11 +58,16 @@ struct pyrt_sig_code {
     char func[256], file[512]; /* "?" when unreadable */
     int firstlineno;
     int prologue;    /* a frame with lasti below has not started (see struct pyrt_code) */
+    uintptr_t name_obj, file_obj, table_obj; /* the objects read (pyrt_sig_code_same) */
     size_t tn;       /* bytes of the line table in table (0: none) */
     unsigned char table[4096];
 };
 /* 0; 1 when code is readable but not a code object; -1 unreadable. Signal-handler safe. */
 int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c);
+/* 1 when the code object at code still has the name, file and line table objects (and first
+ * line) that c was read from: one read instead of pyrt_sig_code_get's seven, for a caller that
+ * keeps c while the code may have been freed and its address reused. Signal-handler safe. */
+int pyrt_sig_code_same(uintptr_t code, const struct pyrt_sig_code *c);
 /* The line of byte offset lasti, -1 for none. Pure. */
 int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti);
 #endif
