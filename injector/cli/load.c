@@ -296,7 +296,7 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
     if (orphaned) {
         rc = inject_fresh(pid, lib, err);
     } else {
-        struct inj_opts io = {0};
+        struct inj_opts io = {.python_checked = 1};
         rc = inj_inject(pid, lib, &io, err);
     }
     if (rc < 0)

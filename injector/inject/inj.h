@@ -38,7 +38,9 @@ int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsi
 int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);
 
 struct inj_opts {
-    int timeout_ms; /* for each remote call; 0 means the default (10000) */
+    int timeout_ms;     /* for each remote call; 0 means the default (10000) */
+    int python_checked; /* the caller's inj_pyver_detect found CPython in pid: not again (it
+                           reads the maps and the interpreter's file: 0.3-0.6 ms of CPU) */
 };
 
 /* Make pid dlopen(lib_path, RTLD_NOW) through ptrace. Checks first, each with a clear error: the

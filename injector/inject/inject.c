@@ -52,6 +52,7 @@ struct ctx {
     unsigned long errno_addr; /* the hijacked thread's errno, 0 if unknown */
     int saved_errno;
     int dlopen_mode;
+    int python_checked; /* inj_opts.python_checked */
     struct range unsafe[MAX_RANGES]; /* ld.so text, malloc family and the malloc.o span */
     int nunsafe;
     struct range libc_text;
@@ -118,8 +119,7 @@ static int checks(struct ctx *c, struct pb_err *err)
         return pb_err_set(err, PB_ESTOPPED, "process %d is stopped (SIGSTOP): resume it with "
                           "'kill -CONT %d' and retry", (int)c->pid, (int)c->pid);
     struct inj_pyver v;
-    rc = inj_pyver_detect(c->pid, &v, err);
-    if (rc < 0)
+    if (!c->python_checked && (rc = inj_pyver_detect(c->pid, &v, err)) < 0)
         return rc;
     rc = inj_maps_read(c->pid, &c->maps);
     if (rc < 0)
@@ -628,6 +628,7 @@ int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct
     c->memfd = -1;
     c->fp = fp;
     c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : 10000;
+    c->python_checked = o && o->python_checked;
     if ((rc = checks(c, err)) < 0 || (rc = resolve(c, err)) < 0 ||
         (rc = make_visible(c, lib_path, err)) < 0 || (rc = attach(c, err)) < 0 ||
         (rc = find_safe_point(c, err)) < 0)

@@ -18,13 +18,15 @@
 struct inj_map {
     unsigned long start, end, offset, inode;
     char perms[5];
-    char path[PATH_MAX]; /* as the target sees it; " (deleted)" stripped; "" if anonymous */
+    const char *path; /* as the target sees it; " (deleted)" stripped; "" if anonymous (in the
+                         owning inj_maps's text) */
 };
 
 /* All mappings of a process. Free with inj_maps_free. */
 struct inj_maps {
     struct inj_map *v;
     size_t n;
+    char *text; /* the file, its lines cut in place: where the paths are */
 };
 
 struct inj_status {

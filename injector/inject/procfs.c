@@ -5,9 +5,11 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *inj_path_base(const char *path)
 {
@@ -15,61 +17,99 @@ const char *inj_path_base(const char *path)
     return s ? s + 1 : path;
 }
 
-static int parse_line(const char *line, struct inj_map *mp)
+/* One line of /proc/PID/maps, cut from its text (NUL-terminated, written in place):
+ * "start-end perms offset dev inode   path". The kernel's fixed format, read without sscanf: a
+ * process maps hundreds of files and the CLI reads the list before every injection. */
+static int parse_line(char *line, struct inj_map *mp)
 {
-    unsigned long start, end, off, ino = 0;
-    char perms[8];
-    int pos = 0;
-    if (sscanf(line, "%lx-%lx %7s %lx %*s %lu%n", &start, &end, perms, &off, &ino, &pos) < 5)
+    char *p = line, *q;
+    mp->start = strtoul(p, &q, 16);
+    if (q == p || *q != '-')
         return -EINVAL;
-    mp->start = start;
-    mp->end = end;
-    mp->offset = off;
-    mp->inode = ino;
-    pb_strlcpy(mp->perms, perms, sizeof mp->perms);
-    const char *p = line + pos;
-    while (*p == ' ')
-        p++;
-    pb_strlcpy(mp->path, p, sizeof mp->path);
-    size_t len = strlen(mp->path);
+    mp->end = strtoul(p = q + 1, &q, 16);
+    if (q == p || *q != ' ')
+        return -EINVAL;
+    p = q + 1;
+    size_t pl = strcspn(p, " ");
+    if (pl == 0 || pl >= sizeof mp->perms || p[pl] != ' ')
+        return -EINVAL;
+    memcpy(mp->perms, p, pl);
+    mp->perms[pl] = '\0';
+    mp->offset = strtoul(p += pl + 1, &q, 16);
+    if (q == p || *q != ' ')
+        return -EINVAL;
+    p = q + 1 + strcspn(q + 1, " "); /* the device */
+    if (*p != ' ')
+        return -EINVAL;
+    mp->inode = strtoul(p + 1, &q, 10);
+    if (q == p + 1)
+        return -EINVAL;
+    while (*q == ' ')
+        q++;
+    mp->path = q;
+    size_t len = strlen(q);
     static const char del[] = " (deleted)";
-    if (len > sizeof del - 1 && strcmp(mp->path + len - (sizeof del - 1), del) == 0)
-        mp->path[len - (sizeof del - 1)] = '\0';
+    if (len > sizeof del - 1 && strcmp(q + len - (sizeof del - 1), del) == 0)
+        q[len - (sizeof del - 1)] = '\0';
     return 0;
 }
 
 int inj_maps_read(pid_t pid, struct inj_maps *m)
 {
-    char path[64], line[PATH_MAX + 128];
-    size_t cap = 0;
+    char path[64];
+    size_t cap = 0, size = 0, vcap = 0;
     int rc = 0;
     m->v = NULL;
     m->n = 0;
+    m->text = NULL;
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return errno == ENOENT ? -ESRCH : -errno;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (m->n == cap) {
-            size_t ncap = cap ? cap * 2 : 256;
+    for (;;) {
+        if (cap - size < 4096) {
+            char *nt = realloc(m->text, cap = cap ? cap * 2 : 65536);
+            if (!nt) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            m->text = nt;
+        }
+        ssize_t r = read(fd, m->text + size, cap - size - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = errno == ESRCH ? -ESRCH : -EIO;
+            goto out;
+        }
+        if (r == 0)
+            break;
+        size += (size_t)r;
+    }
+    m->text[size] = '\0';
+    for (char *line = m->text, *nl; *line; line = nl) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl++ = '\0';
+        else
+            nl = line + strlen(line);
+        if (m->n == vcap) {
+            size_t ncap = vcap ? vcap * 2 : 256;
             struct inj_map *nv = realloc(m->v, ncap * sizeof *nv);
             if (!nv) {
                 rc = -ENOMEM;
                 goto out;
             }
             m->v = nv;
-            cap = ncap;
+            vcap = ncap;
         }
         if (parse_line(line, &m->v[m->n]) == 0)
             m->n++;
     }
-    if (ferror(f))
-        rc = -EIO;
-    else if (m->n == 0)
+    if (m->n == 0)
         rc = -ESRCH; /* a zombie or kernel thread has no maps */
 out:
-    fclose(f);
+    close(fd);
     if (rc < 0)
         inj_maps_free(m);
     return rc;
@@ -80,7 +120,9 @@ void inj_maps_free(struct inj_maps *m)
     if (!m)
         return;
     free(m->v);
+    free(m->text);
     m->v = NULL;
+    m->text = NULL;
     m->n = 0;
 }
 
