@@ -42,15 +42,25 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
 
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
 {
+    return pyrt_tstate_read_own(ts, t, rd, 0, 0);
+}
+
+int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, uintptr_t lo,
+                         uintptr_t hi)
+{
     PyThreadState c;
+    (void)lo; /* used on 3.11/3.12 only */
+    (void)hi;
     if (!probe_ptr_ok((const void *)ts, sizeof(void *)) || rd(ts, &c, sizeof c) != 0)
         return -1;
     t->top = 0;
 #if PY_VERSION_HEX >= 0x030D0000
     t->top = (uintptr_t)c.current_frame;
 #elif PY_VERSION_HEX >= 0x030B0000
-    if (probe_ptr_ok(c.cframe, sizeof(void *)) &&
-        rd((uintptr_t)c.cframe + offsetof(_PyCFrame, current_frame), &t->top, sizeof t->top) != 0)
+    uintptr_t at = (uintptr_t)c.cframe + offsetof(_PyCFrame, current_frame);
+    if (lo && at >= lo && at < hi && hi - at >= sizeof t->top)
+        memcpy(&t->top, (const void *)at, sizeof t->top); /* the eval loop's local, on our stack */
+    else if (probe_ptr_ok(c.cframe, sizeof(void *)) && rd(at, &t->top, sizeof t->top) != 0)
         t->top = 0;
 #else
     t->top = (uintptr_t)c.frame;

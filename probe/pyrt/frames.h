@@ -59,6 +59,8 @@ struct pyrt_code_memo {
  * same chunk (a deep stack) refills it. Kept out of the signal stack (about 4 KiB). */
 #define PYRT_WINDOW_BYTES 4096
 struct pyrt_window {
+    uintptr_t own_lo, own_hi; /* set by the caller: the thread's own C stack from its sp, read in
+                                 place (3.11/3.12: the current _PyCFrame lives there; 0: none) */
     uintptr_t chunk_lo; /* the chunk's first frame byte (0: no window) */
     uintptr_t lo, hi;   /* the copy of [lo, hi) (lo == hi: empty) */
     unsigned char buf[PYRT_WINDOW_BYTES];
@@ -97,6 +99,10 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd);
 /* Reads the thread state at ts (one read; two on 3.11/3.12 for the innermost frame). 0, or
  * -1. */
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);
+/* pyrt_tstate_read for the calling thread, from its signal handler: what lies in [lo, hi) of
+ * its own stack (mapped while it runs) is copied in place, not read through rd. */
+int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, uintptr_t lo,
+                         uintptr_t hi);
 
 /* Whether the GIL of interpreter interp is held (*locked) and by which thread state
  * (*holder, its last holder). Both 0 when unreadable. */

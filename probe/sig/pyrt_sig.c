@@ -74,7 +74,8 @@ int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, struct pyrt_sig_f
 {
     struct pyrt_tstate t;
     struct pyrt_walk w = {.rd = pyrt_sig_read, .max = max, .out = out, .win = win};
-    if (!ts || max <= 0 || pyrt_tstate_read(ts, &t, pyrt_sig_read) != 0)
+    if (!ts || max <= 0 ||
+        pyrt_tstate_read_own(ts, &t, pyrt_sig_read, win->own_lo, win->own_hi) != 0)
         return 0;
     pyrt_window_fill(win, &t, pyrt_sig_read);
     return pyrt_frames_walk(&w, t.top);
