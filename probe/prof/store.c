@@ -259,7 +259,7 @@ static int native_fid(uintptr_t pc, int depth)
         return fid;
     prof_sym_describe(pc, depth, &sy);
     if (sy.name[0])
-        snprintf(name, sizeof name, "%s", sy.name);
+        pb_strlcpy(name, sy.name, sizeof name);
     else if (sy.module[0])
         /* Unknown function of a stripped object: one name per object, so its time adds up
          * in one frame rather than one per pc (perf.frames.address keeps the pc). */

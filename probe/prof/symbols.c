@@ -252,8 +252,8 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     known_check_loader();
     const struct known *k = known_find(look);
     if (k) {
-        snprintf(s->name, sizeof s->name, "%s", k->name);
-        snprintf(s->module, sizeof s->module, "%s", k->module);
+        pb_strlcpy(s->name, k->name, sizeof s->name);
+        pb_strlcpy(s->module, k->module, sizeof s->module);
         s->offset = look - k->lo + (look != pc);
         s->fbase = k->fbase;
         s->bias = k->bias;
