@@ -253,8 +253,12 @@ $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SE
 unit: all $(UNIT_BIN)
 	$(UNIT_BIN)
 
+# PYTEST_ARGS: pytest's options and, to run part of the suite, its files (tests/...); without
+# a file, all of tests/e2e.
+E2E_PATHS = $(if $(filter tests/%,$(PYTEST_ARGS)),,tests/e2e)
+
 e2e: all
-	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
+	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
 
 # DAP conformance through Microsoft's client library (tests/dap/, Node's test runner), every
 # message checked against the DAP schema. npm ci only when node_modules is missing or older
@@ -344,7 +348,7 @@ asan:
 	ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/asan/tests/unit-tests
 	PROBING_BUILD=$(abspath build/asan) PROBING_TARGET_PRELOAD="$(ASAN_RT)" \
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
 
 # The injector (injector/inject/) and common/ only: the CLI and the renderers run where the
 # user is, and are not cross-built.
