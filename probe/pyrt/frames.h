@@ -59,8 +59,6 @@ struct pyrt_code_memo {
  * same chunk (a deep stack) refills it. Kept out of the signal stack (about 4 KiB). */
 #define PYRT_WINDOW_BYTES 4096
 struct pyrt_window {
-    uintptr_t own_lo, own_hi; /* set by the caller: the thread's own C stack from its sp, read in
-                                 place (3.11/3.12: the current _PyCFrame lives there; 0: none) */
     uintptr_t chunk_lo; /* the chunk's first frame byte (0: no window) */
     uintptr_t lo, hi;   /* the copy of [lo, hi) (lo == hi: empty) */
     unsigned char buf[PYRT_WINDOW_BYTES];

@@ -156,9 +156,8 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
         s->cache->stack_hi = s->stack_hi;
     }
     r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
-    s->win->own_lo = s->cache->stack_lo;
-    s->win->own_hi = s->cache->stack_hi;
-    r->npy = pyrt_sig_frames_own(pyrt_sig_tstate_self(), s->win, r->py, PROF_MAX_PY);
+    r->npy = pyrt_sig_frames_own(pyrt_sig_tstate_self(), s->win, s->cache->stack_lo,
+                                 s->cache->stack_hi, r->py, PROF_MAX_PY);
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
     if (h + 1 - t == PROF_RING / 2)
         prof_sig_wake(); /* half full: the drain thread comes now */

@@ -69,13 +69,13 @@ int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
     return frames_of(ts, 0, out, max);
 }
 
-int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, struct pyrt_sig_frame *out,
-                        int max)
+int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
+                        uintptr_t own_hi, struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_tstate t;
     struct pyrt_walk w = {.rd = pyrt_sig_read, .max = max, .out = out, .win = win};
     if (!ts || max <= 0 ||
-        pyrt_tstate_read_own(ts, &t, pyrt_sig_read, win->own_lo, win->own_hi) != 0)
+        pyrt_tstate_read_own(ts, &t, pyrt_sig_read, own_lo, own_hi) != 0)
         return 0;
     pyrt_window_fill(win, &t, pyrt_sig_read);
     return pyrt_frames_walk(&w, t.top);

@@ -35,10 +35,11 @@ int pyrt_sig_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max
 int pyrt_sig_frames_fast(uintptr_t tstate, struct pyrt_sig_frame *out, int max);
 /* pyrt_sig_frames_fast for the calling thread's own thread state ts, from its signal handler:
  * on 3.11+ its frames are read from one copy of its data stack (win, the caller's: about 4 KiB,
- * kept off the signal stack), not one read per frame (pyrt/frames.h: struct pyrt_window).
- * Signal-handler safe. */
-int pyrt_sig_frames_own(uintptr_t tstate, struct pyrt_window *win, struct pyrt_sig_frame *out,
-                        int max);
+ * kept off the signal stack), not one read per frame (pyrt/frames.h: struct pyrt_window);
+ * [own_lo, own_hi) is the thread's own C stack from its sp (0, 0: unknown), read in place
+ * (3.11/3.12: the current _PyCFrame lives there). Signal-handler safe. */
+int pyrt_sig_frames_own(uintptr_t tstate, struct pyrt_window *win, uintptr_t own_lo,
+                        uintptr_t own_hi, struct pyrt_sig_frame *out, int max);
 /* 1 when f is not a complete frame of a code object (see pyrt_sig_frames_fast). */
 int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f);
 /* The calling thread's thread state address (0 when it has none). Signal-handler safe. */
