@@ -6,6 +6,9 @@
 # Options: --threads N  N more threads named busy-0.. running pure Python (busy_py_loop);
 #          --sleeper    a thread "sleeper" sleeping in sleepy_wait;
 #          --block      a thread "blocker" that blocks SIGPROF and spins in blocked_spin;
+#          --churn      a thread "churn" whose stack goes 0 to 400 calls deep and back over
+#                       and over (churn_call, a generator's frame churn_gen every 50 calls):
+#                       on 3.11+ it crosses data stack chunks, allocated and freed each time;
 #          --deep N     a thread "deep" N calls of deep_call down (a generator's frame
 #                       deep_gen half way), spinning in busy_py_loop at the bottom;
 #          --fork       the main loop fork()s a child every 0.3 s that runs hot_python_caller
@@ -71,6 +74,26 @@ def deep_gen(n, stop):
 DEEP = [0]
 
 
+def churn_call(n, stop):
+    if n <= 0:
+        return 0
+    if n % 50 == 0:
+        return next(churn_gen(n - 1, stop)) + 1
+    return churn_call(n - 1, stop) + 1
+
+
+def churn_gen(n, stop):
+    yield churn_call(n, stop)
+
+
+def churn_loop(stop):
+    x = 0
+    while not stop.is_set():
+        for depth in (400, 130, 270, 20, 390):
+            x += churn_call(depth, stop)
+    return x
+
+
 def sleepy_wait(stop):
     while not stop.is_set():
         time.sleep(0.05)
@@ -105,6 +128,9 @@ def main():
     if "--deep" in args:
         DEEP[0] = int(args[args.index("--deep") + 1])
         threads.append(threading.Thread(target=deep_call, args=(DEEP[0], stop), name="deep",
+                                        daemon=True))
+    if "--churn" in args:
+        threads.append(threading.Thread(target=churn_loop, args=(stop,), name="churn",
                                         daemon=True))
     if "--block" in args:
         threads.append(threading.Thread(target=blocked_spin, args=(stop,), name="blocker",

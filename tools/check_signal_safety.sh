@@ -2,11 +2,12 @@
 # The signal handlers' contract (docs/architecture.md), checked on the objects that run in
 # signal context: none of them references an allocator, a lock, the dynamic loader, libunwind,
 # stdio formatting or a GIL-taking CPython call, and unwind.o (the unwinder proper) references
-# nothing beyond its allow-list. The objects: probe/sig/'s handlers and readers, and the
-# layers of probe/pyrt/ they run (read.o: the fault-proof read; lines.o: line tables;
-# frames.o: the frame walker the snapshot shares). Usage: check_signal_safety.sh OBJDIR...
-# (the folders that hold probe/sig/'s objects: the version-independent one and one CPython's;
-# probe/pyrt/'s objects are looked for next to each, in ../pyrt).
+# nothing beyond its allow-list (read.o's functions among them: read.o is checked itself). The
+# objects: probe/sig/'s handlers and readers, and the layers of probe/pyrt/ they run (read.o:
+# the fault-proof read; lines.o: line tables; frames.o: the frame walker the snapshot shares).
+# Usage: check_signal_safety.sh OBJDIR... (the folders that hold probe/sig/'s objects: the
+# version-independent one and one CPython's; probe/pyrt/'s objects are looked for next to each,
+# in ../pyrt).
 set -euo pipefail
 dirs=()
 for d in "$@"; do dirs+=("$d" "$d/../pyrt"); done
@@ -16,7 +17,7 @@ find_obj() {
   exit 1
 }
 deny='^(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|pthread_mutex_.*|pthread_rwlock_.*|pthread_cond_.*|pthread_spin_.*|sem_wait|dl_iterate_phdr|dladdr.*|dlsym|dlopen|dlclose|_dl_find_object|_U.*|unw_.*|backtrace.*|printf|fprintf|snprintf|vsnprintf|sprintf|PyGILState_Ensure|PyEval_.*|PyObject_.*|__tls_get_addr)$'
-allow_unwind='^(__errno_location|getpid|memcpy|memset|memcmp|process_vm_readv|pyrt_sig_read)$'
+allow_unwind='^(__errno_location|getpid|memcpy|memset|memcmp|process_vm_readv|pyrt_sig_read|pyrt_own_copy|pyrt_iov_pages)$'
 bad=0
 for o in unwind unwind_maps prof_sig stack_sig crash_sig pyrt_sig read lines frames; do
   f=$(find_obj $o)

@@ -40,18 +40,24 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
     return rd(*interp + head_off, head, sizeof *head) == 0 ? 0 : -2;
 }
 
+_Static_assert(sizeof(PyThreadState) <= PYRT_TSTATE_BYTES, "struct pyrt_window: ts too small");
+
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
 {
-    return pyrt_tstate_read_own(ts, t, rd, 0, 0);
+    return pyrt_tstate_read_own(ts, t, rd, NULL, 0, 0);
 }
 
-int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, uintptr_t lo,
-                         uintptr_t hi)
+int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd,
+                         const void *copy, uintptr_t lo, uintptr_t hi)
 {
     PyThreadState c;
     (void)lo; /* used on 3.11/3.12 only */
     (void)hi;
-    if (!probe_ptr_ok((const void *)ts, sizeof(void *)) || rd(ts, &c, sizeof c) != 0)
+    if (!probe_ptr_ok((const void *)ts, sizeof(void *)))
+        return -1;
+    if (copy)
+        memcpy(&c, copy, sizeof c);
+    else if (rd(ts, &c, sizeof c) != 0)
         return -1;
     t->top = 0;
 #if PY_VERSION_HEX >= 0x030D0000
@@ -83,8 +89,7 @@ int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, u
     return 0;
 }
 
-/* The address of interpreter interp's GIL state (struct _gil_runtime_state), 0 when unreadable. */
-static uintptr_t gil_addr(uintptr_t interp, pyrt_read_fn rd)
+uintptr_t pyrt_gil_addr(uintptr_t interp, pyrt_read_fn rd)
 {
     uintptr_t gil;
 #if PY_VERSION_HEX >= 0x030C0000
@@ -100,7 +105,7 @@ static uintptr_t gil_addr(uintptr_t interp, pyrt_read_fn rd)
 
 void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd)
 {
-    uintptr_t gil = gil_addr(interp, rd), last = 0;
+    uintptr_t gil = pyrt_gil_addr(interp, rd), last = 0;
     int lk = 0;
     *locked = 0;
     *holder = 0;
@@ -116,7 +121,7 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
 
 uintptr_t pyrt_gil_interval_addr(uintptr_t interp, pyrt_read_fn rd)
 {
-    uintptr_t gil = gil_addr(interp, rd);
+    uintptr_t gil = pyrt_gil_addr(interp, rd);
     return gil ? gil + offsetof(struct _gil_runtime_state, interval) : 0;
 }
 
@@ -175,10 +180,14 @@ void pyrt_window_fill(struct pyrt_window *win, const struct pyrt_tstate *t, pyrt
 }
 
 /* n bytes of the frame at fp: from the walk's window where it holds them (refilled for a frame
- * below it in its chunk), else one read. */
+ * below it in its chunk), in place from the thread's own stack, else one read. */
 static int frame_read(struct pyrt_walk *w, uintptr_t fp, void *dst, size_t n)
 {
     struct pyrt_window *win = w->win;
+    if (win && fp >= win->own_lo && fp < win->own_hi && n <= win->own_hi - fp) {
+        pyrt_own_copy(dst, fp, n);
+        return 0;
+    }
     if (win && win->lo < win->hi && fp >= win->chunk_lo && fp + n <= win->lo) {
         uintptr_t hi = fp + n, lo = hi - win->chunk_lo > PYRT_WINDOW_BYTES
                                         ? hi - PYRT_WINDOW_BYTES : win->chunk_lo;

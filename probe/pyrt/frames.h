@@ -58,10 +58,16 @@ struct pyrt_code_memo {
  * outside it (a generator's, a C-stack shim, an older chunk) is read alone; one below it in the
  * same chunk (a deep stack) refills it. Kept out of the signal stack (about 4 KiB). */
 #define PYRT_WINDOW_BYTES 4096
+#define PYRT_WINDOW_SLACK 1024 /* read above the last top, where the next top may be */
+#define PYRT_TSTATE_BYTES 1024 /* room for a PyThreadState (checked per version) */
 struct pyrt_window {
     uintptr_t chunk_lo; /* the chunk's first frame byte (0: no window) */
     uintptr_t lo, hi;   /* the copy of [lo, hi) (lo == hi: empty) */
-    unsigned char buf[PYRT_WINDOW_BYTES];
+    unsigned char buf[PYRT_WINDOW_BYTES + PYRT_WINDOW_SLACK];
+    unsigned char ts[PYRT_TSTATE_BYTES]; /* the thread state's copy (pyrt_sig_frames_own) */
+    /* The thread's own C stack from its sp (0, 0: unknown): a frame there (3.12+: the shim
+     * an eval loop's entry pushes) is copied in place. */
+    uintptr_t own_lo, own_hi;
 };
 
 /* One walk: the caller fills the inputs, the walker the outputs. */
@@ -97,11 +103,15 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd);
 /* Reads the thread state at ts (one read; two on 3.11/3.12 for the innermost frame). 0, or
  * -1. */
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);
-/* pyrt_tstate_read for the calling thread, from its signal handler: what lies in [lo, hi) of
- * its own stack (mapped while it runs) is copied in place, not read through rd. */
-int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, uintptr_t lo,
-                         uintptr_t hi);
+/* pyrt_tstate_read for the calling thread, from its signal handler: the thread state's bytes
+ * are copy (the caller read them already; NULL: read through rd), what lies in [lo, hi) of its
+ * own stack (mapped while it runs) is copied in place, the rest read through rd. */
+int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd,
+                         const void *copy, uintptr_t lo, uintptr_t hi);
 
+/* The address of interpreter interp's GIL state (struct _gil_runtime_state), 0 when
+ * unreadable. */
+uintptr_t pyrt_gil_addr(uintptr_t interp, pyrt_read_fn rd);
 /* Whether the GIL of interpreter interp is held (*locked) and by which thread state
  * (*holder, its last holder). Both 0 when unreadable. */
 void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd);

@@ -54,6 +54,66 @@ int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
 #endif
 }
 
+__attribute__((no_sanitize("address", "undefined"))) void pyrt_own_copy(void *dst,
+                                                                         uintptr_t addr, size_t n)
+{
+    const volatile unsigned char *from = (const volatile unsigned char *)addr;
+    unsigned char *to = dst;
+    for (size_t i = 0; i < n; i++)
+        to[i] = from[i];
+}
+
+int pyrt_iov_pages(uintptr_t at, uintptr_t end, struct iovec *out, int max, uintptr_t *reach)
+{
+    int k = 0;
+    while (at < end && k < max) {
+        uintptr_t next = (at | 4095) + 1;
+        if (next > end)
+            next = end;
+        out[k].iov_base = (void *)at;
+        out[k].iov_len = next - at;
+        k++;
+        at = next;
+    }
+    *reach = at;
+    return k;
+}
+
+long pyrt_sig_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, size_t nb)
+{
+#ifdef PYRT_REMOTE
+    if (pyrt_sig_read(a, da, na) != 0)
+        return -1;
+    return nb && pyrt_sig_read(b, db, nb) == 0 ? (long)nb : 0;
+#else
+    struct iovec local[2] = {{da, na}, {db, nb}};
+    struct iovec remote[1 + 4];
+    uintptr_t at = b, end = b + nb;
+    int k = 1, saved = errno;
+    pid_t pid = self_pid;
+    ssize_t r;
+    if (na == 0 || !probe_ptr_ok((const void *)a, 1) || vm_state < 0)
+        return -1;
+    remote[0].iov_base = (void *)a;
+    remote[0].iov_len = na;
+    if (nb && !probe_ptr_ok((const void *)b, 1))
+        end = at; /* no second range */
+    k += pyrt_iov_pages(at, end, remote + 1, (int)(sizeof remote / sizeof remote[0]) - 1, &at);
+    local[1].iov_len = at - b;
+    if (pid <= 0)
+        pid = getpid();
+    do {
+        r = process_vm_readv(pid, local, k > 1 ? 2 : 1, remote, (unsigned long)k, 0);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0 && (errno == ENOSYS || errno == EPERM))
+        vm_state = -1;
+    errno = saved;
+    if (r < (ssize_t)na)
+        return -1;
+    return (long)(r - (ssize_t)na);
+#endif
+}
+
 int pyrt_sig_read_prepare(void)
 {
     static const char marker[8] = "pyrt-sg";

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 /* A fault-proof read: copies n bytes at addr into dst, 0, or -1 when any is unreadable. */
 typedef int (*pyrt_read_fn)(uintptr_t addr, void *dst, size_t n);
@@ -17,10 +18,22 @@ typedef int (*pyrt_read_fn)(uintptr_t addr, void *dst, size_t n);
 /* Fault-proof copy of n bytes at addr into dst (process_vm_readv on ourselves). Returns 0 or
  * -1. Async-signal-safe. */
 int pyrt_sig_read(uintptr_t addr, void *dst, size_t n);
+/* Two fault-proof reads in one system call: na bytes at a into da, then up to nb bytes at b
+ * into db (page by page: the pages after an unreadable one are left). Returns the bytes read
+ * at b (0 when nb is 0), or -1 when the range at a was not read whole. Async-signal-safe. */
+long pyrt_sig_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, size_t nb);
 /* Outside any handler: tests that pyrt_sig_read works here (seccomp may refuse the syscall;
  * then every later read fails cleanly). Returns 0, or -1. */
 int pyrt_sig_read_prepare(void);
 
+/* n bytes at addr copied directly, for memory the caller knows is mapped (the calling thread's
+ * own stack, a live object): byte by byte through volatile loads, outside the sanitizers' view
+ * (other functions' stack frames hold their redzones; CPython's memory is not ours).
+ * Async-signal-safe. */
+void pyrt_own_copy(void *dst, uintptr_t addr, size_t n);
+/* [at, end) as remote iovecs cut at page boundaries (so that an unreadable page only shortens
+ * a process_vm_readv), at most max. Returns the count; the iovecs end at the returned *reach. */
+int pyrt_iov_pages(uintptr_t at, uintptr_t end, struct iovec *out, int max, uintptr_t *reach);
 /* A plausible heap/data pointer (non-NULL, aligned to align, in user space). Async-signal-safe. */
 int probe_ptr_ok(const void *p, size_t align);
 

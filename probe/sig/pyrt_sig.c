@@ -18,12 +18,14 @@
 
 #ifndef PYRT_REMOTE
 static volatile int sig_tids_allowed; /* pyrt_sig_prepare ran with the syscall read */
+static uintptr_t sig_gil; /* the main interpreter's GIL state (pyrt_sig_prepare), 0: unknown */
 #endif
 
 #ifndef PYRT_REMOTE /* the out-of-process reader (sig/pyrt_remote.c) runs in the CLI */
 int pyrt_sig_prepare(void)
 {
     struct pb_err err = {0};
+    uintptr_t interp, head, gil;
     if (pyrt_sig_read_prepare() < 0)
         return -1;
     if (probe_pyrt_init(&err) == 0) {
@@ -32,7 +34,75 @@ int pyrt_sig_prepare(void)
          * mode (the pipe mode locks). */
         sig_tids_allowed = !(force && strcmp(force, "pipe") == 0);
     }
+    /* The main interpreter's GIL, for own_live: only where it is static memory of the
+     * runtime (always mapped), as on every supported version. */
+    if (!sig_gil && pyrt_threads_head(&interp, &head, pyrt_sig_read) == 0 &&
+        (gil = pyrt_gil_addr(interp, pyrt_sig_read)) >= (uintptr_t)PYRT_RUNTIME &&
+        gil + sizeof(struct _gil_runtime_state) <= (uintptr_t)(PYRT_RUNTIME + 1))
+        sig_gil = gil;
     return 0;
+}
+
+/* 1 when thread state ts, the calling thread's own (from its signal handler), is certainly
+ * live, so that it and its current data stack chunk can be copied directly instead of through
+ * process_vm_readv (whose first call in a handler costs 10-15 us with cold caches, most of a
+ * sample's cost). That is when the thread holds the main interpreter's GIL with ts: a thread
+ * state is freed only by its own thread (which is inside this handler) or by a thread holding
+ * the GIL (finalization, clearing other threads' states), and a thread drops the GIL before it
+ * frees its own. The last holder can be stale while another thread is between setting
+ * `locked` and `last_holder` in take_gil: ts is then a state that dropped the GIL, live unless
+ * the runtime is finalizing, which is checked last (a static flag). Plain loads of static
+ * memory: no lock, no call that can take one. */
+static int own_live(uintptr_t ts)
+{
+    const char *g = (const char *)sig_gil;
+    if (!g || !ts)
+        return 0;
+    if (!__atomic_load_n((const int *)(g + offsetof(struct _gil_runtime_state, locked)),
+                         __ATOMIC_ACQUIRE) ||
+        __atomic_load_n((const uintptr_t *)(g + offsetof(struct _gil_runtime_state, last_holder)),
+                        __ATOMIC_ACQUIRE) != ts)
+        return 0;
+    /* _finalizing: an atomic pointer (a struct of one before 3.13), set before any thread
+     * state of another thread is freed */
+#if PY_VERSION_HEX >= 0x03090000
+    const void *fin = &PYRT_RUNTIME->_finalizing;
+#else
+    const void *fin = &PYRT_RUNTIME->finalizing;
+#endif
+    return __atomic_load_n((const uintptr_t *)fin, __ATOMIC_ACQUIRE) == 0;
+}
+
+
+/* pyrt_window_fill by direct copy, for a live own thread state (own_live): its current chunk
+ * is mapped (CPython switches the chunk pointer only to a chunk that exists: a new one after
+ * allocating it, the previous one before freeing the old), but datastack_top is stored apart
+ * from it, so the range is checked against the chunk's own size first; anything odd goes
+ * through the fault-proof read instead. */
+#if PY_VERSION_HEX >= 0x030B0000
+/* pyrt_own_copy as a pyrt_read_fn. */
+static int own_read(uintptr_t addr, void *dst, size_t n)
+{
+    pyrt_own_copy(dst, addr, n);
+    return 0;
+}
+#endif
+
+static void window_own(struct pyrt_window *win, const struct pyrt_tstate *t)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    uintptr_t chunk = t->stack_lo - offsetof(_PyStackChunk, data);
+    size_t size = 0;
+    if (t->stack_lo && t->stack_hi > t->stack_lo &&
+        probe_ptr_ok((const void *)chunk, sizeof(void *))) {
+        pyrt_own_copy(&size, chunk + offsetof(_PyStackChunk, size), sizeof size);
+    }
+    if (size && size <= ((size_t)1 << 30) && t->stack_hi <= chunk + size) {
+        pyrt_window_fill(win, t, own_read);
+        return;
+    }
+#endif
+    pyrt_window_fill(win, t, pyrt_sig_read);
 }
 
 uintptr_t pyrt_sig_tstate_self(void)
@@ -69,15 +139,69 @@ int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
     return frames_of(ts, 0, out, max);
 }
 
+#ifndef PYRT_REMOTE
+/* Not live: the thread state and, in the same system call, the frame memory the last sample
+ * needed (plus PYRT_WINDOW_SLACK above: the top moves a little between samples; a thread
+ * sampled in the same C call again needs exactly the same). Fills t and, when the thread state
+ * names the same chunk and the range needed now lies inside what was read, the window; else
+ * the window is read on its own (pyrt_window_fill). Returns 0, or -1 when the thread state is
+ * unreadable. */
+static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
+                         uintptr_t own_hi, struct pyrt_tstate *t)
+{
+    uintptr_t glo = win->lo, ghi = win->hi, chunk = win->chunk_lo, need_lo;
+    long got;
+    if (chunk && glo < ghi) {
+        ghi += PYRT_WINDOW_SLACK;
+        if (ghi - glo > sizeof win->buf)
+            ghi = glo + sizeof win->buf;
+    } else {
+        glo = ghi = 0;
+    }
+    win->chunk_lo = win->lo = win->hi = 0; /* the buffer is overwritten */
+    got = pyrt_sig_read_pair(ts, win->ts, sizeof(PyThreadState), glo, win->buf, ghi - glo);
+    if (got < 0 || pyrt_tstate_read_own(ts, t, pyrt_sig_read, win->ts, own_lo, own_hi) != 0)
+        return -1;
+    need_lo = t->stack_hi - t->stack_lo > PYRT_WINDOW_BYTES ? t->stack_hi - PYRT_WINDOW_BYTES
+                                                             : t->stack_lo;
+    if (t->stack_lo && t->stack_lo == chunk && t->stack_hi > t->stack_lo && need_lo >= glo &&
+        t->stack_hi <= glo + (uintptr_t)got) {
+        win->chunk_lo = chunk;
+        win->lo = glo;
+        win->hi = t->stack_hi;
+    } else {
+        pyrt_window_fill(win, t, pyrt_sig_read);
+    }
+    return 0;
+}
+#endif
+
 int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
                         uintptr_t own_hi, struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_tstate t;
     struct pyrt_walk w = {.rd = pyrt_sig_read, .max = max, .out = out, .win = win};
-    if (!ts || max <= 0 ||
-        pyrt_tstate_read_own(ts, &t, pyrt_sig_read, own_lo, own_hi) != 0)
+    if (!ts || max <= 0 || !probe_ptr_ok((const void *)ts, sizeof(void *)))
+        return 0;
+    win->own_lo = own_lo < own_hi ? own_lo : 0;
+    win->own_hi = own_lo < own_hi ? own_hi : 0;
+#ifndef PYRT_REMOTE
+    if (own_live(ts)) {
+        /* No system call: the thread state and the window copied directly. */
+        pyrt_own_copy(win->ts, ts, sizeof(PyThreadState));
+        if (pyrt_tstate_read_own(ts, &t, pyrt_sig_read, win->ts, own_lo, own_hi) != 0)
+            return 0;
+        window_own(win, &t);
+    } else if (read_guessing(ts, win, own_lo, own_hi, &t) != 0) {
+        return 0;
+    }
+#else
+    if (pyrt_tstate_read_own(ts, &t, pyrt_sig_read, NULL, own_lo, own_hi) != 0)
         return 0;
     pyrt_window_fill(win, &t, pyrt_sig_read);
+#endif
+    /* Frames outside the window (a generator's, an older chunk's, one whose chunk was just
+     * freed while the current frame pointer still names it) are read fault-proof. */
     return pyrt_frames_walk(&w, t.top);
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Async-signal-safe reading of Python frames (probe-internal), for the CPU sampler's signal
  * handler (prof_sig.c) and crash capture: no malloc, no locks, no GIL, no CPython call except
- * PyGILState_GetThisThreadState (a thread-local read), every read of interpreter memory
- * fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT, never SIGSEGV),
- * every loop bounded. The frames come from the walker that the GIL-free snapshot shares
+ * PyGILState_GetThisThreadState (a thread-local read), every read of interpreter memory that
+ * may go away fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT,
+ * never SIGSEGV), every loop bounded. The one exception, pyrt_sig_frames_own, copies directly
+ * what is proven live (the calling thread's own state while it holds the GIL, its chunk). The frames come from the walker that the GIL-free snapshot shares
  * (pyrt/frames.h); this file adds the thread list and bounded descriptions. Built per CPython
  * version (3.8-3.15).
  * Stack use: the frame functions use < 1 KiB; pyrt_sig_describe about 5 KiB (a 4 KiB slice of
@@ -34,10 +35,13 @@ int pyrt_sig_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max
  * tells those apart later, outside the handler. Signal-handler safe. */
 int pyrt_sig_frames_fast(uintptr_t tstate, struct pyrt_sig_frame *out, int max);
 /* pyrt_sig_frames_fast for the calling thread's own thread state ts, from its signal handler:
- * on 3.11+ its frames are read from one copy of its data stack (win, the caller's: about 4 KiB,
+ * on 3.11+ its frames are read from one copy of its data stack (win, the caller's: about 6 KiB,
  * kept off the signal stack), not one read per frame (pyrt/frames.h: struct pyrt_window);
  * [own_lo, own_hi) is the thread's own C stack from its sp (0, 0: unknown), read in place
- * (3.11/3.12: the current _PyCFrame lives there). Signal-handler safe. */
+ * (3.11/3.12: the current _PyCFrame lives there; 3.12+: eval loops' entry shims). While the
+ * thread holds the GIL with ts, ts and the copy are read directly (no system call); else both
+ * in one process_vm_readv, guessing the copy's range from the last sample. Signal-handler
+ * safe. */
 int pyrt_sig_frames_own(uintptr_t tstate, struct pyrt_window *win, uintptr_t own_lo,
                         uintptr_t own_hi, struct pyrt_sig_frame *out, int max);
 /* 1 when f is not a complete frame of a code object (see pyrt_sig_frames_fast). */

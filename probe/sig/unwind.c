@@ -138,21 +138,10 @@ static int rd(uintptr_t addr, uintptr_t *out)
  * stack, cache->stack_lo/hi), else through the cache's window: one process_vm_readv copies up
  * to UNWIND_WINDOW bytes from addr on (page by page, so an unmapped page only shortens it), and
  * the frames above are then read from the copy. A window never outlives one unwind. */
-/* n bytes of the calling thread's own stack (the caller checked the range is mapped) copied
- * without the sanitizers' view of frames: other functions' frames hold their redzones. */
-__attribute__((no_sanitize("address", "undefined"))) static void
-stack_copy(void *dst, uintptr_t addr, size_t n)
-{
-    const volatile unsigned char *from = (const volatile unsigned char *)addr;
-    unsigned char *to = dst;
-    for (size_t i = 0; i < n; i++)
-        to[i] = from[i];
-}
-
 static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
 {
     if (addr >= c->stack_lo && addr + n >= addr && addr + n <= c->stack_hi) {
-        stack_copy(dst, addr, n);
+        pyrt_own_copy(dst, addr, n); /* mapped: the caller checked */
         return 0;
     }
     if (addr >= c->win_lo && addr + n >= addr && addr + n <= c->win_lo + c->win_len) {
@@ -161,17 +150,9 @@ static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
     }
     struct iovec local = {c->win, sizeof c->win};
     struct iovec remote[UNWIND_WINDOW / 4096 + 1];
-    uintptr_t at = addr & ~(uintptr_t)7, end = at + sizeof c->win;
-    int k = 0;
-    while (at < end && k < (int)(sizeof remote / sizeof remote[0])) {
-        uintptr_t next = (at | 4095) + 1;
-        if (next > end)
-            next = end;
-        remote[k].iov_base = (void *)at;
-        remote[k].iov_len = next - at;
-        k++;
-        at = next;
-    }
+    uintptr_t at = addr & ~(uintptr_t)7, reach;
+    int k = pyrt_iov_pages(at, at + sizeof c->win, remote,
+                           (int)(sizeof remote / sizeof remote[0]), &reach);
     int saved = errno;
     ssize_t r = c->pid > 0 ? process_vm_readv(c->pid, &local, 1, remote, (unsigned long)k, 0) : -1;
     errno = saved;
