@@ -486,6 +486,42 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
  * row the range of locations those rules hold for. The FDE and CIE bytes come from the
  * thread's FDE cache when a recent unwind (same table generation gen, nonzero) read them; else
  * from the module's search table. */
+/* A CIE or FDE at addr (its 4-byte length, then that many bytes) into buf (cap bytes): a first
+ * read of RECORD_GUESS bytes holds most records whole (one system call instead of two), the
+ * rest is read after; a record running into an unreadable page is read by its length alone.
+ * 0 and *len (the length field: the record is *len + 4 bytes), or -1. */
+#define RECORD_GUESS 128
+static int record_read(uintptr_t addr, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+    int whole = pyrt_sig_read(addr, buf, RECORD_GUESS) == 0;
+    if (whole)
+        memcpy(len, buf, 4);
+    else if (pyrt_sig_read(addr, len, 4) != 0)
+        return -1;
+    if (*len < 8 || *len + 4 > cap)
+        return -1;
+    if (whole && *len + 4 <= RECORD_GUESS)
+        return 0;
+    return whole ? pyrt_sig_read(addr + RECORD_GUESS, buf + RECORD_GUESS, *len + 4 - RECORD_GUESS)
+                 : pyrt_sig_read(addr, buf, *len + 4);
+}
+
+/* Of n search-table locations (v[0], v[step], ...: relative to hdr, sorted), the index of the
+ * last one at or below pc (0 when none is). */
+static uint32_t last_at_or_below(const int32_t *v, uint32_t step, uint32_t n, uintptr_t hdr,
+                                 uintptr_t pc)
+{
+    uint32_t a = 0, b = n;
+    while (b - a > 1) {
+        uint32_t mid = a + (b - a) / 2;
+        if (hdr + (uintptr_t)(intptr_t)v[(size_t)step * mid] <= pc)
+            a = mid;
+        else
+            b = mid;
+    }
+    return a;
+}
+
 static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struct cfi_state *s,
                   struct unwind_cache *uc, unsigned gen, uintptr_t row[2])
 {
@@ -504,9 +540,22 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
     } else {
         int32_t ent[2];
         uint32_t lo = 0, hi = m->count;
+        int found = 0;
         if (!m->table || hi == 0)
             return -1;
-        /* The last entry whose initial location is <= pc. */
+        /* The last entry whose initial location is <= pc: its block from the index, the block
+         * in one read, the entry in the copy; without an index (or if that read fails), one
+         * read per halving. */
+        if (m->index && m->nindex) {
+            lo = last_at_or_below(m->index, 1, m->nindex, m->hdr, pc) * UNWIND_STRIDE;
+            hi = lo + UNWIND_STRIDE < m->count ? lo + UNWIND_STRIDE : m->count;
+            if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, uc->blk, (size_t)(hi - lo) * 8) == 0) {
+                uint32_t x = last_at_or_below(uc->blk, 2, hi - lo, m->hdr, pc);
+                lo = hi = lo + x; /* found: no halving left */
+                ent[0] = uc->blk[2 * x], ent[1] = uc->blk[2 * x + 1];
+                found = 1;
+            }
+        }
         while (hi - lo > 1) {
             uint32_t mid = lo + (hi - lo) / 2;
             int32_t loc;
@@ -517,18 +566,15 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
             else
                 hi = mid;
         }
-        if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
+        if (!found && pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
             return -1;
         fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
-        if (pyrt_sig_read(fde_addr, &len, 4) != 0 || len < 12 || len + 4 > MAXFDE)
-            return -1;
-        if (pyrt_sig_read(fde_addr, uc->fde, len + 4) != 0)
+        if (record_read(fde_addr, uc->fde, MAXFDE, &len) != 0 || len < 12)
             return -1;
         uint32_t cie_ptr;
         memcpy(&cie_ptr, uc->fde + 4, 4);
         cie_addr = fde_addr + 4 - cie_ptr;
-        if (pyrt_sig_read(cie_addr, &clen, 4) != 0 || clen < 8 || clen + 4 > MAXREC ||
-            pyrt_sig_read(cie_addr, uc->cie, clen + 4) != 0)
+        if (record_read(cie_addr, uc->cie, MAXREC, &clen) != 0 || clen < 8)
             return -1;
     }
     if (parse_cie(cie, clen + 4, cie_addr, c) != 0)

@@ -23,11 +23,18 @@
 #include <ucontext.h>
 
 /* One loaded object: its executable range and .eh_frame_hdr search table. */
+#define UNWIND_STRIDE 128 /* search table entries per index entry (struct unwind_mod.index) */
 struct unwind_mod {
     uintptr_t lo, hi; /* union of its executable PT_LOAD segments */
     uintptr_t hdr;    /* .eh_frame_hdr (0: none) */
     uintptr_t table;  /* its sorted (initial location, FDE) table, 0 if unusable */
     uint32_t count;   /* entries in table */
+    /* In a published table: the initial location of every UNWIND_STRIDE-th entry of table,
+     * copied when the table was built (the table's own memory), so that a search reads one
+     * block of UNWIND_STRIDE entries instead of one entry per halving (a dozen system calls for
+     * libpython); NULL elsewhere. */
+    const int32_t *index;
+    uint32_t nindex;
 };
 
 /* A published module table: sorted by lo, never changed once published. */
@@ -83,6 +90,7 @@ struct unwind_cache {
     struct unwind_fde f[UNWIND_FDES];
     unsigned f_next;
     uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC]; /* scratch of one unwind */
+    int32_t blk[2 * UNWIND_STRIDE];                 /* one block of a search table */
     int pid;
     /* Set by the caller before each unwind, 0 for none: [stack_lo, stack_hi) is memory of the
      * calling thread's own stack known to be mapped (from the interrupted sp to the top of the

@@ -54,6 +54,17 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (m.hi && m.hdr)
         unwind_hdr_parse(&m, (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
+    if (m.hi && m.table && m.count > 0) {
+        uint32_t n = (m.count + UNWIND_STRIDE - 1) / UNWIND_STRIDE;
+        int32_t *ix = malloc(n * sizeof *ix);
+        if (ix) {
+            const int32_t *t = (const int32_t *)m.table;
+            for (uint32_t i = 0; i < n; i++)
+                ix[i] = t[2 * (size_t)i * UNWIND_STRIDE];
+            m.index = ix;
+            m.nindex = n;
+        }
+    }
     scratch[bd->n++] = m; /* n counts callbacks; empty entries are dropped below */
     return 0;
 }
@@ -89,8 +100,11 @@ int unwind_table_refresh(void)
             scratch[n++] = scratch[i];
     qsort(scratch, (size_t)n, sizeof scratch[0], mod_cmp);
     struct unwind_table *t = malloc(sizeof *t + (size_t)n * sizeof t->mods[0]);
-    if (!t)
+    if (!t) {
+        for (int i = 0; i < n; i++)
+            free((void *)scratch[i].index);
         return -1;
+    }
     memcpy(t->mods, scratch, (size_t)n * sizeof t->mods[0]);
     t->n = n;
     t->gen = next_gen++;
@@ -103,15 +117,24 @@ int unwind_table_refresh(void)
     return 1;
 }
 
+static void table_free(struct unwind_table *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < t->n; i++)
+        free((void *)t->mods[i].index);
+    free(t);
+}
+
 void unwind_table_reclaim(int (*quiet)(void))
 {
     if (quiet && nretired && !quiet())
         return;
     for (int i = 0; i < nretired; i++)
-        free(retired[i]);
+        table_free(retired[i]);
     nretired = 0;
     if (!quiet) {
-        free(atomic_exchange(&unwind_cur_table, NULL));
+        table_free(atomic_exchange(&unwind_cur_table, NULL));
         seen_adds = seen_subs = 0;
     }
 }
