@@ -64,7 +64,7 @@ struct pyrt_window {
     uintptr_t chunk_lo; /* the chunk's first frame byte (0: no window) */
     uintptr_t lo, hi;   /* the copy of [lo, hi) (lo == hi: empty) */
     unsigned char buf[PYRT_WINDOW_BYTES + PYRT_WINDOW_SLACK];
-    unsigned char ts[PYRT_TSTATE_BYTES]; /* the thread state's copy (pyrt_sig_frames_own) */
+    unsigned char ts[PYRT_TSTATE_BYTES]; /* the thread state read with the window (one call) */
     /* The thread's own C stack from its sp (0, 0: unknown): a frame there (3.12+: the shim
      * an eval loop's entry pushes) is copied in place. */
     uintptr_t own_lo, own_hi;

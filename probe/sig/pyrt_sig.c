@@ -73,12 +73,6 @@ static int own_live(uintptr_t ts)
     return __atomic_load_n((const uintptr_t *)fin, __ATOMIC_ACQUIRE) == 0;
 }
 
-
-/* pyrt_window_fill by direct copy, for a live own thread state (own_live): its current chunk
- * is mapped (CPython switches the chunk pointer only to a chunk that exists: a new one after
- * allocating it, the previous one before freeing the old), but datastack_top is stored apart
- * from it, so the range is checked against the chunk's own size first; anything odd goes
- * through the fault-proof read instead. */
 #if PY_VERSION_HEX >= 0x030B0000
 /* pyrt_own_copy as a pyrt_read_fn. */
 static int own_read(uintptr_t addr, void *dst, size_t n)
@@ -88,6 +82,11 @@ static int own_read(uintptr_t addr, void *dst, size_t n)
 }
 #endif
 
+/* pyrt_window_fill by direct copy, for a live own thread state (own_live): its current chunk
+ * is mapped (CPython switches the chunk pointer only to a chunk that exists: a new one after
+ * allocating it, the previous one before freeing the old), but datastack_top is stored apart
+ * from it, so the range is checked against the chunk's own size first; anything odd goes
+ * through the fault-proof read instead. */
 static void window_own(struct pyrt_window *win, const struct pyrt_tstate *t)
 {
 #if PY_VERSION_HEX >= 0x030B0000
@@ -187,9 +186,9 @@ int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
     win->own_hi = own_lo < own_hi ? own_hi : 0;
 #ifndef PYRT_REMOTE
     if (own_live(ts)) {
-        /* No system call: the thread state and the window copied directly. */
-        pyrt_own_copy(win->ts, ts, sizeof(PyThreadState));
-        if (pyrt_tstate_read_own(ts, &t, pyrt_sig_read, win->ts, own_lo, own_hi) != 0)
+        /* No system call: the thread state (live: parsed from its own memory) and the window
+         * copied directly. */
+        if (pyrt_tstate_read_own(ts, &t, pyrt_sig_read, (const void *)ts, own_lo, own_hi) != 0)
             return 0;
         window_own(win, &t);
     } else if (read_guessing(ts, win, own_lo, own_hi, &t) != 0) {

@@ -4,9 +4,9 @@
  * PyGILState_GetThisThreadState (a thread-local read), every read of interpreter memory that
  * may go away fault-proof (process_vm_readv(2) on our own pid: a bad pointer gives EFAULT,
  * never SIGSEGV), every loop bounded. The one exception, pyrt_sig_frames_own, copies directly
- * what is proven live (the calling thread's own state while it holds the GIL, its chunk). The frames come from the walker that the GIL-free snapshot shares
- * (pyrt/frames.h); this file adds the thread list and bounded descriptions. Built per CPython
- * version (3.8-3.15).
+ * what is proven live (the calling thread's own state while it holds the GIL, its chunk). The
+ * frames come from the walker that the GIL-free snapshot shares (pyrt/frames.h); this file adds
+ * the thread list and bounded descriptions. Built per CPython version (3.8-3.15).
  * Stack use: the frame functions use < 1 KiB; pyrt_sig_describe about 5 KiB (a 4 KiB slice of
  * the line table), so a handler on a small sigaltstack should keep SIGSTKSZ * 2 or more.
  * Where process_vm_readv is refused (seccomp) every function returns 0 / -1 cleanly. */

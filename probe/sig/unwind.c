@@ -482,10 +482,6 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
     return b.bad ? -1 : 0;
 }
 
-/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s, and into
- * row the range of locations those rules hold for. The FDE and CIE bytes come from the
- * thread's FDE cache when a recent unwind (same table generation gen, nonzero) read them; else
- * from the module's search table. */
 /* A CIE or FDE at addr (its 4-byte length, then that many bytes) into buf (cap bytes): a first
  * read of RECORD_GUESS bytes holds most records whole (one system call instead of two), the
  * rest is read after; a record running into an unreadable page is read by its length alone.
@@ -522,6 +518,10 @@ static uint32_t last_at_or_below(const int32_t *v, uint32_t step, uint32_t n, ui
     return a;
 }
 
+/* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s, and into
+ * row the range of locations those rules hold for. The FDE and CIE bytes come from the
+ * thread's FDE cache when a recent unwind (same table generation gen, nonzero) read them; else
+ * from the module's search table. */
 static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struct cfi_state *s,
                   struct unwind_cache *uc, unsigned gen, uintptr_t row[2])
 {
