@@ -17,6 +17,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,11 +35,16 @@
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_RETIRED };
 
-/* One mapping per slot: the ring, then the unwind cache (zeroed: no entry matches), then the
- * copy of the thread's Python frame memory its handler reads frames from. */
-#define RING_BYTES ((PROF_RING * sizeof(struct prof_raw) + 63) & ~(size_t)63)
+/* One mapping per slot: the copy of the thread's Python frame memory its handler reads frames
+ * from, the unwind cache (zeroed: no entry matches; its small fields first), then the ring.
+ * The pages a thread's first sample writes (the window, the cache's head, the first record)
+ * are touched when the slot is made, so that sample takes no page fault: a fault costs a few
+ * microseconds, and a short profile of many threads is mostly first samples. */
+#define WIN_BYTES ((sizeof(struct pyrt_window) + 63) & ~(size_t)63)
 #define CACHE_BYTES ((sizeof(struct unwind_cache) + 63) & ~(size_t)63)
-#define SLOT_BYTES (RING_BYTES + CACHE_BYTES + sizeof(struct pyrt_window))
+#define RING_BYTES (PROF_RING * sizeof(struct prof_raw))
+#define SLOT_BYTES (WIN_BYTES + CACHE_BYTES + RING_BYTES)
+#define SLOT_HOT_BYTES (WIN_BYTES + offsetof(struct unwind_cache, e))
 
 struct prof_slot {
     _Atomic int state;
@@ -46,9 +52,9 @@ struct prof_slot {
     uint64_t magic;
     timer_t timer;
     int has_timer;
-    struct prof_raw *ring; /* PROF_RING records, mmap'd */
-    struct unwind_cache *cache; /* the thread's unwind rules, mmap'd after the ring */
-    struct pyrt_window *win;    /* its Python frames' copy, mmap'd after the cache */
+    struct pyrt_window *win;    /* its Python frames' copy: the start of the slot's mapping */
+    struct unwind_cache *cache; /* the thread's unwind rules, mapped after the window */
+    struct prof_raw *ring;      /* PROF_RING records, mapped after the cache */
     _Atomic unsigned head, tail;
     _Atomic long long delivered;
     _Atomic long long overrun; /* expirations the kernel merged into a delivered one */
@@ -190,14 +196,14 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
             s->tid == (int)syscall(SYS_gettid)) {
-            /* The thread's CPU time once (missed-sample counting); the handler's own cost as
-             * monotonic time (a vDSO read, no system call: it never blocks, so that is its
-             * CPU time unless the thread is preempted meanwhile). */
-            atomic_store_explicit(&s->cpu_last_ns, now_ns(CLOCK_THREAD_CPUTIME_ID),
-                                  memory_order_relaxed);
-            long long t0 = now_ns(CLOCK_MONOTONIC);
+            /* The thread's CPU time at entry (missed-sample counting) and at exit: the
+             * handler's own cost. Not monotonic time: with more runnable threads than cores a
+             * handler is often preempted, and the wait counted as its cost (64 threads on 2
+             * cores: three to five times its CPU time). */
+            long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
             record(s, si, uc);
-            atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_MONOTONIC) - t0,
+            atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
         }
     } else {
@@ -292,13 +298,17 @@ struct prof_slot *prof_slot_new(int tid)
         struct prof_slot *s = &slots[i];
         if (atomic_load(&s->state) != SLOT_FREE)
             continue;
-        void *ring = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
-        if (ring == MAP_FAILED)
+        char *m = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED)
             return NULL;
-        s->ring = ring;
-        s->cache = (struct unwind_cache *)((char *)ring + RING_BYTES);
-        s->win = (struct pyrt_window *)((char *)ring + RING_BYTES + CACHE_BYTES);
+        s->win = (struct pyrt_window *)m;
+        s->cache = (struct unwind_cache *)(m + WIN_BYTES);
+        s->ring = (struct prof_raw *)(m + WIN_BYTES + CACHE_BYTES);
+        /* The first sample's pages made resident now (zero, as mapped; no handler sees the
+         * slot before it is live). */
+        memset(m, 0, SLOT_HOT_BYTES);
+        memset(s->ring, 0, sizeof *s->ring);
         s->tid = tid;
         s->magic = SLOT_MAGIC;
         s->has_timer = 0;
@@ -404,9 +414,11 @@ static void slot_free(struct prof_slot *s, int rate)
     gone_lost += atomic_load(&s->lost);
     gone_self_ns += atomic_load(&s->self_ns);
     gone_missed += s->missed_seen;
-    if (s->ring)
-        munmap(s->ring, SLOT_BYTES);
+    if (s->win)
+        munmap(s->win, SLOT_BYTES);
     s->ring = NULL;
+    s->win = NULL;
+    s->cache = NULL;
     s->cache = NULL;
     s->win = NULL;
     s->magic = 0;

@@ -881,13 +881,22 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
         uintptr_t sp = rs.v[RSP];
         int signal = 0;
         /* The CFI register numbers here are x86-64's; elsewhere the frame-pointer chain. */
-        struct unwind_rule *e = gen && HAVE_CFI ? cache_slot(cache, look) : NULL;
-        if (e && (e->pc != look || e->gen != gen) && row_get(cache, look, gen, e) != 0)
-            shared_get(look, gen, e); /* fills the thread's entry only on a hit */
-        if (e && e->pc == look && e->gen == gen) {
-            if (step_cached(&rs, e, cache) != 0)
+        /* The thread's rows, the shared rules, then the thread's entry for pc: the first two
+         * are resident from the start (a thread's first sample writes no page of e[]). */
+        struct unwind_rule r, *e = NULL;
+        int hit = 0;
+        if (gen && HAVE_CFI) {
+            hit = row_get(cache, look, gen, &r) == 0 || shared_get(look, gen, &r) == 0;
+            if (!hit) {
+                e = cache_slot(cache, look);
+                if (e->pc == look && e->gen == gen)
+                    r = *e, hit = 1;
+            }
+        }
+        if (hit) {
+            if (step_cached(&rs, &r, cache) != 0)
                 break;
-            signal = e->signal;
+            signal = r.signal;
         } else {
             struct unwind_mod m;
             struct cie c;

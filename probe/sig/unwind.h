@@ -84,21 +84,23 @@ struct unwind_row {
     struct unwind_rule r;
 };
 struct unwind_cache {
-    struct unwind_row rows[UNWIND_ROWS];
-    unsigned row_next;
-    struct unwind_rule e[UNWIND_CACHE];
-    struct unwind_fde f[UNWIND_FDES];
-    unsigned f_next;
-    uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC]; /* scratch of one unwind */
-    int32_t blk[2 * UNWIND_STRIDE];                 /* one block of a search table */
+    /* What every unwind writes comes first, before e[], and the window (the sampler makes
+     * these bytes resident when it makes a thread's slot: a first sample, which does not know
+     * the thread's stack yet, reads it through the window; it takes no page fault here). */
     int pid;
+    unsigned row_next, f_next;
     /* Set by the caller before each unwind, 0 for none: [stack_lo, stack_hi) is memory of the
      * calling thread's own stack known to be mapped (from the interrupted sp to the top of the
      * mapping that holds it), read directly instead of through the window. */
     uintptr_t stack_lo, stack_hi;
     uintptr_t win_lo;
     size_t win_len;
-    uint8_t win[UNWIND_WINDOW]; /* a copy of the stack being unwound */
+    struct unwind_row rows[UNWIND_ROWS];
+    uint8_t win[UNWIND_WINDOW]; /* a copy of the stack being unwound (a first sample's) */
+    struct unwind_rule e[UNWIND_CACHE];
+    struct unwind_fde f[UNWIND_FDES];
+    uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC]; /* scratch of one unwind */
+    int32_t blk[2 * UNWIND_STRIDE];                 /* one block of a search table */
 };
 
 /* Async-signal-safe. The native stack from the interrupted context uc, innermost first (the
