@@ -13,6 +13,9 @@
 #                       deep_gen half way), spinning in busy_py_loop at the bottom;
 #          --fork       the main loop fork()s a child every 0.3 s that runs hot_python_caller
 #                       for 0.1 s and exits 0; "ok forks N bad M" lines report them;
+#          --short N    a thread "spawner" keeping N short-lived threads alive, each named
+#                       short-K (K counts up) and calling hot_python_caller for 40 ms three
+#                       times before it ends: threads come and go all the time;
 #          --prof-handler  its own SIGPROF handler (counting into PROF_HITS[0]) fed by
 #                       setitimer(ITIMER_PROF) every 20 ms of process CPU time.
 # Prints "ready {...}" (pid, so path) once everything runs.
@@ -109,6 +112,23 @@ def blocked_spin(stop):
     return x
 
 
+def short_life():
+    for _ in range(3):
+        hot_python_caller(40000)
+
+
+def spawner(n, stop):
+    alive, k = [], 0
+    while not stop.is_set():
+        alive = [t for t in alive if t.is_alive()]
+        while len(alive) < n:
+            t = threading.Thread(target=short_life, name="short-%d" % k, daemon=True)
+            k += 1
+            t.start()
+            alive.append(t)
+        time.sleep(0.005)
+
+
 PROF_HITS = [0]
 
 
@@ -132,6 +152,9 @@ def main():
     if "--churn" in args:
         threads.append(threading.Thread(target=churn_loop, args=(stop,), name="churn",
                                         daemon=True))
+    if "--short" in args:
+        threads.append(threading.Thread(target=spawner, name="spawner", daemon=True,
+                                        args=(int(args[args.index("--short") + 1]), stop)))
     if "--block" in args:
         threads.append(threading.Thread(target=blocked_spin, args=(stop,), name="blocker",
                                         daemon=True))

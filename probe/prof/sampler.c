@@ -402,6 +402,7 @@ int prof_stop(struct prof_status *st)
     prof_sig_uninstall();
     prof_sig_unlock();
     prof_slots_drain(add_cb, NULL); /* what was queued; frees the slots */
+    prof_slots_release();
     atomic_store(&is_running, 0);
     t_stopped = wall_now();
     prof_status_get(st ? st : &(struct prof_status){0});

@@ -6,7 +6,8 @@
  * .symtab (stripped) fall back to "[module]" in the caller. Every function named once is kept
  * with its address range (the `known` table): a later pc inside it is named from there, without
  * dladdr, which scans the object's symbols at every call (about 35 us for libpython), while a
- * sampler sees a new exact pc at almost every sample; they are forgotten once the loader says
+ * sampler sees a new exact pc at almost every sample; a function no symbol names is kept by
+ * its bounds in the unwind table (.eh_frame_hdr); they are forgotten once the loader says
  * a library was unloaded (another may come at its place). prof_sym_describe is the entry
  * (store.c for the sampler, native.c for dumps); one mutex guards the caches; prof_sym_reset
  * empties them. */
@@ -42,6 +43,16 @@ struct module {
 };
 
 static struct module mods[MAX_MODULES];
+
+/* Each object's unwind table (its search table and an index of it) and load bias, from its
+ * image in memory, once: the bounds of a function no symbol names. */
+struct umod {
+    uintptr_t fbase, bias;
+    struct unwind_mod m;
+    int ok;
+};
+static struct umod umods[MAX_MODULES];
+static int numods;
 
 /* A function already named: [lo, hi) at run time, and the answer. Sorted by lo. */
 struct known {
@@ -169,6 +180,30 @@ static const char *sym_local(uintptr_t pc, uintptr_t fbase, const char *path, ui
     return m->syms[lo - 1].name;
 }
 
+static const struct umod *umod_of(uintptr_t fbase)
+{
+    for (int i = 0; i < numods; i++)
+        if (umods[i].fbase == fbase)
+            return &umods[i];
+    if (numods == MAX_MODULES)
+        return NULL;
+    struct umod *u = &umods[numods++];
+    memset(u, 0, sizeof *u);
+    u->fbase = fbase;
+    u->ok = unwind_mod_from_image(fbase, &u->m, &u->bias) == 0;
+    if (u->ok)
+        unwind_mod_index(&u->m); /* without one, a lookup reads once per halving */
+    return u;
+}
+
+static void umods_clear(void)
+{
+    for (int i = 0; i < numods; i++)
+        free((void *)umods[i].m.index);
+    memset(umods, 0, sizeof umods);
+    numods = 0;
+}
+
 static void known_clear(void)
 {
     for (size_t i = 0; i < nknown; i++) {
@@ -189,6 +224,7 @@ static void known_check_loader(void)
     unwind_loader_counts(&adds, &subs);
     if (subs != seen_subs) {
         known_clear();
+        umods_clear();
         seen_subs = subs;
     }
 }
@@ -295,10 +331,27 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     }
     if (info.dli_fname)
         snprintf(s->module, sizeof s->module, "%s", info.dli_fname);
-    if (info.dli_fbase && dladdr1((void *)look, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm)
+    /* The load bias from the image's headers (a second dladdr1 would scan the symbols again),
+     * and for a pc no symbol names, its function's bounds from the unwind table: an unnamed
+     * function (a stripped object's static one) is remembered too, else every new pc in it
+     * (one at almost every sample) would cost the scans again. An FDE that some symbol shares
+     * with another function would be remembered as unnamed; compilers emit one per function
+     * (or per detached part). */
+    const struct umod *um = info.dli_fbase ? umod_of((uintptr_t)info.dli_fbase) : NULL;
+    uintptr_t fb[2];
+    if (um && um->ok)
+        s->bias = um->bias;
+    else if (info.dli_fbase && dladdr1((void *)look, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm)
         s->bias = (uintptr_t)lm->l_addr;
     s->fbase = (uintptr_t)info.dli_fbase;
-    if (sn && lo && s->module[0])
+    if (!lo && s->module[0] && um && um->ok && unwind_fde_bounds(&um->m, look, fb) == 0 &&
+        (!sn || s->is_eval || fb[0] == (uintptr_t)info.dli_saddr)) {
+        /* unnamed, the eval loop's detached part, or a symbol without a size starting it */
+        lo = fb[0], hi = fb[1];
+        if (sn)
+            s->offset = look - lo + (look != pc);
+    }
+    if (lo && s->module[0])
         known_add(lo, hi, s);
     pthread_mutex_unlock(&mu);
     free(dem);
@@ -315,5 +368,6 @@ void prof_sym_reset(void)
     memset(mods, 0, sizeof mods);
     nmods = 0;
     known_clear();
+    umods_clear();
     pthread_mutex_unlock(&mu);
 }

@@ -17,6 +17,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -78,6 +79,13 @@ static _Atomic int running;
 static _Atomic int in_handler;
 static struct sigaction old_action;
 static int installed;
+/* The drain thread's (and the stopping thread's, after it): mappings of freed slots kept for
+ * the next threads (no munmap, whose TLB shootdown interrupts every core, no new page faults;
+ * at most the peak of threads sampled at once, unmapped at stop), and /proc/self/maps kept
+ * open for PROCMAP_QUERY (-1: not open). */
+static char *spare[PROF_MAX_SLOTS];
+static int nspare;
+static int maps_fd = -1, maps_query = 1;
 /* Totals of slots already freed. */
 static long long gone_missed, gone_lost, gone_self_ns;
 
@@ -290,6 +298,8 @@ void prof_sig_fork_child(void)
         atomic_store(&slots[i].state, SLOT_FREE);
     }
     atomic_store(&in_handler, 0);
+    /* The spare mappings are the child's own copies; the maps file open is the parent's. */
+    prof_slots_release();
 }
 
 struct prof_slot *prof_slot_new(int tid)
@@ -298,15 +308,18 @@ struct prof_slot *prof_slot_new(int tid)
         struct prof_slot *s = &slots[i];
         if (atomic_load(&s->state) != SLOT_FREE)
             continue;
-        char *m = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        char *m = nspare > 0 ? spare[--nspare]
+                             : mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
         s->win = (struct pyrt_window *)m;
         s->cache = (struct unwind_cache *)(m + WIN_BYTES);
         s->ring = (struct prof_raw *)(m + WIN_BYTES + CACHE_BYTES);
         /* The first sample's pages made resident now (zero, as mapped; no handler sees the
-         * slot before it is live). */
+         * slot before it is live). A reused mapping keeps the rest: its rules and FDEs are
+         * keyed by pc and table generation, true for any thread; ring records are written
+         * before they are read. */
         memset(m, 0, SLOT_HOT_BYTES);
         memset(s->ring, 0, sizeof *s->ring);
         s->tid = tid;
@@ -414,7 +427,9 @@ static void slot_free(struct prof_slot *s, int rate)
     gone_lost += atomic_load(&s->lost);
     gone_self_ns += atomic_load(&s->self_ns);
     gone_missed += s->missed_seen;
-    if (s->win)
+    if (s->win && nspare < PROF_MAX_SLOTS)
+        spare[nspare++] = (char *)s->win;
+    else if (s->win)
         munmap(s->win, SLOT_BYTES);
     s->ring = NULL;
     s->win = NULL;
@@ -425,26 +440,42 @@ static void slot_free(struct prof_slot *s, int rate)
     atomic_store(&s->state, SLOT_FREE);
 }
 
-/* Drain thread: the mapping that holds a record's sp becomes its slot's known stack. maps is
- * read once per drain (NULL buffer: not yet). */
-static void slot_learn_stack(struct prof_slot *s, const struct prof_raw *r,
-                             struct unwind_maps *maps)
+/* The mapping holding sp into ml: asked of the kernel where it can answer (PROCMAP_QUERY), else
+ * from maps, read once per drain (NULL buffer: not yet). 0, or -1. */
+static int stack_line(uintptr_t sp, struct unwind_maps *maps, struct unwind_mapline *ml,
+                      char *name, size_t cap)
 {
-    struct unwind_mapline ml;
-    if (!r->sp || !r->self || atomic_load(&s->stack_self) != 0)
-        return;
+    if (maps_query) {
+        if (maps_fd < 0)
+            maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+        int rc = maps_fd >= 0 ? unwind_maps_query(maps_fd, sp, ml, name, cap) : -2;
+        if (rc != -2)
+            return rc;
+        maps_query = 0; /* an older kernel: the text from now on */
+    }
     if (!maps->buf) {
         void *b = mmap(NULL, MAPS_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                        -1, 0);
         if (b == MAP_FAILED)
-            return;
+            return -1;
         maps->buf = b;
         maps->cap = MAPS_BYTES;
         unwind_maps_read(maps);
     }
+    return unwind_maps_line(maps, sp, ml);
+}
+
+/* Drain thread: the mapping that holds a record's sp becomes its slot's known stack. */
+static void slot_learn_stack(struct prof_slot *s, const struct prof_raw *r,
+                             struct unwind_maps *maps)
+{
+    struct unwind_mapline ml;
+    char name[64];
+    if (!r->sp || !r->self || atomic_load(&s->stack_self) != 0)
+        return;
     size_t plen;
     uintptr_t hi;
-    if (unwind_maps_line(maps, r->sp, &ml) != 0 || r->sp >= ml.hi)
+    if (stack_line(r->sp, maps, &ml, name, sizeof name) != 0 || r->sp >= ml.hi)
         return;
     plen = (size_t)(ml.path_end - ml.path);
     if (plen == 7 && memcmp(ml.path, "[stack]", 7) == 0) {
@@ -538,6 +569,15 @@ void prof_slots_clear(void)
         }
         atomic_store(&s->state, SLOT_RETIRED);
     }
+}
+
+void prof_slots_release(void)
+{
+    while (nspare > 0)
+        munmap(spare[--nspare], SLOT_BYTES);
+    if (maps_fd >= 0)
+        close(maps_fd);
+    maps_fd = -1;
 }
 
 void prof_slots_reset_totals(void)

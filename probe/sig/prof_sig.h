@@ -44,6 +44,7 @@ int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
 /* Visit every live slot's tid. */
 void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
 void prof_slots_clear(void); /* at stop: every timer deleted, every slot retired */
+void prof_slots_release(void); /* after the last drain at stop: the spare mappings unmapped */
 void prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
 /* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
 void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,

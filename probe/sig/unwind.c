@@ -518,6 +518,77 @@ static uint32_t last_at_or_below(const int32_t *v, uint32_t step, uint32_t n, ui
     return a;
 }
 
+/* The search-table entry (initial location, FDE) of module m whose location is the last at or
+ * below pc, into ent: its block found from the index, the block in one read into blk (2 *
+ * UNWIND_STRIDE words), the entry in the copy; without an index (or if that read fails), one
+ * read per halving. 0, or -1. */
+static int table_entry(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, int32_t ent[2])
+{
+    uint32_t lo = 0, hi = m->count;
+    if (!m->table || hi == 0)
+        return -1;
+    if (m->index && m->nindex) {
+        lo = last_at_or_below(m->index, 1, m->nindex, m->hdr, pc) * UNWIND_STRIDE;
+        hi = lo + UNWIND_STRIDE < m->count ? lo + UNWIND_STRIDE : m->count;
+        if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, blk, (size_t)(hi - lo) * 8) == 0) {
+            uint32_t x = last_at_or_below(blk, 2, hi - lo, m->hdr, pc);
+            ent[0] = blk[2 * x], ent[1] = blk[2 * x + 1];
+            return 0;
+        }
+    }
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int32_t loc;
+        if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
+            return -1;
+        if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, 8);
+}
+
+/* The bounds of an FDE's function from its first bytes fde (n of them, at fde_addr; the
+ * length field first) and its CIE c. 0, or -1. */
+static int fde_bounds(const uint8_t *fde, size_t n, uintptr_t fde_addr, const struct cie *c,
+                      struct buf *b, uintptr_t *start, uintptr_t *range)
+{
+    *b = (struct buf){fde + 8, fde + n, fde_addr + 8, 0};
+    *start = get_ptr(b, c->fde_enc);
+    *range = get_ptr(b, (uint8_t)(c->fde_enc & 0x0f));
+    return b->bad ? -1 : 0;
+}
+
+int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2])
+{
+    int32_t ent[2], blk[2 * UNWIND_STRIDE];
+    uint8_t fde[32], cie[UNWIND_MAXREC];
+    uint32_t len, clen, cie_ptr;
+    struct cie c;
+    struct buf b;
+    uintptr_t start, size;
+    if (table_entry(m, pc, blk, ent) != 0)
+        return -1;
+    uintptr_t fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
+    if (pyrt_sig_read(fde_addr, fde, 8) != 0)
+        return -1;
+    memcpy(&len, fde, 4);
+    memcpy(&cie_ptr, fde + 4, 4);
+    if (len < 12 || len == 0xffffffffu)
+        return -1;
+    size_t n = len + 4 < sizeof fde ? len + 4 : sizeof fde;
+    uintptr_t cie_addr = fde_addr + 4 - cie_ptr;
+    if (pyrt_sig_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
+        record_read(cie_addr, cie, sizeof cie, &clen) != 0 || clen < 8 ||
+        parse_cie(cie, clen + 4, cie_addr, &c) != 0 ||
+        fde_bounds(fde, n, fde_addr, &c, &b, &start, &size) != 0 || pc < start ||
+        pc - start >= size)
+        return -1;
+    range[0] = start, range[1] = start + size;
+    return 0;
+}
+
 /* The FDE covering pc in module m: its CIE parsed into *c, the rules at pc into *s, and into
  * row the range of locations those rules hold for. The FDE and CIE bytes come from the
  * thread's FDE cache when a recent unwind (same table generation gen, nonzero) read them; else
@@ -539,34 +610,7 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
         len = hit->fde_len - 4u, clen = hit->cie_len - 4u;
     } else {
         int32_t ent[2];
-        uint32_t lo = 0, hi = m->count;
-        int found = 0;
-        if (!m->table || hi == 0)
-            return -1;
-        /* The last entry whose initial location is <= pc: its block from the index, the block
-         * in one read, the entry in the copy; without an index (or if that read fails), one
-         * read per halving. */
-        if (m->index && m->nindex) {
-            lo = last_at_or_below(m->index, 1, m->nindex, m->hdr, pc) * UNWIND_STRIDE;
-            hi = lo + UNWIND_STRIDE < m->count ? lo + UNWIND_STRIDE : m->count;
-            if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, uc->blk, (size_t)(hi - lo) * 8) == 0) {
-                uint32_t x = last_at_or_below(uc->blk, 2, hi - lo, m->hdr, pc);
-                lo = hi = lo + x; /* found: no halving left */
-                ent[0] = uc->blk[2 * x], ent[1] = uc->blk[2 * x + 1];
-                found = 1;
-            }
-        }
-        while (hi - lo > 1) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            int32_t loc;
-            if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
-                return -1;
-            if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        if (!found && pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, sizeof ent) != 0)
+        if (table_entry(m, pc, uc->blk, ent) != 0)
             return -1;
         fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
         if (record_read(fde_addr, uc->fde, MAXFDE, &len) != 0 || len < 12)
@@ -579,9 +623,10 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct cie *c, struc
     }
     if (parse_cie(cie, clen + 4, cie_addr, c) != 0)
         return -1;
-    struct buf b = {fde + 8, fde + 4 + len, fde_addr + 8, 0};
-    uintptr_t start = get_ptr(&b, c->fde_enc);
-    uintptr_t range = get_ptr(&b, (uint8_t)(c->fde_enc & 0x0f));
+    struct buf b;
+    uintptr_t start, range;
+    if (fde_bounds(fde, 4 + (size_t)len, fde_addr, c, &b, &start, &range) != 0)
+        return -1;
     if (c->has_z) {
         uint64_t alen = get_uleb(&b);
         if (alen > (uint64_t)(b.end - b.p))

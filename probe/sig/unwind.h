@@ -141,12 +141,26 @@ struct unwind_mapline {
 void unwind_maps_read(struct unwind_maps *m);
 /* The line of m holding pc. 0, or -1. */
 int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_mapline *ml);
+/* The mapping holding addr, asked of the kernel (the PROCMAP_QUERY ioctl of Linux 6.11+ on fd,
+ * an open /proc/self/maps: one lookup, no text) into ml, its name (a path, "[stack]", or empty
+ * for an anonymous mapping) into name (cap bytes), which ml->path then points at. 0; -1 when
+ * nothing answers (no mapping there, a longer name); -2 when the kernel has no such ioctl (read
+ * the file instead). Async-signal-safe. */
+int unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap);
 /* Where the file of ml is mapped at offset 0 (its ELF header). 0, or -1. */
 int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml,
                      uintptr_t *base);
 /* unwind_find_fn over the maps in arg (a struct unwind_maps *) and the ELF headers in memory.
  * Async-signal-safe. */
 int unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg);
+
+/* The bounds [range[0], range[1]) of the function (or detached part of one) whose FDE in
+ * module m covers pc, read fault-proof. Async-signal-safe. 0, or -1 (no FDE covers pc). */
+int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2]);
+
+/* Not in a signal handler: gives m (from unwind_mod_from_image) an index of its search table
+ * like a published table's, read fault-proof (malloc'd: free m->index after). 0, or -1. */
+int unwind_mod_index(struct unwind_mod *m);
 
 /* Fills m from the ELF image whose file offset 0 is mapped at base (its headers read
  * fault-proof); *bias (may be NULL) gets the load bias. Async-signal-safe. 0, or -1. */

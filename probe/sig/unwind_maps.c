@@ -7,8 +7,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+/* Linux 6.11's PROCMAP_QUERY (include/uapi/linux/fs.h; Debian 12's headers predate it): the
+ * kernel's stable ABI, declared here when the headers lack it. */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+    uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size,
+        vma_offset, inode;
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#endif
 
 void unwind_maps_read(struct unwind_maps *m)
 {
@@ -110,4 +124,26 @@ int unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg)
     if (!maps || unwind_maps_line(maps, pc, &ml) != 0 || unwind_maps_base(maps, &ml, &base) != 0)
         return -1;
     return unwind_mod_from_image(base, m, NULL);
+}
+
+int unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap)
+{
+    struct procmap_query q;
+    memset(&q, 0, sizeof q);
+    q.size = sizeof q;
+    q.query_addr = addr;
+    q.vma_name_size = (uint32_t)cap;
+    q.vma_name_addr = (uint64_t)(uintptr_t)name;
+    if (ioctl(fd, PROCMAP_QUERY, &q) != 0)
+        return errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? -2 : -1;
+    size_t n = q.vma_name_size ? q.vma_name_size - 1 : 0; /* with its terminating zero */
+    if (n >= cap)
+        return -1;
+    name[n] = '\0';
+    ml->lo = q.vma_start;
+    ml->hi = q.vma_end;
+    ml->off = q.vma_offset;
+    ml->path = name;
+    ml->path_end = name + n;
+    return 0;
 }

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyrt/read.h"
+
 #define MAX_MODS 8192
 #define MAX_RETIRED 64
 
@@ -137,4 +139,32 @@ void unwind_table_reclaim(int (*quiet)(void))
         table_free(atomic_exchange(&unwind_cur_table, NULL));
         seen_adds = seen_subs = 0;
     }
+}
+
+int unwind_mod_index(struct unwind_mod *m)
+{
+    enum { CHUNK = 4096 }; /* entries per read (32 KiB) */
+    if (!m->table || m->count == 0)
+        return -1;
+    uint32_t n = (m->count + UNWIND_STRIDE - 1) / UNWIND_STRIDE;
+    int32_t *ix = malloc(n * sizeof *ix), *buf = malloc(CHUNK * 8);
+    if (!ix || !buf) {
+        free(ix);
+        free(buf);
+        return -1;
+    }
+    for (uint32_t at = 0; at < m->count; at += CHUNK) {
+        uint32_t k = m->count - at < CHUNK ? m->count - at : CHUNK;
+        if (pyrt_sig_read(m->table + (uintptr_t)at * 8, buf, (size_t)k * 8) != 0) {
+            free(ix);
+            free(buf);
+            return -1;
+        }
+        for (uint32_t i = 0; i < k; i += UNWIND_STRIDE) /* CHUNK is a multiple of the stride */
+            ix[(at + i) / UNWIND_STRIDE] = buf[2 * (size_t)i];
+    }
+    free(buf);
+    m->index = ix;
+    m->nindex = n;
+    return 0;
 }

@@ -11,6 +11,9 @@ ctypes from the Python function hot_python_caller):
 - a thread whose stack goes 400 calls deep and back without pause, sampled at 1000 Hz while
   the GIL is held and released in turn: every sample a well-formed stack, the target healthy;
 - every busy thread of a multi-threaded target has samples, under its threading name;
+- threads that live 120 ms each, four at a time, sampled at 200 Hz: dozens of them sampled (a
+  freed thread's slot serves the next), each sample's stack whole (the C function under its
+  Python caller);
   perf.samples_by_stack equals the GROUP BY thread_id, stack_id over perf.samples, also when
   perf.max_samples stopped the samples;
 - wall mode samples a sleeping thread off-CPU (on_cpu = 0) with its Python stack;
@@ -257,6 +260,41 @@ def test_every_busy_thread_is_sampled(python, spawn):
     probing("-p", t.pid, "perf", "--cc", "--rate", "1000", "--duration", "2", check=True)
     probing("-p", t.pid, "perf", "--stop", check=True)
     assert check_by_stack(t.pid, 1) <= 1000
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_short_lived_threads(python, spawn):
+    """Threads that come and go (four alive at a time, 120 ms of C work each, called from
+    Python): the sampler takes each new one as it starts, and its slot (ring, rule cache,
+    frame window) serves another thread after it ends; every sample of such a thread has the
+    whole stack, hot_c_spin innermost under hot_python_caller under short_life."""
+    t = spawn(python, SAMPLE, args=("--short", "4"))
+    probing("-p", t.pid, "perf", "--cc", "--rate", "200", check=True)
+    deadline = time.time() + 40
+    while time.time() < deadline and query(
+            t.pid, "SELECT COUNT(DISTINCT thread_id) FROM perf.samples "
+                   "WHERE thread_name LIKE 'short-%'")[0][0] < 30:
+        time.sleep(0.5)
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    rows = query(t.pid, "SELECT st.folded, COUNT(*) AS n, COUNT(DISTINCT s.thread_id) AS t FROM "
+                        "perf.samples s JOIN perf.stacks st USING (stack_id) WHERE "
+                        "s.thread_name LIKE 'short-%' GROUP BY s.stack_id")
+    threads = query(t.pid, "SELECT COUNT(DISTINCT thread_id) FROM perf.samples "
+                           "WHERE thread_name LIKE 'short-%'")[0][0]
+    assert threads >= 30, (threads, rows)
+    total = sum(r[1] for r in rows)
+    whole = 0
+    for folded, n, _ in rows:
+        frames = folded.split(";")
+        py = [i for i, f in enumerate(frames) if f.startswith("short_life (")]
+        caller = [i for i, f in enumerate(frames) if f.startswith("hot_python_caller (")]
+        if py and caller and py[0] < caller[0] and frames[-1] == "hot_c_spin":
+            whole += n
+    # A sample may catch a thread starting or ending (in threading's code, not short_life).
+    assert whole >= 0.8 * total, (whole, total, sorted(rows, key=lambda r: -r[1])[:5])
+    print("short-lived threads sampled %d, samples %d, whole stacks %d" % (threads, total, whole))
     t.assert_responsive()
     t.check_output_clean()
 
