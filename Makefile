@@ -245,7 +245,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
 $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
-                         probe/prof/modules.c)
+                         probe/prof/modules.c probe/sig/unwind.c probe/sig/unwind_maps.c probe/pyrt/read.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
