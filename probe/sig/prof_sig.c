@@ -434,8 +434,6 @@ static void slot_free(struct prof_slot *s, int rate)
     s->ring = NULL;
     s->win = NULL;
     s->cache = NULL;
-    s->cache = NULL;
-    s->win = NULL;
     s->magic = 0;
     atomic_store(&s->state, SLOT_FREE);
 }
