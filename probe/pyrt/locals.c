@@ -16,30 +16,19 @@
 
 /* Attribute name of o found in o's instance dict, without running any user code: types with
  * their own __getattribute__/__getattr__ and names the type defines (properties, slots) are
- * refused. Returns a new reference, or NULL (no exception left set). Requires GIL.
- * The name is interned: CPython's type attribute cache keeps a reference to the name of each
- * lookup, so a string made here would stay alive in the program's object heap after we leave
- * (one block per name and type). The names read here are identifiers of threading.py, interned
- * already: interning finds that string and nothing new stays. An object of ours left in a size
- * class the program churns changes how its allocator reuses blocks, which cost a call-heavy
- * loop on 3.13 about 2% in every later call (docs/benchmarks.md, stop 32). */
+ * refused. name is a string literal (probe_pyrt_name: nothing of ours stays in the program's
+ * heap). Returns a new reference, or NULL (no exception left set). Requires GIL. */
 static PyObject *attr_plain(PyObject *o, const char *name)
 {
     PyTypeObject *tp = Py_TYPE(o);
     PyObject *key, *r = NULL;
-    if (tp->tp_getattro != PyObject_GenericGetAttr)
+    if (tp->tp_getattro != PyObject_GenericGetAttr || !(key = probe_pyrt_name(name)))
         return NULL;
-    key = PyUnicode_InternFromString(name);
-    if (!key) {
-        PyErr_Clear();
-        return NULL;
-    }
     if (_PyType_Lookup(tp, key) == NULL) {
         r = PyObject_GenericGetAttr(o, key);
         if (!r)
             PyErr_Clear();
     }
-    Py_DECREF(key);
     return r;
 }
 

@@ -96,6 +96,25 @@ static char *type_name(PyTypeObject *tp)
     return strdup(tp->tp_name ? tp->tp_name : "?");
 }
 
+PyObject *probe_pyrt_name(const char *name)
+{
+    static const char *names[PYRT_NAMES_MAX];
+    static PyObject *keys[PYRT_NAMES_MAX];
+    for (size_t i = 0; i < PYRT_NAMES_MAX; i++) {
+        if (!names[i]) {
+            keys[i] = PyUnicode_InternFromString(name);
+            if (!keys[i]) {
+                PyErr_Clear();
+                return NULL;
+            }
+            names[i] = name;
+        }
+        if (names[i] == name || strcmp(names[i], name) == 0)
+            return keys[i];
+    }
+    return NULL;
+}
+
 char *probe_repr_typename(PyObject *o)
 {
     return type_name(Py_TYPE(o));

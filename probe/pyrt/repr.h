@@ -13,6 +13,15 @@
 char *probe_repr_new(PyObject *o);
 /* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
 char *probe_repr_typename(PyObject *o);
+/* The interned string of an attribute name (a string literal), borrowed, kept for the life of
+ * the process (at most PYRT_NAMES_MAX names), or NULL (no exception left set). Look attributes
+ * up with these, never with a string made for the call: CPython's type attribute cache keeps a
+ * reference to the name of each lookup, so a made string would stay in the program's heap,
+ * one block per name and type, in a size class the program may churn (that cost a call-heavy
+ * loop on 3.13 about 2% in every later call: docs/benchmarks.md, stop 32). Interning finds the
+ * program's own string for an identifier it uses (threading.py's `_name`). */
+#define PYRT_NAMES_MAX 16
+PyObject *probe_pyrt_name(const char *name);
 
 /* 1 if obj is a torch.Tensor (or a subclass that does not override __torch_function__, such as
  * torch.nn.Parameter), found by its type's name and module, never by importing torch. */

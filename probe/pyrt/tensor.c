@@ -11,24 +11,10 @@
 #include <string.h>
 
 /* An attribute of tp found in the MRO without running user code (borrowed or NULL). name is
- * a string literal; the names are interned once and kept for the life of the process. */
+ * a string literal (probe_pyrt_name). */
 static PyObject *type_lookup(PyTypeObject *tp, const char *name)
 {
-    static const char *names[8];
-    static PyObject *keys[8];
-    PyObject *key = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !key; i++) {
-        if (!names[i]) {
-            keys[i] = PyUnicode_InternFromString(name);
-            if (!keys[i]) {
-                PyErr_Clear();
-                return NULL;
-            }
-            names[i] = name;
-        }
-        if (names[i] == name || strcmp(names[i], name) == 0)
-            key = keys[i];
-    }
+    PyObject *key = probe_pyrt_name(name);
     return key ? _PyType_Lookup(tp, key) : NULL;
 }
 
