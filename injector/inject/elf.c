@@ -301,6 +301,22 @@ int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off
     return 0;
 }
 
+int inj_elf_exec_end(const struct inj_elf *e, unsigned long off, uint64_t *end)
+{
+    for (int i = 0; i < ehdr(e)->e_phnum; i++) {
+        const Elf64_Phdr *p = phdr(e, i);
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) || p->p_memsz == 0 ||
+            p->p_vaddr + p->p_memsz < p->p_vaddr)
+            continue;
+        /* The mapping starts at the page of p_offset (pages up to 64 KiB). */
+        if (off <= p->p_offset && p->p_offset - off < 65536) {
+            *end = p->p_vaddr + p->p_memsz;
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n)
 {
     for (int i = 0; i < ehdr(e)->e_phnum; i++) {

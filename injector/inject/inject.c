@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,17 @@ struct ctx {
     struct inj_fpregs *fp;
     uint64_t sigmask;
     unsigned long save_lo;    /* stack bytes [save_lo, save_lo + save_len) were saved */
-    unsigned char save[PATH_MAX + 256];
+    unsigned char *save;
     size_t save_len;
+    /* The self-restoring trampoline (arch/x86_64.c): where its code went, the bytes it
+     * replaced, the signal it stops on, the stack top of its calls; stub == 0: none, calls
+     * return to address 0. */
+    unsigned long stub;
+    unsigned char stub_saved[128];
+    const unsigned char *stub_code;
+    size_t stub_len, stub_stop;
+    int stub_written, stop_sig, call_mask_set;
+    unsigned long top;
     char path[PATH_MAX];      /* the library as the target sees it */
     char copy_dir[PATH_MAX];  /* our view of a copy made in the target's root, or "" */
     char copy_file[PATH_MAX + 256];
@@ -137,6 +147,52 @@ static void add_unsafe(struct ctx *c, unsigned long lo, unsigned long hi)
     }
 }
 
+/* The signal the trampoline stops on: one the target ignores (its SIG_IGN set: CPython ignores
+ * SIGPIPE and SIGXFSZ), else one whose default is to be ignored and that it does not catch.
+ * While traced, the kernel stops the thread on it even so; untraced, it is dropped. 0: none. */
+static int pick_stop_sig(const struct inj_status *st)
+{
+    static const int ign[] = {SIGPIPE, SIGXFSZ, SIGURG, SIGWINCH, SIGUSR2, SIGUSR1, SIGHUP,
+                              SIGALRM, SIGPROF, SIGVTALRM, SIGIO, SIGPWR};
+    static const int dfl_ignored[] = {SIGURG, SIGWINCH, SIGCHLD};
+    for (size_t i = 0; i < sizeof ign / sizeof ign[0]; i++)
+        if (st->sigign & (1ULL << (ign[i] - 1)))
+            return ign[i];
+    for (size_t i = 0; i < sizeof dfl_ignored / sizeof dfl_ignored[0]; i++)
+        if (!(st->sigcgt & (1ULL << (dfl_ignored[i] - 1))))
+            return dfl_ignored[i];
+    return 0;
+}
+
+/* A home for the trampoline's code: the padding after the executable segment of a module (libc
+ * first), up to the end of its last page, which no code or data uses. Written through
+ * /proc/PID/mem, the page becomes the process's private copy. 0 if none was found. */
+static unsigned long stub_home(struct ctx *c, const struct inj_map *first, size_t len)
+{
+    int tries = 0;
+    for (size_t i = (size_t)-1; i == (size_t)-1 || i < c->maps.n; i++) {
+        const struct inj_map *mp = i == (size_t)-1 ? first : &c->maps.v[i];
+        if (!mp || mp->perms[2] != 'x' || mp->perms[3] != 'p' || mp->path[0] != '/' ||
+            (i != (size_t)-1 && mp == first))
+            continue;
+        if (++tries > 8)
+            break;
+        struct inj_module mod;
+        uint64_t end;
+        if (inj_module_open(c->pid, &c->maps, mp, &mod) < 0)
+            continue;
+        int rc = inj_elf_exec_end(&mod.elf, mp->offset, &end);
+        unsigned long bias = (unsigned long)mod.bias;
+        inj_module_close(&mod);
+        if (rc < 0)
+            continue;
+        unsigned long at = ((unsigned long)end + bias + 15) & ~15UL;
+        if (at >= mp->start && at < mp->end && mp->end - at >= len)
+            return at;
+    }
+    return 0;
+}
+
 /* dlopen/dlerror in the target's own libc (libdl.so.2 or __libc_dlopen_mode before glibc
  * 2.34), plus the address ranges where the thread must not be hijacked. */
 static int resolve(struct ctx *c, struct pb_err *err)
@@ -193,6 +249,16 @@ static int resolve(struct ctx *c, struct pb_err *err)
             add_unsafe(c, span_lo, hi);
     }
     inj_module_close(&libc);
+    if (inj_tramp_code(&c->stub_code, &c->stub_len, &c->stub_stop) == 0 &&
+        (c->stop_sig = pick_stop_sig(&c->st)) != 0) {
+        const struct inj_map *x = NULL;
+        for (size_t i = 0; i < c->maps.n && !x; i++)
+            if (strcmp(c->maps.v[i].path, libc.path) == 0 && c->maps.v[i].perms[2] == 'x')
+                x = &c->maps.v[i];
+        c->stub = stub_home(c, x, c->stub_len);
+    }
+    PB_LOG(PB_LOG_DEBUG, "pid %d: trampoline at %#lx, stop signal %d", (int)c->pid, c->stub,
+           c->stop_sig);
     if (!c->dlopen_fn)
         return pb_err_set(err, PB_EUNKNOWN, "no dlopen found in the libc of process %d: "
                           "its glibc is not supported", (int)c->pid);
@@ -464,30 +530,83 @@ static int mem_write(struct ctx *c, unsigned long addr, const void *buf, size_t 
     return (size_t)w == n ? 0 : -EIO;
 }
 
-/* Save registers, FP state, signal mask and the stack bytes we will use; write the path. */
+/* Save registers, FP state, signal mask and the stack bytes we will use; write the path and,
+ * with a trampoline, its code, its parameter block and the frame that restores the thread.
+ * Stack layout, upwards from top (16-aligned): the parameter block, the rt_sigreturn frame, the
+ * FP area (64-aligned), the path, the red zone, the thread's own stack. */
 static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top,
                   struct pb_err *err)
 {
     size_t len = strlen(c->path) + 1;
-    unsigned long sp = inj_regs_sp(&c->saved) - INJ_REDZONE;
-    unsigned long str = (sp - len) & ~15UL;
-    c->save_lo = str - 64; /* room for the return address slot */
-    c->save_len = sp - c->save_lo;
-    if (c->save_len > sizeof c->save)
-        return pb_err_set(err, -ENAMETOOLONG, "library path too long: %s", c->path);
-    ssize_t n = pread(c->memfd, c->save, c->save_len, (off_t)c->save_lo);
-    if (n != (ssize_t)c->save_len)
-        return fail(c, n < 0 ? -errno : -EIO, "reading the stack", err);
     int rc = inj_fpregs_get(c->tid, c->fp);
     if (rc < 0)
         return fail(c, rc, "reading FP registers", err);
     if (ptrace(PTRACE_GETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0)
         return fail(c, -errno, "reading the signal mask", err);
+    size_t fpcap = c->stub ? sizeof c->fp->buf + 64 : 0, fplen = 0, frame = 0;
+    unsigned char *fpimg = fpcap ? malloc(fpcap) : NULL;
+    int xstate = 0;
+    if (c->stub && fpimg)
+        fplen = inj_tramp_fpstate(c->fp, fpimg, fpcap, &xstate);
+    if (!fplen) { /* no room for the FP area: plain calls */
+        c->stub = 0;
+    } else {
+        frame = inj_tramp_frame_size();
+    }
+    unsigned long sp = inj_regs_sp(&c->saved) - INJ_REDZONE;
+    unsigned long str = (sp - len) & ~15UL;
+    unsigned long fp_at = (str - fplen) & ~63UL;
+    unsigned long t = c->stub ? (fp_at - frame - 8) & ~15UL : str - 16;
+    if (c->stub)
+        t -= INJ_TRAMP_PARAMS - 8; /* the frame starts at top + INJ_TRAMP_PARAMS - 8 */
+    t &= ~15UL;
+    c->save_lo = t - 64; /* room for the return address slot */
+    c->save_len = sp - c->save_lo;
+    c->save = malloc(c->save_len);
+    if (!c->save) {
+        free(fpimg);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
+    if (len > PATH_MAX) {
+        free(fpimg);
+        return pb_err_set(err, -ENAMETOOLONG, "library path too long: %s", c->path);
+    }
+    ssize_t n = pread(c->memfd, c->save, c->save_len, (off_t)c->save_lo);
+    if (n != (ssize_t)c->save_len) {
+        free(fpimg);
+        return fail(c, n < 0 ? -errno : -EIO, "reading the stack", err);
+    }
     c->hijacked = 1; /* from here on, restore() puts everything back */
-    if ((rc = mem_write(c, str, c->path, len)) < 0)
+    if ((rc = mem_write(c, str, c->path, len)) < 0) {
+        free(fpimg);
         return fail(c, rc, "writing the stack", err);
+    }
+    if (c->stub) {
+        unsigned char fr[1024];
+        if (frame > sizeof fr || inj_tramp_frame(fr, &c->saved, c->sigmask, fp_at, xstate) < 0)
+            rc = -EINVAL;
+        if (rc == 0)
+            rc = mem_write(c, fp_at, fpimg, fplen);
+        if (rc == 0)
+            rc = mem_write(c, t + INJ_TRAMP_PARAMS - 8, fr, frame);
+        if (rc == 0 && c->stub_len <= sizeof c->stub_saved &&
+            pread(c->memfd, c->stub_saved, c->stub_len, (off_t)c->stub) == (ssize_t)c->stub_len) {
+            c->stub_written = 1;
+            rc = mem_write(c, c->stub, c->stub_code, c->stub_len);
+        } else if (rc == 0) {
+            rc = -EIO;
+        }
+        if (rc < 0) {
+            PB_LOG(PB_LOG_INFO, "pid %d: no trampoline (%s): plain calls", (int)c->pid,
+                   pb_strerror(rc));
+            c->stub = 0;
+            rc = 0;
+        }
+    }
+    free(fpimg);
+    c->top = t;
     *path_addr = str;
-    *top = str - 16;
+    *top = t;
     return 0;
 }
 
@@ -497,13 +616,40 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
 {
     struct inj_regs r = c->saved;
     unsigned long slot = 0, zero = 0;
-    int rc = inj_remote_setup(&r, fn, args, nargs, top, &slot);
-    if (rc == 0 && slot)
-        rc = mem_write(c, slot, &zero, sizeof zero);
+    int rc;
+    if (c->stub) {
+        /* The parameter block, then the registers, then (once) the call's signal mask: if we
+         * die after any step, the thread either has not moved yet or runs the trampoline,
+         * which restores it. */
+        uint64_t params[INJ_TRAMP_PARAMS / 8] = {0};
+        params[0] = fn;
+        params[1] = fn == c->errno_fn ? 0 : c->errno_addr;
+        params[2] = (uint64_t)(uint32_t)c->saved_errno;
+        params[5] = (uint64_t)c->stop_sig;
+        rc = mem_write(c, top, params, sizeof params - 8); /* not the pretcode slot */
+        if (rc == 0)
+            rc = inj_tramp_setup(&r, c->stub, args, nargs, top);
+    } else {
+        rc = inj_remote_setup(&r, fn, args, nargs, top, &slot);
+        if (rc == 0 && slot)
+            rc = mem_write(c, slot, &zero, sizeof zero);
+    }
     if (rc < 0)
         return fail(c, rc, "writing the stack", err);
     if ((rc = inj_regs_set(c->tid, &r)) < 0)
         return fail(c, rc, "setting registers", err);
+    if (c->stub && !c->call_mask_set) {
+        /* During the call only the stop signal and the synchronous ones reach the thread:
+         * others wait for the thread's own mask (put back at restore) or go to other threads. */
+        uint64_t mask = ~0ULL;
+        static const int open_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
+        for (size_t i = 0; i < sizeof open_sigs / sizeof open_sigs[0]; i++)
+            mask &= ~(1ULL << (open_sigs[i] - 1));
+        mask &= ~(1ULL << (c->stop_sig - 1));
+        if (ptrace(PTRACE_SETSIGMASK, c->tid, (void *)sizeof mask, &mask) < 0)
+            return fail(c, -errno, "setting the signal mask", err);
+        c->call_mask_set = 1;
+    }
     if ((rc = inj_ptrace_cont(c->tid, 0)) < 0)
         return fail(c, rc, "resuming a thread", err);
     c->stopped = 0;
@@ -538,7 +684,16 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
             struct inj_regs now;
             if ((rc = inj_regs_get(c->tid, &now)) < 0)
                 return fail(c, rc, "reading registers", err);
-            if (sig == SIGSEGV && inj_regs_pc(&now) == 0) {
+            if (c->stub && sig == c->stop_sig && inj_regs_pc(&now) == c->stub + c->stub_stop) {
+                /* Our stop: the thread stays in this signal-delivery stop; the next call or
+                 * restore() resumes it with the signal cancelled. */
+                uint64_t v = 0;
+                if (pread(c->memfd, &v, sizeof v, (off_t)(top + 48)) != (ssize_t)sizeof v)
+                    return fail(c, -EIO, "reading the result", err);
+                *ret = (unsigned long)v;
+                return 0;
+            }
+            if (!c->stub && sig == SIGSEGV && inj_regs_pc(&now) == 0) {
                 *ret = inj_regs_ret(&now);
                 return 0;
             }
@@ -570,14 +725,19 @@ static int restore(struct ctx *c, int rc, struct pb_err *err)
             c->stopped = 1;
     }
     if (c->hijacked && c->stopped) {
-        int r0 = c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno,
-                                           sizeof c->saved_errno) : 0;
-        int r1 = mem_write(c, c->save_lo, c->save, c->save_len);
+        /* The thread's context first, its registers last of it (if we die before, the
+         * trampoline restores the thread; after, the thread is back where it was), then the
+         * memory we wrote, which nothing but us reads any more. */
         int r2 = inj_fpregs_set(c->tid, c->fp);
         int r3 = ptrace(PTRACE_SETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0
                      ? -errno : 0;
         int r4 = inj_regs_set(c->tid, &c->saved);
-        int bad = r0 < 0 ? r0 : r1 < 0 ? r1 : r2 < 0 ? r2 : r3 < 0 ? r3 : r4;
+        int r0 = c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno,
+                                           sizeof c->saved_errno) : 0;
+        int r1 = mem_write(c, c->save_lo, c->save, c->save_len);
+        if (r4 == 0 && c->stub_written && mem_write(c, c->stub, c->stub_saved, c->stub_len) == 0)
+            c->stub_written = 0;
+        int bad = r2 < 0 ? r2 : r3 < 0 ? r3 : r4 < 0 ? r4 : r0 < 0 ? r0 : r1;
         if (bad < 0 && rc == 0)
             rc = fail(c, bad, "restoring the thread", err);
         else if (bad < 0 && inj_proc_gone(c->pid) && rc != PB_EGONE)
@@ -612,6 +772,20 @@ static int read_string(struct ctx *c, unsigned long addr, char *buf, size_t n)
 
 int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err)
 {
+    /* Hold our catchable signals (Ctrl-C, SIGTERM from timeout or systemd, a closed terminal...)
+     * until the target is restored and detached: they take effect when we return. SIGCHLD is
+     * left to inj_ptrace_wait, the synchronous ones to the kernel. */
+    sigset_t hold, held;
+    sigfillset(&hold);
+    sigdelset(&hold, SIGCHLD);
+    sigdelset(&hold, SIGSEGV);
+    sigdelset(&hold, SIGBUS);
+    sigdelset(&hold, SIGILL);
+    sigdelset(&hold, SIGFPE);
+    sigdelset(&hold, SIGTRAP);
+    sigdelset(&hold, SIGSYS);
+    sigdelset(&hold, SIGABRT);
+    pthread_sigmask(SIG_BLOCK, &hold, &held);
     struct ctx *c = calloc(1, sizeof *c);
     struct inj_fpregs *fp = malloc(sizeof *fp);
     int rc = 0;
@@ -670,7 +844,10 @@ out:
         remove_copies(c);
         inj_maps_free(&c->maps);
     }
+    if (c)
+        free(c->save);
     free(fp);
     free(c);
+    pthread_sigmask(SIG_SETMASK, &held, NULL);
     return rc;
 }

@@ -36,6 +36,7 @@ struct inj_status {
     uid_t uid;            /* real uid */
     gid_t gid;            /* real gid */
     pid_t nspid;          /* pid in the innermost pid namespace */
+    uint64_t sigign, sigcgt; /* signals ignored and caught (bit n-1 for signal n) */
 };
 
 int inj_maps_read(pid_t pid, struct inj_maps *m);
@@ -70,6 +71,9 @@ const char *inj_elf_needed(const struct inj_elf *e, int i);
 uint64_t inj_elf_func_end_below(const struct inj_elf *e, uint64_t addr);
 /* Load bias of a mapping of this file at start with file offset off: runtime = link + bias. */
 int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off, uint64_t *bias);
+/* Link-time end (p_vaddr + p_memsz) of the executable PT_LOAD segment mapped from file offset
+ * off: the bytes after it, up to the end of its last page, belong to no section. 0, or -ENOENT. */
+int inj_elf_exec_end(const struct inj_elf *e, unsigned long off, uint64_t *end);
 /* Copy n bytes at link-time address vaddr from the file (constant data such as Py_Version). */
 int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n);
 
@@ -145,5 +149,26 @@ long inj_regs_syscall(const struct inj_regs *r, int memfd);
  * where the caller must store a zero return address (x86-64), or 0 if none is needed. */
 int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
                      unsigned long top, unsigned long *ret_slot);
+
+
+/* The self-restoring trampoline (x86_64.c has the full story): code written into unused padding
+ * of an executable mapping, which calls fn with the parameter block at the stack top, stops on
+ * a signal the target ignores, and then puts the thread back with rt_sigreturn from a frame the
+ * tracer built, so that a call survives the tracer's death. -ENOSYS where there is none. */
+#define INJ_TRAMP_PARAMS 64 /* fn, errno address, errno, -, -, stop signal, result, - */
+int inj_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off);
+/* Bytes of the frame written at top + INJ_TRAMP_PARAMS - 8 (its first 8: the pretcode slot). */
+size_t inj_tramp_frame_size(void);
+/* The FP area as the frame holds it (copied from f into out, with the kernel's end marker);
+ * its length, or 0 if it does not fit in cap. */
+size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap,
+                         int *xstate);
+/* Fill buf (inj_tramp_frame_size() bytes) with the frame that restores saved, sigmask and the
+ * FP area at fp_addr (64-byte aligned; fp_xstate: a full XSAVE area with its markers). */
+int inj_tramp_frame(unsigned char *buf, const struct inj_regs *saved, uint64_t sigmask,
+                    unsigned long fp_addr, int fp_xstate);
+/* Registers for a call through the stub at stub, the parameter block at top (16-aligned). */
+int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long *args, int nargs,
+                    unsigned long top);
 
 #endif

@@ -196,6 +196,10 @@ int inj_status_read(pid_t pid, struct inj_status *st)
         st->uid = (uid_t)strtoul(v, NULL, 10);
     if ((v = field(buf, "Gid")) != NULL)
         st->gid = (gid_t)strtoul(v, NULL, 10);
+    if ((v = field(buf, "SigIgn")) != NULL)
+        st->sigign = strtoull(v, NULL, 16);
+    if ((v = field(buf, "SigCgt")) != NULL)
+        st->sigcgt = strtoull(v, NULL, 16);
     st->nspid = pid;
     if ((v = field(buf, "NSpid")) != NULL) {
         /* The last number on the line is the pid in the target's own namespace. */

@@ -107,6 +107,42 @@ int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *
     *ret_slot = 0;
     return 0;
 }
+
+/* No self-restoring trampoline here yet (see x86_64.c): a remote call returns to address 0, and
+ * the injector holds the caller's catchable signals across it. Not tested: this machine runs
+ * aarch64 only under qemu-user, which has no ptrace. */
+int inj_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
+{
+    (void)code, (void)len, (void)stop_off;
+    return -ENOSYS;
+}
+
+size_t inj_tramp_frame_size(void)
+{
+    return 0;
+}
+
+size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap,
+                         int *xstate)
+{
+    (void)f, (void)out, (void)cap;
+    *xstate = 0;
+    return 0;
+}
+
+int inj_tramp_frame(unsigned char *buf, const struct inj_regs *saved, uint64_t sigmask,
+                    unsigned long fp_addr, int fp_xstate)
+{
+    (void)buf, (void)saved, (void)sigmask, (void)fp_addr, (void)fp_xstate;
+    return -ENOSYS;
+}
+
+int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long *args, int nargs,
+                    unsigned long top)
+{
+    (void)r, (void)stub, (void)args, (void)nargs, (void)top;
+    return -ENOSYS;
+}
 #else
 /* Compiled on other architectures as an empty unit so one source list serves every build. */
 typedef int inj_remote_aarch64_unused;
