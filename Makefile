@@ -152,7 +152,7 @@ $(call obj,injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 # (injector/cli/ext_load.c), so that inject, debug --dump and the rest start without them.
 # -z defs: it calls nothing of the CLI (an executable exports nothing to it).
 EXT_LIB := $(B)/lib/probing/probing-cli.so
-$(EXT_LIB): $(call obj,$(EXT_SRCS) common/evalpart.c)
+$(EXT_LIB): $(call obj,$(EXT_SRCS) common/evalpart.c common/regfile.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -shared -Wl,-soname,probing-cli.so -Wl,-z,defs -o $@ $^ $(EXT_PKG_LIBS) \
@@ -320,7 +320,8 @@ FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.
 FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
              tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c \
              tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/core/settings.c probe/core/settings_compat.c \
-             probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h
+             probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h \
+             injector/inject/elf.c injector/cli/corefile.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)

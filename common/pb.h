@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Project error codes, in their own negative range below -errno values. */
 #define PB_ERRORS(X)                                                      \
@@ -76,6 +77,18 @@ size_t pb_strlcpy(char *dst, const char *src, size_t n);
 /* Read a whole small file (e.g. under /proc) into buf, NUL-terminated. Returns bytes read or
  * -errno. */
 long pb_read_file(const char *path, char *buf, size_t n);
+
+/* 1 when [off, off + len) lies within [0, size), without the overflow of off + len: the bounds
+ * check for every offset and size a file gives (ELF headers, sections, notes). */
+static inline int pb_in_range(uint64_t off, uint64_t len, uint64_t size)
+{
+    return off <= size && len <= size - off;
+}
+/* path opened read-only when it is a regular file (regfile.c): a descriptor, or -errno
+ * (-EINVAL: a FIFO, device or socket, which is never opened; -EISDIR). *st (may be NULL) gets
+ * its stat. Never blocks on what the path names. */
+struct stat;
+int pb_open_regular(const char *path, struct stat *st);
 
 /* An aligned text table (table.c): a header line, a dashes line, one line per row; cells is
  * row-major (nrows * ncols), NULL cells are shown as NULL, long cells are clipped with "...".

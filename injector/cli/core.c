@@ -16,30 +16,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "corefile.h"
 #include "injector/inject/inj.h"
 
-#ifndef NT_FILE
-#define NT_FILE 0x46494c45
-#endif
-
-struct cmap {
-    unsigned long start, end, off; /* off: bytes into the file */
-    const char *path;
-};
-
-static struct {
-    const unsigned char *data;
-    size_t size;
-    const Elf64_Phdr *ph;
-    int nph;
-    struct cmap *maps;
-    int nmaps;
-    int pid;
-    int tids[4096]; /* the threads' NT_PRSTATUS pr_pid */
-    uintptr_t regs[4096][3]; /* and their pc, sp, frame pointer */
-    int ntids;
-    const struct cli_ext *ext; /* --native: names and lines from DWARF (ext/srcline.c) */
-} core;
+static struct core_file core;
+static const struct cli_ext *core_ext; /* --native: names and lines from DWARF (ext/srcline.c) */
 
 static int core_task(long tid)
 {
@@ -49,105 +30,11 @@ static int core_task(long tid)
     return 0;
 }
 
-/* Up to n bytes at addr from one place: a PT_LOAD segment's bytes in the core, else the file a
- * mapping of the core's NT_FILE note maps there. The count, or -1. */
-static ssize_t core_read_one(uintptr_t addr, void *dst, size_t n)
-{
-    for (int i = 0; i < core.nph; i++) {
-        const Elf64_Phdr *p = &core.ph[i];
-        if (p->p_type != PT_LOAD || addr < p->p_vaddr || addr - p->p_vaddr >= p->p_memsz)
-            continue;
-        uint64_t in = addr - p->p_vaddr;
-        if (n > p->p_memsz - in)
-            n = p->p_memsz - in;
-        if (in < p->p_filesz) {
-            if (n > p->p_filesz - in)
-                n = p->p_filesz - in;
-            if (p->p_offset + in + n > core.size)
-                return -1;
-            memcpy(dst, core.data + p->p_offset + in, n);
-            return (ssize_t)n;
-        }
-        break; /* not in the core: perhaps in a mapped file */
-    }
-    for (int i = 0; i < core.nmaps; i++) {
-        const struct cmap *m = &core.maps[i];
-        if (addr < m->start || addr >= m->end)
-            continue;
-        if (n > m->end - addr)
-            n = m->end - addr;
-        int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return -1;
-        ssize_t r = pread(fd, dst, n, (off_t)(m->off + (addr - m->start)));
-        close(fd);
-        return r > 0 ? r : -1;
-    }
-    return -1;
-}
-
 /* n bytes at addr, which may span segments (gcore writes one per mapping, and a read of a
  * thread's frames can cross from one mapping into the next). */
 static int core_read(uintptr_t addr, void *dst, size_t n)
 {
-    while (n > 0) {
-        ssize_t r = core_read_one(addr, dst, n);
-        if (r <= 0)
-            return -1;
-        addr += (size_t)r;
-        dst = (char *)dst + r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-/* The NT_FILE and NT_PRPSINFO notes of one PT_NOTE segment. */
-static void notes_read(const Elf64_Phdr *p)
-{
-    size_t at = p->p_offset, end = p->p_offset + p->p_filesz;
-    if (end > core.size)
-        return;
-    while (at + sizeof(Elf64_Nhdr) <= end) {
-        const Elf64_Nhdr *nh = (const Elf64_Nhdr *)(core.data + at);
-        size_t desc = at + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
-        size_t next = desc + ((nh->n_descsz + 3) & ~3u);
-        if (next > end)
-            break;
-        const unsigned char *d = core.data + desc;
-        if (nh->n_type == NT_PRSTATUS && nh->n_descsz >= 36 && core.ntids < 4096) {
-            memcpy(&core.tids[core.ntids], d + 32, sizeof(int)); /* elf_prstatus.pr_pid */
-#if defined(__x86_64__)
-            /* pr_reg (user_regs_struct) at 112: rbp is its 5th word, rip the 17th, rsp the 20th */
-            if (nh->n_descsz >= 112 + 27 * 8) {
-                memcpy(&core.regs[core.ntids][0], d + 112 + 16 * 8, 8);
-                memcpy(&core.regs[core.ntids][1], d + 112 + 19 * 8, 8);
-                memcpy(&core.regs[core.ntids][2], d + 112 + 4 * 8, 8);
-            }
-#endif
-            core.ntids++;
-        } else if (nh->n_type == NT_PRPSINFO && nh->n_descsz >= 28 && core.pid == 0) {
-            int pid;
-            memcpy(&pid, d + 24, sizeof pid); /* struct elf_prpsinfo.pr_pid (x86-64, aarch64) */
-            core.pid = pid;
-        } else if (nh->n_type == NT_FILE && nh->n_descsz >= 16 && !core.maps) {
-            uint64_t count, page;
-            memcpy(&count, d, 8);
-            memcpy(&page, d + 8, 8);
-            if (count > 65536 || 16 + count * 24 > nh->n_descsz)
-                break;
-            core.maps = calloc(count + 1, sizeof *core.maps);
-            const char *names = (const char *)d + 16 + count * 24;
-            const char *stop = (const char *)d + nh->n_descsz;
-            for (uint64_t i = 0; core.maps && i < count && names < stop; i++) {
-                uint64_t v[3];
-                memcpy(v, d + 16 + i * 24, sizeof v);
-                core.maps[i] = (struct cmap){v[0], v[1], v[2] * page, names};
-                names += strnlen(names, (size_t)(stop - names)) + 1;
-                core.nmaps++;
-            }
-        }
-        at = next;
-    }
+    return core_file_read(&core, addr, dst, n);
 }
 
 static const char *base_of(const char *p)
@@ -158,11 +45,11 @@ static const char *base_of(const char *p)
 
 /* The mapping (at its lowest file offset) of the interpreter: exe when given, else
  * libpython3.X, else an executable named pythonX.Y; its version from the file's name. */
-static const struct cmap *interp_map(const char *exe, int ver[3])
+static const struct core_map *interp_map(const char *exe, int ver[3])
 {
     char real[PATH_MAX];
     const char *path = NULL;
-    const struct cmap *best = NULL;
+    const struct core_map *best = NULL;
     int a, c;
     if (exe) {
         if (!realpath(exe, real))
@@ -202,7 +89,7 @@ static int core_mods(struct cli_read_mod *mods, int max)
     return n;
 }
 
-static const struct cmap *map_of(uintptr_t pc)
+static const struct core_map *map_of(uintptr_t pc)
 {
     for (int i = 0; i < core.nmaps; i++)
         if (pc >= core.maps[i].start && pc < core.maps[i].end)
@@ -215,17 +102,17 @@ static const struct cmap *map_of(uintptr_t pc)
 static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_eval,
                           int *internal)
 {
-    const struct cmap *m = map_of(pc);
+    const struct core_map *m = map_of(pc);
     char file[1024] = "", func[512] = "", hex[32];
     unsigned long bias = 0;
     unsigned long long off = 0;
     int line = 0;
     cJSON *o = cJSON_CreateObject();
     if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
-        core.ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line,
+        core_ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line,
                           func, sizeof func, &off);
     if (!func[0] && m && strcmp(m->path, interp) == 0 &&
-        core.ext->eval_part(0, m->path, depth > 0 ? pc - 1 : pc, bias))
+        core_ext->eval_part(0, m->path, depth > 0 ? pc - 1 : pc, bias))
         snprintf(func, sizeof func, "_PyEval_EvalFrameDefault.cold"); /* as the probe names it */
     *is_eval = strncmp(func, "_PyEval_EvalFrameDefault", 24) == 0;
     *internal = *is_eval || (m && strcmp(m->path, interp) == 0 && pb_cpython_machinery(func));
@@ -353,11 +240,10 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     const struct cli_ext *ext = NULL;
     if (native && !(ext = cli_ext_load(err)))
         return NULL;
-    int ver[3], fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        pb_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    int ver[3], fd = pb_open_regular(path, &st); /* a FIFO would block */
+    if (fd < 0) {
+        pb_err_set(err, fd, fd == -EINVAL ? "cannot open %s: not a regular file: give a core "
+                   "file" : "cannot open %s: %s", path, pb_strerror(fd));
         return NULL;
     }
     void *map = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
@@ -367,22 +253,12 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         pb_err_set(err, -errno, "cannot map %s: %s", path, strerror(errno));
         return NULL;
     }
-    memset(&core, 0, sizeof core);
-    core.ext = ext;
-    core.data = map;
-    core.size = (size_t)st.st_size;
-    const Elf64_Ehdr *eh = map;
-    if (core.size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_type != ET_CORE ||
-        eh->e_phoff + (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > core.size) {
+    size_t size = (size_t)st.st_size;
+    if (core_file_parse(&core, map, size) < 0) {
         pb_err_set(err, PB_EBADARG, "%s is not a 64-bit ELF core file", path);
         goto out;
     }
-    core.ph = (const Elf64_Phdr *)(core.data + eh->e_phoff);
-    core.nph = eh->e_phnum;
-    for (int i = 0; i < core.nph; i++)
-        if (core.ph[i].p_type == PT_NOTE)
-            notes_read(&core.ph[i]);
+    core_ext = ext;
     if (sysroot) {
         struct stat rs;
         if (stat(sysroot, &rs) != 0 || !S_ISDIR(rs.st_mode)) {
@@ -392,7 +268,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         }
         reroot(sysroot);
     }
-    const struct cmap *m = interp_map(exe, ver);
+    const struct core_map *m = interp_map(exe, ver);
     unsigned long addrs[5];
     if (!m) {
         pb_err_set(err, PB_ENOPYTHON, "%s maps no libpython3.X%s: give the interpreter with "
@@ -415,8 +291,8 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     }
 out:
     unroot();
-    free(core.maps);
-    munmap(map, core.size);
+    core_file_free(&core);
+    munmap(map, size);
     memset(&core, 0, sizeof core);
     return body;
 }

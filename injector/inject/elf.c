@@ -14,19 +14,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Every offset and size below is the file's word: each is checked with pb_in_range (off + len
+ * could wrap past 2^64), and each table read in place must be aligned for its type. */
+static int in_file(const struct inj_elf *e, uint64_t off, uint64_t len)
+{
+    return pb_in_range(off, len, e->size);
+}
+
+int inj_elf_init(struct inj_elf *e, const void *data, size_t size)
+{
+    const Elf64_Ehdr *eh = data;
+    e->data = data;
+    e->size = size;
+    if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+        eh->e_phoff % 8 || !in_file(e, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)) ||
+        (eh->e_shnum && (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff % 8 ||
+                         !in_file(e, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr))))) {
+        e->data = NULL;
+        e->size = 0;
+        return -ENOEXEC;
+    }
+    return 0;
+}
+
 int inj_elf_open(const char *path, struct inj_elf *e)
 {
     struct stat sb;
     int rc = 0;
     e->data = NULL;
     e->size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = pb_open_regular(path, &sb); /* a FIFO would block, a device act */
     if (fd < 0)
-        return -errno;
-    if (fstat(fd, &sb) < 0) {
-        rc = -errno;
-        goto out;
-    }
+        return fd == -EINVAL || fd == -EISDIR ? -ENOEXEC : fd;
     if (sb.st_size < (off_t)sizeof(Elf64_Ehdr)) {
         rc = -ENOEXEC;
         goto out;
@@ -36,17 +56,8 @@ int inj_elf_open(const char *path, struct inj_elf *e)
         rc = -errno;
         goto out;
     }
-    e->data = p;
-    e->size = (size_t)sb.st_size;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)e->data;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_phentsize != sizeof(Elf64_Phdr) ||
-        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > e->size ||
-        (eh->e_shnum && (eh->e_shentsize != sizeof(Elf64_Shdr) ||
-                         eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > e->size))) {
-        inj_elf_close(e);
-        rc = -ENOEXEC;
-    }
+    if ((rc = inj_elf_init(e, p, (size_t)sb.st_size)) < 0)
+        munmap(p, (size_t)sb.st_size);
 out:
     close(fd);
     return rc;
@@ -95,8 +106,8 @@ static int table(const struct inj_elf *e, uint32_t type, struct symtab *t)
         if (s->sh_type != type)
             continue;
         const Elf64_Shdr *ss = shdr(e, s->sh_link);
-        if (!ss || s->sh_offset + s->sh_size > e->size || ss->sh_offset + ss->sh_size > e->size ||
-            s->sh_entsize != sizeof(Elf64_Sym))
+        if (!ss || !in_file(e, s->sh_offset, s->sh_size) || s->sh_offset % 8 ||
+            !in_file(e, ss->sh_offset, ss->sh_size) || s->sh_entsize != sizeof(Elf64_Sym))
             return -ENOEXEC;
         t->sym = (const Elf64_Sym *)(e->data + s->sh_offset);
         t->n = s->sh_size / sizeof(Elf64_Sym);
@@ -105,8 +116,8 @@ static int table(const struct inj_elf *e, uint32_t type, struct symtab *t)
         if (type == SHT_DYNSYM) {
             for (unsigned j = 0; j < ehdr(e)->e_shnum; j++) {
                 const Elf64_Shdr *v = shdr(e, j);
-                if (v->sh_type == SHT_GNU_versym && v->sh_link == i &&
-                    v->sh_offset + t->n * 2 <= e->size)
+                if (v->sh_type == SHT_GNU_versym && v->sh_link == i && v->sh_offset % 2 == 0 &&
+                    in_file(e, v->sh_offset, (uint64_t)t->n * 2))
                     t->ver = (const uint16_t *)(e->data + v->sh_offset);
             }
         }
@@ -133,12 +144,12 @@ static int defined(const Elf64_Sym *s)
 int inj_elf_section(const struct inj_elf *e, const char *name, size_t *off, size_t *size)
 {
     const Elf64_Shdr *names = shdr(e, ehdr(e)->e_shstrndx);
-    if (!names || names->sh_offset + names->sh_size > e->size)
+    if (!names || !in_file(e, names->sh_offset, names->sh_size))
         return -ENOENT;
     for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
         const Elf64_Shdr *s = shdr(e, i);
         if (s->sh_name >= names->sh_size || s->sh_type == SHT_NOBITS ||
-            s->sh_offset + s->sh_size > e->size)
+            !in_file(e, s->sh_offset, s->sh_size))
             continue;
         const char *n = (const char *)e->data + names->sh_offset + s->sh_name;
         size_t left = names->sh_size - s->sh_name;
@@ -157,8 +168,8 @@ const char *inj_elf_needed(const struct inj_elf *e, int i)
         const Elf64_Shdr *s = shdr(e, k), *ss;
         if (s->sh_type != SHT_DYNAMIC)
             continue;
-        if (!(ss = shdr(e, s->sh_link)) || s->sh_offset + s->sh_size > e->size ||
-            ss->sh_offset + ss->sh_size > e->size)
+        if (!(ss = shdr(e, s->sh_link)) || !in_file(e, s->sh_offset, s->sh_size) ||
+            s->sh_offset % 8 || !in_file(e, ss->sh_offset, ss->sh_size))
             return NULL;
         const Elf64_Dyn *d = (const Elf64_Dyn *)(e->data + s->sh_offset);
         const char *str = (const char *)e->data + ss->sh_offset;
@@ -189,7 +200,7 @@ static int gnu_hash_range(const struct inj_elf *e, unsigned dynsym, size_t nsyms
         const Elf64_Shdr *s = shdr(e, i);
         if (s->sh_type != SHT_GNU_HASH || s->sh_link != dynsym)
             continue;
-        if (s->sh_size < 16 || s->sh_offset % 8 || s->sh_offset + s->sh_size > e->size)
+        if (s->sh_size < 16 || s->sh_offset % 8 || !in_file(e, s->sh_offset, s->sh_size))
             return 1;
         const uint32_t *w = (const uint32_t *)(e->data + s->sh_offset);
         uint32_t nb = w[0], symoff = w[1], nbloom = w[2], shift = w[3];
@@ -321,11 +332,13 @@ int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n)
 {
     for (int i = 0; i < ehdr(e)->e_phnum; i++) {
         const Elf64_Phdr *p = phdr(e, i);
-        if (p->p_type != PT_LOAD || vaddr < p->p_vaddr || vaddr + n > p->p_vaddr + p->p_filesz)
+        if (p->p_type != PT_LOAD || vaddr < p->p_vaddr ||
+            !pb_in_range(vaddr - p->p_vaddr, n, p->p_filesz))
             continue;
-        uint64_t off = p->p_offset + (vaddr - p->p_vaddr);
-        if (off + n > e->size)
+        if (vaddr - p->p_vaddr > UINT64_MAX - p->p_offset ||
+            !in_file(e, p->p_offset + (vaddr - p->p_vaddr), n))
             return -ENOEXEC;
+        uint64_t off = p->p_offset + (vaddr - p->p_vaddr);
         memcpy(buf, e->data + off, n);
         return 0;
     }

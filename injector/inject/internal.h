@@ -58,7 +58,12 @@ struct inj_elf {
     size_t size;
 };
 
+/* path mapped when it is a regular file holding a valid 64-bit ELF header: 0, -ENOEXEC (not
+ * such a file: a FIFO or device is never opened), or -errno. */
 int inj_elf_open(const char *path, struct inj_elf *e);
+/* The size bytes at data (not copied; inj_elf_close is not for it) read as an ELF file, when
+ * its header and header tables lie within them: 0 or -ENOEXEC (e zeroed). */
+int inj_elf_init(struct inj_elf *e, const void *data, size_t size);
 void inj_elf_close(struct inj_elf *e);
 /* Link-time value and size of a defined symbol (.dynsym first, then .symtab; the default version
  * wins over hidden compat versions). 0, or -ENOENT. */

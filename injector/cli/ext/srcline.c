@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ext.h"
+#include "pb.h"
 
 #define MAX_OBJECTS 256
 
@@ -42,11 +43,11 @@ static Dwfl *obj_open(pid_t pid, const char *path, unsigned long long bias)
     int fd = -1;
     if (pid > 0) {
         snprintf(full, sizeof full, "/proc/%d/root%s", (int)pid, path);
-        fd = open(full, O_RDONLY | O_CLOEXEC);
+        fd = pb_open_regular(full, NULL); /* a core names any path: no FIFO, no device */
     }
     if (fd < 0) {
         snprintf(full, sizeof full, "%s", path);
-        fd = open(full, O_RDONLY | O_CLOEXEC);
+        fd = pb_open_regular(full, NULL);
     }
     if (fd < 0)
         return NULL;
@@ -192,8 +193,8 @@ static const unsigned char *module_bytes(Dwfl_Module *m, unsigned long addr, siz
         if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
             continue;
         unsigned long v = addr - bias;
-        if (v >= ph.p_vaddr && v + n <= ph.p_vaddr + ph.p_filesz &&
-            ph.p_offset + (v - ph.p_vaddr) + n <= size)
+        if (v >= ph.p_vaddr && pb_in_range(v - ph.p_vaddr, n, ph.p_filesz) &&
+            pb_in_range(ph.p_offset, ph.p_filesz, size))
             return (const unsigned char *)raw + ph.p_offset + (v - ph.p_vaddr);
     }
     return NULL;

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* An ELF core file read as memory (corefile.c), for `probing dump --core` (core.c): its PT_LOAD
+ * segments, its NT_FILE note's mapped files (read from disk where the core left a mapping
+ * out), and its threads' NT_PRSTATUS. Every offset and size in it is the core's word, which a
+ * hostile core chooses: all are checked without overflow, names must end within their note,
+ * and only regular files are opened. No allocation but the mapping table (core_file_free). */
+#ifndef PROBING_COREFILE_H
+#define PROBING_COREFILE_H
+
+#include <elf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct core_map {
+    unsigned long start, end, off; /* off: bytes into the file */
+    const char *path;              /* NUL-terminated within the core's note */
+};
+
+#define CORE_MAX_THREADS 4096
+
+struct core_file {
+    const unsigned char *data;
+    size_t size;
+    const Elf64_Phdr *ph;
+    int nph;
+    struct core_map *maps;
+    int nmaps;
+    int pid;
+    int tids[CORE_MAX_THREADS];            /* the threads' NT_PRSTATUS pr_pid */
+    uintptr_t regs[CORE_MAX_THREADS][3];   /* and their pc, sp, frame pointer */
+    int ntids;
+};
+
+/* The size bytes at data (kept, not copied) read as a 64-bit ELF core: 0, or -ENOEXEC when
+ * it is not one (its program headers do not lie within it). Notes that do not fit are
+ * skipped. */
+int core_file_parse(struct core_file *c, const void *data, size_t size);
+void core_file_free(struct core_file *c);
+/* Up to n bytes at addr from one place: a PT_LOAD segment's bytes in the core, else the file
+ * an NT_FILE mapping maps there (a regular file only). The count, or -1. */
+long core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
+/* n bytes at addr, across segments and mappings: 0, or -1. */
+int core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
+
+#endif
