@@ -95,6 +95,16 @@ int pb_open_regular(const char *path, struct stat *st);
  * Returns a malloc'd string the caller frees, or NULL on allocation failure. */
 char *pb_table_render(int ncols, const char *const *cols, size_t nrows, const char *const *cells);
 
+/* Text a target chose (names, argv, environment, table cells) made safe for a terminal
+ * (termtext.c): C0 controls (tab and newline too), DEL and C1 controls (U+0080-U+009F) become
+ * visible escapes (\x1b, \u009b), bytes that are not valid UTF-8 \xNN; valid UTF-8 is kept.
+ * pb_term_escape returns a malloc'd string the caller frees, or NULL on allocation failure;
+ * pb_term_escape_lines the same but keeps newline and tab (query cells: a CSV field, quoted,
+ * may span lines; the table shows them as spaces); pb_term_clean is 1 when s needs no escape. */
+char *pb_term_escape(const char *s);
+char *pb_term_escape_lines(const char *s);
+int pb_term_clean(const char *s);
+
 /* Native and Python stacks merged (stackmerge.c). is_eval[i]: native frame i (innermost first)
  * is the interpreter's eval loop; entry[i]: Python frame i (innermost first) is the first frame
  * its eval-loop call ran. Fills out (room for nn + np steps) with the merged stack, innermost

@@ -24,7 +24,8 @@ static void help(void)
 
 static void print_thread(const cJSON *t)
 {
-    printf("Thread %.0f \"%s\"%s%s\n", cli_json_num(t, "id", 0), cli_json_str(t, "name") ? cli_json_str(t, "name") : "",
+    printf("Thread %.0f \"%s\"%s%s\n", cli_json_num(t, "id", 0),
+           cli_json_str(t, "name") ? cli_json_text(t, "name") : "",
            cli_json_true(t, "main") ? " (main)" : "",
            cli_json_true(t, "holdsGil") ? " holds the GIL" : "");
     const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
@@ -33,7 +34,7 @@ static void print_thread(const cJSON *t)
     int i = 0;
     cJSON_ArrayForEach(f, frames)
     {
-        printf("  #%d %s (%s:%.0f)\n", i++, cli_json_str(f, "name"), cli_json_str(f, "file"),
+        printf("  #%d %s (%s:%.0f)\n", i++, cli_json_text(f, "name"), cli_json_text(f, "file"),
                cli_json_num(f, "line", 0));
         cli_print_locals(f, "        ");
     }
@@ -97,7 +98,7 @@ int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv)
         cJSON_free(s);
     } else {
         if (cli_json_str(body, "localsError"))
-            printf("note: %s\n", cli_json_str(body, "localsError"));
+            printf("note: %s\n", cli_json_text(body, "localsError"));
         print_thread(found);
     }
     cJSON_Delete(body);

@@ -36,7 +36,7 @@ struct cli_opts {
 
 /* ---- output.c: errors, usage, printing response bodies ---- */
 
-/* Prints "probing: error: <msg>" on stderr. */
+/* Prints "probing: error: <msg>" on stderr, the message made safe for a terminal as cli_tx. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* For getopt's '?' in a command: prints "probing: error: CMD: unknown option ..." and returns
  * CLI_USAGE. Commands set opterr = 0 first. */
@@ -53,6 +53,14 @@ const char *cli_json_str(const cJSON *o, const char *k);
 double cli_json_num(const cJSON *o, const char *k, double dflt);
 int cli_json_true(const cJSON *o, const char *k);
 void cli_print_json(const cJSON *v);
+/* Text for the terminal: s (a string the target chose: a function, file, thread or module
+ * name, argv, an environment value, a table cell, a host name) with its control characters
+ * shown as escapes (pb_term_escape: C0 with tab and newline, DEL, C1, invalid UTF-8). s itself
+ * when it has none; else a copy that stays valid for the next 63 calls (a ring: use it within
+ * one print). NULL for NULL. JSON output never goes through it: cJSON escapes and stays exact.
+ * cli_json_text is cli_tx(cli_json_str(o, k)). */
+const char *cli_tx(const char *s);
+const char *cli_json_text(const cJSON *o, const char *k);
 /* Print a response body as JSON (json) or with text(), then delete it. Returns CLI_OK. */
 int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
 /* dumptext.c: prints a probing/dump body as text (threads, frames, merged native frames). */

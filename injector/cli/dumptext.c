@@ -11,20 +11,20 @@ static void print_nframe(const cJSON *f, const char *indent)
 {
     const char *kind = cli_json_str(f, "kind");
     if (kind && strcmp(kind, "python") == 0) {
-        printf("%s(Python) %s (%s:%d)\n", indent, cli_json_str(f, "name"),
-               cli_json_str(f, "file"), (int)cli_json_num(f, "line", 0));
+        printf("%s(Python) %s (%s:%d)\n", indent, cli_json_text(f, "name"),
+               cli_json_text(f, "file"), (int)cli_json_num(f, "line", 0));
         return;
     }
-    const char *name = cli_json_str(f, "name"), *mod = cli_json_str(f, "module");
+    const char *name = cli_json_text(f, "name"), *mod = cli_json_text(f, "module");
     const char *base = mod ? strrchr(mod, '/') : NULL;
     if (name)
         printf("%s(native) %s+0x%llx", indent, name,
                (unsigned long long)cli_json_num(f, "offset", 0));
     else
-        printf("%s(native) %s", indent, cli_json_str(f, "address"));
+        printf("%s(native) %s", indent, cli_json_text(f, "address"));
     printf(" in %s", base ? base + 1 : mod ? mod : "?");
-    if (cli_json_str(f, "file"))
-        printf(" (%s:%d)", cli_json_str(f, "file"), (int)cli_json_num(f, "line", 0));
+    if (cli_json_text(f, "file"))
+        printf(" (%s:%d)", cli_json_text(f, "file"), (int)cli_json_num(f, "line", 0));
     printf("\n");
 }
 
@@ -33,9 +33,9 @@ static void print_native(const cJSON *t)
 {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "native"), *f;
     if (!cli_json_true(n, "answered")) {
-        printf("    note: native stack not read: %s\n", cli_json_str(n, "error"));
+        printf("    note: native stack not read: %s\n", cli_json_text(n, "error"));
         cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
-            printf("    (Python) %s (%s:%d)\n", cli_json_str(f, "name"), cli_json_str(f, "file"),
+            printf("    (Python) %s (%s:%d)\n", cli_json_text(f, "name"), cli_json_text(f, "file"),
                    (int)cli_json_num(f, "line", 0));
         return;
     }
@@ -61,14 +61,14 @@ void cli_dump_print(const cJSON *d)
     const cJSON *gil = cJSON_GetObjectItemCaseSensitive(d, "gil");
     const cJSON *holder = cJSON_GetObjectItemCaseSensitive(gil, "holder");
     printf("Process %d, CPython %s, %d Python thread%s\n", (int)cli_json_num(d, "pid", 0),
-           cli_json_str(d, "python") ? cli_json_str(d, "python") : "?", cJSON_GetArraySize(threads),
+           cli_json_text(d, "python") ? cli_json_text(d, "python") : "?", cJSON_GetArraySize(threads),
            cJSON_GetArraySize(threads) == 1 ? "" : "s");
     if (cJSON_IsNumber(holder))
         printf("GIL: held by thread %d\n", holder->valueint);
     else
         printf("GIL: not held\n");
-    if (cli_json_str(d, "localsError"))
-        printf("note: %s\n", cli_json_str(d, "localsError"));
+    if (cli_json_text(d, "localsError"))
+        printf("note: %s\n", cli_json_text(d, "localsError"));
     const cJSON *t;
     cJSON_ArrayForEach(t, threads)
     {
@@ -82,7 +82,7 @@ void cli_dump_print(const cJSON *d)
         if (cli_json_true(t, "truncated"))
             strcat(tags, ", stack truncated");
         printf("\nThread %d \"%s\" (ident %.0f%s)\n", (int)cli_json_num(t, "id", 0),
-               cli_json_str(t, "name") ? cli_json_str(t, "name") : "", cli_json_num(t, "ident", 0), tags);
+               cli_json_text(t, "name") ? cli_json_text(t, "name") : "", cli_json_num(t, "ident", 0), tags);
         const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
         if (cJSON_GetObjectItemCaseSensitive(t, "native")) {
             print_native(t);
@@ -92,7 +92,7 @@ void cli_dump_print(const cJSON *d)
             printf("    (no Python frames)\n");
         cJSON_ArrayForEach(f, frames)
         {
-            printf("    %s (%s:%d)\n", cli_json_str(f, "name"), cli_json_str(f, "file"),
+            printf("    %s (%s:%d)\n", cli_json_text(f, "name"), cli_json_text(f, "file"),
                    (int)cli_json_num(f, "line", 0));
             cli_print_locals(f, "        ");
         }

@@ -109,13 +109,13 @@ int cli_cmd_list(const struct cli_opts *o, int argc, char **argv)
             const cJSON *sock = cJSON_GetObjectItem(p, "socket"), *tcp = cJSON_GetObjectItem(p, "tcp");
             const cJSON *er = cJSON_GetObjectItem(p, "error");
             printf("%-8d %-8s %-36s %-22s %s\n", cJSON_GetObjectItem(p, "pid")->valueint,
-                   cJSON_GetObjectItem(p, "python")->valuestring,
-                   cJSON_IsString(sock) ? sock->valuestring : "(not answering)",
-                   cJSON_IsString(tcp) ? tcp->valuestring : "-",
-                   cJSON_GetObjectItem(p, "command")->valuestring);
+                   cli_json_text(p, "python"),
+                   cJSON_IsString(sock) ? cli_tx(sock->valuestring) : "(not answering)",
+                   cJSON_IsString(tcp) ? cli_tx(tcp->valuestring) : "-",
+                   cli_json_text(p, "command"));
             if (cJSON_IsString(er))
                 fprintf(stderr, "probing: warning: %d: %s\n",
-                        cJSON_GetObjectItem(p, "pid")->valueint, er->valuestring);
+                        cJSON_GetObjectItem(p, "pid")->valueint, cli_tx(er->valuestring));
         }
     }
     cJSON_Delete(all);

@@ -14,11 +14,36 @@
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
+    char *msg = NULL;
     va_start(ap, fmt);
-    fputs("probing: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = vasprintf(&msg, fmt, ap);
     va_end(ap);
+    /* Messages carry the target's names and paths: one line, no control characters. */
+    fprintf(stderr, "probing: error: %s\n", n < 0 ? "out of memory" : cli_tx(msg));
+    if (n >= 0)
+        free(msg);
+}
+
+#define CLI_TX_RING 64
+
+const char *cli_tx(const char *s)
+{
+    static char *ring[CLI_TX_RING]; /* the CLI prints from one thread */
+    static unsigned next;
+    if (!s || pb_term_clean(s))
+        return s;
+    char *e = pb_term_escape(s);
+    if (!e)
+        return "<out of memory>";
+    free(ring[next]);
+    ring[next] = e;
+    next = (next + 1) % CLI_TX_RING;
+    return e;
+}
+
+const char *cli_json_text(const cJSON *o, const char *k)
+{
+    return cli_tx(cli_json_str(o, k));
 }
 
 int cli_bad_option(const char *cmd, char **argv)
@@ -92,19 +117,20 @@ void cli_print_locals(const cJSON *frame, const char *indent)
     const cJSON *locals = cJSON_GetObjectItemCaseSensitive(frame, "locals"), *l;
     cJSON_ArrayForEach(l, locals)
     {
-        const char *v = cli_json_str(l, "value"), *type = cli_json_str(l, "type");
-        printf("%s%s = %s  (%s)\n", indent, cli_json_str(l, "name"), v ? v : "<not read>",
+        const char *v = cli_json_text(l, "value"), *type = cli_json_text(l, "type");
+        printf("%s%s = %s  (%s)\n", indent, cli_json_text(l, "name"), v ? v : "<not read>",
                type ? type : "?");
     }
 }
 
-/* Text of a cell (numbers as integers when integral). Returns a malloc'd string, or NULL for
- * SQL NULL. */
+/* Text of a cell (numbers as integers when integral; strings with their control characters
+ * escaped as cli_tx does, except newline and tab: CSV quotes them, the table shows them as
+ * spaces). Returns a malloc'd string, or NULL for SQL NULL. */
 static char *cell_text(const cJSON *v)
 {
     char buf[64];
     if (cJSON_IsString(v))
-        return strdup(v->valuestring);
+        return pb_term_escape_lines(v->valuestring);
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
         if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(long long)d)
@@ -164,7 +190,7 @@ int cli_query_print(const cJSON *body, int fmt)
         cJSON_Delete(out);
         return 0;
     }
-    const char **names = calloc((size_t)ncols + 1, sizeof *names);
+    char **names = calloc((size_t)ncols + 1, sizeof *names); /* escaped, owned */
     char **cells = calloc(nrows * (size_t)ncols + 1, sizeof *cells);
     if (!names || !cells) {
         free(names);
@@ -172,7 +198,7 @@ int cli_query_print(const cJSON *body, int fmt)
         return -1;
     }
     for (int c = 0; c < ncols; c++)
-        names[c] = cJSON_GetArrayItem(cols, c)->valuestring;
+        names[c] = pb_term_escape_lines(cJSON_GetArrayItem(cols, c)->valuestring);
     size_t r = 0;
     const cJSON *row;
     cJSON_ArrayForEach(row, rows)
@@ -197,13 +223,16 @@ int cli_query_print(const cJSON *body, int fmt)
             fputs("\r\n", stdout);
         }
     } else {
-        char *t = pb_table_render(ncols, names, nrows, (const char *const *)cells);
+        char *t = pb_table_render(ncols, (const char *const *)names, nrows,
+                                  (const char *const *)cells);
         fputs(t ? t : "", stdout);
         printf("(%zu row%s)\n", nrows, nrows == 1 ? "" : "s");
         free(t);
     }
     for (r = 0; r < nrows * (size_t)ncols; r++)
         free(cells[r]);
+    for (int c = 0; c < ncols; c++)
+        free(names[c]);
     free(cells);
     free(names);
     return 0;

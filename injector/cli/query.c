@@ -114,7 +114,7 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(body, "note");
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "truncated")))
         fprintf(stderr, "probing: note: %s\n",
-                cJSON_IsString(note) ? note->valuestring : "result truncated");
+                cJSON_IsString(note) ? cli_tx(note->valuestring) : "result truncated");
     cJSON_Delete(body);
     return rc < 0 ? CLI_FAIL : CLI_OK;
 }
@@ -146,11 +146,12 @@ int cli_cmd_tables(const struct cli_opts *o, int argc, char **argv)
         if (want && strcmp(want, f[0]) != 0)
             continue;
         if (strcmp(last, f[0]) != 0) {
-            printf("%s%s (%s): %s\n", shown ? "\n" : "", f[0], f[1], f[5]);
+            printf("%s%s (%s): %s\n", shown ? "\n" : "", cli_tx(f[0]), cli_tx(f[1]),
+                   cli_tx(f[5]));
             last = f[0];
             shown++;
         }
-        printf("    %-14s %-8s %s\n", f[2], f[3], f[4]);
+        printf("    %-14s %-8s %s\n", cli_tx(f[2]), cli_tx(f[3]), cli_tx(f[4]));
     }
     cJSON_Delete(body);
     if (want && !shown) {

@@ -132,11 +132,21 @@ uintptr_t pyrt_frames_top(uintptr_t ts, pyrt_read_fn rd)
 }
 
 #if PY_VERSION_HEX >= 0x030B0000
+/* 1 when a code object of units code units has a prologue of ft code units that fits in it,
+ * with the bytes of both in an int: values read from a code object being built or freed can be
+ * anything, and ft * sizeof(_Py_CODEUNIT) must not overflow. */
+static int prologue_ok(long long ft, long long units)
+{
+    return units >= 0 && units <= INT_MAX / (long long)sizeof(_Py_CODEUNIT) && ft >= 0 &&
+           ft <= units;
+}
+
 /* 1 when code is a code object (*firsttraceable: code units of its prologue), 0 when it is a
- * readable object of another type, -1 when unreadable. */
+ * readable object of another type, -1 when unreadable or inconsistent (a prologue longer than
+ * its code). */
 static int code_check(uintptr_t code, int *firsttraceable, pyrt_read_fn rd)
 {
-    PyObject head;
+    PyVarObject head; /* a code object's size is its count of code units */
     if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &head, sizeof head) != 0)
         return -1;
     if (Py_TYPE(&head) != PYRT_CODE_TYPE)
@@ -144,6 +154,10 @@ static int code_check(uintptr_t code, int *firsttraceable, pyrt_read_fn rd)
     if (rd(code + offsetof(PyCodeObject, _co_firsttraceable), firsttraceable,
            sizeof *firsttraceable) != 0)
         return -1;
+    if (!prologue_ok(*firsttraceable, head.ob_size)) {
+        *firsttraceable = 0;
+        return -1;
+    }
     return 1;
 }
 
@@ -329,6 +343,10 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
     c->file = (uintptr_t)co.co_filename;
     c->firstlineno = co.co_firstlineno;
 #if PY_VERSION_HEX >= 0x030B0000
+    if (!prologue_ok(co._co_firsttraceable, Py_SIZE(&co))) {
+        memset(c, 0, sizeof *c);
+        return -1; /* torn (being built or freed): no trusted line or prologue */
+    }
     c->prologue = co._co_firsttraceable * (int)sizeof(_Py_CODEUNIT);
 #else
     c->prologue = INT_MIN;

@@ -6,19 +6,29 @@
  * them). All three are compiled in every build so the tests can check them all. */
 #include "frames.h"
 
+#include <limits.h>
+
+/* The running line is summed in a long long from deltas the table holds: a table read while
+ * its code object is built or freed can hold anything, and an int sum would overflow. A line
+ * outside int is no line (-1). Positions are summed the same way. */
+static int line_of(long long line)
+{
+    return line >= INT_MIN && line <= INT_MAX ? (int)line : -1;
+}
+
 /* co_lnotab: pairs (address delta, line delta), line delta signed since 3.6. The line of addr
  * is the one reached before the first address beyond addr. */
 int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr)
 {
-    int line = firstlineno;
-    int a = 0;
+    long long line = firstlineno;
+    long long a = 0;
     for (size_t i = 0; i + 1 < n; i += 2) {
         a += t[i];
         if (a > addr)
             break;
         line += (signed char)t[i + 1];
     }
-    return line;
+    return line_of(line);
 }
 
 /* 3.10 co_linetable: pairs (byte length of the range, signed line delta); a delta of -128
@@ -26,18 +36,18 @@ int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int add
  * move the line. A negative addr (frame not started) gives the first line. */
 int probe_line_310(const unsigned char *t, size_t n, int firstlineno, int addr)
 {
-    int line = firstlineno;
-    int end = 0;
+    long long line = firstlineno;
+    long long end = 0;
     if (addr < 0)
         return firstlineno;
     for (size_t i = 0; i + 1 < n; i += 2) {
-        int start = end;
+        long long start = end;
         int ldelta = (signed char)t[i + 1];
         end += t[i];
         if (ldelta != -128)
             line += ldelta;
         if (start <= addr && addr < end)
-            return ldelta == -128 ? -1 : line;
+            return ldelta == -128 ? -1 : line_of(line);
     }
     return -1;
 }
@@ -71,14 +81,14 @@ static int read_svarint(const unsigned char *t, size_t n, size_t *i)
  * column bytes; 0-9 same line, one column byte. Continuation bytes have the top bit clear. */
 int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr)
 {
-    int line = firstlineno;
-    int end = 0;
+    long long line = firstlineno;
+    long long end = 0, start, thisline;
     size_t i = 0;
     if (addr < 0)
         return firstlineno;
     while (i < n) {
         unsigned char first = t[i++];
-        int code, start, thisline;
+        int code;
         if (!(first & 0x80))
             continue; /* not an entry start: resynchronise on the next one */
         code = (first >> 3) & 15;
@@ -112,7 +122,7 @@ int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr)
             break;
         }
         if (start <= addr && addr < end)
-            return thisline;
+            return line_of(thisline);
     }
     return -1;
 }

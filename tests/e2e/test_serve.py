@@ -571,6 +571,22 @@ def test_serve_jobs_on_other_nodes(spawn, serve, tmp_path):
         assert r.stderr.count("\n") == 1 and r.stdout == "", r.stderr
 
 
+def test_serve_cluster_child_signals(serve, tmp_path):
+    """serve blocks SIGINT and SIGTERM in its threads and ignores SIGPIPE; the `probing cluster`
+    it runs for /api/jobs, and the node commands that one starts, get none of it: nothing
+    blocked, and SIGINT, SIGTERM, SIGPIPE not ignored (seen from the --exec command's shell)."""
+    status_file = tmp_path / "sig"
+    tmpl = "sh -c 'grep ^Sig /proc/$$/status > %s; exec \"$@\"' sh {cmd}" % status_file
+    s = serve("--listen", "127.0.0.1:0", "--hosts", "alpha", "--exec", tmpl, "--probing", CLI)
+    status, doc = api(s, "/api/jobs")
+    assert status in (200, 502), doc
+    sig = dict(l.split(":\t") for l in status_file.read_text().splitlines())
+    assert int(sig["SigBlk"], 16) == 0, sig
+    bit = lambda n: 1 << (n - 1)  # noqa: E731
+    for n in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        assert not int(sig["SigIgn"], 16) & bit(n), (n, sig)
+
+
 def test_cli_links_no_http_server():
     """`probing` itself loads no HTTP server nor GnuTLS (every command would pay their start-up,
     and GnuTLS writes to stderr without a random source); `serve` runs lib/probing/probing-serve,

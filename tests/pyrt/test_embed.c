@@ -227,6 +227,52 @@ static void checks_lines_pure(void)
     CHECK(probe_line_loc(loc, sizeof loc, 10, 12) == 110, "loc varint");
     CHECK(probe_line_loc(loc, sizeof loc, 10, 14) == -1, "loc past the end");
     CHECK(probe_line_loc(loc, 3, 10, 12) == -1, "loc truncated table");
+
+    /* Tables read while their code object is built or freed can hold anything: a line past
+     * int is no line (-1), never a signed overflow (UBSan in the sanitized run). */
+    static const unsigned char lnotab_up[] = {0, 1};
+    CHECK(probe_line_lnotab(lnotab_up, sizeof lnotab_up, INT_MAX, 0) == -1, "lnotab overflow");
+    static const unsigned char t310_up[] = {2, 1};
+    CHECK(probe_line_310(t310_up, sizeof t310_up, INT_MAX, 0) == -1, "310 overflow");
+    static const unsigned char loc_up[] = {0xD8, 0x01, 0x05}; /* one line form, +1 */
+    CHECK(probe_line_loc(loc_up, sizeof loc_up, INT_MAX, 0) == -1, "loc +1 overflow");
+    static const unsigned char loc_big[] = {
+        0xE8, 0x7E, 0x7F, 0x7F, 0x7F, 0x7F, 0x03, /* no columns, svarint +2^31-1 */
+        0xE8, 0x7E, 0x7F, 0x7F, 0x7F, 0x7F, 0x03, /* and again */
+        0xD8, 0x01, 0x05,                         /* one line form, +1 */
+    };
+    CHECK(probe_line_loc(loc_big, sizeof loc_big, 10, 4) == -1, "loc svarint sum overflow");
+    CHECK(probe_line_loc(loc_big, sizeof loc_big, INT_MIN, 2) == INT_MAX - 1,
+          "loc svarint sum back in range");
+}
+
+/* A code object whose _co_firsttraceable is past its code (read while being built or freed):
+ * pyrt_code_read refuses it (-1) instead of computing a prologue that overflows an int. */
+static void checks_code_torn(void)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *co = Py_CompileString("x = 1\n", "<torn>", Py_file_input);
+    CHECK(co && PyCode_Check(co), "compile");
+    if (!co)
+        return;
+    size_t size = (size_t)_PyObject_VAR_SIZE(Py_TYPE(co), Py_SIZE(co));
+    PyCodeObject *copy = malloc(size);
+    memcpy(copy, co, size);
+    struct pyrt_code c;
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == 0 && c.prologue >= 0,
+          "intact copy read: prologue %d", c.prologue);
+    copy->_co_firsttraceable = INT_MAX;
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == -1,
+          "firsttraceable INT_MAX refused (prologue %d)", c.prologue);
+    copy->_co_firsttraceable = (int)Py_SIZE(co) + 1;
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == -1,
+          "firsttraceable past the code refused");
+    copy->_co_firsttraceable = -1;
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == -1,
+          "negative firsttraceable refused");
+    free(copy);
+    Py_DECREF(co);
+#endif
 }
 
 /* Our decoder for this version against PyCode_Addr2Line at every instruction of co and of the
@@ -687,6 +733,7 @@ int main(int argc, char **argv)
     Py_InitializeEx(0);
     rc = probe_pyrt_init(&err);
     CHECK(rc == 0, "probe_pyrt_init: %d %s", rc, err.msg);
+    checks_code_torn();
 
     snprintf(code, sizeof code,
              "import sys\nsys.path.insert(0, %s%s%s)\nimport pyrt_target\n"

@@ -399,8 +399,8 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
     if (op == 4) { /* hosts */
         const cJSON *h;
         if (cJSON_GetArraySize(hosts) == 0)
-            printf("%s\n", cli_cluster_node_name());
-        cJSON_ArrayForEach(h, hosts) printf("%s\n", h->valuestring);
+            printf("%s\n", cli_tx(cli_cluster_node_name()));
+        cJSON_ArrayForEach(h, hosts) printf("%s\n", cli_tx(h->valuestring));
         rc = CLI_OK;
         goto out;
     }

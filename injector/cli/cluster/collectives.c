@@ -513,16 +513,16 @@ static void print_p2p_hang(const cJSON *h)
     int rank = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "waiting"), 0)->valueint;
     const char *want = cli_json_str(h, "expected"), *to = strcmp(want, "recv") ? "to" : "from";
     printf("rank %d has not posted the %s matching %s #%.0f of rank %d in group %s; rank %d "
-           "waits in it since %.0f s at %s:%.0f in %s\n", peer, want, cli_json_str(h, "op"),
-           cli_json_num(h, "seq", 0), rank, cli_json_str(h, "pg"), rank,
-           cli_json_num(h, "waiting_s", 0), base(cli_json_str(h, "file")),
-           cli_json_num(h, "line", 0), cli_json_str(h, "func"));
+           "waits in it since %.0f s at %s:%.0f in %s\n", peer, want, cli_json_text(h, "op"),
+           cli_json_num(h, "seq", 0), rank, cli_json_text(h, "pg"), rank,
+           cli_json_num(h, "waiting_s", 0), base(cli_json_text(h, "file")),
+           cli_json_num(h, "line", 0), cli_json_text(h, "func"));
     const cJSON *l = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "last"), 0);
     if (cli_json_str(l, "op"))
         printf("  rank %d's last %s %s rank %d: %s #%.0f (%s) at %s:%.0f in %s\n", peer,
-               want, to, rank, cli_json_str(l, "op"), cli_json_num(l, "seq", 0),
-               cli_json_str(l, "state"), base(cli_json_str(l, "file")),
-               cli_json_num(l, "line", 0), cli_json_str(l, "func"));
+               want, to, rank, cli_json_text(l, "op"), cli_json_num(l, "seq", 0),
+               cli_json_text(l, "state"), base(cli_json_text(l, "file")),
+               cli_json_num(l, "line", 0), cli_json_text(l, "func"));
     else
         printf("  rank %d: no %s %s rank %d recorded since its recorder started\n", peer, want,
                to, rank);
@@ -542,16 +542,16 @@ void cli_cluster_comm_print_hangs(const cJSON *a)
         char *waiting = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "waiting"), &nw);
         printf("rank%s %s ha%s not entered %s #%.0f of group %s; rank%s %s wait%s in it since "
                "%.0f s\n", na == 1 ? "" : "s", absent, na == 1 ? "s" : "ve",
-               cli_json_str(h, "op"), cli_json_num(h, "seq", 0), cli_json_str(h, "pg"),
+               cli_json_text(h, "op"), cli_json_num(h, "seq", 0), cli_json_text(h, "pg"),
                nw == 1 ? "" : "s", waiting, nw == 1 ? "s" : "", cli_json_num(h, "waiting_s", 0));
         cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(h, "last"))
         {
             if (cli_json_str(l, "op"))
                 printf("  rank %.0f's last collective of the group: %s #%.0f (%s) at %s:%.0f in "
-                       "%s\n", cli_json_num(l, "rank", 0), cli_json_str(l, "op"),
-                       cli_json_num(l, "seq", 0), cli_json_str(l, "state"),
-                       base(cli_json_str(l, "file")), cli_json_num(l, "line", 0),
-                       cli_json_str(l, "func"));
+                       "%s\n", cli_json_num(l, "rank", 0), cli_json_text(l, "op"),
+                       cli_json_num(l, "seq", 0), cli_json_text(l, "state"),
+                       base(cli_json_text(l, "file")), cli_json_num(l, "line", 0),
+                       cli_json_text(l, "func"));
             else
                 printf("  rank %.0f: no collective of the group recorded since its recorder "
                        "started\n", cli_json_num(l, "rank", 0));
@@ -607,7 +607,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     int nrec;
     char *rec = json_ranges(cJSON_GetObjectItemCaseSensitive(a, "recording"), &nrec);
     printf("job %s: world size %d, %d rank%s answered, %d with records of collectives%s%s\n",
-           job, world, answered, answered == 1 ? "" : "s", nrec, nrec ? ": " : "",
+           cli_tx(job), world, answered, answered == 1 ? "" : "s", nrec, nrec ? ": " : "",
            nrec ? rec : "");
     free(rec);
     int nnone;
@@ -641,7 +641,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
         flagged += st;
         printf("  rank %-5.0f median %8.3f ms  max %8.3f ms  (%s, pid %.0f)%s\n",
                cli_json_num(s, "rank", 0), cli_json_num(s, "median_wait_ms", 0),
-               cli_json_num(s, "max_wait_ms", 0), cli_json_str(s, "node"),
+               cli_json_num(s, "max_wait_ms", 0), cli_json_text(s, "node"),
                cli_json_num(s, "pid", 0), st ? "  STRAGGLER" : "");
         shown++;
     }
@@ -650,7 +650,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
                "%d collectives or more\n", STRAGGLER_MS, STRAGGLER_MIN);
     cli_cluster_fr_print(cJSON_GetObjectItemCaseSensitive(a, "flight_recorder"));
     const cJSON *e;
-    cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", e->valuestring);
+    cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", cli_tx(e->valuestring));
     cJSON_Delete(a);
     return rc;
 }

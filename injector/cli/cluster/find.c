@@ -239,7 +239,8 @@ cJSON *cli_cluster_find_ranks(void)
         else
             keep[k++] = r;
     }
-    qsort(keep, (size_t)k, sizeof *keep, by_job_rank);
+    if (k > 0)
+        qsort(keep, (size_t)k, sizeof *keep, by_job_rank);
     for (int i = 0; i < k; i++)
         cJSON_AddItemToArray(out, keep[i]);
     free(keep);

@@ -194,18 +194,18 @@ void cli_cluster_fr_print(const cJSON *fr)
                 v[n++] = (int)cli_json_num(x, "rank", -1);
             char *ranks = v && !seen ? cli_cluster_ranges(v, n) : NULL;
             if (ranks)
-                printf("  rank%s %s: %s\n", n == 1 ? "" : "s", ranks, cli_json_str(o, "state"));
+                printf("  rank%s %s: %s\n", n == 1 ? "" : "s", ranks, cli_json_text(o, "state"));
             free(ranks);
             free(v);
             continue;
         }
         printf("  rank %.0f: %s\n    %.0f agree (same group, op_id = seq + %.0f, same op), %.0f "
                "differ, %.0f only in probing's records, %.0f only in torch's\n",
-               cli_json_num(o, "rank", -1), cli_json_str(o, "state"), cli_json_num(o, "agree", 0),
+               cli_json_num(o, "rank", -1), cli_json_text(o, "state"), cli_json_num(o, "agree", 0),
                cli_json_num(o, "offset", 0), cli_json_num(o, "differ_count", 0),
                cli_json_num(o, "only_ours", 0), cli_json_num(o, "only_torch", 0));
         cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(o, "differ"))
-            printf("    group %s #%.0f: %s here, %s in torch's\n", cli_json_str(x, "pg"),
-                   cli_json_num(x, "seq", 0), cli_json_str(x, "op"), cli_json_str(x, "torch_op"));
+            printf("    group %s #%.0f: %s here, %s in torch's\n", cli_json_text(x, "pg"),
+                   cli_json_num(x, "seq", 0), cli_json_text(x, "op"), cli_json_text(x, "torch_op"));
     }
 }

@@ -111,11 +111,11 @@ int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes)
                         *miss = cJSON_GetObjectItem(j, "missing");
             int nn = cJSON_GetArraySize(cJSON_GetObjectItem(j, "nodes"));
             printf("job %s (%s): world size %d, %d rank%s found on %d node%s%s%s\n",
-                   cli_json_str(j, "job"), cli_json_str(j, "launcher"),
+                   cli_json_text(j, "job"), cli_json_text(j, "launcher"),
                    (int)cli_json_num(j, "world_size", 0), cJSON_GetArraySize(ranks),
                    cJSON_GetArraySize(ranks) == 1 ? "" : "s", nn, nn == 1 ? "" : "s",
-                   cli_json_str(j, "master") ? ", master " : "",
-                   cli_json_str(j, "master") ? cli_json_str(j, "master") : "");
+                   cli_json_text(j, "master") ? ", master " : "",
+                   cli_json_text(j, "master") ? cli_json_text(j, "master") : "");
             printf("  %-6s %-6s %-20s %-8s %-8s %s\n", "RANK", "LOCAL", "NODE", "PID", "PYTHON",
                    "PROBE");
             cJSON_ArrayForEach(r, ranks)
@@ -124,9 +124,9 @@ int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes)
                 if (cJSON_IsNumber(cJSON_GetObjectItem(r, "local_rank")))
                     snprintf(local, sizeof local, "%d", (int)cli_json_num(r, "local_rank", 0));
                 printf("  %-6d %-6s %-20s %-8d %-8s %s\n", (int)cli_json_num(r, "rank", -1), local,
-                       cli_json_str(r, "node"), (int)cli_json_num(r, "pid", 0),
-                       cli_json_str(r, "python") ? cli_json_str(r, "python") : "?",
-                       cli_json_str(r, "probe") ? cli_json_str(r, "probe") : "?");
+                       cli_json_text(r, "node"), (int)cli_json_num(r, "pid", 0),
+                       cli_json_text(r, "python") ? cli_json_text(r, "python") : "?",
+                       cli_json_text(r, "probe") ? cli_json_text(r, "probe") : "?");
             }
             int nm = cJSON_GetArraySize(miss), k = 0;
             if (nm) {
@@ -139,7 +139,7 @@ int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes)
             }
         }
         cJSON_ArrayForEach(e, cJSON_GetObjectItem(m, "errors"))
-            printf("node %s: %s\n", cli_json_str(e, "node"), cli_json_str(e, "error"));
+            printf("node %s: %s\n", cli_json_text(e, "node"), cli_json_text(e, "error"));
     }
     int rc = cJSON_GetArraySize(jobs) > 0 ? CLI_OK : CLI_FAIL;
     cJSON_Delete(m);

@@ -55,9 +55,9 @@ static void report_gaps(const cJSON *nodes, const cJSON **ranks, int n, int *ans
     const cJSON *d;
     *answered = 0;
     *world = 0;
-    cJSON_ArrayForEach(d, nodes) if (cli_json_str(d, "error"))
-        fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_str(d, "node"),
-                cli_json_str(d, "error"));
+    cJSON_ArrayForEach(d, nodes) if (cli_json_text(d, "error"))
+        fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_text(d, "node"),
+                cli_json_text(d, "error"));
     char *seen = NULL;
     for (int i = 0; i < n; i++)
         if (cli_json_num(ranks[i], "world_size", 0) > *world)
@@ -65,10 +65,10 @@ static void report_gaps(const cJSON *nodes, const cJSON **ranks, int n, int *ans
     seen = calloc((size_t)*world + 1, 1);
     for (int i = 0; i < n; i++) {
         int rk = (int)cli_json_num(ranks[i], "rank", -1);
-        if (cli_json_str(ranks[i], "error")) {
+        if (cli_json_text(ranks[i], "error")) {
             fprintf(stderr, "probing: warning: rank %d (node %s, pid %d): %s\n", rk,
-                    cli_json_str(ranks[i], "node"), (int)cli_json_num(ranks[i], "pid", 0),
-                    cli_json_str(ranks[i], "error"));
+                    cli_json_text(ranks[i], "node"), (int)cli_json_num(ranks[i], "pid", 0),
+                    cli_json_text(ranks[i], "error"));
         } else if (rk >= 0 && rk < *world && !seen[rk]) {
             seen[rk] = 1;
             (*answered)++;
@@ -111,7 +111,7 @@ int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes)
         }
         if (cJSON_IsTrue(cJSON_GetObjectItem(res, "truncated")))
             fprintf(stderr, "probing: note: rank %d: %s\n", (int)cli_json_num(ranks[i], "rank", -1),
-                    cli_json_str(res, "note") ? cli_json_str(res, "note") : "result truncated");
+                    cli_json_text(res, "note") ? cli_json_text(res, "note") : "result truncated");
         cJSON_ArrayForEach(row, cJSON_GetObjectItem(res, "rows"))
         {
             cJSON *r = cJSON_CreateArray();
@@ -162,24 +162,24 @@ static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
 {
     const cJSON *t, *fr, *l;
     fprintf(f, "rank %d, node %s, pid %d, CPython %s\n", (int)cli_json_num(r, "rank", -1),
-            cli_json_str(r, "node"), (int)cli_json_num(r, "pid", 0),
-            cli_json_str(d, "python") ? cli_json_str(d, "python") : "?");
-    if (cli_json_str(d, "localsError"))
-        fprintf(f, "note: %s\n", cli_json_str(d, "localsError"));
+            cli_json_text(r, "node"), (int)cli_json_num(r, "pid", 0),
+            cli_json_text(d, "python") ? cli_json_text(d, "python") : "?");
+    if (cli_json_text(d, "localsError"))
+        fprintf(f, "note: %s\n", cli_json_text(d, "localsError"));
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(d, "threads"))
     {
         fprintf(f, "\nThread %d \"%s\"%s%s\n", (int)cli_json_num(t, "id", 0),
-                cli_json_str(t, "name") ? cli_json_str(t, "name") : "",
+                cli_json_text(t, "name") ? cli_json_text(t, "name") : "",
                 cli_json_true(t, "main") ? " (main)" : "",
                 cli_json_true(t, "holdsGil") ? " holds the GIL" : "");
         cJSON_ArrayForEach(fr, cJSON_GetObjectItem(t, "frames"))
         {
-            fprintf(f, "    %s (%s:%d)\n", cli_json_str(fr, "name"), cli_json_str(fr, "file"),
+            fprintf(f, "    %s (%s:%d)\n", cli_json_text(fr, "name"), cli_json_text(fr, "file"),
                     (int)cli_json_num(fr, "line", 0));
             cJSON_ArrayForEach(l, cJSON_GetObjectItem(fr, "locals"))
-                fprintf(f, "        %s = %s  (%s)\n", cli_json_str(l, "name"),
-                        cli_json_str(l, "value") ? cli_json_str(l, "value") : "<not read>",
-                        cli_json_str(l, "type") ? cli_json_str(l, "type") : "?");
+                fprintf(f, "        %s = %s  (%s)\n", cli_json_text(l, "name"),
+                        cli_json_text(l, "value") ? cli_json_text(l, "value") : "<not read>",
+                        cli_json_text(l, "type") ? cli_json_text(l, "type") : "?");
         }
     }
 }
@@ -206,7 +206,7 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
     char *txt = NULL;
     FILE *it = open_memstream(&txt, &tlen);
     (void)tcap;
-    fprintf(it, "probing cluster dump: job %s, world size %d\n\n", job, world);
+    fprintf(it, "probing cluster dump: job %s, world size %d\n\n", cli_tx(job), world);
     for (int i = 0; i < n; i++) {
         const cJSON *r = ranks[i], *d = cJSON_GetObjectItem(r, "dump");
         int rk = (int)cli_json_num(r, "rank", -1);
@@ -237,18 +237,18 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
             cJSON_AddStringToObject(e, "text", tname);
             if (cli_json_str(d, "localsError"))
                 cJSON_AddStringToObject(e, "localsError", cli_json_str(d, "localsError"));
-            fprintf(it, "rank %d  node %s  pid %d  %s%s%s\n", rk, cli_json_str(r, "node"),
-                    (int)cli_json_num(r, "pid", 0), name,
-                    cli_json_str(d, "localsError") ? "  (no locals: " : "",
-                    cli_json_str(d, "localsError") ? "the GIL could not be had)" : "");
+            fprintf(it, "rank %d  node %s  pid %d  %s%s%s\n", rk, cli_json_text(r, "node"),
+                    (int)cli_json_num(r, "pid", 0), cli_tx(name),
+                    cli_json_text(d, "localsError") ? "  (no locals: " : "",
+                    cli_json_text(d, "localsError") ? "the GIL could not be had)" : "");
             if (rk >= 0 && rk < world)
                 seen[rk] = 1;
             written++;
         } else {
             cJSON_AddStringToObject(
                 e, "error", cli_json_str(r, "error") ? cli_json_str(r, "error") : "no answer");
-            fprintf(it, "rank %d  node %s  pid %d  error: %s\n", rk, cli_json_str(r, "node"),
-                    (int)cli_json_num(r, "pid", 0), cli_json_str(e, "error"));
+            fprintf(it, "rank %d  node %s  pid %d  error: %s\n", rk, cli_json_text(r, "node"),
+                    (int)cli_json_num(r, "pid", 0), cli_json_text(e, "error"));
         }
         cJSON_AddItemToArray(ir, e);
     }
@@ -266,7 +266,7 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
         cJSON_AddStringToObject(e, "node", cli_json_str(d, "node"));
         cJSON_AddStringToObject(e, "error", cli_json_str(d, "error"));
         cJSON_AddItemToArray(ne, e);
-        fprintf(it, "node %s: %s\n", cli_json_str(d, "node"), cli_json_str(d, "error"));
+        fprintf(it, "node %s: %s\n", cli_json_text(d, "node"), cli_json_text(d, "error"));
     }
     fclose(it);
     char *s = cJSON_Print(index);

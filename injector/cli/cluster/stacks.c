@@ -76,7 +76,8 @@ static int cmp_int(const void *a, const void *b)
 /* Sorts v and drops duplicates; returns the new count. */
 static int uniq(int *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_int);
+    if (n > 0) /* v is NULL when nothing was added: qsort(NULL, 0) is undefined */
+        qsort(v, (size_t)n, sizeof *v, cmp_int);
     int k = 0;
     for (int i = 0; i < n; i++)
         if (k == 0 || v[k - 1] != v[i])
@@ -112,8 +113,8 @@ const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *
         cJSON_ArrayForEach(d, nodes)
         {
             if (cli_json_str(d, "error"))
-                fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_str(d, "node"),
-                        cli_json_str(d, "error"));
+                fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_text(d, "node"),
+                        cli_json_text(d, "error"));
         }
         if (o->job)
             cli_error("cluster: no rank of job '%s' found on %d node%s: see 'probing cluster "
@@ -333,7 +334,8 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
     free(gof);
     for (int g = 0; g < v->ngroups; g++)
         v->groups[g].nranks = uniq(v->groups[g].ranks, v->groups[g].n);
-    qsort(v->groups, (size_t)v->ngroups, sizeof *v->groups, by_size);
+    if (v->ngroups > 0)
+        qsort(v->groups, (size_t)v->ngroups, sizeof *v->groups, by_size);
     return 0;
 }
 
@@ -361,8 +363,8 @@ static int differing(const cJSON *a, const cJSON *b)
 static void print_frame(const cJSON *f, int mark, int color)
 {
     const char *on = mark && color ? "\033[1;31m" : "", *off = mark && color ? "\033[0m" : "";
-    printf("  %s %s%s (%s:%d)%s\n", mark ? ">" : " ", on, cli_json_str(f, "func"),
-           cli_json_str(f, "file"), (int)cli_json_num(f, "line", 0), off);
+    printf("  %s %s%s (%s:%d)%s\n", mark ? ">" : " ", on, cli_json_text(f, "func"),
+           cli_json_text(f, "file"), (int)cli_json_num(f, "line", 0), off);
 }
 
 static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
@@ -375,7 +377,7 @@ static void print_header(const struct cli_cluster_opts *o, const struct view *v,
             answered++;
         }
     free(ok);
-    printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", v->job,
+    printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", cli_tx(v->job),
            v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
            nodes == 1 ? "" : "s", v->ngroups, v->ngroups == 1 ? "" : "s");
     if (v->samples > 1)
@@ -399,10 +401,10 @@ static void print_missing(const struct view *v)
     {
         if (cJSON_GetObjectItemCaseSensitive(e, "rank"))
             printf("  rank %d (node %s, pid %d): %s\n", (int)cli_json_num(e, "rank", -1),
-                   cli_json_str(e, "node"), (int)cli_json_num(e, "pid", 0),
-                   cli_json_str(e, "error"));
+                   cli_json_text(e, "node"), (int)cli_json_num(e, "pid", 0),
+                   cli_json_text(e, "error"));
         else
-            printf("  node %s: %s\n", cli_json_str(e, "node"), cli_json_str(e, "error"));
+            printf("  node %s: %s\n", cli_json_text(e, "node"), cli_json_text(e, "error"));
     }
 }
 
@@ -416,9 +418,9 @@ static void print_groups(const struct cli_cluster_opts *o, const struct view *v)
         free(rs);
         if (gr->n == 1) {
             const struct task *t = &v->tasks[gr->tasks[0]];
-            printf(" (node %s, pid %d", t->node, t->pid);
+            printf(" (node %s, pid %d", cli_tx(t->node), t->pid);
             if (o->thread == CLUSTER_THREAD_ALL)
-                printf(", thread %d \"%s\"", t->thread, t->tname ? t->tname : "");
+                printf(", thread %d \"%s\"", t->thread, t->tname ? cli_tx(t->tname) : "");
             printf(")");
         } else if (o->thread == CLUSTER_THREAD_ALL) {
             printf(" (%d threads)", gr->n);
@@ -498,7 +500,7 @@ static void tree_print(struct tnode *t, const char *first, const char *cont, int
     if (t->frame) {
         const char *on = color ? "\033[36m" : "", *off = color ? "\033[0m" : "";
         printf("%s%s[%s]%s %s (%s:%d)\n", first, on, rs ? rs : "", off,
-               cli_json_str(t->frame, "func"), cli_json_str(t->frame, "file"),
+               cli_json_text(t->frame, "func"), cli_json_text(t->frame, "file"),
                (int)cli_json_num(t->frame, "line", 0));
     }
     free(rs);

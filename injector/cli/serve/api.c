@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -351,7 +352,22 @@ static int run_child(char **argv, char **out_buf, char **err_buf)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    int rc = posix_spawn(&child, "/proc/self/exe", &fa, NULL, argv, environ);
+    /* The server blocks SIGINT and SIGTERM in every thread and ignores SIGPIPE (serve.c): the
+     * child, and the ssh and ranks' commands it runs, start with no signal blocked and those
+     * three at their defaults, so that a Ctrl-C, a kill or a closed pipe ends them. */
+    posix_spawnattr_t sa;
+    sigset_t none, dflt;
+    sigemptyset(&none);
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGINT);
+    sigaddset(&dflt, SIGTERM);
+    sigaddset(&dflt, SIGPIPE);
+    posix_spawnattr_init(&sa);
+    posix_spawnattr_setsigmask(&sa, &none);
+    posix_spawnattr_setsigdefault(&sa, &dflt);
+    posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawn(&child, "/proc/self/exe", &fa, &sa, argv, environ);
+    posix_spawnattr_destroy(&sa);
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
     close(err[1]);
