@@ -84,10 +84,12 @@ static int diag_count(const struct end *peer, const struct end *me, long *uid)
     int count = 0, done = 0, failed = 0;
     long buf[8192 / sizeof(long)]; /* aligned for the nlmsghdr */
     while (!done && !failed) {
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        struct sockaddr_nl from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
+        if (n <= 0 || from.nl_pid != 0) { /* only the kernel answers */
             failed = 1;
             break;
         }
@@ -97,7 +99,7 @@ static int diag_count(const struct end *peer, const struct end *me, long *uid)
                 done = 1;
                 break;
             }
-            if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+            if (h->nlmsg_seq != req.nlh.nlmsg_seq || h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
                 h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
                 failed = 1;
                 break;
