@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
-"""Run as another local user by tests/e2e/test_serve_peer.py (its text given to python -c):
+"""Run as another local user by test_serve_peer_time_wait in tests/e2e/test_serve.py (its text
+given to python -c):
 the attack on a loopback `probing serve` that reads the peer's user from the first
 /proc/net/tcp line with the peer's address and port. From one local port P it leaves
-TIME_WAIT sockets towards 127.0.0.K:PORT (K = 2..17, a listener of its own on each; a
-TIME_WAIT line shows uid 0), then connects from the same P to the server, until the first
+TIME_WAIT sockets towards 24 other loopback addresses 127.X.Y.Z:PORT (a listener of its own
+on each; a TIME_WAIT line shows uid 0), then connects from the same P to the server, until the first
 /proc/net/tcp line for 127.0.0.1:P with remote port PORT is one of those TIME_WAIT ones.
 Then it sends each request on such a connection. Usage: -c TEXT PORT JSON, JSON a list of
 [method, path]; prints a JSON list of {positioned, first_state, first_uid, states_seen, status,
 body}."""
 import json
 import os
+import random
 import socket
 import sys
 
@@ -64,8 +66,9 @@ def positioned(seen):
         s0.bind(("127.0.0.1", 0))
         lport = s0.getsockname()[1]
         s0.close()
-        for k in range(2, 18):
-            leave_time_wait(lport, "127.0.0.%d" % k)
+        for _ in range(24):  # other addresses each try: the lines' order is the hash's
+            leave_time_wait(lport, "127.%d.%d.%d" % (random.randrange(1, 255),
+                                                    random.randrange(256), random.randrange(1, 255)))
         c = reuse_socket()
         c.bind(("127.0.0.1", lport))
         c.connect(("127.0.0.1", PORT))
