@@ -357,6 +357,65 @@ def test_hosts_nodelist_expansion():
         assert r.returncode == 2 and r.stderr.startswith("probing: error: cluster hosts: "), (bad, r.stderr)
 
 
+def test_host_names_are_not_options(tmp_path):
+    """A host name is one word of the --exec command: with the default 'ssh -- {host}', a name
+    '-oProxyCommand=CMD' from --hosts, a hostfile, --nodelist or $SLURM_JOB_NODELIST (and
+    serve's host options) would have ssh run CMD as this user (root here). Each is refused
+    before any command runs, in one line naming it and where it came from, as are names holding
+    shell or control characters; nothing runs. Real names still pass, and reach ssh after
+    '--'."""
+    mark = "/tmp/probing-pwned-%d-%s" % (os.getpid(), os.urandom(4).hex())
+    proxy = tmp_path / "proxy.sh"
+    proxy.write_text("#!/bin/sh\ntouch %s\n" % mark)
+    proxy.chmod(0o755)
+    evil = "-oProxyCommand=%s" % proxy
+    ifs = "-oProxyCommand=touch${IFS}%s" % mark  # a hostfile name ends at a space
+    hf = tmp_path / "hosts"
+    hf.write_text("# nodes\nalpha slots=2\n%s\n" % ifs)
+    ctl = tmp_path / "hosts-ctl"
+    ctl.write_text("alpha\nbeta\x1b[31m\n")
+    leading = "a leading '-' is an option to the --exec command"
+    cases = [
+        (["--hosts", "alpha," + evil], {}, "'%s' (--hosts) refused: %s" % (evil, leading)),
+        (["--hostfile", str(hf)], {}, "'%s' (--hostfile line 3) refused: %s" % (ifs, leading)),
+        (["--nodelist", "n[1-2]," + evil], {}, "'%s' (--nodelist) refused" % evil),
+        (["--slurm"], {"SLURM_JOB_NODELIST": evil}, "'%s' ($SLURM_JOB_NODELIST) refused" % evil),
+        (["--hosts", "alpha,b;touch%s" % mark], {}, "'b;touch%s' (--hosts) refused: it holds ';'"
+         % mark),
+        (["--hosts", "b$(touch%s)" % mark], {}, "refused: it holds '$'"),
+        (["--hostfile", str(ctl)], {}, "'beta\\x1b[31m' (--hostfile line 2) refused: it holds "
+         "byte 0x1b"),
+    ]
+    try:
+        for args, env, want in cases:
+            for sub in ("list", "hosts"):
+                r = probing("cluster", sub, *args, "--node-timeout", "10000", env=env,
+                            timeout=60)
+                assert not os.path.exists(mark), "a host name ran a command: %r" % (args,)
+                assert r.returncode == 2 and r.stdout == "", (args, r)
+                assert len(r.stderr.splitlines()) == 1, (args, r.stderr)
+                assert r.stderr.startswith("probing: error: cluster %s: host name '" % sub), r
+                assert want in r.stderr and r.stderr.rstrip().endswith("fix the host list"), \
+                    (want, r.stderr)
+        # serve checks its host options the same way, before listening.
+        r = probing("serve", "--listen", "127.0.0.1:0", "--hosts", evil, timeout=60)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r
+        assert "'%s' (--hosts) refused" % evil in r.stderr, r.stderr
+        assert not os.path.exists(mark)
+        # Real names pass: user@host, addresses, a zone, dots, underscores.
+        ok = "root@node-1.example,10.0.0.7,fe80::1%eth0,gpu_01"
+        r = probing("cluster", "hosts", "--hosts", ok, check=True)
+        assert r.stdout.split() == ok.split(",")
+        # The default template hands the name to ssh after '--'.
+        r = probing("cluster", "list", "--hosts", "nowhere.invalid", "--node-timeout", "20000",
+                    timeout=60)
+        assert r.returncode == 1 and "node nowhere.invalid: the remote command failed: ssh: " \
+            in r.stdout + r.stderr, r
+    finally:
+        if os.path.exists(mark):
+            os.unlink(mark)
+
+
 def test_hostfile_and_exec_template(tmp_path, fakes):
     """The fan-out through a command template: one command per node (here 'sh -c' standing in
     for ssh), a node that does not answer costs its timeout and is reported, its ranks missing."""

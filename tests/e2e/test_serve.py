@@ -320,6 +320,118 @@ def test_serve_security(spawn, serve):
     t.check_output_clean()
 
 
+# Makes socket(AF_NETLINK, ...) fail in `probing serve` (LD_PRELOAD), writing a line to
+# $PROBING_TEST_NETLINK_LOG each time: the peer check's /proc/net/tcp fallback is the one used.
+NO_NETLINK_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int socket(int domain, int type, int protocol)
+{
+    static int (*real)(int, int, int);
+    if (domain == AF_NETLINK) {
+        const char *log = getenv("PROBING_TEST_NETLINK_LOG");
+        int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666) : -1;
+        if (fd >= 0) {
+            (void)!write(fd, "refused\n", 8);
+            close(fd);
+        }
+        errno = EAFNOSUPPORT;
+        return -1;
+    }
+    if (!real)
+        real = (int (*)(int, int, int))dlsym(RTLD_NEXT, "socket");
+    return real(domain, type, protocol);
+}
+"""
+
+
+@pytest.mark.parametrize("lookup", ["sock_diag", "proc"])
+def test_serve_peer_time_wait(spawn, serve, lookup):
+    """Another local user (nobody) leaves TIME_WAIT sockets from one local port (their
+    /proc/net/tcp lines show uid 0) and then connects from that port to root's loopback serve,
+    with one of those lines ahead of its own (tests/e2e/peer_attack.py): it must be refused,
+    as its own established socket's user, and inject nothing nor read the target's password.
+    Root's own connections and another user's own server are still answered, by the kernel's
+    sock_diag and, with netlink refused (an LD_PRELOAD shim), by /proc/net/tcp{,6}."""
+    assert os.getuid() == 0, "this test runs serve as root and the attacker as nobody"
+    import pwd
+    import tempfile
+    nobody = pwd.getpwnam("nobody")
+    secret = "pw-" + os.urandom(8).hex()
+    t = spawn("/usr/bin/python3", "secret_holder.py", env={"PROBING_TEST_SECRET": secret})
+    shared = tempfile.mkdtemp(prefix="probing-peer-")  # readable by nobody (tmp_path is not)
+    env = {}
+    try:
+        os.chmod(shared, 0o777)
+        log = os.path.join(shared, "netlink.log")
+        if lookup == "proc":
+            src = os.path.join(shared, "nonetlink.c")
+            with open(src, "w") as f:
+                f.write(NO_NETLINK_C)
+            so = os.path.join(shared, "nonetlink.so")
+            subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", so, src, "-ldl"], check=True)
+            os.chmod(so, 0o755)
+            env = {"LD_PRELOAD": so, "PROBING_TEST_NETLINK_LOG": log}
+        s = serve("--listen", "127.0.0.1:0", env=env)
+        port = s.origin.rsplit(":", 1)[1]
+        attach = "/api/processes/%d/attach" % t.pid
+        stacks = "/api/processes/%d/stacks?locals=1" % t.pid
+        with open(os.path.join(os.path.dirname(__file__), "peer_attack.py")) as f:
+            code = f.read()
+        reqs = [["GET", "/api/processes"], ["POST", attach], ["GET", stacks]]
+        r = subprocess.run(["setpriv", "--reuid=%d" % nobody.pw_uid,
+                            "--regid=%d" % nobody.pw_gid, "--clear-groups",
+                            "/usr/bin/python3", "-c", code, port, json.dumps(reqs)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        for req, got in zip(reqs, json.loads(r.stdout)):
+            # The attack is in place: the first line for its address and port is TIME_WAIT.
+            assert got["positioned"] and got["first_state"] == "06" and got["first_uid"] == 0, got
+            assert got["status"] == 403, (req, got)
+            assert "own user's connections (the peer's uid is %d)" % nobody.pw_uid in got["body"]
+            assert secret not in got["body"]
+        assert t.maps_count() == 0, "nobody's refused POST injected"
+
+        # Root's own connections: answered, and they see what the attacker wanted.
+        status, procs = api(s, "/api/processes")
+        assert status == 200 and any(p["pid"] == t.pid for p in procs)
+        status, _ = api(s, attach, "POST")
+        assert status == 200 and t.maps_count() == 1
+        status, d = api(s, stacks)
+        assert status == 200 and secret in json.dumps(d)
+        # On IPv6 loopback too.
+        s6 = serve("--listen", "[::1]:0", env=env)
+        status, procs = api(s6, "/api/processes")
+        assert status == 200 and any(p["pid"] == t.pid for p in procs), (status, procs)
+
+        # Another user's server answers that user's plain connections, not root's.
+        n = serve("--listen", "127.0.0.1:0", env=env, user="nobody")
+        code = ("import urllib.request,urllib.error,sys\n"
+                "try: urllib.request.urlopen(sys.argv[1], timeout=20); print(200)\n"
+                "except urllib.error.HTTPError as e: print(e.code, e.read().decode())\n")
+        r = subprocess.run(["setpriv", "--reuid=%d" % nobody.pw_uid,
+                            "--regid=%d" % nobody.pw_gid, "--clear-groups",
+                            "/usr/bin/python3", "-c", code, n.url + "api/processes"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.stdout.strip() == "200", r
+        status, _, body = http(n.url + "api/processes")
+        assert status == 403 and b"(the peer's uid is 0)" in body, body
+        if lookup == "proc":
+            with open(log) as f:
+                assert f.read().count("refused") >= 5, "the netlink shim was not used"
+        else:
+            assert not os.path.exists(log)
+    finally:
+        import shutil
+        shutil.rmtree(shared, ignore_errors=True)
+    t.check_output_clean()
+
+
 def test_serve_help_and_pages(serve):
     r = probing("serve", "--help", check=True)
     assert r.stdout.startswith("usage: probing serve [--listen HOST:PORT] [--token auto]")

@@ -21,7 +21,7 @@ static void help(const char *sub)
                "Every process of a distributed job (torchrun, torch.distributed, Open MPI, PMI,\n"
                "SLURM), found from what the launcher set in its environment. Without host\n"
                "options, the ranks on this node; with them, every node, each reached by one\n"
-               "command (--exec, default 'ssh {host}') that runs probing there.\n"
+               "command (--exec, default 'ssh -- {host}') that runs probing there.\n"
                "\n"
                "  list     the jobs and their ranks: rank, local rank, node, pid, Python, probe\n"
                "  stacks   every rank's Python stack, grouped: who is stuck where\n"
@@ -118,9 +118,10 @@ static void help(const char *sub)
            "  --nodelist L        a SLURM node list, e.g. gpu[001-016]\n"
            "  --slurm             the nodes of the current SLURM job ($SLURM_JOB_NODELIST)\n"
            "  --exec T            how to run a command on a node: T with {host} replaced\n"
-           "                      (default 'ssh {host}'; 'srun --overlap -N1 -n1 -w {host}',\n"
+           "                      (default 'ssh -- {host}'; 'srun --overlap -N1 -n1 -w {host}',\n"
            "                      'kubectl exec {host} --'); the probing command is appended,\n"
-           "                      or put where {cmd} is\n"
+           "                      or put where {cmd} is. A host name starting with '-' or\n"
+           "                      holding anything but letters, digits and ._-:@%%/ is refused\n"
            "  --probing PATH      probing on the nodes (default: this binary's own path)\n"
            "  --node-timeout MS   per node, for the whole remote command (default: the rank\n"
            "                      timeout plus the sampling time plus 10000)\n"
@@ -258,7 +259,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                  .interval = 1.0,
                                  .rank_timeout_ms = g->timeout_ms,
                                  .parallel = 256,
-                                 .exec = "ssh {host}",
+                                 .exec = "ssh -- {host}",
                                  .format = "table"};
     char *owned_sql = NULL, *owned_job = NULL, self[PATH_MAX];
     int rc = CLI_USAGE, c;

@@ -33,7 +33,7 @@ struct cli_cluster_opts {
     const char *hostfile;   /* --hostfile F */
     const char *nodelist;   /* --nodelist (else $SLURM_JOB_NODELIST with --slurm) */
     int slurm;              /* --slurm: the nodes of the current SLURM job */
-    const char *exec;       /* --exec template, default "ssh {host}" */
+    const char *exec;       /* --exec template, default "ssh -- {host}" */
     const char *remote_cli; /* --probing PATH on the nodes (default: this binary's path) */
     const char *sql;        /* query */
     const char *reduce;     /* query --reduce */

@@ -2,8 +2,8 @@
 /* Which nodes `probing cluster` asks, and asking them: --hosts a,b,c, --hostfile F (one name a
  * line, '#' comments, MPI's "host slots=N" accepted), --nodelist or --slurm
  * ($SLURM_JOB_NODELIST) in SLURM's compressed syntax (node[1-3,5]); each node is reached by a
- * command template (--exec, default "ssh {host}") that runs `probing cluster CMD --local --json`
- * there: one command per node serves all its ranks, nodes are asked in parallel, and a node
+ * command template (--exec, default "ssh -- {host}") that runs `probing cluster CMD --local --json`
+ * there (every name checked first: no leading '-', only the characters of host names): one command per node serves all its ranks, nodes are asked in parallel, and a node
  * that does not answer in time costs its timeout and is reported, never more. */
 #include <ctype.h>
 #include <limits.h>
@@ -104,6 +104,52 @@ cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err)
     return out;
 }
 
+/* A host name is handed to the --exec command (ssh, srun, kubectl) as one word: a name that
+ * starts with '-' would be read as an option of it (ssh -oProxyCommand=... runs a command),
+ * and anything but the characters of host names, addresses and user@host has no business
+ * there. 0, or -1 with err naming the name (escaped) and where it came from. */
+static int host_check(const char *name, const char *from, struct pb_err *err)
+{
+    char why[80] = "";
+    if (!name[0])
+        snprintf(why, sizeof why, "it is empty");
+    else if (name[0] == '-')
+        snprintf(why, sizeof why, "a leading '-' is an option to the --exec command");
+    for (const unsigned char *p = (const unsigned char *)name; !why[0] && *p; p++) {
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                 (*p >= '0' && *p <= '9') || strchr("._-:@%/", *p);
+        if (!ok)
+            snprintf(why, sizeof why, *p > ' ' && *p < 0x7f ? "it holds '%c'" : "it holds byte 0x%02x",
+                     *p);
+    }
+    if (!why[0])
+        return 0;
+    char shown[100]; /* the name on one line: control bytes as \xNN, cut at about 90 */
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)name;
+    for (; *p && o < 90; p++)
+        o += (size_t)snprintf(shown + o, sizeof shown - o,
+                              *p > ' ' && *p < 0x7f ? "%c" : "\\x%02x", *p);
+    if (*p)
+        snprintf(shown + o, sizeof shown - o, "...");
+    return pb_err_set(err, PB_EUSAGE,
+                      "host name '%s' (%s) refused: %s (names are letters, digits, ._-:@%%/): "
+                      "fix the host list",
+                      shown, from, why);
+}
+
+/* Every name of a node list checked; NULL (hosts deleted) with err on the first bad one. */
+static cJSON *hosts_checked(cJSON *hosts, const char *from, struct pb_err *err)
+{
+    const cJSON *h;
+    cJSON_ArrayForEach(h, hosts) if (host_check(h->valuestring, from, err) < 0)
+    {
+        cJSON_Delete(hosts);
+        return NULL;
+    }
+    return hosts;
+}
+
 static cJSON *read_hostfile(const char *path, struct pb_err *err)
 {
     FILE *f = fopen(path, "re");
@@ -112,13 +158,21 @@ static cJSON *read_hostfile(const char *path, struct pb_err *err)
         return NULL;
     }
     cJSON *out = cJSON_CreateArray();
-    char line[1024];
+    char line[1024], from[64];
+    int lineno = 0;
     while (fgets(line, sizeof line, f)) {
         char *h = line;
+        lineno++;
         line[strcspn(line, "#\n")] = '\0';
         while (isspace((unsigned char)*h))
             h++;
         h[strcspn(h, " \t\r")] = '\0'; /* "host slots=8" (MPI hostfiles): the name only */
+        snprintf(from, sizeof from, "--hostfile line %d", lineno);
+        if (*h && host_check(h, from, err) < 0) {
+            cJSON_Delete(out);
+            out = NULL;
+            break;
+        }
         if (*h)
             cJSON_AddItemToArray(out, cJSON_CreateString(h));
     }
@@ -128,23 +182,31 @@ static cJSON *read_hostfile(const char *path, struct pb_err *err)
 
 cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err *err)
 {
+    cJSON *hosts;
     if (o->hosts)
-        return cli_cluster_nodelist_expand(o->hosts, err);
+        return (hosts = cli_cluster_nodelist_expand(o->hosts, err))
+                   ? hosts_checked(hosts, "--hosts", err)
+                   : NULL;
     if (o->hostfile)
         return read_hostfile(o->hostfile, err);
     if (o->nodelist)
-        return cli_cluster_nodelist_expand(o->nodelist, err);
+        return (hosts = cli_cluster_nodelist_expand(o->nodelist, err))
+                   ? hosts_checked(hosts, "--nodelist", err)
+                   : NULL;
     if (o->slurm) {
-        const char *nl = getenv("SLURM_JOB_NODELIST");
-        if (!nl || !*nl)
+        const char *nl = getenv("SLURM_JOB_NODELIST"), *var = "$SLURM_JOB_NODELIST";
+        if (!nl || !*nl) {
             nl = getenv("SLURM_NODELIST");
+            var = "$SLURM_NODELIST";
+        }
         if (!nl || !*nl) {
             pb_err_set(err, PB_EUSAGE,
                        "--slurm: SLURM_JOB_NODELIST is not set: run inside the "
                        "job's allocation (salloc, sbatch) or give --hosts");
             return NULL;
         }
-        return cli_cluster_nodelist_expand(nl, err);
+        return (hosts = cli_cluster_nodelist_expand(nl, err)) ? hosts_checked(hosts, var, err)
+                                                               : NULL;
     }
     return cJSON_CreateArray();
 }

@@ -57,8 +57,9 @@ static void help(void)
            "  --node-timeout MS   as in 'probing cluster --help'\n"
            "\n"
            "Without a token (loopback), only connections from this user's processes are\n"
-           "answered: the peer's user is read from /proc/net/tcp. POST requests must carry an\n"
-           "Origin header naming this server.\n");
+           "answered: the peer's user is the owner of its established socket (the kernel's\n"
+           "sock_diag, else /proc/net/tcp); when that is not certain, the request is refused.\n"
+           "POST requests must carry an Origin header naming this server.\n");
 }
 
 /* Compares in time independent of where they differ. */
@@ -69,50 +70,6 @@ static int token_equal(const char *a, const char *b)
     for (size_t i = 0; i < n; i++)
         d |= (unsigned char)(a[i] ^ b[i % (m ? m : 1)]);
     return d == 0;
-}
-
-/* The uid owning the TCP socket at (addr) connected to our listening port, from
- * /proc/net/tcp or tcp6 (as identd does). -1 when not found. */
-static long peer_uid(const struct sockaddr *sa)
-{
-    unsigned int want[4] = {0}, port;
-    int v6 = sa->sa_family == AF_INET6;
-    if (v6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        memcpy(want, &s6->sin6_addr, 16);
-        port = ntohs(s6->sin6_port);
-    } else {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        memcpy(want, &s4->sin_addr, 4);
-        port = ntohs(s4->sin_port);
-    }
-    FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
-    if (!f)
-        return -1;
-    char line[512];
-    long uid = -1;
-    while (uid < 0 && fgets(line, sizeof line, f)) {
-        unsigned int a[4] = {0}, lport, rport;
-        char laddr[40], raddr[40];
-        long u;
-        if (sscanf(line, " %*d: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %*x %*x:%*x %*x:%*x %*x %ld",
-                   laddr, &lport, raddr, &rport, &u) != 5)
-            continue;
-        if (lport != port || rport != (unsigned)srv.port)
-            continue;
-        int words = v6 ? 4 : 1, ok = (int)strlen(laddr) == 8 * words;
-        for (int i = 0; ok && i < words; i++) {
-            char w[9];
-            memcpy(w, laddr + 8 * i, 8);
-            w[8] = '\0';
-            a[i] = (unsigned int)strtoul(w, NULL, 16);
-            ok = a[i] == want[i];
-        }
-        if (ok)
-            uid = u;
-    }
-    fclose(f);
-    return uid;
 }
 
 /* Host must name a loopback address (no DNS name an attacker's page could rebind). */
@@ -150,8 +107,14 @@ static int check_access(struct MHD_Connection *conn, const char *method, const c
             return 403;
         }
         const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        long uid = ci ? peer_uid(ci->client_addr) : -1;
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        long uid = ci ? cli_serve_peer_uid(ci->connect_fd) : -1;
+        if (uid < 0) {
+            cli_serve_error(r, 403, "this server answers only its own user's connections and "
+                            "could not tell this one's user (no single established socket "
+                            "matches it): start it with --token auto to share it");
+            return 403;
+        }
         if (uid != (long)geteuid()) {
             cli_serve_error(r, 403, "this server answers only its own user's connections "
                             "(the peer's uid is %ld): start it with --token auto to share it",

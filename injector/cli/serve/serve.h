@@ -52,6 +52,11 @@ extern int cli_serve_ncluster_args;
 /* Runs `probing cluster hosts` with those options: 0, or -1 with its error (one line) in err. */
 int cli_serve_check_hosts(char *err, size_t n);
 
+/* The uid of the process at the other end of the accepted loopback TCP connection fd: the
+ * owner of the one ESTABLISHED socket whose address and port pair is the exact mirror of fd's
+ * (NETLINK_SOCK_DIAG, else /proc/net/tcp{,6}); -1 when that is not exactly one (peer.c). */
+long cli_serve_peer_uid(int fd);
+
 /* The API (api.c). Each fills r; a failure is a JSON {"error": "..."} with a 4xx or
  * 5xx status. pid is the PID of the path (negative: a remote probe, above); body is the request's body (NUL-terminated, may be
  * empty); query is a lookup of the URL's query arguments (may return NULL). */
