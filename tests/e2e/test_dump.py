@@ -146,3 +146,27 @@ def test_dump_locals_show_tensors_by_shape(spawn, tmp_path):
     assert not mark.exists(), mark.read_text()
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_gil_holder_with_probe_loaded(python, spawn):
+    """A thread computing in Python holds the GIL: with the probe loaded, debug --dump (text,
+    JSON, with and without --locals) and python.threads name that thread, as --no-inject does,
+    never 'not held' (the probe's own request for the GIL is not the answer)."""
+    t = spawn(python, "gil_spin.py")
+    spinner = t.ready["spinner"]
+    for extra in ((), ("--locals",)):
+        d = dump_json(t.pid, *extra)
+        assert d["gil"]["holder"] == spinner, (extra, d["gil"])
+        th = {x["nativeId"]: x for x in d["threads"]}
+        assert th[spinner]["holdsGil"] is True and th[t.pid]["holdsGil"] is False
+        assert th[spinner]["frames"][0]["name"] == "spin"
+        assert d["gil"]["available"] is True and "localsError" not in d
+    out = probing("-p", t.pid, "debug", "--dump", check=True).stdout
+    assert "GIL: held by thread %d\n" % spinner in out, out
+    rows = probing("-p", t.pid, "query", "-f", "json",
+                   "SELECT thread_id, holds_gil FROM python.threads", check=True).stdout
+    assert {r["thread_id"]: r["holds_gil"] for r in json.loads(rows)} == {spinner: 1, t.pid: 0}
+    t.assert_responsive()
+    t.check_output_clean()
+
