@@ -15,7 +15,8 @@ import time
 
 PTR = ctypes.sizeof(ctypes.c_void_p)
 OB_TYPE = PTR                # PyObject: ob_refcnt, then ob_type
-OB_ITEM = 3 * PTR            # PyListObject.ob_item, PyTupleObject.ob_item[0]
+OB_ITEM = 3 * PTR            # PyListObject.ob_item
+TUPLE_ITEMS = tuple.__basicsize__  # PyTupleObject.ob_item[0] (3.14 has a hash before it)
 ready = threading.Event()
 info = {}
 
@@ -36,7 +37,7 @@ def corrupt():
     set_ptr(id(bad_fake_type) + OB_TYPE, id(garbage) + 64)
     items = ctypes.c_void_p.from_address(id(bad_item) + OB_ITEM).value
     set_ptr(items + PTR, 0x8)
-    set_ptr(id(bad_tuple) + OB_ITEM + PTR, 0x8)
+    set_ptr(id(bad_tuple) + TUPLE_ITEMS + PTR, 0x8)
     info.update(bad_type=id(bad_type), bad_fake_type=id(bad_fake_type),
                 native=threading.get_native_id())
     ready.set()

@@ -170,3 +170,26 @@ def test_dump_gil_holder_with_probe_loaded(python, spawn):
     t.assert_responsive()
     t.check_output_clean()
 
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_locals_corrupted_objects(python, spawn):
+    """Locals whose type pointer or element pointer memory corruption overwrote: debug --dump
+    --locals (JSON and text) shows each as <invalid object at 0x...> and the target lives on."""
+    t = spawn(python, "corrupt_locals.py")
+    d = dump_json(t.pid, "--locals")
+    th = [x for x in d["threads"] if x["nativeId"] == t.ready["native"]][0]
+    assert th["frames"][0]["line"] == bp("corrupt_locals.py", "corrupt_sleep")
+    loc = {l["name"]: l for l in th["frames"][0]["locals"]}
+    assert loc["fine"]["value"] == "[1, 2, 3]" and loc["fine"]["type"] == "list"
+    for name in ("bad_type", "bad_fake_type"):
+        assert loc[name]["value"] == "<invalid object at 0x%x>" % t.ready[name], loc[name]
+        assert loc[name]["type"] == "?", loc[name]
+    assert loc["bad_item"]["value"] == "[10, <invalid object at 0x8>, 30]", loc["bad_item"]
+    assert loc["bad_tuple"]["value"] == "(40, <invalid object at 0x8>, 60)", loc["bad_tuple"]
+    assert loc["garbage"]["value"].startswith("b'AAAA")
+    t.assert_responsive()
+    out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
+    assert "bad_type = <invalid object at 0x%x>  (?)" % t.ready["bad_type"] in out, out
+    assert "bad_item = [10, <invalid object at 0x8>, 30]  (list)" in out, out
+    t.assert_responsive()
+    t.check_output_clean()
