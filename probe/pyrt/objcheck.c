@@ -18,6 +18,21 @@
 #define OBJ_MAX_MRO 256
 #define OBJ_MAX_SIZE ((Py_ssize_t)1 << 48)
 #define OBJ_PAGE 4096
+#define OBJ_PREFIX 128  /* bytes read at an object at first: its header and most small bodies */
+#define OBJ_CACHE 64    /* types remembered as good while a cache is on */
+
+/* Types found good, while the caller keeps the cache on (probe_obj_cache: no code runs then
+ * that could free a type). */
+static _Thread_local struct {
+    int on, n;
+    const PyTypeObject *t[OBJ_CACHE];
+} cache;
+
+void probe_obj_cache(int on)
+{
+    cache.on = on;
+    cache.n = 0;
+}
 
 /* The builtin types the repr shows by value or by name: static, part of libpython, trusted. */
 static int builtin(const PyTypeObject *tp)
@@ -49,6 +64,12 @@ static int range_ok(const void *a, size_t n)
             return probe_mem_read((const void *)end, buf, 1) == 0;
     }
     return 1;
+}
+
+/* [o+off, o+off+n) readable: inside the prefix already read (got bytes), else read now. */
+static int have(const PyObject *o, size_t got, size_t off, size_t n)
+{
+    return off + n <= got || range_ok((const char *)o + off, n);
 }
 
 /* A readable NUL-terminated C string of at most 1 KiB (a type's tp_name). */
@@ -125,7 +146,16 @@ static int type_ok(const PyTypeObject *tp, int with_mro)
 
 int probe_type_ok(const PyTypeObject *tp)
 {
-    return type_ok(tp, 1);
+    if (builtin(tp))
+        return 1;
+    for (int i = 0; cache.on && i < cache.n; i++)
+        if (cache.t[i] == tp)
+            return 1;
+    if (!type_ok(tp, 1))
+        return 0;
+    if (cache.on && cache.n < OBJ_CACHE)
+        cache.t[cache.n++] = tp;
+    return 1;
 }
 
 /* A dict's header read, its keys table readable (PyDict_Next reads it; the keys and values
@@ -140,18 +170,18 @@ static int dict_ok(const PyObject *o)
 
 /* The characters the repr reads of a str: its header, then its first PYRT_REPR_STR_CHARS + 1
  * code points (PyUnicode_Substring and repr() read no further). */
-static int str_ok(PyObject *o)
+static int str_ok(PyObject *o, size_t got)
 {
-    if (!range_ok(o, sizeof(PyASCIIObject)))
+    if (!have(o, got, 0, sizeof(PyASCIIObject)))
         return 0;
 #if PY_VERSION_HEX < 0x030C0000
     if (!PyUnicode_IS_READY(o))
         return 0;
 #endif
-    if (!PyUnicode_IS_COMPACT(o) && !range_ok(o, sizeof(PyUnicodeObject)))
+    if (!PyUnicode_IS_COMPACT(o) && !have(o, got, 0, sizeof(PyUnicodeObject)))
         return 0;
     if (PyUnicode_IS_COMPACT(o) && !PyUnicode_IS_ASCII(o) &&
-        !range_ok(o, sizeof(PyCompactUnicodeObject)))
+        !have(o, got, 0, sizeof(PyCompactUnicodeObject)))
         return 0;
     Py_ssize_t n = PyUnicode_GET_LENGTH(o);
     int kind = PyUnicode_KIND(o);
@@ -159,11 +189,11 @@ static int str_ok(PyObject *o)
         return 0;
     if (n > PYRT_REPR_STR_CHARS)
         n = PYRT_REPR_STR_CHARS + 1;
-    return range_ok(PyUnicode_DATA(o), (size_t)n * (size_t)kind);
+    return have(o, got, (size_t)((char *)PyUnicode_DATA(o) - (char *)o), (size_t)n * (size_t)kind);
 }
 
 /* An int's digits (_PyLong_NumBits reads the top one, repr() all of a small one). */
-static int long_ok(PyObject *o)
+static int long_ok(PyObject *o, size_t got)
 {
 #if PY_VERSION_HEX >= 0x030C0000
     Py_ssize_t n = (Py_ssize_t)(((PyLongObject *)o)->long_value.lv_tag >> 3);
@@ -175,28 +205,27 @@ static int long_ok(PyObject *o)
     if (n < 0 || n > OBJ_MAX_SIZE)
         return 0;
     if (n <= 256)
-        return range_ok(d, (size_t)n * sizeof(digit));
+        return have(o, got, (size_t)((const char *)d - (char *)o), (size_t)n * sizeof(digit));
     return range_ok(d, 64 * sizeof(digit)) && range_ok(d + n - 1, sizeof(digit));
 }
 
 int probe_obj_ok(PyObject *o)
 {
-    PyObject h;
-    if (!probe_ptr_ok(o, sizeof(void *)) || probe_mem_read(o, &h, sizeof h) != 0)
+    char pre[OBJ_PREFIX];
+    size_t got = probe_ptr_ok(o, sizeof(void *)) ? probe_mem_read_upto(o, pre, sizeof pre) : 0;
+    if (got < sizeof(PyObject))
         return 0;
-    const PyTypeObject *tp = h.ob_type;
-    if (!type_ok(tp, 1))
+    const PyTypeObject *tp = ((PyObject *)pre)->ob_type;
+    if (!probe_type_ok(tp))
         return 0;
     if (tp == &PyUnicode_Type)
-        return str_ok(o);
-    /* Every other object is at least its type's basic size (the header just read). */
-    Py_ssize_t basic;
-    if (probe_mem_read((const char *)tp + offsetof(PyTypeObject, tp_basicsize), &basic,
-                       sizeof basic) != 0 ||
-        !range_ok(o, (size_t)basic))
+        return str_ok(o, got);
+    /* Every other object is at least its type's basic size (tp has passed: readable). */
+    Py_ssize_t basic = tp->tp_basicsize;
+    if (basic < (Py_ssize_t)sizeof(PyObject) || !have(o, got, 0, (size_t)basic))
         return 0;
     if (tp == &PyLong_Type || tp == &PyBool_Type)
-        return long_ok(o);
+        return long_ok(o, got);
     if (tp == &PyList_Type || tp == &PyTuple_Type) {
         Py_ssize_t n = Py_SIZE(o);
         PyObject **items = tp == &PyList_Type ? ((PyListObject *)o)->ob_item
@@ -205,14 +234,16 @@ int probe_obj_ok(PyObject *o)
             return 0;
         if (n > PYRT_REPR_ITEMS)
             n = PYRT_REPR_ITEMS;
-        return range_ok(items, (size_t)n * sizeof(PyObject *));
+        return tp == &PyList_Type
+                   ? range_ok(items, (size_t)n * sizeof(PyObject *))
+                   : have(o, got, (size_t)((char *)items - (char *)o), (size_t)n * sizeof(PyObject *));
     }
     if (tp == &PyBytes_Type) {
         Py_ssize_t n = Py_SIZE(o);
         if (n < 0 || n > OBJ_MAX_SIZE)
             return 0;
-        return range_ok(PyBytes_AS_STRING(o),
-                        (size_t)(n > PYRT_REPR_STR_CHARS ? PYRT_REPR_STR_CHARS : n) + 1);
+        return have(o, got, offsetof(PyBytesObject, ob_sval),
+                    (size_t)(n > PYRT_REPR_STR_CHARS ? PYRT_REPR_STR_CHARS : n) + 1);
     }
     if (tp == &PyDict_Type)
         return dict_ok(o);

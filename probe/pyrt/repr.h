@@ -16,6 +16,9 @@
  * never calls CPython on it. probe_type_ok: the same for a type object's own fields. */
 int probe_obj_ok(PyObject *o);
 int probe_type_ok(const PyTypeObject *tp);
+/* on=1: the calling thread remembers the types it found good, until on=0, for many objects
+ * checked in a row while no code runs that could free a type (a snapshot's locals). */
+void probe_obj_cache(int on);
 /* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
  * exact builtins only, PyTorch tensors by shape, dtype and device (tensor.c), anything else
  * "<module.Type object at 0x...>"; an object (or element) failing probe_obj_ok

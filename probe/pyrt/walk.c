@@ -441,6 +441,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     if (rc == 0 && flags) {
         struct exc_saved saved;
         exc_save(&saved);
+        probe_obj_cache(1); /* no code of the program's runs until it is off */
         for (int i = 0; i < s->nthreads; i++) {
             struct probe_thread *t = &s->threads[i];
             if (flags & PROBE_SNAP_NAMES)
@@ -449,6 +450,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
                 for (int j = 0; j < t->nframes; j++)
                     probe_locals_read(&t->frames[j], &raws[i][j]);
         }
+        probe_obj_cache(0);
         exc_restore(&saved);
         if (flags & PROBE_SNAP_NAMES)
             names_remember(s);
