@@ -303,6 +303,14 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         if (native)
             core_native(body, ver, m->path, native > 1);
         cJSON_AddStringToObject(body, "core", path);
+        if (want > size) {
+            cJSON *tr = cJSON_AddObjectToObject(body, "truncated");
+            cJSON_AddNumberToObject(tr, "size", (double)size);
+            cJSON_AddNumberToObject(tr, "expected", (double)want);
+            fprintf(stderr, "probing: note: %s is truncated (%zu of the %llu bytes its headers "
+                    "describe): frames and values past the cut are missing\n", path, size,
+                    (unsigned long long)want);
+        }
     }
 out:
     unroot();
