@@ -140,7 +140,9 @@ def test_inject_listen_and_list(spawn):
     listed = {p["pid"]: p for p in json.loads(probing("list", "--json", check=True).stdout)}
     assert a.pid in listed and b.pid in listed
     assert listed[a.pid]["tcp"] == address and listed[b.pid]["tcp"] is None
-    assert listed[a.pid]["python"].startswith("3.8") and listed[b.pid]["socket"].endswith(
+    ver = subprocess.run([py, "-c", "import sys; print('%d.%d.' % sys.version_info[:2])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert listed[a.pid]["python"].startswith(ver) and listed[b.pid]["socket"].endswith(
         "/" + sock_name(b.pid))
     assert "threads.py" in listed[b.pid]["command"] and listed[b.pid]["error"] is None
     text = probing("list", check=True).stdout
