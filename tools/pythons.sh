@@ -7,7 +7,7 @@
 #                             built): 3.14, 3.15 and "3.13-sid" (a late 3.13); the interpreter
 #                             path is the one inside the root, where alone it runs (glibc 2.38)
 #   tools/pythons.sh --build  what the probe is built for: this machine's minors, then the sid
-#                             root's minors this machine lacks (3.14, 3.15) with the root's
+#                             root's minors this machine lacks (3.14, 3.15; 3.13 too) with the root's
 #                             headers; a note on stderr when the root is absent
 # PYTHONS="3.11 3.14" narrows any list (an id or its minor: "3.13" also keeps "3.13-sid").
 # Used by the Makefile and the tests.
@@ -57,9 +57,11 @@ case "${1:-}" in
     if [ -z "$("$here/sid-root.sh" --if-present)" ]; then
       want 3.14 || want 3.15 && echo "pythons: no sid root yet: CPython 3.14/3.15 not built ('make test' or tools/sid-root.sh builds it)" >&2
     fi
+    # The root's minors this machine lacks, built with the root's headers (3.13 too, when
+    # pyenv has no 3.13: the probe for "3.13-sid" is then built from its own headers).
     sid | while read -r id inc _exe; do
-      case "$id" in *-sid) continue;; esac
-      printf '%s\n' "$h" | grep -q "^$id " || echo "$id $inc $_exe"
+      m=${id%-sid}
+      printf '%s\n' "$h" | grep -q "^$m " || echo "$m $inc $_exe"
     done ;;
   *) echo "usage: tools/pythons.sh [--sid|--build]" >&2; exit 2 ;;
 esac

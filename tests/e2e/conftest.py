@@ -40,6 +40,9 @@ HOST_PYTHONS = _pythons()
 # (sidroot.py), when tools/sid-root.sh has built the root; PYTHONS narrows them as the rest.
 SID_PYTHONS = [pytest.param(sidroot.PREFIX + exe, id=i) for i, exe in sidroot.pythons()]
 PYTHONS = HOST_PYTHONS + SID_PYTHONS
+# The oldest of this machine's pyenv CPythons (3.8 where pyenv has it), for tests that take the
+# oldest, a middle one and Debian's.
+OLDEST_HOST = next((p.id for p in HOST_PYTHONS if p.id != "debian"), None)
 
 
 def bp(sample, name):

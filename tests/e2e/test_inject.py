@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import PYTHONS, probing
+from conftest import OLDEST_HOST, PYTHONS, probing
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -27,7 +27,7 @@ def test_injection_keeps_the_hijacked_threads_errno(python, spawn):
     t.check_output_clean()
 
 
-@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.8", "3.12", "debian")])
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in (OLDEST_HOST, "3.12", "debian")])
 def test_first_commands_at_once_all_succeed(python, spawn):
     """Six first-time commands at once on each of four fresh targets (VS Code and a script at
     the same time): one injects, the others wait for it and use the probe it loaded."""

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from conftest import CLI, HOST_PYTHONS, PYTHONS, SAMPLES, probing
+from conftest import CLI, HOST_PYTHONS, OLDEST_HOST, PYTHONS, SAMPLES, probing
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
 
@@ -116,7 +116,7 @@ def test_cli_killed_inside_the_remote_call(python, sig, spawn, tmp_path):
     _finish(t)
 
 
-@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.8", "3.12", "debian")])
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in (OLDEST_HOST, "3.12", "debian")])
 def test_signals_at_random_points_of_an_injection(python, spawn):
     """The real probe; each signal at random points of the CLI's life (measured first)."""
     rng = random.Random(int(os.environ.get("PROBING_TEST_SEED", "0")) or None)
