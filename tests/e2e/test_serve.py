@@ -822,3 +822,57 @@ def test_serve_body_before_token(serve):
     # The token holder is answered.
     status, _, _ = http(s.url + "api/processes", headers={"Authorization": "Bearer " + tok})
     assert status == 200
+
+
+FAKE_PROBE = r"""
+import mmap, os, socket, sys, time
+lib = os.path.join(sys.argv[1], "libprobing-fake-%d.so" % os.getpid())
+with open(lib, "wb") as f:
+    f.write(b"\0" * 4096)
+with open(lib, "rb") as f:
+    m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)  # in /proc/PID/maps: "a probe"
+d = "/tmp/probing-%d" % os.geteuid()
+os.makedirs(d, mode=0o700, exist_ok=True)
+s = socket.socket(socket.AF_UNIX)
+s.bind(os.path.join(d, "%d.sock" % os.getpid()))
+s.listen(64)  # never accepted, never answered
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def test_serve_metrics_fake_probes(spawn, serve, tmp_path):
+    """Issue 37 item 8: three processes posing as probes (a libprobing- mapping, a socket at
+    the probe's path that never answers) cost /metrics one 5 s deadline in all, not 10 s each
+    in turn; the real probe's figures are in the answer."""
+    t = spawn("/usr/bin/python3", SAMPLE)
+    s = serve("--listen", "127.0.0.1:0")
+    assert api(s, "/api/processes/%d/attach" % t.pid, "POST")[0] == 200
+    fakes = []
+    try:
+        for _ in range(3):
+            f = subprocess.Popen(["/usr/bin/python3", "-c", FAKE_PROBE, str(tmp_path)],
+                                 stdout=subprocess.PIPE, text=True)
+            fakes.append(f)
+            assert f.stdout.readline().strip() == "ready"
+        status, procs = api(s, "/api/processes")
+        posing = [p for p in procs if p["pid"] in [f.pid for f in fakes]]
+        assert len(posing) == 3 and all(p["probe"] for p in posing), posing
+        t0 = time.time()
+        status, _, body = http(s.url + "metrics", timeout=60)
+        took = time.time() - t0
+        print("/metrics with 3 fake probes: %.2f s" % took)
+        assert status == 200
+        fams = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        threads = [x for x in fams["probing_python_threads"].samples
+                   if x.labels["pid"] == str(t.pid)]
+        assert threads and threads[0].value >= 1, threads
+        assert took < 5 + 2, "/metrics took %.1f s" % took
+    finally:
+        for f in fakes:
+            f.kill()
+            f.wait()
+            try:
+                os.unlink("/tmp/probing-%d/%d.sock" % (os.geteuid(), f.pid))
+            except OSError:
+                pass
