@@ -56,7 +56,7 @@ static struct setting table[] = {
     {"net.max_connections", SET_INT, 64, 1, 1024,
      "Most connections (Unix socket and TCP) open at once; more are closed at once.", 0},
     {"net.max_unauthenticated", SET_INT, 8, 1, 1024,
-     "Most TCP connections not past 'attach' (token) at once; more are closed at once.", 0},
+     "Most TCP connections not past 'attach' (token) at once; a new one replaces the oldest.", 0},
     {"net.preauth_max_bytes", SET_INT, 8192, 1024, 16 << 20,
      "Largest message (bytes) a TCP client may send before 'attach'; a larger one closes it.", 0},
     {"perf.max_samples", SET_INT, 1000000, 1000, 100000000,

@@ -14,17 +14,21 @@
 int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
                 long fds_open, long fds_max, struct pb_err *err)
 {
-    if (c->conns >= l->max_conns)
+    /* At the cap on TCP connections not past attach, the new one takes the place of the
+     * oldest of them (closed): clients that only connect cannot lock out the token holder, whose
+     * connection passes attach at once. Counted as if that one were closed already. */
+    int evict = tcp && c->unauth >= l->max_unauth;
+    if (evict && c->unauth == 0)
+        return pb_err_set(err, -EMFILE, "no TCP connection is allowed before attach "
+                          "(net.max_unauthenticated is %d)", l->max_unauth);
+    if (c->conns - evict >= l->max_conns)
         return pb_err_set(err, -EMFILE, "%d connections open (net.max_connections)", c->conns);
-    if (tcp && c->unauth >= l->max_unauth)
-        return pb_err_set(err, -EMFILE, "%d TCP connections not past attach "
-                          "(net.max_unauthenticated)", c->unauth);
     if (fds_open < 0)
         return pb_err_set(err, -EMFILE, "cannot count the open descriptors");
-    if (fds_max >= 0 && fds_open + l->fd_reserve > fds_max)
+    if (fds_max >= 0 && fds_open - evict + l->fd_reserve > fds_max)
         return pb_err_set(err, -EMFILE, "%ld of %ld descriptors open, %d kept for the target "
                           "(net.fd_reserve)", fds_open, fds_max, l->fd_reserve);
-    return 0;
+    return evict ? PROBE_ADMIT_EVICT : 0;
 }
 
 int probe_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms)

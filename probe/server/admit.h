@@ -8,7 +8,10 @@
 
 /* Whether to keep a connection just accepted. Counts are the connections open before the new
  * one; fds_open counts the new one; fds_max is RLIMIT_NOFILE's soft limit (-1: none). Returns 0
- * (keep it) or -EMFILE with the limit that refused it in err. */
+ * (keep it), PROBE_ADMIT_EVICT (keep it and close the oldest TCP connection not past attach:
+ * that cap, net.max_unauthenticated, is reached), or -EMFILE with the limit that refused it in
+ * err. */
+#define PROBE_ADMIT_EVICT 1
 struct probe_admit_limits {
     int max_conns, max_unauth, fd_reserve;
 };

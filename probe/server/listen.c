@@ -42,6 +42,8 @@ struct conn {
     int counted;   /* in n_conns (and, while unauth, in n_unauth) */
     int unauth;    /* TCP, not past `attach` yet */
     long long accepted_ms;
+    struct conn *uprev, *unext; /* in the list of unauth ones, oldest first */
+    unsigned char peer[16];     /* TCP: the peer's address (v4 in its first 4 bytes) */
     char rbuf[65536];
 };
 
@@ -56,8 +58,65 @@ static int serving;
  * would wait for an answer that never comes. Set by the loop after accept, cleared before the
  * descriptor is closed, so the child never closes a descriptor that is not ours. */
 static atomic_int conn_fds[MAX_TRACKED_CONNS];
-/* Connections open (kept after admission), and TCP ones among them not past `attach`. */
+/* Connections open (kept after admission), and TCP ones among them not past `attach`, those
+ * also in a list, oldest first: the first to go when a new one finds the cap reached. */
 static int n_conns, n_unauth;
+static struct conn *unauth_head, *unauth_tail;
+
+static void unauth_add(struct conn *c)
+{
+    c->unauth = 1;
+    n_unauth++;
+    c->unext = NULL;
+    c->uprev = unauth_tail;
+    if (unauth_tail)
+        unauth_tail->unext = c;
+    else
+        unauth_head = c;
+    unauth_tail = c;
+}
+
+/* The one to close for a new connection when the unauthenticated cap is reached: the oldest
+ * of the peer address that holds the most of them (the oldest overall on a tie). A client that
+ * keeps reconnecting from one address then evicts its own connections, not the token holder's
+ * from another address. */
+static struct conn *unauth_victim(void)
+{
+    struct conn *best = NULL;
+    int best_n = 0;
+    for (struct conn *a = unauth_head; a; a = a->unext) {
+        int n = 0;
+        struct conn *oldest = NULL; /* of a's address */
+        for (struct conn *b = unauth_head; b; b = b->unext)
+            if (memcmp(a->peer, b->peer, sizeof a->peer) == 0) {
+                if (!oldest)
+                    oldest = b;
+                n++;
+            }
+        if (oldest == a && n > best_n) {
+            best = a;
+            best_n = n;
+        }
+    }
+    return best;
+}
+
+static void unauth_remove(struct conn *c)
+{
+    if (!c->unauth)
+        return;
+    c->unauth = 0;
+    n_unauth--;
+    if (c->uprev)
+        c->uprev->unext = c->unext;
+    else
+        unauth_head = c->unext;
+    if (c->unext)
+        c->unext->uprev = c->uprev;
+    else
+        unauth_tail = c->uprev;
+    c->uprev = c->unext = NULL;
+}
 
 /* A TCP listen request handed from another thread (probing_start). */
 static struct {
@@ -83,9 +142,7 @@ static void conn_uncount(struct conn *c)
         return;
     c->counted = 0;
     n_conns--;
-    if (c->unauth)
-        n_unauth--;
-    c->unauth = 0;
+    unauth_remove(c);
 }
 
 static void conn_close(void *io)
@@ -185,8 +242,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->unauth && dap_session_is_authed(c->s)) {
         /* Past `attach`: no deadline any more (an IDE sits idle for hours). */
-        c->unauth = 0;
-        n_unauth--;
+        unauth_remove(c);
         uv_timer_stop(&c->auth_timer);
     }
 }
@@ -223,7 +279,8 @@ static int peer_allowed(uv_pipe_t *p)
     return cr.uid == 0 || cr.uid == geteuid();
 }
 
-/* Whether to keep a connection just accepted (admit.c, with the net.* settings). */
+/* Whether to keep a connection just accepted (admit.c, with the net.* settings): 0 no,
+ * 1 yes, PROBE_ADMIT_EVICT + 1 yes in place of the oldest TCP connection not past attach. */
 static int admit(struct conn *c, int tcp)
 {
     struct probe_admit_limits l = {
@@ -240,15 +297,16 @@ static int admit(struct conn *c, int tcp)
     if (uv_fileno((uv_handle_t *)&c->h, &fd) == 0 && fds_max >= 0 &&
         (long)fd + 1 + l.fd_reserve > fds_max)
         fds_open = (long)fd + 1;
-    else if (n.conns >= l.max_conns || (tcp && n.unauth >= l.max_unauth))
+    else if (n.conns >= l.max_conns && !(tcp && n.unauth >= l.max_unauth))
         fds_open = 0; /* refused by a cap anyway: no need to count */
     else
         fds_open = probe_fds_open();
-    if (probe_admit(&l, &n, tcp, fds_open, fds_max, &err) < 0) {
+    int rc = probe_admit(&l, &n, tcp, fds_open, fds_max, &err);
+    if (rc < 0) {
         PB_LOG(PB_LOG_WARN, "refused a %s connection: %s", tcp ? "TCP" : "Unix-socket", err.msg);
         return 0;
     }
-    return 1;
+    return rc + 1;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -275,9 +333,28 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    if (!admit(c, transport == DAP_TRANSPORT_TCP)) {
+    int kept = admit(c, transport == DAP_TRANSPORT_TCP);
+    if (!kept) {
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
+    }
+    if (transport == DAP_TRANSPORT_TCP) {
+        struct sockaddr_storage ss;
+        int sl = sizeof ss;
+        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &sl) == 0) {
+            if (ss.ss_family == AF_INET)
+                memcpy(c->peer, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+            else if (ss.ss_family == AF_INET6)
+                memcpy(c->peer, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        }
+    }
+    struct conn *old = kept == PROBE_ADMIT_EVICT + 1 ? unauth_victim() : NULL;
+    if (old) {
+        PB_LOG(PB_LOG_WARN, "closed the oldest TCP connection not past attach of the address "
+               "holding the most of them, for a new one: %d TCP connections not past attach "
+               "(net.max_unauthenticated)", n_unauth);
+        dap_session_detach_io(old->s);
+        conn_close(old);
     }
     if (transport == DAP_TRANSPORT_TCP)
         uv_tcp_nodelay(&c->h.tcp, 1);
@@ -289,8 +366,7 @@ static void on_connection(uv_stream_t *server, int status)
     c->counted = 1;
     n_conns++;
     if (transport == DAP_TRANSPORT_TCP) {
-        c->unauth = 1;
-        n_unauth++;
+        unauth_add(c);
         dap_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
         c->accepted_ms = loop_ms();
         uv_timer_init(probe_agent_loop(), &c->auth_timer);

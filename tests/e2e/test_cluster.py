@@ -362,6 +362,59 @@ def test_hosts_nodelist_expansion():
         assert r.returncode == 2 and r.stderr.startswith("probing: error: cluster hosts: "), (bad, r.stderr)
 
 
+def test_nodelist_expansion_is_linear():
+    """Issue 37 item 8: 65536 names (the most a node list may give) cost about 8 times 8192
+    names, not 64 times (it took 5.9 s: each name appended counted the list again). Compared
+    with that baseline in the same run, not with a fixed time."""
+    def took(spec):
+        best = None
+        for _ in range(3):
+            t0 = time.time()
+            r = cluster("hosts", "--nodelist", spec)
+            t = time.time() - t0
+            best = t if best is None else min(best, t)
+        return best, r.stdout.split()
+    small, names = took("n[00000-08191]")
+    assert len(names) == 8192 and names[-1] == "n08191"
+    big, names = took("n[00000-65535]")
+    assert len(names) == 65536 and names[0] == "n00000" and names[-1] == "n65535"
+    print("cluster hosts: 8192 names %.3f s, 65536 names %.3f s (x%.1f)" % (small, big, big / small))
+    assert big < 24 * small, "65536 names cost %.1f times 8192 names: quadratic" % (big / small)
+
+
+def peak_rss(cmd, timeout=60):
+    """(CompletedProcess-like (rc, stdout, stderr), peak VmRSS in bytes) of cmd, sampled."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import threading
+    peak = [0]
+    def watch():
+        while p.poll() is None:
+            try:
+                with open("/proc/%d/status" % p.pid) as f:
+                    m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
+                if m:
+                    peak[0] = max(peak[0], int(m.group(1)) * 1024)
+            except OSError:
+                pass
+            time.sleep(0.02)
+    w = threading.Thread(target=watch)
+    w.start()
+    out, err = p.communicate(timeout=timeout)
+    w.join()
+    return p.returncode, out, err, peak[0]
+
+
+def test_node_output_is_capped():
+    """Issue 37 item 8: a node whose command floods stdout (`yes`) is cut at 64 MiB and said
+    so; the CLI's peak RSS stays near that (it grew without bound: 1.5 GB in 4 s)."""
+    rc, out, err, peak = peak_rss([CLI, "cluster", "list", "--hosts", "flood,quiet", "--exec",
+                                   "yes {host} #", "--node-timeout", "2000", "--json"])
+    print("cluster list with a flooding node: peak RSS %d MB" % (peak >> 20))
+    assert peak < 200 << 20, "the CLI grew to %d MB" % (peak >> 20)
+    errors = {e["node"]: e["error"] for e in json.loads(out)["errors"]}
+    assert errors["flood"].startswith("its output passed 64 MiB: cut there"), errors
+
+
 def test_host_names_are_not_options(tmp_path):
     """A host name is one word of the --exec command: with the default 'ssh -- {host}', a name
     '-oProxyCommand=CMD' from --hosts, a hostfile, --nodelist or $SLURM_JOB_NODELIST (and

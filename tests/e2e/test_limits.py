@@ -263,3 +263,64 @@ def test_limits_are_settings(spawn):
                    "net.max_unauthenticated": ("8", "8"),
                    "net.preauth_max_bytes": ("8192", "8192")}, got
     t.check_output_clean()
+
+
+def test_reconnecting_flood_does_not_lock_out_token_holder(spawn):
+    """Issue 37 item 8: eight clients that connect from 127.0.0.2, never attach and reconnect
+    the moment they are closed hold net.max_unauthenticated (8) for good; a new connection then
+    takes the place of the oldest of the address holding the most (it was refused), so the token
+    holder's CLI (`-t`, from 127.0.0.1) gets in within a second, every time."""
+    t = spawn(PY)
+    host, port, token = listen(t)
+    stop = threading.Event()
+    reconnects = [0]
+
+    def attacker():
+        while not stop.is_set():
+            try:
+                s = socket.socket()
+                s.bind(("127.0.0.2", 0))
+                s.settimeout(5)
+                s.connect((host, port))
+            except OSError:
+                time.sleep(0.01)
+                continue
+            reconnects[0] += 1
+            while not stop.is_set():  # held until the probe closes it, then again at once
+                try:
+                    s.settimeout(0.2)
+                    if s.recv(100) == b"":
+                        break
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+            s.close()
+    threads = [threading.Thread(target=attacker) for _ in range(8)]
+    for th in threads:
+        th.start()
+    try:
+        deadline = time.time() + 5
+        while tcp_conns(t.pid) < 8 and time.time() < deadline:
+            time.sleep(0.05)
+        assert tcp_conns(t.pid) >= 8, "the flood did not reach the cap: the test proves nothing"
+        took = []
+        for _ in range(5):
+            t0 = time.time()
+            r = probing("-t", "%s:%d" % (host, port), "debug", "--dump", "--json",
+                        env={"PROBING_TOKEN": token}, timeout=20)
+            took.append(time.time() - t0)
+            assert r.returncode == 0, (r.returncode, r.stderr)
+            assert json.loads(r.stdout)["threads"]
+            time.sleep(0.3)
+        print("token holder through 8 reconnecting clients: %s ms; %d connects"
+              % (", ".join("%.0f" % (x * 1000) for x in took), reconnects[0]))
+        assert max(took) < 1.0, took
+        assert tcp_conns(t.pid) <= 8 + 1
+        assert probe_log_has(t, "closed the oldest TCP connection not past attach")
+    finally:
+        stop.set()
+        for th in threads:
+            th.join(10)
+    t.assert_responsive()
+    t.check_output_clean()

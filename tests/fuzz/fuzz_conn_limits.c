@@ -6,7 +6,8 @@
  *      limit plus a header, and after it requests as large as before are taken;
  *   1  connection count and descriptors: a sequence of accepts (Unix/TCP), attaches, closes and
  *      changes of the target's own descriptors through probe_admit; the caps and the reserve
- *      always hold, and nothing is refused that fits them;
+ *      always hold, nothing is refused that fits them, and a TCP one at the unauthenticated
+ *      cap takes the place of one not past attach;
  *   2  attach deadline: bytes arriving at fuzzed times into a real TCP session; the connection
  *      expires exactly when it is not past `attach` at the deadline, however it trickles bytes.
  * Invariant violations abort (a crash is a failure for libFuzzer and for `make fuzz-replay`). */
@@ -80,12 +81,21 @@ static void conn_limits(const uint8_t *d, size_t n)
             long fds_open = own + conns + 1;
             struct probe_admit_counts c = {conns, unauth};
             struct pb_err err = {0};
-            int fits = conns < l.max_conns && (!tcp || unauth < l.max_unauth) &&
-                       (fds_max < 0 || fds_open + l.fd_reserve <= fds_max);
+            /* At the unauthenticated cap a TCP one replaces the oldest of them. */
+            int evict = tcp && unauth >= l.max_unauth;
+            int fits = conns - evict < l.max_conns && (!evict || unauth > 0) &&
+                       (fds_max < 0 || fds_open - evict + l.fd_reserve <= fds_max);
             int rc = probe_admit(&l, &c, tcp, fds_open, fds_max, &err);
-            CHECK((rc == 0) == fits);
-            CHECK(rc == 0 || err.msg[0]);
-            if (rc == 0 && conns < 128) {
+            CHECK(rc < 0 ? !fits && err.msg[0] : fits && rc == (evict ? PROBE_ADMIT_EVICT : 0));
+            if (rc == PROBE_ADMIT_EVICT) { /* the agent closes one not past attach */
+                for (int i = 0; i < conns; i++)
+                    if (!authed[i]) {
+                        authed[i] = authed[--conns];
+                        unauth--;
+                        break;
+                    }
+            }
+            if (rc >= 0 && conns < 128) {
                 authed[conns++] = !tcp;
                 unauth += tcp;
             }

@@ -88,8 +88,12 @@ struct cli_cluster_child {
     int state;          /* CLUSTER_CHILD_* */
     int group;          /* kill its process group (commands) */
     int killable_after; /* kill only once this many bytes arrived (0: always) */
+    int cut;            /* stdout passed CLI_CLUSTER_MAX_OUTPUT: obuf holds only that much */
     long long deadline;
 };
+/* The most of a child's stdout kept (a node's answer); past it the pipe is closed (the child
+ * gets SIGPIPE on its next write) and the child marked cut. */
+#define CLI_CLUSTER_MAX_OUTPUT (64 << 20)
 enum {
     CLUSTER_CHILD_PENDING,
     CLUSTER_CHILD_RUNNING,

@@ -16,19 +16,23 @@
 #include "cluster.h"
 
 /* Appends every expansion of spec[0..len) (which may hold several [..] groups) to out, each
- * prefixed by pre. Returns 0 or -1 on a syntax error. */
-static int expand(const char *pre, const char *spec, size_t len, cJSON *out, struct pb_err *err)
+ * prefixed by pre; *count is out's size (counted here: cJSON counts by walking the list, which
+ * made 65536 names cost seconds). Returns 0 or -1 on a syntax error. */
+static int expand(const char *pre, const char *spec, size_t len, cJSON *out, int *count,
+                  struct pb_err *err)
 {
     const char *open = memchr(spec, '[', len);
-    if (cJSON_GetArraySize(out) > 65536)
+    if (*count > 65536)
         return pb_err_set(err, PB_EUSAGE, "node list expands to more than 65536 names");
     if (!open) {
         char name[512];
         if (strlen(pre) + len >= sizeof name)
             return pb_err_set(err, PB_EUSAGE, "node name too long in '%.*s'", (int)len, spec);
         snprintf(name, sizeof name, "%s%.*s", pre, (int)len, spec);
-        if (name[0])
+        if (name[0]) {
             cJSON_AddItemToArray(out, cJSON_CreateString(name));
+            ++*count;
+        }
         return 0;
     }
     const char *close = memchr(open, ']', len - (size_t)(open - spec));
@@ -65,7 +69,7 @@ static int expand(const char *pre, const char *spec, size_t len, cJSON *out, str
         for (long v = lo; v <= hi; v++) {
             char pre2[600];
             snprintf(pre2, sizeof pre2, "%s%0*ld", head, width, v);
-            int rc = expand(pre2, rest, rlen, out, err);
+            int rc = expand(pre2, rest, rlen, out, count, err);
             if (rc < 0)
                 return rc;
         }
@@ -78,6 +82,7 @@ cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err)
 {
     cJSON *out = cJSON_CreateArray();
     const char *p = spec;
+    int count = 0;
     while (*p) {
         /* A top-level comma (outside brackets) separates names. */
         const char *q = p;
@@ -95,7 +100,7 @@ cJSON *cli_cluster_nodelist_expand(const char *spec, struct pb_err *err)
             cJSON_Delete(out);
             return NULL;
         }
-        if (expand("", p, (size_t)(q - p), out, err) < 0) {
+        if (expand("", p, (size_t)(q - p), out, &count, err) < 0) {
             cJSON_Delete(out);
             return NULL;
         }
@@ -312,26 +317,37 @@ static void last_line(const char *s, char *buf, size_t n)
 cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *hosts,
                                  char *const *argv, int argc)
 {
-    int n = cJSON_GetArraySize(hosts);
+    int n = cJSON_GetArraySize(hosts), i = 0;
     cJSON *docs = cJSON_CreateArray();
     struct nodes_ctx nc = {calloc((size_t)n + 1, sizeof(char *))};
     struct cli_cluster_child *kids = calloc((size_t)n + 1, sizeof *kids);
-    for (int i = 0; i < n; i++) {
-        nc.cmds[i] = node_command(o->exec, cJSON_GetArrayItem(hosts, i)->valuestring, argv, argc);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    const cJSON *h;
+    cJSON_ArrayForEach(h, hosts) /* by index would walk the list each time */
+    {
+        if (i < n)
+            names[i++] = h->valuestring;
+    }
+    for (i = 0; i < n; i++) {
+        nc.cmds[i] = node_command(o->exec, names[i], argv, argc);
         kids[i].group = 1;
         PB_LOG(PB_LOG_DEBUG, "cluster: node %d: %s", i, nc.cmds[i]);
     }
     fflush(stdout);
     fflush(stderr);
     cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms, node_child, &nc);
-    for (int i = 0; i < n; i++) {
-        const char *host = cJSON_GetArrayItem(hosts, i)->valuestring;
+    for (i = 0; i < n; i++) {
+        const char *host = names[i];
         struct cli_cluster_child *k = &kids[i];
         cJSON *doc = k->state == CLUSTER_CHILD_DONE && k->obuf ? cJSON_Parse(k->obuf) : NULL;
         char msg[600], tail[400];
         msg[0] = '\0';
         last_line(k->ebuf, tail, sizeof tail);
-        if (k->state == CLUSTER_CHILD_TIMEDOUT)
+        if (k->cut)
+            snprintf(msg, sizeof msg, "its output passed %d MiB: cut there and dropped (the "
+                     "remote command is not `probing cluster ... --json`?)",
+                     CLI_CLUSTER_MAX_OUTPUT >> 20);
+        else if (k->state == CLUSTER_CHILD_TIMEDOUT)
             snprintf(msg, sizeof msg, "no answer within %d ms (--node-timeout)",
                      o->node_timeout_ms);
         else if (k->state != CLUSTER_CHILD_DONE)
@@ -354,5 +370,6 @@ cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *
     }
     free(nc.cmds);
     free(kids);
+    free(names);
     return docs;
 }

@@ -167,7 +167,12 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
             int *fd = who[k] >= 0 ? &x->out : &x->err;
             ssize_t got = read(*fd, buf, sizeof buf);
             if (got > 0) {
-                if (who[k] >= 0)
+                if (who[k] >= 0 && x->olen + (size_t)got > CLI_CLUSTER_MAX_OUTPUT) {
+                    x->cut = 1; /* a node that floods: what came is dropped by the caller */
+                    close_fd(fd);
+                    if (x->olen >= (size_t)x->killable_after)
+                        kill(x->group ? -x->pid : x->pid, SIGKILL);
+                } else if (who[k] >= 0)
                     append(&x->obuf, &x->olen, &x->ocap, buf, (size_t)got);
                 else if (x->elen < 65536)
                     append(&x->ebuf, &x->elen, &x->ecap, buf, (size_t)got);

@@ -63,14 +63,15 @@ static int allowed(pid_t pid, struct pb_err *err)
 
 /* Connect to pid's probe (never injecting) and handshake; a remote one over TCP with
  * $PROBING_TOKEN. */
-static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
+static int connect_probe_within(pid_t pid, struct dap_client *dc, int timeout_ms,
+                                struct pb_err *err)
 {
     if (pid < 0) {
         int i = -1 - (int)pid, rc;
         const char *token = getenv("PROBING_TOKEN");
         if (i >= cli_serve_ntargets)
             return pb_err_set(err, -ESRCH, "no such target");
-        dap_client_init(dc, DAP_TIMEOUT_MS);
+        dap_client_init(dc, timeout_ms);
         rc = dap_client_connect_tcp(dc, cli_serve_targets[i].host, cli_serve_targets[i].port, err);
         if (rc == 0)
             rc = cli_handshake(dc, token, err);
@@ -84,7 +85,7 @@ static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
     if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
         return pb_err_set(err, PB_ENOPROBE, "the probe is not loaded in process %d: attach "
                           "first (POST /api/processes/%d/attach)", (int)pid, (int)pid);
-    dap_client_init(dc, DAP_TIMEOUT_MS);
+    dap_client_init(dc, timeout_ms);
     rc = cli_connect_pid(pid, 0, dc, err);
     if (rc == 0)
         rc = cli_handshake(dc, NULL, err);
@@ -94,6 +95,11 @@ static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
             err->code = PB_ENOPROBE; /* mapped but not answering: a fork child, say */
     }
     return rc;
+}
+
+static int connect_probe(pid_t pid, struct dap_client *dc, struct pb_err *err)
+{
+    return connect_probe_within(pid, dc, DAP_TIMEOUT_MS, err);
 }
 
 /* Connect to pid's probe for queries (waiting as long as the probe's query.timeout_ms), or
@@ -778,6 +784,93 @@ static void write_torch_metrics(FILE *f, const cJSON *procs)
     }
 }
 
+/* /metrics asks the probes in parallel: a round (one per scrape) of jobs (one per probe), each
+ * on a detached thread; the scrape waits until all answered or its deadline passed, and the
+ * last one out of the scrape and the threads frees the round. */
+#define METRICS_DEADLINE_MS 5000
+struct metrics_round;
+struct metrics_job {
+    struct metrics_round *round;
+    pid_t pid;
+    cJSON *res; /* the figures, moved into the process's object when done in time */
+    int done;
+};
+struct metrics_round {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC, as cli_now_ms */
+    long long deadline;
+    int refs, pending, n;
+    struct metrics_job jobs[];
+};
+
+static void metrics_round_free(struct metrics_round *round)
+{
+    for (int i = 0; i < round->n; i++)
+        cJSON_Delete(round->jobs[i].res);
+    pthread_mutex_destroy(&round->mu);
+    pthread_cond_destroy(&round->cv);
+    free(round);
+}
+
+static void metrics_done(struct metrics_job *j)
+{
+    struct metrics_round *round = j->round;
+    pthread_mutex_lock(&round->mu);
+    j->done = 1;
+    round->pending--;
+    pthread_cond_broadcast(&round->cv);
+    int last = --round->refs == 0;
+    pthread_mutex_unlock(&round->mu);
+    if (last)
+        metrics_round_free(round);
+}
+
+/* Before each request: the time left to the round's deadline (at least 1 ms). */
+static int metrics_left(const struct metrics_job *j)
+{
+    long long left = j->round->deadline - cli_now_ms();
+    return left < 1 ? 1 : (int)left;
+}
+
+static void *metrics_ask(void *arg)
+{
+    struct metrics_job *j = arg;
+    cJSON *p = j->res;
+    struct pb_err err = {0};
+    struct dap_client dc;
+    /* The dump for threads and GIL (read without the GIL, no locals), perf status for the
+     * sampler, torch's figures. */
+    if (connect_probe_within(j->pid, &dc, metrics_left(j), &err) == 0) {
+        cJSON *args = cJSON_CreateObject(), *body = NULL;
+        cJSON_AddBoolToObject(args, "locals", 0);
+        dc.timeout_ms = metrics_left(j);
+        if (dap_client_request(&dc, "probing/dump", args, &body, &err) == 0) {
+            const cJSON *gil = cJSON_GetObjectItemCaseSensitive(body, "gil");
+            cJSON_AddNumberToObject(
+                p, "pythreads", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "threads")));
+            cJSON_AddNumberToObject(
+                p, "gil", cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(gil, "holder")));
+        }
+        cJSON_Delete(body);
+        body = NULL;
+        args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "action", "status");
+        dc.timeout_ms = metrics_left(j);
+        if (dap_client_request(&dc, "probing/perf", args, &body, &err) == 0) {
+            cJSON_AddNumberToObject(p, "running", cli_json_true(body, "running"));
+            cJSON_AddNumberToObject(p, "samples", cli_json_num(body, "samples", 0));
+            cJSON_AddNumberToObject(p, "missed", cli_json_num(body, "missed", 0));
+            cJSON_AddNumberToObject(p, "lost", cli_json_num(body, "lost", 0));
+        }
+        cJSON_Delete(body);
+        dc.timeout_ms = metrics_left(j);
+        torch_metrics(&dc, p);
+        cli_disconnect(&dc);
+    }
+    metrics_done(j);
+    return NULL;
+}
+
 void cli_serve_metrics(struct cli_serve_reply *r)
 {
     static const struct {
@@ -794,41 +887,72 @@ void cli_serve_metrics(struct cli_serve_reply *r)
         {"probing_perf_lost_total", "counter", "Samples perf --cc could not keep", "lost"},
     };
     cJSON *procs = python_processes(), *p;
-    /* Ask every probe once: the dump for threads and GIL (read without the GIL, no locals),
-     * perf status for the sampler. */
+    int n = 0;
     cJSON_ArrayForEach(p, procs)
     {
         cJSON_ReplaceItemInObjectCaseSensitive(p, "probe",
                                                cJSON_CreateNumber(cli_json_true(p, "probe")));
-        if (!cli_json_num(p, "probe", 0))
-            continue;
-        struct pb_err err = {0};
-        struct dap_client dc;
-        pid_t pid = (pid_t)cli_json_num(p, "key", 0);
-        if (connect_probe(pid, &dc, &err) < 0)
-            continue;
-        cJSON *args = cJSON_CreateObject(), *body = NULL;
-        cJSON_AddBoolToObject(args, "locals", 0);
-        if (dap_client_request(&dc, "probing/dump", args, &body, &err) == 0) {
-            const cJSON *gil = cJSON_GetObjectItemCaseSensitive(body, "gil");
-            cJSON_AddNumberToObject(
-                p, "pythreads", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "threads")));
-            cJSON_AddNumberToObject(
-                p, "gil", cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(gil, "holder")));
+        n += cli_json_num(p, "probe", 0) != 0;
+    }
+    /* Every probe at once, all under one deadline: a process posing as a probe that never
+     * answers costs one METRICS_DEADLINE_MS per scrape, not a timeout per process. */
+    struct metrics_round *round = calloc(1, sizeof *round + (size_t)n * sizeof round->jobs[0]);
+    if (round) {
+        pthread_mutex_init(&round->mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&round->cv, &ca);
+        pthread_condattr_destroy(&ca);
+        round->deadline = cli_now_ms() + METRICS_DEADLINE_MS;
+        round->refs = 1;
+        round->n = n;
+        int i = 0;
+        cJSON_ArrayForEach(p, procs)
+        {
+            if (!cli_json_num(p, "probe", 0) || i >= n)
+                continue;
+            struct metrics_job *j = &round->jobs[i++];
+            j->round = round;
+            j->pid = (pid_t)cli_json_num(p, "key", 0);
+            j->res = cJSON_CreateObject();
+            pthread_t th;
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            pthread_mutex_lock(&round->mu);
+            round->refs++;
+            round->pending++;
+            pthread_mutex_unlock(&round->mu);
+            if (!j->res || pthread_create(&th, &at, metrics_ask, j) != 0)
+                metrics_done(j);
+            pthread_attr_destroy(&at);
         }
-        cJSON_Delete(body);
-        body = NULL;
-        args = cJSON_CreateObject();
-        cJSON_AddStringToObject(args, "action", "status");
-        if (dap_client_request(&dc, "probing/perf", args, &body, &err) == 0) {
-            cJSON_AddNumberToObject(p, "running", cli_json_true(body, "running"));
-            cJSON_AddNumberToObject(p, "samples", cli_json_num(body, "samples", 0));
-            cJSON_AddNumberToObject(p, "missed", cli_json_num(body, "missed", 0));
-            cJSON_AddNumberToObject(p, "lost", cli_json_num(body, "lost", 0));
+        pthread_mutex_lock(&round->mu);
+        struct timespec until = {(time_t)(round->deadline / 1000),
+                                 (long)(round->deadline % 1000) * 1000000L};
+        while (round->pending > 0 &&
+               pthread_cond_timedwait(&round->cv, &round->mu, &until) != ETIMEDOUT)
+            ;
+        /* What the probes that answered in time said; the others' threads finish alone. */
+        i = 0;
+        cJSON_ArrayForEach(p, procs)
+        {
+            if (!cli_json_num(p, "probe", 0) || i >= n)
+                continue;
+            struct metrics_job *j = &round->jobs[i++];
+            if (!j->done || !j->res)
+                continue;
+            cJSON *item;
+            while ((item = j->res->child) != NULL) {
+                cJSON_DetachItemViaPointer(j->res, item);
+                cJSON_AddItemToObject(p, item->string, item);
+            }
         }
-        cJSON_Delete(body);
-        torch_metrics(&dc, p);
-        cli_disconnect(&dc);
+        int last = --round->refs == 0;
+        pthread_mutex_unlock(&round->mu);
+        if (last)
+            metrics_round_free(round);
     }
     char *buf = NULL;
     size_t len = 0;

@@ -22,6 +22,12 @@
 #include "serve.h"
 
 #define MAX_BODY (1 << 20)
+/* Connections (a thread each) at once, from one address at once, and the seconds a connection
+ * may stay without a byte either way before it is closed (docs/http.md "Limits"): one client
+ * cannot hold every connection with requests it never finishes. */
+#define SERVE_MAX_CONNECTIONS 256
+#define SERVE_MAX_PER_IP 32
+#define SERVE_IDLE_TIMEOUT_S 10
 
 static struct {
     char token[80];   /* empty: no token (loopback only) */
@@ -263,6 +269,7 @@ struct req {
     char *body;
     size_t len;
     int too_big;
+    int token_ok; /* the request carried the token (or none is needed): its body is kept */
 };
 
 static enum MHD_Result queue(struct MHD_Connection *conn, struct cli_serve_reply *r)
@@ -291,6 +298,11 @@ static enum MHD_Result queue(struct MHD_Connection *conn, struct cli_serve_reply
     return rc;
 }
 
+/* libmicrohttpd calls this first with the headers only, then with each piece of the body, then
+ * once more. Everything about who asks is decided on the first call, before a byte of the body
+ * is read: a refused request is answered then (the body is never read, the connection closed),
+ * and so is one whose Content-Length is over MAX_BODY. Only a request that carries the token
+ * keeps its body (the one-time /login, reachable without it, keeps none). */
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls)
@@ -299,14 +311,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     (void)version;
     struct req *q = *con_cls;
     if (!q) {
+        struct cli_serve_reply r = {0};
+        if (check_access(conn, method, url, &r) != 0)
+            return queue(conn, &r);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > MAX_BODY) {
+            cli_serve_error(&r, 413, "the request body is larger than %d bytes", MAX_BODY);
+            return queue(conn, &r);
+        }
         q = calloc(1, sizeof *q);
         if (!q)
             return MHD_NO;
+        q->token_ok = !srv.token[0] || strcmp(url, "/login") != 0;
         *con_cls = q;
         return MHD_YES;
     }
     if (*upload_size) {
-        if (q->len + *upload_size > MAX_BODY) {
+        if (!q->token_ok || q->len + *upload_size > MAX_BODY) {
             q->too_big = 1;
         } else {
             char *nb = realloc(q->body, q->len + *upload_size + 1);
@@ -321,12 +342,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return MHD_YES;
     }
     struct cli_serve_reply r = {0};
-    if (check_access(conn, method, url, &r) == 0) {
-        if (q->too_big)
-            cli_serve_error(&r, 413, "the request body is larger than %d bytes", MAX_BODY);
-        else
-            route(conn, method, url, q->body ? q->body : "", &r);
-    }
+    if (q->too_big)
+        cli_serve_error(&r, 413, "the request body is larger than %d bytes",
+                        q->token_ok ? MAX_BODY : 0);
+    else
+        route(conn, method, url, q->body ? q->body : "", &r);
     if (!r.body)
         cli_serve_error(&r, 500, "no answer");
     return queue(conn, &r);
@@ -513,7 +533,8 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+        (unsigned)SERVE_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_END);
     if (!d) {
         cli_error("serve: cannot listen on %s: %s (is the port in use?)", listen,
                   strerror(errno ? errno : EADDRINUSE));
