@@ -127,6 +127,13 @@ def check_dump(python, t, core, live, exe, signame=None):
     assert set(by_id) == {t.pid, *t.ready["threads"].values()}, d
     main = by_id[t.pid]
     assert main["main"] is True
+    # threading's names, read from the core's memory (issue 36 item 7: "?" before), the same
+    # as the live process's
+    names = {t.pid: "MainThread", **{tid: n for n, tid in t.ready["threads"].items()}}
+    for tid, name in names.items():
+        assert (by_id[tid]["name"], by_id[tid]["nameSource"]) == (name, "threading"), by_id[tid]
+    for x in live["threads"]:
+        assert by_id[x["nativeId"]]["name"] == x["name"]
     assert (frames_of(main)[0][0], frames_of(main)[0][2]) == \
         ("tick_forever", bp("threads.py", "main_sleep"))
     sl = by_id[t.ready["threads"]["sleeper-1"]]
