@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,103 @@ static const struct core_map *interp_map(const char *exe, int ver[3])
                   sscanf(base_of(best->path), "python%d.%d", &ver[0], &ver[1]) != 2))
         return NULL;
     return best;
+}
+
+/* The core's libpython3.X mapping (its lowest file offset), or NULL. */
+static const struct core_map *libpython_map(void)
+{
+    const struct core_map *best = NULL;
+    int a, b;
+    for (int i = 0; i < core.nmaps; i++)
+        if (sscanf(base_of(core.maps[i].path), "libpython%d.%d", &a, &b) == 2 &&
+            (!best || (strcmp(core.maps[i].path, best->path) == 0 &&
+                       core.maps[i].off < best->off)))
+            best = &core.maps[i];
+    return best;
+}
+
+/* --exe PYTHON of a shared-libpython build (pyenv's, uv's: NEEDED libpython3.X.so) has no
+ * _PyRuntime: the interpreter is the libpython the core maps, read from where the core says,
+ * else from beside the executable (its ../lib/, as the executable's RUNPATH has it). *m and
+ * ver become the library's; *symfile the file to read its symbols from (in buf). */
+static void exe_libpython(const char *exe, const struct core_map **m, int ver[3],
+                          const char **symfile, char *buf, size_t n)
+{
+    unsigned long rt = 0;
+    const char *const name[1] = {"_PyRuntime"};
+    const struct core_map *lib;
+    if (!exe || !(lib = libpython_map()) ||
+        (*m && inj_file_syms(exe, (*m)->start, (*m)->off, name, 1, &rt) == 0 && rt))
+        return;
+    int v[2];
+    if (sscanf(base_of(lib->path), "libpython%d.%d", &v[0], &v[1]) != 2)
+        return;
+    *m = lib;
+    ver[0] = v[0];
+    ver[1] = v[1];
+    ver[2] = -1;
+    *symfile = lib->path;
+    char real[PATH_MAX];
+    if (access(lib->path, R_OK) != 0 && realpath(exe, real)) {
+        char *slash = strrchr(real, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(buf, n, "%s/../lib/%s", real, base_of(lib->path));
+        if (access(buf, R_OK) == 0)
+            *symfile = buf;
+    }
+}
+
+/* What the core says of the process beyond its threads (JSON and the text header): its
+ * executable and libpython with their build ids, the signal that ended it. */
+static void core_meta(cJSON *body, const struct core_map *interp)
+{
+    char hex[160];
+    const struct core_map *x = core_file_exe_map(&core);
+    cJSON *e = cJSON_AddObjectToObject(body, "executable");
+    char execfn[256] = "";
+    if (core.at_execfn && core_file_read(&core, core.at_execfn, execfn, sizeof execfn - 1) < 0)
+        for (size_t i = 0; i < sizeof execfn - 1 &&
+                           core_file_read(&core, core.at_execfn + i, &execfn[i], 1) == 0 &&
+                           execfn[i]; i++)
+            ; /* near the stack's top: byte by byte up to its end */
+    execfn[sizeof execfn - 1] = '\0';
+    if (x)
+        cJSON_AddStringToObject(e, "path", x->path);
+    else if (execfn[0])
+        cJSON_AddStringToObject(e, "path", execfn);
+    else if (core.fname[0])
+        cJSON_AddStringToObject(e, "path", core.fname);
+    else
+        cJSON_AddNullToObject(e, "path");
+    if (x && core_file_build_id(&core, x->start - x->off, hex, sizeof hex) == 0)
+        cJSON_AddStringToObject(e, "buildId", hex);
+    else
+        cJSON_AddNullToObject(e, "buildId");
+    if (core.psargs[0])
+        cJSON_AddStringToObject(e, "args", core.psargs);
+    const struct core_map *lib = libpython_map();
+    if (!lib && interp && interp != x)
+        lib = interp;
+    if (lib && (!x || strcmp(lib->path, x->path) != 0)) {
+        cJSON *l = cJSON_AddObjectToObject(body, "libpython");
+        cJSON_AddStringToObject(l, "path", lib->path);
+        if (core_file_build_id(&core, lib->start - lib->off, hex, sizeof hex) == 0)
+            cJSON_AddStringToObject(l, "buildId", hex);
+        else
+            cJSON_AddNullToObject(l, "buildId");
+    }
+    if (core.signo > 0) {
+        cJSON *sg = cJSON_AddObjectToObject(body, "signal");
+        const char *abbrev = sigabbrev_np(core.signo);
+        char nm[32];
+        snprintf(nm, sizeof nm, "SIG%s", abbrev ? abbrev : "?");
+        cJSON_AddNumberToObject(sg, "number", core.signo);
+        cJSON_AddStringToObject(sg, "name", abbrev ? nm : "unknown");
+        cJSON_AddNumberToObject(sg, "code", core.sigcode);
+    } else {
+        cJSON_AddNullToObject(body, "signal");
+    }
 }
 
 /* The mapped objects for the unwinder: per file, its range and the address of its offset 0. */
@@ -242,12 +340,20 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         return NULL;
     int ver[3], fd = pb_open_regular(path, &st); /* a FIFO would block */
     if (fd < 0) {
-        pb_err_set(err, fd, fd == -EINVAL ? "cannot open %s: not a regular file: give a core "
-                   "file" : "cannot open %s: %s", path, pb_strerror(fd));
+        if (fd == -EISDIR || (fd == -EINVAL && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+            pb_err_set(err, PB_EBADARG, "%s is a directory: give a core file", path);
+        else if (fd == -EINVAL)
+            pb_err_set(err, PB_EBADARG, "%s is not a regular file: give a core file", path);
+        else
+            pb_err_set(err, fd, "cannot open %s: %s", path, pb_strerror(fd));
         return NULL;
     }
-    void *map = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
-                               : MAP_FAILED;
+    if (st.st_size == 0) {
+        close(fd);
+        pb_err_set(err, PB_EBADARG, "%s is empty: not a core file", path);
+        return NULL;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
         pb_err_set(err, -errno, "cannot map %s: %s", path, strerror(errno));
@@ -269,6 +375,9 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         reroot(sysroot);
     }
     const struct core_map *m = interp_map(exe, ver);
+    const char *symfile = exe ? exe : m ? m->path : NULL;
+    char beside[PATH_MAX + 16];
+    exe_libpython(exe, &m, ver, &symfile, beside, sizeof beside);
     unsigned long addrs[5];
     uint64_t want = core_file_expected_size(&core);
     if (want > size) {
@@ -286,13 +395,12 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
                    "--exe PATH", path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
         goto out;
     }
-    if (inj_file_syms(exe ? exe : m->path, m->start, m->off, cli_read_syms, 5, addrs) < 0) {
+    if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, 5, addrs) < 0) {
         pb_err_set(err, -ENOENT, "cannot read the symbols of %s (the core's interpreter): give "
-                   "it with --exe PATH, or the root it ran in with --sysroot DIR",
-                   exe ? exe : m->path);
+                   "it with --exe PATH, or the root it ran in with --sysroot DIR", symfile);
         goto out;
     }
-    body = cli_read_stacks(core_read, core.pid, ver, addrs, m->path, max_frames, err);
+    body = cli_read_stacks(core_read, core.pid, ver, addrs, symfile, max_frames, err);
     if (!body && want > size)
         pb_err_set(err, PB_EBADARG, "%s is truncated (%zu of the %llu bytes its headers describe: "
                    "a full disk, ulimit -c or a copy in progress): the interpreter's memory is cut "
@@ -303,6 +411,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         if (native)
             core_native(body, ver, m->path, native > 1);
         cJSON_AddStringToObject(body, "core", path);
+        core_meta(body, m);
         if (want > size) {
             cJSON *tr = cJSON_AddObjectToObject(body, "truncated");
             cJSON_AddNumberToObject(tr, "size", (double)size);

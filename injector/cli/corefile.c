@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,9 @@
 
 #ifndef NT_FILE
 #define NT_FILE 0x46494c45
+#endif
+#ifndef NT_SIGINFO
+#define NT_SIGINFO 0x53494749
 #endif
 
 /* NT_FILE's descriptor d of n bytes: count, page size, count (start, end, page offset)
@@ -69,11 +73,38 @@ static void notes_read(struct core_file *c, const Elf64_Phdr *p)
                 memcpy(&c->regs[c->ntids][2], d + 112 + 4 * 8, 8);
             }
 #endif
+            if (c->ntids == 0 && c->signo == 0) {
+                short cursig; /* elf_prstatus.pr_cursig, after pr_info's three ints */
+                memcpy(&cursig, d + 12, sizeof cursig);
+                c->signo = cursig > 0 && cursig < 128 ? cursig : 0;
+            }
             c->ntids++;
+        } else if (nh->n_type == NT_SIGINFO && dn >= 12) {
+            int si[3]; /* siginfo_t: si_signo, si_errno, si_code */
+            memcpy(si, d, sizeof si);
+            if (si[0] > 0 && si[0] < 128) {
+                c->signo = si[0];
+                c->sigcode = si[2];
+            }
         } else if (nh->n_type == NT_PRPSINFO && dn >= 28 && c->pid == 0) {
             int pid;
             memcpy(&pid, d + 24, sizeof pid); /* struct elf_prpsinfo.pr_pid (x86-64, aarch64) */
             c->pid = pid;
+            if (dn >= 136) { /* pr_fname[16] at 40, pr_psargs[80] at 56 */
+                memcpy(c->fname, d + 40, 16);
+                memcpy(c->psargs, d + 56, 80);
+            }
+        } else if (nh->n_type == NT_AUXV) {
+            for (size_t i = 0; i + 16 <= dn; i += 16) {
+                uint64_t kv[2];
+                memcpy(kv, d + i, sizeof kv);
+                if (kv[0] == AT_NULL)
+                    break;
+                if (kv[0] == AT_PHDR)
+                    c->at_phdr = kv[1];
+                else if (kv[0] == AT_EXECFN)
+                    c->at_execfn = kv[1];
+            }
         } else if (nh->n_type == NT_FILE) {
             file_note(c, d, dn);
         }
@@ -171,4 +202,52 @@ uint64_t core_file_expected_size(const struct core_file *c)
             want = end;
     }
     return want;
+}
+
+const struct core_map *core_file_exe_map(const struct core_file *c)
+{
+    for (int i = 0; c->at_phdr && i < c->nmaps; i++)
+        if (c->at_phdr >= c->maps[i].start && c->at_phdr < c->maps[i].end)
+            return &c->maps[i];
+    return NULL;
+}
+
+int core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, size_t cap)
+{
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[64];
+    unsigned char notes[4096];
+    uintptr_t bias = UINTPTR_MAX;
+    if (cap < 129 || core_file_read(c, start, &eh, sizeof eh) != 0 ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64 ||
+        eh.e_phoff > 65536 || core_file_read(c, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
+        return -1;
+    for (int i = 0; i < eh.e_phnum && bias == UINTPTR_MAX; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
+            bias = start - (uintptr_t)ph[i].p_vaddr; /* wraps as the loader's does */
+    for (int i = 0; i < eh.e_phnum && bias != UINTPTR_MAX; i++) {
+        size_t n = ph[i].p_filesz < sizeof notes ? (size_t)ph[i].p_filesz : sizeof notes;
+        if (ph[i].p_type != PT_NOTE || n < sizeof(Elf64_Nhdr) ||
+            core_file_read(c, bias + (uintptr_t)ph[i].p_vaddr, notes, n) != 0)
+            continue;
+        size_t at = 0;
+        while (n - at >= sizeof(Elf64_Nhdr)) {
+            Elf64_Nhdr nh;
+            memcpy(&nh, notes + at, sizeof nh);
+            uint64_t name = ((uint64_t)nh.n_namesz + 3) & ~(uint64_t)3;
+            uint64_t desc = ((uint64_t)nh.n_descsz + 3) & ~(uint64_t)3;
+            at += sizeof nh;
+            if (name > n - at || desc > n - at - name)
+                break;
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+                memcmp(notes + at, "GNU", 4) == 0 && nh.n_descsz > 0 && nh.n_descsz <= 64) {
+                for (uint32_t k = 0; k < nh.n_descsz; k++)
+                    snprintf(hex + 2 * k, 3, "%02x", notes[at + name + k]);
+                return 0;
+            }
+            at += name + desc;
+        }
+    }
+    return -1;
 }

@@ -29,6 +29,12 @@ struct core_file {
     int tids[CORE_MAX_THREADS];            /* the threads' NT_PRSTATUS pr_pid */
     uintptr_t regs[CORE_MAX_THREADS][3];   /* and their pc, sp, frame pointer */
     int ntids;
+    int signo;                 /* the signal that ended it: NT_SIGINFO si_signo, else the first
+                                * NT_PRSTATUS pr_cursig; 0: none (gcore of a live process) */
+    int sigcode;               /* NT_SIGINFO si_code (0 without one) */
+    char fname[17];            /* NT_PRPSINFO pr_fname, NUL-terminated here */
+    char psargs[81];           /* NT_PRPSINFO pr_psargs */
+    uint64_t at_phdr, at_execfn; /* NT_AUXV's AT_PHDR and AT_EXECFN (0: none) */
 };
 
 /* The size bytes at data (kept, not copied) read as a 64-bit ELF core: 0, or -ENOEXEC when
@@ -44,5 +50,11 @@ uint64_t core_file_expected_size(const struct core_file *c);
 long core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
 /* n bytes at addr, across segments and mappings: 0, or -1. */
 int core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
+/* The mapping of the process's executable: the one holding AT_PHDR, else NULL. */
+const struct core_map *core_file_exe_map(const struct core_file *c);
+/* The GNU build id (NT_GNU_BUILD_ID) of the ELF object mapped at start (its offset-0 mapping),
+ * read through core_file_read (the core's bytes, else the mapped file's), as lower-case hex in
+ * hex (cap >= 129). 0, or -1 when it has none that can be read. */
+int core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, size_t cap);
 
 #endif

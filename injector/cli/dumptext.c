@@ -63,6 +63,22 @@ void cli_dump_print(const cJSON *d)
     printf("Process %d, CPython %s, %d Python thread%s\n", (int)cli_json_num(d, "pid", 0),
            cli_json_text(d, "python") ? cli_json_text(d, "python") : "?", cJSON_GetArraySize(threads),
            cJSON_GetArraySize(threads) == 1 ? "" : "s");
+    if (cli_json_text(d, "core")) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "executable");
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(d, "libpython");
+        const cJSON *sg = cJSON_GetObjectItemCaseSensitive(d, "signal");
+        printf("Core: %s\n", cli_json_text(d, "core"));
+        if (e)
+            printf("Executable: %s (build id %s)\n", cli_json_text(e, "path") ? cli_json_text(e, "path") : "?",
+                   cli_json_text(e, "buildId") ? cli_json_text(e, "buildId") : "unknown");
+        if (l)
+            printf("libpython: %s (build id %s)\n", cli_json_text(l, "path"),
+                   cli_json_text(l, "buildId") ? cli_json_text(l, "buildId") : "unknown");
+        if (cJSON_IsObject(sg))
+            printf("Signal: %d (%s)\n", (int)cli_json_num(sg, "number", 0), cli_json_text(sg, "name"));
+        else
+            printf("Signal: none (a core of a running process: gcore)\n");
+    }
     if (cJSON_IsNumber(holder))
         printf("GIL: held by thread %d\n", holder->valueint);
     else

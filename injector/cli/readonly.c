@@ -155,6 +155,14 @@ void cli_read_finish(cJSON *body, pid_t live)
     cJSON_ArrayForEach(t, threads)
     {
         char comm[64] = "?";
+        if (cli_json_text(t, "name")) { /* threading's, read by the reader */
+            cJSON_AddNullToObject(t, "daemon");
+            if (cli_json_true(t, "holdsGil"))
+                cJSON_ReplaceItemInObjectCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(body, "gil"), "holder",
+                    cJSON_CreateNumber(cli_json_num(t, "id", 0)));
+            continue;
+        }
         long tid = (long)cli_json_num(t, "nativeId", -1);
         if (tid > 0 && live > 0) {
             char p[64];

@@ -12,6 +12,14 @@
 #include "pyrt_sig.h"
 #include "unwind.h"
 
+#if PY_VERSION_HEX >= 0x030B0000
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wundef"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "pycore_dict.h"
+#pragma GCC diagnostic pop
+#endif
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +41,219 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f)
     cJSON_AddNumberToObject(o, "line", line);
     cJSON_AddBoolToObject(o, "entry", f->entry); /* for merging with native frames */
     return o;
+}
+
+/* ---- threading's names (issue 36 item 7): threading._active, a dict ident -> Thread, read
+ * from sys.modules through raw, bounded, fault-proof reads (no GIL, no CPython call): every
+ * count is capped, every pointer read through pyrt_sig_read; anything unexpected gives up and
+ * the thread keeps the kernel's name. ---- */
+#define NAMES_MAX 1024      /* threads named */
+#define DICT_SCAN_MAX 65536 /* entries of one dict looked at */
+
+#if PY_VERSION_HEX < 0x030B0000
+struct keys_310 { /* Objects/dict-common.h of 3.8-3.10 (not installed) */
+    Py_ssize_t dk_refcnt, dk_size;
+    void *dk_lookup;
+    Py_ssize_t dk_usable, dk_nentries;
+};
+#endif
+
+/* A dict's entries: keys object, values array (split table) or 0. */
+struct dscan {
+    uintptr_t entries, values;
+    size_t n, width; /* width: bytes of one entry; key at 0 or 8, value after it */
+    size_t keyoff;
+};
+
+static int dscan_init(uintptr_t keys, uintptr_t values, struct dscan *d)
+{
+#if PY_VERSION_HEX < 0x030B0000
+    struct keys_310 k;
+    if (!keys || pyrt_sig_read(keys, &k, sizeof k) != 0 || k.dk_size <= 0 ||
+        k.dk_size > (1 << 24) || k.dk_nentries < 0 || k.dk_nentries > k.dk_size)
+        return -1;
+    size_t ix = k.dk_size <= 0xff ? 1 : k.dk_size <= 0xffff ? 2 : 4;
+    d->entries = keys + sizeof k + ix * (size_t)k.dk_size;
+    d->n = (size_t)k.dk_nentries;
+    d->width = 24;
+    d->keyoff = 8;
+#else
+    PyDictKeysObject k;
+    if (!keys || pyrt_sig_read(keys, &k, sizeof k) != 0 || k.dk_log2_index_bytes > 27 ||
+        k.dk_nentries < 0 || k.dk_nentries > ((Py_ssize_t)1 << 24))
+        return -1;
+    d->entries = keys + offsetof(PyDictKeysObject, dk_indices) +
+                 ((size_t)1 << k.dk_log2_index_bytes);
+    d->n = (size_t)k.dk_nentries;
+    d->width = k.dk_kind == DICT_KEYS_GENERAL ? 24 : 16;
+    d->keyoff = k.dk_kind == DICT_KEYS_GENERAL ? 8 : 0;
+#endif
+    d->values = values;
+    if (d->n > DICT_SCAN_MAX)
+        d->n = DICT_SCAN_MAX;
+    return 0;
+}
+
+/* Entry i's key and value (0 when empty or unreadable). */
+static void dscan_at(const struct dscan *d, size_t i, uintptr_t *key, uintptr_t *value)
+{
+    uintptr_t e[3] = {0, 0, 0};
+    *key = *value = 0;
+    if (pyrt_sig_read(d->entries + i * d->width, e, d->width) != 0)
+        return;
+    *key = e[d->keyoff / 8];
+    *value = e[d->keyoff / 8 + 1];
+    if (d->values && pyrt_sig_read(d->values + i * sizeof(uintptr_t), value, sizeof *value) != 0)
+        *value = 0;
+}
+
+/* A dict object's entries (its own keys, and values when split). */
+static int dscan_dict(uintptr_t dict, struct dscan *d)
+{
+    PyDictObject o;
+    if (!dict || pyrt_sig_read(dict, &o, sizeof o) != 0)
+        return -1;
+    uintptr_t values = (uintptr_t)o.ma_values;
+#if PY_VERSION_HEX >= 0x030B0000
+    if (values)
+        values += offsetof(PyDictValues, values);
+#endif
+    return dscan_init((uintptr_t)o.ma_keys, values, d);
+}
+
+/* Is obj a str equal to the ASCII want? */
+static int str_is(uintptr_t obj, const char *want)
+{
+    char buf[64];
+    return obj && pyrt_sig_str(obj, buf, sizeof buf) == 0 && strcmp(buf, want) == 0;
+}
+
+static uintptr_t dict_get(uintptr_t dict, const char *key)
+{
+    struct dscan d;
+    uintptr_t k, v;
+    if (dscan_dict(dict, &d) != 0)
+        return 0;
+    for (size_t i = 0; i < d.n; i++) {
+        dscan_at(&d, i, &k, &v);
+        if (v && str_is(k, key))
+            return v;
+    }
+    return 0;
+}
+
+/* An int's value as unsigned long (up to three 30-bit digits), 0 or -1. */
+static int long_get(uintptr_t obj, unsigned long *out)
+{
+    unsigned char b[64];
+    uint32_t dg[3];
+    size_t nd;
+    int neg;
+    if (pyrt_sig_read(obj, b, 40) != 0)
+        return -1;
+#if PY_VERSION_HEX >= 0x030C0000
+    uintptr_t tag;
+    memcpy(&tag, b + sizeof(PyObject), sizeof tag);
+    nd = tag >> 3;
+    neg = (tag & 3) == 2;
+    memcpy(dg, b + sizeof(PyObject) + 8, sizeof dg);
+#else
+    Py_ssize_t size;
+    memcpy(&size, b + offsetof(PyVarObject, ob_size), sizeof size);
+    neg = size < 0;
+    nd = (size_t)(size < 0 ? -size : size);
+    memcpy(dg, b + sizeof(PyVarObject), sizeof dg);
+#endif
+    if (neg || nd > 3)
+        return -1;
+    unsigned long v = 0;
+    for (size_t i = nd; i-- > 0;)
+        v = (v << 30) | (dg[i] & 0x3fffffff);
+    *out = v;
+    return 0;
+}
+
+/* The entries of an instance's attribute dict. */
+static int dscan_instance(uintptr_t obj, struct dscan *d)
+{
+    uintptr_t type;
+    if (pyrt_sig_read(obj + offsetof(PyObject, ob_type), &type, sizeof type) != 0 || !type)
+        return -1;
+#if PY_VERSION_HEX < 0x030B0000
+    Py_ssize_t off;
+    uintptr_t dict;
+    if (pyrt_sig_read(type + offsetof(PyTypeObject, tp_dictoffset), &off, sizeof off) != 0 ||
+        off <= 0 || off > 4096 || pyrt_sig_read(obj + (uintptr_t)off, &dict, sizeof dict) != 0)
+        return -1;
+    return dscan_dict(dict, d);
+#else
+    uintptr_t w[2], keys; /* the two words before the object's GC header: values, dict */
+    if (pyrt_sig_read(obj - 4 * sizeof(uintptr_t), w, sizeof w) != 0)
+        return -1;
+    if (pyrt_sig_read(type + offsetof(PyHeapTypeObject, ht_cached_keys), &keys, sizeof keys) != 0)
+        keys = 0;
+#if PY_VERSION_HEX < 0x030C0000
+    if (w[1])
+        return dscan_dict(w[1], d);
+    return w[0] ? dscan_init(keys, w[0] + offsetof(PyDictValues, values), d) : -1;
+#elif PY_VERSION_HEX < 0x030D0000
+    if (w[1] & 1) /* _PyDictOrValues: values, tagged */
+        return dscan_init(keys, w[1] + 1 + offsetof(PyDictValues, values), d);
+    return dscan_dict(w[1], d);
+#else
+    Py_ssize_t basic;
+    PyDictValues vh;
+    if (w[1])
+        return dscan_dict(w[1], d);
+    if (pyrt_sig_read(type + offsetof(PyTypeObject, tp_basicsize), &basic, sizeof basic) != 0 ||
+        basic <= 0 || basic > 4096 || pyrt_sig_read(obj + (uintptr_t)basic, &vh,
+                                                    offsetof(PyDictValues, values)) != 0 ||
+        !vh.valid)
+        return -1;
+    return dscan_init(keys, obj + (uintptr_t)basic + offsetof(PyDictValues, values), d);
+#endif
+#endif
+}
+
+struct tname {
+    unsigned long ident;
+    char name[128];
+};
+
+/* threading's names of up to max threads: the count found, 0 when none can be read. */
+static int thread_names(uintptr_t interp, struct tname *out, int max)
+{
+    uintptr_t modules = 0, mod, mdict, active;
+#if PY_VERSION_HEX >= 0x030C0000
+    pyrt_sig_read(interp + offsetof(PyInterpreterState, imports.modules), &modules,
+                  sizeof modules);
+#else
+    pyrt_sig_read(interp + offsetof(PyInterpreterState, modules), &modules, sizeof modules);
+#endif
+    if (!(mod = dict_get(modules, "threading")) ||
+        pyrt_sig_read(mod + sizeof(PyObject), &mdict, sizeof mdict) != 0 || /* md_dict */
+        !(active = dict_get(mdict, "_active")))
+        return 0;
+    struct dscan d;
+    int n = 0;
+    if (dscan_dict(active, &d) != 0)
+        return 0;
+    for (size_t i = 0; i < d.n && n < max; i++) {
+        uintptr_t k, v, nm;
+        struct dscan a;
+        dscan_at(&d, i, &k, &v);
+        if (!k || !v || long_get(k, &out[n].ident) != 0 || dscan_instance(v, &a) != 0)
+            continue;
+        for (size_t j = 0; j < a.n && j < 256; j++) {
+            uintptr_t ak;
+            dscan_at(&a, j, &ak, &nm);
+            if (nm && str_is(ak, "_name") && pyrt_sig_str(nm, out[n].name, sizeof out[n].name) == 0) {
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
 }
 
 /* The reader's one entry point. rd: reads the target's memory (0, or -1; it must never fault).
@@ -78,6 +299,8 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
     cJSON_AddBoolToObject(gil, "available", 0);
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
+    struct tname *names = calloc(NAMES_MAX, sizeof *names);
+    int nnames = names ? thread_names(interp, names, NAMES_MAX) : 0;
     for (int i = 0; i < n; i++) {
         struct pyrt_tstate t;
         if (pyrt_tstate_read(ts[i], &t, pyrt_sig_read) != 0)
@@ -92,6 +315,12 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
             cJSON_AddNullToObject(o, "nativeId");
         cJSON_AddBoolToObject(o, "holdsGil", locked && holder == ts[i]);
         cJSON_AddBoolToObject(o, "main", t.ident == main_ident);
+        for (int k = 0; k < nnames; k++)
+            if (names[k].ident == (unsigned long)t.ident) {
+                cJSON_AddStringToObject(o, "name", names[k].name);
+                cJSON_AddStringToObject(o, "nameSource", "threading");
+                break;
+            }
         int nf = pyrt_sig_frames_tstate(ts[i], fr, max_frames);
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
@@ -99,6 +328,7 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
             cJSON_AddItemToArray(fa, frame_json(&fr[k]));
         cJSON_AddItemToArray(arr, o);
     }
+    free(names);
     text = cJSON_PrintUnformatted(body);
     if (!text)
         snprintf(err, errn, "out of memory");

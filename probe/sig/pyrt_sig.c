@@ -280,6 +280,11 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     return 0;
 }
 
+int pyrt_sig_str(uintptr_t obj, char *out, size_t cap)
+{
+    return str_get(obj, out, cap);
+}
+
 /* The first bytes (at most cap) of co's line table into table; their count, 0 if unreadable. */
 static size_t table_get(const struct pyrt_code *co, unsigned char *table, size_t cap)
 {

@@ -54,6 +54,8 @@ int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max);
 /* A frame's function (co_qualname on 3.11+, co_name before), file (co_filename) and line,
  * written into the caller's buffers (truncated, always NUL-terminated). Signal-handler safe.
  * Returns 0, or -1 when the code object cannot be read (func/file then "?"). */
+/* UTF-8 of the compact str at obj into out (cap bytes, NUL-terminated), fault-proof: 0 or -1. */
+int pyrt_sig_str(uintptr_t obj, char *out, size_t cap);
 int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
                       size_t filen, int *line);
 /* pyrt_sig_describe in two halves, for a caller that describes many frames of one code object

@@ -91,7 +91,35 @@ def crashed(python, spawn, tmp_path, sample="threads.py", args=()):
     return t, cores[0], live, exe
 
 
-def check_dump(python, t, core, live, exe):
+def build_id(path):
+    """The GNU build id of an ELF file, as readelf -n prints it (None without one)."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def check_meta(python, t, d, text, signame):
+    """What the core says of the process (issue 36, item 9): its executable and libpython with
+    their build ids, the signal that ended it, in the JSON and the text header."""
+    exe = d["executable"]["path"]
+    if not sidroot.is_sid(python):
+        assert os.path.realpath(exe) == os.path.realpath(python), d["executable"]
+        assert d["executable"]["buildId"] == build_id(os.path.realpath(python)), d["executable"]
+    assert "Executable: %s (build id %s)" % (exe, d["executable"]["buildId"]) in text, text[:600]
+    lib = d.get("libpython")
+    if lib:
+        host = lib["path"]
+        if sidroot.is_sid(python):
+            host = os.path.join(sidroot.root(), host.lstrip("/"))
+        assert lib["buildId"] and lib["buildId"] == build_id(host), lib
+        assert "libpython: %s (build id %s)" % (lib["path"], lib["buildId"]) in text
+    if signame:
+        assert d["signal"]["name"] == signame and d["signal"]["number"] == \
+            getattr(signal, signame), d["signal"]
+        assert "Signal: %d (%s)" % (getattr(signal, signame), signame) in text
+
+
+def check_dump(python, t, core, live, exe, signame=None):
     r = probing("dump", "--core", core, "--json", *rooted(python), check=True)
     d = json.loads(r.stdout)
     assert d["pid"] == t.pid and d["core"] == core
@@ -99,6 +127,13 @@ def check_dump(python, t, core, live, exe):
     assert set(by_id) == {t.pid, *t.ready["threads"].values()}, d
     main = by_id[t.pid]
     assert main["main"] is True
+    # threading's names, read from the core's memory (issue 36 item 7: "?" before), the same
+    # as the live process's
+    names = {t.pid: "MainThread", **{tid: n for n, tid in t.ready["threads"].items()}}
+    for tid, name in names.items():
+        assert (by_id[tid]["name"], by_id[tid]["nameSource"]) == (name, "threading"), by_id[tid]
+    for x in live["threads"]:
+        assert by_id[x["nativeId"]]["name"] == x["name"]
     assert (frames_of(main)[0][0], frames_of(main)[0][2]) == \
         ("tick_forever", bp("threads.py", "main_sleep"))
     sl = by_id[t.ready["threads"]["sleeper-1"]]
@@ -111,6 +146,14 @@ def check_dump(python, t, core, live, exe):
         assert frames_of(by_id[x["nativeId"]])[skip:] == frames_of(x)[skip:]
     text = probing("dump", "--core", core, *rooted(python), check=True).stdout
     assert text.startswith("Process %d, CPython " % t.pid) and "    sleeper (" in text
+    check_meta(python, t, d, text, signame)
+    if not sidroot.is_sid(python):
+        # --exe the python executable, as the docs say, even when it is a shared-libpython
+        # build (pyenv's, uv's: NEEDED libpython3.X.so, no _PyRuntime of its own): issue 36
+        # item 6, "has no symbol _PyRuntime" before.
+        r = probing("dump", "--core", core, "--exe", os.path.realpath(python), "--json")
+        assert r.returncode == 0, r.stderr
+        assert {x["nativeId"] for x in json.loads(r.stdout)["threads"]} == set(by_id)
     # --exe names the interpreter (here the one the core maps anyway).
     r = probing("dump", "--core", core, "--exe", exe, "--json", *rooted(python), check=True)
     assert {x["nativeId"] for x in json.loads(r.stdout)["threads"]} == set(by_id)
@@ -134,7 +177,7 @@ def test_core_dump(python, spawn, tmp_path):
 @pytest.mark.parametrize("python", PYTHONS)
 def test_kernel_core_dump(python, spawn, tmp_path):
     t, core, live, exe = crashed(python, spawn, tmp_path)
-    check_dump(python, t, core, live, exe)
+    check_dump(python, t, core, live, exe, "SIGABRT")
     r = probing("dump", "--core", core, "--sysroot", str(tmp_path / "none"))
     assert r.returncode == 1 and "is not a directory" in r.stderr, r.stderr
 
@@ -146,6 +189,14 @@ def test_core_errors(tmp_path):
     notcore.write_bytes(b"\x7fELF not really")
     r = probing("dump", "--core", str(notcore))
     assert r.returncode == 1 and "is not a 64-bit ELF core file" in r.stderr
+    # One clear line for what is not a core at all (issue 36 item 9: "cannot map ...: Success").
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    for path, says in (("/dev/null", "/dev/null is not a regular file: give a core file"),
+                       (str(empty), "%s is empty: not a core file" % empty),
+                       (str(tmp_path), "%s is a directory: give a core file" % tmp_path)):
+        r = probing("dump", "--core", path)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
     p = subprocess.Popen(["sleep", "60"])
     try:
         core = gcore(p.pid, tmp_path / "core")

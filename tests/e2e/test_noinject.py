@@ -34,7 +34,11 @@ def test_noinject_dump(python, spawn):
     want = {t.pid, *t.ready["threads"].values()}
     assert set(by_id) == want, d
     main = by_id[t.pid]
-    assert main["main"] is True and main["id"] == t.pid and main["nameSource"] == "os"
+    assert main["main"] is True and main["id"] == t.pid
+    # threading's names, read from the target's memory (issue 36 item 7: the kernel's before)
+    assert main["name"] == "MainThread" and main["nameSource"] == "threading", main
+    for name, tid in t.ready["threads"].items():
+        assert (by_id[tid]["name"], by_id[tid]["nameSource"]) == (name, "threading")
     assert frames_of(main)[0][0] == "tick_forever" and \
         frames_of(main)[0][2] == bp("threads.py", "main_sleep")
     sl = by_id[t.ready["threads"]["sleeper-1"]]
@@ -49,6 +53,7 @@ def test_noinject_dump(python, spawn):
     assert loaded(t.pid)
     for tid in want:
         assert frames_of(inj[tid]) == frames_of(by_id[tid]), tid
+        assert inj[tid]["name"] == by_id[tid]["name"], tid
     r = probing("-p", t.pid, "debug", "--dump", "--no-inject", check=True)
     assert "    sleeper (" in r.stdout and 'Thread %d "' % t.pid in r.stdout
     t.assert_responsive()

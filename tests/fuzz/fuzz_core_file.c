@@ -2,7 +2,7 @@
 /* libFuzzer harness: the core-file reader of `probing dump --core` (injector/cli/corefile.c),
  * which root may run on a core a user crafted. The input is the whole core, in a buffer of
  * exactly its size: the program headers, every PT_NOTE's notes (NT_PRSTATUS, NT_PRPSINFO,
- * NT_FILE), then reads at each segment's and each mapping's edges (a mapping the core left
+ * NT_FILE, NT_SIGINFO, NT_AUXV), then reads at each segment's and each mapping's edges (a mapping the core left
  * out is read from the file its NT_FILE names: regular files only). Checks, beyond memory
  * safety: every mapping's name lies within the core and ends there; the thread count stays
  * within its table; a read inside a segment's file bytes returns those bytes. */
@@ -56,6 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             core_file_read(&c, p->p_vaddr, out, sizeof out);
         }
         core_file_read(&c, UINTPTR_MAX - 3, out, 8); /* a read whose end wraps */
+        check(c.fname[16] == '\0' && c.psargs[80] == '\0', "NT_PRPSINFO names unterminated");
+        char hex[160];
+        const struct core_map *x = core_file_exe_map(&c); /* the build-id notes it maps */
+        if (x && core_file_build_id(&c, x->start - x->off, hex, sizeof hex) == 0)
+            check(strlen(hex) % 2 == 0 && strlen(hex) <= 128, "a build id past 64 bytes");
+        for (int i = 0; i < c.nmaps && i < 8; i++)
+            core_file_build_id(&c, c.maps[i].start, hex, sizeof hex);
         core_file_free(&c);
     }
     free(buf);
