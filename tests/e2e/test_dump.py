@@ -91,10 +91,13 @@ def test_dump_when_gil_held_forever(python, spawn):
     waiter = [x for x in d["threads"] if not x["main"]]
     assert len(waiter) == 1 and waiter[0]["frames"][0]["name"] == "worker"
     assert waiter[0]["frames"][0]["line"] == bp("stuck_gil.py", "worker_sleep")
-    # --locals: says why there are none, still shows stacks.
+    # --locals: says why they are read from memory (test_memlocals.py checks the values).
     d = dump_json(t.pid, "--locals")
     assert "GIL is held by thread %d" % t.pid in d["localsError"]
-    assert all("locals" not in f for x in d["threads"] for f in x["frames"])
+    assert d["localsVia"] == "memory"
+    assert [l["name"] for l in main["frames"][0]["locals"]] == []  # the GIL-free dump's
+    assert [l["name"] for l in d["threads"][[x["main"] for x in d["threads"]].index(True)]
+            ["frames"][0]["locals"]] == ["ready", "libc"]
     text = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
     assert "note: the GIL is held by thread %d" % t.pid in text
     assert t.proc.poll() is None

@@ -103,6 +103,27 @@ static const char *pyenv_python(const char *minor)
     return path;
 }
 
+/* The minors 3.6-3.13 that pyenv has here (a machine may lack some), in order; fails if none. */
+static int pyenv_minors(const char *out[], int max)
+{
+    static const char *const all[] = {"3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12",
+                                      "3.13"};
+    const char *root = getenv("PYENV_ROOT");
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && n < max; i++) {
+        char pat[PATH_MAX];
+        glob_t g;
+        snprintf(pat, sizeof pat, "%s/versions/%s.*/bin/python%s", root ? root : "/root/.pyenv",
+                 all[i], all[i]);
+        if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc > 0)
+            out[n++] = all[i];
+        globfree(&g);
+    }
+    if (n == 0)
+        UNIT_FAIL_("no pyenv CPython 3.6-3.13 under %s", root ? root : "/root/.pyenv");
+    return n;
+}
+
 static struct target start(const char *exe, const char *code)
 {
     int in[2], out[2];
@@ -222,14 +243,22 @@ TEST(inject_pyenv_311_sleeping)
     inject_into_sleeper(pyenv_python("3.11"));
 }
 
-TEST(inject_pyenv_38_sleeping)
+/* pyenv's oldest and newest CPython that the probe fixture supports (3.8 and 3.13 on a machine
+ * of this kind). */
+TEST(inject_pyenv_oldest_sleeping)
 {
-    inject_into_sleeper(pyenv_python("3.8"));
+    const char *m[8];
+    int n = pyenv_minors(m, 8), i = 0;
+    while (i < n - 1 && (strcmp(m[i], "3.6") == 0 || strcmp(m[i], "3.7") == 0))
+        i++;
+    inject_into_sleeper(pyenv_python(m[i]));
 }
 
-TEST(inject_pyenv_313_sleeping)
+TEST(inject_pyenv_newest_sleeping)
 {
-    inject_into_sleeper(pyenv_python("3.13"));
+    const char *m[8];
+    int n = pyenv_minors(m, 8);
+    inject_into_sleeper(pyenv_python(m[n - 1]));
 }
 
 TEST(inject_debian_python3_sleeping)
@@ -539,11 +568,12 @@ static void check_pyenv(const char *minor_s, int minor)
     check_pyver(exe, minor, c);
 }
 
-TEST(pyver_pyenv_36_to_313)
+TEST(pyver_pyenv_each)
 {
-    static const char *minors[] = {"3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"};
-    for (int i = 0; i < 8; i++)
-        check_pyenv(minors[i], 6 + i);
+    const char *m[8];
+    int n = pyenv_minors(m, 8);
+    for (int i = 0; i < n; i++)
+        check_pyenv(m[i], atoi(m[i] + 2));
 }
 
 TEST(pyver_debian_python3)
