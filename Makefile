@@ -213,7 +213,7 @@ $(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 .PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
-        install clean cross-aarch64 check-exports fresh-check dist dist-check
+        install clean cross-aarch64 check-exports fresh-check dist dist-check release-check
 all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) check-exports
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
@@ -411,6 +411,10 @@ dist:
 dist-check:
 	tools/dist_check.py
 	tools/dist_check.py --self-test
+# The release installed as a non-root user installs it (venv, pip --user, the tarball) and run
+# against that user's targets (tools/release_check.sh; root; not in `make test` yet).
+release-check:
+	tools/release_check.sh
 
 clean:
 	rm -rf build
