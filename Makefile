@@ -213,7 +213,7 @@ $(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 .PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
-        install clean cross-aarch64 check-exports fresh-check
+        install clean cross-aarch64 check-exports fresh-check dist dist-check release-check
 all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) check-exports
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
@@ -400,6 +400,21 @@ install: all
 	install -m 644 $(PROBE_LIBS) $(PROBE_CJSON) $(READER_LIBS) $(EXT_LIB) $(DESTDIR)$(PREFIX)/lib/probing/
 	install -m 755 $(SERVE_BIN) $(DESTDIR)$(PREFIX)/lib/probing/
 	tools/install-python.sh "$(DESTDIR)" "$(PREFIX)" $(PY_MINORS)
+
+# The release (docs/testing.md "Release"): built in a Debian 11 bullseye root (glibc 2.31,
+# tools/bullseye-root.sh) into build/dist/: probing-VERSION-linux-x86_64.tar.gz and one wheel
+# probing-VERSION-py3-none-manylinux_2_XX_x86_64.whl (tools/dist.sh, tools/dist_pack.py).
+# dist-check proves what the release needs at run time (tools/dist_check.py), then that it
+# catches each kind of breach in a broken copy (--self-test).
+dist:
+	tools/dist.sh
+dist-check:
+	tools/dist_check.py
+	tools/dist_check.py --self-test
+# The release installed as a non-root user installs it (venv, pip --user, the tarball) and run
+# against that user's targets (tools/release_check.sh; root; not in `make test` yet).
+release-check:
+	tools/release_check.sh
 
 clean:
 	rm -rf build

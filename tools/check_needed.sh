@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The probe loads into processes whose root has none of our libraries (a container): each library
-# given may NEED only the C library, libm and the loader, or a file carried beside it (found
+# given may NEED only the C library, libm and the loader (and, on glibc < 2.34, libpthread, libdl,
+# librt: glibc's own), or a file carried beside it (found
 # through a run path of exactly $ORIGIN, and checked the same way). Usage: check_needed.sh LIB...
 # NEEDED_ALLOW: more names (shell patterns) allowed, for sanitized builds (make asan).
 set -euo pipefail -f
-base='libc.so.6 libm.so.6 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1'
+base='libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1'
 allowed() {
   local p
   case " $base " in *" $1 "*) return 0;; esac

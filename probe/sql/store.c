@@ -359,7 +359,12 @@ static int prepare_error(sqlite3 *d, const char *sql, int rc, const struct auth 
     int hint = probe_compat_hint(sql, err);
     if (hint)
         return hint;
+#if SQLITE_VERSION_NUMBER >= 3038000
     int off = sqlite3_error_offset(d);
+#else
+    /* Older SQLite (3.34: Debian 11, the release's build root) cannot say where the error is. */
+    int off = -1;
+#endif
     if (off >= 0 && (size_t)off <= strlen(sql)) {
         int col = 1, line = 1;
         for (int i = 0; i < off; i++) {

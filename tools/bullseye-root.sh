@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# tools/bullseye-root.sh: prints the path of a Debian 11 bullseye root (glibc 2.31) holding the
+# build's packages, building it with mmdebstrap the first time. `make dist` builds the release
+# inside it, so that the release needs no glibc symbol newer than 2.31 and links bullseye's static
+# archives. Cached outside the clone in $PROBING_CACHE (default ~/.cache/probing), keyed by its
+# package list, and reused. See docs/testing.md.
+# Only bullseye and bullseye-updates are used, not bullseye-security: this machine's mirror has been
+# seen to lack a file there (404), and the release's libraries are the point release's.
+# --if-present: print the path only when the root is already built (nothing, status 0, when not).
+set -euo pipefail
+cache=${PROBING_CACHE:-$HOME/.cache/probing}
+die() { echo "probing: error: bullseye-root: $*" >&2; exit 1; }
+pkgs=build-essential,make,pkg-config,libcjson-dev,libuv1-dev,libsqlite3-dev,libedit-dev,libdw-dev,libelf-dev,zlib1g-dev,liblzma-dev,libbz2-dev,libzstd-dev,libbsd-dev,libmd-dev,libncurses-dev,libmicrohttpd-dev,patchelf,xxd,python3,file
+key=$(printf '%s bullseye v1' "$pkgs" | sha256sum | cut -c1-12)
+root="$cache/bullseye-root-$key"
+ready() { [ -x "$root/usr/bin/gcc" ] && [ -x "$root/usr/bin/patchelf" ]; }
+if ready; then echo "$root"; exit 0; fi
+[ "${1:-}" = --if-present ] && exit 0
+[ "$(id -u)" -eq 0 ] || die "building the bullseye root needs root (mmdebstrap): run it as root"
+command -v mmdebstrap >/dev/null || die "mmdebstrap is missing: run 'make deps'"
+mkdir -p "$cache"
+exec 9>"$cache/.bullseye-root.lock"
+flock 9
+if ready; then echo "$root"; exit 0; fi
+tmp="$cache/.building-bullseye-$key"
+rm -rf "$tmp"
+echo "bullseye-root: building $root (mmdebstrap, a few minutes, once)" >&2
+mmdebstrap --quiet --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+  --include="$pkgs" bullseye "$tmp" \
+  'deb http://deb.debian.org/debian bullseye main' \
+  'deb http://deb.debian.org/debian bullseye-updates main' >&2 || { rm -rf "$tmp"; die "mmdebstrap failed: see its output above"; }
+# Roots of another package list are stale now.
+find "$cache" -maxdepth 1 -name 'bullseye-root-*' ! -name "$(basename "$root")" -exec rm -rf {} +
+mv "$tmp" "$root"
+echo "$root"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tools/dist.sh: `make dist`. Builds the release inside the Debian 11 bullseye root
+# (tools/bullseye-root.sh: glibc 2.31 and its libraries), so that it runs on any glibc >= the
+# wheel's tag, then packs it (tools/dist_pack.py: libraries carried under private names with an
+# $ORIGIN run path) into build/dist/: probing-VERSION-linux-x86_64.tar.gz and one wheel
+# probing-VERSION-py3-none-manylinux_2_XX_x86_64.whl. The probe is built for every CPython minor
+# 3.8-3.15 whose headers this machine has (tools/pythons.sh --build: pyenv's, then the sid
+# root's for 3.14/3.15, built when missing). Needs root (unshare, chroot). See docs/testing.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+die() { echo "probing: error: dist: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "building the release needs root (a chroot into the bullseye root): run it as root"
+root=$(tools/bullseye-root.sh)
+tools/sid-root.sh >/dev/null
+work=build/dist-work
+variant=dist-bullseye
+rm -rf "$work" build/dist
+mkdir -p "$work/pyinc"
+# CPython's headers, copied where the root sees them (/src/build/dist-work/pyinc/python3.X;
+# Debian's multiarch pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>, found through
+# -idirafter on pyinc/).
+lines=""
+while read -r minor inc _exe; do
+  cp -rLp "$inc" "$work/pyinc/python$minor"
+  multi=$(dirname "$(dirname "$inc")")/include/x86_64-linux-gnu/python$minor
+  if [ -d "$multi" ]; then
+    mkdir -p "$work/pyinc/x86_64-linux-gnu"
+    cp -rLp "$multi" "$work/pyinc/x86_64-linux-gnu/python$minor"
+  fi
+  lines="$lines $minor /src/$work/pyinc/python$minor /usr/bin/python3"
+done < <(PYTHONS="${PYTHONS:-}" tools/pythons.sh --build 2>/dev/null)
+[ -n "$lines" ] || die "no CPython headers found (tools/pythons.sh --build): install pyenv's 3.8-3.13"
+src=$(pwd)
+echo "dist: building in $root (minors:$(echo "$lines" | awk '{for(i=1;i<=NF;i+=3) printf " %s", $i}'))" >&2
+mkdir -p "$root/src"
+# A private mount namespace: the binds vanish with it, the cached root keeps nothing of ours but
+# an empty /src. make runs as root inside the root; the outputs are ours (the tree is bound).
+unshare -m --propagation private bash -c '
+  set -e
+  root=$1 src=$2; shift 2
+  mount --bind "$src" "$root/src"
+  mount -t proc proc "$root/proc"
+  mount --rbind /dev "$root/dev"
+  exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LANG=C.UTF-8 \
+    make -C /src -j"${JOBS:-2}" --no-print-directory VARIANT='"$variant"' PYTHONS=none "PY_LINES=$*" all
+' dist "$root" "$src" $lines || die "the build in the bullseye root failed: see its output above"
+/usr/bin/python3 tools/dist_pack.py "build/$variant" "$root" build/dist "$work/pyinc" $(echo "$lines" | awk '{for(i=1;i<=NF;i+=3) printf " %s", $i}')
