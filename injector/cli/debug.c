@@ -207,15 +207,15 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return debug_pause(o, address);
     if (resume)
         return debug_resume(o);
-    if (no_inject && (locals || native || o->target.pid <= 0)) {
+    if (no_inject && (native || o->target.pid <= 0)) {
         cli_error("debug --dump --no-inject: %s",
                   o->target.pid <= 0 ? "needs a local process (-p PID)"
-                                     : "--locals and --native need the probe loaded");
+                                     : "--native needs the probe loaded");
         return CLI_USAGE;
     }
     if (no_inject) {
         struct pb_err err = {0};
-        cJSON *b = cli_read_dump(o->target.pid, 256, &err);
+        cJSON *b = cli_read_dump(o->target.pid, 256, locals, &err);
         if (!b)
             cli_error("dump --no-inject: %s", err.msg);
         return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;
