@@ -91,10 +91,13 @@ def test_dump_when_gil_held_forever(python, spawn):
     waiter = [x for x in d["threads"] if not x["main"]]
     assert len(waiter) == 1 and waiter[0]["frames"][0]["name"] == "worker"
     assert waiter[0]["frames"][0]["line"] == bp("stuck_gil.py", "worker_sleep")
-    # --locals: says why there are none, still shows stacks.
+    # --locals: says why they are read from memory (test_memlocals.py checks the values).
+    assert "locals" not in main["frames"][0]  # the dump without --locals has none
     d = dump_json(t.pid, "--locals")
     assert "GIL is held by thread %d" % t.pid in d["localsError"]
-    assert all("locals" not in f for x in d["threads"] for f in x["frames"])
+    assert d["localsVia"] == "memory"
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert [(l["name"], l["value"]) for l in main["frames"][0]["locals"]][0] == ("ready", "True")
     text = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
     assert "note: the GIL is held by thread %d" % t.pid in text
     assert t.proc.poll() is None
