@@ -196,7 +196,8 @@ $(B)/lib/probing/libprobing-read-$(1).so: $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(R
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-read-$(1).so -o $$@ $$^ $$(PKG_LIBS) $$(LDFLAGS_EXTRA)
 READER_LIBS += $(B)/lib/probing/libprobing-read-$(1).so
 endef
-READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/sig/pyrt_sig.c \
+READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/pyrt/memlocals.c \
+               probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_maps.c probe/sig/unwind_table.c \
                probe/sig/pyrt_remote.c
 READER_LIBS :=

@@ -109,17 +109,19 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
 /* Where the probe libraries are: $PROBING_LIBDIR, else <exe dir>/../lib/probing. */
 int cli_libdir(char *buf, size_t n);
 /* readonly.c: the probing/dump body of a live process read from outside with the probe's own
- * walker (libprobing-read-3.X.so), nothing loaded into it; no locals, names from the kernel.
- * NULL with err filled. */
-cJSON *cli_read_dump(pid_t pid, int max_frames, struct pb_err *err);
+ * walker (libprobing-read-3.X.so), nothing loaded into it; names from the kernel; locals (when
+ * asked) read from memory, simple values only ("localsVia": "memory"). NULL with err filled. */
+cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err);
 /* The parts, for other memory (core.c): rd reads the target (0 or -1, never faults); ver the
  * CPython major, minor, micro (-1 unknown); addrs the runtime addresses of cli_read_syms found
  * in source. NULL with err filled. cli_read_finish adds names (from /proc when live > 0: then
  * also native ids before 3.11) and the GIL holder. */
 typedef int (*cli_read_fn)(uintptr_t addr, void *dst, size_t n);
-extern const char *const cli_read_syms[5];
-cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
-                       const char *source, int max_frames, struct pb_err *err);
+#define CLI_READ_NSYMS 13 /* the first 5 needed; the others (types for locals) optional */
+extern const char *const cli_read_syms[CLI_READ_NSYMS];
+cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
+                       const unsigned long addrs[CLI_READ_NSYMS], const char *source,
+                       int max_frames, int locals, struct pb_err *err);
 void cli_read_finish(cJSON *body, pid_t live);
 /* A thread's native stack from its registers (pc, sp, frame pointer) with the probe's own
  * unwinder (the reader for CPython ver) over memory rd and the modules mods (each: executable
@@ -136,10 +138,10 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
 /* core.c: the probing/dump body (with "core") of a core file, read with the same walker;
  * exe (may be NULL) names the interpreter when the core's mappings do not; sysroot (may be NULL)
  * is where the mapped files are looked for first. native: 1 merged native frames, 2 all of them
- * (as debug --dump --native[=all]). NULL with err filled. */
+ * (as debug --dump --native[=all]); locals: each frame's locals read from the core's memory,
+ * simple values only. NULL with err filled. */
 cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int max_frames,
-                     int native,
-                     struct pb_err *err);
+                     int native, int locals, struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 

@@ -331,7 +331,7 @@ static void unroot(void)
 }
 
 cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int max_frames,
-                     int native, struct pb_err *err)
+                     int native, int locals, struct pb_err *err)
 {
     struct stat st;
     cJSON *body = NULL;
@@ -378,7 +378,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     const char *symfile = exe ? exe : m ? m->path : NULL;
     char beside[PATH_MAX + 16];
     exe_libpython(exe, &m, ver, &symfile, beside, sizeof beside);
-    unsigned long addrs[5];
+    unsigned long addrs[CLI_READ_NSYMS];
     uint64_t want = core_file_expected_size(&core);
     if (want > size) {
         PB_LOG(PB_LOG_INFO, "%s is truncated: %zu of %llu bytes", path, size,
@@ -395,12 +395,12 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
                    "--exe PATH", path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
         goto out;
     }
-    if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, 5, addrs) < 0) {
+    if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
         pb_err_set(err, -ENOENT, "cannot read the symbols of %s (the core's interpreter): give "
                    "it with --exe PATH, or the root it ran in with --sysroot DIR", symfile);
         goto out;
     }
-    body = cli_read_stacks(core_read, core.pid, ver, addrs, symfile, max_frames, err);
+    body = cli_read_stacks(core_read, core.pid, ver, addrs, symfile, max_frames, locals, err);
     if (!body && want > size)
         pb_err_set(err, PB_EBADARG, "%s is truncated (%zu of the %llu bytes its headers describe: "
                    "a full disk, ulimit -c or a copy in progress): the interpreter's memory is cut "

@@ -15,7 +15,7 @@
 static void help(void)
 {
     printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--json]\n"
-           "       probing -p PID debug --dump --no-inject [--json]\n"
+           "       probing -p PID debug --dump --no-inject [--locals] [--json]\n"
            "       probing -p PID debug --pause [--address HOST:PORT]\n"
            "       probing -p PID debug --resume\n"
            "       ('d' and 'dbg' name debug too: probing -p PID d -d)\n"
@@ -25,15 +25,18 @@ static void help(void)
            "a thread holds the GIL forever (stacks are read without the GIL).\n"
            "\n"
            "  -d, --dump      dump all threads' stacks\n"
-           "      --locals    add each frame's local variables (bounded repr; needs the GIL:\n"
-           "                  if it cannot be had in time, says so and shows stacks only)\n"
+           "      --locals    add each frame's local variables (bounded repr with the GIL;\n"
+           "                  if it cannot be had in time, says so and reads them from\n"
+           "                  memory: int, float, bool, None, str, bytes, and tuples,\n"
+           "                  lists, dicts of those by value, the rest as <TYPE object>)\n"
            "      --native    each thread's native (C) and Python frames merged, innermost\n"
            "                  first, each marked (Python) or (native): function+offset, object\n"
            "                  and file:line when the object has DWARF; CPython's own call\n"
            "                  machinery left out (--native=all keeps it). When the two stacks\n"
            "                  cannot be matched, says so and shows both\n"
            "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
-           "                  into the target: no locals, thread names from the kernel\n"
+           "                  into the target: thread names from the kernel, --locals read\n"
+           "                  from memory as above\n"
            "      --json      print one JSON document instead of text\n"
            "  -p, --pause     stop every Python thread and keep the target stopped, serving\n"
            "                  DAP on TCP, until a debugger attaches and continues it or --resume\n"
@@ -207,15 +210,15 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return debug_pause(o, address);
     if (resume)
         return debug_resume(o);
-    if (no_inject && (locals || native || o->target.pid <= 0)) {
+    if (no_inject && (native || o->target.pid <= 0)) {
         cli_error("debug --dump --no-inject: %s",
                   o->target.pid <= 0 ? "needs a local process (-p PID)"
-                                     : "--locals and --native need the probe loaded");
+                                     : "--native needs the probe loaded");
         return CLI_USAGE;
     }
     if (no_inject) {
         struct pb_err err = {0};
-        cJSON *b = cli_read_dump(o->target.pid, 256, &err);
+        cJSON *b = cli_read_dump(o->target.pid, 256, locals, &err);
         if (!b)
             cli_error("dump --no-inject: %s", err.msg);
         return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;

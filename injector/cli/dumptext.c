@@ -85,6 +85,8 @@ void cli_dump_print(const cJSON *d)
         printf("GIL: not held\n");
     if (cli_json_text(d, "localsError"))
         printf("note: %s\n", cli_json_text(d, "localsError"));
+    else if (cli_json_text(d, "localsVia") && strcmp(cli_json_text(d, "localsVia"), "memory") == 0)
+        printf("note: locals read from memory without the GIL (simple values only)\n");
     const cJSON *t;
     cJSON_ArrayForEach(t, threads)
     {

@@ -6,7 +6,8 @@
  * target with process_vm_readv; then adds what the probe would have added from /proc: thread
  * names (the kernel's), native ids before 3.11 (the tid field of glibc's struct pthread at the
  * thread's pthread_t, its offset found on the main thread, whose tid is the pid), the GIL
- * holder. Locals are not read: that needs code run in the target. */
+ * holder. Locals (when asked) are read from memory by the reader, simple values only
+ * (pyrt/memlocals.c): nothing runs in the target. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -19,8 +20,8 @@
 #include "cli.h"
 #include "injector/inject/inj.h"
 
-typedef char *(*read_dump_fn)(cli_read_fn rd, int pid, const uintptr_t syms[5], int max_frames,
-                              char *err, size_t errn);
+typedef char *(*read_dump_fn)(cli_read_fn rd, int pid, const uintptr_t *syms, int nsyms,
+                              int max_frames, int locals, char *err, size_t errn);
 
 static pid_t live_pid;
 
@@ -115,27 +116,30 @@ int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
     return n;
 }
 
-const char *const cli_read_syms[5] = {"_PyRuntime", "PyCode_Type", "PyFrame_Type",
-                                      "PyUnicode_Type", "PyBytes_Type"};
+const char *const cli_read_syms[CLI_READ_NSYMS] = {
+    "_PyRuntime",  "PyCode_Type",  "PyFrame_Type", "PyUnicode_Type", "PyBytes_Type",
+    "PyLong_Type", "PyBool_Type",  "PyFloat_Type", "PyTuple_Type",   "PyList_Type",
+    "PyDict_Type", "PyCell_Type", "_Py_NoneStruct"};
 
-cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3], const unsigned long addrs[5],
-                       const char *source, int max_frames, struct pb_err *err)
+cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
+                       const unsigned long addrs[CLI_READ_NSYMS], const char *source,
+                       int max_frames, int locals, struct pb_err *err)
 {
-    uintptr_t syms[5];
+    uintptr_t syms[CLI_READ_NSYMS];
     char msg[256] = "";
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < CLI_READ_NSYMS; i++) {
         syms[i] = addrs[i];
-        if (!addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
+        if (i < 5 && !addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
             pb_err_set(err, PB_ENOPYTHON, "%s has no symbol %s: the interpreter's state cannot be "
                        "found", source, cli_read_syms[i]);
             return NULL;
         }
     }
     void *h = NULL;
-    read_dump_fn fn = (read_dump_fn)reader_sym(ver, "probing_read_dump", &h, err);
+    read_dump_fn fn = (read_dump_fn)reader_sym(ver, "probing_read_dump_v2", &h, err);
     if (!fn)
         return NULL;
-    char *text = fn(rd, pid, syms, max_frames, msg, sizeof msg);
+    char *text = fn(rd, pid, syms, CLI_READ_NSYMS, max_frames, locals, msg, sizeof msg);
     cJSON *body = text ? cJSON_Parse(text) : NULL;
     free(text);
     dlclose(h);
@@ -184,15 +188,16 @@ void cli_read_finish(cJSON *body, pid_t live)
     }
 }
 
-cJSON *cli_read_dump(pid_t pid, int max_frames, struct pb_err *err)
+cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
 {
-    unsigned long addrs[5];
+    unsigned long addrs[CLI_READ_NSYMS];
     struct inj_pyver v;
-    if (inj_pyver_detect(pid, &v, err) < 0 || inj_pysyms(pid, cli_read_syms, 5, addrs, err) < 0)
+    if (inj_pyver_detect(pid, &v, err) < 0 || inj_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
         return NULL;
     int ver[3] = {v.major, v.minor, v.micro};
     live_pid = pid;
-    cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, err);
+    cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, locals,
+                                  err);
     if (body) {
         cli_read_native_ids(body, live_read, live_task);
         cli_read_finish(body, pid);

@@ -56,6 +56,10 @@
 #ifdef PYRT_REMOTE
 struct pyrt_remote_syms {
     uintptr_t runtime, code_type, frame_type, unicode_type, bytes_type;
+    /* for locals read from memory (memlocals.c); 0 when the target lacks one: such values
+     * show by type name */
+    uintptr_t long_type, bool_type, float_type, tuple_type, list_type, dict_type, cell_type,
+        none;
 };
 extern struct pyrt_remote_syms pyrt_remote;
 #define PYRT_RUNTIME ((_PyRuntimeState *)pyrt_remote.runtime)
@@ -63,12 +67,28 @@ extern struct pyrt_remote_syms pyrt_remote;
 #define PYRT_FRAME_TYPE ((PyTypeObject *)pyrt_remote.frame_type)
 #define PYRT_UNICODE_TYPE ((PyTypeObject *)pyrt_remote.unicode_type)
 #define PYRT_BYTES_TYPE ((PyTypeObject *)pyrt_remote.bytes_type)
+#define PYRT_LONG_TYPE ((PyTypeObject *)pyrt_remote.long_type)
+#define PYRT_BOOL_TYPE ((PyTypeObject *)pyrt_remote.bool_type)
+#define PYRT_FLOAT_TYPE ((PyTypeObject *)pyrt_remote.float_type)
+#define PYRT_TUPLE_TYPE ((PyTypeObject *)pyrt_remote.tuple_type)
+#define PYRT_LIST_TYPE ((PyTypeObject *)pyrt_remote.list_type)
+#define PYRT_DICT_TYPE ((PyTypeObject *)pyrt_remote.dict_type)
+#define PYRT_CELL_TYPE ((PyTypeObject *)pyrt_remote.cell_type)
+#define PYRT_NONE ((PyObject *)pyrt_remote.none)
 #else
 #define PYRT_RUNTIME (&_PyRuntime)
 #define PYRT_CODE_TYPE (&PyCode_Type)
 #define PYRT_FRAME_TYPE (&PyFrame_Type)
 #define PYRT_UNICODE_TYPE (&PyUnicode_Type)
 #define PYRT_BYTES_TYPE (&PyBytes_Type)
+#define PYRT_LONG_TYPE (&PyLong_Type)
+#define PYRT_BOOL_TYPE (&PyBool_Type)
+#define PYRT_FLOAT_TYPE (&PyFloat_Type)
+#define PYRT_TUPLE_TYPE (&PyTuple_Type)
+#define PYRT_LIST_TYPE (&PyList_Type)
+#define PYRT_DICT_TYPE (&PyDict_Type)
+#define PYRT_CELL_TYPE (&PyCell_Type)
+#define PYRT_NONE (Py_None)
 #endif
 
 /* 3.14+: a frame holds tagged stack references (pycore_stackref.h), f_executable and its locals
@@ -125,6 +145,21 @@ char *probe_str_read(const void *obj, size_t max);
 /* Copy of the payload of the bytes object at obj (at most max bytes) into a new malloc'd
  * buffer, its length in *len. Returns NULL when obj is not a readable exact bytes object. */
 unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len);
+
+/* ---- memlocals.c: locals read from memory (No GIL needed; no allocation, no CPython call) ---- */
+
+/* One local: its name, its type's name and its value's text (memlocals.c says which values are
+ * shown by value). */
+typedef void (*pyrt_local_fn)(void *arg, const char *name, const char *type, const char *value);
+/* Calls fn for each bound fast local of the frame at frame (PyFrameObject* before 3.11,
+ * _PyInterpreterFrame* after) running code, cells dereferenced, at most 100. Returns the
+ * count, or -1 when the frame or its code is unreadable or it has no fast locals (a module or
+ * class body). Everything read through rd. */
+int pyrt_mem_locals(uintptr_t frame, uintptr_t code, pyrt_read_fn rd, pyrt_local_fn fn, void *arg);
+/* The type name and value text of the object at obj, as pyrt_mem_locals shows a local. 0, or -1
+ * when obj is unreadable (value "<invalid object at 0x...>"). */
+int pyrt_mem_value(uintptr_t obj, pyrt_read_fn rd, char *type, size_t typen, char *value,
+                   size_t valuen);
 
 /* ---- repr.c: bounded repr (Requires GIL) ---- */
 

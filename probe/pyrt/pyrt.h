@@ -50,6 +50,8 @@ struct probe_snapshot {
 enum {
     PROBE_SNAP_NAMES = 1,  /* thread names/daemon from threading (Requires GIL) */
     PROBE_SNAP_LOCALS = 2, /* locals with bounded repr (Requires GIL) */
+    PROBE_SNAP_MEMLOCALS = 4, /* locals read from memory, simple values only (memlocals.c):
+                                 no GIL needed, for when it cannot be had */
 };
 
 /* One-time set-up (calibration such as the pthread_t -> tid mapping on 3.8-3.10). Call from
@@ -57,7 +59,8 @@ enum {
 int probe_pyrt_init(struct pb_err *err);
 
 /* Take a snapshot of every Python thread of the main interpreter. flags: PROBE_SNAP_*; without
- * flags no GIL is needed; with any flag the caller must hold the GIL. max_frames bounds each
+ * flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES or LOCALS the caller
+ * must hold the GIL. max_frames bounds each
  * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
 

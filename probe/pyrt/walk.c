@@ -404,7 +404,56 @@ int probe_pyrt_names_fresh(int max_age_ms)
     return fresh;
 }
 
-/* No GIL needed without flags; with PROBE_SNAP_* flags Requires GIL. */
+/* pyrt_mem_locals' locals gathered for one frame. */
+struct mem_sink {
+    struct probe_local l[100];
+    int n, oom;
+};
+
+static void mem_add(void *arg, const char *name, const char *type, const char *value)
+{
+    struct mem_sink *m = arg;
+    struct probe_local *l;
+    if (m->n >= (int)(sizeof m->l / sizeof m->l[0]) || m->oom)
+        return;
+    l = &m->l[m->n];
+    l->name = strdup(name);
+    l->type = strdup(type);
+    l->value = strdup(value);
+    if (!l->name || !l->type || !l->value) {
+        free(l->name);
+        free(l->type);
+        free(l->value);
+        m->oom = 1;
+        return;
+    }
+    m->n++;
+}
+
+/* f's locals read from memory (no GIL): nlocals stays -1 when they cannot be read. */
+static void mem_locals(struct probe_frame *f, const struct pyrt_rawframe *raw)
+{
+    struct mem_sink *m = calloc(1, sizeof *m);
+    f->nlocals = -1;
+    f->locals = NULL;
+    if (!m)
+        return;
+    if (pyrt_mem_locals((uintptr_t)raw->frame, (uintptr_t)raw->code, probe_mem_read_at, mem_add,
+                        m) >= 0 &&
+        (f->locals = calloc((size_t)(m->n ? m->n : 1), sizeof *f->locals)) != NULL) {
+        memcpy(f->locals, m->l, (size_t)m->n * sizeof m->l[0]);
+        f->nlocals = m->n;
+    } else {
+        for (int i = 0; i < m->n; i++) {
+            free(m->l[i].name);
+            free(m->l[i].type);
+            free(m->l[i].value);
+        }
+    }
+    free(m);
+}
+
+/* No GIL needed without flags or with PROBE_SNAP_MEMLOCALS; NAMES, LOCALS Require GIL. */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
     struct walk *w;
@@ -416,13 +465,13 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     version_read(s->version, sizeof s->version);
     if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
         return rc;
-    if (flags && !PyGILState_Check())
+    if ((flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS)) && !PyGILState_Check())
         return pb_err_set(err, PB_ENOGIL, "names/locals need the GIL held by the caller");
     w = calloc(1, sizeof *w);
     if (!w)
         return pb_err_set(err, -ENOMEM, "out of memory");
     w->max_frames = max_frames <= 0 ? DEFAULT_FRAMES : max_frames > MAX_FRAMES ? MAX_FRAMES : max_frames;
-    w->want_raw = (flags & PROBE_SNAP_LOCALS) != 0;
+    w->want_raw = (flags & (PROBE_SNAP_LOCALS | PROBE_SNAP_MEMLOCALS)) != 0;
     w->fw.rd = probe_mem_read_at;
     w->fw.flags = PYRT_WALK_CHECK;
     w->fw.max = w->max_frames;
@@ -438,7 +487,11 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     }
 
     rc = threads_walk(w, s, &raws, err);
-    if (rc == 0 && flags) {
+    if (rc == 0 && (flags & PROBE_SNAP_MEMLOCALS) && !(flags & PROBE_SNAP_LOCALS))
+        for (int i = 0; i < s->nthreads; i++)
+            for (int j = 0; raws[i] && j < s->threads[i].nframes; j++)
+                mem_locals(&s->threads[i].frames[j], &raws[i][j]);
+    if (rc == 0 && (flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS))) {
         struct exc_saved saved;
         exc_save(&saved);
         probe_obj_cache(1); /* no code of the program's runs until it is off */

@@ -20,7 +20,10 @@ int dap_snap_reply(struct dap_reply *r, void *job, cJSON *body)
     struct dap_snapjob *j = job;
     if (r->gil_rc < 0) {
         pb_err_clear(&j->err);
-        j->snap_rc = probe_pyrt_snapshot(&j->snap, 0, j->max_frames, &j->err);
+        /* Without the GIL: locals asked for are read from memory (simple values only). */
+        j->snap_rc = probe_pyrt_snapshot(&j->snap, j->flags & PROBE_SNAP_LOCALS
+                                                       ? PROBE_SNAP_MEMLOCALS : 0,
+                                         j->max_frames, &j->err);
     }
     int rc = j->snap_rc;
     if (rc == 0) {

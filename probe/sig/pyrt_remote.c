@@ -256,25 +256,41 @@ static int thread_names(uintptr_t interp, struct tname *out, int max)
     return n;
 }
 
-/* The reader's one entry point. rd: reads the target's memory (0, or -1; it must never fault).
- * syms: the target's _PyRuntime, PyCode_Type, PyFrame_Type, PyUnicode_Type, PyBytes_Type
- * (runtime addresses); pid goes into the body as is. Returns the probing/dump body (threads
- * with id, ident, nativeId (null before 3.11: the caller finds it), holdsGil, main, truncated,
- * frames; gil) as a malloc'd JSON text, or NULL with err filled. */
-__attribute__((visibility("default"))) char *
-probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int max_frames, char *err,
-                  size_t errn);
-char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int max_frames,
-                        char *err, size_t errn)
+static void local_json(void *arg, const char *name, const char *type, const char *value)
 {
-    uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0;
+    cJSON *l = cJSON_CreateObject();
+    cJSON_AddStringToObject(l, "name", name);
+    cJSON_AddStringToObject(l, "type", type);
+    cJSON_AddStringToObject(l, "value", value);
+    cJSON_AddItemToArray(arg, l);
+}
+
+/* The reader's one entry point. rd: reads the target's memory (0, or -1; it must never fault).
+ * syms (nsyms of them): the target's _PyRuntime, PyCode_Type, PyFrame_Type, PyUnicode_Type,
+ * PyBytes_Type, then for locals PyLong_Type, PyBool_Type, PyFloat_Type, PyTuple_Type,
+ * PyList_Type, PyDict_Type, PyCell_Type, _Py_NoneStruct (runtime addresses, 0: not found);
+ * pid goes into the body as is. locals: each frame's locals read from memory (memlocals.c).
+ * Returns the probing/dump body (threads with id, ident, nativeId (null before 3.11: the
+ * caller finds it), holdsGil, main, truncated, frames; gil; localsVia "memory" with locals) as
+ * a malloc'd JSON text, or NULL with err filled. */
+__attribute__((visibility("default"))) char *
+probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int nsyms, int max_frames,
+                     int locals, char *err, size_t errn);
+char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int nsyms,
+                           int max_frames, int locals, char *err, size_t errn)
+{
+    uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0, s[13] = {0};
     long *ids = NULL;
     struct pyrt_sig_frame *fr = NULL;
+    struct pyrt_frame_ext *ext = NULL;
     int locked = 0, n, rc;
     char *text = NULL;
     cJSON *body = NULL;
     pyrt_remote_read = rd;
-    pyrt_remote = (struct pyrt_remote_syms){syms[0], syms[1], syms[2], syms[3], syms[4]};
+    for (int i = 0; i < nsyms && i < 13; i++)
+        s[i] = syms[i];
+    pyrt_remote = (struct pyrt_remote_syms){s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+                                            s[7], s[8], s[9], s[10], s[11], s[12]};
     if (max_frames < 1)
         max_frames = 1;
     if ((rc = pyrt_threads_head(&interp, &head, pyrt_sig_read)) != 0) {
@@ -286,8 +302,9 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
     ts = calloc(REMOTE_THREADS, sizeof *ts);
     ids = calloc(REMOTE_THREADS, sizeof *ids);
     fr = calloc((size_t)max_frames, sizeof *fr);
+    ext = calloc((size_t)max_frames, sizeof *ext);
     body = cJSON_CreateObject();
-    if (!ts || !ids || !fr || !body) {
+    if (!ts || !ids || !fr || !ext || !body) {
         snprintf(err, errn, "out of memory");
         goto out;
     }
@@ -298,6 +315,8 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
     cJSON_AddBoolToObject(gil, "available", 0);
+    if (locals)
+        cJSON_AddStringToObject(body, "localsVia", "memory");
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     struct tname *names = calloc(NAMES_MAX, sizeof *names);
     int nnames = names ? thread_names(interp, names, NAMES_MAX) : 0;
@@ -321,11 +340,20 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
                 cJSON_AddStringToObject(o, "nameSource", "threading");
                 break;
             }
-        int nf = pyrt_sig_frames_tstate(ts[i], fr, max_frames);
+        struct pyrt_walk w = {.rd = pyrt_sig_read, .flags = PYRT_WALK_CHECK,
+                              .max = max_frames, .out = fr, .ext = ext};
+        int nf = pyrt_frames_walk(&w, pyrt_frames_top(ts[i], pyrt_sig_read));
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
-        for (int k = 0; k < nf; k++)
-            cJSON_AddItemToArray(fa, frame_json(&fr[k]));
+        for (int k = 0; k < nf; k++) {
+            cJSON *f = frame_json(&fr[k]), *ls = cJSON_CreateArray();
+            if (locals && pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_sig_read, local_json,
+                                          ls) >= 0)
+                cJSON_AddItemToObject(f, "locals", ls);
+            else
+                cJSON_Delete(ls);
+            cJSON_AddItemToArray(fa, f);
+        }
         cJSON_AddItemToArray(arr, o);
     }
     free(names);
@@ -334,6 +362,7 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
         snprintf(err, errn, "out of memory");
 out:
     cJSON_Delete(body);
+    free(ext);
     free(fr);
     free(ids);
     free(ts);

@@ -118,7 +118,7 @@ static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
                                   (long)((o->interval - (double)(time_t)o->interval) * 1e9)};
             nanosleep(&ts, NULL);
         }
-        cJSON *body = cli_read_dump(pid, 256, &err);
+        cJSON *body = cli_read_dump(pid, 256, 0, &err);
         if (!body) {
             cJSON_Delete(out);
             emit_error(err.msg);

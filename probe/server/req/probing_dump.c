@@ -3,7 +3,8 @@
  * in one consistent snapshot. Arguments: locals (bool), maxFrames (int), native ("merged" or
  * "all": each thread's native and Python frames merged, prof/native.c). Names from `threading`
  * and locals need the GIL: when it cannot be had in time the answer still comes, read without
- * the GIL, and says who holds it ("gil.available": false, "localsError"). */
+ * the GIL, and says who holds it ("gil.available": false, "localsError"); the locals are then
+ * read from memory, simple values only ("localsVia": "memory"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,10 @@
 #include "gil/gil.h"
 #include "core/settings.h"
 #include "prof/prof.h"
+
+/* What a dump with locals does when the GIL cannot be had: the locals are read from memory
+ * (PROBE_SNAP_MEMLOCALS, pyrt/memlocals.c). */
+#define MEM_NOTE "locals read from memory without it (simple values only)"
 
 static const struct probe_thread *holder(const struct probe_snapshot *s)
 {
@@ -41,20 +46,22 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     if (want_locals && gil_rc != 0) {
         char msg[512], busy[256];
         if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
-            snprintf(msg, sizeof msg, "%s: locals not read; %s", busy, PROBE_BUSY_HINT);
+            snprintf(msg, sizeof msg, "%s: %s; %s", busy, MEM_NOTE, PROBE_BUSY_HINT);
         else if (gil_rc == PB_ETIMEDOUT && h)
             snprintf(msg, sizeof msg,
                      "the GIL is held by thread %ld (%s) and was not released within %d ms: "
-                     "locals not read",
+                     MEM_NOTE,
                      dap_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms());
         else if (gil_rc == PB_ETIMEDOUT)
-            snprintf(msg, sizeof msg, "the GIL could not be had within %d ms: locals not read",
+            snprintf(msg, sizeof msg, "the GIL could not be had within %d ms: " MEM_NOTE,
                      probe_setting_gil_timeout_ms());
         else
             snprintf(msg, sizeof msg, "the interpreter is not running Python code now "
-                                      "(starting or finalising): locals not read");
+                                      "(starting or finalising): " MEM_NOTE);
         cJSON_AddStringToObject(body, "localsError", msg);
     }
+    if (want_locals)
+        cJSON_AddStringToObject(body, "localsVia", gil_rc == 0 ? "gil" : "memory");
     const char *native = NULL;
     struct prof_nstack *ns = NULL;
     dap_arg_str(args, "native", &native, err);
@@ -77,7 +84,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     }
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     for (int i = 0; i < s->nthreads; i++) {
-        cJSON *t = dap_json_thread(&s->threads[i], want_locals && gil_rc == 0);
+        cJSON *t = dap_json_thread(&s->threads[i], want_locals);
         if (ns) {
             cJSON_AddItemToObject(t, "native", dap_json_native(&ns[i]));
             prof_nstack_free(&ns[i]);
