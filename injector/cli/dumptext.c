@@ -92,8 +92,12 @@ void cli_dump_print(const cJSON *d)
             printf("    (no Python frames)\n");
         cJSON_ArrayForEach(f, frames)
         {
-            printf("    %s (%s:%d)\n", cli_json_text(f, "name"), cli_json_text(f, "file"),
+            /* file:line:column on 3.11+ (the column where the running instruction starts) */
+            printf("    %s (%s:%d", cli_json_text(f, "name"), cli_json_text(f, "file"),
                    (int)cli_json_num(f, "line", 0));
+            if (cli_json_num(f, "column", 0) > 0)
+                printf(":%d", (int)cli_json_num(f, "column", 0));
+            printf(")\n");
             cli_print_locals(f, "        ");
         }
     }

@@ -364,3 +364,14 @@ int pyrt_code_line(const unsigned char *t, size_t n, int firstlineno, int lasti)
     return probe_line_lnotab(t, n, firstlineno, lasti);
 #endif
 }
+
+int pyrt_code_loc(const unsigned char *t, size_t n, int firstlineno, int lasti,
+                  struct pyrt_loc *loc)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return probe_loc_311(t, n, firstlineno, lasti, loc);
+#else
+    loc->end_line = loc->col = loc->end_col = -1;
+    return loc->line = pyrt_code_line(t, n, firstlineno, lasti);
+#endif
+}
