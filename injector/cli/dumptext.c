@@ -67,6 +67,9 @@ void cli_dump_print(const cJSON *d)
         printf("GIL: held by thread %d\n", holder->valueint);
     else
         printf("GIL: not held\n");
+    if (cli_json_true(d, "gcCollecting"))
+        printf("GC: collecting (a garbage collection is running: a thread may be in a finalizer "
+               "it called)\n");
     if (cli_json_text(d, "localsError"))
         printf("note: %s\n", cli_json_text(d, "localsError"));
     const cJSON *t;

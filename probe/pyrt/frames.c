@@ -375,3 +375,15 @@ int pyrt_code_loc(const unsigned char *t, size_t n, int firstlineno, int lasti,
     return loc->line = pyrt_code_line(t, n, firstlineno, lasti);
 #endif
 }
+
+int pyrt_gc_collecting(uintptr_t interp, pyrt_read_fn rd)
+{
+    int v = 0;
+#if PY_VERSION_HEX < 0x03090000
+    uintptr_t a = (uintptr_t)&PYRT_RUNTIME->gc.collecting;
+    (void)interp;
+#else
+    uintptr_t a = interp + offsetof(PyInterpreterState, gc.collecting);
+#endif
+    return interp && rd(a, &v, sizeof v) == 0 ? v != 0 : -1;
+}

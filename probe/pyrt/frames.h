@@ -120,6 +120,10 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
  * unreadable. */
 uintptr_t pyrt_gil_interval_addr(uintptr_t interp, pyrt_read_fn rd);
 
+/* Whether the gc module of interpreter interp is collecting now (its state's `collecting`:
+ * _PyRuntime.gc on 3.8, interp->gc from 3.9): 1 or 0, -1 when unreadable. */
+int pyrt_gc_collecting(uintptr_t interp, pyrt_read_fn rd);
+
 /* ---- frames ---- */
 
 /* The innermost frame of the thread state at tstate, 0 when none or unreadable. */

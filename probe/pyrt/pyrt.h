@@ -48,6 +48,8 @@ struct probe_snapshot {
     long gil_holder_native_id; /* -1 when nobody holds it (or unknown); taken with the GIL:
                                   who held it when this thread asked (probe_pyrt_gil_note) */
     char version[32];          /* "3.11.7" of the running interpreter */
+    int gc_collecting;         /* 1 while the gc module collects (a finalizer it runs may be
+                                  what a thread is doing), 0 not, -1 unknown */
 };
 
 enum {

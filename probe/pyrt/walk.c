@@ -292,6 +292,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     probe_mem_read(&_PyRuntime.main_thread, &main_ident, sizeof main_ident);
     gil_state(interp, &locked, &holder);
+    s->gc_collecting = pyrt_gc_collecting(interp, probe_mem_read_at);
 
     ts_addr = head;
     while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
@@ -418,6 +419,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
 
     memset(s, 0, sizeof *s);
     s->gil_holder_native_id = -1;
+    s->gc_collecting = -1;
     version_read(s->version, sizeof s->version);
     if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
         return rc;

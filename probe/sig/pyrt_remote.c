@@ -77,6 +77,11 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
     cJSON_AddBoolToObject(gil, "available", 0);
+    int gc = pyrt_gc_collecting(interp, pyrt_sig_read);
+    if (gc >= 0)
+        cJSON_AddBoolToObject(body, "gcCollecting", gc);
+    else
+        cJSON_AddNullToObject(body, "gcCollecting");
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     for (int i = 0; i < n; i++) {
         struct pyrt_tstate t;
