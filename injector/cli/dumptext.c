@@ -83,6 +83,9 @@ void cli_dump_print(const cJSON *d)
         printf("GIL: held by thread %d\n", holder->valueint);
     else
         printf("GIL: not held\n");
+    if (cli_json_true(d, "gcCollecting"))
+        printf("GC: collecting (a garbage collection is running: a thread may be in a finalizer "
+               "it called)\n");
     if (cli_json_text(d, "localsError"))
         printf("note: %s\n", cli_json_text(d, "localsError"));
     else if (cli_json_text(d, "localsVia") && strcmp(cli_json_text(d, "localsVia"), "memory") == 0)
@@ -110,8 +113,12 @@ void cli_dump_print(const cJSON *d)
             printf("    (no Python frames)\n");
         cJSON_ArrayForEach(f, frames)
         {
-            printf("    %s (%s:%d)\n", cli_json_text(f, "name"), cli_json_text(f, "file"),
+            /* file:line:column on 3.11+ (the column where the running instruction starts) */
+            printf("    %s (%s:%d", cli_json_text(f, "name"), cli_json_text(f, "file"),
                    (int)cli_json_num(f, "line", 0));
+            if (cli_json_num(f, "column", 0) > 0)
+                printf(":%d", (int)cli_json_num(f, "column", 0));
+            printf(")\n");
             cli_print_locals(f, "        ");
         }
     }

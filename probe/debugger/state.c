@@ -22,6 +22,7 @@ struct frame_rec {
     PyObject *frame; /* strong */
     char *name, *file;
     int line;
+    int end_line, col, end_col; /* as struct probe_frame's: 3.11+, 0 unknown */
 };
 
 struct parked {
@@ -117,6 +118,17 @@ static void add_frame(struct parked *r, PyFrameObject *f, int cap)
 #endif
     fr->file = probe_py_strdup(code->co_filename);
     fr->line = PyFrame_GetLineNumber(f);
+#if PY_VERSION_HEX >= 0x030B0000
+    int sl = -1, sc = -1, el = -1, ec = -1, lasti = PyFrame_GetLasti(f);
+    /* The range of the instruction it runs, when it is on the line shown (a traced frame's
+     * line can be set apart from its instruction). */
+    if (lasti >= 0 && PyCode_Addr2Location(code, lasti, &sl, &sc, &el, &ec) && sl == fr->line &&
+        sc >= 0 && ec >= 0 && el >= sl) {
+        fr->end_line = el;
+        fr->col = sc + 1;
+        fr->end_col = ec + 1;
+    }
+#endif
     Py_DECREF(code);
 }
 
@@ -430,6 +442,9 @@ int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame
         out[i].func = strdup(fr->name ? fr->name : "?");
         out[i].file = fr->file ? strdup(fr->file) : NULL;
         out[i].line = fr->line;
+        out[i].end_line = fr->end_line;
+        out[i].col = fr->col;
+        out[i].end_col = fr->end_col;
         out[i].nlocals = -1;
         if (!out[i].func || (fr->file && !out[i].file))
             ok = 0;

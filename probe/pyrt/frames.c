@@ -364,3 +364,26 @@ int pyrt_code_line(const unsigned char *t, size_t n, int firstlineno, int lasti)
     return probe_line_lnotab(t, n, firstlineno, lasti);
 #endif
 }
+
+int pyrt_code_loc(const unsigned char *t, size_t n, int firstlineno, int lasti,
+                  struct pyrt_loc *loc)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return probe_loc_311(t, n, firstlineno, lasti, loc);
+#else
+    loc->end_line = loc->col = loc->end_col = -1;
+    return loc->line = pyrt_code_line(t, n, firstlineno, lasti);
+#endif
+}
+
+int pyrt_gc_collecting(uintptr_t interp, pyrt_read_fn rd)
+{
+    int v = 0;
+#if PY_VERSION_HEX < 0x03090000
+    uintptr_t a = (uintptr_t)&PYRT_RUNTIME->gc.collecting;
+    (void)interp;
+#else
+    uintptr_t a = interp + offsetof(PyInterpreterState, gc.collecting);
+#endif
+    return interp && rd(a, &v, sizeof v) == 0 ? v != 0 : -1;
+}

@@ -120,6 +120,10 @@ void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_f
  * unreadable. */
 uintptr_t pyrt_gil_interval_addr(uintptr_t interp, pyrt_read_fn rd);
 
+/* Whether the gc module of interpreter interp is collecting now (its state's `collecting`:
+ * _PyRuntime.gc on 3.8, interp->gc from 3.9): 1 or 0, -1 when unreadable. */
+int pyrt_gc_collecting(uintptr_t interp, pyrt_read_fn rd);
+
 /* ---- frames ---- */
 
 /* The innermost frame of the thread state at tstate, 0 when none or unreadable. */
@@ -132,6 +136,12 @@ void pyrt_window_fill(struct pyrt_window *win, const struct pyrt_tstate *t, pyrt
 int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp);
 /* 1 when f (from a walk without PYRT_WALK_CHECK) is not a complete frame of a code object. */
 int pyrt_frame_skip(const struct pyrt_sig_frame *f, pyrt_read_fn rd);
+
+/* Where an instruction is in its source (3.11+ co_positions()): -1 for each part unknown. Lines
+ * 1-based, columns 0-based UTF-8 byte offsets, end_col exclusive. */
+struct pyrt_loc {
+    int line, end_line, col, end_col;
+};
 
 /* What a snapshot or a report needs of a code object (remote addresses, read with rd). */
 struct pyrt_code {
@@ -147,6 +157,10 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd);
 /* The line of byte offset lasti (pyrt_sig_frame.lasti) from this version's line table
  * (copied bytes t, n of them); -1 for "no line". Pure. */
 int pyrt_code_line(const unsigned char *t, size_t n, int firstlineno, int lasti);
+/* pyrt_code_line with the columns and end line where this version's table has them (3.11+);
+ * before 3.11 loc holds the line only (the rest -1). Returns loc->line. Pure. */
+int pyrt_code_loc(const unsigned char *t, size_t n, int firstlineno, int lasti,
+                  struct pyrt_loc *loc);
 
 /* ---- lines.c: the line table decoders of every version (pure, so the tests check all) ---- */
 
@@ -156,5 +170,9 @@ int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int add
 int probe_line_310(const unsigned char *t, size_t n, int firstlineno, int addr);
 /* 3.11+ location table; addr is the byte offset (2 * code-unit index). -1 for "no line". */
 int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr);
+/* probe_line_loc with the whole position into *loc (all -1 when the table has none; a
+ * negative addr gives the first line only). Returns loc->line. */
+int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
+                  struct pyrt_loc *loc);
 
 #endif

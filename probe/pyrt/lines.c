@@ -76,53 +76,81 @@ static int read_svarint(const unsigned char *t, size_t n, size_t *i)
 }
 
 /* 3.11+ location table. Each entry starts with a byte 1cccclll: code c, length l+1 code units
- * (2 bytes each). Codes: 15 no location; 14 long form (svarint line delta, then end line,
- * start and end column varints); 13 line delta only (svarint); 10-12 line delta c-10 and two
- * column bytes; 0-9 same line, one column byte. Continuation bytes have the top bit clear. */
-int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr)
+ * (2 bytes each). Codes: 15 no location; 14 long form (svarint line delta, then varints of the
+ * end line delta, start column + 1 and end column + 1: 0 is "no column"); 13 line delta only
+ * (svarint), no columns; 10-12 line delta c-10, then the start and end column bytes; 0-9 same
+ * line, one byte: start column c*8 + bits 4-6, end column start + bits 0-3. Continuation
+ * bytes have the top bit clear. Columns are 0-based offsets in UTF-8 bytes, the end exclusive,
+ * as co_positions() gives them. */
+int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
+                  struct pyrt_loc *loc)
 {
     long long line = firstlineno;
-    long long end = 0, start, thisline;
+    long long end = 0, start;
     size_t i = 0;
-    if (addr < 0)
+    struct pyrt_loc l;
+    loc->line = loc->end_line = loc->col = loc->end_col = -1;
+    if (addr < 0) {
+        loc->line = firstlineno;
         return firstlineno;
+    }
     while (i < n) {
         unsigned char first = t[i++];
         int code;
+        long long el = -1, c = -1, ec = -1, thisline = -1;
         if (!(first & 0x80))
             continue; /* not an entry start: resynchronise on the next one */
         code = (first >> 3) & 15;
         start = end;
         end += ((first & 7) + 1) * 2;
-        thisline = -1;
         switch (code) {
         case 15:
             break;
         case 14:
             line += read_svarint(t, n, &i);
             thisline = line;
-            read_varint(t, n, &i); /* end line delta */
-            read_varint(t, n, &i); /* start column + 1 */
-            read_varint(t, n, &i); /* end column + 1 */
+            el = line + read_varint(t, n, &i);
+            c = (long long)read_varint(t, n, &i) - 1;
+            ec = (long long)read_varint(t, n, &i) - 1;
             break;
         case 13:
             line += read_svarint(t, n, &i);
-            thisline = line;
+            thisline = el = line;
             break;
         case 10:
         case 11:
         case 12:
             line += code - 10;
-            thisline = line;
+            thisline = el = line;
+            c = i < n ? t[i] : -1;
+            ec = i + 1 < n ? t[i + 1] : -1;
             i += 2;
             break;
         default:
-            thisline = line;
+            thisline = el = line;
+            if (i < n) {
+                c = code * 8 + ((t[i] >> 4) & 7);
+                ec = c + (t[i] & 15);
+            }
             i += 1;
             break;
         }
-        if (start <= addr && addr < end)
-            return line_of(thisline);
+        if (start <= addr && addr < end) {
+            l.line = line_of(thisline);
+            l.end_line = l.line < 0 ? -1 : line_of(el);
+            l.col = l.end_line < 0 || c < 0 ? -1 : line_of(c);
+            l.end_col = l.col < 0 || ec < 0 ? -1 : line_of(ec);
+            if (l.col < 0)
+                l.end_col = -1;
+            *loc = l;
+            return l.line;
+        }
     }
     return -1;
+}
+
+int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr)
+{
+    struct pyrt_loc l;
+    return probe_loc_311(t, n, firstlineno, addr, &l);
 }

@@ -22,6 +22,9 @@ struct probe_frame {
     char *func;     /* co_qualname on 3.11+, co_name before */
     char *file;     /* co_filename */
     int line;       /* current line, computed from the instruction offset */
+    int end_line;   /* 3.11+: the last line of the instruction's source range; 0 unknown */
+    int col;        /* 3.11+: its first column, 1-based (UTF-8 bytes); 0 unknown */
+    int end_col;    /* 3.11+: its end column, 1-based, exclusive; 0 unknown */
     int nlocals;    /* -1 when locals were not requested/read */
     struct probe_local *locals;
 };
@@ -45,6 +48,8 @@ struct probe_snapshot {
     long gil_holder_native_id; /* -1 when nobody holds it (or unknown); taken with the GIL:
                                   who held it when this thread asked (probe_pyrt_gil_note) */
     char version[32];          /* "3.11.7" of the running interpreter */
+    int gc_collecting;         /* 1 while the gc module collects (a finalizer it runs may be
+                                  what a thread is doing), 0 not, -1 unknown */
 };
 
 enum {

@@ -3,7 +3,8 @@
  * builtin types only (None, bool, int, float, complex, str, bytes, and list/tuple/dict/set/
  * frozenset recursing at most REPR_DEPTH deep and REPR_ITEMS items each); anything else,
  * subclasses of builtins included, is "<module.Type object at 0x...>", but PyTorch tensors
- * show their shape, dtype and device (tensor.c). Strings and bytes are
+ * show their shape, dtype and device (tensor.c), NumPy scalars their value and arrays their
+ * shape and dtype (numpy.c). Strings and bytes are
  * cut before their repr is built; huge ints are "<int of N bits>". Total <= PYRT_REPR_MAX.
  * Every object is checked with probe_obj_ok (objcheck.c: fault-proof reads) before anything
  * touches it; one that fails, as memory corruption leaves them, is "<invalid object at 0x...>".
@@ -280,6 +281,12 @@ static void repr_other(struct rbuf *b, PyObject *o)
         char *t = probe_tensor_display(o);
         puts_(b, t ? t : "tensor(?)");
         free(t);
+        return;
+    }
+    char *np = probe_numpy_display(o);
+    if (np) {
+        puts_(b, np);
+        free(np);
         return;
     }
     char *tn = probe_repr_typename(o);

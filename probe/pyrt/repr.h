@@ -44,4 +44,12 @@ int probe_repr_is_tensor(PyObject *obj);
  * through torch's C getters, never its data. New malloc'd string, NULL on out of memory. */
 char *probe_tensor_display(PyObject *obj);
 
+/* NumPy (numpy.c), by static type name, never importing numpy or running its code: a scalar
+ * (numpy.int8 ... numpy.uint64, float16/32/64, bool_) as its value read from the object by its
+ * type ("2", "0.5", "True"); an array (numpy.ndarray or a subclass) as
+ * "ndarray(shape=[2, 3], dtype=float64)" from its header and dtype descriptor, never its data.
+ * New malloc'd string, or NULL when obj is neither (or fails a check). obj has passed
+ * probe_obj_ok. */
+char *probe_numpy_display(PyObject *obj);
+
 #endif

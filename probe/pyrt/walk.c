@@ -83,13 +83,18 @@ static struct code_info *code_get(struct walk *w, const void *addr)
 
 /* Appends one frame to t. Returns 0, or -ENOMEM. */
 static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw,
-                     const struct code_info *ci, int line, uintptr_t fp)
+                     const struct code_info *ci, const struct pyrt_loc *loc, uintptr_t fp)
 {
     struct probe_frame *f = &t->frames[t->nframes];
     memset(f, 0, sizeof *f);
     f->func = strdup(ci->func);
     f->file = strdup(ci->file);
-    f->line = line;
+    f->line = loc->line;
+    if (loc->col >= 0 && loc->end_line >= loc->line && loc->end_col >= 0) {
+        f->end_line = loc->end_line;
+        f->col = loc->col + 1;
+        f->end_col = loc->end_col + 1;
+    }
     f->nlocals = -1;
     if (!f->func || !f->file) {
         free(f->func);
@@ -138,10 +143,10 @@ static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t ts, uin
             t->truncated = 1;
             break;
         }
-        int line = ext->line != PYRT_NO_LINE
-                       ? ext->line
-                       : pyrt_code_line(ci->table, ci->tablen, ci->firstlineno, pos->lasti);
-        if (frame_add(t, raw, ci, line, ext->frame) < 0)
+        struct pyrt_loc loc = {ext->line, -1, -1, -1};
+        if (ext->line == PYRT_NO_LINE)
+            pyrt_code_loc(ci->table, ci->tablen, ci->firstlineno, pos->lasti, &loc);
+        if (frame_add(t, raw, ci, &loc, ext->frame) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -287,6 +292,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     probe_mem_read(&_PyRuntime.main_thread, &main_ident, sizeof main_ident);
     gil_state(interp, &locked, &holder);
+    s->gc_collecting = pyrt_gc_collecting(interp, probe_mem_read_at);
 
     ts_addr = head;
     while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
@@ -462,6 +468,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
 
     memset(s, 0, sizeof *s);
     s->gil_holder_native_id = -1;
+    s->gc_collecting = -1;
     version_read(s->version, sizeof s->version);
     if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
         return rc;

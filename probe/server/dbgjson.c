@@ -30,7 +30,13 @@ cJSON *dap_json_stack_frame(const struct probe_frame *f, long tid, int depth, in
     if (file[0] == '<' && inspectable) /* `source` reads it from the frame's code */
         cJSON_AddNumberToObject(src, "sourceReference", (double)(id + 1));
     cJSON_AddNumberToObject(o, "line", f->line);
-    cJSON_AddNumberToObject(o, "column", 1);
+    /* 3.11+: the range of the instruction running (co_positions), which VS Code highlights;
+     * else column 1 (DAP requires one) and no range. */
+    cJSON_AddNumberToObject(o, "column", f->col > 0 ? f->col : 1);
+    if (f->col > 0) {
+        cJSON_AddNumberToObject(o, "endLine", f->end_line);
+        cJSON_AddNumberToObject(o, "endColumn", f->end_col);
+    }
     if (probe_dbg_is_library(f->file))
         cJSON_AddStringToObject(o, "presentationHint", "subtle");
     return o;

@@ -36,6 +36,11 @@ cJSON *dap_json_frame(const struct probe_frame *f, int with_locals)
     cJSON_AddStringToObject(o, "name", f->func ? f->func : "?");
     cJSON_AddStringToObject(o, "file", f->file ? f->file : "?");
     cJSON_AddNumberToObject(o, "line", f->line);
+    if (f->col > 0) { /* 3.11+: the instruction's source range (docs/protocol.md) */
+        cJSON_AddNumberToObject(o, "column", f->col);
+        cJSON_AddNumberToObject(o, "endLine", f->end_line);
+        cJSON_AddNumberToObject(o, "endColumn", f->end_col);
+    }
     if (with_locals && f->nlocals >= 0) {
         cJSON *ls = cJSON_AddArrayToObject(o, "locals");
         for (int i = 0; i < f->nlocals; i++) {

@@ -315,6 +315,11 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
     cJSON_AddBoolToObject(gil, "available", 0);
+    int gc = pyrt_gc_collecting(interp, pyrt_sig_read);
+    if (gc >= 0)
+        cJSON_AddBoolToObject(body, "gcCollecting", gc);
+    else
+        cJSON_AddNullToObject(body, "gcCollecting");
     if (locals)
         cJSON_AddStringToObject(body, "localsVia", "memory");
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");

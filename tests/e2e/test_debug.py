@@ -7,10 +7,12 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 
 import pytest
 
+import sidroot
 from conftest import PYTHONS, probe_sock, probing
 from dapclient import DAP
 from dbgutil import Debugger, assert_clean, last_tick
@@ -403,3 +405,43 @@ def test_threads_named_while_the_gil_is_held_in_c(python, spawn):
     c.close()
     assert t.proc.poll() is None
     t.check_output_clean(extra_allowed=r"^holding \d+$")
+
+
+def _has_columns(python):
+    """3.11+: code objects have co_positions."""
+    r = subprocess.run(sidroot.command(python, ["-c", "import sys; print(sys.version_info >= (3, 11))"]),
+                       capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_stack_frame_columns(python, spawn):
+    """3.11+: a parked thread's StackFrames carry the source range of the instruction each frame
+    runs (column, endLine, endColumn; 1-based, end exclusive), so VS Code highlights the exact
+    call: the caller's frame covers `add(n, 1)`. Before 3.11 column 1 and no range. The same
+    ranges from a GIL-free snapshot (a running thread's stackTrace)."""
+    t = spawn(python, "debuggee.py")
+    d = Debugger(t)
+    wait_tick(t, 1)
+    d.set_bps("add_body")
+    tid = d.stopped(timeout=20)["threadId"]
+    d.set_bps()
+    frames = d.frames(tid)
+    assert [(f["name"], f["line"]) for f in frames[:2]] == [
+        ("add", d.line("add_body")), ("compute", d.line("compute_call"))], frames[:2]
+    with open(d.path) as f:
+        src = f.read().splitlines()[d.line("compute_call") - 1]
+    col = src.index("add(n, 1)") + 1
+    caller = frames[1]
+    if _has_columns(python):
+        assert (caller["column"], caller["endLine"], caller["endColumn"]) == \
+            (col, d.line("compute_call"), col + len("add(n, 1)")), caller
+        top = frames[0]
+        assert top["endLine"] == top["line"] and top["endColumn"] > top["column"] >= 1, top
+    else:
+        assert all(f["column"] == 1 and "endLine" not in f and "endColumn" not in f
+                   for f in frames), frames[:2]
+    d.req("continue", {"threadId": tid})
+    t.assert_responsive()
+    d.req("disconnect")
+    assert_clean(t)

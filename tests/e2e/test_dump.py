@@ -2,11 +2,14 @@
 """probing -p PID debug --dump on every CPython 3.8-3.15 (3.14, 3.15 and a late 3.13 in the sid root) and Debian's python3: inject into a
 running sample, dump, and check names, ids and line numbers against the sample's BP markers."""
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
-from conftest import PYTHONS, bp, dump_json, probing
+import sidroot
+from conftest import PYTHONS, SAMPLES, bp, dump_json, probing
 
 
 def frames_of(thread):
@@ -54,7 +57,8 @@ def test_dump_text_and_locals(python, spawn):
     out = r.stdout
     assert 'Thread %d "MainThread"' % t.pid in out
     assert "sleeper (%s:%d)" % (t_file := "/samples/threads.py", 0) not in out  # sanity of format
-    assert "    sleeper (" in out and ":%d)" % bp("threads.py", "sleeper_sleep") in out
+    # file:line, and :column on 3.11+ (test_dump_columns checks which)
+    assert re.search(r"\n    sleeper \(.*/threads\.py:%d(:\d+)?\)\n" % bp("threads.py", "sleeper_sleep"), out), out
     d = dump_json(t.pid, "--locals")
     threads = by_name(d)
     sl = {l["name"]: l for l in threads["sleeper-1"]["frames"][0]["locals"]}
@@ -219,5 +223,127 @@ def test_dump_locals_corrupted_objects(python, spawn):
     out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
     assert "bad_type = <invalid object at 0x%x>  (?)" % t.ready["bad_type"] in out, out
     assert "bad_item = [10, <invalid object at 0x8>, 30]  (list)" in out, out
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def _version(dump):
+    return tuple(int(x) for x in dump["python"].split(".")[:2])
+
+
+def _span(sample, marker, text):
+    """(line, 1-based column, exclusive 1-based end column) of text on the marker's line."""
+    line = bp(sample, marker)
+    with open(os.path.join(SAMPLES, sample)) as f:
+        src = f.read().splitlines()[line - 1]
+    col = src.index(text) + 1
+    return line, col, col + len(text)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_columns(python, spawn):
+    """3.11+: each frame's source range (co_positions of the instruction running: the call it
+    waits in) in --json as column/endLine/endColumn (1-based, end exclusive) and in the text as
+    file:line:column; before 3.11 the location table has no columns: the keys are absent and the
+    text is file:line."""
+    t = spawn(python)
+    d = dump_json(t.pid)
+    threads = by_name(d)
+    top = threads["sleeper-1"]["frames"][0]
+    reader = threads["reader-1"]["frames"][0]
+    main = threads["MainThread"]["frames"][0]
+    line, col, end = _span("threads.py", "sleeper_sleep", "time.sleep(seconds)")
+    rline, rcol, rend = _span("threads.py", "reader_read", "os.read(fd, 1)")
+    mline, mcol, mend = _span("threads.py", "main_sleep", "time.sleep(0.2)")
+    out = probing("-p", t.pid, "debug", "--dump", check=True).stdout
+    if _version(d) >= (3, 11):
+        assert (top["line"], top["column"], top["endLine"], top["endColumn"]) == (line, col, line, end), top
+        assert (reader["line"], reader["column"], reader["endLine"], reader["endColumn"]) == \
+            (rline, rcol, rline, rend), reader
+        assert (main["column"], main["endLine"], main["endColumn"]) == (mcol, mline, mend), main
+        # Every frame that has a line has a range on it.
+        for th in d["threads"]:
+            for f in th["frames"]:
+                assert f["column"] >= 1 and f["endLine"] >= f["line"], f
+                assert f["endLine"] > f["line"] or f["endColumn"] >= f["column"], f
+        assert "    sleeper (%s:%d:%d)\n" % (os.path.join(SAMPLES, "threads.py"), line, col) in out, out
+    else:
+        for th in d["threads"]:
+            for f in th["frames"]:
+                assert not {"column", "endLine", "endColumn"} & set(f), f
+        assert "    sleeper (%s:%d)\n" % (os.path.join(SAMPLES, "threads.py"), line) in out, out
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_gc_collecting(python, spawn):
+    """A garbage collection that does not end (a finalizer the gc runs sleeps forever,
+    samples/gc_finalizer.py): the dump says the gc is collecting ("gcCollecting": true, the
+    text's "GC: collecting" line), the finalizer on the main thread's stack; with the probe loaded
+    and with --no-inject alike. A target that is not collecting says false and no GC line."""
+    t = spawn(python, "gc_finalizer.py")
+    t.wait_line(r"^ok finalizing$")
+    r = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--json", check=True)
+    d = json.loads(r.stdout)
+    assert d["gcCollecting"] is True, d
+    d = dump_json(t.pid)
+    assert d["gcCollecting"] is True, d
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert [(f["name"], f["line"]) for f in main["frames"][:1]] == \
+        [("Blocker.__del__" if _version(d) >= (3, 11) else "__del__", bp("gc_finalizer.py", "finalizer_sleep"))]
+    assert ("main", bp("gc_finalizer.py", "collect")) in [(f["name"], f["line"]) for f in main["frames"]]
+    out = probing("-p", t.pid, "debug", "--dump", check=True).stdout
+    assert "\nGC: collecting" in out, out
+    t.check_output_clean()
+    quiet = spawn(python)
+    assert dump_json(quiet.pid)["gcCollecting"] is False
+    assert "GC:" not in probing("-p", quiet.pid, "debug", "--dump", check=True).stdout
+
+
+def _numpy_pythons():
+    """The interpreters of PYTHONS that import numpy (Debian's python3: numpy 1.x; the sid root's
+    3.14 and 3.15: numpy 2.x; pyenv's have none)."""
+    found = []
+    for p in PYTHONS:
+        exe = p.values[0]
+        if subprocess.run(sidroot.command(exe, ["-c", "import numpy"]), capture_output=True,
+                          timeout=120).returncode == 0:
+            found.append(p)
+    return found
+
+
+NUMPY_PYTHONS = _numpy_pythons()
+
+
+@pytest.mark.skipif(not NUMPY_PYTHONS, reason="no interpreter here imports numpy")
+@pytest.mark.parametrize("python", NUMPY_PYTHONS)
+def test_dump_locals_show_numpy(python, spawn):
+    """NumPy values without running numpy's code (samples/numpy_values.py): scalars by value as
+    py-spy shows them (read from the object by their type), arrays by shape and dtype, in
+    --locals JSON and text and in python.backtrace's locals."""
+    t = spawn(python, "numpy_values.py")
+    d = dump_json(t.pid, "--locals")
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["frames"][0]["name"] == "hold"
+    loc = {l["name"]: l for l in main["frames"][0]["locals"]}
+    want = {"i8": "2", "i16": "-300", "i32": "-70000", "i64": "-5000000000", "u8": "255",
+            "u64": "18446744073709551615", "f16": "0.1", "f32": "0.1", "f64": "0.1",
+            "whole": "3.0", "tiny": "1.5e-07", "huge": "1e+20", "yes": "True", "no": "False",
+            "grid": "ndarray(shape=[2, 3], dtype=float64)",
+            "ints": "ndarray(shape=[5], dtype=int32)",
+            "names": "ndarray(shape=[2], dtype=<U3)",
+            "zero_d": "ndarray(shape=[], dtype=float64)",
+            "big_endian": "ndarray(shape=[4], dtype=>int32)",
+            "tagged": "__main__.Tagged(shape=[7, 1, 2], dtype=float64)"}
+    assert {k: loc[k]["value"] for k in want} == want
+    assert loc["i8"]["type"] == "numpy.int8" and loc["grid"]["type"] == "numpy.ndarray"
+    out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
+    assert "        i8 = 2  (numpy.int8)\n" in out, out
+    assert "        grid = ndarray(shape=[2, 3], dtype=float64)  (numpy.ndarray)\n" in out, out
+    rows = probing("-p", t.pid, "query", "-f", "json", "SELECT locals FROM python.backtrace "
+                   "WHERE func = 'hold'", check=True).stdout
+    vals = json.loads(json.loads(rows)[0]["locals"])
+    assert vals["f32"] == "0.1" and vals["grid"] == want["grid"], vals
     t.assert_responsive()
     t.check_output_clean()

@@ -227,6 +227,27 @@ static void checks_lines_pure(void)
     CHECK(probe_line_loc(loc, sizeof loc, 10, 12) == 110, "loc varint");
     CHECK(probe_line_loc(loc, sizeof loc, 10, 14) == -1, "loc past the end");
     CHECK(probe_line_loc(loc, 3, 10, 12) == -1, "loc truncated table");
+    /* The whole position (co_positions): columns 0-based, -1 unknown. */
+    struct pyrt_loc pl;
+    CHECK(probe_loc_311(loc, sizeof loc, 10, 0, &pl) == 11 && pl.end_line == 11 &&
+              pl.col == -1 && pl.end_col == -1, "loc no columns: %d %d %d %d", pl.line,
+          pl.end_line, pl.col, pl.end_col);
+    CHECK(probe_loc_311(loc, sizeof loc, 10, 4, &pl) == 12 && pl.end_line == 12 && pl.col == 1 &&
+              pl.end_col == 5, "loc one-line columns: %d %d %d %d", pl.line, pl.end_line, pl.col,
+          pl.end_col);
+    CHECK(probe_loc_311(loc, sizeof loc, 10, 6, &pl) == -1 && pl.end_line == -1 && pl.col == -1,
+          "loc no location: all unknown");
+    CHECK(probe_loc_311(loc, sizeof loc, 10, 8, &pl) == 10 && pl.end_line == 10 && pl.col == 0 &&
+              pl.end_col == 1, "loc long form columns: %d %d %d %d", pl.line, pl.end_line,
+          pl.col, pl.end_col);
+    CHECK(probe_loc_311(loc, sizeof loc, 10, 10, &pl) == 10 && pl.col == 24 && pl.end_col == 27,
+          "loc short form columns: %d %d", pl.col, pl.end_col);
+    static const unsigned char loc_long[] = {0xF0, 0x00, 0x03, 0x05, 0x0A}; /* +0, end +3 */
+    CHECK(probe_loc_311(loc_long, sizeof loc_long, 7, 0, &pl) == 7 && pl.end_line == 10 &&
+              pl.col == 4 && pl.end_col == 9, "loc long form end line: %d %d %d %d", pl.line,
+          pl.end_line, pl.col, pl.end_col);
+    CHECK(probe_loc_311(loc_long, 3, 7, 0, &pl) == 7 && pl.col == -1,
+          "loc long form cut: no columns (%d)", pl.col);
 
     /* Tables read while their code object is built or freed can hold anything: a line past
      * int is no line (-1), never a signed overflow (UBSan in the sanitized run). */
@@ -306,6 +327,19 @@ static int code_compare(PyObject *co, int depth)
                 bad = off;
                 break;
             }
+#if PY_VERSION_HEX >= 0x030B0000
+            int sl, sc, el, ec;
+            struct pyrt_loc pl;
+            PyCode_Addr2Location((PyCodeObject *)co, off, &sl, &sc, &el, &ec);
+            probe_loc_311(t, n, first, off, &pl);
+            if (sl >= 0 && (pl.line != sl || pl.end_line != el || pl.col != sc ||
+                            pl.end_col != ec)) {
+                fprintf(stderr, "position %d:%d-%d:%d, CPython says %d:%d-%d:%d\n", pl.line,
+                        pl.col, pl.end_line, pl.end_col, sl, sc, el, ec);
+                bad = off;
+                break;
+            }
+#endif
         }
         char *name = probe_str_read(((PyCodeObject *)co)->co_name, 100);
         CHECK(bad < 0, "%s: offset %d: line %d, CPython says %d", name ? name : "?", bad, got,

@@ -43,6 +43,10 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     else
         cJSON_AddNullToObject(gil, "holder");
     cJSON_AddBoolToObject(gil, "available", gil_rc == 0);
+    if (s->gc_collecting >= 0)
+        cJSON_AddBoolToObject(body, "gcCollecting", s->gc_collecting);
+    else
+        cJSON_AddNullToObject(body, "gcCollecting");
     if (want_locals && gil_rc != 0) {
         char msg[512], busy[256];
         if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
