@@ -74,9 +74,11 @@ def test_noinject_gil_held(python, spawn):
 
 def test_noinject_usage(spawn):
     t = spawn("/usr/bin/python3")
-    for extra in ("--locals", "--native"):
-        r = probing("-p", t.pid, "debug", "--dump", "--no-inject", extra)
-        assert r.returncode == 2 and "need the probe loaded" in r.stderr, r.stderr
+    r = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--native")
+    assert r.returncode == 2 and "--native needs the probe loaded" in r.stderr, r.stderr
+    # --locals is read from memory (test_memlocals.py checks the values).
+    r = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--locals", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["localsVia"] == "memory", r.stderr
     r = probing("-p", t.pid, "debug", "--pause", "--no-inject")
     assert r.returncode == 2 and "only goes with --dump" in r.stderr
     assert not loaded(t.pid)
