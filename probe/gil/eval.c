@@ -18,6 +18,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <stdio.h>
 
 #include <frameobject.h>
 
@@ -32,6 +35,7 @@
  * with the GIL held; eval_running counts them for a check without the GIL. */
 static struct {
     unsigned long ident;
+    _Atomic int tid;    /* the kernel's id of the evaluating thread, 0 when none */
     int interrupt_sent; /* set by the interrupter, cleared by the evaluating worker */
 } evals[PROBE_MAX_WORKERS];
 static atomic_int eval_running;
@@ -235,6 +239,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     }
     evals[slot].ident = (unsigned long)pthread_self();
     evals[slot].interrupt_sent = 0;
+    atomic_store(&evals[slot].tid, (int)syscall(SYS_gettid));
     atomic_fetch_add(&eval_running, 1);
     /* User code (and its repr) runs with the target's signal mask: threads it starts are
      * sampled and get the host's signals like any other (issue 15, item 7). */
@@ -251,6 +256,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
         rc = show_value(show, mode, value, r, err);
     probe_thread_user_leave(&mask);
     int sent = evals[slot].interrupt_sent;
+    atomic_store(&evals[slot].tid, 0);
     evals[slot].ident = 0;
     evals[slot].interrupt_sent = 0;
     atomic_fetch_sub(&eval_running, 1);
@@ -381,6 +387,35 @@ int probe_eval_interrupt(void)
         return rc;
     }
     return 1;
+}
+
+/* Whether thread tid of this process sits in a system call (not running): the kernel's
+ * /proc/self/task/TID/syscall starts with a number then, "running" otherwise. The syscall's
+ * number, or -1. */
+static long blocked_in(int tid)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    long n = pb_read_file(path, buf, sizeof buf);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+        return -1;
+    return strtol(buf, NULL, 10);
+}
+
+long probe_eval_native_wait(void)
+{
+    if (!atomic_load(&eval_running))
+        return -1;
+    for (int i = 0; i < PROBE_MAX_WORKERS; i++) {
+        int tid = atomic_load(&evals[i].tid);
+        long nr = tid ? blocked_in(tid) : -1;
+        /* futex: the GIL's own wait (or a lock's): the thread runs Python again soon after, or
+         * is in a lock, which the interrupt does not end either; not told apart here (this
+         * runs on the loop: one read, no waiting). */
+        if (nr >= 0 && nr != SYS_futex && atomic_load(&evals[i].tid) == tid)
+            return nr;
+    }
+    return -1;
 }
 
 int probe_eval_timeout_ms(void)

@@ -105,6 +105,10 @@ void probe_eval_result_free(struct probe_eval_result *r);
 /* Raise KeyboardInterrupt in the running evaluation (only in the worker's thread). Returns 1 if
  * one was running and the interrupt is on its way, 0 if none was running. Any thread; no GIL. */
 int probe_eval_interrupt(void);
+/* The system call a running evaluation waits in (native code, where KeyboardInterrupt waits
+ * until the call returns; a futex wait, the GIL's or a lock's, not counted), or -1 (none
+ * running, or running code). Any thread; no GIL; one read of /proc, no waiting. */
+long probe_eval_native_wait(void);
 /* The GIL timeout for evaluations (setting eval.timeout_ms). */
 int probe_eval_timeout_ms(void);
 

@@ -142,3 +142,24 @@ def test_eval_interrupt_from_another_client(python, spawn):
     assert "       probing -p PID eval --interrupt\n" in probing("eval", "--help", check=True).stdout
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_eval_interrupt_of_a_native_wait_says_so(python, spawn):
+    """An evaluation waiting in a C call (here libc's sleep) cannot be interrupted until the call
+    returns: `eval --interrupt` says so instead of "interrupted" (issue 37, item 10); the
+    KeyboardInterrupt then comes when the call returns."""
+    t = spawn(python, "threads.py")
+    probing("-p", t.pid, "inject", check=True)
+    waiting = subprocess.Popen([CLI, "-p", str(t.pid), "eval",
+                                "import ctypes; ctypes.CDLL(None).sleep(3)"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    assert waiting.poll() is None
+    r = probing("-p", t.pid, "eval", "--interrupt", check=True)
+    assert r.stdout.startswith("not interrupted yet: the evaluation waits in native code "
+                               "(system call "), r.stdout
+    out, err = waiting.communicate(timeout=20)
+    assert waiting.returncode == 1 and err.rstrip().endswith("KeyboardInterrupt"), err
+    t.assert_responsive()
+    t.check_output_clean()
