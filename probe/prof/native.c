@@ -12,8 +12,10 @@
 #include "prof.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,11 +140,82 @@ out:
     return rc;
 }
 
+/* ---- threads blocked in a system call: read, never signalled ---- */
+
+/* A signal with a handler makes a blocked nanosleep, poll, epoll_wait or select return EINTR
+ * (even with SA_RESTART), and a ptrace stop does it to epoll_wait too: C code that does not
+ * retry would go on as if the time had passed. So a thread the kernel reports blocked in a
+ * system call (/proc/self/task/TID/syscall: its number, then the user sp and pc saved at
+ * entry) is read without being touched: its native stack unwound from that pc and sp, its
+ * Python frames from its thread state. The thread does not run while it is blocked, so its
+ * stack is stable; the read is kept only if the same system call at the same sp and pc is still
+ * reported afterwards with no context switch in between (the thread never ran). */
+
+/* 1 and *nr, *sp, *pc when tid is blocked in a system call, else 0 (running, or blocked
+ * outside one, or gone). */
+static int blocked_in_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *pc)
+{
+    char path[64], buf[256];
+    unsigned long a[6], s, p;
+    long n;
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    if (sscanf(buf, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &n, &a[0], &a[1], &a[2], &a[3], &a[4],
+               &a[5], &s, &p) != 9 || n < 0 || !s || !p)
+        return 0;
+    *nr = n, *sp = (uintptr_t)s, *pc = (uintptr_t)p;
+    return 1;
+}
+
+/* The thread's voluntary plus involuntary context switches so far (0 when unknown). */
+static unsigned long long switches(int tid)
+{
+    char path[64], buf[4096];
+    unsigned long long sum = 0, v;
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    for (const char *l = buf; l; l = strchr(l, '\n')) {
+        l += *l == '\n';
+        if ((sscanf(l, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+             sscanf(l, "nonvoluntary_ctxt_switches: %llu", &v) == 1))
+            sum += v;
+    }
+    return sum;
+}
+
+/* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
+ * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
+ * (r then holds its Python frames only, or nothing). */
+static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
+                        struct unwind_cache *cache)
+{
+    long nr, nr2;
+    uintptr_t sp, pc, sp2, pc2;
+    for (int tries = 0; tries < 3; tries++) {
+        unsigned long long sw = switches(tid);
+        if (!blocked_in_syscall(tid, &nr, &sp, &pc))
+            return tries ? -1 : 0;
+        memset(cache, 0, offsetof(struct unwind_cache, rows));
+        r->nnative = unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache);
+        r->npy = tstate ? pyrt_sig_frames_tstate(tstate, r->py, STACK_SIG_PY) : 0;
+        if (blocked_in_syscall(tid, &nr2, &sp2, &pc2) && nr2 == nr && sp2 == sp && pc2 == pc &&
+            switches(tid) == sw)
+            return 1;
+    }
+    r->nnative = 0;
+    return -1;
+}
+
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err)
 {
-    struct stack_sig_result *res;
-    int own = 0, rc = 0, batch[STACK_SIG_BATCH];
+    struct stack_sig_result *res, one;
+    struct unwind_cache *blk;
+    uintptr_t ts[256];
+    long ids[256];
+    int own = 0, rc = 0, nts, batch[STACK_SIG_BATCH];
     memset(out, 0, (size_t)n * sizeof *out);
     if (pyrt_sig_prepare() < 0)
         return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
@@ -164,19 +237,39 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         own = 1;
     }
     res = calloc(STACK_SIG_BATCH, sizeof *res);
-    if (!res) {
+    blk = calloc(1, sizeof *blk);
+    nts = pyrt_sig_threads(ts, ids, 256);
+    if (!res || !blk) {
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
     for (int at = 0; at < n && rc == 0; at += STACK_SIG_BATCH) {
         int m = n - at < STACK_SIG_BATCH ? n - at : STACK_SIG_BATCH, k = 0, idx[STACK_SIG_BATCH];
         for (int i = 0; i < m; i++) {
-            out[at + i].tid = tids[at + i];
-            if (tids[at + i] > 0) {
+            struct prof_nstack *s = &out[at + i];
+            s->tid = tids[at + i];
+            if (tids[at + i] <= 0)
+                continue;
+            uintptr_t tstate = 0;
+            for (int j = 0; j < nts; j++)
+                if (ids[j] == tids[at + i])
+                    tstate = ts[j];
+            memset(&one, 0, sizeof one);
+            int b = read_blocked((int)tids[at + i], tstate, &one, blk);
+            if (b == 0) { /* not blocked in a system call: it answers the signal */
                 idx[k] = at + i;
                 batch[k++] = (int)tids[at + i];
+                continue;
+            }
+            s->blocked = b > 0 ? 1 : 2;
+            s->answered = b > 0;
+            if (b > 0 && merge(&one, all, s) < 0) {
+                rc = pb_err_set(err, -ENOMEM, "out of memory");
+                break;
             }
         }
+        if (rc < 0)
+            break;
         int got = stack_sig_collect(batch, k, res, NATIVE_WAIT_MS);
         if (got < 0) {
             rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
@@ -191,6 +284,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     }
 out:
     free(res);
+    free(blk);
     if (own)
         prof_sig_uninstall();
     prof_sig_unlock();

@@ -67,6 +67,8 @@ struct prof_nframe {
 struct prof_nstack {
     long tid;
     int answered;       /* 0: the thread did not take the signal in time (blocks SIGPROF) */
+    int blocked;        /* 1: blocked in a system call, read without a signal (native.c);
+                         * 2: the same, but it kept waking: Python frames only */
     int merged;         /* 1: f is the merged stack; 0: f native, py the Python frames */
     int evals, entries; /* eval-loop frames and Python entry frames (equal when merged) */
     int n, npy;
