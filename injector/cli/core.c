@@ -270,6 +270,17 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     }
     const struct core_map *m = interp_map(exe, ver);
     unsigned long addrs[5];
+    uint64_t want = core_file_expected_size(&core);
+    if (want > size) {
+        PB_LOG(PB_LOG_INFO, "%s is truncated: %zu of %llu bytes", path, size,
+               (unsigned long long)want);
+    }
+    if (!m && want > size) {
+        pb_err_set(err, PB_EBADARG, "%s is truncated (%zu of the %llu bytes its headers "
+                   "describe: a full disk, ulimit -c or a copy in progress): its list of mapped "
+                   "files is cut off; take the core again", path, size, (unsigned long long)want);
+        goto out;
+    }
     if (!m) {
         pb_err_set(err, PB_ENOPYTHON, "%s maps no libpython3.X%s: give the interpreter with "
                    "--exe PATH", path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
@@ -282,12 +293,24 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         goto out;
     }
     body = cli_read_stacks(core_read, core.pid, ver, addrs, m->path, max_frames, err);
+    if (!body && want > size)
+        pb_err_set(err, PB_EBADARG, "%s is truncated (%zu of the %llu bytes its headers describe: "
+                   "a full disk, ulimit -c or a copy in progress): the interpreter's memory is cut "
+                   "off; take the core again", path, size, (unsigned long long)want);
     if (body) {
         cli_read_native_ids(body, core_read, core_task);
         cli_read_finish(body, 0);
         if (native)
             core_native(body, ver, m->path, native > 1);
         cJSON_AddStringToObject(body, "core", path);
+        if (want > size) {
+            cJSON *tr = cJSON_AddObjectToObject(body, "truncated");
+            cJSON_AddNumberToObject(tr, "size", (double)size);
+            cJSON_AddNumberToObject(tr, "expected", (double)want);
+            fprintf(stderr, "probing: note: %s is truncated (%zu of the %llu bytes its headers "
+                    "describe): frames and values past the cut are missing\n", path, size,
+                    (unsigned long long)want);
+        }
     }
 out:
     unroot();

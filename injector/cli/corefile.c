@@ -158,3 +158,17 @@ int core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t 
     }
     return 0;
 }
+
+uint64_t core_file_expected_size(const struct core_file *c)
+{
+    uint64_t want = 0;
+    for (int i = 0; i < c->nph; i++) {
+        const Elf64_Phdr *p = &c->ph[i];
+        uint64_t end = p->p_offset + p->p_filesz;
+        if (end < p->p_offset)
+            end = UINT64_MAX;
+        if ((p->p_type == PT_LOAD || p->p_type == PT_NOTE) && end > want)
+            want = end;
+    }
+    return want;
+}

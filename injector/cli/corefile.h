@@ -36,6 +36,9 @@ struct core_file {
  * skipped. */
 int core_file_parse(struct core_file *c, const void *data, size_t size);
 void core_file_free(struct core_file *c);
+/* The size the core's segments say it has (the largest end of a segment's file bytes,
+ * saturated): more than c->size when the file was cut short. */
+uint64_t core_file_expected_size(const struct core_file *c);
 /* Up to n bytes at addr from one place: a PT_LOAD segment's bytes in the core, else the file
  * an NT_FILE mapping maps there (a regular file only). The count, or -1. */
 long core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n);

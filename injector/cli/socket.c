@@ -29,8 +29,24 @@ int cli_socket_locate(pid_t pid, char *buf, size_t n, uid_t *uid, struct pb_err 
         euid = -1;
     if (euid < 0)
         return pb_err_set(err, -EINVAL, "cannot read the uid of process %d", (int)pid);
-    snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, euid,
-             nspid > 0 ? nspid : (long)pid);
+    /* <pid>-<ns>.sock: the pid as the target sees it and the inode of its PID namespace (two
+     * processes with the same pid in two namespaces sharing /tmp get two names,
+     * probe/core/rundir.c). A probe loaded before that name, or one without /proc, listens on
+     * <pid>.sock: taken when it exists and the new name does not. */
+    long tpid = nspid > 0 ? nspid : (long)pid;
+    struct stat st;
+    char ns[64];
+    snprintf(ns, sizeof ns, "/proc/%d/ns/pid", (int)pid);
+    if (stat(ns, &st) == 0) {
+        snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld-%lu.sock", (int)pid, euid, tpid,
+                 (unsigned long)st.st_ino);
+        char old[256];
+        snprintf(old, sizeof old, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, euid, tpid);
+        if (lstat(buf, &st) < 0 && lstat(old, &st) == 0)
+            pb_strlcpy(buf, old, n);
+    } else {
+        snprintf(buf, n, "/proc/%d/root/tmp/probing-%ld/%ld.sock", (int)pid, euid, tpid);
+    }
     if (uid)
         *uid = (uid_t)euid;
     return 0;
@@ -90,6 +106,12 @@ static int socket_peer_check(int fd, pid_t pid, uid_t uid, const char *path, str
     if (cr.pid == 0)
         return pb_err_set(err, PB_EAUTH, "refusing %s: served by a process of uid %u, not by the "
                           "target's uid %u: " NOT_OURS, path, (unsigned)cr.uid, (unsigned)uid);
+    if (cr.uid == uid) /* the same user: not an intruder, another process at the target's name */
+        return pb_err_set(err, PB_EAUTH, "refusing %s: served by process %d (uid %u), not by "
+                          "%d: another process of the target's own user listens there (one with "
+                          "the same pid in another PID namespace sharing /tmp, running an older "
+                          "probe?): stop it or give the target a private /tmp", path,
+                          (int)cr.pid, (unsigned)cr.uid, (int)pid);
     return pb_err_set(err, PB_EAUTH, "refusing %s: served by process %d (uid %u), not by %d: "
                       NOT_OURS, path, (int)cr.pid, (unsigned)cr.uid, (int)pid);
 }
@@ -98,11 +120,13 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
 {
     char path[256];
     uid_t uid;
-    int rc = cli_socket_locate(pid, path, sizeof path, &uid, err);
-    if (rc < 0)
-        return rc;
+    int rc;
     long long deadline = cli_now_ms() + timeout_ms;
     for (;;) {
+        /* again each time: the name (new or old, see cli_socket_locate) is the one there now */
+        rc = cli_socket_locate(pid, path, sizeof path, &uid, err);
+        if (rc < 0)
+            return rc;
         rc = cli_socket_check(path, uid, err);
         if (rc < 0)
             return rc;

@@ -186,6 +186,13 @@ int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
             goto out;
         }
     }
+    if (rc < 0 && inj_proc_gone(pid)) {
+        /* It died while we read it (its maps read empty once it exits): not a verdict on
+         * what it ran. */
+        rc = pb_err_set(err, PB_EGONE, "process %d (%s) exited while probing read it: check the "
+                        "pid", (int)pid, st.comm);
+        goto out;
+    }
     if (rc < 0) {
         rc = pb_err_set(err, PB_ENOPYTHON,
                         "process %d (%s) is not a Python process: give the pid of a python "

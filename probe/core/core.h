@@ -53,7 +53,13 @@ int probe_task_start(uv_loop_t *loop, struct pb_err *err);
 
 /* rundir.c: "/tmp/probing-<uid>", created 0700 or verified to be ours and private. */
 int probe_rundir_path(char *buf, size_t n, struct pb_err *err);
-/* Remove <pid>.sock files in dir, other than own, that nobody listens on any more (their process
+/* The socket's path in dir for pid: "<dir>/<pid>-<pid namespace inode>.sock" (rundir.c). */
+void probe_rundir_socket_name(char *buf, size_t n, const char *dir, int pid);
+/* Whether something listens on the socket at path (connect() is not refused; a path that is
+ * not a socket, or is gone, is not live); the listener's pid as we see it in *peer (0: not
+ * visible from our PID namespace). */
+int probe_rundir_socket_live(const char *path, pid_t *peer);
+/* Remove <pid>.sock and <pid>-<ns>.sock files in dir, other than own, that nobody listens on any more (their process
  * died without removing them). Blocking file-system work: task thread. Returns how many. */
 int probe_rundir_sweep(const char *dir, const char *own);
 

@@ -30,6 +30,45 @@ int probe_rundir_path(char *buf, size_t n, struct pb_err *err)
     return 0;
 }
 
+/* <dir>/<pid>-<ns>.sock: the pid as this process sees it and the inode of its PID namespace
+ * (/proc/self/ns/pid), so that two processes with the same pid in two PID namespaces that share
+ * /tmp never pick the same path. Without /proc (a container that mounts none): <dir>/<pid>.sock,
+ * the name probes used before. The CLI computes the same name from outside: /proc/PID/status's
+ * last NSpid and stat(/proc/PID/ns/pid). */
+void probe_rundir_socket_name(char *buf, size_t n, const char *dir, int pid)
+{
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) == 0)
+        snprintf(buf, n, "%s/%d-%lu.sock", dir, pid, (unsigned long)st.st_ino);
+    else
+        snprintf(buf, n, "%s/%d.sock", dir, pid);
+}
+
+int probe_rundir_socket_live(const char *path, pid_t *peer)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (fd < 0 || strlen(path) >= sizeof a.sun_path) {
+        if (fd >= 0)
+            close(fd);
+        return 1; /* cannot tell: live, never unlinked */
+    }
+    strcpy(a.sun_path, path);
+    int live = 1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        live = errno != ECONNREFUSED && errno != ENOENT;
+    } else if (peer) {
+        struct ucred cr;
+        socklen_t len = sizeof cr;
+        *peer = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 ? cr.pid : 0;
+    }
+    close(fd);
+    return live;
+}
+
 /* Whether the socket at path has nobody listening: connect() is refused. A socket bound a moment
  * ago may not listen yet, so only sockets older than 10 s are judged. */
 static int socket_is_dead(const char *path, const struct stat *st)
@@ -61,6 +100,8 @@ int probe_rundir_sweep(const char *dir, const char *own)
     while ((e = readdir(d)) != NULL && seen < 100000) {
         seen++;
         size_t n = strspn(e->d_name, "0123456789");
+        if (n > 0 && e->d_name[n] == '-') /* <pid>-<ns>.sock */
+            n += 1 + strspn(e->d_name + n + 1, "0123456789");
         if (n == 0 || strcmp(e->d_name + n, ".sock") != 0)
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);

@@ -4,9 +4,13 @@
  * Why: with any PEP 523 function set, 3.11 stops running Python-to-Python calls inline, which
  * costs every call of the program about 15-20% (tests/bench/bench_gate.py), breakpoints hit or
  * not. Instead, each function whose code holds a breakpoint gets a copy of its code with a
- * prologue: right after RESUME, `PUSH_NULL; LOAD_CONST <hook>; PRECALL 0; CALL 0; POP_TOP`
- * calls a C function of ours (dbg_trace_entered: trace this thread while the frame runs, as the
- * gate does). No other code changes, so the rest of the program runs at full speed.
+ * prologue: right after RESUME, `__import__("sys").audit("probing.entry")`, which reaches an
+ * audit hook of ours (dbg_trace_entered: trace this thread while the frame runs, as the gate
+ * does). No other code changes, so the rest of the program runs at full speed. The prologue
+ * adds only strings to the code's constants and names: the copy can be marshalled, pickled
+ * (cloudpickle, dill, Ray) and run anywhere (without probing, the audit event reaches nobody).
+ * The audit hook cannot be removed (CPython has no such call): after detach it only compares
+ * the first byte of each audit event's name.
  *
  * The copy replaces the function's __code__ only when that is provably complete: every line
  * breakpoint lies in the own lines of a function found (in the modules of the breakpoint files:
@@ -41,18 +45,43 @@
 /* Swapped functions: a list of (weakref to the function, original code, hooked code). */
 static PyObject *swaps;
 static int hooks_on; /* hooks act; 0 once everything is put back */
-static PyObject *hook_fn;
+static int audit_added;
+/* The prologue's constants and names, appended to the code's own. */
+static PyObject *k_sys, *k_event, *n_import, *n_audit;
+/* Files of the code objects ever hooked: where derived copies may hide at removal. */
+static PyObject *hooked_files;
+#define ENTRY_EVENT "probing.entry"
 
-static PyObject *entry_hook(PyObject *self, PyObject *unused)
+static int audit_hook(const char *event, PyObject *args, void *data)
 {
-    (void)self;
-    (void)unused;
-    if (hooks_on)
+    (void)args;
+    (void)data;
+    if (hooks_on && event[0] == 'p' && strcmp(event, ENTRY_EVENT) == 0)
         dbg_trace_entered();
-    Py_RETURN_NONE;
+    return 0;
 }
 
-static PyMethodDef hook_def = {"probing_entry", entry_hook, METH_NOARGS, NULL};
+static int hook_ready(void)
+{
+    if (!k_sys && (!(k_sys = PyUnicode_InternFromString("sys")) ||
+                   !(k_event = PyUnicode_InternFromString(ENTRY_EVENT)) ||
+                   !(n_import = PyUnicode_InternFromString("__import__")) ||
+                   !(n_audit = PyUnicode_InternFromString("audit")))) {
+        Py_CLEAR(k_sys);
+        PyErr_Clear();
+        return 0;
+    }
+    if (!hooked_files && !(hooked_files = PySet_New(NULL))) {
+        PyErr_Clear();
+        return 0;
+    }
+    /* Once: PySys_AddAuditHook raises sys.addaudithook, which the program's own hooks may
+     * refuse (then the gate serves every breakpoint). */
+    if (!audit_added && PySys_AddAuditHook(audit_hook, NULL) == 0)
+        audit_added = 1;
+    PyErr_Clear();
+    return audit_added;
+}
 
 /* ---- the hooked copy of a code object ---- */
 
@@ -80,6 +109,39 @@ static int put_unit(struct buf *b, int op, int arg)
 {
     unsigned char u[2] = {(unsigned char)op, (unsigned char)arg};
     return put(b, u, 2);
+}
+
+/* op with its EXTENDED_ARG prefixes, then n CACHE units. */
+static int put_op(struct buf *b, int op, long arg, size_t caches)
+{
+    for (int shift = 24; shift > 0; shift -= 8)
+        if (arg >> shift && put_unit(b, EXTENDED_ARG, (int)((arg >> shift) & 255)) < 0)
+            return -1;
+    if (put_unit(b, op, (int)(arg & 255)) < 0)
+        return -1;
+    for (size_t i = 0; i < caches; i++)
+        if (put_unit(b, CACHE, 0) < 0)
+            return -1;
+    return 0;
+}
+
+/* The prologue for a code object with nconsts constants and nnames names, whose own come first:
+ * __import__("sys").audit("probing.entry"), no value left on the stack (depth 3 at most). */
+static int prologue(struct buf *pro, Py_ssize_t nconsts, Py_ssize_t nnames)
+{
+    long c_sys = (long)nconsts, c_event = (long)nconsts + 1;
+    long n_imp = (long)nnames, n_aud = (long)nnames + 1;
+    return put_op(pro, LOAD_GLOBAL, (n_imp << 1) | 1, INLINE_CACHE_ENTRIES_LOAD_GLOBAL) == 0 &&
+                   put_op(pro, LOAD_CONST, c_sys, 0) == 0 &&
+                   put_op(pro, PRECALL, 1, INLINE_CACHE_ENTRIES_PRECALL) == 0 &&
+                   put_op(pro, CALL, 1, INLINE_CACHE_ENTRIES_CALL) == 0 &&
+                   put_op(pro, LOAD_METHOD, n_aud, INLINE_CACHE_ENTRIES_LOAD_METHOD) == 0 &&
+                   put_op(pro, LOAD_CONST, c_event, 0) == 0 &&
+                   put_op(pro, PRECALL, 1, INLINE_CACHE_ENTRIES_PRECALL) == 0 &&
+                   put_op(pro, CALL, 1, INLINE_CACHE_ENTRIES_CALL) == 0 &&
+                   put_op(pro, POP_TOP, 0, 0) == 0
+               ? 0
+               : -1;
 }
 
 /* Bytes of the location table covering the first units code units, or -1 when no entry ends
@@ -158,43 +220,75 @@ static PyObject *exc_shift(PyObject *table, int at, int shift)
     return r;
 }
 
-/* A copy of code whose first instructions after RESUME call the hook; NULL (no exception) for
- * a shape it does not handle. */
+/* Where the prologue goes in raw code: right after RESUME (the frame is complete there), past
+ * MAKE_CELL/COPY_FREE_VARS. -1 if the code does not start so. */
+static Py_ssize_t prologue_at(const unsigned char *c, Py_ssize_t units)
+{
+    Py_ssize_t at = 0;
+    while (at < units && (c[2 * at] == MAKE_CELL || c[2 * at] == COPY_FREE_VARS))
+        at++;
+    if (at >= units || c[2 * at] != RESUME || c[2 * at + 1] != 0)
+        return -1;
+    return at + 1;
+}
+
+/* A tuple's items plus two more. New reference. */
+static PyObject *tuple_plus(PyObject *t, PyObject *a, PyObject *b)
+{
+    Py_ssize_t k = PyTuple_GET_SIZE(t);
+    PyObject *r = PyTuple_New(k + 2);
+    if (!r)
+        return NULL;
+    for (Py_ssize_t i = 0; i < k; i++)
+        PyTuple_SET_ITEM(r, i, Py_NewRef(PyTuple_GET_ITEM(t, i)));
+    PyTuple_SET_ITEM(r, k, Py_NewRef(a));
+    PyTuple_SET_ITEM(r, k + 1, Py_NewRef(b));
+    return r;
+}
+
+/* co.replace(**fields): a new code object, or NULL (no exception). */
+static PyObject *code_replace(PyCodeObject *co, PyObject *kw)
+{
+    PyObject *replace = kw ? PyObject_GetAttrString((PyObject *)co, "replace") : NULL;
+    PyObject *empty = replace ? PyTuple_New(0) : NULL;
+    PyObject *res = empty ? PyObject_Call(replace, empty, kw) : NULL;
+    Py_XDECREF(empty);
+    Py_XDECREF(replace);
+    if (res && !PyCode_Check(res))
+        Py_CLEAR(res);
+    PyErr_Clear();
+    return res;
+}
+
+static PyObject *stripped_code(PyCodeObject *co);
+
+/* A copy of code whose first instructions after RESUME raise the entry audit event; NULL (no
+ * exception) for a shape it does not handle. */
 static PyObject *hooked_code(PyCodeObject *co)
 {
     if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
         return NULL; /* resumed after each yield, past a prologue */
+    PyObject *again = stripped_code(co);
+    if (again) { /* a copy the program made of a hooked one: the gate serves it */
+        Py_DECREF(again);
+        return NULL;
+    }
     PyObject *raw = PyCode_GetCode(co);
-    PyObject *consts = NULL, *lines = NULL, *exc = NULL, *res = NULL;
-    struct buf b = {0};
+    PyObject *consts = NULL, *names = NULL, *lines = NULL, *exc = NULL, *res = NULL;
+    struct buf b = {0}, pro = {0};
     if (!raw || !PyBytes_Check(raw))
         goto out;
     const unsigned char *c = (const unsigned char *)PyBytes_AS_STRING(raw);
-    Py_ssize_t units = PyBytes_GET_SIZE(raw) / 2, at = 0;
-    while (at < units && (c[2 * at] == MAKE_CELL || c[2 * at] == COPY_FREE_VARS))
-        at++;
-    if (at >= units || c[2 * at] != RESUME || c[2 * at + 1] != 0)
+    Py_ssize_t units = PyBytes_GET_SIZE(raw) / 2, at = prologue_at(c, units);
+    if (at < 0)
         goto out;
-    at++; /* the prologue goes right after RESUME: the frame is complete there */
-    Py_ssize_t k = PyTuple_GET_SIZE(co->co_consts);
-    if (k > 0xffff)
+    /* No jump reaches back before RESUME (the compiler starts the function's first block with
+     * it), and every jump is relative: they all stay right. */
+    if (prologue(&pro, PyTuple_GET_SIZE(co->co_consts), PyTuple_GET_SIZE(co->co_names)) < 0)
         goto out;
-    /* The prologue's code units. No jump reaches back before RESUME (the compiler starts the
-     * function's first block with it), and every jump is relative: they all stay right. */
-    struct buf pro = {0};
-    int ok = put_unit(&pro, PUSH_NULL, 0) == 0 &&
-             (k < 256 || put_unit(&pro, EXTENDED_ARG, (int)(k >> 8)) == 0) &&
-             put_unit(&pro, LOAD_CONST, (int)(k & 255)) == 0 && put_unit(&pro, PRECALL, 0) == 0;
-    for (size_t i = 0; ok && i < INLINE_CACHE_ENTRIES_PRECALL; i++)
-        ok = put_unit(&pro, CACHE, 0) == 0;
-    ok = ok && put_unit(&pro, CALL, 0) == 0;
-    for (size_t i = 0; ok && i < INLINE_CACHE_ENTRIES_CALL; i++)
-        ok = put_unit(&pro, CACHE, 0) == 0;
-    ok = ok && put_unit(&pro, POP_TOP, 0) == 0;
     int added = (int)(pro.n / 2);
-    ok = ok && put(&b, c, (size_t)at * 2) == 0 && put(&b, pro.p, pro.n) == 0 &&
-         put(&b, c + 2 * at, (size_t)(units - at) * 2) == 0;
-    free(pro.p);
+    int ok = put(&b, c, (size_t)at * 2) == 0 && put(&b, pro.p, pro.n) == 0 &&
+             put(&b, c + 2 * at, (size_t)(units - at) * 2) == 0;
     if (!ok)
         goto out;
     /* Location table: the prologue has no location (entries 11111lll), put where RESUME's
@@ -212,33 +306,93 @@ static PyObject *hooked_code(PyCodeObject *co)
     lines = ok ? PyBytes_FromStringAndSize((const char *)lb.p, (Py_ssize_t)lb.n) : NULL;
     free(lb.p);
     exc = lines ? exc_shift(co->co_exceptiontable, (int)at, added) : NULL;
-    consts = exc ? PyTuple_New(k + 1) : NULL;
-    if (!consts)
+    consts = exc ? tuple_plus(co->co_consts, k_sys, k_event) : NULL;
+    names = consts ? tuple_plus(co->co_names, n_import, n_audit) : NULL;
+    if (!names)
         goto out;
-    for (Py_ssize_t i = 0; i < k; i++)
-        PyTuple_SET_ITEM(consts, i, Py_NewRef(PyTuple_GET_ITEM(co->co_consts, i)));
-    PyTuple_SET_ITEM(consts, k, Py_NewRef(hook_fn));
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.n);
-    PyObject *stack = PyLong_FromLong(co->co_stacksize < 2 ? 2 : co->co_stacksize);
-    PyObject *kw = bytes && stack ? Py_BuildValue("{sOsOsOsOsO}", "co_code", bytes, "co_consts",
-                                                  consts, "co_linetable", lines,
-                                                  "co_exceptiontable", exc, "co_stacksize", stack)
+    PyObject *stack = PyLong_FromLong(co->co_stacksize < 3 ? 3 : co->co_stacksize);
+    PyObject *kw = bytes && stack ? Py_BuildValue("{sOsOsOsOsOsO}", "co_code", bytes, "co_consts",
+                                                  consts, "co_names", names, "co_linetable",
+                                                  lines, "co_exceptiontable", exc, "co_stacksize",
+                                                  stack)
                                   : NULL;
-    PyObject *replace = kw ? PyObject_GetAttrString((PyObject *)co, "replace") : NULL;
-    PyObject *empty = replace ? PyTuple_New(0) : NULL;
-    res = empty ? PyObject_Call(replace, empty, kw) : NULL;
-    Py_XDECREF(empty);
-    Py_XDECREF(replace);
+    res = code_replace(co, kw);
     Py_XDECREF(kw);
     Py_XDECREF(stack);
     Py_XDECREF(bytes);
-    if (res && !PyCode_Check(res))
-        Py_CLEAR(res);
+    if (res && PySet_Add(hooked_files, co->co_filename) < 0)
+        PyErr_Clear();
 out:
     free(b.p);
+    free(pro.p);
     Py_XDECREF(consts);
+    Py_XDECREF(names);
     Py_XDECREF(lines);
     Py_XDECREF(exc);
+    Py_XDECREF(raw);
+    PyErr_Clear();
+    return res;
+}
+
+static int is_str(PyObject *o, PyObject *want)
+{
+    return o == want || (PyUnicode_Check(o) && PyUnicode_Compare(o, want) == 0);
+}
+
+/* The code without our prologue, for a copy the program made of a hooked code object (say
+ * `f.__code__ = f.__code__.replace(...)` while a breakpoint was set): a new reference, or NULL
+ * (no exception) when co has no prologue of ours. */
+static PyObject *stripped_code(PyCodeObject *co)
+{
+    Py_ssize_t nc = PyTuple_GET_SIZE(co->co_consts), nn = PyTuple_GET_SIZE(co->co_names);
+    if (nc < 2 || nn < 2 || !is_str(PyTuple_GET_ITEM(co->co_consts, nc - 2), k_sys) ||
+        !is_str(PyTuple_GET_ITEM(co->co_consts, nc - 1), k_event) ||
+        !is_str(PyTuple_GET_ITEM(co->co_names, nn - 2), n_import) ||
+        !is_str(PyTuple_GET_ITEM(co->co_names, nn - 1), n_audit))
+        return NULL;
+    PyObject *raw = PyCode_GetCode(co), *res = NULL;
+    struct buf pro = {0};
+    if (!raw || !PyBytes_Check(raw) || prologue(&pro, nc - 2, nn - 2) < 0)
+        goto out;
+    const unsigned char *c = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t units = PyBytes_GET_SIZE(raw) / 2, at = prologue_at(c, units);
+    Py_ssize_t added = (Py_ssize_t)pro.n / 2;
+    /* CACHE units read back as zeros from PyCode_GetCode: the bytes compare exactly. */
+    if (at < 0 || units - at < added || memcmp(c + 2 * at, pro.p, pro.n) != 0)
+        goto out;
+    const unsigned char *lt = (const unsigned char *)PyBytes_AS_STRING(co->co_linetable);
+    Py_ssize_t ln = PyBytes_GET_SIZE(co->co_linetable), cut = lines_split(lt, ln, (int)at);
+    Py_ssize_t ents = (added + 7) / 8;
+    if (cut < 0 || ln - cut < ents)
+        goto out;
+    for (Py_ssize_t i = 0; i < ents; i++)
+        if ((lt[cut + i] & 0xf8) != 0xf8)
+            goto out;
+    struct buf cb = {0}, lb = {0};
+    int ok = put(&cb, c, (size_t)at * 2) == 0 &&
+             put(&cb, c + 2 * (at + added), (size_t)(units - at - added) * 2) == 0 &&
+             put(&lb, lt, (size_t)cut) == 0 && put(&lb, lt + cut + ents, (size_t)(ln - cut - ents)) == 0;
+    PyObject *bytes = ok ? PyBytes_FromStringAndSize((const char *)cb.p, (Py_ssize_t)cb.n) : NULL;
+    PyObject *lines = bytes ? PyBytes_FromStringAndSize((const char *)lb.p, (Py_ssize_t)lb.n) : NULL;
+    free(cb.p);
+    free(lb.p);
+    PyObject *exc = lines ? exc_shift(co->co_exceptiontable, (int)(at + added), (int)-added) : NULL;
+    PyObject *consts = exc ? PyTuple_GetSlice(co->co_consts, 0, nc - 2) : NULL;
+    PyObject *names = consts ? PyTuple_GetSlice(co->co_names, 0, nn - 2) : NULL;
+    PyObject *kw = names ? Py_BuildValue("{sOsOsOsOsO}", "co_code", bytes, "co_consts", consts,
+                                         "co_names", names, "co_linetable", lines,
+                                         "co_exceptiontable", exc)
+                         : NULL;
+    res = code_replace(co, kw);
+    Py_XDECREF(kw);
+    Py_XDECREF(names);
+    Py_XDECREF(consts);
+    Py_XDECREF(exc);
+    Py_XDECREF(lines);
+    Py_XDECREF(bytes);
+out:
+    free(pro.p);
     Py_XDECREF(raw);
     PyErr_Clear();
     return res;
@@ -586,12 +740,46 @@ static int plan(void)
     return ok;
 }
 
+/* After every swap is put back: functions of the files ever hooked whose code still has our
+ * prologue (a copy the program made of a hooked code object while it was in place: replace(),
+ * an assignment to another function's __code__) get it without. The number fixed. */
+static int strip_derived(void)
+{
+    if (!hooked_files || PySet_GET_SIZE(hooked_files) == 0)
+        return 0;
+    int fixed = 0;
+    PyObject *funcs = PyDict_New();
+    PyObject *mods = PyImport_GetModuleDict(), *k, *m;
+    Py_ssize_t pos = 0;
+    while (funcs && mods && PyDict_Next(mods, &pos, &k, &m)) {
+        PyObject *d = PyModule_Check(m) ? PyModule_GetDict(m) : NULL;
+        PyObject *file = d ? PyDict_GetItemString(d, "__file__") : NULL;
+        if (!file || !PyUnicode_Check(file) || PySet_Contains(hooked_files, file) != 1)
+            continue;
+        PyObject *key, *v;
+        Py_ssize_t p2 = 0;
+        while (PyDict_Next(d, &p2, &key, &v))
+            gather(v, funcs, 0);
+    }
+    PyObject *fn;
+    pos = 0;
+    while (funcs && PyDict_Next(funcs, &pos, &k, &fn)) {
+        PyObject *clean = stripped_code((PyCodeObject *)((PyFunctionObject *)fn)->func_code);
+        if (clean) {
+            set_code((PyFunctionObject *)fn, clean);
+            fixed++;
+            Py_DECREF(clean);
+        }
+    }
+    Py_XDECREF(funcs);
+    PyErr_Clear();
+    return fixed;
+}
+
 int dbg_entry_update(void)
 {
-    if (!hook_fn && !(hook_fn = PyCFunction_New(&hook_def, NULL))) {
-        PyErr_Clear();
+    if (!hook_ready())
         return 0;
-    }
     if (!probe_setting_int("debugger.entry_hooks")) {
         dbg_entry_remove();
         return 0;
@@ -608,6 +796,15 @@ void dbg_entry_remove(void)
 {
     hooks_on = 0;
     restore(NULL);
+    if (k_sys) {
+        int gc = PyGC_Disable();
+        int fixed = strip_derived();
+        if (gc)
+            PyGC_Enable();
+        if (fixed)
+            PB_LOG(PB_LOG_INFO, "entry hooks: %d copies of hooked code made by the program put "
+                   "back without the hook", fixed);
+    }
 }
 
 int dbg_entry_count(void)

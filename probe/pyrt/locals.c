@@ -2,7 +2,8 @@
 /* The parts of a snapshot that need the GIL: thread names and daemon flags from the
  * `threading` module (only if already imported; nothing is ever imported), and frame locals
  * read straight from the frame's fast locals (no PyFrame_FastToLocals, nothing that mutates
- * the frame), with values from the bounded repr of repr.c. No user code runs: attribute
+ * the frame), with values from the bounded repr of repr.c (which shows an object that memory
+ * corruption overwrote as "<invalid object at 0x...>"). No user code runs: attribute
  * reads go to instance dicts only, never through descriptors or __getattr__.
  * Requires GIL for everything in this file; no function leaves an exception set. */
 #include "internal.h"
@@ -103,7 +104,8 @@ int probe_names_read(struct probe_thread *t)
 static int local_add(struct probe_frame *f, PyObject *name, PyObject *value)
 {
     struct probe_local *l = &f->locals[f->nlocals];
-    l->name = PyUnicode_Check(name) ? probe_str_read(name, PYRT_MAX_STR) : NULL;
+    l->name = probe_obj_ok(name) && PyUnicode_Check(name) ? probe_str_read(name, PYRT_MAX_STR)
+                                                          : NULL;
     if (!l->name)
         return 0; /* non-str key in a namespace dict: skipped */
     l->type = probe_repr_typename(value);
@@ -137,10 +139,11 @@ static int dict_locals(struct probe_frame *f, PyObject *d)
 }
 
 /* Value in a cell/free slot: the cell's content when the slot already holds a cell.
- * Borrowed reference, NULL when unbound. */
+ * Borrowed reference, NULL when unbound; an invalid object (probe_obj_ok) as it is, for the
+ * repr to say so. */
 static PyObject *cell_deref(PyObject *v)
 {
-    return v && PyCell_Check(v) ? PyCell_GET(v) : v;
+    return v && probe_obj_ok(v) && PyCell_Check(v) ? PyCell_GET(v) : v;
 }
 
 int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw)

@@ -42,7 +42,8 @@ struct probe_thread {
 struct probe_snapshot {
     int nthreads;
     struct probe_thread *threads;
-    long gil_holder_native_id; /* -1 when nobody holds it (or unknown) */
+    long gil_holder_native_id; /* -1 when nobody holds it (or unknown); taken with the GIL:
+                                  who held it when this thread asked (probe_pyrt_gil_note) */
     char version[32];          /* "3.11.7" of the running interpreter */
 };
 
@@ -66,6 +67,16 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
 int probe_pyrt_names_fresh(int max_age_ms);
 /* 1 when every thread of s was in that last snapshot (threads started since: 0). */
 int probe_pyrt_names_known(const struct probe_snapshot *s);
+
+/* on=1: before the calling thread asks for the GIL (the GIL worker, gil/worker.c), remember who
+ * holds it now, read without the GIL as a GIL-free snapshot reads it. A snapshot this thread
+ * then takes with the GIL held reports that thread as the holder (holds_gil,
+ * gil_holder_native_id): the one that held the GIL when the probe asked for it, never the
+ * probe's own thread. When this thread let the GIL go moments ago and nobody has taken it
+ * since (requests back to back), the previous note stands. on=0, with the GIL held, just before
+ * releasing it: the note is over. A snapshot of a thread without a note reports the GIL as it
+ * is (a caller holding it: itself). Any thread; no GIL for on=1. */
+void probe_pyrt_gil_note(int on);
 
 /* The main interpreter's switch interval (sys.getswitchinterval() in microseconds: the field
  * `interval` of its GIL state), for gil/hurry.c to change atomically; NULL when the reader is

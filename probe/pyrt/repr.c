@@ -5,17 +5,22 @@
  * subclasses of builtins included, is "<module.Type object at 0x...>", but PyTorch tensors
  * show their shape, dtype and device (tensor.c). Strings and bytes are
  * cut before their repr is built; huge ints are "<int of N bits>". Total <= PYRT_REPR_MAX.
+ * Every object is checked with probe_obj_ok (objcheck.c: fault-proof reads) before anything
+ * touches it; one that fails, as memory corruption leaves them, is "<invalid object at 0x...>".
  * Requires GIL; every exception caused here is cleared. */
 #include "internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define REPR_DEPTH 3
-#define REPR_ITEMS 10
-#define REPR_STR_CHARS 80 /* code points of a str (or bytes) kept before repr() */
+#define REPR_ITEMS PYRT_REPR_ITEMS
+#define REPR_STR_CHARS PYRT_REPR_STR_CHARS
 #define REPR_INT_BITS 1000
+#define REPR_SET_SCAN (1 << 20) /* set table entries looked at, at most */
+#define REPR_SET_CHUNK 64
 
 struct rbuf {
     char s[PYRT_REPR_MAX + 1];
@@ -70,14 +75,23 @@ static void put_repr_result(struct rbuf *b, PyObject *r)
     Py_DECREF(r);
 }
 
-/* "module.QualName" of a type (just the name for builtins), malloc'd. Requires GIL. */
+static void put_invalid(struct rbuf *b, const void *o)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "<invalid object at 0x%" PRIxPTR ">", (uintptr_t)o);
+    puts_(b, tmp);
+}
+
+/* "module.QualName" of a type (just the name for builtins), malloc'd. tp has passed
+ * probe_type_ok. Requires GIL. */
 static char *type_name(PyTypeObject *tp)
 {
     if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
         PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
         PyObject *mod = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
         char *q = ht->ht_qualname ? probe_str_read(ht->ht_qualname, 200) : NULL;
-        char *m = mod && PyUnicode_CheckExact(mod) ? probe_str_read(mod, 200) : NULL;
+        char *m = mod && probe_obj_ok(mod) && PyUnicode_CheckExact(mod) ? probe_str_read(mod, 200)
+                                                                        : NULL;
         char *out = NULL;
         if (q && m && strcmp(m, "builtins") != 0) {
             size_t n = strlen(m) + strlen(q) + 2;
@@ -117,7 +131,7 @@ PyObject *probe_pyrt_name(const char *name)
 
 char *probe_repr_typename(PyObject *o)
 {
-    return type_name(Py_TYPE(o));
+    return probe_obj_ok(o) ? type_name(Py_TYPE(o)) : strdup("?");
 }
 
 static void repr_any(struct rbuf *b, PyObject *o, int depth);
@@ -172,11 +186,13 @@ static void repr_dict(struct rbuf *b, PyObject *o, int depth)
     puts_(b, "}");
 }
 
-/* set/frozenset: iterating an exact set uses the builtin iterator (no hashing, no user code). */
+/* set/frozenset: the table read with fault-proof reads, in the order its iterator yields
+ * (empty and deleted entries skipped: a deleted one has hash -1, which no key has), never
+ * through the iterator, which takes a reference to each key before we could check it. */
 static void repr_set(struct rbuf *b, PyObject *o, int depth)
 {
+    const PySetObject *so = (const PySetObject *)o;
     int frozen = PyFrozenSet_CheckExact(o);
-    PyObject *it, *item;
     int i = 0;
     if (PySet_GET_SIZE(o) == 0) {
         puts_(b, frozen ? "frozenset()" : "set()");
@@ -185,21 +201,32 @@ static void repr_set(struct rbuf *b, PyObject *o, int depth)
     puts_(b, frozen ? "frozenset({" : "{");
     if (depth >= REPR_DEPTH) {
         puts_(b, "...");
-    } else if ((it = PyObject_GetIter(o)) != NULL) {
-        while (!b->full && (item = PyIter_Next(it)) != NULL) {
-            if (i >= REPR_ITEMS) {
-                Py_DECREF(item);
-                puts_(b, ", ...");
+    } else {
+        Py_ssize_t size = so->mask + 1, scan = size < REPR_SET_SCAN ? size : REPR_SET_SCAN;
+        setentry e[REPR_SET_CHUNK];
+        for (Py_ssize_t pos = 0; pos < scan && !b->full; pos += REPR_SET_CHUNK) {
+            Py_ssize_t n = scan - pos < REPR_SET_CHUNK ? scan - pos : REPR_SET_CHUNK;
+            if (probe_mem_read(so->table + pos, e, (size_t)n * sizeof e[0]) != 0) {
+                puts_(b, i ? ", " : "");
+                put_invalid(b, so->table + pos);
                 break;
             }
-            if (i++)
-                puts_(b, ", ");
-            repr_any(b, item, depth + 1);
-            Py_DECREF(item);
+            for (Py_ssize_t k = 0; k < n && !b->full; k++) {
+                if (!e[k].key || e[k].hash == -1)
+                    continue;
+                if (i >= REPR_ITEMS) {
+                    puts_(b, ", ...");
+                    pos = scan;
+                    break;
+                }
+                if (i++)
+                    puts_(b, ", ");
+                repr_any(b, e[k].key, depth + 1);
+            }
         }
-        Py_DECREF(it);
+        if (scan < size && i < REPR_ITEMS && i < PySet_GET_SIZE(o))
+            puts_(b, ", ...");
     }
-    PyErr_Clear();
     puts_(b, frozen ? "})" : "}");
 }
 
@@ -212,8 +239,9 @@ static int repr_named(struct rbuf *b, PyObject *o)
     PyObject *qual = NULL;
     if (PyModule_CheckExact(o)) {
         PyObject *d = PyModule_GetDict(o); /* borrowed */
-        PyObject *n = d ? PyDict_GetItemString(d, "__name__") : NULL; /* borrowed */
-        name = n && PyUnicode_CheckExact(n) ? PyUnicode_AsUTF8(n) : NULL;
+        PyObject *n = d && probe_obj_ok(d) && PyDict_CheckExact(d)
+                          ? PyDict_GetItemString(d, "__name__") : NULL; /* borrowed */
+        name = n && probe_obj_ok(n) && PyUnicode_CheckExact(n) ? PyUnicode_AsUTF8(n) : NULL;
         if (!name)
             return PyErr_Clear(), 0;
         puts_(b, "<module '");
@@ -223,7 +251,8 @@ static int repr_named(struct rbuf *b, PyObject *o)
     }
     if (PyFunction_Check(o)) {
         qual = ((PyFunctionObject *)o)->func_qualname; /* borrowed */
-        name = qual && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual) : NULL;
+        name = qual && probe_obj_ok(qual) && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual)
+                                                                         : NULL;
         if (!name)
             return PyErr_Clear(), 0;
         puts_(b, "<function ");
@@ -231,7 +260,7 @@ static int repr_named(struct rbuf *b, PyObject *o)
         puts_(b, ">");
         return 1;
     }
-    if (PyType_Check(o)) {
+    if (PyType_Check(o) && probe_type_ok((PyTypeObject *)o)) {
         char *tn = type_name((PyTypeObject *)o);
         puts_(b, "<class '");
         puts_(b, tn ? tn : "?");
@@ -266,7 +295,9 @@ static void repr_any(struct rbuf *b, PyObject *o, int depth)
     char tmp[64];
     if (b->full)
         return;
-    if (o == Py_None) {
+    if (o != Py_None && o != Py_True && o != Py_False && !probe_obj_ok(o)) {
+        put_invalid(b, o);
+    } else if (o == Py_None) {
         puts_(b, "None");
     } else if (o == Py_True || o == Py_False) {
         puts_(b, o == Py_True ? "True" : "False");

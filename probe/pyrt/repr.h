@@ -7,11 +7,25 @@
 #include <Python.h>
 
 #define PYRT_REPR_MAX 256
+#define PYRT_REPR_ITEMS 10     /* items shown of a container */
+#define PYRT_REPR_STR_CHARS 80 /* code points of a str (or bytes) kept before repr() */
+/* objcheck.c: 1 when o can be touched: read with fault-proof reads only, no CPython call (its
+ * header, its type a plausible ready type whose own type is a type, sizes, tp_name, and the
+ * storage the repr reads of a builtin: first items, characters, digits, tables). A pointer
+ * that memory corruption overwrote answers 0: the repr shows "<invalid object at 0x...>",
+ * never calls CPython on it. probe_type_ok: the same for a type object's own fields. */
+int probe_obj_ok(PyObject *o);
+int probe_type_ok(const PyTypeObject *tp);
+/* on=1: the calling thread remembers the types it found good, until on=0, for many objects
+ * checked in a row while no code runs that could free a type (a snapshot's locals). */
+void probe_obj_cache(int on);
 /* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
  * exact builtins only, PyTorch tensors by shape, dtype and device (tensor.c), anything else
- * "<module.Type object at 0x...>". NULL on out of memory. */
+ * "<module.Type object at 0x...>"; an object (or element) failing probe_obj_ok
+ * "<invalid object at 0x...>". NULL on out of memory. */
 char *probe_repr_new(PyObject *o);
-/* Name of o's type ("int", "mymod.Point") in a new malloc'd string. */
+/* Name of o's type ("int", "mymod.Point") in a new malloc'd string; "?" when o fails
+ * probe_obj_ok. */
 char *probe_repr_typename(PyObject *o);
 /* The interned string of an attribute name (a string literal), borrowed, kept for the life of
  * the process (at most PYRT_NAMES_MAX names), or NULL (no exception left set). Look attributes

@@ -25,7 +25,7 @@ static int type_is(PyTypeObject *tp, const char *module, const char *qualname)
         return 0;
     PyObject *q = ((PyHeapTypeObject *)tp)->ht_qualname;
     PyObject *m = PyDict_GetItemString(tp->tp_dict, "__module__"); /* borrowed */
-    if (!q || !m || !PyUnicode_CheckExact(q) || !PyUnicode_CheckExact(m))
+    if (!q || !m || !probe_obj_ok(m) || !PyUnicode_CheckExact(q) || !PyUnicode_CheckExact(m))
         return 0;
     return PyUnicode_CompareWithASCIIString(q, qualname) == 0 &&
            PyUnicode_CompareWithASCIIString(m, module) == 0;

@@ -214,6 +214,65 @@ unsigned long *probe_pyrt_switch_interval(void)
     return probe_ptr_ok((const void *)field, sizeof(unsigned long)) ? (unsigned long *)field : NULL;
 }
 
+/* Who held the GIL when this thread last asked for it (probe_pyrt_gil_note). */
+#define GIL_NOTE_KEEP_MS 100
+static _Thread_local struct {
+    int set;           /* a note for the GIL this thread holds or waits for */
+    int locked;        /* what it says */
+    uintptr_t holder;
+    int kept;          /* released: locked/holder still describe the GIL before that request */
+    uintptr_t own;     /* this thread's thread state when it released the GIL */
+    struct timespec released;
+} gil_note;
+
+static double ms_since(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+void probe_pyrt_gil_note(int on)
+{
+    uintptr_t interp = 0, head, holder;
+    int locked;
+    if (!on) {
+        gil_note.own = (uintptr_t)PyGILState_GetThisThreadState();
+        gil_note.kept = gil_note.set && gil_note.own;
+        gil_note.set = 0;
+        clock_gettime(CLOCK_MONOTONIC, &gil_note.released);
+        return;
+    }
+    gil_note.set = 0;
+    if (!probe_pyrt_ready())
+        return;
+    pyrt_threads_head(&interp, &head, probe_mem_read_at);
+    if (!interp)
+        return;
+    pyrt_gil_read(interp, &locked, &holder, probe_mem_read_at);
+    gil_note.set = 1;
+    /* Nobody has taken the GIL since this thread gave it up a moment ago (jobs back to back:
+     * the holder we made wait is waking up to take it back): what the previous request found
+     * still stands; the free GIL is of our making. */
+    if (!locked && gil_note.kept && holder == gil_note.own &&
+        ms_since(&gil_note.released) < GIL_NOTE_KEEP_MS)
+        return;
+    gil_note.locked = locked;
+    gil_note.holder = holder;
+}
+
+/* The GIL's state as the snapshot reports it: read now, unless this thread holds the GIL
+ * itself (a snapshot with names or locals) and noted who held it when it asked: then that. */
+static void gil_state(uintptr_t interp, int *locked, uintptr_t *holder)
+{
+    uintptr_t self = (uintptr_t)PyGILState_GetThisThreadState();
+    pyrt_gil_read(interp, locked, holder, probe_mem_read_at);
+    if (!self || !*locked || *holder != self || !gil_note.set)
+        return;
+    *locked = gil_note.locked && gil_note.holder != self;
+    *holder = *locked ? gil_note.holder : 0;
+}
+
 /* The thread list: reads every thread state, walks its frames. No GIL needed. */
 static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
                         struct pb_err *err)
@@ -227,7 +286,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
     if (rc < 0)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     probe_mem_read(&_PyRuntime.main_thread, &main_ident, sizeof main_ident);
-    pyrt_gil_read(interp, &locked, &holder, probe_mem_read_at);
+    gil_state(interp, &locked, &holder);
 
     ts_addr = head;
     while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
@@ -382,6 +441,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     if (rc == 0 && flags) {
         struct exc_saved saved;
         exc_save(&saved);
+        probe_obj_cache(1); /* no code of the program's runs until it is off */
         for (int i = 0; i < s->nthreads; i++) {
             struct probe_thread *t = &s->threads[i];
             if (flags & PROBE_SNAP_NAMES)
@@ -390,6 +450,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
                 for (int j = 0; j < t->nframes; j++)
                     probe_locals_read(&t->frames[j], &raws[i][j]);
         }
+        probe_obj_cache(0);
         exc_restore(&saved);
         if (flags & PROBE_SNAP_NAMES)
             names_remember(s);

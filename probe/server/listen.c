@@ -457,8 +457,18 @@ static int listen_unix(struct pb_err *err)
     int rc = probe_rundir_path(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
-    snprintf(info->socket_path, sizeof info->socket_path, "%s/%d.sock", dir, info->pid);
-    unlink(info->socket_path); /* stale: a previous process with our pid */
+    probe_rundir_socket_name(info->socket_path, sizeof info->socket_path, dir, info->pid);
+    /* A socket left there is a previous process's with our pid (in our PID namespace): removed
+     * if nobody listens on it; a live one is never taken over. */
+    pid_t peer = 0;
+    if (probe_rundir_socket_live(info->socket_path, &peer)) {
+        pb_err_set(err, PB_EAUTH, "listen on %s: another live process (pid %d as seen from here, "
+                   "0: another PID namespace) already listens there: not taken over",
+                   info->socket_path, (int)peer);
+        info->socket_path[0] = '\0';
+        return PB_EAUTH;
+    }
+    unlink(info->socket_path);
     uv_pipe_init(probe_agent_loop(), &unix_server, 0);
     mode_t old = umask(077);
     rc = uv_pipe_bind(&unix_server, info->socket_path);

@@ -98,7 +98,7 @@ class Target:
     def sock(self):
         """The probe's Unix socket: in its own /tmp, which is private in the sid root
         (reached through /proc/PID/root, as the CLI does)."""
-        path = "/tmp/probing-%d/%d.sock" % (os.geteuid(), self.pid)
+        path = "/tmp/probing-%d/%s" % (os.geteuid(), sock_name(self.pid))
         return "/proc/%d/root%s" % (self.pid, path) if self.inside else path
 
     def host_path(self, path):
@@ -216,10 +216,21 @@ def probing(*args, timeout=60, env=None, user=None, check=False):
     return r
 
 
+def sock_name(pid):
+    """The probe's socket's name in its directory: <pid>-<ns>.sock, the pid as the target sees
+    it (NSpid's last) and the inode of its PID namespace (probe/core/rundir.c)."""
+    inner = pid
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                inner = int(line.split()[-1])
+    return "%d-%d.sock" % (inner, os.stat("/proc/%d/ns/pid" % pid).st_ino)
+
+
 def probe_sock(pid):
     """The probe's socket in the target's /tmp (through /proc/PID/root when that /tmp is not
     ours: a target in the sid root)."""
-    path = "/tmp/probing-%d/%d.sock" % (os.geteuid(), pid)
+    path = "/tmp/probing-%d/%s" % (os.geteuid(), sock_name(pid))
     theirs = "/proc/%d/root%s" % (pid, path)
     if not os.path.exists(path) and os.path.exists(theirs):
         return theirs

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import HOST_PYTHONS, ROOT, Target, dump_json, probing
+from conftest import HOST_PYTHONS, ROOT, Target, dump_json, probing, sock_name
 from dapclient import DAP, Closed
 
 PY = HOST_PYTHONS[-2].values[0]
@@ -28,7 +28,7 @@ def test_socket_dir_and_file_are_owner_only(spawn):
     d = "/tmp/probing-%d" % os.geteuid()
     st = os.stat(d)
     assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.geteuid()
-    sock = os.stat("%s/%d.sock" % (d, t.pid))
+    sock = os.stat("%s/%s" % (d, sock_name(t.pid)))
     assert stat.S_ISSOCK(sock.st_mode) and stat.S_IMODE(sock.st_mode) & 0o077 == 0
     t.check_output_clean()
 
@@ -131,7 +131,7 @@ def _connect_as(user, path, fd=None):
 def test_other_user_cannot_connect(spawn):
     t = spawn(PY)
     probing("-p", t.pid, "inject", check=True)
-    sock = "/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid)
+    sock = "/tmp/probing-%d/%s" % (os.geteuid(), sock_name(t.pid))
     r = probing("-p", t.pid, "debug", "--dump", user="nobody")
     assert r.returncode == 1 and "belongs to another user" in r.stderr, r.stderr
     assert _connect_as("nobody", sock) == "denied"  # the 0700 directory
@@ -302,7 +302,7 @@ def test_stale_sockets_are_swept_at_start(spawn):
             time.sleep(0.05)
         assert not os.path.exists(dead), "a socket nobody listens on was left"
         assert os.path.exists(live) and os.path.exists(other)
-        assert os.path.exists("%s/%d.sock" % (d, t.pid))
+        assert os.path.exists("%s/%s" % (d, sock_name(t.pid)))
         t.check_output_clean()
     finally:
         s_live.close()
@@ -394,7 +394,7 @@ def test_cli_refuses_an_impostor_socket(tmp_path, how):
     t = _NobodyTarget(tmp_path, uid=_TARGET_UID)
     fake = None
     try:
-        sock = "%s/%d.sock" % (d, t.pid)
+        sock = "%s/%s" % (d, sock_name(t.pid))
         if how == "foreign-dir":  # nobody's own 0700 directory
             subprocess.run([*_as(65534), "mkdir", "-m", "700", d], check=True)
             fake = _Impostor(65534, sock, work)

@@ -225,13 +225,18 @@ class Fakes:
         self.tmp = tmp_path
         self.procs = []
 
-    def start(self, env, n=1, args=(), python=DEBIAN):
+    def start(self, env, n=1, args=(), python=DEBIAN, user=None):
         for _ in range(n):
             e = {k: v for k, v in os.environ.items()
                  if not re.match(r"^(RANK|WORLD_SIZE|LOCAL_RANK|OMPI_|PMI_|SLURM_|TORCHELASTIC_)", k)}
             e.update(env)
             out = self.tmp / ("fake-%d.out" % len(self.procs))
             argv = [python, FAKE, *args]
+            if user:  # another user's process (setpriv, as tests/e2e/test_access.py)
+                import pwd
+                pw = pwd.getpwnam(user)
+                argv = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+                        "--clear-groups", *argv]
             if sidroot.is_sid(python):
                 inside = sidroot.Inside(python, self.tmp, BUILD)
                 argv, e = inside.argv([FAKE, *args]), inside.env(e)
@@ -738,3 +743,93 @@ def test_stacks_no_inject(fakes, python):
             assert "libprobing" not in f.read()
     r = probing("cluster", "query", "SELECT 1", "--no-inject")
     assert r.returncode == 2 and "--no-inject only goes with 'cluster stacks'" in r.stderr
+
+
+# ---- a rank's environment is anyone's to set (issue 37 item 5) ----
+
+def _limited(*args):
+    """probing cluster ARGS under a 1 GiB address-space limit (prlimit --as): a world size that
+    made the CLI allocate per rank fails here instead of eating the machine's memory."""
+    cmd = ["prlimit", "--as=%d" % (1 << 30), "--", CLI, "cluster", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def test_huge_world_size_is_bounded(fakes):
+    """WORLD_SIZE=2147483647 in a rank's environment: list, stacks and query print the missing
+    ranks as ranges and stay within 1 GiB (the CLI allocated a byte, then a JSON number, per
+    missing rank: 2e7 took 1.6 GB)."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "2147483647", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "8" + tag}
+    for r in (0, 1):
+        fakes.start({k: v.format(r=r) for k, v in env.items()})
+    fakes.wait()
+    job = "torch:127.0.0.1:8" + tag
+    r = _limited("list", "--job", job, "--json")
+    assert r.returncode == 0, r.stderr
+    j = job_of(r.stdout, job)
+    assert j["world_size"] == 2147483647 and j["missing_count"] == 2147483645
+    assert j["missing_ranges"] == "2-2147483646" and len(j["missing"]) == 1000
+    assert j["missing"][:2] == [2, 3]
+    r = _limited("list", "--job", job)
+    assert r.returncode == 0 and "missing: 2147483645 ranks: 2-2147483646" in r.stdout, r
+    r = _limited("stacks", "--job", job)
+    assert r.returncode == 0 and re.search(r"^missing: 2147483645 ranks: 2-2147483646$",
+                                           r.stdout, re.M), r
+    r = _limited("query", "--job", job, "SELECT 1 AS one")
+    assert r.returncode == 0 and "2147483645 ranks missing: 2-2147483646" in r.stderr, r
+    # a world size beyond an int's is no rank's
+    fakes.start({k: v.format(r=0) for k, v in env.items()} | {"WORLD_SIZE": "99999999999",
+                "MASTER_PORT": "9" + tag})
+    fakes.wait()
+    r = _limited("list", "--json")
+    assert not [x for x in json.loads(r.stdout)["jobs"] if x["job"].endswith(":9" + tag)]
+
+
+def test_duplicate_rank_is_flagged(fakes):
+    """Two processes claiming rank 1 of the same job: both listed, both flagged."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "4" + tag}
+    for r in (0, 1, 1):
+        fakes.start({k: v.format(r=r) for k, v in env.items()})
+    fakes.wait()
+    job = "torch:127.0.0.1:4" + tag
+    j = job_of(cluster("list", "--json").stdout, job)
+    assert [x["rank"] for x in j["ranks"]] == [0, 1, 1] and j["missing"] == []
+    assert [bool(x.get("duplicate")) for x in j["ranks"]] == [False, True, True]
+    dup = sorted(p.pid for p, _ in fakes.procs[1:])
+    text = cluster("list", "--job", job).stdout
+    m = re.search(r"^  duplicate rank 1: claimed by pid (\d+) \(node \S+, uid 0\), "
+                  r"pid (\d+) \(node \S+, uid 0\): only one can be the job's$", text, re.M)
+    assert m and sorted(map(int, m.groups())) == dup, text
+
+
+def test_rank_of_another_user_is_not_injected(fakes):
+    """A process of another user (nobody) that sets RANK=1 and the job's MASTER_ADDR: listed as
+    not the job's, not injected by stacks (root would have loaded the probe into it and shown it
+    as the odd rank out), unless --any-uid."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "3" + tag}
+    fakes.start({k: v.format(r=0) for k, v in env.items()})
+    fakes.start({k: v.format(r=2) for k, v in env.items()})
+    fakes.start({k: v.format(r=1) for k, v in env.items()}, user="nobody")
+    fakes.wait()
+    job = "torch:127.0.0.1:3" + tag
+    intruder = fakes.procs[2][0].pid
+    nobody = __import__("pwd").getpwnam("nobody").pw_uid
+    j = job_of(cluster("list", "--json").stdout, job)
+    [x] = [x for x in j["ranks"] if x["rank"] == 1]
+    assert x["pid"] == intruder and x["foreign"] and x["uid"] == nobody and x["job_uid"] == 0
+    text = cluster("list", "--job", job).stdout
+    assert ("rank 1 (pid %d, node %s) belongs to uid %d, not the job's uid 0: not injected"
+            % (intruder, x["node"], nobody)) in text, text
+    out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 2]] and out["missing"] == [1], out
+    [e] = out["errors"]
+    assert e["pid"] == intruder and "belongs to uid %d, not the job's uid 0: not injected" % nobody \
+        in e["error"], e
+    with open("/proc/%d/maps" % intruder) as f:
+        assert "libprobing" not in f.read()
+    out = json.loads(cluster("stacks", "--job", job, "--any-uid", "--json",
+                             "--rank-timeout", "20000").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 1, 2]], out

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import BUILD, PYTHONS, dump_json, probing
+from conftest import BUILD, PYTHONS, dump_json, probing, sock_name
 from container import MODES, make_spawner
 
 
@@ -122,7 +122,7 @@ def test_core_commands_in_a_container(cspawn, mode, python, binds):
     t = cspawn(mode, python, binds=binds)
     inner = 1 if mode == "pidns" else t.pid
     r = probing("-p", t.pid, "inject", check=True)
-    assert "socket /tmp/probing-0/%d.sock" % inner in r.stdout, r.stdout
+    assert "socket /tmp/probing-0/%s" % sock_name(t.pid) in r.stdout, r.stdout
     d = dump_json(t.pid)
     assert d["pid"] == inner
     main = [th for th in d["threads"] if th["main"]]
@@ -138,7 +138,7 @@ def test_core_commands_in_a_container(cspawn, mode, python, binds):
                 check=True)
     assert json.loads(r.stdout)[0]["n"] > 0, r.stdout
     tmp = "/proc/%d/root/tmp" % t.pid
-    assert _ours_in_tmp(tmp) == ["probing-0", "probing-0/%d.sock" % inner], _ours_in_tmp(tmp)
+    assert _ours_in_tmp(tmp) == ["probing-0", "probing-0/" + sock_name(t.pid)], _ours_in_tmp(tmp)
     t.assert_responsive()
     t.check_output_clean()
     # A normal exit (SystemExit in the main thread): the probe removes its socket.
@@ -194,6 +194,6 @@ def test_inject_with_a_noexec_tmp(cspawn, mode):
     assert r.returncode == 0 and r.stdout.strip() == "42", (r.stdout, r.stderr)
     assert _ours_in_tmp(root + "/var/tmp") == before
     inner = 1 if mode == "pidns" else t.pid
-    assert _ours_in_tmp(root + "/tmp") == ["probing-0", "probing-0/%d.sock" % inner]
+    assert _ours_in_tmp(root + "/tmp") == ["probing-0", "probing-0/" + sock_name(t.pid)]
     t.assert_responsive()
     t.check_output_clean()

@@ -18,8 +18,11 @@ import glob
 import json
 import os
 import resource
+import re
 import signal
+import struct
 import subprocess
+import time
 
 import pytest
 
@@ -212,3 +215,36 @@ def test_core_native(python, spawn, tmp_path):
 def test_kernel_core_native(python, spawn, tmp_path):
     t, core, _, _ = crashed(python, spawn, tmp_path, "native_mix.py")
     check_native(python, t, core)
+
+
+def test_truncated_core_says_so(tmp_path):
+    """A core cut short (a full disk, ulimit -c, a copy in progress) is named truncated, with
+    its size and the size its headers describe, not "maps no libpython" (issue 37, item 10)."""
+    p = subprocess.Popen(["/usr/bin/python3", "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.5)
+        core = gcore(p.pid, tmp_path / "core")
+    finally:
+        p.kill()
+        p.wait()
+    data = open(core, "rb").read()
+    # Where the notes end: every PT_NOTE's offset + size (64-bit little-endian program headers).
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phnum, = struct.unpack_from("<H", data, 0x38)
+    notes = []
+    for i in range(phnum):
+        ptype, _flags, off, _va, _pa, filesz = struct.unpack_from("<IIQQQQ", data, phoff + 56 * i)
+        if ptype == 4:
+            notes.append((off, filesz))
+    assert notes
+    off, size = notes[0]
+    # gdb writes the notes last: a cut anywhere loses them (a kernel core has them first).
+    for cut in (off + size // 3, len(data) // 2):
+        short = tmp_path / ("short-%d" % cut)
+        short.write_bytes(data[:cut])
+        r = probing("dump", "--core", str(short))
+        assert r.returncode == 1, (r.stdout[-500:], r.stderr)
+        assert r.stderr.count("\n") == 1, r.stderr
+        m = re.search(r"is truncated \((\d+) of the (\d+) bytes", r.stderr)
+        assert m and int(m.group(1)) == cut and int(m.group(2)) > cut, r.stderr
+        assert "maps no libpython" not in r.stderr

@@ -2,6 +2,7 @@
 """probing -p PID debug --dump on every CPython 3.8-3.15 (3.14, 3.15 and a late 3.13 in the sid root) and Debian's python3: inject into a
 running sample, dump, and check names, ids and line numbers against the sample's BP markers."""
 import json
+import re
 
 import pytest
 
@@ -144,5 +145,76 @@ def test_dump_locals_show_tensors_by_shape(spawn, tmp_path):
     out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
     assert "image = tensor(shape=[2, 3, 4], dtype=torch.float32, device=cpu)  (torch.Tensor)" in out
     assert not mark.exists(), mark.read_text()
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_gil_holder_with_probe_loaded(python, spawn):
+    """A thread computing in Python holds the GIL: with the probe loaded, debug --dump (text,
+    JSON, with and without --locals) and python.threads name that thread, as --no-inject does,
+    never 'not held' (the probe's own request for the GIL is not the answer)."""
+    t = spawn(python, "gil_spin.py")
+    spinner = t.ready["spinner"]
+
+    def until_spinner(read):
+        """The main thread ticks and may hold the GIL at the very moment asked (under ASan or a
+        loaded machine): a few tries, each naming a holder; the spinner in one of them."""
+        seen = []
+        for _ in range(5):
+            seen.append(read())
+            assert seen[-1] in (spinner, t.pid), seen
+            if seen[-1] == spinner:
+                return
+        raise AssertionError("the spinner %d never named: %r" % (spinner, seen))
+
+    for extra in ((), ("--locals",)):
+        def read():
+            d = dump_json(t.pid, *extra)
+            th = {x["nativeId"]: x for x in d["threads"]}
+            assert th[spinner]["frames"][0]["name"] == "spin"
+            assert d["gil"]["available"] is True and "localsError" not in d
+            assert [k for k, x in th.items() if x["holdsGil"]] == [d["gil"]["holder"]], d["gil"]
+            return d["gil"]["holder"]
+        until_spinner(read)
+
+    def text():
+        out = probing("-p", t.pid, "debug", "--dump", check=True).stdout
+        m = re.search(r"^GIL: held by thread (\d+)$", out, re.M)
+        assert m, out
+        return int(m.group(1))
+    until_spinner(text)
+
+    def sql():
+        rows = probing("-p", t.pid, "query", "-f", "json",
+                       "SELECT thread_id, holds_gil FROM python.threads", check=True).stdout
+        held = [r["thread_id"] for r in json.loads(rows) if r["holds_gil"]]
+        assert len(held) == 1, rows
+        return held[0]
+    until_spinner(sql)
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_dump_locals_corrupted_objects(python, spawn):
+    """Locals whose type pointer or element pointer memory corruption overwrote: debug --dump
+    --locals (JSON and text) shows each as <invalid object at 0x...> and the target lives on."""
+    t = spawn(python, "corrupt_locals.py")
+    d = dump_json(t.pid, "--locals")
+    th = [x for x in d["threads"] if x["nativeId"] == t.ready["native"]][0]
+    assert th["frames"][0]["line"] == bp("corrupt_locals.py", "corrupt_sleep")
+    loc = {l["name"]: l for l in th["frames"][0]["locals"]}
+    assert loc["fine"]["value"] == "[1, 2, 3]" and loc["fine"]["type"] == "list"
+    for name in ("bad_type", "bad_fake_type"):
+        assert loc[name]["value"] == "<invalid object at 0x%x>" % t.ready[name], loc[name]
+        assert loc[name]["type"] == "?", loc[name]
+    assert loc["bad_item"]["value"] == "[10, <invalid object at 0x8>, 30]", loc["bad_item"]
+    assert loc["bad_tuple"]["value"] == "(40, <invalid object at 0x8>, 60)", loc["bad_tuple"]
+    assert loc["garbage"]["value"].startswith("b'AAAA")
+    t.assert_responsive()
+    out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
+    assert "bad_type = <invalid object at 0x%x>  (?)" % t.ready["bad_type"] in out, out
+    assert "bad_item = [10, <invalid object at 0x8>, 30]  (list)" in out, out
     t.assert_responsive()
     t.check_output_clean()

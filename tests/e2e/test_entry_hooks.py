@@ -8,9 +8,11 @@ its line either way, and every hooked function gets its own code back when the b
 goes, and on detach."""
 import os
 import signal
+import subprocess
 
 import pytest
 
+import sidroot
 from conftest import PYTHONS, probing
 from dbgutil import Debugger, assert_clean
 
@@ -21,9 +23,10 @@ FUNCS = {"plain": "plain", "decorated": "decorated", "method": "method", "static
          "klass": "klass", "prop": "prop", "cached": "cached", "nested": "inner",
          "generator": "gen", "aliased": "aliased", "late": "late"}
 # The sample's functions, each as its own code says (the original: no constant of ours).
-ORIGINAL = ("all(not any(type(c).__name__ == 'builtin_function_or_method' for c in "
-            "f.__code__.co_consts) for f in (plain, decorated.__wrapped__, Shape.method, "
-            "Shape.static, Shape.klass.__func__, Shape.prop.fget, cached.__wrapped__))")
+ORIGINAL = ("all(not any(type(c).__name__ == 'builtin_function_or_method' or c == "
+            "'probing.entry' for c in f.__code__.co_consts) for f in (plain, "
+            "decorated.__wrapped__, Shape.method, Shape.static, Shape.klass.__func__, "
+            "Shape.prop.fget, cached.__wrapped__))")
 
 
 def is_311(request):
@@ -135,11 +138,48 @@ def test_entry_hooks_setting_off(python, spawn, request):
         assert d.state()["entryHooks"] == 1
     r = probing("-p", t.pid, "config", "debugger.entry_hooks=off", check=True)
     assert r.stdout == "debugger.entry_hooks = off\n"
-    d.set_bps("plain")
+    # Breakpoints changed, still never hit: a hit would stop the thread at once, and a stopped
+    # thread has every thread traced instead of the gate (the state would race the stop).
+    d.set_bps({"marker": "plain", "condition": "False and 1"})
     if is_311(request):
         st = d.state()
         assert st["entryHooks"] == 0 and st["evalFrameHook"], st
     assert original_code(t)
+    d.set_bps("plain")
     s = stop_at(d, "plain")
     d.req("disconnect")
     assert_clean(t)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_hooked_code_marshals_and_no_copy_keeps_the_hook(python, spawn, request, tmp_path):
+    """While a breakpoint is set, the function's code can be marshalled (cloudpickle, dill, Ray
+    and numba read or ship code objects), and the marshalled code runs in a Python without
+    probing; a copy the program makes of the hooked code (replace()) loses the hook on detach
+    (issue 37, item 9)."""
+    t = spawn(python, SAMPLE)
+    d = Debugger(t, sample=SAMPLE)
+    d.set_bps({"marker": "plain", "condition": "False"})
+    if is_311(request):
+        assert d.state()["entryHooks"] == 1
+        assert not original_code(t)
+    blob = tmp_path / "plain.marshal"
+    r = probing("-p", t.pid, "eval",
+                "import marshal; open(%r, 'wb').write(marshal.dumps(plain.__code__))" % str(blob))
+    assert r.returncode == 0 and "Error" not in r.stdout, (r.stdout, r.stderr)
+    if not sidroot.is_sid(python):  # (the sid root's interpreters run only inside it)
+        run = subprocess.run([python, "-c", "import marshal, types; c = marshal.load(open(%r, "
+                              "'rb')); print(types.FunctionType(c, {})(41))" % str(blob)],
+                             capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0 and run.stdout.strip() == "42", (run.stdout, run.stderr)
+    # The program copies the hooked code object while the hook is in place.
+    r = probing("-p", t.pid, "eval", "plain.__code__ = plain.__code__.replace(co_name='plain')")
+    assert r.returncode == 0, r.stderr
+    d.set_bps()
+    d.req("disconnect")
+    assert_clean(t)
+    assert original_code(t)
+    r = probing("-p", t.pid, "eval", "plain(1)")
+    assert r.stdout.strip() == "2", r.stdout
+    t.assert_responsive()
+    t.check_output_clean()

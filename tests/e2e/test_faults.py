@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import CLI, HOST_PYTHONS, PYTHONS, dump_json, probe_sock, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, dump_json, probe_sock, probing, sock_name
 from dapclient import DAP
 from dbgutil import Debugger, assert_clean
 
@@ -482,8 +482,8 @@ def test_private_tmp_in_own_mount_namespace(spawn):
         'exec 3<"$1"; shift; mount -t tmpfs tmpfs /tmp && exec "$0" /dev/fd/3 "$@"'])
     assert os.readlink("/proc/%d/ns/mnt" % t.pid) != os.readlink("/proc/self/ns/mnt")
     r = probing("-p", t.pid, "inject", check=True)
-    assert "socket /tmp/probing-%d/%d.sock" % (UID, t.pid) in r.stdout, r.stdout
-    ours = "/tmp/probing-%d/%d.sock" % (UID, t.pid)
+    assert "socket /tmp/probing-%d/%s" % (UID, sock_name(t.pid)) in r.stdout, r.stdout
+    ours = "/tmp/probing-%d/%s" % (UID, sock_name(t.pid))
     theirs = os.stat("/proc/%d/root%s" % (t.pid, ours))
     if os.path.exists(ours):  # a stale socket of an older process with this pid
         assert os.stat(ours).st_ino != theirs.st_ino

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from conftest import PYTHONS, bp, dump_json, probing
+from conftest import PYTHONS, bp, dump_json, probing, sock_name
 
 
 def frames_of(t):
@@ -43,7 +43,7 @@ def test_noinject_dump(python, spawn):
     assert d["python"].startswith(python.rsplit("python", 1)[-1][:4]) or python.endswith("python3")
     # Nothing of ours in the target: no library, no socket.
     assert not loaded(t.pid)
-    assert not os.path.exists("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    assert not os.path.exists("/tmp/probing-%d/%s" % (os.geteuid(), sock_name(t.pid)))
     # The same as the injected probe reads.
     inj = {x["nativeId"]: x for x in dump_json(t.pid)["threads"]}
     assert loaded(t.pid)

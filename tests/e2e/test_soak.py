@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import PYTHONS, SAMPLES, bp, probing
+from conftest import PYTHONS, SAMPLES, bp, probing, sock_name
 from dapclient import DAP, Closed
 from dbgutil import assert_clean
 
@@ -32,7 +32,7 @@ SOAK_PYTHONS = [next((p for p in PYTHONS if p.id == v), pytest.param(None, id=v)
 
 
 def sock_path(pid):
-    return "/tmp/probing-%d/%d.sock" % (os.geteuid(), pid)
+    return "/tmp/probing-%d/%s" % (os.geteuid(), sock_name(pid))
 
 
 def usage(pid):

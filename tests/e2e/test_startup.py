@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import sidroot
-from conftest import BUILD, CLI, HOST_PYTHONS, PYTHONS, ROOT, bp, dump_json, probing
+from conftest import BUILD, CLI, HOST_PYTHONS, PYTHONS, ROOT, bp, dump_json, probing, sock_name
 from dapclient import DAP
 
 
@@ -70,7 +70,7 @@ def _init_target(spawn, python, listen="127.0.0.1:0"):
 def test_probing_init_listen_with_token(python, spawn):
     t = _init_target(spawn, python)
     info = t.ready
-    assert t.maps_count() == 1 and info["socket"].endswith("/%d.sock" % t.pid)
+    assert t.maps_count() == 1 and info["socket"].endswith("/" + sock_name(t.pid))
     host, port = info["address"].rsplit(":", 1)
     assert host == "127.0.0.1" and int(port) > 0 and len(info["token"]) >= 16
 
@@ -141,7 +141,7 @@ def test_inject_listen_and_list(spawn):
     assert a.pid in listed and b.pid in listed
     assert listed[a.pid]["tcp"] == address and listed[b.pid]["tcp"] is None
     assert listed[a.pid]["python"].startswith("3.8") and listed[b.pid]["socket"].endswith(
-        "/%d.sock" % b.pid)
+        "/" + sock_name(b.pid))
     assert "threads.py" in listed[b.pid]["command"] and listed[b.pid]["error"] is None
     text = probing("list", check=True).stdout
     assert text.splitlines()[0].split() == ["PID", "PYTHON", "SOCKET", "TCP", "COMMAND"]
@@ -159,7 +159,7 @@ def test_inject_json(spawn):
     r = probing("-p", t.pid, "inject", "--json", check=True)
     d = json.loads(r.stdout)
     assert d["pid"] == t.pid and d["state"] == "loaded" and d["python"].count(".") == 2
-    assert d["socket"].endswith("/%d.sock" % t.pid)
+    assert d["socket"].endswith("/" + sock_name(t.pid))
     assert d["reachable"] == "/proc/%d/root%s" % (t.pid, d["socket"])
     assert os.path.exists(d["reachable"])
     r = probing("-p", t.pid, "inject", "--json", "--listen", "127.0.0.1:0",

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, HOST_PYTHONS, ROOT, probing
+from conftest import BUILD, HOST_PYTHONS, ROOT, probing, sock_name
 from dapclient import DAP
 from test_errors import one_error_line
 
@@ -94,7 +94,7 @@ def test_token_over_the_limit_is_refused(spawn, length):
     r = probing("-t", "127.0.0.1:9", "debug", "--dump", env={"PROBING_TOKEN": token})
     one_error_line(r, "PROBING_TOKEN is %d characters long: the limit is %d" % (length, LIMIT))
     # The probe's own listener (what probing.init and PROBING_LISTEN use) says the same.
-    c = DAP.unix("/tmp/probing-%d/%d.sock" % (os.geteuid(), t.pid))
+    c = DAP.unix("/tmp/probing-%d/%s" % (os.geteuid(), sock_name(t.pid)))
     assert c.request("initialize", {"adapterID": "e2e"})["success"]
     assert c.request("attach", {"probingClient": "cli"})["success"]
     r = c.request("probing/listen", {"address": "127.0.0.1:0", "token": token})

@@ -130,6 +130,10 @@ static void help(const char *sub)
            "  --job ID            the job to show when several run (see 'cluster list')\n"
            "  --rank-timeout MS   per rank: inject, connect and answer (default: the global\n"
            "                      --timeout, 10000)\n"
+           "  --any-uid           also ask (inject into) ranks run by another user than the\n"
+           "                      job's (the uid of most of its processes on the node): by\n"
+           "                      default they are skipped with a note, since anyone can set\n"
+           "                      RANK and MASTER_ADDR in their own process\n"
            "  --local             this node only, printing its machine-readable document\n"
            "                      (what each node runs: probing cluster CMD --local --json)\n");
 }
@@ -187,6 +191,8 @@ static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char *
     ARG("--local");
     ARG("--json");
     FMT("--rank-timeout=%d", o->rank_timeout_ms);
+    if (o->any_uid)
+        ARG("--any-uid");
     if (o->op == CLUSTER_OP_STACKS) {
         ARG(o->thread == CLUSTER_THREAD_ALL    ? "--thread=all"
             : o->thread == CLUSTER_THREAD_MAIN ? "--thread=main"
@@ -216,6 +222,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                              {"samples", required_argument, 0, 'n'},
                                              {"interval", required_argument, 0, 'i'},
                                              {"no-inject", no_argument, 0, 'I'},
+                                             {"any-uid", no_argument, 0, 'U'},
                                              {"hosts", required_argument, 0, 'H'},
                                              {"hostfile", required_argument, 0, 'F'},
                                              {"nodelist", required_argument, 0, 'N'},
@@ -274,6 +281,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         case 'L': o.local = 1; break;
         case 'T': o.tree = 1; break;
         case 'I': o.no_inject = 1; break;
+        case 'U': o.any_uid = 1; break;
         case 't':
             if (strcmp(optarg, "auto") == 0)
                 o.thread = CLUSTER_THREAD_AUTO;

@@ -22,6 +22,7 @@ struct cli_cluster_opts {
     int op;
     int json, local, tree, color;
     int no_inject;          /* stacks: read from outside (readonly.c), nothing injected */
+    int any_uid;            /* ask ranks of another uid than the job's too (find.c "foreign") */
     int thread;             /* CLUSTER_THREAD_* */
     int samples;            /* >= 1 */
     double interval;        /* seconds between samples */
@@ -40,6 +41,14 @@ struct cli_cluster_opts {
     const char *outdir;     /* dump -o */
     const char *format;     /* query: table|json|csv */
 };
+
+/* The largest world size (and rank + 1) believed: an int's. Nothing is sized by a world size
+ * (missing ranks are computed from the ranks found, as ranges: cli_cluster_gaps), so a process
+ * claiming WORLD_SIZE=2147483647 costs what one rank costs; a larger value is not a rank's. */
+#define CLUSTER_WORLD_MAX 2147483647L
+/* How many missing ranks are listed one by one in --json's "missing" (all of them are in
+ * "missing_ranges" and counted in "missing_count"). */
+#define CLUSTER_MISSING_LIST 1000
 
 /* ---- discovery (find.c) ---- */
 /* Every rank of a distributed job on this node, from /proc/N/environ (see docs/cluster.md for
@@ -110,6 +119,18 @@ char *cli_cluster_stack_key(const cJSON *frames);
 int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes);
 /* "0-16,18-63" for a sorted array of distinct ints. Returns a malloc'd string. */
 char *cli_cluster_ranges(const int *v, int n);
+/* The ranks in [0, world) not in present (n ints, any order, duplicates and out-of-range ones
+ * allowed): their count, their ranges ("2-2147483646", malloc'd) and the first
+ * CLUSTER_MISSING_LIST of them as a JSON array. Memory grows with n, never with world. */
+struct cli_cluster_gaps {
+    long count;
+    char *ranges;
+    cJSON *list;
+};
+void cli_cluster_gaps(const int *present, int n, long world, struct cli_cluster_gaps *g);
+/* Adds "missing", "missing_count" and "missing_ranges" to o (g->list is moved there). */
+void cli_cluster_gaps_to_json(cJSON *o, struct cli_cluster_gaps *g);
+void cli_cluster_gaps_free(struct cli_cluster_gaps *g);
 /* The job to report among the ranks of the node documents: o->job, or the only one; NULL with
  * an error printed when there are none or several. Returns a borrowed string. */
 const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *nodes);

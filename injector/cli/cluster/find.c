@@ -7,6 +7,7 @@
  * matched is told apart by its children: see drop_launchers_and_forks. */
 #include <ctype.h>
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ static int env_int(const char *env, long len, const char *key, long *v)
     if (!s || !*s)
         return 0;
     *v = strtol(s, &end, 10);
-    return *end == '\0' && *v >= 0;
+    return *end == '\0' && *v >= 0 && *v <= CLUSTER_WORLD_MAX;
 }
 
 static pid_t parent_of(pid_t pid)
@@ -137,6 +138,58 @@ static cJSON *describe(pid_t pid, const char *env, long len)
     return r;
 }
 
+/* The effective uid of pid (the owner of its probe's socket directory), or -1. */
+static long uid_of(pid_t pid)
+{
+    char path[64], status[8192];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (pb_read_file(path, status, sizeof status) <= 0)
+        return -1;
+    const char *u = strstr(status, "\nUid:");
+    long ruid, euid;
+    return u && sscanf(u + 5, "%ld %ld", &ruid, &euid) == 2 ? euid : -1;
+}
+
+/* Per job on this node: its uid ("job_uid" on each rank: the uid of most of its processes, the
+ * lowest rank's on a tie), ranks of another uid marked "foreign" (anyone can set RANK and
+ * MASTER_ADDR in their own process: such a process is not asked, see local.c), and a rank number
+ * claimed by several processes marked "duplicate". out is sorted by job then rank. */
+static void mark_uids_and_duplicates(cJSON *out)
+{
+    int n = cJSON_GetArraySize(out);
+    cJSON **v = calloc((size_t)n + 1, sizeof *v);
+    if (!v)
+        return;
+    int k = 0;
+    cJSON *r;
+    cJSON_ArrayForEach(r, out) v[k++] = r;
+    for (int a = 0; a < n;) {
+        int b = a;
+        while (b < n && strcmp(cli_json_str(v[a], "job"), cli_json_str(v[b], "job")) == 0)
+            b++;
+        long best = -1;
+        int best_count = 0;
+        for (int i = a; i < b; i++) {
+            long u = (long)cli_json_num(v[i], "uid", -1);
+            int c = 0;
+            for (int j = a; j < b; j++)
+                c += (long)cli_json_num(v[j], "uid", -1) == u;
+            if (c > best_count) /* ties: the first in rank order wins */
+                best = u, best_count = c;
+        }
+        for (int i = a; i < b; i++) {
+            cJSON_AddNumberToObject(v[i], "job_uid", (double)best);
+            if ((long)cli_json_num(v[i], "uid", -1) != best)
+                cJSON_AddBoolToObject(v[i], "foreign", 1);
+            if ((i > a && cli_json_num(v[i - 1], "rank", -1) == cli_json_num(v[i], "rank", -1)) ||
+                (i + 1 < b && cli_json_num(v[i + 1], "rank", -1) == cli_json_num(v[i], "rank", -1)))
+                cJSON_AddBoolToObject(v[i], "duplicate", 1);
+        }
+        a = b;
+    }
+    free(v);
+}
+
 static int same_rank(const cJSON *a, const cJSON *b)
 {
     return strcmp(cli_json_str(a, "job"), cli_json_str(b, "job")) == 0 &&
@@ -205,8 +258,10 @@ cJSON *cli_cluster_find_ranks(void)
         if (len <= 0)
             continue; /* gone, a kernel thread, or another user's */
         cJSON *r = describe(pid, env, len);
-        if (r)
+        if (r) {
+            cJSON_AddNumberToObject(r, "uid", (double)uid_of(pid));
             cJSON_AddItemToArray(found, r);
+        }
     }
     closedir(d);
     free(env);
@@ -246,5 +301,6 @@ cJSON *cli_cluster_find_ranks(void)
     free(keep);
     free(drop);
     cJSON_Delete(found);
+    mark_uids_and_duplicates(out);
     return out;
 }

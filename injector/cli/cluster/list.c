@@ -59,10 +59,12 @@ static cJSON *merge(const struct cli_cluster_opts *o, const cJSON *nodes)
             if (!have)
                 cJSON_AddItemToArray(nds, cJSON_CreateString(nd));
             cJSON *c = cJSON_CreateObject();
-            static const char *const keep[] = {"rank", "local_rank", "group_rank", "node",
-                                               "pid",  "python",     "probe"};
+            static const char *const keep[] = {"rank",   "local_rank", "group_rank", "node",
+                                               "pid",    "python",     "probe",      "uid",
+                                               "job_uid", "foreign",   "duplicate"};
             for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
-                cJSON_AddItemToObject(c, keep[k],
+                if (cJSON_GetObjectItem(r, keep[k]))
+                    cJSON_AddItemToObject(c, keep[k],
                                       cJSON_Duplicate(cJSON_GetObjectItem(r, keep[k]), 1));
             cJSON_AddItemToArray(cJSON_GetObjectItem(j, "ranks"), c);
         }
@@ -76,20 +78,23 @@ static cJSON *merge(const struct cli_cluster_opts *o, const cJSON *nodes)
         for (int i = n - 1; i >= 0; i--)
             v[i] = cJSON_DetachItemFromArray(ranks, i);
         qsort(v, (size_t)n, sizeof *v, by_rank);
-        for (int i = 0; i < n; i++)
-            cJSON_AddItemToArray(ranks, v[i]);
-        cJSON_AddItemToObject(j, "ranks", ranks);
-        char *seen = calloc((size_t)ws + 1, 1);
         for (int i = 0; i < n; i++) {
-            int rk = (int)cli_json_num(v[i], "rank", -1);
-            if (rk >= 0 && rk < ws)
-                seen[rk] = 1;
+            /* the same rank on two nodes is a duplicate too (find.c marks those of a node) */
+            if (!cli_json_true(v[i], "duplicate") &&
+                ((i > 0 && cli_json_num(v[i - 1], "rank", -1) == cli_json_num(v[i], "rank", -1)) ||
+                 (i + 1 < n && cli_json_num(v[i + 1], "rank", -1) == cli_json_num(v[i], "rank", -1))))
+                cJSON_AddBoolToObject(v[i], "duplicate", 1);
+            cJSON_AddItemToArray(ranks, v[i]);
         }
-        cJSON *missing = cJSON_AddArrayToObject(j, "missing");
-        for (int i = 0; i < ws; i++)
-            if (!seen[i])
-                cJSON_AddItemToArray(missing, cJSON_CreateNumber(i));
-        free(seen);
+        cJSON_AddItemToObject(j, "ranks", ranks);
+        int *rk = malloc(sizeof(int) * ((size_t)n + 1));
+        for (int i = 0; rk && i < n; i++)
+            rk[i] = (int)cli_json_num(v[i], "rank", -1);
+        struct cli_cluster_gaps g;
+        cli_cluster_gaps(rk, rk ? n : 0, ws, &g);
+        cli_cluster_gaps_to_json(j, &g);
+        cli_cluster_gaps_free(&g);
+        free(rk);
         free(v);
     }
     return out;
@@ -128,14 +133,30 @@ int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes)
                        cli_json_text(r, "python") ? cli_json_text(r, "python") : "?",
                        cli_json_text(r, "probe") ? cli_json_text(r, "probe") : "?");
             }
-            int nm = cJSON_GetArraySize(miss), k = 0;
-            if (nm) {
-                int *v = malloc(sizeof(int) * (size_t)nm);
-                cJSON_ArrayForEach(r, miss) v[k++] = r->valueint;
-                char *s = cli_cluster_ranges(v, nm);
-                printf("  missing: %s\n", s ? s : "");
-                free(s);
-                free(v);
+            (void)miss;
+            if (cli_json_num(j, "missing_count", 0) > 0)
+                printf("  missing: %.0f rank%s: %s\n", cli_json_num(j, "missing_count", 0),
+                       cli_json_num(j, "missing_count", 0) == 1 ? "" : "s",
+                       cli_json_text(j, "missing_ranges"));
+            const cJSON *p;
+            cJSON_ArrayForEach(r, ranks)
+            {
+                int rank = (int)cli_json_num(r, "rank", -1);
+                if (cli_json_true(r, "duplicate") &&
+                    (r == ranks->child || cli_json_num(r->prev, "rank", -1) != rank)) {
+                    printf("  duplicate rank %d: claimed by", rank);
+                    for (p = r; p && (int)cli_json_num(p, "rank", -1) == rank; p = p->next)
+                        printf(" pid %d (node %s, uid %d)%s", (int)cli_json_num(p, "pid", 0),
+                               cli_json_text(p, "node"), (int)cli_json_num(p, "uid", -1),
+                               p->next && (int)cli_json_num(p->next, "rank", -1) == rank ? ","
+                                                                                        : "");
+                    printf(": only one can be the job's\n");
+                }
+                if (cli_json_true(r, "foreign"))
+                    printf("  rank %d (pid %d, node %s) belongs to uid %d, not the job's uid %d: "
+                           "not injected (cluster stacks --any-uid to allow)\n",
+                           rank, (int)cli_json_num(r, "pid", 0), cli_json_text(r, "node"),
+                           (int)cli_json_num(r, "uid", -1), (int)cli_json_num(r, "job_uid", -1));
             }
         }
         cJSON_ArrayForEach(e, cJSON_GetObjectItem(m, "errors"))

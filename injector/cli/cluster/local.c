@@ -278,24 +278,38 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
             cJSON_AddItemToArray(ranks, r);
     }
     cJSON_Delete(found);
-    int n = cJSON_GetArraySize(ranks);
-    if (o->op == CLUSTER_OP_LIST || n == 0)
+    int all = cJSON_GetArraySize(ranks), n = 0;
+    if (o->op == CLUSTER_OP_LIST || all == 0)
         return doc;
-    struct local_ctx lc = {o, calloc((size_t)n, sizeof(cJSON *))};
-    struct cli_cluster_child *kids = calloc((size_t)n, sizeof *kids);
+    struct local_ctx lc = {o, calloc((size_t)all, sizeof(cJSON *))};
+    struct cli_cluster_child *kids = calloc((size_t)all, sizeof *kids);
     if (!lc.ranks || !kids) {
         free(lc.ranks);
         free(kids);
         return doc;
     }
-    for (int i = 0; i < n; i++) {
-        lc.ranks[i] = cJSON_GetArrayItem(ranks, i);
-        kids[i].killable_after = 1;
+    cJSON *r0;
+    cJSON_ArrayForEach(r0, ranks)
+    {
+        /* Anyone can put RANK, WORLD_SIZE and the job's MASTER_ADDR in their own process: one
+         * run by another user than the job's is not injected (nor read) unless asked. */
+        if (cli_json_true(r0, "foreign") && !o->any_uid) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "rank %d (pid %d) belongs to uid %d, not the job's uid %d: "
+                     "not injected (--any-uid to ask it anyway)", (int)cli_json_num(r0, "rank", -1),
+                     (int)cli_json_num(r0, "pid", 0), (int)cli_json_num(r0, "uid", -1),
+                     (int)cli_json_num(r0, "job_uid", -1));
+            cJSON_AddStringToObject(r0, "error", msg);
+            continue;
+        }
+        lc.ranks[n] = r0;
+        kids[n++].killable_after = 1;
     }
     int timeout = o->rank_timeout_ms +
                   (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
     fflush(stdout);
-    cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
+    if (n > 0)
+        cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
     struct flame_intern tab = {0};
     for (int i = 0; i < n; i++) {
         cJSON *r = lc.ranks[i], *ans = NULL;

@@ -58,33 +58,27 @@ static void report_gaps(const cJSON *nodes, const cJSON **ranks, int n, int *ans
     cJSON_ArrayForEach(d, nodes) if (cli_json_text(d, "error"))
         fprintf(stderr, "probing: warning: node %s: %s\n", cli_json_text(d, "node"),
                 cli_json_text(d, "error"));
-    char *seen = NULL;
     for (int i = 0; i < n; i++)
         if (cli_json_num(ranks[i], "world_size", 0) > *world)
             *world = (int)cli_json_num(ranks[i], "world_size", 0);
-    seen = calloc((size_t)*world + 1, 1);
-    for (int i = 0; i < n; i++) {
+    int *ok = malloc(sizeof(int) * ((size_t)n + 1)), k = 0;
+    for (int i = 0; ok && i < n; i++) {
         int rk = (int)cli_json_num(ranks[i], "rank", -1);
-        if (cli_json_text(ranks[i], "error")) {
+        if (cli_json_text(ranks[i], "error"))
             fprintf(stderr, "probing: warning: rank %d (node %s, pid %d): %s\n", rk,
                     cli_json_text(ranks[i], "node"), (int)cli_json_num(ranks[i], "pid", 0),
                     cli_json_text(ranks[i], "error"));
-        } else if (rk >= 0 && rk < *world && !seen[rk]) {
-            seen[rk] = 1;
-            (*answered)++;
-        }
+        else if (rk >= 0 && rk < *world && (k == 0 || ok[k - 1] != rk)) /* ranks are sorted */
+            ok[k++] = rk;
     }
-    int nm = 0, *miss = malloc(sizeof(int) * (size_t)(*world + 1));
-    for (int i = 0; i < *world; i++)
-        if (!seen[i])
-            miss[nm++] = i;
-    if (nm) {
-        char *s = cli_cluster_ranges(miss, nm);
-        fprintf(stderr, "probing: warning: %d rank%s missing: %s\n", nm, nm == 1 ? "" : "s", s);
-        free(s);
-    }
-    free(miss);
-    free(seen);
+    *answered = k;
+    struct cli_cluster_gaps g;
+    cli_cluster_gaps(ok, ok ? k : 0, *world, &g);
+    if (g.count)
+        fprintf(stderr, "probing: warning: %ld rank%s missing: %s\n", g.count,
+                g.count == 1 ? "" : "s", g.ranges ? g.ranges : "");
+    cli_cluster_gaps_free(&g);
+    free(ok);
 }
 
 int cli_cluster_query_report(const struct cli_cluster_opts *o, cJSON *nodes)
@@ -201,7 +195,7 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
     cJSON_AddNumberToObject(index, "world_size", world);
     cJSON_AddNumberToObject(index, "created", (double)time(NULL));
     cJSON *ir = cJSON_AddArrayToObject(index, "ranks");
-    char *seen = calloc((size_t)world + 1, 1);
+    int *seen = malloc(sizeof(int) * ((size_t)n + 1)), nseen = 0;
     size_t tcap = 4096, tlen = 0;
     char *txt = NULL;
     FILE *it = open_memstream(&txt, &tlen);
@@ -241,8 +235,8 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
                     (int)cli_json_num(r, "pid", 0), cli_tx(name),
                     cli_json_text(d, "localsError") ? "  (no locals: " : "",
                     cli_json_text(d, "localsError") ? "the GIL could not be had)" : "");
-            if (rk >= 0 && rk < world)
-                seen[rk] = 1;
+            if (seen)
+                seen[nseen++] = rk;
             written++;
         } else {
             cJSON_AddStringToObject(
@@ -252,12 +246,14 @@ int cli_cluster_dump_report(const struct cli_cluster_opts *o, cJSON *nodes)
         }
         cJSON_AddItemToArray(ir, e);
     }
-    cJSON *miss = cJSON_AddArrayToObject(index, "missing");
-    for (int i = 0; i < world; i++)
-        if (!seen[i]) {
-            cJSON_AddItemToArray(miss, cJSON_CreateNumber(i));
-            fprintf(it, "rank %d  missing\n", i);
-        }
+    struct cli_cluster_gaps g;
+    cli_cluster_gaps(seen, nseen, world, &g);
+    if (g.count == 1)
+        fprintf(it, "rank %s  missing\n", g.ranges ? g.ranges : "");
+    else if (g.count > 1)
+        fprintf(it, "ranks %s  missing (%ld)\n", g.ranges ? g.ranges : "", g.count);
+    cli_cluster_gaps_to_json(index, &g);
+    cli_cluster_gaps_free(&g);
     cJSON *ne = cJSON_AddArrayToObject(index, "node_errors");
     const cJSON *d;
     cJSON_ArrayForEach(d, nodes) if (cli_json_str(d, "error"))

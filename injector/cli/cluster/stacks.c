@@ -73,6 +73,59 @@ static int cmp_int(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void cli_cluster_gaps(const int *present, int n, long world, struct cli_cluster_gaps *g)
+{
+    memset(g, 0, sizeof *g);
+    g->list = cJSON_CreateArray();
+    int *v = malloc(sizeof(int) * ((size_t)n + 1)), k = 0;
+    /* at most one range per rank found, plus one: "-" and two 10-digit numbers and "," */
+    size_t cap = 32 + ((size_t)n + 1) * 24, len = 0;
+    g->ranges = malloc(cap);
+    if (!v || !g->ranges) {
+        free(v);
+        return;
+    }
+    g->ranges[0] = '\0';
+    for (int i = 0; i < n; i++)
+        if (present[i] >= 0 && present[i] < world)
+            v[k++] = present[i];
+    if (k > 0)
+        qsort(v, (size_t)k, sizeof *v, cmp_int);
+    long next = 0; /* the lowest rank not yet accounted for */
+    int listed = 0;
+    for (int i = 0; i <= k; i++) {
+        long upto = i < k ? v[i] : world; /* the gap is [next, upto) */
+        if (upto > next) {
+            g->count += upto - next;
+            if (upto - 1 == next)
+                len += (size_t)snprintf(g->ranges + len, cap - len, "%s%ld", len ? "," : "", next);
+            else
+                len += (size_t)snprintf(g->ranges + len, cap - len, "%s%ld-%ld", len ? "," : "",
+                                        next, upto - 1);
+            for (long r = next; r < upto && listed < CLUSTER_MISSING_LIST; r++, listed++)
+                cJSON_AddItemToArray(g->list, cJSON_CreateNumber((double)r));
+        }
+        if (i < k && upto + 1 > next)
+            next = upto + 1;
+    }
+    free(v);
+}
+
+void cli_cluster_gaps_to_json(cJSON *o, struct cli_cluster_gaps *g)
+{
+    cJSON_AddItemToObject(o, "missing", g->list ? g->list : cJSON_CreateArray());
+    g->list = NULL;
+    cJSON_AddNumberToObject(o, "missing_count", (double)g->count);
+    cJSON_AddStringToObject(o, "missing_ranges", g->ranges ? g->ranges : "");
+}
+
+void cli_cluster_gaps_free(struct cli_cluster_gaps *g)
+{
+    cJSON_Delete(g->list);
+    free(g->ranges);
+    memset(g, 0, sizeof *g);
+}
+
 /* Sorts v and drops duplicates; returns the new count. */
 static int uniq(int *v, int n)
 {
@@ -156,8 +209,9 @@ struct view {
     int nstacks, cap_stacks;
     struct task *tasks;
     struct group *groups;
-    cJSON *missing, *errors;
-    int nodes_answered;
+    struct cli_cluster_gaps gaps; /* the ranks that did not answer */
+    cJSON *errors;
+    int nodes_answered, answered;
 };
 
 static int by_size(const void *pa, const void *pb)
@@ -213,7 +267,7 @@ static void view_free(struct view *v)
     free(v->tasks);
     free(v->groups);
     free(v->stacks);
-    cJSON_Delete(v->missing);
+    cli_cluster_gaps_free(&v->gaps);
     cJSON_Delete(v->errors);
 }
 
@@ -223,7 +277,6 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
     v->job = cli_cluster_pick_job(o, nodes);
     if (!v->job)
         return -1;
-    v->missing = cJSON_CreateArray();
     v->errors = cJSON_CreateArray();
     struct flame_intern tab = {0};
     const cJSON *d, *r;
@@ -301,13 +354,14 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
     }
     flame_intern_free(&tab);
     /* Who answered, and so who is missing. */
-    char *ok = calloc((size_t)v->world + 1, 1);
-    for (int i = 0; i < v->ntasks; i++)
-        if (v->tasks[i].rank >= 0 && v->tasks[i].rank < v->world)
-            ok[v->tasks[i].rank] = 1;
-    for (int i = 0; i < v->world; i++)
-        if (!ok[i])
-            cJSON_AddItemToArray(v->missing, cJSON_CreateNumber(i));
+    int *ok = malloc(sizeof(int) * ((size_t)v->ntasks + 1));
+    for (int i = 0; ok && i < v->ntasks; i++)
+        ok[i] = v->tasks[i].rank;
+    cli_cluster_gaps(ok, ok ? v->ntasks : 0, v->world, &v->gaps);
+    int answered = ok ? uniq(ok, v->ntasks) : 0;
+    for (int i = 0; i < answered; i++)
+        if (ok[i] >= 0 && ok[i] < v->world)
+            v->answered++;
     free(ok);
     /* Groups: tasks by their last stack. */
     v->groups = calloc((size_t)v->ntasks + 1, sizeof *v->groups);
@@ -369,14 +423,7 @@ static void print_frame(const cJSON *f, int mark, int color)
 
 static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
 {
-    int answered = 0;
-    char *ok = calloc((size_t)v->world + 1, 1);
-    for (int i = 0; i < v->ntasks; i++)
-        if (v->tasks[i].rank >= 0 && v->tasks[i].rank < v->world && !ok[v->tasks[i].rank]) {
-            ok[v->tasks[i].rank] = 1;
-            answered++;
-        }
-    free(ok);
+    int answered = v->answered;
     printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", cli_tx(v->job),
            v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
            nodes == 1 ? "" : "s", v->ngroups, v->ngroups == 1 ? "" : "s");
@@ -387,16 +434,11 @@ static void print_header(const struct cli_cluster_opts *o, const struct view *v,
 
 static void print_missing(const struct view *v)
 {
-    int n = cJSON_GetArraySize(v->missing), k = 0;
-    const cJSON *m, *e;
-    if (n > 0) {
-        int *r = malloc(sizeof(int) * (size_t)n);
-        cJSON_ArrayForEach(m, v->missing) r[k++] = m->valueint;
-        char *s = cli_cluster_ranges(r, n);
-        printf("\nmissing: %d rank%s: %s\n", n, n == 1 ? "" : "s", s ? s : "");
-        free(s);
-        free(r);
-    }
+    long n = v->gaps.count;
+    const cJSON *e;
+    if (n > 0)
+        printf("\nmissing: %ld rank%s: %s\n", n, n == 1 ? "" : "s",
+               v->gaps.ranges ? v->gaps.ranges : "");
     cJSON_ArrayForEach(e, v->errors)
     {
         if (cJSON_GetObjectItemCaseSensitive(e, "rank"))
@@ -557,7 +599,9 @@ static cJSON *view_json(const struct view *v)
                               frames ? cJSON_Duplicate(frames, 1) : cJSON_CreateArray());
         cJSON_AddItemToArray(groups, j);
     }
-    cJSON_AddItemToObject(out, "missing", cJSON_Duplicate(v->missing, 1));
+    cJSON_AddItemToObject(out, "missing", cJSON_Duplicate(v->gaps.list, 1));
+    cJSON_AddNumberToObject(out, "missing_count", (double)v->gaps.count);
+    cJSON_AddStringToObject(out, "missing_ranges", v->gaps.ranges ? v->gaps.ranges : "");
     cJSON_AddItemToObject(out, "errors", cJSON_Duplicate(v->errors, 1));
     return out;
 }
