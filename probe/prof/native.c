@@ -18,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sig/stack_sig.h"
 #include "sig/unwind.h"
 
 #define NATIVE_WAIT_MS 1000 /* for each batch of threads to answer (a loaded machine may run a
                              * niced target late) */
+#define NATIVE_TOTAL_MS 3000 /* for one call, all batches together: threads left are not asked */
 
 static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -89,6 +91,61 @@ static void take(struct prof_nframe *dst, struct prof_nframe *src)
 {
     *dst = *src;
     src->name = src->file = NULL;
+}
+
+/* A deep copy of frames f[0..n) (NULL when f is), or NULL with *bad set when out of memory. */
+static struct prof_nframe *frames_dup(const struct prof_nframe *f, int n, int *bad)
+{
+    struct prof_nframe *d;
+    if (!f)
+        return NULL;
+    if (!(d = calloc((size_t)n + 1, sizeof *d))) {
+        *bad = 1;
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        d[i] = f[i];
+        d[i].name = f[i].name ? strdup(f[i].name) : NULL;
+        d[i].file = f[i].file ? strdup(f[i].file) : NULL;
+        if ((f[i].name && !d[i].name) || (f[i].file && !d[i].file))
+            *bad = 1;
+    }
+    return d;
+}
+
+/* dst (zeroed) becomes a copy of src: a thread listed twice (a corrupted thread list) is
+ * asked once. 0, or -ENOMEM. */
+static int nstack_dup(struct prof_nstack *dst, const struct prof_nstack *src)
+{
+    int bad = 0;
+    *dst = *src;
+    dst->f = frames_dup(src->f, src->n, &bad);
+    dst->py = frames_dup(src->py, src->npy, &bad);
+    if (bad) {
+        prof_nstack_free(dst);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+struct tid_at {
+    long tid;
+    int at;
+};
+
+static int tid_at_cmp(const void *a, const void *b)
+{
+    const struct tid_at *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Names and merges one thread's raw stacks into s (pb_stack_merge). all: keep CPython's
@@ -213,13 +270,39 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
 {
     struct stack_sig_result *res, one;
     struct unwind_cache *blk;
+    struct tid_at *ord = NULL;
     uintptr_t ts[256];
     long ids[256];
+    int *first = NULL, *uniq = NULL, nu = 0;
     int own = 0, rc = 0, nts, batch[STACK_SIG_BATCH];
+    long long deadline = now_ms() + NATIVE_TOTAL_MS;
     memset(out, 0, (size_t)n * sizeof *out);
     if (pyrt_sig_prepare() < 0)
         return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
                           "refused here): native stacks cannot be read");
+    /* Each thread once (a corrupted thread list may name one thread thousands of times: each
+     * copy asked would wait out its batch, one signal answering for all), in tids' order. */
+    ord = calloc((size_t)n + 1, sizeof *ord);
+    first = calloc((size_t)n + 1, sizeof *first);
+    uniq = calloc((size_t)n + 1, sizeof *uniq);
+    if (!ord || !first || !uniq) {
+        free(ord);
+        free(first);
+        free(uniq);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        ord[i].tid = tids[i], ord[i].at = i, first[i] = i;
+    qsort(ord, (size_t)n, sizeof *ord, tid_at_cmp);
+    for (int i = 1; i < n; i++)
+        if (ord[i].tid == ord[i - 1].tid)
+            first[ord[i].at] = first[ord[i - 1].at];
+    free(ord);
+    for (int i = 0; i < n; i++) {
+        out[i].tid = tids[i];
+        if (tids[i] > 0 && first[i] == i)
+            uniq[nu++] = i;
+    }
     prof_sig_lock();
     if (!interp_fbase) {
         void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
@@ -232,6 +315,8 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
         if ((rc = prof_sig_install(err)) < 0) {
             prof_sig_unlock();
+            free(first);
+            free(uniq);
             return rc;
         }
         own = 1;
@@ -243,22 +328,25 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
-    for (int at = 0; at < n && rc == 0; at += STACK_SIG_BATCH) {
-        int m = n - at < STACK_SIG_BATCH ? n - at : STACK_SIG_BATCH, k = 0, idx[STACK_SIG_BATCH];
+    for (int at = 0; at < nu && rc == 0; at += STACK_SIG_BATCH) {
+        int m = nu - at < STACK_SIG_BATCH ? nu - at : STACK_SIG_BATCH, k = 0;
+        int idx[STACK_SIG_BATCH];
+        long long left = deadline - now_ms();
         for (int i = 0; i < m; i++) {
-            struct prof_nstack *s = &out[at + i];
-            s->tid = tids[at + i];
-            if (tids[at + i] <= 0)
-                continue;
+            struct prof_nstack *s = &out[uniq[at + i]];
             uintptr_t tstate = 0;
             for (int j = 0; j < nts; j++)
-                if (ids[j] == tids[at + i])
+                if (ids[j] == s->tid)
                     tstate = ts[j];
             memset(&one, 0, sizeof one);
-            int b = read_blocked((int)tids[at + i], tstate, &one, blk);
+            int b = read_blocked((int)s->tid, tstate, &one, blk);
             if (b == 0) { /* not blocked in a system call: it answers the signal */
-                idx[k] = at + i;
-                batch[k++] = (int)tids[at + i];
+                if (left <= 0) {
+                    s->unasked = 1; /* this call has waited NATIVE_TOTAL_MS already */
+                    continue;
+                }
+                idx[k] = uniq[at + i];
+                batch[k++] = (int)s->tid;
                 continue;
             }
             s->blocked = b > 0 ? 1 : 2;
@@ -268,9 +356,10 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
                 break;
             }
         }
-        if (rc < 0)
-            break;
-        int got = stack_sig_collect(batch, k, res, NATIVE_WAIT_MS);
+        if (rc < 0 || k == 0)
+            continue;
+        int got = stack_sig_collect(batch, k, res,
+                                    left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
         if (got < 0) {
             rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
             break;
@@ -282,9 +371,14 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
                 rc = pb_err_set(err, -ENOMEM, "out of memory");
         }
     }
+    for (int i = 0; i < n && rc == 0; i++)
+        if (tids[i] > 0 && first[i] != i && nstack_dup(&out[i], &out[first[i]]) < 0)
+            rc = pb_err_set(err, -ENOMEM, "out of memory");
 out:
     free(res);
     free(blk);
+    free(first);
+    free(uniq);
     if (own)
         prof_sig_uninstall();
     prof_sig_unlock();

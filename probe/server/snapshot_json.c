@@ -124,6 +124,8 @@ cJSON *dap_json_native(const struct prof_nstack *s)
         cJSON_AddStringToObject(o, "error",
                                 s->blocked ? "the thread kept waking while its stack was read "
                                              "(a blocked thread is never signalled)"
+                                : s->unasked ? "not asked: the dump had already waited 3 s for "
+                                               "other threads' native stacks"
                                 : s->tid > 0 ? "the thread did not answer in time "
                                                "(it blocks SIGPROF, or never ran)"
                                              : "the thread's native id is unknown");

@@ -881,7 +881,7 @@ static int step_cached(struct regs *rs, const struct unwind_rule *e, struct unwi
 }
 
 static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
-                struct unwind_cache *cache, int guess);
+                struct unwind_cache *cache, int guess, int exact, int *clean);
 
 int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
                   void *arg, struct unwind_cache *cache)
@@ -901,7 +901,8 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
     rs.v[RSP] = (uintptr_t)uc->uc_mcontext.sp;
     rs.valid = (1u << RA) | (1u << RBP) | (1u << RSP);
 #endif
-    return walk(&rs, out, max, find, arg, cache, 0);
+    int clean;
+    return walk(&rs, out, max, find, arg, cache, 0, 1, &clean);
 }
 
 int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
@@ -912,7 +913,8 @@ int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
     rs.v[RA] = pc;
     rs.v[RSP] = sp;
     rs.valid = (1u << RA) | (1u << RSP); /* the frame pointer is not known */
-    return walk(&rs, out, max, NULL, NULL, cache, 1);
+    int clean;
+    return walk(&rs, out, max, NULL, NULL, cache, 1, 1, &clean);
 }
 
 /* 1 when the instruction that ends at ra is a call (e8 rel32, or ff /2 with any operand, with
@@ -945,33 +947,61 @@ static int after_call(uintptr_t ra)
     return 0;
 }
 
-/* A thread read without its registers (unwind_native_pcsp) has no rbp: for a frame whose CFA is
- * rbp + cfa_off (libffi's call frame, a function with a variable-size frame) rbp is looked
- * for from sp up: the lowest 8-aligned slot for which the return address at rbp + cfa_off +
- * ra_off lies in a known module right after a call instruction. 0 (rbp set), or -1. */
-static int guess_rbp(struct regs *rs, int64_t cfa_off, int64_t ra_off, struct unwind_cache *c,
-                     unwind_find_fn find, void *arg)
+/* A thread read without its registers (unwind_native_pcsp) has no rbp: a frame whose CFA is
+ * rbp + cfa_off (a function built with frame pointers, libffi's call frame, one with a
+ * variable-size frame) when no inner frame saved rbp needs it guessed. The candidates are the
+ * 8-aligned slots a from sp up for which the return address at a + cfa_off + ra_off lies in a
+ * known module right after a call instruction; stale return addresses left below the frame by
+ * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
+ * stack with it (without guessing again) into out: the first whose unwind reaches the
+ * outermost frame (clone3, _start) or fills out wins, else the one that went deepest. The
+ * frames of the winner are in out[0..return value); 0 when no candidate unwinds at all. */
+#define GUESS_SPAN 8192 /* bytes of stack searched above sp */
+#define GUESS_TRIES 32  /* candidates tried */
+
+static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int exact,
+                     uintptr_t *out, int max, struct unwind_cache *c, unwind_find_fn find,
+                     void *arg)
 {
-    uintptr_t sp = rs->v[RSP];
-    for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + 4096; a += 8) {
+    uintptr_t sp = rs->v[RSP], best = 0;
+    int best_n = 0, tries = 0;
+    for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + GUESS_SPAN && tries < GUESS_TRIES;
+         a += 8) {
         uintptr_t ra;
         struct unwind_mod m;
         if (srd_word(c, a + (uintptr_t)(cfa_off + ra_off), &ra) != 0)
-            return -1;
+            break;
         if (ra < 8 || find(ra - 1, &m, arg) != 0 || !after_call(ra))
             continue;
-        rs->v[RBP] = a;
-        rs->valid |= 1u << RBP;
-        return 0;
+        struct regs t = *rs;
+        int clean = 0, k;
+        t.v[RBP] = a;
+        t.valid |= 1u << RBP;
+        tries++;
+        k = walk(&t, out, max, find, arg, c, 0, exact, &clean);
+        if (clean || k == max)
+            return k;
+        if (k > best_n)
+            best_n = k, best = a;
     }
-    return -1;
+    if (!best_n)
+        return 0;
+    struct regs t = *rs;
+    int clean;
+    t.v[RBP] = best;
+    t.valid |= 1u << RBP;
+    return walk(&t, out, max, find, arg, c, 0, exact, &clean);
 }
 
+/* Unwinds from *rsp into out (exact: rs's pc is where it stopped, not a return address);
+ * *clean is set when the stack ended at its outermost frame (or a zero return address). guess:
+ * guess rbp where a frame needs it and it is not known (guess_rbp). */
 static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
-                struct unwind_cache *cache, int guess)
+                struct unwind_cache *cache, int guess, int exact, int *clean)
 {
     struct regs rs = *rsp;
-    int n = 0, exact = 1;
+    int n = 0;
+    *clean = 0;
     unsigned gen = 0;
     struct unwind_table *t = NULL;
     if (max <= 0)
@@ -990,8 +1020,12 @@ static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, 
 #endif
     while (n < max) {
         uintptr_t pc = rs.v[RA];
-        if (!(rs.valid & (1u << RA)) || pc == 0)
+        if (!(rs.valid & (1u << RA)))
             break;
+        if (pc == 0) {
+            *clean = n > 0;
+            break;
+        }
         out[n++] = pc;
         if (n == max)
             break;
@@ -1012,8 +1046,13 @@ static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, 
             }
         }
         if (hit) {
-            if (guess && r.cfa_reg == RBP && !(rs.valid & (1u << RBP)))
-                guess_rbp(&rs, r.cfa_off, r.ra_off, cache, find, arg);
+            if (guess && r.cfa_reg == RBP && r.ra_off && !(rs.valid & (1u << RBP)))
+                return n - 1 + guess_rbp(&rs, r.cfa_off, r.ra_off, exact, out + n - 1,
+                                         max - n + 1, cache, find, arg);
+            if (r.ra_off == 0) {
+                *clean = 1; /* the outermost frame */
+                break;
+            }
             if (step_cached(&rs, &r, cache) != 0)
                 break;
             signal = r.signal;
@@ -1034,7 +1073,12 @@ static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, 
                 signal = c.signal;
                 if (guess && s.cfa_reg == RBP && !(rs.valid & (1u << RBP)) &&
                     s.r[RA].how == R_OFF)
-                    guess_rbp(&rs, s.cfa_off, s.r[RA].v, cache, find, arg);
+                    return n - 1 + guess_rbp(&rs, s.cfa_off, s.r[RA].v, exact, out + n - 1,
+                                             max - n + 1, cache, find, arg);
+                if (s.r[RA].how == R_UNDEF) {
+                    *clean = 1; /* the outermost frame */
+                    break;
+                }
                 if (step_cfi(&rs, &s, &signal, cache) != 0)
                     break;
             } else if (step_fp(&rs, cache) != 0) {

@@ -8,6 +8,7 @@ of native frames from DWARF, and nothing of ours left in the target after the du
 import json
 import os
 import re
+import time
 
 import pytest
 
@@ -135,9 +136,53 @@ def test_native_all_and_text(python, spawn):
                      % bp("native_mix.py", "callback_sleep"), out), out
     assert re.search(r"\n    \(native\) mix_call\+0x[0-9a-f]+ in libnative_mix\.so "
                      r"\(.*native_mix\.c:%d\)\n" % cbp("mix_call_cb"), out), out
-    assert "note: native stack not read: the thread did not answer in time" in out
+    # Every thread either answers or waits in a system call and is read without a signal
+    # ("masked" blocks SIGPROF but waits in an Event): none is left out (issue 36 item 2; the
+    # note once shown for "masked" is now test_native_masked_running's, for a running thread).
+    assert "note: native stack not read" not in out, out
     assert "_PyEval_EvalFrameDefault" not in out
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_masked_running(python, spawn):
+    """A thread that blocks SIGPROF while it runs (C, no system call) cannot answer: its native
+    stack is left out with a note, its Python frames shown, and the dump still finishes."""
+    t = spawn(python, "native_mix.py", args=("--masked-spin",))
+    d = dump_json(t.pid, "--native")
+    th = threads_of(d)
+    n = th["spinner"]["native"]
+    assert n["answered"] is False and "blocked" not in n, n
+    assert "did not answer in time" in n["error"], n
+    assert [x["name"] for x in th["spinner"]["frames"]][:1] == ["run_spin"], th["spinner"]
+    m = th["masked"]["native"]
+    assert m["answered"] is True and m.get("blocked") is True, m
+    r = probing("-p", t.pid, "debug", "--dump", "--native", check=True)
+    assert r.stdout.count("note: native stack not read: the thread did not answer in time") \
+        == 1, r.stdout
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_thread_list_cycle(python, spawn):
+    """A corrupted thread list names one running thread some 4096 times (issue 37 item 10): it is
+    asked once, every copy gets its stack, and the dump takes well under a second per batch
+    (before: 1 s for each of the 128 batches of 32 copies, one signal answering for all)."""
+    t = spawn(python, "native_mix.py", args=("--thread-cycle",))
+    t0 = time.monotonic()
+    d = dump_json(t.pid, "--native")
+    took = time.monotonic() - t0
+    looped = t.ready["tids"]["looped"]
+    ids = [x["nativeId"] for x in d["threads"]]
+    assert len(ids) >= 4000 and set(ids) == {looped}, (len(ids), set(ids))
+    for x in d["threads"]:
+        n = x["native"]
+        assert n["answered"] is True and "blocked" not in n, n
+        assert any("mix_spin" in (f.get("name") or "") for f in n["frames"][:2]), n["frames"]
+    print("dump of %d copies: %.2f s" % (len(ids), took))
+    assert took < 60, took  # loaded 2-core machine: 6-17 s seen; before: over 128 s
+    t.assert_responsive()
 
 
 @pytest.mark.parametrize("python", PYTHONS)
