@@ -953,8 +953,9 @@ static int after_call(uintptr_t ra)
  * 8-aligned slots a from sp up for which the return address at a + cfa_off + ra_off lies in a
  * known module right after a call instruction; stale return addresses left below the frame by
  * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
- * stack with it (without guessing again) into out: the first whose unwind reaches the
- * outermost frame (clone3, _start) or fills out wins, else the one that went deepest. The
+ * stack with it (without guessing again): of those whose unwind reaches the outermost frame
+ * (clone3, _start) the one with the most frames wins (a stale return address that still ends
+ * well skips frames), else the one that went deepest. The
  * frames of the winner are in out[0..return value); 0 when no candidate unwinds at all. */
 #define GUESS_SPAN 8192 /* bytes of stack searched above sp */
 #define GUESS_TRIES 32  /* candidates tried */
@@ -964,7 +965,7 @@ static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int
                      void *arg)
 {
     uintptr_t sp = rs->v[RSP], best = 0;
-    int best_n = 0, tries = 0;
+    int best_n = 0, best_clean = 0, tries = 0;
     for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + GUESS_SPAN && tries < GUESS_TRIES;
          a += 8) {
         uintptr_t ra;
@@ -979,10 +980,8 @@ static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int
         t.valid |= 1u << RBP;
         tries++;
         k = walk(&t, out, max, find, arg, c, 0, exact, &clean);
-        if (clean || k == max)
-            return k;
-        if (k > best_n)
-            best_n = k, best = a;
+        if (clean > best_clean || (clean == best_clean && k > best_n))
+            best_n = k, best = a, best_clean = clean;
     }
     if (!best_n)
         return 0;
@@ -994,7 +993,8 @@ static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int
 }
 
 /* Unwinds from *rsp into out (exact: rs's pc is where it stopped, not a return address);
- * *clean is set when the stack ended at its outermost frame (or a zero return address). guess:
+ * *clean is set when the stack ended at its outermost frame (CFI's undefined return address:
+ * clone3, _start). guess:
  * guess rbp where a frame needs it and it is not known (guess_rbp). */
 static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
                 struct unwind_cache *cache, int guess, int exact, int *clean)
@@ -1022,10 +1022,8 @@ static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, 
         uintptr_t pc = rs.v[RA];
         if (!(rs.valid & (1u << RA)))
             break;
-        if (pc == 0) {
-            *clean = n > 0;
-            break;
-        }
+        if (pc == 0)
+            break; /* not clean: a garbage frame may well read a zero */
         out[n++] = pc;
         if (n == max)
             break;
