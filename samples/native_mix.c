@@ -19,3 +19,13 @@ int mix_block(int fd)
     char c;
     return (int)read(fd, &c, 1); /* BP: mix_block_read */
 }
+
+/* Runs forever without a system call (native_mix.py --masked-spin: a thread that blocks SIGPROF
+ * while running, so it cannot answer the probe's signal). */
+void mix_spin(void);
+void mix_spin(void)
+{
+    volatile unsigned long n = 0;
+    for (;;)
+        n++;
+}

@@ -6,7 +6,13 @@
 #   "caller"   mix_call (samples/native_mix.c, compiled here with cc -g) calling back into
 #              Python, which sleeps in time.sleep (Python -> C -> Python -> C sleep);
 #   "blocker"  mix_block, blocked in read(2) inside C;
-#   "masked"   blocks SIGPROF, then waits on an Event (its native stack cannot be asked for).
+#   "masked"   blocks SIGPROF, then waits on an Event (blocked in a system call: its native
+#              stack is read without a signal all the same).
+# With --thread-cycle a thread "looped", started last (the head of the interpreter's thread
+# list), points its own thread state's next at itself (a corrupted thread list: the probe reads
+# it as this thread 4096 times) and runs mix_spin forever (tests/e2e/test_native.py).
+# With --masked-spin a thread "spinner" blocks SIGPROF, then runs mix_spin (C, the GIL released,
+# no system call) forever: its native stack cannot be asked for (tests/e2e/test_native.py).
 # With --sort-loop a fifth thread, "sorter", sorts again and again with libc's qsort and a Python
 # comparator that runs to the end (a breakpoint in it stops the thread inside the inner Python;
 # tests/e2e/test_debug_native.py). With --hold-gil the main thread then enters mix_block
@@ -76,6 +82,24 @@ def run_masked():
     forever.wait()  # BP: masked_wait
 
 
+def run_spin():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
+    tids["spinner"] = threading.get_native_id()
+    placed.release()
+    lib.mix_spin()  # BP: spin_call
+
+
+def run_looped():
+    ts = ctypes.pythonapi.PyThreadState_Get
+    ts.restype = ctypes.c_void_p
+    me = ts()
+    # struct _ts starts with prev, next on every CPython 3.8-3.15.
+    ctypes.c_void_p.from_address(me + ctypes.sizeof(ctypes.c_void_p)).value = me
+    tids["looped"] = threading.get_native_id()
+    placed.release()
+    lib.mix_spin()
+
+
 def sort_cmp(a, b):
     return a[0] - b[0]  # BP: sort_cmp
 
@@ -96,6 +120,10 @@ def main():
                ("masked", run_masked)]
     if "--sort-loop" in sys.argv:
         threads.append(("sorter", run_sort_loop))
+    if "--masked-spin" in sys.argv:
+        threads.append(("spinner", run_spin))
+    if "--thread-cycle" in sys.argv:
+        threads.append(("looped", run_looped))
     for name, fn in threads:
         threading.Thread(target=fn, name=name, daemon=True).start()
     for _ in threads:

@@ -48,6 +48,48 @@ static void help(void)
 static pid_t dump_pid;
 static const struct cli_ext *dump_ext;
 
+/* What srcline said for one (module, pc): a corrupted thread list may repeat one thread's
+ * stack thousands of times, and each DWARF lookup costs (issue 37 item 10). */
+struct line_memo {
+    char *mod;
+    unsigned long long pc, bias, off;
+    int rc, line;
+    char file[1024], func[512];
+};
+#define LINE_MEMO 512
+static struct line_memo *line_memo;
+
+static int srcline_memo(const char *mod, unsigned long long pc, unsigned long long bias,
+                        char *file, size_t nfile, int *line, char *func, size_t nfunc,
+                        unsigned long long *off)
+{
+    unsigned long long h = pc * 0x9E3779B97F4A7C15ull;
+    for (const char *c = mod; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001B3ull;
+    struct line_memo *m = NULL;
+    if (!line_memo)
+        line_memo = calloc(LINE_MEMO, sizeof *line_memo);
+    if (line_memo) {
+        m = &line_memo[(h >> 32) % LINE_MEMO];
+        if (m->mod && m->pc == pc && m->bias == bias && strcmp(m->mod, mod) == 0) {
+            snprintf(file, nfile, "%s", m->file);
+            snprintf(func, nfunc, "%s", m->func);
+            *line = m->line, *off = m->off;
+            return m->rc;
+        }
+    }
+    int rc = dump_ext->srcline(dump_pid, mod, pc, bias, file, nfile, line, func, nfunc, off);
+    if (m) {
+        free(m->mod);
+        m->mod = strdup(mod);
+        m->pc = pc, m->bias = bias, m->rc = rc, m->line = rc == 0 ? *line : 0;
+        m->off = rc == 0 ? *off : 0;
+        snprintf(m->file, sizeof m->file, "%s", rc == 0 ? file : "");
+        snprintf(m->func, sizeof m->func, "%s", rc == 0 ? func : "");
+    }
+    return rc;
+}
+
 /* Adds file and line to the native frames of one list from DWARF (ext/srcline.c). */
 static void add_lines(const cJSON *frames)
 {
@@ -63,9 +105,8 @@ static void add_lines(const cJSON *frames)
         if (kind && strcmp(kind, "native") == 0 && mod && addr && bias) {
             unsigned long long pc = strtoull(addr, NULL, 16);
             /* return addresses (all but the innermost frame) point after their call */
-            if (dump_ext->srcline(dump_pid, mod, i > 0 && pc ? pc - 1 : pc,
-                                  strtoull(bias, NULL, 16), file, sizeof file, &line, func,
-                                  sizeof func, &off) == 0) {
+            if (srcline_memo(mod, i > 0 && pc ? pc - 1 : pc, strtoull(bias, NULL, 16), file,
+                             sizeof file, &line, func, sizeof func, &off) == 0) {
                 if (file[0]) {
                     cJSON_AddStringToObject((cJSON *)f, "file", file);
                     cJSON_AddNumberToObject((cJSON *)f, "line", line);

@@ -12,16 +12,20 @@
 #include "prof.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sig/stack_sig.h"
 #include "sig/unwind.h"
 
 #define NATIVE_WAIT_MS 1000 /* for each batch of threads to answer (a loaded machine may run a
                              * niced target late) */
+#define NATIVE_TOTAL_MS 3000 /* for one call, all batches together: threads left are not asked */
 
 static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -89,6 +93,61 @@ static void take(struct prof_nframe *dst, struct prof_nframe *src)
     src->name = src->file = NULL;
 }
 
+/* A deep copy of frames f[0..n) (NULL when f is), or NULL with *bad set when out of memory. */
+static struct prof_nframe *frames_dup(const struct prof_nframe *f, int n, int *bad)
+{
+    struct prof_nframe *d;
+    if (!f)
+        return NULL;
+    if (!(d = calloc((size_t)n + 1, sizeof *d))) {
+        *bad = 1;
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        d[i] = f[i];
+        d[i].name = f[i].name ? strdup(f[i].name) : NULL;
+        d[i].file = f[i].file ? strdup(f[i].file) : NULL;
+        if ((f[i].name && !d[i].name) || (f[i].file && !d[i].file))
+            *bad = 1;
+    }
+    return d;
+}
+
+/* dst (zeroed) becomes a copy of src: a thread listed twice (a corrupted thread list) is
+ * asked once. 0, or -ENOMEM. */
+static int nstack_dup(struct prof_nstack *dst, const struct prof_nstack *src)
+{
+    int bad = 0;
+    *dst = *src;
+    dst->f = frames_dup(src->f, src->n, &bad);
+    dst->py = frames_dup(src->py, src->npy, &bad);
+    if (bad) {
+        prof_nstack_free(dst);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+struct tid_at {
+    long tid;
+    int at;
+};
+
+static int tid_at_cmp(const void *a, const void *b)
+{
+    const struct tid_at *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Names and merges one thread's raw stacks into s (pb_stack_merge). all: keep CPython's
  * internals. */
 static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *s)
@@ -138,15 +197,112 @@ out:
     return rc;
 }
 
+/* ---- threads blocked in a system call: read, never signalled ---- */
+
+/* A signal with a handler makes a blocked nanosleep, poll, epoll_wait or select return EINTR
+ * (even with SA_RESTART), and a ptrace stop does it to epoll_wait too: C code that does not
+ * retry would go on as if the time had passed. So a thread the kernel reports blocked in a
+ * system call (/proc/self/task/TID/syscall: its number, then the user sp and pc saved at
+ * entry) is read without being touched: its native stack unwound from that pc and sp, its
+ * Python frames from its thread state. The thread does not run while it is blocked, so its
+ * stack is stable; the read is kept only if the same system call at the same sp and pc is still
+ * reported afterwards with no context switch in between (the thread never ran). */
+
+/* 1 and *nr, *sp, *pc when tid is blocked in a system call, else 0 (running, or blocked
+ * outside one, or gone). */
+static int blocked_in_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *pc)
+{
+    char path[64], buf[256];
+    unsigned long a[6], s, p;
+    long n;
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    if (sscanf(buf, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &n, &a[0], &a[1], &a[2], &a[3], &a[4],
+               &a[5], &s, &p) != 9 || n < 0 || !s || !p)
+        return 0;
+    *nr = n, *sp = (uintptr_t)s, *pc = (uintptr_t)p;
+    return 1;
+}
+
+/* The thread's voluntary plus involuntary context switches so far (0 when unknown). */
+static unsigned long long switches(int tid)
+{
+    char path[64], buf[4096];
+    unsigned long long sum = 0, v;
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    for (const char *l = buf; l; l = strchr(l, '\n')) {
+        l += *l == '\n';
+        if ((sscanf(l, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+             sscanf(l, "nonvoluntary_ctxt_switches: %llu", &v) == 1))
+            sum += v;
+    }
+    return sum;
+}
+
+/* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
+ * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
+ * (r then holds its Python frames only, or nothing). */
+static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
+                        struct unwind_cache *cache)
+{
+    long nr, nr2;
+    uintptr_t sp, pc, sp2, pc2;
+    for (int tries = 0; tries < 3; tries++) {
+        unsigned long long sw = switches(tid);
+        if (!blocked_in_syscall(tid, &nr, &sp, &pc))
+            return tries ? -1 : 0;
+        memset(cache, 0, offsetof(struct unwind_cache, rows));
+        r->nnative = unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache);
+        r->npy = tstate ? pyrt_sig_frames_tstate(tstate, r->py, STACK_SIG_PY) : 0;
+        if (blocked_in_syscall(tid, &nr2, &sp2, &pc2) && nr2 == nr && sp2 == sp && pc2 == pc &&
+            switches(tid) == sw)
+            return 1;
+    }
+    r->nnative = 0;
+    return -1;
+}
+
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err)
 {
-    struct stack_sig_result *res;
-    int own = 0, rc = 0, batch[STACK_SIG_BATCH];
+    struct stack_sig_result *res, one;
+    struct unwind_cache *blk;
+    struct tid_at *ord = NULL;
+    uintptr_t ts[256];
+    long ids[256];
+    int *first = NULL, *uniq = NULL, nu = 0;
+    int own = 0, rc = 0, nts, batch[STACK_SIG_BATCH];
+    long long deadline = now_ms() + NATIVE_TOTAL_MS;
     memset(out, 0, (size_t)n * sizeof *out);
     if (pyrt_sig_prepare() < 0)
         return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
                           "refused here): native stacks cannot be read");
+    /* Each thread once (a corrupted thread list may name one thread thousands of times: each
+     * copy asked would wait out its batch, one signal answering for all), in tids' order. */
+    ord = calloc((size_t)n + 1, sizeof *ord);
+    first = calloc((size_t)n + 1, sizeof *first);
+    uniq = calloc((size_t)n + 1, sizeof *uniq);
+    if (!ord || !first || !uniq) {
+        free(ord);
+        free(first);
+        free(uniq);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        ord[i].tid = tids[i], ord[i].at = i, first[i] = i;
+    qsort(ord, (size_t)n, sizeof *ord, tid_at_cmp);
+    for (int i = 1; i < n; i++)
+        if (ord[i].tid == ord[i - 1].tid)
+            first[ord[i].at] = first[ord[i - 1].at];
+    free(ord);
+    for (int i = 0; i < n; i++) {
+        out[i].tid = tids[i];
+        if (tids[i] > 0 && first[i] == i)
+            uniq[nu++] = i;
+    }
     prof_sig_lock();
     if (!interp_fbase) {
         void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
@@ -159,25 +315,51 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
         if ((rc = prof_sig_install(err)) < 0) {
             prof_sig_unlock();
+            free(first);
+            free(uniq);
             return rc;
         }
         own = 1;
     }
     res = calloc(STACK_SIG_BATCH, sizeof *res);
-    if (!res) {
+    blk = calloc(1, sizeof *blk);
+    nts = pyrt_sig_threads(ts, ids, 256);
+    if (!res || !blk) {
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
-    for (int at = 0; at < n && rc == 0; at += STACK_SIG_BATCH) {
-        int m = n - at < STACK_SIG_BATCH ? n - at : STACK_SIG_BATCH, k = 0, idx[STACK_SIG_BATCH];
+    for (int at = 0; at < nu && rc == 0; at += STACK_SIG_BATCH) {
+        int m = nu - at < STACK_SIG_BATCH ? nu - at : STACK_SIG_BATCH, k = 0;
+        int idx[STACK_SIG_BATCH];
+        long long left = deadline - now_ms();
         for (int i = 0; i < m; i++) {
-            out[at + i].tid = tids[at + i];
-            if (tids[at + i] > 0) {
-                idx[k] = at + i;
-                batch[k++] = (int)tids[at + i];
+            struct prof_nstack *s = &out[uniq[at + i]];
+            uintptr_t tstate = 0;
+            for (int j = 0; j < nts; j++)
+                if (ids[j] == s->tid)
+                    tstate = ts[j];
+            memset(&one, 0, sizeof one);
+            int b = read_blocked((int)s->tid, tstate, &one, blk);
+            if (b == 0) { /* not blocked in a system call: it answers the signal */
+                if (left <= 0) {
+                    s->unasked = 1; /* this call has waited NATIVE_TOTAL_MS already */
+                    continue;
+                }
+                idx[k] = uniq[at + i];
+                batch[k++] = (int)s->tid;
+                continue;
+            }
+            s->blocked = b > 0 ? 1 : 2;
+            s->answered = b > 0;
+            if (b > 0 && merge(&one, all, s) < 0) {
+                rc = pb_err_set(err, -ENOMEM, "out of memory");
+                break;
             }
         }
-        int got = stack_sig_collect(batch, k, res, NATIVE_WAIT_MS);
+        if (rc < 0 || k == 0)
+            continue;
+        int got = stack_sig_collect(batch, k, res,
+                                    left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
         if (got < 0) {
             rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
             break;
@@ -189,8 +371,14 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
                 rc = pb_err_set(err, -ENOMEM, "out of memory");
         }
     }
+    for (int i = 0; i < n && rc == 0; i++)
+        if (tids[i] > 0 && first[i] != i && nstack_dup(&out[i], &out[first[i]]) < 0)
+            rc = pb_err_set(err, -ENOMEM, "out of memory");
 out:
     free(res);
+    free(blk);
+    free(first);
+    free(uniq);
     if (own)
         prof_sig_uninstall();
     prof_sig_unlock();

@@ -67,14 +67,19 @@ struct prof_nframe {
 struct prof_nstack {
     long tid;
     int answered;       /* 0: the thread did not take the signal in time (blocks SIGPROF) */
+    int blocked;        /* 1: blocked in a system call, read without a signal (native.c);
+                         * 2: the same, but it kept waking: Python frames only */
+    int unasked;        /* 1: not asked: the call had waited NATIVE_TOTAL_MS (3 s) for others */
     int merged;         /* 1: f is the merged stack; 0: f native, py the Python frames */
     int evals, entries; /* eval-loop frames and Python entry frames (equal when merged) */
     int n, npy;
     struct prof_nframe *f, *py; /* innermost first */
 };
 /* Any thread but a handler. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
- * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. Each
- * batch of threads waits at most 1 s. 0, or a negative code with err. */
+ * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. A
+ * thread blocked in a system call is read without a signal; the others are signalled, each
+ * thread once however often tids names it, each batch waiting at most 1 s and the call 3 s
+ * in all (threads left then are not asked: unasked). 0, or a negative code with err. */
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err);
 void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */

@@ -214,6 +214,10 @@ static void wall_tick(void)
         if (ids[i] <= 0 || ids[i] == me)
             continue;
         s = prof_slot_find((int)ids[i]);
+        /* Only a thread the kernel reports running is signalled, read just before the signal
+         * is queued: a signal wakes a thread blocked in nanosleep/epoll_wait/poll/select with
+         * EINTR (issue 36 item 2). The window left is from this read to the delivery (a few
+         * microseconds): a thread that enters such a wait in it is woken once. */
         if (s && on_cpu(ids[i]) && prof_slot_poke(s, 1) == 0)
             continue; /* its handler records native and Python frames */
         raw.ts = wall_now();

@@ -164,6 +164,10 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         struct pb_err nerr;
         if (prof_native_stacks(&tid, 1, 1, &ns, &nerr) < 0)
             snprintf(note, sizeof note, "native frames not shown: %s", nerr.msg);
+        else if (!ns.answered && ns.blocked)
+            snprintf(note, sizeof note, "native frames not shown: the thread kept waking while "
+                                        "its stack was read (a blocked thread is never "
+                                        "signalled)");
         else if (!ns.answered)
             snprintf(note, sizeof note, "native frames not shown: the thread did not answer "
                                         "in time (it blocks SIGPROF or does not run)");

@@ -123,10 +123,17 @@ cJSON *dap_json_native(const struct prof_nstack *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "answered", s->answered);
+    if (s->blocked)
+        cJSON_AddBoolToObject(o, "blocked", 1); /* read without a signal (prof/native.c) */
     if (!s->answered) {
-        cJSON_AddStringToObject(o, "error", s->tid > 0 ? "the thread did not answer in time "
-                                                         "(it blocks SIGPROF, or never ran)"
-                                                       : "the thread's native id is unknown");
+        cJSON_AddStringToObject(o, "error",
+                                s->blocked ? "the thread kept waking while its stack was read "
+                                             "(a blocked thread is never signalled)"
+                                : s->unasked ? "not asked: the dump had already waited 3 s for "
+                                               "other threads' native stacks"
+                                : s->tid > 0 ? "the thread did not answer in time "
+                                               "(it blocks SIGPROF, or never ran)"
+                                             : "the thread's native id is unknown");
         return o;
     }
     cJSON_AddBoolToObject(o, "merged", s->merged);

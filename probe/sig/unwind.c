@@ -880,28 +880,14 @@ static int step_cached(struct regs *rs, const struct unwind_rule *e, struct unwi
     return 0;
 }
 
+static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
+                struct unwind_cache *cache, int guess, int exact, int *clean);
+
 int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
                   void *arg, struct unwind_cache *cache)
 {
     struct regs rs;
-    int n = 0, exact = 1;
-    unsigned gen = 0;
-    struct unwind_table *t = NULL;
-    if (max <= 0)
-        return 0;
-    if (!find) {
-        t = atomic_load_explicit(&unwind_cur_table, memory_order_acquire);
-        find = unwind_table_find;
-        arg = t;
-        gen = t ? t->gen : 0;
-    }
     memset(&rs, 0, sizeof rs);
-    cache->win_len = 0;
-#ifdef PYRT_REMOTE
-    cache->pid = 0; /* the out-of-process reader: every read through pyrt_sig_read */
-#else
-    cache->pid = getpid();
-#endif
 #if defined(__x86_64__)
     static const int map[NREG] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
                                   REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
@@ -915,10 +901,129 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
     rs.v[RSP] = (uintptr_t)uc->uc_mcontext.sp;
     rs.valid = (1u << RA) | (1u << RBP) | (1u << RSP);
 #endif
+    int clean;
+    return walk(&rs, out, max, find, arg, cache, 0, 1, &clean);
+}
+
+int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
+                       struct unwind_cache *cache)
+{
+    struct regs rs;
+    memset(&rs, 0, sizeof rs);
+    rs.v[RA] = pc;
+    rs.v[RSP] = sp;
+    rs.valid = (1u << RA) | (1u << RSP); /* the frame pointer is not known */
+    int clean;
+    return walk(&rs, out, max, NULL, NULL, cache, 1, 1, &clean);
+}
+
+/* 1 when the instruction that ends at ra is a call (e8 rel32, or ff /2 with any operand, with
+ * or without a REX prefix). */
+static int after_call(uintptr_t ra)
+{
+    uint8_t b[8];
+    if (ra < 8 || pyrt_sig_read(ra - 8, b, sizeof b) != 0)
+        return 0;
+    if (b[3] == 0xe8)
+        return 1;
+    for (int k = 2; k <= 7; k++) {
+        if (b[8 - k] != 0xff)
+            continue;
+        uint8_t m = b[9 - k];
+        int mod = m >> 6, rm = m & 7, len = 2;
+        if (((m >> 3) & 7) != 2)
+            continue;
+        if (mod != 3 && rm == 4) {
+            if (k < 3)
+                continue;
+            len++;
+            if (mod == 0 && (b[10 - k] & 7) == 5)
+                len += 4;
+        }
+        len += mod == 1 ? 1 : mod == 2 ? 4 : mod == 0 && rm == 5 ? 4 : 0;
+        if (len == k)
+            return 1;
+    }
+    return 0;
+}
+
+/* A thread read without its registers (unwind_native_pcsp) has no rbp: a frame whose CFA is
+ * rbp + cfa_off (a function built with frame pointers, libffi's call frame, one with a
+ * variable-size frame) when no inner frame saved rbp needs it guessed. The candidates are the
+ * 8-aligned slots a from sp up for which the return address at a + cfa_off + ra_off lies in a
+ * known module right after a call instruction; stale return addresses left below the frame by
+ * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
+ * stack with it (without guessing again): of those whose unwind reaches the outermost frame
+ * (clone3, _start) the one with the most frames wins (a stale return address that still ends
+ * well skips frames), else the one that went deepest. The
+ * frames of the winner are in out[0..return value); 0 when no candidate unwinds at all. */
+#define GUESS_SPAN 8192 /* bytes of stack searched above sp */
+#define GUESS_TRIES 32  /* candidates tried */
+
+static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int exact,
+                     uintptr_t *out, int max, struct unwind_cache *c, unwind_find_fn find,
+                     void *arg)
+{
+    uintptr_t sp = rs->v[RSP], best = 0;
+    int best_n = 0, best_clean = 0, tries = 0;
+    for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + GUESS_SPAN && tries < GUESS_TRIES;
+         a += 8) {
+        uintptr_t ra;
+        struct unwind_mod m;
+        if (srd_word(c, a + (uintptr_t)(cfa_off + ra_off), &ra) != 0)
+            break;
+        if (ra < 8 || find(ra - 1, &m, arg) != 0 || !after_call(ra))
+            continue;
+        struct regs t = *rs;
+        int clean = 0, k;
+        t.v[RBP] = a;
+        t.valid |= 1u << RBP;
+        tries++;
+        k = walk(&t, out, max, find, arg, c, 0, exact, &clean);
+        if (clean > best_clean || (clean == best_clean && k > best_n))
+            best_n = k, best = a, best_clean = clean;
+    }
+    if (!best_n)
+        return 0;
+    struct regs t = *rs;
+    int clean;
+    t.v[RBP] = best;
+    t.valid |= 1u << RBP;
+    return walk(&t, out, max, find, arg, c, 0, exact, &clean);
+}
+
+/* Unwinds from *rsp into out (exact: rs's pc is where it stopped, not a return address);
+ * *clean is set when the stack ended at its outermost frame (CFI's undefined return address:
+ * clone3, _start). guess:
+ * guess rbp where a frame needs it and it is not known (guess_rbp). */
+static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
+                struct unwind_cache *cache, int guess, int exact, int *clean)
+{
+    struct regs rs = *rsp;
+    int n = 0;
+    *clean = 0;
+    unsigned gen = 0;
+    struct unwind_table *t = NULL;
+    if (max <= 0)
+        return 0;
+    if (!find) {
+        t = atomic_load_explicit(&unwind_cur_table, memory_order_acquire);
+        find = unwind_table_find;
+        arg = t;
+        gen = t ? t->gen : 0;
+    }
+    cache->win_len = 0;
+#ifdef PYRT_REMOTE
+    cache->pid = 0; /* the out-of-process reader: every read through pyrt_sig_read */
+#else
+    cache->pid = getpid();
+#endif
     while (n < max) {
         uintptr_t pc = rs.v[RA];
-        if (!(rs.valid & (1u << RA)) || pc == 0)
+        if (!(rs.valid & (1u << RA)))
             break;
+        if (pc == 0)
+            break; /* not clean: a garbage frame may well read a zero */
         out[n++] = pc;
         if (n == max)
             break;
@@ -939,6 +1044,13 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
             }
         }
         if (hit) {
+            if (guess && r.cfa_reg == RBP && r.ra_off && !(rs.valid & (1u << RBP)))
+                return n - 1 + guess_rbp(&rs, r.cfa_off, r.ra_off, exact, out + n - 1,
+                                         max - n + 1, cache, find, arg);
+            if (r.ra_off == 0) {
+                *clean = 1; /* the outermost frame */
+                break;
+            }
             if (step_cached(&rs, &r, cache) != 0)
                 break;
             signal = r.signal;
@@ -957,6 +1069,14 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
                     row_put(cache, row, &ne);
                 }
                 signal = c.signal;
+                if (guess && s.cfa_reg == RBP && !(rs.valid & (1u << RBP)) &&
+                    s.r[RA].how == R_OFF)
+                    return n - 1 + guess_rbp(&rs, s.cfa_off, s.r[RA].v, exact, out + n - 1,
+                                             max - n + 1, cache, find, arg);
+                if (s.r[RA].how == R_UNDEF) {
+                    *clean = 1; /* the outermost frame */
+                    break;
+                }
                 if (step_cfi(&rs, &s, &signal, cache) != 0)
                     break;
             } else if (step_fp(&rs, cache) != 0) {

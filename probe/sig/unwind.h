@@ -110,6 +110,13 @@ struct unwind_cache {
 int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
                   void *arg, struct unwind_cache *cache);
 
+/* The same from a pc and a stack pointer alone (a thread blocked in a system call, read from
+ * /proc/self/task/TID/syscall without stopping it: prof/native.c), with the published module
+ * table: no frame pointer is known, so a frame whose rules need the caller's rbp (not saved by
+ * an inner frame) ends the stack there. Async-signal-safe; cache is the caller's own. */
+int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
+                       struct unwind_cache *cache);
+
 /* Not in a signal handler. Rebuilds and publishes the module table when the loader's object
  * list changed since the last build (dl_iterate_phdr's adds/subs counters), keeping the
  * replaced one until unwind_table_reclaim frees it. Returns 1 if a table was published, 0 if

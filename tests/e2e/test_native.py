@@ -8,6 +8,7 @@ of native frames from DWARF, and nothing of ours left in the target after the du
 import json
 import os
 import re
+import time
 
 import pytest
 
@@ -107,9 +108,18 @@ def test_native_merged(python, spawn):
         assert not any(evalloop(x) for x in f), summary(f)
         assert [x["name"] for x in f if x["kind"] == "python"] == \
             [x["name"] for x in th[name]["frames"]], name
-    # A thread that blocks SIGPROF: no native stack, said so, and the dump did not wait for it.
+    # A thread that blocks SIGPROF but waits in a system call (an Event): read without a signal
+    # (issue 36 item 2), so its native stack is there all the same.
     m = th["masked"]["native"]
-    assert m["answered"] is False and "SIGPROF" in m["error"], m
+    assert m["answered"] is True and m.get("blocked") is True, m
+    # (the sid root's stripped glibc 2.43 names none of its futex helpers: unnamed libc frames)
+    assert all(x["kind"] == "native" and x["module"].endswith("libc.so.6")
+               for x in m["frames"][:2]), summary(m["frames"])
+    assert any("futex" in (x.get("name") or "") or "sem_" in (x.get("name") or "") or
+               not x.get("name") for x in m["frames"][:4]), summary(m["frames"])
+    assert m["merged"] is True and any(x["kind"] == "python" and x["name"].endswith("wait")
+                                       for x in m["frames"]), \
+        summary(m["frames"])
     # Nothing left: the SIGPROF handler is the target's again.
     assert sigcgt(t.pid) & SIGPROF_BIT == before & SIGPROF_BIT == 0
     t.assert_responsive()
@@ -132,9 +142,53 @@ def test_native_all_and_text(python, spawn):
                      % bp("native_mix.py", "callback_sleep"), out), out
     assert re.search(r"\n    \(native\) mix_call\+0x[0-9a-f]+ in libnative_mix\.so "
                      r"\(.*native_mix\.c:%d\)\n" % cbp("mix_call_cb"), out), out
-    assert "note: native stack not read: the thread did not answer in time" in out
+    # Every thread either answers or waits in a system call and is read without a signal
+    # ("masked" blocks SIGPROF but waits in an Event): none is left out (issue 36 item 2; the
+    # note once shown for "masked" is now test_native_masked_running's, for a running thread).
+    assert "note: native stack not read" not in out, out
     assert "_PyEval_EvalFrameDefault" not in out
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_masked_running(python, spawn):
+    """A thread that blocks SIGPROF while it runs (C, no system call) cannot answer: its native
+    stack is left out with a note, its Python frames shown, and the dump still finishes."""
+    t = spawn(python, "native_mix.py", args=("--masked-spin",))
+    d = dump_json(t.pid, "--native")
+    th = threads_of(d)
+    n = th["spinner"]["native"]
+    assert n["answered"] is False and "blocked" not in n, n
+    assert "did not answer in time" in n["error"], n
+    assert [x["name"] for x in th["spinner"]["frames"]][:1] == ["run_spin"], th["spinner"]
+    m = th["masked"]["native"]
+    assert m["answered"] is True and m.get("blocked") is True, m
+    r = probing("-p", t.pid, "debug", "--dump", "--native", check=True)
+    assert r.stdout.count("note: native stack not read: the thread did not answer in time") \
+        == 1, r.stdout
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_native_thread_list_cycle(python, spawn):
+    """A corrupted thread list names one running thread some 4096 times (issue 37 item 10): it is
+    asked once, every copy gets its stack, and the dump takes well under a second per batch
+    (before: 1 s for each of the 128 batches of 32 copies, one signal answering for all)."""
+    t = spawn(python, "native_mix.py", args=("--thread-cycle",))
+    t0 = time.monotonic()
+    d = dump_json(t.pid, "--native")
+    took = time.monotonic() - t0
+    looped = t.ready["tids"]["looped"]
+    ids = [x["nativeId"] for x in d["threads"]]
+    assert len(ids) >= 4000 and set(ids) == {looped}, (len(ids), set(ids))
+    for x in d["threads"]:
+        n = x["native"]
+        assert n["answered"] is True and "blocked" not in n, n
+        assert any("mix_spin" in (f.get("name") or "") for f in n["frames"][:2]), n["frames"]
+    print("dump of %d copies: %.2f s" % (len(ids), took))
+    assert took < 60, took  # loaded 2-core machine: 6-17 s seen; before: over 128 s
+    t.assert_responsive()
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -181,9 +235,10 @@ def test_native_backtrace_table(python, spawn):
     assert rows[0]["kind"] == "native" and rows[0]["module"].endswith("libc.so.6")
     assert rows[i]["lineno"] == bp("native_mix.py", "callback_sleep") and rows[i]["module"] is None
     assert rows[j]["module"].endswith("libnative_mix.so") and rows[j]["lineno"] is None
-    # Every Python thread without WHERE; the one blocking SIGPROF has no rows.
+    # Every Python thread without WHERE; the one blocking SIGPROF too (it waits in a system
+    # call: read without a signal).
     per = query(t.pid, "SELECT thread_id, count(*) AS n FROM python.native_backtrace "
                        "GROUP BY thread_id")
     ids = {r["thread_id"] for r in per}
-    assert ids == {t.pid, *(t.ready["tids"][n] for n in ("qsorter", "caller", "blocker"))}, per
+    assert ids == {t.pid, *(t.ready["tids"][n] for n in ("qsorter", "caller", "blocker", "masked"))}, per
     t.check_output_clean()

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+"""debug --dump --native must not change what the target does (issue 36 item 2): threads
+blocked in C system calls that do not retry on EINTR (samples/blocking_c.py: libc sleep(3), a
+read() on a pipe written 3 s later, epoll_wait() with a 3 s timeout, through ctypes) are read
+without a signal, so every call still lasts its 3 s and returns what it would have, while the
+dumps taken during those 3 s still show each thread's native frames (the libc call) merged with
+its Python frames. Before, the probe's SIGPROF cut sleep() and epoll_wait() short."""
+import re
+import time
+
+import pytest
+
+from conftest import PYTHONS, dump_json, probing
+
+KINDS = {"sleep": ("c-sleep", ("nanosleep", "sleep")), "read": ("c-read", ("read",)),
+         "epoll": ("c-epoll", ("epoll_wait", "epoll_pwait"))}
+RC = {"sleep": 0, "read": 1, "epoll": 0}  # sleep(): seconds left; read(): bytes; epoll: events
+
+
+def rounds(t):
+    return [(m.group(1), float(m.group(2)), float(m.group(3)), int(m.group(4)))
+            for m in re.finditer(r"^ok (\w+) start=([\d.]+) end=([\d.]+) rc=(-?\d+)$",
+                                 t.output(), re.M)]
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_blocked_calls_run_their_time(python, spawn, tmp_path):
+    go = tmp_path / "go"
+    t = spawn(python, "blocking_c.py", args=(str(go),))
+    probing("-p", t.pid, "inject", check=True)
+    go.write_text("")
+    time.sleep(0.5)  # every thread inside its first call
+    first = time.monotonic()
+    dumps = 0
+    while time.monotonic() < first + 4.0:  # spans at least one whole round of each kind
+        d = dump_json(t.pid, "--native")
+        dumps += 1
+        by = {th["name"]: th for th in d["threads"]}
+        for kind, (name, calls) in KINDS.items():
+            n = by[name]["native"]
+            assert n.get("answered") is True and n.get("merged") is True, (kind, n)
+            names = [f.get("name") or "" for f in n["frames"]]
+            assert any(any(c in x for c in calls) for x in names[:4]), (kind, names)
+            assert "c_" + kind in names, (kind, names)  # its Python frame, merged
+        time.sleep(0.2)
+    last = time.monotonic()
+    # Wait until every kind has a round that began after the last dump.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if all(any(k == kind and s > last for k, s, _, _ in rounds(t)) for kind in KINDS):
+            break
+        time.sleep(0.1)
+    got = rounds(t)
+    assert dumps >= 4, dumps
+    for kind in KINDS:
+        mine = [r for r in got if r[0] == kind]
+        assert any(s < first and e > first for _, s, e, _ in mine) or \
+            any(first <= s <= last for _, s, _, _ in mine), (kind, mine)
+        for _, s, e, rc in mine:
+            assert e - s >= 2.95 and rc == RC[kind], \
+                "%s returned %d after %.2f s (3 s meant): the dump cut it short; %r" % (
+                    kind, rc, e - s, mine)
+    t.check_output_clean()
