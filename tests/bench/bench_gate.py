@@ -51,8 +51,11 @@ print("%s  %.3f  (%.0f ms batches)   %d of %d" % (sys.version.split()[0],
 
 
 def main():
-    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() or \
-        os.path.expanduser("~/.pyenv")
+    try:  # pyenv's own command may be absent where its versions are not
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
+    except FileNotFoundError:
+        root = ""
+    root = root or os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
     rounds = int(os.environ.get("BENCH_RUNS", "6")) * 5
     print("what bounds the breakpoint gate: %d alternating batches each (CPU time, median)" %
           rounds)
