@@ -44,6 +44,7 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
 }
 
 int probe_eval_interrupt(void) { return 0; }
+long probe_eval_native_wait(void) { return -1; }
 int probe_eval_timeout_ms(void) { return 500; }
 
 int probe_memory_proc(struct cJSON *into, struct pb_err *err)
