@@ -207,11 +207,21 @@ static void wall_tick(void)
 {
     uintptr_t ts[256];
     long ids[256];
+    long long interps[256];
     static struct prof_raw raw; /* drain thread only */
-    int n = pyrt_sig_threads(ts, ids, 256), me = atomic_load(&drain_tid);
+    int n = pyrt_sig_threads(ts, ids, interps, 256), me = atomic_load(&drain_tid), sub = 0;
+    for (int i = 0; i < n; i++)
+        sub |= interps[i] != 0;
     for (int i = 0; i < n; i++) {
         struct prof_slot *s;
+        int later = 0;
         if (ids[i] <= 0 || ids[i] == me)
+            continue;
+        /* A thread running code in a subinterpreter has a thread state in each: the later one
+         * (the subinterpreter's, where it runs now) stands for it. */
+        for (int j = i + 1; sub && j < n && !later; j++)
+            later = ids[j] == ids[i];
+        if (later)
             continue;
         s = prof_slot_find((int)ids[i]);
         if (s && on_cpu(ids[i]) && prof_slot_poke(s, 1) == 0)

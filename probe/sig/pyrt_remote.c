@@ -38,8 +38,9 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f)
 /* The reader's one entry point. rd: reads the target's memory (0, or -1; it must never fault).
  * syms: the target's _PyRuntime, PyCode_Type, PyFrame_Type, PyUnicode_Type, PyBytes_Type
  * (runtime addresses); pid goes into the body as is. Returns the probing/dump body (threads
- * with id, ident, nativeId (null before 3.11: the caller finds it), holdsGil, main, truncated,
- * frames; gil) as a malloc'd JSON text, or NULL with err filled. */
+ * of every interpreter with id, ident, nativeId (null before 3.11: the caller finds it),
+ * holdsGil (the main interpreter's GIL), main, interpreter (0: the main one), truncated, frames;
+ * gil) as a malloc'd JSON text, or NULL with err filled. */
 __attribute__((visibility("default"))) char *
 probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int max_frames, char *err,
                   size_t errn);
@@ -48,6 +49,7 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
 {
     uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0;
     long *ids = NULL;
+    long long *interps = NULL;
     struct pyrt_sig_frame *fr = NULL;
     int locked = 0, n, rc;
     char *text = NULL;
@@ -64,15 +66,16 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
     }
     ts = calloc(REMOTE_THREADS, sizeof *ts);
     ids = calloc(REMOTE_THREADS, sizeof *ids);
+    interps = calloc(REMOTE_THREADS, sizeof *interps);
     fr = calloc((size_t)max_frames, sizeof *fr);
     body = cJSON_CreateObject();
-    if (!ts || !ids || !fr || !body) {
+    if (!ts || !ids || !interps || !fr || !body) {
         snprintf(err, errn, "out of memory");
         goto out;
     }
     pyrt_gil_read(interp, &locked, &holder, pyrt_sig_read);
     pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
-    n = pyrt_sig_threads(ts, ids, REMOTE_THREADS);
+    n = pyrt_sig_threads(ts, ids, interps, REMOTE_THREADS);
     cJSON_AddNumberToObject(body, "pid", pid);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
@@ -83,15 +86,18 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
         if (pyrt_tstate_read(ts[i], &t, pyrt_sig_read) != 0)
             continue;
         cJSON *o = cJSON_CreateObject();
+        /* as probe_thread_id (pyrt.h) gives it */
         cJSON_AddNumberToObject(o, "id", (double)(ids[i] > 0 ? ids[i]
-                                                             : (long)(t.ident & 0x7fffffff)));
+                                                             : (long)(t.ident & 0x7fffffff)) +
+                                             (double)interps[i] * 4194304.0);
         cJSON_AddNumberToObject(o, "ident", (double)t.ident);
         if (ids[i] > 0)
             cJSON_AddNumberToObject(o, "nativeId", (double)ids[i]);
         else
             cJSON_AddNullToObject(o, "nativeId");
         cJSON_AddBoolToObject(o, "holdsGil", locked && holder == ts[i]);
-        cJSON_AddBoolToObject(o, "main", t.ident == main_ident);
+        cJSON_AddBoolToObject(o, "main", t.ident == main_ident && interps[i] == 0);
+        cJSON_AddNumberToObject(o, "interpreter", (double)interps[i]);
         int nf = pyrt_sig_frames_tstate(ts[i], fr, max_frames);
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
@@ -105,6 +111,7 @@ char *probing_read_dump(pyrt_read_fn rd, int pid, const uintptr_t syms[5], int m
 out:
     cJSON_Delete(body);
     free(fr);
+    free(interps);
     free(ids);
     free(ts);
     return text;
