@@ -3,7 +3,7 @@
 thread running code in a subinterpreter (3.12's _xxsubinterpreters, 3.13's _interpreters, 3.14+'s
 concurrent.interpreters): its call blocks while `sub_worker`, a function of the
 subinterpreter's, sleeps there. Prints "ready {json}" once the subinterpreter's code runs
-(native ids, the subinterpreter's id), then "tick N" lines."""
+(native ids, the subinterpreter's id), then "tick N" lines. With "busy" sub_worker computes."""
 import json
 import os
 import sys
@@ -11,13 +11,14 @@ import threading
 import time
 
 # Runs in the subinterpreter: it says it is in place through a pipe (no shared object).
+# With "busy" (argv[1]) it computes instead of sleeping (its own GIL: the main thread ticks on).
 SUB_CODE = """
 import os, time
-def sub_worker(fd):
+def sub_worker(fd, busy):
     os.write(fd, b"x")
     while True:
-        time.sleep(0.05)
-sub_worker(%d)
+        time.sleep(0.05) if not busy else sum(range(1000))
+sub_worker(%d, %r)
 """
 
 
@@ -46,7 +47,7 @@ def sleeper():
 def main():
     r, w = os.pipe()
     box = {}
-    sub = threading.Thread(target=run_in_subinterpreter, args=(SUB_CODE % w, box),
+    sub = threading.Thread(target=run_in_subinterpreter, args=(SUB_CODE % (w, sys.argv[1:] == ["busy"]), box),
                            name="subrunner", daemon=True)
     sl = threading.Thread(target=sleeper, name="sleeper-1", daemon=True)
     sub.start()

@@ -217,10 +217,11 @@ static void wall_tick(void)
         int later = 0;
         if (ids[i] <= 0 || ids[i] == me)
             continue;
-        /* A thread running code in a subinterpreter has a thread state in each: the later one
-         * (the subinterpreter's, where it runs now) stands for it. */
-        for (int j = i + 1; sub && j < n && !later; j++)
-            later = ids[j] == ids[i];
+        /* A thread running code in a subinterpreter has a thread state in each: the one of
+         * the highest interpreter id (where it runs now) stands for it, the others' frames
+         * below its own (pyrt_sig_frames_outer). */
+        for (int j = 0; sub && j < n && !later; j++)
+            later = j != i && ids[j] == ids[i] && interps[j] > interps[i];
         if (later)
             continue;
         s = prof_slot_find((int)ids[i]);
@@ -231,6 +232,8 @@ static void wall_tick(void)
         raw.on_cpu = 0;
         raw.nnative = 0;
         raw.npy = pyrt_sig_frames_fast(ts[i], raw.py, PROF_MAX_PY);
+        if (sub)
+            raw.npy = pyrt_sig_frames_outer(ts[i], ids[i], raw.py, raw.npy, PROF_MAX_PY);
         if (raw.npy > 0)
             prof_store_add(&raw, 1);
     }

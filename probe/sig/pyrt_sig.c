@@ -172,6 +172,48 @@ int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out,
     return got;
 }
 
+int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
+{
+    struct pyrt_interp_iter it;
+    struct pyrt_interp in;
+    struct pyrt_tstate st;
+    uintptr_t ts[THREAD_STATES], head = 0, main = 0;
+    long long ids[THREAD_STATES], self_id = -1;
+    int k = 0, visited = 0;
+    if (!self || tid <= 0 || n >= max ||
+        pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->interpreters.head, &head, sizeof head) != 0 ||
+        pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->interpreters.main, &main, sizeof main) != 0 ||
+        head == main || pyrt_tstate_read(self, &st, pyrt_sig_read) != 0 ||
+        pyrt_interp_first(&it, pyrt_sig_read) != 0)
+        return n; /* the main interpreter alone: nothing more */
+    while (pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+        uintptr_t at = in.head;
+        if (in.addr == st.interp)
+            self_id = in.id;
+        while (at && k < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
+            struct pyrt_tstate t;
+            if (pyrt_tstate_read(at, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+                break;
+            if (t.native_id == tid && at != self) { /* insertion by id, highest first */
+                int j = k++;
+                for (; j > 0 && ids[j - 1] < in.id; j--) {
+                    ts[j] = ts[j - 1];
+                    ids[j] = ids[j - 1];
+                }
+                ts[j] = at;
+                ids[j] = in.id;
+            }
+            at = t.next;
+            if (at == in.head)
+                break;
+        }
+    }
+    for (int i = 0; i < k && n < max; i++)
+        if (self_id >= 0 && ids[i] < self_id)
+            n += pyrt_sig_frames_fast(ts[i], out + n, max - n);
+    return n;
+}
+
 int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
     return frames_of(ts, 0, out, max);

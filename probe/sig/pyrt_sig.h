@@ -36,6 +36,13 @@ int pyrt_sig_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max
  * they line up with the native stack's eval-loop frames. Before 3.11 (no tid in the thread
  * state) and when none matches, self's. Signal-handler safe. */
 int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max);
+/* For the sampler's handler, after pyrt_sig_frames_own(self): out[0..n) holds self's frames;
+ * appends (up to max) those of the calling thread's (tid's) thread states in interpreters with
+ * a lower id than self's, the highest first, with pyrt_sig_frames_fast: the frames that run the
+ * subinterpreter call self's thread runs in. Returns the new count. With no subinterpreter (one
+ * load: the runtime's list holds the main interpreter only) nothing is read. Signal-handler
+ * safe. */
+int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max);
 /* The sampler's cheaper walk (one read per frame): like pyrt_sig_frames_tstate but on 3.11+
  * it reads no code object, so it keeps frames that are not yet complete (still in their
  * prologue) and, on 3.13, frames whose executable is not a code object; pyrt_sig_frame_skip

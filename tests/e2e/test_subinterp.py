@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from conftest import PYTHONS, dump_json, probing
+from conftest import PYTHONS, dump_json, probe_sock, probing
+from dapclient import DAP
 from test_core import crashed, rooted
 
 
@@ -109,3 +110,47 @@ def test_subinterp_core(python, spawn, tmp_path):
     d = json.loads(probing("dump", "--core", core, "--native", "--json", *rooted(python),
                            check=True).stdout)
     check_native(t, d, "dump --core --native")
+
+
+@pytest.mark.parametrize("python", SUB_PYTHONS)
+def test_subinterp_dap(python, spawn):
+    """The debugger's threads: the subinterpreter's thread state is a thread of its own (its id
+    unique, its name "subrunner (interp N)": threading's name of the OS thread), and its
+    stackTrace is sub_worker's."""
+    t = spawn(python, "subinterp.py")
+    probing("-p", t.pid, "inject", check=True)
+    c = DAP.unix(probe_sock(t.pid))
+    assert c.request("initialize", {"adapterID": "test"})["success"]
+    assert c.request("attach", {})["success"]
+    threads = c.request("threads")["body"]["threads"]
+    assert len({x["id"] for x in threads}) == len(threads), threads
+    sub = [x for x in threads if x["name"].endswith(" (interp %d)" % t.ready["interp"])]
+    assert len(sub) == 1 and sub[0]["name"] == "subrunner (interp %d)" % t.ready["interp"], \
+        threads
+    assert [x["name"] for x in threads].count("subrunner") == 1, threads  # the main one's
+    m = c.request("stackTrace", {"threadId": sub[0]["id"]})
+    assert m["success"], m
+    assert m["body"]["stackFrames"][0]["name"] == "sub_worker", m
+    c.close()
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", SUB_PYTHONS)
+def test_subinterp_perf(python, spawn):
+    """perf --cc: a thread computing in a subinterpreter is sampled with its whole stack: the
+    main interpreter's frames of the call that runs it (run_in_subinterpreter) below the
+    subinterpreter's (sub_worker), in CPU and in wall mode."""
+    t = spawn(python, "subinterp.py", args=("busy",))
+    for mode in ("cpu", "wall"):
+        probing("-p", t.pid, "perf", "--cc", "--mode", mode, "--duration", "1.5", check=True,
+                timeout=60)
+        folded = probing("-p", t.pid, "flamegraph", "-f", "folded", "--mode", mode,
+                         check=True).stdout
+        sub = [l for l in folded.splitlines() if "sub_worker (" in l]
+        assert sub, (mode, folded[-2000:])
+        assert all(l.index("run_in_subinterpreter (") < l.index("sub_worker (") for l in sub), \
+            (mode, [l for l in sub if "run_in_subinterpreter (" not in l][:3])
+        probing("-p", t.pid, "perf", "--stop", check=True)
+    t.assert_responsive()
+    t.check_output_clean()
