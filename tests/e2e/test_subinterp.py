@@ -5,11 +5,12 @@ sleeps in a subinterpreter. Every reader shows that thread's state in the subint
 the interpreter's id (`interpreter` in JSON, `interp N` in text, python.threads.interp_id), its
 frames read GIL-free, next to the same OS thread's state in the main interpreter (blocked in
 run_in_subinterpreter): debug --dump injected and --no-inject, --native (the two states' frames
-merged with the one native stack), dump --core (a kernel core, also --native); the target
-ticks on."""
+merged with the one native stack), dump --core (a kernel core, also --native), the
+debugger's threads, perf --cc (cpu and wall) and the crash report; the target ticks on."""
 import json
 import os
 import re
+import signal
 
 import pytest
 
@@ -154,3 +155,20 @@ def test_subinterp_perf(python, spawn):
         probing("-p", t.pid, "perf", "--stop", check=True)
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", SUB_PYTHONS)
+def test_subinterp_crash_report(spawn, python, tmp_path):
+    """inject --crash: the report's "every thread" section has the subinterpreter's thread
+    state, marked "interp N", with sub_worker's frame (read in the signal handler)."""
+    t = spawn(python, "subinterp.py")
+    path = tmp_path / "crash.txt"
+    probing("-p", t.pid, "config", "crash.path=%s" % path, check=True)
+    probing("-p", t.pid, "inject", "--crash", check=True)
+    os.kill(t.pid, signal.SIGABRT)
+    assert t.proc.wait(timeout=60) == -signal.SIGABRT
+    report = open(path).read()  # the test's directory is at its own path in the sid root
+    every = report[report.index("Python stacks of every thread"):]
+    m = re.search(r"^Thread %d\b[^\n]* interp %d:\n  #0 +sub_worker \(<(string|script)>:6\)$" % (
+        t.ready["threads"]["subrunner"], t.ready["interp"]), every, re.M)
+    assert m, every
