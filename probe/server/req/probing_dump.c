@@ -87,8 +87,9 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         cJSON *t = dap_json_thread(&s->threads[i], want_locals && gil_rc == 0);
         if (ns) {
             int k = i;
+            long tid = s->threads[i].native_id;
             for (int j = 0; j < i && k == i; j++)
-                if (s->threads[i].native_id > 0 && s->threads[j].native_id == s->threads[i].native_id)
+                if (tid > 0 && s->threads[j].native_id == tid)
                     k = j; /* asked once, for its first state */
             cJSON_AddItemToObject(t, "native", dap_json_native(&ns[k]));
         }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP: ThreadsRequest. Every Python thread of every interpreter, id = native tid (plus
- * interp * 4194304 for a subinterpreter's thread state: probe_thread_id; named "... (interp N)"), named as `threading` names it when
+ * interp * 4194304 for a subinterpreter's thread state: probe_thread_id; its name then ends
+ * in " (interp N)"), named as `threading` names it when
  * the GIL can be had in time (else the OS thread name). While the target is stopped, a thread
  * that is not parked (it runs native code: a sleep, a read, a C extension) says so in its
  * name; it stops when it returns to Python. When threading's names were read less than
