@@ -229,6 +229,39 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     return o;
 }
 
+/* The Python frames of OS thread tid that its native stack runs, innermost first (a new
+ * array): a thread running code in a subinterpreter has a thread state there and one in the
+ * main interpreter (blocked in the call that runs it): the subinterpreters' frames (the highest
+ * id first) above the main one's, as the probe's stack_sig handler lines them up. */
+static cJSON *thread_py_frames(const cJSON *body, const cJSON *self, long tid)
+{
+    cJSON *all = cJSON_CreateArray(), *t, *f;
+    double done = 1e300;
+    if (tid <= 0) {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(self, "frames"))
+            cJSON_AddItemToArray(all, cJSON_Duplicate(f, 1));
+        return all;
+    }
+    for (;;) { /* the thread's states by interpreter id, highest first */
+        const cJSON *best = NULL;
+        double bid = -1;
+        cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(body, "threads"))
+        {
+            double id = cli_json_num(t, "interpreter", 0);
+            if ((long)cli_json_num(t, "nativeId", -1) == tid && id < done && id > bid) {
+                best = t;
+                bid = id;
+            }
+        }
+        if (!best)
+            break;
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(best, "frames"))
+            cJSON_AddItemToArray(all, cJSON_Duplicate(f, 1));
+        done = bid;
+    }
+    return all;
+}
+
 /* dump --core --native: each thread's native stack from its NT_PRSTATUS registers, merged with
  * its Python frames (pb_stack_merge) as debug --dump --native does. */
 static void core_native(cJSON *body, const int ver[3], const char *interp, int all)
@@ -241,8 +274,9 @@ static void core_native(cJSON *body, const int ver[3], const char *interp, int a
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(body, "threads"))
     {
         struct pb_err err = {0};
-        cJSON *nat = cJSON_CreateObject(), *py = cJSON_GetObjectItemCaseSensitive(t, "frames");
+        cJSON *nat = cJSON_CreateObject();
         long tid = (long)cli_json_num(t, "nativeId", -1);
+        cJSON *py = thread_py_frames(body, t, tid);
         int k = 0, n = -1, np = cJSON_GetArraySize(py);
         while (k < core.ntids && core.tids[k] != tid)
             k++;
@@ -254,6 +288,7 @@ static void core_native(cJSON *body, const int ver[3], const char *interp, int a
             cJSON_AddStringToObject(nat, "error", k < core.ntids ? "no native stack could be "
                                                                    "read from its registers"
                                                                  : "no such thread in the core");
+            cJSON_Delete(py);
             continue;
         }
         unsigned char is_eval[128], entry[256];
@@ -296,6 +331,7 @@ static void core_native(cJSON *body, const int ver[3], const char *interp, int a
                 cJSON_AddItemToArray(pf, c);
             }
         }
+        cJSON_Delete(py);
     }
 }
 

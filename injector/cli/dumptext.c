@@ -80,7 +80,7 @@ void cli_dump_print(const cJSON *d)
             printf("Signal: none (a core of a running process: gcore)\n");
     }
     if (cJSON_IsNumber(holder))
-        printf("GIL: held by thread %d\n", holder->valueint);
+        printf("GIL: held by thread %.0f\n", holder->valuedouble);
     else
         printf("GIL: not held\n");
     if (cli_json_true(d, "gcCollecting"))
@@ -93,7 +93,10 @@ void cli_dump_print(const cJSON *d)
     const cJSON *t;
     cJSON_ArrayForEach(t, threads)
     {
-        char tags[128] = "";
+        char tags[160] = "";
+        double interp = cli_json_num(t, "interpreter", 0);
+        if (interp != 0) /* a subinterpreter's thread state */
+            snprintf(tags, sizeof tags, ", interp %.0f", interp);
         if (cli_json_true(t, "main"))
             strcat(tags, ", main");
         if (cli_json_true(t, "holdsGil"))
@@ -102,7 +105,7 @@ void cli_dump_print(const cJSON *d)
             strcat(tags, ", daemon");
         if (cli_json_true(t, "truncated"))
             strcat(tags, ", stack truncated");
-        printf("\nThread %d \"%s\" (ident %.0f%s)\n", (int)cli_json_num(t, "id", 0),
+        printf("\nThread %.0f \"%s\" (ident %.0f%s)\n", cli_json_num(t, "id", 0),
                cli_json_text(t, "name") ? cli_json_text(t, "name") : "", cli_json_num(t, "ident", 0), tags);
         const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
         if (cJSON_GetObjectItemCaseSensitive(t, "native")) {

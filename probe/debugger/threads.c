@@ -45,7 +45,7 @@ static int current(long *out)
     int n = 0;
     for (int i = 0; i < s.nthreads && n < MAX_TIDS; i++)
         if (s.threads[i].native_id > 0 && !probe_worker_owns(s.threads[i].ident))
-            out[n++] = s.threads[i].native_id;
+            out[n++] = probe_thread_id(&s.threads[i]); /* the DAP thread id */
     probe_snapshot_free(&s);
     return n;
 }

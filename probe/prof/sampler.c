@@ -207,11 +207,22 @@ static void wall_tick(void)
 {
     uintptr_t ts[256];
     long ids[256];
+    long long interps[256];
     static struct prof_raw raw; /* drain thread only */
-    int n = pyrt_sig_threads(ts, ids, 256), me = atomic_load(&drain_tid);
+    int n = pyrt_sig_threads(ts, ids, interps, 256), me = atomic_load(&drain_tid), sub = 0;
+    for (int i = 0; i < n; i++)
+        sub |= interps[i] != 0;
     for (int i = 0; i < n; i++) {
         struct prof_slot *s;
+        int later = 0;
         if (ids[i] <= 0 || ids[i] == me)
+            continue;
+        /* A thread running code in a subinterpreter has a thread state in each: the one of
+         * the highest interpreter id (where it runs now) stands for it, the others' frames
+         * below its own (pyrt_sig_frames_outer). */
+        for (int j = 0; sub && j < n && !later; j++)
+            later = j != i && ids[j] == ids[i] && interps[j] > interps[i];
+        if (later)
             continue;
         s = prof_slot_find((int)ids[i]);
         /* Only a thread the kernel reports running is signalled, read just before the signal
@@ -225,6 +236,8 @@ static void wall_tick(void)
         raw.on_cpu = 0;
         raw.nnative = 0;
         raw.npy = pyrt_sig_frames_fast(ts[i], raw.py, PROF_MAX_PY);
+        if (sub)
+            raw.npy = pyrt_sig_frames_outer(ts[i], ids[i], raw.py, raw.npy, PROF_MAX_PY);
         if (raw.npy > 0)
             prof_store_add(&raw, 1);
     }

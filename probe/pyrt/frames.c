@@ -40,6 +40,67 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
     return rd(*interp + head_off, head, sizeof *head) == 0 ? 0 : -2;
 }
 
+#if PY_VERSION_HEX >= 0x030B0000
+#define PYRT_HEAD_OFF offsetof(PyInterpreterState, threads.head)
+#else
+#define PYRT_HEAD_OFF offsetof(PyInterpreterState, tstate_head)
+#endif
+
+int pyrt_interp_first(struct pyrt_interp_iter *it, pyrt_read_fn rd)
+{
+    uintptr_t head;
+    int rc = pyrt_threads_head(&it->main, &head, rd);
+    it->cur = 0;
+    it->steps = 0;
+    if (rc != 0)
+        it->main = 0;
+    return rc;
+}
+
+/* Reads interpreter state at addr into out: its id, next and thread list head. 0, or -1. */
+static int interp_read(uintptr_t addr, struct pyrt_interp *out, uintptr_t *next, pyrt_read_fn rd)
+{
+    int64_t id;
+    if (!probe_ptr_ok((const void *)addr, sizeof(void *)) ||
+        rd(addr + offsetof(PyInterpreterState, id), &id, sizeof id) != 0 ||
+        rd(addr + offsetof(PyInterpreterState, next), next, sizeof *next) != 0 ||
+        rd(addr + PYRT_HEAD_OFF, &out->head, sizeof out->head) != 0)
+        return -1;
+    out->addr = addr;
+    out->id = (long long)id;
+    return 0;
+}
+
+int pyrt_interp_next(struct pyrt_interp_iter *it, struct pyrt_interp *out, pyrt_read_fn rd)
+{
+    uintptr_t next;
+    if (!it->main)
+        return 0;
+    if (it->steps == 0) {
+        /* The main interpreter first; then the list from its head. */
+        it->steps = 1;
+        if (interp_read(it->main, out, &next, rd) != 0) {
+            it->main = 0;
+            return 0;
+        }
+        if (rd((uintptr_t)&PYRT_RUNTIME->interpreters.head, &it->cur, sizeof it->cur) != 0)
+            it->cur = 0;
+        out->id = 0; /* the main interpreter's id is 0 on every version */
+        return 1;
+    }
+    while (it->cur && it->steps++ < PYRT_MAX_INTERPS) {
+        uintptr_t at = it->cur;
+        if (interp_read(at, out, &next, rd) != 0) {
+            it->cur = 0;
+            return 0;
+        }
+        it->cur = next == at ? 0 : next;
+        if (at != it->main)
+            return 1; /* the main one was listed first */
+    }
+    return 0;
+}
+
 _Static_assert(sizeof(PyThreadState) <= PYRT_TSTATE_BYTES, "struct pyrt_window: ts too small");
 
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)

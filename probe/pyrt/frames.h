@@ -100,6 +100,27 @@ struct pyrt_tstate {
  * Returns 0; -1 when Python is not initialised (no main interpreter); -2 when the
  * interpreter state is unreadable. */
 int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd);
+/* Every interpreter (subinterpreters too: 3.12+'s per-interpreter GIL, 3.14's
+ * concurrent.interpreters): the main one first, then the others along the runtime's list
+ * (_PyRuntime.interpreters.head -> next, newest first), every read through rd, at most
+ * PYRT_MAX_INTERPS visited. The iterator lives on the caller's stack (signal-safe). */
+#define PYRT_MAX_INTERPS 256
+struct pyrt_interp {
+    uintptr_t addr; /* its PyInterpreterState */
+    long long id;   /* its id (0: the main interpreter) */
+    uintptr_t head; /* the first thread state of its list, 0 when none */
+};
+struct pyrt_interp_iter {
+    uintptr_t main, cur;
+    int steps;
+};
+/* Starts the iteration. 0; -1 when Python is not initialised (no main interpreter); -2 when
+ * the main interpreter's state is unreadable. */
+int pyrt_interp_first(struct pyrt_interp_iter *it, pyrt_read_fn rd);
+/* The next interpreter into *out: 1, or 0 at the end (the list ends, an interpreter state is
+ * unreadable, or the bound). */
+int pyrt_interp_next(struct pyrt_interp_iter *it, struct pyrt_interp *out, pyrt_read_fn rd);
+
 /* Reads the thread state at ts (one read; two on 3.11/3.12 for the innermost frame). 0, or
  * -1. */
 int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);

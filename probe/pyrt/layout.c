@@ -38,6 +38,11 @@ int pyrt_layout_check(struct pb_err *err)
                           (int)(d.version >> 24) & 0xff, (int)(d.version >> 16) & 0xff,
                           PY_MAJOR_VERSION, PY_MINOR_VERSION);
     const struct field f[] = {
+        {"_PyRuntimeState.interpreters.head", offsetof(_PyRuntimeState, interpreters.head),
+         &d.runtime_state.interpreters_head},
+        {"PyInterpreterState.id", offsetof(PyInterpreterState, id), &d.interpreter_state.id},
+        {"PyInterpreterState.next", offsetof(PyInterpreterState, next),
+         &d.interpreter_state.next},
         {"PyInterpreterState.threads.head", offsetof(PyInterpreterState, threads.head),
          &d.interpreter_state.threads_head},
         {"PyThreadState.next", offsetof(PyThreadState, next), &d.thread_state.next},

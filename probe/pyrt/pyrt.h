@@ -34,8 +34,10 @@ struct probe_thread {
     long native_id;      /* kernel tid, -1 if unknown */
     char *name;          /* threading name when read with the GIL, else /proc comm */
     int name_from_threading;
-    int holds_gil;
-    int is_main;
+    int holds_gil;       /* holds the main interpreter's GIL (the one the probe takes) */
+    int is_main;         /* the main interpreter's main thread */
+    long long interp_id; /* its interpreter's id: 0 the main one, else a subinterpreter (whose
+                            objects no GIL-holding code of the probe ever touches) */
     int daemon;          /* 1/0, -1 unknown (needs the GIL) */
     int nframes;
     int truncated;       /* 1 if the walk stopped at max_frames or at an unreadable frame */
@@ -63,9 +65,12 @@ enum {
  * the agent thread before the first snapshot. No GIL needed. */
 int probe_pyrt_init(struct pb_err *err);
 
-/* Take a snapshot of every Python thread of the main interpreter. flags: PROBE_SNAP_*; without
- * flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES or LOCALS the caller
- * must hold the GIL. max_frames bounds each
+/* Take a snapshot of every Python thread of every interpreter (the main one's first; a thread
+ * running code in a subinterpreter has a thread state there too: its frames there are its own
+ * entry). flags: PROBE_SNAP_*; without flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES or LOCALS the caller
+ * must hold the (main interpreter's) GIL: names are then read from the main interpreter's
+ * threading, locals of main-interpreter threads only (a subinterpreter's objects are read
+ * fault-proof, never through CPython calls). max_frames bounds each
  * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
 
@@ -91,6 +96,13 @@ void probe_pyrt_gil_note(int on);
  * not set up (probe_pyrt_init failed or not run yet) or the GIL state is unreadable. The address
  * stays valid for the process's life (the main interpreter's GIL state is static). No GIL. */
 unsigned long *probe_pyrt_switch_interval(void);
+
+/* A thread's id as every answer gives it (the DAP thread id, python.threads.thread_id): its
+ * kernel tid (the ident's low bits when unknown); a subinterpreter's thread state adds
+ * interp_id * PROBE_INTERP_ID_STRIDE (above any tid: PID_MAX_LIMIT), since the thread that runs
+ * code in a subinterpreter has a thread state in the main interpreter too. Pure. */
+#define PROBE_INTERP_ID_STRIDE 4194304L
+long probe_thread_id(const struct probe_thread *t);
 
 /* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
  * thread's contents, for callers that drop threads from a snapshot. */

@@ -5,6 +5,12 @@
 
 #include "pyrt.h"
 
+long probe_thread_id(const struct probe_thread *t)
+{
+    long id = t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
+    return t->interp_id > 0 ? id + (long)t->interp_id * PROBE_INTERP_ID_STRIDE : id;
+}
+
 void probe_thread_free(struct probe_thread *t)
 {
     for (int j = 0; t->frames && j < t->nframes; j++) {

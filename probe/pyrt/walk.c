@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The interpreter reader (pyrt.h): walks the main interpreter's thread states and each
- * thread's frames without the GIL, every read through probe_mem_read() and every loop bounded.
- * Per version: threads from interp->tstate_head (3.8-3.10) or interp->threads.head (3.11+);
+/* The interpreter reader (pyrt.h): walks every interpreter's thread states (the main one's,
+ * then each subinterpreter's: pyrt_interp_next) and each thread's frames without the GIL, every
+ * read through probe_mem_read() and every loop bounded. Per version: threads from
+ * interp->tstate_head (3.8-3.10) or interp->threads.head (3.11+);
  * frames through the shared walker (frames.c), then names, files and lines from each code
  * object (cached for one snapshot); the GIL's holder (frames.c too). Names/locals: locals.c. */
 #include "internal.h"
@@ -278,57 +279,80 @@ static void gil_state(uintptr_t interp, int *locked, uintptr_t *holder)
     *holder = *locked ? gil_note.holder : 0;
 }
 
-/* The thread list: reads every thread state, walks its frames. No GIL needed. */
+/* Grows the snapshot's arrays by one thread. Returns it, or NULL when out of memory. */
+static struct probe_thread *thread_add(struct probe_snapshot *s, struct pyrt_rawframe ***raws,
+                                       int *cap)
+{
+    struct probe_thread *t;
+    if (s->nthreads == *cap) {
+        int ncap = *cap ? *cap * 2 : 16;
+        void *nt = realloc(s->threads, (size_t)ncap * sizeof *s->threads);
+        void *nr = nt ? realloc(*raws, (size_t)ncap * sizeof **raws) : NULL;
+        if (nt)
+            s->threads = nt;
+        if (!nr)
+            return NULL;
+        *raws = nr;
+        *cap = ncap;
+    }
+    t = &s->threads[s->nthreads];
+    memset(t, 0, sizeof *t);
+    (*raws)[s->nthreads] = NULL;
+    s->nthreads++;
+    return t;
+}
+
+/* The thread list: every interpreter's thread states (the main one's first), each thread's
+ * frames. No GIL needed. */
 static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
                         struct pb_err *err)
 {
-    uintptr_t interp, head, ts_addr, holder;
+    struct pyrt_interp_iter it;
+    struct pyrt_interp in;
     unsigned long main_ident = 0;
-    int locked, cap = 0, rc = pyrt_threads_head(&interp, &head, probe_mem_read_at);
+    uintptr_t holder = 0;
+    int locked = 0, cap = 0, want_raw = w->want_raw, rc = pyrt_interp_first(&it, probe_mem_read_at);
 
     if (rc == -1)
         return pb_err_set(err, PB_ENOPYTHON, "Python is not initialised (no main interpreter)");
     if (rc < 0)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
-    probe_mem_read(&_PyRuntime.main_thread, &main_ident, sizeof main_ident);
+    probe_mem_read(&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
     gil_state(interp, &locked, &holder);
     s->gc_collecting = pyrt_gc_collecting(interp, probe_mem_read_at);
 
-    ts_addr = head;
-    while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
-        struct pyrt_tstate ts;
-        struct probe_thread *t;
-        if (pyrt_tstate_read(ts_addr, &ts, probe_mem_read_at) != 0 || ts.interp != interp)
-            break; /* freed under us: report what we have */
-        if (s->nthreads == cap) {
-            int ncap = cap ? cap * 2 : 16;
-            void *nt = realloc(s->threads, (size_t)ncap * sizeof *s->threads);
-            void *nr = nt ? realloc(*raws, (size_t)ncap * sizeof **raws) : NULL;
-            if (nt)
-                s->threads = nt;
-            if (!nr)
+    while (s->nthreads < PYRT_MAX_THREADS && pyrt_interp_next(&it, &in, probe_mem_read_at) == 1) {
+        uintptr_t ts_addr = in.head;
+        if (in.id == 0) /* the GIL the probe takes: the main interpreter's (a subinterpreter
+                           that shares it holds it with its own thread state) */
+            gil_state(in.addr, &locked, &holder);
+        /* Locals are read through CPython calls under the main interpreter's GIL: never of a
+         * subinterpreter's frames. */
+        w->want_raw = want_raw && in.id == 0;
+        while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
+            struct pyrt_tstate ts;
+            struct probe_thread *t;
+            if (pyrt_tstate_read(ts_addr, &ts, probe_mem_read_at) != 0 || ts.interp != in.addr)
+                break; /* freed under us: report what we have */
+            if (!(t = thread_add(s, raws, &cap)))
                 return pb_err_set(err, -ENOMEM, "out of memory");
-            *raws = nr;
-            cap = ncap;
+            t->ident = ts.ident;
+            t->native_id = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident);
+            t->interp_id = in.id;
+            t->is_main = ts.ident == main_ident && in.id == 0;
+            t->daemon = -1;
+            t->holds_gil = locked && holder == ts_addr;
+            if (t->holds_gil)
+                s->gil_holder_native_id = t->native_id;
+            t->name = comm_read(t->native_id);
+            if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0)
+                return pb_err_set(err, -ENOMEM, "out of memory");
+            ts_addr = ts.next;
+            if (ts_addr == in.head)
+                break;
         }
-        t = &s->threads[s->nthreads];
-        memset(t, 0, sizeof *t);
-        (*raws)[s->nthreads] = NULL;
-        s->nthreads++;
-        t->ident = ts.ident;
-        t->native_id = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident);
-        t->is_main = ts.ident == main_ident;
-        t->daemon = -1;
-        t->holds_gil = locked && holder == ts_addr;
-        if (t->holds_gil)
-            s->gil_holder_native_id = t->native_id;
-        t->name = comm_read(t->native_id);
-        if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0)
-            return pb_err_set(err, -ENOMEM, "out of memory");
-        ts_addr = ts.next;
-        if (ts_addr == head)
-            break;
     }
+    w->want_raw = want_raw;
     return 0;
 }
 

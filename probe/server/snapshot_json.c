@@ -14,7 +14,7 @@
 
 long dap_thread_id(const struct probe_thread *t)
 {
-    return t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
+    return probe_thread_id(t);
 }
 
 void dap_snapshot_drop_worker(struct probe_snapshot *s)
@@ -70,6 +70,7 @@ cJSON *dap_json_thread(const struct probe_thread *t, int with_locals)
     cJSON_AddStringToObject(o, "nameSource", t->name_from_threading ? "threading" : "os");
     cJSON_AddBoolToObject(o, "holdsGil", t->holds_gil);
     cJSON_AddBoolToObject(o, "main", t->is_main);
+    cJSON_AddNumberToObject(o, "interpreter", (double)t->interp_id);
     if (t->daemon >= 0)
         cJSON_AddBoolToObject(o, "daemon", t->daemon);
     else

@@ -49,6 +49,7 @@ const char *probe_crash_signame(int sig)
 static struct pyrt_sig_frame pyframes[MAX_PY];
 static uintptr_t tstates[MAX_THREADS];
 static long tids[MAX_THREADS];
+static long long interps[MAX_THREADS];
 /* /proc/self/maps of a large process (torch: thousands of lines). */
 static char mapsbuf[1024 * 1024];
 static struct unwind_maps maps = {mapsbuf, sizeof mapsbuf, 0};
@@ -377,7 +378,7 @@ static void report(int sig, siginfo_t *si, void *uc, long tid)
     put(&out, "\nPython stack of the crashing thread (innermost first):\n");
     python_stack(&out, pyrt_sig_frames_self(pyframes, MAX_PY));
     flush(&out);
-    int nt = pyrt_sig_threads(tstates, tids, MAX_THREADS);
+    int nt = pyrt_sig_threads(tstates, tids, interps, MAX_THREADS);
     put(&out, "\nPython stacks of every thread (");
     put_dec(&out, nt);
     put(&out, nt == 1 ? " thread):\n" : " threads):\n");
@@ -389,6 +390,10 @@ static void report(int sig, siginfo_t *si, void *uc, long tid)
         } else {
             put(&out, "(native id unknown) state ");
             put_hex(&out, tstates[i]);
+        }
+        if (interps[i] != 0) { /* a subinterpreter's thread state */
+            put(&out, " interp ");
+            put_dec(&out, interps[i]);
         }
         put(&out, tstates[i] == self ? " (crashing thread):\n" : ":\n");
         python_stack(&out, pyrt_sig_frames_tstate(tstates[i], pyframes, MAX_PY));

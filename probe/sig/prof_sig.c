@@ -170,8 +170,11 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
         s->cache->stack_hi = s->stack_hi;
     }
     r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
-    r->npy = pyrt_sig_frames_own(pyrt_sig_tstate_self(), s->win, s->cache->stack_lo,
-                                 s->cache->stack_hi, r->py, PROF_MAX_PY);
+    uintptr_t self = pyrt_sig_tstate_self();
+    r->npy = pyrt_sig_frames_own(self, s->win, s->cache->stack_lo, s->cache->stack_hi, r->py,
+                                 PROF_MAX_PY);
+    /* In a subinterpreter: the frames of the call that runs it, in the thread's other states */
+    r->npy = pyrt_sig_frames_outer(self, s->tid, r->py, r->npy, PROF_MAX_PY);
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
     if (h + 1 - t == PROF_RING / 2)
         prof_sig_wake(); /* half full: the drain thread comes now */

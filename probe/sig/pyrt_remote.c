@@ -281,6 +281,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
 {
     uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0, s[13] = {0};
     long *ids = NULL;
+    long long *interps = NULL;
     struct pyrt_sig_frame *fr = NULL;
     struct pyrt_frame_ext *ext = NULL;
     int locked = 0, n, rc;
@@ -301,16 +302,17 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     }
     ts = calloc(REMOTE_THREADS, sizeof *ts);
     ids = calloc(REMOTE_THREADS, sizeof *ids);
+    interps = calloc(REMOTE_THREADS, sizeof *interps);
     fr = calloc((size_t)max_frames, sizeof *fr);
     ext = calloc((size_t)max_frames, sizeof *ext);
     body = cJSON_CreateObject();
-    if (!ts || !ids || !fr || !ext || !body) {
+    if (!ts || !ids || !interps || !fr || !ext || !body) {
         snprintf(err, errn, "out of memory");
         goto out;
     }
     pyrt_gil_read(interp, &locked, &holder, pyrt_sig_read);
     pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
-    n = pyrt_sig_threads(ts, ids, REMOTE_THREADS);
+    n = pyrt_sig_threads(ts, ids, interps, REMOTE_THREADS);
     cJSON_AddNumberToObject(body, "pid", pid);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
@@ -330,15 +332,18 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
         if (pyrt_tstate_read(ts[i], &t, pyrt_sig_read) != 0)
             continue;
         cJSON *o = cJSON_CreateObject();
+        /* as probe_thread_id (pyrt.h) gives it */
         cJSON_AddNumberToObject(o, "id", (double)(ids[i] > 0 ? ids[i]
-                                                             : (long)(t.ident & 0x7fffffff)));
+                                                             : (long)(t.ident & 0x7fffffff)) +
+                                             (double)interps[i] * 4194304.0);
         cJSON_AddNumberToObject(o, "ident", (double)t.ident);
         if (ids[i] > 0)
             cJSON_AddNumberToObject(o, "nativeId", (double)ids[i]);
         else
             cJSON_AddNullToObject(o, "nativeId");
         cJSON_AddBoolToObject(o, "holdsGil", locked && holder == ts[i]);
-        cJSON_AddBoolToObject(o, "main", t.ident == main_ident);
+        cJSON_AddBoolToObject(o, "main", t.ident == main_ident && interps[i] == 0);
+        cJSON_AddNumberToObject(o, "interpreter", (double)interps[i]);
         for (int k = 0; k < nnames; k++)
             if (names[k].ident == (unsigned long)t.ident) {
                 cJSON_AddStringToObject(o, "name", names[k].name);
@@ -369,6 +374,7 @@ out:
     cJSON_Delete(body);
     free(ext);
     free(fr);
+    free(interps);
     free(ids);
     free(ts);
     return text;

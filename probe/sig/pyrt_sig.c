@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Async-signal-safe frame reading (pyrt_sig.h): the shared per-version walker (pyrt/frames.c)
  * over pyrt_sig_read (process_vm_readv(2) directly: the pipe fallback of pyrt/safe.c takes a
- * mutex, which a signal handler must not), the main interpreter's thread list, and
+ * mutex, which a signal handler must not), every interpreter's thread list, and
  * descriptions into caller buffers. A frame is kept as (code address, instruction offset,
  * entry flag) and described later (pyrt_sig_describe); line numbers use the pure decoders of
  * pyrt/lines.c on a bounded stack copy of the line table. */
@@ -133,6 +133,87 @@ int pyrt_sig_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
     return frames_of(ts, PYRT_WALK_CHECK, out, max);
 }
 
+#define THREAD_STATES 8 /* thread states of one OS thread (nested subinterpreters) */
+
+int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
+{
+    struct pyrt_interp_iter it;
+    struct pyrt_interp in;
+    uintptr_t ts[THREAD_STATES];
+    long long ids[THREAD_STATES];
+    int n = 0, got = 0, visited = 0;
+    if (max <= 0)
+        return 0;
+    if (tid > 0 && pyrt_interp_first(&it, pyrt_sig_read) == 0)
+        while (n < THREAD_STATES && pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+            uintptr_t at = in.head;
+            while (at && n < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
+                struct pyrt_tstate t;
+                if (pyrt_tstate_read(at, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+                    break;
+                if (t.native_id == tid) { /* insertion by id, highest first */
+                    int k = n++;
+                    for (; k > 0 && ids[k - 1] < in.id; k--) {
+                        ts[k] = ts[k - 1];
+                        ids[k] = ids[k - 1];
+                    }
+                    ts[k] = at;
+                    ids[k] = in.id;
+                }
+                at = t.next;
+                if (at == in.head)
+                    break;
+            }
+        }
+    if (n == 0)
+        return pyrt_sig_frames_tstate(self, out, max);
+    for (int i = 0; i < n && got < max; i++)
+        got += pyrt_sig_frames_tstate(ts[i], out + got, max - got);
+    return got;
+}
+
+int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
+{
+    struct pyrt_interp_iter it;
+    struct pyrt_interp in;
+    struct pyrt_tstate st;
+    uintptr_t ts[THREAD_STATES], head = 0, main = 0;
+    long long ids[THREAD_STATES], self_id = -1;
+    int k = 0, visited = 0;
+    if (!self || tid <= 0 || n >= max ||
+        pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->interpreters.head, &head, sizeof head) != 0 ||
+        pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->interpreters.main, &main, sizeof main) != 0 ||
+        head == main || pyrt_tstate_read(self, &st, pyrt_sig_read) != 0 ||
+        pyrt_interp_first(&it, pyrt_sig_read) != 0)
+        return n; /* the main interpreter alone: nothing more */
+    while (pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+        uintptr_t at = in.head;
+        if (in.addr == st.interp)
+            self_id = in.id;
+        while (at && k < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
+            struct pyrt_tstate t;
+            if (pyrt_tstate_read(at, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+                break;
+            if (t.native_id == tid && at != self) { /* insertion by id, highest first */
+                int j = k++;
+                for (; j > 0 && ids[j - 1] < in.id; j--) {
+                    ts[j] = ts[j - 1];
+                    ids[j] = ids[j - 1];
+                }
+                ts[j] = at;
+                ids[j] = in.id;
+            }
+            at = t.next;
+            if (at == in.head)
+                break;
+        }
+    }
+    for (int i = 0; i < k && n < max; i++)
+        if (self_id >= 0 && ids[i] < self_id)
+            n += pyrt_sig_frames_fast(ts[i], out + n, max - n);
+    return n;
+}
+
 int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
     return frames_of(ts, 0, out, max);
@@ -209,30 +290,35 @@ int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f)
     return pyrt_frame_skip(f, pyrt_sig_read);
 }
 
-int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max)
+int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max)
 {
-    uintptr_t interp, head, ts;
+    struct pyrt_interp_iter it;
+    struct pyrt_interp in;
     int n = 0;
-    if (max <= 0 || pyrt_threads_head(&interp, &head, pyrt_sig_read) != 0)
+    if (max <= 0 || pyrt_interp_first(&it, pyrt_sig_read) != 0)
         return 0;
-    ts = head;
-    for (int steps = 0; ts && n < max && steps < PYRT_MAX_THREADS; steps++) {
-        struct pyrt_tstate t;
-        if (pyrt_tstate_read(ts, &t, pyrt_sig_read) != 0 || t.interp != interp)
-            break;
-        tstates[n] = ts;
+    while (n < max && pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+        uintptr_t ts = in.head;
+        for (int steps = 0; ts && n < max && steps < PYRT_MAX_THREADS; steps++) {
+            struct pyrt_tstate t;
+            if (pyrt_tstate_read(ts, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+                break;
+            tstates[n] = ts;
+            if (interp_ids)
+                interp_ids[n] = in.id;
 #ifdef PYRT_REMOTE
-        if (native_ids) /* before 3.11 the CLI finds them (the pthread_t's tid) */
-            native_ids[n] = t.native_id;
+            if (native_ids) /* before 3.11 the CLI finds them (the pthread_t's tid) */
+                native_ids[n] = t.native_id;
 #else
-        if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode only */
-            native_ids[n] = t.native_id > 0 ? t.native_id
-                            : sig_tids_allowed ? probe_tid_from_pthread(t.ident) : -1;
+            if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode only */
+                native_ids[n] = t.native_id > 0 ? t.native_id
+                                : sig_tids_allowed ? probe_tid_from_pthread(t.ident) : -1;
 #endif
-        n++;
-        ts = t.next;
-        if (ts == head)
-            break;
+            n++;
+            ts = t.next;
+            if (ts == in.head)
+                break;
+        }
     }
     return n;
 }

@@ -29,6 +29,20 @@ int pyrt_sig_prepare(void);
 int pyrt_sig_frames_self(struct pyrt_sig_frame *out, int max);
 /* The same for a given PyThreadState address. */
 int pyrt_sig_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max);
+/* The Python frames of every thread state of OS thread tid (the calling thread, from its
+ * handler), innermost first: a thread running code in a subinterpreter has a thread state
+ * there above its own (the main interpreter's, blocked in the call that runs it): the
+ * subinterpreters' frames come first (the highest id first), then the main one's, so that
+ * they line up with the native stack's eval-loop frames. Before 3.11 (no tid in the thread
+ * state) and when none matches, self's. Signal-handler safe. */
+int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max);
+/* For the sampler's handler, after pyrt_sig_frames_own(self): out[0..n) holds self's frames;
+ * appends (up to max) those of the calling thread's (tid's) thread states in interpreters with
+ * a lower id than self's, the highest first, with pyrt_sig_frames_fast: the frames that run the
+ * subinterpreter call self's thread runs in. Returns the new count. With no subinterpreter (one
+ * load: the runtime's list holds the main interpreter only) nothing is read. Signal-handler
+ * safe. */
+int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max);
 /* The sampler's cheaper walk (one read per frame): like pyrt_sig_frames_tstate but on 3.11+
  * it reads no code object, so it keeps frames that are not yet complete (still in their
  * prologue) and, on 3.13, frames whose executable is not a code object; pyrt_sig_frame_skip
@@ -48,9 +62,11 @@ int pyrt_sig_frames_own(uintptr_t tstate, struct pyrt_window *win, uintptr_t own
 int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f);
 /* The calling thread's thread state address (0 when it has none). Signal-handler safe. */
 uintptr_t pyrt_sig_tstate_self(void);
-/* Thread states of the main interpreter: addresses and native thread ids (-1 unknown), at
- * most max. Returns the count. Signal-handler safe. */
-int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, int max);
+/* Thread states of every interpreter (the main one's first, then each subinterpreter's):
+ * addresses, native thread ids (-1 unknown) and interpreter ids (0: the main one; interp_ids
+ * may be NULL), at most max. A thread running code in a subinterpreter has a thread state in
+ * each: its native id appears twice. Returns the count. Signal-handler safe. */
+int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max);
 /* A frame's function (co_qualname on 3.11+, co_name before), file (co_filename) and line,
  * written into the caller's buffers (truncated, always NUL-terminated). Signal-handler safe.
  * Returns 0, or -1 when the code object cannot be read (func/file then "?"). */

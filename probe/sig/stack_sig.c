@@ -48,7 +48,7 @@ int stack_sig_take(const siginfo_t *si, ucontext_t *uc)
         !atomic_compare_exchange_strong(&r->state, &expect, REQ_BUSY))
         return 1; /* stale: the asker gave up, or the slot asks another thread now */
     r->res.nnative = unwind_native(uc, r->res.native, STACK_SIG_NATIVE, NULL, NULL, &r->cache);
-    r->res.npy = pyrt_sig_frames_tstate(pyrt_sig_tstate_self(), r->res.py, STACK_SIG_PY);
+    r->res.npy = pyrt_sig_frames_thread(r->tid, pyrt_sig_tstate_self(), r->res.py, STACK_SIG_PY);
     atomic_store(&r->state, REQ_DONE);
     futex(&r->state, FUTEX_WAKE, 1, NULL);
     return 1;

@@ -48,7 +48,8 @@ static const struct probe_column native_bt_cols[] = {
                       "'python' rows, each with its own depths"},
 };
 static const struct probe_column pythreads_cols[] = {
-    {"thread_id", "INTEGER", "native thread id (the DAP thread id)"},
+    {"thread_id", "INTEGER", "native thread id (the DAP thread id; a subinterpreter's thread "
+                              "state adds interp_id * 4194304)"},
     {"ident", "INTEGER", "threading.get_ident()"},
     {"name", "TEXT", "threading name, or the OS name when the GIL cannot be had"},
     {"native_id", "INTEGER", "kernel thread id (NULL if unknown)"},
@@ -57,6 +58,7 @@ static const struct probe_column pythreads_cols[] = {
     {"is_main", "INTEGER", "1 for the main thread"},
     {"state", "TEXT", "kernel state: running, sleeping, disk-wait, stopped, zombie..."},
     {"name_source", "TEXT", "'threading' or 'os'"},
+    {"interp_id", "INTEGER", "its interpreter's id: 0 the main one, else a subinterpreter's"},
 };
 static const struct probe_column objects_cols[] = {
     {"type", "TEXT", "type name (tp_name)"},

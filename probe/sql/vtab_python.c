@@ -25,7 +25,7 @@
 
 static long thread_id(const struct probe_thread *t)
 {
-    return t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
+    return probe_thread_id(t);
 }
 
 struct snapcall {
@@ -157,9 +157,14 @@ int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         rc = pb_err_set(err, -ENOMEM, "python.native_backtrace: out of memory");
         goto out;
     }
-    for (int i = 0; i < s.snap.nthreads; i++)
-        if (!a->has_thread || thread_id(&s.snap.threads[i]) == a->thread_id)
-            tids[n++] = s.snap.threads[i].native_id;
+    for (int i = 0; i < s.snap.nthreads; i++) {
+        long tid = s.snap.threads[i].native_id;
+        int seen = 0; /* one native stack per OS thread (one in a subinterpreter has two states) */
+        for (int j = 0; j < n && !seen; j++)
+            seen = tid > 0 && tids[j] == tid;
+        if (!seen && (!a->has_thread || thread_id(&s.snap.threads[i]) == a->thread_id))
+            tids[n++] = tid;
+    }
     if (n && (rc = prof_native_stacks(tids, n, 0, ns, err)) < 0)
         goto out;
     for (int i = 0; rc == 0 && i < n; i++) {
@@ -202,6 +207,7 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         rc = rc ? rc : probe_rows_add_int(r, t->is_main);
         rc = rc ? rc : probe_rows_add_text(r, vtab_thread_state(t->native_id));
         rc = rc ? rc : probe_rows_add_text(r, t->name_from_threading ? "threading" : "os");
+        rc = rc ? rc : probe_rows_add_int(r, t->interp_id);
     }
     probe_snapshot_free(&s.snap);
     return rc;

@@ -256,7 +256,7 @@ def test_errors(python, spawn):
     r = probing("-p", t.pid, "query", "SELECT 1; SELECT 2")
     assert r.returncode == 1 and "one statement per query" in r.stderr
     # Read-only pragmas are fine.
-    assert len(q(t.pid, "SELECT * FROM pragma_table_info('threads')")) == 9
+    assert len(q(t.pid, "SELECT * FROM pragma_table_info('threads')")) == 10  # python.threads' columns
     # Over the row limit: cut, a note on stderr, exit 0.
     probing("-p", t.pid, "config", "query.max_rows=5", check=True)
     rc, out, err = raw("-p", t.pid, "query", "SELECT * FROM probing.tables", "-f", "csv")

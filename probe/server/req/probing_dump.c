@@ -77,8 +77,15 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
             free(ns);
             return pb_err_set(err, PB_EUNKNOWN, "out of memory");
         }
-        for (int i = 0; i < s->nthreads; i++)
+        /* A thread running code in a subinterpreter has a thread state in each interpreter:
+         * its one native stack is asked once (a second SIGPROF would merge with the first)
+         * and shown with each (its frames there hold both states': stack_sig). */
+        for (int i = 0; i < s->nthreads; i++) {
             tids[i] = s->threads[i].native_id;
+            for (int j = 0; j < i && tids[i] > 0; j++)
+                if (s->threads[j].native_id == tids[i])
+                    tids[i] = -1;
+        }
         int rc = prof_native_stacks(tids, s->nthreads, strcmp(native, "all") == 0, ns, err);
         free(tids);
         if (rc < 0) {
@@ -90,11 +97,17 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     for (int i = 0; i < s->nthreads; i++) {
         cJSON *t = dap_json_thread(&s->threads[i], want_locals);
         if (ns) {
-            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[i]));
-            prof_nstack_free(&ns[i]);
+            int k = i;
+            long tid = s->threads[i].native_id;
+            for (int j = 0; j < i && k == i; j++)
+                if (tid > 0 && s->threads[j].native_id == tid)
+                    k = j; /* asked once, for its first state */
+            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[k]));
         }
         cJSON_AddItemToArray(arr, t);
     }
+    for (int i = 0; ns && i < s->nthreads; i++)
+        prof_nstack_free(&ns[i]);
     free(ns);
     return 0;
 }

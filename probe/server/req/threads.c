@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* DAP: ThreadsRequest. Every Python thread, id = native tid, named as `threading` names it when
+/* DAP: ThreadsRequest. Every Python thread of every interpreter, id = native tid (plus
+ * interp * 4194304 for a subinterpreter's thread state: probe_thread_id; its name then ends
+ * in " (interp N)"), named as `threading` names it when
  * the GIL can be had in time (else the OS thread name). While the target is stopped, a thread
  * that is not parked (it runs native code: a sleep, a read, a C extension) says so in its
  * name; it stops when it returns to Python. When threading's names were read less than
@@ -26,9 +28,13 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         cJSON *t = cJSON_CreateObject();
         long id = dap_thread_id(&s->threads[i]);
         const char *name = s->threads[i].name ? s->threads[i].name : "";
+        char iname[300], buf[330];
+        if (s->threads[i].interp_id != 0) { /* a subinterpreter's thread state */
+            snprintf(iname, sizeof iname, "%s (interp %lld)", name, s->threads[i].interp_id);
+            name = iname;
+        }
         cJSON_AddNumberToObject(t, "id", (double)id);
         if (stopped && !probe_dbg_parked(id)) {
-            char buf[300];
             snprintf(buf, sizeof buf, "%s (in native code)", name);
             cJSON_AddStringToObject(t, "name", buf);
         } else {
