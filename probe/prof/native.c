@@ -323,7 +323,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     }
     res = calloc(STACK_SIG_BATCH, sizeof *res);
     blk = calloc(1, sizeof *blk);
-    nts = pyrt_sig_threads(ts, ids, 256);
+    nts = pyrt_sig_threads(ts, ids, NULL, 256);
     if (!res || !blk) {
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;

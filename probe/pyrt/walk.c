@@ -318,14 +318,15 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
     if (rc < 0)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     probe_mem_read(&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
-    gil_state(interp, &locked, &holder);
-    s->gc_collecting = pyrt_gc_collecting(interp, probe_mem_read_at);
+    s->gc_collecting = -1;
 
     while (s->nthreads < PYRT_MAX_THREADS && pyrt_interp_next(&it, &in, probe_mem_read_at) == 1) {
         uintptr_t ts_addr = in.head;
-        if (in.id == 0) /* the GIL the probe takes: the main interpreter's (a subinterpreter
-                           that shares it holds it with its own thread state) */
+        if (in.id == 0) { /* the GIL the probe takes: the main interpreter's (a subinterpreter
+                             that shares it holds it with its own thread state) */
             gil_state(in.addr, &locked, &holder);
+            s->gc_collecting = pyrt_gc_collecting(in.addr, probe_mem_read_at);
+        }
         /* Locals are read through CPython calls under the main interpreter's GIL: never of a
          * subinterpreter's frames. */
         w->want_raw = want_raw && in.id == 0;
