@@ -256,7 +256,9 @@ static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
             return tries ? -1 : 0;
         memset(cache, 0, offsetof(struct unwind_cache, rows));
         r->nnative = unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache);
-        r->npy = tstate ? pyrt_sig_frames_tstate(tstate, r->py, STACK_SIG_PY) : 0;
+        /* every thread state of this OS thread (a subinterpreter's above the main one's), as
+         * the signal handler reads them */
+        r->npy = tstate ? pyrt_sig_frames_thread(tid, tstate, r->py, STACK_SIG_PY) : 0;
         if (blocked_in_syscall(tid, &nr2, &sp2, &pc2) && nr2 == nr && sp2 == sp && pc2 == pc &&
             switches(tid) == sw)
             return 1;

@@ -105,14 +105,16 @@ def check_meta(python, t, d, text, signame):
     if not sidroot.is_sid(python):
         assert os.path.realpath(exe) == os.path.realpath(python), d["executable"]
         assert d["executable"]["buildId"] == build_id(os.path.realpath(python)), d["executable"]
-    assert "Executable: %s (build id %s)" % (exe, d["executable"]["buildId"]) in text, text[:600]
+    shown = lambda bid: bid or "unknown"  # noqa: E731  (a build without a build-id note)
+    assert "Executable: %s (build id %s)" % (exe, shown(d["executable"]["buildId"])) in text, \
+        text[:600]
     lib = d.get("libpython")
     if lib:
         host = lib["path"]
         if sidroot.is_sid(python):
             host = os.path.join(sidroot.root(), host.lstrip("/"))
-        assert lib["buildId"] and lib["buildId"] == build_id(host), lib
-        assert "libpython: %s (build id %s)" % (lib["path"], lib["buildId"]) in text
+        assert lib["buildId"] == build_id(host), lib
+        assert "libpython: %s (build id %s)" % (lib["path"], shown(lib["buildId"])) in text
     if signame:
         assert d["signal"]["name"] == signame and d["signal"]["number"] == \
             getattr(signal, signame), d["signal"]

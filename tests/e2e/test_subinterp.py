@@ -28,7 +28,7 @@ def _minor(p):
 # left out of the list, never skipped.
 SUB_PYTHONS = [p for p in PYTHONS if _minor(p) >= 12]
 # sub_worker's sleep, line 6 of samples/subinterp.py's SUB_CODE (3.14+ names it <script>)
-SUB_LINE = re.compile(r"^    sub_worker \(<(string|script)>:6\)$", re.M)
+SUB_LINE = re.compile(r"^    sub_worker \(<(string|script)>:6(:\d+)?\)$", re.M)  # :column on 3.11+
 
 
 def names(t):
