@@ -191,7 +191,7 @@ EXPORT int pyrt_sig_test_threads(char *buf, size_t n)
     buf[0] = '\0';
     if (pyrt_sig_prepare() < 0)
         return -1;
-    cnt = pyrt_sig_threads(ts, ids, 64);
+    cnt = pyrt_sig_threads(ts, ids, NULL, 64);
     for (int i = 0; i < cnt; i++) {
         struct pyrt_sig_frame fr[32];
         char func[256] = "", file[512];
