@@ -125,7 +125,15 @@ class Target {
     if (got) this._wake();
   }
 
-  get socketPath() { return `/tmp/probing-${process.geteuid()}/${this.pid}.sock`; }
+  // The probe's socket: <pid>-<pid namespace inode>.sock, the pid as the target sees it
+  // (NSpid's last; probe/core/rundir.c).
+  get socketPath() {
+    let inner = this.pid;
+    const m = /^NSpid:(.*)$/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'utf8'));
+    if (m) inner = Number(m[1].trim().split(/\s+/).pop());
+    const ns = fs.statSync(`/proc/${this.pid}/ns/pid`, { bigint: true }).ino;
+    return `/tmp/probing-${process.geteuid()}/${inner}-${ns}.sock`;
+  }
 
   lines() { this._poll(); return this.out.split('\n').filter((l) => l !== ''); }
 
