@@ -139,7 +139,7 @@ export interface Injected {
   reachable: string;
 }
 
-// "probe loaded in 4242 (CPython 3.12.1), socket /tmp/probing-1000/4242.sock"
+// "probe loaded in 4242 (CPython 3.12.1), socket /tmp/probing-1000/4242-4026531836.sock"
 const INJECT_LINE = /^probe (loaded|already loaded) in (\d+) \(CPython ([^)]*)\), socket (\/\S+)\s*$/m;
 
 export function parseInject(pid: number, stdout: string): Injected {
