@@ -107,11 +107,12 @@ test('process list, attach, stacks with the GIL holder and locals', async () => 
                'hold_gil_forever');
   assert.match(await page.locator('#stacks-gil').textContent(),
                new RegExp('GIL held by thread ' + t.pid));
-  // Locals on click: the GIL is held forever, so the probe says why there are none.
+  // Locals on click: the GIL is held forever, so the probe reads them from memory and says so.
   await gil.locator('ol.frames li').first().click();
   const loc = gil.locator('li.locals-row');
   await loc.waitFor();
-  assert.match(await loc.textContent(), /GIL is held by thread/);
+  assert.match(await loc.textContent(), /GIL is held by thread .* read from memory/);
+  assert.match(await loc.textContent(), /readyTruebool/);
   // Auto-refresh: the status line's time changes.
   await page.locator('#stacks-auto').check();
   const before = await page.locator('#stacks-gil').textContent();

@@ -230,7 +230,8 @@ function frameLine(f) {
 function localsTable(f, why) {
   const t = el('table', null, 'locals');
   const locals = f.locals || [];
-  if (!locals.length) {
+  // why: the probe's note (locals read from memory when the GIL could not be had, or none).
+  if (why || !locals.length) {
     const tr = el('tr');
     tr.append(el('td', why || '(no locals)', 'muted'));
     t.append(tr);
