@@ -17,6 +17,15 @@ const { spawn, execFile } = require('node:child_process');
 const { DebugClient } = require('@vscode/debugadapter-testsupport');
 const { vscode, fake, ext } = require('../lib/hook');
 
+// The probe's socket's name: <pid>-<pid namespace inode>.sock, the pid as the target sees it
+// (NSpid's last; probe/core/rundir.c).
+function sockName(pid) {
+  let inner = pid;
+  const m = /^NSpid:(.*)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (m) inner = Number(m[1].trim().split(/\s+/).pop());
+  return `${inner}-${fs.statSync(`/proc/${pid}/ns/pid`, { bigint: true }).ino}.sock`;
+}
+
 // tests/dap's targets: the sample in its own process group, ready line, ticks, kill.
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const { Target, pythons, SAMPLE, CLI } = require(path.join(ROOT, 'tests', 'dap', 'lib', 'target.js'));
@@ -123,7 +132,7 @@ for (const python of PYTHONS) {
     assert.match(offered.detail, /debuggee\.py/);
     assert.deepEqual(config, { type: 'probing', request: 'attach', name: 'Attach to Python process (probing)', processId: pid });
     assert.ok(descriptor instanceof vscode.DebugAdapterNamedPipeServer);
-    assert.equal(descriptor.path, `/proc/${pid}/root/tmp/probing-${process.geteuid()}/${pid}.sock`);
+    assert.equal(descriptor.path, `/proc/${pid}/root/tmp/probing-${process.geteuid()}/${sockName(pid)}`);
     assert.match(fake.state.output.join('\n'), new RegExp(`probe loaded in ${pid} \\(CPython 3\\.\\d+`));
 
     const dc = await connectTo(descriptor);
@@ -318,7 +327,7 @@ async function startBusy(exe) {
     try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
     await exited;
     // the probe's socket file outlives a SIGKILL: nothing serves this pid now
-    try { fs.unlinkSync(`/tmp/probing-${process.geteuid()}/${proc.pid}.sock`); } catch { /* not there */ }
+    try { fs.unlinkSync(`/tmp/probing-${process.geteuid()}/${sockName(proc.pid)}`); } catch { /* not there */ }
   };
   return { proc, stderr: () => err, kill };
 }
