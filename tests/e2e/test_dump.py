@@ -165,12 +165,13 @@ def test_dump_gil_holder_with_probe_loaded(python, spawn):
     spinner = t.ready["spinner"]
 
     def until_spinner(read):
-        """The main thread ticks and may hold the GIL at the very moment asked (under ASan or a
-        loaded machine): a few tries, each naming a holder; the spinner in one of them."""
+        """The main thread ticks and may hold the GIL at the very moment asked, and on a loaded
+        machine nobody may (the spinner between two switches): a few tries, none naming another
+        thread; the spinner in one of them (before the fix: 'not held' every time)."""
         seen = []
-        for _ in range(5):
+        for _ in range(10):
             seen.append(read())
-            assert seen[-1] in (spinner, t.pid), seen
+            assert seen[-1] in (spinner, t.pid, None), seen
             if seen[-1] == spinner:
                 return
         raise AssertionError("the spinner %d never named: %r" % (spinner, seen))
@@ -181,23 +182,24 @@ def test_dump_gil_holder_with_probe_loaded(python, spawn):
             th = {x["nativeId"]: x for x in d["threads"]}
             assert th[spinner]["frames"][0]["name"] == "spin"
             assert d["gil"]["available"] is True and "localsError" not in d
-            assert [k for k, x in th.items() if x["holdsGil"]] == [d["gil"]["holder"]], d["gil"]
+            held = [k for k, x in th.items() if x["holdsGil"]]
+            assert held == ([d["gil"]["holder"]] if d["gil"]["holder"] else []), d["gil"]
             return d["gil"]["holder"]
         until_spinner(read)
 
     def text():
         out = probing("-p", t.pid, "debug", "--dump", check=True).stdout
         m = re.search(r"^GIL: held by thread (\d+)$", out, re.M)
-        assert m, out
-        return int(m.group(1))
+        assert m or re.search(r"^GIL: not held$", out, re.M), out
+        return int(m.group(1)) if m else None
     until_spinner(text)
 
     def sql():
         rows = probing("-p", t.pid, "query", "-f", "json",
                        "SELECT thread_id, holds_gil FROM python.threads", check=True).stdout
         held = [r["thread_id"] for r in json.loads(rows) if r["holds_gil"]]
-        assert len(held) == 1, rows
-        return held[0]
+        assert len(held) <= 1, rows
+        return held[0] if held else None
     until_spinner(sql)
     t.assert_responsive()
     t.check_output_clean()
