@@ -445,8 +445,8 @@ static void gather(PyObject *o, PyObject *funcs, int depth)
     PyErr_Clear();
 }
 
-/* The functions of the modules whose file has breakpoints: id -> function. New reference. */
-static PyObject *functions(void)
+/* The functions of the modules whose __file__ passes wanted: id -> function. New reference. */
+static PyObject *module_functions(int (*wanted)(PyObject *file))
 {
     PyObject *funcs = PyDict_New();
     PyObject *mods = PyImport_GetModuleDict(), *k, *m;
@@ -454,9 +454,7 @@ static PyObject *functions(void)
     while (funcs && mods && PyDict_Next(mods, &pos, &k, &m)) {
         PyObject *d = PyModule_Check(m) ? PyModule_GetDict(m) : NULL;
         PyObject *file = d ? PyDict_GetItemString(d, "__file__") : NULL;
-        const char *path = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
-        const char *base = path ? strrchr(path, '/') : NULL;
-        if (!path || !dbg_bp_file_named(base ? base + 1 : path))
+        if (!file || !PyUnicode_Check(file) || !wanted(file))
             continue;
         PyObject *key, *v;
         Py_ssize_t p2 = 0;
@@ -465,6 +463,19 @@ static PyObject *functions(void)
     }
     PyErr_Clear();
     return funcs;
+}
+
+static int has_breakpoints(PyObject *file)
+{
+    const char *path = PyUnicode_AsUTF8(file);
+    const char *base = path ? strrchr(path, '/') : NULL;
+    return path && dbg_bp_file_named(base ? base + 1 : path);
+}
+
+/* The functions of the modules whose file has breakpoints. New reference. */
+static PyObject *functions(void)
+{
+    return module_functions(has_breakpoints);
 }
 
 /* ---- accounting for every reference to a code object ---- */
@@ -740,6 +751,11 @@ static int plan(void)
     return ok;
 }
 
+static int was_hooked(PyObject *file)
+{
+    return PySet_Contains(hooked_files, file) == 1;
+}
+
 /* After every swap is put back: functions of the files ever hooked whose code still has our
  * prologue (a copy the program made of a hooked code object while it was in place: replace(),
  * an assignment to another function's __code__) get it without. The number fixed. */
@@ -748,21 +764,8 @@ static int strip_derived(void)
     if (!hooked_files || PySet_GET_SIZE(hooked_files) == 0)
         return 0;
     int fixed = 0;
-    PyObject *funcs = PyDict_New();
-    PyObject *mods = PyImport_GetModuleDict(), *k, *m;
+    PyObject *funcs = module_functions(was_hooked), *k, *fn;
     Py_ssize_t pos = 0;
-    while (funcs && mods && PyDict_Next(mods, &pos, &k, &m)) {
-        PyObject *d = PyModule_Check(m) ? PyModule_GetDict(m) : NULL;
-        PyObject *file = d ? PyDict_GetItemString(d, "__file__") : NULL;
-        if (!file || !PyUnicode_Check(file) || PySet_Contains(hooked_files, file) != 1)
-            continue;
-        PyObject *key, *v;
-        Py_ssize_t p2 = 0;
-        while (PyDict_Next(d, &p2, &key, &v))
-            gather(v, funcs, 0);
-    }
-    PyObject *fn;
-    pos = 0;
     while (funcs && PyDict_Next(funcs, &pos, &k, &fn)) {
         PyObject *clean = stripped_code((PyCodeObject *)((PyFunctionObject *)fn)->func_code);
         if (clean) {
