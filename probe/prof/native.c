@@ -242,6 +242,22 @@ static unsigned long long switches(int tid)
     return sum;
 }
 
+/* 1 when the native frames nat[0..nn) hold the eval-loop frames the Python frames py[0..np)
+ * need (pb_stack_merge would merge them). */
+static int merges(const uintptr_t *nat, int nn, const struct pyrt_sig_frame *py, int np)
+{
+    unsigned char is_eval[STACK_SIG_NATIVE], entry[STACK_SIG_PY];
+    struct pb_merge_step steps[STACK_SIG_NATIVE + STACK_SIG_PY];
+    struct prof_sym sy;
+    for (int i = 0; i < nn; i++) {
+        prof_sym_describe(nat[i], i, &sy);
+        is_eval[i] = (unsigned char)sy.is_eval;
+    }
+    for (int i = 0; i < np; i++)
+        entry[i] = (unsigned char)py[i].entry;
+    return pb_stack_merge(is_eval, nn, entry, np, steps) >= 0;
+}
+
 /* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
  * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
  * (r then holds its Python frames only, or nothing). */
@@ -254,11 +270,25 @@ static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
         unsigned long long sw = switches(tid);
         if (!blocked_in_syscall(tid, &nr, &sp, &pc))
             return tries ? -1 : 0;
+        int nalt = 0;
         memset(cache, 0, offsetof(struct unwind_cache, rows));
-        r->nnative = unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache);
+        r->nnative = unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache, 0, &nalt);
         /* every thread state of this OS thread (a subinterpreter's above the main one's), as
          * the signal handler reads them */
         r->npy = tstate ? pyrt_sig_frames_thread(tid, tstate, r->py, STACK_SIG_PY) : 0;
+        /* A guessed frame pointer (unwind.c) that does not give as many eval-loop frames as
+         * the Python frames need: the other guesses that end well, lowest first, and the first
+         * that does. */
+        for (int alt = 1; alt <= nalt && alt <= 4 && r->npy &&
+                          !merges(r->native, r->nnative, r->py, r->npy); alt++) {
+            uintptr_t alts[STACK_SIG_NATIVE];
+            memset(cache, 0, offsetof(struct unwind_cache, rows));
+            int n = unwind_native_pcsp(pc, sp, alts, STACK_SIG_NATIVE, cache, alt, NULL);
+            if (n > 0 && merges(alts, n, r->py, r->npy)) {
+                memcpy(r->native, alts, (size_t)n * sizeof *alts);
+                r->nnative = n;
+            }
+        }
         if (blocked_in_syscall(tid, &nr2, &sp2, &pc2) && nr2 == nr && sp2 == sp && pc2 == pc &&
             switches(tid) == sw)
             return 1;

@@ -881,7 +881,7 @@ static int step_cached(struct regs *rs, const struct unwind_rule *e, struct unwi
 }
 
 static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
-                struct unwind_cache *cache, int guess, int exact, int *clean);
+                struct unwind_cache *cache, int guess, int exact, int *clean, int *nalt);
 
 int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
                   void *arg, struct unwind_cache *cache)
@@ -902,19 +902,22 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
     rs.valid = (1u << RA) | (1u << RBP) | (1u << RSP);
 #endif
     int clean;
-    return walk(&rs, out, max, find, arg, cache, 0, 1, &clean);
+    return walk(&rs, out, max, find, arg, cache, 0, 1, &clean, NULL);
 }
 
 int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
-                       struct unwind_cache *cache)
+                       struct unwind_cache *cache, int alt, int *nalt)
 {
     struct regs rs;
     memset(&rs, 0, sizeof rs);
     rs.v[RA] = pc;
     rs.v[RSP] = sp;
     rs.valid = (1u << RA) | (1u << RSP); /* the frame pointer is not known */
-    int clean;
-    return walk(&rs, out, max, NULL, NULL, cache, 1, 1, &clean);
+    int clean, dummy;
+    if (!nalt)
+        nalt = &dummy;
+    *nalt = 0;
+    return walk(&rs, out, max, NULL, NULL, cache, 1 + alt, 1, &clean, nalt);
 }
 
 /* 1 when the instruction that ends at ra is a call (e8 rel32, or ff /2 with any operand, with
@@ -955,17 +958,23 @@ static int after_call(uintptr_t ra)
  * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
  * stack with it (without guessing again): of those whose unwind reaches the outermost frame
  * (clone3, _start) the one with the most frames wins (a stale return address that still ends
- * well skips frames), else the one that went deepest. The
- * frames of the winner are in out[0..return value); 0 when no candidate unwinds at all. */
+ * well skips frames), else the one that went deepest. A stale return address above the frame
+ * (in the caller's uninitialised locals, left by the caller's earlier calls) can chain into
+ * the real frames too and win with more frames (CPython 3.15's subinterpreter runner: the
+ * sleep's frame guessed into PyEval_EvalCode's earlier thread-state calls): alt > 0 takes the
+ * alt-th other candidate that ends at the outermost frame, lowest address first, for a caller
+ * that can check the result against what it knows (prof/native.c: the eval-loop frames against
+ * the Python entry frames); *nalt is set to how many there are. The frames of the pick are in
+ * out[0..return value); 0 when no candidate unwinds at all or there is no alt-th. */
 #define GUESS_SPAN 8192 /* bytes of stack searched above sp */
 #define GUESS_TRIES 32  /* candidates tried */
 
 static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int exact,
                      uintptr_t *out, int max, struct unwind_cache *c, unwind_find_fn find,
-                     void *arg)
+                     void *arg, int alt, int *nalt)
 {
-    uintptr_t sp = rs->v[RSP], best = 0;
-    int best_n = 0, best_clean = 0, tries = 0;
+    uintptr_t sp = rs->v[RSP], best = 0, cleans[GUESS_TRIES];
+    int best_n = 0, best_clean = 0, tries = 0, ncl = 0;
     for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + GUESS_SPAN && tries < GUESS_TRIES;
          a += 8) {
         uintptr_t ra;
@@ -979,9 +988,21 @@ static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int
         t.v[RBP] = a;
         t.valid |= 1u << RBP;
         tries++;
-        k = walk(&t, out, max, find, arg, c, 0, exact, &clean);
+        k = walk(&t, out, max, find, arg, c, 0, exact, &clean, NULL);
+        if (clean && k > 0)
+            cleans[ncl++] = a;
         if (clean > best_clean || (clean == best_clean && k > best_n))
             best_n = k, best = a, best_clean = clean;
+    }
+    if (nalt)
+        *nalt = best_clean ? ncl - 1 : 0;
+    if (alt > 0) { /* the alt-th clean candidate other than best, lowest first */
+        uintptr_t was = best;
+        best = 0;
+        for (int i = 0, seen = 0; best_clean && i < ncl && !best; i++)
+            if (cleans[i] != was && ++seen == alt)
+                best = cleans[i];
+        best_n = best != 0;
     }
     if (!best_n)
         return 0;
@@ -989,15 +1010,15 @@ static int guess_rbp(const struct regs *rs, int64_t cfa_off, int64_t ra_off, int
     int clean;
     t.v[RBP] = best;
     t.valid |= 1u << RBP;
-    return walk(&t, out, max, find, arg, c, 0, exact, &clean);
+    return walk(&t, out, max, find, arg, c, 0, exact, &clean, NULL);
 }
 
 /* Unwinds from *rsp into out (exact: rs's pc is where it stopped, not a return address);
  * *clean is set when the stack ended at its outermost frame (CFI's undefined return address:
- * clone3, _start). guess:
- * guess rbp where a frame needs it and it is not known (guess_rbp). */
+ * clone3, _start). guess > 0: guess rbp where a frame needs it and it is not known
+ * (guess_rbp, taking its candidate guess - 1; *nalt: its count of alternatives). */
 static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
-                struct unwind_cache *cache, int guess, int exact, int *clean)
+                struct unwind_cache *cache, int guess, int exact, int *clean, int *nalt)
 {
     struct regs rs = *rsp;
     int n = 0;
@@ -1046,7 +1067,7 @@ static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, 
         if (hit) {
             if (guess && r.cfa_reg == RBP && r.ra_off && !(rs.valid & (1u << RBP)))
                 return n - 1 + guess_rbp(&rs, r.cfa_off, r.ra_off, exact, out + n - 1,
-                                         max - n + 1, cache, find, arg);
+                                         max - n + 1, cache, find, arg, guess - 1, nalt);
             if (r.ra_off == 0) {
                 *clean = 1; /* the outermost frame */
                 break;
@@ -1072,7 +1093,7 @@ static int walk(struct regs *rsp, uintptr_t *out, int max, unwind_find_fn find, 
                 if (guess && s.cfa_reg == RBP && !(rs.valid & (1u << RBP)) &&
                     s.r[RA].how == R_OFF)
                     return n - 1 + guess_rbp(&rs, s.cfa_off, s.r[RA].v, exact, out + n - 1,
-                                             max - n + 1, cache, find, arg);
+                                             max - n + 1, cache, find, arg, guess - 1, nalt);
                 if (s.r[RA].how == R_UNDEF) {
                     *clean = 1; /* the outermost frame */
                     break;

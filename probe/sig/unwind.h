@@ -112,10 +112,13 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
 
 /* The same from a pc and a stack pointer alone (a thread blocked in a system call, read from
  * /proc/self/task/TID/syscall without stopping it: prof/native.c), with the published module
- * table: no frame pointer is known, so a frame whose rules need the caller's rbp (not saved by
- * an inner frame) ends the stack there. Async-signal-safe; cache is the caller's own. */
+ * table: no frame pointer is known, so where a frame's rules need the caller's rbp (not saved
+ * by an inner frame) it is guessed from the stack (unwind.c, guess_rbp). alt 0 takes the best
+ * guess; alt k > 0 the k-th other guess that also ends at the outermost frame, for a caller
+ * that can tell a wrong guess; *nalt (may be NULL) gets how many other such guesses there are.
+ * Async-signal-safe; cache is the caller's own. */
 int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
-                       struct unwind_cache *cache);
+                       struct unwind_cache *cache, int alt, int *nalt);
 
 /* Not in a signal handler. Rebuilds and publishes the module table when the loader's object
  * list changed since the last build (dl_iterate_phdr's adds/subs counters), keeping the
