@@ -124,6 +124,10 @@ int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *en
  * but PyThread_*, vectorcall and slot wrappers... Its other functions (time_sleep,
  * acquire_timed, PyThread_*: where a thread waits) stay. */
 int pb_cpython_machinery(const char *name);
+/* 1 for a function that starts a process or a thread (_start, __libc_start_main,
+ * start_thread, clone3, main...): left out of merged stacks at their root, where they are
+ * under every stack alike (--native=all keeps them). */
+int pb_startup_frame(const char *name);
 
 /* The detached parts of an x86-64 function (evalpart.c): GCC's hot/cold splitting of an
  * optimised CPython moves the body of _PyEval_EvalFrameDefault out of the exported symbol into

@@ -33,6 +33,22 @@ int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *en
     return n;
 }
 
+int pb_startup_frame(const char *name)
+{
+    static const char *const names[] = {"_start",         "__libc_start_main",
+                                        "__libc_start_call_main", "start_thread",
+                                        "clone",          "clone3",
+                                        "__clone",        "__clone3",
+                                        "__GI___clone",   "__GI___clone3",
+                                        "main"};
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int pb_cpython_machinery(const char *name)
 {
     static const char *const pre[] = {"_Py",          "cfunction_",     "method_vectorcall",
@@ -40,7 +56,8 @@ int pb_cpython_machinery(const char *name)
                                       "_call_function", "function_code_fastcall",
                                       "object_vacall", "wrapper_call",  "builtin_",
                                       "pymain_",      "pyrun_",         "run_",
-                                      "thread_run",   "t_bootstrap",    "method_call"};
+                                      "thread_run",   "t_bootstrap",    "method_call",
+                                      "pythread_wrapper"};
     if (!name || !*name)
         return 1;
     if (strncmp(name, "Py", 2) == 0)

@@ -23,11 +23,13 @@ static void help(void)
 {
     printf("usage: probing -p PID flamegraph [-o FILE] [--format svg|folded|speedscope]\n"
            "                 [--thread TID] [--since SECONDS] [--mode cpu|wall]\n"
-           "                 [--title TEXT] [--width PIXELS]\n"
+           "                 [--title TEXT] [--width PIXELS] [--native=all]\n"
            "\n"
            "Render the samples 'probing -p PID perf --cc' collected (while it runs or after\n"
            "'perf --stop') as a flame graph. Python frames and native frames are merged in one\n"
-           "stack, callers above callees.\n"
+           "stack, callers above callees: the native frames of extensions and libraries where\n"
+           "they were called, CPython's own frames (eval loop, call machinery, unnamed\n"
+           "interpreter frames) and the start-up at the root left out.\n"
            "\n"
            "  -o, --output FILE   write to FILE (default: stdout; an SVG asked for on a\n"
            "                      terminal goes to flamegraph-PID.svg instead)\n"
@@ -41,13 +43,14 @@ static void help(void)
            "      --mode cpu|wall only samples taken in that mode\n"
            "      --title TEXT    the SVG's title (default: \"probing PID: N samples\")\n"
            "      --width PX      the SVG's width in pixels (default 1200)\n"
+           "      --native=all    keep every native frame, CPython's own and the start-up too\n"
            "\n"
            "Example: probing -p 4242 perf --cc --duration 5 && probing -p 4242 flamegraph -o cpu.svg\n");
 }
 
 struct fg_opts {
     const char *out, *title, *mode;
-    int fmt, fmt_set, width;
+    int fmt, fmt_set, width, all;
     long long thread;
     double since;
 };
@@ -98,11 +101,11 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
             snprintf(key, sizeof key, " AND (s.thread_id > %lld OR (s.thread_id = %lld AND "
                      "s.stack_id > %lld))", last_tid, last_tid, last_sid);
         snprintf(sql, sizeof sql,
-                 "SELECT s.thread_id, MAX(s.thread_name), s.stack_id, MAX(st.folded), COUNT(*) "
+                 "SELECT s.thread_id, MAX(s.thread_name), s.stack_id, MAX(st.%s), COUNT(*) "
                  "FROM perf.samples s JOIN perf.stacks st ON st.stack_id = s.stack_id "
                  "WHERE %s%s GROUP BY s.thread_id, s.stack_id "
                  "ORDER BY s.thread_id, s.stack_id LIMIT %d",
-                 filt, key, PAGE_ROWS);
+                 o->all ? "folded_all" : "folded", filt, key, PAGE_ROWS);
         struct pb_err qerr = {0};
         cJSON *body = cli_query(dc, sql, &qerr);
         if (!body) {
@@ -176,7 +179,7 @@ static int parse_args(int argc, char **argv, struct fg_opts *o)
         {"thread", required_argument, 0, 'T'}, {"since", required_argument, 0, 's'},
         {"mode", required_argument, 0, 'm'},   {"title", required_argument, 0, 't'},
         {"width", required_argument, 0, 'w'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"native", optional_argument, 0, 'n'}, {0, 0, 0, 0}};
     int c;
     char *end;
     while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
@@ -211,6 +214,14 @@ static int parse_args(int argc, char **argv, struct fg_opts *o)
             o->mode = optarg;
             break;
         case 't': o->title = optarg; break;
+        case 'n':
+            if (optarg && strcmp(optarg, "all") != 0) {
+                cli_error("flamegraph: --native=%s: expected --native=all (every native frame) "
+                          "or --native (the default)", optarg);
+                return CLI_USAGE;
+            }
+            o->all = optarg != NULL;
+            break;
         case 'w':
             o->width = (int)strtol(optarg, &end, 10);
             if (*end || o->width < 200 || o->width > 100000) {

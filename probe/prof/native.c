@@ -27,7 +27,6 @@
                              * niced target late) */
 #define NATIVE_TOTAL_MS 3000 /* for one call, all batches together: threads left are not asked */
 
-static uintptr_t interp_fbase; /* where the interpreter's own object is mapped */
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void prof_sig_lock(void)
@@ -50,7 +49,8 @@ static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
     f->offset = sy.offset;
     f->bias = sy.bias;
     f->is_eval = sy.is_eval;
-    f->internal = sy.is_eval || (interp_fbase && sy.fbase == interp_fbase && pb_cpython_machinery(sy.name));
+    f->internal = prof_sym_internal(&sy);
+    f->startup = prof_sym_startup(&sy);
     f->line = -1;
     f->name = sy.name[0] ? strdup(sy.name) : NULL;
     f->file = sy.module[0] ? strdup(sy.module) : NULL;
@@ -186,6 +186,14 @@ static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *
         frames_free(s->py, s->npy);
         s->py = NULL;
         s->npy = 0;
+        /* the process's or thread's start-up below the outermost Python frame */
+        while (!all && s->n > 1 && s->f[s->n - 1].kind == PROF_NF_NATIVE &&
+               s->f[s->n - 1].startup) {
+            s->n--;
+            free(s->f[s->n].name);
+            free(s->f[s->n].file);
+            s->f[s->n].name = s->f[s->n].file = NULL;
+        }
     } else { /* native frames apart, the eval-loop ones kept to show where Python runs */
         for (int i = 0; i < nn; i++)
             if (all || !nat[i].internal || nat[i].is_eval)
@@ -336,14 +344,6 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
             uniq[nu++] = i;
     }
     prof_sig_lock();
-    if (!interp_fbase) {
-        void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
-        struct prof_sym sy;
-        if (ev) {
-            prof_sym_describe((uintptr_t)ev, 0, &sy);
-            interp_fbase = sy.fbase;
-        }
-    }
     if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
         if ((rc = prof_sig_install(err)) < 0) {
             prof_sig_unlock();

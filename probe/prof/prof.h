@@ -59,6 +59,7 @@ struct prof_nframe {
     int kind;           /* PROF_NF_* */
     int is_eval;        /* native: the eval loop */
     int internal;       /* native: CPython's call machinery (left out unless asked) */
+    int startup;        /* native: process/thread start-up (left out at the root unless asked) */
     uintptr_t pc, offset, bias; /* native: pc, pc - function start, the object's load bias */
     char *name;         /* function (Python: co_qualname/co_name); NULL unknown */
     char *file;         /* Python: co_filename; native: the object's path (NULL unknown) */
@@ -100,6 +101,14 @@ struct prof_sym {
 /* Names pc through dladdr1, else the object's .symtab (stripped objects: name ""). depth > 0:
  * pc is a return address, looked up at pc - 1. */
 void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s);
+/* What a merged stack leaves out unless all frames are asked for (the same rule for
+ * debug --dump --native, perf.stacks.folded and every profile output):
+ * prof_sym_internal: the eval loop, or CPython's call machinery in the interpreter's own object
+ * (pb_cpython_machinery: an unnamed function of it too); prof_sym_startup: that, or a function
+ * that starts a process or thread (pb_startup_frame), or an unnamed function of libc or of the
+ * executable: left out at the stack's root only. Not under prof_sym_describe's mutex. */
+int prof_sym_internal(const struct prof_sym *s);
+int prof_sym_startup(const struct prof_sym *s);
 void prof_sym_reset(void);
 /* evalpart.c: 1 when pc lies in a detached, unnamed part of _PyEval_EvalFrameDefault (an
  * optimised build's hot/cold split, e.g. Debian's CPython). Called by prof_sym_describe under

@@ -34,6 +34,7 @@ enum { K_PY, K_NATIVE };
 struct pframe {
     int kind;
     int is_eval;
+    unsigned char internal, startup; /* native: prof_sym_internal, prof_sym_startup */
     char *name; /* folded-safe */
     char *func;
     char *file;
@@ -268,8 +269,11 @@ static int native_fid(uintptr_t pc, int depth)
         snprintf(name, sizeof name, "0x%lx", (unsigned long)pc);
     fid = frame_new(K_NATIVE, name, sy.name[0] ? name : NULL, sy.module[0] ? sy.module : NULL,
                     -1, pc, sy.is_eval);
-    if (fid >= 0)
+    if (fid >= 0) {
+        frames[fid].internal = (unsigned char)prof_sym_internal(&sy);
+        frames[fid].startup = (unsigned char)prof_sym_startup(&sy);
         imap_put(&native_map, pc, fid);
+    }
     return fid;
 }
 
@@ -660,6 +664,48 @@ static void sid_range(long long only, size_t *lo, size_t *hi)
     }
 }
 
+/* The clean view of stack s (the same rule as debug --dump --native, prof_sym_internal and
+ * prof_sym_startup): keep[k] = 0 for CPython's own frames anywhere and for start-up frames at
+ * the root; all kept when that would leave nothing. Returns how many are kept. */
+static int clean_view(const struct pstack *s, unsigned char *keep)
+{
+    int root = s->n, n = 0;
+    while (root > 0 && frames[s->fids[root - 1]].kind == K_NATIVE &&
+           frames[s->fids[root - 1]].startup)
+        root--;
+    for (int k = 0; k < s->n; k++) {
+        const struct pframe *f = &frames[s->fids[k]];
+        keep[k] = (unsigned char)(k < root && !(f->kind == K_NATIVE && f->internal));
+        n += keep[k];
+    }
+    if (n == 0)
+        for (int k = 0; k < s->n; k++)
+            keep[k] = 1, n++;
+    return n;
+}
+
+/* Frame names of s outermost first joined by ';' (those keep marks, all when keep is NULL). */
+static char *folded_of(const struct pstack *s, const unsigned char *keep)
+{
+    size_t len = 1, off = 0;
+    for (int k = 0; k < s->n; k++)
+        len += strlen(frames[s->fids[k]].name) + 1;
+    char *folded = malloc(len);
+    if (!folded)
+        return NULL;
+    for (int k = s->n - 1; k >= 0; k--) { /* outermost first */
+        if (keep && !keep[k])
+            continue;
+        size_t l = strlen(frames[s->fids[k]].name);
+        if (off)
+            folded[off++] = ';';
+        memcpy(folded + off, frames[s->fids[k]].name, l);
+        off += l;
+    }
+    folded[off] = '\0';
+    return folded;
+}
+
 int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *err)
 {
     int rc = 0;
@@ -668,27 +714,23 @@ int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
     sid_range(only_sid, &lo, &hi);
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         const struct pstack *s = &stacks[i];
-        size_t len = 1;
-        for (int k = 0; k < s->n; k++)
-            len += strlen(frames[s->fids[k]].name) + 1;
-        char *folded = malloc(len);
-        if (!folded) {
+        unsigned char *keep = malloc((size_t)s->n + 1);
+        char *clean = NULL, *all = NULL;
+        if (keep)
+            clean_view(s, keep);
+        if (!keep || !(clean = folded_of(s, keep)) || !(all = folded_of(s, NULL))) {
+            free(keep);
+            free(clean);
             rc = -ENOMEM;
             break;
         }
-        size_t off = 0;
-        for (int k = s->n - 1; k >= 0; k--) { /* outermost first */
-            size_t l = strlen(frames[s->fids[k]].name);
-            memcpy(folded + off, frames[s->fids[k]].name, l);
-            off += l;
-            if (k)
-                folded[off++] = ';';
-        }
-        folded[off] = '\0';
         rc = probe_rows_add_int(r, (long long)i);
         rc = rc ? rc : probe_rows_add_int(r, s->n);
-        rc = rc ? rc : probe_rows_add_text(r, folded);
-        free(folded);
+        rc = rc ? rc : probe_rows_add_text(r, clean);
+        rc = rc ? rc : probe_rows_add_text(r, all);
+        free(keep);
+        free(clean);
+        free(all);
     }
     pthread_mutex_unlock(&mu);
     return rc < 0 ? pb_err_set(err, rc, "perf.stacks: out of memory") : 0;
@@ -702,6 +744,12 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
     sid_range(only_sid, &lo, &hi);
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         const struct pstack *s = &stacks[i];
+        unsigned char *keep = malloc((size_t)s->n + 1);
+        if (!keep) {
+            rc = -ENOMEM;
+            break;
+        }
+        clean_view(s, keep);
         for (int k = 0; rc == 0 && k < s->n; k++) {
             const struct pframe *f = &frames[s->fids[k]];
             rc = probe_rows_add_int(r, (long long)i);
@@ -713,7 +761,9 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             rc = rc ? rc : (f->kind == K_PY ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r));
             rc = rc ? rc : (f->kind == K_NATIVE ? probe_rows_add_int(r, (long long)f->addr)
                                                 : probe_rows_add_null(r));
+            rc = rc ? rc : probe_rows_add_int(r, !keep[k]);
         }
+        free(keep);
     }
     pthread_mutex_unlock(&mu);
     return rc < 0 ? pb_err_set(err, rc, "perf.frames: out of memory") : 0;

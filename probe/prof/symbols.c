@@ -22,6 +22,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -370,4 +371,47 @@ void prof_sym_reset(void)
     known_clear();
     umods_clear();
     pthread_mutex_unlock(&mu);
+}
+
+/* Where the interpreter's own object (the executable or libpython) is mapped, 0 unknown. */
+static uintptr_t interp_fb;
+static pthread_once_t interp_once = PTHREAD_ONCE_INIT;
+
+static uintptr_t exe_fb; /* the executable's (its entry point's object) */
+
+static void interp_find(void)
+{
+    void *ev = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    struct prof_sym sy;
+    Dl_info info;
+    if (ev) {
+        prof_sym_describe((uintptr_t)ev, 0, &sy);
+        interp_fb = sy.fbase;
+    }
+    unsigned long entry = getauxval(AT_ENTRY);
+    if (entry && dladdr((void *)entry, &info))
+        exe_fb = (uintptr_t)info.dli_fbase;
+}
+
+static uintptr_t interp_fbase(void)
+{
+    pthread_once(&interp_once, interp_find);
+    return interp_fb;
+}
+
+int prof_sym_internal(const struct prof_sym *s)
+{
+    uintptr_t fb = interp_fbase();
+    return s->is_eval || (fb && s->fbase == fb && pb_cpython_machinery(s->name));
+}
+
+int prof_sym_startup(const struct prof_sym *s)
+{
+    if (prof_sym_internal(s) || pb_startup_frame(s->name))
+        return 1;
+    if (!s->name[0] && exe_fb && s->fbase == exe_fb)
+        return 1; /* a stripped executable's _start or main */
+    const char *b = strrchr(s->module, '/');
+    b = b ? b + 1 : s->module;
+    return !s->name[0] && (strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0);
 }

@@ -187,10 +187,10 @@ static const struct vtab_def defs[] = {
       "as samples arrive (the GROUP BY thread_id, stack_id of perf.samples)",
       vtab_perf_by_stack_cols, 7}, vtab_perf_by_stack_fill, -1, -1},
     {{"perf.stacks", "live", "perf --cc: each distinct merged native+Python stack, folded "
-      "(outermost frame first, ';' between frames)", vtab_perf_stacks_cols, 3},
+      "(outermost frame first, ';' between frames)", vtab_perf_stacks_cols, 4},
      vtab_perf_stacks_fill, 0, -1},
     {{"perf.frames", "live", "perf --cc: the frames of every stack, depth 0 innermost",
-      vtab_perf_frames_cols, 8}, vtab_perf_frames_fill, 0, -1},
+      vtab_perf_frames_cols, 9}, vtab_perf_frames_fill, 0, -1},
     {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
       "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
       COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},

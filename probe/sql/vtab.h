@@ -37,8 +37,8 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
 int vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
-extern const struct probe_column vtab_perf_samples_cols[6], vtab_perf_stacks_cols[3],
-    vtab_perf_frames_cols[8];
+extern const struct probe_column vtab_perf_samples_cols[6], vtab_perf_stacks_cols[4],
+    vtab_perf_frames_cols[9];
 int vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 extern const struct probe_column vtab_perf_by_stack_cols[7];
 /* Sample /proc/self for system.process_history: rss, vms, cpu_user, cpu_system, threads, fds. */

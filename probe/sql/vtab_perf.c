@@ -15,12 +15,14 @@ const struct probe_column vtab_perf_samples_cols[6] = {
     {"on_cpu", "INTEGER", "1 when the thread was running (always in cpu mode), 0 off-CPU"},
     {"mode", "TEXT", "'cpu' (CPU-time timers) or 'wall' (wall-clock sampler)"},
 };
-const struct probe_column vtab_perf_stacks_cols[3] = {
+const struct probe_column vtab_perf_stacks_cols[4] = {
     {"stack_id", "INTEGER", "stack id"},
-    {"nframes", "INTEGER", "number of frames"},
-    {"folded", "TEXT", "frame names, outermost first, joined by ';' (folded-stacks format)"},
+    {"nframes", "INTEGER", "number of frames (perf.frames rows, collapsed ones included)"},
+    {"folded", "TEXT", "frame names, outermost first, joined by ';' (folded-stacks format), "
+                       "CPython's own frames and the start-up at the root left out"},
+    {"folded_all", "TEXT", "the same with every frame (flamegraph --native=all)"},
 };
-const struct probe_column vtab_perf_frames_cols[8] = {
+const struct probe_column vtab_perf_frames_cols[9] = {
     {"stack_id", "INTEGER", "stack id"},
     {"depth", "INTEGER", "0 for the innermost frame, then 1, 2... outwards"},
     {"kind", "TEXT", "'python' or 'native'"},
@@ -29,6 +31,8 @@ const struct probe_column vtab_perf_frames_cols[8] = {
     {"file", "TEXT", "python: source file; native: the object file"},
     {"line", "INTEGER", "python: current line; NULL for native"},
     {"address", "INTEGER", "native: the pc; NULL for python"},
+    {"collapsed", "INTEGER", "1 when perf.stacks.folded leaves the frame out (CPython's own "
+                             "frames, start-up at the root), else 0"},
 };
 
 const struct probe_column vtab_perf_by_stack_cols[7] = {

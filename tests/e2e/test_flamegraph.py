@@ -112,18 +112,20 @@ def zlib_c(python):
 def test_flamegraph_formats(spawn, python, tmp_path, speedscope_validator):
     t = profiled(spawn, python)
     main, spinner = t.ready["main"], t.ready["spinner"]
+    # zlib's deflate by name, unless this interpreter has zlib built into a stripped libpython
+    # (python-build-standalone): an unnamed frame of libpython there, which the clean default
+    # leaves out with CPython's own frames: --native=all keeps it.
+    zc = zlib_c(python)
+    every = [] if zc("deflate") and not zc("[libpython") else ["--native=all"]
 
     # While sampling goes on, then stopped: the same data from then on.
     r = probing("-p", t.pid, "flamegraph", "--format", "folded", check=True)
     assert "native_share (" in r.stdout
     probing("-p", t.pid, "perf", "--stop", check=True)
     # Folded: the Python caller comes before (above) the C function, with the largest share.
-    r = probing("-p", t.pid, "flamegraph", "--format", "folded", check=True)
+    r = probing("-p", t.pid, "flamegraph", "--format", "folded", *every, check=True)
     stacks = parse_folded(r.stdout)
     assert stacks and all(n > 0 for _, n in stacks)
-    # zlib's deflate by name, unless this interpreter has zlib built into a stripped libpython
-    # (python-build-standalone): an unnamed frame of libpython there.
-    zc = zlib_c(python)
 
     def c_below(f):  # the C function called by native_share, after it in the stack
         at = [i for i, x in enumerate(f) if x.startswith("native_share (")]
@@ -142,7 +144,7 @@ def test_flamegraph_formats(spawn, python, tmp_path, speedscope_validator):
 
     # SVG: well-formed, icicle (callers above), widths proportional, escaped, self-contained.
     svg = tmp_path / "cpu.svg"
-    r = probing("-p", t.pid, "flamegraph", "-o", svg, check=True)
+    r = probing("-p", t.pid, "flamegraph", "-o", svg, *every, check=True)
     assert re.match(r"^wrote %s: %d samples, \d+ stacks, 2 threads$" % (re.escape(str(svg)), total),
                     r.stdout.strip()), r.stdout
     text = svg.read_text()
@@ -325,4 +327,61 @@ def test_flamegraph_errors(spawn, python, tmp_path):
     r = probing("flamegraph", "--help", check=True)
     assert "--format" in r.stdout and "--since" in r.stdout
     t.assert_responsive()
+    t.check_output_clean()
+
+
+PY_FRAME = re.compile(r"^\S.* \(.*:\d+\)$")  # func (file:line)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_flamegraph_clean_by_default(spawn, python, tmp_path):
+    """Issue 38: the profile shows Python frames with the native frames of extensions and
+    libraries where they were called; CPython's own frames (eval loop, call machinery, unnamed
+    interpreter frames) and the start-up at the root are left out, in every output and in
+    perf.stacks.folded, with the rule of debug --dump --native; --native=all (folded_all) keeps
+    them."""
+    t = profiled(spawn, python)
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    clean = parse_folded(probing("-p", t.pid, "flamegraph", "-f", "folded", check=True).stdout)
+    full = parse_folded(probing("-p", t.pid, "flamegraph", "-f", "folded", "--native=all",
+                                check=True).stdout)
+    assert sum(n for _, n in clean) == sum(n for _, n in full) > 0
+    with_py = [f for f, _ in clean if any(PY_FRAME.match(x) for x in f)]
+    assert with_py
+    for f in with_py:
+        # the root is a Python frame: no _start, __libc_start_main, [python3], clone3 above it
+        assert PY_FRAME.match(f[0]), f
+        # nothing between two Python frames (flamehot.py's calls are Python to Python)
+        py = [i for i, x in enumerate(f) if PY_FRAME.match(x)]
+        assert py == list(range(py[0], py[-1] + 1)), f
+        for x in f:
+            assert not re.match(r"^(_?Py[A-Z_]|\[(lib)?python|_PyEval|cfunction_|method_vectorcall)",
+                                x) or x.startswith("PyThread_"), (x, f)
+    # --native=all: the start-up at the root and CPython's own frames are there
+    roots = {f[0] for f, _ in full if any(PY_FRAME.match(x) for x in f)}
+    assert roots and not any(PY_FRAME.match(r) for r in roots), roots
+    assert any(re.match(r"^(_?Py[A-Z_]|\[(lib)?python)", x) for f, _ in full for x in f), full[:3]
+    # SQL: folded is the clean view, folded_all everything; perf.frames.collapsed says which
+    rows = json.loads(probing("-p", t.pid, "query", "-f", "json",
+                              "SELECT stack_id, folded, folded_all, nframes FROM perf.stacks",
+                              check=True).stdout)
+    assert rows and all(len(r["folded_all"].split(";")) == r["nframes"] for r in rows)
+    assert any(r["folded"] != r["folded_all"] for r in rows)
+    sid = next(r for r in rows if r["folded"] != r["folded_all"])
+    fr = json.loads(probing("-p", t.pid, "query", "-f", "json",
+                            "SELECT name, collapsed FROM perf.frames WHERE stack_id = %d "
+                            "ORDER BY depth DESC" % sid["stack_id"], check=True).stdout)
+    assert ";".join(x["name"] for x in fr if not x["collapsed"]) == sid["folded"]
+    assert ";".join(x["name"] for x in fr) == sid["folded_all"]
+    # The same in SVG and speedscope: no start-up frame under "all"
+    svg = tmp_path / "clean.svg"
+    probing("-p", t.pid, "flamegraph", "-o", svg, check=True)
+    names = {fr[0] for fr in frames_of(ET.fromstring(svg.read_text()))}
+    assert not names & {"_start", "__libc_start_main", "clone3", "Py_BytesMain", "Py_RunMain"}
+    ss = tmp_path / "clean.speedscope.json"
+    probing("-p", t.pid, "flamegraph", "-o", ss, check=True)
+    ssn = {f["name"] for f in json.loads(ss.read_text())["shared"]["frames"]}
+    assert not ssn & {"_start", "__libc_start_main", "clone3", "Py_BytesMain", "Py_RunMain"}
+    r = probing("-p", t.pid, "flamegraph", "--native=some")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--native=all" in r.stderr
     t.check_output_clean()
