@@ -189,13 +189,27 @@ test('SQL console and flame graph', async () => {
   assert.match(await page.locator('#mem-process').textContent(), /RSS\d+\.\d MiB/);
   await shot(page, 'memory');
 
-  // A phone's width: no page wider than the screen.
+  // A phone's width: no page wider than the screen, whatever else runs on the machine: this
+  // test makes its own long names (a 400-character unbroken argument, a torchrun job with a
+  // 200-character run id), so the width does not depend on other processes.
+  const long = 'x'.repeat(400);
+  await start(PYTHON, [path.join(ROOT, 'samples', 'fake_rank.py'), '--' + long],
+              /^ready (\{.*\})$/m,
+              {RANK: '0', WORLD_SIZE: '1', LOCAL_RANK: '0', MASTER_ADDR: '127.0.0.1',
+               MASTER_PORT: '29999', TORCHELASTIC_RUN_ID: 'run' + 'y'.repeat(200)});
   await page.setViewportSize({width: 390, height: 844});
   for (const [hash, name] of [['#/', 'phone-processes'], ['#/p/' + t.pid + '/stacks', 'phone-stacks'],
                               ['#/p/' + t.pid + '/sql', 'phone-sql']]) {
     await page.goto(server + hash);
     await page.locator(hash === '#/' ? '#procs tbody tr' : hash.endsWith('sql') ?
                        '#tables-list summary' : '#threads .thread').first().waitFor();
+    if (hash === '#/') {
+      await page.locator('#procs td.cmd', {hasText: long}).waitFor();
+      await page.locator('#jobs-table td', {hasText: 'yyyyyyyy'}).first().waitFor();
+      // the whole text is there (wrapped), and on hover
+      const cell = page.locator('#procs td.cmd', {hasText: long});
+      assert.equal(await cell.getAttribute('title'), await cell.textContent());
+    }
     await shot(page, name);
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 391), name);
   }

@@ -12,7 +12,11 @@ let view = {};         // {name, pid}
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (text !== undefined && text !== null) {
+    e.textContent = String(text);
+    // Long text wraps anywhere (style.css); the whole of it is also on hover.
+    if (e.textContent.length > 40) e.title = e.textContent;
+  }
   if (cls) e.className = cls;
   return e;
 }
