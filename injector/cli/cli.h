@@ -184,6 +184,7 @@ cli_cmd_fn cli_cmd_flamegraph;
 cli_cmd_fn cli_cmd_cluster;
 /* perf --cc, perf --torch, perf --stop (perf/, perf/perf.h). */
 cli_cmd_fn cli_cmd_perf;
+cli_cmd_fn cli_cmd_top; /* perf/top.c */
 /* serve (serve/, docs/http.md): the web UI and HTTP API. */
 cli_cmd_fn cli_cmd_serve;
 

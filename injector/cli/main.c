@@ -62,6 +62,7 @@ static const struct {
     {"memory", cli_cmd_memory, 1, "process and Python memory (objects, gc, tracemalloc, CUDA)"},
     {"perf", cli_cmd_perf, 1, "profile: native+Python sampling (--cc), PyTorch modules (--torch)"},
     {"flamegraph", cli_cmd_flamegraph, 1, "flame graph of perf --cc samples (svg, folded, speedscope)"},
+    {"top", cli_cmd_top, 1, "a live view of the hottest functions (as py-spy top)"},
     {"serve", CLI_SERVE_FN, 0, "a web UI and HTTP API (and /metrics) for this user's processes"},
 };
 

@@ -44,8 +44,8 @@ static void help(void)
            "  probing -p 4242 perf --stop\n");
 }
 
-static cJSON *request(struct dap_client *dc, const char *action, int rate, const char *mode,
-                      struct pb_err *err)
+cJSON *cli_perf_cc_request(struct dap_client *dc, const char *action, int rate, const char *mode,
+                           struct pb_err *err)
 {
     cJSON *args = cJSON_CreateObject(), *body = NULL;
     cJSON_AddStringToObject(args, "action", action);
@@ -116,7 +116,7 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
 
 int cli_perf_cc_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
 {
-    cJSON *body = request(dc, "stop", 0, NULL, err);
+    cJSON *body = cli_perf_cc_request(dc, "stop", 0, NULL, err);
     int rc = 0;
     if (!body)
         return -1;
@@ -131,7 +131,7 @@ int cli_perf_cc_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
 
 int cli_perf_cc_start(struct dap_client *dc, struct pb_err *err)
 {
-    cJSON *body = request(dc, "start", 0, NULL, err);
+    cJSON *body = cli_perf_cc_request(dc, "start", 0, NULL, err);
     if (!body)
         return -1;
     printf("sampling every thread at %.0f Hz (%s mode)\n", cli_json_num(body, "rate", 0),
@@ -160,7 +160,7 @@ static int wait_duration(struct dap_client *dc, double duration, struct pb_err *
         struct timespec ts = {(time_t)step, (long)((step - (double)(time_t)step) * 1e9)};
         nanosleep(&ts, NULL);
         if (tty) {
-            cJSON *st = request(dc, "status", 0, NULL, err);
+            cJSON *st = cli_perf_cc_request(dc, "status", 0, NULL, err);
             if (!st)
                 return -1;
             progress(el + step, duration, cli_json_num(st, "samples", 0));
@@ -241,7 +241,7 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
     int rc = CLI_OK;
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    cJSON *st = request(&dc, "start", rate, mode, &err);
+    cJSON *st = cli_perf_cc_request(&dc, "start", rate, mode, &err);
     if (!st) {
         cli_error("perf --cc: %s", err.msg);
         cli_disconnect(&dc);
@@ -258,7 +258,7 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
     }
     cJSON_Delete(st);
     st = NULL;
-    if (wait_duration(&dc, duration, &err) < 0 || !(st = request(&dc, "status", 0, NULL, &err)) ||
+    if (wait_duration(&dc, duration, &err) < 0 || !(st = cli_perf_cc_request(&dc, "status", 0, NULL, &err)) ||
         summary(&dc, st, &err) < 0) {
         cli_error("perf --cc: %s", err.msg);
         rc = CLI_FAIL;
