@@ -11,6 +11,7 @@
  * sampler's start and stop take too) makes callers and the sampler's install take turns. */
 #include "prof.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stddef.h>
 #include <errno.h>
@@ -18,8 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "core/core.h"
 #include "sig/stack_sig.h"
 #include "sig/unwind.h"
 
@@ -388,4 +392,68 @@ out:
         for (int i = 0; i < n; i++)
             prof_nstack_free(&out[i]);
     return rc;
+}
+
+/* ---- threads that run no Python ---- */
+
+static int long_cmp(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
+                       int max, int *more, struct pb_err *err)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    long me = (long)syscall(SYS_gettid), *all = NULL;
+    int n = 0, cap = 0;
+    *more = 0;
+    if (!d)
+        return pb_err_set(err, -errno, "native threads: cannot read /proc/self/task: %s",
+                          strerror(errno));
+    while ((e = readdir(d))) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        int skipped = tid <= 0 || *end || tid == me || probe_thread_is_ours(tid);
+        for (int i = 0; i < nskip && !skipped; i++)
+            skipped = skip[i] == tid;
+        if (skipped)
+            continue;
+        if (n == cap) {
+            long *na = realloc(all, (size_t)(cap ? cap * 2 : 64) * sizeof *all);
+            if (!na) {
+                closedir(d);
+                free(all);
+                return pb_err_set(err, -ENOMEM, "out of memory");
+            }
+            all = na;
+            cap = cap ? cap * 2 : 64;
+        }
+        all[n++] = tid;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(all, (size_t)n, sizeof *all, long_cmp);
+    if (n > max) {
+        *more = n - max;
+        n = max;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[64];
+        long k;
+        tids[i] = all[i];
+        if (!names)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm", all[i]);
+        k = pb_read_file(path, names[i], PROF_COMM);
+        if (k <= 0)
+            k = 0; /* it ended since: named "" (its stack then is not read either) */
+        else if (names[i][k - 1] == '\n')
+            k--;
+        names[i][k < PROF_COMM ? k : PROF_COMM - 1] = '\0';
+    }
+    free(all);
+    return n;
 }

@@ -83,6 +83,16 @@ struct prof_nstack {
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err);
 void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
+/* Any thread but a handler. The threads of this process that run no Python (native-only:
+ * torch's autograd and gloo threads, a pthread a C extension started): every kernel thread in
+ * /proc/self/task but those in skip[0..nskip) (the Python threads' native ids), the probe's own
+ * (probe_thread_is_ours) and the caller, ascending, at most max of them into tids, each one's
+ * kernel name (/proc/self/task/TID/comm, PROF_COMM bytes with the NUL) into names unless NULL.
+ * Returns the count, *more the threads left out past max, or a negative code with err. */
+#define PROF_COMM 16
+#define PROF_OTHERS_MAX 1024 /* the most a dump or a query shows (the rest: *more) */
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
+                       int max, int *more, struct pb_err *err);
 /* Taken around installing and removing the SIGPROF handler (sampler.c, native.c). */
 void prof_sig_lock(void);
 void prof_sig_unlock(void);

@@ -236,7 +236,8 @@ def test_native_backtrace_table(python, spawn):
     assert rows[i]["lineno"] == bp("native_mix.py", "callback_sleep") and rows[i]["module"] is None
     assert rows[j]["module"].endswith("libnative_mix.so") and rows[j]["lineno"] is None
     # Every Python thread without WHERE; the one blocking SIGPROF too (it waits in a system
-    # call: read without a signal).
+    # call: read without a signal). No other: native_mix starts no thread that runs no Python,
+    # and the probe's own threads are never listed.
     per = query(t.pid, "SELECT thread_id, count(*) AS n FROM python.native_backtrace "
                        "GROUP BY thread_id")
     ids = {r["thread_id"] for r in per}

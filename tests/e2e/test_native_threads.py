@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: MIT
+"""Threads that run no Python and C++ names (issue 35, native threads): `debug --dump --native`
+(text and --json) and the python.native_backtrace table include the target's threads that run
+no Python, named by the kernel, each with its native stack, and show C++ functions demangled.
+
+samples/native_cxx.py loads samples/native_cxx.cpp (built with g++ -g, loaded by ctypes.CDLL:
+RTLD_LOCAL, so its libstdc++ is not in the process's global scope) which starts "cxx-waiter", a
+pthread blocked in read(2) inside cxxs::Reducer::finalize_backward(int) (read without a
+signal), and "cxx-spinner", a std::thread computing in cxxs::Spinner::spin() (signalled); the
+Python thread "py-cxx" blocks in the same C++ function through ctypes. Before: the two native
+threads were missing from the dump and the table, and the C++ frames read
+_ZN4cxxs7Reducer17finalize_backwardEi (the probe looked for __cxa_demangle in the global scope
+only). With Debian's torch 1.13, a one-rank gloo group's threads appear with their C++ names
+(c10d::ProcessGroupGloo::runLoop(int), gloo::transport::tcp::Loop::run())."""
+import json
+import os
+import re
+import time
+
+import pytest
+
+from conftest import HOST_PYTHONS, dump_json, probing
+
+REDUCER = "cxxs::Reducer::finalize_backward(int)"
+SPIN = "cxxs::Spinner::spin()"
+
+
+def names(stack):
+    return [f.get("name") or "" for f in stack["native"].get("frames", [])]
+
+
+def query(pid, sql):
+    r = probing("-p", pid, "query", sql, "--format", "json", check=True)
+    return json.loads(r.stdout)
+
+
+def state(pid, tid):
+    with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS)
+def test_native_only_threads_and_cxx_names(python, spawn):
+    t = spawn(python, "native_cxx.py", args=("--spin",))
+    tids = t.ready["tids"]
+    probing("-p", t.pid, "inject", check=True)
+    d = dump_json(t.pid, "--native")
+    py = {th["id"] for th in d["threads"]}
+    others = {th["id"]: th for th in d["nativeThreads"]}
+    # Exactly the two C++ threads: no Python thread, none of the probe's own.
+    assert set(others) == {tids["cxx-waiter"], tids["cxx-spinner"]}, (others, py)
+    w, s = others[tids["cxx-waiter"]], others[tids["cxx-spinner"]]
+    assert w["name"] == "cxx-waiter" and s["name"] == "cxx-spinner", (w, s)
+    # The waiter, blocked in read(2), read without a signal; its frames demangled.
+    assert w["native"]["answered"] is True and w["native"].get("blocked") is True, w
+    n = names(w)
+    assert n[0] == "read" or n[0].startswith("__libc_read"), n
+    assert n[1] == REDUCER and "waiter_main(void*)" in n, n
+    assert all(f["kind"] == "native" for f in w["native"]["frames"]), w
+    # The spinner runs no system call: asked with a signal, it answers from inside spin().
+    assert s["native"]["answered"] is True and not s["native"].get("blocked"), s
+    assert names(s)[0] == SPIN, names(s)
+    assert not any("_Z" in x for x in names(w) + names(s)), (names(w), names(s))
+    # The Python thread in the same C++ function: demangled in its merged stack.
+    pc = next(th for th in d["threads"] if th["name"] == "py-cxx")
+    assert REDUCER in names(pc) and "run_block" in names(pc), names(pc)
+
+    # The text form: each native-only thread after the Python ones, named by the kernel.
+    out = probing("-p", t.pid, "debug", "--dump", "--native", check=True).stdout
+    assert re.search(r"^Process %d, CPython \S+, 2 Python threads, 2 without Python$" % t.pid,
+                     out, re.M), out
+    block = out.split('\nThread %d "cxx-waiter" (native, no Python)\n' % tids["cxx-waiter"])[1]
+    assert re.match(r"    \(native\) \S*read\S*\+0x[0-9a-f]+ in libc\.so\.6.*\n"
+                    r"    \(native\) cxxs::Reducer::finalize_backward\(int\)\+0x[0-9a-f]+ in "
+                    r"libnative_cxx\.so \(.*native_cxx\.cpp:\d+\)\n", block), block
+    assert '\nThread %d "cxx-spinner" (native, no Python)\n    (native) %s+0x' % (
+        tids["cxx-spinner"], SPIN) in out, out
+    assert "_ZN4cxxs" not in out, out
+
+    # python.native_backtrace: the names come demangled from the target itself (the CLI
+    # prints the table as it gets it), and the native-only threads are there by kernel id.
+    rows = query(t.pid, "SELECT thread_id, depth, kind, func FROM python.native_backtrace "
+                        "WHERE thread_id = %d ORDER BY depth" % tids["cxx-waiter"])
+    assert [r["func"] for r in rows[1:3]] == [REDUCER, "waiter_main(void*)"], rows
+    assert all(r["kind"] == "native" for r in rows), rows
+    per = query(t.pid, "SELECT b.thread_id, t.name, count(*) AS n FROM python.native_backtrace b "
+                       "JOIN system.threads t ON t.tid = b.thread_id GROUP BY b.thread_id")
+    by = {r["thread_id"]: r["name"] for r in per}
+    assert set(by) == {t.pid, *tids.values()}, per
+    assert by[tids["cxx-waiter"]] == "cxx-waiter" and by[tids["cxx-spinner"]] == "cxx-spinner"
+    funcs = query(t.pid, "SELECT func FROM python.native_backtrace WHERE thread_id = %d"
+                  % tids["py-cxx"])
+    assert REDUCER in [r["func"] for r in funcs], funcs
+
+    # The waiter was never woken (still in read), the spinner still spins, the target runs.
+    assert state(t.pid, tids["cxx-waiter"]) == "S"
+    ticks = t.ticks()
+    time.sleep(0.6)
+    assert t.ticks() > ticks
+    t.check_output_clean()
+
+
+DEBIAN = [p for p in HOST_PYTHONS if p.id == "debian"]
+
+
+@pytest.mark.parametrize("python", DEBIAN)
+def test_torch_native_threads(python, spawn, tmp_path):
+    """Debian's torch 1.13: a one-rank gloo group (samples/torch_gloo.py) has threads that run
+    no Python: ProcessGroupGloo's work loops and gloo's TCP loop, named in C++."""
+    t = spawn(python, "torch_gloo.py", args=(str(tmp_path / "store"),))
+    d = dump_json(t.pid, "--native")
+    others = d["nativeThreads"]
+    runloops = [th for th in others if "c10d::ProcessGroupGloo::runLoop(int)" in names(th)]
+    assert len(runloops) >= 1, [(th["id"], th["name"], names(th)) for th in others]
+    assert any("gloo::transport::tcp::Loop::run()" in names(th) for th in others), others
+    assert all(th["native"]["answered"] for th in runloops), runloops
+    assert not any(x.startswith("_Z") for th in others for x in names(th)), others
+    # the main thread is a Python thread, not listed again
+    assert t.pid not in {th["id"] for th in others}
+    assert os.path.exists("/proc/%d" % t.pid)
+    t.check_output_clean()
