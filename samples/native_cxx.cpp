@@ -4,14 +4,18 @@
 // mangled (_ZN4cxxs7Reducer17finalize_backwardEi):
 //   "cxx-waiter"  a pthread blocked in read(2) on a pipe nobody writes (read without a signal);
 //   "cxx-spinner" a std::thread (the library links libstdc++, as C++ code does) computing in
-//                 cxxs::Spinner::spin() without a system call (signalled);
+//                 cxxs::Spinner::spin() without a system call (signalled); built with
+//                 -DCXX_PLAIN, a pthread, and the library uses nothing of libstdc++: linked
+//                 without it, the process has none loaded;
 // and cxx_block, which a Python thread calls through ctypes to block in the same read.
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#ifndef CXX_PLAIN
 #include <thread>
+#endif
 
 namespace cxxs {
 
@@ -62,14 +66,27 @@ static void spinner_main()
     cxxs::Spinner::spin();
 }
 
+#ifdef CXX_PLAIN
+static void *spinner_pthread(void *)
+{
+    spinner_main();
+    return nullptr;
+}
+#endif
+
 // Starts the two native threads; returns once both have named themselves.
 extern "C" void cxx_start(int fd, int spin)
 {
     pthread_t t;
     waiter_fd = fd;
     pthread_create(&t, nullptr, waiter_main, nullptr);
+#ifdef CXX_PLAIN
+    if (spin)
+        pthread_create(&t, nullptr, spinner_pthread, nullptr);
+#else
     if (spin)
         std::thread(spinner_main).detach();
+#endif
     while (!waiter_tid || (spin && !spinner_tid))
         usleep(1000);
 }

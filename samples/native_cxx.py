@@ -3,7 +3,8 @@
 # test_native_threads.py): samples/native_cxx.cpp, compiled here with g++ -g and loaded with
 # ctypes.CDLL (RTLD_LOCAL: its libstdc++ is not in the process's global scope), starts
 # "cxx-waiter", a pthread blocked in read(2) inside cxxs::Reducer::finalize_backward(int), and
-# with --spin "cxx-spinner", computing in cxxs::Spinner::spin() forever. The Python thread
+# with --spin "cxx-spinner", computing in cxxs::Spinner::spin() forever (--plain: built with
+# -DCXX_PLAIN, the library links no libstdc++ and the process has none). The Python thread
 # "py-cxx" calls cxx_block, blocked in the same C++ member function. Prints "ready {...}"
 # (pid, the tids), then "tick N" every 0.2 s.
 import ctypes
@@ -17,6 +18,7 @@ import time
 
 SO = os.path.join(tempfile.mkdtemp(prefix="native_cxx-"), "libnative_cxx.so")
 subprocess.run(["g++", "-g", "-O0", "-shared", "-fPIC", "-pthread", "-o", SO,
+                *(["-DCXX_PLAIN"] if "--plain" in sys.argv else []),
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), "native_cxx.cpp")],
                check=True)
 lib = ctypes.CDLL(SO)

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,20 @@ static unsigned long long switches(int tid)
     return sum;
 }
 
+/* 1 when tid blocks SIGPROF now (/proc/self/task/TID/status, SigBlk): asking it would only
+ * wait out the batch (many a C++ library's worker thread blocks every signal). */
+static int sigprof_blocked(int tid)
+{
+    char path[64], buf[4096];
+    unsigned long long blk = 0;
+    const char *p;
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0 || !(p = strstr(buf, "\nSigBlk:")) ||
+        sscanf(p + 8, "%llx", &blk) != 1)
+        return 0;
+    return (blk >> (SIGPROF - 1)) & 1;
+}
+
 /* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
  * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
  * (r then holds its Python frames only, or nothing). */
@@ -347,6 +362,10 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
             memset(&one, 0, sizeof one);
             int b = read_blocked((int)s->tid, tstate, &one, blk);
             if (b == 0) { /* not blocked in a system call: it answers the signal */
+                if (sigprof_blocked((int)s->tid)) {
+                    s->masked = 1; /* it would not answer: not asked, no wait */
+                    continue;
+                }
                 if (left <= 0) {
                     s->unasked = 1; /* this call has waited NATIVE_TOTAL_MS already */
                     continue;

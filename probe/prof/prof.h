@@ -70,6 +70,7 @@ struct prof_nstack {
     int blocked;        /* 1: blocked in a system call, read without a signal (native.c);
                          * 2: the same, but it kept waking: Python frames only */
     int unasked;        /* 1: not asked: the call had waited NATIVE_TOTAL_MS (3 s) for others */
+    int masked;         /* 1: not asked: it blocks SIGPROF and is not in a system call */
     int merged;         /* 1: f is the merged stack; 0: f native, py the Python frames */
     int evals, entries; /* eval-loop frames and Python entry frames (equal when merged) */
     int n, npy;
@@ -77,7 +78,8 @@ struct prof_nstack {
 };
 /* Any thread but a handler. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
  * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. A
- * thread blocked in a system call is read without a signal; the others are signalled, each
+ * thread blocked in a system call is read without a signal; one that blocks SIGPROF is not asked
+ * (masked); the others are signalled, each
  * thread once however often tids names it, each batch waiting at most 1 s and the call 3 s
  * in all (threads left then are not asked: unasked). 0, or a negative code with err. */
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,

@@ -45,6 +45,9 @@ def test_native_only_threads_and_cxx_names(python, spawn):
     tids = t.ready["tids"]
     probing("-p", t.pid, "inject", check=True)
     d = dump_json(t.pid, "--native")
+    # The Python thread in the C++ function: demangled in its merged stack.
+    pc = next(th for th in d["threads"] if th["name"] == "py-cxx")
+    assert REDUCER in names(pc) and "run_block" in names(pc), names(pc)
     py = {th["id"] for th in d["threads"]}
     others = {th["id"]: th for th in d["nativeThreads"]}
     # Exactly the two C++ threads: no Python thread, none of the probe's own.
@@ -61,9 +64,6 @@ def test_native_only_threads_and_cxx_names(python, spawn):
     assert s["native"]["answered"] is True and not s["native"].get("blocked"), s
     assert names(s)[0] == SPIN, names(s)
     assert not any("_Z" in x for x in names(w) + names(s)), (names(w), names(s))
-    # The Python thread in the same C++ function: demangled in its merged stack.
-    pc = next(th for th in d["threads"] if th["name"] == "py-cxx")
-    assert REDUCER in names(pc) and "run_block" in names(pc), names(pc)
 
     # The text form: each native-only thread after the Python ones, named by the kernel.
     out = probing("-p", t.pid, "debug", "--dump", "--native", check=True).stdout
@@ -97,6 +97,47 @@ def test_native_only_threads_and_cxx_names(python, spawn):
     ticks = t.ticks()
     time.sleep(0.6)
     assert t.ticks() > ticks
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS)
+def test_cxx_names_without_libstdcxx_in_target(python, spawn):
+    """The C++ library links no libstdc++ (--plain) and the process has none loaded: the probe
+    cannot demangle (it loads nothing to do so) and the CLI does, in the text and the JSON of
+    the dump."""
+    t = spawn(python, "native_cxx.py", args=("--spin", "--plain"))
+    tids = t.ready["tids"]
+    with open("/proc/%d/maps" % t.pid) as f:
+        assert "libstdc++" not in f.read()
+    d = dump_json(t.pid, "--native")
+    others = {th["id"]: th for th in d["nativeThreads"]}
+    assert REDUCER in names(others[tids["cxx-waiter"]]), others
+    assert names(others[tids["cxx-spinner"]])[0] == SPIN, others
+    out = probing("-p", t.pid, "debug", "--dump", "--native", check=True).stdout
+    assert "(native) %s+0x" % REDUCER in out and "(native) %s+0x" % SPIN in out, out
+    assert "_ZN4cxxs" not in out, out
+    with open("/proc/%d/maps" % t.pid) as f:
+        assert "libstdc++" not in f.read()  # the probe loaded none
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["libstdcxx", "plain"])
+@pytest.mark.parametrize("python", HOST_PYTHONS)
+def test_flamegraph_cxx_names(python, plain, spawn):
+    """perf --cc samples the spinner (a thread that runs no Python): its folded stacks and
+    perf.frames name cxxs::Spinner::spin() demangled, by the probe when the target has libstdc++
+    loaded, by the CLI's flamegraph when it has none (perf.frames then keeps the symbol)."""
+    t = spawn(python, "native_cxx.py", args=("--spin",) + (("--plain",) if plain else ()))
+    probing("-p", t.pid, "perf", "--cc", "--duration", "1", check=True, timeout=120)
+    folded = probing("-p", t.pid, "flamegraph", "-f", "folded", check=True).stdout
+    spin = [ln for ln in folded.splitlines() if SPIN in ln]
+    assert spin and all(ln.split(" ")[0].endswith(";" + SPIN) or SPIN + " " in ln
+                        for ln in spin), folded
+    assert "_ZN4cxxs" not in folded, folded
+    rows = query(t.pid, "SELECT DISTINCT func FROM perf.frames WHERE func LIKE '%pin%'")
+    funcs = {r["func"] for r in rows}
+    assert (("_ZN4cxxs7Spinner4spinEv" if plain else SPIN) in funcs), funcs
+    probing("-p", t.pid, "perf", "--stop", check=True)
     t.check_output_clean()
 
 
