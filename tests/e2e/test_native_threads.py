@@ -16,11 +16,13 @@ gloo::transport::tcp::Loop::run())."""
 import json
 import os
 import re
+import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import HOST_PYTHONS, dump_json, probing
+from conftest import HOST_PYTHONS, SAMPLES, dump_json, probing
 from test_perf_torch import _torch_pythons  # Debian's torch 1.13, the sid root's 2.x
 
 REDUCER = "cxxs::Reducer::finalize_backward(int)"
@@ -141,6 +143,58 @@ def test_flamegraph_cxx_names(python, plain, spawn):
     assert (("_ZN4cxxs7Spinner4spinEv" if plain else SPIN) in funcs), funcs
     probing("-p", t.pid, "perf", "--stop", check=True)
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", [p for p in HOST_PYTHONS if p.id in ("3.11", "debian")])
+def test_cluster_stacks_native(python, tmp_path):
+    """cluster stacks --native: three ranks of native_cxx.py (rank 2 with the spinner) grouped
+    by their merged stacks; with --thread all, the threads that run no Python too, the C++ frames
+    demangled, unnamed frames as `?` (never an address, which differs between ranks)."""
+    tag = str(os.getpid() % 10000)
+    procs = []
+    try:
+        for r in (0, 1, 2):
+            e = dict(os.environ, RANK=str(r), WORLD_SIZE="3", LOCAL_RANK=str(r),
+                     MASTER_ADDR="127.0.0.1", MASTER_PORT="7" + tag)
+            e.pop("PROBING", None)
+            out = tmp_path / ("rank%d.out" % r)
+            procs.append((subprocess.Popen(
+                [python, os.path.join(SAMPLES, "native_cxx.py"), *(["--spin"] if r == 2 else [])],
+                stdout=open(out, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, env=e), out))
+        deadline = time.time() + 60
+        for p, out in procs:
+            while "ready " not in out.read_text():
+                assert p.poll() is None and time.time() < deadline, out.read_text()
+                time.sleep(0.05)
+        job = "torch:127.0.0.1:7" + tag
+        d = json.loads(probing("cluster", "stacks", "--job", job, "--native", "--json",
+                               check=True).stdout)
+        assert [g["ranks"] for g in d["groups"]] == [[0, 1, 2]], d
+        f = d["groups"][0]["frames"]
+        assert f[0]["native"] is True and "nanosleep" in f[0]["func"], f
+        assert any(x["func"] == "main" and not x.get("native") for x in f), f
+        out = probing("cluster", "stacks", "--job", job, "--native", "--thread", "all",
+                      check=True).stdout
+        assert re.search(r"^3 ranks: 0-2 \(3 threads\)\n(  . \(native\) .*\n)?"
+                         r"  . \(native\) cxxs::Reducer::finalize_backward\(int\) in "
+                         r"libnative_cxx\.so\n  . \(native\) waiter_main\(void\*\) in ", out, re.M), out
+        assert re.search(r'^1 rank: 2 \(node .*, thread \d+ "cxx-spinner"\)\n'
+                         r"  . \(native\) cxxs::Spinner::spin\(\) in libnative_cxx\.so\n", out,
+                         re.M), out
+        assert "_ZN" not in out and " 0x" not in out, out
+        # usage: --native with --no-inject, or outside cluster stacks
+        r = probing("cluster", "stacks", "--native", "--no-inject")
+        assert r.returncode == 2 and "--native needs the probe loaded" in r.stderr, r.stderr
+        r = probing("cluster", "list", "--native")
+        assert r.returncode == 2 and "--native only goes with 'cluster stacks'" in r.stderr
+    finally:
+        for p, _ in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
 
 
 @pytest.mark.parametrize("python", _torch_pythons())
