@@ -8,7 +8,9 @@
  * to and including the next entry frame. When the counts differ the merge is not trusted and
  * both stacks are kept apart. The handler is installed only for the ask, unless the sampler
  * holds it already. Any thread but a signal handler: one mutex (prof_sig_lock, which the
- * sampler's start and stop take too) makes callers and the sampler's install take turns. */
+ * sampler's start and stop take too) makes callers and the sampler's install take turns.
+ * prof_native_others lists the threads that run no Python (read the same way: without a
+ * Python thread state, their stacks are native only). */
 #include "prof.h"
 
 #include <dirent.h>
