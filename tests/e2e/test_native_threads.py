@@ -23,6 +23,7 @@ import time
 import pytest
 
 from conftest import HOST_PYTHONS, SAMPLES, dump_json, probing
+from dbgutil import Debugger
 from test_perf_torch import _torch_pythons  # Debian's torch 1.13, the sid root's 2.x
 
 REDUCER = "cxxs::Reducer::finalize_backward(int)"
@@ -142,6 +143,25 @@ def test_flamegraph_cxx_names(python, plain, spawn):
     funcs = {r["func"] for r in rows}
     assert (("_ZN4cxxs7Spinner4spinEv" if plain else SPIN) in funcs), funcs
     probing("-p", t.pid, "perf", "--stop", check=True)
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS)
+def test_dap_stack_frames_cxx_names(python, spawn):
+    """The debugger's native frames (attach nativeFrames "merged"): the Python thread blocked
+    in the C++ function shows it demangled (the probe's own naming: no CLI in between)."""
+    t = spawn(python, "native_cxx.py")
+    d = Debugger(t, sample="native_cxx.py", attach={"nativeFrames": "merged"})
+    d.req("pause", {"threadId": t.pid})
+    d.stopped()
+    f = d.frames(t.ready["tids"]["py-cxx"])
+    natives = [re.sub(r"\+0x[0-9a-f]+$", "", x["name"]) for x in f
+               if "instructionPointerReference" in x]  # "function+0xOFFSET"
+    assert REDUCER in natives and "cxx_block" in natives, natives
+    assert not any(x.startswith("_Z") for x in natives), natives
+    d.req("continue", {"threadId": t.pid})
+    t.assert_responsive()
+    d.req("disconnect")
     t.check_output_clean()
 
 
