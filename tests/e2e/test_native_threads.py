@@ -30,6 +30,11 @@ REDUCER = "cxxs::Reducer::finalize_backward(int)"
 SPIN = "cxxs::Spinner::spin()"
 
 
+def built_in(tmp_path):
+    """The sample builds its library in a mkdtemp directory: under the test's own."""
+    return {"TMPDIR": str(tmp_path)}
+
+
 def names(stack):
     return [f.get("name") or "" for f in stack["native"].get("frames", [])]
 
@@ -45,8 +50,8 @@ def state(pid, tid):
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS)
-def test_native_only_threads_and_cxx_names(python, spawn):
-    t = spawn(python, "native_cxx.py", args=("--spin",))
+def test_native_only_threads_and_cxx_names(python, spawn, tmp_path):
+    t = spawn(python, "native_cxx.py", args=("--spin",), env=built_in(tmp_path))
     tids = t.ready["tids"]
     probing("-p", t.pid, "inject", check=True)
     d = dump_json(t.pid, "--native")
@@ -106,11 +111,11 @@ def test_native_only_threads_and_cxx_names(python, spawn):
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS)
-def test_cxx_names_without_libstdcxx_in_target(python, spawn):
+def test_cxx_names_without_libstdcxx_in_target(python, spawn, tmp_path):
     """The C++ library links no libstdc++ (--plain) and the process has none loaded: the probe
     cannot demangle (it loads nothing to do so) and the CLI does, in the text and the JSON of
     the dump."""
-    t = spawn(python, "native_cxx.py", args=("--spin", "--plain"))
+    t = spawn(python, "native_cxx.py", args=("--spin", "--plain"), env=built_in(tmp_path))
     tids = t.ready["tids"]
     with open("/proc/%d/maps" % t.pid) as f:
         assert "libstdc++" not in f.read()
@@ -128,11 +133,12 @@ def test_cxx_names_without_libstdcxx_in_target(python, spawn):
 
 @pytest.mark.parametrize("plain", [False, True], ids=["libstdcxx", "plain"])
 @pytest.mark.parametrize("python", HOST_PYTHONS)
-def test_flamegraph_cxx_names(python, plain, spawn):
+def test_flamegraph_cxx_names(python, plain, spawn, tmp_path):
     """perf --cc samples the spinner (a thread that runs no Python): its folded stacks and
     perf.frames name cxxs::Spinner::spin() demangled, by the probe when the target has libstdc++
     loaded, by the CLI's flamegraph when it has none (perf.frames then keeps the symbol)."""
-    t = spawn(python, "native_cxx.py", args=("--spin",) + (("--plain",) if plain else ()))
+    t = spawn(python, "native_cxx.py", args=("--spin",) + (("--plain",) if plain else ()),
+              env=built_in(tmp_path))
     probing("-p", t.pid, "perf", "--cc", "--duration", "1", check=True, timeout=120)
     folded = probing("-p", t.pid, "flamegraph", "-f", "folded", check=True).stdout
     spin = [ln for ln in folded.splitlines() if SPIN in ln]
@@ -147,10 +153,10 @@ def test_flamegraph_cxx_names(python, plain, spawn):
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS)
-def test_dap_stack_frames_cxx_names(python, spawn):
+def test_dap_stack_frames_cxx_names(python, spawn, tmp_path):
     """The debugger's native frames (attach nativeFrames "merged"): the Python thread blocked
     in the C++ function shows it demangled (the probe's own naming: no CLI in between)."""
-    t = spawn(python, "native_cxx.py")
+    t = spawn(python, "native_cxx.py", env=built_in(tmp_path))
     d = Debugger(t, sample="native_cxx.py", attach={"nativeFrames": "merged"})
     d.req("pause", {"threadId": t.pid})
     d.stopped()
@@ -175,7 +181,7 @@ def test_cluster_stacks_native(python, tmp_path):
     try:
         for r in (0, 1, 2):
             e = dict(os.environ, RANK=str(r), WORLD_SIZE="3", LOCAL_RANK=str(r),
-                     MASTER_ADDR="127.0.0.1", MASTER_PORT="7" + tag)
+                     MASTER_ADDR="127.0.0.1", MASTER_PORT="7" + tag, **built_in(tmp_path))
             e.pop("PROBING", None)
             out = tmp_path / ("rank%d.out" % r)
             procs.append((subprocess.Popen(
