@@ -55,8 +55,9 @@ static cJSON *compact_thread(const cJSON *t)
                 continue;
             }
             cJSON *x = cJSON_CreateObject();
-            cJSON_AddStringToObject(x, "func", cli_json_str(f, "name") ? cli_json_str(f, "name") : "?");
-            cJSON_AddStringToObject(x, "file", cli_json_str(f, "file") ? cli_json_str(f, "file") : "?");
+            const char *fn = cli_json_str(f, "name"), *file = cli_json_str(f, "file");
+            cJSON_AddStringToObject(x, "func", fn ? fn : "?");
+            cJSON_AddStringToObject(x, "file", file ? file : "?");
             cJSON_AddNumberToObject(x, "line", cli_json_num(f, "line", 0));
             cJSON_AddItemToArray(frames, x);
         }
