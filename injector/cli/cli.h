@@ -65,6 +65,15 @@ const char *cli_json_text(const cJSON *o, const char *k);
 int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *));
 /* dumptext.c: prints a probing/dump body as text (threads, frames, merged native frames). */
 void cli_dump_print(const cJSON *d);
+/* demangle.c: a C++ symbol (_Z...) as C++ (libstdc++'s __cxa_demangle, from libstdc++.so.6
+ * dlopened at the first mangled name): into buf, returned; name itself when it is no mangled
+ * name, cannot be demangled or libstdc++ is missing. */
+const char *cli_demangle(const char *name, char *buf, size_t n);
+/* The "name" of each native frame in frames demangled in place (cli_demangle). */
+void cli_demangle_frames(const cJSON *frames);
+/* A folded stack ("a;b;c") with its mangled frames demangled: malloc'd, or NULL when none was
+ * (or out of memory: the caller keeps folded). */
+char *cli_demangle_folded(const char *folded);
 /* Prints a probing/dump frame's locals, one "name = value  (type)" per line after indent. */
 void cli_print_locals(const cJSON *frame, const char *indent);
 /* Prints a probing/query body {columns, rows} as an aligned table with a "(N rows)" line, a

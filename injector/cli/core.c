@@ -215,7 +215,9 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     *is_eval = strncmp(func, "_PyEval_EvalFrameDefault", 24) == 0;
     *internal = *is_eval || (m && strcmp(m->path, interp) == 0 && pb_cpython_machinery(func));
     cJSON_AddStringToObject(o, "kind", "native");
-    cJSON_AddItemToObject(o, "name", func[0] ? cJSON_CreateString(func) : cJSON_CreateNull());
+    char dem[1024];
+    const char *name = cli_demangle(func, dem, sizeof dem); /* C++ names from DWARF */
+    cJSON_AddItemToObject(o, "name", name[0] ? cJSON_CreateString(name) : cJSON_CreateNull());
     cJSON_AddNumberToObject(o, "offset", (double)(off + (depth > 0)));
     cJSON_AddItemToObject(o, "module", m ? cJSON_CreateString(m->path) : cJSON_CreateNull());
     snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)pc);

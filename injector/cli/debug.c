@@ -2,7 +2,8 @@
 /* `probing -p PID debug --dump [--locals] [--native[=all]] [--json]`: every Python thread's
  * stack (name, Python thread id, native id, GIL), innermost frame first, optionally with local
  * variables, or with native and Python frames merged (file:line of native frames added here
- * from DWARF, ext/srcline.c); as text or as one JSON document (the probing/dump response body,
+ * from DWARF, ext/srcline.c; C++ names demangled, demangle.c) and the threads that run no
+ * Python; as text or as one JSON document (the probing/dump response body,
  * see docs/protocol.md).
  * `debug --pause [--address HOST:PORT]` and `debug --resume`: below. */
 #include <getopt.h>
@@ -33,7 +34,10 @@ static void help(void)
            "                  first, each marked (Python) or (native): function+offset, object\n"
            "                  and file:line when the object has DWARF; CPython's own call\n"
            "                  machinery left out (--native=all keeps it). When the two stacks\n"
-           "                  cannot be matched, says so and shows both\n"
+           "                  cannot be matched, says so and shows both. Then the threads\n"
+           "                  that run no Python (a C/C++ library's own: torch's autograd,\n"
+           "                  gloo), named by the kernel, with their native frames. C++\n"
+           "                  names demangled (libstdc++)\n"
            "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
            "                  into the target: thread names from the kernel, --locals read\n"
            "                  from memory as above\n"
@@ -122,12 +126,16 @@ static void add_lines(const cJSON *frames)
         }
         i++;
     }
+    cli_demangle_frames(frames); /* C++ names the target left mangled, or DWARF's */
 }
 
 static void add_native_lines(const cJSON *d)
 {
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "threads"))
+        add_lines(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "nativeThreads"))
         add_lines(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
 }

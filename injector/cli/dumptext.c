@@ -33,7 +33,8 @@ static void print_native(const cJSON *t)
 {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "native"), *f;
     if (!cli_json_true(n, "answered")) {
-        printf("    note: native stack not read: %s\n", cli_json_text(n, "error"));
+        printf("    note: native stack not read: %s\n", cli_json_text(n, "error") ?
+               cli_json_text(n, "error") : "?");
         cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
             printf("    (Python) %s (%s:%d)\n", cli_json_text(f, "name"), cli_json_text(f, "file"),
                    (int)cli_json_num(f, "line", 0));
@@ -55,14 +56,34 @@ static void print_native(const cJSON *t)
         print_nframe(f, "      ");
 }
 
+/* The threads that run no Python (debug --dump --native: nativeThreads). */
+static void print_native_only(const cJSON *d)
+{
+    const cJSON *t, *others = cJSON_GetObjectItemCaseSensitive(d, "nativeThreads");
+    cJSON_ArrayForEach(t, others)
+    {
+        printf("\nThread %.0f \"%s\" (native, no Python)\n", cli_json_num(t, "id", 0),
+               cli_json_text(t, "name") ? cli_json_text(t, "name") : "");
+        print_native(t);
+    }
+    if (cli_json_num(d, "nativeThreadsLeftOut", 0) > 0)
+        printf("\nnote: %.0f more threads that run no Python not shown\n",
+               cli_json_num(d, "nativeThreadsLeftOut", 0));
+}
+
 void cli_dump_print(const cJSON *d)
 {
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(d, "threads");
     const cJSON *gil = cJSON_GetObjectItemCaseSensitive(d, "gil");
     const cJSON *holder = cJSON_GetObjectItemCaseSensitive(gil, "holder");
-    printf("Process %d, CPython %s, %d Python thread%s\n", (int)cli_json_num(d, "pid", 0),
+    const cJSON *others = cJSON_GetObjectItemCaseSensitive(d, "nativeThreads");
+    printf("Process %d, CPython %s, %d Python thread%s", (int)cli_json_num(d, "pid", 0),
            cli_json_text(d, "python") ? cli_json_text(d, "python") : "?", cJSON_GetArraySize(threads),
            cJSON_GetArraySize(threads) == 1 ? "" : "s");
+    if (cJSON_IsArray(others))
+        printf(", %d without Python", cJSON_GetArraySize(others) +
+                                          (int)cli_json_num(d, "nativeThreadsLeftOut", 0));
+    printf("\n");
     if (cli_json_text(d, "core")) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "executable");
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(d, "libpython");
@@ -125,4 +146,5 @@ void cli_dump_print(const cJSON *d)
             cli_print_locals(f, "        ");
         }
     }
+    print_native_only(d);
 }

@@ -124,8 +124,13 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
                 cJSON_IsNumber(cell(row, 4)) ? (unsigned long long)cell(row, 4)->valuedouble : 0;
             if (!cJSON_IsString(folded))
                 continue; /* a sample whose stack is gone: nothing to draw */
-            if (flame_tree_add(t, last_tid, cJSON_IsString(name) ? name->valuestring : NULL,
-                               folded->valuestring, n) < 0) {
+            /* C++ names the target could not demangle (no libstdc++ of its own loaded) */
+            char *dem = cli_demangle_folded(folded->valuestring);
+            int added = flame_tree_add(t, last_tid, cJSON_IsString(name) ? name->valuestring
+                                                                          : NULL,
+                                       dem ? dem : folded->valuestring, n);
+            free(dem);
+            if (added < 0) {
                 cJSON_Delete(body);
                 pb_err_set(err, -ENOMEM, "flamegraph: out of memory");
                 return -1;

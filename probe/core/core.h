@@ -73,6 +73,10 @@ int probe_token_check(const char *token);
 
 /* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
 int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);
+/* Any thread, a signal handler too. 1 when the kernel thread tid is one that
+ * probe_thread_start started and that has not returned yet (the probe's own: left out of the
+ * target's native-only threads, prof_native_others). */
+int probe_thread_is_ours(long tid);
 /* Around user code on a probe thread: the target main thread's signal mask in, the saved
  * (all blocked) mask back. Threads the user code starts inherit the target's mask. */
 void probe_thread_user_enter(sigset_t *saved);

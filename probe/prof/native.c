@@ -8,18 +8,25 @@
  * to and including the next entry frame. When the counts differ the merge is not trusted and
  * both stacks are kept apart. The handler is installed only for the ask, unless the sampler
  * holds it already. Any thread but a signal handler: one mutex (prof_sig_lock, which the
- * sampler's start and stop take too) makes callers and the sampler's install take turns. */
+ * sampler's start and stop take too) makes callers and the sampler's install take turns.
+ * prof_native_others lists the threads that run no Python (read the same way: without a
+ * Python thread state, their stacks are native only). */
 #include "prof.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "core/core.h"
 #include "sig/stack_sig.h"
 #include "sig/unwind.h"
 
@@ -266,6 +273,20 @@ static int merges(const uintptr_t *nat, int nn, const struct pyrt_sig_frame *py,
     return pb_stack_merge(is_eval, nn, entry, np, steps) >= 0;
 }
 
+/* 1 when tid blocks SIGPROF now (/proc/self/task/TID/status, SigBlk): asking it would only
+ * wait out the batch (many a C++ library's worker thread blocks every signal). */
+static int sigprof_blocked(int tid)
+{
+    char path[64], buf[4096];
+    unsigned long long blk = 0;
+    const char *p;
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    if (pb_read_file(path, buf, sizeof buf) <= 0 || !(p = strstr(buf, "\nSigBlk:")) ||
+        sscanf(p + 8, "%llx", &blk) != 1)
+        return 0;
+    return (blk >> (SIGPROF - 1)) & 1;
+}
+
 /* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
  * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
  * (r then holds its Python frames only, or nothing). */
@@ -373,6 +394,10 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
             memset(&one, 0, sizeof one);
             int b = read_blocked((int)s->tid, tstate, &one, blk);
             if (b == 0) { /* not blocked in a system call: it answers the signal */
+                if (sigprof_blocked((int)s->tid)) {
+                    s->masked = 1; /* it would not answer: not asked, no wait */
+                    continue;
+                }
                 if (left <= 0) {
                     s->unasked = 1; /* this call has waited NATIVE_TOTAL_MS already */
                     continue;
@@ -418,4 +443,68 @@ out:
         for (int i = 0; i < n; i++)
             prof_nstack_free(&out[i]);
     return rc;
+}
+
+/* ---- threads that run no Python ---- */
+
+static int long_cmp(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
+                       int max, int *more, struct pb_err *err)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    long me = (long)syscall(SYS_gettid), *all = NULL;
+    int n = 0, cap = 0;
+    *more = 0;
+    if (!d)
+        return pb_err_set(err, -errno, "native threads: cannot read /proc/self/task: %s",
+                          strerror(errno));
+    while ((e = readdir(d))) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        int skipped = tid <= 0 || *end || tid == me || probe_thread_is_ours(tid);
+        for (int i = 0; i < nskip && !skipped; i++)
+            skipped = skip[i] == tid;
+        if (skipped)
+            continue;
+        if (n == cap) {
+            long *na = realloc(all, (size_t)(cap ? cap * 2 : 64) * sizeof *all);
+            if (!na) {
+                closedir(d);
+                free(all);
+                return pb_err_set(err, -ENOMEM, "out of memory");
+            }
+            all = na;
+            cap = cap ? cap * 2 : 64;
+        }
+        all[n++] = tid;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(all, (size_t)n, sizeof *all, long_cmp);
+    if (n > max) {
+        *more = n - max;
+        n = max;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[64];
+        long k;
+        tids[i] = all[i];
+        if (!names)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm", all[i]);
+        k = pb_read_file(path, names[i], PROF_COMM);
+        if (k <= 0)
+            k = 0; /* it ended since: named "" (its stack then is not read either) */
+        else if (names[i][k - 1] == '\n')
+            k--;
+        names[i][k < PROF_COMM ? k : PROF_COMM - 1] = '\0';
+    }
+    free(all);
+    return n;
 }

@@ -71,6 +71,7 @@ struct prof_nstack {
     int blocked;        /* 1: blocked in a system call, read without a signal (native.c);
                          * 2: the same, but it kept waking: Python frames only */
     int unasked;        /* 1: not asked: the call had waited NATIVE_TOTAL_MS (3 s) for others */
+    int masked;         /* 1: not asked: it blocks SIGPROF and is not in a system call */
     int merged;         /* 1: f is the merged stack; 0: f native, py the Python frames */
     int evals, entries; /* eval-loop frames and Python entry frames (equal when merged) */
     int n, npy;
@@ -78,12 +79,23 @@ struct prof_nstack {
 };
 /* Any thread but a handler. The stacks of the n threads tids (kernel tids; <= 0 skipped) into out[i] (the
  * caller's n entries; each freed with prof_nstack_free). all: keep CPython's internals. A
- * thread blocked in a system call is read without a signal; the others are signalled, each
+ * thread blocked in a system call is read without a signal; one that blocks SIGPROF is not asked
+ * (masked); the others are signalled, each
  * thread once however often tids names it, each batch waiting at most 1 s and the call 3 s
  * in all (threads left then are not asked: unasked). 0, or a negative code with err. */
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err);
 void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
+/* Any thread but a handler. The threads of this process that run no Python (native-only:
+ * torch's autograd and gloo threads, a pthread a C extension started): every kernel thread in
+ * /proc/self/task but those in skip[0..nskip) (the Python threads' native ids), the probe's own
+ * (probe_thread_is_ours) and the caller, ascending, at most max of them into tids, each one's
+ * kernel name (/proc/self/task/TID/comm, PROF_COMM bytes with the NUL) into names unless NULL.
+ * Returns the count, *more the threads left out past max, or a negative code with err. */
+#define PROF_COMM 16
+#define PROF_OTHERS_MAX 1024 /* the most a dump or a query shows (the rest: *more) */
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
+                       int max, int *more, struct pb_err *err);
 /* Taken around installing and removing the SIGPROF handler (sampler.c, native.c). */
 void prof_sig_lock(void);
 void prof_sig_unlock(void);

@@ -3,7 +3,7 @@
  * live tables perf.samples, perf.stacks and perf.frames built from them.
  * Symbolisation happens here, on the drain thread, never in the signal handler: native pcs
  * through dladdr1 (the symbol must contain the pc, else "[module]"), C++ names
- * demangled with the process's own __cxa_demangle when one is loaded (dlsym); Python frames
+ * demangled with the process's own __cxa_demangle when one is loaded (symbols.c); Python frames
  * through pyrt_sig_describe as "func (file:line)".
  * Merging (pb_stack_merge, shared with debug --dump --native): the native stack is walked
  * innermost first; each interpreter eval-loop frame (_PyEval_EvalFrameDefault, or a detached part of

@@ -68,7 +68,7 @@ static size_t nknown, capknown;
 static int nmods;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char *(*demangle)(const char *, char *, size_t *, int *);
-static int demangle_looked;
+static unsigned long long demangle_looked_at = ~0ull; /* the loader's adds count then */
 
 static int sym_cmp(const void *a, const void *b)
 {
@@ -276,6 +276,31 @@ static void known_add(uintptr_t lo, uintptr_t hi, const struct prof_sym *s)
     nknown++;
 }
 
+/* Under mu, before a mangled name (_Z...) is shown: libstdc++'s __cxa_demangle, looked up
+ * where the process already has it, never loaded here: in the global scope, else the
+ * libstdc++.so.6 some object brought in (a C++ extension module or a ctypes.CDLL is loaded
+ * RTLD_LOCAL: its libstdc++ is not in the global scope; RTLD_NOLOAD finds it, and keeps it
+ * mapped for the life of the process). An object that names a mangled function links
+ * libstdc++, so when none is found it is looked for again once another object was loaded. */
+static void demangler_find(void)
+{
+    unsigned long long adds, subs;
+    if (demangle)
+        return;
+    unwind_loader_counts(&adds, &subs);
+    if (adds == demangle_looked_at)
+        return;
+    demangle_looked_at = adds;
+    *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!demangle) {
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+        if (h)
+            *(void **)&demangle = dlsym(h, "__cxa_demangle");
+        if (h && !demangle)
+            dlclose(h);
+    }
+}
+
 void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
 {
     Dl_info info;
@@ -298,10 +323,6 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
         pthread_mutex_unlock(&mu);
         return;
     }
-    if (!demangle_looked) {
-        *(void **)&demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        demangle_looked = 1;
-    }
     memset(&info, 0, sizeof info);
     if (dladdr1((void *)look, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
         info.dli_saddr && (!sym || sym->st_size == 0 ||
@@ -317,6 +338,8 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     if (!sn && info.dli_fbase && prof_sym_eval_part(look))
         sn = "_PyEval_EvalFrameDefault.cold"; /* GCC's name for such a part (evalpart.c) */
     if (sn) {
+        if (sn[0] == '_' && sn[1] == 'Z')
+            demangler_find();
         if (demangle && sn[0] == '_' && sn[1] == 'Z') {
             int status = -1;
             dem = demangle(sn, NULL, NULL, &status);

@@ -132,6 +132,8 @@ cJSON *dap_json_native(const struct prof_nstack *s)
                                              "(a blocked thread is never signalled)"
                                 : s->unasked ? "not asked: the dump had already waited 3 s for "
                                                "other threads' native stacks"
+                                : s->masked ? "the thread blocks SIGPROF while it runs: not "
+                                              "asked (it could not answer)"
                                 : s->tid > 0 ? "the thread did not answer in time "
                                                "(it blocks SIGPROF, or never ran)"
                                              : "the thread's native id is unknown");

@@ -165,8 +165,9 @@ static const struct vtab_def defs[] = {
       "WHERE thread_id = N), innermost first; read without the GIL, locals need it",
       COLS(backtrace_cols)}, vtab_backtrace_fill, 4, 6},
     {{"python.native_backtrace", "live", "native and Python frames merged, innermost first, of "
-      "every Python thread (or WHERE thread_id = N); CPython's call machinery left out; read "
-      "without the GIL", COLS(native_bt_cols)}, vtab_native_bt_fill, 0, -1},
+      "every Python thread, then of every thread that runs no Python (or WHERE thread_id = N); "
+      "CPython's call machinery left out; read without the GIL", COLS(native_bt_cols)},
+     vtab_native_bt_fill, 0, -1},
     {{"python.threads", "live", "Python threads; names and daemon from threading when the GIL "
       "can be had, else from the OS", COLS(pythreads_cols)}, vtab_pythreads_fill, -1, -1},
     {{"python.objects", "live", "live objects tracked by the garbage collector, by type "

@@ -151,8 +151,9 @@ int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         pb_err_set(err, rc, "python.native_backtrace: %s", s.err.msg);
         goto out;
     }
-    tids = calloc((size_t)s.snap.nthreads + 1, sizeof *tids);
-    ns = calloc((size_t)s.snap.nthreads + 1, sizeof *ns);
+    size_t cap = 2 * (size_t)s.snap.nthreads + PROF_OTHERS_MAX + 1;
+    tids = calloc(cap, sizeof *tids);
+    ns = calloc(cap, sizeof *ns);
     if (!tids || !ns) {
         rc = pb_err_set(err, -ENOMEM, "python.native_backtrace: out of memory");
         goto out;
@@ -165,6 +166,22 @@ int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         if (!seen && (!a->has_thread || thread_id(&s.snap.threads[i]) == a->thread_id))
             tids[n++] = tid;
     }
+    /* then the threads that run no Python, thread_id their kernel id (system.threads names
+     * them) */
+    int python = 0, more = 0, no = 0, np = s.snap.nthreads;
+    long *skip = tids + cap - PROF_OTHERS_MAX - 1 - np, *others = skip + np;
+    for (int i = 0; i < np; i++) {
+        skip[i] = s.snap.threads[i].native_id;
+        python |= a->has_thread && thread_id(&s.snap.threads[i]) == a->thread_id;
+    }
+    if (!python &&
+        (no = prof_native_others(skip, np, others, NULL, PROF_OTHERS_MAX, &more, err)) < 0) {
+        rc = no;
+        goto out;
+    }
+    for (int i = 0; i < no; i++) /* n <= np + i: each write lands before its read */
+        if (!a->has_thread || others[i] == a->thread_id)
+            tids[n++] = others[i];
     if (n && (rc = prof_native_stacks(tids, n, 0, ns, err)) < 0)
         goto out;
     for (int i = 0; rc == 0 && i < n; i++) {

@@ -56,3 +56,12 @@ void prof_nstack_free(struct prof_nstack *s)
 {
     (void)s;
 }
+
+/* The fake process has no threads but its Python ones. */
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
+                       int max, int *more, struct pb_err *err)
+{
+    (void)skip, (void)nskip, (void)tids, (void)names, (void)max, (void)err;
+    *more = 0;
+    return 0;
+}

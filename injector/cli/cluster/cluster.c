@@ -36,7 +36,7 @@ static void help(const char *sub)
     }
     if (strcmp(sub, "stacks") == 0)
         printf("usage: probing cluster stacks [--tree] [--thread auto|main|all] [--samples N\n"
-               "                              [--interval S]] [--no-inject] [--json]\n"
+               "                              [--interval S]] [--native | --no-inject] [--json]\n"
                "                              [HOST OPTIONS]\n"
                "\n"
                "Read every rank's Python stacks without the GIL (a rank hung in C with the GIL\n"
@@ -55,6 +55,11 @@ static void help(const char *sub)
                "  --samples N     read N times (default 1); a group whose ranks kept the same\n"
                "                  stack in all N samples is marked STUCK, others moving\n"
                "  --interval S    seconds between samples (default 1)\n"
+               "  --native        each rank's native (C/C++) and Python frames merged, as\n"
+               "                  debug --dump --native reads them (C++ names demangled), so\n"
+               "                  ranks waiting in C++ (c10d::Reducer, a collective) group by\n"
+               "                  where they wait; with --thread all, also every thread that\n"
+               "                  runs no Python\n"
                "  --no-inject     read the stacks from outside (process_vm_readv), loading\n"
                "                  nothing into any rank (debug --dump --no-inject)\n"
                "  --json          {job, world_size, samples, groups: [{ranks, stuck, nodes,\n"
@@ -201,6 +206,8 @@ static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char *
         FMT("--interval=%g", o->interval);
         if (o->no_inject)
             ARG("--no-inject");
+        if (o->native)
+            ARG("--native");
     }
     return n;
 #undef ARG
@@ -222,6 +229,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                              {"samples", required_argument, 0, 'n'},
                                              {"interval", required_argument, 0, 'i'},
                                              {"no-inject", no_argument, 0, 'I'},
+                                             {"native", no_argument, 0, 'V'},
                                              {"any-uid", no_argument, 0, 'U'},
                                              {"hosts", required_argument, 0, 'H'},
                                              {"hostfile", required_argument, 0, 'F'},
@@ -281,6 +289,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         case 'L': o.local = 1; break;
         case 'T': o.tree = 1; break;
         case 'I': o.no_inject = 1; break;
+        case 'V': o.native = 1; break;
         case 'U': o.any_uid = 1; break;
         case 't':
             if (strcmp(optarg, "auto") == 0)
@@ -359,11 +368,16 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         }
     }
     /* Options that belong to one command only. */
-    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject) &&
-        o.op != CLUSTER_OP_STACKS) {
+    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject ||
+         o.native) && o.op != CLUSTER_OP_STACKS) {
         rc = usage_err(sub, o.no_inject ? "--no-inject only goes with 'cluster stacks'"
+                            : o.native  ? "--native only goes with 'cluster stacks'"
                                         : "--tree, --thread, --samples only go with 'cluster "
                                           "stacks'");
+        goto out;
+    }
+    if (o.native && o.no_inject) {
+        rc = usage_err(sub, "--native needs the probe loaded: drop --no-inject");
         goto out;
     }
     if ((o.reduce || strcmp(o.format, "table") != 0) && o.op != CLUSTER_OP_QUERY) {

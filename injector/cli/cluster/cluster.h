@@ -22,6 +22,8 @@ struct cli_cluster_opts {
     int op;
     int json, local, tree, color;
     int no_inject;          /* stacks: read from outside (readonly.c), nothing injected */
+    int native;             /* stacks: native and Python frames merged (debug --dump --native);
+                             * with --thread all, the threads that run no Python too */
     int any_uid;            /* ask ranks of another uid than the job's too (find.c "foreign") */
     int thread;             /* CLUSTER_THREAD_* */
     int samples;            /* >= 1 */

@@ -20,15 +20,50 @@ struct local_ctx {
     cJSON **ranks;
 };
 
-/* Keeps a thread's name, ids and frames (func, file, line), innermost first. */
+/* One native frame (--native) as the compact form has it: func its name (C++ demangled), "?"
+ * when unknown (never its address: ranks differ in where objects are mapped, and the stacks
+ * must compare equal), file the object's file name, line 0, native true. */
+static cJSON *compact_native(const cJSON *f)
+{
+    cJSON *x = cJSON_CreateObject();
+    char buf[1024];
+    const char *name = cli_json_str(f, "name"), *mod = cli_json_str(f, "module");
+    const char *base = mod && strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod;
+    cJSON_AddStringToObject(x, "func", name ? cli_demangle(name, buf, sizeof buf) : "?");
+    cJSON_AddStringToObject(x, "file", base ? base : "?");
+    cJSON_AddNumberToObject(x, "line", 0);
+    cJSON_AddBoolToObject(x, "native", 1);
+    return x;
+}
+
+/* Keeps a thread's name, ids and frames (func, file, line), innermost first: with --native its
+ * merged native and Python frames when they were read (else its Python frames). */
 static cJSON *compact_thread(const cJSON *t)
 {
     cJSON *c = cJSON_CreateObject(), *frames = cJSON_CreateArray();
-    const cJSON *f;
+    const cJSON *f, *n = cJSON_GetObjectItemCaseSensitive(t, "native");
     cJSON_AddNumberToObject(c, "thread", cli_json_num(t, "id", 0));
     cJSON_AddStringToObject(c, "name", cli_json_str(t, "name") ? cli_json_str(t, "name") : "");
     cJSON_AddBoolToObject(c, "main", cli_json_true(t, "main"));
     cJSON_AddBoolToObject(c, "holdsGil", cli_json_true(t, "holdsGil"));
+    if (cli_json_true(n, "answered") && cli_json_true(n, "merged")) {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(n, "frames"))
+        {
+            const char *kind = cli_json_str(f, "kind");
+            if (kind && strcmp(kind, "native") == 0) {
+                cJSON_AddItemToArray(frames, compact_native(f));
+                continue;
+            }
+            cJSON *x = cJSON_CreateObject();
+            const char *fn = cli_json_str(f, "name"), *file = cli_json_str(f, "file");
+            cJSON_AddStringToObject(x, "func", fn ? fn : "?");
+            cJSON_AddStringToObject(x, "file", file ? file : "?");
+            cJSON_AddNumberToObject(x, "line", cli_json_num(f, "line", 0));
+            cJSON_AddItemToArray(frames, x);
+        }
+        cJSON_AddItemToObject(c, "frames", frames);
+        return c;
+    }
     cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
     {
         cJSON *x = cJSON_CreateObject();
@@ -62,6 +97,23 @@ static cJSON *select_threads(const cJSON *dump, int mode)
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(dump, "threads"), *t, *pick = NULL;
     if (mode == CLUSTER_THREAD_ALL) {
         cJSON_ArrayForEach(t, threads) cJSON_AddItemToArray(out, compact_thread(t));
+        /* --native: the threads that run no Python, after the Python ones */
+        cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(dump, "nativeThreads"))
+        {
+            cJSON *c = cJSON_CreateObject(), *frames = cJSON_CreateArray();
+            const cJSON *f;
+            cJSON_AddNumberToObject(c, "thread", cli_json_num(t, "id", 0));
+            cJSON_AddStringToObject(c, "name", cli_json_str(t, "name") ? cli_json_str(t, "name")
+                                                                       : "");
+            cJSON_AddBoolToObject(c, "main", 0);
+            cJSON_AddBoolToObject(c, "holdsGil", 0);
+            cJSON_AddBoolToObject(c, "nativeOnly", 1);
+            cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"))
+                cJSON_AddItemToArray(frames, compact_native(f));
+            cJSON_AddItemToObject(c, "frames", frames);
+            cJSON_AddItemToArray(out, c);
+        }
         return out;
     }
     if (mode == CLUSTER_THREAD_AUTO) {
@@ -193,6 +245,8 @@ static void rank_child(int i, void *p)
             }
             cJSON *args = cJSON_CreateObject();
             cJSON_AddBoolToObject(args, "locals", 0);
+            if (o->native)
+                cJSON_AddStringToObject(args, "native", "merged");
             rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
             if (rc == 0)
                 cJSON_AddItemToArray(samples, select_threads(body, o->thread));

@@ -417,8 +417,12 @@ static int differing(const cJSON *a, const cJSON *b)
 static void print_frame(const cJSON *f, int mark, int color)
 {
     const char *on = mark && color ? "\033[1;31m" : "", *off = mark && color ? "\033[0m" : "";
-    printf("  %s %s%s (%s:%d)%s\n", mark ? ">" : " ", on, cli_json_text(f, "func"),
-           cli_json_text(f, "file"), (int)cli_json_num(f, "line", 0), off);
+    if (cli_json_true(f, "native")) /* --native: function in object */
+        printf("  %s %s(native) %s in %s%s\n", mark ? ">" : " ", on, cli_json_text(f, "func"),
+               cli_json_text(f, "file"), off);
+    else
+        printf("  %s %s%s (%s:%d)%s\n", mark ? ">" : " ", on, cli_json_text(f, "func"),
+               cli_json_text(f, "file"), (int)cli_json_num(f, "line", 0), off);
 }
 
 static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
@@ -541,9 +545,13 @@ static void tree_print(struct tnode *t, const char *first, const char *cont, int
     char *rs = cli_cluster_ranges(t->ranks, t->n);
     if (t->frame) {
         const char *on = color ? "\033[36m" : "", *off = color ? "\033[0m" : "";
-        printf("%s%s[%s]%s %s (%s:%d)\n", first, on, rs ? rs : "", off,
-               cli_json_text(t->frame, "func"), cli_json_text(t->frame, "file"),
-               (int)cli_json_num(t->frame, "line", 0));
+        if (cli_json_true(t->frame, "native"))
+            printf("%s%s[%s]%s (native) %s in %s\n", first, on, rs ? rs : "", off,
+                   cli_json_text(t->frame, "func"), cli_json_text(t->frame, "file"));
+        else
+            printf("%s%s[%s]%s %s (%s:%d)\n", first, on, rs ? rs : "", off,
+                   cli_json_text(t->frame, "func"), cli_json_text(t->frame, "file"),
+                   (int)cli_json_num(t->frame, "line", 0));
     }
     free(rs);
     if (t->ends && t->nkids)

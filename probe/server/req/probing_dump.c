@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* probing/dump (custom; docs/protocol.md): every Python thread with its frames, innermost first,
  * in one consistent snapshot. Arguments: locals (bool), maxFrames (int), native ("merged" or
- * "all": each thread's native and Python frames merged, prof/native.c). Names from `threading`
- * and locals need the GIL: when it cannot be had in time the answer still comes, read without
- * the GIL, and says who holds it ("gil.available": false, "localsError"); the locals are then
- * read from memory, simple values only ("localsVia": "memory"). */
+ * "all": each thread's native and Python frames merged, prof/native.c, and "nativeThreads":
+ * the threads that run no Python, named by the kernel, with their native frames). Names from
+ * `threading` and locals need the GIL: when it cannot be had in time the answer still comes,
+ * read without the GIL, and says who holds it ("gil.available": false, "localsError"); the
+ * locals are then read from memory, simple values only ("localsVia": "memory"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,33 +69,48 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         cJSON_AddStringToObject(body, "localsVia", gil_rc == 0 ? "gil" : "memory");
     const char *native = NULL;
     struct prof_nstack *ns = NULL;
+    long *tids = NULL;
+    char (*names)[PROF_COMM] = NULL;
+    int nothers = 0, more = 0, nt = s->nthreads;
     dap_arg_str(args, "native", &native, err);
-    if (native && s->nthreads > 0) {
-        long *tids = calloc((size_t)s->nthreads, sizeof *tids);
-        ns = calloc((size_t)s->nthreads, sizeof *ns);
-        if (!tids || !ns) {
+    if (native) {
+        tids = calloc(2 * (size_t)nt + PROF_OTHERS_MAX + 1, sizeof *tids);
+        ns = calloc((size_t)nt + PROF_OTHERS_MAX + 1, sizeof *ns);
+        names = calloc(PROF_OTHERS_MAX, sizeof *names);
+        if (!tids || !ns || !names) {
             free(tids);
             free(ns);
+            free(names);
             return pb_err_set(err, PB_EUNKNOWN, "out of memory");
         }
         /* A thread running code in a subinterpreter has a thread state in each interpreter:
          * its one native stack is asked once (a second SIGPROF would merge with the first)
          * and shown with each (its frames there hold both states': stack_sig). */
-        for (int i = 0; i < s->nthreads; i++) {
+        for (int i = 0; i < nt; i++) {
             tids[i] = s->threads[i].native_id;
             for (int j = 0; j < i && tids[i] > 0; j++)
                 if (s->threads[j].native_id == tids[i])
                     tids[i] = -1;
         }
-        int rc = prof_native_stacks(tids, s->nthreads, strcmp(native, "all") == 0, ns, err);
+        /* then the threads that run no Python, asked after the Python ones (prof/native.c) */
+        for (int i = 0; i < nt; i++)
+            tids[nt + i] = s->threads[i].native_id; /* scratch: the ids to leave out */
+        int rc = prof_native_others(tids + nt, nt, tids + nt + nt, names, PROF_OTHERS_MAX,
+                                    &more, err);
+        if (rc >= 0) {
+            nothers = rc;
+            memmove(tids + nt, tids + nt + nt, (size_t)nothers * sizeof *tids);
+            rc = prof_native_stacks(tids, nt + nothers, strcmp(native, "all") == 0, ns, err);
+        }
         free(tids);
         if (rc < 0) {
             free(ns);
+            free(names);
             return rc;
         }
     }
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
-    for (int i = 0; i < s->nthreads; i++) {
+    for (int i = 0; i < nt; i++) {
         cJSON *t = dap_json_thread(&s->threads[i], want_locals);
         if (ns) {
             int k = i;
@@ -106,9 +122,22 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         }
         cJSON_AddItemToArray(arr, t);
     }
-    for (int i = 0; ns && i < s->nthreads; i++)
+    if (ns) { /* the threads that run no Python, by kernel id, named by the kernel */
+        cJSON *others = cJSON_AddArrayToObject(body, "nativeThreads");
+        for (int i = 0; i < nothers; i++) {
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddNumberToObject(t, "id", (double)ns[nt + i].tid);
+            cJSON_AddStringToObject(t, "name", names[i]);
+            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[nt + i]));
+            cJSON_AddItemToArray(others, t);
+        }
+        if (more)
+            cJSON_AddNumberToObject(body, "nativeThreadsLeftOut", more);
+    }
+    for (int i = 0; ns && i < nt + nothers; i++)
         prof_nstack_free(&ns[i]);
     free(ns);
+    free(names);
     return 0;
 }
 
