@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing -p PID debug --dump [--locals] [--native[=all]] [--tasks] [--json]`: every Python thread's
- * stack (name, Python thread id, native id, GIL), innermost frame first, optionally with local
- * variables, or with native and Python frames merged (file:line of native frames added here
- * from DWARF, ext/srcline.c), optionally with every asyncio task (--tasks); as text or as one JSON document (the probing/dump response body,
- * see docs/protocol.md).
+/* `probing -p PID debug --dump [--locals] [--native[=all]] [--tasks] [--json]`: every Python
+ * thread's stack (name, Python thread id, native id, GIL), innermost frame first, optionally
+ * with local variables, or with native and Python frames merged (file:line of native frames
+ * added here from DWARF, ext/srcline.c), and every asyncio task (--tasks); as text or as one
+ * JSON document (the probing/dump response body, see docs/protocol.md).
  * `debug --pause [--address HOST:PORT]` and `debug --resume`: below. */
 #include <getopt.h>
 #include <stdio.h>

@@ -398,8 +398,9 @@ static int gen_frame(PyObject *g, struct probe_aframe *out, struct code_cache *c
  * first line. */
 static int code_frame(PyObject *g, struct probe_aframe *out)
 {
-    PyObject *code = attr_c(g, PyCoro_CheckExact(g) ? "cr_code" : PyGen_CheckExact(g) ? "gi_code"
-                                                                                        : "ag_code");
+    const char *name = PyCoro_CheckExact(g) ? "cr_code" : PyGen_CheckExact(g) ? "gi_code"
+                                                                               : "ag_code";
+    PyObject *code = attr_c(g, name);
     int rc = -1;
     if (code && PyCode_Check(code)) {
         PyCodeObject *co = (PyCodeObject *)code;

@@ -70,7 +70,8 @@ int probe_atasks_link(struct probe_atasks *a)
      * met again while on the path closes a cycle. Each cycle is found once (from where the walk
      * first entered it). */
     char *color = calloc((size_t)n + 1, 1); /* 0 new, 1 on the path, 2 done */
-    int *path = malloc(((size_t)n + 1) * sizeof *path), *edge = malloc(((size_t)n + 1) * sizeof *edge);
+    int *path = malloc(((size_t)n + 1) * sizeof *path);
+    int *edge = malloc(((size_t)n + 1) * sizeof *edge);
     if (!color || !path || !edge) {
         rc = -ENOMEM;
         goto out;

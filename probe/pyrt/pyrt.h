@@ -115,7 +115,7 @@ int probe_pyrt_init(struct pb_err *err);
 
 /* Take a snapshot of every Python thread of every interpreter (the main one's first; a thread
  * running code in a subinterpreter has a thread state there too: its frames there are its own
- * entry). flags: PROBE_SNAP_*; without flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES or LOCALS the caller
+ * entry). flags: PROBE_SNAP_*; without flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES, LOCALS or TASKS the caller
  * must hold the (main interpreter's) GIL: names are then read from the main interpreter's
  * threading, locals of main-interpreter threads only (a subinterpreter's objects are read
  * fault-proof, never through CPython calls). max_frames bounds each

@@ -409,7 +409,8 @@ static int ids_text(const struct probe_atasks *at, const int *idx, int n, char *
     return 0;
 }
 
-static int atask_row(struct probe_rows *r, const struct probe_atasks *at, const struct probe_atask *t)
+static int atask_row(struct probe_rows *r, const struct probe_atasks *at,
+                     const struct probe_atask *t)
 {
     char id[32], loop[32], *awaits = NULL, *by = NULL, *stack = NULL;
     size_t cap = 1;

@@ -151,7 +151,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     int tasks = 0;
     if ((rc = dap_arg_bool(args, "tasks", &tasks, &c->err)) < 0)
         return rc;
-    int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) | (tasks ? PROBE_SNAP_TASKS : 0);
+    int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) |
+                (tasks ? PROBE_SNAP_TASKS : 0);
     return dap_snap_init(c, job, args, flags, (int)max_frames, render);
 }
 
