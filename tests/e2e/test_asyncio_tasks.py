@@ -205,3 +205,25 @@ def test_tasks_without_asyncio_and_usage(python, spawn):
     assert r.returncode == 2 and "--tasks needs the probe loaded" in r.stderr, r.stderr
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS[:1])
+def test_tasks_when_gil_held_forever(python, spawn):
+    """The tasks are read with the GIL: when a C call holds it forever, the threads are dumped
+    (read without it) and the tasks are not, with the reason, in JSON and text."""
+    t = spawn(python, "stuck_gil.py")
+    d = json.loads(probing("-p", t.pid, "debug", "--dump", "--tasks", "--json", check=True).stdout)
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["frames"][0]["line"] == bp("stuck_gil.py", "stuck_call")
+    a = d["asyncio"]
+    assert a["read"] is False and "tasks" not in a, a
+    assert a["error"].startswith("the GIL is held by thread %d" % t.pid), a
+    assert a["error"].endswith("asyncio tasks are read with the GIL: not read"), a
+    out = probing("-p", t.pid, "debug", "--dump", "--tasks", check=True).stdout
+    assert re.search(r"^asyncio tasks: not read: the GIL is held by thread %d .*: asyncio tasks "
+                     r"are read with the GIL: not read$" % t.pid, out, re.M), out
+    r = probing("-p", t.pid, "query", "SELECT count(*) FROM python.asyncio_tasks")
+    assert r.returncode == 1 and "python.asyncio_tasks needs the GIL: it is held by thread %d" % t.pid \
+        in r.stderr, r.stderr
+    assert t.proc.poll() is None
+    t.check_output_clean()
