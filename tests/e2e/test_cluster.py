@@ -774,7 +774,9 @@ def test_collectives_without_recorder(torch_job):
 def test_usage_errors():
     for args, msg in [
         (["bogus"], "cluster: unknown command 'bogus'"),
-        (["list", "--tree"], "cluster list: --tree, --thread, --samples only go with 'cluster stacks'"),
+        (["list", "--tree"], "cluster list: --tree, --thread, --samples, --tasks only go with 'cluster stacks'"),
+        (["query", "--tasks", "SELECT 1"], "cluster query: --tree, --thread, --samples, --tasks only go with"),
+        (["stacks", "--tasks", "--no-inject"], "cluster stacks: --tasks needs the probe loaded in each rank"),
         (["stacks", "--thread", "x"], "cluster stacks: --thread takes auto, main or all"),
         (["stacks", "--samples", "0"], "cluster stacks: --samples takes 1 to 1000"),
         (["stacks", "--rank-timeout", "0"], "cluster stacks: --rank-timeout takes a positive"),
