@@ -227,3 +227,30 @@ def test_tasks_when_gil_held_forever(python, spawn):
         in r.stderr, r.stderr
     assert t.proc.poll() is None
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_tasks_leave_no_references(python, spawn):
+    """Reading the tasks keeps nothing of the target's: every task's, coroutine's and loop's
+    reference count is back where it was, and so is the number of objects the gc tracks."""
+    t = spawn(python, S)
+    count = ("import gc, sys; gc.collect(); ts = sorted((x for x in gc.get_objects() "
+             "if type(x).__name__ == 'Task'), key=lambda x: x.get_name()); "
+             "([(x.get_name(), sys.getrefcount(x), sys.getrefcount(x._coro), "
+             "sys.getrefcount(x._loop)) for x in ts], len(gc.get_objects()))")
+
+    def counts():
+        return probing("-p", t.pid, "eval", count, check=True).stdout.strip()
+
+    counts()  # the probe's own first-use objects (its helper) are made here
+    before = counts()
+    for _ in range(3):
+        tasks_of(t.pid)
+        probing("-p", t.pid, "query", "SELECT count(*) FROM python.asyncio_tasks", check=True)
+    after = counts()
+    refs0, objs0 = before.rsplit(", ", 1)
+    refs1, objs1 = after.rsplit(", ", 1)
+    assert "napper" in refs0 and refs1 == refs0, (before, after)
+    assert abs(int(objs1.rstrip(")")) - int(objs0.rstrip(")"))) < 20, (before, after)
+    t.assert_responsive()
+    t.check_output_clean()
