@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""Test target: asyncio tasks suspended at known lines, in three event loops (the main thread's
-and two threads' of their own).
+"""Test target: asyncio tasks suspended at known lines, in four event loops (the main thread's
+and three threads' of their own).
 
 The main loop's tasks await: a sleep (through a coroutine of ours), a future nobody completes,
 another task, a queue, a lock another task holds, each other (a deadlock), run_in_executor, a
 gather of two tasks; one task is done and one cancelled. Threads "loop-a" and "loop-b" each run
-a loop whose main task awaits a task sleeping there. Prints "ready {json}" once every task is
+a loop whose main task awaits a task sleeping there; thread "loop-c" runs a task whose coroutine
+blocks in time.sleep() (a running task). Prints "ready {json}" once every task is
 in place (the native ids of the threads), then "tick N" from the main task. The tests find
 lines through the "# BP: name" markers, never by number."""
 import asyncio
@@ -13,6 +14,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 native = getattr(threading, "get_native_id", lambda: None)
 released = threading.Event()  # never set: the executor's job blocks for good
@@ -91,6 +93,20 @@ def loop_thread(label, ready, ids):
     asyncio.run(run())
 
 
+async def busy():
+    time.sleep(3600)  # BP: busy_sleep
+
+
+def blocked_thread(ready, ids):
+    async def run():
+        asyncio.current_task().set_name("loop-c-busy")
+        ids["loop-c"] = native()
+        ready.set()
+        await busy()  # BP: busy_await
+
+    asyncio.run(run())
+
+
 async def main():
     asyncio.current_task().set_name("main")
     spawn = asyncio.ensure_future
@@ -122,10 +138,11 @@ async def main():
     assert done.done() and cancelled.cancelled()
 
     ids = {}
-    for label in ("loop-a", "loop-b"):
+    for label in ("loop-a", "loop-b", "loop-c"):
         ready = threading.Event()
-        threading.Thread(target=loop_thread, args=(label, ready, ids), name=label,
-                         daemon=True).start()
+        threading.Thread(target=loop_thread if label != "loop-c" else blocked_thread,
+                         args=(label, ready, ids) if label != "loop-c" else (ready, ids),
+                         name=label, daemon=True).start()
         ready.wait(10)
     await asyncio.sleep(0.2)
     print("ready " + json.dumps({"pid": os.getpid(), "main": native(), "threads": ids}),

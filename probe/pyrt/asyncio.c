@@ -13,7 +13,8 @@
  * attributes come from C getters and instance dicts only, as locals.c reads threading's names),
  * and no object of ours outlives the call: the coroutines' frames are read from memory through
  * the frame walker (frames.c) rather than through cr_frame, which would create a frame object
- * that stays with the coroutine.
+ * that stays with the coroutine. One trace stays: on 3.13+ a task named by its number keeps the
+ * "Task-N" string Task.get_name() makes of it, as any repr() or log line of the task does.
  *
  * For each task: its name (Task.get_name(), the C method; _name of a Python task), state,
  * coroutine chain (cr_await / gi_yieldfrom / ag_await, innermost first), the future it is
@@ -425,13 +426,13 @@ static int chain_read(struct probe_atask *a, PyObject *coro, struct code_cache *
     PyObject *c = coro;
     Py_XINCREF(c);
     while (c && c != Py_None) {
-        const char *next;
+        const char *next, *running;
         if (PyCoro_CheckExact(c))
-            next = "cr_await";
+            next = "cr_await", running = "cr_running";
         else if (PyGen_CheckExact(c))
-            next = "gi_yieldfrom";
+            next = "gi_yieldfrom", running = "gi_running";
         else if (PyAsyncGen_CheckExact(c))
-            next = "ag_await";
+            next = "ag_await", running = "ag_running";
         else
             break; /* a future's iterator, or another awaitable: the chain ends */
         if (n == MAX_CHAIN) {
@@ -450,7 +451,11 @@ static int chain_read(struct probe_atask *a, PyObject *coro, struct code_cache *
                 n++;
             }
         }
-        PyObject *nx = attr_c(c, next);
+        /* What a running coroutine awaits is on its frame's stack, which only a suspended frame
+         * has saved: its frames are in its thread's stack instead (the dump's). */
+        PyObject *run = attr_c(c, running);
+        PyObject *nx = run == Py_True ? NULL : attr_c(c, next);
+        Py_XDECREF(run);
         Py_DECREF(c);
         c = nx;
     }

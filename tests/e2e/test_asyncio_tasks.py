@@ -52,7 +52,8 @@ def test_tasks_json(python, spawn):
     names = set(by)
     expect = {"main", "napper", "future-waiter", "task-waiter", "consumer", "lock-holder",
               "lock-wanter", "dl-a", "dl-b", "executor", "g1", "g2", "gatherer", "finished",
-              "cancelled", "loop-a-main", "loop-a-serve", "loop-b-main", "loop-b-serve"}
+              "cancelled", "loop-a-main", "loop-a-serve", "loop-b-main", "loop-b-serve",
+              "loop-c-busy"}
     if not keeps_done(d["python"]):
         expect -= {"finished", "cancelled"}
     assert names == expect, names ^ expect
@@ -61,7 +62,14 @@ def test_tasks_json(python, spawn):
         assert by["finished"]["state"] == "done" and by["finished"]["frames"] == []
         assert by["cancelled"]["state"] == "cancelled" and by["cancelled"]["frames"] == []
     assert all(by[n]["state"] == "pending" for n in expect - {"finished", "cancelled"})
-    assert not any(x["running"] for x in a["tasks"])  # all suspended when the dump is taken
+    # All suspended but one, whose coroutine blocks in time.sleep() (in loop-c's thread): its
+    # outer coroutine's line; what it awaits runs in the thread's stack, not followed.
+    assert [x["name"] for x in a["tasks"] if x["running"]] == ["loop-c-busy"]
+    busy = by["loop-c-busy"]
+    assert chain(busy) == [("run", bp(S, "busy_await"))] and busy["waiter"] is None
+    assert busy["threadId"] == t.ready["threads"]["loop-c"]
+    loopc = [x for x in d["threads"] if x["name"] == "loop-c"][0]
+    assert (loopc["frames"][0]["name"], loopc["frames"][0]["line"]) == ("busy", bp(S, "busy_sleep"))
     # A sleep under a coroutine of ours, under another: innermost first, exact lines.
     nap = by["napper"]
     assert in_asyncio(nap["frames"][0], "sleep", "tasks"), nap["frames"]
@@ -111,7 +119,7 @@ def test_tasks_json(python, spawn):
     # Three loops, each on its own thread: the thread ids are python.threads' (the dump's).
     threads = {x["name"]: x["id"] for x in d["threads"]}
     main_loop = by["main"]["loop"]
-    for n in expect - {"loop-a-main", "loop-a-serve", "loop-b-main", "loop-b-serve"}:
+    for n in expect - {"loop-a-main", "loop-a-serve", "loop-b-main", "loop-b-serve", "loop-c-busy"}:
         assert by[n]["loop"] == main_loop and by[n]["threadId"] == t.pid == threads["MainThread"], n
     loops = {main_loop}
     for label in ("loop-a", "loop-b"):
@@ -131,13 +139,15 @@ def test_tasks_text_tree(python, spawn):
     t = spawn(python, S)
     out = probing("-p", t.pid, "debug", "--dump", "--tasks", check=True).stdout
     version = re.search(r"^Process \d+, CPython (\S+),", out, re.M).group(1)
-    n = 19 if keeps_done(version) else 17
+    n = 20 if keeps_done(version) else 18
     assert re.search(r"^asyncio: %d tasks, read with the GIL$" % n, out, re.M), out
     assert re.search(r'^deadlock: await cycle: "dl-(a|b)" -> "dl-(b|a)" -> "dl-\1"$', out, re.M), out
     assert re.search(r'^Loop 0x[0-9a-f]+ in thread %d "MainThread"$' % t.pid, out, re.M), out
-    for label in ("loop-a", "loop-b"):
+    for label in ("loop-a", "loop-b", "loop-c"):
         assert re.search(r'^Loop 0x[0-9a-f]+ in thread %d "%s"$' % (t.ready["threads"][label], label),
                          out, re.M), out
+    assert re.search(r'^└── \(T\) "loop-c-busy" pending, running\n {7}(\S+\.)?run \(.*/%s:%d\)$'
+                     % (S, bp(S, "busy_await")), out, re.M), out
     # The awaited task is drawn under the one awaiting it, its chain innermost first.
     line = bp(S, "task_await")
     m = re.search(r'^(\S*)── \(T\) "task-waiter" pending, awaits task "napper"\n'
@@ -168,7 +178,7 @@ def test_tasks_sql(python, spawn):
     rows = {x["name"]: x for x in json.loads(r.stdout)}
     version = probing("-p", t.pid, "eval", "import sys; '%d.%d' % sys.version_info[:2]",
                       check=True).stdout.strip().strip("'")
-    assert len(rows) == (19 if keeps_done(version) else 17), rows
+    assert len(rows) == (20 if keeps_done(version) else 18), rows
     assert rows["future-waiter"]["func"] == "wait_future" and \
         rows["future-waiter"]["lineno"] == bp(S, "future_await")
     assert rows["loop-b-serve"]["thread"] == "loop-b" and rows["main"]["thread"] == "MainThread"
