@@ -3,7 +3,10 @@
 torch, it prints "ready {...}" and sleeps in a function, so that many of them are cheap.
   --fork            also fork a child that sleeps with the same environment (a DataLoader worker)
   --spawn ENV N     act as a launcher: start N copies of this script with the JSON object ENV
-                    added to their environment ("{r}" in a value becomes the copy's index)"""
+                    added to their environment ("{r}" in a value becomes the copy's index)
+  --asyncio         serve on an event loop instead: three requests sleeping in handle(), and on
+                    rank 1 a fourth, "stuck-request", awaiting a future nobody completes"""
+import asyncio
 import json
 import os
 import subprocess
@@ -18,8 +21,33 @@ def wait_for_work():
         time.sleep(3600)  # BP: fake_sleep
 
 
+async def handle():
+    await asyncio.sleep(3600)  # BP: fake_handle
+
+
+async def stuck(fut):
+    await fut  # BP: fake_stuck
+
+
+async def serve():
+    loop = asyncio.get_running_loop()
+    tasks = []
+    for i in range(3):
+        tasks.append(asyncio.ensure_future(handle()))
+        tasks[-1].set_name("request-%d" % i)
+    if os.environ.get("RANK") == "1":
+        tasks.append(asyncio.ensure_future(stuck(loop.create_future())))
+        tasks[-1].set_name("stuck-request")
+    await asyncio.sleep(0.1)
+    print("ready " + json.dumps({"pid": os.getpid(), "rank": int(os.environ.get("RANK", -1))}),
+          flush=True)
+    await asyncio.gather(*tasks)  # BP: fake_serve
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--asyncio"]:
+        asyncio.run(serve())
     if args[:1] == ["--fork"]:
         if os.fork() == 0:
             while True:

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing -p PID debug --dump [--locals] [--native[=all]] [--json]`: every Python thread's
- * stack (name, Python thread id, native id, GIL), innermost frame first, optionally with local
- * variables, or with native and Python frames merged (file:line of native frames added here
- * from DWARF, ext/srcline.c; C++ names demangled, demangle.c) and the threads that run no
- * Python; as text or as one JSON document (the probing/dump response body,
- * see docs/protocol.md).
+/* `probing -p PID debug --dump [--locals] [--native[=all]] [--tasks] [--json]`: every Python
+ * thread's stack (name, Python thread id, native id, GIL), innermost frame first, optionally
+ * with local variables, or with native and Python frames merged (file:line of native frames
+ * added here from DWARF, ext/srcline.c; C++ names demangled, demangle.c) and the threads that
+ * run no Python, and every asyncio task (--tasks); as text or as one JSON document (the
+ * probing/dump response body, see docs/protocol.md).
  * `debug --pause [--address HOST:PORT]` and `debug --resume`: below. */
 #include <getopt.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--json]\n"
+    printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--tasks] [--json]\n"
            "       probing -p PID debug --dump --no-inject [--locals] [--json]\n"
            "       probing -p PID debug --pause [--address HOST:PORT]\n"
            "       probing -p PID debug --resume\n"
@@ -38,6 +38,9 @@ static void help(void)
            "                  that run no Python (a C/C++ library's own: torch's autograd,\n"
            "                  gloo), named by the kernel, with their native frames. C++\n"
            "                  names demangled (libstdc++)\n"
+           "      --tasks     also every asyncio task of every event loop, as a tree of who\n"
+           "                  awaits whom (each task's coroutines innermost first; await\n"
+           "                  cycles named as deadlocks); read with the GIL\n"
            "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
            "                  into the target: thread names from the kernel, --locals read\n"
            "                  from memory as above\n"
@@ -218,14 +221,15 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         {"native", optional_argument, 0, 'N'}, {"no-inject", no_argument, 0, 'R'},
         {"json", no_argument, 0, 'j'}, {"pause", no_argument, 0, 'p'},
         {"resume", no_argument, 0, 'r'}, {"address", required_argument, 0, 'a'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, no_inject = 0, c;
+        {"tasks", no_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, no_inject = 0, tasks = 0, c;
     const char *address = NULL, *native = NULL;
     /* -d, -p, -a: the original Probing's short flags (docs/migrating.md). */
     while ((c = getopt_long(argc, argv, "hdpa:", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dump = 1; break;
         case 'L': locals = 1; break;
+        case 'T': tasks = 1; break;
         case 'R': no_inject = 1; break;
         case 'N':
             native = optarg ? optarg : "merged";
@@ -249,9 +253,9 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
                   "--help')");
         return CLI_USAGE;
     }
-    if ((address && !pause) || ((locals || json || native || no_inject) && !dump)) {
+    if ((address && !pause) || ((locals || json || native || no_inject || tasks) && !dump)) {
         cli_error("debug: %s only goes with %s",
-                  address ? "--address" : "--locals/--native/--no-inject/--json",
+                  address ? "--address" : "--locals/--native/--no-inject/--tasks/--json",
                   address ? "--pause" : "--dump");
         return CLI_USAGE;
     }
@@ -259,10 +263,12 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return debug_pause(o, address);
     if (resume)
         return debug_resume(o);
-    if (no_inject && (native || o->target.pid <= 0)) {
+    if (no_inject && (native || tasks || o->target.pid <= 0)) {
         cli_error("debug --dump --no-inject: %s",
                   o->target.pid <= 0 ? "needs a local process (-p PID)"
-                                     : "--native needs the probe loaded");
+                  : native           ? "--native needs the probe loaded"
+                                     : "--tasks needs the probe loaded (asyncio tasks are read "
+                                       "with the GIL): leave out --no-inject");
         return CLI_USAGE;
     }
     if (no_inject) {
@@ -280,6 +286,8 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
     }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
+    if (tasks)
+        cJSON_AddBoolToObject(args, "tasks", 1);
     if (native)
         cJSON_AddStringToObject(args, "native", native);
     cJSON *body = cli_call(o, "dump failed", "probing/dump", args);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A probing/dump body as text (debug --dump, dump --core): the process line, the GIL, then each
  * thread with its frames innermost first, or its merged native and Python frames when the body
- * has them (debug --dump --native). */
+ * has them (debug --dump --native), then the asyncio tasks when asked (--tasks). */
 #include <stdio.h>
 #include <string.h>
 
@@ -69,6 +69,168 @@ static void print_native_only(const cJSON *d)
     if (cli_json_num(d, "nativeThreadsLeftOut", 0) > 0)
         printf("\nnote: %.0f more threads that run no Python not shown\n",
                cli_json_num(d, "nativeThreadsLeftOut", 0));
+}
+
+/* ---- asyncio tasks (debug --dump --tasks): a tree per event loop, as `python -m asyncio pstree`
+ * draws one: each task under the task that awaits it, its coroutine chain innermost first ---- */
+
+#define TASK_DEPTH 64 /* levels of the tree drawn */
+
+static const cJSON *task_find(const cJSON *tasks, const char *id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tasks)
+    {
+        const char *tid = cli_json_str(t, "id");
+        if (id && tid && strcmp(tid, id) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+static const char *task_label(const cJSON *t)
+{
+    static char buf[4][600];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "\"%s\"", cli_json_text(t, "name") ? cli_json_text(t, "name") : "?");
+    return b;
+}
+
+/* One task and, below it, the tasks it awaits. path: the tasks above it (a cycle stops there). */
+static void task_print(const cJSON *tasks, const cJSON *t, const char *prefix, int last,
+                       const char **path, int depth)
+{
+    const char *id = cli_json_str(t, "id");
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(t, "waiter");
+    const cJSON *awaits = cJSON_GetObjectItemCaseSensitive(t, "awaits"), *a, *f;
+    int seen = 0;
+    for (int i = 0; i < depth && !seen; i++)
+        seen = id && strcmp(path[i], id) == 0;
+    printf("%s%s (T) %s %s", prefix, last ? "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80" /* └── */
+                                          : "\xe2\x94\x9c\xe2\x94\x80\xe2\x94\x80" /* ├── */,
+           task_label(t), cli_json_text(t, "state") ? cli_json_text(t, "state") : "?");
+    if (cli_json_true(t, "running"))
+        printf(", running");
+    if (seen) {
+        printf(" (await cycle: see above)\n");
+        return;
+    }
+    if (cJSON_GetArraySize(awaits) == 1)
+        printf(", awaits task %s",
+               task_label(task_find(tasks, cJSON_GetArrayItem(awaits, 0)->valuestring)));
+    else if (cJSON_IsObject(w))
+        printf(", awaits %s %s", cli_json_text(w, "type"), cli_json_text(w, "id"));
+    printf("\n");
+    char sub[4 * TASK_DEPTH + 16];
+    snprintf(sub, sizeof sub, "%s%s", prefix, last ? "    " : "\xe2\x94\x82   " /* │ */);
+    int nchild = cJSON_GetArraySize(awaits);
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
+        printf("%s%s  %s (%s:%d)\n", sub, nchild ? "\xe2\x94\x82" : " ", cli_json_text(f, "name"),
+               cli_json_text(f, "file"), (int)cli_json_num(f, "line", 0));
+    if (depth + 1 >= TASK_DEPTH) {
+        if (nchild)
+            printf("%s    ...\n", sub);
+        return;
+    }
+    path[depth] = id ? id : "";
+    int i = 0;
+    cJSON_ArrayForEach(a, awaits)
+    {
+        const cJSON *c = cJSON_IsString(a) ? task_find(tasks, a->valuestring) : NULL;
+        i++;
+        if (c)
+            task_print(tasks, c, sub, i == nchild, path, depth + 1);
+    }
+}
+
+static const char *thread_name(const cJSON *d, double id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "threads"))
+        if (cli_json_num(t, "id", -1) == id)
+            return cli_json_text(t, "name");
+    return NULL;
+}
+
+/* A tree starts at a task no task awaits, and at the first task of a cycle that only the cycle
+ * awaits. */
+static int task_root(const cJSON *t, const cJSON *cycles)
+{
+    const cJSON *cy = cJSON_GetObjectItemCaseSensitive(t, "cycle");
+    int nby = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "awaitedBy"));
+    if (nby == 0)
+        return 1;
+    const cJSON *c = cJSON_IsNumber(cy) ? cJSON_GetArrayItem(cycles, (int)cy->valuedouble - 1)
+                                        : NULL;
+    const char *id = cli_json_str(t, "id");
+    const cJSON *f0 = c ? cJSON_GetArrayItem(c, 0) : NULL;
+    return nby == 1 && cJSON_IsString(f0) && id && strcmp(f0->valuestring, id) == 0;
+}
+
+static void tasks_print(const cJSON *d, const cJSON *as)
+{
+    const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(as, "tasks"), *t, *c;
+    const cJSON *cycles = cJSON_GetObjectItemCaseSensitive(as, "cycles");
+    int n = cJSON_GetArraySize(tasks);
+    if (!cli_json_true(as, "read")) {
+        printf("\nasyncio tasks: not read: %s\n", cli_json_text(as, "error"));
+        return;
+    }
+    printf("\nasyncio: %d task%s, read with the GIL%s\n", n, n == 1 ? "" : "s",
+           cli_json_true(as, "truncated") ? " (more not read: the bound was reached)" : "");
+    cJSON_ArrayForEach(c, cycles)
+    {
+        const cJSON *id;
+        printf("deadlock: await cycle: ");
+        cJSON_ArrayForEach(id, c)
+            printf("%s -> ", task_label(task_find(tasks, id->valuestring)));
+        printf("%s\n", task_label(task_find(tasks, cJSON_GetArrayItem(c, 0)->valuestring)));
+    }
+    /* Each loop in the order its first task comes; a loop's roots are the tasks no task awaits,
+     * and of each cycle that nothing outside awaits, its first task. */
+    const char *path[TASK_DEPTH];
+    int i = 0;
+    cJSON_ArrayForEach(t, tasks)
+    {
+        const char *loop = cli_json_str(t, "loop");
+        const cJSON *u;
+        int j = 0, first = 1;
+        cJSON_ArrayForEach(u, tasks)
+        {
+            const char *l2 = cli_json_str(u, "loop");
+            if (j++ >= i)
+                break;
+            if ((!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0))
+                first = 0;
+        }
+        i++;
+        if (!first)
+            continue;
+        double tid = cli_json_num(t, "threadId", 0);
+        const char *tn = tid > 0 ? thread_name(d, tid) : NULL;
+        if (!loop)
+            printf("\nTasks without a loop\n");
+        else if (tid > 0)
+            printf("\nLoop %s in thread %.0f \"%s\"\n", loop, tid, tn ? tn : "");
+        else
+            printf("\nLoop %s (not running)\n", loop);
+        int nroots = 0, k = 0;
+        cJSON_ArrayForEach(u, tasks)
+        {
+            const char *l2 = cli_json_str(u, "loop");
+            int same = (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
+            if (same && task_root(u, cycles))
+                nroots++;
+        }
+        cJSON_ArrayForEach(u, tasks)
+        {
+            const char *l2 = cli_json_str(u, "loop");
+            int same = (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
+            if (same && task_root(u, cycles))
+                task_print(tasks, u, "", ++k == nroots, path, 0);
+        }
+    }
 }
 
 void cli_dump_print(const cJSON *d)
@@ -147,4 +309,7 @@ void cli_dump_print(const cJSON *d)
         }
     }
     print_native_only(d);
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(d, "asyncio");
+    if (as)
+        tasks_print(d, as);
 }

@@ -9,6 +9,7 @@
  *   repr.c, tensor.c,    what needs the GIL: bounded repr (repr.h; tensors by shape, dtype,
  *   locals.c             device), then thread names and locals
  *   walk.c, snapshot.c   the snapshot (pyrt.h) on top of all of them
+ *   asyncio.c, atasks.c  its asyncio tasks (GIL; atasks.c plain C: who awaits whom, cycles)
  * sig/pyrt_sig.c uses read.c, lines.c, frames.c and safe.c's set-up.
  * Everything here is hidden (-fvisibility=hidden); nothing is exported from the probe.
  * Rule for remote pointers: a `const void *` named `addr`/`obj` is interpreter memory that is

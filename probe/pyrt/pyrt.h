@@ -44,6 +44,52 @@ struct probe_thread {
     struct probe_frame *frames; /* innermost first */
 };
 
+/* ---- asyncio tasks (asyncio.c with the GIL; linked in atasks.c) ---- */
+
+/* One frame of a task's coroutine chain. */
+struct probe_aframe {
+    char *func; /* co_qualname on 3.11+, co_name before */
+    char *file;
+    int line;
+};
+
+/* One asyncio task of any event loop of the main interpreter. */
+struct probe_atask {
+    uintptr_t addr;        /* the Task object (an id for this snapshot only) */
+    char *name;            /* Task.get_name() */
+    const char *state;     /* "pending", "done", "cancelled" (static) */
+    int running;           /* its coroutine runs now (in its loop's thread's stack) */
+    uintptr_t loop;        /* its event loop, 0 unknown */
+    unsigned long ident;   /* the thread running that loop (loop._thread_id), 0: not running */
+    long thread_id;        /* that thread's id as python.threads has it, 0 unknown */
+    char *coro;            /* the task's coroutine's qualified name, NULL unknown */
+    int nframes;           /* the coroutine chain, innermost first, through cr_await,
+                              gi_yieldfrom, ag_await */
+    struct probe_aframe *frames;
+    int truncated;         /* the chain was longer than the bound */
+    uintptr_t waiter;      /* the future it is blocked on (Task._fut_waiter), 0 none */
+    char *waiter_type;     /* its type ("_asyncio.Future", "_GatheringFuture", ...) */
+    int nawaits;           /* the tasks it awaits (the waiter, or a gather's children): */
+    int *awaits;           /* indexes into probe_atasks.tasks */
+    int nby;               /* the tasks that await it (atasks.c) */
+    int *by;
+    int cycle;             /* 1-based index of the await cycle it is part of, 0 none */
+};
+
+struct probe_acycle {
+    int n;
+    int *tasks; /* indexes, each awaiting the next, the last awaiting the first */
+};
+
+struct probe_atasks {
+    int read;      /* 1 when the tasks were read (PROBE_SNAP_TASKS with the GIL) */
+    int ntasks;
+    struct probe_atask *tasks;
+    int truncated; /* more tasks than the bound */
+    int ncycles;
+    struct probe_acycle *cycles;
+};
+
 struct probe_snapshot {
     int nthreads;
     struct probe_thread *threads;
@@ -52,6 +98,7 @@ struct probe_snapshot {
     char version[32];          /* "3.11.7" of the running interpreter */
     int gc_collecting;         /* 1 while the gc module collects (a finalizer it runs may be
                                   what a thread is doing), 0 not, -1 unknown */
+    struct probe_atasks atasks; /* PROBE_SNAP_TASKS */
 };
 
 enum {
@@ -59,6 +106,7 @@ enum {
     PROBE_SNAP_LOCALS = 2, /* locals with bounded repr (Requires GIL) */
     PROBE_SNAP_MEMLOCALS = 4, /* locals read from memory, simple values only (memlocals.c):
                                  no GIL needed, for when it cannot be had */
+    PROBE_SNAP_TASKS = 8,  /* every asyncio task of every event loop (asyncio.c; Requires GIL) */
 };
 
 /* One-time set-up (calibration such as the pthread_t -> tid mapping on 3.8-3.10). Call from
@@ -67,7 +115,7 @@ int probe_pyrt_init(struct pb_err *err);
 
 /* Take a snapshot of every Python thread of every interpreter (the main one's first; a thread
  * running code in a subinterpreter has a thread state there too: its frames there are its own
- * entry). flags: PROBE_SNAP_*; without flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES or LOCALS the caller
+ * entry). flags: PROBE_SNAP_*; without flags (or with PROBE_SNAP_MEMLOCALS alone) no GIL is needed; with NAMES, LOCALS or TASKS the caller
  * must hold the (main interpreter's) GIL: names are then read from the main interpreter's
  * threading, locals of main-interpreter threads only (a subinterpreter's objects are read
  * fault-proof, never through CPython calls). max_frames bounds each
@@ -103,6 +151,17 @@ unsigned long *probe_pyrt_switch_interval(void);
  * code in a subinterpreter has a thread state in the main interpreter too. Pure. */
 #define PROBE_INTERP_ID_STRIDE 4194304L
 long probe_thread_id(const struct probe_thread *t);
+
+/* asyncio.c: every asyncio task of the main interpreter into *out, read with the GIL without
+ * running any Python code of the program's or of asyncio's: the tasks from asyncio's registries
+ * (asyncio.tasks._all_tasks on 3.8-3.11, _scheduled_tasks and _eager_tasks on 3.12+, and on
+ * 3.14+ the per-thread lists of C tasks), attributes read through C getters and instance dicts
+ * only, coroutine frames read from memory (no frame object is created). Then links them
+ * (probe_atasks_link). 0 or a negative code with err. Requires GIL. */
+int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err);
+/* atasks.c: fills nby/by and the await cycles (cycle, cycles) from the awaits. 0 or -ENOMEM. */
+int probe_atasks_link(struct probe_atasks *a);
+void probe_atasks_free(struct probe_atasks *a);
 
 /* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
  * thread's contents, for callers that drop threads from a snapshot. */

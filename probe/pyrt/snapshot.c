@@ -40,4 +40,5 @@ void probe_snapshot_free(struct probe_snapshot *s)
     free(s->threads);
     s->threads = NULL;
     s->nthreads = 0;
+    probe_atasks_free(&s->atasks);
 }

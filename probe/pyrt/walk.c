@@ -484,7 +484,7 @@ static void mem_locals(struct probe_frame *f, const struct pyrt_rawframe *raw)
     free(m);
 }
 
-/* No GIL needed without flags or with PROBE_SNAP_MEMLOCALS; NAMES, LOCALS Require GIL. */
+/* No GIL needed without flags or with PROBE_SNAP_MEMLOCALS; NAMES, LOCALS, TASKS Require GIL. */
 int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
     struct walk *w;
@@ -497,8 +497,9 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     version_read(s->version, sizeof s->version);
     if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
         return rc;
-    if ((flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS)) && !PyGILState_Check())
-        return pb_err_set(err, PB_ENOGIL, "names/locals need the GIL held by the caller");
+    if ((flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS | PROBE_SNAP_TASKS)) &&
+        !PyGILState_Check())
+        return pb_err_set(err, PB_ENOGIL, "names/locals/tasks need the GIL held by the caller");
     w = calloc(1, sizeof *w);
     if (!w)
         return pb_err_set(err, -ENOMEM, "out of memory");
@@ -542,6 +543,8 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     }
     if (rc == 0 && !(flags & PROBE_SNAP_NAMES))
         names_recall(s);
+    if (rc == 0 && (flags & PROBE_SNAP_TASKS))
+        rc = probe_asyncio_tasks(&s->atasks, err);
     for (int i = 0; i < s->nthreads; i++)
         free(raws ? raws[i] : NULL);
     free(raws);

@@ -79,6 +79,26 @@ static const struct probe_column gc_cols[] = {
     {"uncollectable", "INTEGER", "uncollectable objects found so far"},
     {"enabled", "INTEGER", "gc.isenabled()"},
 };
+static const struct probe_column atasks_cols[] = {
+    {"thread_id", "INTEGER", "the thread running the task's event loop (as in python.threads); "
+                             "NULL when that loop is not running"},
+    {"task", "TEXT", "the task's id in this answer ('0x...', its address)"},
+    {"name", "TEXT", "Task.get_name()"},
+    {"state", "TEXT", "'pending', 'done' or 'cancelled'"},
+    {"running", "INTEGER", "1 when its coroutine runs now (its frames are in the thread's stack)"},
+    {"coroutine", "TEXT", "the task's coroutine (qualified name)"},
+    {"func", "TEXT", "the innermost coroutine's function, where the task is suspended"},
+    {"file", "TEXT", "its source file"},
+    {"lineno", "INTEGER", "its line"},
+    {"stack", "TEXT", "the coroutine chain, innermost first: 'func (file:line)', ';' between"},
+    {"awaits_type", "TEXT", "the type of the future the task is blocked on (_asyncio.Future, "
+                            "_GatheringFuture, a task's type), NULL when none"},
+    {"awaits", "TEXT", "the tasks it awaits (that future when it is a task, a gather's "
+                       "children): ids, ',' between"},
+    {"awaited_by", "TEXT", "the tasks that await it: ids, ',' between"},
+    {"cycle", "INTEGER", "the await cycle (deadlock) it is part of: 1, 2...; NULL none"},
+    {"loop", "TEXT", "its event loop's id ('0x...')"},
+};
 static const struct probe_column process_cols[] = {
     {"pid", "INTEGER", "process id"},
     {"rss", "INTEGER", "resident set size, bytes"},
@@ -177,6 +197,9 @@ static const struct vtab_def defs[] = {
       COLS(modules_cols)}, vtab_modules_fill, -1, -1},
     {{"python.gc", "live", "garbage collector state per generation (needs the GIL)",
       COLS(gc_cols)}, vtab_gc_fill, -1, -1},
+    {{"python.asyncio_tasks", "live", "every asyncio task of every event loop: state, where its "
+      "coroutines are suspended, what it awaits and who awaits it (needs the GIL)",
+      COLS(atasks_cols)}, vtab_atasks_fill, -1, -1},
     {{"system.process", "live", "this process from /proc: memory, CPU, threads, descriptors",
       COLS(process_cols)}, vtab_process_fill, -1, -1},
     {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",

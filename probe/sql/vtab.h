@@ -23,6 +23,7 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
 int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 /* sql_compat.c: information_schema.tables, .columns, .df_settings (no GIL) */
 int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The python.* live tables. Stacks and threads are read without the GIL (pyrt), so
  * python.backtrace and python.threads answer even when a thread holds the GIL forever (locals
- * NULL, names from the OS). python.objects, python.modules and python.gc need the GIL: they run
+ * NULL, names from the OS). python.objects, python.modules, python.gc and python.asyncio_tasks
+ * need the GIL: they run
  * on the worker through probe_gil_call and, when the GIL cannot be had in time, fail with a
  * message naming the table and the GIL holder. Task thread only. */
 #define PY_SSIZE_T_CLEAN
@@ -407,6 +408,85 @@ static void modules_with_gil(void *arg)
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     Py_DECREF(copy);
+}
+
+/* python.asyncio_tasks: every asyncio task (pyrt/asyncio.c), its rows built while the GIL is
+ * held (no Python call among them). */
+static int ids_text(const struct probe_atasks *at, const int *idx, int n, char **out)
+{
+    size_t cap = (size_t)n * 20 + 1;
+    char *s = malloc(cap), *p = s;
+    if (!s)
+        return -ENOMEM;
+    *p = '\0';
+    for (int i = 0; i < n; i++)
+        p += snprintf(p, cap - (size_t)(p - s), "%s0x%lx", i ? "," : "",
+                      (unsigned long)at->tasks[idx[i]].addr);
+    *out = s;
+    return 0;
+}
+
+static int atask_row(struct probe_rows *r, const struct probe_atasks *at,
+                     const struct probe_atask *t)
+{
+    char id[32], loop[32], *awaits = NULL, *by = NULL, *stack = NULL;
+    size_t cap = 1;
+    for (int i = 0; i < t->nframes; i++)
+        cap += strlen(t->frames[i].func) + strlen(t->frames[i].file) + 32;
+    int rc = (stack = malloc(cap)) ? 0 : -ENOMEM;
+    if (rc == 0) {
+        char *p = stack;
+        *p = '\0';
+        for (int i = 0; i < t->nframes; i++)
+            p += snprintf(p, cap - (size_t)(p - stack), "%s%s (%s:%d)", i ? ";" : "",
+                          t->frames[i].func, t->frames[i].file, t->frames[i].line);
+    }
+    rc = rc ? rc : ids_text(at, t->awaits, t->nawaits, &awaits);
+    rc = rc ? rc : ids_text(at, t->by, t->nby, &by);
+    snprintf(id, sizeof id, "0x%lx", (unsigned long)t->addr);
+    snprintf(loop, sizeof loop, "0x%lx", (unsigned long)t->loop);
+    const struct probe_aframe *f = t->nframes ? &t->frames[0] : NULL;
+    rc = rc ? rc : t->thread_id > 0 ? probe_rows_add_int(r, t->thread_id) : probe_rows_add_null(r);
+    rc = rc ? rc : probe_rows_add_text(r, id);
+    rc = rc ? rc : probe_rows_add_text(r, t->name ? t->name : "?");
+    rc = rc ? rc : probe_rows_add_text(r, t->state);
+    rc = rc ? rc : probe_rows_add_int(r, t->running);
+    rc = rc ? rc : t->coro ? probe_rows_add_text(r, t->coro) : probe_rows_add_null(r);
+    rc = rc ? rc : f ? probe_rows_add_text(r, f->func) : probe_rows_add_null(r);
+    rc = rc ? rc : f ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
+    rc = rc ? rc : f ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
+    rc = rc ? rc : probe_rows_add_text(r, stack);
+    rc = rc ? rc : t->waiter_type ? probe_rows_add_text(r, t->waiter_type) : probe_rows_add_null(r);
+    rc = rc ? rc : probe_rows_add_text(r, awaits);
+    rc = rc ? rc : probe_rows_add_text(r, by);
+    rc = rc ? rc : t->cycle ? probe_rows_add_int(r, t->cycle) : probe_rows_add_null(r);
+    rc = rc ? rc : t->loop ? probe_rows_add_text(r, loop) : probe_rows_add_null(r);
+    free(stack);
+    free(awaits);
+    free(by);
+    return rc;
+}
+
+/* Requires GIL. */
+static void atasks_with_gil(void *arg)
+{
+    struct gilfill *g = arg;
+    struct probe_atasks at;
+    if ((g->rc = probe_asyncio_tasks(&at, &g->err)) < 0)
+        return;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < at.ntasks; i++)
+        rc = atask_row(g->r, &at, &at.tasks[i]);
+    if (rc < 0)
+        g->rc = pb_err_set(&g->err, rc, "out of memory");
+    probe_atasks_free(&at);
+}
+
+int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.asyncio_tasks", atasks_with_gil, &g, err);
 }
 
 int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)

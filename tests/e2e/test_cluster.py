@@ -323,6 +323,42 @@ def test_fake_job_every_python(fakes, python):
     assert [f["func"] for f in out["groups"][0]["frames"]][:1] == ["wait_for_work"]
 
 
+@pytest.mark.parametrize("python", PYTHONS)
+def test_stacks_tasks_grouped_across_ranks(fakes, python):
+    """cluster stacks --tasks: every rank's asyncio tasks (read with the GIL), grouped across
+    ranks by state and coroutine chain: the three sleeping requests of three ranks in one group,
+    rank 1's stuck request in its own, first."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "7" + tag}
+    for r in (0, 1, 2):
+        fakes.start({k: v.format(r=r) for k, v in env.items()}, args=("--asyncio",), python=python)
+    fakes.wait()
+    job = "torch:127.0.0.1:7" + tag
+    out = json.loads(cluster("stacks", "--job", job, "--tasks", "--json").stdout)
+    assert out["taskErrors"] == [], out
+    groups = out["tasks"]
+    ours = [g for g in groups if any(f["file"] == FAKE for f in g["frames"])]
+    stuck, handle = ours[0], [g for g in ours if g["names"][0].startswith("request-")][0]
+    assert stuck["count"] == 1 and stuck["ranks"] == [1] and stuck["names"] == ["stuck-request"]
+    assert [(f["func"], f["line"]) for f in stuck["frames"]] == [("stuck", bp("fake_rank.py", "fake_stuck"))]
+    assert handle["count"] == 9 and handle["ranks"] == [0, 1, 2] and handle["state"] == "pending"
+    assert [(f["func"].rsplit(".", 1)[-1], f["line"]) for f in handle["frames"]][1:] == \
+        [("handle", bp("fake_rank.py", "fake_handle"))]
+    assert handle["frames"][0]["func"] == "sleep"
+    main = [g for g in ours if g["frames"][0]["func"] == "serve"]
+    assert len(main) == 1 and main[0]["count"] == 3 and main[0]["frames"][0]["line"] == bp("fake_rank.py", "fake_serve")
+    assert groups.index(stuck) < groups.index(handle)  # fewest first
+    text = cluster("stacks", "--job", job, "--tasks").stdout
+    assert re.search(r"^asyncio: 13 tasks in \d+ groups, read with the GIL$", text, re.M), text
+    assert re.search(r'^1 task pending on 1 rank: 1 \("stuck-request"\)\n    stuck \(.*fake_rank\.py:%d\)$'
+                     % bp("fake_rank.py", "fake_stuck"), text, re.M), text
+    assert re.search(r'^9 tasks pending on 3 ranks: 0-2 \("request-\d", "request-\d", "request-\d"\)$',
+                     text, re.M), text
+    assert re.search(r'^3 tasks pending on 3 ranks: 0-2 \("Task-1"\)\n    serve \(', text, re.M), text
+    r = cluster("stacks", "--job", job, "--tasks", "--no-inject", check=False)
+    assert r.returncode == 2 and "--tasks needs the probe loaded" in r.stderr, r.stderr
+
+
 def test_launchers_and_forks_are_not_ranks(fakes):
     """A launcher that carries a job's variables itself (the torchrun agent under SLURM) is not a
     rank; neither is a forked child of a rank (a DataLoader worker) with the rank's environment."""
@@ -738,7 +774,9 @@ def test_collectives_without_recorder(torch_job):
 def test_usage_errors():
     for args, msg in [
         (["bogus"], "cluster: unknown command 'bogus'"),
-        (["list", "--tree"], "cluster list: --tree, --thread, --samples only go with 'cluster stacks'"),
+        (["list", "--tree"], "cluster list: --tree, --thread, --samples, --tasks only go with 'cluster stacks'"),
+        (["query", "--tasks", "SELECT 1"], "cluster query: --tree, --thread, --samples, --tasks only go with"),
+        (["stacks", "--tasks", "--no-inject"], "cluster stacks: --tasks needs the probe loaded in each rank"),
         (["stacks", "--thread", "x"], "cluster stacks: --thread takes auto, main or all"),
         (["stacks", "--samples", "0"], "cluster stacks: --samples takes 1 to 1000"),
         (["stacks", "--rank-timeout", "0"], "cluster stacks: --rank-timeout takes a positive"),

@@ -36,7 +36,8 @@ static void help(const char *sub)
     }
     if (strcmp(sub, "stacks") == 0)
         printf("usage: probing cluster stacks [--tree] [--thread auto|main|all] [--samples N\n"
-               "                              [--interval S]] [--native | --no-inject] [--json]\n"
+               "                              [--interval S]] [--native | --no-inject] [--tasks]\n"
+               "                              [--json]\n"
                "                              [HOST OPTIONS]\n"
                "\n"
                "Read every rank's Python stacks without the GIL (a rank hung in C with the GIL\n"
@@ -62,9 +63,14 @@ static void help(const char *sub)
                "                  runs no Python\n"
                "  --no-inject     read the stacks from outside (process_vm_readv), loading\n"
                "                  nothing into any rank (debug --dump --no-inject)\n"
+               "  --tasks         also every rank's asyncio tasks (debug --dump --tasks, read\n"
+               "                  with the GIL at the last sample), grouped across ranks by\n"
+               "                  state and where they wait: each group's task count, ranks,\n"
+               "                  a few names, and the coroutine chain innermost first\n"
                "  --json          {job, world_size, samples, groups: [{ranks, stuck, nodes,\n"
                "                  pid (groups of one), frames: [{func, file, line}] innermost\n"
-               "                  first}], missing: [ranks], errors: [...]}\n");
+               "                  first}], missing: [ranks], errors: [...]; with --tasks\n"
+               "                  tasks: [{ranks, count, state, names, frames}], taskErrors)\n");
     else if (strcmp(sub, "collectives") == 0)
         printf("usage: probing cluster collectives [--json] [HOST OPTIONS]\n"
                "\n"
@@ -208,6 +214,8 @@ static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char *
             ARG("--no-inject");
         if (o->native)
             ARG("--native");
+        if (o->tasks)
+            ARG("--tasks");
     }
     return n;
 #undef ARG
@@ -230,6 +238,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                              {"interval", required_argument, 0, 'i'},
                                              {"no-inject", no_argument, 0, 'I'},
                                              {"native", no_argument, 0, 'V'},
+                                             {"tasks", no_argument, 0, 'K'},
                                              {"any-uid", no_argument, 0, 'U'},
                                              {"hosts", required_argument, 0, 'H'},
                                              {"hostfile", required_argument, 0, 'F'},
@@ -290,6 +299,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         case 'T': o.tree = 1; break;
         case 'I': o.no_inject = 1; break;
         case 'V': o.native = 1; break;
+        case 'K': o.tasks = 1; break;
         case 'U': o.any_uid = 1; break;
         case 't':
             if (strcmp(optarg, "auto") == 0)
@@ -369,11 +379,16 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
     }
     /* Options that belong to one command only. */
     if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject ||
-         o.native) && o.op != CLUSTER_OP_STACKS) {
+         o.native || o.tasks) && o.op != CLUSTER_OP_STACKS) {
         rc = usage_err(sub, o.no_inject ? "--no-inject only goes with 'cluster stacks'"
                             : o.native  ? "--native only goes with 'cluster stacks'"
-                                        : "--tree, --thread, --samples only go with 'cluster "
-                                          "stacks'");
+                                        : "--tree, --thread, --samples, --tasks only go with "
+                                          "'cluster stacks'");
+        goto out;
+    }
+    if (o.tasks && o.no_inject) {
+        rc = usage_err(sub, "--tasks needs the probe loaded in each rank (asyncio tasks are read "
+                            "with the GIL): leave out --no-inject");
         goto out;
     }
     if (o.native && o.no_inject) {

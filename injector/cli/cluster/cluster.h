@@ -27,6 +27,7 @@ struct cli_cluster_opts {
     int any_uid;            /* ask ranks of another uid than the job's too (find.c "foreign") */
     int thread;             /* CLUSTER_THREAD_* */
     int samples;            /* >= 1 */
+    int tasks;              /* stacks: each rank's asyncio tasks too, grouped (--tasks) */
     double interval;        /* seconds between samples */
     int rank_timeout_ms;    /* per rank: inject + connect + answer */
     int node_timeout_ms;    /* per node: the whole remote command */

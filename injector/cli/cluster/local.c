@@ -76,6 +76,30 @@ static cJSON *compact_thread(const cJSON *t)
     return c;
 }
 
+/* --tasks: each asyncio task's name, state and coroutine chain ("frames" as a thread's, interned
+ * with them), or why none were read ("tasksError"). */
+static void compact_tasks(cJSON *out, const cJSON *as)
+{
+    const cJSON *t;
+    if (!cli_json_true(as, "read")) {
+        cJSON_AddStringToObject(out, "tasksError", cli_json_str(as, "error")
+                                                       ? cli_json_str(as, "error")
+                                                       : "the probe did not read the tasks");
+        return;
+    }
+    cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(as, "tasks"))
+    {
+        cJSON *c = compact_thread(t); /* name and frames; the thread fields are dropped */
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "thread");
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "main");
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "holdsGil");
+        cJSON_AddStringToObject(c, "state", cli_json_str(t, "state") ? cli_json_str(t, "state")
+                                                                     : "?");
+        cJSON_AddItemToArray(arr, c);
+    }
+}
+
 static int in_torch_distributed(const cJSON *t)
 {
     const cJSON *f;
@@ -247,9 +271,13 @@ static void rank_child(int i, void *p)
             cJSON_AddBoolToObject(args, "locals", 0);
             if (o->native)
                 cJSON_AddStringToObject(args, "native", "merged");
+            if (o->tasks && s == o->samples - 1)
+                cJSON_AddBoolToObject(args, "tasks", 1);
             rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
             if (rc == 0)
                 cJSON_AddItemToArray(samples, select_threads(body, o->thread));
+            if (rc == 0 && o->tasks && s == o->samples - 1)
+                compact_tasks(out, cJSON_GetObjectItemCaseSensitive(body, "asyncio"));
             cJSON_Delete(body);
             body = NULL;
         }
@@ -391,8 +419,16 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
                 cJSON_AddItemToObject(r, it->string, cJSON_DetachItemViaPointer(ans, it));
                 it = nx;
             }
-            if (stacks)
+            if (stacks) {
                 intern_samples(cJSON_GetObjectItemCaseSensitive(r, "samples"), stacks, &tab);
+                cJSON *tasks = cJSON_GetObjectItemCaseSensitive(r, "tasks");
+                if (tasks) { /* interned as a sample's threads are */
+                    cJSON *one = cJSON_CreateArray();
+                    cJSON_AddItemReferenceToArray(one, tasks);
+                    intern_samples(one, stacks, &tab);
+                    cJSON_Delete(one);
+                }
+            }
         }
         cJSON_Delete(ans);
         cli_cluster_child_free(k);

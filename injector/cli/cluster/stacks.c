@@ -202,7 +202,21 @@ struct group {
     int stuck;
 };
 
+/* --tasks: asyncio tasks of every rank with the same state and coroutine chain. */
+struct agroup {
+    int stack;         /* global stack id of the chain, -1 none (a finished task) */
+    const char *state; /* borrowed from a node document */
+    int n;             /* tasks */
+    int *ranks, nranks, cap;
+    cJSON *names;      /* the first few task names */
+    int more_names;    /* other names than those */
+};
+#define AGROUP_NAMES 3
+
 struct view {
+    struct agroup *agroups;
+    int nagroups, cap_agroups;
+    cJSON *task_errors; /* [{rank, node, pid, error}] of ranks whose tasks were not read */
     const char *job;
     int world, samples, ntasks, ngroups;
     cJSON **stacks; /* global id -> frames (borrowed from the node documents) */
@@ -256,8 +270,80 @@ static void add_task(struct view *v, const cJSON *r, const cJSON *d, int tid, co
     t->final = t->ids[v->samples - 1];
 }
 
+/* Adds rank r's tasks (--tasks) to their groups; map turns node stack ids into global ones. */
+static void add_atasks(struct view *v, const cJSON *r, const int *map, int nmap)
+{
+    const cJSON *t;
+    int rank = (int)cli_json_num(r, "rank", -1);
+    if (cli_json_str(r, "tasksError")) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "rank", rank);
+        cJSON_AddStringToObject(e, "node", cli_json_str(r, "node") ? cli_json_str(r, "node") : "?");
+        cJSON_AddNumberToObject(e, "pid", cli_json_num(r, "pid", 0));
+        cJSON_AddStringToObject(e, "error", cli_json_str(r, "tasksError"));
+        cJSON_AddItemToArray(v->task_errors, e);
+        return;
+    }
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(r, "tasks"))
+    {
+        int local = (int)cli_json_num(t, "stack", -1);
+        int stack = local >= 0 && local < nmap ? map[local] : -1;
+        const char *state = cli_json_str(t, "state") ? cli_json_str(t, "state") : "?";
+        struct agroup *g = NULL;
+        for (int i = 0; i < v->nagroups && !g; i++)
+            if (v->agroups[i].stack == stack && strcmp(v->agroups[i].state, state) == 0)
+                g = &v->agroups[i];
+        if (!g) {
+            if (v->nagroups == v->cap_agroups) {
+                int ncap = v->cap_agroups ? v->cap_agroups * 2 : 16;
+                void *na = realloc(v->agroups, sizeof *v->agroups * (size_t)ncap);
+                if (!na)
+                    return;
+                v->agroups = na;
+                v->cap_agroups = ncap;
+            }
+            g = &v->agroups[v->nagroups++];
+            memset(g, 0, sizeof *g);
+            g->stack = stack;
+            g->state = state;
+            g->names = cJSON_CreateArray();
+        }
+        if (g->n == g->cap) {
+            int ncap = g->cap ? g->cap * 2 : 8;
+            void *nr = realloc(g->ranks, sizeof *g->ranks * (size_t)ncap);
+            if (!nr)
+                return;
+            g->ranks = nr;
+            g->cap = ncap;
+        }
+        g->ranks[g->n++] = rank;
+        const char *name = cli_json_str(t, "name");
+        int have = 0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, g->names) have |= name && strcmp(x->valuestring, name) == 0;
+        if (name && !have && cJSON_GetArraySize(g->names) < AGROUP_NAMES)
+            cJSON_AddItemToArray(g->names, cJSON_CreateString(name));
+        else if (name && !have)
+            g->more_names = 1;
+    }
+}
+
+static int by_count(const void *pa, const void *pb)
+{
+    const struct agroup *a = pa, *b = pb;
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
 static void view_free(struct view *v)
 {
+    for (int i = 0; i < v->nagroups; i++) {
+        free(v->agroups[i].ranks);
+        cJSON_Delete(v->agroups[i].names);
+    }
+    free(v->agroups);
+    cJSON_Delete(v->task_errors);
     for (struct task *t = v->tasks; t < v->tasks + v->ntasks; t++)
         free(t->ids);
     for (struct group *g = v->groups; g < v->groups + v->ngroups; g++) {
@@ -278,6 +364,7 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
     if (!v->job)
         return -1;
     v->errors = cJSON_CreateArray();
+    v->task_errors = cJSON_CreateArray();
     struct flame_intern tab = {0};
     const cJSON *d, *r;
     int maxtasks = 0;
@@ -340,6 +427,8 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
                 cJSON_AddItemToArray(v->errors, e);
                 continue;
             }
+            if (o->tasks)
+                add_atasks(v, r, map, nmap);
             const cJSON *samples = cJSON_GetObjectItemCaseSensitive(r, "samples");
             const cJSON *last = cJSON_GetArrayItem(samples, cJSON_GetArraySize(samples) - 1), *th;
             if (o->thread == CLUSTER_THREAD_ALL) {
@@ -390,6 +479,10 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
         v->groups[g].nranks = uniq(v->groups[g].ranks, v->groups[g].n);
     if (v->ngroups > 0)
         qsort(v->groups, (size_t)v->ngroups, sizeof *v->groups, by_size);
+    for (int g = 0; g < v->nagroups; g++)
+        v->agroups[g].nranks = uniq(v->agroups[g].ranks, v->agroups[g].n);
+    if (v->nagroups > 0)
+        qsort(v->agroups, (size_t)v->nagroups, sizeof *v->agroups, by_count);
     return 0;
 }
 
@@ -578,6 +671,51 @@ static void tree_free(struct tnode *t)
     free(t->ranks);
 }
 
+/* --tasks: the groups of asyncio tasks, fewest tasks first (the odd ones out), each with its
+ * ranks, a few names, and its coroutine chain innermost first. */
+static void print_atasks(const struct view *v)
+{
+    const cJSON *e, *x;
+    int total = 0;
+    for (int g = 0; g < v->nagroups; g++)
+        total += v->agroups[g].n;
+    printf("\nasyncio: %d task%s in %d group%s, read with the GIL\n", total, total == 1 ? "" : "s",
+           v->nagroups, v->nagroups == 1 ? "" : "s");
+    for (int g = 0; g < v->nagroups; g++) {
+        const struct agroup *a = &v->agroups[g];
+        char *rs = cli_cluster_ranges(a->ranks, a->nranks);
+        printf("\n%d task%s %s on %d rank%s: %s (", a->n, a->n == 1 ? "" : "s", cli_tx(a->state),
+               a->nranks, a->nranks == 1 ? "" : "s", rs ? rs : "");
+        free(rs);
+        int k = 0;
+        cJSON_ArrayForEach(x, a->names) printf("%s\"%s\"", k++ ? ", " : "", cli_tx(x->valuestring));
+        printf("%s)\n", a->more_names ? ", ..." : "");
+        const cJSON *f;
+        if (a->stack >= 0)
+            cJSON_ArrayForEach(f, v->stacks[a->stack]) print_frame(f, 0, 0);
+    }
+    cJSON_ArrayForEach(e, v->task_errors)
+        printf("  rank %d (node %s, pid %d): tasks not read: %s\n", (int)cli_json_num(e, "rank", -1),
+               cli_json_text(e, "node"), (int)cli_json_num(e, "pid", 0), cli_json_text(e, "error"));
+}
+
+static cJSON *atasks_json(const struct view *v)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int g = 0; g < v->nagroups; g++) {
+        const struct agroup *a = &v->agroups[g];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddItemToObject(j, "ranks", cJSON_CreateIntArray(a->ranks, a->nranks));
+        cJSON_AddNumberToObject(j, "count", a->n);
+        cJSON_AddStringToObject(j, "state", a->state);
+        cJSON_AddItemToObject(j, "names", cJSON_Duplicate(a->names, 1));
+        cJSON_AddItemToObject(j, "frames", a->stack >= 0 ? cJSON_Duplicate(v->stacks[a->stack], 1)
+                                                        : cJSON_CreateArray());
+        cJSON_AddItemToArray(arr, j);
+    }
+    return arr;
+}
+
 /* ---- JSON ---- */
 static cJSON *view_json(const struct view *v)
 {
@@ -626,6 +764,10 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
         cJSON *j = view_json(&v);
         if (recording)
             cJSON_AddItemToObject(j, "collectives", cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
+        if (o->tasks) {
+            cJSON_AddItemToObject(j, "tasks", atasks_json(&v));
+            cJSON_AddItemToObject(j, "taskErrors", cJSON_Duplicate(v.task_errors, 1));
+        }
         cli_print_json(j);
         cJSON_Delete(j);
     } else {
@@ -643,6 +785,8 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
         } else {
             print_groups(o, &v);
         }
+        if (o->tasks)
+            print_atasks(&v);
         print_missing(&v);
     }
     cJSON_Delete(comm);

@@ -5,7 +5,9 @@
  * the threads that run no Python, named by the kernel, with their native frames). Names from
  * `threading` and locals need the GIL: when it cannot be had in time the answer still comes,
  * read without the GIL, and says who holds it ("gil.available": false, "localsError"); the
- * locals are then read from memory, simple values only ("localsVia": "memory"). */
+ * locals are then read from memory, simple values only ("localsVia": "memory"). tasks (bool):
+ * every asyncio task in "asyncio" (pyrt/asyncio.c), read with the GIL; without it, "asyncio"
+ * says why not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,27 @@
 /* What a dump with locals does when the GIL cannot be had: the locals are read from memory
  * (PROBE_SNAP_MEMLOCALS, pyrt/memlocals.c). */
 #define MEM_NOTE "locals read from memory without it (simple values only)"
+
+/* What a dump with tasks says when the GIL cannot be had. */
+#define TASKS_NOTE "asyncio tasks are read with the GIL: not read"
+
+/* Why the GIL was not had (gil_rc), then what it means (note). */
+static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *h,
+                    const char *note)
+{
+    char busy[256];
+    if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+        snprintf(msg, n, "%s: %s; %s", busy, note, PROBE_BUSY_HINT);
+    else if (gil_rc == PB_ETIMEDOUT && h)
+        snprintf(msg, n, "the GIL is held by thread %ld (%s) and was not released within %d ms: %s",
+                 dap_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms(), note);
+    else if (gil_rc == PB_ETIMEDOUT)
+        snprintf(msg, n, "the GIL could not be had within %d ms: %s",
+                 probe_setting_gil_timeout_ms(), note);
+    else
+        snprintf(msg, n, "the interpreter is not running Python code now (starting or "
+                         "finalising): %s", note);
+}
 
 static const struct probe_thread *holder(const struct probe_snapshot *s)
 {
@@ -49,21 +72,20 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     else
         cJSON_AddNullToObject(body, "gcCollecting");
     if (want_locals && gil_rc != 0) {
-        char msg[512], busy[256];
-        if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
-            snprintf(msg, sizeof msg, "%s: %s; %s", busy, MEM_NOTE, PROBE_BUSY_HINT);
-        else if (gil_rc == PB_ETIMEDOUT && h)
-            snprintf(msg, sizeof msg,
-                     "the GIL is held by thread %ld (%s) and was not released within %d ms: "
-                     MEM_NOTE,
-                     dap_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms());
-        else if (gil_rc == PB_ETIMEDOUT)
-            snprintf(msg, sizeof msg, "the GIL could not be had within %d ms: " MEM_NOTE,
-                     probe_setting_gil_timeout_ms());
-        else
-            snprintf(msg, sizeof msg, "the interpreter is not running Python code now "
-                                      "(starting or finalising): " MEM_NOTE);
+        char msg[512];
+        gil_why(msg, sizeof msg, gil_rc, h, MEM_NOTE);
         cJSON_AddStringToObject(body, "localsError", msg);
+    }
+    int want_tasks = 0;
+    dap_arg_bool(args, "tasks", &want_tasks, err);
+    if (want_tasks && gil_rc == 0 && s->atasks.read) {
+        cJSON_AddItemToObject(body, "asyncio", dap_json_atasks(&s->atasks));
+    } else if (want_tasks) {
+        char msg[512];
+        cJSON *a = cJSON_AddObjectToObject(body, "asyncio");
+        gil_why(msg, sizeof msg, gil_rc, h, TASKS_NOTE);
+        cJSON_AddBoolToObject(a, "read", 0);
+        cJSON_AddStringToObject(a, "error", msg);
     }
     if (want_locals)
         cJSON_AddStringToObject(body, "localsVia", gil_rc == 0 ? "gil" : "memory");
@@ -156,7 +178,11 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return rc;
     if (native && strcmp(native, "merged") != 0 && strcmp(native, "all") != 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.native: expected \"merged\" or \"all\"");
-    int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0);
+    int tasks = 0;
+    if ((rc = dap_arg_bool(args, "tasks", &tasks, &c->err)) < 0)
+        return rc;
+    int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) |
+                (tasks ? PROBE_SNAP_TASKS : 0);
     return dap_snap_init(c, job, args, flags, (int)max_frames, render);
 }
 
