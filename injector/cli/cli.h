@@ -198,6 +198,9 @@ void cli_fg_format_guess(struct cli_fg_opts *o);
 /* Applies the option c ('o' -o, 'f' -f, 'T' --thread, 's' --since, 'm' --mode, 't' --title,
  * 'w' --width) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
 int cli_fg_option(struct cli_fg_opts *o, int c, const char *arg);
+/* Loads what o's format needs (the private library for pprof) before the target is touched:
+ * 0, or -1 after printing one line. */
+int cli_fg_preload(const struct cli_fg_opts *o);
 /* On a connected client: the profile rendered as o says, with a "wrote FILE: ..." line on
  * stdout when written to a file. CLI_OK, or CLI_FAIL after printing one error line. */
 int cli_fg_render(struct dap_client *dc, pid_t pid, const struct cli_fg_opts *o);

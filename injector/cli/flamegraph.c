@@ -511,6 +511,16 @@ out:
     return rc;
 }
 
+int cli_fg_preload(const struct cli_fg_opts *o)
+{
+    struct pb_err err = {0};
+    if (o->fmt == FMT_PPROF && !cli_ext_load(&err)) {
+        cli_error("%s --format pprof: %s", o->cmd, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
 {
     struct fg_opts o = {0};
@@ -521,6 +531,8 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
         return CLI_OK; /* --help */
     if (rc)
         return rc;
+    if (cli_fg_preload(&o) < 0)
+        return CLI_FAIL;
     struct dap_client dc;
     if (cli_open(co, &dc) < 0)
         return CLI_FAIL;

@@ -169,6 +169,8 @@ int cli_cmd_record(const struct cli_opts *co, int argc, char **argv)
         return CLI_OK; /* --help */
     if (rc)
         return rc;
+    if (cli_fg_preload(&o) < 0)
+        return CLI_FAIL; /* before the target is touched */
     pid_t pid = co->target.pid;
     char defname[64];
     static const char *const ext[] = {"svg", "folded", "speedscope.json", "trace.json", "pb.gz"};
