@@ -190,17 +190,20 @@ struct cli_fg_opts {
     long long thread;              /* > 0: only this thread */
     double since;                  /* > 0: only the last since seconds of the profile */
     double after;                  /* > 0: only samples taken after this time (epoch s) */
+    const char *diff;              /* --diff FILE: a differential SVG against FILE (folded) */
+    struct flame_tree *before;     /* FILE's stacks, read by cli_fg_preload */
 };
 /* The CLI_FG_* of a format's name, or -1. */
 int cli_fg_format(const char *name);
 /* Sets o->fmt from o->out's extension unless the format was given. */
 void cli_fg_format_guess(struct cli_fg_opts *o);
 /* Applies the option c ('o' -o, 'f' -f, 'T' --thread, 's' --since, 'm' --mode, 't' --title,
- * 'w' --width) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
+ * 'w' --width, 'D' --diff) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
 int cli_fg_option(struct cli_fg_opts *o, int c, const char *arg);
-/* Loads what o's format needs (the private library for pprof) before the target is touched:
- * 0, or -1 after printing one line. */
-int cli_fg_preload(const struct cli_fg_opts *o);
+/* Loads what o needs before the target is touched: the private library for pprof, --diff's
+ * file. 0, or CLI_USAGE / CLI_FAIL after printing one line. cli_fg_close frees it. */
+int cli_fg_preload(struct cli_fg_opts *o);
+void cli_fg_close(struct cli_fg_opts *o);
 /* On a connected client: the profile rendered as o says, with a "wrote FILE: ..." line on
  * stdout when written to a file. CLI_OK, or CLI_FAIL after printing one error line. */
 int cli_fg_render(struct dap_client *dc, pid_t pid, const struct cli_fg_opts *o);

@@ -26,7 +26,7 @@ static void help(void)
 {
     printf("usage: probing -p PID flamegraph [-o FILE] [--format FORMAT]\n"
            "                 [--thread TID] [--since SECONDS] [--mode cpu|wall]\n"
-           "                 [--title TEXT] [--width PIXELS]\n"
+           "                 [--title TEXT] [--width PIXELS] [--diff BEFORE.folded]\n"
            "\n"
            "Render the samples 'probing -p PID perf --cc' collected (while it runs or after\n"
            "'perf --stop') as a flame graph. Python frames and native frames are merged in one\n"
@@ -48,6 +48,10 @@ static void help(void)
            "      --mode cpu|wall only samples taken in that mode\n"
            "      --title TEXT    the SVG's title (default: \"probing PID: N samples\")\n"
            "      --width PX      the SVG's width in pixels (default 1200)\n"
+           "      --diff BEFORE   a differential flame graph: this profile's shape, each frame\n"
+           "                      red where its share of the samples grew since BEFORE (folded\n"
+           "                      stacks, as '-f folded' wrote them earlier), blue where it\n"
+           "                      shrank\n"
            "\n"
            "Example: probing -p 4242 perf --cc --duration 5 && probing -p 4242 flamegraph -o cpu.svg\n"
            "('probing -p PID record -o FILE' samples, waits and renders in one command.)\n");
@@ -259,7 +263,7 @@ static int render(const struct flame_tree *t, const struct fg_opts *o, const str
                                     o->mode ? o->mode : r->modes, r->title};
         return ext->pprof(t, &pi, f, err);
     } else {
-        struct flame_svg_opts so = {r->title, r->subtitle, o->width, -1};
+        struct flame_svg_opts so = {r->title, r->subtitle, o->width, -1, o->before};
         rc = flame_write_svg(t, &so, f);
     }
     if (rc < 0)
@@ -289,7 +293,7 @@ static int parse_args(int argc, char **argv, struct fg_opts *o)
         {"thread", required_argument, 0, 'T'}, {"since", required_argument, 0, 's'},
         {"mode", required_argument, 0, 'm'},   {"title", required_argument, 0, 't'},
         {"width", required_argument, 0, 'w'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"diff", required_argument, 0, 'D'},   {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
         if (c == 'h') {
@@ -346,6 +350,7 @@ int cli_fg_option(struct fg_opts *o, int c, const char *arg)
         o->mode = arg;
         break;
     case 't': o->title = arg; break;
+    case 'D': o->diff = arg; break;
     case 'w':
         o->width = (int)strtol(arg, &end, 10);
         if (*end || o->width < 200 || o->width > 100000) {
@@ -375,9 +380,13 @@ static int write_output(const struct flame_tree *t, const struct fg_opts *o, str
     struct tm tm;
     strftime(ta, sizeof ta, "%Y-%m-%d %H:%M:%S", localtime_r(&a, &tm));
     strftime(tb, sizeof tb, "%H:%M:%S", localtime_r(&b, &tm));
-    snprintf(subtitle, sizeof subtitle, "%s mode, %zu thread%s, %s to %s",
-             o->mode ? o->mode : r->modes[0] ? r->modes : "?", t->nthreads,
-             t->nthreads == 1 ? "" : "s", ta, tb);
+    if (o->before)
+        snprintf(subtitle, sizeof subtitle, "differential against %.200s (%llu samples): red "
+                 "grew, blue shrank (share of all samples)", o->diff, o->before->root.total);
+    else
+        snprintf(subtitle, sizeof subtitle, "%s mode, %zu thread%s, %s to %s",
+                 o->mode ? o->mode : r->modes[0] ? r->modes : "?", t->nthreads,
+                 t->nthreads == 1 ? "" : "s", ta, tb);
     r->title = o->title ? o->title : title;
     r->subtitle = subtitle;
 
@@ -511,14 +520,51 @@ out:
     return rc;
 }
 
-int cli_fg_preload(const struct cli_fg_opts *o)
+int cli_fg_preload(struct cli_fg_opts *o)
 {
     struct pb_err err = {0};
     if (o->fmt == FMT_PPROF && !cli_ext_load(&err)) {
         cli_error("%s --format pprof: %s", o->cmd, err.msg);
-        return -1;
+        return CLI_FAIL;
     }
+    if (!o->diff)
+        return 0;
+    if (o->fmt != FMT_SVG) {
+        cli_error("%s: --diff draws an SVG: leave out --format (or give svg, or an -o ending in "
+                  ".svg)", o->cmd);
+        return CLI_USAGE;
+    }
+    FILE *in = fopen(o->diff, "r");
+    if (!in) {
+        cli_error("%s: --diff %s: %s", o->cmd, o->diff, strerror(errno));
+        return CLI_FAIL;
+    }
+    o->before = malloc(sizeof *o->before);
+    if (!o->before) {
+        fclose(in);
+        cli_error("%s: out of memory", o->cmd);
+        return CLI_FAIL;
+    }
+    flame_tree_init(o->before);
+    int n = flame_tree_parse(o->before, in);
+    fclose(in);
+    if (n <= 0 || !o->before->root.total) {
+        cli_error("%s: --diff %s: %s", o->cmd, o->diff, n < 0 ? "out of memory" :
+                  "no folded stacks in it ('a;b;c 12' lines, as 'flamegraph -f folded' writes)");
+        cli_fg_close(o);
+        return CLI_FAIL;
+    }
+    flame_tree_sort(o->before);
     return 0;
+}
+
+void cli_fg_close(struct cli_fg_opts *o)
+{
+    if (o->before) {
+        flame_tree_close(o->before);
+        free(o->before);
+        o->before = NULL;
+    }
 }
 
 int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
@@ -531,15 +577,18 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
         return CLI_OK; /* --help */
     if (rc)
         return rc;
-    if (cli_fg_preload(&o) < 0)
-        return CLI_FAIL;
+    if ((rc = cli_fg_preload(&o)) != 0)
+        return rc;
     struct dap_client dc;
-    if (cli_open(co, &dc) < 0)
+    if (cli_open(co, &dc) < 0) {
+        cli_fg_close(&o);
         return CLI_FAIL;
+    }
     /* Wait as long as the probe may take on a query (it interrupts at query.timeout_ms). */
     cli_query_wait(&dc, co->timeout_ms);
     rc = cli_fg_render(&dc, co->target.pid, &o);
     cli_disconnect(&dc);
+    cli_fg_close(&o);
     return rc;
 }
 

@@ -28,7 +28,7 @@ static void help(void)
 {
     printf("usage: probing -p PID record [-o FILE] [-d, --duration S] [-r, --rate HZ]\n"
            "                 [-f, --format FORMAT] [--mode cpu|wall] [--thread TID]\n"
-           "                 [--title TEXT] [--width PIXELS]\n"
+           "                 [--title TEXT] [--width PIXELS] [--diff BEFORE.folded]\n"
            "\n"
            "Sample every thread of the target (native and Python frames, as 'perf --cc'),\n"
            "wait, then write the profile to FILE and stop sampling: one command, as\n"
@@ -47,6 +47,8 @@ static void help(void)
            "                      Python thread, sleeping ones too\n"
            "      --thread TID    only thread TID in the output\n"
            "      --title TEXT, --width PX   the SVG's title and width\n"
+           "      --diff BEFORE   a differential flame graph against BEFORE (folded stacks):\n"
+           "                      red grew, blue shrank\n"
            "\n"
            "Examples:\n"
            "  probing -p 4242 record -o profile.svg --duration 30\n"
@@ -117,7 +119,8 @@ static int parse_args(int argc, char **argv, struct cli_fg_opts *o, double *dura
         {"duration", required_argument, 0, 'd'}, {"rate", required_argument, 0, 'r'},
         {"thread", required_argument, 0, 'T'}, {"mode", required_argument, 0, 'm'},
         {"title", required_argument, 0, 't'},  {"width", required_argument, 0, 'w'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"diff", required_argument, 0, 'D'},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int c;
     char *end;
     while ((c = getopt_long(argc, argv, "o:f:d:r:h", longopts, NULL)) != -1) {
@@ -169,8 +172,8 @@ int cli_cmd_record(const struct cli_opts *co, int argc, char **argv)
         return CLI_OK; /* --help */
     if (rc)
         return rc;
-    if (cli_fg_preload(&o) < 0)
-        return CLI_FAIL; /* before the target is touched */
+    if ((rc = cli_fg_preload(&o)) != 0)
+        return rc; /* before the target is touched */
     pid_t pid = co->target.pid;
     char defname[64];
     static const char *const ext[] = {"svg", "folded", "speedscope.json", "trace.json", "pb.gz"};
@@ -180,8 +183,10 @@ int cli_cmd_record(const struct cli_opts *co, int argc, char **argv)
     }
 
     struct dap_client dc;
-    if (cli_open(co, &dc) < 0)
+    if (cli_open(co, &dc) < 0) {
+        cli_fg_close(&o);
         return CLI_FAIL;
+    }
     cli_query_wait(&dc, co->timeout_ms);
     struct pb_err err = {0};
     rc = CLI_FAIL;
@@ -252,5 +257,6 @@ out:
         cJSON_Delete(st);
     }
     cli_disconnect(&dc);
+    cli_fg_close(&o);
     return rc;
 }

@@ -75,6 +75,10 @@ struct flame_svg_opts {
     const char *subtitle; /* NULL: none */
     int width;            /* pixels; 0: 1200 */
     double minwidth;      /* frames narrower than this many pixels are left out; < 0: 0.1 */
+    /* Non-NULL: a differential flame graph against this earlier profile (sorted): the shape is
+     * t's, each frame coloured by how its share of all samples changed since before (red
+     * grew, blue shrank, the deepest colour for the largest change, grey unchanged). */
+    const struct flame_tree *before;
 };
 int flame_write_svg(const struct flame_tree *t, const struct flame_svg_opts *o, FILE *f);
 /* speedscope's file format (https://www.speedscope.app/file-format-schema.json): shared frames

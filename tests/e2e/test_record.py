@@ -328,3 +328,69 @@ def test_record_errors(spawn, tmp_path):
     assert se.startswith("probing: error: record: process %d went away while recording"
                          % u.pid) and se.count("\n") == 1, se
     assert not (tmp_path / "gone.svg").exists()
+
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def diff_frames(path):
+    """function name -> [(delta, fill, title)] of a differential SVG's frames, the widest
+    first."""
+    out = {}
+    for g in ET.parse(path).getroot().iter(SVG_NS + "g"):
+        if "f" not in (g.get("class") or "").split():
+            continue
+        title = g.find(SVG_NS + "title").text
+        name = title.split("\n")[0].split(" (")[0]
+        out.setdefault(name, []).append((float(g.get("data-w")), float(g.get("data-delta")),
+                                         g.find(SVG_NS + "rect").get("fill"), title))
+    return {k: [x[1:] for x in sorted(v, reverse=True)] for k, v in out.items()}
+
+
+def rgb(fill):
+    return tuple(int(x) for x in re.match(r"rgb\((\d+),(\d+),(\d+)\)$", fill).groups())
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_record_diff(spawn, python, tmp_path):
+    """A config change without a restart: the target's native share drops from 0.16 s to
+    0.04 s of every 0.2 s (samples/flamehot.py's NATIVE_SECONDS, set with eval); the
+    differential flame graph against the folded profile recorded before paints native_share
+    blue (its share shrank) and python_share red (grew), the deepest colours on the largest
+    changes, and says the shares in each frame's tooltip."""
+    t = spawn(python, SAMPLE)
+    before = tmp_path / "before.folded"
+    r = probing("-p", t.pid, "record", "-o", before, "-d", "3", timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    probing("-p", t.pid, "eval", "NATIVE_SECONDS = 0.04", check=True)
+    time.sleep(0.3)
+    out = tmp_path / "diff.svg"
+    r = probing("-p", t.pid, "record", "--diff", before, "-o", out, "-d", "3", timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    fr = diff_frames(out)
+    ns, ns_fill, ns_title = fr["native_share"][0]
+    ps, ps_fill, ps_title = fr["python_share"][0]
+    assert ns < -0.2 and ps > 0.2, (ns, ps)
+    r_, g_, b_ = rgb(ns_fill)
+    assert b_ == 255 and r_ == g_ < 255, ns_fill  # blue
+    r_, g_, b_ = rgb(ps_fill)
+    assert r_ == 255 and g_ == b_ < 255, ps_fill  # red
+    assert re.search(r"\), before \d+ \(\d+\.\d\d%\): -\d+\.\d\d points$", ns_title), ns_title
+    # The larger the change, the deeper the colour; the largest gets the deepest (220).
+    depth = sorted((abs(d), 255 - min(rgb(f))) for fs in fr.values() for d, f, _ in fs
+                   if abs(d) >= 0.001)
+    assert [x[1] for x in depth] == sorted(x[1] for x in depth), depth
+    assert depth[-1][1] == 220
+    # flamegraph --diff on the (stopped) profile: the same deltas.
+    r = probing("-p", t.pid, "flamegraph", "--diff", before, "-o", tmp_path / "d2.svg",
+                check=True)
+    assert diff_frames(tmp_path / "d2.svg")["native_share"][0][0] == ns
+    # Errors: one line.
+    for args, code, msg in [
+            (["--diff", before, "-f", "folded"], 2, "flamegraph: --diff draws an SVG"),
+            (["--diff", tmp_path / "none"], 1, "flamegraph: --diff %s: No such file" %
+             (tmp_path / "none")),
+            (["--diff", out], 1, "flamegraph: --diff %s: no folded stacks in it" % out)]:
+        r = probing("-p", t.pid, "flamegraph", *args)
+        assert r.returncode == code and r.stderr.startswith("probing: error: " + msg), r.stderr
+        assert r.stderr.count("\n") == 1
