@@ -354,7 +354,7 @@ def rgb(fill):
 @pytest.mark.parametrize("python", PYTHONS)
 def test_record_diff(spawn, python, tmp_path):
     """A config change without a restart: the target's native share drops from 0.16 s to
-    0.04 s of every 0.2 s (samples/flamehot.py's NATIVE_SECONDS, set with eval); the
+    0.01 s of every 0.2 s (samples/flamehot.py's NATIVE_SECONDS, set with eval); the
     differential flame graph against the folded profile recorded before paints native_share
     blue (its share shrank) and python_share red (grew), the deepest colours on the largest
     changes, and says the shares in each frame's tooltip."""
@@ -362,7 +362,7 @@ def test_record_diff(spawn, python, tmp_path):
     before = tmp_path / "before.folded"
     r = probing("-p", t.pid, "record", "-o", before, "-d", "3", timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    probing("-p", t.pid, "eval", "NATIVE_SECONDS = 0.04", check=True)
+    probing("-p", t.pid, "eval", "NATIVE_SECONDS = 0.01", check=True)
     time.sleep(0.3)
     out = tmp_path / "diff.svg"
     r = probing("-p", t.pid, "record", "--diff", before, "-o", out, "-d", "3", timeout=60)
