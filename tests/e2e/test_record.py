@@ -250,6 +250,7 @@ def test_record_pprof(spawn, python, tmp_path):
                                                                 ("cpu", "nanoseconds")]
     assert (s[p.period_type.type], s[p.period_type.unit], p.period) == ("cpu", "nanoseconds",
                                                                        5000000)
+    assert s[p.default_sample_type] == "cpu"
     assert p.time_nanos > 1.7e18 and 0 < p.duration_nanos < 10e9
     funcs = {f.id: f for f in p.function}
     locs = {l.id: l for l in p.location}

@@ -273,7 +273,7 @@ int ext_pprof(const struct flame_tree *t, const struct cli_pprof_info *info, FIL
     p.period = period;
     p.n_comment = 1;
     p.comment = &comment;
-    p.default_sample_type = 1;
+    p.default_sample_type = s_kind; /* the time, as go tool pprof shows it first */
     size_t n = perftools__profiles__profile__get_packed_size(&p);
     buf = malloc(n ? n : 1);
     if (!buf)
