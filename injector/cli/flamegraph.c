@@ -422,13 +422,31 @@ static int write_output(const struct flame_tree *t, const struct fg_opts *o, str
     return 0;
 }
 
-int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *o)
-{
-    struct pb_err err = {0};
+/* A profile read for rendering: the tree, the timeline's ticks (chrometrace), what the
+ * messages and titles say. fg_close frees it. */
+struct fg_profile {
     struct flame_tree t;
-    struct flame_tick *ticks = NULL;
-    flame_tree_init(&t);
-    int rc = CLI_FAIL;
+    struct flame_tick *ticks;
+    size_t nticks;
+    long long n, lost; /* samples rendered; samples the sampler dropped */
+    double total;      /* samples in the profile (or record's window) */
+    double first_ts, last_ts, rate;
+    char modes[32];
+};
+
+static void fg_close(struct fg_profile *p)
+{
+    free(p->ticks);
+    flame_tree_close(&p->t);
+}
+
+/* Reads the profile o asks for. 0, or -1 with err filled with one line ("flamegraph: ...";
+ * code -ENOENT when there is no sample). */
+static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
+                   struct fg_profile *p, struct pb_err *err)
+{
+    memset(p, 0, sizeof *p);
+    flame_tree_init(&p->t);
     char filt[256], sql[1024];
     /* The whole profile for the messages, or what follows o->after (record's window). */
     filt[0] = '\0';
@@ -438,42 +456,39 @@ int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *o)
              "(SELECT GROUP_CONCAT(thread_id, ', ') FROM (SELECT DISTINCT thread_id "
              "FROM perf.samples %s ORDER BY thread_id LIMIT 20)) FROM perf.samples %s", filt,
              filt);
-    cJSON *body = cli_query(dc, sql, &err);
+    struct pb_err qerr = {0};
+    cJSON *body = cli_query(dc, sql, &qerr);
     if (!body) {
-        if (strstr(err.msg, "no such table"))
-            cli_error("%s: this probe has no perf tables (%s): update probing", o->cmd, err.msg);
-        else
-            cli_error("%s: %s", o->cmd, err.msg);
-        goto out;
+        if (strstr(qerr.msg, "no such table"))
+            return pb_err_set(err, qerr.code, "%s: this probe has no perf tables (%s): update "
+                              "probing", o->cmd, qerr.msg);
+        return pb_err_set(err, qerr.code, "%s: %s", o->cmd, qerr.msg);
     }
     const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "rows"), 0);
-    double total = cJSON_IsNumber(cell(row, 0)) ? cell(row, 0)->valuedouble : 0;
-    double first_ts = cJSON_IsNumber(cell(row, 1)) ? cell(row, 1)->valuedouble : 0;
-    double last_ts = cJSON_IsNumber(cell(row, 2)) ? cell(row, 2)->valuedouble : 0;
-    char modes[32] = "", threads[256] = "";
+    p->total = cJSON_IsNumber(cell(row, 0)) ? cell(row, 0)->valuedouble : 0;
+    p->first_ts = cJSON_IsNumber(cell(row, 1)) ? cell(row, 1)->valuedouble : 0;
+    p->last_ts = cJSON_IsNumber(cell(row, 2)) ? cell(row, 2)->valuedouble : 0;
+    char threads[256] = "";
     if (cJSON_IsString(cell(row, 3)))
-        snprintf(modes, sizeof modes, "%s", cell(row, 3)->valuestring);
+        snprintf(p->modes, sizeof p->modes, "%s", cell(row, 3)->valuestring);
     if (cJSON_IsString(cell(row, 4)))
         snprintf(threads, sizeof threads, "%s", cell(row, 4)->valuestring);
     cJSON_Delete(body);
-    if (total <= 0) {
+    if (p->total <= 0) {
         if (o->after > 0 || strcmp(o->cmd, "record") == 0)
-            cli_error("%s: no samples: no thread of process %d ran while recording (cpu mode "
-                      "samples threads using CPU; --mode wall samples sleeping ones too)",
-                      o->cmd, (int)pid);
-        else if (pid > 0)
-            cli_error("flamegraph: no samples in process %d: run 'probing -p %d perf --cc' "
-                      "first", (int)pid, (int)pid);
-        else
-            cli_error("flamegraph: no samples: run 'probing perf --cc' on the target first");
-        goto out;
+            return pb_err_set(err, -ENOENT, "%s: no samples: no thread of process %d ran while "
+                              "recording (cpu mode samples threads using CPU; --mode wall "
+                              "samples sleeping ones too)", o->cmd, (int)pid);
+        if (pid > 0)
+            return pb_err_set(err, -ENOENT, "%s: no samples in process %d: run 'probing -p %d "
+                              "perf --cc' first", o->cmd, (int)pid, (int)pid);
+        return pb_err_set(err, -ENOENT, "%s: no samples: run 'probing perf --cc' on the target "
+                          "first", o->cmd);
     }
-    long long n = load(dc, o, last_ts, &t, &err);
-    if (n < 0) {
-        cli_error("%s", err.msg);
-        goto out;
-    }
-    if (n == 0) {
+    p->n = load(dc, o, p->last_ts, &p->t, err);
+    if (p->n < 0)
+        return -1;
+    if (p->n == 0) {
         char what[160] = "";
         size_t k = 0;
         if (o->thread > 0)
@@ -482,41 +497,54 @@ int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *o)
             k += (size_t)snprintf(what + k, sizeof what - k, " in mode %s", o->mode);
         if (o->since > 0)
             snprintf(what + k, sizeof what - k, " in the last %g s", o->since);
-        cli_error("%s: no samples%s: the profile has %.0f %s sample%s over %.1f s, of "
-                  "thread%s %s", o->cmd, what, total, modes[0] ? modes : "?",
-                  total == 1 ? "" : "s", last_ts - first_ts, strchr(threads, ',') ? "s" : "",
-                  threads);
-        goto out;
+        return pb_err_set(err, -ENOENT, "%s: no samples%s: the profile has %.0f %s sample%s "
+                          "over %.1f s, of thread%s %s", o->cmd, what, p->total,
+                          p->modes[0] ? p->modes : "?", p->total == 1 ? "" : "s",
+                          p->last_ts - p->first_ts, strchr(threads, ',') ? "s" : "", threads);
     }
-    flame_tree_sort(&t);
-    long long lost;
-    double rate;
-    sampler_status(dc, &lost, &rate);
-    struct fg_render r = {0};
-    r.modes = modes;
-    r.first_ts = first_ts;
-    r.last_ts = last_ts;
-    r.period = rate > 0 ? 1.0 / rate : 0.01;
-    r.pid = pid;
+    flame_tree_sort(&p->t);
+    sampler_status(dc, &p->lost, &p->rate);
     if (o->fmt == FMT_CHROME) {
-        long long nt = load_ticks(dc, o, last_ts, &t, &ticks, &err);
-        if (nt < 0) {
-            cli_error("%s", err.msg);
-            goto out;
-        }
-        r.ticks = ticks;
-        r.nticks = (size_t)nt;
+        long long nt = load_ticks(dc, o, p->last_ts, &p->t, &p->ticks, err);
+        if (nt < 0)
+            return -1;
+        p->nticks = (size_t)nt;
     }
-    if (write_output(&t, o, &r, n) < 0)
+    return 0;
+}
+
+static void fg_render_init(struct fg_render *r, const struct fg_profile *p, pid_t pid)
+{
+    memset(r, 0, sizeof *r);
+    r->modes = p->modes;
+    r->first_ts = p->first_ts;
+    r->last_ts = p->last_ts;
+    r->period = p->rate > 0 ? 1.0 / p->rate : 0.01;
+    r->pid = pid;
+    r->ticks = p->ticks;
+    r->nticks = p->nticks;
+}
+
+int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *o)
+{
+    struct pb_err err = {0};
+    struct fg_profile p;
+    int rc = CLI_FAIL;
+    if (fg_load(dc, pid, o, &p, &err) < 0) {
+        cli_error("%s", err.msg);
         goto out;
-    if (lost > 0)
+    }
+    struct fg_render r;
+    fg_render_init(&r, &p, pid);
+    if (write_output(&p.t, o, &r, p.n) < 0)
+        goto out;
+    if (p.lost > 0)
         fprintf(stderr, "probing: note: the sampler dropped %lld samples (perf.max_samples "
                 "reached, or its buffers were full): the profile holds the %.0f it kept\n",
-                lost, total);
+                p.lost, p.total);
     rc = CLI_OK;
 out:
-    free(ticks);
-    flame_tree_close(&t);
+    fg_close(&p);
     return rc;
 }
 
@@ -597,42 +625,25 @@ int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, F
 {
     struct fg_opts o = {0};
     o.cmd = "flamegraph";
-    if ((o.fmt = parse_format(format)) < 0 || o.fmt == FMT_CHROME || o.fmt == FMT_PPROF)
-        return pb_err_set(err, PB_EUSAGE, "format '%s': expected svg, folded or speedscope",
-                          format);
-    cJSON *body = cli_query(dc, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode) "
-                            "FROM perf.samples", err);
-    if (!body)
-        return -1;
-    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "rows"), 0);
-    double total = cJSON_IsNumber(cell(row, 0)) ? cell(row, 0)->valuedouble : 0;
-    double first_ts = cJSON_IsNumber(cell(row, 1)) ? cell(row, 1)->valuedouble : 0;
-    double last_ts = cJSON_IsNumber(cell(row, 2)) ? cell(row, 2)->valuedouble : 0;
-    char modes[32] = "?", title[128], subtitle[128];
-    if (cJSON_IsString(cell(row, 3)))
-        snprintf(modes, sizeof modes, "%s", cell(row, 3)->valuestring);
-    cJSON_Delete(body);
-    if (total <= 0)
-        return pb_err_set(err, -ENOENT, "no samples in process %d: start perf first",
-                          (int)pid);
-    struct flame_tree t;
-    flame_tree_init(&t);
-    long long n = load(dc, &o, last_ts, &t, err);
-    int rc = -1;
-    if (n >= 0) {
-        flame_tree_sort(&t);
-        snprintf(title, sizeof title, "probing %d: %lld samples", (int)pid, n);
-        snprintf(subtitle, sizeof subtitle, "%s mode, %zu thread%s, %.1f s", modes, t.nthreads,
-                 t.nthreads == 1 ? "" : "s", last_ts - first_ts);
-        struct fg_render r = {0};
+    if ((o.fmt = parse_format(format)) < 0)
+        return pb_err_set(err, PB_EUSAGE, "format '%s': expected svg, folded, speedscope, "
+                          "chrometrace or pprof", format);
+    struct fg_profile p;
+    int rc = fg_load(dc, pid, &o, &p, err);
+    if (rc < 0 && err->code == -ENOENT && p.total <= 0) /* the web UI's words, not the CLI's */
+        pb_err_set(err, -ENOENT, "no samples in process %d: start perf first", (int)pid);
+    if (rc == 0) {
+        char title[128], subtitle[128];
+        snprintf(title, sizeof title, "probing %d: %lld samples", (int)pid, p.n);
+        snprintf(subtitle, sizeof subtitle, "%s mode, %zu thread%s, %.1f s",
+                 p.modes[0] ? p.modes : "?", p.t.nthreads, p.t.nthreads == 1 ? "" : "s",
+                 p.last_ts - p.first_ts);
+        struct fg_render r;
+        fg_render_init(&r, &p, pid);
         r.title = title;
         r.subtitle = subtitle;
-        r.modes = modes;
-        r.pid = pid;
-        rc = render(&t, &o, &r, f, err);
-        if (rc < 0)
-            pb_err_set(err, -EIO, "flamegraph: writing failed");
+        rc = render(&p.t, &o, &r, f, err);
     }
-    flame_tree_close(&t);
+    fg_close(&p);
     return rc;
 }
