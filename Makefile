@@ -53,8 +53,9 @@ CLI_PKGS := libmicrohttpd
 CLI_PKG_CFLAGS := $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 CLI_PKG_LIBS := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null)
 # Linked into the CLI's private library only (probing-cli.so, below): the repl's line
-# editing, file:line of native frames from DWARF (with SQLite, for cluster query --reduce).
-EXT_PKGS := libedit libdw
+# editing, file:line of native frames from DWARF (with SQLite, for cluster query --reduce),
+# pprof's profile.proto (protobuf-c) gzip-compressed (zlib).
+EXT_PKGS := libedit libdw libprotobuf-c zlib
 EXT_PKG_CFLAGS := $(shell pkg-config --cflags $(EXT_PKGS) 2>/dev/null)
 EXT_PKG_LIBS := $(shell pkg-config --libs $(EXT_PKGS) 2>/dev/null)
 # pkg-config module -> Debian package, for the one-line error when a library is missing.
@@ -64,6 +65,8 @@ DEB_sqlite3 := libsqlite3-dev
 DEB_libedit := libedit-dev
 DEB_libmicrohttpd := libmicrohttpd-dev
 DEB_libdw := libdw-dev
+DEB_libprotobuf-c := libprotobuf-c-dev
+DEB_zlib := zlib1g-dev
 MISSING_PKGS := $(strip $(foreach m,$(PKGS) $(PROBE_PKGS) $(CLI_PKGS) $(EXT_PKGS),\
   $(if $(shell pkg-config --exists $(m) 2>/dev/null && echo y),,$(m))))
 
@@ -152,12 +155,22 @@ $(call obj,injector/cli/serve/serve.c): CFLAGS_EXTRA += $(CLI_PKG_CFLAGS)
 # (injector/cli/ext_load.c), so that inject, debug --dump and the rest start without them.
 # -z defs: it calls nothing of the CLI (an executable exports nothing to it).
 EXT_LIB := $(B)/lib/probing/probing-cli.so
-$(EXT_LIB): $(call obj,$(EXT_SRCS) common/evalpart.c common/regfile.c)
+# pprof's messages (injector/cli/ext/profile.proto), compiled to C by protoc-c at build time.
+PROTO_GEN := $(B)/gen/profile.pb-c.c
+$(B)/gen/profile.pb-c.h: $(PROTO_GEN)
+$(PROTO_GEN): injector/cli/ext/profile.proto | check-libs
+	@mkdir -p $(dir $@)
+	@echo "  PROTOC  $<"
+	$(Q)protoc-c --c_out=$(B)/gen --proto_path=injector/cli/ext $<
+$(call obj,$(PROTO_GEN)): CFLAGS_EXTRA += $(EXT_PKG_CFLAGS)
+$(call obj,injector/cli/ext/pprof.c): $(B)/gen/profile.pb-c.h
+$(EXT_LIB): $(call obj,$(EXT_SRCS) common/evalpart.c common/regfile.c $(PROTO_GEN) \
+                       injector/render/flame_tree.c injector/render/intern.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -shared -Wl,-soname,probing-cli.so -Wl,-z,defs -o $@ $^ $(EXT_PKG_LIBS) \
 	    $(filter -lcjson -lsqlite3,$(PKG_LIBS)) $(LDFLAGS_EXTRA)
-$(call obj,$(EXT_SRCS)): CFLAGS_EXTRA += $(EXT_PKG_CFLAGS)
+$(call obj,$(EXT_SRCS)): CFLAGS_EXTRA += $(EXT_PKG_CFLAGS) -I$(B)/gen
 
 # ---- one probe library per CPython minor version ----
 # --build: this machine's CPython 3.8-3.13, then 3.14/3.15 from the Debian sid root's headers
@@ -226,6 +239,9 @@ check-libs:
 	@if [ -n "$(MISSING_PKGS)" ]; then \
 	  echo "probing: error: missing libraries ($(MISSING_PKGS)): run 'make deps' or 'apt-get install $(foreach m,$(MISSING_PKGS),$(DEB_$(m)))'" >&2; \
 	  exit 1; fi
+	@command -v protoc-c >/dev/null || { \
+	  echo "probing: error: protoc-c is missing (it compiles pprof's profile.proto): run 'make deps' or 'apt-get install protobuf-c-compiler'" >&2; \
+	  exit 1; }
 	@command -v patchelf >/dev/null || { \
 	  echo "probing: error: patchelf is missing (it names the cJSON the probe carries): run 'make deps' or 'apt-get install patchelf'" >&2; \
 	  exit 1; }

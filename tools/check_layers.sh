@@ -3,7 +3,7 @@
 # header of its own folder or of a lower layer, never of a higher one or of a folder on its own
 # layer, so no circle can run between folders. Also: injector/ never includes probe/, dap/
 # never includes either, and the CLI's private library (injector/cli/ext/) never includes the
-# CLI's headers. Prints each include that breaks this and exits 1.
+# CLI's headers (the renderers' flame.h is below it). Prints each include that breaks this and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Bottom to top; folders on one line share a layer.
@@ -46,8 +46,9 @@ if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"injector/' dap probe
   echo "probing: error: the lines above include injector/ headers from dap/ or probe/" >&2
   bad=1
 fi
-# The CLI's private library (injector/cli/ext/, probing-cli.so) is below the CLI it serves.
-if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cli\.h|injector/)' injector/cli/ext --include='*.[ch]'; then
+# The CLI's private library (injector/cli/ext/, probing-cli.so) is below the CLI it serves; the
+# renderers (injector/render/: pure functions of folded stacks) are below both.
+if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cli\.h|injector/(cli|inject)/)' injector/cli/ext --include='*.[ch]'; then
   echo "probing: error: the lines above include the CLI's headers from its private library (injector/cli/ext/)" >&2
   bad=1
 fi

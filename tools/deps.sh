@@ -18,6 +18,9 @@ want=(
   libmicrohttpd-dev xxd
   # debug --dump --native: file:line of native frames from DWARF, read by the CLI (elfutils)
   libdw-dev
+  # --format pprof: profile.proto compiled by protoc-c, encoded with protobuf-c, gzip'd by zlib;
+  # its test reads it back with Google's Python protobuf
+  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev python3-protobuf
   # probing serve's tests: the docs' curl examples (docs/http.md)
   curl
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)

@@ -187,8 +187,36 @@ typedef int cli_cmd_fn(const struct cli_opts *o, int argc, char **argv);
 /* main.c's table: a file each (inject.c, debug.c, ..., query.c has tables too). */
 cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_dump, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
     cli_cmd_config, cli_cmd_eval, cli_cmd_repl, cli_cmd_backtrace, cli_cmd_memory;
-/* flamegraph (flamegraph.c): render perf --cc's samples (injector/render/flame.h). */
-cli_cmd_fn cli_cmd_flamegraph;
+/* flamegraph (flamegraph.c): render perf --cc's samples (injector/render/flame.h). record
+ * (record.c): sample for a while, then render the same way (docs/flamegraph.md). */
+cli_cmd_fn cli_cmd_flamegraph, cli_cmd_record;
+enum { CLI_FG_SVG, CLI_FG_FOLDED, CLI_FG_SPEEDSCOPE, CLI_FG_CHROME, CLI_FG_PPROF };
+/* What to render of the profile, and where. */
+struct cli_fg_opts {
+    const char *cmd;               /* "flamegraph" or "record", for messages */
+    const char *out, *title, *mode; /* out NULL: stdout; mode NULL: any */
+    int fmt, fmt_set, width;       /* CLI_FG_*; fmt_set: given (else guessed from out) */
+    int all;                       /* --native=all: every frame (perf.stacks.folded_all) */
+    long long thread;              /* > 0: only this thread */
+    double since;                  /* > 0: only the last since seconds of the profile */
+    double after;                  /* > 0: only samples taken after this time (epoch s) */
+    const char *diff;              /* --diff FILE: a differential SVG against FILE (folded) */
+    struct flame_tree *before;     /* FILE's stacks, read by cli_fg_preload */
+};
+/* The CLI_FG_* of a format's name, or -1. */
+int cli_fg_format(const char *name);
+/* Sets o->fmt from o->out's extension unless the format was given. */
+void cli_fg_format_guess(struct cli_fg_opts *o);
+/* Applies the option c ('o' -o, 'f' -f, 'T' --thread, 's' --since, 'm' --mode, 't' --title,
+ * 'w' --width, 'D' --diff, 'n' --native[=all]) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
+int cli_fg_option(struct cli_fg_opts *o, int c, const char *arg);
+/* Loads what o needs before the target is touched: the private library for pprof, --diff's
+ * file. 0, or CLI_USAGE / CLI_FAIL after printing one line. cli_fg_close frees it. */
+int cli_fg_preload(struct cli_fg_opts *o);
+void cli_fg_close(struct cli_fg_opts *o);
+/* On a connected client: the profile rendered as o says, with a "wrote FILE: ..." line on
+ * stdout when written to a file. CLI_OK, or CLI_FAIL after printing one error line. */
+int cli_fg_render(struct dap_client *dc, pid_t pid, const struct cli_fg_opts *o);
 /* cluster list|stacks|query|dump|hosts (cluster/, docs/cluster.md). */
 cli_cmd_fn cli_cmd_cluster;
 /* perf --cc, perf --torch, perf --stop (perf/, perf/perf.h). */

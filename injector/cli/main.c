@@ -61,7 +61,8 @@ static const struct {
     {"backtrace", cli_cmd_backtrace, 1, "a thread's stack with local variables"},
     {"memory", cli_cmd_memory, 1, "process and Python memory (objects, gc, tracemalloc, CUDA)"},
     {"perf", cli_cmd_perf, 1, "profile: native+Python sampling (--cc), PyTorch modules (--torch)"},
-    {"flamegraph", cli_cmd_flamegraph, 1, "flame graph of perf --cc samples (svg, folded, speedscope)"},
+    {"flamegraph", cli_cmd_flamegraph, 1, "perf --cc samples as svg, folded, speedscope, chrometrace, pprof"},
+    {"record", cli_cmd_record, 1, "sample, wait, write the profile, stop: one command (py-spy record)"},
     {"top", cli_cmd_top, 1, "a live view of the hottest functions (as py-spy top)"},
     {"serve", CLI_SERVE_FN, 0, "a web UI and HTTP API (and /metrics) for this user's processes"},
 };

@@ -25,6 +25,7 @@ struct flame_stack {
     size_t thread;   /* index into flame_tree.threads */
     char *folded;    /* outermost first, ';'-separated */
     unsigned long long count;
+    long long id;    /* the caller's id of the stack (perf.stacks.stack_id); -1 when none */
 };
 struct flame_thread {
     long long id;
@@ -47,6 +48,12 @@ void flame_tree_close(struct flame_tree *t);
  * thread (id, name) (name may be NULL). Returns 0 or -ENOMEM. */
 int flame_tree_add(struct flame_tree *t, long long tid, const char *tname, const char *folded,
                    unsigned long long count);
+/* The same, recording the caller's id of the stack (flame_stack.id) for flame_tree_find. */
+int flame_tree_add_id(struct flame_tree *t, long long tid, const char *tname, long long id,
+                      const char *folded, unsigned long long count);
+/* The index in t->stacks of the stack added with (tid, id), or -1. The stacks must have been
+ * added in increasing (tid, id) order (binary search). */
+long flame_tree_find(const struct flame_tree *t, long long tid, long long id);
 /* Parse folded text ("a;b;c 12" per line; blank lines and lines without a count are skipped)
  * into thread 0. Returns the number of lines taken, or -ENOMEM. */
 int flame_tree_parse(struct flame_tree *t, FILE *in);
@@ -68,11 +75,27 @@ struct flame_svg_opts {
     const char *subtitle; /* NULL: none */
     int width;            /* pixels; 0: 1200 */
     double minwidth;      /* frames narrower than this many pixels are left out; < 0: 0.1 */
+    /* Non-NULL: a differential flame graph against this earlier profile (sorted): the shape is
+     * t's, each frame coloured by how its share of all samples changed since before (red
+     * grew, blue shrank, the deepest colour for the largest change, grey unchanged). */
+    const struct flame_tree *before;
 };
 int flame_write_svg(const struct flame_tree *t, const struct flame_svg_opts *o, FILE *f);
 /* speedscope's file format (https://www.speedscope.app/file-format-schema.json): shared frames
  * and one "sampled" profile per thread, weights in samples. */
 int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f);
+/* One sample (or count samples taken at the same instant) for the timeline: the stack, an
+ * index into flame_tree.stacks, and when it was taken (seconds). */
+struct flame_tick {
+    size_t stack;
+    double ts;
+};
+/* Chrome trace event JSON (flame_chrome.c): per thread, one complete event per frame for each
+ * run of consecutive samples that keep it under the same callers. ticks sorted by thread (as
+ * t->stacks[stack].thread), then time; period is the sampling period in seconds (gaps over
+ * two periods close every frame); pid and name label the process. */
+int flame_write_chrometrace(const struct flame_tree *t, const struct flame_tick *ticks, size_t n,
+                            double period, long long pid, const char *name, FILE *f);
 
 /* Strings to dense ids 0, 1, 2... in the order first seen (intern.c). Zero-initialise;
  * flame_intern_free frees every key. */

@@ -5,7 +5,9 @@
  * frame to zoom to it, click "all" or press Escape to reset; the search box (Ctrl-F focuses
  * it, Enter or "Search" runs it) highlights frames matching a regular expression and shows the
  * share of samples they cover. The URL
- * fragment "#search=RE" runs a search on load (used by tests/e2e/test_flamegraph.py). */
+ * fragment "#search=RE" runs a search on load (used by tests/e2e/test_flamegraph.py).
+ * With a "before" profile (flame_svg_opts.before) it is a differential flame graph: the same
+ * shape, each frame coloured by the change of its share of all samples (data-delta). */
 #include <string.h>
 
 #include "flame.h"
@@ -191,32 +193,103 @@ struct ctx {
     FILE *f;
     double total, xw, minw;
     size_t drawn;
+    double btotal;   /* samples of the before profile; 0: no diff */
+    double maxdelta; /* the largest |change of share| of any frame drawn */
 };
 
-static void frame(struct ctx *c, const struct flame_node *n, double x, int depth)
+/* The callee of b (before's tree, sorted by name) named name, or NULL. */
+static const struct flame_node *before_kid(const struct flame_node *b, const char *name)
+{
+    if (!b)
+        return NULL;
+    size_t lo = 0, hi = b->nkids;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(b->kids[mid]->name, name);
+        if (c == 0)
+            return b->kids[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static double delta_of(const struct ctx *c, const struct flame_node *n,
+                       const struct flame_node *b)
+{
+    return (double)n->total / c->total - (b ? (double)b->total / c->btotal : 0);
+}
+
+/* The largest |delta| over the frames that will be drawn. */
+static void max_delta(struct ctx *c, const struct flame_node *n, const struct flame_node *b)
+{
+    if ((double)n->total / c->total * c->xw < c->minw)
+        return;
+    double d = delta_of(c, n, b);
+    if (n->kind != FLAME_ROOT && (d < 0 ? -d : d) > c->maxdelta)
+        c->maxdelta = d < 0 ? -d : d;
+    for (size_t i = 0; i < n->nkids; i++)
+        max_delta(c, n->kids[i], before_kid(b, n->kids[i]->name));
+}
+
+/* Red for a share that grew, blue for one that shrank, deeper with the change; grey when it
+ * changed by less than 0.1% of the samples. */
+static void diff_colour(const struct ctx *c, double d, char *buf, size_t len)
+{
+    double a = d < 0 ? -d : d;
+    if (a < 0.001 || c->maxdelta <= 0) {
+        snprintf(buf, len, "rgb(225,225,225)");
+        return;
+    }
+    int k = 40 + (int)(180 * (a / c->maxdelta)); /* 40..220 */
+    k = k > 220 ? 220 : k;
+    if (d > 0)
+        snprintf(buf, len, "rgb(255,%d,%d)", 255 - k, 255 - k);
+    else
+        snprintf(buf, len, "rgb(%d,%d,255)", 255 - k, 255 - k);
+}
+
+static void frame(struct ctx *c, const struct flame_node *n, const struct flame_node *b, double x,
+                  int depth)
 {
     double w = (double)n->total / c->total * c->xw;
     if (w < c->minw)
         return;
-    char fill[32];
-    colour(n, fill, sizeof fill);
+    char fill[48];
+    double d = c->btotal > 0 ? delta_of(c, n, b) : 0;
+    if (c->btotal > 0)
+        diff_colour(c, d, fill, sizeof fill);
+    else
+        colour(n, fill, sizeof fill);
     double px = PAD + x / c->total * c->xw;
     int y = TOP + depth * ROW;
     const char *name = n->kind == FLAME_ROOT ? "all" : n->name;
-    fprintf(c->f, "<g class=\"f %s\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\"><title>",
+    fprintf(c->f, "<g class=\"f %s\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\"",
             n->kind == FLAME_PYTHON ? "py" : n->kind == FLAME_NATIVE ? "native" : "root",
             x / c->total, (double)n->total / c->total, depth);
+    if (c->btotal > 0)
+        fprintf(c->f, " data-delta=\"%.6f\"", d);
+    fputs("><title>", c->f);
     flame_xml_escape(c->f, name);
-    fprintf(c->f, "\n%llu sample%s (%.2f%%)</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" "
+    if (c->btotal > 0)
+        fprintf(c->f, "\n%llu sample%s (%.2f%%), before %llu (%.2f%%): %+.2f points", n->total,
+                n->total == 1 ? "" : "s", 100.0 * (double)n->total / c->total,
+                b ? b->total : 0ULL, b ? 100.0 * (double)b->total / c->btotal : 0.0, 100 * d);
+    else
+        fprintf(c->f, "\n%llu sample%s (%.2f%%)", n->total, n->total == 1 ? "" : "s",
+                100.0 * (double)n->total / c->total);
+    fprintf(c->f, "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" "
             "height=\"%d\" rx=\"2\" fill=\"%s\"/><text x=\"%.2f\" y=\"%d\">",
-            n->total, n->total == 1 ? "" : "s", 100.0 * (double)n->total / c->total, px, y, w,
-            ROW - 1, fill, px + 3, y + ROW - 4);
+            px, y, w, ROW - 1, fill, px + 3, y + ROW - 4);
     write_label(c->f, name, w);
     fputs("</text></g>\n", c->f);
     c->drawn++;
     double kx = x;
     for (size_t i = 0; i < n->nkids; i++) {
-        frame(c, n->kids[i], kx, depth + 1);
+        frame(c, n->kids[i], c->btotal > 0 ? before_kid(b, n->kids[i]->name) : NULL, kx,
+              depth + 1);
         kx += (double)n->kids[i]->total;
     }
 }
@@ -257,8 +330,14 @@ int flame_write_svg(const struct flame_tree *t, const struct flame_svg_opts *o, 
     fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, height - 10);
     fputs("<g id=\"frames\">\n", f);
     if (t->root.total) {
-        struct ctx c = {f, (double)t->root.total, (double)(width - 2 * PAD), minw, 0};
-        frame(&c, &t->root, 0, 0);
+        struct ctx c = {f, (double)t->root.total, (double)(width - 2 * PAD), minw, 0, 0, 0};
+        const struct flame_node *b = NULL;
+        if (o && o->before && o->before->root.total) {
+            c.btotal = (double)o->before->root.total;
+            b = &o->before->root;
+            max_delta(&c, &t->root, b);
+        }
+        frame(&c, &t->root, b, 0, 0);
     }
     fputs("</g>\n</svg>\n", f);
     return ferror(f) ? -1 : 0;

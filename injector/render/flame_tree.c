@@ -118,6 +118,29 @@ static long thread_index(struct flame_tree *t, long long tid, const char *tname)
 int flame_tree_add(struct flame_tree *t, long long tid, const char *tname, const char *folded,
                    unsigned long long count)
 {
+    return flame_tree_add_id(t, tid, tname, -1, folded, count);
+}
+
+long flame_tree_find(const struct flame_tree *t, long long tid, long long id)
+{
+    size_t lo = 0, hi = t->nstacks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct flame_stack *s = &t->stacks[mid];
+        long long mt = t->threads[s->thread].id;
+        if (mt == tid && s->id == id)
+            return (long)mid;
+        if (mt < tid || (mt == tid && s->id < id))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+int flame_tree_add_id(struct flame_tree *t, long long tid, const char *tname, long long id,
+                      const char *folded, unsigned long long count)
+{
     if (!count || !folded || !*folded)
         return 0;
     long ti = thread_index(t, tid, tname);
@@ -134,7 +157,7 @@ int flame_tree_add(struct flame_tree *t, long long tid, const char *tname, const
     char *copy = strdup(folded);
     if (!copy)
         return -ENOMEM;
-    t->stacks[t->nstacks++] = (struct flame_stack){(size_t)ti, copy, count};
+    t->stacks[t->nstacks++] = (struct flame_stack){(size_t)ti, copy, count, id};
 
     struct flame_node *n = &t->root;
     n->total += count;

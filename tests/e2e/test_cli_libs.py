@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The CLI loads only what a command needs: libdw, libelf, libedit and SQLite (and the six
-libraries behind them) are in the CLI's private library, lib/probing/probing-cli.so, which
-only debug --dump --native, dump --core --native, repl on a terminal and cluster query --reduce
-load. Checked with the loader's own account (LD_DEBUG=files lists every object it maps, dlopen'd
+"""The CLI loads only what a command needs: libdw, libelf, libedit, SQLite and protobuf-c (and
+the six libraries behind them) are in the CLI's private library, lib/probing/probing-cli.so,
+which only debug --dump --native, dump --core --native, repl on a terminal, cluster query
+--reduce and --format pprof load. Checked with the loader's own account (LD_DEBUG=files lists every object it maps, dlopen'd
 ones too) and, for a CLI attached to a real target, its /proc/PID/maps. Without the private
 library, those commands stop with one line saying what to do and leave the target untouched,
 and the others work as before."""
@@ -19,7 +19,8 @@ from test_repl import Pty
 PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
 EXT = "probing-cli.so"
 # sonames (LD_DEBUG) and file names (maps: libdw-0.188.so, libz.so.1.2.13)
-HEAVY = re.compile(r"^(libdw|libelf|libedit|libsqlite3|libtinfo|libbsd|libz|liblzma|libbz2|libmd)"
+HEAVY = re.compile(r"^(libdw|libelf|libedit|libsqlite3|libtinfo|libbsd|libz|liblzma|libbz2|libmd|"
+                   r"libprotobuf-c)"
                    r"[-.]|^%s$" % re.escape(EXT))
 
 
@@ -80,6 +81,18 @@ def test_native_dump_loads_the_private_library(spawn):
     assert re.search(r"\(native\) \S+ in \S+ \(\S+\.[ch]:\d+\)", r.stdout), r.stdout[-3000:]
 
 
+def test_only_pprof_loads_the_private_library(spawn, tmp_path):
+    """record and flamegraph render every other format without it; pprof (protobuf-c) in it."""
+    t = spawn(PY, "flamehot.py")
+    r = traced("-p", t.pid, "record", "-f", "folded", "-o", tmp_path / "a.folded", "-d", "0.5")
+    assert heavy_in(loaded(r)) == [], heavy_in(loaded(r))
+    for fmt in ("svg", "speedscope", "chrometrace"):
+        r = traced("-p", t.pid, "flamegraph", "-f", fmt, "-o", tmp_path / ("a." + fmt))
+        assert heavy_in(loaded(r)) == [], (fmt, heavy_in(loaded(r)))
+    names = loaded(traced("-p", t.pid, "flamegraph", "-o", tmp_path / "a.pb.gz"))
+    assert EXT in names and "libprotobuf-c.so.1" in names, names
+
+
 @pytest.fixture
 def nolib(tmp_path):
     """A libdir with everything of this build but the private library."""
@@ -111,6 +124,10 @@ def test_missing_private_library(spawn, nolib):
              nolib)
     one_line(probing("cluster", "query", "SELECT 1", "--reduce", "SELECT * FROM r", env=nolib),
              "cluster query --reduce", nolib)
+    one_line(probing("-p", t.pid, "record", "-o", "x.pb.gz", env=nolib), "record --format pprof",
+             nolib)
+    one_line(probing("-p", t.pid, "flamegraph", "-f", "pprof", env=nolib),
+             "flamegraph --format pprof", nolib)
     term = Pty(["-p", t.pid, "repl"], {**os.environ, **nolib})
     try:
         term.expect("probing: error: repl: cannot load the CLI's private library: ")

@@ -316,7 +316,8 @@ def test_flamegraph_errors(spawn, python, tmp_path):
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr == ("probing: error: flamegraph: no samples in process %d: run 'probing -p "
                         "%d perf --cc' first\n" % (t.pid, t.pid))
-    for args, msg in ((["--format", "png"], "--format 'png': expected svg, folded or speedscope"),
+    for args, msg in ((["--format", "png"], "--format 'png': expected svg, folded, speedscope, "
+                                            "chrometrace or pprof"),
                       (["--mode", "idle"], "--mode 'idle': expected cpu or wall"),
                       (["--since", "-1"], "--since '-1': expected a number of seconds > 0"),
                       (["--thread", "x"], "--thread 'x': expected a native thread id"),

@@ -4,6 +4,7 @@ targets from samples/, /metrics parsed by prometheus_client's text-format parser
 python3-prometheus-client), the security rules (loopback only without a token, the token as a
 header or a one-time login cookie, the loopback peer's user, Host, Origin on POST, methods),
 and the curl examples of docs/http.md run as written against a live server."""
+import gzip
 import json
 import os
 import re
@@ -184,8 +185,18 @@ def test_serve_api(spawn, serve, python):
     assert b'data-samples="%d"' % kept in svg
     status, ss = api(s, "/api/processes/%d/flamegraph?format=speedscope" % t.pid)
     assert status == 200 and ss["$schema"].startswith("https://www.speedscope.app")
+    # chrometrace and pprof, rendered by the same code as the CLI's
+    status, ct = api(s, "/api/processes/%d/flamegraph?format=chrometrace" % t.pid)
+    assert status == 200 and any(e["ph"] == "X" and e["name"] == "native_share"
+                                 for e in ct["traceEvents"]), ct["traceEvents"][:5]
+    status, pp = api(s, "/api/processes/%d/flamegraph?format=pprof" % t.pid)
+    assert status == 200 and pp[:2] == b"\x1f\x8b"
+    from test_record import pprof_class
+    prof = pprof_class()()
+    prof.ParseFromString(gzip.decompress(pp))
+    assert sum(x.value[0] for x in prof.sample) == kept
     status, e = api(s, "/api/processes/%d/flamegraph?format=png" % t.pid)
-    assert status == 400 and "svg, folded or speedscope" in e["error"]
+    assert status == 400 and "svg, folded, speedscope, chrometrace or pprof" in e["error"]
     status, e = api(s, "/api/processes/%d/perf" % t.pid, "POST", {"action": "explode"})
     assert status == 400
 

@@ -240,3 +240,66 @@ TEST(flame_speedscope)
     free(js);
     flame_tree_close(&t);
 }
+
+/* The timeline: a frame lasts while consecutive samples of its thread keep it under the same
+ * callers; a gap over two periods closes everything one period after the earlier sample;
+ * events sorted by thread, start, then depth (a caller before its callee). */
+TEST(flame_chrometrace)
+{
+    struct flame_tree t;
+    flame_tree_init(&t);
+    ASSERT_EQ(flame_tree_add_id(&t, 11, "Main", 1, "main (a.py:1);f (a.py:2);zlib", 2), 0);
+    ASSERT_EQ(flame_tree_add_id(&t, 11, "Main", 2, "main (a.py:1);g (a.py:3)", 1), 0);
+    ASSERT_EQ(flame_tree_add_id(&t, 12, NULL, 1, "run \"x\" (b.py:9)", 1), 0);
+    ASSERT_EQ(flame_tree_find(&t, 11, 2), 1);
+    ASSERT_EQ(flame_tree_find(&t, 12, 1), 2);
+    ASSERT_EQ(flame_tree_find(&t, 12, 2), -1);
+    /* thread 11: f;zlib at 100.00 and 100.01, g at 100.02, a gap, f;zlib at 100.10; thread 12
+     * once at 100.005. Period 10 ms. */
+    struct flame_tick ticks[] = {{0, 100.00}, {0, 100.01}, {1, 100.02}, {0, 100.10},
+                                 {2, 100.005}};
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ASSERT(f);
+    ASSERT_EQ(flame_write_chrometrace(&t, ticks, 5, 0.01, 42, "p", f), 0);
+    fclose(f);
+    const char *want[] = {
+        "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 42, \"tid\": 11, \"args\": "
+        "{\"name\": \"Main (11)\"}}",
+        "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 42, \"tid\": 12, \"args\": "
+        "{\"name\": \"thread 12\"}}",
+        /* main from the first sample to one period after the third (the gap closes it) */
+        "{\"ph\": \"X\", \"name\": \"main\", \"cat\": \"python\", \"pid\": 42, \"tid\": 11, "
+        "\"ts\": 0, \"dur\": 30000, \"args\": {\"file\": \"a.py\", \"line\": 1}}",
+        "{\"ph\": \"X\", \"name\": \"f\", \"cat\": \"python\", \"pid\": 42, \"tid\": 11, "
+        "\"ts\": 0, \"dur\": 20000, \"args\": {\"file\": \"a.py\", \"line\": 2}}",
+        "{\"ph\": \"X\", \"name\": \"zlib\", \"cat\": \"native\", \"pid\": 42, \"tid\": 11, "
+        "\"ts\": 0, \"dur\": 20000}",
+        "{\"ph\": \"X\", \"name\": \"g\", \"cat\": \"python\", \"pid\": 42, \"tid\": 11, "
+        "\"ts\": 20000, \"dur\": 10000, \"args\": {\"file\": \"a.py\", \"line\": 3}}",
+        /* after the gap: open again, one period long (the thread's last sample) */
+        "{\"ph\": \"X\", \"name\": \"main\", \"cat\": \"python\", \"pid\": 42, \"tid\": 11, "
+        "\"ts\": 100000, \"dur\": 10000, \"args\": {\"file\": \"a.py\", \"line\": 1}}",
+        "{\"ph\": \"X\", \"name\": \"zlib\", \"cat\": \"native\", \"pid\": 42, \"tid\": 11, "
+        "\"ts\": 100000, \"dur\": 10000}",
+        "{\"ph\": \"X\", \"name\": \"run \\\"x\\\"\", \"cat\": \"python\", \"pid\": 42, "
+        "\"tid\": 12, \"ts\": 5000, \"dur\": 10000, \"args\": {\"file\": \"b.py\", "
+        "\"line\": 9}}",
+    };
+    const char *at = buf;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *p = strstr(at, want[i]);
+        if (!p)
+            fprintf(stderr, "missing, in order: %s\nin: %s\n", want[i], buf);
+        ASSERT(p);
+        at = p + strlen(want[i]);
+    }
+    /* 1 + 2 metadata, 4 + 3 + 1 complete events */
+    size_t events = 0;
+    for (const char *p = buf; (p = strstr(p, "{\"ph\": ")); p++)
+        events++;
+    ASSERT_EQ(events, 11);
+    free(buf);
+    flame_tree_close(&t);
+}

@@ -2,8 +2,8 @@
 /* probing-cli.so's one exported symbol (ext.h): the table of its functions. */
 #include "ext.h"
 
-__attribute__((visibility("default"))) extern const struct cli_ext probing_cli_ext_v1;
-const struct cli_ext probing_cli_ext_v1 = {
+__attribute__((visibility("default"))) extern const struct cli_ext probing_cli_ext_v2;
+const struct cli_ext probing_cli_ext_v2 = {
     .srcline = ext_srcline,
     .eval_part = ext_eval_part,
     .history_load = ext_history_load,
@@ -11,4 +11,5 @@ const struct cli_ext probing_cli_ext_v1 = {
     .history_add = ext_history_add,
     .history_save = ext_history_save,
     .reduce = ext_reduce,
+    .pprof = ext_pprof,
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The CLI's private library, probing-cli.so (installed beside the probes in lib/probing/):
  * the work that needs libraries most commands never use (elfutils' libdw and libelf, libedit,
- * SQLite, and the six they bring), so that `inject`, `debug --dump` and the other commands do
+ * SQLite, protobuf-c, and the six they bring), so that `inject`, `debug --dump` and the other commands do
  * not pay the dynamic loader for them. The commands that do use it load it on demand
  * (injector/cli/ext_load.c). It exports one symbol, CLI_EXT_ENTRY: a table of the functions
  * below. The CLI and the library come from one build; the entry's name carries the table's
@@ -16,10 +16,20 @@
 
 #include <cJSON.h>
 
+#include "injector/render/flame.h"
 #include "pb.h"
 
+/* What a pprof profile says besides its stacks (pprof.c). */
+struct cli_pprof_info {
+    double start_ts;   /* the first sample, epoch seconds */
+    double duration_s; /* from the first sample to the last */
+    double period_s;   /* between two samples of a thread: 1 / rate */
+    const char *mode;  /* "cpu" or "wall": the second value's name */
+    const char *comment;
+};
+
 #define CLI_EXT_LIB "probing-cli.so"
-#define CLI_EXT_ENTRY "probing_cli_ext_v1"
+#define CLI_EXT_ENTRY "probing_cli_ext_v2"
 
 struct cli_ext {
     /* srcline.c (libdw): the source file and line (file "" when unknown) and the function
@@ -44,6 +54,10 @@ struct cli_ext {
      * as table r of a fresh in-memory database; the result as such a body, or NULL with
      * err->msg SQLite's message. */
     cJSON *(*reduce)(const cJSON *table, const char *sql, struct pb_err *err);
+    /* pprof.c (protobuf-c, zlib): the stacks of t as pprof's profile.proto, gzip-compressed,
+     * to f. 0, or -1 with err filled. */
+    int (*pprof)(const struct flame_tree *t, const struct cli_pprof_info *info, FILE *f,
+                 struct pb_err *err);
 };
 
 /* The table's functions, each in the file named above. */
@@ -55,5 +69,7 @@ char *ext_readline(const char *prompt);
 void ext_history_add(const char *line);
 void ext_history_save(const char *path);
 cJSON *ext_reduce(const cJSON *table, const char *sql, struct pb_err *err);
+int ext_pprof(const struct flame_tree *t, const struct cli_pprof_info *info, FILE *f,
+              struct pb_err *err);
 
 #endif

@@ -632,12 +632,15 @@ void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r)
 
 void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r)
 {
-    const char *type = strcmp(format, "svg") == 0        ? "image/svg+xml"
-                       : strcmp(format, "folded") == 0     ? "text/plain; charset=utf-8"
-                       : strcmp(format, "speedscope") == 0 ? "application/json"
-                                                           : NULL;
+    const char *type = strcmp(format, "svg") == 0          ? "image/svg+xml"
+                       : strcmp(format, "folded") == 0       ? "text/plain; charset=utf-8"
+                       : strcmp(format, "speedscope") == 0   ? "application/json"
+                       : strcmp(format, "chrometrace") == 0  ? "application/json"
+                       : strcmp(format, "pprof") == 0        ? "application/octet-stream"
+                                                             : NULL;
     if (!type) {
-        cli_serve_error(r, 400, "format '%s': expected svg, folded or speedscope", format);
+        cli_serve_error(r, 400, "format '%s': expected svg, folded, speedscope, chrometrace or "
+                        "pprof", format);
         return;
     }
     struct pb_err err = {0};
