@@ -108,6 +108,13 @@ def zlib_c(python):
     return lambda x: x == "deflate"
 
 
+def every_frame(python):
+    """[] where zlib's C has names; ["--native=all"] where it is unnamed frames of a stripped
+    libpython (python-build-standalone), which the clean default leaves out."""
+    zc = zlib_c(python)
+    return [] if zc("deflate") and not zc("[libpython") else ["--native=all"]
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_flamegraph_formats(spawn, python, tmp_path, speedscope_validator):
     t = profiled(spawn, python)
@@ -116,7 +123,7 @@ def test_flamegraph_formats(spawn, python, tmp_path, speedscope_validator):
     # (python-build-standalone): an unnamed frame of libpython there, which the clean default
     # leaves out with CPython's own frames: --native=all keeps it.
     zc = zlib_c(python)
-    every = [] if zc("deflate") and not zc("[libpython") else ["--native=all"]
+    every = every_frame(python)
 
     # While sampling goes on, then stopped: the same data from then on.
     r = probing("-p", t.pid, "flamegraph", "--format", "folded", check=True)
