@@ -72,16 +72,15 @@ static unsigned gen;
 static void unwinds(const struct unwind_mod *m, const uintptr_t *pcs, int npcs, const uint8_t *data,
                     size_t size)
 {
-    struct {
-        struct unwind_table t;
-        struct unwind_mod mod;
-    } tab;
+    static _Alignas(struct unwind_table) unsigned char mem[sizeof(struct unwind_table) +
+                                                          sizeof(struct unwind_mod)];
+    struct unwind_table *t = (struct unwind_table *)mem;
     uintptr_t out[64];
-    memset(&tab, 0, sizeof tab);
-    tab.t.gen = ++gen ? gen : ++gen;
-    tab.t.n = 1;
-    tab.t.mods[0] = *m;
-    atomic_store(&unwind_cur_table, &tab.t);
+    memset(mem, 0, sizeof mem);
+    t->gen = ++gen ? gen : ++gen; /* a new table: every cache entry void */
+    t->n = 1;
+    t->mods[0] = *m;
+    atomic_store(&unwind_cur_table, t);
     for (int i = 0; i < npcs; i++) {
         int nalt = 0;
         uintptr_t sp = STK + (size > 16 ? (data[i % size] * 8u) % (size & ~(size_t)7) : 0);
@@ -105,7 +104,7 @@ static void unwinds(const struct unwind_mod *m, const uintptr_t *pcs, int npcs, 
 #endif
         n = unwind_native(&uc, out, 64, NULL, NULL, &cache);
         check(n >= 0 && n <= 64, "unwind_native: more frames than asked");
-        n = unwind_native(&uc, out, 3, unwind_table_find, &tab.t, &cache); /* a finder, no cache */
+        n = unwind_native(&uc, out, 3, unwind_table_find, t, &cache); /* a finder, no cache */
         check(n >= 0 && n <= 3, "unwind_native(find): more frames than asked");
     }
     atomic_store(&unwind_cur_table, NULL);
