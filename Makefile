@@ -328,14 +328,16 @@ FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c t
              injector/inject/elf.c injector/cli/corefile.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 # Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
-# the harness's own pyrt_sig_read over the input). Its replay runs under ASan and UBSan: the
-# overruns and overflows its corpus holds (crash-*) are silent without them.
+# the harness's own pyrt_sig_read over the input). Its replay runs under clang's ASan and UBSan:
+# the overruns and overflows its corpus holds (crash-*) are silent without them (and gcc's UBSan
+# misses one of them).
 $(B)/fuzz/replay-eh_frame build/fuzz/fuzz-eh_frame: $(UNWIND_SRCS) probe/sig/unwind_table.c
+$(B)/fuzz/replay-eh_frame: FUZZ_REPLAY_CC := clang
 $(B)/fuzz/replay-eh_frame: FUZZ_REPLAY_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -std=c11 -O1 -g $(FUZZ_REPLAY_SAN) $(FUZZ_INC) -o $@ $(filter %.c,$^) $(PKG_LIBS)
+	$(Q)$(or $(FUZZ_REPLAY_CC),$(CC)) -std=c11 -O1 -g $(FUZZ_REPLAY_SAN) $(FUZZ_INC) -o $@ $(filter %.c,$^) $(PKG_LIBS)
 build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $@"
