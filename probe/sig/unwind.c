@@ -375,7 +375,8 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
         struct unwind_rule r, *e = NULL;
         int hit = 0;
         if (gen && HAVE_CFI) {
-            hit = unwind_cache_row_get(cache, look, gen, &r) == 0 || unwind_cache_shared_get(look, gen, &r) == 0;
+            hit = unwind_cache_row_get(cache, look, gen, &r) == 0 ||
+                  unwind_cache_shared_get(look, gen, &r) == 0;
             if (!hit) {
                 e = unwind_cache_slot(cache, look);
                 if (e->pc == look && e->gen == gen)

@@ -250,7 +250,11 @@ int unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind_cie
             switch (aug[i]) {
             case 'R': c->fde_enc = (uint8_t)get_n(&b, 1); break;
             case 'L': get_n(&b, 1); break;
-            case 'P': { uint8_t e = (uint8_t)get_n(&b, 1); get_ptr(&b, (uint8_t)(e & 0x7f)); break; }
+            case 'P': { /* the personality routine's pointer: skipped */
+                uint8_t e = (uint8_t)get_n(&b, 1);
+                get_ptr(&b, (uint8_t)(e & 0x7f));
+                break;
+            }
             case 'S': c->signal = 1; break;
             default: break; /* unknown: the 'z' length skips it */
             }

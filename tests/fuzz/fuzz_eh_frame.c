@@ -132,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int32_t loc;
         if (pyrt_sig_read(m.table + (uintptr_t)i * 8, &loc, 4) != 0)
             break;
-        pcs[npcs++] = IMG + (uintptr_t)(intptr_t)loc + (i & 1); /* a function's first byte, or one in */
+        /* a function's first byte, or one in */
+        pcs[npcs++] = IMG + (uintptr_t)(intptr_t)loc + (i & 1);
     }
     if (m.table)
         pcs[npcs++] = IMG + 0x10; /* below, between or above the entries */

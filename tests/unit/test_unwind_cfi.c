@@ -506,7 +506,8 @@ TEST(fde_and_rows_from_the_search_table)
             ASSERT_EQ(unwind_fde_bounds(&m, pcs[k], range), 0);
             ASSERT_EQ(range[0], func(i));
             ASSERT_EQ(range[1], func(i) + 0x80);
-            ASSERT_EQ(unwind_cfi_fetch(&m, pcs[k], blk, fde, sizeof fde, cie, sizeof cie, a, len), 0);
+            ASSERT_EQ(unwind_cfi_fetch(&m, pcs[k], blk, fde, sizeof fde, cie, sizeof cie, a, len),
+                      0);
             ASSERT_EQ(a[1], (uintptr_t)img + EH);
             ASSERT_EQ(len[0], 20);
             ASSERT_EQ(unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], pcs[k], &f), 0);
