@@ -603,3 +603,45 @@ TEST(cache_rows_fdes_and_shared_by_generation)
     unwind_cache_fde_put(&c, 0, &f, fde, sizeof fde, 0xa000, cie, sizeof cie, 0x8000);
     ASSERT_EQ(unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* no table: not kept */
 }
+
+/* What the eh_frame fuzzer found (tests/fuzz/corpus/eh_frame/crash-*), in this process's
+ * memory: an FDE length of 0xfffffffd passed "len + 4 > cap" (wrapped to 1) and the FDE was
+ * then run past its buffer; an FDE range past the top of the address space gave bounds
+ * [start, start + size) that wrap and do not hold the pc. */
+TEST(fuzz_found_record_length_wrap_refused)
+{
+    struct unwind_mod m;
+    static uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC];
+    static int32_t blk[2 * UNWIND_STRIDE];
+    uintptr_t a[2];
+    uint32_t len[2], huge = 0xfffffffdu;
+    build();
+    memset(&m, 0, sizeof m);
+    m.hdr = (uintptr_t)img;
+    unwind_hdr_parse(&m, img);
+    ASSERT_EQ(unwind_cfi_fetch(&m, func(0), blk, fde, sizeof fde, cie, sizeof cie, a, len), 0);
+    memcpy(img + EH + CIE_LEN + 4, &huge, 4); /* the first FDE's length field */
+    ASSERT_EQ(unwind_cfi_fetch(&m, func(0), blk, fde, sizeof fde, cie, sizeof cie, a, len), -1);
+    memcpy(img + EH, &huge, 4); /* the CIE's */
+    ASSERT_EQ(unwind_cfi_fetch(&m, func(1), blk, fde, sizeof fde, cie, sizeof cie, a, len), -1);
+}
+
+TEST(fuzz_found_fde_range_past_the_top_refused)
+{
+    struct unwind_mod m;
+    uintptr_t range[2], start = UINTPTR_MAX - 0xff, size = 0x1000;
+    build();
+    memset(&m, 0, sizeof m);
+    m.hdr = (uintptr_t)img;
+    unwind_hdr_parse(&m, img);
+    img[EH + 16] = DW_EH_PE_udata8; /* the CIE's 'R': absolute 8-byte start and size */
+    size_t at = EH + CIE_LEN + 4 + 24;                   /* the second FDE */
+    memcpy(img + at + 8, &start, 8);
+    memcpy(img + at + 16, &size, 8);
+    ASSERT_EQ(unwind_fde_bounds(&m, start + 0x10, range), -1);
+    size = 0xff; /* up to the last byte: a range */
+    memcpy(img + at + 16, &size, 8);
+    ASSERT_EQ(unwind_fde_bounds(&m, start + 0x10, range), 0);
+    ASSERT_EQ(range[0], start);
+    ASSERT_EQ(range[1], UINTPTR_MAX);
+}
