@@ -297,7 +297,7 @@ static int guess_rbp(const struct unwind_regs *rs, int64_t cfa_off, int64_t ra_o
          a += 8) {
         uintptr_t ra;
         struct unwind_mod m;
-        if (srd_word(c, a + (uintptr_t)(cfa_off + ra_off), &ra) != 0)
+        if (srd_word(c, a + (uintptr_t)cfa_off + (uintptr_t)ra_off, &ra) != 0)
             break;
         if (ra < 8 || find(ra - 1, &m, arg) != 0 || !after_call(ra))
             continue;

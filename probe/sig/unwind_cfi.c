@@ -49,19 +49,20 @@ static uint64_t get_uleb(struct buf *b)
     return v;
 }
 
+/* Built unsigned: a tenth byte's bits shifted past bit 63 are dropped, not undefined. */
 static int64_t get_sleb(struct buf *b)
 {
-    int64_t v = 0;
+    uint64_t v = 0;
     int shift = 0;
     uint8_t c;
     do {
         c = (uint8_t)get_n(b, 1);
-        v |= (int64_t)(c & 0x7f) << shift;
+        v |= (uint64_t)(c & 0x7f) << shift;
         shift += 7;
     } while ((c & 0x80) && shift < 64);
     if (shift < 64 && (c & 0x40))
-        v |= -((int64_t)1 << shift);
-    return v;
+        v |= ~(uint64_t)0 << shift;
+    return (int64_t)v;
 }
 
 /* A pointer in DW_EH_PE encoding enc (pcrel and absolute; others are refused). */
@@ -90,6 +91,19 @@ static uintptr_t get_ptr(struct buf *b, uint8_t enc)
     return v;
 }
 
+/* A factored offset: n times the CIE's data alignment, wrapping (a hostile CIE's factors
+ * overflow; a real one's never do). */
+static int64_t scaled(uint64_t n, int64_t align)
+{
+    return (int64_t)(n * (uint64_t)align);
+}
+
+/* A register number: one past any column x86-64 has stays past it (never negative). */
+static int regno(uint64_t r)
+{
+    return r < 0x7fffffff ? (int)r : 0x7fffffff;
+}
+
 /* ---- DWARF expressions ---- */
 
 enum { EXPR_MAX = 64, EXPR_STACK = 16 };
@@ -115,7 +129,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
             continue;
         }
         if ((op >= DW_OP_breg0 && op <= DW_OP_breg31) || op == DW_OP_bregx) {
-            int r = op == DW_OP_bregx ? (int)get_uleb(&b) : op - DW_OP_breg0;
+            int r = op == DW_OP_bregx ? regno(get_uleb(&b)) : op - DW_OP_breg0;
             int64_t off = get_sleb(&b);
             if (r >= NREG || !(rs->valid & (1u << r)) || sp == EXPR_STACK)
                 return -1;
@@ -227,7 +241,7 @@ int unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind_cie
     c->fde_enc = DW_EH_PE_absptr; /* unless 'R' */
     c->code_align = get_uleb(&b);
     c->data_align = get_sleb(&b);
-    c->ra_reg = version == 1 ? (int)get_n(&b, 1) : (int)get_uleb(&b);
+    c->ra_reg = version == 1 ? (int)get_n(&b, 1) : regno(get_uleb(&b));
     if (aug[0] == 'z') {
         uint64_t alen = get_uleb(&b);
         const uint8_t *aend = b.p + alen;
@@ -289,7 +303,7 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
         switch (op & 0xc0) { /* the primary opcodes: the low 6 bits are the operand */
         case DW_CFA_advance_loc: next = loc + lo * c->code_align; goto advance;
         case DW_CFA_offset:
-            off = (int64_t)get_uleb(&b) * c->data_align;
+            off = scaled(get_uleb(&b), c->data_align);
             if (lo < NREG)
                 s->r[lo] = (struct unwind_cfi_rule){UNWIND_R_OFF, off, 0};
             continue;
@@ -306,7 +320,7 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
         case DW_CFA_advance_loc4: next = loc + get_n(&b, 4) * c->code_align; goto advance;
         case DW_CFA_offset_extended:
             r = get_uleb(&b);
-            off = (int64_t)get_uleb(&b) * c->data_align;
+            off = scaled(get_uleb(&b), c->data_align);
             if (r < NREG)
                 s->r[r] = (struct unwind_cfi_rule){UNWIND_R_OFF, off, 0};
             break;
@@ -344,10 +358,10 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
             *s = stack[--depth];
             break;
         case DW_CFA_def_cfa:
-            s->cfa_reg = (int)get_uleb(&b);
+            s->cfa_reg = regno(get_uleb(&b));
             s->cfa_off = (int64_t)get_uleb(&b);
             break;
-        case DW_CFA_def_cfa_register: s->cfa_reg = (int)get_uleb(&b); break;
+        case DW_CFA_def_cfa_register: s->cfa_reg = regno(get_uleb(&b)); break;
         case DW_CFA_def_cfa_offset: s->cfa_off = (int64_t)get_uleb(&b); break;
         case DW_CFA_def_cfa_expression: {
             uint64_t n = get_uleb(&b);
@@ -370,26 +384,28 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
         }
         case DW_CFA_offset_extended_sf:
             r = get_uleb(&b);
-            off = get_sleb(&b) * c->data_align;
+            off = scaled((uint64_t)get_sleb(&b), c->data_align);
             if (r < NREG)
                 s->r[r] = (struct unwind_cfi_rule){UNWIND_R_OFF, off, 0};
             break;
         case DW_CFA_def_cfa_sf:
-            s->cfa_reg = (int)get_uleb(&b);
-            s->cfa_off = get_sleb(&b) * c->data_align;
+            s->cfa_reg = regno(get_uleb(&b));
+            s->cfa_off = scaled((uint64_t)get_sleb(&b), c->data_align);
             break;
-        case DW_CFA_def_cfa_offset_sf: s->cfa_off = get_sleb(&b) * c->data_align; break;
+        case DW_CFA_def_cfa_offset_sf:
+            s->cfa_off = scaled((uint64_t)get_sleb(&b), c->data_align);
+            break;
         case DW_CFA_val_offset: case DW_CFA_val_offset_sf:
             r = get_uleb(&b);
-            off = op == DW_CFA_val_offset ? (int64_t)get_uleb(&b) * c->data_align
-                                          : get_sleb(&b) * c->data_align;
+            off = op == DW_CFA_val_offset ? scaled(get_uleb(&b), c->data_align)
+                                          : scaled((uint64_t)get_sleb(&b), c->data_align);
             if (r < NREG)
                 s->r[r] = (struct unwind_cfi_rule){UNWIND_R_VALOFF, off, 0};
             break;
         case DW_CFA_GNU_args_size: get_uleb(&b); break;
         case DW_CFA_GNU_negative_offset_extended:
             r = get_uleb(&b);
-            off = -(int64_t)get_uleb(&b) * c->data_align;
+            off = scaled(0 - get_uleb(&b), c->data_align);
             if (r < NREG)
                 s->r[r] = (struct unwind_cfi_rule){UNWIND_R_OFF, off, 0};
             break;
@@ -422,7 +438,7 @@ static int record_read(uintptr_t addr, uint8_t *buf, uint32_t cap, uint32_t *len
         memcpy(len, buf, 4);
     else if (pyrt_sig_read(addr, len, 4) != 0)
         return -1;
-    if (*len < 8 || *len + 4 > cap)
+    if (*len < 8 || *len > cap - 4) /* not *len + 4 > cap: that wraps past 2^32 */
         return -1;
     if (whole && *len + 4 <= RECORD_GUESS)
         return 0;
@@ -505,13 +521,13 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
     memcpy(&cie_ptr, fde + 4, 4);
     if (len < 12 || len == 0xffffffffu)
         return -1;
-    size_t n = len + 4 < sizeof fde ? len + 4 : sizeof fde;
+    size_t n = (size_t)len + 4 < sizeof fde ? (size_t)len + 4 : sizeof fde; /* no 32-bit wrap */
     uintptr_t cie_addr = fde_addr + 4 - cie_ptr;
     if (pyrt_sig_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
         record_read(cie_addr, cie, sizeof cie, &clen) != 0 || clen < 8 ||
         unwind_cfi_cie(cie, clen + 4, cie_addr, &c) != 0 ||
         fde_bounds(fde, n, fde_addr, &c, &b, &start, &size) != 0 || pc < start ||
-        pc - start >= size)
+        pc - start >= size || size > UINTPTR_MAX - start) /* a range past the top: not one */
         return -1;
     range[0] = start, range[1] = start + size;
     return 0;
