@@ -211,8 +211,8 @@ READER_LIBS += $(B)/lib/probing/libprobing-read-$(1).so
 endef
 READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/pyrt/memlocals.c \
                probe/sig/pyrt_sig.c \
-               probe/sig/unwind.c probe/sig/unwind_maps.c probe/sig/unwind_table.c \
-               probe/sig/pyrt_remote.c
+               probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
+               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c
 READER_LIBS :=
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 $(PROBE_UV_A): $(PROBE_UV_SYS_A) | check-libs
@@ -258,11 +258,14 @@ check-exports: $(PROBE_LIBS)
 	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/probe/sig $(B)/obj/py$$v/probe/sig || exit 1; done
 	@tools/check_layers.sh
 # ---- tests ----
+# The signal-side unwinder without its module table's builder or maps finder: what the unit
+# tests and the eh_frame fuzzer drive.
+UNWIND_SRCS := probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
 $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
-                         probe/prof/modules.c probe/sig/unwind.c probe/sig/unwind_maps.c probe/pyrt/read.c)
+                         probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
@@ -340,10 +343,17 @@ FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c t
              probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h \
              injector/inject/elf.c injector/cli/corefile.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
+# Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
+# the harness's own pyrt_sig_read over the input). Its replay runs under clang's ASan and UBSan:
+# the overruns and overflows its corpus holds (crash-*) are silent without them (and gcc's UBSan
+# misses one of them).
+$(B)/fuzz/replay-eh_frame build/fuzz/fuzz-eh_frame: $(UNWIND_SRCS) probe/sig/unwind_table.c
+$(B)/fuzz/replay-eh_frame: FUZZ_REPLAY_CC := clang
+$(B)/fuzz/replay-eh_frame: FUZZ_REPLAY_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 $(B)/fuzz/replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -std=c11 -O1 -g $(FUZZ_INC) -o $@ $(filter %.c,$^) $(PKG_LIBS)
+	$(Q)$(or $(FUZZ_REPLAY_CC),$(CC)) -std=c11 -O1 -g $(FUZZ_REPLAY_SAN) $(FUZZ_INC) -o $@ $(filter %.c,$^) $(PKG_LIBS)
 build/fuzz/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_DEPS)
 	@mkdir -p $(dir $@)
 	@echo "  CLANG   $@"
