@@ -169,9 +169,10 @@ fi
 # ---- the whole check ----
 cd "$(dirname "$0")/.."
 here=$(pwd)
-whl=$(ls build/dist/probing-*-py3-none-manylinux_*_x86_64.whl 2>/dev/null | head -1)
-tgz=$(ls build/dist/probing-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
-[ -n "$whl" ] && [ -n "$tgz" ] || die "no release in build/dist: run 'make dist' first"
+dist=${RELEASE_DIR:-build/dist}  # another folder: a release to try (e.g. one broken on purpose)
+whl=$(ls "$dist"/probing-*-py3-none-manylinux_*_x86_64.whl 2>/dev/null | head -1)
+tgz=$(ls "$dist"/probing-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
+[ -n "$whl" ] && [ -n "$tgz" ] || die "no release in $dist: run 'make dist' first"
 for t in setpriv unshare chroot patchelf strip findmnt; do
   command -v $t >/dev/null || die "$t is missing: run 'make deps'"
 done
@@ -247,7 +248,7 @@ unshare -m --propagation private sh -c '
   mount -t proc proc "$1/proc" && exec chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     /bin/bash /rc/release_check.sh --run bullseye /rc /usr/bin/python3 /usr/bin/python3 /usr/bin/python3
 ' rc "$tmp/bullseye" || rc=1
-cat "$tmp/host/results" "$tmp/bullseye/rc/results" 2>/dev/null > build/dist/release-check.tsv || true
-echo "release-check: $(grep -c 'ok$' build/dist/release-check.tsv) ok, $(grep -c 'FAILED$' build/dist/release-check.tsv) failed (build/dist/release-check.tsv) in $(($(date +%s) - t_start)) s"
+cat "$tmp/host/results" "$tmp/bullseye/rc/results" 2>/dev/null > "$dist/release-check.tsv" || true
+echo "release-check: $(grep -c 'ok$' "$dist/release-check.tsv") ok, $(grep -c 'FAILED$' "$dist/release-check.tsv") failed ($dist/release-check.tsv) in $(($(date +%s) - t_start)) s"
 [ $rc -eq 0 ] || die "checks failed (above)"
 echo "release-check: all passed"
