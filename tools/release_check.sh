@@ -51,7 +51,8 @@ if [ "${1:-}" = --run ]; then
     t1=$(date +%s.%N)
     local secs
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-    if [ $rc -eq 0 ] && grep -Eq -- "$want" <<<"$out" && { [ -z "${unwanted:-}" ] || ! grep -Eq -- "$unwanted" <<<"$out"; }; then
+    if [ $rc -eq 0 ] && grep -Eq -- "$want" <<<"$out" && { [ -z "${also:-}" ] || grep -Eq -- "$also" <<<"$out"; } &&
+       { [ -z "${unwanted:-}" ] || ! grep -Eq -- "$unwanted" <<<"$out"; }; then
       printf 'release-check: %-8s %-34s %-28s ok %6s s\n' "$sys" "$tgt" "$what" "$secs"
       printf '%s\t%s\t%s\tok\n' "$sys" "$tgt" "$what" >>"$results"
     else
@@ -60,7 +61,7 @@ if [ "${1:-}" = --run ]; then
       printf '%s\t%s\t%s\tFAILED\n' "$sys" "$tgt" "$what" >>"$results"
       fails=$((fails + 1))
     fi
-    unwanted=
+    unwanted= also=
   }
 
   # The installs.
@@ -89,51 +90,81 @@ if [ "${1:-}" = --run ]; then
     check "$k: probing --version" "-" as ${cli[$k]} --version
   done
 
-  # The targets: each waits in release_check_marker(); it says it is ready through a file.
-  target='import sys, time
+  # The targets: each waits in release_check_marker() (sleeping, or in a regular expression that
+  # never ends: sre holds the GIL throughout); it says it is ready through a file. A target
+  # ROOT::EXE runs EXE chrooted into ROOT (a container: its /tmp is not ours; no mount needed).
+  target='import re, sys, time
 def release_check_marker():
     open(sys.argv[1], "w").close()
+    if sys.argv[2] == "gil":
+        re.match(r"(a+)+$", "a" * 64 + "b")
     while True:
         time.sleep(0.05)
 release_check_marker()'
   pids=()
+  readies=()
   cleanup_targets() {
     local p
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; rm -f /tmp/probing-$uid/"$p"-*.sock; done
-    pids=()
+    for p in "${pids[@]}"; do
+      wait "$p" 2>/dev/null || true
+      rm -f /tmp/probing-$uid/"$p"-*.sock
+      [ -z "${troot:-}" ] || rm -f "$troot"/tmp/probing-$uid/"$p"-*.sock
+    done
+    for p in "${readies[@]}"; do rm -f "$p"; done
+    pids=() readies=()
   }
   trap cleanup_targets EXIT
   n=0
-  # start PY [ENV...]: a target run by the user; sets $pid.
-  start() {
-    local py=$1
+  # run_as_user SPEC CMD...: execs CMD as the user, chrooted when SPEC is ROOT::EXE. Only in a
+  # subshell (`&`, `$(...)`): the subshell becomes the command, so that $! is the target itself.
+  run_as_user() {
+    local spec=$1
     shift
+    if [[ $spec == *::* ]]; then
+      exec chroot --userspec=$uid:$uid "${spec%%::*}" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 "$@"
+    else
+      exec setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 "$@"
+    fi
+  }
+  # start SPEC MODE [ENV...]: a target run by the user; sets $pid.
+  start() {
+    local spec=$1 mode=$2 ready inside
+    shift 2
     n=$((n + 1))
-    local ready=$home/ready-$n
-    # Not through as() in a subshell: $! must be the target itself (setpriv and env exec it).
-    setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 "$@" \
-      "$py" -c "$target" "$ready" >"$home/target-$n.log" 2>&1 &
+    if [[ $spec == *::* ]]; then
+      inside=/tmp/probing-release-check-$$-$n
+      ready=${spec%%::*}$inside
+    else
+      ready=$home/ready-$n inside=$ready
+    fi
+    readies+=("$ready")
+    run_as_user "$spec" "$@" "${spec##*::}" -c "$target" "$inside" "$mode" >"$home/target-$n.log" 2>&1 &
     pid=$!
     pids+=("$pid")
     local i
     for i in $(seq 100); do [ -e "$ready" ] && return 0; sleep 0.05; done
-    echo "release-check: $sys: $py did not start: $(head -5 "$home/target-$n.log")"
+    echo "release-check: $sys: $spec did not start: $(head -5 "$home/target-$n.log")"
   }
-  for py in "$@"; do
-    name=${py#"$dir"/}
-    v=$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || echo "?")
+  for spec in "$@"; do
+    troot=
+    [[ $spec == *::* ]] && troot=${spec%%::*}
+    name=${spec#"$dir"/}
+    [ -z "$troot" ] || name="container $(basename "$troot"):${spec##*::}"
+    v=$(run_as_user "$spec" "${spec##*::}" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || echo "?")
     tgt="$name $v"
     for k in venv user tar; do
-      start "$py"
+      start "$spec" sleep
       want=release_check_marker unwanted=
       check "$k: debug --dump --no-inject" "$tgt" as ${cli[$k]} -p $pid debug --dump --no-inject
       want='^'
       check "$k: nothing loaded" "$tgt" sh -c '! grep libprobing "/proc/$1/maps"' - $pid
       want='sock'
       check "$k: inject" "$tgt" as ${cli[$k]} -p $pid inject
-      # The probe that was loaded is this install's own.
+      # The probe that was loaded is this install's own (a container's target maps the copy
+      # made in its /tmp).
       want="${libdir[$k]}"
+      [ -z "$troot" ] || want=' /tmp/'
       check "$k: its own probe loaded" "$tgt" grep -m1 'libprobing-3' /proc/$pid/maps
       want=release_check_marker
       check "$k: debug --dump" "$tgt" as ${cli[$k]} -p $pid debug --dump
@@ -145,13 +176,18 @@ release_check_marker()'
       check "$k: eval" "$tgt" as ${cli[$k]} $pid eval "6 * 7"
       cleanup_targets
     done
+    # The GIL held for ever (tarball only): the dump still reads every frame.
+    start "$spec" gil
+    want='holds GIL' also=release_check_marker
+    check "tar: debug --dump, GIL held" "$tgt" as ${cli[tar]} -p $pid debug --dump
+    cleanup_targets
   done
   # The Python package: probing.init() and PROBING=1 in the venv's interpreter; probing.init()
   # from the tarball's site-packages (its lib/pythonX.Y for the venv's minor).
   vpy=$home/venv/bin/python
   want='sock'
   check "venv: probing.init()" "venv python" as "$vpy" -c 'import probing; print(probing.init().socket)'
-  start "$vpy" PROBING=1
+  start "$vpy" sleep PROBING=1
   want='libprobing-3'
   check "venv: PROBING=1 loads the probe" "venv python" grep -m1 libprobing-3 /proc/$pid/maps
   want=release_check_marker
@@ -226,12 +262,20 @@ for minor in 3.8 3.9 3.10 3.11 3.12 3.13; do
   fi
 done
 [ -n "$userpy" ] || die "no pyenv CPython 3.8-3.13 to copy: install one (tools/install-python.sh)"
+# The sid root's CPythons (3.13-3.15, built against its newer glibc: they run only there), each target chrooted into
+# it as the user: a container whose /tmp is not ours (the probe is copied into it). Its root is
+# only read, but for the targets' ready files and sockets in its /tmp, removed by name.
+sid=$(tools/sid-root.sh --if-present)
+for minor in 3.13 3.14 3.15; do
+  [ -z "$sid" ] || [ ! -x "$sid/usr/bin/python$minor" ] || targets+=("$sid::/usr/bin/python$minor")
+done
 echo "release-check: host: interpreters copied in $(($(date +%s) - t_start)) s ($(du -sh "$tmp/host/py" | cut -f1))"
 chmod -R a+rX "$tmp/host"
 rc=0
 # Debian's python3 makes the venv (python3-venv); pip --user with Debian's is refused (PEP 668:
 # externally managed), so pyenv's oldest copy does the --user install.
 "$here/tools/release_check.sh" --run host "$tmp/host" /usr/bin/python3 "$userpy" "${targets[@]}" || rc=1
+[ -z "$sid" ] || rmdir "$sid/tmp/probing-$uid" 2>/dev/null || true  # the targets' socket folder, if empty
 
 # Debian 11: a copy of the bare root, the release and this script inside it.
 t0=$(date +%s)
