@@ -8,14 +8,18 @@
 #   host:      this Debian 12 (glibc 2.36). Targets: Debian's /usr/bin/python3 (3.11, non-PIE,
 #              static libpython) and COPIES of pyenv's CPythons (PIE, shared libpython; 3.12 is a
 #              python-build-standalone build) moved out of /root (mode 700: nobody cannot enter it)
-#              with their run path made $ORIGIN-relative, as uv lays them out; and a copy of 3.11
-#              stripped of every symbol (`strip --strip-all`, bin and libpython).
+#              with their run path made $ORIGIN-relative, as uv lays them out; a copy of 3.11
+#              stripped of every symbol (`strip --strip-all`, bin and libpython); and the sid
+#              root's python3.13-3.15 (tools/sid-root.sh), each chrooted into it as the user: a
+#              container whose /tmp is not ours, without /proc, under /root (which nobody cannot
+#              cross). Only ready files and sockets are written in its /tmp, removed by name.
 #   bullseye:  a copy of a Debian 11 root (glibc 2.31) with only python3, python3-venv and
 #              python3-pip (tools/bullseye-root.sh --bare: no compiler, no -dev package), chrooted
 #              into in a private mount namespace (its own /proc only). Target: its python3 (3.9).
 # On each target, run by the same user, fresh for each install: `debug --dump --no-inject` (and
 # nothing loaded), `inject` (the probe loaded from that install's own folder), `debug --dump`,
-# `debug --dump --native`, `query`, `eval`; then probing.init() and `PROBING=1 python app.py` in
+# `debug --dump --native`, `query`, `eval`; with the tarball, `debug --dump` of a target holding
+# the GIL for ever; then probing.init() and `PROBING=1 python app.py` in
 # the venv, and probing.init() from the tarball's site-packages. Prints one line per check with its
 # time, then a table; exits 1 if any fails. Root only (it makes the user's files and the chroot).
 # Nothing here is bind-mounted and nothing under a mount is ever removed: the interpreters and the
@@ -109,7 +113,7 @@ release_check_marker()'
     for p in "${pids[@]}"; do
       wait "$p" 2>/dev/null || true
       rm -f /tmp/probing-$uid/"$p"-*.sock
-      [ -z "${troot:-}" ] || rm -f "$troot"/tmp/probing-$uid/"$p"-*.sock
+      [ -z "${troot:-}" ] || rm -f "$troot"/tmp/probing-$uid/"$p"-*.sock "$troot"/tmp/probing-$uid/"$p".sock
     done
     for p in "${readies[@]}"; do rm -f "$p"; done
     pids=() readies=()
@@ -162,9 +166,9 @@ release_check_marker()'
       want='sock'
       check "$k: inject" "$tgt" as ${cli[$k]} -p $pid inject
       # The probe that was loaded is this install's own (a container's target maps the copy
-      # made in its /tmp).
+      # made in its /tmp, removed once loaded).
       want="${libdir[$k]}"
-      [ -z "$troot" ] || want=' /tmp/'
+      [ -z "$troot" ] || want="$troot/tmp/probing-[^/]+/libprobing-3.* \\(deleted\\)"'$'
       check "$k: its own probe loaded" "$tgt" grep -m1 'libprobing-3' /proc/$pid/maps
       want=release_check_marker
       check "$k: debug --dump" "$tgt" as ${cli[$k]} -p $pid debug --dump
