@@ -196,6 +196,23 @@ release_check_marker()'
   check "venv: PROBING=1 loads the probe" "venv python" grep -m1 libprobing-3 /proc/$pid/maps
   want=release_check_marker
   check "venv: PROBING=1 then debug --dump" "venv python" as "$home/venv/bin/probing" -p $pid debug --dump
+  # What a user may do where Yama's ptrace_scope 1 forbids attaching to a non-child (no Yama on
+  # the machine this was written on): with the probe loaded at start-up, the CLI makes no
+  # ptrace or process_vm_* call and opens no /proc/PID/mem (strace; where it is installed).
+  if command -v strace >/dev/null; then
+    no_attach() {
+      local log=$home/strace-$n.txt
+      strace -f -qq -e trace=ptrace,process_vm_readv,process_vm_writev,openat -o "$log" \
+        setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 "$@" || return
+      ! grep -E 'ptrace\(|process_vm_|/mem"' "$log"
+    }
+    for mode in "" --native; do
+      want=release_check_marker
+      check "venv: PROBING=1: dump $mode, no ptrace" "venv python" no_attach "$home/venv/bin/probing" -p $pid debug --dump $mode
+    done
+    want='^42$'
+    check "venv: PROBING=1: eval, no ptrace" "venv python" no_attach "$home/venv/bin/probing" $pid eval "6 * 7"
+  fi
   cleanup_targets
   minor=$("$venvpy" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   want='sock'
