@@ -438,8 +438,9 @@ dist:
 dist-check:
 	tools/dist_check.py
 	tools/dist_check.py --self-test
-# The release installed as a non-root user installs it (venv, pip --user, the tarball) and run
-# against that user's targets (tools/release_check.sh; root; not in `make test` yet).
+# The release installed as a non-root user installs it (venv, pip --user, the tarball), on this
+# Debian 12 and in a bare Debian 11 root, and run against that user's targets
+# (tools/release_check.sh; root; after `make dist`; about a minute; not in `make test`).
 release-check:
 	tools/release_check.sh
 

@@ -7,22 +7,31 @@
 # Only bullseye and bullseye-updates are used, not bullseye-security: this machine's mirror has been
 # seen to lack a file there (404), and the release's libraries are the point release's.
 # --if-present: print the path only when the root is already built (nothing, status 0, when not).
+# --bare: a user's node instead (make release-check): bullseye with its python3, venv and pip and
+# none of the build's packages (no compiler, no -dev package), cached the same way.
 set -euo pipefail
 cache=${PROBING_CACHE:-$HOME/.cache/probing}
 die() { echo "probing: error: bullseye-root: $*" >&2; exit 1; }
+kind=bullseye-root
 pkgs=build-essential,make,pkg-config,libcjson-dev,libuv1-dev,libsqlite3-dev,libedit-dev,libdw-dev,libelf-dev,zlib1g-dev,liblzma-dev,libbz2-dev,libzstd-dev,libbsd-dev,libmd-dev,libncurses-dev,libmicrohttpd-dev,patchelf,xxd,python3,file
-key=$(printf '%s bullseye v1' "$pkgs" | sha256sum | cut -c1-12)
-root="$cache/bullseye-root-$key"
 ready() { [ -x "$root/usr/bin/gcc" ] && [ -x "$root/usr/bin/patchelf" ]; }
+if [ "${1:-}" = --bare ]; then
+  shift
+  kind=bullseye-bare
+  pkgs=python3,python3-venv,python3-pip
+  ready() { [ -x "$root/usr/bin/python3" ] && [ -f "$root/usr/lib/python3/dist-packages/pip/__init__.py" ]; }
+fi
+key=$(printf '%s bullseye v1' "$pkgs" | sha256sum | cut -c1-12)
+root="$cache/$kind-$key"
 if ready; then echo "$root"; exit 0; fi
 [ "${1:-}" = --if-present ] && exit 0
 [ "$(id -u)" -eq 0 ] || die "building the bullseye root needs root (mmdebstrap): run it as root"
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing: run 'make deps'"
 mkdir -p "$cache"
-exec 9>"$cache/.bullseye-root.lock"
+exec 9>"$cache/.$kind.lock"
 flock 9
 if ready; then echo "$root"; exit 0; fi
-tmp="$cache/.building-bullseye-$key"
+tmp="$cache/.building-$kind-$key"
 rm -rf "$tmp"
 echo "bullseye-root: building $root (mmdebstrap, a few minutes, once)" >&2
 mmdebstrap --quiet --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
@@ -30,6 +39,6 @@ mmdebstrap --quiet --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
   'deb http://deb.debian.org/debian bullseye main' \
   'deb http://deb.debian.org/debian bullseye-updates main' >&2 || { rm -rf "$tmp"; die "mmdebstrap failed: see its output above"; }
 # Roots of another package list are stale now.
-find "$cache" -maxdepth 1 -name 'bullseye-root-*' ! -name "$(basename "$root")" -exec rm -rf {} +
+find "$cache" -maxdepth 1 -name "$kind-*" ! -name "$(basename "$root")" -exec rm -rf {} +
 mv "$tmp" "$root"
 echo "$root"

@@ -19,6 +19,17 @@ mkdir -p "$work/pyinc"
 # CPython's headers, copied where the root sees them (/src/build/dist-work/pyinc/python3.X;
 # Debian's multiarch pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>, found through
 # -idirafter on pyinc/).
+# DIST_HEADERS="3.8=DIR ...": the headers (a CPython's include/python3.X) of a minor this machine
+# has no interpreter of, to build its probe too; a minor found by tools/pythons.sh wins.
+py_lines() {
+  local kv seen
+  seen=$(PYTHONS="${PYTHONS:-}" tools/pythons.sh --build 2>/dev/null) || true
+  [ -n "$seen" ] && echo "$seen"
+  for kv in ${DIST_HEADERS:-}; do
+    [ -f "${kv#*=}/Python.h" ] || die "DIST_HEADERS: no Python.h in ${kv#*=}"
+    grep -q "^${kv%%=*} " <<<"$seen" || echo "${kv%%=*} ${kv#*=} none"
+  done
+}
 lines=""
 while read -r minor inc _exe; do
   cp -rLp "$inc" "$work/pyinc/python$minor"
@@ -28,7 +39,7 @@ while read -r minor inc _exe; do
     cp -rLp "$multi" "$work/pyinc/x86_64-linux-gnu/python$minor"
   fi
   lines="$lines $minor /src/$work/pyinc/python$minor /usr/bin/python3"
-done < <(PYTHONS="${PYTHONS:-}" tools/pythons.sh --build 2>/dev/null)
+done < <(py_lines)
 [ -n "$lines" ] || die "no CPython headers found (tools/pythons.sh --build): install pyenv's 3.8-3.13"
 src=$(pwd)
 echo "dist: building in $root (minors:$(echo "$lines" | awk '{for(i=1;i<=NF;i+=3) printf " %s", $i}'))" >&2

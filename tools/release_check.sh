@@ -1,98 +1,319 @@
 #!/usr/bin/env bash
-# tools/release_check.sh: `make release-check` (basics). Installs build/dist's release as a user
-# installs it, as a non-root user (nobody, through setpriv), with none of this tree:
-#   venv:  python3.13 -m venv + pip install --no-index WHEEL (no PyPI here)
-#   user:  python3.13 -m pip install --user --no-index WHEEL (probing in ~/.local/bin)
-#   tar:   the tarball unpacked in a temporary folder, bin/probing run from there
-# then, for each, `debug --dump` and `debug --dump --native` against targets run by the same user:
-# pyenv's 3.8 and 3.13 (PIE, shared libpython) and Debian's /usr/bin/python3 (3.11, non-PIE,
-# static libpython); and probing.init() from the venv. Runs in a private mount namespace where
-# /root is an empty tmpfs with only ~/.pyenv bound back (the user cannot enter root's home).
-# Prints one line per check; exits 1 if any fails. Root only.
+# tools/release_check.sh: `make release-check`. Installs build/dist's release as a user installs it,
+# as a non-root user (nobody, uid 65534, through setpriv), with nothing of this tree or of the build:
+#   venv:  python3 -m venv + pip install --no-index WHEEL (no index is reachable on a node)
+#   user:  pip install --user --no-index WHEEL, then `probing` found on PATH in ~/.local/bin
+#   tar:   the tarball unpacked, bin/probing run from there
+# on two systems:
+#   host:      this Debian 12 (glibc 2.36). Targets: Debian's /usr/bin/python3 (3.11, non-PIE,
+#              static libpython) and COPIES of pyenv's CPythons (PIE, shared libpython; 3.12 is a
+#              python-build-standalone build) moved out of /root (mode 700: nobody cannot enter it)
+#              with their run path made $ORIGIN-relative, as uv lays them out; a copy of 3.11
+#              stripped of every symbol (`strip --strip-all`, bin and libpython); and the sid
+#              root's python3.13-3.15 (tools/sid-root.sh), each chrooted into it as the user: a
+#              container whose /tmp is not ours, without /proc, under /root (which nobody cannot
+#              cross). Only ready files and sockets are written in its /tmp, removed by name.
+#   bullseye:  a copy of a Debian 11 root (glibc 2.31) with only python3, python3-venv and
+#              python3-pip (tools/bullseye-root.sh --bare: no compiler, no -dev package), chrooted
+#              into in a private mount namespace (its own /proc only). Target: its python3 (3.9).
+# On each target, run by the same user, fresh for each install: `debug --dump --no-inject` (and
+# nothing loaded), `inject` (the probe loaded from that install's own folder), `debug --dump`,
+# `debug --dump --native`, `query`, `eval`; with the tarball, `debug --dump` of a target holding
+# the GIL for ever; then probing.init() and `PROBING=1 python app.py` in
+# the venv, and probing.init() from the tarball's site-packages. Prints one line per check with its
+# time, then a table; exits 1 if any fails. Root only (it makes the user's files and the chroot).
+# Nothing here is bind-mounted and nothing under a mount is ever removed: the interpreters and the
+# root are copied into one temporary folder, removed at the end with --one-file-system once no
+# mount is left under it (an earlier draft deleted ~/.pyenv through a bind mount).
+# `tools/release_check.sh --run NAME DIR VENVPY USERPY TARGET...` is the part run on each system
+# (also inside the chroot, where this script is copied); DIR holds the wheel and the tarball.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 die() { echo "probing: error: release-check: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (a non-root user is made to install and run): run it as root"
-whl=$(ls build/dist/probing-*-py3-none-manylinux_*_x86_64.whl 2>/dev/null | head -1)
-tgz=$(ls build/dist/probing-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
-[ -n "$whl" ] && [ -n "$tgz" ] || die "no release in build/dist: run 'make dist' first"
-# The temporary folder is made and removed OUT of the mount namespace, after the namespace (and
-# every mount in it) is gone: a recursive delete must never meet a bind mount (an earlier draft
-# removed it from inside, through a bind of ~/.pyenv, and deleted interpreters).
-if [ -z "${RELEASE_CHECK_NS:-}" ]; then
-  tmp=$(mktemp -d /tmp/probing-release-check.XXXXXX)
-  chmod 755 "$tmp"
-  rc=0
-  RELEASE_CHECK_NS=1 RELEASE_CHECK_TMP=$tmp unshare -m --propagation private "$0" "$@" || rc=$?
-  if findmnt -rno TARGET | grep -q "^$tmp"; then
-    echo "probing: error: release-check: mounts remain under $tmp: not removed" >&2; exit 1
-  fi
-  rm -rf --one-file-system "$tmp"
-  exit $rc
-fi
-tmp=$RELEASE_CHECK_TMP
-pyenv_root=/root/.pyenv
-py38=$(ls -d $pyenv_root/versions/3.8.*/bin/python3.8 | tail -1)
-py313=$(ls -d $pyenv_root/versions/3.13.*/bin/python3.13 | tail -1)
-# /root (mode 700) hidden by an empty tmpfs, ~/.pyenv bound back READ-ONLY, and no mount left
-# under $tmp (the staging bind is unmounted once /root/.pyenv holds its own).
-mkdir "$tmp/pyenv-stage"
-mount --bind "$pyenv_root" "$tmp/pyenv-stage"
-mount -t tmpfs -o mode=755 tmpfs /root
-mkdir /root/.pyenv
-mount --bind "$tmp/pyenv-stage" /root/.pyenv
-mount -o remount,bind,ro /root/.pyenv
-umount "$tmp/pyenv-stage"
-rmdir "$tmp/pyenv-stage"
 uid=65534
-mkdir -p "$tmp/home" "$tmp/tar"
-cp "$whl" "$tgz" "$tmp/"
-chown -R $uid:$uid "$tmp/home" "$tmp/tar"
-as() { setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$tmp/home" "$@"; }
-fails=0
-ok() { printf 'release-check: %-60s ok\n' "$1"; }
-bad() { printf 'release-check: %-60s FAILED\n%s\n' "$1" "$2" | head -20; fails=$((fails + 1)); }
 
-# Installs.
-out=$(as "$py313" -m venv "$tmp/home/venv" 2>&1 && as "$tmp/home/venv/bin/pip" install -q --no-index "$tmp/$(basename "$whl")" 2>&1) \
-  && ok "venv: pip install --no-index $(basename "$whl")" || bad "venv: pip install" "$out"
-out=$(as "$py313" -m pip install -q --user --no-index "$tmp/$(basename "$whl")" 2>&1) \
-  && ok "user: pip install --user --no-index" || bad "user: pip install --user" "$out"
-out=$(as tar xf "$tmp/$(basename "$tgz")" -C "$tmp/tar" 2>&1) && ok "tar: unpacked" || bad "tar: unpack" "$out"
-declare -A cli=(
-  [venv]="$tmp/home/venv/bin/probing"
-  [user]="$tmp/home/.local/bin/probing"
-  [tar]=$(ls -d "$tmp"/tar/probing-*/bin/probing)
-)
-for k in venv user tar; do
-  out=$(as "${cli[$k]}" --version 2>&1) && ok "$k: probing --version ($out)" || bad "$k: probing --version" "$out"
-done
+# ---- one system: installs, targets, commands ----
+if [ "${1:-}" = --run ]; then
+  sys=$2 dir=$3 venvpy=$4 userpy=$5
+  shift 5
+  whl=$(ls "$dir"/probing-*-py3-none-manylinux_*_x86_64.whl)
+  tgz=$(ls "$dir"/probing-*-linux-x86_64.tar.gz)
+  home=$dir/home
+  mkdir -p "$home" "$dir/tar"
+  chown $uid:$uid "$home" "$dir/tar"
+  as() { setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 "$@"; }
+  fails=0
+  results=$dir/results
+  : >"$results"
+  # check WHAT TARGET CMD...: runs CMD, ok when it exits 0 and its output matches $want (a grep -E
+  # pattern) and not $unwanted; one line with the time.
+  check() {
+    local what=$1 tgt=$2 t0 t1 out rc=0
+    shift 2
+    t0=$(date +%s.%N)
+    out=$("$@" 2>&1) || rc=$?
+    t1=$(date +%s.%N)
+    local secs
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+    if [ $rc -eq 0 ] && grep -Eq -- "$want" <<<"$out" && { [ -z "${also:-}" ] || grep -Eq -- "$also" <<<"$out"; } &&
+       { [ -z "${unwanted:-}" ] || ! grep -Eq -- "$unwanted" <<<"$out"; }; then
+      printf 'release-check: %-8s %-34s %-28s ok %6s s\n' "$sys" "$tgt" "$what" "$secs"
+      printf '%s\t%s\t%s\tok\n' "$sys" "$tgt" "$what" >>"$results"
+    else
+      printf 'release-check: %-8s %-34s %-28s FAILED (exit %d, %s s)\n' "$sys" "$tgt" "$what" $rc "$secs"
+      head -15 <<<"$out" | sed 's/^/    /'
+      printf '%s\t%s\t%s\tFAILED\n' "$sys" "$tgt" "$what" >>"$results"
+      fails=$((fails + 1))
+    fi
+    unwanted= also=
+  }
 
-# Targets run by the same user; each install's CLI dumps each.
-target='import time
+  # The installs.
+  want='^'
+  check "install: venv" "$(basename "$venvpy")" as "$venvpy" -m venv "$home/venv"
+  want='Successfully installed probing'
+  check "install: venv + pip" "$(basename "$venvpy")" as "$home/venv/bin/pip" install --no-index "$whl"
+  want='Successfully installed probing'
+  check "install: pip --user" "$(basename "$userpy")" as "$userpy" -m pip install --user --no-index "$whl"
+  want='^'
+  check "install: tar xf" "-" as tar xf "$tgz" -C "$dir/tar"
+  tarcli=$(ls -d "$dir"/tar/probing-*/bin/probing)
+  # Each install's `probing`, as the user runs it: the venv's bin, ~/.local/bin on PATH, the tarball's.
+  declare -A cli=(
+    [venv]="$home/venv/bin/probing"
+    [user]="env PATH=$home/.local/bin:/usr/bin:/bin probing"
+    [tar]="$tarcli"
+  )
+  declare -A libdir=(
+    [venv]="$home/venv/lib/"
+    [user]="$home/.local/lib/"
+    [tar]="$dir/tar/"
+  )
+  for k in venv user tar; do
+    want='^probing [0-9]'
+    check "$k: probing --version" "-" as ${cli[$k]} --version
+  done
+
+  # The targets: each waits in release_check_marker() (sleeping, or in a regular expression that
+  # never ends: sre holds the GIL throughout); it says it is ready through a file. A target
+  # ROOT::EXE runs EXE chrooted into ROOT (a container: its /tmp is not ours; no mount needed).
+  target='import re, sys, time
 def release_check_marker():
+    open(sys.argv[1], "w").close()
+    if sys.argv[2] == "gil":
+        re.match(r"(a+)+$", "a" * 64 + "b")
     while True:
         time.sleep(0.05)
 release_check_marker()'
-for py in "$py38" "$py313" /usr/bin/python3; do
-  # Not through as(): $! must be the target itself (setpriv and env exec it), not a subshell.
-  setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$tmp/home" \
-    "$py" -c "$target" &
-  pid=$!
-  sleep 1
-  v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-  for k in venv user tar; do
-    for mode in "" --native; do
-      what="$k: debug --dump $mode on $(basename "$py") $v"
-      out=$(as "${cli[$k]}" -p $pid debug --dump $mode 2>&1) && grep -q release_check_marker <<<"$out" \
-        && ok "$what" || bad "$what" "$out"
+  pids=()
+  readies=()
+  cleanup_targets() {
+    local p
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do
+      wait "$p" 2>/dev/null || true
+      rm -f /tmp/probing-$uid/"$p"-*.sock
+      [ -z "${troot:-}" ] || rm -f "$troot"/tmp/probing-$uid/"$p"-*.sock "$troot"/tmp/probing-$uid/"$p".sock
     done
+    for p in "${readies[@]}"; do rm -f "$p"; done
+    pids=() readies=()
+  }
+  trap cleanup_targets EXIT
+  n=0
+  # run_as_user SPEC CMD...: execs CMD as the user, chrooted when SPEC is ROOT::EXE. Only in a
+  # subshell (`&`, `$(...)`): the subshell becomes the command, so that $! is the target itself.
+  run_as_user() {
+    local spec=$1
+    shift
+    if [[ $spec == *::* ]]; then
+      exec chroot --userspec=$uid:$uid "${spec%%::*}" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 "$@"
+    else
+      exec setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 "$@"
+    fi
+  }
+  # start SPEC MODE [ENV...]: a target run by the user; sets $pid.
+  start() {
+    local spec=$1 mode=$2 ready inside
+    shift 2
+    n=$((n + 1))
+    if [[ $spec == *::* ]]; then
+      inside=/tmp/probing-release-check-$$-$n
+      ready=${spec%%::*}$inside
+    else
+      ready=$home/ready-$n inside=$ready
+    fi
+    readies+=("$ready")
+    run_as_user "$spec" "$@" "${spec##*::}" -c "$target" "$inside" "$mode" >"$home/target-$n.log" 2>&1 &
+    pid=$!
+    pids+=("$pid")
+    local i
+    for i in $(seq 100); do [ -e "$ready" ] && return 0; sleep 0.05; done
+    echo "release-check: $sys: $spec did not start: $(head -5 "$home/target-$n.log")"
+  }
+  for spec in "$@"; do
+    troot=
+    [[ $spec == *::* ]] && troot=${spec%%::*}
+    name=${spec#"$dir"/}
+    [ -z "$troot" ] || name="container $(basename "$troot"):${spec##*::}"
+    v=$(run_as_user "$spec" "${spec##*::}" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || echo "?")
+    tgt="$name $v"
+    for k in venv user tar; do
+      start "$spec" sleep
+      want=release_check_marker unwanted=
+      check "$k: debug --dump --no-inject" "$tgt" as ${cli[$k]} -p $pid debug --dump --no-inject
+      want='^'
+      check "$k: nothing loaded" "$tgt" sh -c '! grep libprobing "/proc/$1/maps"' - $pid
+      want='sock'
+      check "$k: inject" "$tgt" as ${cli[$k]} -p $pid inject
+      # The probe that was loaded is this install's own (a container's target maps the copy
+      # made in its /tmp, removed once loaded).
+      want="${libdir[$k]}"
+      [ -z "$troot" ] || want="$troot/tmp/probing-[^/]+/libprobing-3.* \\(deleted\\)"'$'
+      check "$k: its own probe loaded" "$tgt" grep -m1 'libprobing-3' /proc/$pid/maps
+      want=release_check_marker
+      check "$k: debug --dump" "$tgt" as ${cli[$k]} -p $pid debug --dump
+      want='release_check_marker'
+      check "$k: debug --dump --native" "$tgt" as ${cli[$k]} -p $pid debug --dump --native
+      want='release_check_marker'
+      check "$k: query" "$tgt" as ${cli[$k]} $pid query "SELECT depth, func FROM python.backtrace"
+      want='^42$'
+      check "$k: eval" "$tgt" as ${cli[$k]} $pid eval "6 * 7"
+      cleanup_targets
+    done
+    # The GIL held for ever (tarball only): the dump still reads every frame.
+    start "$spec" gil
+    want='holds GIL' also=release_check_marker
+    check "tar: debug --dump, GIL held" "$tgt" as ${cli[tar]} -p $pid debug --dump
+    cleanup_targets
   done
-  kill $pid; wait $pid 2>/dev/null || true
+  # The Python package: probing.init() and PROBING=1 in the venv's interpreter; probing.init()
+  # from the tarball's site-packages (its lib/pythonX.Y for the venv's minor).
+  vpy=$home/venv/bin/python
+  want='sock'
+  check "venv: probing.init()" "venv python" as "$vpy" -c 'import probing; print(probing.init().socket)'
+  start "$vpy" sleep PROBING=1
+  want='libprobing-3'
+  check "venv: PROBING=1 loads the probe" "venv python" grep -m1 libprobing-3 /proc/$pid/maps
+  want=release_check_marker
+  check "venv: PROBING=1 then debug --dump" "venv python" as "$home/venv/bin/probing" -p $pid debug --dump
+  # What a user may do where Yama's ptrace_scope 1 forbids attaching to a non-child (no Yama on
+  # the machine this was written on): with the probe loaded at start-up, the CLI makes no
+  # ptrace or process_vm_* call and opens no /proc/PID/mem (strace; where it is installed).
+  if command -v strace >/dev/null; then
+    no_attach() {
+      local log=$home/strace-$n.txt
+      strace -f -qq -e trace=ptrace,process_vm_readv,process_vm_writev,openat -o "$log" \
+        setpriv --reuid=$uid --regid=$uid --clear-groups env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 "$@" || return
+      ! grep -E 'ptrace\(|process_vm_|/mem"' "$log"
+    }
+    for mode in "" --native; do
+      want=release_check_marker
+      check "venv: PROBING=1: dump $mode, no ptrace" "venv python" no_attach "$home/venv/bin/probing" -p $pid debug --dump $mode
+    done
+    want='^42$'
+    check "venv: PROBING=1: eval, no ptrace" "venv python" no_attach "$home/venv/bin/probing" $pid eval "6 * 7"
+  fi
+  cleanup_targets
+  minor=$("$venvpy" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  want='sock'
+  check "tar: probing.init() (PYTHONPATH)" "$(basename "$venvpy")" as env PYTHONPATH="$(dirname "$(dirname "$tarcli")")/lib/python$minor/site-packages" \
+    "$venvpy" -c 'import probing; print(probing.init().socket)'
+  [ $fails -eq 0 ] || { echo "release-check: $sys: $fails checks failed (above)"; exit 1; }
+  echo "release-check: $sys: all $(wc -l <"$results") checks passed"
+  exit 0
+fi
+
+# ---- the whole check ----
+cd "$(dirname "$0")/.."
+here=$(pwd)
+dist=${RELEASE_DIR:-build/dist}  # another folder: a release to try (e.g. one broken on purpose)
+whl=$(ls "$dist"/probing-*-py3-none-manylinux_*_x86_64.whl 2>/dev/null | head -1)
+tgz=$(ls "$dist"/probing-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
+[ -n "$whl" ] && [ -n "$tgz" ] || die "no release in $dist: run 'make dist' first"
+for t in setpriv unshare chroot patchelf strip findmnt; do
+  command -v $t >/dev/null || die "$t is missing: run 'make deps'"
 done
-# probing.init() from the wheel's package, in the venv's own interpreter (3.13).
-what="venv: probing.init() in the venv's python"
-out=$(as "$tmp/home/venv/bin/python" -c 'import probing; i = probing.init(); print(i.socket)' 2>&1) \
-  && ok "$what" || bad "$what" "$out"
-[ $fails -eq 0 ] || die "$fails checks failed (above)"
+bare=$(tools/bullseye-root.sh --bare) || die "no Debian 11 root (tools/bullseye-root.sh --bare failed above)"
+t_start=$(date +%s)
+tmp=$(mktemp -d /tmp/probing-release-check.XXXXXX)
+chmod 755 "$tmp"
+# Removed only when no mount is left under it (the chroot's /proc lives in a namespace that is
+# gone by then), and never across a file system boundary.
+remove_tmp() {
+  if findmnt -rno TARGET | grep -q "^$tmp"; then
+    echo "probing: error: release-check: mounts remain under $tmp: not removed" >&2
+    return
+  fi
+  rm -rf --one-file-system "$tmp"
+}
+trap remove_tmp EXIT
+
+# Host: copies of pyenv's interpreters (bin, libpython, the standard library without tests; pip
+# for the --user install), relocated with an $ORIGIN run path.
+copy_python() {
+  local src=$1 dst=$2 minor=$3
+  mkdir -p "$dst/bin" "$dst/lib/python$minor/site-packages"
+  cp -p "$src/bin/python$minor" "$dst/bin/"
+  cp -a "$src"/lib/libpython3*.so* "$dst/lib/" 2>/dev/null || true
+  tar -C "$src/lib" -cf - --exclude=test --exclude=tests --exclude=__pycache__ --exclude=site-packages \
+    --exclude=idlelib --exclude=tkinter --exclude=turtledemo "python$minor" | tar -C "$dst/lib" -xf -
+  (cd "$src/lib/python$minor/site-packages" && cp -a pip pip-*.dist-info "$dst/lib/python$minor/site-packages/")
+  if readelf -d "$dst/bin/python$minor" | grep -Eq 'R(UN)?PATH.*\[/'; then
+    patchelf --set-rpath '$ORIGIN/../lib' "$dst/bin/python$minor"
+  fi
+}
+mkdir -p "$tmp/host/py"
+cp "$whl" "$tgz" "$tmp/host/"
+targets=(/usr/bin/python3)
+userpy=
+for minor in 3.8 3.9 3.10 3.11 3.12 3.13; do
+  src=
+  for d in /root/.pyenv/versions/$minor.*; do
+    case ${d##*/} in *[a-z]*) continue ;; esac  # not 3.13t, 3.14.0a1...
+    src=$d
+  done
+  [ -n "$src" ] && [ -x "$src/bin/python$minor" ] || continue
+  copy_python "$src" "$tmp/host/py/$minor" $minor
+  targets+=("$tmp/host/py/$minor/bin/python$minor")
+  [ -n "$userpy" ] || userpy=$tmp/host/py/$minor/bin/python$minor
+  if [ $minor = 3.11 ]; then
+    cp -a "$tmp/host/py/3.11" "$tmp/host/py/3.11-stripped"
+    strip --strip-all "$tmp/host/py/3.11-stripped/bin/python3.11" "$tmp/host/py/3.11-stripped"/lib/libpython3.11.so.1.0
+    targets+=("$tmp/host/py/3.11-stripped/bin/python3.11")
+  fi
+done
+[ -n "$userpy" ] || die "no pyenv CPython 3.8-3.13 to copy: install one (tools/install-python.sh)"
+# The sid root's CPythons (3.13-3.15, built against its newer glibc: they run only there), each target chrooted into
+# it as the user: a container whose /tmp is not ours (the probe is copied into it). Its root is
+# only read, but for the targets' ready files and sockets in its /tmp, removed by name.
+sid=$(tools/sid-root.sh --if-present)
+for minor in 3.13 3.14 3.15; do
+  [ -z "$sid" ] || [ ! -x "$sid/usr/bin/python$minor" ] || targets+=("$sid::/usr/bin/python$minor")
+done
+echo "release-check: host: interpreters copied in $(($(date +%s) - t_start)) s ($(du -sh "$tmp/host/py" | cut -f1))"
+chmod -R a+rX "$tmp/host"
+rc=0
+# Debian's python3 makes the venv (python3-venv); pip --user with Debian's is refused (PEP 668:
+# externally managed), so pyenv's oldest copy does the --user install.
+"$here/tools/release_check.sh" --run host "$tmp/host" /usr/bin/python3 "$userpy" "${targets[@]}" || rc=1
+[ -z "$sid" ] || rmdir "$sid/tmp/probing-$uid" 2>/dev/null || true  # the targets' socket folder, if empty
+
+# Debian 11: a copy of the bare root, the release and this script inside it.
+t0=$(date +%s)
+for f in usr/bin/gcc usr/bin/cc usr/bin/x86_64-linux-gnu-gcc-10 usr/include/python3.9/Python.h; do
+  [ ! -e "$bare/$f" ] || die "the bare bullseye root $bare has $f: it must hold none of the build's packages"
+done
+cp -a "$bare" "$tmp/bullseye"
+mkdir -p "$tmp/bullseye/rc"
+cp "$whl" "$tgz" "$tmp/bullseye/rc/"
+cp "$here/tools/release_check.sh" "$tmp/bullseye/rc/"
+chmod 755 "$tmp/bullseye/rc"
+echo "release-check: bullseye: root copied in $(($(date +%s) - t0)) s ($(du -sh "$tmp/bullseye" | cut -f1), glibc $(ls "$tmp/bullseye"/lib/x86_64-linux-gnu/libc-*.so | sed 's/.*libc-//; s/\.so//'))"
+unshare -m --propagation private sh -c '
+  mount -t proc proc "$1/proc" && exec chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    /bin/bash /rc/release_check.sh --run bullseye /rc /usr/bin/python3 /usr/bin/python3 /usr/bin/python3
+' rc "$tmp/bullseye" || rc=1
+cat "$tmp/host/results" "$tmp/bullseye/rc/results" 2>/dev/null > "$dist/release-check.tsv" || true
+echo "release-check: $(grep -c 'ok$' "$dist/release-check.tsv") ok, $(grep -c 'FAILED$' "$dist/release-check.tsv") failed ($dist/release-check.tsv) in $(($(date +%s) - t_start)) s"
+[ $rc -eq 0 ] || die "checks failed (above)"
 echo "release-check: all passed"

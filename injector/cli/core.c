@@ -117,6 +117,45 @@ static void exe_libpython(const char *exe, const struct core_map **m, int ver[3]
     }
 }
 
+/* A signal's name ("SIGSEGV"), NULL for one not listed. Not sigabbrev_np(): that is glibc 2.32's,
+ * and the release runs on glibc 2.29+ (docs/testing.md "The release"). */
+static const char *core_sig_name(int sig)
+{
+    switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    case SIGCHLD: return "SIGCHLD";
+    case SIGCONT: return "SIGCONT";
+    case SIGSTOP: return "SIGSTOP";
+    case SIGTSTP: return "SIGTSTP";
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGURG: return "SIGURG";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGVTALRM: return "SIGVTALRM";
+    case SIGPROF: return "SIGPROF";
+    case SIGWINCH: return "SIGWINCH";
+    case SIGIO: return "SIGIO";
+    case SIGPWR: return "SIGPWR";
+    case SIGSYS: return "SIGSYS";
+    default: return NULL;
+    }
+}
+
 /* What the core says of the process beyond its threads (JSON and the text header): its
  * executable and libpython with their build ids, the signal that ended it. */
 static void core_meta(cJSON *body, const struct core_map *interp)
@@ -158,11 +197,9 @@ static void core_meta(cJSON *body, const struct core_map *interp)
     }
     if (core.signo > 0) {
         cJSON *sg = cJSON_AddObjectToObject(body, "signal");
-        const char *abbrev = sigabbrev_np(core.signo);
-        char nm[32];
-        snprintf(nm, sizeof nm, "SIG%s", abbrev ? abbrev : "?");
+        const char *nm = core_sig_name(core.signo);
         cJSON_AddNumberToObject(sg, "number", core.signo);
-        cJSON_AddStringToObject(sg, "name", abbrev ? nm : "unknown");
+        cJSON_AddStringToObject(sg, "name", nm ? nm : "unknown");
         cJSON_AddNumberToObject(sg, "code", core.sigcode);
     } else {
         cJSON_AddNullToObject(body, "signal");

@@ -345,11 +345,37 @@ int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n)
     return -ENOENT;
 }
 
+/* Candidate i of the paths a mapping of pid may be read at; 0 when it does not apply:
+ * 0: as the target sees it, through /proc/PID/root (its own mount namespace, after pivot_root);
+ * 1: a plain chroot below our root (maps shows our path, which starts with the target's root),
+ *    through /proc/PID/root too: a user who may not cross the root's parents (a chroot under
+ *    /root, mode 700) still reaches the files there;
+ * 2: our path as it is. */
+static int mapped_path(pid_t pid, const char *mpath, int i, char *path, size_t size)
+{
+    if (i == 0) {
+        snprintf(path, size, "/proc/%d/root%s", (int)pid, mpath);
+        return 1;
+    }
+    if (i == 2) {
+        pb_strlcpy(path, mpath, size);
+        return 1;
+    }
+    char link[64], root[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/%d/root", (int)pid);
+    ssize_t n = readlink(link, root, sizeof root - 1);
+    if (n <= 1) /* "/" (not in a chroot) or unreadable */
+        return 0;
+    root[n] = '\0';
+    if (strncmp(mpath, root, (size_t)n) != 0 || mpath[n] != '/')
+        return 0;
+    snprintf(path, size, "/proc/%d/root%s", (int)pid, mpath + n);
+    return 1;
+}
+
 /* The file a mapping of pid was made from, so that a container's own libc is the one we read.
  * /proc/PID/map_files opens the very file in any namespace, but needs CAP_SYS_ADMIN (or
- * CAP_CHECKPOINT_RESTORE); otherwise the path from maps names it either as the target sees it
- * (its own mount namespace, after pivot_root: read through /proc/PID/root) or as we do (a plain
- * chroot below our root, where maps already shows our path): the form whose inode is the
+ * CAP_CHECKPOINT_RESTORE); otherwise one of mapped_path's forms: the first whose inode is the
  * mapping's wins, else the first that opens. */
 static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
 {
@@ -359,11 +385,9 @@ static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
     if (inj_elf_open(path, e) == 0)
         return 0;
     int rc = -ENOENT, first = -1;
-    for (int i = 0; i < 2; i++) {
-        if (i == 0)
-            snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, map->path);
-        else
-            pb_strlcpy(path, map->path, sizeof path);
+    for (int i = 0; i < 3; i++) {
+        if (!mapped_path(pid, map->path, i, path, sizeof path))
+            continue;
         if (stat(path, &st) < 0) {
             if (i == 0)
                 rc = -errno;
@@ -376,8 +400,7 @@ static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
     }
     if (first < 0)
         return rc;
-    if (first == 0)
-        snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, map->path);
+    mapped_path(pid, map->path, first, path, sizeof path);
     return inj_elf_open(path, e);
 }
 

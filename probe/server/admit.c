@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -46,11 +47,35 @@ long probe_fds_max(void)
     return rl.rlim_cur > (rlim_t)0x7fffffff ? 0x7fffffff : (long)rl.rlim_cur;
 }
 
+long probe_fds_polled(long limit)
+{
+    struct pollfd p[256];
+    long n = 0;
+    for (long base = 0; base < limit; base += 256) {
+        int k = limit - base < 256 ? (int)(limit - base) : 256;
+        for (int i = 0; i < k; i++)
+            p[i] = (struct pollfd){.fd = (int)(base + i), .events = 0};
+        if (poll(p, (nfds_t)k, 0) < 0)
+            return -1;
+        for (int i = 0; i < k; i++)
+            if (!(p[i].revents & POLLNVAL))
+                n++;
+    }
+    return n;
+}
+
 long probe_fds_open(void)
 {
     DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1; /* out of descriptors (EMFILE), or no /proc: keep nothing */
+    if (!d) {
+        /* No /proc (a chroot or container that mounts none): asked of every descriptor below
+         * the limit (at most 1M). Out of descriptors (EMFILE): keep nothing. */
+        int e = errno;
+        long max = probe_fds_max();
+        if (e == EMFILE || e == ENFILE)
+            return -1;
+        return probe_fds_polled(max < 0 || max > (1L << 20) ? 1L << 20 : max);
+    }
     long n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
