@@ -197,6 +197,7 @@ struct cli_fg_opts {
     const char *out, *title, *mode; /* out NULL: stdout; mode NULL: any */
     int fmt, fmt_set, width;       /* CLI_FG_*; fmt_set: given (else guessed from out) */
     int all;                       /* --native=all: every frame (perf.stacks.folded_all) */
+    int gil, idle;                 /* --gil: only samples holding the GIL; --idle: off-CPU too */
     long long thread;              /* > 0: only this thread */
     double since;                  /* > 0: only the last since seconds of the profile */
     double after;                  /* > 0: only samples taken after this time (epoch s) */
@@ -208,7 +209,7 @@ int cli_fg_format(const char *name);
 /* Sets o->fmt from o->out's extension unless the format was given. */
 void cli_fg_format_guess(struct cli_fg_opts *o);
 /* Applies the option c ('o' -o, 'f' -f, 'T' --thread, 's' --since, 'm' --mode, 't' --title,
- * 'w' --width, 'D' --diff, 'n' --native[=all]) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
+ * 'w' --width, 'D' --diff, 'n' --native[=all], 'G' --gil, 'I' --idle) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
 int cli_fg_option(struct cli_fg_opts *o, int c, const char *arg);
 /* Loads what o needs before the target is touched: the private library for pprof, --diff's
  * file. 0, or CLI_USAGE / CLI_FAIL after printing one line. cli_fg_close frees it. */

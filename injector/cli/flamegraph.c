@@ -27,7 +27,7 @@ static void help(void)
     printf("usage: probing -p PID flamegraph [-o FILE] [--format FORMAT]\n"
            "                 [--thread TID] [--since SECONDS] [--mode cpu|wall]\n"
            "                 [--title TEXT] [--width PIXELS] [--native=all]\n"
-           "                 [--diff BEFORE.folded]\n"
+           "                 [--gil] [--idle] [--diff BEFORE.folded]\n"
            "\n"
            "Render the samples 'probing -p PID perf --cc' collected (while it runs or after\n"
            "'perf --stop') as a flame graph. Python frames and native frames are merged in one\n"
@@ -49,6 +49,10 @@ static void help(void)
            "      --thread TID    only thread TID (the native id, as 'debug --dump' shows)\n"
            "      --since S       only the last S seconds of the profile (before its last sample)\n"
            "      --mode cpu|wall only samples taken in that mode\n"
+           "      --gil           only samples where the thread held the GIL: what the GIL is\n"
+           "                      busy with\n"
+           "      --idle          also the samples of threads off the CPU (wall mode: sleeping,\n"
+           "                      waiting), left out by default as py-spy does\n"
            "      --title TEXT    the SVG's title (default: \"probing PID: N samples\")\n"
            "      --width PX      the SVG's width in pixels (default 1200)\n"
            "      --native=all    keep every native frame, CPython's own and the start-up too\n"
@@ -94,6 +98,10 @@ static void where(const struct fg_opts *o, double last_ts, char *buf, size_t n)
         k += (size_t)snprintf(buf + k, n - k, " AND s.ts >= %.17g", last_ts - o->since);
     if (o->after > 0)
         k += (size_t)snprintf(buf + k, n - k, " AND s.ts > %.17g", o->after);
+    if (o->gil)
+        k += (size_t)snprintf(buf + k, n - k, " AND s.gil = 1");
+    if (!o->idle)
+        k += (size_t)snprintf(buf + k, n - k, " AND s.on_cpu = 1");
     if (o->mode)
         snprintf(buf + k, n - k, " AND s.mode = '%s'", o->mode); /* cpu or wall: checked */
 }
@@ -303,6 +311,7 @@ static int parse_args(int argc, char **argv, struct fg_opts *o)
         {"mode", required_argument, 0, 'm'},   {"title", required_argument, 0, 't'},
         {"width", required_argument, 0, 'w'},  {"help", no_argument, 0, 'h'},
         {"diff", required_argument, 0, 'D'},   {"native", optional_argument, 0, 'n'},
+        {"gil", no_argument, 0, 'G'},          {"idle", no_argument, 0, 'I'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
@@ -361,6 +370,8 @@ int cli_fg_option(struct fg_opts *o, int c, const char *arg)
         break;
     case 't': o->title = arg; break;
     case 'D': o->diff = arg; break;
+    case 'G': o->gil = 1; break;
+    case 'I': o->idle = 1; break;
     case 'n':
         if (arg && strcmp(arg, "all") != 0) {
             cli_error("%s: --native=%s: expected --native=all (every native frame) or --native "
@@ -514,7 +525,11 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
         if (o->mode)
             k += (size_t)snprintf(what + k, sizeof what - k, " in mode %s", o->mode);
         if (o->since > 0)
-            snprintf(what + k, sizeof what - k, " in the last %g s", o->since);
+            k += (size_t)snprintf(what + k, sizeof what - k, " in the last %g s", o->since);
+        if (o->gil)
+            k += (size_t)snprintf(what + k, sizeof what - k, " holding the GIL");
+        if (!o->idle && strstr(p->modes, "wall"))
+            snprintf(what + k, sizeof what - k, " on CPU (--idle adds the off-CPU ones)");
         return pb_err_set(err, -ENOENT, "%s: no samples%s: the profile has %.0f %s sample%s "
                           "over %.1f s, of thread%s %s", o->cmd, what, p->total,
                           p->modes[0] ? p->modes : "?", p->total == 1 ? "" : "s",

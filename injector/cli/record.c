@@ -30,7 +30,7 @@ static void help(void)
     printf("usage: probing -p PID record [-o FILE] [-d, --duration S] [-r, --rate HZ]\n"
            "                 [-f, --format FORMAT] [--mode cpu|wall] [--thread TID]\n"
            "                 [--title TEXT] [--width PIXELS] [--diff BEFORE.folded]\n"
-           "                 [--native=all]\n"
+           "                 [--native=all] [--gil] [--idle]\n"
            "\n"
            "Sample every thread of the target (native and Python frames, as 'perf --cc'),\n"
            "wait, then write the profile to FILE and stop sampling: one command, as\n"
@@ -53,6 +53,8 @@ static void help(void)
            "                      red grew, blue shrank\n"
            "      --native=all    keep every native frame: by default CPython's own frames\n"
            "                      and the start-up at the root are left out\n"
+           "      --gil           only samples where the thread held the GIL\n"
+           "      --idle          also off-CPU samples (wall mode), left out by default\n"
            "\n"
            "Examples:\n"
            "  probing -p 4242 record -o profile.svg --duration 30\n"
@@ -110,6 +112,7 @@ static int parse_args(int argc, char **argv, struct cli_fg_opts *o, double *dura
         {"thread", required_argument, 0, 'T'}, {"mode", required_argument, 0, 'm'},
         {"title", required_argument, 0, 't'},  {"width", required_argument, 0, 'w'},
         {"diff", required_argument, 0, 'D'},   {"help", no_argument, 0, 'h'},
+        {"gil", no_argument, 0, 'G'},          {"idle", no_argument, 0, 'I'},
         {"native", optional_argument, 0, 'n'}, {0, 0, 0, 0}};
     int c;
     char *end;

@@ -234,6 +234,7 @@ static void wall_tick(void)
         raw.ts = wall_now();
         raw.tid = (int)ids[i];
         raw.on_cpu = 0;
+        raw.gil = pyrt_sig_holds_gil(ts[i]); /* off-CPU yet holding it: a C call that keeps it */
         raw.nnative = 0;
         raw.npy = pyrt_sig_frames_fast(ts[i], raw.py, PROF_MAX_PY);
         if (sub)

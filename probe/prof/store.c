@@ -53,6 +53,7 @@ struct psample {
     int tid;
     int sid;
     unsigned char on_cpu, wall;
+    signed char gil; /* prof_raw.gil */
 };
 
 struct pthreadname {
@@ -535,6 +536,7 @@ void prof_store_add(const struct prof_raw *r, int wall)
         s->tid = r->tid;
         s->sid = sid;
         s->on_cpu = (unsigned char)r->on_cpu;
+        s->gil = (signed char)r->gil;
         s->wall = (unsigned char)wall;
         struct pthreadname *t = tname_get(r->tid, 1);
         if (t)
@@ -627,6 +629,7 @@ int prof_samples_fill(struct probe_rows *r, struct pb_err *err)
         rc = rc ? rc : probe_rows_add_int(r, s->sid);
         rc = rc ? rc : probe_rows_add_int(r, s->on_cpu);
         rc = rc ? rc : probe_rows_add_text(r, s->wall ? "wall" : "cpu");
+        rc = rc ? rc : (s->gil < 0 ? probe_rows_add_null(r) : probe_rows_add_int(r, s->gil));
     }
     pthread_mutex_unlock(&mu);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples: out of memory") : 0;

@@ -171,6 +171,7 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
     }
     r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
     uintptr_t self = pyrt_sig_tstate_self();
+    r->gil = pyrt_sig_holds_gil(self);
     r->npy = pyrt_sig_frames_own(self, s->win, s->cache->stack_lo, s->cache->stack_hi, r->py,
                                  PROF_MAX_PY);
     /* In a subinterpreter: the frames of the call that runs it, in the thread's other states */

@@ -20,6 +20,7 @@ struct prof_raw {
     double ts;
     int tid;
     int on_cpu;
+    int gil; /* 1: held the main interpreter's GIL, 0: did not, -1: unknown */
     int nnative;
     int npy;
     uintptr_t sp, self; /* the interrupted stack pointer and pthread_self() (0: unknown) */

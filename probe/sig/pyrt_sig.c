@@ -73,6 +73,18 @@ static int own_live(uintptr_t ts)
     return __atomic_load_n((const uintptr_t *)fin, __ATOMIC_ACQUIRE) == 0;
 }
 
+int pyrt_sig_holds_gil(uintptr_t ts)
+{
+    const char *g = (const char *)sig_gil;
+    if (!g || !ts)
+        return -1;
+    return __atomic_load_n((const int *)(g + offsetof(struct _gil_runtime_state, locked)),
+                           __ATOMIC_ACQUIRE) &&
+           __atomic_load_n((const uintptr_t *)(g + offsetof(struct _gil_runtime_state,
+                                                              last_holder)),
+                           __ATOMIC_ACQUIRE) == ts;
+}
+
 #if PY_VERSION_HEX >= 0x030B0000
 /* pyrt_own_copy as a pyrt_read_fn. */
 static int own_read(uintptr_t addr, void *dst, size_t n)

@@ -62,6 +62,10 @@ int pyrt_sig_frames_own(uintptr_t tstate, struct pyrt_window *win, uintptr_t own
 int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f);
 /* The calling thread's thread state address (0 when it has none). Signal-handler safe. */
 uintptr_t pyrt_sig_tstate_self(void);
+/* 1 when thread state ts holds the main interpreter's GIL now (locked, ts its last holder), 0
+ * when it does not, -1 when unknown (no ts, or the GIL not found). Plain atomic loads: a
+ * signal handler's and any thread's. */
+int pyrt_sig_holds_gil(uintptr_t ts);
 /* Thread states of every interpreter (the main one's first, then each subinterpreter's):
  * addresses, native thread ids (-1 unknown) and interpreter ids (0: the main one; interp_ids
  * may be NULL), at most max. A thread running code in a subinterpreter has a thread state in

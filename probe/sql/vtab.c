@@ -205,7 +205,7 @@ static const struct vtab_def defs[] = {
     {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",
       COLS(systhreads_cols)}, vtab_systhreads_fill, -1, -1},
     {{"perf.samples", "live", "perf --cc samples: one row per sample of a thread (kept after "
-      "perf --stop until the next start)", vtab_perf_samples_cols, 6}, vtab_perf_samples_fill,
+      "perf --stop until the next start)", vtab_perf_samples_cols, 7}, vtab_perf_samples_fill,
      -1, -1},
     {{"perf.samples_by_stack", "live", "perf --cc samples counted per thread and stack, kept "
       "as samples arrive (the GROUP BY thread_id, stack_id of perf.samples)",

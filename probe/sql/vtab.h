@@ -38,7 +38,7 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
 int vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
-extern const struct probe_column vtab_perf_samples_cols[6], vtab_perf_stacks_cols[4],
+extern const struct probe_column vtab_perf_samples_cols[7], vtab_perf_stacks_cols[4],
     vtab_perf_frames_cols[9];
 int vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 extern const struct probe_column vtab_perf_by_stack_cols[7];

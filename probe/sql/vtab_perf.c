@@ -7,13 +7,14 @@
 #include "vtab.h"
 
 
-const struct probe_column vtab_perf_samples_cols[6] = {
+const struct probe_column vtab_perf_samples_cols[7] = {
     {"ts", "REAL", "when the sample was taken, epoch seconds"},
     {"thread_id", "INTEGER", "native thread id"},
     {"thread_name", "TEXT", "threading name (else the OS name)"},
     {"stack_id", "INTEGER", "the merged stack (perf.stacks, perf.frames)"},
     {"on_cpu", "INTEGER", "1 when the thread was running (always in cpu mode), 0 off-CPU"},
     {"mode", "TEXT", "'cpu' (CPU-time timers) or 'wall' (wall-clock sampler)"},
+    {"gil", "INTEGER", "1 when the thread held the main interpreter's GIL, 0 not, NULL unknown"},
 };
 const struct probe_column vtab_perf_stacks_cols[4] = {
     {"stack_id", "INTEGER", "stack id"},

@@ -31,7 +31,7 @@
 static void help(void)
 {
     printf("usage: probing -p PID top [--rate HZ] [--interval S] [--thread TID]\n"
-           "                 [--sort own|total|owntime|totaltime]\n"
+           "                 [--sort own|total|owntime|totaltime] [--gil] [--idle]\n"
            "\n"
            "A live view of the functions the target spends its time in, refreshed every\n"
            "interval, as 'py-spy top' shows it: from the probe's sampler (perf --cc), started\n"
@@ -46,6 +46,8 @@ static void help(void)
            "  --interval S        refresh every S seconds, 0.2 to 60 (default 1)\n"
            "  --thread TID        only thread TID (the native id, as 'debug --dump' shows)\n"
            "  --sort COLUMN       own (default), total, owntime or totaltime\n"
+           "  --gil               only samples where the thread held the GIL\n"
+           "  --idle              also off-CPU samples (a sampler in wall mode)\n"
            "\n"
            "Keys on a terminal: q quit, 1 %%Own, 2 %%Total, 3 OwnTime, 4 TotalTime (sort),\n"
            "t next thread (all, then each in turn). Elsewhere (a pipe, a file) it prints one\n"
@@ -57,7 +59,7 @@ static const char *const sort_names[] = {"own", "total", "owntime", "totaltime"}
 static const char *const sort_cols[] = {"r_own", "r_tot", "a_own", "a_tot"};
 
 struct top_opts {
-    int rate, sort;
+    int rate, sort, gil, idle;
     double interval;
     long long thread;
 };
@@ -78,6 +80,10 @@ static int parse_args(int argc, char **argv, struct top_opts *o)
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             help();
             return -1;
+        }
+        if (strcmp(a, "--gil") == 0 || strcmp(a, "--idle") == 0) {
+            *(a[2] == 'g' ? &o->gil : &o->idle) = 1;
+            continue;
         }
         const char *eq = strchr(a, '=');
         size_t kl = eq ? (size_t)(eq - a) : strlen(a);
@@ -170,7 +176,7 @@ static int thread_list(struct dap_client *dc, double t0, long long *tids, struct
 }
 
 struct view {
-    int tty, rows, cols, sort;
+    int tty, rows, cols, sort, gil, idle;
     long long thread;
     double rate, t0, last;
     const char *mode;
@@ -179,9 +185,14 @@ struct view {
 /* One refresh: queries and draws. Returns 0, or -1 with err filled. */
 static int refresh(struct dap_client *dc, struct view *v, double now, struct pb_err *err)
 {
-    char thr[64] = "", sql[2048];
+    char thr[96] = "", sql[2048];
+    size_t k = 0;
     if (v->thread > 0)
-        snprintf(thr, sizeof thr, " AND thread_id = %lld", v->thread);
+        k += (size_t)snprintf(thr + k, sizeof thr - k, " AND thread_id = %lld", v->thread);
+    if (v->gil)
+        k += (size_t)snprintf(thr + k, sizeof thr - k, " AND gil = 1");
+    if (!v->idle)
+        snprintf(thr + k, sizeof thr - k, " AND on_cpu = 1");
     /* samples since the start (a_) and since the last refresh (r_), per stack, then per
      * function over the clean view's frames: own = the innermost kept frame */
     snprintf(sql, sizeof sql,
@@ -207,9 +218,9 @@ static int refresh(struct dap_client *dc, struct view *v, double now, struct pb_
     double recent = first ? num(first, 5) : 0, all = first ? num(first, 6) : 0;
     char head[512], who[64];
     if (v->thread > 0)
-        snprintf(who, sizeof who, "thread %lld", v->thread);
+        snprintf(who, sizeof who, "thread %lld%s", v->thread, v->gil ? " holding the GIL" : "");
     else
-        snprintf(who, sizeof who, "all threads");
+        snprintf(who, sizeof who, "all threads%s", v->gil ? " holding the GIL" : "");
     int hn = snprintf(head, sizeof head,
                       "probing top: %s, %.0f samples in the last %.1f s, %.0f in %.0f s "
                       "(%.0f Hz, %s mode); sorted by %s",
@@ -270,7 +281,7 @@ static void term_size(struct view *v)
 
 int cli_cmd_top(const struct cli_opts *co, int argc, char **argv)
 {
-    struct top_opts o = {0, SORT_OWN, 1.0, 0};
+    struct top_opts o = {.sort = SORT_OWN, .interval = 1.0};
     int rc = parse_args(argc, argv, &o);
     if (rc < 0)
         return CLI_OK;
@@ -303,6 +314,8 @@ int cli_cmd_top(const struct cli_opts *co, int argc, char **argv)
                                                                                       : "cpu";
     cJSON_Delete(st);
     v.sort = o.sort;
+    v.gil = o.gil;
+    v.idle = o.idle;
     v.thread = o.thread;
     v.t0 = v.last = now_epoch();
     v.tty = isatty(STDOUT_FILENO);
