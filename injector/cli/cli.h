@@ -226,10 +226,11 @@ cli_cmd_fn cli_cmd_top; /* perf/top.c */
 /* serve (serve/, docs/http.md): the web UI and HTTP API. */
 cli_cmd_fn cli_cmd_serve;
 
-/* On a connected client: the perf --cc profile rendered as format (svg, folded, speedscope) to
- * f. Returns 0, or -1 with err filled (-ENOENT: no samples yet). */
-int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, FILE *f,
-                         struct pb_err *err);
+/* On a connected client: the perf --cc profile rendered as format (svg, folded, speedscope,
+ * chrometrace, pprof) to f, with flt's filters (thread, since, gil, idle, all; NULL: none).
+ * Returns 0, or -1 with err filled (-ENOENT: no samples yet). */
+int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format,
+                         const struct cli_fg_opts *flt, FILE *f, struct pb_err *err);
 /* eval.c: evaluate code through probing/eval on a connected client, printing what it
  * printed, the result, or the traceback (stderr). Ctrl-C meanwhile interrupts the evaluation.
  * Returns CLI_OK, CLI_FAIL (the code raised), or a negative code with err filled. */

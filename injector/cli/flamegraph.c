@@ -653,10 +653,17 @@ int cli_cmd_flamegraph(const struct cli_opts *co, int argc, char **argv)
     return rc;
 }
 
-int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format, FILE *f,
-                         struct pb_err *err)
+int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format,
+                         const struct cli_fg_opts *flt, FILE *f, struct pb_err *err)
 {
     struct fg_opts o = {0};
+    if (flt) {
+        o.thread = flt->thread;
+        o.since = flt->since;
+        o.gil = flt->gil;
+        o.idle = flt->idle;
+        o.all = flt->all;
+    }
     o.cmd = "flamegraph";
     if ((o.fmt = parse_format(format)) < 0)
         return pb_err_set(err, PB_EUSAGE, "format '%s': expected svg, folded, speedscope, "

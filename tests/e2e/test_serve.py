@@ -197,6 +197,23 @@ def test_serve_api(spawn, serve, python):
     assert sum(x.value[0] for x in prof.sample) == kept
     status, e = api(s, "/api/processes/%d/flamegraph?format=png" % t.pid)
     assert status == 400 and "svg, folded, speedscope, chrometrace or pprof" in e["error"]
+    # The filters of flamegraph: thread, since, gil, idle, native=all (the same code).
+    base = "/api/processes/%d/flamegraph?format=folded" % t.pid
+    status, one = api(s, base + "&thread=%d" % t.ready["spinner"])
+    assert status == 200 and b"spin_python" in one and b"native_share" not in one
+    status, every = api(s, base + "&native=all")
+    assert status == 200 and sum(int(l.rsplit(b" ", 1)[1]) for l in every.splitlines()) == kept
+    assert len(every) > len(folded)  # CPython's own frames and the start-up kept
+    status, g = api(s, base + "&gil=1&idle=1&since=3600")
+    assert status == 200 and 0 < sum(int(l.rsplit(b" ", 1)[1]) for l in g.splitlines()) <= kept
+    for q, msg in (("&thread=x", "thread 'x': expected a native thread id"),
+                   ("&since=-1", "since '-1': expected a number of seconds > 0"),
+                   ("&gil=yes", "gil 'yes': expected 1"),
+                   ("&native=some", "native 'some': expected all")):
+        status, e = api(s, base + q)
+        assert status == 400 and e["error"] == msg, (q, e)
+    status, e = api(s, base + "&thread=1")
+    assert status == 404 and "no samples for thread 1" in e["error"], e
     status, e = api(s, "/api/processes/%d/perf" % t.pid, "POST", {"action": "explode"})
     assert status == 400
 

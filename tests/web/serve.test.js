@@ -178,11 +178,36 @@ test('SQL console and flame graph', async () => {
   await frame.locator('#frames g', {hasText: 'native_share'}).first().click();
   await frame.locator('svg[data-zoomed^="native_share ("]').waitFor();
   await shot(page, 'flame-zoom');
-  // Downloads: folded text and speedscope JSON.
-  for (const [id, re] of [['#dl-folded', /native_share.* \d+\n/], ['#dl-speedscope', /speedscope/]]) {
+  // Downloads: folded text, speedscope and Chrome trace JSON, pprof (gzip).
+  for (const [id, re] of [['#dl-folded', /native_share.* \d+\n/], ['#dl-speedscope', /speedscope/],
+                          ['#dl-chrometrace', /traceEvents/], ['#dl-pprof', /^\x1f\x8b/]]) {
     const [dl] = await Promise.all([page.waitForEvent('download'), page.locator(id).click()]);
-    assert.match(fs.readFileSync(await dl.path(), 'utf8'), re);
+    assert.match(fs.readFileSync(await dl.path(), 'latin1'), re);
   }
+  // Filters: every native frame shows the start-up at the root (Debian's python3: _start);
+  // one thread (the spinner) shows its function and not the main thread's; a thread with no
+  // samples says so instead of drawing.
+  const root = frame.locator('#frames g', {hasText: /^_start/});
+  assert.equal(await root.count(), 0);
+  await page.locator('#flt-all').check();
+  await frame.locator('#frames g', {hasText: /^_start/}).first().waitFor();
+  assert.match(await page.locator('#dl-folded').getAttribute('href'), /native=all/);
+  await page.locator('#flt-all').uncheck();
+  await page.locator('#flt-thread').fill(String(t.ready.spinner));
+  await page.locator('#flt-thread').dispatchEvent('change');
+  await page.waitForFunction(() => /thread=/.test(document.getElementById('flame').src));
+  await frame.locator('#frames g', {hasText: 'spin_python'}).first().waitFor();
+  assert.equal(await frame.locator('#frames g', {hasText: 'native_share'}).count(), 0);
+  await page.locator('#flt-gil').check();
+  await frame.locator('#frames g', {hasText: 'spin_python'}).first().waitFor();
+  await page.locator('#flt-gil').uncheck();
+  await page.locator('#flt-thread').fill('1');
+  await page.locator('#flt-thread').dispatchEvent('change');
+  await page.locator('#flame-empty', {hasText: 'no samples for thread 1'}).waitFor();
+  await page.locator('#flt-thread').fill('');
+  await page.locator('#flt-thread').dispatchEvent('change');
+  await frame.locator('#frames g', {hasText: 'native_share'}).first().waitFor();
+  page.errors.length = 0; // the 404 of the empty thread's graph, asked on purpose
   await page.locator('#tab-memory').click();
   await page.waitForURL('**/#/p/' + t.pid + '/memory');
   await page.locator('#mem-types tbody td', {hasText: /^dict$/}).waitFor();

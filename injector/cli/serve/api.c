@@ -630,7 +630,8 @@ void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r)
     post_action(pid, body, "probing/perf", "rate", "mode", r);
 }
 
-void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r)
+void cli_serve_flamegraph(pid_t pid, const char *format, const struct cli_fg_opts *flt,
+                          struct cli_serve_reply *r)
 {
     const char *type = strcmp(format, "svg") == 0          ? "image/svg+xml"
                        : strcmp(format, "folded") == 0       ? "text/plain; charset=utf-8"
@@ -650,7 +651,7 @@ void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply 
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    int rc = f ? cli_flamegraph_write(&dc, pid, format, f, &err) : -1;
+    int rc = f ? cli_flamegraph_write(&dc, pid, format, flt, f, &err) : -1;
     if (f)
         fclose(f);
     cli_disconnect(&dc);

@@ -165,6 +165,43 @@ static pid_t path_pid(const char *url, const char **what)
     return (pid_t)pid;
 }
 
+/* The flame graph's filters from the query: thread=TID, since=S, gil=1, idle=1, native=all
+ * (docs/http.md). 0, or -1 with r a 400 naming the bad one. */
+static int flame_filters(struct MHD_Connection *conn, struct cli_fg_opts *flt,
+                         struct cli_serve_reply *r)
+{
+    static const char *const flags[] = {"gil", "idle", "native"};
+    int *dst[] = {&flt->gil, &flt->idle, &flt->all};
+    char *end;
+    for (int i = 0; i < 3; i++) {
+        const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, flags[i]);
+        if (!v || !*v)
+            continue;
+        if (strcmp(v, i == 2 ? "all" : "1") != 0) {
+            cli_serve_error(r, 400, "%s '%s': expected %s", flags[i], v, i == 2 ? "all" : "1");
+            return -1;
+        }
+        *dst[i] = 1;
+    }
+    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "thread");
+    if (v && *v) {
+        flt->thread = strtoll(v, &end, 10);
+        if (*end || flt->thread <= 0) {
+            cli_serve_error(r, 400, "thread '%s': expected a native thread id", v);
+            return -1;
+        }
+    }
+    v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
+    if (v && *v) {
+        flt->since = strtod(v, &end);
+        if (*end || !(flt->since > 0)) {
+            cli_serve_error(r, 400, "since '%s': expected a number of seconds > 0", v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void route(struct MHD_Connection *conn, const char *method, const char *url,
                   const char *body, struct cli_serve_reply *r)
 {
@@ -216,7 +253,9 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         want_post = 0;
         if (get) {
             const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
-            cli_serve_flamegraph(pid, f ? f : "svg", r);
+            struct cli_fg_opts flt = {0};
+            if (flame_filters(conn, &flt, r) == 0)
+                cli_serve_flamegraph(pid, f ? f : "svg", &flt, r);
         }
     } else if (pid != 0 && strcmp(what, "memory") == 0) {
         want_post = 0;

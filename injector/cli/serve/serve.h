@@ -70,7 +70,9 @@ void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply 
 void cli_serve_query(pid_t pid, const char *body, struct cli_serve_reply *r);
 void cli_serve_attach(pid_t pid, struct cli_serve_reply *r);
 void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);
-void cli_serve_flamegraph(pid_t pid, const char *format, struct cli_serve_reply *r);
+/* flt: the filters of the query (thread, since, gil, idle, native=all), checked by serve.c. */
+void cli_serve_flamegraph(pid_t pid, const char *format, const struct cli_fg_opts *flt,
+                          struct cli_serve_reply *r);
 void cli_serve_metrics(struct cli_serve_reply *r);
 /* Jobs on this node, or on the nodes of the host options (`probing cluster list --json`), and
  * one job's grouped stacks (`probing cluster stacks --json --job J`, which loads the probe in

@@ -386,8 +386,26 @@ async function loadTables() {
 }
 
 // ---- flame graph ----
+// The filters of the flame view (flamegraph --gil, --idle, --native=all, --thread, --since).
 function flameUrl(fmt) {
-  return '/api/processes/' + view.pid + '/flamegraph?format=' + fmt;
+  let q = '/api/processes/' + view.pid + '/flamegraph?format=' + fmt;
+  if ($('flt-gil').checked) q += '&gil=1';
+  if ($('flt-idle').checked) q += '&idle=1';
+  if ($('flt-all').checked) q += '&native=all';
+  const tid = $('flt-thread').value.trim(), since = $('flt-since').value.trim();
+  if (tid) q += '&thread=' + encodeURIComponent(tid);
+  if (since && Number(since) > 0) q += '&since=' + encodeURIComponent(since);
+  return q;
+}
+
+function flameLinks() {
+  for (const [id, fmt, ext] of [['dl-svg', 'svg', '.svg'], ['dl-folded', 'folded', '.folded'],
+                                ['dl-speedscope', 'speedscope', '.speedscope.json'],
+                                ['dl-chrometrace', 'chrometrace', '.trace.json'],
+                                ['dl-pprof', 'pprof', '.pb.gz']]) {
+    $(id).href = flameUrl(fmt);
+    $(id).download = 'flamegraph-' + view.pid + ext;
+  }
 }
 
 async function perfStatus() {
@@ -414,9 +432,20 @@ async function loadFlame() {
     frame.hidden = true;
     return;
   }
+  // Filters can leave nothing to draw: the server's one-line reason instead of a blank frame.
+  const url = flameUrl('svg') + '&t=' + Date.now();
+  const head = await fetch(flameUrl('folded'));
+  if (!head.ok) {
+    let msg = head.statusText;
+    try { msg = (await head.json()).error || msg; } catch (e) { /* not JSON */ }
+    empty.textContent = msg;
+    empty.hidden = false;
+    frame.hidden = true;
+    return;
+  }
   empty.hidden = true;
   frame.hidden = false;
-  frame.src = flameUrl('svg') + '&t=' + Date.now();
+  frame.src = url;
 }
 
 async function perf(action) {
@@ -564,12 +593,7 @@ function route() {
     $('tables-list').textContent = 'loading…';
     loadTables();
   } else if (view.name === 'flame') {
-    $('dl-svg').href = flameUrl('svg');
-    $('dl-svg').download = 'flamegraph-' + view.pid + '.svg';
-    $('dl-folded').href = flameUrl('folded');
-    $('dl-folded').download = 'flamegraph-' + view.pid + '.folded';
-    $('dl-speedscope').href = flameUrl('speedscope');
-    $('dl-speedscope').download = 'flamegraph-' + view.pid + '.speedscope.json';
+    flameLinks();
     perfStatus();
     loadFlame();
     perfTimer = setInterval(perfStatus, 1000);
@@ -597,6 +621,9 @@ function init() {
   $('perf-start').addEventListener('click', () => perf('start'));
   $('perf-stop').addEventListener('click', () => perf('stop'));
   $('flame-refresh').addEventListener('click', loadFlame);
+  for (const id of ['flt-gil', 'flt-idle', 'flt-all', 'flt-thread', 'flt-since']) {
+    $(id).addEventListener('change', () => { flameLinks(); loadFlame(); });
+  }
   $('memory-refresh').addEventListener('click', loadMemory);
   $('job-refresh').addEventListener('click', loadJob);
   $('torch-perfetto').addEventListener('click', openInPerfetto);
