@@ -23,6 +23,8 @@ want=(
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev python3-protobuf
   # probing serve's tests: the docs' curl examples (docs/http.md)
   curl
+  # probing top's test runs it in a real terminal (tests/e2e/test_top.py)
+  tmux
   # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
   python3 python3-pytest python3-prometheus-client gdb strace util-linux mount procps git ca-certificates
   # a target whose locale writes decimal commas (localedef builds de_DE from these sources)
