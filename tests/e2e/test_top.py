@@ -66,8 +66,11 @@ def test_top_in_a_terminal(spawn, python, tmp_path):
     main, spinner = t.ready["main"], t.ready["spinner"]
     session = "top%d" % t.pid
     before, after, status = tmp_path / "before", tmp_path / "after", tmp_path / "status"
-    cmd = "stty -g > %s; %s -p %d top --interval 0.5; echo $? > %s; stty -g > %s; sleep 60" % (
-        before, shlex.quote(CLI), t.pid, status, after)
+    # each file written whole, then renamed: the test reads none half-written
+    cmd = ("stty -g > %s.tmp; mv %s.tmp %s; %s -p %d top --interval 0.5; rc=$?; "
+           "stty -g > %s.tmp; mv %s.tmp %s; echo $rc > %s.tmp; mv %s.tmp %s; sleep 60") % (
+        before, before, before, shlex.quote(CLI), t.pid, after, after, after, status, status,
+        status)
     tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "sh -c %s" % shlex.quote(cmd))
     try:
         def full(text):
@@ -102,7 +105,7 @@ def test_top_in_a_terminal(spawn, python, tmp_path):
         # q: exit 0, the terminal as it was, the alternate screen left
         tmux("send-keys", "-t", session, "q")
         deadline = time.time() + 15
-        while time.time() < deadline and not (status.exists() and after.exists()):
+        while time.time() < deadline and not status.exists():  # written last
             time.sleep(0.2)
         assert status.read_text().strip() == "0"
         assert after.read_text() == before.read_text()
