@@ -311,7 +311,7 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     await command('Probing: Dump Stacks');
     const dump = page.locator('.editor-instance .view-lines', { hasText: `probing debug --dump of process ${target.pid}` });
     await dump.waitFor();
-    assert.match((await dump.innerText()).replace(/\u00a0/g, ' '), /"MainThread"[\s\S]*main \(.*debuggee\.py:\d+\)/);
+    assert.match((await dump.innerText()).replace(/\u00a0/g, ' '), /"MainThread"[\s\S]*main \(.*debuggee\.py:\d+(:\d+)?\)/); // :column on 3.11+
     await page.locator('.tab', { hasText: `stacks process ${target.pid}` }).first().waitFor();
     await snap('dump-stacks');
 

@@ -220,7 +220,9 @@ export async function flameGraph(): Promise<vscode.WebviewPanel | undefined> {
           }
           progress.report({ message: 'drawing the flame graph' });
           try {
-            await run(cli, target, ['flamegraph', '--format', 'svg', '-o', out]);
+            // the wall-clock run is of sleeping threads: keep them (flamegraph leaves off-CPU
+            // samples out unless --idle, as py-spy does)
+            await run(cli, target, ['flamegraph', '--format', 'svg', '-o', out, ...(note ? ['--idle'] : [])]);
           } catch (e) {
             if (!started && e instanceof CliError && /no samples/.test(e.message)) {
               throw new CliError(`probing: error: flame graph: ${label} was idle: the sampler already ` +

@@ -164,7 +164,8 @@ test('Flame Graph of an idle process: too few CPU samples, so sampled again in w
   assert.equal(r[0], '-p 92 perf --cc --mode cpu --duration 1|token=');
   assert.equal(r[1], '-p 92 perf --cc --stop|token=');
   assert.equal(r[2], '-p 92 perf --cc --mode wall --duration 1|token=');
-  assert.match(r[3], /^-p 92 flamegraph --format svg -o \/\S+\/flame\.svg\|token=$/);
+  // the wall-clock graph keeps the sleeping threads: --idle
+  assert.match(r[3], /^-p 92 flamegraph --format svg -o \/\S+\/flame\.svg --idle\|token=$/);
   assert.equal(r[4], '-p 92 perf --cc --stop|token=');
   assert.equal(panel.title, 'Flame graph (wall clock): process 92');
   const note = 'process 92 was mostly idle (1 CPU sample in 1 s): this graph is of wall-clock time, ' +
