@@ -280,7 +280,8 @@ static int render(const struct flame_tree *t, const struct fg_opts *o, const str
                                     o->mode ? o->mode : r->modes, r->title};
         return ext->pprof(t, &pi, f, err);
     } else {
-        struct flame_svg_opts so = {r->title, r->subtitle, o->width, -1, o->before};
+        struct flame_svg_opts so = {.title = r->title, .subtitle = r->subtitle, .width = o->width,
+                                    .minwidth = -1, .before = o->before};
         rc = flame_write_svg(t, &so, f);
     }
     if (rc < 0)

@@ -36,7 +36,7 @@ static char *render(const struct flame_tree *t, int which)
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     ASSERT(f);
-    struct flame_svg_opts o = {"T <&> \"q\"", NULL, 1000, 0};
+    struct flame_svg_opts o = {.title = "T <&> \"q\"", .width = 1000, .minwidth = 0};
     int rc = which == 0 ? flame_write_folded(t, f)
              : which == 1 ? flame_write_svg(t, &o, f)
                           : flame_write_speedscope(t, "name \"x\"", f);
@@ -202,7 +202,7 @@ TEST(flame_svg_empty_and_narrow)
     /* A frame of 1 sample in 100000 is 0.0098 px wide at 1000 px: left out. */
     ASSERT_EQ(flame_tree_add(&t, 1, NULL, "big", 99999), 0);
     ASSERT_EQ(flame_tree_add(&t, 1, NULL, "tiny", 1), 0);
-    struct flame_svg_opts o = {NULL, NULL, 1000, 0.1};
+    struct flame_svg_opts o = {.width = 1000, .minwidth = 0.1};
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
