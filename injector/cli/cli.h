@@ -202,6 +202,11 @@ struct cli_fg_opts {
     double since;                  /* > 0: only the last since seconds of the profile */
     double after;                  /* > 0: only samples taken after this time (epoch s) */
     const char *diff;              /* --diff FILE: a differential SVG against FILE (folded) */
+    /* --window FROM:TO: only samples taken FROM to TO seconds after the profile's first
+     * (to: INFINITY when left out); --diff-window FROM:TO: a differential SVG against that
+     * window of the same profile (this one: --window, else what follows the other's TO). */
+    double win[2], dwin[2];
+    int win_set, dwin_set;
     struct flame_tree *before;     /* FILE's stacks, read by cli_fg_preload */
 };
 /* The CLI_FG_* of a format's name, or -1. */
@@ -209,7 +214,8 @@ int cli_fg_format(const char *name);
 /* Sets o->fmt from o->out's extension unless the format was given. */
 void cli_fg_format_guess(struct cli_fg_opts *o);
 /* Applies the option c ('o' -o, 'f' -f, 'T' --thread, 's' --since, 'm' --mode, 't' --title,
- * 'w' --width, 'D' --diff, 'n' --native[=all], 'G' --gil, 'I' --idle) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
+ * 'w' --width, 'D' --diff, 'n' --native[=all], 'G' --gil, 'I' --idle, 'W' --window,
+ * 'X' --diff-window) with its argument: 0; CLI_USAGE after printing why; 1 when c is none of them. */
 int cli_fg_option(struct cli_fg_opts *o, int c, const char *arg);
 /* Loads what o needs before the target is touched: the private library for pprof, --diff's
  * file. 0, or CLI_USAGE / CLI_FAIL after printing one line. cli_fg_close frees it. */

@@ -9,6 +9,7 @@
  * through cli_fg_render too. docs/flamegraph.md shows real output. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static void help(void)
     printf("usage: probing -p PID flamegraph [-o FILE] [--format FORMAT]\n"
            "                 [--thread TID] [--since SECONDS] [--mode cpu|wall]\n"
            "                 [--title TEXT] [--width PIXELS] [--native=all]\n"
-           "                 [--gil] [--idle] [--diff BEFORE.folded]\n"
+           "                 [--gil] [--idle] [--window FROM:TO]\n"
+           "                 [--diff BEFORE.folded | --diff-window FROM:TO]\n"
            "\n"
            "Render the samples 'probing -p PID perf --cc' collected (while it runs or after\n"
            "'perf --stop') as a flame graph. Python frames and native frames are merged in one\n"
@@ -48,6 +50,8 @@ static void help(void)
            "                      .json/.speedscope speedscope, else svg\n"
            "      --thread TID    only thread TID (the native id, as 'debug --dump' shows)\n"
            "      --since S       only the last S seconds of the profile (before its last sample)\n"
+           "      --window A:B    only the samples taken A to B seconds after the profile's\n"
+           "                      first ('30:' from 30 s on, ':60' the first minute)\n"
            "      --mode cpu|wall only samples taken in that mode\n"
            "      --gil           only samples where the thread held the GIL: what the GIL is\n"
            "                      busy with\n"
@@ -60,9 +64,15 @@ static void help(void)
            "                      red where its share of the samples grew since BEFORE (folded\n"
            "                      stacks, as '-f folded' wrote them earlier), blue where it\n"
            "                      shrank\n"
+           "      --diff-window A:B  a differential flame graph against the samples taken A to\n"
+           "                      B seconds after the profile's first, of this same profile:\n"
+           "                      what changed since then (this side: --window, else from B\n"
+           "                      on), without a restart or a file kept from before\n"
            "\n"
            "Example: probing -p 4242 perf --cc --duration 5 && probing -p 4242 flamegraph -o cpu.svg\n"
-           "('probing -p PID record -o FILE' samples, waits and renders in one command.)\n");
+           "('probing -p PID record -o FILE' samples, waits and renders in one command.)\n"
+           "Example: probing -p 4242 flamegraph --diff-window 0:60 -o changed.svg  (the first\n"
+           "minute against everything since)\n");
 }
 
 #define fg_opts cli_fg_opts
@@ -87,11 +97,50 @@ static const cJSON *cell(const cJSON *row, int i)
     return cJSON_GetArrayItem(row, i);
 }
 
+/* " from A s to B s" (of the profile), or " from A s on", for messages; the length written. */
+static size_t window_text(const double w[2], char *buf, size_t n)
+{
+    int k = isfinite(w[1]) ? snprintf(buf, n, " from %g s to %g s", w[0], w[1])
+                           : snprintf(buf, n, " from %g s on", w[0]);
+    return k < 0 ? 0 : (size_t)k >= n ? n - 1 : (size_t)k;
+}
+
+/* --window's FROM:TO (seconds after the profile's first sample; either may be left out). */
+static int parse_window(const char *cmd, const char *opt, const char *arg, double w[2])
+{
+    const char *colon = strchr(arg, ':');
+    char *end;
+    w[0] = 0;
+    w[1] = INFINITY;
+    if (!colon)
+        goto bad;
+    if (colon != arg) {
+        w[0] = strtod(arg, &end);
+        if (end != colon || !(w[0] >= 0) || !isfinite(w[0]))
+            goto bad;
+    }
+    if (colon[1]) {
+        w[1] = strtod(colon + 1, &end);
+        if (*end || !(w[1] > w[0]) || !isfinite(w[1]))
+            goto bad;
+    }
+    return 0;
+bad:
+    cli_error("%s: %s '%s': expected FROM:TO, seconds after the profile's first sample "
+              "(FROM < TO, either may be left out: '30:', ':60')", cmd, opt, arg);
+    return CLI_USAGE;
+}
+
 /* The filter every query shares, from the options and the profile's last timestamp (samples
  * taken while the pages are read are left out, so the pages agree with each other). */
-static void where(const struct fg_opts *o, double last_ts, char *buf, size_t n)
+static void where(const struct fg_opts *o, double first_ts, double last_ts, char *buf, size_t n)
 {
     size_t k = (size_t)snprintf(buf, n, "s.ts <= %.17g", last_ts); /* exact: no sample cut */
+    if (o->win_set) {
+        k += (size_t)snprintf(buf + k, n - k, " AND s.ts >= %.17g", first_ts + o->win[0]);
+        if (isfinite(o->win[1]))
+            k += (size_t)snprintf(buf + k, n - k, " AND s.ts < %.17g", first_ts + o->win[1]);
+    }
     if (o->thread > 0)
         k += (size_t)snprintf(buf + k, n - k, " AND s.thread_id = %lld", o->thread);
     if (o->since > 0)
@@ -109,11 +158,11 @@ static void where(const struct fg_opts *o, double last_ts, char *buf, size_t n)
 /* Read every (thread, stack) with its sample count into t, page by page (a page cut by
  * query.max_rows/max_bytes is followed by the next, keyed on its last row). Returns the number
  * of samples, or -1 with err filled ("flamegraph: ..."). */
-static long long load(struct dap_client *dc, const struct fg_opts *o, double last_ts,
-                      struct flame_tree *t, struct pb_err *err)
+static long long load(struct dap_client *dc, const struct fg_opts *o, double first_ts,
+                      double last_ts, struct flame_tree *t, struct pb_err *err)
 {
-    char filt[256], sql[1024];
-    where(o, last_ts, filt, sizeof filt);
+    char filt[384], sql[1152];
+    where(o, first_ts, last_ts, filt, sizeof filt);
     long long last_tid = 0, last_sid = 0, samples = 0;
     int first = 1;
     for (;;) {
@@ -176,12 +225,12 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double las
 /* Every sample's (thread, time, stack) in the filter, in (thread, time) order, as ticks into
  * t's stacks (which load() filled, ordered by thread and stack id), paged like load(). Returns
  * the number of ticks, or -1 with err filled. */
-static long long load_ticks(struct dap_client *dc, const struct fg_opts *o, double last_ts,
-                            const struct flame_tree *t, struct flame_tick **out,
-                            struct pb_err *err)
+static long long load_ticks(struct dap_client *dc, const struct fg_opts *o, double first_ts,
+                            double last_ts, const struct flame_tree *t,
+                            struct flame_tick **out, struct pb_err *err)
 {
-    char filt[256], sql[1024];
-    where(o, last_ts, filt, sizeof filt);
+    char filt[384], sql[1152];
+    where(o, first_ts, last_ts, filt, sizeof filt);
     long long last_tid = 0, last_sid = 0;
     double last_at = 0;
     size_t n = 0, cap = 0;
@@ -313,6 +362,7 @@ static int parse_args(int argc, char **argv, struct fg_opts *o)
         {"width", required_argument, 0, 'w'},  {"help", no_argument, 0, 'h'},
         {"diff", required_argument, 0, 'D'},   {"native", optional_argument, 0, 'n'},
         {"gil", no_argument, 0, 'G'},          {"idle", no_argument, 0, 'I'},
+        {"window", required_argument, 0, 'W'}, {"diff-window", required_argument, 0, 'X'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
@@ -371,6 +421,16 @@ int cli_fg_option(struct fg_opts *o, int c, const char *arg)
         break;
     case 't': o->title = arg; break;
     case 'D': o->diff = arg; break;
+    case 'W':
+        if (parse_window(o->cmd, "--window", arg, o->win))
+            return CLI_USAGE;
+        o->win_set = 1;
+        break;
+    case 'X':
+        if (parse_window(o->cmd, "--diff-window", arg, o->dwin))
+            return CLI_USAGE;
+        o->dwin_set = 1;
+        break;
     case 'G': o->gil = 1; break;
     case 'I': o->idle = 1; break;
     case 'n':
@@ -410,7 +470,14 @@ static int write_output(const struct flame_tree *t, const struct fg_opts *o, str
     struct tm tm;
     strftime(ta, sizeof ta, "%Y-%m-%d %H:%M:%S", localtime_r(&a, &tm));
     strftime(tb, sizeof tb, "%H:%M:%S", localtime_r(&b, &tm));
-    if (o->before)
+    if (o->before && o->dwin_set) {
+        char wa[96], wb[96];
+        window_text(o->win, wa, sizeof wa);
+        window_text(o->dwin, wb, sizeof wb);
+        snprintf(subtitle, sizeof subtitle, "differential: the samples%s against those%s "
+                 "(%llu samples): red grew, blue shrank (share of all samples)", wa, wb,
+                 o->before->root.total);
+    } else if (o->before)
         snprintf(subtitle, sizeof subtitle, "differential against %.200s (%llu samples): red "
                  "grew, blue shrank (share of all samples)", o->diff, o->before->root.total);
     else
@@ -515,7 +582,7 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
         return pb_err_set(err, -ENOENT, "%s: no samples: run 'probing perf --cc' on the target "
                           "first", o->cmd);
     }
-    p->n = load(dc, o, p->last_ts, &p->t, err);
+    p->n = load(dc, o, p->first_ts, p->last_ts, &p->t, err);
     if (p->n < 0)
         return -1;
     if (p->n == 0) {
@@ -527,6 +594,8 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
             k += (size_t)snprintf(what + k, sizeof what - k, " in mode %s", o->mode);
         if (o->since > 0)
             k += (size_t)snprintf(what + k, sizeof what - k, " in the last %g s", o->since);
+        if (o->win_set)
+            k += window_text(o->win, what + k, sizeof what - k);
         if (o->gil)
             k += (size_t)snprintf(what + k, sizeof what - k, " holding the GIL");
         if (!o->idle && strstr(p->modes, "wall"))
@@ -539,7 +608,7 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
     flame_tree_sort(&p->t);
     sampler_status(dc, &p->lost, &p->rate);
     if (o->fmt == FMT_CHROME) {
-        long long nt = load_ticks(dc, o, p->last_ts, &p->t, &p->ticks, err);
+        long long nt = load_ticks(dc, o, p->first_ts, p->last_ts, &p->t, &p->ticks, err);
         if (nt < 0)
             return -1;
         p->nticks = (size_t)nt;
@@ -559,11 +628,47 @@ static void fg_render_init(struct fg_render *r, const struct fg_profile *p, pid_
     r->nticks = p->nticks;
 }
 
-int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *o)
+/* --diff-window: the earlier window of the same profile, with the same filters, into
+ * before; o then covers --window, else what follows the earlier window. */
+static int fg_load_before(struct dap_client *dc, pid_t pid, struct fg_opts *o,
+                          struct fg_profile *before, struct pb_err *err)
+{
+    struct fg_opts bo = *o;
+    bo.win[0] = o->dwin[0];
+    bo.win[1] = o->dwin[1];
+    bo.win_set = 1;
+    bo.dwin_set = 0;
+    bo.fmt = FMT_FOLDED; /* no timeline needed */
+    if (fg_load(dc, pid, &bo, before, err) < 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        const char *rest = strncmp(msg, o->cmd, strlen(o->cmd)) == 0 && msg[strlen(o->cmd)] == ':'
+                           ? msg + strlen(o->cmd) + 2 : msg;
+        return pb_err_set(err, err->code, "%s: --diff-window: %s", o->cmd, rest);
+    }
+    if (!o->win_set) { /* cli_fg_preload refused an open-ended one */
+        o->win[0] = o->dwin[1];
+        o->win[1] = INFINITY;
+        o->win_set = 1;
+    }
+    o->before = &before->t;
+    return 0;
+}
+
+int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *opts)
 {
     struct pb_err err = {0};
-    struct fg_profile p;
+    struct fg_profile p, before;
+    struct fg_opts oo = *opts, *o = &oo;
     int rc = CLI_FAIL;
+    memset(&p, 0, sizeof p);
+    memset(&before, 0, sizeof before);
+    flame_tree_init(&p.t);
+    flame_tree_init(&before.t);
+    if (o->dwin_set && fg_load_before(dc, pid, o, &before, &err) < 0) {
+        cli_error("%s", err.msg);
+        goto out;
+    }
     if (fg_load(dc, pid, o, &p, &err) < 0) {
         cli_error("%s", err.msg);
         goto out;
@@ -579,6 +684,7 @@ int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *o)
     rc = CLI_OK;
 out:
     fg_close(&p);
+    fg_close(&before);
     return rc;
 }
 
@@ -589,13 +695,25 @@ int cli_fg_preload(struct cli_fg_opts *o)
         cli_error("%s --format pprof: %s", o->cmd, err.msg);
         return CLI_FAIL;
     }
-    if (!o->diff)
-        return 0;
-    if (o->fmt != FMT_SVG) {
-        cli_error("%s: --diff draws an SVG: leave out --format (or give svg, or an -o ending in "
-                  ".svg)", o->cmd);
+    if (o->diff && o->dwin_set) {
+        cli_error("%s: --diff and --diff-window both name the profile to compare with: give one",
+                  o->cmd);
         return CLI_USAGE;
     }
+    if (!o->diff && !o->dwin_set)
+        return 0;
+    if (o->fmt != FMT_SVG) {
+        cli_error("%s: %s draws an SVG: leave out --format (or give svg, or an -o ending in "
+                  ".svg)", o->cmd, o->diff ? "--diff" : "--diff-window");
+        return CLI_USAGE;
+    }
+    if (o->dwin_set && !o->win_set && !isfinite(o->dwin[1])) {
+        cli_error("%s: --diff-window %g: reaches the end of the profile: give it an end "
+                  "(FROM:TO) or give --window too", o->cmd, o->dwin[0]);
+        return CLI_USAGE;
+    }
+    if (!o->diff)
+        return 0; /* the earlier window is read from the target (cli_fg_render) */
     FILE *in = fopen(o->diff, "r");
     if (!in) {
         cli_error("%s: --diff %s: %s", o->cmd, o->diff, strerror(errno));

@@ -78,6 +78,12 @@ def test_python_caller_above_c_function(python, spawn):
     assert 2.0 <= float(m.group(3)) <= 3.0, r.stdout  # --duration 2: the time it sampled
     assert re.search(r"top functions \(self\):\n\s+\d+\.\d%  hot_c_spin\n", r.stdout), r.stdout
     assert "sampling goes on" in r.stdout
+    # The summary reads the clean view, as flame graphs do: no start-up, no unnamed
+    # interpreter frame, no eval loop among the top functions (self or total).
+    top = r.stdout.split("top functions (self):\n", 1)[1]
+    for bad in ("_start", "__libc_start_main", "Py_BytesMain", "Py_RunMain", "[python",
+                "[libpython", "_PyEval_EvalFrameDefault", "PyEval_EvalCode"):
+        assert not re.search(r"%\s+" + re.escape(bad), top), (bad, r.stdout)
     assert sigcgt(t.pid) & SIGPROF_BIT and prof_timers(t.pid) >= 1
     # The main thread's most common stacks: Python caller outer to the C function.
     main = t.pid

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import PYTHONS, bp, probing
-from test_flamegraph import every_frame, parse_folded, zlib_c
+from test_flamegraph import every_frame, parse_folded, share, zlib_c
 from test_repl import Pty
 
 SAMPLE = "flamehot.py"
@@ -398,3 +398,59 @@ def test_record_diff(spawn, python, tmp_path):
         r = probing("-p", t.pid, "flamegraph", *args)
         assert r.returncode == code and r.stderr.startswith("probing: error: " + msg), r.stderr
         assert r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_flamegraph_diff_window(spawn, python, tmp_path):
+    """Two time windows of one profile, no file kept from before: the sampler runs 3 s with
+    native_share taking 0.16 s of every 0.2 s, then 3 s at 0.01 s (set with eval). --window
+    selects each part (the native share falls from over half to under a quarter), and
+    --diff-window 0:2.5 (the first part against everything from 2.5 s on, then against
+    --window 3.5:) paints native_share blue and python_share red, as --diff against a
+    recorded file does."""
+    t = spawn(python, SAMPLE)
+    probing("-p", t.pid, "perf", "--cc", check=True)
+    time.sleep(3)
+    probing("-p", t.pid, "eval", "NATIVE_SECONDS = 0.01", check=True)
+    time.sleep(3.5)
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    fold = lambda *a: parse_folded(probing("-p", t.pid, "flamegraph", "-f", "folded",
+                                           *every_frame(python), *a, check=True).stdout)
+    native = lambda f: any(x.startswith("native_share") for x in f)
+    early, late = fold("--window", ":2.5"), fold("--window", "3.5:")
+    whole = fold()
+    assert sum(n for _, n in early) + sum(n for _, n in late) < sum(n for _, n in whole)
+    assert share(early, native) > 0.5 and share(late, native) < 0.25, (
+        share(early, native), share(late, native))
+    for extra in ([], ["--window", "3.5:"]):
+        out = tmp_path / ("dw%d.svg" % len(extra))
+        r = probing("-p", t.pid, "flamegraph", "--diff-window", "0:2.5", *extra, "-o", out)
+        assert r.returncode == 0, r.stdout + r.stderr
+        fr = diff_frames(out)
+        ns, ns_fill, _ = fr["native_share"][0]
+        ps, ps_fill, _ = fr["python_share"][0]
+        assert ns < -0.2 and ps > 0.2, (extra, ns, ps)
+        r_, g_, b_ = rgb(ns_fill)
+        assert b_ == 255 and r_ == g_ < 255, ns_fill
+        sub = "the samples from %s s on against those from 0 s to 2.5 s" % (
+            "3.5" if extra else "2.5")
+        assert sub in out.read_text(), out.read_text()[:2000]
+    # Errors: one line each.
+    for args, code, msg in [
+            (["--window", "5"], 2, "flamegraph: --window '5': expected FROM:TO"),
+            (["--window", "4:2"], 2, "flamegraph: --window '4:2': expected FROM:TO"),
+            (["--window", "-1:"], 2, "flamegraph: --window '-1:': expected FROM:TO"),
+            (["--diff-window", "x:"], 2, "flamegraph: --diff-window 'x:': expected FROM:TO"),
+            (["--diff-window", "0:1", "-f", "folded"], 2,
+             "flamegraph: --diff-window draws an SVG"),
+            (["--diff-window", "0:1", "--diff", tmp_path / "dw0.svg"], 2,
+             "flamegraph: --diff and --diff-window both name the profile to compare with"),
+            (["--diff-window", "1:"], 2, "flamegraph: --diff-window 1: reaches the end of "
+                                         "the profile"),
+            (["--diff-window", "500:600"], 1, "flamegraph: --diff-window: no samples from "
+                                              "500 s to 600 s"),
+            (["--window", "500:", "-f", "folded"], 1, "flamegraph: no samples from 500 s on")]:
+        r = probing("-p", t.pid, "flamegraph", *args)
+        assert r.returncode == code and r.stderr.startswith("probing: error: " + msg), (
+            args, r.returncode, r.stderr)
+        assert r.stderr.count("\n") == 1, r.stderr

@@ -15,7 +15,8 @@
 #include "perf.h"
 
 #define TOP 10
-/* A function's name in the summary: Python "func (file)" (all its lines together), native
+/* The summary reads the clean view (perf.frames.collapsed = 0), as flame graphs and top do: a
+ * stack's own function is its innermost kept frame. A function's name in the summary: Python "func (file)" (all its lines together), native
  * the symbol or module+0xOFFSET. */
 #define FUNC "CASE WHEN f.kind = 'python' THEN f.func || ' (' || f.file || ')' ELSE f.name END"
 
@@ -101,15 +102,17 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
     char sql[768];
     snprintf(sql, sizeof sql,
              "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
-             "stack_id) SELECT " FUNC " AS fn, SUM(c.n) AS n FROM c JOIN perf.frames f ON "
-             "f.stack_id = c.stack_id AND f.depth = 0 GROUP BY fn ORDER BY n DESC, fn LIMIT %d",
-             TOP);
+             "stack_id), f AS MATERIALIZED (SELECT c.stack_id AS sid, c.n AS n, f.depth AS d, "
+             FUNC " AS fn FROM c JOIN perf.frames f ON f.stack_id = c.stack_id AND "
+             "f.collapsed = 0), leaf AS (SELECT sid, MIN(d) AS d FROM f GROUP BY sid) "
+             "SELECT f.fn, SUM(f.n) AS n FROM f JOIN leaf ON leaf.sid = f.sid AND leaf.d = f.d "
+             "GROUP BY f.fn ORDER BY n DESC, f.fn LIMIT %d", TOP);
     if (print_top(dc, "top functions (self):", sql, samples, err) < 0)
         return -1;
     snprintf(sql, sizeof sql,
              "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
              "stack_id), t AS MATERIALIZED (SELECT DISTINCT c.stack_id, " FUNC " AS fn, c.n FROM c "
-             "JOIN perf.frames f ON f.stack_id = c.stack_id) SELECT fn, SUM(n) AS n FROM t GROUP "
+             "JOIN perf.frames f ON f.stack_id = c.stack_id AND f.collapsed = 0) SELECT fn, SUM(n) AS n FROM t GROUP "
              "BY fn ORDER BY n DESC, fn LIMIT %d", TOP);
     return print_top(dc, "top functions (total):", sql, samples, err);
 }
