@@ -26,8 +26,7 @@ FLAME_DIR = os.path.join(ROOT, "tests", "flame")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
-@pytest.fixture(scope="session")
-def speedscope_validator():
+def flame_node_modules():
     """tests/flame/node_modules from the committed lockfile (npm ci when missing or stale)."""
     stamp = os.path.join(FLAME_DIR, "node_modules", ".package-lock.json")
     lock = os.path.join(FLAME_DIR, "package-lock.json")
@@ -35,6 +34,26 @@ def speedscope_validator():
         r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=FLAME_DIR,
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, "npm ci in tests/flame failed: %s" % r.stderr[-2000:]
+
+
+@pytest.fixture(scope="session")
+def trace_reader():
+    """Chrome DevTools' trace engine (tests/flame/read_trace.mjs) reading a Chrome trace file:
+    what it made of it, as a dict."""
+    flame_node_modules()
+
+    def read(path):
+        r = subprocess.run(["node", os.path.join(FLAME_DIR, "read_trace.mjs"), str(path)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(r.stdout)
+    return read
+
+
+@pytest.fixture(scope="session")
+def speedscope_validator():
+    """speedscope's own schema (tests/flame/validate.js) checking a file."""
+    flame_node_modules()
 
     def validate(path):
         r = subprocess.run(["node", os.path.join(FLAME_DIR, "validate.js"), str(path)],

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import PYTHONS, bp, probing
-from test_flamegraph import every_frame, parse_folded, share, zlib_c
+from test_flamegraph import every_frame, parse_folded, share, trace_reader, zlib_c  # noqa: F401
 from test_repl import Pty
 
 SAMPLE = "flamehot.py"
@@ -140,7 +140,7 @@ def check_nesting(events):
 
 
 @pytest.mark.parametrize("python", PYTHONS)
-def test_record_chrometrace(spawn, python, tmp_path):
+def test_record_chrometrace(spawn, python, tmp_path, trace_reader):
     t = spawn(python, SAMPLE)
     main, spinner = t.ready["main"], t.ready["spinner"]
     out = tmp_path / "run.trace.json"  # the format from the extension
@@ -182,6 +182,22 @@ def test_record_chrometrace(spawn, python, tmp_path):
     # flamegraph renders the same format from the same profile.
     r = probing("-p", t.pid, "flamegraph", "--format", "chrometrace", *every, check=True)
     assert json.loads(r.stdout)["traceEvents"] == evs
+    # An independent reader: the trace engine of Chrome DevTools' Performance panel (no
+    # Perfetto can run here: its UI is a web app, its trace processor is not packaged) loads
+    # the file as one process, one track per thread under its name, every event an entry of
+    # its thread's call tree, the outermost ones its roots, no warning, ending where the last
+    # event ends.
+    seen = trace_reader(out)
+    assert [p["pid"] for p in seen["processes"]] == [t.pid], seen
+    assert seen["warnings"] == [], seen["warnings"]
+    threads = {x["tid"]: x for x in seen["processes"][0]["threads"]}
+    assert set(threads) == set(by_tid), (threads.keys(), by_tid.keys())
+    for tid, x in threads.items():
+        assert x["name"] == meta[("thread_name", tid)], x
+        assert x["entries"] == len(by_tid[tid]), (tid, x["entries"], len(by_tid[tid]))
+        assert x["roots"] == len(outer[tid]), (tid, x["roots"], len(outer[tid]))
+        assert set(x["names"]) == {e["name"] for e in by_tid[tid]}
+    assert seen["bounds"]["max"] == max(e["ts"] + e["dur"] for e in xs), seen["bounds"]
 
 
 # pprof's profile.proto (github.com/google/pprof proto/profile.proto), the fields this test
