@@ -111,12 +111,22 @@ def _costs():
 
 def _procmap_query():
     """Whether the kernel answers PROCMAP_QUERY (6.11+), which the sampler's module lookup uses
-    when it can (else it reads /proc/PID/maps)."""
-    rel = os.uname().release.split("-")[0].split(".")
+    when it can (else it reads /proc/PID/maps): asked of /proc/self/maps for an address of
+    this process."""
+    import ctypes
+    import fcntl
+    import struct
+    size = 104  # struct procmap_query (linux/fs.h)
+    req = (3 << 30) | (size << 16) | (ord("f") << 8) | 17  # _IOWR('f', 17, ...)
+    addr = ctypes.cast(ctypes.pythonapi.Py_IsInitialized, ctypes.c_void_p).value
+    buf = bytearray(struct.pack("=QQQ", size, 0, addr) + bytes(size - 24))
     try:
-        return "yes" if (int(rel[0]), int(rel[1])) >= (6, 11) else "no (kernel < 6.11)"
-    except (ValueError, IndexError):
-        return "?"
+        with open("/proc/self/maps", "rb") as f:
+            fcntl.ioctl(f.fileno(), req, buf)
+    except OSError as e:
+        return "no (%s)" % os.strerror(e.errno)
+    start, end = struct.unpack_from("=QQ", buf, 24)
+    return "yes" if start <= addr < end else "no (a wrong answer)"
 
 
 def machine_header():
