@@ -265,7 +265,8 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
 $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
-                         probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c)
+                         probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c \
+                         injector/cli/srccache.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
@@ -341,7 +342,7 @@ FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c t
              tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c \
              tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/core/settings.c probe/core/settings_compat.c \
              probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h \
-             injector/inject/elf.c injector/cli/corefile.c
+             injector/inject/elf.c injector/cli/corefile.c injector/cli/srccache.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 # Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
 # the harness's own pyrt_sig_read over the input). Its replay runs under clang's ASan and UBSan:

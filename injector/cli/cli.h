@@ -159,6 +159,9 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
 /* Loads it from cli_libdir once, for the commands that need libdw, libedit or SQLite (the
  * others never do, so they never map those libraries): its table, or NULL with err filled. */
 const struct cli_ext *cli_ext_load(struct pb_err *err);
+/* Whether it is there to be loaded later (readable in cli_libdir), without loading it: 0, or
+ * -1 with err filled as cli_ext_load would. */
+int cli_ext_check(struct pb_err *err);
 
 /* ---- connect.c: the CLI as a DAP client ---- */
 

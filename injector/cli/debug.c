@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "srccache.h"
 
 static void help(void)
 {
@@ -66,6 +67,69 @@ struct line_memo {
 #define LINE_MEMO 512
 static struct line_memo *line_memo;
 
+/* The answers kept between runs, per object (srccache.h): most of a native dump's time was
+ * reading DWARF for the same frames of the same objects as the run before. */
+#define SRC_OBJECTS 64
+static struct src_obj {
+    char *mod;
+    int usable; /* 0: the object cannot be stat'ed: no cache */
+    struct cli_srccache c;
+} src_objs[SRC_OBJECTS];
+static int nsrc_objs;
+
+static struct cli_srccache *src_cache(const char *mod)
+{
+    for (int i = 0; i < nsrc_objs; i++)
+        if (strcmp(src_objs[i].mod, mod) == 0)
+            return src_objs[i].usable ? &src_objs[i].c : NULL;
+    if (nsrc_objs == SRC_OBJECTS || !(src_objs[nsrc_objs].mod = strdup(mod)))
+        return NULL;
+    struct src_obj *o = &src_objs[nsrc_objs++];
+    o->usable = cli_srccache_open(&o->c, dump_pid, mod) == 0;
+    return o->usable ? &o->c : NULL;
+}
+
+static int srcline_cached(const char *mod, unsigned long long pc, unsigned long long bias,
+                          char *file, size_t nfile, int *line, char *func, size_t nfunc,
+                          unsigned long long *off)
+{
+    struct cli_srccache *c = pc >= bias ? src_cache(mod) : NULL;
+    const struct cli_srcent *e = c ? cli_srccache_find(c, pc - bias) : NULL;
+    if (e) {
+        snprintf(file, nfile, "%s", e->file);
+        snprintf(func, nfunc, "%s", e->func);
+        *line = e->line, *off = e->symoff;
+        return e->rc;
+    }
+    if (!dump_ext) {
+        static int said;
+        struct pb_err err = {0};
+        if (!(dump_ext = cli_ext_load(&err))) {
+            if (!said++)
+                fprintf(stderr, "probing: note: native frames without file:line: %s\n",
+                        err.msg);
+            return -1;
+        }
+    }
+    int rc = dump_ext->srcline(dump_pid, mod, pc, bias, file, nfile, line, func, nfunc, off);
+    if (c) {
+        struct cli_srcent ne = {.off = pc - bias, .rc = rc == 0 ? 0 : -1,
+                                .line = rc == 0 ? *line : 0, .symoff = rc == 0 ? *off : 0,
+                                .func = rc == 0 ? func : "", .file = rc == 0 ? file : ""};
+        cli_srccache_put(c, &ne);
+    }
+    return rc;
+}
+
+static void src_cache_close(void)
+{
+    for (int i = 0; i < nsrc_objs; i++) {
+        cli_srccache_free(&src_objs[i].c);
+        free(src_objs[i].mod);
+    }
+    nsrc_objs = 0;
+}
+
 static int srcline_memo(const char *mod, unsigned long long pc, unsigned long long bias,
                         char *file, size_t nfile, int *line, char *func, size_t nfunc,
                         unsigned long long *off)
@@ -85,7 +149,7 @@ static int srcline_memo(const char *mod, unsigned long long pc, unsigned long lo
             return m->rc;
         }
     }
-    int rc = dump_ext->srcline(dump_pid, mod, pc, bias, file, nfile, line, func, nfunc, off);
+    int rc = srcline_cached(mod, pc, bias, file, nfile, line, func, nfunc, off);
     if (m) {
         free(m->mod);
         m->mod = strdup(mod);
@@ -279,8 +343,9 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;
     }
     struct pb_err err = {0};
-    /* file:line from DWARF is the private library's: loaded before the target is touched */
-    if (native && !(dump_ext = cli_ext_load(&err))) {
+    /* file:line from DWARF is the private library's: checked before the target is touched,
+     * loaded when a frame is not in the cache of earlier runs (srccache.h) */
+    if (native && cli_ext_check(&err) < 0) {
         cli_error("debug --dump --native: %s", err.msg);
         return CLI_FAIL;
     }
@@ -294,7 +359,9 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
     if (!body)
         return CLI_FAIL;
     dump_pid = o->target.pid;
-    if (native)
+    if (native) {
         add_native_lines(body);
+        src_cache_close();
+    }
     return cli_print_body(body, json, cli_dump_print);
 }

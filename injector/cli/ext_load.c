@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -27,4 +29,16 @@ const struct cli_ext *cli_ext_load(struct pb_err *err)
                    "('make install': it belongs beside the probes) or set PROBING_LIBDIR",
                    h ? "it has no " CLI_EXT_ENTRY " (from another build of probing)" : dlerror());
     return ext;
+}
+
+int cli_ext_check(struct pb_err *err)
+{
+    char dir[4096], lib[4200];
+    cli_libdir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/%s", dir, CLI_EXT_LIB);
+    if (access(lib, R_OK) == 0)
+        return 0;
+    return pb_err_set(err, -ENOENT, "cannot load the CLI's private library: %s: %s: reinstall "
+                      "probing ('make install': it belongs beside the probes) or set "
+                      "PROBING_LIBDIR", lib, strerror(errno));
 }
