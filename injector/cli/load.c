@@ -3,9 +3,11 @@
  * version, inject it (injector/inject/) unless it is loaded with its agent answering, one
  * injection per process at a time (a lock in our private directory), and a fresh copy into a
  * fork child that inherited the probe without its agent. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,12 +211,77 @@ static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
     }
 }
 
+/* Lock files of processes that are gone, left by a CLI killed while it held one (SIGKILL):
+ * removed when no command holds them (at most 4096 entries looked at). */
+static void inject_lock_sweep(const char *path)
+{
+    char dir[96];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    for (int seen = 0; seen < 4096 && (de = readdir(d)); seen++) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (pid <= 0 || strcmp(end, ".inject.lock") != 0 ||
+            !(kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+            continue;
+        int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), de->d_name, 0);
+        close(fd);
+    }
+    closedir(d);
+}
+
 static void inject_unlock(int fd, const char *path)
 {
     if (fd < 0)
         return;
     unlink(path);
     close(fd);
+    inject_lock_sweep(path);
+}
+
+/* While the lock is held, SIGINT/SIGTERM/SIGHUP/SIGQUIT (held by inj_inject until the target
+ * is restored, then taken) remove the lock file before they end the CLI as they would have:
+ * only where the CLI had left them at their default action. */
+static const int held_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static char locked_path[96];
+static struct sigaction held_old[sizeof held_sigs / sizeof *held_sigs];
+static int held_set[sizeof held_sigs / sizeof *held_sigs];
+
+static void on_held_signal(int sig)
+{
+    unlink(locked_path); /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void lock_signals(const char *path)
+{
+    snprintf(locked_path, sizeof locked_path, "%s", path);
+    for (size_t i = 0; i < sizeof held_sigs / sizeof *held_sigs; i++) {
+        struct sigaction sa = {.sa_handler = on_held_signal};
+        sigemptyset(&sa.sa_mask);
+        held_set[i] = sigaction(held_sigs[i], NULL, &held_old[i]) == 0 &&
+                      held_old[i].sa_handler == SIG_DFL &&
+                      sigaction(held_sigs[i], &sa, NULL) == 0;
+    }
+}
+
+static void unlock_signals(void)
+{
+    for (size_t i = 0; i < sizeof held_sigs / sizeof *held_sigs; i++)
+        if (held_set[i])
+            sigaction(held_sigs[i], &held_old[i], NULL);
 }
 
 /* Whether the probe is loaded in pid with its agent answering (or about to): its version from
@@ -254,8 +321,12 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
     int fd = inject_lock(pid, path, sizeof path, err);
     if (fd == PB_ETIMEDOUT)
         return fd;
+    if (fd >= 0)
+        lock_signals(path);
     int rc = probe_ensure_locked(pid, injected, version, vn, err);
     inject_unlock(fd, path);
+    if (fd >= 0)
+        unlock_signals();
     return rc;
 }
 

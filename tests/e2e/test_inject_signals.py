@@ -102,11 +102,15 @@ def test_cli_killed_inside_the_remote_call(python, sig, spawn, tmp_path):
     assert not os.path.exists(mark + ".done")
     cli.send_signal(sig)
     cli.communicate(timeout=30)
+    lock = "/tmp/probing-%d/%d.inject.lock" % (os.geteuid(), t.pid)
     if sig == signal.SIGKILL:
         assert cli.returncode == -signal.SIGKILL
+        assert os.path.exists(lock)  # nothing runs in a CLI killed so: the next one sweeps
     else:
-        # Held until the target was restored, then taken: the CLI ends by that signal.
+        # Held until the target was restored, then taken: the CLI ends by that signal, its
+        # lock file removed first (before: left behind, one per interrupted injection).
         assert cli.returncode == -sig, cli.returncode
+        assert not os.path.exists(lock), lock
     deadline = time.time() + 5
     while not os.path.exists(mark + ".done"):
         assert time.time() < deadline, "the constructor never finished"
@@ -145,3 +149,31 @@ def test_signals_at_random_points_of_an_injection(python, spawn):
             _finish(t)
     # Each signal landed while the CLI still ran at least once.
     assert min(hits.values()) >= 1, hits
+
+
+def test_stale_lock_files_swept(spawn, tmp_path):
+    """Lock files a killed CLI left for processes that are gone are removed by the next
+    injection (one not held, of a dead pid); a held one, or one of a live process, stays."""
+    d = "/tmp/probing-%d" % os.geteuid()
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = spawn(HOST_PYTHONS[0].values[0], "read_loop.py", args=("1",))
+    held_pid = subprocess.Popen(["true"])
+    held_pid.wait()
+    paths = {k: "%s/%d.inject.lock" % (d, p) for k, p in
+             (("gone", gone.pid), ("live", live.pid), ("held", held_pid.pid))}
+    for p in paths.values():
+        open(p, "w").close()
+    import fcntl
+    with open(paths["held"]) as h:
+        fcntl.flock(h, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        t = spawn(HOST_PYTHONS[0].values[0], "read_loop.py", args=("1",))
+        probing("-p", t.pid, "inject", check=True)
+        assert not os.path.exists(paths["gone"])
+        assert os.path.exists(paths["live"]) and os.path.exists(paths["held"])
+        assert not os.path.exists("%s/%d.inject.lock" % (d, t.pid))  # its own, unlinked
+    for k in ("live", "held"):
+        os.unlink(paths[k])
+    _finish(live)
+    _finish(t)
