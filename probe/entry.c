@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +58,22 @@ static void agent_first(void)
            probe_info_get()->python_version);
 }
 
+/* A start step made to fail for the tests (PROBING_TEST_FAIL_START=loop|server|worker|task|
+ * events|thread, read at each start): undoing what came before it is tested step by step
+ * (tests/e2e/test_start_undo.py). Unset in production. */
+static int fault(const char *step, struct pb_err *err)
+{
+    const char *f = getenv("PROBING_TEST_FAIL_START");
+    if (f && strcmp(f, step) == 0)
+        return pb_err_set(err, PB_EUNKNOWN, "%s: failed for the test (PROBING_TEST_FAIL_START)",
+                          step);
+    return 0;
+}
+
 /* The composition root: the loop, the server on it, the GIL worker, the task thread, the
- * debugger's event queue, then the agent thread. Once (idempotent), any thread. */
+ * debugger's event queue, then the agent thread. Once it succeeded (idempotent), any thread.
+ * A step that fails undoes those before it, last first (as libuv's own set-up does), so that
+ * nothing is left running or listening and a later probing_start() starts afresh. */
 static int probe_start(struct pb_err *err)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,20 +82,35 @@ static int probe_start(struct pb_err *err)
     pthread_mutex_lock(&lock);
     if (started)
         goto out;
-    rc = probe_loop_init(err);
-    if (rc == 0)
-        rc = probe_server_start(err);
-    if (rc == 0)
-        rc = probe_worker_start(probe_agent_loop(), err);
-    if (rc == 0)
-        rc = probe_task_start(probe_agent_loop(), err);
-    if (rc == 0)
-        probe_server_sweep();
-    if (rc == 0 && dbg_events_start() != 0)
-        rc = pb_err_set(err, PB_EUNKNOWN, "cannot start the debugger's event queue");
-    if (rc == 0)
-        rc = probe_loop_start(agent_first, err);
-    started = rc == 0;
+    if ((rc = fault("loop", err)) < 0 || (rc = probe_loop_init(err)) < 0)
+        goto out;
+    if ((rc = fault("server", err)) < 0 || (rc = probe_server_start(err)) < 0)
+        goto undo_loop;
+    if ((rc = fault("worker", err)) < 0 || (rc = probe_worker_start(probe_agent_loop(), err)) < 0)
+        goto undo_server;
+    if ((rc = fault("task", err)) < 0 || (rc = probe_task_start(probe_agent_loop(), err)) < 0)
+        goto undo_worker;
+    if ((rc = fault("events", err)) < 0)
+        goto undo_task;
+    if (dbg_events_start() != 0) {
+        rc = pb_err_set(err, -ENOMEM, "cannot start the debugger's event queue");
+        goto undo_task;
+    }
+    if ((rc = fault("thread", err)) < 0 || (rc = probe_loop_start(agent_first, err)) < 0)
+        goto undo_events;
+    probe_server_sweep();
+    started = 1;
+    goto out;
+undo_events:
+    dbg_events_stop();
+undo_task:
+    probe_task_stop();
+undo_worker:
+    probe_worker_stop();
+undo_server:
+    probe_server_stop();
+undo_loop:
+    probe_loop_close();
 out:
     pthread_mutex_unlock(&lock);
     return rc;

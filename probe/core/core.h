@@ -38,6 +38,9 @@ int probe_loop_init(struct pb_err *err);
 int probe_uv_static_init(void);
 /* Start the agent thread: first() (may be NULL) on it, then the loop until the process ends. */
 int probe_loop_start(void (*first)(void), struct pb_err *err);
+/* Undoes probe_loop_init when the start failed before probe_loop_start (entry.c): runs the
+ * close callbacks of the handles the undone steps closed, then closes the loop. */
+void probe_loop_close(void);
 /* 1 on the agent thread. */
 int probe_on_agent_thread(void);
 
@@ -50,6 +53,9 @@ int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg);
 
 /* task.c: the task thread (before the loop runs). */
 int probe_task_start(uv_loop_t *loop, struct pb_err *err);
+/* Undoes probe_task_start (a start that failed later, before the loop ran): the thread ends
+ * after the task it runs, and is joined. */
+void probe_task_stop(void);
 
 /* rundir.c: "/tmp/probing-<uid>", created 0700 or verified to be ours and private. */
 int probe_rundir_path(char *buf, size_t n, struct pb_err *err);

@@ -75,6 +75,16 @@ void probe_inbox_hold(struct probe_inbox *b, int delta)
         uv_async_send(&b->async);
 }
 
+void probe_inbox_close(struct probe_inbox *b)
+{
+    pthread_mutex_lock(&b->mu);
+    int ready = b->ready;
+    b->ready = 0;
+    pthread_mutex_unlock(&b->mu);
+    if (ready)
+        uv_close((uv_handle_t *)&b->async, NULL);
+}
+
 void probe_inbox_forget(struct probe_inbox *b)
 {
     b->ready = 0;

@@ -50,5 +50,8 @@ void probe_inbox_hold(struct probe_inbox *b, int delta);
 /* fork() child (async-signal-safe: no lock): the async handle is the parent's loop's; posts
  * from now on only queue. */
 void probe_inbox_forget(struct probe_inbox *b);
+/* Closes the inbox's handle (loop thread, or before the loop runs: undoing a start); what is
+ * posted afterwards waits in the fifo, undelivered. */
+void probe_inbox_close(struct probe_inbox *b);
 
 #endif

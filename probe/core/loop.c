@@ -65,6 +65,13 @@ int probe_loop_start(void (*first)(void), struct pb_err *err)
     return 0;
 }
 
+void probe_loop_close(void)
+{
+    /* before the agent thread ever ran it: close callbacks run here, then the loop goes */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+}
+
 int probe_on_agent_thread(void)
 {
     return agent_running && pthread_equal(pthread_self(), agent_thread);

@@ -23,14 +23,19 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct probe_fifo queue;
 static struct probe_inbox done_inbox = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_t task_thread;
+static int task_quit; /* mu: probe_task_stop asks the thread to end */
 
 static void *task_main(void *arg)
 {
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&mu);
-        while (!queue.head)
+        while (!queue.head && !task_quit)
             pthread_cond_wait(&cv, &mu);
+        if (task_quit) {
+            pthread_mutex_unlock(&mu);
+            return NULL;
+        }
         struct task *t = PROBE_CONTAINER(probe_fifo_pop(&queue), struct task, link);
         pthread_mutex_unlock(&mu);
         t->fn(t->arg);
@@ -64,9 +69,24 @@ int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 
 int probe_task_start(uv_loop_t *loop, struct pb_err *err)
 {
+    pthread_mutex_lock(&mu);
+    task_quit = 0;
+    pthread_mutex_unlock(&mu);
     probe_inbox_init(&done_inbox, loop, on_done);
     int rc = probe_thread_start(&task_thread, task_main, 0);
-    if (rc < 0)
+    if (rc < 0) {
+        probe_inbox_close(&done_inbox);
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
+    }
     return 0;
+}
+
+void probe_task_stop(void)
+{
+    pthread_mutex_lock(&mu);
+    task_quit = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(task_thread, NULL);
+    probe_inbox_close(&done_inbox);
 }

@@ -194,6 +194,8 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
                    struct probe_eval_result *r, struct pb_err *err);
 /* debugger/events.c: the debugger's event queue (before the loop runs). */
 int dbg_events_start(void);
+/* Undoes dbg_events_start (a start that failed later, before the loop ran). */
+void dbg_events_stop(void);
 /* fork() child (async-signal-safe): the child has no agent, so its debugger is off for good:
  * no thread ever parks, hooks do nothing, events are dropped. */
 void dbg_fork_child(void);

@@ -106,6 +106,14 @@ void dbg_events_hold(int delta)
     probe_inbox_hold(&inbox, delta);
 }
 
+void dbg_events_stop(void)
+{
+    if (!started)
+        return;
+    probe_inbox_close(&inbox);
+    started = 0;
+}
+
 int dbg_events_start(void)
 {
     if (started)

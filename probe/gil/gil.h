@@ -14,6 +14,9 @@
  * taking jobs, the others retired and stuck in a call that has not returned yet. */
 #define PROBE_MAX_WORKERS 4
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err);
+/* Undoes probe_worker_start (a start that failed later, before the loop ran): the worker ends
+ * on its own (detached), its completions' handle is closed. */
+void probe_worker_stop(void);
 /* Worker threads alive (taking jobs or retired), for tests and the log. */
 int probe_worker_count(void);
 

@@ -444,7 +444,21 @@ int probe_worker_start(uv_loop_t *loop, struct pb_err *err)
     pthread_mutex_lock(&mu);
     int rc = spawn_locked();
     pthread_mutex_unlock(&mu);
-    if (rc < 0)
+    if (rc < 0) {
+        probe_inbox_close(&done_inbox);
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
+    }
     return 0;
+}
+
+void probe_worker_stop(void)
+{
+    pthread_mutex_lock(&mu);
+    if (active) {
+        active->retired = 1; /* it ends at once: no job was ever queued */
+        active = NULL;
+        pthread_cond_broadcast(&cv);
+    }
+    pthread_mutex_unlock(&mu);
+    probe_inbox_close(&done_inbox);
 }

@@ -51,6 +51,7 @@ static uv_pipe_t unix_server;
 static uv_tcp_t tcp_server;
 static int tcp_listening;
 static uv_async_t cmd_async;
+static int cmd_async_ready; /* cmd_async initialised (probe_server_stop closes it) */
 static pid_t owner_pid;
 static int serving;
 /* The descriptors of open connections (fd + 1; 0 is a free slot), so that a fork() child closes
@@ -566,11 +567,31 @@ int probe_server_start(struct pb_err *err)
 {
     owner_pid = getpid();
     uv_async_init(probe_agent_loop(), &cmd_async, on_cmd);
+    cmd_async_ready = 1;
     int rc = listen_unix(err);
-    if (rc < 0)
+    if (rc < 0) {
+        uv_close((uv_handle_t *)&cmd_async, NULL);
+        cmd_async_ready = 0;
         return rc;
+    }
     serving = 1;
     return 0;
+}
+
+void probe_server_stop(void)
+{
+    const struct probe_info *info = probe_info_get();
+    if (serving) {
+        uv_close((uv_handle_t *)&unix_server, NULL);
+        if (info->socket_path[0])
+            unlink(info->socket_path);
+        probe_info_edit()->socket_path[0] = '\0';
+        serving = 0;
+    }
+    if (cmd_async_ready) {
+        uv_close((uv_handle_t *)&cmd_async, NULL);
+        cmd_async_ready = 0;
+    }
 }
 
 void probe_server_sweep(void)

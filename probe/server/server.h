@@ -251,6 +251,9 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
 /* server/listen.c: the Unix listener (once the loop exists, before it runs), the stale-socket
  * sweep (a task), TCP from any thread, fork and exit. */
 int probe_server_start(struct pb_err *err);
+/* Undoes probe_server_start (a start that failed later, before the loop ran): the listener and
+ * its socket file go, its handles are closed. */
+void probe_server_stop(void);
 void probe_server_sweep(void);
 /* From any thread: ask the loop to listen on TCP and wait for the outcome. */
 int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
