@@ -25,7 +25,8 @@
     X(PB_ENOGIL, -1011, "the GIL could not be had")                       \
     X(PB_EBADARG, -1012, "bad argument")                                  \
     X(PB_EAUTH, -1013, "not authorised")                                  \
-    X(PB_ESTATE, -1014, "request not valid in this state")
+    X(PB_ESTATE, -1014, "request not valid in this state")                \
+    X(PB_EREFUSED, -1015, "the probe refused the request")
 
 enum pb_code {
 #define PB_ENUM_(name, val, msg) name = val,

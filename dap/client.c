@@ -204,10 +204,10 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
             const cJSON *ok = cJSON_GetObjectItemCaseSensitive(m, "success");
             if (!cJSON_IsTrue(ok)) {
                 const cJSON *msg = cJSON_GetObjectItemCaseSensitive(m, "message");
-                pb_err_set(err, PB_EUNKNOWN, "%s", cJSON_IsString(msg) ? msg->valuestring
+                pb_err_set(err, PB_EREFUSED, "%s", cJSON_IsString(msg) ? msg->valuestring
                                                                        : "request failed");
                 cJSON_Delete(m);
-                return PB_EUNKNOWN;
+                return PB_EREFUSED;
             }
             if (body) {
                 cJSON *b = cJSON_DetachItemFromObjectCaseSensitive(m, "body");

@@ -143,7 +143,8 @@ int dap_client_connect_unix(struct dap_client *c, const char *path, struct pb_er
 int dap_client_connect_tcp(struct dap_client *c, const char *host, int port, struct pb_err *err);
 /* Send a request (args taken) and wait for its response. On success returns 0 and, if body is
  * not NULL, *body is the response body (a root the caller deletes; an empty object if none).
- * A failed response returns PB_EPROTO-range code PB_EUNKNOWN with the adapter's message in err. */
+ * A failed response (success false: the probe refused it) returns PB_EREFUSED with the
+ * adapter's message in err. */
 int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
                        struct pb_err *err);
 /* Send a request (args taken) without waiting for its response (it is skipped when it comes).

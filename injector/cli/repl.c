@@ -161,7 +161,7 @@ int cli_cmd_repl(const struct cli_opts *o, int argc, char **argv)
         if (rc < 0) {
             cli_error("%s", err.msg);
             /* A GIL timeout leaves the session usable; a lost connection does not. */
-            if (err.code != PB_EUNKNOWN) {
+            if (err.code != PB_EREFUSED) {
                 ret = CLI_FAIL;
                 break;
             }

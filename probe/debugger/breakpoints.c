@@ -651,7 +651,7 @@ int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *
         free(cpath);
         Py_XDECREF(lines);
         PyErr_Clear();
-        return pb_err_set(err, PB_EUNKNOWN, "out of memory: the breakpoints of %s are "
+        return pb_err_set(err, -ENOMEM, "out of memory: the breakpoints of %s are "
                                             "unchanged", path);
     }
     nf->path = cpath;
@@ -717,7 +717,7 @@ int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, in
     if (n && !all) {
         for (int i = 0; i < n; i++)
             result(&out[i], next_id++, 0, 0, "out of memory: not set");
-        return pb_err_set(err, PB_EUNKNOWN, "out of memory: the function breakpoints are "
+        return pb_err_set(err, -ENOMEM, "out of memory: the function breakpoints are "
                                             "unchanged");
     }
     funcs_free();

@@ -6,6 +6,7 @@
  * parked threads from these records without the GIL; the worker reaches their frame objects
  * (probe_dbg_frame) while it holds the GIL, which a resumed thread needs before it can drop
  * them. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,7 +485,7 @@ int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err
     pthread_mutex_unlock(&mu);
     if (!ok) {
         probe_dbg_exception_free(out);
-        return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(err, -ENOMEM, "out of memory");
     }
     return 0;
 }

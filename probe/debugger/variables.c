@@ -8,6 +8,7 @@
  * every reference handed out before, so a stale one is always recognised. */
 #include "pyrt/internal.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +260,7 @@ int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct p
     Py_DECREF(f);
     PyErr_Clear();
     if (!out[0].ref || !out[1].ref)
-        return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(err, -ENOMEM, "out of memory");
     return 0;
 }
 
@@ -439,7 +440,7 @@ static int source(long long sref, const char *path, char **content, char **mime,
         return 0;
     free(*mime);
     *mime = NULL;
-    return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+    return pb_err_set(err, -ENOMEM, "out of memory");
 }
 
 int probe_dbg_source(long long sref, const char *path, char **content, char **mime,

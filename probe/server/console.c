@@ -2,6 +2,7 @@
 /* The probe's console commands: a repl `evaluate` starting with '%' is one of these instead of
  * Python. %sql runs a query on the task thread (probe_store_query) and answers with the table
  * rendered as text; %help lists them. See docs/protocol.md "evaluate". */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static void sql_run(void *job)
         free(cells);
     }
     if (!j->text)
-        j->rc.rc = pb_err_set(&j->rc.err, PB_EUNKNOWN, "out of memory");
+        j->rc.rc = pb_err_set(&j->rc.err, -ENOMEM, "out of memory");
     probe_rows_free(&rows);
 }
 
@@ -85,7 +86,7 @@ static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
     struct sqljob *j = calloc(1, sizeof *j);
     if (!j || !(j->sql = strdup(rest))) {
         free(j);
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     }
     return dap_job_submit(c, &sql_job, j, DAP_F_TASK, 0);
 }

@@ -8,6 +8,7 @@
 #include "gil/gil.h"
 #include "core/settings.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +111,7 @@ static void job_finish(struct job_run *r, int gil_rc)
         rep.long_msg = jr->long_msg;
         jr->long_msg = NULL;
     } else if (!body) {
-        rc = pb_err_set(&rep.err, PB_EUNKNOWN, "out of memory: no answer could be built");
+        rc = pb_err_set(&rep.err, -ENOMEM, "out of memory: no answer could be built");
     } else {
         rc = r->ops->reply(&rep, r->job, body);
     }
@@ -164,7 +165,7 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
     if (!p) {
         free(r);
         drop_job(ops, job);
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
     }
     *r = (struct job_run){.ops = ops, .job = job, .p = p, .s = c->s, .flags = flags,
                           .timeout_ms = timeout_ms};
@@ -173,7 +174,7 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
                                 : probe_gil_submit(job_run, job_gil_done, r, timeout_ms);
     if (rc < 0) {
         struct pb_err err;
-        pb_err_set(&err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
+        pb_err_set(&err, -ENOMEM, "out of memory: '%s' was not run", c->command);
         dap_pending_finish(p, err.code, NULL, &err);
         job_free(r);
     }
@@ -191,7 +192,7 @@ int dap_command_run(const struct dap_command *cmd, struct dap_ctx *c, const cJSO
     }
     void *job = calloc(1, cmd->job->size);
     if (!job)
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: '%s' was not run", c->command);
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
     int rc = cmd->job->parse ? cmd->job->parse(c, args, job) : 0;
     if (rc == DAP_JOB_ANSWERED) { /* parse found what run would, without the GIL */
         struct dap_reply rep = {.s = c->s};

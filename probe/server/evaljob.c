@@ -3,6 +3,7 @@
  * runs on the worker under the GIL (probe_eval_run, in __main__ or a stopped frame) with the
  * eval GIL timeout; the loop never waits. If the GIL cannot be had in time nothing runs, and
  * the answer names the thread holding it and where it is, read from a GIL-free snapshot. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,7 @@ int dap_eval_init(struct dap_ctx *c, struct dap_evaljob *j, const char *src, int
     dap_session_eval_count(j->s, +1);
     if (!(j->src = strdup(src)) || !(j->result = calloc(1, sizeof *j->result)) ||
         (args && !(j->args = cJSON_Duplicate(args, 1))))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;
 }
 
@@ -100,7 +101,7 @@ int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long fra
 {
     struct dap_evaljob *j = calloc(1, sizeof *j);
     if (!j)
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     int rc = dap_eval_init(c, j, src, mode, frame_id, refs, args, render);
     if (rc < 0) {
         dap_eval_drop(j);

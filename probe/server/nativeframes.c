@@ -15,6 +15,7 @@
  * bound, or its two stacks cannot be matched) the Python frames come alone under a label frame
  * that says why. Loop thread. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -180,7 +181,7 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         e = calloc((size_t)ns.n + 1, sizeof *e);
         if (!e) {
             prof_nstack_free(&ns);
-            return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+            return pb_err_set(err, -ENOMEM, "out of memory");
         }
         n = merge_entries(&ns, mode, inspectable ? py : NULL, npy, e);
         if (n < 0)
@@ -193,7 +194,7 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         e = calloc((size_t)npy + 1, sizeof *e);
         if (!e) {
             prof_nstack_free(&ns);
-            return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+            return pb_err_set(err, -ENOMEM, "out of memory");
         }
         e[0] = (struct entry){.kind = E_LABEL};
         for (n = 1; n <= npy; n++)

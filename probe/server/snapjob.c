@@ -4,6 +4,8 @@
  * the GIL cannot be had in time, a GIL-free snapshot is taken on the loop instead and the
  * renderer is told why (gil_rc), so the client always gets an answer within the timeout. */
 
+#include <errno.h>
+
 #include "server.h"
 #include "snapshot.h"
 
@@ -48,6 +50,6 @@ int dap_snap_init(struct dap_ctx *c, struct dap_snapjob *j, const cJSON *args, i
     j->max_frames = max_frames;
     j->render = render;
     if (args && !(j->args = cJSON_Duplicate(args, 1)))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;
 }

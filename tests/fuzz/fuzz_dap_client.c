@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         check(body == NULL, "a body with an error");
-        if (rc == PB_EUNKNOWN) /* a failed response: its message is the probe's, maybe "" */
+        if (rc == PB_EREFUSED) /* a failed response: its message is the probe's, maybe "" */
             continue;
         check(err.msg[0] != '\0', "an error of the client's without a message");
         break; /* the connection is unusable */

@@ -133,7 +133,7 @@ static cJSON *call(pid_t pid, const char *command, cJSON *args, int query_wait,
     cli_disconnect(&dc);
     if (rc < 0) {
         /* The probe refused it (a SQLite error, a bad argument): the client's fault. */
-        cli_serve_error(r, rc == PB_EUNKNOWN ? 400 : 502, "%s", err.msg);
+        cli_serve_error(r, rc == PB_EREFUSED ? 400 : 502, "%s", err.msg);
         return NULL;
     }
     return body;
@@ -562,7 +562,7 @@ void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply 
         cli_serve_error(r, 404, "no traced step in process %d yet: start perf --torch (POST "
                         "/api/processes/%d/torch) and let a step end", (int)pid, (int)pid);
     else if (rc < 0 || !(root = cli_torch_trace(&dc, (int)pid, rows, &nevents, &err)))
-        cli_serve_error(r, rc == PB_EUNKNOWN ? 400 : 502, "%s", err.msg);
+        cli_serve_error(r, rc == PB_EREFUSED ? 400 : 502, "%s", err.msg);
     cli_disconnect(&dc);
     cJSON_Delete(body);
     if (root)

@@ -4,6 +4,7 @@
  * of native frames in stackTrace), name, path, addressRange (the union of its loaded segments)
  * and symbolStatus (whether its file has a symbol table or DWARF: "Symbols loaded", else "No
  * symbols"; a separate debug file is not looked for). No GIL. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ int dap_req_modules(struct dap_ctx *c, const cJSON *args, cJSON *body)
     struct prof_module *mods;
     int n = prof_modules(&mods, 1);
     if (n < 0)
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: the modules were not listed");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: the modules were not listed");
     long long end = count > 0 && start + count < n ? start + count : n;
     cJSON *arr = cJSON_AddArrayToObject(body, "modules");
     for (long long i = start; i < end; i++) {

@@ -8,6 +8,7 @@
  * locals are then read from memory, simple values only ("localsVia": "memory"). tasks (bool):
  * every asyncio task in "asyncio" (pyrt/asyncio.c), read with the GIL; without it, "asyncio"
  * says why not. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
             free(tids);
             free(ns);
             free(names);
-            return pb_err_set(err, PB_EUNKNOWN, "out of memory");
+            return pb_err_set(err, -ENOMEM, "out of memory");
         }
         /* A thread running code in a subinterpreter has a thread state in each interpreter:
          * its one native stack is asked once (a second SIGPROF would merge with the first)

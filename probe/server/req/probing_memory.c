@@ -3,6 +3,7 @@
  * (objects by type, gc, tracemalloc, torch CUDA) gathered on the worker under the GIL.
  * Arguments: top (1 to 1000, default 10), trace ("start" | "stop"). When the GIL cannot be had
  * in time the answer still comes with the /proc part and says why Python's part is missing. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     if (trace && strcmp(trace, "start") != 0 && strcmp(trace, "stop") != 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.trace: expected \"start\" or \"stop\"");
     if (!(j->py = cJSON_CreateObject()))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     j->top = (int)top;
     if (trace)
         strcpy(j->trace, trace);

@@ -7,6 +7,7 @@
  * the first start, unchanged when already running). The tracer runs on the worker under the GIL (torch/torch.c); the body carries its state
  * (running, step, tracedSteps, every, stepDetection, memory, rank, backward, torch, notes, and
  * started / stopped). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.every: expected 1 to 1000000");
     j->every = (int)every;
     if (!(j->body = cJSON_CreateObject()))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;
 }
 

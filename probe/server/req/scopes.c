@@ -2,6 +2,7 @@
 /* DAP: ScopesRequest. Locals and Globals of a stopped frame (arguments.frameId), each with a
  * variablesReference; read on the worker with the GIL. A native frame (nativeFrames) has no
  * scope: answered on the loop with none. */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "core/settings.h"
@@ -57,7 +58,7 @@ int dap_req_scopes(struct dap_ctx *c, const cJSON *args, cJSON *body)
     }
     struct scopesjob *j = calloc(1, sizeof *j);
     if (!j)
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: 'scopes' was not run");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: 'scopes' was not run");
     j->frame_id = id;
     return dap_job_submit(c, &job_scopes, j, DAP_F_GIL, probe_setting_gil_timeout_ms());
 }

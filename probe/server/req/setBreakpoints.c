@@ -4,6 +4,7 @@
  * requested one, in order: a line without code, a condition that does not compile, or a
  * failure is verified:false with a message. setFunctionBreakpoints shares the job's parts
  * (dap_bpjob_*). */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 
@@ -27,7 +28,7 @@ int dap_bpjob_parse(struct dap_ctx *c, struct dap_bpjob *j, const cJSON *args)
     j->specs = n ? calloc((size_t)n, sizeof *j->specs) : NULL;
     j->out = n ? calloc((size_t)n, sizeof *j->out) : NULL;
     if (!j->args || (n && (!j->specs || !j->out)))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory: no breakpoint was changed");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: no breakpoint was changed");
     list = cJSON_GetObjectItemCaseSensitive(j->args, "breakpoints");
     const cJSON *item;
     cJSON_ArrayForEach(item, list)

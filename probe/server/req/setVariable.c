@@ -3,6 +3,7 @@
  * stopped frame, or __main__) on the worker with the GIL, and stored as name in
  * variablesReference's container; the program sees it. Its output goes out as `output`
  * events before the response; an exception is the error, with its traceback. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.%s: expected string",
                           name ? "value" : "name");
     if (!(j->name = strdup(name)) || !(j->value = strdup(value)))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;
 }
 

@@ -2,6 +2,7 @@
 /* DAP: SourceRequest. The text of arguments.sourceReference (> 0: the code of a stopped
  * frame that has no file, e.g. <string>) or of source.path, read on the worker with the GIL
  * (linecache and the module's loader). Body: content, mimeType. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.sourceReference: expected a "
                                                "reference > 0 (or source.path)");
     if (path && !(j->path = strdup(path)))
-        return pb_err_set(&c->err, PB_EUNKNOWN, "out of memory");
+        return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;
 }
 
