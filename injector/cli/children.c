@@ -241,12 +241,19 @@ static void add_role(cJSON *c, const char *cmdline)
             }
             if (!role && strcmp(fn, "worker") == 0 && ends_with(file, "multiprocessing/pool.py"))
                 role = "multiprocessing pool worker";
+            if (!role && strcmp(fn, "_process_worker") == 0 &&
+                ends_with(file, "concurrent/futures/process.py"))
+                role = "process pool worker";
             if (!role && strcmp(fn, "_bootstrap") == 0 &&
                 ends_with(file, "multiprocessing/process.py"))
                 role = "multiprocessing child";
         }
     }
-    if (strstr(cmdline, "compile_worker"))
+    /* the command line only when the frames say nothing: a child forked by the forkserver or
+     * by a compile worker has their command line */
+    if (role)
+        ;
+    else if (strstr(cmdline, "compile_worker"))
         role = "torch compile worker";
     else if (strstr(cmdline, "multiprocessing.resource_tracker") ||
              strstr(cmdline, "multiprocessing.semaphore_tracker"))
