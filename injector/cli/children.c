@@ -373,8 +373,11 @@ void cli_children_print(const cJSON *d)
             printf(": %s", cli_tx(role));
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "numWorkers")))
             printf(" of %d", (int)cli_json_num(c, "numWorkers", 0));
-        printf(" ===\ncommand: %s\n", cli_tx(cli_json_str(c, "cmdline") ? cli_json_str(c, "cmdline")
-                                                                          : ""));
+        const char *cmd = cli_json_str(c, "cmdline");
+        if (cmd && cmd[0]) /* else, as ps: the kernel's name in brackets (a zombie has none) */
+            printf(" ===\ncommand: %s\n", cli_tx(cmd));
+        else
+            printf(" ===\ncommand: [%s]\n", cli_tx(cli_json_str(c, "comm")));
         if (cli_json_str(c, "note")) {
             printf("(%s: %s)\n", cli_tx(cli_json_str(c, "comm")), cli_tx(cli_json_str(c, "note")));
             continue;

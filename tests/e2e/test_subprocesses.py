@@ -258,8 +258,10 @@ def test_cluster_stacks_subprocesses(PY, tmp_path):
         t0 = time.time()
         text = probing("cluster", "stacks", "--job", name, "--subprocesses", check=True).stdout
         elapsed = time.time() - t0
-        assert re.search(r"^1 rank: 1, in 2 child processes \(DataLoader workers\)\n"
-                         r"\s+> Toy.__getitem__ \(\S+:%d\)$" % GETITEM, text, re.M), text
+        assert re.search(r"^1 rank: 1, in 2 child processes \(DataLoader workers 0-1\)\n"
+                         r"  [> ] Toy.__getitem__ \(\S+:%d\)$" % GETITEM, text, re.M), text
+        assert re.search(r"^job \S+: world size 2, 2 ranks answered on 1 of 1 node, 2 groups and "
+                         r"\d+ of child processes$", text, re.M), text
         assert text.index("in 2 child processes") > text.index("all_reduce"), text
         print("cluster stacks --subprocesses, 2 ranks x 2 workers: %.2f s" % elapsed)
         # read from outside: the same groups, nothing loaded into the workers either way

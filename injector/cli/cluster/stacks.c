@@ -574,10 +574,14 @@ static void print_frame(const cJSON *f, int mark, int color)
 
 static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
 {
-    int answered = v->answered;
+    int answered = v->answered, nchild = 0;
+    for (int g = 0; g < v->ngroups; g++)
+        nchild += v->groups[g].child;
     printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", cli_tx(v->job),
            v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
-           nodes == 1 ? "" : "s", v->ngroups, v->ngroups == 1 ? "" : "s");
+           nodes == 1 ? "" : "s", v->ngroups - nchild, v->ngroups - nchild == 1 ? "" : "s");
+    if (nchild > 0)
+        printf(" and %d of child processes", nchild);
     if (v->samples > 1)
         printf(" (%d samples, %.3g s apart)", v->samples, o->interval);
     printf("\n");
@@ -621,12 +625,20 @@ static void print_child_group(const struct cli_cluster_opts *o, const struct vie
                               const struct group *gr)
 {
     const struct task *t0 = &v->tasks[gr->tasks[0]];
-    int np = group_processes(v, gr), same = 1, loaders = 1;
+    int np = group_processes(v, gr), same = 1, loaders = 1, nids = 0;
+    int *ids = malloc(sizeof(int) * (size_t)gr->n);
     const char *role0 = cli_json_str(t0->child, "role");
     for (int i = 0; i < gr->n; i++) {
-        const char *r = cli_json_str(v->tasks[gr->tasks[i]].child, "role");
+        const cJSON *c = v->tasks[gr->tasks[i]].child;
+        const char *r = cli_json_str(c, "role");
         loaders &= r && strncmp(r, "DataLoader worker", 17) == 0;
         same &= (!r && !role0) || (r && role0 && strcmp(r, role0) == 0);
+        if (ids && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "workerId")))
+            ids[nids++] = (int)cli_json_num(c, "workerId", 0);
+    }
+    if (ids && nids > 0) { /* the worker ids, sorted and unique, as ranges */
+        qsort(ids, (size_t)nids, sizeof *ids, cmp_int);
+        nids = uniq(ids, nids);
     }
     if (np == 1) {
         printf(", in %s child process (node %s, pid %d", gr->nranks == 1 ? "its" : "a",
@@ -640,21 +652,27 @@ static void print_child_group(const struct cli_cluster_opts *o, const struct vie
         printf(")");
     } else {
         printf(", in %d child processes", np);
+        char *wr = loaders && nids > 0 ? cli_cluster_ranges(ids, nids) : NULL;
         if (loaders)
-            printf(" (DataLoader workers)");
+            printf(" (DataLoader workers%s%s)", wr ? " " : "", wr ? wr : "");
         else if (same && role0)
             printf(" (%s)", cli_tx(role0));
+        free(wr);
     }
+    free(ids);
 }
 
 static void print_groups(const struct cli_cluster_opts *o, const struct view *v, int children)
 {
-    const struct group *big = NULL; /* the largest group of ranks: the last before children */
-    for (int g = 0; g < v->ngroups; g++)
+    /* the largest group of ranks (the last before the children's) and of children (the last):
+     * a group's frames that differ from its kind's largest are marked */
+    const struct group *big = NULL, *bigchild = NULL;
+    for (int g = 0; g < v->ngroups; g++) {
         if (!v->groups[g].child)
             big = &v->groups[g];
-    if (!big && v->ngroups > 0)
-        big = &v->groups[v->ngroups - 1];
+        else
+            bigchild = &v->groups[g];
+    }
     for (int g = 0; g < v->ngroups; g++) {
         const struct group *gr = &v->groups[g];
         if (children >= 0 && gr->child != children)
@@ -685,7 +703,8 @@ static void print_groups(const struct cli_cluster_opts *o, const struct view *v,
             printf("    (no Python frames)\n");
             continue;
         }
-        int diff = gr == big ? 0 : differing(frames, group_frames(v, big)), i = 0;
+        const struct group *ref = gr->child ? bigchild : big;
+        int diff = gr == ref ? 0 : differing(frames, group_frames(v, ref)), i = 0;
         if (cJSON_GetArraySize(frames) == 0)
             printf("    (no Python frames)\n");
         cJSON_ArrayForEach(f, frames) print_frame(f, i++ < diff, o->color);
