@@ -56,8 +56,12 @@ def timed(argv):
 
 def subprocesses(job):
     """--subprocesses on the same job, whose ranks forked 2 children each: every child read
-    from outside (children.c), with the probes loaded in the ranks and with --no-inject."""
-    for extra, what in (((), "probes loaded"), (("--no-inject",), "--no-inject")):
+    from outside (children.c), with the probes loaded in the ranks (also with --native, the
+    ranks' native stacks; the children's are Python only) and with --no-inject."""
+    # --native last: after it, --no-inject reads of the same ranks fail (a bug of its own,
+    # not of --subprocesses: debug --dump --native then --no-inject on one process does it)
+    for extra, what in (((), "probes loaded"), (("--no-inject",), "--no-inject"),
+                        (("--native",), "--native")):
         argv = [CLI, "cluster", "stacks", "--job", job, "--subprocesses", "--json", *extra]
         took = [timed(argv) for _ in range(runs(5))]
         kids = [g for g in json.loads(took[-1][1])["groups"] if g.get("children")]
