@@ -17,7 +17,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import bp, probing  # noqa: E402
+from conftest import HOST_PYTHONS, bp, probing  # noqa: E402
 from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job  # noqa: E402
 
 SAMPLE = "dataloader_job.py"
@@ -289,3 +289,48 @@ def test_cluster_stacks_subprocesses(PY, tmp_path):
                          ranks[1]["workers"][0], t1), t1
     finally:
         job.kill()
+
+
+FORK_ON_GO = """
+import os, sys, time
+print("ready", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+if os.fork() == 0:
+    while True:
+        time.sleep(3600)  # the child: line 8
+print("forked", flush=True)
+while True:
+    time.sleep(3600)
+"""
+
+
+@pytest.mark.parametrize("python", [DEBIAN] + [p.values[0] for p in HOST_PYTHONS
+                                                if p.id == "3.11"],
+                         ids=["debian-static", "pyenv-libpython"])
+def test_children_after_native(python, tmp_path):
+    """debug --dump --native makes the probe map the interpreter's file whole to read its
+    symbols (a mapping at offset 0 lower than the loaded object); a child forked after
+    inherits it. Both the parent (--no-inject) and the child are still read: the object's
+    load address is its mapping that the next segment continues, not the lowest one. Before,
+    every read from outside failed: 'the interpreter of N is not initialised'."""
+    go = tmp_path / "go"
+    p = subprocess.Popen([python, "-c", FORK_ON_GO, str(go)], stdout=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        assert p.stdout.readline().startswith("ready")
+        probing("-p", p.pid, "debug", "--dump", "--native", check=True)
+        go.write_text("go")
+        assert p.stdout.readline().startswith("forked")
+        r = probing("-p", p.pid, "debug", "--dump", "--no-inject", "--subprocesses", "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert [t["frames"][0]["name"] for t in out["threads"] if t["main"]] == ["<module>"]
+        (child,) = out["children"]
+        assert "note" not in child, child
+        assert [t["frames"][0]["line"] for t in child["threads"]] == [8]
+        r = probing("-p", p.pid, "debug", "--dump", "--subprocesses", "--json", check=True)
+        assert json.loads(r.stdout)["children"][0]["threads"][0]["frames"][0]["line"] == 8
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
