@@ -305,11 +305,11 @@ while True:
 """
 
 
-@pytest.mark.parametrize("python", [DEBIAN] + [p.values[0] for p in HOST_PYTHONS
-                                                if p.id == "3.11"],
-                         ids=["debian-static", "pyenv-libpython"])
+@pytest.mark.parametrize("python", [pytest.param(DEBIAN, id="debian-static")] + [
+    pytest.param(p.values[0], id="pyenv-" + p.id) for p in HOST_PYTHONS if p.id != "debian"])
 def test_children_after_native(python, tmp_path):
-    """debug --dump --native makes the probe map the interpreter's file whole to read its
+    """On Debian's python3 (the interpreter in the executable) and pyenv's (in libpython, where
+    it failed). debug --dump --native makes the probe map the interpreter's file whole to read its
     symbols (a mapping at offset 0 lower than the loaded object); a child forked after
     inherits it. Both the parent (--no-inject) and the child are still read: the object's
     load address is its mapping that the next segment continues, not the lowest one. Before,
