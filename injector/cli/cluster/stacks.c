@@ -718,8 +718,9 @@ static void print_other_children(const struct view *v)
     if (n > 0)
         printf("\n%d child process%s not read:\n", n, n == 1 ? "" : "es");
     cJSON_ArrayForEach(c, v->other_children)
-        printf("  rank %d (node %s): pid %d (parent %d): %s: %s\n", (int)cli_json_num(c, "rank", -1),
-               cli_json_text(c, "node"), (int)cli_json_num(c, "pid", 0),
+        printf("  rank %d (node %s): pid %d (parent %d): %s: %s\n",
+               (int)cli_json_num(c, "rank", -1), cli_json_text(c, "node"),
+               (int)cli_json_num(c, "pid", 0),
                (int)cli_json_num(c, "ppid", 0), cli_json_text(c, "cmdline"),
                cli_json_text(c, "note"));
 }
