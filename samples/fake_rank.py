@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Test target: one process of a fake distributed job (the test sets RANK, WORLD_SIZE...): no
 torch, it prints "ready {...}" and sleeps in a function, so that many of them are cheap.
-  --fork            also fork a child that sleeps with the same environment (a DataLoader worker)
+  --fork [N]        also fork a child (N children) that sleeps with the same environment (as
+                    DataLoader workers do)
   --spawn ENV N     act as a launcher: start N copies of this script with the JSON object ENV
                     added to their environment ("{r}" in a value becomes the copy's index)
   --asyncio         serve on an event loop instead: three requests sleeping in handle(), and on
@@ -49,9 +50,10 @@ def main():
     if args[:1] == ["--asyncio"]:
         asyncio.run(serve())
     if args[:1] == ["--fork"]:
-        if os.fork() == 0:
-            while True:
-                time.sleep(3600)
+        for _ in range(int(args[1]) if args[1:2] and args[1].isdigit() else 1):
+            if os.fork() == 0:
+                while True:
+                    time.sleep(3600)  # BP: fake_child
     elif args[:1] == ["--spawn"]:
         extra, n = json.loads(args[1]), int(args[2])
         for r in range(n):

@@ -121,6 +121,17 @@ int cli_libdir(char *buf, size_t n);
  * walker (libprobing-read-3.X.so), nothing loaded into it; names from the kernel; locals (when
  * asked) read from memory, simple values only ("localsVia": "memory"). NULL with err filled. */
 cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err);
+/* children.c: --subprocesses. The target's descendants (breadth first, at most
+ * CLI_CHILDREN_MAX; *more counts those left out) and each one's parent; returns how many. */
+#define CLI_CHILDREN_MAX 64
+int cli_children_find(pid_t pid, pid_t *out, pid_t *parent, int max, int *more);
+/* Each descendant read from outside (cli_read_dump: nothing loaded, nothing stopped): the dump
+ * body plus ppid, comm, cmdline, role (and workerId, numWorkers of a DataLoader worker); a child
+ * not read (another uid, a zombie, no Python, a failed read) with python null and "note". */
+cJSON *cli_children_read(pid_t pid, int locals, int max_frames, int *left_out);
+/* Adds "children" (and "childrenLeftOut") to a dump body; cli_children_print prints them. */
+void cli_children_add(cJSON *body, pid_t pid, int locals, int max_frames);
+void cli_children_print(const cJSON *d);
 /* The parts, for other memory (core.c): rd reads the target (0 or -1, never faults); ver the
  * CPython major, minor, micro (-1 unknown); addrs the runtime addresses of cli_read_syms found
  * in source. NULL with err filled. cli_read_finish adds names (from /proc when live > 0: then

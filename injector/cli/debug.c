@@ -16,8 +16,9 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--tasks] [--json]\n"
-           "       probing -p PID debug --dump --no-inject [--locals] [--json]\n"
+    printf("usage: probing -p PID debug --dump [--locals] [--native[=all]] [--tasks]\n"
+           "                                  [--subprocesses] [--json]\n"
+           "       probing -p PID debug --dump --no-inject [--locals] [--subprocesses] [--json]\n"
            "       probing -p PID debug --pause [--address HOST:PORT]\n"
            "       probing -p PID debug --resume\n"
            "       ('d' and 'dbg' name debug too: probing -p PID d -d)\n"
@@ -45,6 +46,12 @@ static void help(void)
            "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
            "                  into the target: thread names from the kernel, --locals read\n"
            "                  from memory as above\n"
+           "      --subprocesses  also the target's child processes, recursively (at most 64):\n"
+           "                  each Python one's threads read from outside as --no-inject\n"
+           "                  does (nothing loaded into it, never stopped; Python frames\n"
+           "                  only), with its role when known (\"DataLoader worker 1\");\n"
+           "                  one that runs no Python, a zombie or another user's listed\n"
+           "                  by pid and command line\n"
            "      --json      print one JSON document instead of text\n"
            "  -p, --pause     stop every Python thread and keep the target stopped, serving\n"
            "                  DAP on TCP, until a debugger attaches and continues it or --resume\n"
@@ -285,8 +292,10 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         {"native", optional_argument, 0, 'N'}, {"no-inject", no_argument, 0, 'R'},
         {"json", no_argument, 0, 'j'}, {"pause", no_argument, 0, 'p'},
         {"resume", no_argument, 0, 'r'}, {"address", required_argument, 0, 'a'},
-        {"tasks", no_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"tasks", no_argument, 0, 'T'}, {"subprocesses", no_argument, 0, 'S'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, no_inject = 0, tasks = 0, c;
+    int subprocesses = 0;
     const char *address = NULL, *native = NULL;
     /* -d, -p, -a: the original Probing's short flags (docs/migrating.md). */
     while ((c = getopt_long(argc, argv, "hdpa:", longopts, NULL)) != -1) {
@@ -294,6 +303,7 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         case 'd': dump = 1; break;
         case 'L': locals = 1; break;
         case 'T': tasks = 1; break;
+        case 'S': subprocesses = 1; break;
         case 'R': no_inject = 1; break;
         case 'N':
             native = optarg ? optarg : "merged";
@@ -317,9 +327,11 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
                   "--help')");
         return CLI_USAGE;
     }
-    if ((address && !pause) || ((locals || json || native || no_inject || tasks) && !dump)) {
+    if ((address && !pause) ||
+        ((locals || json || native || no_inject || tasks || subprocesses) && !dump)) {
         cli_error("debug: %s only goes with %s",
-                  address ? "--address" : "--locals/--native/--no-inject/--tasks/--json",
+                  address ? "--address"
+                          : "--locals/--native/--no-inject/--tasks/--subprocesses/--json",
                   address ? "--pause" : "--dump");
         return CLI_USAGE;
     }
@@ -327,6 +339,11 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         return debug_pause(o, address);
     if (resume)
         return debug_resume(o);
+    if (subprocesses && o->target.pid <= 0) {
+        cli_error("debug --dump --subprocesses: needs a local process (-p PID): children are "
+                  "found in /proc");
+        return CLI_USAGE;
+    }
     if (no_inject && (native || tasks || o->target.pid <= 0)) {
         cli_error("debug --dump --no-inject: %s",
                   o->target.pid <= 0 ? "needs a local process (-p PID)"
@@ -340,6 +357,8 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         cJSON *b = cli_read_dump(o->target.pid, 256, locals, &err);
         if (!b)
             cli_error("dump --no-inject: %s", err.msg);
+        else if (subprocesses)
+            cli_children_add(b, o->target.pid, locals, 256);
         return b ? cli_print_body(b, json, cli_dump_print) : CLI_FAIL;
     }
     struct pb_err err = {0};
@@ -363,5 +382,7 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         add_native_lines(body);
         src_cache_close();
     }
+    if (subprocesses && o->target.pid > 0)
+        cli_children_add(body, o->target.pid, locals, 256);
     return cli_print_body(body, json, cli_dump_print);
 }

@@ -312,4 +312,5 @@ void cli_dump_print(const cJSON *d)
     const cJSON *as = cJSON_GetObjectItemCaseSensitive(d, "asyncio");
     if (as)
         tasks_print(d, as);
+    cli_children_print(d);
 }

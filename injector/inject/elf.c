@@ -404,6 +404,14 @@ static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
     return inj_elf_open(path, e);
 }
 
+/* Whether mapping i of m is continued by the next one: the same file, starting where it ends
+ * (the loader maps an object's segments side by side). */
+static int continued(const struct inj_maps *m, size_t i)
+{
+    return i + 1 < m->n && m->v[i + 1].start == m->v[i].end &&
+           m->v[i + 1].inode == m->v[i].inode && strcmp(m->v[i + 1].path, m->v[i].path) == 0;
+}
+
 int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *map,
                     struct inj_module *mod)
 {
@@ -411,8 +419,19 @@ int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *m
     memset(mod, 0, sizeof *mod);
     pb_strlcpy(mod->path, map->path, sizeof mod->path);
     mod->lo = (unsigned long)-1;
+    /* A mapping of the whole file at offset 0 that nothing continues is no load address: the
+     * probe's symbol reader keeps libpython and libc mapped so (probe/prof/symbols.c), a
+     * program may map a library to read it, and a child forked after inherits it. When the
+     * file also has a mapping at offset 0 that its next segment continues, that one is the
+     * object's, and such lone ones are left out (they come first when mapped lower). */
+    int loaded = 0;
+    for (size_t i = 0; i < m->n && !loaded; i++)
+        loaded = m->v[i].offset == 0 && strcmp(m->v[i].path, map->path) == 0 && continued(m, i);
     for (size_t i = 0; i < m->n; i++) {
         if (strcmp(m->v[i].path, map->path) != 0)
+            continue;
+        if (loaded && m->v[i].offset == 0 && !continued(m, i) &&
+            !(i > 0 && continued(m, i - 1)))
             continue;
         if (!first || m->v[i].offset < first->offset)
             first = &m->v[i];

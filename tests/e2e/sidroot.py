@@ -2,8 +2,9 @@
 """Targets of the Debian sid root (tools/sid-root.sh: CPython 3.13.x, 3.14, 3.15, torch 2.x),
 run as a container runs them: the root's interpreter in its own mount namespace after
 pivot_root into a new root file system (a tmpfs holding the sid root's directories, bound
-read-only, a private /tmp and /proc), the host's old root detached (umount2), and the same pid
-as the process the test started (each step execs the next).
+read-only, a private /tmp and /proc, and a private /dev/shm as Docker and Kubernetes give one:
+multiprocessing's locks and queues need it), the host's old root detached (umount2), and the
+same pid as the process the test started (each step execs the next).
 
 The checkout (samples/ and the rest, read-only) and the test's tmp_path (under /tmp, in the
 private /tmp) are bound at their own paths inside, so that a path a test gives the target or
@@ -49,6 +50,7 @@ for e in "$R"/* "$R"/.[!.]*; do
     *) mount --bind "$e" "$N/$b"; mount -o remount,bind,ro "$N/$b" ;;
   esac
 done
+[ ! -d "$N/dev/shm" ] || mount -t tmpfs -o mode=1777 tmpfs "$N/dev/shm"
 mkdir -p "$N$C" "$N$W" "$N/.old" "$N/.probing-lib" "$N/.probing-bin"
 printf '%s\n' '#!/bin/sh' 'o=; s=' 'while [ $# -gt 0 ]; do case $1 in -o) o=$2; shift;; *.c) s=$1;; esac; shift; done' \
   "exec cp \"$W/.prebuilt/\$(basename \"\$s\" .c).so\" \"\$o\"" > "$N/.probing-bin/cc"

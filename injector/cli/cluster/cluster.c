@@ -37,7 +37,7 @@ static void help(const char *sub)
     if (strcmp(sub, "stacks") == 0)
         printf("usage: probing cluster stacks [--tree] [--thread auto|main|all] [--samples N\n"
                "                              [--interval S]] [--native | --no-inject] [--tasks]\n"
-               "                              [--json]\n"
+               "                              [--subprocesses] [--json]\n"
                "                              [HOST OPTIONS]\n"
                "\n"
                "Read every rank's Python stacks without the GIL (a rank hung in C with the GIL\n"
@@ -67,10 +67,19 @@ static void help(const char *sub)
                "                  with the GIL at the last sample), grouped across ranks by\n"
                "                  state and where they wait: each group's task count, ranks,\n"
                "                  a few names, and the coroutine chain innermost first\n"
+               "  --subprocesses  also every rank's child processes (DataLoader workers,\n"
+               "                  multiprocessing children; at most 64 per rank), read from\n"
+               "                  outside as --no-inject does (nothing loaded into them, never\n"
+               "                  stopped), grouped like ranks: \"2 ranks: 0-1 in 4 child\n"
+               "                  processes (DataLoader worker)\"; children that run no\n"
+               "                  Python listed by command line\n"
                "  --json          {job, world_size, samples, groups: [{ranks, stuck, nodes,\n"
                "                  pid (groups of one), frames: [{func, file, line}] innermost\n"
                "                  first}], missing: [ranks], errors: [...]; with --tasks\n"
-               "                  tasks: [{ranks, count, state, names, frames}], taskErrors)\n");
+               "                  tasks: [{ranks, count, state, names, frames}], taskErrors;\n"
+               "                  with --subprocesses each group has children: true and\n"
+               "                  processes: [{rank, pid, ppid, role}], and\n"
+               "                  otherChildren: [{rank, pid, ppid, cmdline, note}])\n");
     else if (strcmp(sub, "collectives") == 0)
         printf("usage: probing cluster collectives [--json] [HOST OPTIONS]\n"
                "\n"
@@ -111,12 +120,14 @@ static void help(const char *sub)
                "SQLite, e.g. --reduce \"SELECT func, count(*) FROM r GROUP BY func\".\n"
                "A rank whose query failed is named on stderr.\n");
     else if (strcmp(sub, "dump") == 0)
-        printf("usage: probing cluster dump -o DIR [HOST OPTIONS]\n"
+        printf("usage: probing cluster dump -o DIR [--subprocesses] [HOST OPTIONS]\n"
                "\n"
                "Write every rank's stacks, with local variables where the GIL could be had, to\n"
                "DIR/rank-N.json (the probing/dump body) and DIR/rank-N.txt, with DIR/index.json\n"
                "and DIR/index.txt: job, world size, each rank's node, pid, files, errors, and\n"
-               "the missing ranks. For attaching to a bug report.\n");
+               "the missing ranks. For attaching to a bug report. --subprocesses: each rank's\n"
+               "child processes too (\"children\" in rank-N.json, after the rank in\n"
+               "rank-N.txt), read from outside with their locals from memory.\n");
     else
         printf("usage: probing cluster hosts [HOST OPTIONS]\n"
                "\n"
@@ -217,6 +228,8 @@ static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char *
         if (o->tasks)
             ARG("--tasks");
     }
+    if (o->subprocesses)
+        ARG("--subprocesses");
     return n;
 #undef ARG
 #undef FMT
@@ -239,6 +252,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                                              {"no-inject", no_argument, 0, 'I'},
                                              {"native", no_argument, 0, 'V'},
                                              {"tasks", no_argument, 0, 'K'},
+                                             {"subprocesses", no_argument, 0, 'B'},
                                              {"any-uid", no_argument, 0, 'U'},
                                              {"hosts", required_argument, 0, 'H'},
                                              {"hostfile", required_argument, 0, 'F'},
@@ -300,6 +314,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         case 'I': o.no_inject = 1; break;
         case 'V': o.native = 1; break;
         case 'K': o.tasks = 1; break;
+        case 'B': o.subprocesses = 1; break;
         case 'U': o.any_uid = 1; break;
         case 't':
             if (strcmp(optarg, "auto") == 0)
@@ -384,6 +399,10 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
                             : o.native  ? "--native only goes with 'cluster stacks'"
                                         : "--tree, --thread, --samples, --tasks only go with "
                                           "'cluster stacks'");
+        goto out;
+    }
+    if (o.subprocesses && o.op != CLUSTER_OP_STACKS && o.op != CLUSTER_OP_DUMP) {
+        rc = usage_err(sub, "--subprocesses only goes with 'cluster stacks' and 'cluster dump'");
         goto out;
     }
     if (o.tasks && o.no_inject) {

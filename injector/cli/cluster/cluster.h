@@ -28,6 +28,7 @@ struct cli_cluster_opts {
     int thread;             /* CLUSTER_THREAD_* */
     int samples;            /* >= 1 */
     int tasks;              /* stacks: each rank's asyncio tasks too, grouped (--tasks) */
+    int subprocesses;       /* stacks, dump: each rank's child processes too (children.c) */
     double interval;        /* seconds between samples */
     int rank_timeout_ms;    /* per rank: inject + connect + answer */
     int node_timeout_ms;    /* per node: the whole remote command */

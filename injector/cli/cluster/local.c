@@ -161,6 +161,35 @@ static cJSON *select_threads(const cJSON *dump, int mode)
     return out;
 }
 
+/* --subprocesses: the rank's descendants read from outside (children.c: nothing loaded, none
+ * stopped), each with its pid, parent, role and command line and, when read, one sample of the
+ * threads --thread asks for, interned as a rank's samples are. */
+static void add_children(cJSON *out, pid_t pid, int mode)
+{
+    static const char *const keep[] = {"pid",  "ppid", "comm",     "cmdline",    "role",
+                                       "note", "python", "workerId", "numWorkers"};
+    int left = 0;
+    cJSON *arr = cli_children_read(pid, 0, 256, &left), *c;
+    cJSON *kids = cJSON_AddArrayToObject(out, "children");
+    cJSON_ArrayForEach(c, arr)
+    {
+        cJSON *k = cJSON_CreateObject();
+        for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
+            cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keep[i]);
+            if (v)
+                cJSON_AddItemToObject(k, keep[i], cJSON_Duplicate(v, 1));
+        }
+        if (!cli_json_str(c, "note")) {
+            cJSON *samples = cJSON_AddArrayToObject(k, "samples");
+            cJSON_AddItemToArray(samples, select_threads(c, mode));
+        }
+        cJSON_AddItemToArray(kids, k);
+    }
+    if (left > 0)
+        cJSON_AddNumberToObject(out, "childrenLeftOut", left);
+    cJSON_Delete(arr);
+}
+
 static void emit(cJSON *o)
 {
     char *s = cJSON_PrintUnformatted(o);
@@ -203,6 +232,8 @@ static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
         cJSON_AddItemToArray(samples, select_threads(body, o->thread));
         cJSON_Delete(body);
     }
+    if (o->subprocesses)
+        add_children(out, pid, o->thread);
     emit(out);
     _exit(0);
 }
@@ -281,6 +312,8 @@ static void rank_child(int i, void *p)
             cJSON_Delete(body);
             body = NULL;
         }
+        if (rc == 0 && o->subprocesses)
+            add_children(out, pid, o->thread);
         /* The recorder's last calls, for the hang line above the groups; none is no error. */
         struct pb_err cerr = {0};
         if (rc == 0 && comm_rows(&dc, 64, &body, &cerr) == 0)
@@ -314,6 +347,8 @@ static void rank_child(int i, void *p)
         cJSON *args = cJSON_CreateObject();
         cJSON_AddBoolToObject(args, "locals", 1);
         rc = dap_client_request(&dc, "probing/dump", args, &body, &err);
+        if (rc == 0 && o->subprocesses)
+            cli_children_add(body, pid, 1, 256);
         if (rc == 0)
             cJSON_AddItemToObject(out, "dump", body);
     }
@@ -421,6 +456,9 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
             }
             if (stacks) {
                 intern_samples(cJSON_GetObjectItemCaseSensitive(r, "samples"), stacks, &tab);
+                cJSON *kid;
+                cJSON_ArrayForEach(kid, cJSON_GetObjectItemCaseSensitive(r, "children"))
+                    intern_samples(cJSON_GetObjectItemCaseSensitive(kid, "samples"), stacks, &tab);
                 cJSON *tasks = cJSON_GetObjectItemCaseSensitive(r, "tasks");
                 if (tasks) { /* interned as a sample's threads are */
                     cJSON *one = cJSON_CreateArray();

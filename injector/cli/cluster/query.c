@@ -152,12 +152,9 @@ static int write_file(const char *dir, const char *name, const char *text)
     return fclose(f) == 0 ? 0 : -errno;
 }
 
-static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
+static void dump_threads(FILE *f, const cJSON *d)
 {
     const cJSON *t, *fr, *l;
-    fprintf(f, "rank %d, node %s, pid %d, CPython %s\n", (int)cli_json_num(r, "rank", -1),
-            cli_json_text(r, "node"), (int)cli_json_num(r, "pid", 0),
-            cli_json_text(d, "python") ? cli_json_text(d, "python") : "?");
     if (cli_json_text(d, "localsError"))
         fprintf(f, "note: %s\n", cli_json_text(d, "localsError"));
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(d, "threads"))
@@ -175,6 +172,28 @@ static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
                         cli_json_text(l, "value") ? cli_json_text(l, "value") : "<not read>",
                         cli_json_text(l, "type") ? cli_json_text(l, "type") : "?");
         }
+    }
+}
+
+static void dump_text(FILE *f, const cJSON *r, const cJSON *d)
+{
+    const cJSON *c;
+    fprintf(f, "rank %d, node %s, pid %d, CPython %s\n", (int)cli_json_num(r, "rank", -1),
+            cli_json_text(r, "node"), (int)cli_json_num(r, "pid", 0),
+            cli_json_text(d, "python") ? cli_json_text(d, "python") : "?");
+    dump_threads(f, d);
+    /* --subprocesses: each child after the rank (children.c) */
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(d, "children"))
+    {
+        fprintf(f, "\n=== child %d (parent %d) of rank %d%s%s ===\ncommand: %s\n",
+                (int)cli_json_num(c, "pid", 0), (int)cli_json_num(c, "ppid", 0),
+                (int)cli_json_num(r, "rank", -1), cli_json_str(c, "role") ? ": " : "",
+                cli_json_str(c, "role") ? cli_json_text(c, "role") : "",
+                cli_json_text(c, "cmdline") ? cli_json_text(c, "cmdline") : "");
+        if (cli_json_str(c, "note"))
+            fprintf(f, "(%s)\n", cli_json_text(c, "note"));
+        else
+            dump_threads(f, c);
     }
 }
 

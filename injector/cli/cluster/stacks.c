@@ -193,6 +193,7 @@ struct task {
     const char *node, *tname;
     int *ids;  /* global stack id per sample, -1 where the thread was not seen */
     int final; /* id in the last sample */
+    const cJSON *child; /* --subprocesses: the rank's child process this is, NULL for the rank */
 };
 
 struct group {
@@ -200,6 +201,7 @@ struct group {
     int *tasks, n;
     int *ranks, nranks;
     int stuck;
+    int child; /* a group of ranks' child processes (--subprocesses) */
 };
 
 /* --tasks: asyncio tasks of every rank with the same state and coroutine chain. */
@@ -225,12 +227,15 @@ struct view {
     struct group *groups;
     struct cli_cluster_gaps gaps; /* the ranks that did not answer */
     cJSON *errors;
+    cJSON *other_children; /* [{rank, node, pid, ppid, comm, cmdline, note}]: listed, not read */
     int nodes_answered, answered;
 };
 
 static int by_size(const void *pa, const void *pb)
 {
     const struct group *a = pa, *b = pb;
+    if (a->child != b->child) /* the ranks' own groups first, then their children's */
+        return a->child ? 1 : -1;
     if (a->nranks != b->nranks)
         return a->nranks < b->nranks ? -1 : 1;
     if (a->n != b->n)
@@ -355,6 +360,45 @@ static void view_free(struct view *v)
     free(v->stacks);
     cli_cluster_gaps_free(&v->gaps);
     cJSON_Delete(v->errors);
+    cJSON_Delete(v->other_children);
+}
+
+/* --subprocesses: each child of rank r read in one sample, as tasks of the rank marked with
+ * the child; the others kept to be listed. */
+static void add_children(struct view *v, const cJSON *r, const cJSON *d, int mode, const int *map,
+                         int nmap)
+{
+    const cJSON *c, *th;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "children"))
+    {
+        const cJSON *samples = cJSON_GetObjectItemCaseSensitive(c, "samples");
+        if (!samples) {
+            cJSON *e = cJSON_Duplicate(c, 1);
+            cJSON_AddNumberToObject(e, "rank", cli_json_num(r, "rank", -1));
+            cJSON_AddStringToObject(e, "node", cli_json_str(r, "node") ? cli_json_str(r, "node")
+                                               : cli_json_str(d, "node") ? cli_json_str(d, "node")
+                                                                         : "?");
+            cJSON_AddItemToArray(v->other_children, e);
+            continue;
+        }
+        const cJSON *only = cJSON_GetArrayItem(samples, 0);
+        int first = v->ntasks;
+        if (mode == CLUSTER_THREAD_ALL) {
+            cJSON_ArrayForEach(th, only) add_task(v, r, d, (int)cli_json_num(th, "thread", -1),
+                                                  cli_json_str(th, "name"), map, nmap, samples);
+        } else if (cJSON_GetArraySize(only) > 0) {
+            add_task(v, r, d, -1, cli_json_str(cJSON_GetArrayItem(only, 0), "name"), map, nmap,
+                     samples);
+        }
+        for (int i = first; i < v->ntasks; i++) { /* read once, at the end: its one sample */
+            struct task *t = &v->tasks[i];
+            t->child = c;
+            t->pid = (int)cli_json_num(c, "pid", 0);
+            t->final = t->ids[0];
+            for (int s = 1; s < v->samples; s++)
+                t->ids[s] = t->final;
+        }
+    }
 }
 
 static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct view *v)
@@ -365,6 +409,7 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
         return -1;
     v->errors = cJSON_CreateArray();
     v->task_errors = cJSON_CreateArray();
+    v->other_children = cJSON_CreateArray();
     struct flame_intern tab = {0};
     const cJSON *d, *r;
     int maxtasks = 0;
@@ -379,6 +424,10 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
             int m = 0;
             cJSON_ArrayForEach(sample, s) m += cJSON_GetArraySize(sample);
             maxtasks += m + cJSON_GetArraySize(first) + 1;
+            const cJSON *kid;
+            cJSON_ArrayForEach(kid, cJSON_GetObjectItemCaseSensitive(r, "children"))
+                maxtasks += cJSON_GetArraySize(cJSON_GetArrayItem(
+                                cJSON_GetObjectItemCaseSensitive(kid, "samples"), 0)) + 1;
         }
     }
     if (v->samples == 0)
@@ -438,6 +487,7 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
                 add_task(v, r, d, -1, cli_json_str(cJSON_GetArrayItem(last, 0), "name"), map, nmap,
                          samples);
             }
+            add_children(v, r, d, o->thread, map, nmap);
         }
         free(map);
     }
@@ -454,18 +504,22 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
     free(ok);
     /* Groups: tasks by their last stack. */
     v->groups = calloc((size_t)v->ntasks + 1, sizeof *v->groups);
-    int *gof = calloc((size_t)v->nstacks + 2, sizeof *gof);
-    for (int i = 0; i < v->nstacks + 2; i++)
+    /* a rank's own stacks and its children's in separate groups: gof, then the children's */
+    int *gof = calloc(2 * ((size_t)v->nstacks + 2), sizeof *gof);
+    for (int i = 0; i < 2 * (v->nstacks + 2); i++)
         gof[i] = -1;
     for (int i = 0; i < v->ntasks; i++) {
         int key = v->tasks[i].final + 1; /* -1 (no stack) groups at 0 */
+        if (v->tasks[i].child)
+            key += v->nstacks + 2;
         if (gof[key] < 0) {
             gof[key] = v->ngroups;
             struct group *g = &v->groups[v->ngroups++];
             g->stack = v->tasks[i].final;
             g->tasks = malloc(sizeof(int) * (size_t)v->ntasks);
             g->ranks = malloc(sizeof(int) * (size_t)v->ntasks);
-            g->stuck = v->samples > 1;
+            g->child = v->tasks[i].child != NULL;
+            g->stuck = v->samples > 1 && !g->child; /* a child is read once */
         }
         struct group *g = &v->groups[gof[key]];
         g->tasks[g->n] = i;
@@ -520,10 +574,14 @@ static void print_frame(const cJSON *f, int mark, int color)
 
 static void print_header(const struct cli_cluster_opts *o, const struct view *v, int nodes)
 {
-    int answered = v->answered;
+    int answered = v->answered, nchild = 0;
+    for (int g = 0; g < v->ngroups; g++)
+        nchild += v->groups[g].child;
     printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", cli_tx(v->job),
            v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
-           nodes == 1 ? "" : "s", v->ngroups, v->ngroups == 1 ? "" : "s");
+           nodes == 1 ? "" : "s", v->ngroups - nchild, v->ngroups - nchild == 1 ? "" : "s");
+    if (nchild > 0)
+        printf(" and %d of child processes", nchild);
     if (v->samples > 1)
         printf(" (%d samples, %.3g s apart)", v->samples, o->interval);
     printf("\n");
@@ -547,15 +605,84 @@ static void print_missing(const struct view *v)
     }
 }
 
-static void print_groups(const struct cli_cluster_opts *o, const struct view *v)
+/* The distinct child processes of a group (a child has several tasks with --thread all). */
+static int group_processes(const struct view *v, const struct group *gr)
 {
-    const struct group *big = v->ngroups ? &v->groups[v->ngroups - 1] : NULL;
+    int n = 0;
+    for (int i = 0; i < gr->n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = v->tasks[gr->tasks[j]].pid == v->tasks[gr->tasks[i]].pid &&
+                   strcmp(v->tasks[gr->tasks[j]].node, v->tasks[gr->tasks[i]].node) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
+/* "a child process (node n, pid p, DataLoader worker 1 of rank 2)" or "4 child processes
+ * (DataLoader workers)". */
+static void print_child_group(const struct cli_cluster_opts *o, const struct view *v,
+                              const struct group *gr)
+{
+    const struct task *t0 = &v->tasks[gr->tasks[0]];
+    int np = group_processes(v, gr), same = 1, loaders = 1, nids = 0;
+    int *ids = malloc(sizeof(int) * (size_t)gr->n);
+    const char *role0 = cli_json_str(t0->child, "role");
+    for (int i = 0; i < gr->n; i++) {
+        const cJSON *c = v->tasks[gr->tasks[i]].child;
+        const char *r = cli_json_str(c, "role");
+        loaders &= r && strncmp(r, "DataLoader worker", 17) == 0;
+        same &= (!r && !role0) || (r && role0 && strcmp(r, role0) == 0);
+        if (ids && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "workerId")))
+            ids[nids++] = (int)cli_json_num(c, "workerId", 0);
+    }
+    if (ids && nids > 0) { /* the worker ids, sorted and unique, as ranges */
+        qsort(ids, (size_t)nids, sizeof *ids, cmp_int);
+        nids = uniq(ids, nids);
+    }
+    if (np == 1) {
+        printf(", in %s child process (node %s, pid %d", gr->nranks == 1 ? "its" : "a",
+               cli_tx(t0->node), t0->pid);
+        if (role0)
+            printf(", %s of rank %d", cli_tx(role0), t0->rank);
+        else
+            printf(", child of rank %d: %s", t0->rank, cli_json_text(t0->child, "cmdline"));
+        if (o->thread == CLUSTER_THREAD_ALL)
+            printf(", thread %d \"%s\"", t0->thread, t0->tname ? cli_tx(t0->tname) : "");
+        printf(")");
+    } else {
+        printf(", in %d child processes", np);
+        char *wr = loaders && nids > 0 ? cli_cluster_ranges(ids, nids) : NULL;
+        if (loaders)
+            printf(" (DataLoader workers%s%s)", wr ? " " : "", wr ? wr : "");
+        else if (same && role0)
+            printf(" (%s)", cli_tx(role0));
+        free(wr);
+    }
+    free(ids);
+}
+
+static void print_groups(const struct cli_cluster_opts *o, const struct view *v, int children)
+{
+    /* the largest group of ranks (the last before the children's) and of children (the last):
+     * a group's frames that differ from its kind's largest are marked */
+    const struct group *big = NULL, *bigchild = NULL;
+    for (int g = 0; g < v->ngroups; g++) {
+        if (!v->groups[g].child)
+            big = &v->groups[g];
+        else
+            bigchild = &v->groups[g];
+    }
     for (int g = 0; g < v->ngroups; g++) {
         const struct group *gr = &v->groups[g];
+        if (children >= 0 && gr->child != children)
+            continue;
         char *rs = cli_cluster_ranges(gr->ranks, gr->nranks);
         printf("\n%d rank%s: %s", gr->nranks, gr->nranks == 1 ? "" : "s", rs ? rs : "");
         free(rs);
-        if (gr->n == 1) {
+        if (gr->child) {
+            print_child_group(o, v, gr);
+        } else if (gr->n == 1) {
             const struct task *t = &v->tasks[gr->tasks[0]];
             printf(" (node %s, pid %d", cli_tx(t->node), t->pid);
             if (o->thread == CLUSTER_THREAD_ALL)
@@ -566,19 +693,36 @@ static void print_groups(const struct cli_cluster_opts *o, const struct view *v)
         }
         if (gr->stuck)
             printf("  STUCK: unchanged in all %d samples", v->samples);
-        else if (v->samples > 1)
+        else if (v->samples > 1 && !gr->child)
             printf("  moving");
+        else if (v->samples > 1)
+            printf("  (read once, at the last sample)");
         printf("\n");
         const cJSON *frames = group_frames(v, gr), *f;
         if (!frames) {
             printf("    (no Python frames)\n");
             continue;
         }
-        int diff = gr == big ? 0 : differing(frames, group_frames(v, big)), i = 0;
+        const struct group *ref = gr->child ? bigchild : big;
+        int diff = gr == ref ? 0 : differing(frames, group_frames(v, ref)), i = 0;
         if (cJSON_GetArraySize(frames) == 0)
             printf("    (no Python frames)\n");
         cJSON_ArrayForEach(f, frames) print_frame(f, i++ < diff, o->color);
     }
+}
+
+static void print_other_children(const struct view *v)
+{
+    const cJSON *c;
+    int n = cJSON_GetArraySize(v->other_children);
+    if (n > 0)
+        printf("\n%d child process%s not read:\n", n, n == 1 ? "" : "es");
+    cJSON_ArrayForEach(c, v->other_children)
+        printf("  rank %d (node %s): pid %d (parent %d): %s: %s\n",
+               (int)cli_json_num(c, "rank", -1), cli_json_text(c, "node"),
+               (int)cli_json_num(c, "pid", 0),
+               (int)cli_json_num(c, "ppid", 0), cli_json_text(c, "cmdline"),
+               cli_json_text(c, "note"));
 }
 
 /* ---- the prefix tree ---- */
@@ -717,7 +861,7 @@ static cJSON *atasks_json(const struct view *v)
 }
 
 /* ---- JSON ---- */
-static cJSON *view_json(const struct view *v)
+static cJSON *view_json(const struct view *v, int o_thread_all)
 {
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "job", v->job);
@@ -740,6 +884,28 @@ static cJSON *view_json(const struct view *v)
         }
         if (gr->n == 1)
             cJSON_AddNumberToObject(j, "pid", v->tasks[gr->tasks[0]].pid);
+        if (gr->child) {
+            cJSON_AddBoolToObject(j, "children", 1);
+            cJSON *ps = cJSON_AddArrayToObject(j, "processes");
+            for (int i = 0; i < gr->n; i++) {
+                const struct task *t = &v->tasks[gr->tasks[i]];
+                cJSON *p = cJSON_CreateObject();
+                cJSON_AddNumberToObject(p, "rank", t->rank);
+                cJSON_AddStringToObject(p, "node", t->node);
+                cJSON_AddNumberToObject(p, "pid", t->pid);
+                cJSON_AddNumberToObject(p, "ppid", cli_json_num(t->child, "ppid", 0));
+                const char *role = cli_json_str(t->child, "role");
+                if (role)
+                    cJSON_AddStringToObject(p, "role", role);
+                else
+                    cJSON_AddNullToObject(p, "role");
+                if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t->child, "workerId")))
+                    cJSON_AddNumberToObject(p, "workerId", cli_json_num(t->child, "workerId", 0));
+                if (o_thread_all)
+                    cJSON_AddNumberToObject(p, "thread", t->thread);
+                cJSON_AddItemToArray(ps, p);
+            }
+        }
         const cJSON *frames = group_frames(v, gr);
         cJSON_AddItemToObject(j, "frames",
                               frames ? cJSON_Duplicate(frames, 1) : cJSON_CreateArray());
@@ -749,6 +915,8 @@ static cJSON *view_json(const struct view *v)
     cJSON_AddNumberToObject(out, "missing_count", (double)v->gaps.count);
     cJSON_AddStringToObject(out, "missing_ranges", v->gaps.ranges ? v->gaps.ranges : "");
     cJSON_AddItemToObject(out, "errors", cJSON_Duplicate(v->errors, 1));
+    if (cJSON_GetArraySize(v->other_children) > 0)
+        cJSON_AddItemToObject(out, "otherChildren", cJSON_Duplicate(v->other_children, 1));
     return out;
 }
 
@@ -761,7 +929,7 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
     cJSON *comm = cli_cluster_comm_analyse(nodes, v.job);
     int recording = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(comm, "recording")) > 0;
     if (o->json) {
-        cJSON *j = view_json(&v);
+        cJSON *j = view_json(&v, o->thread == CLUSTER_THREAD_ALL);
         if (recording)
             cJSON_AddItemToObject(j, "collectives", cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
         if (o->tasks) {
@@ -777,14 +945,16 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
         if (o->tree) {
             struct tnode root = {0};
             for (int i = 0; i < v.ntasks; i++)
-                if (v.tasks[i].final >= 0)
+                if (v.tasks[i].final >= 0 && !v.tasks[i].child)
                     tree_insert(&root, v.stacks[v.tasks[i].final], v.tasks[i].rank);
             printf("\n");
             tree_print(&root, "", "", o->color);
             tree_free(&root);
+            print_groups(o, &v, 1); /* the children's groups after the ranks' tree */
         } else {
-            print_groups(o, &v);
+            print_groups(o, &v, -1);
         }
+        print_other_children(&v);
         if (o->tasks)
             print_atasks(&v);
         print_missing(&v);
