@@ -21,6 +21,7 @@
 static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args, cJSON *body,
                   struct pb_err *err)
 {
+    (void)gil_rc;
     (void)args;
     (void)err;
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
@@ -44,7 +45,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         cJSON_AddItemToArray(arr, t);
     }
     /* Stopped: every asyncio task too, its coroutine chain as its stack (server/tasks.c). */
-    if (stopped && gil_rc == 0 && s->atasks.read)
+    if (stopped && s->atasks.read) /* with the GIL, or without it on 3.14+ */
         dap_tasks_threads(&s->atasks, arr);
     return 0;
 }
