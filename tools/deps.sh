@@ -38,6 +38,8 @@ want=(
   # cluster across nodes (tests/e2e/test_cluster_nodes.py): network namespaces, a bridge, veth
   # pairs (ip), and an sshd per node reached with ssh
   iproute2 openssh-server openssh-client
+  # a real asyncio server with stuck requests for debug --dump --tasks (tests/e2e/test_asyncio_server.py)
+  python3-aiohttp
   # benchmarks: debugpy beside probing
   python3-debugpy
   # make fresh-check: the throwaway Debian root

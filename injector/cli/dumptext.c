@@ -177,7 +177,10 @@ static void tasks_print(const cJSON *d, const cJSON *as)
         printf("\nasyncio tasks: not read: %s\n", cli_json_text(as, "error"));
         return;
     }
-    printf("\nasyncio: %d task%s, read with the GIL%s\n", n, n == 1 ? "" : "s",
+    const char *via = cli_json_text(as, "via");
+    int mem = via && strcmp(via, "memory") == 0;
+    printf("\nasyncio: %d task%s, read with%s the GIL%s%s\n", n, n == 1 ? "" : "s",
+           mem ? "out" : "", mem ? " (pending tasks; a future awaited is not known)" : "",
            cli_json_true(as, "truncated") ? " (more not read: the bound was reached)" : "");
     cJSON_ArrayForEach(c, cycles)
     {

@@ -82,7 +82,9 @@ struct probe_acycle {
 };
 
 struct probe_atasks {
-    int read;      /* 1 when the tasks were read (PROBE_SNAP_TASKS with the GIL) */
+    int read;      /* 1 when the tasks were read (PROBE_SNAP_TASKS with the GIL, or
+                      PROBE_SNAP_TASKS_MEM without it) */
+    int via_memory; /* 1: read without the GIL (probe_asyncio_tasks_mem) */
     int ntasks;
     struct probe_atask *tasks;
     int truncated; /* more tasks than the bound */
@@ -107,6 +109,8 @@ enum {
     PROBE_SNAP_MEMLOCALS = 4, /* locals read from memory, simple values only (memlocals.c):
                                  no GIL needed, for when it cannot be had */
     PROBE_SNAP_TASKS = 8,  /* every asyncio task of every event loop (asyncio.c; Requires GIL) */
+    PROBE_SNAP_TASKS_MEM = 16, /* the asyncio tasks read without the GIL (asyncio_mem.c, 3.14+:
+                                  pending C tasks; elsewhere atasks stays unread) */
 };
 
 /* One-time set-up (calibration such as the pthread_t -> tid mapping on 3.8-3.10). Call from
@@ -159,6 +163,9 @@ long probe_thread_id(const struct probe_thread *t);
  * only, coroutine frames read from memory (no frame object is created). Then links them
  * (probe_atasks_link). 0 or a negative code with err. Requires GIL. */
 int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err);
+/* asyncio_mem.c: the pending C tasks of 3.14+'s per-thread lists, read without the GIL (no
+ * awaited future: waiter stays 0); before 3.14 an error. 0 or a negative code with err. */
+int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err);
 /* atasks.c: fills nby/by and the await cycles (cycle, cycles) from the awaits. 0 or -ENOMEM. */
 int probe_atasks_link(struct probe_atasks *a);
 void probe_atasks_free(struct probe_atasks *a);

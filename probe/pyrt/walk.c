@@ -545,6 +545,12 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
         names_recall(s);
     if (rc == 0 && (flags & PROBE_SNAP_TASKS))
         rc = probe_asyncio_tasks(&s->atasks, err);
+    else if (rc == 0 && (flags & PROBE_SNAP_TASKS_MEM)) {
+        struct pb_err e = {0};
+        if (probe_asyncio_tasks_mem(&s->atasks, &e) < 0) /* unread: the dump says why */
+            PB_LOG(PB_LOG_DEBUG, "asyncio tasks without the GIL: %s", e.msg);
+        pb_err_clear(&e);
+    }
     for (int i = 0; i < s->nthreads; i++)
         free(raws ? raws[i] : NULL);
     free(raws);

@@ -23,6 +23,20 @@ cJSON *dap_json_native(const struct prof_nstack *s);
 cJSON *dap_json_atasks(const struct probe_atasks *a);
 const struct probe_thread *dap_snapshot_find(const struct probe_snapshot *s, long id);
 
+/* asyncio tasks as DAP threads while the target is stopped (tasks.c): ids DAP_TASK_ID_BASE
+ * (3 * 2^29, above every thread id: a tid is below 2^22, plus 2^22 per subinterpreter) + a
+ * number per task, below 2^31 (DAP ids are int32). */
+#define DAP_TASK_ID_BASE (3LL << 29)
+#define DAP_TASK_ID_COUNT (1LL << 29)
+int dap_task_id_is(long long id);
+/* Appends a thread entry per task of a to threads and keeps their coroutine chains for
+ * dap_tasks_stack (replacing the last ones). */
+void dap_tasks_threads(const struct probe_atasks *a, cJSON *threads);
+/* stackTrace of a task id: its chain as the last dap_tasks_threads kept it, paged; 0 or a
+ * negative code with err (an id not in that answer). */
+int dap_tasks_stack(long long id, long long start, long long levels, cJSON *body,
+                    struct pb_err *err);
+
 #endif
 
 #ifndef DAP_SNAPJOB_DECL

@@ -176,7 +176,7 @@ cJSON *dap_json_atasks(const struct probe_atasks *a)
 {
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tasks");
     cJSON_AddBoolToObject(o, "read", 1);
-    cJSON_AddStringToObject(o, "via", "gil");
+    cJSON_AddStringToObject(o, "via", a->via_memory ? "memory" : "gil");
     cJSON_AddBoolToObject(o, "truncated", a->truncated);
     for (int i = 0; i < a->ntasks; i++) {
         const struct probe_atask *t = &a->tasks[i];

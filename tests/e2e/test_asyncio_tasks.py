@@ -264,3 +264,59 @@ def test_tasks_leave_no_references(python, spawn):
     assert abs(int(objs1.rstrip(")")) - int(objs0.rstrip(")"))) < 20, (before, after)
     t.assert_responsive()
     t.check_output_clean()
+
+
+def minor(version):
+    return tuple(int(x) for x in version.split(".")[:2])
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_tasks_without_the_gil(python, spawn):
+    """A loop thread's tasks while the main thread holds the GIL forever in C
+    (samples/asyncio_stuck_gil.py): 3.14+ keeps the pending C tasks on per-thread lists, read
+    without the GIL ("via": "memory", "read without the GIL"): names, coroutine chains with
+    exact lines, who awaits whom from the tasks' awaited_by, the await cycle, the loop's thread;
+    before 3.14 they are not read, with the reason."""
+    G = "asyncio_stuck_gil.py"
+    t = spawn(python, G)
+    d = json.loads(probing("-p", t.pid, "debug", "--dump", "--tasks", "--json", check=True).stdout)
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["frames"][0]["line"] == bp(G, "stuck_call") and d["gil"]["available"] is False
+    a = d["asyncio"]
+    out = probing("-p", t.pid, "debug", "--dump", "--tasks", check=True).stdout
+    if minor(d["python"]) < (3, 14):
+        assert a["read"] is False and a["error"].endswith("asyncio tasks are read with the GIL: "
+                                                          "not read"), a
+        assert "asyncio tasks: not read: the GIL is held by thread %d" % t.pid in out, out
+        return
+    assert a["read"] is True and a["via"] == "memory", a
+    by = {x["name"]: x for x in a["tasks"]}
+    ids = {x["id"]: x["name"] for x in a["tasks"]}
+    main_task = [n for n in by if re.match(r"^Task-\d+$", n)]
+    assert sorted(by) == sorted(["napper", "waiter", "dl-a", "dl-b"] + main_task) and \
+        len(main_task) == 1, sorted(by)
+    loop_tid = t.ready["threads"]["loop"]
+    assert all(x["state"] == "pending" and not x["running"] and x["threadId"] == loop_tid
+               for x in a["tasks"]), a["tasks"]
+    assert len({x["loop"] for x in a["tasks"]}) == 1 and a["tasks"][0]["loop"] is not None
+    nap = by["napper"]
+    assert in_asyncio(nap["frames"][0], "sleep", "tasks"), nap["frames"]
+    assert [(f["name"], f["line"]) for f in nap["frames"][1:]] == [
+        ("nap", bp(G, "nap_sleep")), ("sleeper", bp(G, "sleeper_nap"))], nap["frames"]
+    assert nap["coroutine"] == "sleeper"
+    assert [(f["name"], f["line"]) for f in by["waiter"]["frames"]] == [("wait_task", bp(G, "task_await"))]
+    assert [ids[i] for i in by["waiter"]["awaits"]] == ["napper"]
+    assert [ids[i] for i in nap["awaitedBy"]] == ["waiter"]
+    m = by[main_task[0]]
+    assert [(f["name"], f["line"]) for f in m["frames"]] == [("loop_main", bp(G, "main_gather"))]
+    assert sorted(ids[i] for i in m["awaits"]) == ["dl-a", "dl-b", "waiter"], m
+    da, db = by["dl-a"], by["dl-b"]
+    assert [ids[i] for i in da["awaits"]] == ["dl-b"] and [ids[i] for i in db["awaits"]] == ["dl-a"]
+    assert len(a["cycles"]) == 1 and sorted(ids[i] for i in a["cycles"][0]) == ["dl-a", "dl-b"]
+    # The text says how they were read.
+    assert re.search(r"^asyncio: 5 tasks, read without the GIL \(pending tasks; a future awaited "
+                     r"is not known\)$", out, re.M), out
+    assert re.search(r'^deadlock: await cycle: "dl-(a|b)" -> "dl-(b|a)" -> "dl-\1"$', out, re.M), out
+    assert re.search(r'^Loop 0x[0-9a-f]+ in thread %d "loop"$' % loop_tid, out, re.M), out
+    assert t.proc.poll() is None
+    t.check_output_clean()

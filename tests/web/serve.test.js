@@ -123,6 +123,87 @@ test('process list, attach, stacks with the GIL holder and locals', async () => 
   await page.close();
 });
 
+// Line number of the '# BP: name' marker in samples/<sample>.
+function bp(sample, name) {
+  const lines = fs.readFileSync(path.join(ROOT, 'samples', sample), 'utf8').split('\n');
+  const i = lines.findIndex((l) => new RegExp('#\\s*BP:\\s*' + name + '\\b').test(l));
+  assert.ok(i >= 0, 'no BP marker ' + name + ' in ' + sample);
+  return i + 1;
+}
+
+test('asyncio tasks in the stacks view: a box per loop, the await tree, the cycle', async () => {
+  const S = 'asyncio_tasks.py';
+  const t = await target(S);
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#threads .thread').first().waitFor();
+  assert.equal(await page.locator('#tasks').isHidden(), true);  // asked for only
+  await page.locator('#stacks-tasks').check();
+  const loops = page.locator('#tasks .loop');
+  await loops.first().waitFor();
+  // Debian's python3 (3.11) keeps the done and cancelled tasks too: 20 in 4 loops.
+  assert.equal(await page.locator('#tasks h2').textContent(), 'asyncio: 20 tasks, read with the GIL');
+  assert.equal(await loops.count(), 4);
+  const heads = await loops.locator('h3').allTextContents();
+  for (const [label, tid] of [['MainThread', t.pid], ['loop-a', t.ready.threads['loop-a']],
+                              ['loop-b', t.ready.threads['loop-b']], ['loop-c', t.ready.threads['loop-c']]]) {
+    assert.equal(heads.filter((h) => new RegExp('^Loop 0x[0-9a-f]+ in thread ' + tid + ' "' + label +
+                                                '"$').test(h)).length, 1, heads.join('\n'));
+  }
+  assert.match(await page.locator('#tasks p.deadlock').textContent(),
+               /^deadlock: await cycle: "dl-(a|b)" -> "dl-(b|a)" -> "dl-\1"$/);
+  // The awaited task under the one awaiting it, each with its chain innermost first.
+  const waiter = page.locator('#tasks li.task[data-name="task-waiter"]');
+  assert.match(await waiter.locator('> .task-head').textContent(),
+               /^\(T\) "task-waiter" pending awaits task "napper"$/);
+  assert.deepEqual(await waiter.locator('> ol.chain li').allTextContents(),
+                   ['wait_task (' + path.join(ROOT, 'samples', S) + ':' + bp(S, 'task_await') + ')']);
+  const napper = waiter.locator('> ul.tasks > li.task[data-name="napper"]');
+  assert.match(await napper.locator('> .task-head').textContent(),
+               /^\(T\) "napper" pending awaits _asyncio\.Future 0x[0-9a-f]+$/);
+  const chain = await napper.locator('> ol.chain li').allTextContents();
+  assert.match(chain[0], /^sleep \(.*\/asyncio\/tasks\.py:\d+\)$/);
+  assert.deepEqual(chain.slice(1), [
+    'nap (' + path.join(ROOT, 'samples', S) + ':' + bp(S, 'nap_sleep') + ')',
+    'sleeper (' + path.join(ROOT, 'samples', S) + ':' + bp(S, 'sleeper_nap') + ')']);
+  // The cycle: drawn from its first task, the second under it, stopping where it comes back.
+  const dl = page.locator('#tasks li.task.cycle');
+  assert.equal(await dl.count(), 3);
+  assert.match(await dl.nth(2).locator('> .task-head').textContent(), /\(await cycle: see above\)$/);
+  // The running task of loop-c, and the gather's children under the gatherer.
+  assert.match(await page.locator('#tasks li.task[data-name="loop-c-busy"] > .task-head').textContent(),
+               /^\(T\) "loop-c-busy" pending running$/);
+  assert.deepEqual(await page.locator('#tasks li.task[data-name="gatherer"] > ul.tasks > li.task')
+                       .evaluateAll((ls) => ls.map((l) => l.dataset.name).sort()), ['g1', 'g2']);
+  await shot(page, 'stacks-tasks');
+  // Unchecked: the tasks go away; the API refuses a bad value, naming it.
+  await page.locator('#stacks-tasks').uncheck();
+  await page.locator('#tasks').waitFor({state: 'hidden'});
+  const bad = await page.request.get(server + 'api/processes/' + t.pid + '/stacks?tasks=yes');
+  assert.deepEqual([bad.status(), (await bad.json()).error], [400, "tasks 'yes': expected 0 or 1"]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('asyncio tasks not read when a C call holds the GIL: the reason shown', async () => {
+  const t = await target('stuck_gil.py');
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#threads .thread.gil').waitFor();
+  await page.locator('#stacks-tasks').check();
+  const e = page.locator('#tasks p.error');
+  await e.waitFor({timeout: 20000});
+  assert.match(await e.textContent(), new RegExp('^asyncio tasks: not read: the GIL is held by thread ' +
+                                                 t.pid + ' .*asyncio tasks are read with the GIL: not read$'));
+  assert.equal(await page.locator('#threads .thread').count(), 2);  // the stacks still there
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('SQL console and flame graph', async () => {
   const t = await target('flamehot.py');
   const page = await newPage();

@@ -255,13 +255,15 @@ void cli_serve_processes(struct cli_serve_reply *r)
 /* The last dump (without locals) per process, shared by the clients that poll it: a dump at
  * most STACKS_MAX_AGE_MS old is answered from here, so 50 pages refreshing every second cost
  * the target about two dumps a second, not fifty (tests/bench/bench_serve.py). A slot per
- * pid % STACKS_SLOTS, each with its own lock: pollers of one process wait for the one dump
- * being taken, then share it. */
+ * (pid, tasks) % STACKS_SLOTS, each with its own lock: pollers of one process wait for the one
+ * dump being taken, then share it. A dump with the asyncio tasks (tasks=1, read with the GIL)
+ * is kept apart from one without. */
 #define STACKS_MAX_AGE_MS 500
 #define STACKS_SLOTS 64
 static struct stacks_slot {
     pthread_mutex_t lock;
     pid_t pid;
+    int tasks;
     long long taken;
     char *json;
 } stacks_cache[STACKS_SLOTS];
@@ -273,10 +275,12 @@ static void stacks_init(void)
         pthread_mutex_init(&stacks_cache[i].lock, NULL);
 }
 
-void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
+void cli_serve_stacks(pid_t pid, int locals, int tasks, struct cli_serve_reply *r)
 {
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
+    if (tasks)
+        cJSON_AddBoolToObject(args, "tasks", 1);
     if (locals) {
         cJSON *body = call(pid, "probing/dump", args, 0, r);
         if (body)
@@ -284,9 +288,10 @@ void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
         return;
     }
     pthread_once(&stacks_once, stacks_init);
-    struct stacks_slot *slot = &stacks_cache[(unsigned)pid % STACKS_SLOTS];
+    struct stacks_slot *slot = &stacks_cache[((unsigned)pid * 2u + (tasks ? 1u : 0u)) % STACKS_SLOTS];
     pthread_mutex_lock(&slot->lock);
-    if (slot->pid != pid || cli_now_ms() - slot->taken > STACKS_MAX_AGE_MS) {
+    if (slot->pid != pid || slot->tasks != tasks ||
+        cli_now_ms() - slot->taken > STACKS_MAX_AGE_MS) {
         cJSON *body = call(pid, "probing/dump", args, 0, r);
         free(slot->json);
         slot->json = NULL;
@@ -294,6 +299,7 @@ void cli_serve_stacks(pid_t pid, int locals, struct cli_serve_reply *r)
         if (body) {
             slot->json = cJSON_PrintUnformatted(body);
             slot->pid = pid;
+            slot->tasks = tasks;
             slot->taken = cli_now_ms();
             cJSON_Delete(body);
         }

@@ -36,6 +36,8 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.threadId: expected integer");
     if (start < 0 || levels < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.startFrame/levels: must be >= 0");
+    if (dap_task_id_is(tid)) /* an asyncio task listed by threads while stopped */
+        return dap_tasks_stack(tid, start, levels, body, &c->err);
     int native = dap_session_native_frames(c->s);
     /* A parked thread's stack is the one recorded when it stopped, with inspectable frames. */
     struct probe_frame *frames;

@@ -7,7 +7,9 @@
  * name; it stops when it returns to Python. When threading's names were read less than
  * NAMES_FRESH_MS ago and every thread is one of those, the answer comes at once from a GIL-free
  * snapshot with those names (pyrt's name cache): no wait for a GIL that a computing target
- * gives up only every switch interval (5 ms), or never during a long C call. */
+ * gives up only every switch interval (5 ms), or never during a long C call. While the target
+ * is stopped (the parked threads leave the GIL free), every asyncio task follows the threads as
+ * an entry of its own (server/tasks.c), its coroutine chain its stack. */
 #include <stdio.h>
 
 #include "debugger/debugger.h"
@@ -42,14 +44,21 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         }
         cJSON_AddItemToArray(arr, t);
     }
+    /* Stopped: every asyncio task too, its coroutine chain as its stack (server/tasks.c). */
+    if (stopped && s->atasks.read) /* with the GIL, or without it on 3.14+ */
+        dap_tasks_threads(&s->atasks, arr);
     return 0;
 }
 
 static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
     struct dap_snapjob *j = job;
-    int rc = dap_snap_init(c, j, args, PROBE_SNAP_NAMES, 1, render);
-    if (rc < 0 || !probe_pyrt_names_fresh(NAMES_FRESH_MS))
+    /* Stopped (the debugger paused the target): with the asyncio tasks, under the GIL, which
+     * the parked threads leave free. */
+    int stopped = probe_dbg_stopped();
+    int rc = dap_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1,
+                           render);
+    if (rc < 0 || stopped || !probe_pyrt_names_fresh(NAMES_FRESH_MS))
         return rc;
     if (probe_pyrt_snapshot(&j->snap, 0, 1, &j->err) < 0) {
         pb_err_clear(&j->err);

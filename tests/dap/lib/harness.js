@@ -9,8 +9,8 @@ const assert = require('node:assert/strict');
 const { Target, SAMPLE, bp } = require('./target');
 const { ProbeClient } = require('./client');
 
-async function withTarget(python, body, { allowErr } = {}) {
-  const target = new Target(python);
+async function withTarget(python, body, { allowErr, sample } = {}) {
+  const target = new Target(python, { sample });
   const clients = [];
   const ctx = {
     target,

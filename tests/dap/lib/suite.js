@@ -10,7 +10,7 @@ const JOBS = Number(process.env.DAP_JOBS || 3);
 const PYTHONS = pythons();
 const TEST_TIMEOUT = Number(process.env.DAP_TEST_TIMEOUT || 60000);
 
-// cases: [{name, body(ctx), allowErr?}]
+// cases: [{name, body(ctx), allowErr?, sample?}] (sample: a file of samples/, default debuggee.py)
 function suite(title, cases) {
   describe(title, { concurrency: JOBS }, () => {
     if (PYTHONS.length === 0) {
@@ -19,7 +19,7 @@ function suite(title, cases) {
     for (const c of cases) {
       for (const py of PYTHONS) {
         test(`${c.name} [${py.id}]`, { timeout: TEST_TIMEOUT },
-             () => withTarget(py, c.body, { allowErr: c.allowErr }));
+             () => withTarget(py, c.body, { allowErr: c.allowErr, sample: c.sample }));
       }
     }
   });

@@ -50,7 +50,7 @@ function blankAfter(line) {
 }
 
 // What the sample itself prints; anything else on its stdout leaked from the probe.
-const OWN_LINE = /^(ready \{.*\}|tick \d+ value=-?\d+)$/;
+const OWN_LINE = /^(ready \{.*\}|tick \d+( value=-?\d+)?)$/;
 
 // Targets still alive if this process goes away early (an interrupted run): killed with it.
 const live = new Set();
@@ -66,7 +66,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 class Target {
-  constructor(python, { env } = {}) {
+  // sample: a file of samples/ (default debuggee.py, which the helpers' bp() and source() read).
+  constructor(python, { env, sample } = {}) {
     this.python = python;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dap-test-'));
     this.logPath = path.join(this.dir, 'probe.log');
@@ -85,7 +86,7 @@ class Target {
     const wOut = fs.openSync(this.outPath, 'w');
     const wErr = fs.openSync(this.errPath, 'w');
     try {
-      this.proc = spawn(python.exe, [SAMPLE], { stdio: ['ignore', wOut, wErr], detached: true, env: e });
+      this.proc = spawn(python.exe, [sample ? path.join(ROOT, 'samples', sample) : SAMPLE], { stdio: ['ignore', wOut, wErr], detached: true, env: e });
     } finally {
       fs.closeSync(wOut);
       fs.closeSync(wErr);
@@ -203,7 +204,7 @@ class Target {
     const ticks = [];
     let at = since;
     while (ticks.length < count) {
-      const { match, index } = await this.waitLine(/^tick (\d+) value=(-?\d+)$/, { since: at, timeout });
+      const { match, index } = await this.waitLine(/^tick (\d+)(?: value=(-?\d+))?$/, { since: at, timeout });
       ticks.push({ n: Number(match[1]), value: Number(match[2]) });
       at = index + 1;
     }

@@ -295,11 +295,102 @@ function drawStacks(d) {
   }
 }
 
+// ---- asyncio tasks (the stacks view's "asyncio tasks"): a box per event loop, each task under
+// the task that awaits it with its coroutine chain innermost first, as debug --dump --tasks ----
+const TASK_DEPTH = 64;
+
+function taskLabel(t) {
+  return '"' + (t ? t.name : '?') + '"';
+}
+
+function taskItem(byId, t, path) {
+  const li = el('li', null, 'task' + (t.cycle ? ' cycle' : ''));
+  li.dataset.id = t.id;
+  li.dataset.name = t.name;
+  const head = el('div', null, 'task-head');
+  head.append(el('span', '(T) ' + taskLabel(t)), ' ', el('span', t.state, 'badge state'));
+  if (t.running) head.append(' ', el('span', 'running', 'badge'));
+  if (t.cycle) head.append(' ', el('span', 'await cycle ' + t.cycle, 'badge'));
+  li.append(head);
+  if (path.includes(t.id)) {
+    head.append(' ', el('span', '(await cycle: see above)', 'muted'));
+    return li;
+  }
+  const awaits = t.awaits || [];
+  if (awaits.length === 1) {
+    head.append(' ', el('span', 'awaits task ' + taskLabel(byId.get(awaits[0])), 'awaits'));
+  } else if (t.waiter) {
+    head.append(' ', el('span', 'awaits ' + t.waiter.type + ' ' + t.waiter.id, 'awaits'));
+  }
+  const ol = el('ol', null, 'frames chain');
+  for (const f of t.frames || []) ol.append(frameLine(f));
+  if (ol.childElementCount) li.append(ol);
+  if (awaits.length && path.length + 1 < TASK_DEPTH) {
+    const ul = el('ul', null, 'tasks');
+    for (const id of awaits) {
+      const c = byId.get(id);
+      if (c) ul.append(taskItem(byId, c, path.concat([t.id])));
+    }
+    li.append(ul);
+  }
+  return li;
+}
+
+// A tree starts at a task no task awaits, and at the first task of a cycle that only the cycle
+// awaits.
+function taskRoot(t, cycles) {
+  const by = t.awaitedBy || [];
+  if (!by.length) return true;
+  const c = t.cycle ? cycles[t.cycle - 1] : null;
+  return by.length === 1 && !!c && c[0] === t.id;
+}
+
+function drawTasks(d) {
+  const box = $('tasks');
+  box.replaceChildren();
+  const a = d && d.asyncio;
+  box.hidden = !a;
+  if (!a) return;
+  if (!a.read) {
+    box.append(el('p', 'asyncio tasks: not read: ' + a.error, 'error'));
+    return;
+  }
+  const tasks = a.tasks || [], cycles = a.cycles || [];
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  const h = el('h2', 'asyncio: ' + tasks.length + ' task' + (tasks.length === 1 ? '' : 's') +
+                ', read ' + (a.via === 'gil' ? 'with' : 'without') + ' the GIL');
+  if (a.truncated) h.append(el('span', 'more not read: the bound was reached', 'badge'));
+  box.append(h);
+  if (!tasks.length) box.append(el('p', 'no asyncio task in this process', 'muted'));
+  for (const c of cycles) {
+    box.append(el('p', 'deadlock: await cycle: ' +
+                  c.concat([c[0]]).map((id) => taskLabel(byId.get(id))).join(' -> '), 'deadlock'));
+  }
+  const names = new Map((d.threads || []).map((t) => [t.id, t.name]));
+  const loops = [];
+  for (const t of tasks) if (!loops.includes(t.loop)) loops.push(t.loop);
+  for (const loop of loops) {
+    const mine = tasks.filter((t) => t.loop === loop);
+    const div = el('div', null, 'loop');
+    div.dataset.loop = loop || '';
+    const tid = mine[0].threadId;
+    div.append(el('h3', !loop ? 'Tasks without a loop'
+                  : tid ? 'Loop ' + loop + ' in thread ' + tid + ' "' + (names.get(tid) || '') + '"'
+                  : 'Loop ' + loop + ' (not running)'));
+    const ul = el('ul', null, 'tasks');
+    for (const t of mine) if (taskRoot(t, cycles)) ul.append(taskItem(byId, t, []));
+    div.append(ul);
+    box.append(div);
+  }
+}
+
 async function loadStacks() {
   try {
-    lastDump = await api('/api/processes/' + view.pid + '/stacks');
+    const tasks = $('stacks-tasks').checked;
+    lastDump = await api('/api/processes/' + view.pid + '/stacks' + (tasks ? '?tasks=1' : ''));
     showError('');
     drawStacks(lastDump);
+    drawTasks(tasks ? lastDump : null);
   } catch (e) {
     showError('stacks of ' + view.pid + ': ' + e.message);
   }
@@ -610,6 +701,7 @@ function route() {
 function init() {
   $('procs-refresh').addEventListener('click', () => { loadProcesses(); loadJobs(); });
   $('stacks-refresh').addEventListener('click', loadStacks);
+  $('stacks-tasks').addEventListener('change', loadStacks);
   $('stacks-auto').addEventListener('change', () => {
     clearInterval(timer);
     timer = $('stacks-auto').checked ? setInterval(loadStacks, 1000) : null;
