@@ -210,7 +210,7 @@ def test_tasks_without_asyncio_and_usage(python, spawn):
     r = probing("-p", t.pid, "eval", "import sys; 'asyncio' in sys.modules", check=True)
     assert r.stdout.strip() == "False", r.stdout
     r = probing("-p", t.pid, "debug", "--resume", "--tasks")
-    assert r.returncode == 2 and "--tasks/--json only goes with --dump" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--tasks/--subprocesses/--json only goes with --dump" in r.stderr, r.stderr
     r = probing("-p", t.pid, "debug", "--dump", "--tasks", "--no-inject")
     assert r.returncode == 2 and "--tasks needs the probe loaded" in r.stderr, r.stderr
     t.assert_responsive()

@@ -322,13 +322,21 @@ def test_children_after_native(python, tmp_path):
         probing("-p", p.pid, "debug", "--dump", "--native", check=True)
         go.write_text("go")
         assert p.stdout.readline().startswith("forked")
-        r = probing("-p", p.pid, "debug", "--dump", "--no-inject", "--subprocesses", "--json")
-        assert r.returncode == 0, r.stderr
-        out = json.loads(r.stdout)
-        assert [t["frames"][0]["name"] for t in out["threads"] if t["main"]] == ["<module>"]
-        (child,) = out["children"]
-        assert "note" not in child, child
-        assert [t["frames"][0]["line"] for t in child["threads"]] == [8]
+        # The child may not have reached its sleep yet (a loaded machine): read until it has.
+        deadline = time.time() + 10
+        while True:
+            r = probing("-p", p.pid, "debug", "--dump", "--no-inject", "--subprocesses",
+                        "--json")
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            assert [t["frames"][0]["name"] for t in out["threads"] if t["main"]] == ["<module>"]
+            (child,) = out["children"]
+            assert "note" not in child, child
+            lines = [t["frames"][0]["line"] for t in child["threads"] if t["frames"]]
+            if lines == [8] or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        assert lines == [8], child
         r = probing("-p", p.pid, "debug", "--dump", "--subprocesses", "--json", check=True)
         assert json.loads(r.stdout)["children"][0]["threads"][0]["frames"][0]["line"] == 8
     finally:
