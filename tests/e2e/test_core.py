@@ -237,6 +237,41 @@ def test_kernel_core_dump(python, spawn, tmp_path):
     assert r.returncode == 1 and "is not a directory" in r.stderr, r.stderr
 
 
+def _numpy_pythons():
+    """The interpreters of PYTHONS that import numpy (Debian's python3, the sid root's 3.14 and
+    3.15)."""
+    return [p for p in PYTHONS if subprocess.run(
+        sidroot.command(p.values[0], ["-c", "import numpy"]), capture_output=True,
+        timeout=120).returncode == 0]
+
+
+NUMPY_PYTHONS = _numpy_pythons()
+
+
+@pytest.mark.skipif(not NUMPY_PYTHONS, reason="no interpreter here imports numpy")
+@pytest.mark.parametrize("python", NUMPY_PYTHONS)
+def test_core_locals_numpy(python, spawn, tmp_path):
+    """dump --core --locals shows NumPy values read from the core (issue 36 item 8), as the
+    live dump does: complex, datetime64 and timedelta64 scalars as numpy's repr, arrays by shape
+    and dtype with the datetime unit (samples/numpy_values.py). Before: every NumPy value was
+    <numpy.X object at 0x...> there."""
+    t, core, _, _ = crashed(python, spawn, tmp_path, sample="numpy_values.py")
+    d = json.loads(probing("dump", "--core", core, "--locals", "--json", *rooted(python),
+                           check=True).stdout)
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["frames"][0]["name"] == "hold", main["frames"][0]
+    loc = {l["name"]: l["value"] for l in main["frames"][0]["locals"]}
+    want = {"i8": "2", "f32": "0.1", "u64": "18446744073709551615", "c128": "(1+2j)",
+            "imag": "2j", "day": "numpy.datetime64('2024-01-01')",
+            "stamp": "numpy.datetime64('2024-01-01T10:30:05.123456789')",
+            "hour": "numpy.datetime64('1900-02-28T05','h')", "nat": "numpy.datetime64('NaT')",
+            "span": "numpy.timedelta64(5,'D')", "two_hours": "numpy.timedelta64(4,'2h')",
+            "grid": "ndarray(shape=[2, 3], dtype=float64)",
+            "stamps": "ndarray(shape=[2, 2], dtype=datetime64[ns])",
+            "tagged": "Tagged(shape=[7, 1, 2], dtype=float64)"}
+    assert {k: loc[k] for k in want} == want
+
+
 def test_core_errors(tmp_path):
     r = probing("dump")
     assert r.returncode == 2 and "give a core file: probing dump --core FILE" in r.stderr
