@@ -2,8 +2,8 @@
 """Test target (needs numpy): a frame holding numpy scalars of every width and kind (complex,
 datetime64 and timedelta64 of several units too) and arrays (2-d float, int32, strings, 0-d,
 big-endian, a Python subclass, datetime64/timedelta64 with units, complex64), shown by the
-probe's repr without running numpy's code. Prints 'ready {...}' then ticks; the tests find lines through the
-"# BP: name" markers, never by number."""
+probe's repr without running numpy's code. Prints 'ready {...}' then ticks; the tests find
+lines through the "# BP: name" markers, never by number."""
 import json
 import os
 import time

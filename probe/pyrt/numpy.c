@@ -432,7 +432,10 @@ static void dtype_name(char *out, size_t n, const struct np_descr *d, long long 
     case 'u':
     case 'f':
     case 'c': {
-        const char *base = d->kind == 'i' ? "int" : d->kind == 'u' ? "uint" : d->kind == 'f' ? "float" : "complex";
+        const char *base = d->kind == 'i'   ? "int"
+                           : d->kind == 'u' ? "uint"
+                           : d->kind == 'f' ? "float"
+                                            : "complex";
         if (elsize > 0 && elsize <= 64)
             snprintf(out, n, "%s%lld", base, elsize * 8);
         else
