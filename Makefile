@@ -210,6 +210,7 @@ $(B)/lib/probing/libprobing-read-$(1).so: $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(R
 READER_LIBS += $(B)/lib/probing/libprobing-read-$(1).so
 endef
 READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/pyrt/memlocals.c \
+               probe/pyrt/numpy.c \
                probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
                probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c

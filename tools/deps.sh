@@ -33,6 +33,9 @@ want=(
   clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   # end-to-end: PyTorch 1.13 for perf --torch, headless Chromium for the flame graph and VS Code
   python3-torch chromium
+  # NumPy values in --locals (tests/e2e/test_dump.py, samples/numpy_values.py; torch pulls it in
+  # only as a dependency)
+  python3-numpy
   # the extension in a real VS Code (make vscode-real): code-server's search runs Debian's ripgrep
   ripgrep
   # cluster across nodes (tests/e2e/test_cluster_nodes.py): network namespaces, a bridge, veth

@@ -404,7 +404,9 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
     c->file = (uintptr_t)co.co_filename;
     c->firstlineno = co.co_firstlineno;
 #if PY_VERSION_HEX >= 0x030B0000
-    if (!prologue_ok(co._co_firsttraceable, Py_SIZE(&co))) {
+    /* ob_size read as a field: 3.12+'s Py_SIZE asserts the type is not int or bool, and with
+     * assertions on (the ASan build) the reader then needs PyLong_Type, which it cannot link */
+    if (!prologue_ok(co._co_firsttraceable, co.ob_base.ob_size)) {
         memset(c, 0, sizeof *c);
         return -1; /* torn (being built or freed): no trusted line or prologue */
     }

@@ -161,6 +161,12 @@ int pyrt_mem_locals(uintptr_t frame, uintptr_t code, pyrt_read_fn rd, pyrt_local
  * when obj is unreadable (value "<invalid object at 0x...>"). */
 int pyrt_mem_value(uintptr_t obj, pyrt_read_fn rd, char *type, size_t typen, char *value,
                    size_t valuen);
+/* numpy.c: a NumPy value of the object at obj, of type tp, read through rd without the GIL or
+ * any call (a scalar by value: "2", "(1+2j)", "numpy.datetime64('2024-01-01')"; an array by
+ * shape and dtype: "ndarray(shape=[2, 3], dtype=float64)"); name: what to call an array's
+ * Python subclass (NULL: its tp_name). 1 with out filled, 0 when obj is no NumPy value. */
+int pyrt_np_value(uintptr_t obj, uintptr_t tp, const char *name, pyrt_read_fn rd, char *out,
+                  size_t n);
 
 /* ---- repr.c: bounded repr (Requires GIL) ---- */
 

@@ -8,7 +8,8 @@
  * values from the frame's fast locals. A value is shown by value only when its type is exactly
  * one of int, bool, float, str, bytes, None, or a tuple, list or dict of those (first
  * MEM_ITEMS items, shallow: a container inside one shows as "[...]"), each read whole and
- * consistent (sizes in bounds, storage readable); anything else as "<TYPE object at 0x...>"
+ * consistent (sizes in bounds, storage readable), or a NumPy scalar or array (numpy.c: by value,
+ * by shape and dtype); anything else as "<TYPE object at 0x...>"
  * with the type's tp_name read safely, and what cannot be read as "<invalid object at 0x...>".
  * The program runs on while we read (that is the point): a value being changed may show torn,
  * never crash anything. */
@@ -531,6 +532,11 @@ static void put_value(struct vbuf *b, pyrt_read_fn rd, uintptr_t obj, int depth)
         else
             rc = put_seq(b, rd, items, n, tuple);
     } else {
+        char np[MEM_VALUE];
+        if (pyrt_np_value(obj, tp, NULL, rd, np, sizeof np)) { /* numpy.c */
+            puts_(b, np);
+            return;
+        }
         type_name(rd, tp, name, sizeof name);
         put_other(b, name, obj);
         return;

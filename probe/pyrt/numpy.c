@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* NumPy values in one line without running any code of numpy's or the target's, for every
- * view of a value (dump locals, variables, evaluate's result): a scalar (numpy.int8 ...
- * numpy.float64, numpy.bool_) by its value, read from the object's memory by its type as
- * py-spy shows it ("2", "0.5", "True"), an array (numpy.ndarray or a subclass) by its shape and
- * dtype ("ndarray(shape=[2, 3], dtype=float64)"), never its data. Both are found by their
- * static type's tp_name, never by importing numpy; every byte is read with the fault-proof
- * reads (safe.c) after probe_obj_ok has passed the object, and every count is bounded. The
- * layouts read are numpy's public C structs, the same in numpy 1.x and 2.x up to the dtype's
- * elsize, whose place differs (below). Requires GIL (objects held still). */
+ * view of a value (dump locals with the GIL, variables, evaluate's result, and the locals read
+ * without the GIL or from outside: memlocals.c, --no-inject, dump --core): a scalar by its
+ * value, read from the object's memory by its type as py-spy and numpy print it ("2", "0.5",
+ * "True", "(1+2j)", "numpy.datetime64('2024-01-01')", "numpy.timedelta64(5,'D')"), an array
+ * (numpy.ndarray or a subclass) by its shape and dtype ("ndarray(shape=[2, 3],
+ * dtype=float64)", "dtype=datetime64[ns]"), never its data. Both are found by their static
+ * type's tp_name, never by importing numpy; every byte is read through the caller's
+ * fault-proof read, every count is bounded, nothing calls CPython. The layouts read are
+ * numpy's public C structs, the same in numpy 1.x and 2.x up to the dtype's elsize and
+ * c_metadata, whose places differ (below). Built into the probe and, with PYRT_REMOTE, into
+ * libprobing-read-3.X.so. */
 #include "internal.h"
 
 #include <math.h>
@@ -18,19 +21,25 @@
 
 #define NP_MAX_DIMS 64 /* NPY_MAXDIMS: 32 in numpy 1.x, 64 in 2.x */
 #define NP_SHOW_DIMS 16
+#define NP_BASES 32    /* tp_base links followed to find ndarray */
+#define NP_TEXT 256
 
 /* A scalar type: its value sits right after the object header (numpy's Py<Type>ScalarObject:
- * PyObject_HEAD, then obval). kind: 'b' bool, 'i' signed, 'u' unsigned, 'f' float. */
+ * PyObject_HEAD, then obval; datetime64 and timedelta64 then their unit, PyArray_DatetimeMetaData:
+ * int base, int num). kind: 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'c' complex (two
+ * floats of size/2), 'M' datetime64, 'm' timedelta64. */
 static const struct {
     const char *name;
     char kind;
     unsigned char size;
 } scalars[] = {
-    {"numpy.bool_", 'b', 1},     {"numpy.bool", 'b', 1},      {"numpy.int8", 'i', 1},
-    {"numpy.int16", 'i', 2},     {"numpy.int32", 'i', 4},     {"numpy.int64", 'i', 8},
-    {"numpy.longlong", 'i', 8},  {"numpy.uint8", 'u', 1},     {"numpy.uint16", 'u', 2},
-    {"numpy.uint32", 'u', 4},    {"numpy.uint64", 'u', 8},    {"numpy.ulonglong", 'u', 8},
-    {"numpy.float16", 'f', 2},   {"numpy.float32", 'f', 4},   {"numpy.float64", 'f', 8},
+    {"numpy.bool_", 'b', 1},       {"numpy.bool", 'b', 1},          {"numpy.int8", 'i', 1},
+    {"numpy.int16", 'i', 2},       {"numpy.int32", 'i', 4},         {"numpy.int64", 'i', 8},
+    {"numpy.longlong", 'i', 8},    {"numpy.uint8", 'u', 1},         {"numpy.uint16", 'u', 2},
+    {"numpy.uint32", 'u', 4},      {"numpy.uint64", 'u', 8},        {"numpy.ulonglong", 'u', 8},
+    {"numpy.float16", 'f', 2},     {"numpy.float32", 'f', 4},       {"numpy.float64", 'f', 8},
+    {"numpy.complex64", 'c', 8},   {"numpy.complex128", 'c', 16},   {"numpy.datetime64", 'M', 8},
+    {"numpy.timedelta64", 'm', 8},
 };
 
 /* Start of the PyArrayObject (numpy's PyArrayObject_fields), the same in 1.x and 2.x. */
@@ -55,11 +64,45 @@ struct np_descr {
     uint64_t w32; /* 1.x: elsize | alignment << 32 (alignment >= 1); 2.x: flags (< 2^32) */
     int64_t w40;  /* 2.x: elsize */
 };
+/* Where the descriptor's c_metadata pointer is (a datetime unit's NpyAuxData): 1.x after
+ * subarray, fields, names, f, metadata; 2.x in _PyArray_LegacyDescr after the base descriptor
+ * (flags, elsize, alignment, metadata, hash, reserved_null[2]), subarray, fields, names. */
+#define NP_CMETA_1 80
+#define NP_CMETA_2 112
+/* In the NpyAuxData the unit follows: free, clone, reserved[2]. */
+#define NP_AUX_META 32
 
-/* tp: a static type (numpy's are; a Python class can take any name, never a static type). */
-static int static_named(const PyTypeObject *tp, const char *name)
+static int rd_at(pyrt_read_fn rd, uintptr_t a, void *dst, size_t n)
 {
-    return !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) && tp->tp_name && strcmp(tp->tp_name, name) == 0;
+    return a && probe_ptr_ok((const void *)a, 1) && rd(a, dst, n) == 0;
+}
+
+/* tp: a static type named name (numpy's are; a Python class can take any name, never a static
+ * type). */
+static int static_named(pyrt_read_fn rd, uintptr_t tp, const char *name)
+{
+    unsigned long flags;
+    uintptr_t tn;
+    char buf[48];
+    size_t len = strlen(name) + 1;
+    if (!rd_at(rd, tp + offsetof(PyTypeObject, tp_flags), &flags, sizeof flags) ||
+        (flags & Py_TPFLAGS_HEAPTYPE) ||
+        !rd_at(rd, tp + offsetof(PyTypeObject, tp_name), &tn, sizeof tn) || len > sizeof buf)
+        return 0;
+    /* the name's bytes up to its NUL: read as two pieces when it crosses a page */
+    size_t first = 4096 - (tn & 4095);
+    if (first > len)
+        first = len;
+    if (!rd_at(rd, tn, buf, first) || (first < len && !rd_at(rd, tn + first, buf + first,
+                                                              len - first)))
+        return 0;
+    return memcmp(buf, name, len) == 0;
+}
+
+static Py_ssize_t basicsize(pyrt_read_fn rd, uintptr_t tp)
+{
+    Py_ssize_t n;
+    return rd_at(rd, tp + offsetof(PyTypeObject, tp_basicsize), &n, sizeof n) ? n : -1;
 }
 
 /* IEEE half -> double. */
@@ -155,25 +198,147 @@ static void put_float(char *out, size_t n, double v, int size, uint16_t half)
     snprintf(out, n, "%s", buf);
 }
 
-/* A numpy scalar's value; 0 when o is none (or unreadable). */
-static int scalar_display(PyObject *o, char *out, size_t n)
+/* Python's repr of one part of a complex: the shortest float, without ".0" when whole. */
+static void put_part(char *out, size_t n, double v, int size)
 {
-    const PyTypeObject *tp = Py_TYPE(o);
-    unsigned char raw[8];
+    put_float(out, n, v, size, 0);
+    size_t l = strlen(out);
+    if (l > 2 && strcmp(out + l - 2, ".0") == 0 && !strchr(out, 'e'))
+        out[l - 2] = '\0';
+}
+
+/* complex(re, im) as Python prints it: "2j" when the real part is +0, else "(1+2j)". */
+static void put_complex(char *out, size_t n, double re, double im, int size)
+{
+    char r[40], i[40];
+    put_part(i, sizeof i, im, size);
+    if (re == 0 && !signbit(re)) {
+        snprintf(out, n, "%sj", i);
+        return;
+    }
+    put_part(r, sizeof r, re, size);
+    snprintf(out, n, "(%s%s%sj)", r, i[0] == '-' ? "" : "+", i);
+}
+
+static const char *const units[] = {"Y", "M", "W", "B", "D", "h", "m", "s", "ms", "us", "ns",
+                                    "ps", "fs", "as", ""};
+#define UNIT_GENERIC 14
+
+static long long floordiv(long long a, long long b)
+{
+    long long q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* Days since 1970-01-01 to year, month (1-12), day (1-31), proleptic Gregorian. */
+static void civil(long long days, long long *y, int *m, int *d)
+{
+    long long z = days + 719468, era = floordiv(z, 146097);
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static void put_year(char *out, size_t n, long long y)
+{
+    snprintf(out, n, y >= 0 ? "%04lld" : "%05lld", y);
+}
+
+/* A datetime64's ISO text as numpy prints it for its unit ("2024-01-01", "2024-01-01T10:30",
+ * "...T10:30:00.123"): 0, or -1 when the value is out of what is shown. */
+static int put_datetime(char *out, size_t n, long long v, int unit, int num)
+{
+    char y[24];
+    long long yy, secs = 0, frac = 0, days, sod = 0, per = 1;
+    int m, d, digits = 0;
+    if (num < 1 || num > 1000000 || __builtin_mul_overflow(v, (long long)num, &v))
+        return -1;
+    switch (unit) {
+    case 0: /* years */
+        put_year(out, n, 1970 + v);
+        return 0;
+    case 1: /* months */
+        put_year(y, sizeof y, 1970 + floordiv(v, 12));
+        snprintf(out, n, "%s-%02lld", y, v - floordiv(v, 12) * 12 + 1);
+        return 0;
+    case 2: /* weeks */
+    case 4: /* days */
+        if (unit == 2 && __builtin_mul_overflow(v, 7LL, &v))
+            return -1;
+        days = v;
+        break;
+    case 5: /* hours */
+    case 6: /* minutes */
+        per = unit == 5 ? 24 : 1440;
+        days = floordiv(v, per);
+        sod = (v - days * per) * (unit == 5 ? 3600 : 60);
+        break;
+    default:
+        if (unit < 7 || unit > 13)
+            return -1;
+        digits = 3 * (unit - 7);
+        for (int i = 0; i < digits; i++)
+            per *= 10;
+        secs = floordiv(v, per);
+        frac = v - secs * per;
+        days = floordiv(secs, 86400);
+        sod = secs - days * 86400;
+        break;
+    }
+    if (days > 100000000000LL || days < -100000000000LL)
+        return -1;
+    civil(days, &yy, &m, &d);
+    put_year(y, sizeof y, yy);
+    int k = snprintf(out, n, "%s-%02d-%02d", y, m, d);
+    if (unit <= 4 || k < 0 || (size_t)k >= n)
+        return 0;
+    k += snprintf(out + k, n - (size_t)k, "T%02lld", sod / 3600);
+    if (unit >= 6 && (size_t)k < n)
+        k += snprintf(out + k, n - (size_t)k, ":%02lld", sod / 60 % 60);
+    if (unit >= 7 && (size_t)k < n)
+        k += snprintf(out + k, n - (size_t)k, ":%02lld", sod % 60);
+    if (digits && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, ".%0*lld", digits, frac);
+    return 0;
+}
+
+/* The unit text of a datetime64/timedelta64 ("D", "2D", "" for generic), -1 when unknown. */
+static int unit_text(char *out, size_t n, int unit, int num)
+{
+    if (unit < 0 || unit > UNIT_GENERIC || unit == 3)
+        return -1;
+    if (num > 1)
+        snprintf(out, n, "%d%s", num, units[unit]);
+    else
+        snprintf(out, n, "%s", units[unit]);
+    return 0;
+}
+
+/* A numpy scalar's value; 0 when obj (of type tp) is none (or unreadable). */
+static int scalar_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, char *out, size_t n)
+{
+    unsigned char raw[16];
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
-        if (!static_named(tp, scalars[i].name))
+        if (!static_named(rd, tp, scalars[i].name))
             continue;
-        size_t size = scalars[i].size;
-        if (tp->tp_basicsize < (Py_ssize_t)(sizeof(PyObject) + size) ||
-            probe_mem_read((const char *)o + sizeof(PyObject), raw, size) != 0)
+        char kind = scalars[i].kind;
+        size_t size = scalars[i].size, need = size + (kind == 'M' || kind == 'm' ? 8 : 0);
+        if (basicsize(rd, tp) < (Py_ssize_t)(sizeof(PyObject) + need) ||
+            !rd_at(rd, obj + sizeof(PyObject), raw, need))
             return 0;
         uint64_t u = 0;
         int64_t s;
         uint8_t u8;
         uint16_t u16;
         uint32_t u32;
-        float f;
-        double d;
+        float f, f2;
+        double d, d2;
+        int meta[2];
+        char ut[24];
         switch (size) {
         case 1:
             memcpy(&u8, raw, 1);
@@ -195,7 +360,7 @@ static int scalar_display(PyObject *o, char *out, size_t n)
             s = (int64_t)u;
             break;
         }
-        switch (scalars[i].kind) {
+        switch (kind) {
         case 'b':
             snprintf(out, n, "%s", u ? "True" : "False");
             break;
@@ -204,6 +369,39 @@ static int scalar_display(PyObject *o, char *out, size_t n)
             break;
         case 'u':
             snprintf(out, n, "%llu", (unsigned long long)u);
+            break;
+        case 'c':
+            if (size == 8) {
+                memcpy(&f, raw, 4);
+                memcpy(&f2, raw + 4, 4);
+                put_complex(out, n, f, f2, 4);
+            } else {
+                memcpy(&d, raw, 8);
+                memcpy(&d2, raw + 8, 8);
+                put_complex(out, n, d, d2, 8);
+            }
+            break;
+        case 'M':
+        case 'm':
+            memcpy(meta, raw + 8, sizeof meta);
+            if (unit_text(ut, sizeof ut, meta[0], meta[1]) != 0)
+                return 0;
+            if (s == INT64_MIN) { /* NaT */
+                snprintf(out, n, "numpy.%s('NaT')", kind == 'M' ? "datetime64" : "timedelta64");
+            } else if (kind == 'm') {
+                snprintf(out, n, ut[0] ? "numpy.timedelta64(%lld,'%s')" : "numpy.timedelta64(%lld)",
+                         (long long)s, ut);
+            } else {
+                char iso[96];
+                if (meta[0] == UNIT_GENERIC ||
+                    put_datetime(iso, sizeof iso, (long long)s, meta[0], meta[1]) != 0)
+                    return 0;
+                /* numpy's repr adds the unit where the text does not tell it */
+                if (meta[1] == 1 && meta[0] != 5)
+                    snprintf(out, n, "numpy.datetime64('%s')", iso);
+                else
+                    snprintf(out, n, "numpy.datetime64('%s','%s')", iso, ut);
+            }
             break;
         default:
             if (size == 2) {
@@ -223,7 +421,8 @@ static int scalar_display(PyObject *o, char *out, size_t n)
 
 /* The dtype's name from its kind and item size: float64, int32, uint8, bool, complex128, <U5,
  * |S3, object, datetime64, ... ("?" parts where the descriptor does not say). */
-static void dtype_name(char *out, size_t n, const struct np_descr *d, long long elsize)
+static void dtype_name(char *out, size_t n, const struct np_descr *d, long long elsize,
+                       const char *unit)
 {
     switch (d->kind) {
     case 'b':
@@ -233,7 +432,10 @@ static void dtype_name(char *out, size_t n, const struct np_descr *d, long long 
     case 'u':
     case 'f':
     case 'c': {
-        const char *base = d->kind == 'i' ? "int" : d->kind == 'u' ? "uint" : d->kind == 'f' ? "float" : "complex";
+        const char *base = d->kind == 'i'   ? "int"
+                           : d->kind == 'u' ? "uint"
+                           : d->kind == 'f' ? "float"
+                                            : "complex";
         if (elsize > 0 && elsize <= 64)
             snprintf(out, n, "%s%lld", base, elsize * 8);
         else
@@ -253,36 +455,32 @@ static void dtype_name(char *out, size_t n, const struct np_descr *d, long long 
         snprintf(out, n, "object");
         return;
     case 'M':
-        snprintf(out, n, "datetime64");
-        return;
     case 'm':
-        snprintf(out, n, "timedelta64");
+        /* the unit, when the descriptor's datetime metadata says it: datetime64[ns] */
+        snprintf(out, n, "%s%s%s%s", d->kind == 'M' ? "datetime64" : "timedelta64",
+                 unit && unit[0] ? "[" : "", unit ? unit : "", unit && unit[0] ? "]" : "");
         return;
     default:
         snprintf(out, n, "?");
     }
 }
 
-/* 1 when tp or a type of its MRO is numpy's ndarray (static, as numpy makes it) and o is big
- * enough to hold its fields. tp has passed probe_type_ok (its MRO readable types). */
-static int is_array(PyObject *o)
+/* 1 when tp or a type it derives from (tp_base, bounded) is numpy's ndarray (static, as numpy
+ * makes it) and its instances are big enough to hold the array's fields. */
+static int is_array(pyrt_read_fn rd, uintptr_t tp)
 {
-    PyTypeObject *tp = Py_TYPE(o);
-    if (static_named(tp, "numpy.ndarray"))
-        return tp->tp_basicsize >= (Py_ssize_t)sizeof(struct np_array);
-    PyObject *mro = tp->tp_mro;
-    if (!mro || !PyTuple_Check(mro))
-        return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro) && i < 64; i++) {
-        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        if (static_named(t, "numpy.ndarray"))
-            return tp->tp_basicsize >= (Py_ssize_t)sizeof(struct np_array);
+    Py_ssize_t size = basicsize(rd, tp);
+    for (int i = 0; i < NP_BASES && tp; i++) {
+        if (static_named(rd, tp, "numpy.ndarray"))
+            return size >= (Py_ssize_t)sizeof(struct np_array);
+        if (!rd_at(rd, tp + offsetof(PyTypeObject, tp_base), &tp, sizeof tp))
+            return 0;
     }
     return 0;
 }
 
 struct nbuf {
-    char s[PYRT_REPR_MAX + 1];
+    char s[NP_TEXT + 1];
     size_t n;
 };
 
@@ -299,28 +497,61 @@ static void nb_add(struct nbuf *b, const char *fmt, ...)
         b->n = b->n + (size_t)k < sizeof b->s ? b->n + (size_t)k : sizeof b->s - 1;
 }
 
+/* A datetime dtype's unit from its c_metadata ("" when it has none or it cannot be read). */
+static void descr_unit(pyrt_read_fn rd, uintptr_t descr, int v1, char *out, size_t n)
+{
+    uintptr_t aux;
+    int meta[2];
+    out[0] = '\0';
+    if (!rd_at(rd, descr + (v1 ? NP_CMETA_1 : NP_CMETA_2), &aux, sizeof aux) ||
+        !rd_at(rd, aux + NP_AUX_META, meta, sizeof meta) || unit_text(out, n, meta[0], meta[1]))
+        out[0] = '\0';
+}
+
 /* "ndarray(shape=[2, 3], dtype=float64)": the array's header, its dimensions and its dtype's
  * descriptor read with fault-proof reads, each checked (nd 0 to 64, dims >= 0, the descriptor
- * an object whose kind is a letter); 0 when o is no array or one of them fails. */
-static int array_display(PyObject *o, char *out, size_t n)
+ * an object whose kind is a letter); 0 when obj is no array or one of them fails. */
+static int array_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, const char *name,
+                         char *out, size_t n)
 {
     struct np_array a;
     struct np_descr d;
     intptr_t dims[NP_SHOW_DIMS];
     struct nbuf b = {.n = 0};
-    if (!is_array(o) || probe_mem_read(o, &a, sizeof a) != 0)
+    char tn[128], unit[24] = "";
+    unsigned long flags = 0;
+    if (!is_array(rd, tp) || !rd_at(rd, obj, &a, sizeof a))
         return 0;
     if (a.nd < 0 || a.nd > NP_MAX_DIMS)
         return 0;
     int show = a.nd < NP_SHOW_DIMS ? a.nd : NP_SHOW_DIMS;
-    if (show > 0 && probe_mem_read(a.dimensions, dims, (size_t)show * sizeof dims[0]) != 0)
+    if (show > 0 && !rd_at(rd, (uintptr_t)a.dimensions, dims, (size_t)show * sizeof dims[0]))
         return 0;
-    if (!a.descr || probe_mem_read(a.descr, &d, sizeof d) != 0 || d.kind < 'A' || d.kind > 'z')
+    if (!rd_at(rd, (uintptr_t)a.descr, &d, sizeof d) || d.kind < 'A' || d.kind > 'z')
         return 0;
-    long long elsize = (d.w32 >> 32) != 0 ? (long long)(uint32_t)d.w32 : (long long)d.w40;
-    char *tn = Py_TYPE(o)->tp_flags & Py_TPFLAGS_HEAPTYPE ? probe_repr_typename(o) : NULL;
-    nb_add(&b, "%s(shape=[", tn ? tn : "ndarray");
-    free(tn);
+    int v1 = (d.w32 >> 32) != 0;
+    long long elsize = v1 ? (long long)(uint32_t)d.w32 : (long long)d.w40;
+    if (d.kind == 'M' || d.kind == 'm')
+        descr_unit(rd, (uintptr_t)a.descr, v1, unit, sizeof unit);
+    rd_at(rd, tp + offsetof(PyTypeObject, tp_flags), &flags, sizeof flags);
+    snprintf(tn, sizeof tn, "ndarray");
+    if (flags & Py_TPFLAGS_HEAPTYPE) { /* a Python subclass: its name */
+        uintptr_t p;
+        if (name)
+            snprintf(tn, sizeof tn, "%s", name);
+        else if (rd_at(rd, tp + offsetof(PyTypeObject, tp_name), &p, sizeof p) &&
+                 rd_at(rd, p, tn, 1))
+            for (size_t i = 0; i < sizeof tn - 1; i++) { /* NUL-terminated, printable */
+                if (!rd_at(rd, p + i, tn + i, 1) || !tn[i]) {
+                    tn[i] = '\0';
+                    break;
+                }
+                if ((unsigned char)tn[i] < 0x20 || tn[i] == 0x7f)
+                    tn[i] = '?';
+                tn[i + 1] = '\0';
+            }
+    }
+    nb_add(&b, "%s(shape=[", tn[0] ? tn : "ndarray");
     for (int i = 0; i < show; i++) {
         if (dims[i] < 0)
             return 0;
@@ -329,16 +560,26 @@ static int array_display(PyObject *o, char *out, size_t n)
     if (a.nd > show)
         nb_add(&b, ", ...(%d dims)", a.nd);
     char dt[48];
-    dtype_name(dt, sizeof dt, &d, elsize);
+    dtype_name(dt, sizeof dt, &d, elsize, unit);
     nb_add(&b, "], dtype=%s%s)", d.byteorder == '>' ? ">" : "", dt);
     snprintf(out, n, "%s", b.s);
     return 1;
 }
 
+int pyrt_np_value(uintptr_t obj, uintptr_t tp, const char *name, pyrt_read_fn rd, char *out,
+                  size_t n)
+{
+    return scalar_display(rd, obj, tp, out, n) || array_display(rd, obj, tp, name, out, n);
+}
+
+#ifndef PYRT_REMOTE
 char *probe_numpy_display(PyObject *o)
 {
     char out[PYRT_REPR_MAX + 1];
-    if (scalar_display(o, out, sizeof out) || array_display(o, out, sizeof out))
-        return strdup(out);
-    return NULL;
+    PyTypeObject *tp = Py_TYPE(o);
+    char *tn = tp->tp_flags & Py_TPFLAGS_HEAPTYPE ? probe_repr_typename(o) : NULL;
+    int ok = pyrt_np_value((uintptr_t)o, (uintptr_t)tp, tn, probe_mem_read_at, out, sizeof out);
+    free(tn);
+    return ok ? strdup(out) : NULL;
 }
+#endif

@@ -30,7 +30,11 @@ pyrt_read_fn pyrt_remote_read;
 
 #define REMOTE_THREADS 1024
 
-static cJSON *frame_json(const struct pyrt_sig_frame *f)
+/* One frame: its function, file and line, and on 3.11+ the instruction's source range from the
+ * code object's location table (co_positions), as the probe's dump gives it: column, endLine,
+ * endColumn, 1-based, the end exclusive, only when the table has a whole range. c: a buffer
+ * for the code object's description (about 5 KiB, kept off the stack). */
+static cJSON *frame_json(const struct pyrt_sig_frame *f, struct pyrt_sig_code *c)
 {
     char func[256], file[1024];
     int line = -1;
@@ -39,6 +43,14 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f)
     cJSON_AddStringToObject(o, "name", func);
     cJSON_AddStringToObject(o, "file", file);
     cJSON_AddNumberToObject(o, "line", line);
+    struct pyrt_loc loc;
+    if (c && line > 0 && pyrt_sig_code_get(f->code, c) == 0 && c->tn &&
+        pyrt_code_loc(c->table, c->tn, c->firstlineno, f->lasti, &loc) == line &&
+        loc.col >= 0 && loc.end_line >= loc.line && loc.end_col >= 0) {
+        cJSON_AddNumberToObject(o, "column", loc.col + 1);
+        cJSON_AddNumberToObject(o, "endLine", loc.end_line);
+        cJSON_AddNumberToObject(o, "endColumn", loc.end_col + 1);
+    }
     cJSON_AddBoolToObject(o, "entry", f->entry); /* for merging with native frames */
     return o;
 }
@@ -326,6 +338,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
         cJSON_AddStringToObject(body, "localsVia", "memory");
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     struct tname *names = calloc(NAMES_MAX, sizeof *names);
+    struct pyrt_sig_code *code = malloc(sizeof *code);
     int nnames = names ? thread_names(interp, names, NAMES_MAX) : 0;
     for (int i = 0; i < n; i++) {
         struct pyrt_tstate t;
@@ -356,7 +369,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
         for (int k = 0; k < nf; k++) {
-            cJSON *f = frame_json(&fr[k]), *ls = cJSON_CreateArray();
+            cJSON *f = frame_json(&fr[k], code), *ls = cJSON_CreateArray();
             if (locals && pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_sig_read, local_json,
                                           ls) >= 0)
                 cJSON_AddItemToObject(f, "locals", ls);
@@ -367,6 +380,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
         cJSON_AddItemToArray(arr, o);
     }
     free(names);
+    free(code);
     text = cJSON_PrintUnformatted(body);
     if (!text)
         snprintf(err, errn, "out of memory");

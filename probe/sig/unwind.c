@@ -285,7 +285,10 @@ static int after_call(uintptr_t ra)
  * the Python entry frames); *nalt is set to how many there are. The frames of the pick are in
  * out[0..return value); 0 when no candidate unwinds at all or there is no alt-th. */
 #define GUESS_SPAN 8192 /* bytes of stack searched above sp */
-#define GUESS_TRIES 32  /* candidates tried */
+/* candidates tried: a sanitizer's interceptor between the eval loop and libc (ASan's read,
+ * a 2 KiB frame full of its earlier calls' return addresses) puts the real frame past the
+ * 32nd candidate; 32 tries picked a stale one that skipped ffi_call_unix64 and the merge failed */
+#define GUESS_TRIES 128
 
 static int guess_rbp(const struct unwind_regs *rs, int64_t cfa_off, int64_t ra_off, int exact,
                      uintptr_t *out, int max, struct unwind_cache *c, unwind_find_fn find,

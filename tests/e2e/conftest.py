@@ -73,8 +73,9 @@ class Target:
         if os.environ.get("PROBING_TARGET_PRELOAD"):
             # make asan: a sanitized probe in a stock python needs the runtime loaded first.
             e["LD_PRELOAD"] = os.environ["PROBING_TARGET_PRELOAD"]
-            e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0:log_path=%s" % (
-                tmp_path / "sanitizer")
+            # disable_coredump=0: ASan sets RLIMIT_CORE to 0 otherwise (test_core's kernel cores)
+            e["ASAN_OPTIONS"] = ("detect_leaks=0:verify_asan_link_order=0:disable_coredump=0:"
+                                 "log_path=%s" % (tmp_path / "sanitizer"))
             e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
                 tmp_path / "sanitizer")
         e.update(env or {})

@@ -65,9 +65,10 @@ def interp_file(python, pid):
     return os.path.realpath(python)
 
 
-def crashed(python, spawn, tmp_path, sample="threads.py", args=()):
+def crashed(python, spawn, tmp_path, sample="threads.py", args=(), before_kill=None):
     """A target started in a directory of the test's with RLIMIT_CORE unlimited, read live from
-    outside, then killed with SIGABRT: (target, the kernel's core, live dump, --exe file)."""
+    outside, then killed with SIGABRT: (target, the kernel's core, live dump, --exe file).
+    before_kill(t), when given, runs after the live dump, before the kill."""
     pattern = open("/proc/sys/kernel/core_pattern").read().strip()
     if pattern.startswith("|") or "/" in pattern:
         pytest.skip("kernel cores go where this machine's core_pattern says (%r), not to the "
@@ -83,6 +84,8 @@ def crashed(python, spawn, tmp_path, sample="threads.py", args=()):
         resource.setrlimit(resource.RLIMIT_CORE, old)
     t.wait_line(r"^tick 1$")  # the main thread in its loop
     live = live_dump(t)
+    if before_kill:
+        before_kill(t)
     exe = interp_file(python, t.pid)
     os.kill(t.pid, signal.SIGABRT)
     assert t.proc.wait(timeout=120) == -signal.SIGABRT
@@ -176,12 +179,97 @@ def test_core_dump(python, spawn, tmp_path):
     t.check_output_clean()
 
 
+def ranges(d):
+    """Each thread's frames by native id: (name, line, column, endLine, endColumn), None for a
+    part the dump does not give."""
+    return {x["nativeId"]: [(f["name"], f["line"], f.get("column"), f.get("endLine"),
+                             f.get("endColumn")) for f in x["frames"]] for x in d["threads"]}
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_columns_agree_live_noinject_core(python, spawn, tmp_path):
+    """3.11+ source ranges (issue 36 item 9: co_positions, column/endLine/endColumn, 1-based,
+    the end exclusive) are the same whoever reads the frames: the probe in the target, the CLI
+    from outside (--no-inject) and dump --core from the kernel's core; the text of both readers
+    shows file:line:column. Before 3.11 none of them has a column. (Before: --no-inject and the
+    core gave the line only.)"""
+    got = {}
+
+    def inproc(t):
+        got["probe"] = json.loads(probing("-p", t.pid, "debug", "--dump", "--json",
+                                          check=True).stdout)
+        got["text"] = probing("-p", t.pid, "debug", "--dump", "--no-inject", check=True).stdout
+
+    t, core, live, _ = crashed(python, spawn, tmp_path, before_kill=inproc)
+    d = json.loads(probing("dump", "--core", core, "--json", *rooted(python), check=True).stdout)
+    ctext = probing("dump", "--core", core, *rooted(python), check=True).stdout
+    probe, outside, fromcore = ranges(got["probe"]), ranges(live), ranges(d)
+    assert set(outside) == set(fromcore) and set(outside) <= set(probe), (outside, probe)
+    for tid in outside:
+        skip = 1 if tid == t.pid else 0  # the main thread ticks: its innermost frame moves
+        assert outside[tid][skip:] == probe[tid][skip:], (tid, outside[tid], probe[tid])
+        assert fromcore[tid][skip:] == outside[tid][skip:], (tid, fromcore[tid], outside[tid])
+    sl = outside[t.ready["threads"]["sleeper-1"]][0]
+    line = bp("threads.py", "sleeper_sleep")
+    src = open(os.path.join(SAMPLES, "threads.py")).read().splitlines()[line - 1]
+    col = src.index("time.sleep(seconds)") + 1
+    loc = "    sleeper (%s:%d" % (os.path.join(SAMPLES, "threads.py"), line)
+    if tuple(int(v) for v in live["python"].split(".")[:2]) >= (3, 11):
+        assert sl == ("sleeper", line, col, line, col + len("time.sleep(seconds)")), sl
+        for frames in list(outside.values()) + list(fromcore.values()):
+            for f in frames:
+                assert f[2] >= 1 and f[3] >= f[1], f
+        for text in (got["text"], ctext):
+            assert "%s:%d)\n" % (loc, col) in text, text
+    else:
+        assert sl == ("sleeper", line, None, None, None), sl
+        for frames in list(outside.values()) + list(fromcore.values()):
+            assert all(f[2:] == (None, None, None) for f in frames), frames
+        for text in (got["text"], ctext):
+            assert "%s)\n" % loc in text, text
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_kernel_core_dump(python, spawn, tmp_path):
     t, core, live, exe = crashed(python, spawn, tmp_path)
     check_dump(python, t, core, live, exe, "SIGABRT")
     r = probing("dump", "--core", core, "--sysroot", str(tmp_path / "none"))
     assert r.returncode == 1 and "is not a directory" in r.stderr, r.stderr
+
+
+def _numpy_pythons():
+    """The interpreters of PYTHONS that import numpy (Debian's python3, the sid root's 3.14 and
+    3.15)."""
+    return [p for p in PYTHONS if subprocess.run(
+        sidroot.command(p.values[0], ["-c", "import numpy"]), capture_output=True,
+        timeout=120).returncode == 0]
+
+
+NUMPY_PYTHONS = _numpy_pythons()
+
+
+@pytest.mark.skipif(not NUMPY_PYTHONS, reason="no interpreter here imports numpy")
+@pytest.mark.parametrize("python", NUMPY_PYTHONS)
+def test_core_locals_numpy(python, spawn, tmp_path):
+    """dump --core --locals shows NumPy values read from the core (issue 36 item 8), as the
+    live dump does: complex, datetime64 and timedelta64 scalars as numpy's repr, arrays by shape
+    and dtype with the datetime unit (samples/numpy_values.py). Before: every NumPy value was
+    <numpy.X object at 0x...> there."""
+    t, core, _, _ = crashed(python, spawn, tmp_path, sample="numpy_values.py")
+    d = json.loads(probing("dump", "--core", core, "--locals", "--json", *rooted(python),
+                           check=True).stdout)
+    main = [x for x in d["threads"] if x["main"]][0]
+    assert main["frames"][0]["name"] == "hold", main["frames"][0]
+    loc = {l["name"]: l["value"] for l in main["frames"][0]["locals"]}
+    want = {"i8": "2", "f32": "0.1", "u64": "18446744073709551615", "c128": "(1+2j)",
+            "imag": "2j", "day": "numpy.datetime64('2024-01-01')",
+            "stamp": "numpy.datetime64('2024-01-01T10:30:05.123456789')",
+            "hour": "numpy.datetime64('1900-02-28T05','h')", "nat": "numpy.datetime64('NaT')",
+            "span": "numpy.timedelta64(5,'D')", "two_hours": "numpy.timedelta64(4,'2h')",
+            "grid": "ndarray(shape=[2, 3], dtype=float64)",
+            "stamps": "ndarray(shape=[2, 2], dtype=datetime64[ns])",
+            "tagged": "Tagged(shape=[7, 1, 2], dtype=float64)"}
+    assert {k: loc[k] for k in want} == want
 
 
 def test_core_errors(tmp_path):

@@ -322,8 +322,9 @@ NUMPY_PYTHONS = _numpy_pythons()
 @pytest.mark.parametrize("python", NUMPY_PYTHONS)
 def test_dump_locals_show_numpy(python, spawn):
     """NumPy values without running numpy's code (samples/numpy_values.py): scalars by value as
-    py-spy shows them (read from the object by their type), arrays by shape and dtype, in
-    --locals JSON and text and in python.backtrace's locals."""
+    py-spy shows them (read from the object by their type; complex, datetime64 and timedelta64
+    as numpy's repr), arrays by shape and dtype (datetime units too), in --locals JSON and text
+    and in python.backtrace's locals, and the same read GIL-free from outside (--no-inject)."""
     t = spawn(python, "numpy_values.py")
     d = dump_json(t.pid, "--locals")
     main = [x for x in d["threads"] if x["main"]][0]
@@ -337,7 +338,20 @@ def test_dump_locals_show_numpy(python, spawn):
             "names": "ndarray(shape=[2], dtype=<U3)",
             "zero_d": "ndarray(shape=[], dtype=float64)",
             "big_endian": "ndarray(shape=[4], dtype=>int32)",
-            "tagged": "__main__.Tagged(shape=[7, 1, 2], dtype=float64)"}
+            "tagged": "__main__.Tagged(shape=[7, 1, 2], dtype=float64)",
+            # complex, datetime64 and timedelta64 as numpy's repr (1.x) writes them
+            "c128": "(1+2j)", "c64": "(0.1-0.2j)", "imag": "2j",
+            "day": "numpy.datetime64('2024-01-01')",
+            "stamp": "numpy.datetime64('2024-01-01T10:30:05.123456789')",
+            "before": "numpy.datetime64('1969-12-31T23:59:59')",
+            "hour": "numpy.datetime64('1900-02-28T05','h')",
+            "month": "numpy.datetime64('2024-03')", "nat": "numpy.datetime64('NaT')",
+            "span": "numpy.timedelta64(5,'D')", "neg_ns": "numpy.timedelta64(-3,'ns')",
+            "generic": "numpy.timedelta64(7)", "two_hours": "numpy.timedelta64(4,'2h')",
+            "days": "ndarray(shape=[2], dtype=datetime64[D])",
+            "stamps": "ndarray(shape=[2, 2], dtype=datetime64[ns])",
+            "spans": "ndarray(shape=[3], dtype=timedelta64[2h])",
+            "cplx": "ndarray(shape=[3], dtype=complex64)"}
     assert {k: loc[k]["value"] for k in want} == want
     assert loc["i8"]["type"] == "numpy.int8" and loc["grid"]["type"] == "numpy.ndarray"
     out = probing("-p", t.pid, "debug", "--dump", "--locals", check=True).stdout
@@ -347,5 +361,15 @@ def test_dump_locals_show_numpy(python, spawn):
                    "WHERE func = 'hold'", check=True).stdout
     vals = json.loads(json.loads(rows)[0]["locals"])
     assert vals["f32"] == "0.1" and vals["grid"] == want["grid"], vals
+    # Without the GIL, read from memory (--no-inject; the same reader serves a GIL held forever
+    # and dump --core --locals): the same values; a Python subclass by its tp_name.
+    r = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--locals", "--json", check=True)
+    main = [x for x in json.loads(r.stdout)["threads"] if x["main"]][0]
+    loc = {l["name"]: l for l in main["frames"][0]["locals"]}
+    want["tagged"] = "Tagged(shape=[7, 1, 2], dtype=float64)"
+    assert {k: loc[k]["value"] for k in want} == want
+    assert loc["c128"]["type"] == "numpy.complex128" and loc["days"]["type"] == "numpy.ndarray"
+    out = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--locals", check=True).stdout
+    assert "        day = numpy.datetime64('2024-01-01')  (numpy.datetime64)\n" in out, out
     t.assert_responsive()
     t.check_output_clean()
