@@ -217,7 +217,8 @@ os.execvp(sys.argv[1], sys.argv[1:])' \
     [[ $spec != noproc:* ]] || name="$name, no /proc"
     [[ $spec != ns:* ]] || name="mount ns: ${spec#ns:}"
     name=${name/"$dir"\//}
-    v=$(run_as_user "$spec" "$(exe_of "$spec")" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || echo "?")
+    # (run_as_user execs: a failure here is the subshell's status, which must not end the script)
+    v=$(run_as_user "$spec" "$(exe_of "$spec")" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || v="?"
     tgt="$name $v"
     for k in venv user tar; do
       start "$spec" sleep
