@@ -91,7 +91,7 @@ if [ "${1:-}" = --run ]; then
   brk=
   ! "$userpy" -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' ||
     brk=--break-system-packages
-  check "install: pip --user $brk" "$(basename "$userpy")" as "$userpy" -m pip install --user --no-index $brk "$whl"
+  check "install: pip --user${brk:+ $brk}" "$(basename "$userpy")" as "$userpy" -m pip install --user --no-index $brk "$whl"
   want='^'
   check "install: tar xf" "-" as tar xf "$tgz" -C "$dir/tar"
   tarcli=$(ls -d "$dir"/tar/probing-*/bin/probing)
