@@ -190,8 +190,8 @@ def test_supported_version_without_build(spawn, tmp_path):
 
 @pytest.mark.parametrize("scope", [None, "1", "2", "3"])
 def test_yama_ptrace_scope_denied(spawn, tmp_path, scope):
-    """Attaching refused (EPERM from PTRACE_SEIZE, through tests/shim/ptrace_fault.c) where the
-    kernel has Yama: one line naming kernel.yama.ptrace_scope, its value and what to do. This
+    """Attaching refused (EPERM from PTRACE_SEIZE, through tests/shim/ptrace_fault.c), and for
+    --no-inject reading refused (EPERM from process_vm_readv), where the kernel has Yama: one line naming kernel.yama.ptrace_scope, its value and what to do. This
     kernel has no Yama: the CLI runs in a private mount namespace with a tmpfs over
     /proc/sys/kernel holding yama/ptrace_scope (None: no Yama, the plain advice)."""
     shim = tmp_path / "ptrace_fault.so"
@@ -203,11 +203,14 @@ def test_yama_ptrace_scope_denied(spawn, tmp_path, scope):
         "echo %s > /proc/sys/kernel/yama/ptrace_scope && " % scope)
     env = dict(os.environ, LD_PRELOAD=str(shim), PTRACE_FAULT_SEIZE_ERRNO="1",
                ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
-    for cmd in (("inject",), ("debug", "--dump")):
+    # --no-inject reads with process_vm_readv, which Yama refuses as it refuses attaching
+    for cmd in (("inject",), ("debug", "--dump"), ("debug", "--dump", "--no-inject")):
+        noinject = "--no-inject" in cmd
         r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
                             fake + 'exec "$@"', "-", CLI, "-p", str(t.pid), *cmd],
-                           capture_output=True, text=True, timeout=60, env=env)
-        want = "ptrace attach to %d denied" % t.pid
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(env, PTRACE_FAULT_VM_READ_ERRNO="1") if noinject else env)
+        want = ("reading the memory of %d denied" if noinject else "ptrace attach to %d denied") % t.pid
         if scope is None:
             line = one_error_line(r, want, "run as the same user or root")
             assert "ptrace_scope" not in line
