@@ -319,6 +319,12 @@ vsix: vscode-deps
 	cd vscode-extension && node_modules/.bin/tsc -p . && \
 	  printf '{"prefix": "%s"}\n' '$(PREFIX)' > out/prefix.json && \
 	  node_modules/.bin/vsce package --no-dependencies --allow-missing-repository -o ../$(VSIX)
+# `make vsix-linux-x64` (after `make dist`): the platform-specific .vsix that carries the release's
+# CLI and probes, used when `probing` is not on PATH (tools/vsix_platform.sh).
+VSIX_X64 := build/probing-linux-x64-$(VSIX_VERSION).vsix
+.PHONY: vsix-linux-x64
+vsix-linux-x64: vsix
+	tools/vsix_platform.sh linux-x64 $(VSIX_X64)
 vscode-test: all vsix
 	cd vscode-extension && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 \
 	  --test-reporter=spec test/unit/ test/integration/
@@ -335,6 +341,16 @@ vscode-real: all vsix
 	cs=$$(tools/code-server.sh $(CODE_SERVER_VERSION)) && cd tests/vscode && \
 	  CODE_SERVER=$$cs PROBING_BUILD=$(abspath $(B)) VSIX=$(abspath $(VSIX)) PROBING_SHOTS=$(abspath build/vscode-real) \
 	  node --test --test-reporter=spec real.test.js
+# The same with the platform-specific .vsix and no probing on PATH nor set: the CLI and probe it
+# carries are used (after `make dist`).
+.PHONY: vscode-real-bundled
+vscode-real-bundled: all vsix-linux-x64
+	@if [ ! -f tests/vscode/node_modules/.package-lock.json ] || \
+	    [ tests/vscode/package-lock.json -nt tests/vscode/node_modules/.package-lock.json ]; then \
+	  cd tests/vscode && npm ci --no-audit --no-fund; fi
+	cs=$$(tools/code-server.sh $(CODE_SERVER_VERSION)) && cd tests/vscode && \
+	  CODE_SERVER=$$cs PROBING_BUILD=$(abspath $(B)) VSIX=$(abspath $(VSIX_X64)) PROBING_VSCODE_BUNDLED=1 \
+	  PROBING_SHOTS=$(abspath build/vscode-real-bundled) node --test --test-reporter=spec real.test.js
 
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60

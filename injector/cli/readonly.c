@@ -197,6 +197,15 @@ cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
         return NULL;
     int ver[3] = {v.major, v.minor, v.micro};
     live_pid = pid;
+    /* Reading another process's memory needs what attaching needs (Yama's ptrace_scope): a
+     * refusal is said as such, not as an unreadable interpreter. */
+    char byte;
+    if (live_read(addrs[0], &byte, 1) < 0 && (errno == EPERM || errno == EACCES)) {
+        char what[64];
+        snprintf(what, sizeof what, "reading the memory of %d", (int)pid);
+        inj_access_denied(what, err);
+        return NULL;
+    }
     cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, locals,
                                   err);
     if (body) {

@@ -51,6 +51,12 @@ struct inj_opts {
  * target's /tmp if needed). Returns 0 once dlopen returned a handle. */
 int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err);
 
+/* Access to pid's memory or to attaching was refused (EPERM): sets the one-line error, "WHAT
+ * denied" and why: Yama's kernel.yama.ptrace_scope (1 only a parent, 2 only root, 3 nobody until
+ * reboot) with what to do, or the uid. what: "ptrace attach to 123", "reading the memory of 123".
+ * Returns -EPERM. inject.c. */
+int inj_access_denied(const char *what, struct pb_err *err);
+
 /* CPython 3.14+ targets may refuse external debuggers' code (PEP 768's opt-outs:
  * PYTHON_DISABLE_REMOTE_DEBUG, -X disable-remote-debug, PyConfig.remote_debug = 0): PB_EAUTH
  * with the one-line error when pid did, else 0 (also when it cannot be told: older versions).

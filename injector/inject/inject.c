@@ -390,23 +390,40 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
     return 0;
 }
 
-static int attach(struct ctx *c, struct pb_err *err)
+/* PTRACE_SEIZE or process_vm_readv refused: one line saying why and what to do. Where the
+ * kernel has Yama (/proc/sys/kernel/yama/ptrace_scope; Ubuntu's default is 1), its scope names
+ * the rule that refused: 1 only a parent attaches, 2 only root (CAP_SYS_PTRACE), 3 nobody until
+ * reboot. A target started with PROBING=1 has the probe loaded already and needs neither
+ * (docs/security.md). */
+int inj_access_denied(const char *what, struct pb_err *err)
 {
     char buf[16];
+    long n = pb_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf);
+    int scope = n > 0 ? atoi(buf) : 0;
+    if (scope >= 3)
+        return pb_err_set(err, -EPERM, "%s denied by Yama: kernel.yama.ptrace_scope=%d forbids "
+                          "it, even as root, until reboot: start the target with PROBING=1 (the "
+                          "probe loaded at start-up needs no attach)", what, scope);
+    if (scope == 2)
+        return pb_err_set(err, -EPERM, "%s denied by Yama: kernel.yama.ptrace_scope=2 lets only "
+                          "root attach: run probing as root (sudo), or start the target with "
+                          "PROBING=1 (no attach needed)", what);
+    if (scope == 1)
+        return pb_err_set(err, -EPERM, "%s denied by Yama: kernel.yama.ptrace_scope=1 lets only a "
+                          "parent process attach: run probing as root (sudo), set 'sudo sysctl "
+                          "kernel.yama.ptrace_scope=0', or start the target with PROBING=1",
+                          what);
+    return pb_err_set(err, -EPERM, "%s denied: run as the same user or root", what);
+}
+
+static int attach(struct ctx *c, struct pb_err *err)
+{
     c->tid = c->pid; /* the main thread; other threads keep running */
     int rc = inj_ptrace_seize(c->tid);
     if (rc == -EPERM || rc == -EACCES) {
-        long n = pb_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf);
-        int scope = n > 0 ? atoi(buf) : 0;
-        if (scope == 3)
-            return pb_err_set(err, -EPERM, "ptrace attach to %d denied: "
-                              "kernel.yama.ptrace_scope=3 forbids all attaching until reboot",
-                              (int)c->pid);
-        if (scope >= 1)
-            return pb_err_set(err, -EPERM, "ptrace attach to %d denied: run as root, or set "
-                              "kernel.yama.ptrace_scope=0 (now %d)", (int)c->pid, scope);
-        return pb_err_set(err, -EPERM, "ptrace attach to %d denied: run as the same user or "
-                          "root", (int)c->pid);
+        char what[48];
+        snprintf(what, sizeof what, "ptrace attach to %d", (int)c->pid);
+        return inj_access_denied(what, err);
     }
     if (rc == -ESRCH && inj_proc_gone(c->pid))
         return gone(c, err);

@@ -461,6 +461,10 @@ int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PR
     long me = (long)syscall(SYS_gettid), *all = NULL;
     int n = 0, cap = 0;
     *more = 0;
+    /* A root without /proc (a chroot that mounts none): the threads that run no Python cannot
+     * be listed; the Python threads' native stacks still can (they are asked by signal). */
+    if (!d && errno == ENOENT && access("/proc/self", F_OK) < 0)
+        return 0;
     if (!d)
         return pb_err_set(err, -errno, "native threads: cannot read /proc/self/task: %s",
                           strerror(errno));

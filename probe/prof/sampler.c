@@ -336,6 +336,12 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
                           PROF_RATE_MIN, PROF_RATE_MAX);
     if (o->mode != PROF_CPU && o->mode != PROF_WALL)
         return pb_err_set(err, PB_EBADARG, "mode: use cpu or wall");
+    /* The threads to sample are found in /proc/self/task (scan_threads): a root without /proc
+     * (a chroot that mounts none) would sample nothing, silently. */
+    if (access("/proc/self/task", R_OK) < 0)
+        return pb_err_set(err, -ENOENT, "cannot list this process's threads: its root has no "
+                          "/proc (%s); mount proc in its root (a container does) and start again",
+                          strerror(errno));
     if (pyrt_sig_prepare() < 0)
         return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
                           "refused here): the sampler cannot read Python frames");

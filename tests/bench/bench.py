@@ -3,6 +3,8 @@
 a baseline measured in the same invocation (a ratio, never a timed assertion):
   1. cold `probing -p PID inject` vs `gdb -p PID -batch -ex 'call (void*)dlopen(LIB, 2)'`
      loading the same library into a fresh target;
+     and the same inject by the release's CLI (`make dist`'s tarball unpacked, its own probe and
+     carried libraries) against the build tree's, alternating, when build/dist holds one;
   2. cold inject + first complete dump (`debug --dump --json` on a fresh target);
   3. dump of a 16-thread target already injected: the probing/dump request on an open DAP
      connection, against a probing/info round trip (the transport's floor), and the whole CLI;
@@ -14,12 +16,15 @@ a baseline measured in the same invocation (a ratio, never a timed assertion):
   5. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
      the first byte vs at the last byte (a constant-time comparison gives a ratio near 1).
 Usage: bench.py BUILD_DIR [PYTHON]"""
+import glob
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import time
@@ -61,16 +66,36 @@ def ms(x):
     return "%.1f ms" % (x * 1000)
 
 
+def release_cli():
+    """The CLI of `make dist`'s tarball unpacked in a temporary folder, and that folder; or
+    (None, None) without a release."""
+    tgz = sorted(glob.glob(os.path.join(ROOT, "build", "dist", "probing-*-linux-x86_64.tar.gz")))
+    if not tgz:
+        return None, None
+    d = tempfile.mkdtemp(prefix="probing-bench-release-")
+    subprocess.run(["tar", "xzf", tgz[-1], "-C", d], check=True)
+    cli = glob.glob(os.path.join(d, "probing-*", "bin", "probing"))
+    return (cli[0] if cli else None), d
+
+
 def main():
     minor = re.search(r"python(3\.\d+)", python()).group(1) if "python3." in python() else "3.11"
     lib = os.path.join(BUILD, "lib", "probing", "libprobing-%s.so" % minor)
     print("probing bench: CPython %s (%s), %d runs each, medians" % (minor, python(), RUNS))
 
-    inj, gdb, first = [], [], []
+    rel_cli, rel_dir = release_cli()
+    inj, gdb, first, rel = [], [], [], []
     for _ in range(RUNS):
         p = start("threads.py")
         inj.append(timed([CLI, "-p", str(p.pid), "inject"])[0])
         stop(p)
+        if rel_cli:
+            p = start("threads.py")
+            dt, r = timed([rel_cli, "-p", str(p.pid), "inject"])
+            with open("/proc/%d/maps" % p.pid) as f:
+                assert rel_dir in f.read(), "the release's inject loaded another probe"
+            rel.append(dt)
+            stop(p)
         p = start("threads.py")
         dt, r = timed(["gdb", "-p", str(p.pid), "-batch", "-nx",
                        "-ex", 'call (void*)dlopen("%s", 2)' % lib])
@@ -85,12 +110,20 @@ def main():
     mi, mg, mf = statistics.median(inj), statistics.median(gdb), statistics.median(first)
     print("  inject (cold)                    %10s" % ms(mi))
     print("  gdb -batch dlopen (baseline)     %10s   gdb/probing = %.1fx (goal >= 5x)" % (ms(mg), mg / mi))
+    if rel:
+        mr = statistics.median(rel)
+        print("  inject (cold), from the release  %10s   release/build = %.2fx (goal <= 1.1x)" % (ms(mr), mr / mi))
+    else:
+        print("  inject (cold), from the release  (no release in build/dist: run 'make dist')")
+    if rel_dir:
+        shutil.rmtree(rel_dir, ignore_errors=True)
     print("  inject + first dump (cold)       %10s" % ms(mf))
 
     p = start("many_threads.py", "16")
     try:
-        subprocess.run([CLI, "-p", str(p.pid), "inject"], check=True, capture_output=True)
-        sock = "/proc/%d/root/tmp/probing-%d/%d.sock" % (p.pid, os.geteuid(), p.pid)
+        r = subprocess.run([CLI, "-p", str(p.pid), "inject", "--json"], check=True,
+                           capture_output=True, text=True)
+        sock = json.loads(r.stdout)["reachable"]  # PID-<pid ns inode>.sock
         c = DAP.unix(sock)
         c.request("initialize", {"adapterID": "probing"})
         c.request("attach", {"probingClient": "cli"})

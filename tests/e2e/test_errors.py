@@ -186,3 +186,42 @@ def test_supported_version_without_build(spawn, tmp_path):
     assert t.maps_count() == 0
     t.assert_responsive()
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("scope", [None, "1", "2", "3"])
+def test_yama_ptrace_scope_denied(spawn, tmp_path, scope):
+    """Attaching refused (EPERM from PTRACE_SEIZE, through tests/shim/ptrace_fault.c), and for
+    --no-inject reading refused (EPERM from process_vm_readv), where the kernel has Yama: one line naming kernel.yama.ptrace_scope, its value and what to do. This
+    kernel has no Yama: the CLI runs in a private mount namespace with a tmpfs over
+    /proc/sys/kernel holding yama/ptrace_scope (None: no Yama, the plain advice)."""
+    shim = tmp_path / "ptrace_fault.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim),
+                    os.path.join(ROOT, "tests", "shim", "ptrace_fault.c"), "-ldl"], check=True)
+    t = spawn(PY)
+    fake = "" if scope is None else (
+        "mount -t tmpfs probing-test /proc/sys/kernel && mkdir /proc/sys/kernel/yama && "
+        "echo %s > /proc/sys/kernel/yama/ptrace_scope && " % scope)
+    env = dict(os.environ, LD_PRELOAD=str(shim), PTRACE_FAULT_SEIZE_ERRNO="1",
+               ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
+    # --no-inject reads with process_vm_readv, which Yama refuses as it refuses attaching
+    for cmd in (("inject",), ("debug", "--dump"), ("debug", "--dump", "--no-inject")):
+        noinject = "--no-inject" in cmd
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            fake + 'exec "$@"', "-", CLI, "-p", str(t.pid), *cmd],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(env, PTRACE_FAULT_VM_READ_ERRNO="1") if noinject else env)
+        want = ("reading the memory of %d denied" if noinject else "ptrace attach to %d denied") % t.pid
+        if scope is None:
+            line = one_error_line(r, want, "run as the same user or root")
+            assert "ptrace_scope" not in line
+        else:
+            line = one_error_line(r, want, "by Yama", "kernel.yama.ptrace_scope=%s" % scope,
+                                  "PROBING=1")
+            if scope == "1":
+                assert "only a parent" in line and "sudo sysctl kernel.yama.ptrace_scope=0" in line
+            elif scope == "2":
+                assert "only root" in line and "as root" in line
+            else:
+                assert "even as root" in line and "until reboot" in line
+    assert t.maps_count() == 0
+    t.assert_responsive()

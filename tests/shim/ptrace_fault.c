@@ -5,6 +5,8 @@
  *   PTRACE_FAULT_SEIZE_ERRNO=E   PTRACE_SEIZE fails with errno E (e.g. 1 for EPERM).
  *   PTRACE_FAULT_KILL_AT_SETREGS=N   at the Nth PTRACE_SETREGS / PTRACE_SETREGSET call, SIGKILL
  *                                the target's process first: "the process exits mid-injection".
+ *   PTRACE_FAULT_VM_READ_ERRNO=E process_vm_readv fails with errno E (1: EPERM, as Yama's
+ *                                ptrace_scope makes it for a process we may not attach to).
  *   PTRACE_FAULT_LOG=path        append one line per intercepted call (request, pid, count). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 typedef long (*ptrace_fn)(int, pid_t, void *, void *);
@@ -67,4 +70,21 @@ long ptrace(enum __ptrace_request request, ...)
         }
     }
     return real((int)request, pid, addr, data);
+}
+
+typedef ssize_t (*vm_read_fn)(pid_t, const struct iovec *, unsigned long, const struct iovec *,
+                              unsigned long, unsigned long);
+
+ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long liovcnt,
+                         const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
+{
+    static vm_read_fn real;
+    const char *e = getenv("PTRACE_FAULT_VM_READ_ERRNO");
+    if (e && atoi(e) > 0) {
+        errno = atoi(e);
+        return -1;
+    }
+    if (!real)
+        real = (vm_read_fn)dlsym(RTLD_NEXT, "process_vm_readv");
+    return real(pid, local, liovcnt, remote, riovcnt, flags);
 }

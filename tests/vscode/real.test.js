@@ -31,6 +31,9 @@ const VSIX = path.resolve(process.env.VSIX || '');
 const PYTHON = process.env.PROBING_VSCODE_PYTHON || '/usr/bin/python3';
 const SHOTS = path.resolve(process.env.PROBING_SHOTS || path.join(ROOT, 'build', 'vscode-real'));
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+// PROBING_VSCODE_BUNDLED=1: VSIX is the platform-specific .vsix (make vsix-linux-x64) and no
+// probing is on PATH nor set: the extension must run the CLI and probe it carries.
+const BUNDLED = process.env.PROBING_VSCODE_BUNDLED === '1';
 const STEP_MS = 30000;   // the longest any one UI step may take
 
 const started = [];      // {name, pid} of process groups we started: killed at the end
@@ -139,7 +142,7 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
   const extDir = path.join(tmp, 'extensions');
   fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
   fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify({
-    'probing.path': CLI,
+    ...(BUNDLED ? {} : { 'probing.path': CLI }),
     'probing.flameGraph.duration': 2,
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
@@ -167,7 +170,9 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
   const cs = spawn(process.execPath, [entry, ...csArgs, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
                                       '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust',
                                       '--disable-getting-started-override', '--ignore-last-opened', ws],
-                   { detached: true, stdio: ['ignore', csLog, csLog], env: { ...process.env, PROBING_TOKEN: '' } });
+                   { detached: true, stdio: ['ignore', csLog, csLog],
+                     env: BUNDLED ? { ...process.env, PROBING_TOKEN: '', PATH: '/usr/bin:/bin', HOME: tmp }
+                                  : { ...process.env, PROBING_TOKEN: '' } });
   started.push({ name: 'code-server', pid: cs.pid });
   await until('code-server to answer', () => httpOk(`http://127.0.0.1:${port}/healthz`), 60000, 300);
 
@@ -229,6 +234,12 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     const callStack = page.locator('.debug-call-stack');
     await until('threads in the call stack', async () => /MainThread/.test(await callStack.innerText()), STEP_MS);
     log('attached');
+    if (BUNDLED) { // the probe loaded is the one the .vsix carries, under its extension folder
+      const maps = fs.readFileSync(`/proc/${target.pid}/maps`, 'utf8');
+      const probe = maps.split('\n').find((l) => /libprobing-3\.\d+\.so/.test(l)) || '';
+      assert.ok(probe.includes(`${extDir}/`) && probe.includes('/bundled/lib/probing/'), `not the bundled probe: ${probe}`);
+      log(`the bundled probe: ${probe.split(/\s+/).pop()}`);
+    }
 
     // ---- pause: call stack and variables ----
     await page.keyboard.press('F6');

@@ -24,12 +24,16 @@ export class CliError extends Error {
 // Where the CLI is looked for when "probing.path" is a bare name (the default, "probing"):
 // the extension host's PATH first (VS Code may have started it with a login shell's PATH that
 // lacks the install directory), then the usual install places, then the prefix the extension
-// was built for (make vsix PREFIX=...; out/prefix.json). Each is tried as DIR/NAME.
+// was built for (make vsix PREFIX=...; out/prefix.json), then the release the platform-specific
+// .vsix carries (make vsix-linux-x64: bundled/bin/probing, its probes in bundled/lib/probing).
+// Each is tried as DIR/NAME.
 export function cliSearchDirs(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
-                              prefix: string | null = builtPrefix()): string[] {
+                              prefix: string | null = builtPrefix(),
+                              bundled: string | null = bundledBin()): string[] {
   const dirs = (env.PATH ?? '').split(':').filter((d) => d !== '');
   const more = ['/usr/local/bin', path.join(home, '.local', 'bin'), '/usr/bin'];
   if (prefix) more.push(path.join(prefix, 'bin'));
+  if (bundled) more.push(bundled);
   for (const d of more) if (!dirs.includes(d)) dirs.push(d);
   return dirs;
 }
@@ -42,6 +46,21 @@ export function builtPrefix(file: string = path.join(__dirname, 'prefix.json')):
   } catch {
     return null;
   }
+}
+
+// The bin/ of the release a platform-specific .vsix carries (bundled/ beside out/), or null in
+// the plain .vsix. Its programs are made executable again where the unpacking lost the mode.
+export function bundledBin(root: string = path.join(__dirname, '..', 'bundled')): string | null {
+  const bin = path.join(root, 'bin');
+  if (!fs.existsSync(path.join(bin, 'probing'))) return null;
+  for (const p of [path.join(bin, 'probing'), path.join(root, 'lib', 'probing', 'probing-serve')]) {
+    try {
+      if (!executable(p)) fs.chmodSync(p, 0o755);
+    } catch {
+      // a read-only extension folder: findCli then says it was not found
+    }
+  }
+  return bin;
 }
 
 function executable(p: string): boolean {

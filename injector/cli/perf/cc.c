@@ -100,9 +100,13 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
     if (samples <= 0)
         return 0;
     char sql[768];
+    /* No MATERIALIZED hint (SQLite 3.35): the release's probe links Debian 11's SQLite 3.34.
+     * An aggregate or DISTINCT CTE joined by an aggregate query is never flattened into it, so
+     * every version computes c and t once, as the hint asked; f, read twice, may be computed
+     * twice before 3.35 (once per summary: a few ms). */
     snprintf(sql, sizeof sql,
-             "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
-             "stack_id), f AS MATERIALIZED (SELECT c.stack_id AS sid, c.n AS n, f.depth AS d, "
+             "WITH c AS (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
+             "stack_id), f AS (SELECT c.stack_id AS sid, c.n AS n, f.depth AS d, "
              FUNC " AS fn FROM c JOIN perf.frames f ON f.stack_id = c.stack_id AND "
              "f.collapsed = 0), leaf AS (SELECT sid, MIN(d) AS d FROM f GROUP BY sid) "
              "SELECT f.fn, SUM(f.n) AS n FROM f JOIN leaf ON leaf.sid = f.sid AND leaf.d = f.d "
@@ -110,10 +114,10 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
     if (print_top(dc, "top functions (self):", sql, samples, err) < 0)
         return -1;
     snprintf(sql, sizeof sql,
-             "WITH c AS MATERIALIZED (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
-             "stack_id), t AS MATERIALIZED (SELECT DISTINCT c.stack_id, " FUNC " AS fn, c.n FROM c "
-             "JOIN perf.frames f ON f.stack_id = c.stack_id AND f.collapsed = 0) SELECT fn, SUM(n) AS n FROM t GROUP "
-             "BY fn ORDER BY n DESC, fn LIMIT %d", TOP);
+             "WITH c AS (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
+             "stack_id), t AS (SELECT DISTINCT c.stack_id, " FUNC " AS fn, c.n FROM c "
+             "JOIN perf.frames f ON f.stack_id = c.stack_id AND f.collapsed = 0) "
+             "SELECT fn, SUM(n) AS n FROM t GROUP BY fn ORDER BY n DESC, fn LIMIT %d", TOP);
     return print_top(dc, "top functions (total):", sql, samples, err);
 }
 

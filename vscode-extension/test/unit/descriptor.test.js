@@ -145,3 +145,30 @@ test('findCli: the first executable file in the dirs; not found names every plac
     fs.rmSync(root, { recursive: true, force: true });
   }
 });
+
+// The platform-specific .vsix (make vsix-linux-x64) carries the release under bundled/: its CLI
+// is looked in after every install place (one on PATH or installed wins), and a mode lost in the
+// unpacking is given back.
+test('the platform .vsix: its bundled CLI is looked in last and made executable again', () => {
+  const cli = ext('cli.js');
+  assert.deepEqual(cli.cliSearchDirs({ PATH: '/a' }, '/home/u', null, '/ext/bundled/bin'),
+                   ['/a', '/usr/local/bin', '/home/u/.local/bin', '/usr/bin', '/ext/bundled/bin']);
+  assert.deepEqual(cli.cliSearchDirs({ PATH: '/a' }, '/home/u', '/opt/p', null),
+                   ['/a', '/usr/local/bin', '/home/u/.local/bin', '/usr/bin', '/opt/p/bin']);
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'probing-bundled-'));
+  try {
+    assert.equal(cli.bundledBin(root), null, 'the plain .vsix has no bundled/');
+    fs.mkdirSync(path.join(root, 'bin'));
+    fs.mkdirSync(path.join(root, 'lib', 'probing'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'bin', 'probing'), '#!/bin/sh\n', { mode: 0o644 });
+    fs.writeFileSync(path.join(root, 'lib', 'probing', 'probing-serve'), '#!/bin/sh\n', { mode: 0o644 });
+    assert.equal(cli.bundledBin(root), path.join(root, 'bin'));
+    for (const p of [path.join(root, 'bin', 'probing'), path.join(root, 'lib', 'probing', 'probing-serve')]) {
+      assert.equal(fs.statSync(p).mode & 0o111, 0o111, p + ' made executable');
+    }
+    assert.equal(cli.findCli('probing', ['/nonexistent-bin', path.join(root, 'bin')]),
+                 path.join(root, 'bin', 'probing'));
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
