@@ -225,6 +225,11 @@ static const struct vtab_def defs[] = {
     {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
       "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
       COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},
+    {{"python.cuda_memory", "live", "torch's CUDA caching allocator per device "
+      "(torch.cuda.memory_stats): allocated, reserved, peaks, fragmentation, retries, OOMs; "
+      "empty unless torch.cuda is initialised in the target (a query never initialises it; "
+      "the note says why); needs the GIL", vtab_cuda_memory_cols, 11}, vtab_cuda_memory_fill,
+     -1, -1},
     {{"torch.collectives", "live", "perf --comm: every torch.distributed collective and "
       "point-to-point call, oldest first (a ring of comm.max_records; kept after perf --stop "
       "until the next start); read without the GIL", COLS(collectives_cols)}, comm_fill, -1,

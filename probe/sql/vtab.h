@@ -25,6 +25,8 @@ int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb
 int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+extern const struct probe_column vtab_cuda_memory_cols[11];
 /* sql_compat.c: information_schema.tables, .columns, .df_settings (no GIL) */
 int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
