@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* NVML by dlopen (nvml.h). The few prototypes and structs used are declared here from NVIDIA's
  * public NVML API reference (docs.nvidia.com/deploy/nvml-api); no header of NVIDIA's is needed
- * to build. The library is opened once, on the first read, and never closed (NVML keeps
- * threads of its own). XIDs: NVML reports them as events only, so the first read registers an
+ * to build. The library is opened once, on the first read, and kept open once it has seen a
+ * device (NVML keeps threads of its own); when it has none, or fails, it is closed again. XIDs: NVML reports them as events only, so the first read registers an
  * event set for critical XID errors on every device and each read drains it without waiting. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -43,6 +43,7 @@ struct nvml_event { /* nvmlEventData_t */
 
 static struct {
     nvml_ret (*init)(void);
+    nvml_ret (*shutdown)(void);
     const char *(*error_string)(nvml_ret);
     nvml_ret (*count)(unsigned int *);
     nvml_ret (*handle)(unsigned int, nvml_dev *);
@@ -92,6 +93,7 @@ static int open_nvml(struct pb_err *err)
                           "loaded (%s)", e ? e : lib);
     }
     *(void **)&fn.init = sym(h, "nvmlInit_v2", "nvmlInit");
+    *(void **)&fn.shutdown = sym(h, "nvmlShutdown", NULL);
     *(void **)&fn.error_string = sym(h, "nvmlErrorString", NULL);
     *(void **)&fn.count = sym(h, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
     *(void **)&fn.handle = sym(h, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
@@ -111,16 +113,29 @@ static int open_nvml(struct pb_err *err)
     *(void **)&fn.evset_create = sym(h, "nvmlEventSetCreate", NULL);
     *(void **)&fn.register_events = sym(h, "nvmlDeviceRegisterEvents", NULL);
     *(void **)&fn.evset_wait = sym(h, "nvmlEventSetWait_v2", NULL);
-    if (!fn.init || !fn.count || !fn.handle)
-        return pb_err_set(err, PB_EUNKNOWN, "no usable NVIDIA driver: %s lacks nvmlInit or "
-                          "nvmlDeviceGetCount", lib);
+    /* Any failure from here unloads the library again: nothing stays in a process that has
+     * no GPU to read. */
+    if (!fn.init || !fn.count || !fn.handle) {
+        pb_err_set(err, PB_EUNKNOWN, "no usable NVIDIA driver: %s lacks nvmlInit or "
+                   "nvmlDeviceGetCount", lib);
+        dlclose(h);
+        return err->code;
+    }
     nvml_ret rc = fn.init();
-    if (rc != NVML_SUCCESS)
-        return pb_err_set(err, PB_EUNKNOWN, "no NVIDIA GPU or driver: nvmlInit failed (%s)",
-                          fn.error_string ? fn.error_string(rc) : "NVML error");
+    if (rc != NVML_SUCCESS) {
+        pb_err_set(err, PB_EUNKNOWN, "no NVIDIA GPU or driver: nvmlInit failed (%s)",
+                   fn.error_string ? fn.error_string(rc) : "NVML error");
+        dlclose(h);
+        return err->code;
+    }
     unsigned int n = 0;
-    if (fn.count(&n) != NVML_SUCCESS || n == 0)
-        return pb_err_set(err, PB_EUNKNOWN, "no NVIDIA GPU: the driver sees no device");
+    if (fn.count(&n) != NVML_SUCCESS || n == 0) {
+        pb_err_set(err, PB_EUNKNOWN, "no NVIDIA GPU: the driver sees no device");
+        if (fn.shutdown)
+            fn.shutdown();
+        dlclose(h);
+        return err->code;
+    }
     ndevs = n > PB_GPU_MAX ? PB_GPU_MAX : (int)n;
     for (int i = 0; i < ndevs; i++) {
         if (fn.handle((unsigned int)i, &devs[i]) != NVML_SUCCESS)

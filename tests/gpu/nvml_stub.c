@@ -9,7 +9,9 @@
  *   GPU 1 "NVIDIA Stub H100 80GB": idle (throttle gpu_idle), no ECC (not supported), one
  *         critical XID 79 event.
  * Processes: the calling process on GPU 0 with 1 GiB, and pid 1 on GPU 1 with its memory not
- * available (as in a container). NVML_STUB_FAIL_INIT=1 makes nvmlInit fail (no driver). */
+ * available (as in a container); NVML_STUB_PID=N puts pid N on GPU 0 instead of the caller
+ * (probing serve's test: the target's GPU memory). NVML_STUB_FAIL_INIT=1 makes nvmlInit fail
+ * (no driver). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +64,12 @@ EXPORT int nvmlInit_v2(void)
 {
     const char *f = getenv("NVML_STUB_FAIL_INIT");
     return f && *f == '1' ? ERR_DRIVER_NOT_LOADED : OK;
+}
+
+EXPORT int nvmlShutdown(void);
+EXPORT int nvmlShutdown(void)
+{
+    return OK;
 }
 
 EXPORT const char *nvmlErrorString(int rc);
@@ -209,7 +217,8 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct nvml_dev_st *d, unsign
     }
     *n = 1;
     memset(p, 0, sizeof *p);
-    p->pid = d->index ? 1 : (unsigned int)getpid();
+    const char *pid = getenv("NVML_STUB_PID");
+    p->pid = d->index ? 1 : pid && *pid ? (unsigned int)atoi(pid) : (unsigned int)getpid();
     p->used = d->index ? ~0ULL : GIB;
     return OK;
 }
