@@ -13,7 +13,7 @@ set -euo pipefail
 cache=${PROBING_CACHE:-$HOME/.cache/probing}
 die() { echo "probing: error: bullseye-root: $*" >&2; exit 1; }
 kind=bullseye-root
-pkgs=build-essential,make,pkg-config,libcjson-dev,libuv1-dev,libsqlite3-dev,libedit-dev,libdw-dev,libelf-dev,zlib1g-dev,liblzma-dev,libbz2-dev,libzstd-dev,libbsd-dev,libmd-dev,libncurses-dev,libmicrohttpd-dev,patchelf,xxd,python3,file
+pkgs=build-essential,make,pkg-config,libcjson-dev,libuv1-dev,libsqlite3-dev,libedit-dev,libdw-dev,libelf-dev,zlib1g-dev,liblzma-dev,libbz2-dev,libzstd-dev,libbsd-dev,libmd-dev,libncurses-dev,libmicrohttpd-dev,libprotobuf-c-dev,protobuf-c-compiler,patchelf,xxd,python3,file
 ready() { [ -x "$root/usr/bin/gcc" ] && [ -x "$root/usr/bin/patchelf" ]; }
 if [ "${1:-}" = --bare ]; then
   shift
