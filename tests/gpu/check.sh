@@ -32,6 +32,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   sleep 0.5
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -d "$work" ] && rm -rf "$work/rel"
 }
 trap cleanup EXIT
 
@@ -49,7 +50,8 @@ step() {
   fi
   local t0 rc
   t0=$(date +%s.%N)
-  timeout -k 5 "$left" "$@" >"$log" 2>&1
+  # In a bash of its own (the shell functions below are exported), so that timeout can end it.
+  timeout -k 5 "$left" bash -c '"$@"' step "$@" >"$log" 2>&1
   rc=$?
   local dt
   dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -67,7 +69,7 @@ report() {
   printf '%-44s %-5s %6s\n' command result sec
   printf '%-44s %-5s %6s\n' "--------------------------------------------" ----- ------
   printf '%s\n' "${rows[@]}"
-  echo "total $((SECONDS - start)) s; logs in $work"
+  echo "total $((SECONDS - start)) s${1:-; logs in $work}"
   for f in "${fails[@]}"; do echo; echo "FAIL $f"; done
 }
 
@@ -76,8 +78,10 @@ unpack() {
   mkdir -p "$work/rel" && tar -xzf "$tarball" -C "$work/rel" || return 1
   P=$(ls "$work"/rel/probing-*/bin/probing) && "$P" --version
 }
+export work tarball PY root
+export -f unpack
 step "unpack $(basename "$tarball")" unpack || { report; exit 2; }
-P=$(ls "$work"/rel/probing-*/bin/probing)
+P=$(ls "$work"/rel/probing-*/bin/probing); export P
 step "$PY: import torch" "$PY" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' || { report; exit 2; }
 cat "$work/$n.log"
 
@@ -89,12 +93,16 @@ if torch.version.cuda is None: sys.exit("torch %s is a CPU build" % torch.__vers
 if not torch.cuda.is_available(): sys.exit("torch sees no CUDA device")
 print(torch.cuda.device_count(), "device(s):", torch.cuda.get_device_name(0))'
 }
-if ! step "a CUDA device for torch" gpu_here; then
-  report
+t0=$SECONDS
+if ! why=$(gpu_here 2>&1); then
+  rows+=("$(printf '%-44s %-5s %6s' "a CUDA device for torch" none "$((SECONDS - t0)).0")")
+  report " "
   echo
-  echo "check.sh: $(tail -n 1 "$work/$n.log"): the GPU checks did not run"
+  echo "check.sh: $(tail -n 1 <<<"$why"): the GPU checks did not run"
+  rm -rf "$work"
   exit 3
 fi
+rows+=("$(printf '%-44s %-5s %6s' "a CUDA device: $why" ok "$((SECONDS - t0)).0")")
 
 # ---- one CUDA training job ----
 # wait_ready LOG: its "ready" line within 120 s (CUDA's start can be slow).
@@ -106,9 +114,10 @@ wait_ready() {
   done
   echo "no 'ready' line in 120 s:"; tail -n 20 "$1"; return 1
 }
+export -f wait_ready
 export PROBING_HISTORY_INTERVAL_S=1
 CUDA_TRAIN_RECORD=1 "$PY" "$root/samples/cuda_train.py" --seconds 400 >"$work/job.out" 2>&1 &
-job=$!; pids+=("$job")
+job=$!; pids+=("$job"); export job
 step "start samples/cuda_train.py (pid $job)" wait_ready "$work/job.out"
 step "inject" "$P" -p "$job" inject
 has() { # has PATTERN CMD...: CMD succeeds and its output matches PATTERN (grep -E)
@@ -117,11 +126,12 @@ has() { # has PATTERN CMD...: CMD succeeds and its output matches PATTERN (grep 
   echo "$out"
   [ $rc -eq 0 ] && grep -Eq "$pat" <<<"$out"
 }
+export -f has
 step "debug --dump" has 'cuda_train.py' "$P" -p "$job" debug --dump
 step "debug --dump --native" has 'cuda_train.py' "$P" -p "$job" debug --dump --native
 step "query system.gpus" has '^0 ' "$P" -p "$job" query \
   "SELECT gpu, name, util_gpu, mem_used, mem_total, temperature_c, power_w, clock_sm_mhz, throttle, ecc_uncorrected, xid_count FROM system.gpus"
-step "query system.gpu_processes (this job)" has '"pid": *'"$job"'|"is_self": *1' "$P" -p "$job" query \
+step "query system.gpu_processes (this job)" has '"pid":[[:space:]]*'"$job"'[^0-9]|"is_self":[[:space:]]*1' "$P" -p "$job" query \
   "SELECT gpu, pid, used_memory, is_self FROM system.gpu_processes" -f json
 gpu_history() {
   local i
@@ -132,6 +142,7 @@ gpu_history() {
   done
   return 1
 }
+export -f gpu_history
 step "query gpu_metrics (history)" gpu_history
 step "memory (torch's caching allocator)" has 'CUDA 0 .*caching allocator' "$P" -p "$job" memory --top 3
 step "query python.cuda_memory" has '^[0-9]+ ' "$P" -p "$job" query \
@@ -143,6 +154,7 @@ s = pickle.load(open(sys.argv[1], "rb"))
 print("segments", len(s["segments"]), "trace entries", sum(len(t) for t in s.get("device_traces", [])))
 sys.exit(0 if s["segments"] else 1)' "$work/snapshot.pickle"
 }
+export -f snapshot
 step "memory --snapshot" snapshot
 torch_trace() {
   "$P" -p "$job" perf --torch --every 1 --trace "$work/trace.json" --steps 3 --timeout 60 || return 1
@@ -154,6 +166,7 @@ sys.exit(0 if len(ev) > 3 else 1)' "$work/trace.json" || return 1
   "$P" -p "$job" query "SELECT module, stage, round(avg(duration) * 1000, 3) AS ms FROM python.torch_trace GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 6"
   "$P" -p "$job" perf --torch --stop
 }
+export -f torch_trace
 step "perf --torch --trace" torch_trace
 kill "$job" 2>/dev/null
 
@@ -164,7 +177,9 @@ for r in 0 1; do
     "$PY" "$root/samples/cuda_train.py" --seconds 300 >"$work/rank$r.out" 2>&1 &
   pids+=("$!"); eval "rank$r=$!"
 done
+export rank0 rank1
 both_ready() { wait_ready "$work/rank0.out" && wait_ready "$work/rank1.out"; }
+export -f both_ready
 step "start 2 ranks, gloo (pids $rank0 $rank1)" both_ready
 step "cluster list" has '2 ranks found' "$P" cluster list
 step "cluster stacks" has '2 ranks answered' "$P" cluster stacks
@@ -176,6 +191,7 @@ comm() {
   sleep 2
   "$P" cluster collectives
 }
+export -f comm
 step "perf --comm, cluster collectives" comm
 kill "$rank0" "$rank1" 2>/dev/null
 
