@@ -37,8 +37,11 @@ def main():
         raise SystemExit("cuda_train.py: no CUDA device (torch %s)" % torch.__version__)
     if os.environ.get("CUDA_TRAIN_RECORD") == "1":
         rec = getattr(torch.cuda.memory, "_record_memory_history", None)
-        if rec:
-            rec(max_entries=20000)
+        try:
+            if rec:
+                rec(max_entries=20000)  # PyTorch 2.1+
+        except TypeError:
+            rec(True)  # 1.13-2.0: enabled
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     if world > 1:

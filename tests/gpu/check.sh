@@ -105,20 +105,21 @@ fi
 rows+=("$(printf '%-44s %-5s %6s' "a CUDA device: $why" ok "$((SECONDS - t0)).0")")
 
 # ---- one CUDA training job ----
-# wait_ready LOG: its "ready" line within 120 s (CUDA's start can be slow).
+# wait_ready LOG PID: its "ready" line within 110 s (CUDA's start can be slow), unless it exits.
 wait_ready() {
   local i
-  for i in $(seq 1 240); do
+  for i in $(seq 1 220); do
     grep -q '^ready ' "$1" && return 0
+    kill -0 "$2" 2>/dev/null || { echo "it exited:"; tail -n 20 "$1"; return 1; }
     sleep 0.5
   done
-  echo "no 'ready' line in 120 s:"; tail -n 20 "$1"; return 1
+  echo "no 'ready' line in 110 s:"; tail -n 20 "$1"; return 1
 }
 export -f wait_ready
 export PROBING_HISTORY_INTERVAL_S=1
 CUDA_TRAIN_RECORD=1 "$PY" "$root/samples/cuda_train.py" --seconds 400 >"$work/job.out" 2>&1 &
 job=$!; pids+=("$job"); export job
-step "start samples/cuda_train.py (pid $job)" wait_ready "$work/job.out"
+step "start samples/cuda_train.py (pid $job)" wait_ready "$work/job.out" "$job"
 step "inject" "$P" -p "$job" inject
 has() { # has PATTERN CMD...: CMD succeeds and its output matches PATTERN (grep -E)
   local pat=$1; shift
@@ -136,6 +137,7 @@ step "query system.gpu_processes (this job)" has '"pid":[[:space:]]*'"$job"'[^0-
 gpu_history() {
   local i
   for i in $(seq 1 20); do
+    kill -0 "$job" 2>/dev/null || { echo "the job has exited"; return 1; }
     "$P" -p "$job" query "SELECT count(*) AS n, max(gpu_util) AS util FROM gpu_metrics" -f csv | tee "$work/gm.csv"
     [ "$(sed -n 2p "$work/gm.csv" | cut -d, -f1)" -ge 2 ] 2>/dev/null && return 0
     sleep 1
@@ -148,7 +150,10 @@ step "memory (torch's caching allocator)" has 'CUDA 0 .*caching allocator' "$P" 
 step "query python.cuda_memory" has '^[0-9]+ ' "$P" -p "$job" query \
   "SELECT device, allocated, reserved, max_allocated, inactive_split, alloc_retries, ooms FROM python.cuda_memory WHERE allocated > 0"
 snapshot() {
-  "$P" -p "$job" memory --top 1 --snapshot "$work/snapshot.pickle" | tail -n 2 || return 1
+  "$P" -p "$job" memory --top 1 --snapshot "$work/snapshot.pickle" >"$work/snap.out" 2>&1
+  local rc=$?
+  tail -n 2 "$work/snap.out"
+  [ $rc -eq 0 ] || return 1
   "$PY" -c 'import pickle, sys
 s = pickle.load(open(sys.argv[1], "rb"))
 print("segments", len(s["segments"]), "trace entries", sum(len(t) for t in s.get("device_traces", [])))
@@ -178,7 +183,7 @@ for r in 0 1; do
   pids+=("$!"); eval "rank$r=$!"
 done
 export rank0 rank1
-both_ready() { wait_ready "$work/rank0.out" && wait_ready "$work/rank1.out"; }
+both_ready() { wait_ready "$work/rank0.out" "$rank0" && wait_ready "$work/rank1.out" "$rank1"; }
 export -f both_ready
 step "start 2 ranks, gloo (pids $rank0 $rank1)" both_ready
 step "cluster list" has '2 ranks found' "$P" cluster list
