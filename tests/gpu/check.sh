@@ -134,6 +134,39 @@ step "query system.gpus" has '^0 ' "$P" -p "$job" query \
   "SELECT gpu, name, util_gpu, mem_used, mem_total, temperature_c, power_w, clock_sm_mhz, throttle, ecc_uncorrected, xid_count FROM system.gpus"
 step "query system.gpu_processes (this job)" has '"pid":[[:space:]]*'"$job"'[^0-9]|"is_self":[[:space:]]*1' "$P" -p "$job" query \
   "SELECT gpu, pid, used_memory, is_self FROM system.gpu_processes" -f json
+# system.gpus and system.gpu_processes against nvidia-smi's own reading (read-only queries): the
+# NVML declarations of common/nvml.c are written by hand, so their figures are checked here.
+vs_smi() {
+  command -v nvidia-smi >/dev/null || { echo "no nvidia-smi here: nothing to compare"; return 0; }
+  nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits >"$work/smi.csv" || return 1
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$work/smi-apps.csv" || return 1
+  "$P" -p "$job" query "SELECT gpu, uuid, name, mem_total FROM system.gpus" -f json >"$work/gpus.json" || return 1
+  "$P" -p "$job" query "SELECT gpu, pid, used_memory FROM system.gpu_processes" -f json >"$work/procs.json" || return 1
+  "$PY" - "$work" "$job" <<'PY'
+import json, sys
+work, job = sys.argv[1], int(sys.argv[2])
+smi = [[f.strip() for f in l.split(",")] for l in open(work + "/smi.csv") if l.strip()]
+ours = {g["gpu"]: g for g in json.load(open(work + "/gpus.json"))}
+bad = 0
+for idx, uuid, name, total in smi:
+    g = ours.get(int(idx))
+    ok = g and g["uuid"] == uuid and g["name"] == name and abs(g["mem_total"] / 2**20 - float(total)) <= 1
+    print("gpu", idx, "nvidia-smi", uuid, name, total, "MiB; probing", g and (g["uuid"], g["name"], g["mem_total"] // 2**20), "ok" if ok else "DIFFERENT")
+    bad += not ok
+apps = {int(l.split(",")[0]): float(l.split(",")[1]) for l in open(work + "/smi-apps.csv") if l.strip() and l.split(",")[1].strip().isdigit()}
+procs = {p["pid"]: p for p in json.load(open(work + "/procs.json"))}
+print("nvidia-smi compute apps", apps, "; probing", {k: v["used_memory"] for k, v in procs.items()})
+if apps and not set(apps) & set(procs):
+    print("no pid in common"); bad += 1
+for pid in set(apps) & set(procs):
+    u = procs[pid]["used_memory"]
+    if u is not None and abs(u / 2**20 - apps[pid]) > 256:
+        print("pid", pid, "memory differs"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+}
+export -f vs_smi
+step "system.gpus, gpu_processes = nvidia-smi" vs_smi
 gpu_history() {
   local i
   for i in $(seq 1 20); do
