@@ -107,8 +107,9 @@ def test_gpu_absent(python, spawn):
 
 @pytest.mark.parametrize("python", PYTHONS[-1:])
 def test_gpu_metrics(python, spawn):
-    """probing serve reads NVML itself: the GPUs' figures in /metrics, and the GPU memory of a
-    target labelled as the target's other figures; without a GPU, one comment line."""
+    """probing serve reads NVML itself: the GPUs' figures in /metrics and /api/gpus (the page's
+    GPU table), and the GPU memory of a target labelled as the target's other figures; without
+    a GPU, one comment line in /metrics and the reason in /api/gpus."""
     t = spawn(python, "threads.py")
     probing("-p", t.pid, "inject", check=True)
     s = Server("--listen", "127.0.0.1:0", env=stub_env(NVML_STUB_PID=str(t.pid)))
@@ -134,6 +135,17 @@ def test_gpu_metrics(python, spawn):
         pm = fams["probing_gpu_process_memory_bytes"].samples
         assert [(x.labels["pid"], x.labels["gpu"], x.value) for x in pm] == [
             (str(t.pid), "0", GIB)], pm
+        # The web page's GPU table reads /api/gpus.
+        status, hdrs, body = http(s.url + "api/gpus")
+        d = json.loads(body)
+        assert status == 200 and "error" not in d, d
+        assert [(g["gpu"], g["utilGpu"], g["memUsed"], g["throttle"], g["xidCount"],
+                 g["lastXid"], g["eccCorrected"]) for g in d["gpus"]] == [
+            (0, 87, 40 * GIB, "", 0, None, 3), (1, 0, GIB // 2, "gpu_idle", 1, 79, None)], d
+        assert d["processes"] == [{"gpu": 0, "pid": t.pid, "usedMemory": GIB},
+                                  {"gpu": 1, "pid": 1, "usedMemory": None}], d
+        status, _, body = http(s.url + "index.html")
+        assert b'id="gpus-table"' in body
     finally:
         s.stop()
     s = Server("--listen", "127.0.0.1:0", env={"PROBING_NVML_LIB": "/nonexistent/libnvml.so"})
@@ -145,6 +157,11 @@ def test_gpu_metrics(python, spawn):
                          "(/nonexistent/libnvml.so: cannot open shared object file: No such "
                          "file or directory)"], lines
         list(text_string_to_metric_families(body.decode()))  # still valid
+        status, _, body = http(s.url + "api/gpus")
+        assert status == 200 and json.loads(body) == {
+            "gpus": [], "processes": [], "error": "no NVIDIA GPU or driver: NVML could not be "
+            "loaded (/nonexistent/libnvml.so: cannot open shared object file: No such file or "
+            "directory)"}, body
     finally:
         s.stop()
 

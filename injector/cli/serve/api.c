@@ -789,6 +789,64 @@ static void write_torch_metrics(FILE *f, const cJSON *procs)
     }
 }
 
+/* GET /api/gpus: {"gpus": [...], "processes": [...]} from NVML (common/nvml.c), or
+ * {"gpus": [], "processes": [], "error": "no NVIDIA GPU or driver..."} (200 either way). */
+void cli_serve_gpus(struct cli_serve_reply *r)
+{
+    static struct pb_gpu g[PB_GPU_MAX];
+    static struct pb_gpu_proc gp[PB_GPU_PROC_MAX];
+    static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
+    struct pb_err err = {0};
+    int np = 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *ga = cJSON_AddArrayToObject(o, "gpus"), *pa = cJSON_AddArrayToObject(o, "processes");
+    pthread_mutex_lock(&gmu);
+    int n = pb_nvml_read(g, gp, &np, &err);
+    if (n < 0)
+        cJSON_AddStringToObject(o, "error", err.msg);
+    for (int i = 0; i < n; i++) {
+        cJSON *d = cJSON_CreateObject();
+        char thr[160];
+        pb_nvml_throttle_names(g[i].throttle, thr, sizeof thr);
+        cJSON_AddNumberToObject(d, "gpu", g[i].index);
+        cJSON_AddStringToObject(d, "name", g[i].name);
+        cJSON_AddStringToObject(d, "uuid", g[i].uuid);
+        const struct {
+            const char *k;
+            double v;
+        } f[] = {{"utilGpu", g[i].util_gpu},           {"utilMem", g[i].util_mem},
+                 {"memUsed", (double)g[i].mem_used},   {"memTotal", (double)g[i].mem_total},
+                 {"temperatureC", g[i].temp_c},        {"powerW", g[i].power_w},
+                 {"powerLimitW", g[i].power_limit_w},  {"clockSmMhz", g[i].clock_sm_mhz},
+                 {"clockMemMhz", g[i].clock_mem_mhz},  {"eccCorrected", (double)g[i].ecc_corrected},
+                 {"eccUncorrected", (double)g[i].ecc_uncorrected},
+                 {"xidCount", (double)g[i].xid_count}, {"lastXid", (double)g[i].last_xid}};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+            if (f[k].v < 0)
+                cJSON_AddNullToObject(d, f[k].k);
+            else
+                cJSON_AddNumberToObject(d, f[k].k, f[k].v);
+        }
+        if (g[i].throttle < 0)
+            cJSON_AddNullToObject(d, "throttle");
+        else
+            cJSON_AddStringToObject(d, "throttle", thr);
+        cJSON_AddItemToArray(ga, d);
+    }
+    for (int i = 0; i < np; i++) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "gpu", gp[i].gpu);
+        cJSON_AddNumberToObject(d, "pid", (double)gp[i].pid);
+        if (gp[i].used < 0)
+            cJSON_AddNullToObject(d, "usedMemory");
+        else
+            cJSON_AddNumberToObject(d, "usedMemory", (double)gp[i].used);
+        cJSON_AddItemToArray(pa, d);
+    }
+    pthread_mutex_unlock(&gmu);
+    cli_serve_json(r, 200, o);
+}
+
 /* The machine's NVIDIA GPUs, read here by probing serve itself (common/nvml.c: NVML by dlopen
  * at the first scrape), and the GPU memory of each process, labelled as the process's other
  * figures when it is one of procs. Without a GPU or driver, one comment line says so. */
