@@ -279,7 +279,15 @@ unit: all $(UNIT_BIN)
 # a file, all of tests/e2e.
 E2E_PATHS = $(if $(filter tests/%,$(PYTEST_ARGS)),,tests/e2e)
 
-e2e: all
+# A stand-in for libnvidia-ml.so.1 with two fake GPUs (tests/gpu/nvml_stub.c), for the tests
+# only: tests/e2e/test_gpu.py points targets and probing serve at it with PROBING_NVML_LIB.
+NVML_STUB := $(B)/tests/libnvml-stub.so
+$(NVML_STUB): tests/gpu/nvml_stub.c
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden $(OPT) $(WARN) -o $@ $<
+
+e2e: all $(NVML_STUB)
 	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
 
 # DAP conformance through Microsoft's client library (tests/dap/, Node's test runner), every

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing -p PID memory [--top N] [--trace start|stop] [--json]`: the process's memory (from
- * /proc), Python objects by type, gc, tracemalloc's top allocations when tracing, and torch
- * CUDA memory (probing/memory). */
+/* `probing -p PID memory [--top N] [--trace start|stop] [--snapshot FILE] [--json]`: the
+ * process's memory (from /proc), Python objects by type, gc, tracemalloc's top allocations when
+ * tracing, and torch's CUDA caching allocator per device when torch.cuda is initialised
+ * (probing/memory); --snapshot has the target pickle torch.cuda.memory._snapshot() to FILE. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +13,21 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID memory [--top N] [--trace start|stop] [--json]\n"
+    printf("usage: probing -p PID memory [--top N] [--trace start|stop] [--snapshot FILE] [--json]\n"
            "\n"
            "The target's memory: resident and virtual size with their peaks, anonymous/file/\n"
            "shared resident memory and swap (from /proc/PID/status); Python objects by type\n"
            "(the N largest types by total size over gc-tracked objects, shallow sizes from\n"
            "sys.getsizeof); gc counts, thresholds and collections; tracemalloc's N largest\n"
-           "allocation sites when it is tracing; torch CUDA memory when torch is imported.\n"
+           "allocation sites when it is tracing; torch's CUDA caching allocator per device\n"
+           "(allocated, reserved, peaks, inactive split, allocation retries, OOMs) when\n"
+           "torch.cuda is initialised in the target (probing never initialises CUDA).\n"
            "\n"
            "  --top N              how many types and allocation sites (default 10)\n"
            "  --trace start|stop   start or stop tracemalloc in the target first\n"
+           "  --snapshot FILE      the target writes torch.cuda.memory._snapshot() to FILE as a\n"
+           "                       pickle for PyTorch's memory viewer (pytorch.org/memory_viz);\n"
+           "                       the path is the target's (made absolute here)\n"
            "  --json               print the probing/memory body as JSON\n");
 }
 
@@ -106,15 +113,30 @@ static void print_text(const cJSON *d)
     if (cli_json_str(cu, "error"))
         printf("\nCUDA: error: %s\n", cli_json_str(cu, "error"));
     else if (!cli_json_true(cu, "available"))
-        printf("\nCUDA: not available%s\n",
-               cli_json_true(cu, "torch")
-                   ? "" : " (torch is not imported)");
+        printf("\nCUDA: none: %s\n", cli_json_str(cu, "why") ? cli_json_str(cu, "why")
+                                                             : "torch is not imported");
     else
         cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(cu, "devices"))
-            printf("\nCUDA %.0f (%s): allocated %s, reserved %s, max allocated %s\n",
-                   cli_json_num(dev, "index", -1), cli_json_str(dev, "name"), human(cli_json_num(dev, "allocated", -1), a, sizeof a),
-                   human(cli_json_num(dev, "reserved", -1), b, sizeof b),
-                   human(cli_json_num(dev, "maxAllocated", -1), c, sizeof c));
+        {
+            printf("\nCUDA %.0f (%s), torch's caching allocator:\n", cli_json_num(dev, "index", -1),
+                   cli_json_str(dev, "name"));
+            printf("  allocated %s (peak %s), reserved %s (peak %s), active %s\n",
+                   human(cli_json_num(dev, "allocated", -1), a, sizeof a),
+                   human(cli_json_num(dev, "maxAllocated", -1), b, sizeof b),
+                   human(cli_json_num(dev, "reserved", -1), c, sizeof c),
+                   human(cli_json_num(dev, "maxReserved", -1), e, sizeof e),
+                   human(cli_json_num(dev, "active", -1), f, sizeof f));
+            printf("  inactive split %s in %.0f blocks; allocation retries %.0f, OOMs %.0f\n",
+                   human(cli_json_num(dev, "inactiveSplit", -1), a, sizeof a),
+                   cli_json_num(dev, "inactiveSplitBlocks", -1),
+                   cli_json_num(dev, "allocRetries", -1), cli_json_num(dev, "ooms", -1));
+        }
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(cu, "snapshot");
+    if (sn && !cli_json_str(sn, "error")) /* else the command's error line says why */
+        printf("\nCUDA snapshot: %s written (%s, %.0f segments, %.0f trace entries); open it at "
+               "https://pytorch.org/memory_viz\n", cli_json_str(sn, "path"),
+               human(cli_json_num(sn, "bytes", -1), a, sizeof a), cli_json_num(sn, "segments", -1),
+               cli_json_num(sn, "traceEntries", -1));
 }
 
 int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
@@ -122,10 +144,11 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
     static const struct option longopts[] = {
         {"top", required_argument, 0, 'n'}, {"trace", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'},      {"help", no_argument, 0, 'h'},
+        {"snapshot", required_argument, 0, 's'},
         {0, 0, 0, 0}};
     int json = 0, c;
     long top = 10;
-    const char *trace = NULL;
+    const char *trace = NULL, *snapshot = NULL;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'n': {
@@ -144,6 +167,7 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
             }
             trace = optarg;
             break;
+        case 's': snapshot = optarg; break;
         case 'j': json = 1; break;
         case 'h': help(); return CLI_OK;
         default: return cli_bad_option("memory", argv);
@@ -155,8 +179,39 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
     cJSON_AddNumberToObject(args, "top", (double)top);
     if (trace)
         cJSON_AddStringToObject(args, "trace", trace);
+    if (snapshot) {
+        /* The target writes it: an absolute path, its folder resolved here. */
+        char abs[PATH_MAX], dir[PATH_MAX];
+        const char *slash = strrchr(snapshot, '/');
+        const char *base = slash ? slash + 1 : snapshot;
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - snapshot) + (slash == snapshot) : 1,
+                 slash ? snapshot : ".");
+        char *real = realpath(dir, NULL);
+        if (!*base || !real || snprintf(abs, sizeof abs, "%s/%s", strcmp(real, "/") ? real : "",
+                                        base) >= (int)sizeof abs) {
+            cli_error("memory: --snapshot %s: %s", snapshot,
+                      !*base ? "a file name is needed" : "its folder does not exist");
+            free(real);
+            cJSON_Delete(args);
+            return CLI_USAGE;
+        }
+        free(real);
+        cJSON_AddStringToObject(args, "snapshot", abs);
+    }
     cJSON *body = cli_call(o, "memory", "probing/memory", args);
     if (!body)
         return CLI_FAIL;
-    return cli_print_body(body, json, print_text);
+    /* --snapshot that wrote nothing fails (after the figures), with its one line. */
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(body, "cuda"), "snapshot");
+    char why[512] = "";
+    if (snapshot && (!sn || cli_json_str(sn, "error")))
+        snprintf(why, sizeof why, "%s", cli_json_str(sn, "error") ? cli_json_str(sn, "error")
+                 : "the target's answer has no snapshot (its Python part failed)");
+    int rc = cli_print_body(body, json, print_text);
+    if (why[0] && rc == CLI_OK) {
+        cli_error("memory --snapshot: %s", why);
+        return CLI_FAIL;
+    }
+    return rc;
 }

@@ -112,7 +112,9 @@ int cli_cmd_query(const struct cli_opts *o, int argc, char **argv)
         return CLI_FAIL;
     int rc = cli_query_print(body, fmt);
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(body, "note");
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "truncated")))
+    /* A note: the result was cut (query.max_rows...), or a table is empty for a reason (no
+     * NVIDIA GPU or driver). */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(body, "truncated")) || cJSON_IsString(note))
         fprintf(stderr, "probing: note: %s\n",
                 cJSON_IsString(note) ? cli_tx(note->valuestring) : "result truncated");
     cJSON_Delete(body);

@@ -121,6 +121,7 @@ struct cJSON;
 int probe_memory_proc(struct cJSON *into, struct pb_err *err);
 /* Adds "objects", "gc", "tracemalloc", "cuda" to into; trace is NULL, "start" or "stop".
  * Requires GIL (worker thread). */
-int probe_memory_python(struct cJSON *into, int top, const char *trace, struct pb_err *err);
+int probe_memory_python(struct cJSON *into, int top, const char *trace, const char *snapshot,
+                        struct pb_err *err);
 
 #endif

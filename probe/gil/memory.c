@@ -94,10 +94,11 @@ static cJSON *to_json(PyObject *o, int depth)
     return NULL;
 }
 
-int probe_memory_python(cJSON *into, int top, const char *trace, struct pb_err *err)
+int probe_memory_python(cJSON *into, int top, const char *trace, const char *snapshot,
+                        struct pb_err *err)
 {
     PyObject *fn = probe_pyhelper_get("memory"); /* borrowed */
-    PyObject *res = fn ? PyObject_CallFunction(fn, "izi", top, trace, MAX_OBJECTS) : NULL;
+    PyObject *res = fn ? PyObject_CallFunction(fn, "iziz", top, trace, MAX_OBJECTS, snapshot) : NULL;
     if (!res || !PyDict_Check(res)) {
         PyObject *s = NULL;
         if (PyErr_Occurred()) {

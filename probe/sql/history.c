@@ -485,6 +485,19 @@ static const struct probe_column process_history_cols[] = {
 };
 
 static uv_timer_t collector;
+static atomic_int gpu_sample_queued;
+
+static void gpu_sample_task(void *arg)
+{
+    (void)arg;
+    probe_gpu_sample();
+    atomic_store(&gpu_sample_queued, 0);
+}
+
+static void gpu_sample_done(void *arg)
+{
+    (void)arg;
+}
 static double last_sample;
 
 /* Loop thread, once a second: sample when history.interval_s has passed (0: off). */
@@ -510,6 +523,11 @@ static void on_collect(uv_timer_t *t)
         {PROBE_V_INT, (long long)s[4], s[4], NULL}, {PROBE_V_INT, (long long)s[5], s[5], NULL},
     };
     probe_history_append("system.process_history", v, 6);
+    /* The GPUs on the task thread: NVML's first call (dlopen, nvmlInit) may take a while. */
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&gpu_sample_queued, &expect, 1) &&
+        probe_task_submit(gpu_sample_task, gpu_sample_done, NULL) < 0)
+        atomic_store(&gpu_sample_queued, 0);
 }
 
 int probe_collector_start(void)

@@ -174,12 +174,13 @@ static const struct view views[] = {
      "SELECT ts AS timestamp, module AS operation_name, CASE stage WHEN 'forward_post' THEN "
      "'forward' ELSE 'backward' END AS phase, duration * 1000.0 AS duration_ms, step, rank FROM "
      "python.torch_trace WHERE stage IN ('forward_post', 'backward_post')"},
-    {{"gpu_metrics", "view", "the original Probing's name: always empty here: probing does not "
-      "read NVML (GPU utilisation) yet; CUDA memory per module is in python.torch_trace "
-      "(allocated, cached) and 'probing -p PID memory'", COLS(gpu_metrics_cols)},
-     "SELECT CAST(NULL AS REAL) AS timestamp, CAST(NULL AS INTEGER) AS gpu_id, CAST(NULL AS REAL) "
-     "AS gpu_util, CAST(NULL AS REAL) AS memory_used_mb, CAST(NULL AS REAL) AS memory_total_mb "
-     "WHERE 0"},
+    {{"gpu_metrics", "view", "the original Probing's name: every GPU every history.interval_s "
+      "seconds, from system.gpu_history (NVML; empty without an NVIDIA GPU and driver); CUDA "
+      "memory per module is in python.torch_trace and 'probing -p PID memory'",
+      COLS(gpu_metrics_cols)},
+     "SELECT ts AS timestamp, gpu AS gpu_id, CAST(util_gpu AS REAL) AS gpu_util, mem_used / "
+     "1048576.0 AS memory_used_mb, mem_total / 1048576.0 AS memory_total_mb FROM "
+     "system.gpu_history"},
     {{"comm_metrics", "view", "the original Probing's name: one row per completed "
       "torch.distributed call, from torch.collectives (rows while 'probing -p PID perf --comm' "
       "or 'perf --torch' runs)", COLS(comm_metrics_cols)},
@@ -211,6 +212,8 @@ int probe_compat_register(struct sqlite3 *db, struct pb_err *err)
     struct pb_err terr = {0};
     if (rc == SQLITE_OK && probe_torch_tables_define(&terr) < 0)
         PB_LOG(PB_LOG_WARN, "training_logs and profiling_data will fail: %s", terr.msg);
+    if (rc == SQLITE_OK && probe_gpu_tables_define(&terr) < 0)
+        PB_LOG(PB_LOG_WARN, "gpu_metrics will fail: %s", terr.msg);
     /* TEMP views live in the temp schema: keep it in memory, never in a file. */
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);

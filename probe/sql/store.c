@@ -460,6 +460,7 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
 
     atomic_store(&interrupted, 0);
     probe_vtab_failed = 0;
+    probe_vtab_note[0] = '\0';
     apply_limits(d, max_bytes);
     sqlite3_set_authorizer(d, authorize, &au);
     int src = sqlite3_prepare_v2(d, sql, -1, &st, &tail);
@@ -552,6 +553,8 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
         }
     }
     sqlite3_progress_handler(d, 0, NULL, NULL);
+    if (rc == 0 && !out->note[0] && probe_vtab_note[0])
+        pb_strlcpy(out->note, probe_vtab_note, sizeof out->note);
 out:
     sqlite3_finalize(st);
     out->elapsed_ms = mono_ms() - t0;

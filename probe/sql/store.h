@@ -70,6 +70,14 @@ extern const int probe_torch_trace_ncols, probe_torch_steps_ncols;
  * idempotent, no GIL. Returns 0 or a negative code with err filled. */
 int probe_torch_tables_define(struct pb_err *err);
 
+/* ---- the GPU tables (vtab_gpu.c, NVML by common/nvml.c) ---- */
+/* Declare system.gpu_history and system.gpu_process_history (gpu_metrics reads the first).
+ * Any thread, idempotent. */
+int probe_gpu_tables_define(struct pb_err *err);
+/* Task thread: one sample of every GPU and GPU process into them; after NVML first fails
+ * (no GPU or driver), nothing. */
+void probe_gpu_sample(void);
+
 /* ---- internals shared by store.c, vtab.c, vtab_*.c and history.c ---- */
 struct sqlite3;
 /* The table catalogue for probing.tables: live tables, then history tables. */
@@ -121,5 +129,8 @@ double probe_now(void);
 /* Set by a live table's fill function failing (task thread; store.c resets it per query), so
  * its message, which names the table, is passed on without the "SQL error: " prefix. */
 extern int probe_vtab_failed;
+/* A fill function's one-line note for the query's answer ("no NVIDIA GPU or driver..."), when
+ * its table is empty for a reason the user should see; cleared before each query. */
+extern char probe_vtab_note[200];
 
 #endif

@@ -171,6 +171,7 @@ static const struct probe_column tables_cols[] = {
 };
 
 int probe_vtab_failed;
+char probe_vtab_note[200];
 
 struct vtab_def {
     struct probe_table_info info;
@@ -204,6 +205,12 @@ static const struct vtab_def defs[] = {
       COLS(process_cols)}, vtab_process_fill, -1, -1},
     {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",
       COLS(systhreads_cols)}, vtab_systhreads_fill, -1, -1},
+    {{"system.gpus", "live", "every NVIDIA GPU of the machine from NVML: utilisation, memory, "
+      "temperature, power, clocks, throttling, ECC and XID counts; empty without an NVIDIA GPU "
+      "and driver (the query's note says why)", vtab_gpus_cols, 17}, vtab_gpus_fill, -1, -1},
+    {{"system.gpu_processes", "live", "every process that holds memory on an NVIDIA GPU (NVML's "
+      "compute processes: which rank uses which GPU); empty without a GPU and driver",
+      vtab_gpu_procs_cols, 4}, vtab_gpu_procs_fill, -1, -1},
     {{"perf.samples", "live", "perf --cc samples: one row per sample of a thread (kept after "
       "perf --stop until the next start)", vtab_perf_samples_cols, 7}, vtab_perf_samples_fill,
      -1, -1},
@@ -218,6 +225,11 @@ static const struct vtab_def defs[] = {
     {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
       "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
       COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},
+    {{"python.cuda_memory", "live", "torch's CUDA caching allocator per device "
+      "(torch.cuda.memory_stats): allocated, reserved, peaks, fragmentation, retries, OOMs; "
+      "empty unless torch.cuda is initialised in the target (a query never initialises it; "
+      "the note says why); needs the GIL", vtab_cuda_memory_cols, 11}, vtab_cuda_memory_fill,
+     -1, -1},
     {{"torch.collectives", "live", "perf --comm: every torch.distributed collective and "
       "point-to-point call, oldest first (a ring of comm.max_records; kept after perf --stop "
       "until the next start); read without the GIL", COLS(collectives_cols)}, comm_fill, -1,

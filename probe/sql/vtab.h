@@ -25,6 +25,8 @@ int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb
 int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+extern const struct probe_column vtab_cuda_memory_cols[11];
 /* sql_compat.c: information_schema.tables, .columns, .df_settings (no GIL) */
 int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
@@ -34,6 +36,10 @@ extern const struct probe_column vtab_is_tables_cols[6], vtab_is_columns_cols[8]
 /* vtab_system.c (/proc, no GIL) */
 int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+/* vtab_gpu.c (NVML, no GIL) */
+int vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+extern const struct probe_column vtab_gpus_cols[17], vtab_gpu_procs_cols[4];
 /* vtab_perf.c (the sampler's data, prof/prof.h; no GIL) */
 int vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 int vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);

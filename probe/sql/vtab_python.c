@@ -18,6 +18,7 @@
 #include "pyrt/pyrt.h"
 #include "vtab.h"
 #include "gil/gil.h"
+#include "gil/pyhelper.h"
 #include "core/settings.h"
 #include "prof/prof.h"
 
@@ -638,4 +639,71 @@ int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struc
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
     return with_gil("python.tracemalloc", tracemalloc_with_gil, &g, err);
+}
+
+/* ---- python.cuda_memory ---- */
+
+const struct probe_column vtab_cuda_memory_cols[11] = {
+    {"device", "INTEGER", "CUDA device index (torch's, after CUDA_VISIBLE_DEVICES)"},
+    {"name", "TEXT", "device name"},
+    {"allocated", "INTEGER", "bytes in tensors now (allocated_bytes.all.current)"},
+    {"max_allocated", "INTEGER", "peak of allocated (allocated_bytes.all.peak)"},
+    {"reserved", "INTEGER", "bytes the caching allocator holds from CUDA (reserved_bytes.all.current)"},
+    {"max_reserved", "INTEGER", "peak of reserved"},
+    {"active", "INTEGER", "bytes in active blocks (active_bytes.all.current)"},
+    {"inactive_split", "INTEGER", "bytes in inactive split blocks: fragmentation "
+                                  "(inactive_split_bytes.all.current)"},
+    {"inactive_split_blocks", "INTEGER", "inactive split blocks (inactive_split.all.current)"},
+    {"alloc_retries", "INTEGER", "allocations that failed, freed the cache and retried "
+                                 "(num_alloc_retries)"},
+    {"ooms", "INTEGER", "out-of-memory errors raised (num_ooms)"},
+};
+
+/* Requires GIL. The helper's cuda_memory(): never initialises CUDA. */
+static void cuda_memory_with_gil(void *arg)
+{
+    static const char *const keys[] = {"allocated", "maxAllocated", "reserved", "maxReserved",
+                                       "active", "inactiveSplit", "inactiveSplitBlocks",
+                                       "allocRetries", "ooms"};
+    struct gilfill *g = arg;
+    PyObject *fn = probe_pyhelper_get("cuda_memory"); /* borrowed */
+    PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
+    if (!res || !PyDict_Check(res)) {
+        py_error(g, "torch.cuda.memory_stats()");
+        Py_XDECREF(res);
+        return;
+    }
+    PyObject *why = PyDict_GetItemString(res, "why"); /* borrowed */
+    if (why && PyUnicode_Check(why))
+        snprintf(probe_vtab_note, sizeof probe_vtab_note, "no CUDA memory: %s",
+                 PyUnicode_AsUTF8(why));
+    PyObject *devs = PyDict_GetItemString(res, "devices"); /* borrowed */
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && devs && PyList_Check(devs) && i < PyList_GET_SIZE(devs);
+         i++) {
+        PyObject *d = PyList_GET_ITEM(devs, i);
+        if (!PyDict_Check(d))
+            continue;
+        PyObject *idx = PyDict_GetItemString(d, "index"), *name = PyDict_GetItemString(d, "name");
+        rc = probe_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
+        const char *ns = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        rc = rc ? rc : ns ? probe_rows_add_text(g->r, ns) : probe_rows_add_null(g->r);
+        for (size_t k = 0; rc == 0 && k < sizeof keys / sizeof keys[0]; k++) {
+            PyObject *v = PyDict_GetItemString(d, keys[k]);
+            rc = v && PyLong_Check(v) ? probe_rows_add_int(g->r, PyLong_AsLongLong(v))
+                                      : probe_rows_add_null(g->r);
+        }
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    if (rc < 0)
+        g->rc = pb_err_set(&g->err, rc, "out of memory");
+    Py_DECREF(res);
+}
+
+int vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+{
+    (void)a;
+    struct gilfill g = {r, 0, {0, ""}};
+    return with_gil("python.cuda_memory", cuda_memory_with_gil, &g, err);
 }

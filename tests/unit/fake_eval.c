@@ -54,10 +54,12 @@ int probe_memory_proc(struct cJSON *into, struct pb_err *err)
     return 0;
 }
 
-int probe_memory_python(struct cJSON *into, int top, const char *trace, struct pb_err *err)
+int probe_memory_python(struct cJSON *into, int top, const char *trace, const char *snapshot,
+                        struct pb_err *err)
 {
     (void)top;
     (void)trace;
+    (void)snapshot;
     (void)err;
     cJSON_AddObjectToObject(into, "gc");
     return 0;

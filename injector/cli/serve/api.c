@@ -25,6 +25,7 @@
 #include "injector/cli/cluster/cluster.h"
 #include "injector/cli/perf/perf.h"
 #include "injector/inject/inj.h"
+#include "nvml.h"
 #include "serve.h"
 
 #define DAP_TIMEOUT_MS 10000
@@ -794,6 +795,147 @@ static void write_torch_metrics(FILE *f, const cJSON *procs)
     }
 }
 
+/* GET /api/gpus: {"gpus": [...], "processes": [...]} from NVML (common/nvml.c), or
+ * {"gpus": [], "processes": [], "error": "no NVIDIA GPU or driver..."} (200 either way). */
+void cli_serve_gpus(struct cli_serve_reply *r)
+{
+    static struct pb_gpu g[PB_GPU_MAX];
+    static struct pb_gpu_proc gp[PB_GPU_PROC_MAX];
+    static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
+    struct pb_err err = {0};
+    int np = 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *ga = cJSON_AddArrayToObject(o, "gpus"), *pa = cJSON_AddArrayToObject(o, "processes");
+    pthread_mutex_lock(&gmu);
+    int n = pb_nvml_read(g, gp, &np, &err);
+    if (n < 0)
+        cJSON_AddStringToObject(o, "error", err.msg);
+    for (int i = 0; i < n; i++) {
+        cJSON *d = cJSON_CreateObject();
+        char thr[160];
+        pb_nvml_throttle_names(g[i].throttle, thr, sizeof thr);
+        cJSON_AddNumberToObject(d, "gpu", g[i].index);
+        cJSON_AddStringToObject(d, "name", g[i].name);
+        cJSON_AddStringToObject(d, "uuid", g[i].uuid);
+        const struct {
+            const char *k;
+            double v;
+        } f[] = {{"utilGpu", g[i].util_gpu},           {"utilMem", g[i].util_mem},
+                 {"memUsed", (double)g[i].mem_used},   {"memTotal", (double)g[i].mem_total},
+                 {"temperatureC", g[i].temp_c},        {"powerW", g[i].power_w},
+                 {"powerLimitW", g[i].power_limit_w},  {"clockSmMhz", g[i].clock_sm_mhz},
+                 {"clockMemMhz", g[i].clock_mem_mhz},  {"eccCorrected", (double)g[i].ecc_corrected},
+                 {"eccUncorrected", (double)g[i].ecc_uncorrected},
+                 {"xidCount", (double)g[i].xid_count}, {"lastXid", (double)g[i].last_xid}};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+            if (f[k].v < 0)
+                cJSON_AddNullToObject(d, f[k].k);
+            else
+                cJSON_AddNumberToObject(d, f[k].k, f[k].v);
+        }
+        if (g[i].throttle < 0)
+            cJSON_AddNullToObject(d, "throttle");
+        else
+            cJSON_AddStringToObject(d, "throttle", thr);
+        cJSON_AddItemToArray(ga, d);
+    }
+    for (int i = 0; i < np; i++) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "gpu", gp[i].gpu);
+        cJSON_AddNumberToObject(d, "pid", (double)gp[i].pid);
+        if (gp[i].used < 0)
+            cJSON_AddNullToObject(d, "usedMemory");
+        else
+            cJSON_AddNumberToObject(d, "usedMemory", (double)gp[i].used);
+        cJSON_AddItemToArray(pa, d);
+    }
+    pthread_mutex_unlock(&gmu);
+    cli_serve_json(r, 200, o);
+}
+
+/* The machine's NVIDIA GPUs, read here by probing serve itself (common/nvml.c: NVML by dlopen
+ * at the first scrape), and the GPU memory of each process, labelled as the process's other
+ * figures when it is one of procs. Without a GPU or driver, one comment line says so. */
+static void write_gpu_metrics(FILE *f, const cJSON *procs)
+{
+    static struct pb_gpu g[PB_GPU_MAX];
+    static struct pb_gpu_proc gp[PB_GPU_PROC_MAX];
+    static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
+    struct pb_err err = {0};
+    int np = 0;
+    pthread_mutex_lock(&gmu);
+    int n = pb_nvml_read(g, gp, &np, &err);
+    if (n < 0) {
+        fprintf(f, "# probing: %s\n", err.msg);
+        pthread_mutex_unlock(&gmu);
+        return;
+    }
+    static const struct {
+        const char *name, *type, *help;
+        int field;
+    } m[] = {
+        {"probing_gpu_utilization_percent", "gauge", "Percent of the last sample period a kernel ran on the GPU (NVML)", 0},
+        {"probing_gpu_memory_utilization_percent", "gauge", "Percent of the last sample period device memory was read or written", 1},
+        {"probing_gpu_memory_used_bytes", "gauge", "Device memory used (every process)", 2},
+        {"probing_gpu_memory_total_bytes", "gauge", "Device memory", 3},
+        {"probing_gpu_temperature_celsius", "gauge", "GPU temperature", 4},
+        {"probing_gpu_power_watts", "gauge", "Power draw", 5},
+        {"probing_gpu_power_limit_watts", "gauge", "Enforced power limit", 6},
+        {"probing_gpu_sm_clock_hertz", "gauge", "SM clock", 7},
+        {"probing_gpu_memory_clock_hertz", "gauge", "Memory clock", 8},
+        {"probing_gpu_throttle_reasons", "gauge", "Clock throttle reasons, NVML's bit mask (0 none, 1 idle)", 9},
+        {"probing_gpu_ecc_corrected_errors_total", "counter", "Corrected ECC errors since the driver loaded", 10},
+        {"probing_gpu_ecc_uncorrected_errors_total", "counter", "Uncorrected ECC errors since the driver loaded", 11},
+        {"probing_gpu_xid_errors_total", "counter", "Critical XID events NVML reported since probing serve began to read GPUs", 12},
+    };
+    for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
+        fprintf(f, "# HELP %s %s.\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
+        for (int i = 0; i < n; i++) {
+            const double v[] = {g[i].util_gpu, g[i].util_mem, (double)g[i].mem_used,
+                                (double)g[i].mem_total, g[i].temp_c, g[i].power_w,
+                                g[i].power_limit_w, g[i].clock_sm_mhz < 0 ? -1 : g[i].clock_sm_mhz * 1e6,
+                                g[i].clock_mem_mhz < 0 ? -1 : g[i].clock_mem_mhz * 1e6,
+                                (double)g[i].throttle, (double)g[i].ecc_corrected,
+                                (double)g[i].ecc_uncorrected, (double)g[i].xid_count};
+            if (v[m[k].field] < 0)
+                continue;
+            char idx[16];
+            snprintf(idx, sizeof idx, "%d", g[i].index);
+            fprintf(f, "%s{", m[k].name);
+            label(f, "gpu", idx, 1);
+            label(f, "uuid", g[i].uuid, 0);
+            label(f, "name", g[i].name, 0);
+            fprintf(f, "} %.17g\n", v[m[k].field]);
+        }
+    }
+    fputs("# HELP probing_gpu_process_memory_bytes Device memory a process holds on a GPU (NVML).\n"
+          "# TYPE probing_gpu_process_memory_bytes gauge\n", f);
+    for (int i = 0; i < np; i++) {
+        if (gp[i].used < 0)
+            continue;
+        char idx[16], pid[24];
+        snprintf(idx, sizeof idx, "%d", gp[i].gpu);
+        snprintf(pid, sizeof pid, "%ld", gp[i].pid);
+        const cJSON *p, *match = NULL;
+        cJSON_ArrayForEach(p, procs)
+        {
+            if ((long)cli_json_num(p, "pid", 0) == gp[i].pid)
+                match = p;
+        }
+        fputs("probing_gpu_process_memory_bytes", f);
+        if (match) {
+            labels_with(f, match, "gpu", idx, NULL, NULL);
+        } else {
+            fputc('{', f);
+            label(f, "pid", pid, 1);
+            label(f, "gpu", idx, 0);
+            fputc('}', f);
+        }
+        fprintf(f, " %lld\n", gp[i].used);
+    }
+    pthread_mutex_unlock(&gmu);
+}
+
 /* /metrics asks the probes in parallel: a round (one per scrape) of jobs (one per probe), each
  * on a detached thread; the scrape waits until all answered or its deadline passed, and the
  * last one out of the scrape and the threads frees the round. */
@@ -985,6 +1127,7 @@ void cli_serve_metrics(struct cli_serve_reply *r)
         }
     }
     write_torch_metrics(f, procs);
+    write_gpu_metrics(f, procs);
     fclose(f);
     cJSON_Delete(procs);
     r->status = 200;

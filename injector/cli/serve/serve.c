@@ -231,6 +231,10 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         want_post = 0;
         if (get)
             cli_serve_processes(r);
+    } else if (strcmp(url, "/api/gpus") == 0) {
+        want_post = 0;
+        if (get)
+            cli_serve_gpus(r);
     } else if (strcmp(url, "/api/jobs") == 0) {
         want_post = 0;
         if (get)

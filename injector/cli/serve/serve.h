@@ -74,6 +74,8 @@ void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r);
 void cli_serve_flamegraph(pid_t pid, const char *format, const struct cli_fg_opts *flt,
                           struct cli_serve_reply *r);
 void cli_serve_metrics(struct cli_serve_reply *r);
+/* GET /api/gpus: the machine's NVIDIA GPUs and their processes (NVML), or why there are none. */
+void cli_serve_gpus(struct cli_serve_reply *r);
 /* Jobs on this node, or on the nodes of the host options (`probing cluster list --json`), and
  * one job's grouped stacks (`probing cluster stacks --json --job J`, which loads the probe in
  * its ranks): run as a child. */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* probing/memory (custom; docs/protocol.md): the process's memory from /proc, then Python's
  * (objects by type, gc, tracemalloc, torch CUDA) gathered on the worker under the GIL.
- * Arguments: top (1 to 1000, default 10), trace ("start" | "stop"). When the GIL cannot be had
+ * Arguments: top (1 to 1000, default 10), trace ("start" | "stop"), snapshot (an absolute path:
+ * torch.cuda.memory._snapshot() is pickled there by the target, when torch.cuda is initialised;
+ * the answer's cuda.snapshot says what was written or why not). When the GIL cannot be had
  * in time the answer still comes with the /proc part and says why Python's part is missing. */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ struct memjob {
     struct dap_job_rc rc; /* stays 0: Python's failure is part of the answer */
     int top;
     char trace[8];
+    char snapshot[4096];
     cJSON *py; /* filled on the worker */
     int py_rc;
     struct pb_err py_err;
@@ -24,11 +27,15 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 {
     struct memjob *j = job;
     long long top = 10;
-    const char *trace = NULL;
+    const char *trace = NULL, *snapshot = NULL;
     int rc;
     if ((rc = dap_arg_int(args, "top", &top, &c->err)) < 0 ||
-        (rc = dap_arg_str(args, "trace", &trace, &c->err)) < 0)
+        (rc = dap_arg_str(args, "trace", &trace, &c->err)) < 0 ||
+        (rc = dap_arg_str(args, "snapshot", &snapshot, &c->err)) < 0)
         return rc;
+    if (snapshot && (snapshot[0] != '/' || strlen(snapshot) >= sizeof j->snapshot))
+        return pb_err_set(&c->err, PB_EBADARG, "arguments.snapshot: expected an absolute path "
+                          "shorter than %zu bytes", sizeof j->snapshot);
     if (top < 1 || top > 1000)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.top: expected 1 to 1000");
     if (trace && strcmp(trace, "start") != 0 && strcmp(trace, "stop") != 0)
@@ -38,6 +45,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     j->top = (int)top;
     if (trace)
         strcpy(j->trace, trace);
+    if (snapshot)
+        strcpy(j->snapshot, snapshot);
     return 0;
 }
 
@@ -45,7 +54,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct memjob *j = job;
-    j->py_rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL, &j->py_err);
+    j->py_rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL,
+                                   j->snapshot[0] ? j->snapshot : NULL, &j->py_err);
 }
 
 /* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */

@@ -112,6 +112,31 @@ async function loadProcesses() {
   }
 }
 
+// ---- GPUs (NVML, read by the server) ----
+async function loadGpus() {
+  const d = await apiOrShow('/api/gpus', 'reading the GPUs');
+  if (!d) return;
+  const none = $('gpus-none'), table = $('gpus-table'), tbody = table.tBodies[0];
+  none.hidden = !d.error;
+  none.textContent = d.error || '';
+  table.hidden = !!d.error;
+  tbody.replaceChildren();
+  const na = (v, unit) => (v === null || v === undefined ? '-' : v + unit);
+  for (const g of d.gpus) {
+    const procs = d.processes.filter((p) => p.gpu === g.gpu)
+      .map((p) => p.pid + (p.usedMemory === null ? '' : ' (' + mib(p.usedMemory) + ')'));
+    const tr = el('tr');
+    tr.append(el('td', g.gpu), el('td', g.name), el('td', na(g.utilGpu, ' %')),
+              el('td', mib(g.memUsed) + ' / ' + mib(g.memTotal)), el('td', na(g.temperatureC, ' C')),
+              el('td', na(g.powerW, ' W')), el('td', na(g.clockSmMhz, ' MHz')),
+              el('td', g.throttle === null ? '-' : g.throttle || 'none'),
+              el('td', na(g.eccUncorrected, '')),
+              el('td', g.xidCount ? g.xidCount + ' (last ' + g.lastXid + ')' : na(g.xidCount, '')),
+              el('td', procs.join(', ') || '-'));
+    tbody.append(tr);
+  }
+}
+
 // ---- distributed jobs ----
 async function loadJobs() {
   const doc = await apiOrShow('/api/jobs', 'listing jobs');
@@ -672,6 +697,7 @@ function route() {
   if (view.name === 'processes') {
     loadProcesses();
     loadJobs();
+    loadGpus();
   } else if (view.name === 'job') {
     $('job-title').textContent = 'Job ' + view.job;
     $('job-groups').replaceChildren();
@@ -699,7 +725,7 @@ function route() {
 }
 
 function init() {
-  $('procs-refresh').addEventListener('click', () => { loadProcesses(); loadJobs(); });
+  $('procs-refresh').addEventListener('click', () => { loadProcesses(); loadJobs(); loadGpus(); });
   $('stacks-refresh').addEventListener('click', loadStacks);
   $('stacks-tasks').addEventListener('change', loadStacks);
   $('stacks-auto').addEventListener('change', () => {
