@@ -44,7 +44,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import BUILD, CLI, ROOT, runs  # noqa: E402
+from benchlib import BUILD, CLI, ROOT, runs, sock_path  # noqa: E402
 from dapclient import DAP, Closed  # noqa: E402
 
 FRESH = runs(6)       # fresh processes in 2
@@ -258,7 +258,7 @@ class Client(DAP):
 
 
 def probing_sock(pid):
-    return "/proc/%d/root/tmp/probing-%d/%d.sock" % (pid, os.geteuid(), pid)
+    return sock_path(pid)
 
 
 def probing_inject(pid, *extra, env=None):

@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import CLI, ROOT, python  # noqa: E402
+from benchlib import CLI, ROOT, python, sock_path  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
 GOAL_MB = 10.0
@@ -70,7 +70,7 @@ class Pair:
 
 
 def client(pid):
-    d = DAP.unix("/tmp/probing-%d/%d.sock" % (os.getuid(), pid))
+    d = DAP.unix(sock_path(pid))
     assert d.request("initialize", {"adapterID": "bench"})["success"]
     assert d.request("attach", {"probingClient": "cli"})["success"]
     return d

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import CLI, ROOT, python, runs  # noqa: E402
+from benchlib import CLI, ROOT, python, runs, sock_path  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
 RUNS = runs(5)
@@ -80,7 +80,7 @@ def one_run(so, nthreads, profiled, rate):
 
 def perf_status(pid):
     """The probing/perf status body (samples, handlerCpuSeconds, drainCpuSeconds, ...)."""
-    c = DAP.unix("/proc/%d/root/tmp/probing-%d/%d.sock" % (pid, os.geteuid(), pid))
+    c = DAP.unix(sock_path(pid))
     try:
         c.request("initialize", {"adapterID": "probing", "clientID": "bench"})
         c.request("attach", {})

@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import time
 
-from benchlib import BUILD, CLI, ROOT, python, runs  # noqa: E402
+from benchlib import BUILD, CLI, ROOT, python, runs, sock_path  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
 RUNS = runs(21)
@@ -46,7 +46,7 @@ def main():
         deadline = time.time() + 120
         while time.time() < deadline and not p.stdout.readline().startswith("ready "):
             pass
-        d = DAP.unix("/tmp/probing-%d/%d.sock" % (os.getuid(), p.pid))
+        d = DAP.unix(sock_path(p.pid))
         d.request("initialize", {"adapterID": "bench"})
         d.request("attach", {})
 

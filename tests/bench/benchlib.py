@@ -29,6 +29,19 @@ def python():
     return found[0] if found else "/usr/bin/python3"
 
 
+def sock_path(pid):
+    """The probe's socket of process pid, as the CLI reaches it: <pid>-<pid ns inode>.sock in
+    /tmp/probing-<euid> under the process's root (probe/core/rundir.c); the pid as the process
+    sees it (NSpid's last)."""
+    inner = pid
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                inner = int(line.split()[-1])
+    ns = os.stat("/proc/%d/ns/pid" % pid).st_ino
+    return "/proc/%d/root/tmp/probing-%d/%d-%d.sock" % (pid, os.geteuid(), inner, ns)
+
+
 class LineReader:
     """Whole lines from a child's stdout descriptor, waiting at most timeout seconds per call;
     exits the bench with `gone` when the child closed it."""
