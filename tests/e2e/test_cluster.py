@@ -225,13 +225,14 @@ class Fakes:
         self.tmp = tmp_path
         self.procs = []
 
-    def start(self, env, n=1, args=(), python=DEBIAN, user=None):
+    def start(self, env, n=1, args=(), python=DEBIAN, user=None, sample=None):
+        script = sample or FAKE
         for _ in range(n):
             e = {k: v for k, v in os.environ.items()
                  if not re.match(r"^(RANK|WORLD_SIZE|LOCAL_RANK|OMPI_|PMI_|SLURM_|TORCHELASTIC_)", k)}
             e.update(env)
             out = self.tmp / ("fake-%d.out" % len(self.procs))
-            argv = [python, FAKE, *args]
+            argv = [python, script, *args]
             if user:  # another user's process (setpriv, as tests/e2e/test_access.py)
                 import pwd
                 pw = pwd.getpwnam(user)
@@ -239,7 +240,7 @@ class Fakes:
                         "--clear-groups", *argv]
             if sidroot.is_sid(python):
                 inside = sidroot.Inside(python, self.tmp, BUILD)
-                argv, e = inside.argv([FAKE, *args]), inside.env(e)
+                argv, e = inside.argv([script, *args]), inside.env(e)
             p = subprocess.Popen(argv, stdout=open(out, "w"),
                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True, env=e)
@@ -357,6 +358,26 @@ def test_stacks_tasks_grouped_across_ranks(fakes, python):
     assert re.search(r'^3 tasks pending on 3 ranks: 0-2 \("Task-1"\)\n    serve \(', text, re.M), text
     r = cluster("stacks", "--job", job, "--tasks", "--no-inject", check=False)
     assert r.returncode == 2 and "--tasks needs the probe loaded" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.14", "3.15")])
+def test_stacks_tasks_without_the_gil(fakes, python):
+    """cluster stacks --tasks on 3.14+ ranks whose main thread holds the GIL forever in C
+    (samples/asyncio_stuck_gil.py): their tasks are read from memory, and the header says so
+    for those ranks (before: "read with the GIL" for every rank)."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "8" + tag}
+    sample = os.path.join(SAMPLES, "asyncio_stuck_gil.py")
+    for r in (0, 1):
+        fakes.start({k: v.format(r=r) for k, v in env.items()}, python=python, sample=sample)
+    fakes.wait()
+    job = "torch:127.0.0.1:8" + tag
+    out = json.loads(cluster("stacks", "--job", job, "--tasks", "--json").stdout)
+    assert out["taskErrors"] == [] and out["tasksWithoutGil"] == [0, 1], out
+    assert any(g["names"][0] == "napper" and g["ranks"] == [0, 1] for g in out["tasks"]), out
+    text = cluster("stacks", "--job", job, "--tasks").stdout
+    assert re.search(r"^asyncio: \d+ tasks in \d+ groups, read with the GIL, without it on ranks "
+                     r"0-1 \(pending tasks; a future awaited is not known\)$", text, re.M), text
 
 
 def test_launchers_and_forks_are_not_ranks(fakes):

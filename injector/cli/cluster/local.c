@@ -87,6 +87,9 @@ static void compact_tasks(cJSON *out, const cJSON *as)
                                                        : "the probe did not read the tasks");
         return;
     }
+    const char *via = cli_json_str(as, "via");
+    if (via && strcmp(via, "memory") == 0) /* 3.14+ with the GIL held elsewhere */
+        cJSON_AddStringToObject(out, "tasksVia", "memory");
     cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(as, "tasks"))
     {

@@ -219,6 +219,7 @@ struct view {
     struct agroup *agroups;
     int nagroups, cap_agroups;
     cJSON *task_errors; /* [{rank, node, pid, error}] of ranks whose tasks were not read */
+    int *mem_ranks, nmem_ranks; /* ranks whose tasks were read from memory, without the GIL */
     const char *job;
     int world, samples, ntasks, ngroups;
     cJSON **stacks; /* global id -> frames (borrowed from the node documents) */
@@ -289,6 +290,14 @@ static void add_atasks(struct view *v, const cJSON *r, const int *map, int nmap)
         cJSON_AddItemToArray(v->task_errors, e);
         return;
     }
+    const char *via = cli_json_str(r, "tasksVia");
+    if (via && strcmp(via, "memory") == 0) {
+        int *m = realloc(v->mem_ranks, sizeof *m * (size_t)(v->nmem_ranks + 1));
+        if (m) {
+            v->mem_ranks = m;
+            v->mem_ranks[v->nmem_ranks++] = rank;
+        }
+    }
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(r, "tasks"))
     {
         int local = (int)cli_json_num(t, "stack", -1);
@@ -348,6 +357,7 @@ static void view_free(struct view *v)
         cJSON_Delete(v->agroups[i].names);
     }
     free(v->agroups);
+    free(v->mem_ranks);
     cJSON_Delete(v->task_errors);
     for (struct task *t = v->tasks; t < v->tasks + v->ntasks; t++)
         free(t->ids);
@@ -823,8 +833,15 @@ static void print_atasks(const struct view *v)
     int total = 0;
     for (int g = 0; g < v->nagroups; g++)
         total += v->agroups[g].n;
-    printf("\nasyncio: %d task%s in %d group%s, read with the GIL\n", total, total == 1 ? "" : "s",
+    /* 3.14+ ranks whose GIL could not be had were read from memory (pending tasks only) */
+    char *mem = v->nmem_ranks ? cli_cluster_ranges(v->mem_ranks, v->nmem_ranks) : NULL;
+    printf("\nasyncio: %d task%s in %d group%s, read with the GIL", total, total == 1 ? "" : "s",
            v->nagroups, v->nagroups == 1 ? "" : "s");
+    if (mem)
+        printf(", without it on rank%s %s (pending tasks; a future awaited is not known)",
+               v->nmem_ranks == 1 ? "" : "s", mem);
+    printf("\n");
+    free(mem);
     for (int g = 0; g < v->nagroups; g++) {
         const struct agroup *a = &v->agroups[g];
         char *rs = cli_cluster_ranges(a->ranks, a->nranks);
@@ -935,6 +952,9 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
         if (o->tasks) {
             cJSON_AddItemToObject(j, "tasks", atasks_json(&v));
             cJSON_AddItemToObject(j, "taskErrors", cJSON_Duplicate(v.task_errors, 1));
+            /* ranks whose tasks were read from memory, without the GIL (3.14+) */
+            cJSON_AddItemToObject(j, "tasksWithoutGil",
+                                  cJSON_CreateIntArray(v.mem_ranks, v.nmem_ranks));
         }
         cli_print_json(j);
         cJSON_Delete(j);
