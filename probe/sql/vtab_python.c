@@ -483,11 +483,28 @@ static void atasks_with_gil(void *arg)
     probe_atasks_free(&at);
 }
 
+/* Without the GIL (it could not be had in time): 3.14+ keeps the pending C tasks on per-thread
+ * lists that are read from memory (pyrt/asyncio_mem.c), as `debug --dump --tasks` does; before
+ * 3.14, or when they cannot be read, the GIL's error stands. */
 int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
-    return with_gil("python.asyncio_tasks", atasks_with_gil, &g, err);
+    int rc = with_gil("python.asyncio_tasks", atasks_with_gil, &g, err);
+    if (rc == 0 || rc == PB_ENOGIL || g.rc < 0 || r->ncells > 0)
+        return rc;
+    struct probe_atasks at;
+    struct pb_err e = {0};
+    if (probe_asyncio_tasks_mem(&at, &e) < 0)
+        return rc;
+    int wr = 0;
+    for (int i = 0; wr == 0 && i < at.ntasks; i++)
+        wr = atask_row(r, &at, &at.tasks[i]);
+    probe_atasks_free(&at);
+    if (wr < 0)
+        return pb_err_set(err, wr, "python.asyncio_tasks: out of memory");
+    pb_err_clear(err);
+    return 0;
 }
 
 int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)

@@ -320,3 +320,24 @@ def test_tasks_without_the_gil(python, spawn):
     assert re.search(r'^Loop 0x[0-9a-f]+ in thread %d "loop"$' % loop_tid, out, re.M), out
     assert t.proc.poll() is None
     t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.11", "3.14", "3.15")])
+def test_table_without_the_gil(python, spawn):
+    """python.asyncio_tasks while the main thread holds the GIL forever in C: on 3.14+ the
+    pending tasks come from memory, as the dump's (before: the query failed, "needs the GIL");
+    before 3.14 the query still fails in one line naming the GIL's holder."""
+    t = spawn(python, "asyncio_stuck_gil.py")
+    r = probing("-p", t.pid, "query", "--format", "json", "SELECT name, state, func, lineno FROM "
+                "python.asyncio_tasks ORDER BY name", timeout=60)
+    d = json.loads(probing("-p", t.pid, "debug", "--dump", "--json", check=True).stdout)
+    if minor(d["python"]) < (3, 14):
+        assert r.returncode != 0 and "python.asyncio_tasks needs the GIL" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1
+        return
+    assert r.returncode == 0, r.stderr
+    rows = {row["name"]: row for row in json.loads(r.stdout)}
+    assert {"napper", "waiter", "dl-a", "dl-b"} <= set(rows), rows
+    assert all(row["state"] == "pending" for row in rows.values()), rows
+    assert rows["waiter"]["func"] == "wait_task", rows
+    assert rows["waiter"]["lineno"] == bp("asyncio_stuck_gil.py", "task_await"), rows
