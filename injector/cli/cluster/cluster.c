@@ -193,7 +193,20 @@ static const char *unhex(const char *h, char **owned)
     return *owned = s;
 }
 
-static const char *const subs[] = {"list", "stacks", "query", "dump", "hosts", "collectives"};
+/* The subcommands: each its op and the report that prints what the nodes answered (hosts prints
+ * the resolved node list itself and asks no node). */
+static const struct sub {
+    const char *name;
+    int op;
+    int (*report)(const struct cli_cluster_opts *o, cJSON *nodes);
+} subs[] = {
+    {.name = "list", .op = CLUSTER_OP_LIST, .report = cli_cluster_list_report},
+    {.name = "stacks", .op = CLUSTER_OP_STACKS, .report = cli_cluster_stacks_report},
+    {.name = "query", .op = CLUSTER_OP_QUERY, .report = cli_cluster_query_report},
+    {.name = "dump", .op = CLUSTER_OP_DUMP, .report = cli_cluster_dump_report},
+    {.name = "hosts", .op = CLUSTER_OP_HOSTS, .report = NULL},
+    {.name = "collectives", .op = CLUSTER_OP_COMM, .report = cli_cluster_collectives_report},
+};
 
 /* The remote argv for the same command on one node (its local form, machine-readable). */
 static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char **argv, char *bufs,
@@ -276,23 +289,18 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     const char *sub = argv[1];
-    int op = -1;
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-        if (strcmp(sub, subs[i]) == 0)
-            op = (int)i;
-    if (op < 0) {
+    const struct sub *sc = NULL;
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0] && !sc; i++)
+        if (strcmp(sub, subs[i].name) == 0)
+            sc = &subs[i];
+    if (!sc) {
         cli_error("cluster: unknown command '%s': expected list, stacks, collectives, query, dump "
                   "or hosts "
                   "(see 'probing cluster --help')",
                   sub);
         return CLI_USAGE;
     }
-    struct cli_cluster_opts o = {.op = op == 0   ? CLUSTER_OP_LIST
-                                       : op == 1 ? CLUSTER_OP_STACKS
-                                       : op == 2 ? CLUSTER_OP_QUERY
-                                       : op == 3 ? CLUSTER_OP_DUMP
-                                       : op == 5 ? CLUSTER_OP_COMM
-                                                 : CLUSTER_OP_LIST,
+    struct cli_cluster_opts o = {.op = sc->op,
                                  .samples = 1,
                                  .interval = 1.0,
                                  .rank_timeout_ms = g->timeout_ms,
@@ -453,7 +461,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         rc = CLI_USAGE;
         goto out;
     }
-    if (op == 4) { /* hosts */
+    if (!sc->report) { /* hosts */
         const cJSON *h;
         if (cJSON_GetArraySize(hosts) == 0)
             printf("%s\n", cli_tx(cli_cluster_node_name()));
@@ -492,16 +500,7 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         free(hs);
         free(hj);
     }
-    if (o.op == CLUSTER_OP_LIST)
-        rc = cli_cluster_list_report(&o, nodes);
-    else if (o.op == CLUSTER_OP_STACKS)
-        rc = cli_cluster_stacks_report(&o, nodes);
-    else if (o.op == CLUSTER_OP_QUERY)
-        rc = cli_cluster_query_report(&o, nodes);
-    else if (o.op == CLUSTER_OP_COMM)
-        rc = cli_cluster_collectives_report(&o, nodes);
-    else
-        rc = cli_cluster_dump_report(&o, nodes);
+    rc = sc->report(&o, nodes);
 out:
     cJSON_Delete(nodes);
     cJSON_Delete(hosts);

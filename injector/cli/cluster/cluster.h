@@ -16,7 +16,14 @@
 /* Which thread of a rank is read. */
 enum { CLUSTER_THREAD_AUTO, CLUSTER_THREAD_MAIN, CLUSTER_THREAD_ALL };
 /* What each rank is asked. */
-enum { CLUSTER_OP_LIST, CLUSTER_OP_STACKS, CLUSTER_OP_QUERY, CLUSTER_OP_DUMP, CLUSTER_OP_COMM };
+enum {
+    CLUSTER_OP_LIST,
+    CLUSTER_OP_STACKS,
+    CLUSTER_OP_QUERY,
+    CLUSTER_OP_DUMP,
+    CLUSTER_OP_COMM,
+    CLUSTER_OP_HOSTS
+};
 
 struct cli_cluster_opts {
     int op;
