@@ -227,7 +227,7 @@ $(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
 
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
-.PHONY: all deps check-libs test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
+.PHONY: all deps check-libs format-check test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 check-exports fresh-check dist dist-check release-check
 all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) check-exports
 
@@ -423,7 +423,7 @@ pyrt: all
 test: deps
 	@tools/sid-root.sh >/dev/null
 	@$(MAKE) --no-print-directory test-suite
-test-suite: all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real web-test
+test-suite: format-check all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real web-test
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
@@ -434,6 +434,10 @@ demo-run: all
 # (tools/fresh-check.sh, docs/testing.md): a fresh clone of HEAD runs `make demo` then `make test`.
 fresh-check:
 	tools/fresh-check.sh
+
+# Every tracked .c and .h file as clang-format writes it (.clang-format; docs/style.md).
+format-check:
+	@tools/format_check.sh
 
 bench: all
 	/usr/bin/python3 tests/bench/bench.py $(B) $(BENCH_PYTHON)

@@ -31,6 +31,8 @@ want=(
   locales
   # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector
   clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  # the C style, checked by make format-check (.clang-format)
+  clang-format
   # end-to-end: PyTorch 1.13 for perf --torch, headless Chromium for the flame graph and VS Code
   python3-torch chromium
   # NumPy values in --locals (tests/e2e/test_dump.py, samples/numpy_values.py; torch pulls it in
