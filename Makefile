@@ -213,7 +213,8 @@ READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/py
                probe/pyrt/numpy.c \
                probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
-               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c
+               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c \
+               probe/pyrt/asyncio_mem.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c common/err.c
 READER_LIBS :=
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 $(PROBE_UV_A): $(PROBE_UV_SYS_A) | check-libs
