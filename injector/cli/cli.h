@@ -150,7 +150,8 @@ void cli_read_finish(cJSON *body, pid_t live);
  * cli_read_tasks_check refuses older versions (PB_EUSAGE, the line naming how: "without the
  * probe", "from a core"); cli_read_tasks_add adds the probing/dump "asyncio" object to body,
  * read with rd using the offsets of ".AsyncioDebug" (CLI_ASYNCIO_NOFFS of them, NULL: not
- * found, why says why), or {read: false, error} when they cannot be read. */
+ * found, why says why), or {read: false, error} when they cannot be read; offs and why both
+ * NULL: asyncio is not loaded, no task. */
 #define CLI_ASYNCIO_NOFFS 13
 int cli_read_tasks_check(const int ver[3], const char *how, struct pb_err *err);
 void cli_read_tasks_add(cJSON *body, cli_read_fn rd, const int ver[3],

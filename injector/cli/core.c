@@ -406,7 +406,8 @@ static void unroot(void)
 }
 
 /* The offsets of ".AsyncioDebug" (CLI_ASYNCIO_NOFFS) from the first file the core maps that
- * may hold _asyncio and has them (through --sysroot when given: reroot). 0, or -1 with why. */
+ * may hold _asyncio and has them (through --sysroot when given: reroot). 0; 1 when none has
+ * them and no _asyncio module is mapped (asyncio not imported); or -1 with why. */
 static int core_asyncio_offsets(uint64_t *offs, char *why, size_t n)
 {
     int mapped = 0;
@@ -423,10 +424,10 @@ static int core_asyncio_offsets(uint64_t *offs, char *why, size_t n)
                              CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
             return 0;
     }
-    snprintf(why, n, mapped ? "the core's _asyncio module has no .AsyncioDebug section, or its "
-                              "file cannot be read: give the root it ran in with --sysroot DIR"
-                            : "asyncio is not loaded in the core's process (no file it maps "
-                              "publishes .AsyncioDebug; if the files moved, give --sysroot DIR)");
+    if (!mapped)
+        return 1;
+    snprintf(why, n, "the core's _asyncio module has no .AsyncioDebug section, or its file "
+                     "cannot be read: give the root it ran in with --sysroot DIR");
     return -1;
 }
 
@@ -515,8 +516,9 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         if (tasks) {
             uint64_t offs[CLI_ASYNCIO_NOFFS];
             char why[256] = "";
-            int ok = core_asyncio_offsets(offs, why, sizeof why) == 0;
-            cli_read_tasks_add(body, core_read, ver, addrs, ok ? offs : NULL, why);
+            int rc = core_asyncio_offsets(offs, why, sizeof why);
+            cli_read_tasks_add(body, core_read, ver, addrs, rc == 0 ? offs : NULL,
+                               rc == 1 ? NULL : why);
         }
         cJSON_AddStringToObject(body, "core", path);
         core_meta(body, m);

@@ -148,6 +148,16 @@ void cli_read_tasks_add(cJSON *body, cli_read_fn rd, const int ver[3],
     for (int i = 0; i < CLI_READ_NSYMS; i++)
         syms[i] = addrs[i];
     read_tasks_fn fn = NULL;
+    if (!offs && !why) { /* no _asyncio loaded: no task (as the probe says then) */
+        a = cJSON_CreateObject();
+        cJSON_AddArrayToObject(a, "tasks");
+        cJSON_AddBoolToObject(a, "read", 1);
+        cJSON_AddStringToObject(a, "via", "memory");
+        cJSON_AddBoolToObject(a, "truncated", 0);
+        cJSON_AddArrayToObject(a, "cycles");
+        cJSON_AddItemToObject(body, "asyncio", a);
+        return;
+    }
     if (!offs)
         snprintf(msg, sizeof msg, "%s", why ? why : "the _asyncio module's offsets are unknown");
     else if (!(fn = (read_tasks_fn)reader_sym(ver, "probing_read_tasks", &h, &err)))
@@ -268,8 +278,9 @@ cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, str
     if (body && tasks) { /* the offsets from the target's _asyncio file (its /proc/PID/root) */
         uint64_t offs[CLI_ASYNCIO_NOFFS];
         struct pb_err e = {0};
-        int ok = inj_asyncio_section(pid, ".AsyncioDebug", offs, sizeof offs, &e) == 0;
-        cli_read_tasks_add(body, live_read, ver, addrs, ok ? offs : NULL, e.msg);
+        int rc = inj_asyncio_section(pid, ".AsyncioDebug", offs, sizeof offs, &e);
+        cli_read_tasks_add(body, live_read, ver, addrs, rc == 0 ? offs : NULL,
+                           rc == 1 ? NULL : e.msg);
     }
     return body;
 }

@@ -40,7 +40,8 @@ int inj_file_section(const char *path, const char *name, void *buf, size_t n);
  * executable it is built into). */
 int inj_asyncio_candidate(const char *path);
 /* The same (first n bytes of section name) from the first module of pid that may hold _asyncio
- * and has it (its file read through /proc/PID/root). 0, or a negative code with err. */
+ * and has it (its file read through /proc/PID/root). 0; 1 when none has it and no _asyncio
+ * module is mapped (asyncio not imported); or a negative code with err. */
 int inj_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err);
 
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").

@@ -314,6 +314,7 @@ int inj_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct
     inj_maps_free(&m);
     if (found)
         return 0;
-    return pb_err_set(err, -ENOENT, mapped ? "its _asyncio module has no %s section" :
-                      "asyncio is not loaded (no module of it publishes %s)", name);
+    if (!mapped)
+        return 1; /* _asyncio not loaded: no C task */
+    return pb_err_set(err, -ENOENT, "its _asyncio module has no %s section", name);
 }

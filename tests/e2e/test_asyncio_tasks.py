@@ -357,8 +357,8 @@ def test_tasks_no_inject_and_core(python, spawn, tmp_path):
     reader, libprobing-read-3.X.so, with the offsets of _asyncio's .AsyncioDebug from the
     target's file through /proc/PID/root) and `dump --core --tasks` of the kernel's core of the
     same process give the very "asyncio" object the probe gives in-process (names, chains with
-    lines, awaits both ways, the cycle, loop and thread), JSON and text; on 3.11 both are
-    refused in one line, exit 2. Before: --no-inject --tasks was refused on every version
+    lines, awaits both ways, the cycle, loop and thread), JSON and text, and a program without
+    asyncio has no tasks; on 3.11 both are refused in one line, exit 2. Before: --no-inject --tasks was refused on every version
     ("needs the probe loaded") and dump --core had no --tasks."""
     G = "asyncio_stuck_gil.py"
     pattern = open("/proc/sys/kernel/core_pattern").read().strip()
@@ -412,3 +412,12 @@ def test_tasks_no_inject_and_core(python, spawn, tmp_path):
                          out, re.M), out
         assert "sleeper (%s:%d)" % (os.path.join(os.path.dirname(nap["frames"][2]["file"]), G),
                                     bp(G, "sleeper_nap")) in out, out
+    # A program that never imported asyncio (its _asyncio module not loaded): no tasks, as the
+    # probe says, nothing imported.
+    p = spawn(python)  # threads.py
+    r = probing("-p", p.pid, "debug", "--dump", "--no-inject", "--tasks", "--json", check=True)
+    assert json.loads(r.stdout)["asyncio"] == {"read": True, "via": "memory", "truncated": False,
+                                               "tasks": [], "cycles": []}, r.stdout
+    assert "\nasyncio: 0 tasks, read without the GIL" in probing(
+        "-p", p.pid, "debug", "--dump", "--no-inject", "--tasks", check=True).stdout
+    assert not [l for l in open("/proc/%d/maps" % p.pid) if "libprobing" in l or "_asyncio" in l]
