@@ -421,3 +421,34 @@ def test_tasks_no_inject_and_core(python, spawn, tmp_path):
     assert "\nasyncio: 0 tasks, read without the GIL" in probing(
         "-p", p.pid, "debug", "--dump", "--no-inject", "--tasks", check=True).stdout
     assert not [l for l in open("/proc/%d/maps" % p.pid) if "libprobing" in l or "_asyncio" in l]
+
+
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.14", "3.15")])
+def test_tasks_no_inject_all_loops(python, spawn):
+    """`debug --dump --no-inject --tasks` of samples/asyncio_tasks.py (four loops, the GIL free,
+    one task running): the same pending tasks as the probe's read with the GIL, each with the
+    same thread, coroutine chain (functions and lines), running flag and the tasks it awaits
+    (read from memory: a future awaited is not known there), and no probe loaded. Before: refused
+    ("--tasks needs the probe loaded")."""
+    t = spawn(python, S)
+    r = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--tasks", "--json")
+    assert r.returncode == 0, r.stderr
+    o = json.loads(r.stdout)["asyncio"]
+    assert not [l for l in open("/proc/%d/maps" % t.pid) if "libprobing" in l]
+    _, a, by = tasks_of(t.pid)
+    assert o["read"] is True and o["via"] == "memory", o
+
+    def view(tasks):
+        names = {x["id"]: x["name"] for x in tasks}
+        return {x["name"]: (x["threadId"], x["running"], x["coroutine"],
+                            [(f["name"], f["file"], f["line"]) for f in x["frames"]],
+                            sorted(names.get(i, "?") for i in x["awaits"]),
+                            sorted(names.get(i, "?") for i in x["awaitedBy"]))
+                for x in tasks}
+    pending = [x for x in a["tasks"] if x["state"] == "pending"]
+    assert len(o["tasks"]) == len(pending) == 18, (len(o["tasks"]), len(pending))
+    assert view(o["tasks"]) == view(pending)
+    assert [x["name"] for x in o["tasks"] if x["running"]] == ["loop-c-busy"], o["tasks"]
+    assert sorted(sorted(x["name"] for x in o["tasks"] if x["id"] in c) for c in o["cycles"]) == \
+        [["dl-a", "dl-b"]], o["cycles"]
+    t.assert_responsive()
