@@ -10,30 +10,31 @@
 
 static void help(void)
 {
-    printf("usage: probing dump --core FILE [--exe PATH] [--sysroot DIR] [--native[=all]] [--locals]\n"
-           "                    [--tasks] [--json]\n"
-           "\n"
-           "Print every Python thread's stack from a core file (gdb's gcore, or the kernel's),\n"
-           "innermost frame first, as debug --dump does for a live process: the core's memory\n"
-           "is read with the probe's own frame walker for the core's CPython (3.8-3.15).\n"
-           "\n"
-           "  -c, --core FILE  the core file\n"
-           "  -e, --exe PATH   the interpreter (libpython3.X or the python executable), when the\n"
-           "                   core's file mappings do not name one\n"
-           "      --sysroot DIR  look for the files the core maps (the interpreter, its\n"
-           "                   libraries) under DIR first: the root of the container the\n"
-           "                   process ran in (e.g. /proc/PID/root of a live one, or the\n"
-           "                   image's unpacked root), as gdb's 'set sysroot'\n"
-           "      --native     each thread's native frames too, from its registers in the\n"
-           "                   core, merged with its Python frames as debug --dump --native\n"
-           "                   does (--native=all keeps CPython's internals); x86-64\n"
-           "      --locals     each frame's local variables, read from the core's memory:\n"
-           "                   int, float, bool, None, str, bytes and tuples, lists and dicts\n"
-           "                   of those by value, anything else as <TYPE object at 0x...>\n"
-           "      --tasks      the pending asyncio tasks (CPython 3.14+, which keeps them on\n"
-           "                   lists): names, coroutine chains, who awaits whom, as debug\n"
-           "                   --dump --tasks gives them read without the GIL\n"
-           "      --json       print one JSON document instead of text\n");
+    printf(
+        "usage: probing dump --core FILE [--exe PATH] [--sysroot DIR] [--native[=all]] [--locals]\n"
+        "                    [--tasks] [--json]\n"
+        "\n"
+        "Print every Python thread's stack from a core file (gdb's gcore, or the kernel's),\n"
+        "innermost frame first, as debug --dump does for a live process: the core's memory\n"
+        "is read with the probe's own frame walker for the core's CPython (3.8-3.15).\n"
+        "\n"
+        "  -c, --core FILE  the core file\n"
+        "  -e, --exe PATH   the interpreter (libpython3.X or the python executable), when the\n"
+        "                   core's file mappings do not name one\n"
+        "      --sysroot DIR  look for the files the core maps (the interpreter, its\n"
+        "                   libraries) under DIR first: the root of the container the\n"
+        "                   process ran in (e.g. /proc/PID/root of a live one, or the\n"
+        "                   image's unpacked root), as gdb's 'set sysroot'\n"
+        "      --native     each thread's native frames too, from its registers in the\n"
+        "                   core, merged with its Python frames as debug --dump --native\n"
+        "                   does (--native=all keeps CPython's internals); x86-64\n"
+        "      --locals     each frame's local variables, read from the core's memory:\n"
+        "                   int, float, bool, None, str, bytes and tuples, lists and dicts\n"
+        "                   of those by value, anything else as <TYPE object at 0x...>\n"
+        "      --tasks      the pending asyncio tasks (CPython 3.14+, which keeps them on\n"
+        "                   lists): names, coroutine chains, who awaits whom, as debug\n"
+        "                   --dump --tasks gives them read without the GIL\n"
+        "      --json       print one JSON document instead of text\n");
 }
 
 int cli_cmd_dump(const struct cli_opts *o, int argc, char **argv)
@@ -80,6 +81,7 @@ int cli_cmd_dump(const struct cli_opts *o, int argc, char **argv)
     cJSON *body = cli_core_dump(corefile, exe, sysroot, 256, native, locals, tasks, &err);
     if (!body)
         cli_error("dump --core: %s", err.msg);
-    return body ? cli_print_body(body, json, cli_dump_print)
-                : err.code == PB_EUSAGE ? CLI_USAGE : CLI_FAIL;
+    return body                    ? cli_print_body(body, json, cli_dump_print)
+           : err.code == PB_EUSAGE ? CLI_USAGE
+                                   : CLI_FAIL;
 }

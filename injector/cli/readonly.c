@@ -55,9 +55,8 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
     const cJSON *t;
     unsigned long main_ident = 0;
     int off = -1;
-    cJSON_ArrayForEach(t, threads)
-        if (cli_json_true(t, "main"))
-            main_ident = (unsigned long)cli_json_num(t, "ident", 0);
+    cJSON_ArrayForEach(t, threads) if (cli_json_true(t, "main")) main_ident =
+        (unsigned long)cli_json_num(t, "ident", 0);
     int buf[512];
     if (!main_ident || pid <= 0 || rd(main_ident, buf, sizeof buf) < 0)
         return;
@@ -70,8 +69,9 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
     {
         int tid;
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, "nativeId")) ||
-            rd((unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid,
-               sizeof tid) < 0 || !is_task(tid))
+            rd((unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid, sizeof tid) <
+                0 ||
+            !is_task(tid))
             continue;
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
         double id = tid + cli_json_num(t, "interpreter", 0) * 4194304.0; /* probe_thread_id */
@@ -101,8 +101,7 @@ static void (*reader_sym(const int ver[3], const char *name, void **h, struct pb
 }
 
 typedef int (*read_unwind_fn)(cli_read_fn rd, const uintptr_t regs[3],
-                              const struct cli_read_mod *mods, int nmods, uintptr_t *out,
-                              int max);
+                              const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max);
 
 int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
                     const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max,
@@ -120,9 +119,9 @@ int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
 }
 
 const char *const cli_read_syms[CLI_READ_NSYMS] = {
-    "_PyRuntime",  "PyCode_Type",  "PyFrame_Type", "PyUnicode_Type", "PyBytes_Type",
-    "PyLong_Type", "PyBool_Type",  "PyFloat_Type", "PyTuple_Type",   "PyList_Type",
-    "PyDict_Type", "PyCell_Type", "_Py_NoneStruct", "PyCoro_Type", "PyGen_Type",
+    "_PyRuntime",      "PyCode_Type", "PyFrame_Type",   "PyUnicode_Type", "PyBytes_Type",
+    "PyLong_Type",     "PyBool_Type", "PyFloat_Type",   "PyTuple_Type",   "PyList_Type",
+    "PyDict_Type",     "PyCell_Type", "_Py_NoneStruct", "PyCoro_Type",    "PyGen_Type",
     "PyAsyncGen_Type", "PySet_Type"};
 
 typedef char *(*read_tasks_fn)(cli_read_fn rd, const uintptr_t *syms, int nsyms,
@@ -131,8 +130,10 @@ typedef char *(*read_tasks_fn)(cli_read_fn rd, const uintptr_t *syms, int nsyms,
 int cli_read_tasks_check(const int ver[3], const char *how, struct pb_err *err)
 {
     if (ver[0] == 3 && ver[1] < 14)
-        return pb_err_set(err, PB_EUSAGE, "--tasks needs CPython 3.14+ %s (%d.%d keeps no task "
-                          "lists that can be read from memory)", how, ver[0], ver[1]);
+        return pb_err_set(err, PB_EUSAGE,
+                          "--tasks needs CPython 3.14+ %s (%d.%d keeps no task "
+                          "lists that can be read from memory)",
+                          how, ver[0], ver[1]);
     return 0;
 }
 
@@ -185,8 +186,10 @@ cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
     for (int i = 0; i < CLI_READ_NSYMS; i++) {
         syms[i] = addrs[i];
         if (i < 5 && !addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
-            pb_err_set(err, PB_ENOPYTHON, "%s has no symbol %s: the interpreter's state cannot be "
-                       "found", source, cli_read_syms[i]);
+            pb_err_set(err, PB_ENOPYTHON,
+                       "%s has no symbol %s: the interpreter's state cannot be "
+                       "found",
+                       source, cli_read_syms[i]);
             return NULL;
         }
     }
@@ -237,9 +240,9 @@ void cli_read_finish(cJSON *body, pid_t live)
         cJSON_AddStringToObject(t, "nameSource", "os");
         cJSON_AddNullToObject(t, "daemon");
         if (cli_json_true(t, "holdsGil"))
-            cJSON_ReplaceItemInObjectCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(body, "gil"), "holder",
-                cJSON_CreateNumber(cli_json_num(t, "id", 0)));
+            cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "gil"),
+                                                   "holder",
+                                                   cJSON_CreateNumber(cli_json_num(t, "id", 0)));
     }
 }
 
@@ -269,8 +272,8 @@ cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, str
         inj_access_denied(what, err);
         return NULL;
     }
-    cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, locals,
-                                  err);
+    cJSON *body =
+        cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, locals, err);
     if (body) {
         cli_read_native_ids(body, live_read, live_task);
         cli_read_finish(body, pid);

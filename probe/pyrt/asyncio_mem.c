@@ -86,9 +86,8 @@ static const struct aoffs *offsets(void)
 
 static int offsets_ok(const struct aoffs *o)
 {
-    return o->t_node && o->t_node < o->t_size && o->t_name < o->t_size &&
-           o->t_coro < o->t_size && o->ts_head && o->ts_head < o->ts_size && o->i_head &&
-           o->i_head < o->i_size;
+    return o->t_node && o->t_node < o->t_size && o->t_name < o->t_size && o->t_coro < o->t_size &&
+           o->ts_head && o->ts_head < o->ts_size && o->i_head && o->i_head < o->i_size;
 }
 #else
 /* The runtime address of section name of the loaded object at base, from its file. 0 none. */
@@ -139,10 +138,9 @@ static int offsets_cb(struct dl_phdr_info *info, size_t sz, void *arg)
         return 0;
     size_t size = 0;
     uintptr_t a = section_addr(n, (uintptr_t)info->dlpi_addr, ".AsyncioDebug", &size);
-    if (a && size >= sizeof f->o && probe_mem_read_at(a, &f->o, sizeof f->o) == 0 &&
-        f->o.t_node && f->o.t_node < f->o.t_size && f->o.t_name < f->o.t_size &&
-        f->o.t_coro < f->o.t_size && f->o.ts_head && f->o.ts_head < f->o.ts_size &&
-        f->o.i_head && f->o.i_head < f->o.i_size) {
+    if (a && size >= sizeof f->o && probe_mem_read_at(a, &f->o, sizeof f->o) == 0 && f->o.t_node &&
+        f->o.t_node < f->o.t_size && f->o.t_name < f->o.t_size && f->o.t_coro < f->o.t_size &&
+        f->o.ts_head && f->o.ts_head < f->o.ts_size && f->o.i_head && f->o.i_head < f->o.i_size) {
         f->found = 1;
         return 1;
     }
@@ -270,8 +268,12 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
             FRAME_STATE_FINISHED(state))
             break;
         uintptr_t fp = c + offsetof(PyGenObject, gi_iframe);
-        struct pyrt_walk w = {.rd = AREAD, .flags = PYRT_WALK_CHECK, .max = 1,
-                              .out = &r->pos, .ext = &r->ext, .memo = r->memo,
+        struct pyrt_walk w = {.rd = AREAD,
+                              .flags = PYRT_WALK_CHECK,
+                              .max = 1,
+                              .out = &r->pos,
+                              .ext = &r->ext,
+                              .memo = r->memo,
                               .nmemo = CODE_SLOTS};
         const struct code_slot *cs;
         if (pyrt_frames_walk(&w, fp) != 1 || !(cs = code_get(r, r->pos.code)))
@@ -331,7 +333,7 @@ static long tid_of(unsigned long ident)
 
 struct list {
     uintptr_t head;
-    long tid;         /* the thread whose list it is, 0 the interpreter's */
+    long tid; /* the thread whose list it is, 0 the interpreter's */
     unsigned long ident;
     uintptr_t loop, running;
 };
@@ -372,8 +374,8 @@ static int awaited_by_read(const struct aoffs *o, struct probe_atasks *a, int i,
     }
     PySetObject s;
     uintptr_t set_type = (uintptr_t)PYRT_SET_TYPE; /* 0: the target's is not known */
-    if (!set_type || type_of(by) != set_type || AREAD(by, &s, sizeof s) != 0 ||
-        s.mask < 0 || s.mask >= MAX_SET || !s.table)
+    if (!set_type || type_of(by) != set_type || AREAD(by, &s, sizeof s) != 0 || s.mask < 0 ||
+        s.mask >= MAX_SET || !s.table)
         return 0;
     for (Py_ssize_t k = 0; k <= s.mask; k++) {
         setentry e;
@@ -479,7 +481,8 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
-    return pb_err_set(err, PB_ESTATE, "CPython before 3.14 keeps no task lists to read without the GIL");
+    return pb_err_set(err, PB_ESTATE,
+                      "CPython before 3.14 keeps no task lists to read without the GIL");
 }
 
 #ifdef PYRT_REMOTE

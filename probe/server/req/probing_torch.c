@@ -38,8 +38,10 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     else if (j->comm && strcmp(action, "flight_recorder") == 0)
         j->action = PROBE_COMM_FLIGHT_RECORDER;
     else
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.action: expected \"start\", \"stop\"%s "
-                          "or \"status\"", j->comm ? ", \"flight_recorder\"" : "");
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.action: expected \"start\", \"stop\"%s "
+                          "or \"status\"",
+                          j->comm ? ", \"flight_recorder\"" : "");
     if (every == -1)
         every = 0; /* the tracer's default (TORCH_EVERY_DEFAULT), or unchanged when running */
     else if (every < 1 || every > 1000000)
@@ -81,11 +83,11 @@ const struct dap_job dap_job_probing_torch = {sizeof(struct torchjob), parse, ru
 static int parse_comm(struct dap_ctx *c, const cJSON *args, void *job)
 {
     if (cJSON_GetObjectItemCaseSensitive(args, "every"))
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.every: probing/comm records every "
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.every: probing/comm records every "
                           "call (its bound is the setting comm.max_records)");
     ((struct torchjob *)job)->comm = 1;
     return parse(c, args, job);
 }
 
-const struct dap_job dap_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply,
-                                             drop};
+const struct dap_job dap_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply, drop};
