@@ -213,7 +213,8 @@ READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/py
                probe/pyrt/numpy.c \
                probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
-               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c
+               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c \
+               probe/pyrt/asyncio_mem.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c common/err.c
 READER_LIBS :=
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
 $(PROBE_UV_A): $(PROBE_UV_SYS_A) | check-libs
@@ -264,7 +265,7 @@ check-exports: $(PROBE_LIBS)
 UNWIND_SRCS := probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c \
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
                          probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c \
                          injector/cli/srccache.c)
@@ -365,7 +366,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
              tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c \
-             tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/core/settings.c probe/core/settings_compat.c \
+             tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c probe/core/settings.c probe/core/settings_compat.c \
              probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h \
              injector/inject/elf.c injector/cli/corefile.c injector/cli/srccache.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE

@@ -121,6 +121,8 @@ int cli_libdir(char *buf, size_t n);
  * walker (libprobing-read-3.X.so), nothing loaded into it; names from the kernel; locals (when
  * asked) read from memory, simple values only ("localsVia": "memory"). NULL with err filled. */
 cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err);
+/* The same, with tasks: the asyncio tasks in "asyncio" (3.14+; before, PB_EUSAGE). */
+cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, struct pb_err *err);
 /* children.c: --subprocesses. The target's descendants (breadth first, at most
  * CLI_CHILDREN_MAX; *more counts those left out) and each one's parent; returns how many. */
 #define CLI_CHILDREN_MAX 64
@@ -137,12 +139,25 @@ void cli_children_print(const cJSON *d);
  * in source. NULL with err filled. cli_read_finish adds names (from /proc when live > 0: then
  * also native ids before 3.11) and the GIL holder. */
 typedef int (*cli_read_fn)(uintptr_t addr, void *dst, size_t n);
-#define CLI_READ_NSYMS 13 /* the first 5 needed; the others (types for locals) optional */
+#define CLI_READ_NSYMS \
+    17 /* the first 5 needed; the others (types for locals, then for
+                            asyncio tasks) optional */
 extern const char *const cli_read_syms[CLI_READ_NSYMS];
 cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
                        const unsigned long addrs[CLI_READ_NSYMS], const char *source,
                        int max_frames, int locals, struct pb_err *err);
 void cli_read_finish(cJSON *body, pid_t live);
+/* asyncio tasks read from outside (3.14+ keeps them on lists; pyrt/asyncio_mem.c):
+ * cli_read_tasks_check refuses older versions (PB_EUSAGE, the line naming how: "without the
+ * probe", "from a core"); cli_read_tasks_add adds the probing/dump "asyncio" object to body,
+ * read with rd using the offsets of ".AsyncioDebug" (CLI_ASYNCIO_NOFFS of them, NULL: not
+ * found, why says why), or {read: false, error} when they cannot be read; offs and why both
+ * NULL: asyncio is not loaded, no task. */
+#define CLI_ASYNCIO_NOFFS 13
+int cli_read_tasks_check(const int ver[3], const char *how, struct pb_err *err);
+void cli_read_tasks_add(cJSON *body, cli_read_fn rd, const int ver[3],
+                        const unsigned long addrs[CLI_READ_NSYMS], const uint64_t *offs,
+                        const char *why);
 /* A thread's native stack from its registers (pc, sp, frame pointer) with the probe's own
  * unwinder (the reader for CPython ver) over memory rd and the modules mods (each: executable
  * range and the address of its ELF header). The count of pcs in out, or -1 with err. */
@@ -161,7 +176,7 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid));
  * (as debug --dump --native[=all]); locals: each frame's locals read from the core's memory,
  * simple values only. NULL with err filled. */
 cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int max_frames,
-                     int native, int locals, struct pb_err *err);
+                     int native, int locals, int tasks, struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
 

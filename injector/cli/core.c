@@ -405,8 +405,35 @@ static void unroot(void)
     rooted = NULL;
 }
 
+/* The offsets of ".AsyncioDebug" (CLI_ASYNCIO_NOFFS) from the first file the core maps that
+ * may hold _asyncio and has them (through --sysroot when given: reroot). 0; 1 when none has
+ * them and no _asyncio module is mapped (asyncio not imported); or -1 with why. */
+static int core_asyncio_offsets(uint64_t *offs, char *why, size_t n)
+{
+    int mapped = 0;
+    for (int i = 0; i < core.nmaps; i++) {
+        int seen = 0;
+        if (!inj_asyncio_candidate(core.maps[i].path))
+            continue;
+        for (int k = 0; k < i && !seen; k++)
+            seen = strcmp(core.maps[k].path, core.maps[i].path) == 0;
+        if (seen)
+            continue;
+        mapped |= strstr(base_of(core.maps[i].path), "_asyncio.") != NULL;
+        if (inj_file_section(core.maps[i].path, ".AsyncioDebug", offs,
+                             CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
+            return 0;
+    }
+    if (!mapped)
+        return 1;
+    snprintf(why, n,
+             "the core's _asyncio module has no .AsyncioDebug section, or its file "
+             "cannot be read: give the root it ran in with --sysroot DIR");
+    return -1;
+}
+
 cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int max_frames,
-                     int native, int locals, struct pb_err *err)
+                     int native, int locals, int tasks, struct pb_err *err)
 {
     struct stat st;
     cJSON *body = NULL;
@@ -476,6 +503,8 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
                    path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
         goto out;
     }
+    if (tasks && cli_read_tasks_check(ver, "in a core", err) < 0)
+        goto out;
     if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
         pb_err_set(err, -ENOENT,
                    "cannot read the symbols of %s (the core's interpreter): give "
@@ -495,6 +524,13 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         cli_read_finish(body, 0);
         if (native)
             core_native(body, ver, m->path, native > 1);
+        if (tasks) {
+            uint64_t offs[CLI_ASYNCIO_NOFFS];
+            char why[256] = "";
+            int rc = core_asyncio_offsets(offs, why, sizeof why);
+            cli_read_tasks_add(body, core_read, ver, addrs, rc == 0 ? offs : NULL,
+                               rc == 1 ? NULL : why);
+        }
         cJSON_AddStringToObject(body, "core", path);
         core_meta(body, m);
         if (want > size) {

@@ -46,7 +46,8 @@ static void help(void)
            "                  CPython 3.14+ without it when a thread holds it in C\n"
            "      --no-inject read the stacks from outside (process_vm_readv), loading nothing\n"
            "                  into the target: thread names from the kernel, --locals read\n"
-           "                  from memory as above\n"
+           "                  from memory as above, --tasks (CPython 3.14+) the pending\n"
+           "                  tasks read from memory as without the GIL\n"
            "      --subprocesses  also the target's child processes, recursively (at most 64):\n"
            "                  each Python one's threads read from outside as --no-inject\n"
            "                  does (nothing loaded into it, never stopped; Python frames\n"
@@ -345,17 +346,19 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
                   "found in /proc");
         return CLI_USAGE;
     }
-    if (no_inject && (native || tasks || o->target.pid <= 0)) {
-        cli_error("debug --dump --no-inject: %s",
-                  o->target.pid <= 0 ? "needs a local process (-p PID)"
-                  : native           ? "--native needs the probe loaded"
-                                     : "--tasks needs the probe loaded (asyncio tasks are read "
-                                       "with the GIL): leave out --no-inject");
+    if (no_inject && (native || o->target.pid <= 0)) {
+        cli_error("debug --dump --no-inject: %s", o->target.pid <= 0
+                                                      ? "needs a local process (-p PID)"
+                                                      : "--native needs the probe loaded");
         return CLI_USAGE;
     }
     if (no_inject) {
         struct pb_err err = {0};
-        cJSON *b = cli_read_dump(o->target.pid, 256, locals, &err);
+        cJSON *b = cli_read_dump_tasks(o->target.pid, 256, locals, tasks, &err);
+        if (!b && err.code == PB_EUSAGE) { /* --tasks before 3.14 */
+            cli_error("debug --dump --no-inject: %s: leave out --no-inject", err.msg);
+            return CLI_USAGE;
+        }
         if (!b)
             cli_error("dump --no-inject: %s", err.msg);
         else if (subprocesses)

@@ -12,7 +12,7 @@ static void help(void)
 {
     printf(
         "usage: probing dump --core FILE [--exe PATH] [--sysroot DIR] [--native[=all]] [--locals]\n"
-        "                    [--json]\n"
+        "                    [--tasks] [--json]\n"
         "\n"
         "Print every Python thread's stack from a core file (gdb's gcore, or the kernel's),\n"
         "innermost frame first, as debug --dump does for a live process: the core's memory\n"
@@ -31,18 +31,25 @@ static void help(void)
         "      --locals     each frame's local variables, read from the core's memory:\n"
         "                   int, float, bool, None, str, bytes and tuples, lists and dicts\n"
         "                   of those by value, anything else as <TYPE object at 0x...>\n"
+        "      --tasks      the pending asyncio tasks (CPython 3.14+, which keeps them on\n"
+        "                   lists): names, coroutine chains, who awaits whom, as debug\n"
+        "                   --dump --tasks gives them read without the GIL\n"
         "      --json       print one JSON document instead of text\n");
 }
 
 int cli_cmd_dump(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"core", required_argument, 0, 'c'},    {"exe", required_argument, 0, 'e'},
-        {"sysroot", required_argument, 0, 'r'}, {"json", no_argument, 0, 'j'},
-        {"native", optional_argument, 0, 'N'},  {"locals", no_argument, 0, 'L'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"core", required_argument, 0, 'c'},
+                                             {"exe", required_argument, 0, 'e'},
+                                             {"sysroot", required_argument, 0, 'r'},
+                                             {"json", no_argument, 0, 'j'},
+                                             {"native", optional_argument, 0, 'N'},
+                                             {"locals", no_argument, 0, 'L'},
+                                             {"tasks", no_argument, 0, 'T'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     const char *corefile = NULL, *exe = NULL, *sysroot = NULL;
-    int json = 0, native = 0, locals = 0, c;
+    int json = 0, native = 0, locals = 0, tasks = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "hc:e:", longopts, NULL)) != -1) {
         switch (c) {
@@ -51,6 +58,7 @@ int cli_cmd_dump(const struct cli_opts *o, int argc, char **argv)
         case 'r': sysroot = optarg; break;
         case 'j': json = 1; break;
         case 'L': locals = 1; break;
+        case 'T': tasks = 1; break;
         case 'N':
             if (optarg && strcmp(optarg, "all") != 0 && strcmp(optarg, "merged") != 0) {
                 cli_error("dump: --native=%s: use --native or --native=all", optarg);
@@ -70,8 +78,10 @@ int cli_cmd_dump(const struct cli_opts *o, int argc, char **argv)
         return CLI_USAGE;
     }
     struct pb_err err = {0};
-    cJSON *body = cli_core_dump(corefile, exe, sysroot, 256, native, locals, &err);
+    cJSON *body = cli_core_dump(corefile, exe, sysroot, 256, native, locals, tasks, &err);
     if (!body)
         cli_error("dump --core: %s", err.msg);
-    return body ? cli_print_body(body, json, cli_dump_print) : CLI_FAIL;
+    return body                    ? cli_print_body(body, json, cli_dump_print)
+           : err.code == PB_EUSAGE ? CLI_USAGE
+                                   : CLI_FAIL;
 }

@@ -7,7 +7,9 @@
  * names (the kernel's), native ids before 3.11 (the tid field of glibc's struct pthread at the
  * thread's pthread_t, its offset found on the main thread, whose tid is the pid), the GIL
  * holder. Locals (when asked) are read from memory by the reader, simple values only
- * (pyrt/memlocals.c): nothing runs in the target. */
+ * (pyrt/memlocals.c): nothing runs in the target. asyncio tasks (--tasks, CPython 3.14+) are
+ * the reader's too (pyrt/asyncio_mem.c, as the probe reads them without the GIL), with the
+ * offsets of the _asyncio module's ".AsyncioDebug" section read here from its file. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
@@ -117,9 +119,63 @@ int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
 }
 
 const char *const cli_read_syms[CLI_READ_NSYMS] = {
-    "_PyRuntime",  "PyCode_Type", "PyFrame_Type",  "PyUnicode_Type", "PyBytes_Type",
-    "PyLong_Type", "PyBool_Type", "PyFloat_Type",  "PyTuple_Type",   "PyList_Type",
-    "PyDict_Type", "PyCell_Type", "_Py_NoneStruct"};
+    "_PyRuntime",      "PyCode_Type", "PyFrame_Type",   "PyUnicode_Type", "PyBytes_Type",
+    "PyLong_Type",     "PyBool_Type", "PyFloat_Type",   "PyTuple_Type",   "PyList_Type",
+    "PyDict_Type",     "PyCell_Type", "_Py_NoneStruct", "PyCoro_Type",    "PyGen_Type",
+    "PyAsyncGen_Type", "PySet_Type"};
+
+typedef char *(*read_tasks_fn)(cli_read_fn rd, const uintptr_t *syms, int nsyms,
+                               const uint64_t *offs, int noffs, char *err, size_t errn);
+
+int cli_read_tasks_check(const int ver[3], const char *how, struct pb_err *err)
+{
+    if (ver[0] == 3 && ver[1] < 14)
+        return pb_err_set(err, PB_EUSAGE,
+                          "--tasks needs CPython 3.14+ %s (%d.%d keeps no task "
+                          "lists that can be read from memory)",
+                          how, ver[0], ver[1]);
+    return 0;
+}
+
+void cli_read_tasks_add(cJSON *body, cli_read_fn rd, const int ver[3],
+                        const unsigned long addrs[CLI_READ_NSYMS], const uint64_t *offs,
+                        const char *why)
+{
+    uintptr_t syms[CLI_READ_NSYMS];
+    char msg[256] = "";
+    cJSON *a = NULL;
+    struct pb_err err = {0};
+    void *h = NULL;
+    for (int i = 0; i < CLI_READ_NSYMS; i++)
+        syms[i] = addrs[i];
+    read_tasks_fn fn = NULL;
+    if (!offs && !why) { /* no _asyncio loaded: no task (as the probe says then) */
+        a = cJSON_CreateObject();
+        cJSON_AddArrayToObject(a, "tasks");
+        cJSON_AddBoolToObject(a, "read", 1);
+        cJSON_AddStringToObject(a, "via", "memory");
+        cJSON_AddBoolToObject(a, "truncated", 0);
+        cJSON_AddArrayToObject(a, "cycles");
+        cJSON_AddItemToObject(body, "asyncio", a);
+        return;
+    }
+    if (!offs)
+        snprintf(msg, sizeof msg, "%s", why ? why : "the _asyncio module's offsets are unknown");
+    else if (!(fn = (read_tasks_fn)reader_sym(ver, "probing_read_tasks", &h, &err)))
+        snprintf(msg, sizeof msg, "%s", err.msg);
+    if (fn) {
+        char *text = fn(rd, syms, CLI_READ_NSYMS, offs, CLI_ASYNCIO_NOFFS, msg, sizeof msg);
+        a = text ? cJSON_Parse(text) : NULL;
+        free(text);
+        dlclose(h);
+    }
+    if (!a) {
+        a = cJSON_CreateObject();
+        cJSON_AddBoolToObject(a, "read", 0);
+        cJSON_AddStringToObject(a, "error", msg[0] ? msg : "the reader's answer is unreadable");
+    }
+    cJSON_AddItemToObject(body, "asyncio", a);
+}
 
 cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
                        const unsigned long addrs[CLI_READ_NSYMS], const char *source,
@@ -192,12 +248,20 @@ void cli_read_finish(cJSON *body, pid_t live)
 
 cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
 {
+    return cli_read_dump_tasks(pid, max_frames, locals, 0, err);
+}
+
+cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, struct pb_err *err)
+{
     unsigned long addrs[CLI_READ_NSYMS];
     struct inj_pyver v;
-    if (inj_pyver_detect(pid, &v, err) < 0 ||
-        inj_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
+    if (inj_pyver_detect(pid, &v, err) < 0)
         return NULL;
     int ver[3] = {v.major, v.minor, v.micro};
+    if (tasks && cli_read_tasks_check(ver, "without the probe", err) < 0)
+        return NULL;
+    if (inj_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
+        return NULL;
     live_pid = pid;
     /* Reading another process's memory needs what attaching needs (Yama's ptrace_scope): a
      * refusal is said as such, not as an unreadable interpreter. */
@@ -213,6 +277,13 @@ cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
     if (body) {
         cli_read_native_ids(body, live_read, live_task);
         cli_read_finish(body, pid);
+    }
+    if (body && tasks) { /* the offsets from the target's _asyncio file (its /proc/PID/root) */
+        uint64_t offs[CLI_ASYNCIO_NOFFS];
+        struct pb_err e = {0};
+        int rc = inj_asyncio_section(pid, ".AsyncioDebug", offs, sizeof offs, &e);
+        cli_read_tasks_add(body, live_read, ver, addrs, rc == 0 ? offs : NULL,
+                           rc == 1 ? NULL : e.msg);
     }
     return body;
 }

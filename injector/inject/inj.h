@@ -34,6 +34,17 @@ int inj_file_syms(const char *path, unsigned long start, unsigned long off,
 /* The load bias of the ELF file at path mapped at start with file offset off. 0, or -errno. */
 int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias);
 
+/* The first n bytes of the section called name of the ELF file at path: 0, or -ENOENT (none, or
+ * shorter than n), or -errno. */
+int inj_file_section(const char *path, const char *name, void *buf, size_t n);
+/* Whether the file at path may hold CPython's _asyncio (its own module, libpython, or a python
+ * executable it is built into). */
+int inj_asyncio_candidate(const char *path);
+/* The same (first n bytes of section name) from the first module of pid that may hold _asyncio
+ * and has it (its file read through /proc/PID/root). 0; 1 when none has it and no _asyncio
+ * module is mapped (asyncio not imported); or a negative code with err. */
+int inj_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err);
+
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
 int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);

@@ -264,3 +264,58 @@ int inj_file_syms(const char *path, unsigned long start, unsigned long off,
     inj_elf_close(&e);
     return rc;
 }
+
+/* Whether the file at path may hold _asyncio (its own module, libpython, or a python
+ * executable it is built into). */
+int inj_asyncio_candidate(const char *path)
+{
+    const char *b = inj_path_base(path);
+    return strstr(b, "_asyncio.") || strncmp(b, "libpython", 9) == 0 ||
+           strncmp(b, "python", 6) == 0;
+}
+
+int inj_file_section(const char *path, const char *name, void *buf, size_t n)
+{
+    struct inj_elf e;
+    size_t off, size;
+    int rc = inj_elf_open(path, &e);
+    if (rc < 0)
+        return rc;
+    if ((rc = inj_elf_section(&e, name, &off, &size)) == 0 && size < n)
+        rc = -ENOENT;
+    if (rc == 0)
+        memcpy(buf, e.data + off, n);
+    inj_elf_close(&e);
+    return rc;
+}
+
+int inj_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err)
+{
+    struct inj_maps m = {0};
+    int rc = inj_maps_read(pid, &m), found = 0, mapped = 0;
+    if (rc < 0)
+        return status_err(pid, rc, err);
+    for (size_t i = 0; i < m.n && !found; i++) {
+        struct inj_module mod;
+        size_t off, size;
+        int seen = 0;
+        if (!m.v[i].path[0] || !inj_asyncio_candidate(m.v[i].path))
+            continue;
+        for (size_t k = 0; k < i && !seen; k++) /* each file once */
+            seen = strcmp(m.v[k].path, m.v[i].path) == 0;
+        if (seen || inj_module_open(pid, &m, &m.v[i], &mod) < 0)
+            continue;
+        mapped |= strstr(inj_path_base(m.v[i].path), "_asyncio.") != NULL;
+        if (inj_elf_section(&mod.elf, name, &off, &size) == 0 && size >= n) {
+            memcpy(buf, mod.elf.data + off, n);
+            found = 1;
+        }
+        inj_module_close(&mod);
+    }
+    inj_maps_free(&m);
+    if (found)
+        return 0;
+    if (!mapped)
+        return 1; /* _asyncio not loaded: no C task */
+    return pb_err_set(err, -ENOENT, "its _asyncio module has no %s section", name);
+}

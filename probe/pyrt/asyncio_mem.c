@@ -18,7 +18,14 @@
  * the thread of the list it is on and that thread's running loop, and who awaits it
  * (task_awaited_by: one object or a set), turned into the tasks each awaits. Not known here: the
  * future a task waits on (no offset is published), so a task awaiting a future shows no
- * "awaits"; finished tasks (they leave the list). No GIL needed. */
+ * "awaits"; finished tasks (they leave the list). No GIL needed.
+ *
+ * Built a second time with PYRT_REMOTE into the out-of-process reader (libprobing-read-3.X.so,
+ * probe/sig/pyrt_remote.c: `debug --dump --no-inject --tasks`, `dump --core --tasks`): there
+ * every read goes through the reader's (pyrt_sig_read: the target's memory or a core's), the
+ * types compared with are the target's (pyrt_remote), and the offsets are the caller's, which
+ * read ".AsyncioDebug" from the target's module file; strs and code objects are read by the
+ * reader's functions (asyncio_mem_remote_set: sig/ sits above this folder). */
 #include "internal.h"
 
 #include <elf.h>
@@ -38,6 +45,12 @@
 #define MAX_SET 4096 /* slots of an awaited_by set looked at */
 #define CODE_SLOTS 64
 
+#ifdef PYRT_REMOTE
+#define AREAD pyrt_sig_read
+#else
+#define AREAD probe_mem_read_at
+#endif
+
 struct aoffs {
     uint64_t t_size, t_name, t_awaited_by, t_is_task, t_awaited_by_is_set, t_coro, t_node;
     uint64_t i_size, i_head;
@@ -49,6 +62,34 @@ struct find {
     int found;
 };
 
+#ifdef PYRT_REMOTE
+static struct find remote_offs;
+static struct asyncio_mem_remote remote_fns;
+
+static int offsets_ok(const struct aoffs *o);
+int asyncio_mem_remote_set(const struct asyncio_mem_remote *r)
+{
+    memset(&remote_offs, 0, sizeof remote_offs);
+    remote_fns = *r;
+    if (!r->offs || r->noffs < (int)(sizeof remote_offs.o / sizeof(uint64_t)) || !r->str ||
+        !r->code)
+        return -1;
+    memcpy(&remote_offs.o, r->offs, sizeof remote_offs.o);
+    remote_offs.found = offsets_ok(&remote_offs.o);
+    return remote_offs.found ? 0 : -1;
+}
+
+static const struct aoffs *offsets(void)
+{
+    return remote_offs.found ? &remote_offs.o : NULL;
+}
+
+static int offsets_ok(const struct aoffs *o)
+{
+    return o->t_node && o->t_node < o->t_size && o->t_name < o->t_size && o->t_coro < o->t_size &&
+           o->ts_head && o->ts_head < o->ts_size && o->i_head && o->i_head < o->i_size;
+}
+#else
 /* The runtime address of section name of the loaded object at base, from its file. 0 none. */
 static uintptr_t section_addr(const char *path, uintptr_t base, const char *name, size_t *size)
 {
@@ -118,10 +159,12 @@ static const struct aoffs *offsets(void)
     return f.found ? &f.o : NULL;
 }
 
+#endif
+
 static uintptr_t rd_ptr(uintptr_t a)
 {
     uintptr_t v = 0;
-    return a && probe_mem_read_at(a, &v, sizeof v) == 0 ? v : 0;
+    return a && AREAD(a, &v, sizeof v) == 0 ? v : 0;
 }
 
 static uintptr_t type_of(uintptr_t o)
@@ -129,16 +172,29 @@ static uintptr_t type_of(uintptr_t o)
     return o ? rd_ptr(o + offsetof(PyObject, ob_type)) : 0;
 }
 
+/* The str at o (at most max bytes of UTF-8) in a new string; NULL when it is none. */
+static char *str_read(uintptr_t o, size_t max)
+{
+#ifdef PYRT_REMOTE
+    char buf[1024];
+    if (max >= sizeof buf)
+        max = sizeof buf - 1;
+    return o && remote_fns.str(o, buf, max + 1) == 0 ? strdup(buf) : NULL;
+#else
+    return probe_str_read((const void *)o, max);
+#endif
+}
+
 /* A task's name: a str, or its number (3.13+ names "Task-N" lazily). */
 static char *name_read(uintptr_t o)
 {
     uintptr_t tp = type_of(o);
-    if (tp == (uintptr_t)&PyUnicode_Type)
-        return probe_str_read((const void *)o, 200);
-    if (tp == (uintptr_t)&PyLong_Type) {
+    if (tp && tp == (uintptr_t)PYRT_UNICODE_TYPE)
+        return str_read(o, 200);
+    if (tp && tp == (uintptr_t)PYRT_LONG_TYPE) {
         PyLongObject l;
         char buf[32];
-        if (probe_mem_read_at(o, &l, sizeof l) == 0 && _PyLong_IsCompact(&l)) {
+        if (AREAD(o, &l, sizeof l) == 0 && _PyLong_IsCompact(&l)) {
             snprintf(buf, sizeof buf, "Task-%lld", (long long)_PyLong_CompactValue(&l));
             return strdup(buf);
         }
@@ -165,7 +221,6 @@ struct reader {
 static const struct code_slot *code_get(struct reader *r, uintptr_t addr)
 {
     struct code_slot *c = &r->code[(addr >> 4) & (CODE_SLOTS - 1)];
-    struct pyrt_code co;
     if (c->addr == addr)
         return c->ok ? c : NULL;
     free(c->func);
@@ -173,20 +228,27 @@ static const struct code_slot *code_get(struct reader *r, uintptr_t addr)
     free(c->table);
     memset(c, 0, sizeof *c);
     c->addr = addr;
+#ifdef PYRT_REMOTE
+    (void)r;
+    if (remote_fns.code(addr, &c->func, &c->file, &c->table, &c->tablen, &c->firstlineno) != 0)
+        return NULL;
+#else
+    struct pyrt_code co;
     if (pyrt_code_read(addr, &co, probe_mem_read_at) != 0)
         return NULL;
     c->func = probe_str_read((const void *)co.name, PYRT_MAX_STR);
     c->file = probe_str_read((const void *)co.file, PYRT_MAX_STR);
     c->table = probe_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &c->tablen);
     c->firstlineno = co.firstlineno;
+#endif
     c->ok = c->func && c->file;
     return c->ok ? c : NULL;
 }
 
 static int is_gen(uintptr_t tp)
 {
-    return tp == (uintptr_t)&PyCoro_Type || tp == (uintptr_t)&PyGen_Type ||
-           tp == (uintptr_t)&PyAsyncGen_Type;
+    return tp && (tp == (uintptr_t)PYRT_CORO_TYPE || tp == (uintptr_t)PYRT_GEN_TYPE ||
+                  tp == (uintptr_t)PYRT_ASYNCGEN_TYPE);
 }
 
 /* The chain from coroutine c, innermost first, into a (frames, nframes, truncated, coro). */
@@ -195,18 +257,18 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
     struct probe_aframe fr[MAX_CHAIN];
     int n = 0;
     if (c && is_gen(type_of(c)))
-        a->coro = probe_str_read((const void *)rd_ptr(c + offsetof(PyGenObject, gi_qualname)), 200);
+        a->coro = str_read(rd_ptr(c + offsetof(PyGenObject, gi_qualname)), 200);
     while (c && is_gen(type_of(c))) {
         int8_t state = 0;
         if (n == MAX_CHAIN) {
             a->truncated = 1;
             break;
         }
-        if (probe_mem_read_at(c + offsetof(PyGenObject, gi_frame_state), &state, 1) != 0 ||
+        if (AREAD(c + offsetof(PyGenObject, gi_frame_state), &state, 1) != 0 ||
             FRAME_STATE_FINISHED(state))
             break;
         uintptr_t fp = c + offsetof(PyGenObject, gi_iframe);
-        struct pyrt_walk w = {.rd = probe_mem_read_at,
+        struct pyrt_walk w = {.rd = AREAD,
                               .flags = PYRT_WALK_CHECK,
                               .max = 1,
                               .out = &r->pos,
@@ -237,7 +299,7 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
          * keeps the value sent above it, so the awaitable is the one under the top there */
         uintptr_t sp = rd_ptr(fp + offsetof(_PyInterpreterFrame, stackpointer));
         _PyStackRef top[2];
-        if (!sp || probe_mem_read_at(sp - sizeof top, top, sizeof top) != 0)
+        if (!sp || AREAD(sp - sizeof top, top, sizeof top) != 0)
             break;
         c = pyrt_ref_addr(top[1]);
 #if PY_VERSION_HEX >= 0x030F0000
@@ -257,6 +319,16 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
         a->frames[i] = fr[n - 1 - i];
     a->nframes = n;
     return 0;
+}
+
+static long tid_of(unsigned long ident)
+{
+#ifdef PYRT_REMOTE
+    (void)ident; /* 3.14 keeps every thread's native id */
+    return 0;
+#else
+    return probe_tid_from_pthread(ident);
+#endif
 }
 
 struct list {
@@ -294,19 +366,20 @@ static int awaited_by_read(const struct aoffs *o, struct probe_atasks *a, int i,
     uint8_t is_set = 0;
     if (!by)
         return 0;
-    if (probe_mem_read_at(t + o->t_awaited_by_is_set, &is_set, 1) != 0)
+    if (AREAD(t + o->t_awaited_by_is_set, &is_set, 1) != 0)
         return 0;
     if (!is_set) {
         int w = addr_index(a, by);
         return w >= 0 && w != i ? await_add(&a->tasks[w], i) : 0;
     }
     PySetObject s;
-    if (type_of(by) != (uintptr_t)&PySet_Type || probe_mem_read_at(by, &s, sizeof s) != 0 ||
-        s.mask < 0 || s.mask >= MAX_SET || !s.table)
+    uintptr_t set_type = (uintptr_t)PYRT_SET_TYPE; /* 0: the target's is not known */
+    if (!set_type || type_of(by) != set_type || AREAD(by, &s, sizeof s) != 0 || s.mask < 0 ||
+        s.mask >= MAX_SET || !s.table)
         return 0;
     for (Py_ssize_t k = 0; k <= s.mask; k++) {
         setentry e;
-        if (probe_mem_read_at((uintptr_t)&s.table[k], &e, sizeof e) != 0)
+        if (AREAD((uintptr_t)&s.table[k], &e, sizeof e) != 0)
             break;
         if (!e.key || e.hash == -1)
             continue; /* empty or a removed key */
@@ -325,8 +398,7 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
         return pb_err_set(err, PB_ESTATE, "asyncio is not loaded or publishes no task offsets");
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
-    if (pyrt_interp_first(&it, probe_mem_read_at) < 0 ||
-        pyrt_interp_next(&it, &in, probe_mem_read_at) != 1)
+    if (pyrt_interp_first(&it, AREAD) < 0 || pyrt_interp_next(&it, &in, AREAD) != 1)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
     /* The lists: each thread state's, then the interpreter's. */
     struct list *lists = calloc(PYRT_MAX_THREADS + 1, sizeof *lists);
@@ -336,14 +408,13 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
     uintptr_t ts_addr = in.head;
     while (ts_addr && nl < PYRT_MAX_THREADS) {
         struct pyrt_tstate ts;
-        if (pyrt_tstate_read(ts_addr, &ts, probe_mem_read_at) != 0 || ts.interp != in.addr)
+        if (pyrt_tstate_read(ts_addr, &ts, AREAD) != 0 || ts.interp != in.addr)
             break;
-        lists[nl] =
-            (struct list){.head = ts_addr + o->ts_head,
-                          .tid = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident),
-                          .ident = ts.ident,
-                          .loop = rd_ptr(ts_addr + o->ts_loop),
-                          .running = rd_ptr(ts_addr + o->ts_task)};
+        lists[nl] = (struct list){.head = ts_addr + o->ts_head,
+                                  .tid = ts.native_id > 0 ? ts.native_id : tid_of(ts.ident),
+                                  .ident = ts.ident,
+                                  .loop = rd_ptr(ts_addr + o->ts_loop),
+                                  .running = rd_ptr(ts_addr + o->ts_task)};
         nl++;
         ts_addr = ts.next;
         if (ts_addr == in.head)
@@ -413,5 +484,13 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
     return pb_err_set(err, PB_ESTATE,
                       "CPython before 3.14 keeps no task lists to read without the GIL");
 }
+
+#ifdef PYRT_REMOTE
+int asyncio_mem_remote_set(const struct asyncio_mem_remote *r)
+{
+    (void)r;
+    return -1;
+}
+#endif
 
 #endif

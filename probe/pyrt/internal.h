@@ -60,8 +60,24 @@ struct pyrt_remote_syms {
     /* for locals read from memory (memlocals.c); 0 when the target lacks one: such values
      * show by type name */
     uintptr_t long_type, bool_type, float_type, tuple_type, list_type, dict_type, cell_type, none;
+    /* for asyncio tasks (asyncio_mem.c, 3.14+); 0 when the target lacks one */
+    uintptr_t coro_type, gen_type, asyncgen_type, set_type;
 };
 extern struct pyrt_remote_syms pyrt_remote;
+/* What the out-of-process reader (sig/pyrt_remote.c) gives asyncio_mem.c before
+ * probe_asyncio_tasks_mem: the offsets of ".AsyncioDebug" (noffs of them, 13 used), read by the
+ * CLI from the target's module file; the UTF-8 of the str at obj into out (cap bytes with the
+ * NUL: 0, or -1); a code object's function and file names, line table (each malloc'd) and first
+ * line (0, or -1). asyncio_mem_remote_set: 0, or -1 when the offsets are implausible (or
+ * before 3.14). */
+struct asyncio_mem_remote {
+    const uint64_t *offs;
+    int noffs;
+    int (*str)(uintptr_t obj, char *out, size_t cap);
+    int (*code)(uintptr_t code, char **func, char **file, unsigned char **table, size_t *tablen,
+                int *firstlineno);
+};
+int asyncio_mem_remote_set(const struct asyncio_mem_remote *r);
 #define PYRT_RUNTIME ((_PyRuntimeState *)pyrt_remote.runtime)
 #define PYRT_CODE_TYPE ((PyTypeObject *)pyrt_remote.code_type)
 #define PYRT_FRAME_TYPE ((PyTypeObject *)pyrt_remote.frame_type)
@@ -75,6 +91,10 @@ extern struct pyrt_remote_syms pyrt_remote;
 #define PYRT_DICT_TYPE ((PyTypeObject *)pyrt_remote.dict_type)
 #define PYRT_CELL_TYPE ((PyTypeObject *)pyrt_remote.cell_type)
 #define PYRT_NONE ((PyObject *)pyrt_remote.none)
+#define PYRT_CORO_TYPE ((PyTypeObject *)pyrt_remote.coro_type)
+#define PYRT_GEN_TYPE ((PyTypeObject *)pyrt_remote.gen_type)
+#define PYRT_ASYNCGEN_TYPE ((PyTypeObject *)pyrt_remote.asyncgen_type)
+#define PYRT_SET_TYPE ((PyTypeObject *)pyrt_remote.set_type)
 #else
 #define PYRT_RUNTIME (&_PyRuntime)
 #define PYRT_CODE_TYPE (&PyCode_Type)
@@ -89,6 +109,10 @@ extern struct pyrt_remote_syms pyrt_remote;
 #define PYRT_DICT_TYPE (&PyDict_Type)
 #define PYRT_CELL_TYPE (&PyCell_Type)
 #define PYRT_NONE (Py_None)
+#define PYRT_CORO_TYPE (&PyCoro_Type)
+#define PYRT_GEN_TYPE (&PyGen_Type)
+#define PYRT_ASYNCGEN_TYPE (&PyAsyncGen_Type)
+#define PYRT_SET_TYPE (&PySet_Type)
 #endif
 
 /* 3.14+: a frame holds tagged stack references (pycore_stackref.h), f_executable and its locals

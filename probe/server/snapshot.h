@@ -5,6 +5,7 @@
 
 #include <cJSON.h>
 
+#include "pyrt/atasks_json.h"
 #include "pyrt/pyrt.h"
 #include "server.h"
 
@@ -18,9 +19,6 @@ struct prof_nstack;
 /* A thread's merged native stack (prof/native.c): {answered, merged, evalFrames,
  * entryFrames, frames, pythonFrames (unmerged only)}; docs/protocol.md. */
 cJSON *dap_json_native(const struct prof_nstack *s);
-/* The asyncio tasks of a snapshot taken with PROBE_SNAP_TASKS (docs/protocol.md, probing/dump
- * "asyncio"). */
-cJSON *dap_json_atasks(const struct probe_atasks *a);
 const struct probe_thread *dap_snapshot_find(const struct probe_snapshot *s, long id);
 
 /* asyncio tasks as DAP threads while the target is stopped (tasks.c): ids DAP_TASK_ID_BASE

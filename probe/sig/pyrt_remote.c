@@ -8,6 +8,7 @@
  * interpreter's globals are the target's (pyrt_remote, from its ELF symbols). Nothing is
  * loaded into the target. In the probe itself this file is empty. */
 #ifdef PYRT_REMOTE
+#include "pyrt/atasks_json.h"
 #include "pyrt/internal.h"
 #include "pyrt_sig.h"
 #include "unwind.h"
@@ -277,10 +278,36 @@ static void local_json(void *arg, const char *name, const char *type, const char
     cJSON_AddItemToArray(arg, l);
 }
 
-/* The reader's one entry point. rd: reads the target's memory (0, or -1; it must never fault).
+/* The target's globals (syms, in the order of probing_read_dump_v2's) into pyrt_remote. */
+static void syms_set(const uintptr_t *syms, int nsyms)
+{
+    uintptr_t s[17] = {0};
+    for (int i = 0; i < nsyms && i < 17; i++)
+        s[i] = syms[i];
+    pyrt_remote = (struct pyrt_remote_syms){.runtime = s[0],
+                                            .code_type = s[1],
+                                            .frame_type = s[2],
+                                            .unicode_type = s[3],
+                                            .bytes_type = s[4],
+                                            .long_type = s[5],
+                                            .bool_type = s[6],
+                                            .float_type = s[7],
+                                            .tuple_type = s[8],
+                                            .list_type = s[9],
+                                            .dict_type = s[10],
+                                            .cell_type = s[11],
+                                            .none = s[12],
+                                            .coro_type = s[13],
+                                            .gen_type = s[14],
+                                            .asyncgen_type = s[15],
+                                            .set_type = s[16]};
+}
+
+/* The reader's first entry point. rd: reads the target's memory (0, or -1; it must never fault).
  * syms (nsyms of them): the target's _PyRuntime, PyCode_Type, PyFrame_Type, PyUnicode_Type,
  * PyBytes_Type, then for locals PyLong_Type, PyBool_Type, PyFloat_Type, PyTuple_Type,
- * PyList_Type, PyDict_Type, PyCell_Type, _Py_NoneStruct (runtime addresses, 0: not found);
+ * PyList_Type, PyDict_Type, PyCell_Type, _Py_NoneStruct, then for tasks PyCoro_Type,
+ * PyGen_Type, PyAsyncGen_Type, PySet_Type (runtime addresses, 0: not found);
  * pid goes into the body as is. locals: each frame's locals read from memory (memlocals.c).
  * Returns the probing/dump body (threads with id, ident, nativeId (null before 3.11: the
  * caller finds it), holdsGil, main, truncated, frames; gil; localsVia "memory" with locals) as
@@ -292,7 +319,7 @@ __attribute__((visibility("default"))) char *probing_read_dump_v2(pyrt_read_fn r
 char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int nsyms,
                            int max_frames, int locals, char *err, size_t errn)
 {
-    uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0, s[13] = {0};
+    uintptr_t interp, head, holder = 0, *ts = NULL, main_ident = 0;
     long *ids = NULL;
     long long *interps = NULL;
     struct pyrt_sig_frame *fr = NULL;
@@ -301,10 +328,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     char *text = NULL;
     cJSON *body = NULL;
     pyrt_remote_read = rd;
-    for (int i = 0; i < nsyms && i < 13; i++)
-        s[i] = syms[i];
-    pyrt_remote = (struct pyrt_remote_syms){s[0], s[1], s[2], s[3],  s[4],  s[5], s[6],
-                                            s[7], s[8], s[9], s[10], s[11], s[12]};
+    syms_set(syms, nsyms);
     if (max_frames < 1)
         max_frames = 1;
     if ((rc = pyrt_threads_head(&interp, &head, pyrt_sig_read)) != 0) {
@@ -399,6 +423,62 @@ out:
     free(ts);
     return text;
 }
+/* A code object for asyncio_mem.c (struct asyncio_mem_remote). */
+static int code_for_tasks(uintptr_t code, char **func, char **file, unsigned char **table,
+                          size_t *tablen, int *firstlineno)
+{
+    struct pyrt_sig_code *c = malloc(sizeof *c);
+    int rc = -1;
+    if (c && pyrt_sig_code_get(code, c) == 0 && (*func = strdup(c->func)) &&
+        (*file = strdup(c->file))) {
+        *tablen = c->tn;
+        *table = c->tn ? malloc(c->tn) : NULL;
+        if (*table)
+            memcpy(*table, c->table, c->tn);
+        else
+            *tablen = 0;
+        *firstlineno = c->firstlineno;
+        rc = 0;
+    }
+    free(c);
+    return rc;
+}
+
+/* The third entry point: the asyncio tasks of CPython 3.14+ read from memory as the probe reads
+ * them without the GIL (pyrt/asyncio_mem.c): rd and syms as for probing_read_dump_v2; offs (noffs
+ * of them): the 13 offsets of the _asyncio module's ".AsyncioDebug" section, read by the caller
+ * from the target's file. Returns the probing/dump "asyncio" object (pyrt/atasks_json.c, "via":
+ * "memory") as a malloc'd JSON text, or NULL with err filled. */
+__attribute__((visibility("default"))) char *probing_read_tasks(pyrt_read_fn rd,
+                                                                const uintptr_t *syms, int nsyms,
+                                                                const uint64_t *offs, int noffs,
+                                                                char *err, size_t errn);
+char *probing_read_tasks(pyrt_read_fn rd, const uintptr_t *syms, int nsyms, const uint64_t *offs,
+                         int noffs, char *err, size_t errn)
+{
+    struct probe_atasks a;
+    struct pb_err e = {0};
+    pyrt_remote_read = rd;
+    syms_set(syms, nsyms);
+    struct asyncio_mem_remote r = {
+        .offs = offs, .noffs = noffs, .str = pyrt_sig_str, .code = code_for_tasks};
+    if (PY_VERSION_HEX >= 0x030E0000 && asyncio_mem_remote_set(&r) < 0) {
+        snprintf(err, errn, "the _asyncio module's .AsyncioDebug offsets are implausible");
+        return NULL;
+    }
+    if (probe_asyncio_tasks_mem(&a, &e) < 0) {
+        snprintf(err, errn, "%s", e.msg);
+        return NULL;
+    }
+    cJSON *o = dap_json_atasks(&a);
+    probe_atasks_free(&a);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text)
+        snprintf(err, errn, "out of memory");
+    return text;
+}
+
 /* A module of the target for the unwinder: its executable range and where its ELF header is. */
 struct probing_read_mod {
     uintptr_t lo, hi, base;

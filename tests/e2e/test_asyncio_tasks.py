@@ -5,12 +5,16 @@ with its state, coroutine chain (function and exact line, innermost first), what
 who awaits it, the await cycle of two tasks awaiting each other named as a deadlock. On every
 CPython the machine has (3.14+ keeps the C tasks on per-thread lists, not in asyncio's WeakSet:
 the sid root's)."""
+import glob
 import json
 import os
 import re
+import resource
+import signal
 
 import pytest
 
+import sidroot
 from conftest import PYTHONS, bp, probing
 
 S = "asyncio_tasks.py"
@@ -203,7 +207,7 @@ def test_tasks_sql(python, spawn):
 @pytest.mark.parametrize("python", PYTHONS[:1])
 def test_tasks_without_asyncio_and_usage(python, spawn):
     """A program that never imported asyncio has no tasks (nothing is imported for it); --tasks
-    goes with --dump only, and not with --no-inject."""
+    goes with --dump only, and with --no-inject only on 3.14+."""
     t = spawn(python)  # threads.py
     d = json.loads(probing("-p", t.pid, "debug", "--dump", "--tasks", "--json", check=True).stdout)
     assert d["asyncio"] == {"read": True, "via": "gil", "truncated": False, "tasks": [], "cycles": []}
@@ -212,7 +216,9 @@ def test_tasks_without_asyncio_and_usage(python, spawn):
     r = probing("-p", t.pid, "debug", "--resume", "--tasks")
     assert r.returncode == 2 and "--tasks/--subprocesses/--json only goes with --dump" in r.stderr, r.stderr
     r = probing("-p", t.pid, "debug", "--dump", "--tasks", "--no-inject")
-    assert r.returncode == 2 and "--tasks needs the probe loaded" in r.stderr, r.stderr
+    if minor(d["python"]) < (3, 14):  # 3.14+: test_tasks_no_inject_and_core
+        assert r.returncode == 2 and "--tasks needs CPython 3.14+ without the probe" in r.stderr, \
+            r.stderr
     t.assert_responsive()
     t.check_output_clean()
 
@@ -341,3 +347,108 @@ def test_table_without_the_gil(python, spawn):
     assert all(row["state"] == "pending" for row in rows.values()), rows
     assert rows["waiter"]["func"] == "wait_task", rows
     assert rows["waiter"]["lineno"] == bp("asyncio_stuck_gil.py", "task_await"), rows
+
+
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.11", "3.14", "3.15")])
+def test_tasks_no_inject_and_core(python, spawn, tmp_path):
+    """asyncio tasks read from outside (issue 41): samples/asyncio_stuck_gil.py (a loop thread's
+    5 tasks, the main thread holding the GIL forever in C, so that the probe too reads them
+    from memory); on 3.14 and 3.15 `debug --dump --no-inject --tasks` (nothing loaded: the
+    reader, libprobing-read-3.X.so, with the offsets of _asyncio's .AsyncioDebug from the
+    target's file through /proc/PID/root) and `dump --core --tasks` of the kernel's core of the
+    same process give the very "asyncio" object the probe gives in-process (names, chains with
+    lines, awaits both ways, the cycle, loop and thread), JSON and text, and a program without
+    asyncio has no tasks; on 3.11 both are refused in one line, exit 2. Before: --no-inject --tasks was refused on every version
+    ("needs the probe loaded") and dump --core had no --tasks."""
+    G = "asyncio_stuck_gil.py"
+    pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    if pattern.startswith("|") or "/" in pattern:
+        pytest.skip("kernel cores go where this machine's core_pattern says (%r), not to the "
+                    "target's working directory" % pattern)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    old = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    try:
+        t = spawn(python, G, cwd=cwd)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, old)
+    outside = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--tasks", "--json")
+    outside_text = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--tasks")
+    assert not [l for l in open("/proc/%d/maps" % t.pid) if "libprobing" in l]
+    d = json.loads(probing("-p", t.pid, "debug", "--dump", "--tasks", "--json", check=True).stdout)
+    os.kill(t.pid, signal.SIGABRT)
+    assert t.proc.wait(timeout=120) == -signal.SIGABRT
+    cores = glob.glob(str(cwd / "core*"))
+    assert len(cores) == 1, cores
+    root = ["--sysroot", sidroot.root()] if sidroot.is_sid(python) else []
+    core = probing("dump", "--core", cores[0], "--tasks", "--json", *root)
+    core_text = probing("dump", "--core", cores[0], "--tasks", *root)
+    if minor(d["python"]) < (3, 14):
+        for r, how in ((outside, "without the probe"), (outside_text, "without the probe"),
+                       (core, "in a core"), (core_text, "in a core")):
+            assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+            assert r.stderr.count("\n") == 1 and "--tasks needs CPython 3.14+ %s (%s keeps no " \
+                "task lists" % (how, ".".join(d["python"].split(".")[:2])) in r.stderr, r.stderr
+        return
+    a = d["asyncio"]
+    assert a["read"] is True and a["via"] == "memory", a
+    assert sorted(x["name"] for x in a["tasks"] if not x["name"].startswith("Task-")) == [
+        "dl-a", "dl-b", "napper", "waiter"], a["tasks"]
+    nap = [x for x in a["tasks"] if x["name"] == "napper"][0]
+    assert [(f["name"], f["line"]) for f in nap["frames"][1:]] == [
+        ("nap", bp(G, "nap_sleep")), ("sleeper", bp(G, "sleeper_nap"))], nap["frames"]
+    for r, text in ((outside, outside_text), (core, core_text)):
+        assert r.returncode == 0 and text.returncode == 0, (r.stderr, text.stderr)
+        got = json.loads(r.stdout)
+        assert got["asyncio"] == a, (got["asyncio"], a)
+        # the same tree as the probe's text, after the threads
+        out = text.stdout
+        assert re.search(r"^asyncio: 5 tasks, read without the GIL \(pending tasks; a future "
+                         r"awaited is not known\)$", out, re.M), out
+        assert re.search(r'^deadlock: await cycle: "dl-(a|b)" -> "dl-(b|a)" -> "dl-\1"$', out,
+                         re.M), out
+        assert re.search(r'^Loop 0x[0-9a-f]+ in thread %d "loop"$' % t.ready["threads"]["loop"],
+                         out, re.M), out
+        assert "sleeper (%s:%d)" % (os.path.join(os.path.dirname(nap["frames"][2]["file"]), G),
+                                    bp(G, "sleeper_nap")) in out, out
+    # A program that never imported asyncio (its _asyncio module not loaded): no tasks, as the
+    # probe says, nothing imported.
+    p = spawn(python)  # threads.py
+    r = probing("-p", p.pid, "debug", "--dump", "--no-inject", "--tasks", "--json", check=True)
+    assert json.loads(r.stdout)["asyncio"] == {"read": True, "via": "memory", "truncated": False,
+                                               "tasks": [], "cycles": []}, r.stdout
+    assert "\nasyncio: 0 tasks, read without the GIL" in probing(
+        "-p", p.pid, "debug", "--dump", "--no-inject", "--tasks", check=True).stdout
+    assert not [l for l in open("/proc/%d/maps" % p.pid) if "libprobing" in l or "_asyncio" in l]
+
+
+@pytest.mark.parametrize("python", [p for p in PYTHONS if p.id in ("3.14", "3.15")])
+def test_tasks_no_inject_all_loops(python, spawn):
+    """`debug --dump --no-inject --tasks` of samples/asyncio_tasks.py (four loops, the GIL free,
+    one task running): the same pending tasks as the probe's read with the GIL, each with the
+    same thread, coroutine chain (functions and lines), running flag and the tasks it awaits
+    (read from memory: a future awaited is not known there), and no probe loaded. Before: refused
+    ("--tasks needs the probe loaded")."""
+    t = spawn(python, S)
+    r = probing("-p", t.pid, "debug", "--dump", "--no-inject", "--tasks", "--json")
+    assert r.returncode == 0, r.stderr
+    o = json.loads(r.stdout)["asyncio"]
+    assert not [l for l in open("/proc/%d/maps" % t.pid) if "libprobing" in l]
+    _, a, by = tasks_of(t.pid)
+    assert o["read"] is True and o["via"] == "memory", o
+
+    def view(tasks):
+        names = {x["id"]: x["name"] for x in tasks}
+        return {x["name"]: (x["threadId"], x["running"], x["coroutine"],
+                            [(f["name"], f["file"], f["line"]) for f in x["frames"]],
+                            sorted(names.get(i, "?") for i in x["awaits"]),
+                            sorted(names.get(i, "?") for i in x["awaitedBy"]))
+                for x in tasks}
+    pending = [x for x in a["tasks"] if x["state"] == "pending"]
+    assert len(o["tasks"]) == len(pending) == 18, (len(o["tasks"]), len(pending))
+    assert view(o["tasks"]) == view(pending)
+    assert [x["name"] for x in o["tasks"] if x["running"]] == ["loop-c-busy"], o["tasks"]
+    assert sorted(sorted(x["name"] for x in o["tasks"] if x["id"] in c) for c in o["cycles"]) == \
+        [["dl-a", "dl-b"]], o["cycles"]
+    t.assert_responsive()
