@@ -187,6 +187,45 @@ test('asyncio tasks in the stacks view: a box per loop, the await tree, the cycl
   await page.close();
 });
 
+test('child processes in the stacks view: DataLoader workers under their parent', async () => {
+  // samples/dataloader_job.py alone: two DataLoader workers stuck in Toy.__getitem__, a
+  // multiprocessing child, a `sleep` (no Python) and a zombie beside them.
+  const S = 'dataloader_job.py';
+  const t = await target(S);
+  const page = await newPage();
+  await page.goto(server);
+  await page.locator('#procs tr[data-pid="' + t.pid + '"] button.attach').click();
+  await page.waitForURL('**/#/p/' + t.pid + '/stacks');
+  await page.locator('#threads .thread').first().waitFor();
+  assert.equal(await page.locator('#children').isHidden(), true);  // asked for only
+  await page.locator('#stacks-children').check();
+  const kids = page.locator('#children .child');
+  await kids.first().waitFor();
+  const byPid = {};
+  for (const d of await kids.evaluateAll((ds) => ds.map((x) => x.innerText))) {
+    byPid[d.match(/^Process (\d+)/)[1]] = d;
+  }
+  for (const [i, w] of t.ready.children.workers.entries()) {
+    const text = byPid[w];
+    assert.ok(text, 'worker ' + w + ' not shown: ' + JSON.stringify(byPid));
+    assert.match(text, new RegExp('child of ' + t.pid + '\\)'));
+    assert.match(text, new RegExp('DataLoader worker ' + i + ' of 2'));
+    assert.ok(text.includes('__getitem__ (' + path.join(ROOT, 'samples', S) + ':' + bp(S, 'getitem') + ')'),
+              text);
+  }
+  assert.ok(byPid[t.ready.children.mp].includes('mp_child (' + path.join(ROOT, 'samples', S) + ':' +
+                                                bp(S, 'mp_child') + ')'), byPid[t.ready.children.mp]);
+  assert.match(byPid[t.ready.children.sleep], /sleep 1000/);  // listed by its command line
+  assert.match(await page.locator('#children h2').textContent(), /^child processes: \d+/);
+  await shot(page, 'stacks-children');
+  await page.locator('#stacks-children').uncheck();
+  await page.locator('#children').waitFor({state: 'hidden'});
+  const bad = await page.request.get(server + 'api/processes/' + t.pid + '/stacks?subprocesses=2');
+  assert.deepEqual([bad.status(), (await bad.json()).error], [400, "subprocesses '2': expected 0 or 1"]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('asyncio tasks not read when a C call holds the GIL: the reason shown', async () => {
   const t = await target('stuck_gil.py');
   const page = await newPage();

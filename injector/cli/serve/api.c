@@ -277,12 +277,65 @@ static void stacks_init(void)
         pthread_mutex_init(&stacks_cache[i].lock, NULL);
 }
 
-void cli_serve_stacks(pid_t pid, int locals, int tasks, struct cli_serve_reply *r)
+static int run_child(char **argv, int cluster, char **out_buf, char **err_buf);
+static const char *first_line(char *s, const char *fallback);
+
+/* The target's child processes (DataLoader workers...), read from outside by `probing -p PID
+ * debug --dump --no-inject --subprocesses --json` run as a child of this server (its reader
+ * is not for the server's threads), added to body as the CLI adds them: "children" and
+ * "childrenLeftOut". 0, or -1 with the reply set (502 with its error). */
+static int add_children(pid_t pid, int locals, cJSON *body, struct cli_serve_reply *r)
+{
+    char p[] = "-p", d[] = "debug", dd[] = "--dump", ni[] = "--no-inject", sp[] = "--subprocesses",
+         js[] = "--json", lo[] = "--locals", pids[24];
+    snprintf(pids, sizeof pids, "%d", (int)pid);
+    char *argv[12] = {NULL, p, pids, d, dd, ni, sp, js, locals ? lo : NULL, NULL};
+    char *out = NULL, *err = NULL;
+    int status = run_child(argv, 0, &out, &err);
+    cJSON *doc = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && out
+                     ? cJSON_Parse(out)
+                     : NULL;
+    if (!doc) {
+        cli_serve_error(r, 502, "child processes: %s",
+                        first_line(err, "probing debug --dump --subprocesses failed"));
+        free(out);
+        free(err);
+        return -1;
+    }
+    cJSON *kids = cJSON_DetachItemFromObjectCaseSensitive(doc, "children");
+    cJSON_AddItemToObject(body, "children", kids ? kids : cJSON_CreateArray());
+    cJSON *left = cJSON_DetachItemFromObjectCaseSensitive(doc, "childrenLeftOut");
+    if (left)
+        cJSON_AddItemToObject(body, "childrenLeftOut", left);
+    cJSON_Delete(doc);
+    free(out);
+    free(err);
+    return 0;
+}
+
+void cli_serve_stacks(pid_t pid, int locals, int tasks, int children, struct cli_serve_reply *r)
 {
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", locals);
     if (tasks)
         cJSON_AddBoolToObject(args, "tasks", 1);
+    if (children && pid < 0) {
+        cJSON_Delete(args);
+        cli_serve_error(r, 400,
+                        "subprocesses: a remote probe's children cannot be read from "
+                        "here: run probing serve on its node");
+        return;
+    }
+    if (locals || children) { /* not cached: the children are asked for each time */
+        cJSON *body = call(pid, "probing/dump", args, 0, r);
+        if (body && children && add_children(pid, locals, body, r) < 0) {
+            cJSON_Delete(body);
+            return;
+        }
+        if (body)
+            cli_serve_json(r, 200, body);
+        return;
+    }
     if (locals) {
         cJSON *body = call(pid, "probing/dump", args, 0, r);
         if (body)
@@ -345,7 +398,7 @@ int cli_serve_ncluster_args;
  * room for them after its NULL-terminated words); its stdout and stderr in *out and *err
  * (malloc'd, NUL-terminated; the caller frees both). Returns its wait status, or -1 with
  * *err set when it could not run. */
-static int run_child(char **argv, char **out_buf, char **err_buf)
+static int run_child(char **argv, int cluster, char **out_buf, char **err_buf)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, status = -1;
     posix_spawn_file_actions_t fa;
@@ -356,7 +409,7 @@ static int run_child(char **argv, char **out_buf, char **err_buf)
     argv[0] = self;
     while (argv[n])
         n++;
-    for (int i = 0; i < cli_serve_ncluster_args; i++)
+    for (int i = 0; cluster && i < cli_serve_ncluster_args; i++)
         argv[n++] = cli_serve_cluster_args[i];
     argv[n] = NULL;
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
@@ -440,7 +493,7 @@ static const char *first_line(char *s, const char *fallback)
 static void run_self(char **argv, struct cli_serve_reply *r)
 {
     char *out = NULL, *err = NULL;
-    int status = run_child(argv, &out, &err);
+    int status = run_child(argv, 1, &out, &err);
     cJSON *doc = status >= 0 && out ? cJSON_Parse(out) : NULL;
     if (doc) {
         cli_serve_json(r, 200, doc);
@@ -456,7 +509,7 @@ int cli_serve_check_hosts(char *msg, size_t n)
     char a1[] = "cluster", a2[] = "hosts";
     char *argv[4 + CLI_SERVE_MAX_CLUSTER_ARGS] = {NULL, a1, a2, NULL};
     char *out = NULL, *err = NULL;
-    int status = run_child(argv, &out, &err), rc = 0;
+    int status = run_child(argv, 1, &out, &err), rc = 0;
     if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         const char *line = first_line(err, "probing cluster hosts failed");
         snprintf(msg, n, "%s", strncmp(line, "probing: error: ", 16) ? line : line + 16);

@@ -260,10 +260,15 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         if (get) {
             const char *l = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "locals");
             const char *t = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "tasks");
+            const char *c =
+                MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "subprocesses");
             if (t && *t && strcmp(t, "0") != 0 && strcmp(t, "1") != 0)
                 cli_serve_error(r, 400, "tasks '%s': expected 0 or 1", t);
+            else if (c && *c && strcmp(c, "0") != 0 && strcmp(c, "1") != 0)
+                cli_serve_error(r, 400, "subprocesses '%s': expected 0 or 1", c);
             else
-                cli_serve_stacks(pid, l && strcmp(l, "1") == 0, t && strcmp(t, "1") == 0, r);
+                cli_serve_stacks(pid, l && strcmp(l, "1") == 0, t && strcmp(t, "1") == 0,
+                                 c && strcmp(c, "1") == 0, r);
         }
     } else if (pid != 0 && strcmp(what, "flamegraph") == 0) {
         want_post = 0;

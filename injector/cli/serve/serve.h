@@ -61,7 +61,7 @@ long cli_serve_peer_uid(int fd);
  * 5xx status. pid is the PID of the path (negative: a remote probe, above); body is the request's body (NUL-terminated, may be
  * empty); query is a lookup of the URL's query arguments (may return NULL). */
 void cli_serve_processes(struct cli_serve_reply *r);
-void cli_serve_stacks(pid_t pid, int locals, int tasks, struct cli_serve_reply *r);
+void cli_serve_stacks(pid_t pid, int locals, int tasks, int children, struct cli_serve_reply *r);
 /* top: the query's top argument (types listed), NULL for 20. */
 void cli_serve_memory(pid_t pid, const char *top, struct cli_serve_reply *r);
 /* POST .../torch {action, every}; GET .../torch/trace?steps=N (the last N traced steps). */

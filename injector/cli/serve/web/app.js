@@ -409,13 +409,48 @@ function drawTasks(d) {
   }
 }
 
+// ---- child processes (the stacks view's "child processes"): each child under its parent, its
+// role (a DataLoader worker's id), its threads' Python stacks read from outside, or why not ----
+function drawChildren(d) {
+  const box = $('children');
+  box.replaceChildren();
+  box.hidden = !d;
+  if (!d) return;
+  const kids = d.children || [];
+  box.append(el('h2', 'child processes: ' + kids.length +
+      (d.childrenLeftOut ? ' (' + d.childrenLeftOut + ' more not read)' : '')));
+  if (!kids.length) box.append(el('p', 'no child process', 'muted'));
+  for (const c of kids) {
+    const div = el('div', null, 'child');
+    const h = el('h3', 'Process ' + c.pid + ' "' + (c.comm || '') + '" (child of ' + c.ppid + ')');
+    // the role ("DataLoader worker 1"), and of how many when its stack said
+    if (c.role) h.append(el('span', c.role + (c.numWorkers ? ' of ' + c.numWorkers : ''), 'badge'));
+    div.append(h);
+    if (c.note) {
+      div.append(el('p', c.note + (c.cmdline ? ': ' + c.cmdline : ''), 'muted'));
+    } else {
+      for (const t of c.threads || []) {
+        const name = el('p', 'Thread ' + t.id + ' "' + (t.name || '') + '"' +
+            (t.main ? ' (main)' : ''), 'child-thread');
+        const ol = el('ol', null, 'frames');
+        for (const f of t.frames) ol.append(frameLine(f));
+        if (!t.frames.length) ol.append(el('li', '(no Python frames)', 'muted'));
+        div.append(name, ol);
+      }
+    }
+    box.append(div);
+  }
+}
+
 async function loadStacks() {
   try {
-    const tasks = $('stacks-tasks').checked;
-    lastDump = await api('/api/processes/' + view.pid + '/stacks' + (tasks ? '?tasks=1' : ''));
+    const tasks = $('stacks-tasks').checked, kids = $('stacks-children').checked;
+    const q = [tasks ? 'tasks=1' : '', kids ? 'subprocesses=1' : ''].filter((x) => x).join('&');
+    lastDump = await api('/api/processes/' + view.pid + '/stacks' + (q ? '?' + q : ''));
     showError('');
     drawStacks(lastDump);
     drawTasks(tasks ? lastDump : null);
+    drawChildren(kids ? lastDump : null);
   } catch (e) {
     showError('stacks of ' + view.pid + ': ' + e.message);
   }
@@ -728,6 +763,7 @@ function init() {
   $('procs-refresh').addEventListener('click', () => { loadProcesses(); loadJobs(); loadGpus(); });
   $('stacks-refresh').addEventListener('click', loadStacks);
   $('stacks-tasks').addEventListener('change', loadStacks);
+  $('stacks-children').addEventListener('change', loadStacks);
   $('stacks-auto').addEventListener('change', () => {
     clearInterval(timer);
     timer = $('stacks-auto').checked ? setInterval(loadStacks, 1000) : null;
