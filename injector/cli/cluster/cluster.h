@@ -166,6 +166,14 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
  * only_ours, only_torch}], and its section of `cluster collectives`. */
 cJSON *cli_cluster_fr_analyse(const cJSON *nodes, const char *job);
 void cli_cluster_fr_print(const cJSON *fr);
+/* torch's own sequence numbers per rank and process group (seqnum.c), from each rank's "seq"
+ * (probing/comm sequence) or "seq_error": {read: [ranks], not_read: [{rank, error}], start:
+ * "zero" | "random" | "mixed", groups: [{pg, group_ranks, backend, seqs: [[rank, seq]], max,
+ * not_read: [ranks]}], behind: [{pg, group_ranks, behind: [ranks], seq, ahead: [ranks],
+ * ahead_seq}]}; the lines naming the ranks behind (their count), and the whole section. */
+cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job);
+int cli_cluster_seq_print_behind(const cJSON *seq);
+void cli_cluster_seq_print(const cJSON *seq, int recorder_ran);
 
 /* Milliseconds on the monotonic clock. */
 long long cli_cluster_now_ms(void);

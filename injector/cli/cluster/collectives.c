@@ -598,6 +598,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     cJSON_AddStringToObject(a, "job", job);
     cJSON_AddNumberToObject(a, "world_size", world);
     cJSON_AddItemToObject(a, "flight_recorder", cli_cluster_fr_analyse(nodes, job));
+    cJSON_AddItemToObject(a, "sequence", cli_cluster_seq_analyse(nodes, job));
     int rc = answered > 0 ? CLI_OK : CLI_FAIL;
     if (o->json) {
         cli_print_json(a);
@@ -616,18 +617,30 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
         printf("no records from rank%s %s: start the recorder there ('probing -p PID perf "
                "--comm') before the collectives to compare\n", nnone == 1 ? "" : "s", none);
     free(none);
+    /* torch's own sequence numbers: all there is when nothing recorded; beside the records
+     * when they show no hang but torch counted collectives they did not see (DDP's, from C++). */
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(a, "sequence");
+    int seq_behind = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "behind"));
+    int hangs = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs"));
     if (nrec == 0) {
-        printf("nothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on every "
-               "rank of the job (their pids: 'probing cluster list')\n");
+        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) > 0)
+            cli_cluster_seq_print(seq, 0);
+        printf("%snothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on "
+               "every rank of the job (their pids: 'probing cluster list')%s\n",
+               seq_behind ? "\n" : "", seq_behind ? " to see which collective each rank "
+               "entered and the stragglers" : "");
         cJSON_Delete(a);
         return rc;
     }
     printf("\n");
-    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs")) == 0)
+    if (hangs == 0)
         printf("no hang: no rank waits in a collective that another member of its group has "
                "not entered, or in a send/recv its peer has not posted\n");
     else
         cli_cluster_comm_print_hangs(a);
+    if (hangs == 0 && seq_behind)
+        cli_cluster_seq_print(seq, 1);
     printf("\nstragglers (per rank: median and max of how long the others waited for it to "
            "enter, over %.0f collectives every member entered):\n",
            cli_json_num(a, "compared", 0));
