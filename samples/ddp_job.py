@@ -7,7 +7,7 @@ Python call of torch.distributed). STOP=sleep (default) sleeps in Python, the GI
 STOP=c enters a C function that never returns holding the GIL (ctypes.PyDLL). Every rank is
 also in a second process group of ranks 0 and 1 (one all_reduce there at the start): a group
 the last rank is not in. Each rank prints "ready {...}" once in place ("where": "backward" or
-"stopped")."""
+"stopped"; "seq": its default group's sequence number then, before the backward)."""
 import ctypes
 import datetime
 import json
@@ -21,8 +21,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def say(rank, where):
-    os.write(1, ("ready " + json.dumps({"rank": rank, "pid": os.getpid(), "where": where})
-                 + "\n").encode())
+    """The ready line, with the default group's sequence number as torch has it here (before
+    the backward's allreduce): what `cluster collectives` must read."""
+    seq = dist.distributed_c10d._get_default_group()._get_sequence_number_for_group()
+    os.write(1, ("ready " + json.dumps({"rank": rank, "pid": os.getpid(), "where": where,
+                                        "seq": seq}) + "\n").encode())
 
 
 def stop_joining(rank, how):

@@ -306,6 +306,12 @@ cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job)
     free(gs);
     cJSON *b;
     cJSON_ArrayForEach(b, behind) add_where(b, nodes, job);
+    cJSON_ArrayForEach(b, unread)
+    {
+        cJSON *w = where_of(nodes, job, (int)cli_json_num(b, "rank", -1));
+        if (w)
+            cJSON_AddItemToObject(b, "where", w);
+    }
     return out;
 }
 
@@ -407,7 +413,15 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
     }
     const cJSON *u;
     cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(s, "not_read"))
+    {
         printf("  rank %.0f: not read: %s\n", cli_json_num(u, "rank", -1), cli_json_text(u, "error"));
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(u, "where");
+        if (w) {
+            char text[700];
+            where_text(text, sizeof text, w);
+            printf("    it is in %s\n", text);
+        }
+    }
     if (strcmp(cli_json_str(s, "start") ? cli_json_str(s, "start") : "", "zero") != 0)
         printf("  (torch 1.13's gloo numbers a group's collectives from a random start, the same "
                "on every member: only the differences count)\n");
