@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Test target: a DistributedDataParallel job (gloo, CPU; a tiny model) started by torchrun (or
-by the sid root's launcher) in which one rank stops joining: at step STOP_STEP (default 3) the
+by the sid root's launcher) in which one rank stops joining: at step STOP_STEP (default 3; -1:
+never, every rank says "running" at step 1 and trains on) the
 rank STOP_RANK (default the last) does not run its backward, while the others run theirs and
 wait inside DDP's reducer for the gradient allreduce it never enters (issued from C++, no
 Python call of torch.distributed). STOP=sleep (default) sleeps in Python, the GIL free;
@@ -53,6 +54,8 @@ def main():
     while True:
         opt.zero_grad()
         loss = model(torch.randn(8, 16)).pow(2).mean()
+        if step == 1 and stop_step < 0:
+            say(rank, "running")  # STOP_STEP=-1: nobody stops, the job runs on
         if step == stop_step:
             if rank == stop_rank:
                 stop_joining(rank, how)

@@ -29,10 +29,11 @@ def loaded(pid):
         return "libprobing" in f.read()
 
 
-def start(PY, tmp_path, how):
-    job = comm_job(PY, tmp_path, {"STOP": how, "STOP_STEP": "3"}, nproc=4, script=DDP_JOB)
+def start(PY, tmp_path, how, step="3"):
+    job = comm_job(PY, tmp_path, {"STOP": how, "STOP_STEP": step}, nproc=4, script=DDP_JOB)
     where = {r["rank"]: r["where"] for r in job.ready}
-    assert where == {0: "backward", 1: "backward", 2: "backward", 3: "stopped"}, job.ready
+    assert where == ({0: "backward", 1: "backward", 2: "backward", 3: "stopped"} if step != "-1"
+                     else {r: "running" for r in range(4)}), job.ready
     pids = {r["rank"]: r["pid"] for r in job.ready}
     # Nothing armed in advance: no probe in any rank before the question.
     assert not any(loaded(p) for p in pids.values())
@@ -138,5 +139,25 @@ def test_unarmed_rank_holding_its_gil_is_not_read(PY, tmp_path):
                          re.M), text
         assert re.search(r"^  group 0 \(ranks 0-3, gloo\): none behind: ranks 0-2 at \d+$", text,
                          re.M), text
+    finally:
+        job.kill()
+
+
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_unarmed_job_at_work_is_no_hang(PY, tmp_path):
+    """The same job with nobody stopping: ranks read a moment apart may differ by one, but the
+    numbers move on between the two reads a second apart: no rank is named behind."""
+    job, pids = start(PY, tmp_path, "sleep", step="-1")
+    try:
+        name = job_with(pids[0])
+        out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+        seq = out["sequence"]
+        assert sorted(seq["read"]) == [0, 1, 2, 3] and seq["behind"] == [], seq
+        g0 = [g for g in seq["groups"] if g["pg"] == "0"][0]
+        assert g0["moving"] == [0, 1, 2, 3], g0
+        text = cluster("collectives", "--job", name).stdout
+        assert "\n  group 0 (ranks 0-3, gloo): no hang: ranks 0-3 entered more collectives in " \
+            "the 1 s between two reads\n" in text, text
+        assert " is behind in group " not in text and " are behind in group " not in text, text
     finally:
         job.kill()

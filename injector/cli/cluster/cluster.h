@@ -172,6 +172,7 @@ void cli_cluster_fr_print(const cJSON *fr);
  * group_ranks, backend, seqs: [[rank, seq]], max, not_read: [ranks]}], behind: [{pg,
  * group_ranks, behind: [ranks], seq, ahead: [ranks], ahead_seq, where: [{ranks, behind, frame,
  * from}]}]} (where: {frame: {func, file, line}, from: the first frame below outside torch}); the lines naming the ranks behind (their count), and the whole section. */
+#define CLUSTER_SEQ_WAIT_MS 1000 /* between a rank's two reads of its sequence numbers */
 cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job);
 int cli_cluster_seq_print_behind(const cJSON *seq);
 void cli_cluster_seq_print(const cJSON *seq, int recorder_ran);

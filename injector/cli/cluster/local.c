@@ -365,8 +365,20 @@ static void rank_child(int i, void *p)
             } else {
                 cJSON *args = cJSON_CreateObject();
                 cJSON_AddStringToObject(args, "action", "sequence");
-                if (dap_client_request(&dc, "probing/comm", args, &body, &serr) == 0)
+                if (dap_client_request(&dc, "probing/comm", args, &body, &serr) == 0) {
                     cJSON_AddItemToObject(out, "seq", body);
+                    /* Again a second later: a hang is numbers that stay (a job at work moves
+                     * on; ranks read a moment apart may differ by one without a hang). */
+                    struct timespec ts = {CLUSTER_SEQ_WAIT_MS / 1000,
+                                          (CLUSTER_SEQ_WAIT_MS % 1000) * 1000000L};
+                    nanosleep(&ts, NULL);
+                    struct pb_err lerr = {0};
+                    cJSON *later = NULL;
+                    args = cJSON_CreateObject();
+                    cJSON_AddStringToObject(args, "action", "sequence");
+                    if (dap_client_request(&dc, "probing/comm", args, &later, &lerr) == 0)
+                        cJSON_AddItemToObject(out, "seq_later", later);
+                }
             }
             if (serr.msg[0]) {
                 char msg[400];

@@ -13,7 +13,7 @@
 #include "cluster.h"
 
 struct sval {
-    int rank;
+    int rank, moved; /* moved: its number changed between the two reads */
     double seq;
 };
 
@@ -87,7 +87,7 @@ static struct sgroup *group_of(struct sgroup **gs, int *n, int *cap, const cJSON
     return s;
 }
 
-static void push(struct sgroup *s, int rank, double seq)
+static void push(struct sgroup *s, int rank, double seq, int moved)
 {
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 8;
@@ -97,7 +97,7 @@ static void push(struct sgroup *s, int rank, double seq)
         s->v = t;
         s->cap = nc;
     }
-    s->v[s->n++] = (struct sval){.rank = rank, .seq = seq};
+    s->v[s->n++] = (struct sval){.rank = rank, .seq = seq, .moved = moved};
 }
 
 static void not_read(cJSON *list, int rank, const char *why)
@@ -109,7 +109,8 @@ static void not_read(cJSON *list, int rank, const char *why)
 }
 
 /* One group: {pg, group_ranks, backend, seqs: [[rank, seq]], max, not_read: [members without a
- * number]}, and its behind entries ({pg, group_ranks, behind: [ranks], seq, ahead: [ranks],
+ * number], moving: [members whose number changed between the two reads]}, and, when none
+ * moved (a hang), its behind entries ({pg, group_ranks, behind: [ranks], seq, ahead: [ranks],
  * ahead_seq}, one per lower number) added to behind. */
 static cJSON *group_json(struct sgroup *s, cJSON *behind)
 {
@@ -129,6 +130,10 @@ static cJSON *group_json(struct sgroup *s, cJSON *behind)
             max = s->v[i].seq;
     }
     cJSON_AddNumberToObject(o, "max", max);
+    cJSON *moving = cJSON_AddArrayToObject(o, "moving");
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i].moved)
+            cJSON_AddItemToArray(moving, cJSON_CreateNumber(s->v[i].rank));
     cJSON *missing = cJSON_AddArrayToObject(o, "not_read");
     const cJSON *m;
     cJSON_ArrayForEach(m, s->ranks)
@@ -141,7 +146,7 @@ static cJSON *group_json(struct sgroup *s, cJSON *behind)
     }
     /* Each lower number, lowest first: the ranks there, behind the ranks at the highest. */
     double last = -1;
-    for (;;) {
+    for (; cJSON_GetArraySize(moving) == 0;) {
         double low = max;
         int any = 0;
         for (int i = 0; i < s->n; i++)
@@ -288,12 +293,24 @@ cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job)
         const char *start = cli_json_str(seq, "start");
         random |= start && strcmp(start, "random") == 0;
         zero |= !start || strcmp(start, "random") != 0;
+        const cJSON *later = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r, "seq_later"), "groups");
         cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(seq, "groups"))
         {
             struct sgroup *s = group_of(&gs, &ng, &cap, g);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, "seq");
-            if (s && cJSON_IsNumber(v))
-                push(s, rank, v->valuedouble);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, "seq"), *l;
+            if (!s || !cJSON_IsNumber(v))
+                continue;
+            double now = v->valuedouble;
+            cJSON_ArrayForEach(l, later)
+            {
+                char *k = group_key(l);
+                const cJSON *lv = cJSON_GetObjectItemCaseSensitive(l, "seq");
+                if (k && strcmp(k, s->key) == 0 && cJSON_IsNumber(lv))
+                    now = lv->valuedouble;
+                free(k);
+            }
+            push(s, rank, now, now != v->valuedouble);
         }
     }
     cJSON_AddStringToObject(out, "start", random && zero ? "mixed" : random ? "random" : "zero");
@@ -390,7 +407,15 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
         const cJSON *p;
         cJSON_ArrayForEach(p, seqs) at_max += cJSON_GetArrayItem(p, 1)->valuedouble == max;
         char *gr = ranges_of(cJSON_GetObjectItemCaseSensitive(g, "group_ranks"), NULL);
-        if (at_max == n && n > 0) {
+        int nmov;
+        char *mov = ranges_of(cJSON_GetObjectItemCaseSensitive(g, "moving"), &nmov);
+        if (nmov)
+            printf("  group %s (ranks %s, %s): no hang: rank%s %s entered more collectives in "
+                   "the %d s between two reads\n", cli_json_text(g, "pg"), gr ? gr : "?",
+                   cli_json_text(g, "backend"), nmov == 1 ? "" : "s", mov ? mov : "?",
+                   CLUSTER_SEQ_WAIT_MS / 1000);
+        free(mov);
+        if (!nmov && at_max == n && n > 0) {
             cJSON *rs = cJSON_CreateArray();
             cJSON_ArrayForEach(p, seqs) cJSON_AddItemToArray(rs, cJSON_CreateNumber(
                                             cJSON_GetArrayItem(p, 0)->valuedouble));
