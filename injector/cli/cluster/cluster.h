@@ -169,7 +169,8 @@ void cli_cluster_fr_print(const cJSON *fr);
 /* torch's own sequence numbers per rank and process group (seqnum.c), from each rank's "seq"
  * (probing/comm sequence) or "seq_error", and "where" (its thread's frames): {read: [ranks],
  * not_read: [{rank, error, where}], start: "zero" | "random" | "mixed", groups: [{pg,
- * group_ranks, backend, seqs: [[rank, seq]], max, not_read: [ranks]}], behind: [{pg,
+ * group_ranks, backend, seqs: [[rank, seq]], max, not_read: [ranks], moving: [ranks whose
+ * number changed between the two reads]}], behind (only in groups where none moved): [{pg,
  * group_ranks, behind: [ranks], seq, ahead: [ranks], ahead_seq, where: [{ranks, behind, frame,
  * from}]}]} (where: {frame: {func, file, line}, from: the first frame below outside torch}); the lines naming the ranks behind (their count), and the whole section. */
 #define CLUSTER_SEQ_WAIT_MS 1000 /* between a rank's two reads of its sequence numbers */

@@ -443,7 +443,19 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
         g[ng].members = parse_ranks(v[i].granks, &g[ng].n);
         ng++;
     }
-    double now = now_epoch();
+    /* How long a call has run: up to when its records were read (the latest rank's read),
+     * not to now: `cluster collectives` reads more after them (torch's sequence numbers, a
+     * second apart), and a call that was short then must not look long now. */
+    double now = 0;
+    const cJSON *d, *r;
+    cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+    {
+        const char *j = cli_json_str(r, "job");
+        if (j && strcmp(j, job) == 0 && cli_json_num(r, "comm_read_at", 0) > now)
+            now = cli_json_num(r, "comm_read_at", 0);
+    }
+    if (now == 0)
+        now = now_epoch();
     struct waits *all = NULL;
     int nall = 0, compared = 0;
     for (int k = 0; k < ng; k++) {

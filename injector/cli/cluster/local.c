@@ -321,8 +321,13 @@ static void rank_child(int i, void *p)
     } else if (o->op == CLUSTER_OP_COMM) {
         cli_query_wait(&dc, o->rank_timeout_ms);
         rc = comm_rows(&dc, 2000, &body, &err);
-        if (rc == 0)
+        if (rc == 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
             cJSON_AddItemToObject(out, "comm", body);
+            cJSON_AddNumberToObject(out, "comm_read_at",
+                                    (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        }
         /* Where the rank is (read without the GIL): named beside torch's sequence numbers. */
         body = NULL;
         if (rc == 0) {

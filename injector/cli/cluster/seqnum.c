@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `probing cluster collectives`, section "torch's sequence numbers": what torch itself counts,
  * read on a job on which the recorder never ran (probing/comm "sequence": each process group's
- * _get_sequence_number_for_group() on every rank, under the GIL within a short bound). Per
+ * _get_sequence_number_for_group() on every rank, under the GIL within a short bound, twice
+ * CLUSTER_SEQ_WAIT_MS apart: a group where a number moved is at work, no hang). Per stalled
  * group, the members whose number is lower than the highest are behind: they have not entered
  * the collectives the others did (numbered like the records: a collective's number is the
  * group's sequence number before it). Only numbers of one group are compared, so a random start
