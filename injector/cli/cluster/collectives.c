@@ -638,10 +638,12 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
         if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
             cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) > 0)
             cli_cluster_seq_print(seq, 0);
+        int shown = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
+                    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) > 0;
         printf("%snothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on "
                "every rank of the job (their pids: 'probing cluster list')%s\n",
-               seq_behind ? "\n" : "", seq_behind ? " to see which collective each rank "
-               "entered and the stragglers" : "");
+               shown ? "\n" : "", shown ? " to see which collective each rank entered and the "
+               "stragglers" : "");
         cJSON_Delete(a);
         return rc;
     }

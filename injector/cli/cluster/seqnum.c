@@ -397,7 +397,7 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
 {
     printf("\ntorch's sequence numbers (per process group, read on every rank under its GIL%s):\n",
            recorder_ran ? "" : "; the recorder was not running");
-    int nb = cli_cluster_seq_print_behind(s);
+    cli_cluster_seq_print_behind(s);
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(s, "groups"))
     {
@@ -416,24 +416,33 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
                    cli_json_text(g, "backend"), nmov == 1 ? "" : "s", mov ? mov : "?",
                    CLUSTER_SEQ_WAIT_MS / 1000);
         free(mov);
+        int nm;
+        char *miss = ranges_of(cJSON_GetObjectItemCaseSensitive(g, "not_read"), &nm);
         if (!nmov && at_max == n && n > 0) {
             cJSON *rs = cJSON_CreateArray();
             cJSON_ArrayForEach(p, seqs) cJSON_AddItemToArray(rs, cJSON_CreateNumber(
                                             cJSON_GetArrayItem(p, 0)->valuedouble));
             char *at = ranges_of(rs, NULL);
-            printf("  group %s (ranks %s, %s): none behind: rank%s %s at %.0f\n",
-                   cli_json_text(g, "pg"), gr ? gr : "?", cli_json_text(g, "backend"),
-                   n == 1 ? "" : "s", at ? at : "?", max);
+            /* Level and still: with members unread, those are behind if the others wait in a
+             * collective (their stacks say). */
+            if (nm)
+                printf("  group %s (ranks %s, %s): rank%s %s at %.0f, still %d s later; no "
+                       "number from rank%s %s (not read, below): if rank%s %s wait%s in a "
+                       "collective, %s behind\n", cli_json_text(g, "pg"), gr ? gr : "?",
+                       cli_json_text(g, "backend"), n == 1 ? "" : "s", at ? at : "?", max,
+                       CLUSTER_SEQ_WAIT_MS / 1000, nm == 1 ? "" : "s", miss ? miss : "?",
+                       n == 1 ? "" : "s", at ? at : "?", n == 1 ? "s" : "",
+                       nm == 1 ? "it is" : "they are");
+            else
+                printf("  group %s (ranks %s, %s): none behind: rank%s %s at %.0f\n",
+                       cli_json_text(g, "pg"), gr ? gr : "?", cli_json_text(g, "backend"),
+                       n == 1 ? "" : "s", at ? at : "?", max);
             free(at);
             cJSON_Delete(rs);
+        } else if (nm) {
+            printf("  group %s (ranks %s): no number from rank%s %s (not read, below)\n",
+                   cli_json_text(g, "pg"), gr ? gr : "?", nm == 1 ? "" : "s", miss ? miss : "?");
         }
-        int nm;
-        char *miss = ranges_of(cJSON_GetObjectItemCaseSensitive(g, "not_read"), &nm);
-        if (nm)
-            printf("  group %s (ranks %s): no number from rank%s %s: %s\n", cli_json_text(g, "pg"),
-                   gr ? gr : "?", nm == 1 ? "" : "s", miss ? miss : "?",
-                   nm == 1 ? (nb ? "it may be behind too" : "it may be behind")
-                           : (nb ? "they may be behind too" : "they may be behind"));
         free(miss);
         free(gr);
     }
