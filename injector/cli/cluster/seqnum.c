@@ -151,7 +151,8 @@ static cJSON *group_json(struct sgroup *s, cJSON *behind)
         double low = max;
         int any = 0;
         for (int i = 0; i < s->n; i++)
-            if (s->v[i].seq < max && (last < 0 || s->v[i].seq > last) && (!any || s->v[i].seq < low)) {
+            if (s->v[i].seq < max && (last < 0 || s->v[i].seq > last) &&
+                (!any || s->v[i].seq < low)) {
                 low = s->v[i].seq;
                 any = 1;
             }
@@ -213,8 +214,8 @@ static void frame_text(char *buf, size_t len, const cJSON *f)
     const char *file = cli_json_str(f, "file") ? cli_json_str(f, "file") : "?";
     const char *t = strstr(file, "/torch/"), *b = strrchr(file, '/');
     file = t ? t + 1 : b ? b + 1 : file;
-    snprintf(buf, len, "%s (%s:%.0f)", cli_tx(cli_json_str(f, "func") ? cli_json_str(f, "func") : "?"),
-             cli_tx(file), cli_json_num(f, "line", 0));
+    const char *func = cli_json_str(f, "func") ? cli_json_str(f, "func") : "?";
+    snprintf(buf, len, "%s (%s:%.0f)", cli_tx(func), cli_tx(file), cli_json_num(f, "line", 0));
 }
 
 static void where_text(char *buf, size_t len, const cJSON *w)
@@ -449,7 +450,8 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
     const cJSON *u;
     cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(s, "not_read"))
     {
-        printf("  rank %.0f: not read: %s\n", cli_json_num(u, "rank", -1), cli_json_text(u, "error"));
+        printf("  rank %.0f: not read: %s\n", cli_json_num(u, "rank", -1),
+               cli_json_text(u, "error"));
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(u, "where");
         if (w) {
             char text[700];
