@@ -11,11 +11,11 @@
 const char *pb_strerror(int code)
 {
     switch (code) {
-#define PB_CASE_(name, val, msg) case name: return msg;
+#define PB_CASE_(name, val, msg) \
+    case name: return msg;
         PB_ERRORS(PB_CASE_)
 #undef PB_CASE_
-    default:
-        break;
+    default: break;
     }
     if (code < 0 && code > -1000)
         return strerror(-code);

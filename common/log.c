@@ -61,7 +61,8 @@ void pb_log_write(int level, const char *file, int line, const char *fmt, ...)
     va_end(ap);
     if (m < 0)
         return;
-    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    size_t len = (size_t)n +
+                 ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
     buf[len++] = '\n';
     ssize_t w = write(log_fd, buf, len);
     (void)w;

@@ -13,7 +13,7 @@
 
 #include "nvml.h"
 
-typedef int nvml_ret;               /* nvmlReturn_t: 0 success */
+typedef int nvml_ret;                 /* nvmlReturn_t: 0 success */
 typedef struct nvml_dev_st *nvml_dev; /* nvmlDevice_t */
 typedef struct nvml_evset_st *nvml_evset;
 
@@ -28,8 +28,12 @@ typedef struct nvml_evset_st *nvml_evset;
 #define NVML_EVENT_XID_CRITICAL 0x8ULL
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
 
-struct nvml_utilization { unsigned int gpu, memory; };
-struct nvml_memory { unsigned long long total, free, used; };
+struct nvml_utilization {
+    unsigned int gpu, memory;
+};
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
 struct nvml_process { /* nvmlProcessInfo_v2_t, also what the _v3 call fills */
     unsigned int pid;
     unsigned long long used_gpu_memory;
@@ -64,7 +68,7 @@ static struct {
 } fn;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int opened;        /* 1 ready, -1 failed (why in open_err) */
+static int opened; /* 1 ready, -1 failed (why in open_err) */
 static struct pb_err open_err;
 static nvml_evset xid_set;
 static long long xid_count[PB_GPU_MAX], last_xid[PB_GPU_MAX];
@@ -82,15 +86,18 @@ static int open_nvml(struct pb_err *err)
 {
     const char *lib = getenv("PROBING_NVML_LIB");
     if ((!lib || !*lib) && access("/dev/nvidiactl", F_OK) != 0)
-        return pb_err_set(err, PB_EUNKNOWN, "no NVIDIA GPU or driver on this machine "
+        return pb_err_set(err, PB_EUNKNOWN,
+                          "no NVIDIA GPU or driver on this machine "
                           "(/dev/nvidiactl is absent)");
     if (!lib || !*lib)
         lib = "libnvidia-ml.so.1";
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        return pb_err_set(err, PB_EUNKNOWN, "no NVIDIA GPU or driver: NVML could not be "
-                          "loaded (%s)", e ? e : lib);
+        return pb_err_set(err, PB_EUNKNOWN,
+                          "no NVIDIA GPU or driver: NVML could not be "
+                          "loaded (%s)",
+                          e ? e : lib);
     }
     *(void **)&fn.init = sym(h, "nvmlInit_v2", "nvmlInit");
     *(void **)&fn.shutdown = sym(h, "nvmlShutdown", NULL);
@@ -116,8 +123,10 @@ static int open_nvml(struct pb_err *err)
     /* Any failure from here unloads the library again: nothing stays in a process that has
      * no GPU to read. */
     if (!fn.init || !fn.count || !fn.handle) {
-        pb_err_set(err, PB_EUNKNOWN, "no usable NVIDIA driver: %s lacks nvmlInit or "
-                   "nvmlDeviceGetCount", lib);
+        pb_err_set(err, PB_EUNKNOWN,
+                   "no usable NVIDIA driver: %s lacks nvmlInit or "
+                   "nvmlDeviceGetCount",
+                   lib);
         dlclose(h);
         return err->code;
     }
@@ -146,8 +155,8 @@ static int open_nvml(struct pb_err *err)
         fn.evset_create(&xid_set) == NVML_SUCCESS) {
         int any = 0;
         for (int i = 0; i < ndevs; i++)
-            if (devs[i] && fn.register_events(devs[i], NVML_EVENT_XID_CRITICAL, xid_set) ==
-                               NVML_SUCCESS)
+            if (devs[i] &&
+                fn.register_events(devs[i], NVML_EVENT_XID_CRITICAL, xid_set) == NVML_SUCCESS)
                 any = 1;
         if (!any)
             xid_set = NULL;
@@ -194,8 +203,8 @@ static void read_device(int i, struct pb_gpu *g)
     g->mem_used = ok ? (long long)m.used : -1;
     g->mem_total = ok ? (long long)m.total : -1;
     unsigned int v = 0;
-    g->temp_c = fn.temperature && fn.temperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS
-                    ? (int)v : -1;
+    g->temp_c =
+        fn.temperature && fn.temperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS ? (int)v : -1;
     int mw = u(fn.power, d), lim = u(fn.power_limit, d);
     g->power_w = mw < 0 ? -1 : mw / 1000.0;
     g->power_limit_w = lim < 0 ? -1 : lim / 1000.0;
@@ -203,11 +212,14 @@ static void read_device(int i, struct pb_gpu *g)
     g->clock_mem_mhz = fn.clock && fn.clock(d, NVML_CLOCK_MEM, &v) == NVML_SUCCESS ? (int)v : -1;
     unsigned long long t = 0;
     g->throttle = fn.throttle && fn.throttle(d, &t) == NVML_SUCCESS ? (long long)t : -1;
-    g->ecc_corrected = fn.ecc && fn.ecc(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC,
-                                        &t) == NVML_SUCCESS ? (long long)t : -1;
-    g->ecc_uncorrected = fn.ecc && fn.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                                          NVML_VOLATILE_ECC, &t) == NVML_SUCCESS ? (long long)t
-                                                                                 : -1;
+    g->ecc_corrected =
+        fn.ecc && fn.ecc(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &t) == NVML_SUCCESS
+            ? (long long)t
+            : -1;
+    g->ecc_uncorrected = fn.ecc && fn.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
+                                          &t) == NVML_SUCCESS
+                             ? (long long)t
+                             : -1;
     g->xid_count = xid_set ? xid_count[i] : -1;
     g->last_xid = xid_set ? last_xid[i] : -1;
 }
@@ -239,7 +251,8 @@ int pb_nvml_read(struct pb_gpu *gpus, struct pb_gpu_proc *procs, int *nprocs, st
             procs[np].gpu = i;
             procs[np].pid = (long)ps[k].pid;
             procs[np].used = ps[k].used_gpu_memory == NVML_VALUE_NOT_AVAILABLE_ULL
-                                 ? -1 : (long long)ps[k].used_gpu_memory;
+                                 ? -1
+                                 : (long long)ps[k].used_gpu_memory;
         }
     }
     *nprocs = np;
@@ -254,9 +267,9 @@ void pb_nvml_throttle_names(long long mask, char *buf, size_t n)
         long long bit;
         const char *name;
     } reasons[] = {
-        {0x1, "gpu_idle"},         {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
-        {0x8, "hw_slowdown"},      {0x10, "sync_boost"},         {0x20, "sw_thermal"},
-        {0x40, "hw_thermal"},      {0x80, "hw_power_brake"},     {0x100, "display_clocks"},
+        {0x1, "gpu_idle"},    {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+        {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
+        {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"},
     };
     size_t k = 0;
     buf[0] = '\0';

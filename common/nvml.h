@@ -16,20 +16,20 @@ struct pb_gpu {
     int index;
     char name[96];
     char uuid[96];
-    int util_gpu, util_mem;       /* percent over the driver's last sample period */
+    int util_gpu, util_mem;        /* percent over the driver's last sample period */
     long long mem_used, mem_total; /* bytes */
     int temp_c;
     double power_w, power_limit_w;
     int clock_sm_mhz, clock_mem_mhz;
-    long long throttle;            /* nvmlClocksThrottleReasons bit mask */
+    long long throttle;                       /* nvmlClocksThrottleReasons bit mask */
     long long ecc_corrected, ecc_uncorrected; /* volatile counts (since the driver loaded) */
-    long long xid_count;           /* critical XID events seen since this process began to watch */
-    long long last_xid;            /* the last one's XID number, -1 none */
+    long long xid_count; /* critical XID events seen since this process began to watch */
+    long long last_xid;  /* the last one's XID number, -1 none */
 };
 
 struct pb_gpu_proc {
-    int gpu;       /* device index */
-    long pid;      /* as NVML sees it (the host's pid namespace) */
+    int gpu;        /* device index */
+    long pid;       /* as NVML sees it (the host's pid namespace) */
     long long used; /* device memory, bytes (-1 when NVML cannot tell, e.g. in a container) */
 };
 

@@ -10,22 +10,22 @@
 #include <stdint.h>
 
 /* Project error codes, in their own negative range below -errno values. */
-#define PB_ERRORS(X)                                                      \
-    X(PB_EUNKNOWN, -1000, "unknown error")                                \
-    X(PB_ENOPYTHON, -1001, "not a Python process")                        \
-    X(PB_ENOBUILD, -1002, "no probe build for this CPython version")      \
-    X(PB_ETRACED, -1003, "process is already traced")                     \
-    X(PB_ESTOPPED, -1004, "process is stopped")                           \
-    X(PB_ETIMEDOUT, -1005, "timed out")                                   \
-    X(PB_EDLOPEN, -1006, "dlopen failed in the target")                   \
-    X(PB_EPROTO, -1007, "protocol error")                                 \
-    X(PB_ENOPROBE, -1008, "no probe loaded")                              \
-    X(PB_EUSAGE, -1009, "usage error")                                    \
-    X(PB_EGONE, -1010, "process exited")                                  \
-    X(PB_ENOGIL, -1011, "the GIL could not be had")                       \
-    X(PB_EBADARG, -1012, "bad argument")                                  \
-    X(PB_EAUTH, -1013, "not authorised")                                  \
-    X(PB_ESTATE, -1014, "request not valid in this state")                \
+#define PB_ERRORS(X)                                                 \
+    X(PB_EUNKNOWN, -1000, "unknown error")                           \
+    X(PB_ENOPYTHON, -1001, "not a Python process")                   \
+    X(PB_ENOBUILD, -1002, "no probe build for this CPython version") \
+    X(PB_ETRACED, -1003, "process is already traced")                \
+    X(PB_ESTOPPED, -1004, "process is stopped")                      \
+    X(PB_ETIMEDOUT, -1005, "timed out")                              \
+    X(PB_EDLOPEN, -1006, "dlopen failed in the target")              \
+    X(PB_EPROTO, -1007, "protocol error")                            \
+    X(PB_ENOPROBE, -1008, "no probe loaded")                         \
+    X(PB_EUSAGE, -1009, "usage error")                               \
+    X(PB_EGONE, -1010, "process exited")                             \
+    X(PB_ENOGIL, -1011, "the GIL could not be had")                  \
+    X(PB_EBADARG, -1012, "bad argument")                             \
+    X(PB_EAUTH, -1013, "not authorised")                             \
+    X(PB_ESTATE, -1014, "request not valid in this state")           \
     X(PB_EREFUSED, -1015, "the probe refused the request")
 
 enum pb_code {
@@ -57,10 +57,10 @@ extern int pb_log_level;
 void pb_log_init(const char *who);
 void pb_log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-#define PB_LOG(level, ...)                                                \
-    do {                                                                  \
-        if ((level) <= pb_log_level)                                      \
-            pb_log_write((level), __FILE__, __LINE__, __VA_ARGS__);       \
+#define PB_LOG(level, ...)                                          \
+    do {                                                            \
+        if ((level) <= pb_log_level)                                \
+            pb_log_write((level), __FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 /* The longest TCP token (characters, not counting the NUL), the same in the CLI (PROBING_TOKEN,

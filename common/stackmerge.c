@@ -35,11 +35,16 @@ int pb_stack_merge(const unsigned char *is_eval, int nn, const unsigned char *en
 
 int pb_startup_frame(const char *name)
 {
-    static const char *const names[] = {"_start",         "__libc_start_main",
-                                        "__libc_start_call_main", "start_thread",
-                                        "clone",          "clone3",
-                                        "__clone",        "__clone3",
-                                        "__GI___clone",   "__GI___clone3",
+    static const char *const names[] = {"_start",
+                                        "__libc_start_main",
+                                        "__libc_start_call_main",
+                                        "start_thread",
+                                        "clone",
+                                        "clone3",
+                                        "__clone",
+                                        "__clone3",
+                                        "__GI___clone",
+                                        "__GI___clone3",
                                         "main"};
     if (!name)
         return 0;
@@ -51,12 +56,23 @@ int pb_startup_frame(const char *name)
 
 int pb_cpython_machinery(const char *name)
 {
-    static const char *const pre[] = {"_Py",          "cfunction_",     "method_vectorcall",
-                                      "vectorcall",   "slot_tp_",       "call_function",
-                                      "_call_function", "function_code_fastcall",
-                                      "object_vacall", "wrapper_call",  "builtin_",
-                                      "pymain_",      "pyrun_",         "run_",
-                                      "thread_run",   "t_bootstrap",    "method_call",
+    static const char *const pre[] = {"_Py",
+                                      "cfunction_",
+                                      "method_vectorcall",
+                                      "vectorcall",
+                                      "slot_tp_",
+                                      "call_function",
+                                      "_call_function",
+                                      "function_code_fastcall",
+                                      "object_vacall",
+                                      "wrapper_call",
+                                      "builtin_",
+                                      "pymain_",
+                                      "pyrun_",
+                                      "run_",
+                                      "thread_run",
+                                      "t_bootstrap",
+                                      "method_call",
                                       "pythread_wrapper"};
     if (!name || !*name)
         return 1;

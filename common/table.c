@@ -119,8 +119,7 @@ char *pb_table_render(int ncols, const char *const *cols, size_t nrows, const ch
                     put(&o, "-", 1);
                 continue;
             }
-            shown(r == 0 ? cols[c] : cells[(r - 2) * (size_t)ncols + (size_t)c], cell,
-                  sizeof cell);
+            shown(r == 0 ? cols[c] : cells[(r - 2) * (size_t)ncols + (size_t)c], cell, sizeof cell);
             put(&o, cell, strlen(cell));
             if (c + 1 < ncols)
                 pad(&o, w[c] - width(cell));

@@ -122,8 +122,10 @@ static int closed_error(struct dap_client *c, struct pb_err *err)
 {
     pid_t pid = peer_exited(c->fd);
     if (pid > 0)
-        return pb_err_set(err, -ECONNRESET, "process %d exited before answering (the "
-                          "connection closed)", (int)pid);
+        return pb_err_set(err, -ECONNRESET,
+                          "process %d exited before answering (the "
+                          "connection closed)",
+                          (int)pid);
     return pb_err_set(err, -ECONNRESET, "the probe closed the connection");
 }
 
@@ -204,8 +206,8 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
             const cJSON *ok = cJSON_GetObjectItemCaseSensitive(m, "success");
             if (!cJSON_IsTrue(ok)) {
                 const cJSON *msg = cJSON_GetObjectItemCaseSensitive(m, "message");
-                pb_err_set(err, PB_EREFUSED, "%s", cJSON_IsString(msg) ? msg->valuestring
-                                                                       : "request failed");
+                pb_err_set(err, PB_EREFUSED, "%s",
+                           cJSON_IsString(msg) ? msg->valuestring : "request failed");
                 cJSON_Delete(m);
                 return PB_EREFUSED;
             }

@@ -44,7 +44,6 @@ cJSON *dap_json_int(long long i)
     return cJSON_CreateRaw(buf);
 }
 
-
 cJSON *dap_msg_request(int seq, const char *command, cJSON *args)
 {
     cJSON *m = cJSON_CreateObject();

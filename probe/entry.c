@@ -141,8 +141,7 @@ __attribute__((destructor)) static void probe_unload(void)
 /* Start serving (idempotent) and, if listen is a non-empty "HOST:PORT", also on TCP with
  * token. Returns 0, or a negative code with a one-line message in errbuf. Any thread; does not
  * need the GIL (callers through ctypes may hold it: we never wait for it). */
-PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf,
-                               size_t errlen)
+PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errbuf, size_t errlen)
 {
     struct pb_err err = {0};
     int rc = probe_start(&err);

@@ -58,7 +58,8 @@ int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv)
         tid = strtol(argv[optind], &end, 10);
         if (*end || tid <= 0 || optind + 1 < argc) {
             cli_error("backtrace: expected a thread id (a native id from 'debug --dump'), "
-                      "got '%s'", argv[optind]);
+                      "got '%s'",
+                      argv[optind]);
             return CLI_USAGE;
         }
     }
@@ -70,8 +71,7 @@ int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv)
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads"), *t, *found = NULL;
     cJSON_ArrayForEach(t, threads)
     {
-        if (tid ? cli_json_num(t, "id", 0) == (double)tid
-                : cli_json_true(t, "main"))
+        if (tid ? cli_json_num(t, "id", 0) == (double)tid : cli_json_true(t, "main"))
             found = t;
     }
     if (!found) {

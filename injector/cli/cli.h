@@ -207,21 +207,21 @@ cli_cmd_fn cli_cmd_flamegraph, cli_cmd_record;
 enum { CLI_FG_SVG, CLI_FG_FOLDED, CLI_FG_SPEEDSCOPE, CLI_FG_CHROME, CLI_FG_PPROF };
 /* What to render of the profile, and where. */
 struct cli_fg_opts {
-    const char *cmd;               /* "flamegraph" or "record", for messages */
+    const char *cmd;                /* "flamegraph" or "record", for messages */
     const char *out, *title, *mode; /* out NULL: stdout; mode NULL: any */
-    int fmt, fmt_set, width;       /* CLI_FG_*; fmt_set: given (else guessed from out) */
-    int all;                       /* --native=all: every frame (perf.stacks.folded_all) */
-    int gil, idle;                 /* --gil: only samples holding the GIL; --idle: off-CPU too */
-    long long thread;              /* > 0: only this thread */
-    double since;                  /* > 0: only the last since seconds of the profile */
-    double after;                  /* > 0: only samples taken after this time (epoch s) */
-    const char *diff;              /* --diff FILE: a differential SVG against FILE (folded) */
+    int fmt, fmt_set, width;        /* CLI_FG_*; fmt_set: given (else guessed from out) */
+    int all;                        /* --native=all: every frame (perf.stacks.folded_all) */
+    int gil, idle;                  /* --gil: only samples holding the GIL; --idle: off-CPU too */
+    long long thread;               /* > 0: only this thread */
+    double since;                   /* > 0: only the last since seconds of the profile */
+    double after;                   /* > 0: only samples taken after this time (epoch s) */
+    const char *diff;               /* --diff FILE: a differential SVG against FILE (folded) */
     /* --window FROM:TO: only samples taken FROM to TO seconds after the profile's first
      * (to: INFINITY when left out); --diff-window FROM:TO: a differential SVG against that
      * window of the same profile (this one: --window, else what follows the other's TO). */
     double win[2], dwin[2];
     int win_set, dwin_set;
-    struct flame_tree *before;     /* FILE's stacks, read by cli_fg_preload */
+    struct flame_tree *before; /* FILE's stacks, read by cli_fg_preload */
 };
 /* The CLI_FG_* of a format's name, or -1. */
 int cli_fg_format(const char *name);

@@ -35,7 +35,8 @@ int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *e
     } else {
         token = getenv("PROBING_TOKEN");
         if (!token || !*token)
-            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is not set: export the token "
+            return pb_err_set(err, PB_EUSAGE,
+                              "PROBING_TOKEN is not set: export the token "
                               "printed by 'probing -p PID inject --listen %s:%d'",
                               o->target.host, o->target.port);
         if (cli_token_check(token, err) < 0)

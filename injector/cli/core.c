@@ -79,8 +79,7 @@ static const struct core_map *libpython_map(void)
     int a, b;
     for (int i = 0; i < core.nmaps; i++)
         if (sscanf(base_of(core.maps[i].path), "libpython%d.%d", &a, &b) == 2 &&
-            (!best || (strcmp(core.maps[i].path, best->path) == 0 &&
-                       core.maps[i].off < best->off)))
+            (!best || (strcmp(core.maps[i].path, best->path) == 0 && core.maps[i].off < best->off)))
             best = &core.maps[i];
     return best;
 }
@@ -165,9 +164,10 @@ static void core_meta(cJSON *body, const struct core_map *interp)
     cJSON *e = cJSON_AddObjectToObject(body, "executable");
     char execfn[256] = "";
     if (core.at_execfn && core_file_read(&core, core.at_execfn, execfn, sizeof execfn - 1) < 0)
-        for (size_t i = 0; i < sizeof execfn - 1 &&
-                           core_file_read(&core, core.at_execfn + i, &execfn[i], 1) == 0 &&
-                           execfn[i]; i++)
+        for (size_t i = 0;
+             i < sizeof execfn - 1 &&
+             core_file_read(&core, core.at_execfn + i, &execfn[i], 1) == 0 && execfn[i];
+             i++)
             ; /* near the stack's top: byte by byte up to its end */
     execfn[sizeof execfn - 1] = '\0';
     if (x)
@@ -234,8 +234,7 @@ static const struct core_map *map_of(uintptr_t pc)
 
 /* One native frame as the probe describes it (docs/protocol.md), named from DWARF and symbol
  * tables by libdw (ext/srcline.c); *is_eval and *internal for merging. */
-static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_eval,
-                          int *internal)
+static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_eval, int *internal)
 {
     const struct core_map *m = map_of(pc);
     char file[1024] = "", func[512] = "", hex[32];
@@ -244,8 +243,8 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     int line = 0;
     cJSON *o = cJSON_CreateObject();
     if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
-        core_ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line,
-                          func, sizeof func, &off);
+        core_ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
+                          sizeof func, &off);
     if (!func[0] && m && strcmp(m->path, interp) == 0 &&
         core_ext->eval_part(0, m->path, depth > 0 ? pc - 1 : pc, bias))
         snprintf(func, sizeof func, "_PyEval_EvalFrameDefault.cold"); /* as the probe names it */
@@ -324,9 +323,10 @@ static void core_native(cJSON *body, const int ver[3], const char *interp, int a
         cJSON_AddBoolToObject(nat, "answered", n > 0);
         cJSON_AddItemToObject(t, "native", nat);
         if (n <= 0) {
-            cJSON_AddStringToObject(nat, "error", k < core.ntids ? "no native stack could be "
-                                                                   "read from its registers"
-                                                                 : "no such thread in the core");
+            cJSON_AddStringToObject(nat, "error",
+                                    k < core.ntids ? "no native stack could be "
+                                                     "read from its registers"
+                                                   : "no such thread in the core");
             cJSON_Delete(py);
             continue;
         }
@@ -443,8 +443,10 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     if (sysroot) {
         struct stat rs;
         if (stat(sysroot, &rs) != 0 || !S_ISDIR(rs.st_mode)) {
-            pb_err_set(err, PB_EBADARG, "--sysroot %s is not a directory: give the root the "
-                       "core's process saw as /", sysroot);
+            pb_err_set(err, PB_EBADARG,
+                       "--sysroot %s is not a directory: give the root the "
+                       "core's process saw as /",
+                       sysroot);
             goto out;
         }
         reroot(sysroot);
@@ -460,26 +462,34 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
                (unsigned long long)want);
     }
     if (!m && want > size) {
-        pb_err_set(err, PB_EBADARG, "%s is truncated (%zu of the %llu bytes its headers "
+        pb_err_set(err, PB_EBADARG,
+                   "%s is truncated (%zu of the %llu bytes its headers "
                    "describe: a full disk, ulimit -c or a copy in progress): its list of mapped "
-                   "files is cut off; take the core again", path, size, (unsigned long long)want);
+                   "files is cut off; take the core again",
+                   path, size, (unsigned long long)want);
         goto out;
     }
     if (!m) {
-        pb_err_set(err, PB_ENOPYTHON, "%s maps no libpython3.X%s: give the interpreter with "
-                   "--exe PATH", path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
+        pb_err_set(err, PB_ENOPYTHON,
+                   "%s maps no libpython3.X%s: give the interpreter with "
+                   "--exe PATH",
+                   path, exe ? " nor the --exe file" : " nor a pythonX.Y executable");
         goto out;
     }
     if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
-        pb_err_set(err, -ENOENT, "cannot read the symbols of %s (the core's interpreter): give "
-                   "it with --exe PATH, or the root it ran in with --sysroot DIR", symfile);
+        pb_err_set(err, -ENOENT,
+                   "cannot read the symbols of %s (the core's interpreter): give "
+                   "it with --exe PATH, or the root it ran in with --sysroot DIR",
+                   symfile);
         goto out;
     }
     body = cli_read_stacks(core_read, core.pid, ver, addrs, symfile, max_frames, locals, err);
     if (!body && want > size)
-        pb_err_set(err, PB_EBADARG, "%s is truncated (%zu of the %llu bytes its headers describe: "
+        pb_err_set(err, PB_EBADARG,
+                   "%s is truncated (%zu of the %llu bytes its headers describe: "
                    "a full disk, ulimit -c or a copy in progress): the interpreter's memory is cut "
-                   "off; take the core again", path, size, (unsigned long long)want);
+                   "off; take the core again",
+                   path, size, (unsigned long long)want);
     if (body) {
         cli_read_native_ids(body, core_read, core_task);
         cli_read_finish(body, 0);
@@ -491,9 +501,10 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
             cJSON *tr = cJSON_AddObjectToObject(body, "truncated");
             cJSON_AddNumberToObject(tr, "size", (double)size);
             cJSON_AddNumberToObject(tr, "expected", (double)want);
-            fprintf(stderr, "probing: note: %s is truncated (%zu of the %llu bytes its headers "
-                    "describe): frames and values past the cut are missing\n", path, size,
-                    (unsigned long long)want);
+            fprintf(stderr,
+                    "probing: note: %s is truncated (%zu of the %llu bytes its headers "
+                    "describe): frames and values past the cut are missing\n",
+                    path, size, (unsigned long long)want);
         }
     }
 out:

@@ -26,14 +26,14 @@ struct core_file {
     struct core_map *maps;
     int nmaps;
     int pid;
-    int tids[CORE_MAX_THREADS];            /* the threads' NT_PRSTATUS pr_pid */
-    uintptr_t regs[CORE_MAX_THREADS][3];   /* and their pc, sp, frame pointer */
+    int tids[CORE_MAX_THREADS];          /* the threads' NT_PRSTATUS pr_pid */
+    uintptr_t regs[CORE_MAX_THREADS][3]; /* and their pc, sp, frame pointer */
     int ntids;
-    int signo;                 /* the signal that ended it: NT_SIGINFO si_signo, else the first
+    int signo;                   /* the signal that ended it: NT_SIGINFO si_signo, else the first
                                 * NT_PRSTATUS pr_cursig; 0: none (gcore of a live process) */
-    int sigcode;               /* NT_SIGINFO si_code (0 without one) */
-    char fname[17];            /* NT_PRPSINFO pr_fname, NUL-terminated here */
-    char psargs[81];           /* NT_PRPSINFO pr_psargs */
+    int sigcode;                 /* NT_SIGINFO si_code (0 without one) */
+    char fname[17];              /* NT_PRPSINFO pr_fname, NUL-terminated here */
+    char psargs[81];             /* NT_PRPSINFO pr_psargs */
     uint64_t at_phdr, at_execfn; /* NT_AUXV's AT_PHDR and AT_EXECFN (0: none) */
 };
 

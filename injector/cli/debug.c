@@ -114,16 +114,18 @@ static int srcline_cached(const char *mod, unsigned long long pc, unsigned long 
         struct pb_err err = {0};
         if (!(dump_ext = cli_ext_load(&err))) {
             if (!said++)
-                fprintf(stderr, "probing: note: native frames without file:line: %s\n",
-                        err.msg);
+                fprintf(stderr, "probing: note: native frames without file:line: %s\n", err.msg);
             return -1;
         }
     }
     int rc = dump_ext->srcline(dump_pid, mod, pc, bias, file, nfile, line, func, nfunc, off);
     if (c) {
-        struct cli_srcent ne = {.off = pc - bias, .rc = rc == 0 ? 0 : -1,
-                                .line = rc == 0 ? *line : 0, .symoff = rc == 0 ? *off : 0,
-                                .func = rc == 0 ? func : "", .file = rc == 0 ? file : ""};
+        struct cli_srcent ne = {.off = pc - bias,
+                                .rc = rc == 0 ? 0 : -1,
+                                .line = rc == 0 ? *line : 0,
+                                .symoff = rc == 0 ? *off : 0,
+                                .func = rc == 0 ? func : "",
+                                .file = rc == 0 ? file : ""};
         cli_srccache_put(c, &ne);
     }
     return rc;
@@ -138,9 +140,8 @@ static void src_cache_close(void)
     nsrc_objs = 0;
 }
 
-static int srcline_memo(const char *mod, unsigned long long pc, unsigned long long bias,
-                        char *file, size_t nfile, int *line, char *func, size_t nfunc,
-                        unsigned long long *off)
+static int srcline_memo(const char *mod, unsigned long long pc, unsigned long long bias, char *file,
+                        size_t nfile, int *line, char *func, size_t nfunc, unsigned long long *off)
 {
     unsigned long long h = pc * 0x9E3779B97F4A7C15ull;
     for (const char *c = mod; *c; c++)
@@ -207,12 +208,10 @@ static void add_lines(const cJSON *frames)
 static void add_native_lines(const cJSON *d)
 {
     const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "threads"))
-        add_lines(cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "nativeThreads"))
-        add_lines(cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "threads")) add_lines(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "nativeThreads")) add_lines(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "native"), "frames"));
 }
 
 #define DEFAULT_ADDRESS "127.0.0.1:9922"
@@ -261,7 +260,8 @@ static int debug_pause(const struct cli_opts *o, const char *address)
     }
     printf("paused %d: it stays paused until a debugger attaches and continues it,\n"
            "or until: probing -p %d debug --resume\n"
-           "DAP on %s:%d", (int)o->target.pid, (int)o->target.pid, host, port);
+           "DAP on %s:%d",
+           (int)o->target.pid, (int)o->target.pid, host, port);
     if (generated)
         printf(", token %s\n", token);
     else
@@ -289,12 +289,12 @@ static int debug_resume(const struct cli_opts *o)
 int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"dump", no_argument, 0, 'd'}, {"locals", no_argument, 0, 'L'},
+        {"dump", no_argument, 0, 'd'},         {"locals", no_argument, 0, 'L'},
         {"native", optional_argument, 0, 'N'}, {"no-inject", no_argument, 0, 'R'},
-        {"json", no_argument, 0, 'j'}, {"pause", no_argument, 0, 'p'},
-        {"resume", no_argument, 0, 'r'}, {"address", required_argument, 0, 'a'},
-        {"tasks", no_argument, 0, 'T'}, {"subprocesses", no_argument, 0, 'S'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'j'},         {"pause", no_argument, 0, 'p'},
+        {"resume", no_argument, 0, 'r'},       {"address", required_argument, 0, 'a'},
+        {"tasks", no_argument, 0, 'T'},        {"subprocesses", no_argument, 0, 'S'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int dump = 0, locals = 0, json = 0, pause = 0, resume = 0, no_inject = 0, tasks = 0, c;
     int subprocesses = 0;
     const char *address = NULL, *native = NULL;

@@ -44,8 +44,8 @@ void cli_demangle_frames(const cJSON *frames)
     {
         char buf[1024];
         const char *name = cli_json_str(f, "name"), *kind = cli_json_str(f, "kind");
-        const char *d = kind && strcmp(kind, "native") == 0 ? cli_demangle(name, buf, sizeof buf)
-                                                              : name;
+        const char *d =
+            kind && strcmp(kind, "native") == 0 ? cli_demangle(name, buf, sizeof buf) : name;
         if (d && d != name)
             cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)f, "name", cJSON_CreateString(d));
     }

@@ -33,8 +33,8 @@ static void print_native(const cJSON *t)
 {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "native"), *f;
     if (!cli_json_true(n, "answered")) {
-        printf("    note: native stack not read: %s\n", cli_json_text(n, "error") ?
-               cli_json_text(n, "error") : "?");
+        printf("    note: native stack not read: %s\n",
+               cli_json_text(n, "error") ? cli_json_text(n, "error") : "?");
         cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "frames"))
             printf("    (Python) %s (%s:%d)\n", cli_json_text(f, "name"), cli_json_text(f, "file"),
                    (int)cli_json_num(f, "line", 0));
@@ -42,15 +42,13 @@ static void print_native(const cJSON *t)
     }
     const cJSON *frames = cJSON_GetObjectItemCaseSensitive(n, "frames");
     if (cli_json_true(n, "merged")) {
-        cJSON_ArrayForEach(f, frames)
-            print_nframe(f, "    ");
+        cJSON_ArrayForEach(f, frames) print_nframe(f, "    ");
         return;
     }
     printf("    note: unable to merge the native and Python stacks (%d eval-loop frames, %d "
            "Python entry frames): both shown\n    native:\n",
            (int)cli_json_num(n, "evalFrames", 0), (int)cli_json_num(n, "entryFrames", 0));
-    cJSON_ArrayForEach(f, frames)
-        print_nframe(f, "      ");
+    cJSON_ArrayForEach(f, frames) print_nframe(f, "      ");
     printf("    Python:\n");
     cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(n, "pythonFrames"))
         print_nframe(f, "      ");
@@ -107,8 +105,9 @@ static void task_print(const cJSON *tasks, const cJSON *t, const char *prefix, i
     int seen = 0;
     for (int i = 0; i < depth && !seen; i++)
         seen = id && strcmp(path[i], id) == 0;
-    printf("%s%s (T) %s %s", prefix, last ? "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80" /* └── */
-                                          : "\xe2\x94\x9c\xe2\x94\x80\xe2\x94\x80" /* ├── */,
+    printf("%s%s (T) %s %s", prefix,
+           last ? "\xe2\x94\x94\xe2\x94\x80\xe2\x94\x80" /* └── */
+                : "\xe2\x94\x9c\xe2\x94\x80\xe2\x94\x80" /* ├── */,
            task_label(t), cli_json_text(t, "state") ? cli_json_text(t, "state") : "?");
     if (cli_json_true(t, "running"))
         printf(", running");
@@ -147,9 +146,9 @@ static void task_print(const cJSON *tasks, const cJSON *t, const char *prefix, i
 static const char *thread_name(const cJSON *d, double id)
 {
     const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(d, "threads"))
-        if (cli_json_num(t, "id", -1) == id)
-            return cli_json_text(t, "name");
+    cJSON_ArrayForEach(
+        t, cJSON_GetObjectItemCaseSensitive(d, "threads")) if (cli_json_num(t, "id", -1) ==
+                                                               id) return cli_json_text(t, "name");
     return NULL;
 }
 
@@ -161,8 +160,8 @@ static int task_root(const cJSON *t, const cJSON *cycles)
     int nby = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "awaitedBy"));
     if (nby == 0)
         return 1;
-    const cJSON *c = cJSON_IsNumber(cy) ? cJSON_GetArrayItem(cycles, (int)cy->valuedouble - 1)
-                                        : NULL;
+    const cJSON *c =
+        cJSON_IsNumber(cy) ? cJSON_GetArrayItem(cycles, (int)cy->valuedouble - 1) : NULL;
     const char *id = cli_json_str(t, "id");
     const cJSON *f0 = c ? cJSON_GetArrayItem(c, 0) : NULL;
     return nby == 1 && cJSON_IsString(f0) && id && strcmp(f0->valuestring, id) == 0;
@@ -186,8 +185,7 @@ static void tasks_print(const cJSON *d, const cJSON *as)
     {
         const cJSON *id;
         printf("deadlock: await cycle: ");
-        cJSON_ArrayForEach(id, c)
-            printf("%s -> ", task_label(task_find(tasks, id->valuestring)));
+        cJSON_ArrayForEach(id, c) printf("%s -> ", task_label(task_find(tasks, id->valuestring)));
         printf("%s\n", task_label(task_find(tasks, cJSON_GetArrayItem(c, 0)->valuestring)));
     }
     /* Each loop in the order its first task comes; a loop's roots are the tasks no task awaits,
@@ -243,11 +241,11 @@ void cli_dump_print(const cJSON *d)
     const cJSON *holder = cJSON_GetObjectItemCaseSensitive(gil, "holder");
     const cJSON *others = cJSON_GetObjectItemCaseSensitive(d, "nativeThreads");
     printf("Process %d, CPython %s, %d Python thread%s", (int)cli_json_num(d, "pid", 0),
-           cli_json_text(d, "python") ? cli_json_text(d, "python") : "?", cJSON_GetArraySize(threads),
-           cJSON_GetArraySize(threads) == 1 ? "" : "s");
+           cli_json_text(d, "python") ? cli_json_text(d, "python") : "?",
+           cJSON_GetArraySize(threads), cJSON_GetArraySize(threads) == 1 ? "" : "s");
     if (cJSON_IsArray(others))
-        printf(", %d without Python", cJSON_GetArraySize(others) +
-                                          (int)cli_json_num(d, "nativeThreadsLeftOut", 0));
+        printf(", %d without Python",
+               cJSON_GetArraySize(others) + (int)cli_json_num(d, "nativeThreadsLeftOut", 0));
     printf("\n");
     if (cli_json_text(d, "core")) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "executable");
@@ -255,13 +253,15 @@ void cli_dump_print(const cJSON *d)
         const cJSON *sg = cJSON_GetObjectItemCaseSensitive(d, "signal");
         printf("Core: %s\n", cli_json_text(d, "core"));
         if (e)
-            printf("Executable: %s (build id %s)\n", cli_json_text(e, "path") ? cli_json_text(e, "path") : "?",
+            printf("Executable: %s (build id %s)\n",
+                   cli_json_text(e, "path") ? cli_json_text(e, "path") : "?",
                    cli_json_text(e, "buildId") ? cli_json_text(e, "buildId") : "unknown");
         if (l)
             printf("libpython: %s (build id %s)\n", cli_json_text(l, "path"),
                    cli_json_text(l, "buildId") ? cli_json_text(l, "buildId") : "unknown");
         if (cJSON_IsObject(sg))
-            printf("Signal: %d (%s)\n", (int)cli_json_num(sg, "number", 0), cli_json_text(sg, "name"));
+            printf("Signal: %d (%s)\n", (int)cli_json_num(sg, "number", 0),
+                   cli_json_text(sg, "name"));
         else
             printf("Signal: none (a core of a running process: gcore)\n");
     }
@@ -292,7 +292,8 @@ void cli_dump_print(const cJSON *d)
         if (cli_json_true(t, "truncated"))
             strcat(tags, ", stack truncated");
         printf("\nThread %.0f \"%s\" (ident %.0f%s)\n", cli_json_num(t, "id", 0),
-               cli_json_text(t, "name") ? cli_json_text(t, "name") : "", cli_json_num(t, "ident", 0), tags);
+               cli_json_text(t, "name") ? cli_json_text(t, "name") : "",
+               cli_json_num(t, "ident", 0), tags);
         const cJSON *frames = cJSON_GetObjectItemCaseSensitive(t, "frames"), *f;
         if (cJSON_GetObjectItemCaseSensitive(t, "native")) {
             print_native(t);

@@ -109,7 +109,8 @@ static int interrupt_running(const struct cli_opts *o)
     if (cli_json_true(body, "interrupted") && cJSON_IsNumber(nw))
         printf("not interrupted yet: the evaluation waits in native code (system call %d); "
                "KeyboardInterrupt is pending and takes effect only if that call returns to "
-               "Python code\n", (int)nw->valuedouble);
+               "Python code\n",
+               (int)nw->valuedouble);
     else if (cli_json_true(body, "interrupted"))
         printf("interrupted the running evaluation (KeyboardInterrupt when it next runs Python "
                "code)\n");

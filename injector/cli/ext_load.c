@@ -25,7 +25,8 @@ const struct cli_ext *cli_ext_load(struct pb_err *err)
     if (h)
         ext = dlsym(h, CLI_EXT_ENTRY);
     if (!ext)
-        pb_err_set(err, -ENOENT, "cannot load the CLI's private library: %s: reinstall probing "
+        pb_err_set(err, -ENOENT,
+                   "cannot load the CLI's private library: %s: reinstall probing "
                    "('make install': it belongs beside the probes) or set PROBING_LIBDIR",
                    h ? "it has no " CLI_EXT_ENTRY " (from another build of probing)" : dlerror());
     return ext;
@@ -38,7 +39,9 @@ int cli_ext_check(struct pb_err *err)
     snprintf(lib, sizeof lib, "%s/%s", dir, CLI_EXT_LIB);
     if (access(lib, R_OK) == 0)
         return 0;
-    return pb_err_set(err, -ENOENT, "cannot load the CLI's private library: %s: %s: reinstall "
+    return pb_err_set(err, -ENOENT,
+                      "cannot load the CLI's private library: %s: %s: reinstall "
                       "probing ('make install': it belongs beside the probes) or set "
-                      "PROBING_LIBDIR", lib, strerror(errno));
+                      "PROBING_LIBDIR",
+                      lib, strerror(errno));
 }

@@ -19,70 +19,78 @@
 #include "cli.h"
 #include "injector/render/flame.h"
 
-enum { FMT_SVG = CLI_FG_SVG, FMT_FOLDED = CLI_FG_FOLDED, FMT_SPEEDSCOPE = CLI_FG_SPEEDSCOPE,
-       FMT_CHROME = CLI_FG_CHROME, FMT_PPROF = CLI_FG_PPROF };
+enum {
+    FMT_SVG = CLI_FG_SVG,
+    FMT_FOLDED = CLI_FG_FOLDED,
+    FMT_SPEEDSCOPE = CLI_FG_SPEEDSCOPE,
+    FMT_CHROME = CLI_FG_CHROME,
+    FMT_PPROF = CLI_FG_PPROF
+};
 #define PAGE_ROWS 5000
 
 static void help(void)
 {
-    printf("usage: probing -p PID flamegraph [-o FILE] [--format FORMAT]\n"
-           "                 [--thread TID] [--since SECONDS] [--mode cpu|wall]\n"
-           "                 [--title TEXT] [--width PIXELS] [--native=all]\n"
-           "                 [--gil] [--idle] [--window FROM:TO]\n"
-           "                 [--diff BEFORE.folded | --diff-window FROM:TO]\n"
-           "\n"
-           "Render the samples 'probing -p PID perf --cc' collected (while it runs or after\n"
-           "'perf --stop') as a flame graph. Python frames and native frames are merged in one\n"
-           "stack, callers above callees: the native frames of extensions and libraries where\n"
-           "they were called, CPython's own frames (eval loop, call machinery, unnamed\n"
-           "interpreter frames) and the start-up at the root left out.\n"
-           "\n"
-           "  -o, --output FILE   write to FILE (default: stdout; an SVG or pprof asked for\n"
-           "                      on a terminal goes to flamegraph-PID.svg/.pb.gz instead)\n"
-           "  -f, --format F      svg (default; interactive: click to zoom, search box),\n"
-           "                      folded ('a;b;c 12' lines, for flamegraph.pl, inferno...),\n"
-           "                      speedscope (JSON for https://www.speedscope.app, one profile\n"
-           "                      per thread), chrometrace (a per-thread timeline, Chrome trace\n"
-           "                      JSON for https://ui.perfetto.dev) or pprof (gzip'd\n"
-           "                      profile.proto for go tool pprof, Pyroscope, Parca).\n"
-           "                      Default from FILE's extension: .folded/.txt folded,\n"
-           "                      .trace.json/.trace chrometrace, .pb.gz/.pprof/.pb pprof,\n"
-           "                      .json/.speedscope speedscope, else svg\n"
-           "      --thread TID    only thread TID (the native id, as 'debug --dump' shows)\n"
-           "      --since S       only the last S seconds of the profile (before its last sample)\n"
-           "      --window A:B    only the samples taken A to B seconds after the profile's\n"
-           "                      first ('30:' from 30 s on, ':60' the first minute)\n"
-           "      --mode cpu|wall only samples taken in that mode\n"
-           "      --gil           only samples where the thread held the GIL: what the GIL is\n"
-           "                      busy with\n"
-           "      --idle          also the samples of threads off the CPU (wall mode: sleeping,\n"
-           "                      waiting), left out by default as py-spy does\n"
-           "      --title TEXT    the SVG's title (default: \"probing PID: N samples\")\n"
-           "      --width PX      the SVG's width in pixels (default 1200)\n"
-           "      --native=all    keep every native frame, CPython's own and the start-up too\n"
-           "      --diff BEFORE   a differential flame graph: this profile's shape, each frame\n"
-           "                      red where its share of the samples grew since BEFORE (folded\n"
-           "                      stacks, as '-f folded' wrote them earlier), blue where it\n"
-           "                      shrank\n"
-           "      --diff-window A:B  a differential flame graph against the samples taken A to\n"
-           "                      B seconds after the profile's first, of this same profile:\n"
-           "                      what changed since then (this side: --window, else from B\n"
-           "                      on), without a restart or a file kept from before\n"
-           "\n"
-           "Example: probing -p 4242 perf --cc --duration 5 && probing -p 4242 flamegraph -o cpu.svg\n"
-           "('probing -p PID record -o FILE' samples, waits and renders in one command.)\n"
-           "Example: probing -p 4242 flamegraph --diff-window 0:60 -o changed.svg  (the first\n"
-           "minute against everything since)\n");
+    printf(
+        "usage: probing -p PID flamegraph [-o FILE] [--format FORMAT]\n"
+        "                 [--thread TID] [--since SECONDS] [--mode cpu|wall]\n"
+        "                 [--title TEXT] [--width PIXELS] [--native=all]\n"
+        "                 [--gil] [--idle] [--window FROM:TO]\n"
+        "                 [--diff BEFORE.folded | --diff-window FROM:TO]\n"
+        "\n"
+        "Render the samples 'probing -p PID perf --cc' collected (while it runs or after\n"
+        "'perf --stop') as a flame graph. Python frames and native frames are merged in one\n"
+        "stack, callers above callees: the native frames of extensions and libraries where\n"
+        "they were called, CPython's own frames (eval loop, call machinery, unnamed\n"
+        "interpreter frames) and the start-up at the root left out.\n"
+        "\n"
+        "  -o, --output FILE   write to FILE (default: stdout; an SVG or pprof asked for\n"
+        "                      on a terminal goes to flamegraph-PID.svg/.pb.gz instead)\n"
+        "  -f, --format F      svg (default; interactive: click to zoom, search box),\n"
+        "                      folded ('a;b;c 12' lines, for flamegraph.pl, inferno...),\n"
+        "                      speedscope (JSON for https://www.speedscope.app, one profile\n"
+        "                      per thread), chrometrace (a per-thread timeline, Chrome trace\n"
+        "                      JSON for https://ui.perfetto.dev) or pprof (gzip'd\n"
+        "                      profile.proto for go tool pprof, Pyroscope, Parca).\n"
+        "                      Default from FILE's extension: .folded/.txt folded,\n"
+        "                      .trace.json/.trace chrometrace, .pb.gz/.pprof/.pb pprof,\n"
+        "                      .json/.speedscope speedscope, else svg\n"
+        "      --thread TID    only thread TID (the native id, as 'debug --dump' shows)\n"
+        "      --since S       only the last S seconds of the profile (before its last sample)\n"
+        "      --window A:B    only the samples taken A to B seconds after the profile's\n"
+        "                      first ('30:' from 30 s on, ':60' the first minute)\n"
+        "      --mode cpu|wall only samples taken in that mode\n"
+        "      --gil           only samples where the thread held the GIL: what the GIL is\n"
+        "                      busy with\n"
+        "      --idle          also the samples of threads off the CPU (wall mode: sleeping,\n"
+        "                      waiting), left out by default as py-spy does\n"
+        "      --title TEXT    the SVG's title (default: \"probing PID: N samples\")\n"
+        "      --width PX      the SVG's width in pixels (default 1200)\n"
+        "      --native=all    keep every native frame, CPython's own and the start-up too\n"
+        "      --diff BEFORE   a differential flame graph: this profile's shape, each frame\n"
+        "                      red where its share of the samples grew since BEFORE (folded\n"
+        "                      stacks, as '-f folded' wrote them earlier), blue where it\n"
+        "                      shrank\n"
+        "      --diff-window A:B  a differential flame graph against the samples taken A to\n"
+        "                      B seconds after the profile's first, of this same profile:\n"
+        "                      what changed since then (this side: --window, else from B\n"
+        "                      on), without a restart or a file kept from before\n"
+        "\n"
+        "Example: probing -p 4242 perf --cc --duration 5 && probing -p 4242 flamegraph -o cpu.svg\n"
+        "('probing -p PID record -o FILE' samples, waits and renders in one command.)\n"
+        "Example: probing -p 4242 flamegraph --diff-window 0:60 -o changed.svg  (the first\n"
+        "minute against everything since)\n");
 }
 
 #define fg_opts cli_fg_opts
 
 int cli_fg_format(const char *s)
 {
-    return strcmp(s, "svg") == 0 ? FMT_SVG : strcmp(s, "folded") == 0 ? FMT_FOLDED
-           : strcmp(s, "speedscope") == 0 ? FMT_SPEEDSCOPE
-           : strcmp(s, "chrometrace") == 0 ? FMT_CHROME : strcmp(s, "pprof") == 0 ? FMT_PPROF
-           : -1;
+    return strcmp(s, "svg") == 0           ? FMT_SVG
+           : strcmp(s, "folded") == 0      ? FMT_FOLDED
+           : strcmp(s, "speedscope") == 0  ? FMT_SPEEDSCOPE
+           : strcmp(s, "chrometrace") == 0 ? FMT_CHROME
+           : strcmp(s, "pprof") == 0       ? FMT_PPROF
+                                           : -1;
 }
 #define parse_format cli_fg_format
 
@@ -127,7 +135,8 @@ static int parse_window(const char *cmd, const char *opt, const char *arg, doubl
     return 0;
 bad:
     cli_error("%s: %s '%s': expected FROM:TO, seconds after the profile's first sample "
-              "(FROM < TO, either may be left out: '30:', ':60')", cmd, opt, arg);
+              "(FROM < TO, either may be left out: '30:', ':60')",
+              cmd, opt, arg);
     return CLI_USAGE;
 }
 
@@ -168,8 +177,10 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double fir
     for (;;) {
         char key[160] = "";
         if (!first)
-            snprintf(key, sizeof key, " AND (s.thread_id > %lld OR (s.thread_id = %lld AND "
-                     "s.stack_id > %lld))", last_tid, last_tid, last_sid);
+            snprintf(key, sizeof key,
+                     " AND (s.thread_id > %lld OR (s.thread_id = %lld AND "
+                     "s.stack_id > %lld))",
+                     last_tid, last_tid, last_sid);
         snprintf(sql, sizeof sql,
                  "SELECT s.thread_id, MAX(s.thread_name), s.stack_id, MAX(st.%s), COUNT(*) "
                  "FROM perf.samples s JOIN perf.stacks st ON st.stack_id = s.stack_id "
@@ -196,9 +207,9 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double fir
                 continue; /* a sample whose stack is gone: nothing to draw */
             /* C++ names the target could not demangle (no libstdc++ of its own loaded) */
             char *dem = cli_demangle_folded(folded->valuestring);
-            int added = flame_tree_add_id(t, last_tid, cJSON_IsString(name) ? name->valuestring
-                                                                             : NULL,
-                                          last_sid, dem ? dem : folded->valuestring, n);
+            int added =
+                flame_tree_add_id(t, last_tid, cJSON_IsString(name) ? name->valuestring : NULL,
+                                  last_sid, dem ? dem : folded->valuestring, n);
             free(dem);
             if (added < 0) {
                 cJSON_Delete(body);
@@ -210,9 +221,11 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double fir
         cJSON_Delete(body);
         if (cut) {
             if (nrows == 0) {
-                pb_err_set(err, PB_EUNKNOWN, "%s: one stack is larger than "
+                pb_err_set(err, PB_EUNKNOWN,
+                           "%s: one stack is larger than "
                            "query.max_bytes: raise it with 'probing -p PID config "
-                           "query.max_bytes=N'", o->cmd);
+                           "query.max_bytes=N'",
+                           o->cmd);
                 return -1;
             }
         } else if (nrows < PAGE_ROWS) {
@@ -226,8 +239,8 @@ static long long load(struct dap_client *dc, const struct fg_opts *o, double fir
  * t's stacks (which load() filled, ordered by thread and stack id), paged like load(). Returns
  * the number of ticks, or -1 with err filled. */
 static long long load_ticks(struct dap_client *dc, const struct fg_opts *o, double first_ts,
-                            double last_ts, const struct flame_tree *t,
-                            struct flame_tick **out, struct pb_err *err)
+                            double last_ts, const struct flame_tree *t, struct flame_tick **out,
+                            struct pb_err *err)
 {
     char filt[384], sql[1152];
     where(o, first_ts, last_ts, filt, sizeof filt);
@@ -239,13 +252,15 @@ static long long load_ticks(struct dap_client *dc, const struct fg_opts *o, doub
     for (;;) {
         char key[256] = "";
         if (!first)
-            snprintf(key, sizeof key, " AND (s.thread_id > %lld OR (s.thread_id = %lld AND "
-                     "(s.ts > %.17g OR (s.ts = %.17g AND s.stack_id > %lld))))", last_tid,
-                     last_tid, last_at, last_at, last_sid);
+            snprintf(key, sizeof key,
+                     " AND (s.thread_id > %lld OR (s.thread_id = %lld AND "
+                     "(s.ts > %.17g OR (s.ts = %.17g AND s.stack_id > %lld))))",
+                     last_tid, last_tid, last_at, last_at, last_sid);
         snprintf(sql, sizeof sql,
                  "SELECT s.thread_id, s.ts, s.stack_id FROM perf.samples s WHERE %s%s "
                  "GROUP BY s.thread_id, s.ts, s.stack_id ORDER BY s.thread_id, s.ts, s.stack_id "
-                 "LIMIT %d", filt, key, PAGE_ROWS);
+                 "LIMIT %d",
+                 filt, key, PAGE_ROWS);
         struct pb_err qerr = {0};
         cJSON *body = cli_query(dc, sql, &qerr);
         if (!body) {
@@ -329,8 +344,11 @@ static int render(const struct flame_tree *t, const struct fg_opts *o, const str
                                     o->mode ? o->mode : r->modes, r->title};
         return ext->pprof(t, &pi, f, err);
     } else {
-        struct flame_svg_opts so = {.title = r->title, .subtitle = r->subtitle, .width = o->width,
-                                    .minwidth = -1, .before = o->before};
+        struct flame_svg_opts so = {.title = r->title,
+                                    .subtitle = r->subtitle,
+                                    .width = o->width,
+                                    .minwidth = -1,
+                                    .before = o->before};
         rc = flame_write_svg(t, &so, f);
     }
     if (rc < 0)
@@ -346,8 +364,7 @@ void cli_fg_format_guess(struct fg_opts *o)
         o->fmt = FMT_FOLDED;
     else if (ends_with(o->out, ".trace.json") || ends_with(o->out, ".trace"))
         o->fmt = FMT_CHROME;
-    else if (ends_with(o->out, ".pb.gz") || ends_with(o->out, ".pprof") ||
-             ends_with(o->out, ".pb"))
+    else if (ends_with(o->out, ".pb.gz") || ends_with(o->out, ".pprof") || ends_with(o->out, ".pb"))
         o->fmt = FMT_PPROF;
     else if (ends_with(o->out, ".json") || ends_with(o->out, ".speedscope"))
         o->fmt = FMT_SPEEDSCOPE;
@@ -355,15 +372,21 @@ void cli_fg_format_guess(struct fg_opts *o)
 
 static int parse_args(int argc, char **argv, struct fg_opts *o)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
-        {"thread", required_argument, 0, 'T'}, {"since", required_argument, 0, 's'},
-        {"mode", required_argument, 0, 'm'},   {"title", required_argument, 0, 't'},
-        {"width", required_argument, 0, 'w'},  {"help", no_argument, 0, 'h'},
-        {"diff", required_argument, 0, 'D'},   {"native", optional_argument, 0, 'n'},
-        {"gil", no_argument, 0, 'G'},          {"idle", no_argument, 0, 'I'},
-        {"window", required_argument, 0, 'W'}, {"diff-window", required_argument, 0, 'X'},
-        {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"thread", required_argument, 0, 'T'},
+                                             {"since", required_argument, 0, 's'},
+                                             {"mode", required_argument, 0, 'm'},
+                                             {"title", required_argument, 0, 't'},
+                                             {"width", required_argument, 0, 'w'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {"diff", required_argument, 0, 'D'},
+                                             {"native", optional_argument, 0, 'n'},
+                                             {"gil", no_argument, 0, 'G'},
+                                             {"idle", no_argument, 0, 'I'},
+                                             {"window", required_argument, 0, 'W'},
+                                             {"diff-window", required_argument, 0, 'X'},
+                                             {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
         if (c == 'h') {
@@ -436,7 +459,8 @@ int cli_fg_option(struct fg_opts *o, int c, const char *arg)
     case 'n':
         if (arg && strcmp(arg, "all") != 0) {
             cli_error("%s: --native=%s: expected --native=all (every native frame) or --native "
-                      "(the default)", o->cmd, arg);
+                      "(the default)",
+                      o->cmd, arg);
             return CLI_USAGE;
         }
         o->all = arg != NULL;
@@ -464,8 +488,8 @@ static int write_output(const struct flame_tree *t, const struct fg_opts *o, str
         snprintf(title, sizeof title, "probing %d: %lld samples", (int)pid, n);
     else
         snprintf(title, sizeof title, "probing: %lld samples", n);
-    double span = o->since > 0 && o->since < r->last_ts - r->first_ts ? o->since
-                                                                       : r->last_ts - r->first_ts;
+    double span =
+        o->since > 0 && o->since < r->last_ts - r->first_ts ? o->since : r->last_ts - r->first_ts;
     time_t a = (time_t)(r->last_ts - span), b = (time_t)r->last_ts;
     struct tm tm;
     strftime(ta, sizeof ta, "%Y-%m-%d %H:%M:%S", localtime_r(&a, &tm));
@@ -474,16 +498,21 @@ static int write_output(const struct flame_tree *t, const struct fg_opts *o, str
         char wa[96], wb[96];
         window_text(o->win, wa, sizeof wa);
         window_text(o->dwin, wb, sizeof wb);
-        snprintf(subtitle, sizeof subtitle, "differential: the samples%s against those%s "
-                 "(%llu samples): red grew, blue shrank (share of all samples)", wa, wb,
-                 o->before->root.total);
+        snprintf(subtitle, sizeof subtitle,
+                 "differential: the samples%s against those%s "
+                 "(%llu samples): red grew, blue shrank (share of all samples)",
+                 wa, wb, o->before->root.total);
     } else if (o->before)
-        snprintf(subtitle, sizeof subtitle, "differential against %.200s (%llu samples): red "
-                 "grew, blue shrank (share of all samples)", o->diff, o->before->root.total);
+        snprintf(subtitle, sizeof subtitle,
+                 "differential against %.200s (%llu samples): red "
+                 "grew, blue shrank (share of all samples)",
+                 o->diff, o->before->root.total);
     else
         snprintf(subtitle, sizeof subtitle, "%s mode, %zu thread%s, %s to %s",
-                 o->mode ? o->mode : r->modes[0] ? r->modes : "?", t->nthreads,
-                 t->nthreads == 1 ? "" : "s", ta, tb);
+                 o->mode       ? o->mode
+                 : r->modes[0] ? r->modes
+                               : "?",
+                 t->nthreads, t->nthreads == 1 ? "" : "s", ta, tb);
     r->title = o->title ? o->title : title;
     r->subtitle = subtitle;
 
@@ -539,8 +568,8 @@ static void fg_close(struct fg_profile *p)
 
 /* Reads the profile o asks for. 0, or -1 with err filled with one line ("flamegraph: ...";
  * code -ENOENT when there is no sample). */
-static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
-                   struct fg_profile *p, struct pb_err *err)
+static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o, struct fg_profile *p,
+                   struct pb_err *err)
 {
     memset(p, 0, sizeof *p);
     flame_tree_init(&p->t);
@@ -549,16 +578,19 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
     filt[0] = '\0';
     if (o->after > 0)
         snprintf(filt, sizeof filt, "WHERE ts > %.17g", o->after);
-    snprintf(sql, sizeof sql, "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode), "
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*), MIN(ts), MAX(ts), GROUP_CONCAT(DISTINCT mode), "
              "(SELECT GROUP_CONCAT(thread_id, ', ') FROM (SELECT DISTINCT thread_id "
-             "FROM perf.samples %s ORDER BY thread_id LIMIT 20)) FROM perf.samples %s", filt,
-             filt);
+             "FROM perf.samples %s ORDER BY thread_id LIMIT 20)) FROM perf.samples %s",
+             filt, filt);
     struct pb_err qerr = {0};
     cJSON *body = cli_query(dc, sql, &qerr);
     if (!body) {
         if (strstr(qerr.msg, "no such table"))
-            return pb_err_set(err, qerr.code, "%s: this probe has no perf tables (%s): update "
-                              "probing", o->cmd, qerr.msg);
+            return pb_err_set(err, qerr.code,
+                              "%s: this probe has no perf tables (%s): update "
+                              "probing",
+                              o->cmd, qerr.msg);
         return pb_err_set(err, qerr.code, "%s: %s", o->cmd, qerr.msg);
     }
     const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(body, "rows"), 0);
@@ -573,14 +605,20 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
     cJSON_Delete(body);
     if (p->total <= 0) {
         if (o->after > 0 || strcmp(o->cmd, "record") == 0)
-            return pb_err_set(err, -ENOENT, "%s: no samples: no thread of process %d ran while "
+            return pb_err_set(err, -ENOENT,
+                              "%s: no samples: no thread of process %d ran while "
                               "recording (cpu mode samples threads using CPU; --mode wall "
-                              "samples sleeping ones too)", o->cmd, (int)pid);
+                              "samples sleeping ones too)",
+                              o->cmd, (int)pid);
         if (pid > 0)
-            return pb_err_set(err, -ENOENT, "%s: no samples in process %d: run 'probing -p %d "
-                              "perf --cc' first", o->cmd, (int)pid, (int)pid);
-        return pb_err_set(err, -ENOENT, "%s: no samples: run 'probing perf --cc' on the target "
-                          "first", o->cmd);
+            return pb_err_set(err, -ENOENT,
+                              "%s: no samples in process %d: run 'probing -p %d "
+                              "perf --cc' first",
+                              o->cmd, (int)pid, (int)pid);
+        return pb_err_set(err, -ENOENT,
+                          "%s: no samples: run 'probing perf --cc' on the target "
+                          "first",
+                          o->cmd);
     }
     p->n = load(dc, o, p->first_ts, p->last_ts, &p->t, err);
     if (p->n < 0)
@@ -600,10 +638,12 @@ static int fg_load(struct dap_client *dc, pid_t pid, const struct fg_opts *o,
             k += (size_t)snprintf(what + k, sizeof what - k, " holding the GIL");
         if (!o->idle && strstr(p->modes, "wall"))
             snprintf(what + k, sizeof what - k, " on CPU (--idle adds the off-CPU ones)");
-        return pb_err_set(err, -ENOENT, "%s: no samples%s: the profile has %.0f %s sample%s "
-                          "over %.1f s, of thread%s %s", o->cmd, what, p->total,
-                          p->modes[0] ? p->modes : "?", p->total == 1 ? "" : "s",
-                          p->last_ts - p->first_ts, strchr(threads, ',') ? "s" : "", threads);
+        return pb_err_set(err, -ENOENT,
+                          "%s: no samples%s: the profile has %.0f %s sample%s "
+                          "over %.1f s, of thread%s %s",
+                          o->cmd, what, p->total, p->modes[0] ? p->modes : "?",
+                          p->total == 1 ? "" : "s", p->last_ts - p->first_ts,
+                          strchr(threads, ',') ? "s" : "", threads);
     }
     flame_tree_sort(&p->t);
     sampler_status(dc, &p->lost, &p->rate);
@@ -643,7 +683,8 @@ static int fg_load_before(struct dap_client *dc, pid_t pid, struct fg_opts *o,
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
         const char *rest = strncmp(msg, o->cmd, strlen(o->cmd)) == 0 && msg[strlen(o->cmd)] == ':'
-                           ? msg + strlen(o->cmd) + 2 : msg;
+                               ? msg + strlen(o->cmd) + 2
+                               : msg;
         return pb_err_set(err, err->code, "%s: --diff-window: %s", o->cmd, rest);
     }
     if (!o->win_set) { /* cli_fg_preload refused an open-ended one */
@@ -678,7 +719,8 @@ int cli_fg_render(struct dap_client *dc, pid_t pid, const struct fg_opts *opts)
     if (write_output(&p.t, o, &r, p.n) < 0)
         goto out;
     if (p.lost > 0)
-        fprintf(stderr, "probing: note: the sampler dropped %lld samples (perf.max_samples "
+        fprintf(stderr,
+                "probing: note: the sampler dropped %lld samples (perf.max_samples "
                 "reached, or its buffers were full): the profile holds the %.0f it kept\n",
                 p.lost, p.total);
     rc = CLI_OK;
@@ -704,12 +746,14 @@ int cli_fg_preload(struct cli_fg_opts *o)
         return 0;
     if (o->fmt != FMT_SVG) {
         cli_error("%s: %s draws an SVG: leave out --format (or give svg, or an -o ending in "
-                  ".svg)", o->cmd, o->diff ? "--diff" : "--diff-window");
+                  ".svg)",
+                  o->cmd, o->diff ? "--diff" : "--diff-window");
         return CLI_USAGE;
     }
     if (o->dwin_set && !o->win_set && !isfinite(o->dwin[1])) {
         cli_error("%s: --diff-window %g: reaches the end of the profile: give it an end "
-                  "(FROM:TO) or give --window too", o->cmd, o->dwin[0]);
+                  "(FROM:TO) or give --window too",
+                  o->cmd, o->dwin[0]);
         return CLI_USAGE;
     }
     if (!o->diff)
@@ -729,8 +773,10 @@ int cli_fg_preload(struct cli_fg_opts *o)
     int n = flame_tree_parse(o->before, in);
     fclose(in);
     if (n <= 0 || !o->before->root.total) {
-        cli_error("%s: --diff %s: %s", o->cmd, o->diff, n < 0 ? "out of memory" :
-                  "no folded stacks in it ('a;b;c 12' lines, as 'flamegraph -f folded' writes)");
+        cli_error(
+            "%s: --diff %s: %s", o->cmd, o->diff,
+            n < 0 ? "out of memory"
+                  : "no folded stacks in it ('a;b;c 12' lines, as 'flamegraph -f folded' writes)");
         cli_fg_close(o);
         return CLI_FAIL;
     }
@@ -785,8 +831,10 @@ int cli_flamegraph_write(struct dap_client *dc, pid_t pid, const char *format,
     }
     o.cmd = "flamegraph";
     if ((o.fmt = parse_format(format)) < 0)
-        return pb_err_set(err, PB_EUSAGE, "format '%s': expected svg, folded, speedscope, "
-                          "chrometrace or pprof", format);
+        return pb_err_set(err, PB_EUSAGE,
+                          "format '%s': expected svg, folded, speedscope, "
+                          "chrometrace or pprof",
+                          format);
     struct fg_profile p;
     int rc = fg_load(dc, pid, &o, &p, err);
     if (rc < 0 && err->code == -ENOENT && p.total <= 0) /* the web UI's words, not the CLI's */

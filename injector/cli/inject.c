@@ -11,26 +11,27 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID inject [-l|--listen HOST:PORT] [-c|--crash] [-P|--pprof] [--json]\n"
-           "\n"
-           "Load the probe into the running Python process PID (ptrace + dlopen; no restart).\n"
-           "If it is already loaded, just check that it answers.\n"
-           "\n"
-           "  -l, --listen HOST:PORT  also serve DAP on TCP (port 0 picks a free port); clients\n"
-           "                          must send the token in 'attach': $PROBING_TOKEN if set,\n"
-           "                          else a generated one, printed here\n"
-           "  -c, --crash             crash capture: on SIGSEGV, SIGBUS, SIGILL, SIGFPE or\n"
-           "                          SIGABRT write the native and Python stacks to a file\n"
-           "                          (setting crash.path), then let the signal go on to the\n"
-           "                          handler that was there before (docs/crash.md)\n"
-           "      --no-crash          disarm crash capture, putting the old handlers back\n"
-           "  -P, --pprof             start perf --cc sampling at once (100 Hz, CPU time);\n"
-           "                          'probing -p PID perf --stop' stops it (docs/perf.md)\n"
-           "      --json              print one JSON object instead (not with -c or -P): pid,\n"
-           "                          state (loaded or already loaded), python, socket (as\n"
-           "                          the target sees it), reachable (the same socket from\n"
-           "                          here, through /proc/PID/root); with --listen, address\n"
-           "                          and token\n");
+    printf(
+        "usage: probing -p PID inject [-l|--listen HOST:PORT] [-c|--crash] [-P|--pprof] [--json]\n"
+        "\n"
+        "Load the probe into the running Python process PID (ptrace + dlopen; no restart).\n"
+        "If it is already loaded, just check that it answers.\n"
+        "\n"
+        "  -l, --listen HOST:PORT  also serve DAP on TCP (port 0 picks a free port); clients\n"
+        "                          must send the token in 'attach': $PROBING_TOKEN if set,\n"
+        "                          else a generated one, printed here\n"
+        "  -c, --crash             crash capture: on SIGSEGV, SIGBUS, SIGILL, SIGFPE or\n"
+        "                          SIGABRT write the native and Python stacks to a file\n"
+        "                          (setting crash.path), then let the signal go on to the\n"
+        "                          handler that was there before (docs/crash.md)\n"
+        "      --no-crash          disarm crash capture, putting the old handlers back\n"
+        "  -P, --pprof             start perf --cc sampling at once (100 Hz, CPU time);\n"
+        "                          'probing -p PID perf --stop' stops it (docs/perf.md)\n"
+        "      --json              print one JSON object instead (not with -c or -P): pid,\n"
+        "                          state (loaded or already loaded), python, socket (as\n"
+        "                          the target sees it), reachable (the same socket from\n"
+        "                          here, through /proc/PID/root); with --listen, address\n"
+        "                          and token\n");
 }
 
 /* The original Probing's environment variables that the probe does not read: one note each on
@@ -65,8 +66,10 @@ static void env_notes(pid_t pid)
             size_t l = strlen(vars[i].var);
             if (strncmp(buf + at, vars[i].var, l) != 0 || buf[at + l] != '=')
                 continue;
-            fprintf(stderr, "probing: note: %s is the original Probing's and is not read here: "
-                    "%s%d%s\n", vars[i].var, vars[i].before, (int)pid, vars[i].after);
+            fprintf(stderr,
+                    "probing: note: %s is the original Probing's and is not read here: "
+                    "%s%d%s\n",
+                    vars[i].var, vars[i].before, (int)pid, vars[i].after);
         }
 }
 
@@ -86,19 +89,21 @@ static int crash_set(struct dap_client *dc, int enable, struct pb_err *err)
         printf("crash capture %s: a crash writes %s, then goes on to the previous handler\n",
                changed ? "armed" : "already armed", path ? path : "?");
     else
-        printf("crash capture %s\n", changed ? "disarmed: previous handlers restored"
-                                             : "was not armed");
+        printf("crash capture %s\n",
+               changed ? "disarmed: previous handlers restored" : "was not armed");
     cJSON_Delete(body);
     return 0;
 }
 
 int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"listen", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
-        {"crash", no_argument, 0, 'c'},        {"no-crash", no_argument, 0, 'C'},
-        {"pprof", no_argument, 0, 'P'},        {"json", no_argument, 0, 'J'},
-        {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {"crash", no_argument, 0, 'c'},
+                                             {"no-crash", no_argument, 0, 'C'},
+                                             {"pprof", no_argument, 0, 'P'},
+                                             {"json", no_argument, 0, 'J'},
+                                             {0, 0, 0, 0}};
     const char *listen = NULL;
     int c, crash = -1, pprof = 0, json = 0;
     while ((c = getopt_long(argc, argv, "l:hcP", longopts, NULL)) != -1) {

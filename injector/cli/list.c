@@ -46,7 +46,8 @@ static cJSON *describe(pid_t pid, const char *lib, int timeout_ms)
     if (rc == 0) {
         cJSON *py = cJSON_GetObjectItemCaseSensitive(info, "python");
         if (cJSON_IsString(py))
-            cJSON_ReplaceItemInObjectCaseSensitive(o, "python", cJSON_CreateString(py->valuestring));
+            cJSON_ReplaceItemInObjectCaseSensitive(o, "python",
+                                                   cJSON_CreateString(py->valuestring));
         cJSON_AddItemToObject(o, "socket", cJSON_DetachItemFromObject(info, "socket"));
         cJSON_AddItemToObject(o, "tcp", cJSON_DetachItemFromObject(info, "tcp"));
         cJSON_AddNullToObject(o, "error");
@@ -106,7 +107,8 @@ int cli_cmd_list(const struct cli_opts *o, int argc, char **argv)
         const cJSON *p;
         cJSON_ArrayForEach(p, all)
         {
-            const cJSON *sock = cJSON_GetObjectItem(p, "socket"), *tcp = cJSON_GetObjectItem(p, "tcp");
+            const cJSON *sock = cJSON_GetObjectItem(p, "socket"),
+                        *tcp = cJSON_GetObjectItem(p, "tcp");
             const cJSON *er = cJSON_GetObjectItem(p, "error");
             printf("%-8d %-8s %-36s %-22s %s\n", cJSON_GetObjectItem(p, "pid")->valueint,
                    cli_json_text(p, "python"),

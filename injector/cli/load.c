@@ -69,8 +69,8 @@ static int probe_copies(pid_t pid)
         if (!file)
             continue;
         file[strcspn(file, "\n")] = '\0';
-        if (strncmp(strrchr(file, '/') + 1, CLI_PROBE_LIB_PREFIX,
-                    strlen(CLI_PROBE_LIB_PREFIX)) != 0)
+        if (strncmp(strrchr(file, '/') + 1, CLI_PROBE_LIB_PREFIX, strlen(CLI_PROBE_LIB_PREFIX)) !=
+            0)
             continue;
         int i = 0;
         while (i < n && strcmp(seen[i], file) != 0)
@@ -105,7 +105,8 @@ static int probe_orphaned(pid_t pid, int grace_ms)
         if (rc != -ENOENT && rc != -ECONNREFUSED)
             return 0; /* it answers, or refuses us (the caller's connect says why) */
         long tracer = pb_read_file(path, status, sizeof status) > 0
-                          ? cli_proc_status_value(status, "TracerPid", 0) : -1;
+                          ? cli_proc_status_value(status, "TracerPid", 0)
+                          : -1;
         if (tracer == 0 && cli_now_ms() >= deadline)
             return 1;
         if (tracer != 0 && cli_now_ms() >= deadline + 10000)
@@ -139,14 +140,14 @@ static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
     }
     if (probe_copies(pid) >= MAX_PROBE_COPIES) {
         close(lock);
-        return pb_err_set(err, PB_ENOPROBE, "the probe in %d does not start (%d copies loaded "
+        return pb_err_set(err, PB_ENOPROBE,
+                          "the probe in %d does not start (%d copies loaded "
                           "already): see the probe's log (set PROBING_LOG in the target)",
                           (int)pid, MAX_PROBE_COPIES);
     }
     snprintf(proc, sizeof proc, "/proc/%d", (int)pid);
     if (stat(proc, &owner) < 0 || !mkdtemp(dir)) {
-        rc = pb_err_set(err, -errno, "cannot copy the probe for %d: %s", (int)pid,
-                        strerror(errno));
+        rc = pb_err_set(err, -errno, "cannot copy the probe for %d: %s", (int)pid, strerror(errno));
         close(lock);
         return rc;
     }
@@ -200,9 +201,10 @@ static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
         }
         if (rc < 0) {
             close(fd);
-            return pb_err_set(err, PB_ETIMEDOUT, "another probing command has been injecting "
-                              "into %d for %d s: retry when it is done", (int)pid,
-                              INJECT_LOCK_WAIT_MS / 1000);
+            return pb_err_set(err, PB_ETIMEDOUT,
+                              "another probing command has been injecting "
+                              "into %d for %d s: retry when it is done",
+                              (int)pid, INJECT_LOCK_WAIT_MS / 1000);
         }
         if (fstat(fd, &held) == 0 && lstat(path, &st) == 0 && held.st_dev == st.st_dev &&
             held.st_ino == st.st_ino)
@@ -272,8 +274,7 @@ static void lock_signals(const char *path)
         struct sigaction sa = {.sa_handler = on_held_signal};
         sigemptyset(&sa.sa_mask);
         held_set[i] = sigaction(held_sigs[i], NULL, &held_old[i]) == 0 &&
-                      held_old[i].sa_handler == SIG_DFL &&
-                      sigaction(held_sigs[i], &sa, NULL) == 0;
+                      held_old[i].sa_handler == SIG_DFL && sigaction(held_sigs[i], &sa, NULL) == 0;
     }
 }
 
@@ -375,4 +376,3 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
     *injected = rc == 0;
     return 0;
 }
-

@@ -61,28 +61,31 @@ static const struct {
     {"backtrace", cli_cmd_backtrace, 1, "a thread's stack with local variables"},
     {"memory", cli_cmd_memory, 1, "process and Python memory (objects, gc, tracemalloc, CUDA)"},
     {"perf", cli_cmd_perf, 1, "profile: native+Python sampling (--cc), PyTorch modules (--torch)"},
-    {"flamegraph", cli_cmd_flamegraph, 1, "perf --cc samples as svg, folded, speedscope, chrometrace, pprof"},
-    {"record", cli_cmd_record, 1, "sample, wait, write the profile, stop: one command (py-spy record)"},
+    {"flamegraph", cli_cmd_flamegraph, 1,
+     "perf --cc samples as svg, folded, speedscope, chrometrace, pprof"},
+    {"record", cli_cmd_record, 1,
+     "sample, wait, write the profile, stop: one command (py-spy record)"},
     {"top", cli_cmd_top, 1, "a live view of the hottest functions (as py-spy top)"},
     {"serve", CLI_SERVE_FN, 0, "a web UI and HTTP API (and /metrics) for this user's processes"},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: probing [-p PID | -t PID|HOST:PORT | PID | HOST:PORT] [--timeout MS] COMMAND "
-               "[ARGS]\n"
-               "\n"
-               "Attach to a live Python process, with no restart and no code change.\n"
-               "\n"
-               "Options:\n"
-               "  -p, --pid PID          the target process (injects the probe if needed)\n"
-               "  -t, --target T         PID, or HOST:PORT of a probe listening on TCP\n"
-               "                         (the token comes from $PROBING_TOKEN)\n"
-               "      --timeout MS       how long to wait for the probe (default 10000)\n"
-               "  -h, --help             this help; 'probing COMMAND --help' for a command\n"
-               "  -V, --version          print the version\n"
-               "\n"
-               "Commands:\n");
+    fprintf(f,
+            "usage: probing [-p PID | -t PID|HOST:PORT | PID | HOST:PORT] [--timeout MS] COMMAND "
+            "[ARGS]\n"
+            "\n"
+            "Attach to a live Python process, with no restart and no code change.\n"
+            "\n"
+            "Options:\n"
+            "  -p, --pid PID          the target process (injects the probe if needed)\n"
+            "  -t, --target T         PID, or HOST:PORT of a probe listening on TCP\n"
+            "                         (the token comes from $PROBING_TOKEN)\n"
+            "      --timeout MS       how long to wait for the probe (default 10000)\n"
+            "  -h, --help             this help; 'probing COMMAND --help' for a command\n"
+            "  -V, --version          print the version\n"
+            "\n"
+            "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nThe original Probing's short names work too: d/dbg, p/performance, q, e, "
@@ -97,10 +100,10 @@ static void usage(FILE *f)
 static const char *cli_compat_command(int argc, char **argv, int at)
 {
     static const char *const alias[][2] = {
-        {"d", "debug"},   {"dbg", "debug"},   {"p", "perf"},      {"performance", "perf"},
-        {"q", "query"},   {"e", "eval"},      {"bt", "backtrace"}, {"b", "backtrace"},
-        {"r", "repl"},    {"tbl", "tables"},  {"ls", "list"},     {"l", "list"},
-        {"mem", "memory"}, {"cfg", "config"}, {"c", "config"},    {"flame", "flamegraph"},
+        {"d", "debug"},      {"dbg", "debug"},  {"p", "perf"},       {"performance", "perf"},
+        {"q", "query"},      {"e", "eval"},     {"bt", "backtrace"}, {"b", "backtrace"},
+        {"r", "repl"},       {"tbl", "tables"}, {"ls", "list"},      {"l", "list"},
+        {"mem", "memory"},   {"cfg", "config"}, {"c", "config"},     {"flame", "flamegraph"},
         {"fg", "flamegraph"}};
     static const char *const answer[][2] = {
         {"launch", "start the program with the probe from the start: PROBING=1 python "
@@ -147,8 +150,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'p':
         case 't':
-            if (cli_target_parse(optarg, &o.target, &err) < 0 ||
-                (c == 'p' && o.target.pid <= 0)) {
+            if (cli_target_parse(optarg, &o.target, &err) < 0 || (c == 'p' && o.target.pid <= 0)) {
                 cli_error("%s", err.msg[0] ? err.msg : "-p takes a process id");
                 return CLI_USAGE;
             }
@@ -161,14 +163,9 @@ int main(int argc, char **argv)
                 return CLI_USAGE;
             }
             break;
-        case 'h':
-            usage(stdout);
-            return CLI_OK;
-        case 'V':
-            printf("probing %s\n", PROBING_VERSION);
-            return CLI_OK;
-        default:
-            return cli_bad_option("probing", argv);
+        case 'h': usage(stdout); return CLI_OK;
+        case 'V': printf("probing %s\n", PROBING_VERSION); return CLI_OK;
+        default: return cli_bad_option("probing", argv);
         }
     }
     if (optind >= argc) {

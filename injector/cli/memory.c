@@ -13,22 +13,23 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID memory [--top N] [--trace start|stop] [--snapshot FILE] [--json]\n"
-           "\n"
-           "The target's memory: resident and virtual size with their peaks, anonymous/file/\n"
-           "shared resident memory and swap (from /proc/PID/status); Python objects by type\n"
-           "(the N largest types by total size over gc-tracked objects, shallow sizes from\n"
-           "sys.getsizeof); gc counts, thresholds and collections; tracemalloc's N largest\n"
-           "allocation sites when it is tracing; torch's CUDA caching allocator per device\n"
-           "(allocated, reserved, peaks, inactive split, allocation retries, OOMs) when\n"
-           "torch.cuda is initialised in the target (probing never initialises CUDA).\n"
-           "\n"
-           "  --top N              how many types and allocation sites (default 10)\n"
-           "  --trace start|stop   start or stop tracemalloc in the target first\n"
-           "  --snapshot FILE      the target writes torch.cuda.memory._snapshot() to FILE as a\n"
-           "                       pickle for PyTorch's memory viewer (pytorch.org/memory_viz);\n"
-           "                       the path is the target's (made absolute here)\n"
-           "  --json               print the probing/memory body as JSON\n");
+    printf(
+        "usage: probing -p PID memory [--top N] [--trace start|stop] [--snapshot FILE] [--json]\n"
+        "\n"
+        "The target's memory: resident and virtual size with their peaks, anonymous/file/\n"
+        "shared resident memory and swap (from /proc/PID/status); Python objects by type\n"
+        "(the N largest types by total size over gc-tracked objects, shallow sizes from\n"
+        "sys.getsizeof); gc counts, thresholds and collections; tracemalloc's N largest\n"
+        "allocation sites when it is tracing; torch's CUDA caching allocator per device\n"
+        "(allocated, reserved, peaks, inactive split, allocation retries, OOMs) when\n"
+        "torch.cuda is initialised in the target (probing never initialises CUDA).\n"
+        "\n"
+        "  --top N              how many types and allocation sites (default 10)\n"
+        "  --trace start|stop   start or stop tracemalloc in the target first\n"
+        "  --snapshot FILE      the target writes torch.cuda.memory._snapshot() to FILE as a\n"
+        "                       pickle for PyTorch's memory viewer (pytorch.org/memory_viz);\n"
+        "                       the path is the target's (made absolute here)\n"
+        "  --json               print the probing/memory body as JSON\n");
 }
 
 static const char *human(double b, char *buf, size_t n)
@@ -60,12 +61,16 @@ static void print_text(const cJSON *d)
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(d, "process");
     printf("Process memory (/proc/PID/status):\n");
     printf("  rss    %10.0f kB  %-10s  peak %s\n", cli_json_num(p, "rss", -1) / 1024,
-           human(cli_json_num(p, "rss", -1), a, sizeof a), human(cli_json_num(p, "peakRss", -1), b, sizeof b));
+           human(cli_json_num(p, "rss", -1), a, sizeof a),
+           human(cli_json_num(p, "peakRss", -1), b, sizeof b));
     printf("  vms    %10.0f kB  %-10s  peak %s\n", cli_json_num(p, "vms", -1) / 1024,
-           human(cli_json_num(p, "vms", -1), a, sizeof a), human(cli_json_num(p, "peakVms", -1), b, sizeof b));
+           human(cli_json_num(p, "vms", -1), a, sizeof a),
+           human(cli_json_num(p, "peakVms", -1), b, sizeof b));
     printf("  rss anon %s, file %s, shared %s; data %s; swap %s\n",
-           human(cli_json_num(p, "rssAnon", -1), a, sizeof a), human(cli_json_num(p, "rssFile", -1), b, sizeof b),
-           human(cli_json_num(p, "rssShmem", -1), c, sizeof c), human(cli_json_num(p, "data", -1), e, sizeof e),
+           human(cli_json_num(p, "rssAnon", -1), a, sizeof a),
+           human(cli_json_num(p, "rssFile", -1), b, sizeof b),
+           human(cli_json_num(p, "rssShmem", -1), c, sizeof c),
+           human(cli_json_num(p, "data", -1), e, sizeof e),
            human(cli_json_num(p, "swap", -1), f, sizeof f));
     if (cli_json_str(d, "pythonError")) {
         printf("\nPython: %s\n", cli_json_str(d, "pythonError"));
@@ -74,20 +79,20 @@ static void print_text(const cJSON *d)
     const cJSON *ob = cJSON_GetObjectItemCaseSensitive(d, "objects");
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(ob, "types"), *t;
     printf("\nPython objects by type (top %d by total size; %s): %.0f objects, %s%s\n",
-           cJSON_GetArraySize(types), cli_json_str(ob, "measure") ? cli_json_str(ob, "measure") : "?",
+           cJSON_GetArraySize(types),
+           cli_json_str(ob, "measure") ? cli_json_str(ob, "measure") : "?",
            cli_json_num(ob, "scanned", -1), human(cli_json_num(ob, "totalBytes", -1), a, sizeof a),
            cli_json_true(ob, "truncated") ? " (census cut)" : "");
     printf("  %-40s %10s %12s\n", "type", "count", "bytes");
-    cJSON_ArrayForEach(t, types)
-        printf("  %-40s %10.0f %12.0f\n", cli_json_str(t, "type"), cli_json_num(t, "count", -1), cli_json_num(t, "bytes", -1));
+    cJSON_ArrayForEach(t, types) printf("  %-40s %10.0f %12.0f\n", cli_json_str(t, "type"),
+                                        cli_json_num(t, "count", -1), cli_json_num(t, "bytes", -1));
     const cJSON *gc = cJSON_GetObjectItemCaseSensitive(d, "gc");
     char cnt[64], thr[64], col[96];
     triple(gc, "counts", cnt, sizeof cnt);
     triple(gc, "thresholds", thr, sizeof thr);
     triple(gc, "collections", col, sizeof col);
     printf("\ngc: %s; counts %s, thresholds %s, collections %s",
-           cli_json_true(gc, "enabled") ? "enabled" : "disabled",
-           cnt, thr, col);
+           cli_json_true(gc, "enabled") ? "enabled" : "disabled", cnt, thr, col);
     triple(gc, "collected", cnt, sizeof cnt);
     triple(gc, "uncollectable", thr, sizeof thr);
     printf(" (collected %s, uncollectable %s)\n", cnt, thr);
@@ -101,11 +106,12 @@ static void print_text(const cJSON *d)
         const cJSON *top = cJSON_GetObjectItemCaseSensitive(tm, "top"), *s;
         printf("\ntracemalloc: %stracing; traced %s, peak %s; top allocation sites:\n",
                cli_json_true(tm, "started") ? "started, " : "",
-               human(cli_json_num(tm, "current", -1), a, sizeof a), human(cli_json_num(tm, "peak", -1), b, sizeof b));
+               human(cli_json_num(tm, "current", -1), a, sizeof a),
+               human(cli_json_num(tm, "peak", -1), b, sizeof b));
         printf("  %12s %8s  %s\n", "bytes", "count", "file:line");
-        cJSON_ArrayForEach(s, top)
-            printf("  %12.0f %8.0f  %s:%.0f\n", cli_json_num(s, "size", -1), cli_json_num(s, "count", -1), cli_json_str(s, "file"),
-                   cli_json_num(s, "line", -1));
+        cJSON_ArrayForEach(s, top) printf("  %12.0f %8.0f  %s:%.0f\n", cli_json_num(s, "size", -1),
+                                          cli_json_num(s, "count", -1), cli_json_str(s, "file"),
+                                          cli_json_num(s, "line", -1));
         if (cJSON_GetArraySize(top) == 0)
             printf("  (nothing allocated since tracing started)\n");
     }
@@ -113,8 +119,8 @@ static void print_text(const cJSON *d)
     if (cli_json_str(cu, "error"))
         printf("\nCUDA: error: %s\n", cli_json_str(cu, "error"));
     else if (!cli_json_true(cu, "available"))
-        printf("\nCUDA: none: %s\n", cli_json_str(cu, "why") ? cli_json_str(cu, "why")
-                                                             : "torch is not imported");
+        printf("\nCUDA: none: %s\n",
+               cli_json_str(cu, "why") ? cli_json_str(cu, "why") : "torch is not imported");
     else
         cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(cu, "devices"))
         {
@@ -134,18 +140,17 @@ static void print_text(const cJSON *d)
     const cJSON *sn = cJSON_GetObjectItemCaseSensitive(cu, "snapshot");
     if (sn && !cli_json_str(sn, "error")) /* else the command's error line says why */
         printf("\nCUDA snapshot: %s written (%s, %.0f segments, %.0f trace entries); open it at "
-               "https://pytorch.org/memory_viz\n", cli_json_str(sn, "path"),
-               human(cli_json_num(sn, "bytes", -1), a, sizeof a), cli_json_num(sn, "segments", -1),
-               cli_json_num(sn, "traceEntries", -1));
+               "https://pytorch.org/memory_viz\n",
+               cli_json_str(sn, "path"), human(cli_json_num(sn, "bytes", -1), a, sizeof a),
+               cli_json_num(sn, "segments", -1), cli_json_num(sn, "traceEntries", -1));
 }
 
 int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"top", required_argument, 0, 'n'}, {"trace", required_argument, 0, 't'},
-        {"json", no_argument, 0, 'j'},      {"help", no_argument, 0, 'h'},
-        {"snapshot", required_argument, 0, 's'},
-        {0, 0, 0, 0}};
+        {"top", required_argument, 0, 'n'},      {"trace", required_argument, 0, 't'},
+        {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
+        {"snapshot", required_argument, 0, 's'}, {0, 0, 0, 0}};
     int json = 0, c;
     long top = 10;
     const char *trace = NULL, *snapshot = NULL;
@@ -187,8 +192,9 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - snapshot) + (slash == snapshot) : 1,
                  slash ? snapshot : ".");
         char *real = realpath(dir, NULL);
-        if (!*base || !real || snprintf(abs, sizeof abs, "%s/%s", strcmp(real, "/") ? real : "",
-                                        base) >= (int)sizeof abs) {
+        if (!*base || !real ||
+            snprintf(abs, sizeof abs, "%s/%s", strcmp(real, "/") ? real : "", base) >=
+                (int)sizeof abs) {
             cli_error("memory: --snapshot %s: %s", snapshot,
                       !*base ? "a file name is needed" : "its folder does not exist");
             free(real);
@@ -206,8 +212,10 @@ int cli_cmd_memory(const struct cli_opts *o, int argc, char **argv)
         cJSON_GetObjectItemCaseSensitive(body, "cuda"), "snapshot");
     char why[512] = "";
     if (snapshot && (!sn || cli_json_str(sn, "error")))
-        snprintf(why, sizeof why, "%s", cli_json_str(sn, "error") ? cli_json_str(sn, "error")
-                 : "the target's answer has no snapshot (its Python part failed)");
+        snprintf(why, sizeof why, "%s",
+                 cli_json_str(sn, "error")
+                     ? cli_json_str(sn, "error")
+                     : "the target's answer has no snapshot (its Python part failed)");
     int rc = cli_print_body(body, json, print_text);
     if (why[0] && rc == CLI_OK) {
         cli_error("memory --snapshot: %s", why);

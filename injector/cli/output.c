@@ -175,11 +175,11 @@ int cli_query_print(const cJSON *body, int fmt)
                 const cJSON *v = cJSON_GetArrayItem(row, c);
                 double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
                 /* Numbers exactly as they came (cJSON would print 15 digits). */
-                cJSON *x = !cJSON_IsNumber(v) ? cJSON_Duplicate(v, 1)
-                           : d > -9007199254740992.0 && d < 9007199254740992.0 &&
-                                   d == (double)(long long)d
-                               ? dap_json_int((long long)d)
-                               : dap_json_real(d);
+                cJSON *x =
+                    !cJSON_IsNumber(v) ? cJSON_Duplicate(v, 1)
+                    : d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(long long)d
+                        ? dap_json_int((long long)d)
+                        : dap_json_real(d);
                 cJSON_AddItemToObject(o, cJSON_GetArrayItem(cols, c)->valuestring, x);
             }
             cJSON_AddItemToArray(out, o);
@@ -223,8 +223,8 @@ int cli_query_print(const cJSON *body, int fmt)
             fputs("\r\n", stdout);
         }
     } else {
-        char *t = pb_table_render(ncols, (const char *const *)names, nrows,
-                                  (const char *const *)cells);
+        char *t =
+            pb_table_render(ncols, (const char *const *)names, nrows, (const char *const *)cells);
         fputs(t ? t : "", stdout);
         printf("(%zu row%s)\n", nrows, nrows == 1 ? "" : "s");
         free(t);

@@ -58,8 +58,10 @@ static cJSON *run_query(const struct cli_opts *o, const char *sql)
 /* The format named f, or -1 after printing the error. */
 static int parse_format(const char *f)
 {
-    int fmt = strcmp(f, "table") == 0 ? CLI_FMT_TABLE : strcmp(f, "json") == 0 ? CLI_FMT_JSON
-              : strcmp(f, "csv") == 0 ? CLI_FMT_CSV : -1;
+    int fmt = strcmp(f, "table") == 0  ? CLI_FMT_TABLE
+              : strcmp(f, "json") == 0 ? CLI_FMT_JSON
+              : strcmp(f, "csv") == 0  ? CLI_FMT_CSV
+                                       : -1;
     if (fmt < 0)
         cli_error("query: --format '%s': expected table, json or csv", f);
     return fmt;
@@ -148,8 +150,7 @@ int cli_cmd_tables(const struct cli_opts *o, int argc, char **argv)
         if (want && strcmp(want, f[0]) != 0)
             continue;
         if (strcmp(last, f[0]) != 0) {
-            printf("%s%s (%s): %s\n", shown ? "\n" : "", cli_tx(f[0]), cli_tx(f[1]),
-                   cli_tx(f[5]));
+            printf("%s%s (%s): %s\n", shown ? "\n" : "", cli_tx(f[0]), cli_tx(f[1]), cli_tx(f[5]));
             last = f[0];
             shown++;
         }

@@ -53,9 +53,8 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
     const cJSON *t;
     unsigned long main_ident = 0;
     int off = -1;
-    cJSON_ArrayForEach(t, threads)
-        if (cli_json_true(t, "main"))
-            main_ident = (unsigned long)cli_json_num(t, "ident", 0);
+    cJSON_ArrayForEach(t, threads) if (cli_json_true(t, "main")) main_ident =
+        (unsigned long)cli_json_num(t, "ident", 0);
     int buf[512];
     if (!main_ident || pid <= 0 || rd(main_ident, buf, sizeof buf) < 0)
         return;
@@ -68,8 +67,9 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
     {
         int tid;
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(t, "nativeId")) ||
-            rd((unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid,
-               sizeof tid) < 0 || !is_task(tid))
+            rd((unsigned long)cli_json_num(t, "ident", 0) + (unsigned long)off, &tid, sizeof tid) <
+                0 ||
+            !is_task(tid))
             continue;
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
         double id = tid + cli_json_num(t, "interpreter", 0) * 4194304.0; /* probe_thread_id */
@@ -99,8 +99,7 @@ static void (*reader_sym(const int ver[3], const char *name, void **h, struct pb
 }
 
 typedef int (*read_unwind_fn)(cli_read_fn rd, const uintptr_t regs[3],
-                              const struct cli_read_mod *mods, int nmods, uintptr_t *out,
-                              int max);
+                              const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max);
 
 int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
                     const struct cli_read_mod *mods, int nmods, uintptr_t *out, int max,
@@ -118,8 +117,8 @@ int cli_read_unwind(const int ver[3], cli_read_fn rd, const uintptr_t regs[3],
 }
 
 const char *const cli_read_syms[CLI_READ_NSYMS] = {
-    "_PyRuntime",  "PyCode_Type",  "PyFrame_Type", "PyUnicode_Type", "PyBytes_Type",
-    "PyLong_Type", "PyBool_Type",  "PyFloat_Type", "PyTuple_Type",   "PyList_Type",
+    "_PyRuntime",  "PyCode_Type", "PyFrame_Type",  "PyUnicode_Type", "PyBytes_Type",
+    "PyLong_Type", "PyBool_Type", "PyFloat_Type",  "PyTuple_Type",   "PyList_Type",
     "PyDict_Type", "PyCell_Type", "_Py_NoneStruct"};
 
 cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
@@ -131,8 +130,10 @@ cJSON *cli_read_stacks(cli_read_fn rd, int pid, const int ver[3],
     for (int i = 0; i < CLI_READ_NSYMS; i++) {
         syms[i] = addrs[i];
         if (i < 5 && !addrs[i] && !(i == 2 && ver[1] >= 11)) { /* PyFrame_Type: before 3.11 only */
-            pb_err_set(err, PB_ENOPYTHON, "%s has no symbol %s: the interpreter's state cannot be "
-                       "found", source, cli_read_syms[i]);
+            pb_err_set(err, PB_ENOPYTHON,
+                       "%s has no symbol %s: the interpreter's state cannot be "
+                       "found",
+                       source, cli_read_syms[i]);
             return NULL;
         }
     }
@@ -183,9 +184,9 @@ void cli_read_finish(cJSON *body, pid_t live)
         cJSON_AddStringToObject(t, "nameSource", "os");
         cJSON_AddNullToObject(t, "daemon");
         if (cli_json_true(t, "holdsGil"))
-            cJSON_ReplaceItemInObjectCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(body, "gil"), "holder",
-                cJSON_CreateNumber(cli_json_num(t, "id", 0)));
+            cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "gil"),
+                                                   "holder",
+                                                   cJSON_CreateNumber(cli_json_num(t, "id", 0)));
     }
 }
 
@@ -193,7 +194,8 @@ cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
 {
     unsigned long addrs[CLI_READ_NSYMS];
     struct inj_pyver v;
-    if (inj_pyver_detect(pid, &v, err) < 0 || inj_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
+    if (inj_pyver_detect(pid, &v, err) < 0 ||
+        inj_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
         return NULL;
     int ver[3] = {v.major, v.minor, v.micro};
     live_pid = pid;
@@ -206,8 +208,8 @@ cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
         inj_access_denied(what, err);
         return NULL;
     }
-    cJSON *body = cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, locals,
-                                  err);
+    cJSON *body =
+        cli_read_stacks(live_read, (int)pid, ver, addrs, v.source, max_frames, locals, err);
     if (body) {
         cli_read_native_ids(body, live_read, live_task);
         cli_read_finish(body, pid);

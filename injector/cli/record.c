@@ -89,12 +89,16 @@ static int wait_recording(struct dap_client *dc, pid_t pid, double duration, dou
         if (tty) {
             double el2 = now_s() - t0;
             if (duration > 0)
-                fprintf(stderr, "\rrecording process %d: %.1f/%.1f s, %.0f samples (Ctrl-C "
-                        "ends early) ", (int)pid, el2 < duration ? el2 : duration, duration,
+                fprintf(stderr,
+                        "\rrecording process %d: %.1f/%.1f s, %.0f samples (Ctrl-C "
+                        "ends early) ",
+                        (int)pid, el2 < duration ? el2 : duration, duration,
                         cli_json_num(st, "samples", 0) - base);
             else
-                fprintf(stderr, "\rrecording process %d: %.1f s, %.0f samples (Ctrl-C to stop "
-                        "and write) ", (int)pid, el2, cli_json_num(st, "samples", 0) - base);
+                fprintf(stderr,
+                        "\rrecording process %d: %.1f s, %.0f samples (Ctrl-C to stop "
+                        "and write) ",
+                        (int)pid, el2, cli_json_num(st, "samples", 0) - base);
             fflush(stderr);
         }
         cJSON_Delete(st);
@@ -106,14 +110,20 @@ static int wait_recording(struct dap_client *dc, pid_t pid, double duration, dou
 
 static int parse_args(int argc, char **argv, struct cli_fg_opts *o, double *duration, int *rate)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, 0, 'o'}, {"format", required_argument, 0, 'f'},
-        {"duration", required_argument, 0, 'd'}, {"rate", required_argument, 0, 'r'},
-        {"thread", required_argument, 0, 'T'}, {"mode", required_argument, 0, 'm'},
-        {"title", required_argument, 0, 't'},  {"width", required_argument, 0, 'w'},
-        {"diff", required_argument, 0, 'D'},   {"help", no_argument, 0, 'h'},
-        {"gil", no_argument, 0, 'G'},          {"idle", no_argument, 0, 'I'},
-        {"native", optional_argument, 0, 'n'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"duration", required_argument, 0, 'd'},
+                                             {"rate", required_argument, 0, 'r'},
+                                             {"thread", required_argument, 0, 'T'},
+                                             {"mode", required_argument, 0, 'm'},
+                                             {"title", required_argument, 0, 't'},
+                                             {"width", required_argument, 0, 'w'},
+                                             {"diff", required_argument, 0, 'D'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {"gil", no_argument, 0, 'G'},
+                                             {"idle", no_argument, 0, 'I'},
+                                             {"native", optional_argument, 0, 'n'},
+                                             {0, 0, 0, 0}};
     int c;
     char *end;
     while ((c = getopt_long(argc, argv, "o:f:d:r:h", longopts, NULL)) != -1) {
@@ -133,7 +143,8 @@ static int parse_args(int argc, char **argv, struct cli_fg_opts *o, double *dura
             long v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 1000) {
                 cli_error("record: --rate '%s': expected an integer from 1 to 1000 (samples per "
-                          "second)", optarg);
+                          "second)",
+                          optarg);
                 return CLI_USAGE;
             }
             *rate = (int)v;
@@ -193,9 +204,10 @@ int cli_cmd_record(const struct cli_opts *co, int argc, char **argv)
     if (cli_json_true(st, "running")) {
         /* The user's sampler: record what it takes from now on, and leave it running. */
         const char *mode = cli_json_str(st, "mode");
-        fprintf(stderr, "probing: note: sampling was already running in process %d (%s mode, "
-                "%.0f Hz): recording from it, and leaving it running%s\n", (int)pid,
-                mode ? mode : "?", cli_json_num(st, "rate", 0),
+        fprintf(stderr,
+                "probing: note: sampling was already running in process %d (%s mode, "
+                "%.0f Hz): recording from it, and leaving it running%s\n",
+                (int)pid, mode ? mode : "?", cli_json_num(st, "rate", 0),
                 rate || o.mode ? " (--rate and --mode apply to a sampler record starts)" : "");
         base = cli_json_num(st, "samples", 0);
         cJSON *q = cli_query(&dc, "SELECT MAX(ts) FROM perf.samples", &err);
@@ -230,14 +242,16 @@ int cli_cmd_record(const struct cli_opts *co, int argc, char **argv)
     sigaction(SIGINT, &old, NULL);
     if (w < 0) {
         cli_error("record: process %d went away while recording (%s): its samples went with "
-                  "it; record for a shorter --duration", (int)pid, err.msg);
+                  "it; record for a shorter --duration",
+                  (int)pid, err.msg);
         goto out;
     }
     if (started) {
         st = cli_perf_cc_request(&dc, "stop", 0, NULL, &err);
         if (!st) {
             cli_error("record: stopping the sampler failed: %s: stop it with 'probing -p %d "
-                      "perf --stop'", err.msg, (int)pid);
+                      "perf --stop'",
+                      err.msg, (int)pid);
             goto out;
         }
         cJSON_Delete(st);

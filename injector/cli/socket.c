@@ -70,23 +70,29 @@ int cli_socket_check(const char *path, uid_t uid, struct pb_err *err)
         *slash = '\0';
     if (lstat(dir, &st) == 0) {
         if (S_ISLNK(st.st_mode))
-            return pb_err_set(err, PB_EAUTH, "refusing %s: a symbolic link, not a directory: "
-                              NOT_OURS, dir);
+            return pb_err_set(err, PB_EAUTH,
+                              "refusing %s: a symbolic link, not a directory: " NOT_OURS, dir);
         if (!S_ISDIR(st.st_mode))
             return pb_err_set(err, PB_EAUTH, "refusing %s: not a directory: " NOT_OURS, dir);
         if (st.st_uid != uid)
-            return pb_err_set(err, PB_EAUTH, "refusing %s: owned by uid %u, not by the target's "
-                              "uid %u: " NOT_OURS, dir, (unsigned)st.st_uid, (unsigned)uid);
+            return pb_err_set(err, PB_EAUTH,
+                              "refusing %s: owned by uid %u, not by the target's "
+                              "uid %u: " NOT_OURS,
+                              dir, (unsigned)st.st_uid, (unsigned)uid);
         if (st.st_mode & 077) /* the probe's own rule (probe/core/rundir.c) */
-            return pb_err_set(err, PB_EAUTH, "refusing %s: mode %04o lets other users in, not "
-                              "0700: " NOT_OURS, dir, (unsigned)(st.st_mode & 07777));
+            return pb_err_set(err, PB_EAUTH,
+                              "refusing %s: mode %04o lets other users in, not "
+                              "0700: " NOT_OURS,
+                              dir, (unsigned)(st.st_mode & 07777));
     }
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
             return pb_err_set(err, PB_EAUTH, "refusing %s: not a socket: " NOT_OURS, path);
         if (st.st_uid != uid)
-            return pb_err_set(err, PB_EAUTH, "refusing %s: owned by uid %u, not by the target's "
-                              "uid %u: " NOT_OURS, path, (unsigned)st.st_uid, (unsigned)uid);
+            return pb_err_set(err, PB_EAUTH,
+                              "refusing %s: owned by uid %u, not by the target's "
+                              "uid %u: " NOT_OURS,
+                              path, (unsigned)st.st_uid, (unsigned)uid);
     }
     return 0;
 }
@@ -99,21 +105,25 @@ static int socket_peer_check(int fd, pid_t pid, uid_t uid, const char *path, str
     struct ucred cr;
     socklen_t len = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-        return pb_err_set(err, -errno, "refusing %s: cannot read its peer's credentials: %s",
-                          path, strerror(errno));
+        return pb_err_set(err, -errno, "refusing %s: cannot read its peer's credentials: %s", path,
+                          strerror(errno));
     if (cr.pid == pid || (cr.pid == 0 && cr.uid == uid))
         return 0;
     if (cr.pid == 0)
-        return pb_err_set(err, PB_EAUTH, "refusing %s: served by a process of uid %u, not by the "
-                          "target's uid %u: " NOT_OURS, path, (unsigned)cr.uid, (unsigned)uid);
+        return pb_err_set(err, PB_EAUTH,
+                          "refusing %s: served by a process of uid %u, not by the "
+                          "target's uid %u: " NOT_OURS,
+                          path, (unsigned)cr.uid, (unsigned)uid);
     if (cr.uid == uid) /* the same user: not an intruder, another process at the target's name */
-        return pb_err_set(err, PB_EAUTH, "refusing %s: served by process %d (uid %u), not by "
+        return pb_err_set(err, PB_EAUTH,
+                          "refusing %s: served by process %d (uid %u), not by "
                           "%d: another process of the target's own user listens there (one with "
                           "the same pid in another PID namespace sharing /tmp, running an older "
-                          "probe?): stop it or give the target a private /tmp", path,
-                          (int)cr.pid, (unsigned)cr.uid, (int)pid);
-    return pb_err_set(err, PB_EAUTH, "refusing %s: served by process %d (uid %u), not by %d: "
-                      NOT_OURS, path, (int)cr.pid, (unsigned)cr.uid, (int)pid);
+                          "probe?): stop it or give the target a private /tmp",
+                          path, (int)cr.pid, (unsigned)cr.uid, (int)pid);
+    return pb_err_set(err, PB_EAUTH,
+                      "refusing %s: served by process %d (uid %u), not by %d: " NOT_OURS, path,
+                      (int)cr.pid, (unsigned)cr.uid, (int)pid);
 }
 
 int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_err *err)
@@ -138,12 +148,15 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
             return rc;
         }
         if (rc == -EACCES)
-            return pb_err_set(err, rc, "connecting to the probe of %d denied (%s): run as the "
-                              "process's user or root", (int)pid, path);
+            return pb_err_set(err, rc,
+                              "connecting to the probe of %d denied (%s): run as the "
+                              "process's user or root",
+                              (int)pid, path);
         if (cli_now_ms() >= deadline)
-            return pb_err_set(err, rc, "the probe in %d does not answer on %s (%s): see the "
-                              "probe's log (set PROBING_LOG in the target)", (int)pid, path,
-                              strerror(-rc));
+            return pb_err_set(err, rc,
+                              "the probe in %d does not answer on %s (%s): see the "
+                              "probe's log (set PROBING_LOG in the target)",
+                              (int)pid, path, strerror(-rc));
         /* The agent thread is starting: its socket appears within a millisecond or two of
          * the injection's end, so look again soon at first (a first stackTrace is one
          * injection plus a few round trips), then every 5 ms. */
@@ -152,4 +165,3 @@ int cli_connect_pid(pid_t pid, int timeout_ms, struct dap_client *c, struct pb_e
         nanosleep(&ts, NULL);
     }
 }
-

@@ -88,8 +88,12 @@ int cli_srccache_add(struct cli_srccache *c, const struct cli_srcent *e)
         return -1;
     }
     memmove(&c->v[i + 1], &c->v[i], (c->n - i) * sizeof *c->v);
-    c->v[i] = (struct cli_srcent){.off = e->off, .symoff = e->symoff, .rc = e->rc,
-                                  .line = e->line, .func = func, .file = file};
+    c->v[i] = (struct cli_srcent){.off = e->off,
+                                  .symoff = e->symoff,
+                                  .rc = e->rc,
+                                  .line = e->line,
+                                  .func = func,
+                                  .file = file};
     c->n++;
     return 0;
 }
@@ -118,8 +122,8 @@ static void parse_line(struct cli_srccache *c, const char *s, size_t len)
     if (sscanf(buf, "%llx %d %llx %d%n", &off, &line, &symoff, &rc, &used) != 4 ||
         buf[used] != '\0' || line < 0 || (rc != 0 && rc != -1))
         return;
-    struct cli_srcent e = {.off = off, .symoff = symoff, .rc = rc, .line = line,
-                           .func = t1 + 1, .file = t2 + 1};
+    struct cli_srcent e = {
+        .off = off, .symoff = symoff, .rc = rc, .line = line, .func = t1 + 1, .file = t2 + 1};
     cli_srccache_add(c, &e);
 }
 
@@ -183,8 +187,8 @@ int cli_srccache_open(struct cli_srccache *c, pid_t pid, const char *object)
     char full[4096];
     struct stat st;
     int ok = 0;
-    if (pid > 0 && (size_t)snprintf(full, sizeof full, "/proc/%d/root%s", (int)pid, object) <
-                       sizeof full)
+    if (pid > 0 &&
+        (size_t)snprintf(full, sizeof full, "/proc/%d/root%s", (int)pid, object) < sizeof full)
         ok = stat(full, &st) == 0;
     if (!ok && stat(object, &st) != 0)
         return -1;
@@ -192,12 +196,13 @@ int cli_srccache_open(struct cli_srccache *c, pid_t pid, const char *object)
         return -1;
     if ((size_t)snprintf(c->ident, sizeof c->ident, "%llu %llu %lld %lld.%09ld %s",
                          (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-                         (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-                         st.st_mtim.tv_nsec, object) >= sizeof c->ident || !clean(object))
+                         (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                         object) >= sizeof c->ident ||
+        !clean(object))
         return -1;
     char dir[3200];
     if (cache_dir(dir, sizeof dir) < 0)
-        return 0; /* no cache: every lookup goes to DWARF */
+        return 0;                                 /* no cache: every lookup goes to DWARF */
     unsigned long long h = 0xcbf29ce484222325ull; /* FNV-1a of the identity */
     for (const char *s = c->ident; *s; s++)
         h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
@@ -207,8 +212,8 @@ int cli_srccache_open(struct cli_srccache *c, pid_t pid, const char *object)
     if (fd < 0)
         return 0;
     struct stat fs;
-    if (fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == geteuid() &&
-        fs.st_size > 0 && fs.st_size <= CLI_SRCCACHE_MAX_BYTES) {
+    if (fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == geteuid() && fs.st_size > 0 &&
+        fs.st_size <= CLI_SRCCACHE_MAX_BYTES) {
         char *buf = malloc((size_t)fs.st_size);
         ssize_t got = buf ? read_all(fd, buf, (size_t)fs.st_size) : -1;
         if (got > 0 && cli_srccache_parse(c, buf, (size_t)got) == 0)
@@ -243,8 +248,8 @@ static void prune(const struct cli_srccache *c)
         struct timespec old = {0};
         while ((de = readdir(d))) {
             struct stat st;
-            if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st,
-                                                AT_SYMLINK_NOFOLLOW) != 0 ||
+            if (de->d_name[0] == '.' ||
+                fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
                 !S_ISREG(st.st_mode))
                 continue;
             n++;

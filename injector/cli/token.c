@@ -54,10 +54,11 @@ static int token_make(char *buf, size_t n, struct pb_err *err)
     if (grc < 0) {
         int urc = urandom_read(raw, sizeof raw);
         if (urc < 0)
-            return pb_err_set(err, urc, "no random source for a TCP token (getrandom: %s; "
+            return pb_err_set(err, urc,
+                              "no random source for a TCP token (getrandom: %s; "
                               "/dev/urandom: %s): set PROBING_TOKEN to a secret of %d to %d "
-                              "characters", strerror(-grc), strerror(-urc), PB_TOKEN_MIN,
-                              PB_TOKEN_MAX);
+                              "characters",
+                              strerror(-grc), strerror(-urc), PB_TOKEN_MIN, PB_TOKEN_MAX);
     }
     for (size_t i = 0; i < sizeof raw && 2 * i + 2 < n; i++)
         snprintf(buf + 2 * i, 3, "%02x", raw[i]);
@@ -81,8 +82,10 @@ int cli_token_choose(char *buf, size_t n, struct pb_err *err)
         if (cli_token_check(env, err) < 0)
             return err->code;
         if (strlen(env) < PB_TOKEN_MIN)
-            return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN is %zu characters long: a TCP "
-                              "listener needs %d to %d", strlen(env), PB_TOKEN_MIN, PB_TOKEN_MAX);
+            return pb_err_set(err, PB_EUSAGE,
+                              "PROBING_TOKEN is %zu characters long: a TCP "
+                              "listener needs %d to %d",
+                              strlen(env), PB_TOKEN_MIN, PB_TOKEN_MAX);
         if (strlen(env) >= n)
             return pb_err_set(err, PB_EUSAGE, "PROBING_TOKEN does not fit in %zu bytes", n);
         pb_strlcpy(buf, env, n);

@@ -301,8 +301,7 @@ int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off
         }
         /* The kernel maps from the page below p_offset: accept a segment starting within
          * 64 KiB (the largest page size) above off. */
-        if (off < p->p_offset && p->p_offset - off < 65536 &&
-            (!hit || p->p_offset < hit->p_offset))
+        if (off < p->p_offset && p->p_offset - off < 65536 && (!hit || p->p_offset < hit->p_offset))
             hit = p;
     }
     if (!hit)
@@ -408,8 +407,8 @@ static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
  * (the loader maps an object's segments side by side). */
 static int continued(const struct inj_maps *m, size_t i)
 {
-    return i + 1 < m->n && m->v[i + 1].start == m->v[i].end &&
-           m->v[i + 1].inode == m->v[i].inode && strcmp(m->v[i + 1].path, m->v[i].path) == 0;
+    return i + 1 < m->n && m->v[i + 1].start == m->v[i].end && m->v[i + 1].inode == m->v[i].inode &&
+           strcmp(m->v[i + 1].path, m->v[i].path) == 0;
 }
 
 int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *map,
@@ -430,8 +429,7 @@ int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *m
     for (size_t i = 0; i < m->n; i++) {
         if (strcmp(m->v[i].path, map->path) != 0)
             continue;
-        if (loaded && m->v[i].offset == 0 && !continued(m, i) &&
-            !(i > 0 && continued(m, i - 1)))
+        if (loaded && m->v[i].offset == 0 && !continued(m, i) && !(i > 0 && continued(m, i - 1)))
             continue;
         if (!first || m->v[i].offset < first->offset)
             first = &m->v[i];

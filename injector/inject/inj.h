@@ -14,7 +14,8 @@
 struct inj_pyver {
     int major, minor, micro;
     int free_threaded; /* a free-threaded build (3.13t, 3.14t: Py_GIL_DISABLED) */
-    char source[4096]; /* the binary or libpython the version was read from (as the target sees it) */
+    char source
+        [4096]; /* the binary or libpython the version was read from (as the target sees it) */
 };
 
 /* Detect the CPython version running in pid, from its executable or the libpython it maps.

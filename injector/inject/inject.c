@@ -33,7 +33,7 @@
 #endif
 
 #define SAFE_TRIES 500
-#define STACK_SCAN 512   /* bytes above sp searched for return addresses into ld.so/malloc */
+#define STACK_SCAN 512 /* bytes above sp searched for return addresses into ld.so/malloc */
 #define MAX_RANGES 32
 #define MAX_CARRIED 4
 
@@ -46,21 +46,21 @@ struct ctx {
     int timeout_ms;
     int memfd;
     int attached, stopped, hijacked;
-    int pending_sig;          /* asynchronous signal held back during our call */
+    int pending_sig; /* asynchronous signal held back during our call */
     struct inj_status st;
     struct inj_maps maps;
     unsigned long dlopen_fn, dlerror_fn, errno_fn;
     unsigned long errno_addr; /* the hijacked thread's errno, 0 if unknown */
     int saved_errno;
     int dlopen_mode;
-    int python_checked; /* inj_opts.python_checked */
+    int python_checked;              /* inj_opts.python_checked */
     struct range unsafe[MAX_RANGES]; /* ld.so text, malloc family and the malloc.o span */
     int nunsafe;
     struct range libc_text;
     struct inj_regs saved;
     struct inj_fpregs *fp;
     uint64_t sigmask;
-    unsigned long save_lo;    /* stack bytes [save_lo, save_lo + save_len) were saved */
+    unsigned long save_lo; /* stack bytes [save_lo, save_lo + save_len) were saved */
     unsigned char *save;
     size_t save_len;
     /* The self-restoring trampoline (arch/x86_64.c): where its code went, the bytes it
@@ -72,21 +72,39 @@ struct ctx {
     size_t stub_len, stub_stop;
     int stub_written, stop_sig, call_mask_set;
     unsigned long top;
-    char path[PATH_MAX];      /* the library as the target sees it */
-    char copy_dir[PATH_MAX];  /* our view of a copy made in the target's root, or "" */
+    char path[PATH_MAX];     /* the library as the target sees it */
+    char copy_dir[PATH_MAX]; /* our view of a copy made in the target's root, or "" */
     char copy_file[PATH_MAX + 256];
     /* Files the library carries beside itself (its NEEDED found in its own directory, loaded
      * through its run path $ORIGIN), copied into copy_dir with it. */
     char carried[MAX_CARRIED][NAME_MAX + 1];
     int ncarried;
-    size_t root_len;          /* of the "/proc/PID/root" that starts copy_dir */
+    size_t root_len; /* of the "/proc/PID/root" that starts copy_dir */
 };
 
 static const char *const malloc_family[] = {
-    "malloc", "free", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc",
-    "valloc", "pvalloc", "malloc_trim", "malloc_usable_size", "mallopt", "mallinfo",
-    "mallinfo2", "malloc_stats", "malloc_info", "reallocarray", "__libc_malloc",
-    "__libc_free", "__libc_calloc", "__libc_realloc", "__libc_memalign",
+    "malloc",
+    "free",
+    "calloc",
+    "realloc",
+    "memalign",
+    "posix_memalign",
+    "aligned_alloc",
+    "valloc",
+    "pvalloc",
+    "malloc_trim",
+    "malloc_usable_size",
+    "mallopt",
+    "mallinfo",
+    "mallinfo2",
+    "malloc_stats",
+    "malloc_info",
+    "reallocarray",
+    "__libc_malloc",
+    "__libc_free",
+    "__libc_calloc",
+    "__libc_realloc",
+    "__libc_memalign",
 };
 
 static int gone(struct ctx *c, struct pb_err *err)
@@ -102,9 +120,10 @@ static int fail(struct ctx *c, int rc, const char *what, struct pb_err *err)
         return gone(c, err);
     }
     if (rc == PB_ETIMEDOUT)
-        return pb_err_set(err, rc, "%s in %d timed out after %d ms: the process may be busy in "
-                          "the kernel; retry, or raise the timeout", what, (int)c->pid,
-                          c->timeout_ms);
+        return pb_err_set(err, rc,
+                          "%s in %d timed out after %d ms: the process may be busy in "
+                          "the kernel; retry, or raise the timeout",
+                          what, (int)c->pid, c->timeout_ms);
     return pb_err_set(err, rc, "%s in %d failed: %s", what, (int)c->pid, pb_strerror(rc));
 }
 
@@ -114,27 +133,35 @@ static int checks(struct ctx *c, struct pb_err *err)
     if (rc == -ESRCH)
         return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)c->pid);
     if (rc < 0)
-        return pb_err_set(err, -EACCES, "cannot read /proc/%d/status: %s; run as the process's "
-                          "user or root", (int)c->pid, pb_strerror(rc));
+        return pb_err_set(err, -EACCES,
+                          "cannot read /proc/%d/status: %s; run as the process's "
+                          "user or root",
+                          (int)c->pid, pb_strerror(rc));
     if (c->st.state == 'Z' || c->st.state == 'X')
-        return pb_err_set(err, PB_EGONE, "process %d (%s) has exited: check the pid",
-                          (int)c->pid, c->st.comm);
+        return pb_err_set(err, PB_EGONE, "process %d (%s) has exited: check the pid", (int)c->pid,
+                          c->st.comm);
     if (c->st.tracer != 0) {
         char comm[64];
         inj_comm_read(c->st.tracer, comm, sizeof comm);
-        return pb_err_set(err, PB_ETRACED, "process %d is already traced by %d (%s): detach it "
-                          "first", (int)c->pid, (int)c->st.tracer, comm);
+        return pb_err_set(err, PB_ETRACED,
+                          "process %d is already traced by %d (%s): detach it "
+                          "first",
+                          (int)c->pid, (int)c->st.tracer, comm);
     }
     if (c->st.state == 'T' || c->st.state == 't')
-        return pb_err_set(err, PB_ESTOPPED, "process %d is stopped (SIGSTOP): resume it with "
-                          "'kill -CONT %d' and retry", (int)c->pid, (int)c->pid);
+        return pb_err_set(err, PB_ESTOPPED,
+                          "process %d is stopped (SIGSTOP): resume it with "
+                          "'kill -CONT %d' and retry",
+                          (int)c->pid, (int)c->pid);
     struct inj_pyver v;
     if (!c->python_checked && (rc = inj_pyver_detect(c->pid, &v, err)) < 0)
         return rc;
     rc = inj_maps_read(c->pid, &c->maps);
     if (rc < 0)
-        return pb_err_set(err, rc, "cannot read /proc/%d/maps: %s; run as the process's user "
-                          "or root", (int)c->pid, pb_strerror(rc));
+        return pb_err_set(err, rc,
+                          "cannot read /proc/%d/maps: %s; run as the process's user "
+                          "or root",
+                          (int)c->pid, pb_strerror(rc));
     return 0;
 }
 
@@ -152,8 +179,8 @@ static void add_unsafe(struct ctx *c, unsigned long lo, unsigned long hi)
  * While traced, the kernel stops the thread on it even so; untraced, it is dropped. 0: none. */
 static int pick_stop_sig(const struct inj_status *st)
 {
-    static const int ign[] = {SIGPIPE, SIGXFSZ, SIGURG, SIGWINCH, SIGUSR2, SIGUSR1, SIGHUP,
-                              SIGALRM, SIGPROF, SIGVTALRM, SIGIO, SIGPWR};
+    static const int ign[] = {SIGPIPE, SIGXFSZ, SIGURG,  SIGWINCH,  SIGUSR2, SIGUSR1,
+                              SIGHUP,  SIGALRM, SIGPROF, SIGVTALRM, SIGIO,   SIGPWR};
     static const int dfl_ignored[] = {SIGURG, SIGWINCH, SIGCHLD};
     for (size_t i = 0; i < sizeof ign / sizeof ign[0]; i++)
         if (st->sigign & (1ULL << (ign[i] - 1)))
@@ -202,13 +229,16 @@ static int resolve(struct ctx *c, struct pb_err *err)
     if (!mp)
         mp = inj_maps_lookup(&c->maps, "libc-", "0123456789");
     if (!mp)
-        return pb_err_set(err, PB_EUNKNOWN, "process %d maps no glibc (libc.so.6): only glibc "
-                          "targets can be injected", (int)c->pid);
+        return pb_err_set(err, PB_EUNKNOWN,
+                          "process %d maps no glibc (libc.so.6): only glibc "
+                          "targets can be injected",
+                          (int)c->pid);
     int rc = inj_module_open(c->pid, &c->maps, mp, &libc);
     if (rc < 0)
-        return pb_err_set(err, rc, "cannot read the C library of %d (%s, through /proc/%d): "
-                          "%s; run as the process's user or root", (int)c->pid, mp->path,
-                          (int)c->pid, pb_strerror(rc));
+        return pb_err_set(err, rc,
+                          "cannot read the C library of %d (%s, through /proc/%d): "
+                          "%s; run as the process's user or root",
+                          (int)c->pid, mp->path, (int)c->pid, pb_strerror(rc));
     c->libc_text.lo = libc.lo;
     c->libc_text.hi = libc.hi;
     c->dlopen_mode = 2; /* RTLD_NOW */
@@ -260,8 +290,10 @@ static int resolve(struct ctx *c, struct pb_err *err)
     PB_LOG(PB_LOG_DEBUG, "pid %d: trampoline at %#lx, stop signal %d", (int)c->pid, c->stub,
            c->stop_sig);
     if (!c->dlopen_fn)
-        return pb_err_set(err, PB_EUNKNOWN, "no dlopen found in the libc of process %d: "
-                          "its glibc is not supported", (int)c->pid);
+        return pb_err_set(err, PB_EUNKNOWN,
+                          "no dlopen found in the libc of process %d: "
+                          "its glibc is not supported",
+                          (int)c->pid);
     /* The dynamic loader's code (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-2.31.so). */
     const struct inj_map *ld = inj_maps_lookup(&c->maps, "ld-linux", "-.");
     if (!ld)
@@ -369,12 +401,13 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
     }
     int rc = make_copy_dir(c);
     if (rc < 0)
-        return pb_err_set(err, rc, "cannot copy %s into the root of %d: none of its /tmp, "
+        return pb_err_set(err, rc,
+                          "cannot copy %s into the root of %d: none of its /tmp, "
                           "/var/tmp, /dev/shm is writable and allows executing code (its /tmp: "
-                          "%s); put the library on a path the process can see", lib, (int)c->pid,
-                          rc == -EACCES ? "mounted noexec" : pb_strerror(rc));
-    if (chmod(c->copy_dir, 0700) < 0 || (chown(c->copy_dir, c->st.uid, c->st.gid) < 0 &&
-                                         geteuid() == 0))
+                          "%s); put the library on a path the process can see",
+                          lib, (int)c->pid, rc == -EACCES ? "mounted noexec" : pb_strerror(rc));
+    if (chmod(c->copy_dir, 0700) < 0 ||
+        (chown(c->copy_dir, c->st.uid, c->st.gid) < 0 && geteuid() == 0))
         rc = -errno;
     snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, inj_path_base(abs));
     if (rc == 0)
@@ -382,8 +415,10 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
     if (rc == 0)
         rc = copy_carried(c, abs);
     if (rc < 0)
-        return pb_err_set(err, rc, "cannot copy %s to %s: %s; put the library on a path the "
-                          "process can see", lib, c->copy_file, pb_strerror(rc));
+        return pb_err_set(err, rc,
+                          "cannot copy %s to %s: %s; put the library on a path the "
+                          "process can see",
+                          lib, c->copy_file, pb_strerror(rc));
     /* The target's view: strip our "/proc/PID/root" prefix. */
     pb_strlcpy(c->path, c->copy_file + c->root_len, sizeof c->path);
     PB_LOG(PB_LOG_INFO, "copied %s to %s for pid %d", abs, c->copy_file, (int)c->pid);
@@ -401,15 +436,20 @@ int inj_access_denied(const char *what, struct pb_err *err)
     long n = pb_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf);
     int scope = n > 0 ? atoi(buf) : 0;
     if (scope >= 3)
-        return pb_err_set(err, -EPERM, "%s denied by Yama: kernel.yama.ptrace_scope=%d forbids "
+        return pb_err_set(err, -EPERM,
+                          "%s denied by Yama: kernel.yama.ptrace_scope=%d forbids "
                           "it, even as root, until reboot: start the target with PROBING=1 (the "
-                          "probe loaded at start-up needs no attach)", what, scope);
+                          "probe loaded at start-up needs no attach)",
+                          what, scope);
     if (scope == 2)
-        return pb_err_set(err, -EPERM, "%s denied by Yama: kernel.yama.ptrace_scope=2 lets only "
+        return pb_err_set(err, -EPERM,
+                          "%s denied by Yama: kernel.yama.ptrace_scope=2 lets only "
                           "root attach: run probing as root (sudo), or start the target with "
-                          "PROBING=1 (no attach needed)", what);
+                          "PROBING=1 (no attach needed)",
+                          what);
     if (scope == 1)
-        return pb_err_set(err, -EPERM, "%s denied by Yama: kernel.yama.ptrace_scope=1 lets only a "
+        return pb_err_set(err, -EPERM,
+                          "%s denied by Yama: kernel.yama.ptrace_scope=1 lets only a "
                           "parent process attach: run probing as root (sudo), set 'sudo sysctl "
                           "kernel.yama.ptrace_scope=0', or start the target with PROBING=1",
                           what);
@@ -428,8 +468,7 @@ static int attach(struct ctx *c, struct pb_err *err)
     if (rc == -ESRCH && inj_proc_gone(c->pid))
         return gone(c, err);
     if (rc < 0)
-        return pb_err_set(err, rc, "ptrace attach to %d failed: %s", (int)c->pid,
-                          pb_strerror(rc));
+        return pb_err_set(err, rc, "ptrace attach to %d failed: %s", (int)c->pid, pb_strerror(rc));
     c->attached = 1;
     char mem[64];
     snprintf(mem, sizeof mem, "/proc/%d/mem", (int)c->pid);
@@ -455,7 +494,8 @@ static int wait_interrupt(struct ctx *c, struct pb_err *err)
             c->stopped = 1;
             int sig = WSTOPSIG(status);
             if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
-                return pb_err_set(err, PB_ESTOPPED, "process %d was stopped (signal %d) during "
+                return pb_err_set(err, PB_ESTOPPED,
+                                  "process %d was stopped (signal %d) during "
                                   "injection: resume it with 'kill -CONT %d' and retry",
                                   (int)c->pid, sig, (int)c->pid);
             return 0;
@@ -535,8 +575,10 @@ static int find_safe_point(struct ctx *c, struct pb_err *err)
             return 0;
         }
     }
-    return pb_err_set(err, PB_ETIMEDOUT, "process %d stayed inside malloc or the dynamic loader "
-                      "for %d tries: retry when it is less busy", (int)c->pid, SAFE_TRIES);
+    return pb_err_set(err, PB_ETIMEDOUT,
+                      "process %d stayed inside malloc or the dynamic loader "
+                      "for %d tries: retry when it is less busy",
+                      (int)c->pid, SAFE_TRIES);
 }
 
 static int mem_write(struct ctx *c, unsigned long addr, const void *buf, size_t n)
@@ -551,8 +593,7 @@ static int mem_write(struct ctx *c, unsigned long addr, const void *buf, size_t 
  * with a trampoline, its code, its parameter block and the frame that restores the thread.
  * Stack layout, upwards from top (16-aligned): the parameter block, the rt_sigreturn frame, the
  * FP area (64-aligned), the path, the red zone, the thread's own stack. */
-static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top,
-                  struct pb_err *err)
+static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top, struct pb_err *err)
 {
     size_t len = strlen(c->path) + 1;
     int rc = inj_fpregs_get(c->tid, c->fp);
@@ -681,7 +722,8 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
             /* Abandon the call: stop the thread so that restore() can put it back. */
             if (inj_ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
                 c->stopped = 1;
-            return pb_err_set(err, PB_ETIMEDOUT, "%s did not return within %d ms in %d: the "
+            return pb_err_set(err, PB_ETIMEDOUT,
+                              "%s did not return within %d ms in %d: the "
                               "thread was restored, but the library may be half loaded",
                               what, c->timeout_ms, (int)c->pid);
         }
@@ -714,11 +756,11 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
                 *ret = inj_regs_ret(&now);
                 return 0;
             }
-            if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
-                sig == SIGTRAP)
-                return pb_err_set(err, PB_EDLOPEN, "%s crashed in %d (signal %d at %#lx): the "
-                                  "thread was restored; the library is broken", what,
-                                  (int)c->pid, sig, inj_regs_pc(&now));
+            if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP)
+                return pb_err_set(err, PB_EDLOPEN,
+                                  "%s crashed in %d (signal %d at %#lx): the "
+                                  "thread was restored; the library is broken",
+                                  what, (int)c->pid, sig, inj_regs_pc(&now));
             /* Hold one asynchronous signal until the thread is restored; pass others on. */
             if (!c->pending_sig) {
                 c->pending_sig = sig;
@@ -747,10 +789,11 @@ static int restore(struct ctx *c, int rc, struct pb_err *err)
          * memory we wrote, which nothing but us reads any more. */
         int r2 = inj_fpregs_set(c->tid, c->fp);
         int r3 = ptrace(PTRACE_SETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0
-                     ? -errno : 0;
+                     ? -errno
+                     : 0;
         int r4 = inj_regs_set(c->tid, &c->saved);
-        int r0 = c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno,
-                                           sizeof c->saved_errno) : 0;
+        int r0 =
+            c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno, sizeof c->saved_errno) : 0;
         int r1 = mem_write(c, c->save_lo, c->save, c->save_len);
         if (r4 == 0 && c->stub_written && mem_write(c, c->stub, c->stub_saved, c->stub_len) == 0)
             c->stub_written = 0;

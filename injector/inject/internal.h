@@ -30,12 +30,12 @@ struct inj_maps {
 };
 
 struct inj_status {
-    char state;           /* 'R', 'S', 'D', 'T', 't', 'Z', ... */
+    char state; /* 'R', 'S', 'D', 'T', 't', 'Z', ... */
     char comm[64];
-    pid_t tracer;         /* TracerPid, 0 if none */
-    uid_t uid;            /* real uid */
-    gid_t gid;            /* real gid */
-    pid_t nspid;          /* pid in the innermost pid namespace */
+    pid_t tracer;            /* TracerPid, 0 if none */
+    uid_t uid;               /* real uid */
+    gid_t gid;               /* real gid */
+    pid_t nspid;             /* pid in the innermost pid namespace */
     uint64_t sigign, sigcgt; /* signals ignored and caught (bit n-1 for signal n) */
 };
 
@@ -155,7 +155,6 @@ long inj_regs_syscall(const struct inj_regs *r, int memfd);
 int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
                      unsigned long top, unsigned long *ret_slot);
 
-
 /* The self-restoring trampoline (x86_64.c has the full story): code written into unused padding
  * of an executable mapping, which calls fn with the parameter block at the stack top, stops on
  * a signal the target ignores, and then puts the thread back with rt_sigreturn from a frame the
@@ -166,8 +165,7 @@ int inj_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off);
 size_t inj_tramp_frame_size(void);
 /* The FP area as the frame holds it (copied from f into out, with the kernel's end marker);
  * its length, or 0 if it does not fit in cap. */
-size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap,
-                         int *xstate);
+size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap, int *xstate);
 /* Fill buf (inj_tramp_frame_size() bytes) with the frame that restores saved, sigmask and the
  * FP area at fp_addr (64-byte aligned; fp_xstate: a full XSAVE area with its markers). */
 int inj_tramp_frame(unsigned char *buf, const struct inj_regs *saved, uint64_t sigmask,

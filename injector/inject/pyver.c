@@ -189,8 +189,10 @@ int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
     if (rc < 0 && inj_proc_gone(pid)) {
         /* It died while we read it (its maps read empty once it exits): not a verdict on
          * what it ran. */
-        rc = pb_err_set(err, PB_EGONE, "process %d (%s) exited while probing read it: check the "
-                        "pid", (int)pid, st.comm);
+        rc = pb_err_set(err, PB_EGONE,
+                        "process %d (%s) exited while probing read it: check the "
+                        "pid",
+                        (int)pid, st.comm);
         goto out;
     }
     if (rc < 0) {
@@ -200,15 +202,14 @@ int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
                         (int)pid, st.comm);
         goto out;
     }
-    PB_LOG(PB_LOG_DEBUG, "pid %d runs Python %d.%d.%d (%s)", (int)pid, v->major, v->minor,
-           v->micro, v->source);
+    PB_LOG(PB_LOG_DEBUG, "pid %d runs Python %d.%d.%d (%s)", (int)pid, v->major, v->minor, v->micro,
+           v->source);
 out:
     inj_maps_free(&m);
     return rc;
 }
 
-int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
-               struct pb_err *err)
+int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs, struct pb_err *err)
 {
     struct inj_pyver v;
     struct inj_maps m = {0};

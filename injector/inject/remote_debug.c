@@ -85,8 +85,10 @@ int inj_remote_debug_check(pid_t pid, const struct inj_pyver *v, struct pb_err *
 {
     if (enabled(pid, v) != 0)
         return 0;
-    return pb_err_set(err, PB_EAUTH, "process %d (CPython %d.%d) disabled remote debugging "
+    return pb_err_set(err, PB_EAUTH,
+                      "process %d (CPython %d.%d) disabled remote debugging "
                       "(PYTHON_DISABLE_REMOTE_DEBUG, -X disable-remote-debug or its embedder's "
                       "PyConfig.remote_debug): probing does not inject into it; start it without "
-                      "that to probe it", (int)pid, v->major, v->minor);
+                      "that to probe it",
+                      (int)pid, v->major, v->minor);
 }

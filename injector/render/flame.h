@@ -22,10 +22,10 @@ struct flame_node {
 
 /* One thread's stacks, kept for speedscope (one profile per thread). */
 struct flame_stack {
-    size_t thread;   /* index into flame_tree.threads */
-    char *folded;    /* outermost first, ';'-separated */
+    size_t thread; /* index into flame_tree.threads */
+    char *folded;  /* outermost first, ';'-separated */
     unsigned long long count;
-    long long id;    /* the caller's id of the stack (perf.stacks.stack_id); -1 when none */
+    long long id; /* the caller's id of the stack (perf.stacks.stack_id); -1 when none */
 };
 struct flame_thread {
     long long id;
@@ -33,8 +33,8 @@ struct flame_thread {
 };
 
 struct flame_tree {
-    struct flame_node root;          /* all threads merged */
-    struct flame_stack *stacks;      /* every stack added, in order */
+    struct flame_node root;     /* all threads merged */
+    struct flame_stack *stacks; /* every stack added, in order */
     size_t nstacks, capstacks;
     struct flame_thread *threads;
     size_t nthreads;

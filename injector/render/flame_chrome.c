@@ -178,12 +178,17 @@ int flame_write_chrometrace(const struct flame_tree *t, const struct flame_tick 
         if (ticks[i].ts < origin)
             origin = ticks[i].ts;
     fputs("{\"displayTimeUnit\": \"ms\",\n \"otherData\": {\"exporter\": \"probing\", "
-          "\"name\": ", f);
+          "\"name\": ",
+          f);
     json_str(f, name ? name : "probing profile");
-    fprintf(f, ", \"startEpochSeconds\": %.6f, \"samplePeriodSeconds\": %.9g},\n"
-               " \"traceEvents\": [\n", origin, period);
-    fprintf(f, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %lld, \"tid\": 0, "
-               "\"args\": {\"name\": ", pid);
+    fprintf(f,
+            ", \"startEpochSeconds\": %.6f, \"samplePeriodSeconds\": %.9g},\n"
+            " \"traceEvents\": [\n",
+            origin, period);
+    fprintf(f,
+            "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %lld, \"tid\": 0, "
+            "\"args\": {\"name\": ",
+            pid);
     json_str(f, name ? name : "probing profile");
     fputs("}}", f);
     for (size_t th = 0; th < t->nthreads; th++) {
@@ -193,8 +198,10 @@ int flame_write_chrometrace(const struct flame_tree *t, const struct flame_tick 
             snprintf(tn, sizeof tn, "%s (%lld)", T->name, T->id);
         else
             snprintf(tn, sizeof tn, "thread %lld", T->id);
-        fprintf(f, ",\n  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %lld, "
-                   "\"tid\": %lld, \"args\": {\"name\": ", pid, T->id);
+        fprintf(f,
+                ",\n  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %lld, "
+                "\"tid\": %lld, \"args\": {\"name\": ",
+                pid, T->id);
         json_str(f, tn);
         fputs("}}", f);
     }
@@ -214,9 +221,10 @@ int flame_write_chrometrace(const struct flame_tree *t, const struct flame_tick 
         /* Whole microseconds, start and end rounded alike: events that share a boundary
          * share it exactly, so callees never stick out of their callers. */
         long long a = us(x->start - origin), b = us(x->end - origin);
-        fprintf(f, ", \"cat\": \"%s\", \"pid\": %lld, \"tid\": %lld, \"ts\": %lld, "
-                   "\"dur\": %lld", py ? "python" : "native", pid, t->threads[x->thread].id,
-                a, b - a);
+        fprintf(f,
+                ", \"cat\": \"%s\", \"pid\": %lld, \"tid\": %lld, \"ts\": %lld, "
+                "\"dur\": %lld",
+                py ? "python" : "native", pid, t->threads[x->thread].id, a, b - a);
         if (py) {
             fputs(", \"args\": {\"file\": ", f);
             json_str(f, file);

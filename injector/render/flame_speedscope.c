@@ -59,7 +59,8 @@ int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f
     struct flame_intern m = {0};
     int rc = -1;
     fputs("{\n  \"$schema\": \"https://www.speedscope.app/file-format-schema.json\",\n"
-          "  \"exporter\": \"probing\",\n  \"name\": ", f);
+          "  \"exporter\": \"probing\",\n  \"name\": ",
+          f);
     json_str(f, name ? name : "probing profile");
     fputs(",\n  \"activeProfileIndex\": 0,\n  \"shared\": {\"frames\": [", f);
     /* Frames first: every distinct name, in order of first appearance. */
@@ -101,8 +102,10 @@ int flame_write_speedscope(const struct flame_tree *t, const char *name, FILE *f
         fputs(th ? ",\n    {" : "\n    {", f);
         fputs("\"type\": \"sampled\", \"name\": ", f);
         json_str(f, pname);
-        fprintf(f, ", \"unit\": \"none\", \"startValue\": 0, \"endValue\": %llu,\n"
-                   "     \"samples\": [", total);
+        fprintf(f,
+                ", \"unit\": \"none\", \"startValue\": 0, \"endValue\": %llu,\n"
+                "     \"samples\": [",
+                total);
         int first = 1;
         for (size_t i = 0; i < t->nstacks; i++) {
             if (t->stacks[i].thread != th)

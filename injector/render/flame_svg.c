@@ -25,7 +25,9 @@ static const char script[] =
     "function fname(g) { return g.querySelector('title').textContent.split('\\n')[0]; }\n"
     "function init() {\n"
     "  svg = document.documentElement;\n"
-    "  W = parseFloat(svg.getAttribute('width')); X0 = " "10" "; XW = W - 2 * X0;\n"
+    "  W = parseFloat(svg.getAttribute('width')); X0 = "
+    "10"
+    "; XW = W - 2 * X0;\n"
     "  frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
     "  details = document.getElementById('details');\n"
     "  matched = document.getElementById('matched');\n"
@@ -44,10 +46,12 @@ static const char script[] =
     "    if (q.value) search(q.value); else q.focus();\n"
     "  });\n"
     "  q.addEventListener('keydown', function (e) {\n"
-    "    if (e.key === 'Enter') { e.preventDefault(); if (q.value) search(q.value); else clearSearch(); }\n"
+    "    if (e.key === 'Enter') { e.preventDefault(); if (q.value) search(q.value); else "
+    "clearSearch(); }\n"
     "  });\n"
     "  window.addEventListener('keydown', function (e) {\n"
-    "    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); q.focus(); q.select(); }\n"
+    "    if ((e.ctrlKey || e.metaKey) && e.key === 'f') { e.preventDefault(); q.focus(); "
+    "q.select(); }\n"
     "    else if (e.key === 'Escape') { resetZoom(); q.value = ''; clearSearch(); }\n"
     "  });\n"
     "  var m = /[#&]search=([^&]*)/.exec(window.location.hash);\n"
@@ -75,7 +79,8 @@ static const char script[] =
     "  frames.forEach(function (g) {\n"
     "    var x = num(g, 'x'), w = num(g, 'w'), d = num(g, 'd');\n"
     "    if (d < zd) place(g, X0, XW, x <= zx + 1e-9 && x + w >= zx + zw - 1e-9, true);\n"
-    "    else if (x >= zx - 1e-9 && x + w <= zx + zw + 1e-9) place(g, X0 + (x - zx) * s, w * s, w * s >= 0.1, false);\n"
+    "    else if (x >= zx - 1e-9 && x + w <= zx + zw + 1e-9) place(g, X0 + (x - zx) * s, w * s, w "
+    "* s >= 0.1, false);\n"
     "    else place(g, 0, 0, false, false);\n"
     "  });\n"
     "  document.getElementById('reset').style.display = '';\n"
@@ -83,19 +88,22 @@ static const char script[] =
     "function zoomTo(t) {\n"
     "  var re = new RegExp(t), best = null;\n"
     "  frames.forEach(function (g) {\n"
-    "    if (num(g, 'd') > 0 && re.test(fname(g)) && (!best || num(g, 'w') > num(best, 'w'))) best = g;\n"
+    "    if (num(g, 'd') > 0 && re.test(fname(g)) && (!best || num(g, 'w') > num(best, 'w'))) best "
+    "= g;\n"
     "  });\n"
     "  if (best) zoom(best);\n"
     "}\n"
     "function resetZoom() {\n"
     "  zoomedTo = null;\n"
     "  svg.removeAttribute('data-zoomed');\n"
-    "  frames.forEach(function (g) { place(g, X0 + num(g, 'x') * XW, num(g, 'w') * XW, true, false); });\n"
+    "  frames.forEach(function (g) { place(g, X0 + num(g, 'x') * XW, num(g, 'w') * XW, true, "
+    "false); });\n"
     "  document.getElementById('reset').style.display = 'none';\n"
     "}\n"
     "function search(t) {\n"
     "  var re;\n"
-    "  try { re = new RegExp(t); } catch (e) { re = new RegExp(t.replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&')); }\n"
+    "  try { re = new RegExp(t); } catch (e) { re = new RegExp(t.replace(/[.*+?^${}()|[\\]\\\\]/g, "
+    "'\\\\$&')); }\n"
     "  term = t;\n"
     "  var spans = [];\n"
     "  frames.forEach(function (g) {\n"
@@ -110,7 +118,8 @@ static const char script[] =
     "    else if (s[1] > end) { covered += s[1] - end; end = s[1]; }\n"
     "  });\n"
     "  var pct = (100 * covered).toFixed(1);\n"
-    "  matched.textContent = spans.length ? 'Matched: ' + pct + '% (' + spans.length + (spans.length === 1 ? ' frame)' : ' frames)') : 'No match';\n"
+    "  matched.textContent = spans.length ? 'Matched: ' + pct + '% (' + spans.length + "
+    "(spans.length === 1 ? ' frame)' : ' frames)') : 'No match';\n"
     "  svg.setAttribute('data-matched', spans.length ? pct : '0');\n"
     "  svg.setAttribute('data-matched-frames', String(spans.length));\n"
     "  document.getElementById('search').textContent = 'Clear';\n"
@@ -216,8 +225,7 @@ static const struct flame_node *before_kid(const struct flame_node *b, const cha
     return NULL;
 }
 
-static double delta_of(const struct ctx *c, const struct flame_node *n,
-                       const struct flame_node *b)
+static double delta_of(const struct ctx *c, const struct flame_node *n, const struct flame_node *b)
 {
     return (double)n->total / c->total - (b ? (double)b->total / c->btotal : 0);
 }
@@ -267,7 +275,9 @@ static void frame(struct ctx *c, const struct flame_node *n, const struct flame_
     int y = TOP + depth * ROW;
     const char *name = n->kind == FLAME_ROOT ? "all" : n->name;
     fprintf(c->f, "<g class=\"f %s\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\"",
-            n->kind == FLAME_PYTHON ? "py" : n->kind == FLAME_NATIVE ? "native" : "root",
+            n->kind == FLAME_PYTHON   ? "py"
+            : n->kind == FLAME_NATIVE ? "native"
+                                      : "root",
             x / c->total, (double)n->total / c->total, depth);
     if (c->btotal > 0)
         fprintf(c->f, " data-delta=\"%.6f\"", d);
@@ -275,12 +285,13 @@ static void frame(struct ctx *c, const struct flame_node *n, const struct flame_
     flame_xml_escape(c->f, name);
     if (c->btotal > 0)
         fprintf(c->f, "\n%llu sample%s (%.2f%%), before %llu (%.2f%%): %+.2f points", n->total,
-                n->total == 1 ? "" : "s", 100.0 * (double)n->total / c->total,
-                b ? b->total : 0ULL, b ? 100.0 * (double)b->total / c->btotal : 0.0, 100 * d);
+                n->total == 1 ? "" : "s", 100.0 * (double)n->total / c->total, b ? b->total : 0ULL,
+                b ? 100.0 * (double)b->total / c->btotal : 0.0, 100 * d);
     else
         fprintf(c->f, "\n%llu sample%s (%.2f%%)", n->total, n->total == 1 ? "" : "s",
                 100.0 * (double)n->total / c->total);
-    fprintf(c->f, "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" "
+    fprintf(c->f,
+            "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" "
             "height=\"%d\" rx=\"2\" fill=\"%s\"/><text x=\"%.2f\" y=\"%d\">",
             px, y, w, ROW - 1, fill, px + 3, y + ROW - 4);
     write_label(c->f, name, w);
@@ -288,8 +299,7 @@ static void frame(struct ctx *c, const struct flame_node *n, const struct flame_
     c->drawn++;
     double kx = x;
     for (size_t i = 0; i < n->nkids; i++) {
-        frame(c, n->kids[i], c->btotal > 0 ? before_kid(b, n->kids[i]->name) : NULL, kx,
-              depth + 1);
+        frame(c, n->kids[i], c->btotal > 0 ? before_kid(b, n->kids[i]->name) : NULL, kx, depth + 1);
         kx += (double)n->kids[i]->total;
     }
 }
@@ -300,9 +310,10 @@ int flame_write_svg(const struct flame_tree *t, const struct flame_svg_opts *o, 
     double minw = o && o->minwidth >= 0 ? o->minwidth : 0.1;
     const char *title = o && o->title ? o->title : "Flame graph";
     int height = TOP + (t->maxdepth + 1) * ROW + 30;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-               "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-               "height=\"%d\" viewBox=\"0 0 %d %d\" data-samples=\"%llu\">\n",
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+            "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+            "height=\"%d\" viewBox=\"0 0 %d %d\" data-samples=\"%llu\">\n",
             width, height, width, height, t->root.total);
     fprintf(f, "<style type=\"text/css\"><![CDATA[\n%s]]></style>\n", style);
     fprintf(f, "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n", script);
@@ -316,16 +327,22 @@ int flame_write_svg(const struct flame_tree *t, const struct flame_svg_opts *o, 
         flame_xml_escape(f, o->subtitle);
         fputs("</text>\n", f);
     }
-    fprintf(f, "<text id=\"reset\" class=\"button\" x=\"%d\" y=\"22\" style=\"display:none\">"
-               "Reset zoom</text>\n", PAD);
+    fprintf(f,
+            "<text id=\"reset\" class=\"button\" x=\"%d\" y=\"22\" style=\"display:none\">"
+            "Reset zoom</text>\n",
+            PAD);
     /* The search box is an HTML input (no window.prompt: VS Code webviews block dialogs). */
-    fprintf(f, "<foreignObject x=\"%d\" y=\"7\" width=\"190\" height=\"22\">"
-               "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"q\" type=\"search\" "
-               "placeholder=\"search (regular expression)\" title=\"Enter: search; Ctrl-F: "
-               "focus; Escape: clear\" style=\"width:180px;font:12px monospace\"/>"
-               "</foreignObject>\n", width - PAD - 250);
-    fprintf(f, "<text id=\"search\" class=\"button\" x=\"%d\" y=\"22\" "
-               "style=\"text-anchor:end\">Search</text>\n", width - PAD);
+    fprintf(f,
+            "<foreignObject x=\"%d\" y=\"7\" width=\"190\" height=\"22\">"
+            "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"q\" type=\"search\" "
+            "placeholder=\"search (regular expression)\" title=\"Enter: search; Ctrl-F: "
+            "focus; Escape: clear\" style=\"width:180px;font:12px monospace\"/>"
+            "</foreignObject>\n",
+            width - PAD - 250);
+    fprintf(f,
+            "<text id=\"search\" class=\"button\" x=\"%d\" y=\"22\" "
+            "style=\"text-anchor:end\">Search</text>\n",
+            width - PAD);
     fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"40\"></text>\n", width - PAD);
     fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, height - 10);
     fputs("<g id=\"frames\">\n", f);

@@ -44,7 +44,7 @@ enum flame_kind flame_kind_of(const char *name)
     int line;
     char f[2], g[2];
     return flame_name_split(name, f, sizeof f, g, sizeof g, &line) == 0 ? FLAME_PYTHON
-                                                                          : FLAME_NATIVE;
+                                                                        : FLAME_NATIVE;
 }
 
 int flame_name_split(const char *name, char *func, size_t funcn, char *file, size_t filen,
@@ -211,7 +211,8 @@ int flame_tree_parse(struct flame_tree *t, FILE *in)
 
 static int by_name(const void *a, const void *b)
 {
-    const struct flame_node *x = *(struct flame_node *const *)a, *y = *(struct flame_node *const *)b;
+    const struct flame_node *x = *(struct flame_node *const *)a,
+                            *y = *(struct flame_node *const *)b;
     return strcmp(x->name, y->name);
 }
 

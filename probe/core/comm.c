@@ -44,8 +44,10 @@ int probe_comm_open(int max_records, struct pb_err *err)
     if (!ring || size != max_records) {
         struct rec *r = calloc((size_t)max_records, sizeof *r);
         if (!r) {
-            rc = pb_err_set(err, -ENOMEM, "out of memory for %d collective records (%zu bytes "
-                            "each): lower comm.max_records", max_records, sizeof *r);
+            rc = pb_err_set(err, -ENOMEM,
+                            "out of memory for %d collective records (%zu bytes "
+                            "each): lower comm.max_records",
+                            max_records, sizeof *r);
         } else {
             free(ring);
             ring = r;
@@ -133,7 +135,8 @@ static int add_row(struct probe_rows *r, const struct rec *x, double t)
     rc = rc ? rc : probe_rows_add_int(r, x->async);
     rc = rc ? rc : probe_rows_add_text(r, states[x->state]);
     rc = rc ? rc : probe_rows_add_real(r, x->start);
-    rc = rc ? rc : (x->state == ST_RUNNING ? probe_rows_add_null(r) : probe_rows_add_real(r, x->end));
+    rc = rc ? rc
+            : (x->state == ST_RUNNING ? probe_rows_add_null(r) : probe_rows_add_real(r, x->end));
     rc = rc ? rc : probe_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
     rc = rc ? rc : probe_rows_add_int(r, x->tid);
     rc = rc ? rc : probe_rows_add_text(r, x->file);
@@ -155,7 +158,8 @@ int probe_comm_fill(struct probe_rows *r, struct pb_err *err)
         pthread_mutex_lock(&mu);
         if (ring) {
             unsigned long long last = next_id - 1;
-            unsigned long long first = last > (unsigned long long)size ? last - (unsigned long long)size + 1 : 1;
+            unsigned long long first =
+                last > (unsigned long long)size ? last - (unsigned long long)size + 1 : 1;
             if (from < first)
                 from = first;
             for (; from <= last && n < CHUNK; from++)

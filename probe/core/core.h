@@ -72,10 +72,8 @@ int probe_rundir_sweep(const char *dir, const char *own);
 /* token.c */
 void probe_token_set(const char *token);
 
-
 /* token.c: constant-time token comparison. 1 if token matches the TCP token, else 0. */
 int probe_token_check(const char *token);
-
 
 /* thread.c: start a thread of the probe with every signal blocked in it. Returns 0 or -errno. */
 int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached);

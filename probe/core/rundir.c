@@ -25,8 +25,8 @@ int probe_rundir_path(char *buf, size_t n, struct pb_err *err)
     if (lstat(buf, &st) < 0)
         return pb_err_set(err, -errno, "stat %s: %s", buf, strerror(errno));
     if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077))
-        return pb_err_set(err, -EPERM, "%s is not a private directory of uid %u: remove it",
-                          buf, (unsigned)uid);
+        return pb_err_set(err, -EPERM, "%s is not a private directory of uid %u: remove it", buf,
+                          (unsigned)uid);
     return 0;
 }
 

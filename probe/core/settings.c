@@ -27,16 +27,17 @@ struct setting {
 static struct setting table[] = {
     {"comm.max_records", SET_INT, 4096, 16, 1000000,
      "Most torch.distributed calls perf --comm keeps (about 600 bytes each); the oldest go "
-     "first. Read at the recorder's start.", 0},
-    {"crash.path", SET_STR, 0, 0, 0,
-     "Crash report file of inject --crash ('%p' is the pid); empty: <rundir>/crash-<pid>.txt.",
+     "first. Read at the recorder's start.",
      0},
+    {"crash.path", SET_STR, 0, 0, 0,
+     "Crash report file of inject --crash ('%p' is the pid); empty: <rundir>/crash-<pid>.txt.", 0},
     {"debugger.entry_hooks", SET_BOOL, 1, 0, 1,
      "CPython 3.11: serve line breakpoints by hooking the entry of the functions holding them "
      "(their __code__ is a copy with one call more while a breakpoint is set there) instead of "
      "a frame-evaluation function, which slows every Python call by 15-20%. off: always the "
      "latter (pickling such a function by value, as cloudpickle does, then works while "
-     "debugging). Read when breakpoints change.", 0},
+     "debugging). Read when breakpoints change.",
+     0},
     {"eval.timeout_ms", SET_INT, 500, 10, 600000,
      "How long eval/evaluate wait for the GIL (ms); then nothing runs and the GIL holder is named.",
      0},
@@ -69,7 +70,8 @@ static struct setting table[] = {
      "A query running longer than this (ms) is interrupted.", 0},
     {"store.max_memory_bytes", SET_INT, 256 << 20, 16 << 20, 64LL << 30,
      "Most bytes the probe's own SQLite may hold (history tables and a running query together); "
-     "a query needing more fails.", 0},
+     "a query needing more fails.",
+     0},
 };
 #define NSETTINGS ((int)(sizeof table / sizeof table[0]))
 /* SET_STR values, by row (their default is ""). */
@@ -131,8 +133,7 @@ static int parse(const struct setting *s, const char *text, const char *unit, lo
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if ((end == text || *end || errno || unit) &&
-        probe_setting_units(s->name, text, unit, &v) < 0)
+    if ((end == text || *end || errno || unit) && probe_setting_units(s->name, text, unit, &v) < 0)
         return pb_err_set(err, PB_EBADARG, "%s: '%s' is not an integer: expected %s%s", s->name,
                           text, allowed, probe_setting_unit_hint(s->name));
     if (v < s->min || v > s->max)

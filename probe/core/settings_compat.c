@@ -61,10 +61,11 @@ static double time_unit(const char *u)
     static const struct {
         const char *name;
         double s;
-    } units[] = {{"ms", 0.001},   {"msec", 0.001}, {"s", 1},       {"sec", 1},       {"secs", 1},
-                 {"second", 1},   {"seconds", 1},  {"m", 60},      {"min", 60},      {"mins", 60},
-                 {"minute", 60},  {"minutes", 60}, {"h", 3600},    {"hour", 3600},   {"hours", 3600},
-                 {"d", 86400},    {"day", 86400},  {"days", 86400}, {"w", 604800},   {"week", 604800},
+    } units[] = {{"ms", 0.001},    {"msec", 0.001}, {"s", 1},        {"sec", 1},
+                 {"secs", 1},      {"second", 1},   {"seconds", 1},  {"m", 60},
+                 {"min", 60},      {"mins", 60},    {"minute", 60},  {"minutes", 60},
+                 {"h", 3600},      {"hour", 3600},  {"hours", 3600}, {"d", 86400},
+                 {"day", 86400},   {"days", 86400}, {"w", 604800},   {"week", 604800},
                  {"weeks", 604800}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcasecmp(u, units[i].name) == 0)
@@ -178,16 +179,18 @@ int probe_setting_unknown(const char *name, const char *const *names, int nnames
         int d = distance(key, names[i]);
         int dl = distance(leaf(key), leaf(names[i]));
         if (d <= 3 || dl <= 2 || (strlen(leaf(key)) >= 4 && strstr(names[i], leaf(key)))) {
-            int w = snprintf(close + used, sizeof close - used, "%s'%s'", used ? ", " : "",
-                             names[i]);
+            int w =
+                snprintf(close + used, sizeof close - used, "%s'%s'", used ? ", " : "", names[i]);
             if (w < 0 || (size_t)w >= sizeof close - used)
                 break;
             used += (size_t)w;
         }
     }
     if (used)
-        return pb_err_set(err, PB_EBADARG, "unknown setting '%s': did you mean %s? see 'probing "
-                          "config' for the list", name, close);
+        return pb_err_set(err, PB_EBADARG,
+                          "unknown setting '%s': did you mean %s? see 'probing "
+                          "config' for the list",
+                          name, close);
     return pb_err_set(err, PB_EBADARG, "unknown setting '%s': see 'probing config' for the list",
                       name);
 }

@@ -94,8 +94,10 @@ int probe_crash_disarm(void)
         if (ours(&cur))
             sigaction(probe_crash_signals[i], &probe_crash_prev[i], NULL);
         else
-            PB_LOG(PB_LOG_WARN, "%s: a handler installed after ours stays (it chains to ours, "
-                   "which now passes the signal on)", probe_crash_signame(probe_crash_signals[i]));
+            PB_LOG(PB_LOG_WARN,
+                   "%s: a handler installed after ours stays (it chains to ours, "
+                   "which now passes the signal on)",
+                   probe_crash_signame(probe_crash_signals[i]));
     }
     PB_LOG(PB_LOG_INFO, "crash capture disarmed");
     return 1;
@@ -117,7 +119,8 @@ void probe_crash_status_get(struct probe_crash_status *st)
         const struct sigaction *p = &probe_crash_prev[i];
         const char *what = (p->sa_flags & SA_SIGINFO) ? "handler"
                            : p->sa_handler == SIG_DFL ? "default"
-                           : p->sa_handler == SIG_IGN ? "ignore" : "handler";
+                           : p->sa_handler == SIG_IGN ? "ignore"
+                                                      : "handler";
         pb_strlcpy(st->previous[i], what, sizeof st->previous[i]);
     }
 }

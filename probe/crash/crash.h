@@ -19,7 +19,7 @@ struct probe_crash_status {
     /* For each signal of probe_crash_signals: what handled it before we armed ("default",
      * "ignore", "handler"; "" when not armed). */
     char previous[PROBE_CRASH_NSIGS][12];
-    int fired;      /* a crash report was written (this process) */
+    int fired; /* a crash report was written (this process) */
 };
 
 /* Install the handlers (idempotent: armed again, it only takes a new crash.path). Returns 0,

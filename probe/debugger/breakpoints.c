@@ -20,8 +20,8 @@ enum hit_op { HIT_NONE, HIT_EQ, HIT_GE, HIT_GT, HIT_LE, HIT_LT, HIT_MOD };
 
 struct bp {
     int id, line;
-    PyObject *cond;   /* compiled condition or NULL (strong) */
-    PyObject *log;    /* list of str / code objects making the message, or NULL (strong) */
+    PyObject *cond; /* compiled condition or NULL (strong) */
+    PyObject *log;  /* list of str / code objects making the message, or NULL (strong) */
     int hit_op;
     long hit_n, hits;
 };
@@ -179,8 +179,8 @@ static int code_lines(PyObject *code, PyObject *set, int depth)
     PyObject *iter = it ? PyObject_GetIter(it) : NULL;
     PyObject *item;
     while (iter && (item = PyIter_Next(iter))) {
-        PyObject *line = PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 3
-                             ? PyTuple_GET_ITEM(item, 2) : NULL;
+        PyObject *line =
+            PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 3 ? PyTuple_GET_ITEM(item, 2) : NULL;
         if (line && line != Py_None)
             PySet_Add(set, line);
         Py_DECREF(item);
@@ -404,8 +404,8 @@ static int cond_ok(PyFrameObject *f, PyObject *cond, PyCodeObject *code, int lin
     if (ok < 0) {
         char *m = exc_text();
         char text[700];
-        snprintf(text, sizeof text, "breakpoint condition at line %d raised %s: stopping\n",
-                 line, m ? m : "an exception");
+        snprintf(text, sizeof text, "breakpoint condition at line %d raised %s: stopping\n", line,
+                 m ? m : "an exception");
         free(m);
         emit_output("console", text, code, line);
         return 1;
@@ -651,8 +651,10 @@ int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *
         free(cpath);
         Py_XDECREF(lines);
         PyErr_Clear();
-        return pb_err_set(err, -ENOMEM, "out of memory: the breakpoints of %s are "
-                                            "unchanged", path);
+        return pb_err_set(err, -ENOMEM,
+                          "out of memory: the breakpoints of %s are "
+                          "unchanged",
+                          path);
     }
     nf->path = cpath;
     nf->bps = bps;
@@ -670,12 +672,16 @@ int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *
             int has = l && PySet_Contains(lines, l) == 1;
             Py_XDECREF(l);
             if (!has)
-                snprintf(msg, sizeof msg, "no code on line %d of %s (a blank line, a comment or "
-                                          "part of a longer statement)", line, path);
+                snprintf(msg, sizeof msg,
+                         "no code on line %d of %s (a blank line, a comment or "
+                         "part of a longer statement)",
+                         line, path);
         }
         if (!msg[0] && sp->hit_condition && parse_hit(sp->hit_condition, &b.hit_op, &b.hit_n) < 0)
-            snprintf(msg, sizeof msg, "hit condition '%s' not understood (use N, ==N, >=N, >N, "
-                                      "<=N, <N or %%N)", sp->hit_condition);
+            snprintf(msg, sizeof msg,
+                     "hit condition '%s' not understood (use N, ==N, >=N, >N, "
+                     "<=N, <N or %%N)",
+                     sp->hit_condition);
         if (!msg[0] && sp->condition)
             b.cond = compile_expr(sp->condition, "condition", msg, sizeof msg);
         if (!msg[0] && sp->log_message)
@@ -717,8 +723,9 @@ int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, in
     if (n && !all) {
         for (int i = 0; i < n; i++)
             result(&out[i], next_id++, 0, 0, "out of memory: not set");
-        return pb_err_set(err, -ENOMEM, "out of memory: the function breakpoints are "
-                                            "unchanged");
+        return pb_err_set(err, -ENOMEM,
+                          "out of memory: the function breakpoints are "
+                          "unchanged");
     }
     funcs_free();
     for (int i = 0; i < n; i++) {

@@ -77,8 +77,10 @@ int probe_dbg_resume(int announce)
 int probe_dbg_step(long tid, int mode, struct pb_err *err)
 {
     if (!probe_dbg_parked(tid))
-        return pb_err_set(err, PB_ESTATE, "thread %ld is not stopped in Python code: only a "
-                                          "stopped thread can step", tid);
+        return pb_err_set(err, PB_ESTATE,
+                          "thread %ld is not stopped in Python code: only a "
+                          "stopped thread can step",
+                          tid);
     dbg_resume(tid, mode == PROBE_DBG_STEP_IN     ? DBG_STEP_IN
                     : mode == PROBE_DBG_STEP_OVER ? DBG_STEP_OVER
                                                   : DBG_STEP_OUT);
@@ -95,7 +97,8 @@ static void on_pause_timer(uv_timer_t *t)
     (void)t;
     if (!atomic_load(&dbg_pause_all) || dbg_set_announced(1))
         return;
-    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_STOPPED, .thread_id = getpid(),
+    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_STOPPED,
+                                .thread_id = getpid(),
                                 .reason = "pause",
                                 .text = "Paused (threads in native code stop when they "
                                         "return to Python)"};
@@ -128,8 +131,8 @@ void probe_dbg_configured(void)
         return;
     dbg_set_announced(1);
     long tid = dbg_first_parked();
-    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_STOPPED,
-                                .thread_id = tid ? tid : getpid(), .reason = "pause"};
+    struct probe_dbg_event e = {
+        .kind = PROBE_DBG_EV_STOPPED, .thread_id = tid ? tid : getpid(), .reason = "pause"};
     probe_dbg_emit(&e);
 }
 

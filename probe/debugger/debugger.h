@@ -35,7 +35,7 @@ struct probe_dbg_event {
     const char *text; /* NULL when none */
     const char *path; /* output: the file it comes from, or NULL */
     int line;
-    int nbp;          /* stopped: hitBreakpointIds */
+    int nbp; /* stopped: hitBreakpointIds */
     int bp_ids[8];
 };
 
@@ -69,15 +69,14 @@ int probe_dbg_parked(long tid);
  * is not parked (the caller reads the stack without the GIL) or on allocation failure with
  * *n 0. */
 struct probe_frame;
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames,
-                    int *n);
+int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n);
 void probe_dbg_frames_free(struct probe_frame *frames, int n);
 
 /* What exceptionInfo says of a thread stopped on an exception (strings malloc'd). */
 struct probe_dbg_exception {
-    char *type;      /* module.qualname (builtins without module) */
-    char *message;   /* str(exc), may be NULL */
-    char *traceback; /* formatted, may be NULL */
+    char *type;             /* module.qualname (builtins without module) */
+    char *message;          /* str(exc), may be NULL */
+    char *traceback;        /* formatted, may be NULL */
     const char *break_mode; /* "always" or "unhandled" */
 };
 int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err);

@@ -22,7 +22,7 @@ static int namespaces(long long frame_id, PyObject **f, PyObject **g, PyObject *
     *f = *g = *l = NULL;
     if (frame_id < 0) {
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
-        *g = main_mod ? PyModule_GetDict(main_mod) : NULL;  /* borrowed */
+        *g = main_mod ? PyModule_GetDict(main_mod) : NULL;   /* borrowed */
         if (!*g)
             return probe_py_fail(err, "eval set-up");
         Py_INCREF(*g);
@@ -77,4 +77,3 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
     PyErr_Clear();
     return rc;
 }
-

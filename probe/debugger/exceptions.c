@@ -52,8 +52,11 @@ static void park_uncaught(PyObject *exc, PyObject *tb)
         return;
     char desc[300];
     dbg_exc_describe(exc, desc, sizeof desc);
-    struct dbg_stop_why why = {.reason = "exception", .description = desc, .exc = exc,
-                               .break_mode = "unhandled", .tb = tb != Py_None ? tb : NULL};
+    struct dbg_stop_why why = {.reason = "exception",
+                               .description = desc,
+                               .exc = exc,
+                               .break_mode = "unhandled",
+                               .tb = tb != Py_None ? tb : NULL};
     dbg_park(NULL, &why);
 }
 
@@ -104,7 +107,6 @@ static PyObject *thread_hook(PyObject *self, PyObject *args)
 
 static PyMethodDef sys_def = {"probing_excepthook", sys_hook, METH_VARARGS, NULL};
 static PyMethodDef thread_def = {"probing_thread_excepthook", thread_hook, METH_VARARGS, NULL};
-
 
 static void hooks_set(void)
 {
@@ -157,8 +159,8 @@ void dbg_exc_census(struct probe_dbg_census *into)
     PyObject *th = threading_module();
     PyObject *cur = th ? PyObject_GetAttrString(th, "excepthook") : NULL;
     PyObject *sys_cur = PySys_GetObject("excepthook");
-    int ours_sys = sys_cur && PyCFunction_Check(sys_cur) &&
-                   ((PyCFunctionObject *)sys_cur)->m_ml == &sys_def;
+    int ours_sys =
+        sys_cur && PyCFunction_Check(sys_cur) && ((PyCFunctionObject *)sys_cur)->m_ml == &sys_def;
     int ours_th = cur && PyCFunction_Check(cur) && ((PyCFunctionObject *)cur)->m_ml == &thread_def;
     Py_XDECREF(cur);
     Py_XDECREF(th);

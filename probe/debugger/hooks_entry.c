@@ -211,9 +211,8 @@ static PyObject *exc_shift(PyObject *table, int at, int shift)
         int start, size, target, dl;
         ok = (t[i] & 128) && exc_read(t, n, &i, &start) == 0 && exc_read(t, n, &i, &size) == 0 &&
              exc_read(t, n, &i, &target) == 0 && exc_read(t, n, &i, &dl) == 0 && start >= at &&
-             target >= at && exc_write(&b, start + shift, 1) == 0 &&
-             exc_write(&b, size, 0) == 0 && exc_write(&b, target + shift, 0) == 0 &&
-             exc_write(&b, dl, 0) == 0;
+             target >= at && exc_write(&b, start + shift, 1) == 0 && exc_write(&b, size, 0) == 0 &&
+             exc_write(&b, target + shift, 0) == 0 && exc_write(&b, dl, 0) == 0;
     }
     PyObject *r = ok ? PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.n) : NULL;
     free(b.p);
@@ -313,9 +312,8 @@ static PyObject *hooked_code(PyCodeObject *co)
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.n);
     PyObject *stack = PyLong_FromLong(co->co_stacksize < 3 ? 3 : co->co_stacksize);
     PyObject *kw = bytes && stack ? Py_BuildValue("{sOsOsOsOsOsO}", "co_code", bytes, "co_consts",
-                                                  consts, "co_names", names, "co_linetable",
-                                                  lines, "co_exceptiontable", exc, "co_stacksize",
-                                                  stack)
+                                                  consts, "co_names", names, "co_linetable", lines,
+                                                  "co_exceptiontable", exc, "co_stacksize", stack)
                                   : NULL;
     res = code_replace(co, kw);
     Py_XDECREF(kw);
@@ -372,18 +370,20 @@ static PyObject *stripped_code(PyCodeObject *co)
     struct buf cb = {0}, lb = {0};
     int ok = put(&cb, c, (size_t)at * 2) == 0 &&
              put(&cb, c + 2 * (at + added), (size_t)(units - at - added) * 2) == 0 &&
-             put(&lb, lt, (size_t)cut) == 0 && put(&lb, lt + cut + ents, (size_t)(ln - cut - ents)) == 0;
+             put(&lb, lt, (size_t)cut) == 0 &&
+             put(&lb, lt + cut + ents, (size_t)(ln - cut - ents)) == 0;
     PyObject *bytes = ok ? PyBytes_FromStringAndSize((const char *)cb.p, (Py_ssize_t)cb.n) : NULL;
-    PyObject *lines = bytes ? PyBytes_FromStringAndSize((const char *)lb.p, (Py_ssize_t)lb.n) : NULL;
+    PyObject *lines =
+        bytes ? PyBytes_FromStringAndSize((const char *)lb.p, (Py_ssize_t)lb.n) : NULL;
     free(cb.p);
     free(lb.p);
     PyObject *exc = lines ? exc_shift(co->co_exceptiontable, (int)(at + added), (int)-added) : NULL;
     PyObject *consts = exc ? PyTuple_GetSlice(co->co_consts, 0, nc - 2) : NULL;
     PyObject *names = consts ? PyTuple_GetSlice(co->co_names, 0, nn - 2) : NULL;
-    PyObject *kw = names ? Py_BuildValue("{sOsOsOsOsO}", "co_code", bytes, "co_consts", consts,
-                                         "co_names", names, "co_linetable", lines,
-                                         "co_exceptiontable", exc)
-                         : NULL;
+    PyObject *kw =
+        names ? Py_BuildValue("{sOsOsOsOsO}", "co_code", bytes, "co_consts", consts, "co_names",
+                              names, "co_linetable", lines, "co_exceptiontable", exc)
+              : NULL;
     res = code_replace(co, kw);
     Py_XDECREF(kw);
     Py_XDECREF(names);
@@ -513,7 +513,8 @@ static int consts_in_loops(PyCodeObject *p, char *loops, Py_ssize_t nconsts)
     for (Py_ssize_t i = 0; spans && i < units; i++) {
         long arg = ext | c[2 * i + 1];
         ext = c[2 * i] == EXTENDED_ARG ? arg << 8 : 0;
-        if (c[2 * i] != LOAD_CONST || arg >= nconsts || !PyCode_Check(PyTuple_GET_ITEM(p->co_consts, arg)))
+        if (c[2 * i] != LOAD_CONST || arg >= nconsts ||
+            !PyCode_Check(PyTuple_GET_ITEM(p->co_consts, arg)))
             continue;
         for (Py_ssize_t j = 0; j < nspans && !loops[arg]; j++)
             loops[arg] = (char)(spans[j][0] <= i && i <= spans[j][1]);
@@ -805,8 +806,10 @@ void dbg_entry_remove(void)
         if (gc)
             PyGC_Enable();
         if (fixed)
-            PB_LOG(PB_LOG_INFO, "entry hooks: %d copies of hooked code made by the program put "
-                   "back without the hook", fixed);
+            PB_LOG(PB_LOG_INFO,
+                   "entry hooks: %d copies of hooked code made by the program put "
+                   "back without the hook",
+                   fixed);
     }
 }
 

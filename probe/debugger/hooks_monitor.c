@@ -84,8 +84,8 @@ static PyObject *cb_line(PyObject *self, PyObject *const *args, Py_ssize_t n)
     if (!f)
         Py_RETURN_NONE;
     struct dbg_tls *t = dbg_tls_get();
-    int keep = global_modes() || t->fbp_frame == (PyObject *)f ||
-               dbg_bp_at((PyCodeObject *)args[0], line);
+    int keep =
+        global_modes() || t->fbp_frame == (PyObject *)f || dbg_bp_at((PyCodeObject *)args[0], line);
     if (dbg_on_line(f, line) < 0)
         return NULL;
     if (keep || global_modes())
@@ -160,8 +160,9 @@ static int acquire(struct pb_err *err)
     if (tool < 0) {
         Py_CLEAR(mon);
         Py_CLEAR(disable);
-        return pb_err_set(err, PB_ESTATE, "sys.monitoring has no free tool id (all 6 are "
-                                          "taken by other tools in the target)");
+        return pb_err_set(err, PB_ESTATE,
+                          "sys.monitoring has no free tool id (all 6 are "
+                          "taken by other tools in the target)");
     }
     local_codes = PySet_New(NULL);
     for (int i = 0; i < EV_N; i++) {
@@ -284,8 +285,7 @@ void dbg_hooks_remove(void)
     Py_XDECREF(codes);
     Py_CLEAR(local_codes);
     for (int i = 0; i < EV_N; i++) {
-        call_void(PyObject_CallMethod(mon, "register_callback", "ilO", tool, ev_bits[i],
-                                      Py_None));
+        call_void(PyObject_CallMethod(mon, "register_callback", "ilO", tool, ev_bits[i], Py_None));
         Py_CLEAR(callbacks[i]);
     }
     call_void(PyObject_CallMethod(mon, "free_tool_id", "i", tool));

@@ -55,8 +55,7 @@ static __thread PyFrameObject *entry_frame;
 /* Full mode: every thread is traced (see the top of the file). */
 static int full_mode(void)
 {
-    return atomic_load(&dbg_pause_all) || dbg_steps_any() ||
-           atomic_load(&dbg_exc_raised);
+    return atomic_load(&dbg_pause_all) || dbg_steps_any() || atomic_load(&dbg_exc_raised);
 }
 
 static void cell_free(PyObject *cap)
@@ -123,8 +122,7 @@ static int trace(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
             f->f_trace_lines = (char)(want > 0);
         return 0;
     }
-    case PyTrace_LINE:
-        return dbg_on_line(f, PyFrame_GetLineNumber(f));
+    case PyTrace_LINE: return dbg_on_line(f, PyFrame_GetLineNumber(f));
     case PyTrace_RETURN: {
         int rc = dbg_on_return(f);
         if (f == entry_frame) {
@@ -142,8 +140,7 @@ static int trace(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
                 return dbg_on_raise(f, PyTuple_GET_ITEM(arg, 1));
         }
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -309,8 +306,8 @@ typedef PyFrameObject gate_frame;
 
 static _PyFrameEvalFunction gate_prev; /* what was there before (NULL: the default) */
 static int gate_on;
-static Py_ssize_t gate_extra = -1;     /* our co_extra slot */
-static atomic_long gate_gen = 1;       /* bumped when breakpoints change */
+static Py_ssize_t gate_extra = -1; /* our co_extra slot */
+static atomic_long gate_gen = 1;   /* bumped when breakpoints change */
 static __thread int gate_depth;
 
 void dbg_gate_bp_changed(void)
@@ -464,7 +461,7 @@ void dbg_trace_entered(void)
 {
     PyThreadState *ts = PyThreadState_Get();
     if (!installed || full_mode() || ts->c_tracefunc == trace || dbg_is_probe_thread())
-        return; /* traced already: the call event came at RESUME */
+        return;                           /* traced already: the call event came at RESUME */
     PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the hooked frame */
     if (!f)
         return;
@@ -502,8 +499,7 @@ int dbg_hooks_update(struct pb_err *err)
         gate_set(0);
         thread_hook_set(1);
         for_each_thread(install_fn, 0);
-        for_each_thread(lines_fn, atomic_load(&dbg_pause_all) ||
-                                      dbg_steps_any());
+        for_each_thread(lines_fn, atomic_load(&dbg_pause_all) || dbg_steps_any());
     } else {
         thread_hook_set(0);
         int entry = dbg_entry_update();

@@ -40,9 +40,9 @@ struct dbg_stop_why {
     const char *description; /* may be NULL */
     int nbp;                 /* hitBreakpointIds */
     int bp_ids[8];
-    PyObject *exc;           /* borrowed: the exception, for exception stops */
-    const char *break_mode;  /* exceptionInfo breakMode: "always" or "unhandled" */
-    PyObject *tb;            /* borrowed: traceback whose frames make the stack (uncaught) */
+    PyObject *exc;          /* borrowed: the exception, for exception stops */
+    const char *break_mode; /* exceptionInfo breakMode: "always" or "unhandled" */
+    PyObject *tb;           /* borrowed: traceback whose frames make the stack (uncaught) */
 };
 
 /* Park the calling thread at frame f (GIL held; released while parked). Returns when the
@@ -80,11 +80,11 @@ int dbg_set_announced(int v);
 
 /* The calling thread's debugger state (thread-local; only that thread touches it). */
 struct dbg_tls {
-    long tid;                 /* kernel tid, 0 until known */
-    unsigned long gen;        /* dbg_resume_gen when step was set */
-    int step;                 /* enum dbg_step */
-    PyObject *step_frame;     /* strong: where a step over/out started (NULL for step in) */
-    PyObject *fbp_frame;      /* borrowed marker: stop at this frame's first line */
+    long tid;             /* kernel tid, 0 until known */
+    unsigned long gen;    /* dbg_resume_gen when step was set */
+    int step;             /* enum dbg_step */
+    PyObject *step_frame; /* strong: where a step over/out started (NULL for step in) */
+    PyObject *fbp_frame;  /* borrowed marker: stop at this frame's first line */
     int fbp_id;
 };
 struct dbg_tls *dbg_tls_get(void);
@@ -154,7 +154,7 @@ void dbg_bp_clear_all(void); /* GIL held */
 extern atomic_int dbg_exc_raised;   /* filter "raised" */
 extern atomic_int dbg_exc_uncaught; /* filter "uncaught" */
 int dbg_exc_skip(PyObject *exc);    /* 1 for control-flow exceptions (StopIteration...) */
-void dbg_exc_remove(void); /* GIL held: excepthooks back */
+void dbg_exc_remove(void);          /* GIL held: excepthooks back */
 /* Fills excepthook / threading_excepthook: whether ours are in place (GIL held). */
 void dbg_exc_census(struct probe_dbg_census *into);
 
@@ -192,17 +192,16 @@ void dbg_exc_describe(PyObject *exc, char *buf, size_t n);
  * __main__; expr: an expression that gives obj back, or NULL). Returns its variablesReference,
  * or 0 when it has no children or the table cannot take it; indexed and named (may be NULL) get
  * its counts of children (0 when unknown). Valid until the next resume. */
-long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr,
-                              long long *indexed, long long *named);
-
+long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
+                              long long *named);
 
 /* Among dbg_vars*.c: the children of an object, a page at a time (debugger/variables_obj.c). */
 enum { DBGV_ALL = 0, DBGV_INDEXED = 1, DBGV_NAMED = 2 };
 struct dbgv_page {
-    int filter;            /* DBGV_*: DAP VariablesArguments.filter */
+    int filter;             /* DBGV_*: DAP VariablesArguments.filter */
     long long start, count; /* the window asked for */
-    long long seen;        /* children passed so far (private) */
-    int more;              /* set when children beyond the window exist */
+    long long seen;         /* children passed so far (private) */
+    int more;               /* set when children beyond the window exist */
 };
 /* Called for each child in the window: name and expr (evaluateName, may be NULL) are valid
  * during the call; value is borrowed. */
@@ -213,8 +212,8 @@ int dbgv_shape(PyObject *obj, long long *indexed, long long *named);
 /* Visit obj's children within pg's window. ns: obj is a namespace dict (frame locals or
  * globals: names as they are, evaluateName the name itself); parent: obj's evaluateName or
  * NULL. Runs no user code. Returns 0. */
-int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
-                  dbgv_visit visit, void *ctx);
+int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
+                  void *ctx);
 /* Store value as obj's child called name (as dbgv_children names it). Returns 0 (with *expr
  * the child's evaluateName, malloc'd, or NULL) or a negative code with err. */
 int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,

@@ -28,8 +28,8 @@ struct frame_rec {
 
 struct parked {
     long tid;
-    int resume; /* set by the loop */
-    int step;   /* the step mode it resumes with */
+    int resume;        /* set by the loop */
+    int step;          /* the step mode it resumes with */
     unsigned long gen; /* dbg_session_gen when the step was given */
     int nframes;
     struct frame_rec *frames;
@@ -209,8 +209,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
         Py_XDECREF(only);
         Py_XDECREF(stack);
     } else if (tbmod) {
-        lines = PyObject_CallMethod(tbmod, "format_exception", "OOO", type, exc,
-                                    tb ? tb : Py_None);
+        lines = PyObject_CallMethod(tbmod, "format_exception", "OOO", type, exc, tb ? tb : Py_None);
     }
     PyObject *empty = PyUnicode_FromString("");
     PyObject *text = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
@@ -238,8 +237,8 @@ static void free_record(struct parked *r) /* GIL held */
 
 static void announce(const struct dbg_stop_why *why, long tid)
 {
-    struct probe_dbg_event e = {.kind = PROBE_DBG_EV_STOPPED, .thread_id = tid,
-                                .text = why->description, .nbp = why->nbp};
+    struct probe_dbg_event e = {
+        .kind = PROBE_DBG_EV_STOPPED, .thread_id = tid, .text = why->description, .nbp = why->nbp};
     pb_strlcpy(e.reason, why->reason, sizeof e.reason);
     memcpy(e.bp_ids, why->bp_ids, sizeof e.bp_ids);
     probe_dbg_emit(&e);
@@ -296,8 +295,7 @@ void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
 
     int step;
     unsigned long gen;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&mu);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&mu);
     while (!r->resume)
         pthread_cond_wait(&cv, &mu);
     for (struct parked **pp = &parked_list; *pp; pp = &(*pp)->next)
@@ -310,7 +308,7 @@ void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
     pthread_mutex_unlock(&mu);
     Py_END_ALLOW_THREADS
 
-    PB_LOG(PB_LOG_DEBUG, "thread %ld resumed (step %d)", t->tid, step);
+        PB_LOG(PB_LOG_DEBUG, "thread %ld resumed (step %d)", t->tid, step);
     free_record(r);
     /* A detach since the resume voids the step: it is not started (the client is gone; a
      * step started now would trace this thread after the detach's cleanup). */
@@ -422,8 +420,7 @@ void probe_dbg_frames_free(struct probe_frame *frames, int n)
     free(frames);
 }
 
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames,
-                    int *n)
+int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
 {
     *frames = NULL;
     *n = 0;
@@ -508,10 +505,11 @@ struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err)
         if (!r)
             pb_err_set(err, PB_ESTATE,
                        "frame %lld: thread %ld is not stopped (frames can be inspected while "
-                       "it is paused)", frame_id, tid);
+                       "it is paused)",
+                       frame_id, tid);
         else
-            pb_err_set(err, PB_EBADARG, "frame %lld: thread %ld has no frame at depth %d",
-                       frame_id, tid, depth);
+            pb_err_set(err, PB_EBADARG, "frame %lld: thread %ld has no frame at depth %d", frame_id,
+                       tid, depth);
     }
     return f;
 }

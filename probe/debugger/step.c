@@ -63,8 +63,8 @@ static void step_check_session(struct dbg_tls *t)
 
 int dbg_code_wants_lines(PyCodeObject *code)
 {
-    return atomic_load(&dbg_pause_all) || dbg_steps_any() ||
-           dbg_bp_in_code(code) || dbg_bp_function(code) > 0;
+    return atomic_load(&dbg_pause_all) || dbg_steps_any() || dbg_bp_in_code(code) ||
+           dbg_bp_function(code) > 0;
 }
 
 int dbg_on_call(PyFrameObject *f)
@@ -96,8 +96,7 @@ int dbg_on_line(PyFrameObject *f, int line)
         dbg_park(f, &why);
         return 0;
     }
-    if (t->step == DBG_STEP_IN ||
-        (t->step == DBG_STEP_OVER && t->step_frame == (PyObject *)f)) {
+    if (t->step == DBG_STEP_IN || (t->step == DBG_STEP_OVER && t->step_frame == (PyObject *)f)) {
         step_end(t);
         why.reason = "step";
         dbg_park(f, &why);

@@ -18,9 +18,9 @@
 #include "gil/gil.h"
 #include "debugger.h"
 
-#define VREF_MAX 32768    /* entries held at once */
-#define VREF_HASH 65536   /* open addressing over (kind, obj, frame); a power of 2 */
-#define VARS_MAX 1000     /* children in one `variables` answer */
+#define VREF_MAX 32768          /* entries held at once */
+#define VREF_HASH 65536         /* open addressing over (kind, obj, frame); a power of 2 */
+#define VARS_MAX 1000           /* children in one `variables` answer */
 #define VREF_LIMIT 0x7fff0000LL /* DAP numbers are 32-bit signed: wrap before that */
 
 enum vkind { VK_LOCALS = 1, VK_GLOBALS, VK_OBJECT };
@@ -34,10 +34,10 @@ struct vref {
 
 static struct vref *tab;
 static int ntab, captab;
-static int32_t *hash; /* index + 1 into tab; 0 is empty */
-static long long first_ref = 1;   /* the reference of tab[0] */
-static long long prev_first = 1;  /* first_ref before the last emptying */
-static int last_full;             /* the last emptying was because the table was full */
+static int32_t *hash;            /* index + 1 into tab; 0 is empty */
+static long long first_ref = 1;  /* the reference of tab[0] */
+static long long prev_first = 1; /* first_ref before the last emptying */
+static int last_full;            /* the last emptying was because the table was full */
 static unsigned long tab_gen;
 
 /* Empty the table; full says why (for the message of a stale reference). */
@@ -126,18 +126,22 @@ static struct vref *vars_get(long long ref, struct pb_err *err)
     if (ref >= first_ref && ref < first_ref + ntab)
         return &tab[ref - first_ref];
     if (ref >= prev_first && ref < first_ref && last_full)
-        pb_err_set(err, PB_ESTATE, "variablesReference %lld was dropped: at most %d references "
-                   "are held at once; ask for the scopes again", ref, VREF_MAX);
+        pb_err_set(err, PB_ESTATE,
+                   "variablesReference %lld was dropped: at most %d references "
+                   "are held at once; ask for the scopes again",
+                   ref, VREF_MAX);
     else if (ref >= 1 && ref < first_ref)
-        pb_err_set(err, PB_ESTATE, "variablesReference %lld is stale: the program ran since it "
-                   "was handed out (references last until the next continue or step)", ref);
+        pb_err_set(err, PB_ESTATE,
+                   "variablesReference %lld is stale: the program ran since it "
+                   "was handed out (references last until the next continue or step)",
+                   ref);
     else
         pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
     return NULL;
 }
 
-long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr,
-                              long long *indexed, long long *named)
+long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
+                              long long *named)
 {
     long long ix, nm;
     vars_sync();
@@ -311,8 +315,8 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
     struct probe_eval_result r;
     int rc = probe_eval_value(src, frame, &r, value, err);
     for (int i = 0; rc == 0 && i < r.nchunks; i++) {
-        struct probe_dbg_event e = {.kind = PROBE_DBG_EV_OUTPUT, .text = r.chunks[i].text,
-                                    .category = "stdout"};
+        struct probe_dbg_event e = {
+            .kind = PROBE_DBG_EV_OUTPUT, .text = r.chunks[i].text, .category = "stdout"};
         if (r.chunks[i].is_stderr)
             pb_strlcpy(e.category, "stderr", sizeof e.category);
         probe_dbg_emit(&e);
@@ -341,8 +345,9 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
 {
     PyObject *g, *l;
     if (gen != probe_dbg_generation())
-        return pb_err_set(err, PB_ESTATE, "the thread resumed while the value was evaluated: "
-                                          "nothing was set");
+        return pb_err_set(err, PB_ESTATE,
+                          "the thread resumed while the value was evaluated: "
+                          "nothing was set");
     if (probe_eval_frame_ns(f, &g, &l, err) < 0)
         return err->code;
     int rc = PyMapping_SetItemString(l, name, value);
@@ -375,8 +380,9 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
         rc = set_local(obj, name, value, gen, err);
         expr = strdup(name);
     } else if (rc == 0 && kind == VK_GLOBALS) {
-        rc = PyMapping_SetItemString(obj, name, value) < 0 ? probe_py_fail(err, "setting the global")
-                                                           : 0;
+        rc = PyMapping_SetItemString(obj, name, value) < 0
+                 ? probe_py_fail(err, "setting the global")
+                 : 0;
         expr = strdup(name);
     } else if (rc == 0) {
         rc = dbgv_child_set(obj, parent, name, value, &expr, err);
@@ -394,8 +400,7 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
 
 /* ---- source ---- */
 
-static int source(long long sref, const char *path, char **content, char **mime,
-                  struct pb_err *err)
+static int source(long long sref, const char *path, char **content, char **mime, struct pb_err *err)
 {
     PyObject *fn = probe_pyhelper_get("source");
     if (!fn)
@@ -405,8 +410,8 @@ static int source(long long sref, const char *path, char **content, char **mime,
         struct pb_err ferr = {0};
         PyObject *f = probe_dbg_frame(sref - 1, &ferr); /* borrowed */
         if (!f)
-            return pb_err_set(err, ferr.code ? ferr.code : PB_ESTATE,
-                              "sourceReference %lld: %s", sref, ferr.msg);
+            return pb_err_set(err, ferr.code ? ferr.code : PB_ESTATE, "sourceReference %lld: %s",
+                              sref, ferr.msg);
 #if PY_VERSION_HEX >= 0x03090000
         PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)f); /* new reference */
 #else

@@ -142,8 +142,8 @@ static char *key_name(PyObject *k, int as_attr)
 
 /* The children of a dict: names are keys as they are (attr: a namespace, expr parent.name or
  * just name when top is set) or their bounded repr (a mapping, expr parent[repr]). */
-static void dict_children(PyObject *d, int attr, int top, const char *parent,
-                          struct dbgv_page *pg, dbgv_visit visit, void *ctx)
+static void dict_children(PyObject *d, int attr, int top, const char *parent, struct dbgv_page *pg,
+                          dbgv_visit visit, void *ctx)
 {
     Py_ssize_t pos = 0;
     PyObject *k, *v;
@@ -155,8 +155,9 @@ static void dict_children(PyObject *d, int attr, int top, const char *parent,
         char *name = key_name(k, attr), *expr = NULL;
         if (attr && PyUnicode_Check(k) && PyUnicode_IsIdentifier(k) == 1)
             expr = top && name ? strdup(name) : expr_join(parent, ".%s", name ? name : "");
-        else if (!attr && name && (PyLong_CheckExact(k) ||
-                                   (PyUnicode_CheckExact(k) && PyUnicode_GET_LENGTH(k) <= 64)))
+        else if (!attr && name &&
+                 (PyLong_CheckExact(k) ||
+                  (PyUnicode_CheckExact(k) && PyUnicode_GET_LENGTH(k) <= 64)))
             expr = expr_join(parent, "[%s]", name);
         PyErr_Clear();
         visit(ctx, name ? name : "?", v, expr);
@@ -167,8 +168,8 @@ static void dict_children(PyObject *d, int attr, int top, const char *parent,
     }
 }
 
-static void seq_children(PyObject *o, const char *parent, struct dbgv_page *pg,
-                         dbgv_visit visit, void *ctx)
+static void seq_children(PyObject *o, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
+                         void *ctx)
 {
     int is_list = PyList_Check(o);
     Py_ssize_t n = is_list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o);
@@ -239,8 +240,8 @@ static int slot_child(void *arg, const PyMemberDef *m)
 
 /* Attributes of an instance: its __dict__ (read with the generic getter, so neither a
  * __getattribute__ nor a __dict__ property of the class runs), then its __slots__. */
-static void attr_children(PyObject *o, const char *parent, struct dbgv_page *pg,
-                          dbgv_visit visit, void *ctx)
+static void attr_children(PyObject *o, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
+                          void *ctx)
 {
     if (has_dict(Py_TYPE(o))) {
         PyObject *d = PyObject_GenericGetDict(o, NULL);
@@ -253,8 +254,8 @@ static void attr_children(PyObject *o, const char *parent, struct dbgv_page *pg,
     slot_members(o, slot_child, &w);
 }
 
-int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
-                  dbgv_visit visit, void *ctx)
+int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
+                  void *ctx)
 {
     pg->seen = 0;
     pg->more = 0;

@@ -323,14 +323,13 @@ int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err
 {
     memset(r, 0, sizeof *r);
     PyObject *run = probe_pyhelper_get("run");
-    return take_answer(run ? PyObject_CallFunction(run, "siOO", src, PROBE_EVAL_CHECK, Py_None,
-                                                   Py_None)
-                           : NULL,
-                       r, err);
+    return take_answer(
+        run ? PyObject_CallFunction(run, "siOO", src, PROBE_EVAL_CHECK, Py_None, Py_None) : NULL, r,
+        err);
 }
 
-int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l,
-                  struct probe_eval_result *r, PyObject **value, struct pb_err *err)
+int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
+                  PyObject **value, struct pb_err *err)
 {
     return run_captured(src, mode, g, l, r, value, err);
 }
@@ -346,7 +345,7 @@ int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result 
             return err->code;
     } else {
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
-        g = main_mod ? PyModule_GetDict(main_mod) : NULL;  /* borrowed */
+        g = main_mod ? PyModule_GetDict(main_mod) : NULL;    /* borrowed */
         if (!g)
             return probe_py_fail(err, "eval set-up");
         Py_INCREF(g);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include "gil.h"
 
-
 void probe_eval_result_free(struct probe_eval_result *r)
 {
     if (!r)

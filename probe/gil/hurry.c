@@ -63,8 +63,10 @@ void probe_hurry_begin(struct probe_hurry *h)
             if (v > HURRY_US && v <= SANE_MAX_US) {
                 atomic_store(&saved, v); /* before the swap: a fork child must see it */
                 if (swap(interval, v, HURRY_US))
-                    PB_LOG(PB_LOG_DEBUG, "switch interval lowered from %lu to %lu us while a "
-                           "GIL worker waits", v, HURRY_US);
+                    PB_LOG(PB_LOG_DEBUG,
+                           "switch interval lowered from %lu to %lu us while a "
+                           "GIL worker waits",
+                           v, HURRY_US);
                 else
                     atomic_store(&saved, 0); /* the program changed it just now: leave it */
             }

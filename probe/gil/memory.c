@@ -22,9 +22,9 @@ int probe_memory_proc(cJSON *into, struct pb_err *err)
     static const struct {
         const char *key, *json;
     } fields[] = {
-        {"VmRSS", "rss"},         {"VmSize", "vms"},       {"VmHWM", "peakRss"},
-        {"VmPeak", "peakVms"},    {"RssAnon", "rssAnon"},  {"RssFile", "rssFile"},
-        {"RssShmem", "rssShmem"}, {"VmData", "data"},      {"VmSwap", "swap"},
+        {"VmRSS", "rss"},         {"VmSize", "vms"},      {"VmHWM", "peakRss"},
+        {"VmPeak", "peakVms"},    {"RssAnon", "rssAnon"}, {"RssFile", "rssFile"},
+        {"RssShmem", "rssShmem"}, {"VmData", "data"},     {"VmSwap", "swap"},
     };
     char buf[8192];
     long n = pb_read_file("/proc/self/status", buf, sizeof buf);
@@ -98,7 +98,8 @@ int probe_memory_python(cJSON *into, int top, const char *trace, const char *sna
                         struct pb_err *err)
 {
     PyObject *fn = probe_pyhelper_get("memory"); /* borrowed */
-    PyObject *res = fn ? PyObject_CallFunction(fn, "iziz", top, trace, MAX_OBJECTS, snapshot) : NULL;
+    PyObject *res =
+        fn ? PyObject_CallFunction(fn, "iziz", top, trace, MAX_OBJECTS, snapshot) : NULL;
     if (!res || !PyDict_Check(res)) {
         PyObject *s = NULL;
         if (PyErr_Occurred()) {

@@ -30,8 +30,8 @@ PyObject *probe_pyhelper_get(const char *name);
  * evaluating thread's output captured into r; *value gets the result (new reference; NULL for
  * None, statements, or an exception, which is in r). Returns 0, or a negative code with err
  * when the probe itself failed. */
-int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l,
-                  struct probe_eval_result *r, PyObject **value, struct pb_err *err);
+int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
+                  PyObject **value, struct pb_err *err);
 /* PROBE_EVAL_CHECK: only whether src is a complete statement (r->complete). */
 int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err);
 
@@ -46,6 +46,5 @@ void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
  * Returns 0 or a negative code with err when the probe itself failed. */
 int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
                      PyObject **value, struct pb_err *err);
-
 
 #endif

@@ -40,10 +40,10 @@ struct job {
     atomic_int state;
     atomic_int refs; /* the loop's (until its timer closed) and the worker's */
     int rc;
-    int sync;      /* probe_gil_call: completion through `finished` + cv, no timer */
+    int sync; /* probe_gil_call: completion through `finished` + cv, no timer */
     int finished;
     int timeout_ms;
-    int rest_ms;   /* async: its time left after the timer's next firing, a budget check (loop) */
+    int rest_ms; /* async: its time left after the timer's next firing, a budget check (loop) */
     struct probe_hurry hurry; /* lowering the switch interval while its worker waits */
     uv_timer_t timer;
     struct probe_link link; /* in the queue, then in the done inbox */
@@ -51,11 +51,11 @@ struct job {
 
 /* One worker thread. Fields other than ident are guarded by mu. */
 struct worker {
-    int used;          /* the slot holds a thread (starting, working or retired) */
-    int retired;       /* takes no more jobs; its thread ends after the current one */
-    int busy;          /* runs a job's function (it holds or has held the GIL for it) */
-    double since_ms;   /* when that job started */
-    char what[160];    /* what that job does, for "busy with ..." */
+    int used;        /* the slot holds a thread (starting, working or retired) */
+    int retired;     /* takes no more jobs; its thread ends after the current one */
+    int busy;        /* runs a job's function (it holds or has held the GIL for it) */
+    double since_ms; /* when that job started */
+    char what[160];  /* what that job does, for "busy with ..." */
     atomic_ulong ident;
 };
 
@@ -226,8 +226,10 @@ static int take_over(struct job *j)
         if (spawn_locked() == 0) {
             old->retired = 1;
             pthread_cond_broadcast(&cv);
-            PB_LOG(PB_LOG_WARN, "the GIL worker has been busy with %s for %.0f ms: retired, "
-                   "a fresh one takes the queue", old->what, now_ms() - old->since_ms);
+            PB_LOG(PB_LOG_WARN,
+                   "the GIL worker has been busy with %s for %.0f ms: retired, "
+                   "a fresh one takes the queue",
+                   old->what, now_ms() - old->since_ms);
             rc = 1;
         }
     }

@@ -30,7 +30,8 @@
 #include "sig/stack_sig.h"
 #include "sig/unwind.h"
 
-#define NATIVE_WAIT_MS 1000 /* for each batch of threads to answer (a loaded machine may run a
+#define NATIVE_WAIT_MS \
+    1000                     /* for each batch of threads to answer (a loaded machine may run a
                              * niced target late) */
 #define NATIVE_TOTAL_MS 3000 /* for one call, all batches together: threads left are not asked */
 
@@ -185,8 +186,8 @@ static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *
     s->merged = m >= 0;
     if (s->merged) { /* the Python frames move into f */
         for (int i = 0; i < m; i++) {
-            struct prof_nframe *f = steps[i].kind == PB_MERGE_PY ? &s->py[steps[i].index]
-                                                                 : &nat[steps[i].index];
+            struct prof_nframe *f =
+                steps[i].kind == PB_MERGE_PY ? &s->py[steps[i].index] : &nat[steps[i].index];
             if (f->kind == PROF_NF_PYTHON || all || !f->internal)
                 take(&s->f[s->n++], f);
         }
@@ -234,7 +235,8 @@ static int blocked_in_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *pc)
     if (pb_read_file(path, buf, sizeof buf) <= 0)
         return 0;
     if (sscanf(buf, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &n, &a[0], &a[1], &a[2], &a[3], &a[4],
-               &a[5], &s, &p) != 9 || n < 0 || !s || !p)
+               &a[5], &s, &p) != 9 ||
+        n < 0 || !s || !p)
         return 0;
     *nr = n, *sp = (uintptr_t)s, *pc = (uintptr_t)p;
     return 1;
@@ -308,8 +310,9 @@ static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
         /* A guessed frame pointer (unwind.c) that does not give as many eval-loop frames as
          * the Python frames need: the other guesses that end well, lowest first, and the first
          * that does. */
-        for (int alt = 1; alt <= nalt && alt <= 4 && r->npy &&
-                          !merges(r->native, r->nnative, r->py, r->npy); alt++) {
+        for (int alt = 1;
+             alt <= nalt && alt <= 4 && r->npy && !merges(r->native, r->nnative, r->py, r->npy);
+             alt++) {
             uintptr_t alts[STACK_SIG_NATIVE];
             memset(cache, 0, offsetof(struct unwind_cache, rows));
             int n = unwind_native_pcsp(pc, sp, alts, STACK_SIG_NATIVE, cache, alt, NULL);
@@ -339,7 +342,8 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     long long deadline = now_ms() + NATIVE_TOTAL_MS;
     memset(out, 0, (size_t)n * sizeof *out);
     if (pyrt_sig_prepare() < 0)
-        return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
+        return pb_err_set(err, -ENOSYS,
+                          "no signal-safe memory read (process_vm_readv is "
                           "refused here): native stacks cannot be read");
     /* Each thread once (a corrupted thread list may name one thread thousands of times: each
      * copy asked would wait out its batch, one signal answering for all), in tids' order. */
@@ -415,8 +419,8 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         }
         if (rc < 0 || k == 0)
             continue;
-        int got = stack_sig_collect(batch, k, res,
-                                    left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
+        int got =
+            stack_sig_collect(batch, k, res, left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
         if (got < 0) {
             rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
             break;
@@ -453,8 +457,8 @@ static int long_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
-                       int max, int *more, struct pb_err *err)
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM], int max,
+                       int *more, struct pb_err *err)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;

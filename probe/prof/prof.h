@@ -30,16 +30,16 @@ struct prof_status {
     int running;
     int mode;
     int rate;
-    int forked;         /* stopped because the process forked (this is the child) */
-    double started;     /* epoch s, 0 if never started */
-    double stopped;     /* epoch s, 0 while running */
-    long long samples;  /* in perf.samples */
-    long long missed;   /* timer expirations never delivered (blocked signal, overruns) */
-    long long lost;     /* recorded but dropped: full ring or perf.max_samples reached */
-    long long stacks;   /* distinct stacks */
-    int threads;        /* distinct threads with samples */
-    int armed;          /* threads with a live timer (cpu) or slot (wall) now */
-    double probe_cpu_s; /* the sampler's own CPU time: drain thread + signal handlers */
+    int forked;           /* stopped because the process forked (this is the child) */
+    double started;       /* epoch s, 0 if never started */
+    double stopped;       /* epoch s, 0 while running */
+    long long samples;    /* in perf.samples */
+    long long missed;     /* timer expirations never delivered (blocked signal, overruns) */
+    long long lost;       /* recorded but dropped: full ring or perf.max_samples reached */
+    long long stacks;     /* distinct stacks */
+    int threads;          /* distinct threads with samples */
+    int armed;            /* threads with a live timer (cpu) or slot (wall) now */
+    double probe_cpu_s;   /* the sampler's own CPU time: drain thread + signal handlers */
     double handler_cpu_s; /* of which the signal handlers (in the sampled threads) */
     double drain_cpu_s;   /* of which the drain thread */
 };
@@ -56,14 +56,14 @@ void prof_status_get(struct prof_status *st);
 /* ---- native.c: native and Python stacks merged, on demand (debug --dump --native) ---- */
 enum { PROF_NF_PYTHON, PROF_NF_NATIVE };
 struct prof_nframe {
-    int kind;           /* PROF_NF_* */
-    int is_eval;        /* native: the eval loop */
-    int internal;       /* native: CPython's call machinery (left out unless asked) */
-    int startup;        /* native: process/thread start-up (left out at the root unless asked) */
+    int kind;     /* PROF_NF_* */
+    int is_eval;  /* native: the eval loop */
+    int internal; /* native: CPython's call machinery (left out unless asked) */
+    int startup;  /* native: process/thread start-up (left out at the root unless asked) */
     uintptr_t pc, offset, bias; /* native: pc, pc - function start, the object's load bias */
-    char *name;         /* function (Python: co_qualname/co_name); NULL unknown */
-    char *file;         /* Python: co_filename; native: the object's path (NULL unknown) */
-    int line;           /* Python: the line; -1 */
+    char *name;                 /* function (Python: co_qualname/co_name); NULL unknown */
+    char *file;                 /* Python: co_filename; native: the object's path (NULL unknown) */
+    int line;                   /* Python: the line; -1 */
 };
 struct prof_nstack {
     long tid;
@@ -94,8 +94,8 @@ void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
  * Returns the count, *more the threads left out past max, or a negative code with err. */
 #define PROF_COMM 16
 #define PROF_OTHERS_MAX 1024 /* the most a dump or a query shows (the rest: *more) */
-int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
-                       int max, int *more, struct pb_err *err);
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM], int max,
+                       int *more, struct pb_err *err);
 /* Taken around installing and removing the SIGPROF handler (sampler.c, native.c). */
 void prof_sig_lock(void);
 void prof_sig_unlock(void);
@@ -103,12 +103,12 @@ void prof_sig_unlock(void);
 /* ---- internals shared by prof/ (the signal side: sig/prof_sig.h) ---- */
 /* symbols.c (any thread but a signal handler; one mutex): what a native pc is. */
 struct prof_sym {
-    char name[512];     /* its function (demangled), "" when unknown */
-    char module[512];   /* the object's path, "" when none holds the pc */
-    uintptr_t offset;   /* pc - the function's start */
-    uintptr_t fbase;    /* where the object is mapped (dladdr's dli_fbase) */
-    uintptr_t bias;     /* its load bias: pc - bias is the link-time address */
-    int is_eval;        /* CPython's eval loop (_PyEval_EvalFrameDefault) */
+    char name[512];   /* its function (demangled), "" when unknown */
+    char module[512]; /* the object's path, "" when none holds the pc */
+    uintptr_t offset; /* pc - the function's start */
+    uintptr_t fbase;  /* where the object is mapped (dladdr's dli_fbase) */
+    uintptr_t bias;   /* its load bias: pc - bias is the link-time address */
+    int is_eval;      /* CPython's eval loop (_PyEval_EvalFrameDefault) */
 };
 /* Names pc through dladdr1, else the object's .symtab (stripped objects: name ""). depth > 0:
  * pc is a return address, looked up at pc - 1. */
@@ -146,10 +146,10 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
 /* ---- modules.c: the loaded objects (the debugger's modules request, frames' moduleId) ---- */
 #define PROF_MODULE_PATH 512
 struct prof_module {
-    int id;             /* the object's, the same for the life of the process (from 1) */
-    int symbols;        /* 1: its file has .symtab or .debug_info; 0 not; -1 not checked */
-    uintptr_t lo, hi;   /* the union of its PT_LOAD segments */
-    uintptr_t bias;     /* its load bias */
+    int id;                      /* the object's, the same for the life of the process (from 1) */
+    int symbols;                 /* 1: its file has .symtab or .debug_info; 0 not; -1 not checked */
+    uintptr_t lo, hi;            /* the union of its PT_LOAD segments */
+    uintptr_t bias;              /* its load bias */
     char path[PROF_MODULE_PATH]; /* the main program's from /proc/self/exe */
 };
 /* Any thread but a signal handler. Every loaded object, in the loader's order, into *out

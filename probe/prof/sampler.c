@@ -328,7 +328,8 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
 {
     int rc;
     if (atomic_load(&is_running))
-        return pb_err_set(err, PB_ESTATE, "sampling is already running (%s mode, %d Hz): stop it "
+        return pb_err_set(err, PB_ESTATE,
+                          "sampling is already running (%s mode, %d Hz): stop it "
                           "first with 'probing perf --stop'",
                           cur.mode == PROF_WALL ? "wall" : "cpu", cur.rate);
     if (o->rate < PROF_RATE_MIN || o->rate > PROF_RATE_MAX)
@@ -339,11 +340,13 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     /* The threads to sample are found in /proc/self/task (scan_threads): a root without /proc
      * (a chroot that mounts none) would sample nothing, silently. */
     if (access("/proc/self/task", R_OK) < 0)
-        return pb_err_set(err, -ENOENT, "cannot list this process's threads: its root has no "
+        return pb_err_set(err, -ENOENT,
+                          "cannot list this process's threads: its root has no "
                           "/proc (%s); mount proc in its root (a container does) and start again",
                           strerror(errno));
     if (pyrt_sig_prepare() < 0)
-        return pb_err_set(err, -ENOSYS, "no signal-safe memory read (process_vm_readv is "
+        return pb_err_set(err, -ENOSYS,
+                          "no signal-safe memory read (process_vm_readv is "
                           "refused here): the sampler cannot read Python frames");
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, on_fork_child);

@@ -35,7 +35,7 @@ struct pframe {
     int kind;
     int is_eval;
     unsigned char internal, startup; /* native: prof_sym_internal, prof_sym_startup */
-    char *name; /* folded-safe */
+    char *name;                      /* folded-safe */
     char *func;
     char *file;
     int line;
@@ -83,17 +83,17 @@ static long long lost_full;
 static long long max_samples;
 static struct pthreadname *tnames;
 static size_t ntnames, captnames;
-static struct imap native_map;   /* pc -> fid */
-static struct imap pycache_map;  /* hash(code, lasti) -> fid, cleared every tick */
-static struct imap pyname_map;   /* hash(name) -> fid (collisions checked) */
-static struct imap stack_map;    /* hash(fids) -> sid (collisions checked) */
+static struct imap native_map;  /* pc -> fid */
+static struct imap pycache_map; /* hash(code, lasti) -> fid, cleared every tick */
+static struct imap pyname_map;  /* hash(name) -> fid (collisions checked) */
+static struct imap stack_map;   /* hash(fids) -> sid (collisions checked) */
 /* Code objects read this tick (code address -> index in codes): a loop's frames differ only
  * in lasti, so its code object is read once, not once per instruction. Cleared every tick. */
 struct pcode {
     uintptr_t code;
-    int kind; /* pyrt_sig_code_get's answer */
+    int kind;                /* pyrt_sig_code_get's answer */
     struct pyrt_sig_code *c; /* when kind == 0 */
-    unsigned gen; /* the tick it was last read or checked in (code_gen) */
+    unsigned gen;            /* the tick it was last read or checked in (code_gen) */
 };
 /* Code objects may be freed and their addresses reused: an entry is checked again (one read:
  * pyrt_sig_code_same) at its first use in each tick, read afresh when it changed, and dropped
@@ -268,8 +268,8 @@ static int native_fid(uintptr_t pc, int depth)
         snprintf(name, sizeof name, "[%s]", base_name(sy.module));
     else
         snprintf(name, sizeof name, "0x%lx", (unsigned long)pc);
-    fid = frame_new(K_NATIVE, name, sy.name[0] ? name : NULL, sy.module[0] ? sy.module : NULL,
-                    -1, pc, sy.is_eval);
+    fid = frame_new(K_NATIVE, name, sy.name[0] ? name : NULL, sy.module[0] ? sy.module : NULL, -1,
+                    pc, sy.is_eval);
     if (fid >= 0) {
         frames[fid].internal = (unsigned char)prof_sym_internal(&sy);
         frames[fid].startup = (unsigned char)prof_sym_startup(&sy);
@@ -761,9 +761,11 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             rc = rc ? rc : probe_rows_add_text(r, f->name);
             rc = rc ? rc : probe_rows_add_text(r, f->func);
             rc = rc ? rc : probe_rows_add_text(r, f->file);
-            rc = rc ? rc : (f->kind == K_PY ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r));
-            rc = rc ? rc : (f->kind == K_NATIVE ? probe_rows_add_int(r, (long long)f->addr)
-                                                : probe_rows_add_null(r));
+            rc = rc ? rc
+                    : (f->kind == K_PY ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r));
+            rc = rc ? rc
+                    : (f->kind == K_NATIVE ? probe_rows_add_int(r, (long long)f->addr)
+                                           : probe_rows_add_null(r));
             rc = rc ? rc : probe_rows_add_int(r, !keep[k]);
         }
         free(keep);

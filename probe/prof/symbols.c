@@ -325,8 +325,8 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     }
     memset(&info, 0, sizeof info);
     if (dladdr1((void *)look, &info, (void **)&sym, RTLD_DL_SYMENT) && info.dli_sname &&
-        info.dli_saddr && (!sym || sym->st_size == 0 ||
-                           look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size)) {
+        info.dli_saddr &&
+        (!sym || sym->st_size == 0 || look - (uintptr_t)info.dli_saddr < (uintptr_t)sym->st_size)) {
         sn = info.dli_sname;
         off = look - (uintptr_t)info.dli_saddr;
         if (sym && sym->st_size > 0)

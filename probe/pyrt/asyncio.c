@@ -31,7 +31,7 @@
 #include <time.h>
 
 #define MAX_TASKS 10000
-#define MAX_CHAIN 64    /* coroutines followed from a task's own */
+#define MAX_CHAIN 64     /* coroutines followed from a task's own */
 #define MAX_CHILDREN 256 /* a gather's children looked at */
 
 /* Attribute name of o without running Python code: refused when o's type has its own
@@ -316,7 +316,7 @@ struct code_info {
 struct code_cache {
     struct code_info slot[CODE_SLOTS];
     struct pyrt_code_memo memo[CODE_SLOTS]; /* the frame walker's */
-    uintptr_t last_loop; /* the thread of the last loop looked up */
+    uintptr_t last_loop;                    /* the thread of the last loop looked up */
     unsigned long last_ident;
     long last_tid;
 };
@@ -382,8 +382,13 @@ static int gen_frame(PyObject *g, struct probe_aframe *out, struct code_cache *c
 #endif
     struct pyrt_sig_frame pos;
     struct pyrt_frame_ext ext;
-    struct pyrt_walk w = {.rd = held_read, .flags = PYRT_WALK_CHECK, .max = 1,
-                          .out = &pos, .ext = &ext, .memo = cc->memo, .nmemo = CODE_SLOTS};
+    struct pyrt_walk w = {.rd = held_read,
+                          .flags = PYRT_WALK_CHECK,
+                          .max = 1,
+                          .out = &pos,
+                          .ext = &ext,
+                          .memo = cc->memo,
+                          .nmemo = CODE_SLOTS};
     const struct code_info *c;
     if (pyrt_frames_walk(&w, fp) != 1 || !(c = code_get(cc, pos.code)))
         return -1;
@@ -399,8 +404,9 @@ static int gen_frame(PyObject *g, struct probe_aframe *out, struct code_cache *c
  * first line. */
 static int code_frame(PyObject *g, struct probe_aframe *out)
 {
-    const char *name = PyCoro_CheckExact(g) ? "cr_code" : PyGen_CheckExact(g) ? "gi_code"
-                                                                               : "ag_code";
+    const char *name = PyCoro_CheckExact(g)  ? "cr_code"
+                       : PyGen_CheckExact(g) ? "gi_code"
+                                             : "ag_code";
     PyObject *code = attr_c(g, name);
     int rc = -1;
     if (code && PyCode_Check(code)) {
@@ -626,8 +632,8 @@ int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err)
     probe_obj_cache(0);
     clock_gettime(CLOCK_MONOTONIC, &t2);
     PB_LOG(PB_LOG_DEBUG, "asyncio: %d tasks: found in %.1f ms, read in %.1f ms", out->ntasks,
-             (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-             (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6);
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+           (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6);
     PyErr_Clear();
     if (rc < 0)
         probe_atasks_free(out);

@@ -97,10 +97,9 @@ static int offsets_cb(struct dl_phdr_info *info, size_t sz, void *arg)
         return 0;
     size_t size = 0;
     uintptr_t a = section_addr(n, (uintptr_t)info->dlpi_addr, ".AsyncioDebug", &size);
-    if (a && size >= sizeof f->o && probe_mem_read_at(a, &f->o, sizeof f->o) == 0 &&
-        f->o.t_node && f->o.t_node < f->o.t_size && f->o.t_name < f->o.t_size &&
-        f->o.t_coro < f->o.t_size && f->o.ts_head && f->o.ts_head < f->o.ts_size &&
-        f->o.i_head && f->o.i_head < f->o.i_size) {
+    if (a && size >= sizeof f->o && probe_mem_read_at(a, &f->o, sizeof f->o) == 0 && f->o.t_node &&
+        f->o.t_node < f->o.t_size && f->o.t_name < f->o.t_size && f->o.t_coro < f->o.t_size &&
+        f->o.ts_head && f->o.ts_head < f->o.ts_size && f->o.i_head && f->o.i_head < f->o.i_size) {
         f->found = 1;
         return 1;
     }
@@ -207,8 +206,12 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
             FRAME_STATE_FINISHED(state))
             break;
         uintptr_t fp = c + offsetof(PyGenObject, gi_iframe);
-        struct pyrt_walk w = {.rd = probe_mem_read_at, .flags = PYRT_WALK_CHECK, .max = 1,
-                              .out = &r->pos, .ext = &r->ext, .memo = r->memo,
+        struct pyrt_walk w = {.rd = probe_mem_read_at,
+                              .flags = PYRT_WALK_CHECK,
+                              .max = 1,
+                              .out = &r->pos,
+                              .ext = &r->ext,
+                              .memo = r->memo,
                               .nmemo = CODE_SLOTS};
         const struct code_slot *cs;
         if (pyrt_frames_walk(&w, fp) != 1 || !(cs = code_get(r, r->pos.code)))
@@ -258,7 +261,7 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
 
 struct list {
     uintptr_t head;
-    long tid;         /* the thread whose list it is, 0 the interpreter's */
+    long tid; /* the thread whose list it is, 0 the interpreter's */
     unsigned long ident;
     uintptr_t loop, running;
 };
@@ -335,12 +338,12 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
         struct pyrt_tstate ts;
         if (pyrt_tstate_read(ts_addr, &ts, probe_mem_read_at) != 0 || ts.interp != in.addr)
             break;
-        lists[nl] = (struct list){.head = ts_addr + o->ts_head,
-                                  .tid = ts.native_id > 0 ? ts.native_id
-                                                          : probe_tid_from_pthread(ts.ident),
-                                  .ident = ts.ident,
-                                  .loop = rd_ptr(ts_addr + o->ts_loop),
-                                  .running = rd_ptr(ts_addr + o->ts_task)};
+        lists[nl] =
+            (struct list){.head = ts_addr + o->ts_head,
+                          .tid = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident),
+                          .ident = ts.ident,
+                          .loop = rd_ptr(ts_addr + o->ts_loop),
+                          .running = rd_ptr(ts_addr + o->ts_task)};
         nl++;
         ts_addr = ts.next;
         if (ts_addr == in.head)
@@ -407,7 +410,8 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
-    return pb_err_set(err, PB_ESTATE, "CPython before 3.14 keeps no task lists to read without the GIL");
+    return pb_err_set(err, PB_ESTATE,
+                      "CPython before 3.14 keeps no task lists to read without the GIL");
 }
 
 #endif

@@ -108,8 +108,8 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd)
     return pyrt_tstate_read_own(ts, t, rd, NULL, 0, 0);
 }
 
-int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd,
-                         const void *copy, uintptr_t lo, uintptr_t hi)
+int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, const void *copy,
+                         uintptr_t lo, uintptr_t hi)
 {
     PyThreadState c;
     (void)lo; /* used on 3.11/3.12 only */
@@ -264,8 +264,8 @@ static int frame_read(struct pyrt_walk *w, uintptr_t fp, void *dst, size_t n)
         return 0;
     }
     if (win && win->lo < win->hi && fp >= win->chunk_lo && fp + n <= win->lo) {
-        uintptr_t hi = fp + n, lo = hi - win->chunk_lo > PYRT_WINDOW_BYTES
-                                        ? hi - PYRT_WINDOW_BYTES : win->chunk_lo;
+        uintptr_t hi = fp + n, lo = hi - win->chunk_lo > PYRT_WINDOW_BYTES ? hi - PYRT_WINDOW_BYTES
+                                                                           : win->chunk_lo;
         if (w->rd(lo, win->buf, hi - lo) != 0)
             return w->rd(fp, dst, n);
         win->lo = lo;
@@ -300,7 +300,7 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
         out[n].code = (uintptr_t)f.f_code;
 #if PY_VERSION_HEX >= 0x030A0000
         out[n].lasti = f.f_lasti < 0 ? -2 : f.f_lasti * 2; /* 3.10 counts code units */
-        if (f.f_lineno != 0) /* set (non-zero) only while tracing */
+        if (f.f_lineno != 0)                               /* set (non-zero) only while tracing */
             line = f.f_lineno;
 #else
         out[n].lasti = f.f_lasti;

@@ -79,8 +79,8 @@ struct pyrt_walk {
     struct pyrt_frame_ext *ext;  /* NULL, or a parallel array */
     struct pyrt_code_memo *memo; /* NULL, or nmemo slots (a power of two) zeroed before use */
     unsigned nmemo;
-    struct pyrt_window *win;     /* NULL, or the calling thread's frame memory (3.11+) */
-    int truncated;               /* out: frames were left (max reached, an unreadable frame,
+    struct pyrt_window *win; /* NULL, or the calling thread's frame memory (3.11+) */
+    int truncated;           /* out: frames were left (max reached, an unreadable frame,
                                     or the step bound: a cycle) */
 };
 
@@ -88,13 +88,13 @@ struct pyrt_walk {
 
 /* What the readers need of one thread state. */
 struct pyrt_tstate {
-    uintptr_t interp;     /* its interpreter */
-    uintptr_t next;       /* the next thread state of the list, 0 at the end */
-    unsigned long ident;  /* threading.get_ident(): the pthread_t */
-    long native_id;       /* the kernel tid where the thread state holds it (3.11+), else -1 */
-    uintptr_t top;        /* its innermost frame, 0 when none */
-    uintptr_t stack_lo;   /* 3.11+: its current data stack chunk's first frame byte, else 0 */
-    uintptr_t stack_hi;   /* 3.11+: datastack_top (the chunk's frames end there), else 0 */
+    uintptr_t interp;    /* its interpreter */
+    uintptr_t next;      /* the next thread state of the list, 0 at the end */
+    unsigned long ident; /* threading.get_ident(): the pthread_t */
+    long native_id;      /* the kernel tid where the thread state holds it (3.11+), else -1 */
+    uintptr_t top;       /* its innermost frame, 0 when none */
+    uintptr_t stack_lo;  /* 3.11+: its current data stack chunk's first frame byte, else 0 */
+    uintptr_t stack_hi;  /* 3.11+: datastack_top (the chunk's frames end there), else 0 */
 };
 /* The main interpreter (*interp) and the head of its thread list (*head, 0 when empty).
  * Returns 0; -1 when Python is not initialised (no main interpreter); -2 when the
@@ -127,8 +127,8 @@ int pyrt_tstate_read(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd);
 /* pyrt_tstate_read for the calling thread, from its signal handler: the thread state's bytes
  * are copy (the caller read them already; NULL: read through rd), what lies in [lo, hi) of its
  * own stack (mapped while it runs) is copied in place, the rest read through rd. */
-int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd,
-                         const void *copy, uintptr_t lo, uintptr_t hi);
+int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, const void *copy,
+                         uintptr_t lo, uintptr_t hi);
 
 /* The address of interpreter interp's GIL state (struct _gil_runtime_state), 0 when
  * unreadable. */
@@ -170,7 +170,7 @@ struct pyrt_code {
     uintptr_t file;  /* str: co_filename */
     uintptr_t table; /* bytes: the line table (co_lnotab, co_linetable) */
     int firstlineno;
-    int prologue;    /* 3.11+: bytes of code before _co_firsttraceable (a frame whose lasti is
+    int prologue; /* 3.11+: bytes of code before _co_firsttraceable (a frame whose lasti is
                         below has not started: pyrt_frame_skip); INT_MIN before 3.11 */
 };
 /* Reads the code object at code. 0; 1 when it is readable but not a code object; -1. */

@@ -59,8 +59,7 @@ struct pyrt_remote_syms {
     uintptr_t runtime, code_type, frame_type, unicode_type, bytes_type;
     /* for locals read from memory (memlocals.c); 0 when the target lacks one: such values
      * show by type name */
-    uintptr_t long_type, bool_type, float_type, tuple_type, list_type, dict_type, cell_type,
-        none;
+    uintptr_t long_type, bool_type, float_type, tuple_type, list_type, dict_type, cell_type, none;
 };
 extern struct pyrt_remote_syms pyrt_remote;
 #define PYRT_RUNTIME ((_PyRuntimeState *)pyrt_remote.runtime)
@@ -105,8 +104,8 @@ static inline uintptr_t pyrt_ref_addr(_PyStackRef r)
 
 /* Hard bounds of every loop over interpreter data. */
 #define PYRT_MAX_THREADS 4096
-#define PYRT_MAX_STR 1024      /* bytes of UTF-8 kept from a code/file/thread name */
-#define PYRT_MAX_TABLE 262144  /* bytes of a line table read */
+#define PYRT_MAX_STR 1024     /* bytes of UTF-8 kept from a code/file/thread name */
+#define PYRT_MAX_TABLE 262144 /* bytes of a line table read */
 
 /* ---- safe.c: fault-proof reads (No GIL needed, thread-safe) ---- */
 
@@ -171,7 +170,6 @@ int pyrt_np_value(uintptr_t obj, uintptr_t tp, const char *name, pyrt_read_fn rd
 /* ---- repr.c: bounded repr (Requires GIL) ---- */
 
 #include "repr.h"
-
 
 /* ---- locals.c: what needs the GIL (Requires GIL for all of these) ---- */
 

@@ -82,8 +82,7 @@ static int read_svarint(const unsigned char *t, size_t n, size_t *i)
  * line, one byte: start column c*8 + bits 4-6, end column start + bits 0-3. Continuation
  * bytes have the top bit clear. Columns are 0-based offsets in UTF-8 bytes, the end exclusive,
  * as co_positions() gives them. */
-int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
-                  struct pyrt_loc *loc)
+int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr, struct pyrt_loc *loc)
 {
     long long line = firstlineno;
     long long end = 0, start;
@@ -104,8 +103,7 @@ int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
         start = end;
         end += ((first & 7) + 1) * 2;
         switch (code) {
-        case 15:
-            break;
+        case 15: break;
         case 14:
             line += read_svarint(t, n, &i);
             thisline = line;

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LOCALS 100      /* per function frame */
-#define MAX_DICT_LOCALS 50  /* per module-level frame (its namespace dict) */
+#define MAX_LOCALS 100     /* per function frame */
+#define MAX_DICT_LOCALS 50 /* per module-level frame (its namespace dict) */
 
 /* Attribute name of o found in o's instance dict, without running any user code: types with
  * their own __getattribute__/__getattr__ and names the type defines (properties, slots) are
@@ -104,8 +104,8 @@ int probe_names_read(struct probe_thread *t)
 static int local_add(struct probe_frame *f, PyObject *name, PyObject *value)
 {
     struct probe_local *l = &f->locals[f->nlocals];
-    l->name = probe_obj_ok(name) && PyUnicode_Check(name) ? probe_str_read(name, PYRT_MAX_STR)
-                                                          : NULL;
+    l->name =
+        probe_obj_ok(name) && PyUnicode_Check(name) ? probe_str_read(name, PYRT_MAX_STR) : NULL;
     if (!l->name)
         return 0; /* non-str key in a namespace dict: skipped */
     l->type = probe_repr_typename(value);

@@ -26,11 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define MEM_LOCALS 100     /* per frame, as the GIL path */
-#define MEM_ITEMS 8        /* items of a container */
-#define MEM_STR_CHARS 80   /* code points / bytes of a str / bytes */
-#define MEM_INT_DIGITS 24  /* PyLong digits shown by value (720 bits at 30 bits a digit) */
-#define MEM_VALUE 256      /* bytes of a value's text */
+#define MEM_LOCALS 100    /* per frame, as the GIL path */
+#define MEM_ITEMS 8       /* items of a container */
+#define MEM_STR_CHARS 80  /* code points / bytes of a str / bytes */
+#define MEM_INT_DIGITS 24 /* PyLong digits shown by value (720 bits at 30 bits a digit) */
+#define MEM_VALUE 256     /* bytes of a value's text */
 #define MEM_MAX_SIZE ((Py_ssize_t)1 << 40)
 
 struct vbuf {
@@ -366,8 +366,7 @@ static int put_bytes(struct vbuf *b, pyrt_read_fn rd, uintptr_t obj)
     Py_ssize_t n;
     unsigned char data[MEM_STR_CHARS];
     uint32_t cp[MEM_STR_CHARS];
-    if (!rd_ok(rd, obj + offsetof(PyVarObject, ob_size), &n, sizeof n) || n < 0 ||
-        n > MEM_MAX_SIZE)
+    if (!rd_ok(rd, obj + offsetof(PyVarObject, ob_size), &n, sizeof n) || n < 0 || n > MEM_MAX_SIZE)
         return -1;
     size_t got = (size_t)n < MEM_STR_CHARS ? (size_t)n : MEM_STR_CHARS;
     if (got && !rd_ok(rd, obj + offsetof(PyBytesObject, ob_sval), data, got))
@@ -591,8 +590,10 @@ static Py_ssize_t tuple_items(pyrt_read_fn rd, uintptr_t t, uintptr_t *items, Py
         return -1;
     if (n > size)
         n = size;
-    return n == 0 || rd_ok(rd, t + offsetof(PyTupleObject, ob_item), items,
-                           (size_t)n * sizeof *items) ? size : -1;
+    return n == 0 ||
+                   rd_ok(rd, t + offsetof(PyTupleObject, ob_item), items, (size_t)n * sizeof *items)
+               ? size
+               : -1;
 }
 
 int pyrt_mem_locals(uintptr_t frame, uintptr_t code, pyrt_read_fn rd, pyrt_local_fn fn, void *arg)
@@ -615,8 +616,8 @@ int pyrt_mem_locals(uintptr_t frame, uintptr_t code, pyrt_read_fn rd, pyrt_local
         return -1;
     if (n > size)
         n = size;
-    if (n && !rd_ok(rd, (uintptr_t)co.co_localspluskinds + offsetof(PyBytesObject, ob_sval),
-                    kinds, (size_t)n))
+    if (n && !rd_ok(rd, (uintptr_t)co.co_localspluskinds + offsetof(PyBytesObject, ob_sval), kinds,
+                    (size_t)n))
         return -1;
 #if PY_VERSION_HEX >= 0x030E0000
     _PyStackRef refs[MEM_LOCALS];
@@ -670,8 +671,8 @@ int pyrt_mem_locals(uintptr_t frame, uintptr_t code, pyrt_read_fn rd, pyrt_local
             ncell = (int)k;
     }
     n = k;
-    if (n && !rd_ok(rd, frame + offsetof(PyFrameObject, f_localsplus), vals,
-                    (size_t)n * sizeof vals[0]))
+    if (n &&
+        !rd_ok(rd, frame + offsetof(PyFrameObject, f_localsplus), vals, (size_t)n * sizeof vals[0]))
         return -1;
     int count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {

@@ -21,7 +21,7 @@
 
 #define NP_MAX_DIMS 64 /* NPY_MAXDIMS: 32 in numpy 1.x, 64 in 2.x */
 #define NP_SHOW_DIMS 16
-#define NP_BASES 32    /* tp_base links followed to find ndarray */
+#define NP_BASES 32 /* tp_base links followed to find ndarray */
 #define NP_TEXT 256
 
 /* A scalar type: its value sits right after the object header (numpy's Py<Type>ScalarObject:
@@ -33,12 +33,12 @@ static const struct {
     char kind;
     unsigned char size;
 } scalars[] = {
-    {"numpy.bool_", 'b', 1},       {"numpy.bool", 'b', 1},          {"numpy.int8", 'i', 1},
-    {"numpy.int16", 'i', 2},       {"numpy.int32", 'i', 4},         {"numpy.int64", 'i', 8},
-    {"numpy.longlong", 'i', 8},    {"numpy.uint8", 'u', 1},         {"numpy.uint16", 'u', 2},
-    {"numpy.uint32", 'u', 4},      {"numpy.uint64", 'u', 8},        {"numpy.ulonglong", 'u', 8},
-    {"numpy.float16", 'f', 2},     {"numpy.float32", 'f', 4},       {"numpy.float64", 'f', 8},
-    {"numpy.complex64", 'c', 8},   {"numpy.complex128", 'c', 16},   {"numpy.datetime64", 'M', 8},
+    {"numpy.bool_", 'b', 1},       {"numpy.bool", 'b', 1},        {"numpy.int8", 'i', 1},
+    {"numpy.int16", 'i', 2},       {"numpy.int32", 'i', 4},       {"numpy.int64", 'i', 8},
+    {"numpy.longlong", 'i', 8},    {"numpy.uint8", 'u', 1},       {"numpy.uint16", 'u', 2},
+    {"numpy.uint32", 'u', 4},      {"numpy.uint64", 'u', 8},      {"numpy.ulonglong", 'u', 8},
+    {"numpy.float16", 'f', 2},     {"numpy.float32", 'f', 4},     {"numpy.float64", 'f', 8},
+    {"numpy.complex64", 'c', 8},   {"numpy.complex128", 'c', 16}, {"numpy.datetime64", 'M', 8},
     {"numpy.timedelta64", 'm', 8},
 };
 
@@ -93,8 +93,8 @@ static int static_named(pyrt_read_fn rd, uintptr_t tp, const char *name)
     size_t first = 4096 - (tn & 4095);
     if (first > len)
         first = len;
-    if (!rd_at(rd, tn, buf, first) || (first < len && !rd_at(rd, tn + first, buf + first,
-                                                              len - first)))
+    if (!rd_at(rd, tn, buf, first) ||
+        (first < len && !rd_at(rd, tn + first, buf + first, len - first)))
         return 0;
     return memcmp(buf, name, len) == 0;
 }
@@ -220,8 +220,8 @@ static void put_complex(char *out, size_t n, double re, double im, int size)
     snprintf(out, n, "(%s%s%sj)", r, i[0] == '-' ? "" : "+", i);
 }
 
-static const char *const units[] = {"Y", "M", "W", "B", "D", "h", "m", "s", "ms", "us", "ns",
-                                    "ps", "fs", "as", ""};
+static const char *const units[] = {"Y",  "M",  "W",  "B",  "D",  "h",  "m", "s",
+                                    "ms", "us", "ns", "ps", "fs", "as", ""};
 #define UNIT_GENERIC 14
 
 static long long floordiv(long long a, long long b)
@@ -258,9 +258,7 @@ static int put_datetime(char *out, size_t n, long long v, int unit, int num)
     if (num < 1 || num > 1000000 || __builtin_mul_overflow(v, (long long)num, &v))
         return -1;
     switch (unit) {
-    case 0: /* years */
-        put_year(out, n, 1970 + v);
-        return 0;
+    case 0: /* years */ put_year(out, n, 1970 + v); return 0;
     case 1: /* months */
         put_year(y, sizeof y, 1970 + floordiv(v, 12));
         snprintf(out, n, "%s-%02lld", y, v - floordiv(v, 12) * 12 + 1);
@@ -361,15 +359,9 @@ static int scalar_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, char *ou
             break;
         }
         switch (kind) {
-        case 'b':
-            snprintf(out, n, "%s", u ? "True" : "False");
-            break;
-        case 'i':
-            snprintf(out, n, "%lld", (long long)s);
-            break;
-        case 'u':
-            snprintf(out, n, "%llu", (unsigned long long)u);
-            break;
+        case 'b': snprintf(out, n, "%s", u ? "True" : "False"); break;
+        case 'i': snprintf(out, n, "%lld", (long long)s); break;
+        case 'u': snprintf(out, n, "%llu", (unsigned long long)u); break;
         case 'c':
             if (size == 8) {
                 memcpy(&f, raw, 4);
@@ -425,9 +417,7 @@ static void dtype_name(char *out, size_t n, const struct np_descr *d, long long 
                        const char *unit)
 {
     switch (d->kind) {
-    case 'b':
-        snprintf(out, n, "bool");
-        return;
+    case 'b': snprintf(out, n, "bool"); return;
     case 'i':
     case 'u':
     case 'f':
@@ -442,26 +432,17 @@ static void dtype_name(char *out, size_t n, const struct np_descr *d, long long 
             snprintf(out, n, "%s", base);
         return;
     }
-    case 'U':
-        snprintf(out, n, "<U%lld", elsize >= 0 ? elsize / 4 : 0);
-        return;
-    case 'S':
-        snprintf(out, n, "|S%lld", elsize >= 0 ? elsize : 0);
-        return;
-    case 'V':
-        snprintf(out, n, "|V%lld", elsize >= 0 ? elsize : 0);
-        return;
-    case 'O':
-        snprintf(out, n, "object");
-        return;
+    case 'U': snprintf(out, n, "<U%lld", elsize >= 0 ? elsize / 4 : 0); return;
+    case 'S': snprintf(out, n, "|S%lld", elsize >= 0 ? elsize : 0); return;
+    case 'V': snprintf(out, n, "|V%lld", elsize >= 0 ? elsize : 0); return;
+    case 'O': snprintf(out, n, "object"); return;
     case 'M':
     case 'm':
         /* the unit, when the descriptor's datetime metadata says it: datetime64[ns] */
         snprintf(out, n, "%s%s%s%s", d->kind == 'M' ? "datetime64" : "timedelta64",
                  unit && unit[0] ? "[" : "", unit ? unit : "", unit && unit[0] ? "]" : "");
         return;
-    default:
-        snprintf(out, n, "?");
+    default: snprintf(out, n, "?");
     }
 }
 
@@ -511,8 +492,8 @@ static void descr_unit(pyrt_read_fn rd, uintptr_t descr, int v1, char *out, size
 /* "ndarray(shape=[2, 3], dtype=float64)": the array's header, its dimensions and its dtype's
  * descriptor read with fault-proof reads, each checked (nd 0 to 64, dims >= 0, the descriptor
  * an object whose kind is a letter); 0 when obj is no array or one of them fails. */
-static int array_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, const char *name,
-                         char *out, size_t n)
+static int array_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, const char *name, char *out,
+                         size_t n)
 {
     struct np_array a;
     struct np_descr d;

@@ -18,8 +18,8 @@
 #define OBJ_MAX_MRO 256
 #define OBJ_MAX_SIZE ((Py_ssize_t)1 << 48)
 #define OBJ_PAGE 4096
-#define OBJ_PREFIX 128  /* bytes read at an object at first: its header and most small bodies */
-#define OBJ_CACHE 64    /* types remembered as good while a cache is on */
+#define OBJ_PREFIX 128 /* bytes read at an object at first: its header and most small bodies */
+#define OBJ_CACHE 64   /* types remembered as good while a cache is on */
 
 /* Types found good, while the caller keeps the cache on (probe_obj_cache: no code runs then
  * that could free a type). */
@@ -39,9 +39,9 @@ static int builtin(const PyTypeObject *tp)
 {
     return tp == &PyLong_Type || tp == &PyBool_Type || tp == &PyFloat_Type ||
            tp == &PyComplex_Type || tp == &PyUnicode_Type || tp == &PyBytes_Type ||
-           tp == &PyList_Type || tp == &PyTuple_Type || tp == &PyDict_Type ||
-           tp == &PySet_Type || tp == &PyFrozenSet_Type || tp == &PyType_Type ||
-           tp == &PyModule_Type || tp == &PyFunction_Type || tp == &PyCell_Type;
+           tp == &PyList_Type || tp == &PyTuple_Type || tp == &PyDict_Type || tp == &PySet_Type ||
+           tp == &PyFrozenSet_Type || tp == &PyType_Type || tp == &PyModule_Type ||
+           tp == &PyFunction_Type || tp == &PyCell_Type;
 }
 
 /* 1 when every byte of [a, a+n) is readable: one read for a short range, else a byte of each
@@ -228,15 +228,15 @@ int probe_obj_ok(PyObject *o)
         return long_ok(o, got);
     if (tp == &PyList_Type || tp == &PyTuple_Type) {
         Py_ssize_t n = Py_SIZE(o);
-        PyObject **items = tp == &PyList_Type ? ((PyListObject *)o)->ob_item
-                                              : ((PyTupleObject *)o)->ob_item;
+        PyObject **items =
+            tp == &PyList_Type ? ((PyListObject *)o)->ob_item : ((PyTupleObject *)o)->ob_item;
         if (n < 0 || n > OBJ_MAX_SIZE)
             return 0;
         if (n > PYRT_REPR_ITEMS)
             n = PYRT_REPR_ITEMS;
-        return tp == &PyList_Type
-                   ? range_ok(items, (size_t)n * sizeof(PyObject *))
-                   : have(o, got, (size_t)((char *)items - (char *)o), (size_t)n * sizeof(PyObject *));
+        return tp == &PyList_Type ? range_ok(items, (size_t)n * sizeof(PyObject *))
+                                  : have(o, got, (size_t)((char *)items - (char *)o),
+                                         (size_t)n * sizeof(PyObject *));
     }
     if (tp == &PyBytes_Type) {
         Py_ssize_t n = Py_SIZE(o);

@@ -19,13 +19,13 @@ struct probe_local {
 };
 
 struct probe_frame {
-    char *func;     /* co_qualname on 3.11+, co_name before */
-    char *file;     /* co_filename */
-    int line;       /* current line, computed from the instruction offset */
-    int end_line;   /* 3.11+: the last line of the instruction's source range; 0 unknown */
-    int col;        /* 3.11+: its first column, 1-based (UTF-8 bytes); 0 unknown */
-    int end_col;    /* 3.11+: its end column, 1-based, exclusive; 0 unknown */
-    int nlocals;    /* -1 when locals were not requested/read */
+    char *func;   /* co_qualname on 3.11+, co_name before */
+    char *file;   /* co_filename */
+    int line;     /* current line, computed from the instruction offset */
+    int end_line; /* 3.11+: the last line of the instruction's source range; 0 unknown */
+    int col;      /* 3.11+: its first column, 1-based (UTF-8 bytes); 0 unknown */
+    int end_col;  /* 3.11+: its end column, 1-based, exclusive; 0 unknown */
+    int nlocals;  /* -1 when locals were not requested/read */
     struct probe_local *locals;
 };
 
@@ -40,7 +40,7 @@ struct probe_thread {
                             objects no GIL-holding code of the probe ever touches) */
     int daemon;          /* 1/0, -1 unknown (needs the GIL) */
     int nframes;
-    int truncated;       /* 1 if the walk stopped at max_frames or at an unreadable frame */
+    int truncated;              /* 1 if the walk stopped at max_frames or at an unreadable frame */
     struct probe_frame *frames; /* innermost first */
 };
 
@@ -55,25 +55,25 @@ struct probe_aframe {
 
 /* One asyncio task of any event loop of the main interpreter. */
 struct probe_atask {
-    uintptr_t addr;        /* the Task object (an id for this snapshot only) */
-    char *name;            /* Task.get_name() */
-    const char *state;     /* "pending", "done", "cancelled" (static) */
-    int running;           /* its coroutine runs now (in its loop's thread's stack) */
-    uintptr_t loop;        /* its event loop, 0 unknown */
-    unsigned long ident;   /* the thread running that loop (loop._thread_id), 0: not running */
-    long thread_id;        /* that thread's id as python.threads has it, 0 unknown */
-    char *coro;            /* the task's coroutine's qualified name, NULL unknown */
-    int nframes;           /* the coroutine chain, innermost first, through cr_await,
+    uintptr_t addr;      /* the Task object (an id for this snapshot only) */
+    char *name;          /* Task.get_name() */
+    const char *state;   /* "pending", "done", "cancelled" (static) */
+    int running;         /* its coroutine runs now (in its loop's thread's stack) */
+    uintptr_t loop;      /* its event loop, 0 unknown */
+    unsigned long ident; /* the thread running that loop (loop._thread_id), 0: not running */
+    long thread_id;      /* that thread's id as python.threads has it, 0 unknown */
+    char *coro;          /* the task's coroutine's qualified name, NULL unknown */
+    int nframes;         /* the coroutine chain, innermost first, through cr_await,
                               gi_yieldfrom, ag_await */
     struct probe_aframe *frames;
-    int truncated;         /* the chain was longer than the bound */
-    uintptr_t waiter;      /* the future it is blocked on (Task._fut_waiter), 0 none */
-    char *waiter_type;     /* its type ("_asyncio.Future", "_GatheringFuture", ...) */
-    int nawaits;           /* the tasks it awaits (the waiter, or a gather's children): */
-    int *awaits;           /* indexes into probe_atasks.tasks */
-    int nby;               /* the tasks that await it (atasks.c) */
+    int truncated;     /* the chain was longer than the bound */
+    uintptr_t waiter;  /* the future it is blocked on (Task._fut_waiter), 0 none */
+    char *waiter_type; /* its type ("_asyncio.Future", "_GatheringFuture", ...) */
+    int nawaits;       /* the tasks it awaits (the waiter, or a gather's children): */
+    int *awaits;       /* indexes into probe_atasks.tasks */
+    int nby;           /* the tasks that await it (atasks.c) */
     int *by;
-    int cycle;             /* 1-based index of the await cycle it is part of, 0 none */
+    int cycle; /* 1-based index of the await cycle it is part of, 0 none */
 };
 
 struct probe_acycle {
@@ -82,7 +82,7 @@ struct probe_acycle {
 };
 
 struct probe_atasks {
-    int read;      /* 1 when the tasks were read (PROBE_SNAP_TASKS with the GIL, or
+    int read;       /* 1 when the tasks were read (PROBE_SNAP_TASKS with the GIL, or
                       PROBE_SNAP_TASKS_MEM without it) */
     int via_memory; /* 1: read without the GIL (probe_asyncio_tasks_mem) */
     int ntasks;
@@ -95,20 +95,20 @@ struct probe_atasks {
 struct probe_snapshot {
     int nthreads;
     struct probe_thread *threads;
-    long gil_holder_native_id; /* -1 when nobody holds it (or unknown); taken with the GIL:
+    long gil_holder_native_id;  /* -1 when nobody holds it (or unknown); taken with the GIL:
                                   who held it when this thread asked (probe_pyrt_gil_note) */
-    char version[32];          /* "3.11.7" of the running interpreter */
-    int gc_collecting;         /* 1 while the gc module collects (a finalizer it runs may be
+    char version[32];           /* "3.11.7" of the running interpreter */
+    int gc_collecting;          /* 1 while the gc module collects (a finalizer it runs may be
                                   what a thread is doing), 0 not, -1 unknown */
     struct probe_atasks atasks; /* PROBE_SNAP_TASKS */
 };
 
 enum {
-    PROBE_SNAP_NAMES = 1,  /* thread names/daemon from threading (Requires GIL) */
-    PROBE_SNAP_LOCALS = 2, /* locals with bounded repr (Requires GIL) */
+    PROBE_SNAP_NAMES = 1,     /* thread names/daemon from threading (Requires GIL) */
+    PROBE_SNAP_LOCALS = 2,    /* locals with bounded repr (Requires GIL) */
     PROBE_SNAP_MEMLOCALS = 4, /* locals read from memory, simple values only (memlocals.c):
                                  no GIL needed, for when it cannot be had */
-    PROBE_SNAP_TASKS = 8,  /* every asyncio task of every event loop (asyncio.c; Requires GIL) */
+    PROBE_SNAP_TASKS = 8,     /* every asyncio task of every event loop (asyncio.c; Requires GIL) */
     PROBE_SNAP_TASKS_MEM = 16, /* the asyncio tasks read without the GIL (asyncio_mem.c, 3.14+:
                                   pending C tasks; elsewhere atasks stays unread) */
 };

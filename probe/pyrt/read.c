@@ -54,8 +54,8 @@ int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
 #endif
 }
 
-__attribute__((no_sanitize("address", "undefined"))) void pyrt_own_copy(void *dst,
-                                                                         uintptr_t addr, size_t n)
+__attribute__((no_sanitize("address", "undefined"))) void pyrt_own_copy(void *dst, uintptr_t addr,
+                                                                        size_t n)
 {
     const volatile unsigned char *from = (const volatile unsigned char *)addr;
     unsigned char *to = dst;

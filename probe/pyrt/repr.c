@@ -91,8 +91,8 @@ static char *type_name(PyTypeObject *tp)
         PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
         PyObject *mod = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
         char *q = ht->ht_qualname ? probe_str_read(ht->ht_qualname, 200) : NULL;
-        char *m = mod && probe_obj_ok(mod) && PyUnicode_CheckExact(mod) ? probe_str_read(mod, 200)
-                                                                        : NULL;
+        char *m =
+            mod && probe_obj_ok(mod) && PyUnicode_CheckExact(mod) ? probe_str_read(mod, 200) : NULL;
         char *out = NULL;
         if (q && m && strcmp(m, "builtins") != 0) {
             size_t n = strlen(m) + strlen(q) + 2;
@@ -241,7 +241,8 @@ static int repr_named(struct rbuf *b, PyObject *o)
     if (PyModule_CheckExact(o)) {
         PyObject *d = PyModule_GetDict(o); /* borrowed */
         PyObject *n = d && probe_obj_ok(d) && PyDict_CheckExact(d)
-                          ? PyDict_GetItemString(d, "__name__") : NULL; /* borrowed */
+                          ? PyDict_GetItemString(d, "__name__")
+                          : NULL; /* borrowed */
         name = n && probe_obj_ok(n) && PyUnicode_CheckExact(n) ? PyUnicode_AsUTF8(n) : NULL;
         if (!name)
             return PyErr_Clear(), 0;
@@ -253,7 +254,7 @@ static int repr_named(struct rbuf *b, PyObject *o)
     if (PyFunction_Check(o)) {
         qual = ((PyFunctionObject *)o)->func_qualname; /* borrowed */
         name = qual && probe_obj_ok(qual) && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual)
-                                                                         : NULL;
+                                                                        : NULL;
         if (!name)
             return PyErr_Clear(), 0;
         puts_(b, "<function ");

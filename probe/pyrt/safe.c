@@ -131,12 +131,9 @@ size_t probe_mem_read_upto(const void *addr, void *dst, size_t n)
     if (mem_method == MEM_VM && mem_pid != getpid())
         mem_pid = getpid();
     switch (mem_method) {
-    case MEM_VM:
-        return read_vm(addr, dst, n);
-    case MEM_PIPE:
-        return read_pipe(addr, dst, n);
-    default:
-        return 0;
+    case MEM_VM: return read_vm(addr, dst, n);
+    case MEM_PIPE: return read_pipe(addr, dst, n);
+    default: return 0;
     }
 }
 

@@ -83,8 +83,8 @@ static struct code_info *code_get(struct walk *w, const void *addr)
 }
 
 /* Appends one frame to t. Returns 0, or -ENOMEM. */
-static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw,
-                     const struct code_info *ci, const struct pyrt_loc *loc, uintptr_t fp)
+static int frame_add(struct probe_thread *t, struct pyrt_rawframe **raw, const struct code_info *ci,
+                     const struct pyrt_loc *loc, uintptr_t fp)
 {
     struct probe_frame *f = &t->frames[t->nframes];
     memset(f, 0, sizeof *f);
@@ -223,11 +223,11 @@ unsigned long *probe_pyrt_switch_interval(void)
 /* Who held the GIL when this thread last asked for it (probe_pyrt_gil_note). */
 #define GIL_NOTE_KEEP_MS 100
 static _Thread_local struct {
-    int set;           /* a note for the GIL this thread holds or waits for */
-    int locked;        /* what it says */
+    int set;    /* a note for the GIL this thread holds or waits for */
+    int locked; /* what it says */
     uintptr_t holder;
-    int kept;          /* released: locked/holder still describe the GIL before that request */
-    uintptr_t own;     /* this thread's thread state when it released the GIL */
+    int kept;      /* released: locked/holder still describe the GIL before that request */
+    uintptr_t own; /* this thread's thread state when it released the GIL */
     struct timespec released;
 } gil_note;
 
@@ -497,13 +497,14 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     version_read(s->version, sizeof s->version);
     if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
         return rc;
-    if ((flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS | PROBE_SNAP_TASKS)) &&
-        !PyGILState_Check())
+    if ((flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS | PROBE_SNAP_TASKS)) && !PyGILState_Check())
         return pb_err_set(err, PB_ENOGIL, "names/locals/tasks need the GIL held by the caller");
     w = calloc(1, sizeof *w);
     if (!w)
         return pb_err_set(err, -ENOMEM, "out of memory");
-    w->max_frames = max_frames <= 0 ? DEFAULT_FRAMES : max_frames > MAX_FRAMES ? MAX_FRAMES : max_frames;
+    w->max_frames = max_frames <= 0           ? DEFAULT_FRAMES
+                    : max_frames > MAX_FRAMES ? MAX_FRAMES
+                                              : max_frames;
     w->want_raw = (flags & (PROBE_SNAP_LOCALS | PROBE_SNAP_MEMLOCALS)) != 0;
     w->fw.rd = probe_mem_read_at;
     w->fw.flags = PYRT_WALK_CHECK;

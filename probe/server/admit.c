@@ -20,15 +20,19 @@ int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_cou
      * connection passes attach at once. Counted as if that one were closed already. */
     int evict = tcp && c->unauth >= l->max_unauth;
     if (evict && c->unauth == 0)
-        return pb_err_set(err, -EMFILE, "no TCP connection is allowed before attach "
-                          "(net.max_unauthenticated is %d)", l->max_unauth);
+        return pb_err_set(err, -EMFILE,
+                          "no TCP connection is allowed before attach "
+                          "(net.max_unauthenticated is %d)",
+                          l->max_unauth);
     if (c->conns - evict >= l->max_conns)
         return pb_err_set(err, -EMFILE, "%d connections open (net.max_connections)", c->conns);
     if (fds_open < 0)
         return pb_err_set(err, -EMFILE, "cannot count the open descriptors");
     if (fds_max >= 0 && fds_open - evict + l->fd_reserve > fds_max)
-        return pb_err_set(err, -EMFILE, "%ld of %ld descriptors open, %d kept for the target "
-                          "(net.fd_reserve)", fds_open, fds_max, l->fd_reserve);
+        return pb_err_set(err, -EMFILE,
+                          "%ld of %ld descriptors open, %d kept for the target "
+                          "(net.fd_reserve)",
+                          fds_open, fds_max, l->fd_reserve);
     return evict ? PROBE_ADMIT_EVICT : 0;
 }
 

@@ -46,8 +46,8 @@ static void sql_run(void *job)
         j->text = malloc(len);
         if (j->text)
             snprintf(j->text, len, "%s%s(%zu row%s%s%s)", table ? table : "",
-                     table && table[0] && table[strlen(table) - 1] != '\n' ? "\n" : "",
-                     rows.nrows, rows.nrows == 1 ? "" : "s", rows.truncated ? "; " : "",
+                     table && table[0] && table[strlen(table) - 1] != '\n' ? "\n" : "", rows.nrows,
+                     rows.nrows == 1 ? "" : "s", rows.truncated ? "; " : "",
                      rows.truncated ? rows.note : "");
         free(table);
         for (size_t i = 0; i < n; i++)
@@ -109,8 +109,7 @@ static int cmd_help(struct dap_ctx *c, const char *rest, cJSON *body)
     char text[1024] = "Console commands (anything else is Python, run in __main__):\n";
     for (size_t i = 0; i < NCOMMANDS; i++) {
         size_t n = strlen(text);
-        snprintf(text + n, sizeof text - n, "  %-18s %s\n", commands[i].usage,
-                 commands[i].summary);
+        snprintf(text + n, sizeof text - n, "  %-18s %s\n", commands[i].usage, commands[i].summary);
     }
     text[strlen(text) - 1] = 0;
     cJSON_AddStringToObject(body, "result", text);

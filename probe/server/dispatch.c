@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* Sorted by name (strcmp), for bsearch. Every request has its own file, req/<name>.c (a "/"
  * becomes "_"): a handler answered on the loop, or a job (dap_job_<name>) with where it runs. */
 #define A DAP_F_NEEDS_ATTACHED
@@ -167,8 +166,8 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
         drop_job(ops, job);
         return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
     }
-    *r = (struct job_run){.ops = ops, .job = job, .p = p, .s = c->s, .flags = flags,
-                          .timeout_ms = timeout_ms};
+    *r = (struct job_run){
+        .ops = ops, .job = job, .p = p, .s = c->s, .flags = flags, .timeout_ms = timeout_ms};
     dap_session_ref(r->s);
     int rc = flags & DAP_F_TASK ? probe_task_submit(job_run, job_task_done, r)
                                 : probe_gil_submit(job_run, job_gil_done, r, timeout_ms);

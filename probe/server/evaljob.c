@@ -16,8 +16,9 @@
 int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 {
     if (gil_rc != PB_ETIMEDOUT)
-        return pb_err_set(err, gil_rc, "the interpreter is not running Python code now "
-                                       "(starting or finalising): nothing was run");
+        return pb_err_set(err, gil_rc,
+                          "the interpreter is not running Python code now "
+                          "(starting or finalising): nothing was run");
     struct probe_snapshot s = {0};
     struct pb_err serr = {0};
     const struct probe_thread *h = NULL;

@@ -37,10 +37,10 @@ struct conn {
     } h;
     uv_timer_t auth_timer; /* TCP: closes the connection if `attach` does not succeed in time */
     struct dap_session *s;
-    int slot;      /* in conn_fds, or -1 */
-    int handles;   /* libuv handles not closed yet: the struct is freed when none is left */
-    int counted;   /* in n_conns (and, while unauth, in n_unauth) */
-    int unauth;    /* TCP, not past `attach` yet */
+    int slot;    /* in conn_fds, or -1 */
+    int handles; /* libuv handles not closed yet: the struct is freed when none is left */
+    int counted; /* in n_conns (and, while unauth, in n_unauth) */
+    int unauth;  /* TCP, not past `attach` yet */
     long long accepted_ms;
     struct conn *uprev, *unext; /* in the list of unauth ones, oldest first */
     unsigned char peer[16];     /* TCP: the peer's address (v4 in its first 4 bytes) */
@@ -262,8 +262,10 @@ static void on_auth_timeout(uv_timer_t *t)
         uv_timer_start(t, on_auth_timeout, (uint64_t)(c->accepted_ms + timeout - loop_ms()), 0);
         return;
     }
-    PB_LOG(PB_LOG_WARN, "TCP client not past attach within %lld ms (net.auth_timeout_ms): "
-           "closing it", timeout);
+    PB_LOG(PB_LOG_WARN,
+           "TCP client not past attach within %lld ms (net.auth_timeout_ms): "
+           "closing it",
+           timeout);
     dap_session_detach_io(c->s);
     conn_close(c);
 }
@@ -351,9 +353,11 @@ static void on_connection(uv_stream_t *server, int status)
     }
     struct conn *old = kept == PROBE_ADMIT_EVICT + 1 ? unauth_victim() : NULL;
     if (old) {
-        PB_LOG(PB_LOG_WARN, "closed the oldest TCP connection not past attach of the address "
+        PB_LOG(PB_LOG_WARN,
+               "closed the oldest TCP connection not past attach of the address "
                "holding the most of them, for a new one: %d TCP connections not past attach "
-               "(net.max_unauthenticated)", n_unauth);
+               "(net.max_unauthenticated)",
+               n_unauth);
         dap_session_detach_io(old->s);
         conn_close(old);
     }
@@ -417,8 +421,8 @@ static void format_bound(void)
         return;
     if (ss.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "[%s]:%d", ip,
-                 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "[%s]:%d",
+                 ip, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
     } else {
         uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
         snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "%s:%d", ip,
@@ -430,8 +434,10 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     struct sockaddr_storage ss;
     if (!token || strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
-        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of %d to %d characters "
-                          "(got %zu)", PB_TOKEN_MIN, PB_TOKEN_MAX, token ? strlen(token) : 0);
+        return pb_err_set(err, PB_EBADARG,
+                          "a TCP listener needs a token of %d to %d characters "
+                          "(got %zu)",
+                          PB_TOKEN_MIN, PB_TOKEN_MAX, token ? strlen(token) : 0);
     int rc = parse_address(address, &ss, err);
     if (rc < 0)
         return rc;
@@ -439,10 +445,10 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
         struct sockaddr_storage cur;
         int len = sizeof cur;
         uv_tcp_getsockname(&tcp_server, (struct sockaddr *)&cur, &len);
-        int same_port = ss.ss_family == AF_INET
-            ? ((struct sockaddr_in *)&ss)->sin_port == 0 ||
-                  ((struct sockaddr_in *)&ss)->sin_port == ((struct sockaddr_in *)&cur)->sin_port
-            : 1;
+        int same_port = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port == 0 ||
+                                                      ((struct sockaddr_in *)&ss)->sin_port ==
+                                                          ((struct sockaddr_in *)&cur)->sin_port
+                                                : 1;
         if (!same_port)
             return pb_err_set(err, -EADDRINUSE,
                               "already listening on %s: one TCP address per process",
@@ -484,8 +490,10 @@ int probe_agent_listen_sync(const char *address, const char *token, struct pb_er
         return probe_tcp_listen(address, token, err);
     /* Checked here too: the copies below must never cut them. */
     if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
-        return pb_err_set(err, PB_EBADARG, "a TCP listener needs a token of %d to %d characters "
-                          "(got %zu)", PB_TOKEN_MIN, PB_TOKEN_MAX, strlen(token));
+        return pb_err_set(err, PB_EBADARG,
+                          "a TCP listener needs a token of %d to %d characters "
+                          "(got %zu)",
+                          PB_TOKEN_MIN, PB_TOKEN_MAX, strlen(token));
     if (strlen(address) >= sizeof cmd.address)
         return pb_err_set(err, PB_EBADARG, "address '%.40s...' is too long", address);
     pthread_mutex_lock(&cmd.mu);
@@ -539,7 +547,8 @@ static int listen_unix(struct pb_err *err)
      * if nobody listens on it; a live one is never taken over. */
     pid_t peer = 0;
     if (probe_rundir_socket_live(info->socket_path, &peer)) {
-        pb_err_set(err, PB_EAUTH, "listen on %s: another live process (pid %d as seen from here, "
+        pb_err_set(err, PB_EAUTH,
+                   "listen on %s: another live process (pid %d as seen from here, "
                    "0: another PID namespace) already listens there: not taken over",
                    info->socket_path, (int)peer);
         info->socket_path[0] = '\0';

@@ -159,21 +159,25 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
     int n = -1, nmods = 0;
     memset(&ns, 0, sizeof ns);
     if (blocks_sigprof(tid)) {
-        snprintf(note, sizeof note, "native frames not shown: the thread blocks SIGPROF, so its "
-                                    "native stack cannot be read");
+        snprintf(note, sizeof note,
+                 "native frames not shown: the thread blocks SIGPROF, so its "
+                 "native stack cannot be read");
     } else {
         struct pb_err nerr;
         if (prof_native_stacks(&tid, 1, 1, &ns, &nerr) < 0)
             snprintf(note, sizeof note, "native frames not shown: %s", nerr.msg);
         else if (!ns.answered && ns.blocked)
-            snprintf(note, sizeof note, "native frames not shown: the thread kept waking while "
-                                        "its stack was read (a blocked thread is never "
-                                        "signalled)");
+            snprintf(note, sizeof note,
+                     "native frames not shown: the thread kept waking while "
+                     "its stack was read (a blocked thread is never "
+                     "signalled)");
         else if (!ns.answered)
-            snprintf(note, sizeof note, "native frames not shown: the thread did not answer "
-                                        "in time (it blocks SIGPROF or does not run)");
+            snprintf(note, sizeof note,
+                     "native frames not shown: the thread did not answer "
+                     "in time (it blocks SIGPROF or does not run)");
         else if (!ns.merged)
-            snprintf(note, sizeof note, "native frames not shown: the native stack (%d eval-loop "
+            snprintf(note, sizeof note,
+                     "native frames not shown: the native stack (%d eval-loop "
                      "frames) and the Python stack (%d entry frames) could not be matched",
                      ns.evals, ns.entries);
     }
@@ -185,8 +189,9 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         }
         n = merge_entries(&ns, mode, inspectable ? py : NULL, npy, e);
         if (n < 0)
-            snprintf(note, sizeof note, "native frames not shown: the stack recorded when the "
-                                        "thread stopped is not the one it is in");
+            snprintf(note, sizeof note,
+                     "native frames not shown: the stack recorded when the "
+                     "thread stopped is not the one it is in");
         nmods = prof_modules(&mods, 0);
     }
     if (note[0]) { /* the Python frames alone, under the note */
@@ -209,8 +214,7 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         if (x->kind == E_PY && (!x->nf || inspectable)) {
             o = dap_json_stack_frame(&py[x->py], tid, x->py, inspectable);
         } else if (x->kind == E_PY) {
-            struct probe_frame pf = {.func = x->nf->name, .file = x->nf->file,
-                                     .line = x->nf->line};
+            struct probe_frame pf = {.func = x->nf->name, .file = x->nf->file, .line = x->nf->line};
             o = dap_json_stack_frame(&pf, tid, x->py, 0);
         } else if (x->kind == E_NATIVE) {
             o = native_frame(own, x, mods, nmods > 0 ? nmods : 0);

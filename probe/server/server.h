@@ -29,9 +29,9 @@ enum {
  * DAP_F_GIL_FALLBACK asks reply to answer anyway (r->gil_rc < 0). Debugger events queued
  * meanwhile go out before the response. */
 struct dap_job_rc {
-    int rc;            /* run's result: 0, or a negative code with err */
+    int rc; /* run's result: 0, or a negative code with err */
     struct pb_err err;
-    char *long_msg;    /* a longer error text (a traceback) to use instead of err's; malloc'd */
+    char *long_msg; /* a longer error text (a traceback) to use instead of err's; malloc'd */
 };
 
 /* What reply may use and fill. */
@@ -160,10 +160,11 @@ int dap_req_stepIn(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stepOut(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body);
-extern const struct dap_job dap_job_probing_eval, dap_job_threads, dap_job_probing_dump, dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch, dap_job_probing_comm,
-    dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger,
-    dap_job_variables, dap_job_setVariable, dap_job_source, dap_job_setBreakpoints,
-    dap_job_setFunctionBreakpoints, dap_job_setExceptionBreakpoints;
+extern const struct dap_job dap_job_probing_eval, dap_job_threads, dap_job_probing_dump,
+    dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch, dap_job_probing_comm,
+    dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger, dap_job_variables,
+    dap_job_setVariable, dap_job_source, dap_job_setBreakpoints, dap_job_setFunctionBreakpoints,
+    dap_job_setExceptionBreakpoints;
 
 void dap_post_initialize(struct dap_session *s);
 
@@ -172,8 +173,7 @@ void dap_post_initialize(struct dap_session *s);
  * that must precede the response. */
 struct probe_eval_result;
 typedef int (*dap_eval_render)(struct dap_session *s, const struct probe_eval_result *r,
-                               const cJSON *args, cJSON *body, struct pb_err *err,
-                               char **long_msg);
+                               const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg);
 /* An evaluation (evaljob.c): a DAP_F_GIL job with the eval GIL timeout
  * (probe_eval_timeout_ms), whose parse calls dap_eval_init (probing/eval), or started by a
  * handler with dap_eval_request (evaluate). */

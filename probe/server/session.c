@@ -21,8 +21,8 @@ struct dap_session {
     int seq;
     int attached, debugger, authed;
     int close_after;
-    int evals; /* evaluations of this session queued or running (evaljob.c) */
-    int inflight; /* deferred requests not answered yet */
+    int evals;         /* evaluations of this session queued or running (evaljob.c) */
+    int inflight;      /* deferred requests not answered yet */
     int native_frames; /* attach's nativeFrames: DAP_NATIVE_* (server.h) */
     struct dap_reader r;
 };
@@ -258,8 +258,11 @@ static int utf8_valid(const unsigned char *s)
 {
     while (*s) {
         unsigned c = *s++;
-        int more = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
-                 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+        int more = c < 0x80                 ? 0
+                   : c >= 0xc2 && c <= 0xdf ? 1
+                   : c >= 0xe0 && c <= 0xef ? 2
+                   : c >= 0xf0 && c <= 0xf4 ? 3
+                                            : -1;
         if (more < 0)
             return 0;
         unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;

@@ -24,10 +24,11 @@ int dap_snap_reply(struct dap_reply *r, void *job, cJSON *body)
         pb_err_clear(&j->err);
         /* Without the GIL: locals asked for are read from memory (simple values only), and
          * the asyncio tasks where the interpreter keeps them in lists (3.14+). */
-        j->snap_rc = probe_pyrt_snapshot(&j->snap,
-                                         (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
-                                             (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
-                                         j->max_frames, &j->err);
+        j->snap_rc =
+            probe_pyrt_snapshot(&j->snap,
+                                (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
+                                    (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
+                                j->max_frames, &j->err);
     }
     int rc = j->snap_rc;
     if (rc == 0) {

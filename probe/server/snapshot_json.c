@@ -129,12 +129,12 @@ cJSON *dap_json_native(const struct prof_nstack *s)
         cJSON_AddBoolToObject(o, "blocked", 1); /* read without a signal (prof/native.c) */
     if (!s->answered) {
         cJSON_AddStringToObject(o, "error",
-                                s->blocked ? "the thread kept waking while its stack was read "
-                                             "(a blocked thread is never signalled)"
+                                s->blocked   ? "the thread kept waking while its stack was read "
+                                               "(a blocked thread is never signalled)"
                                 : s->unasked ? "not asked: the dump had already waited 3 s for "
                                                "other threads' native stacks"
-                                : s->masked ? "the thread blocks SIGPROF while it runs: not "
-                                              "asked (it could not answer)"
+                                : s->masked  ? "the thread blocks SIGPROF while it runs: not "
+                                               "asked (it could not answer)"
                                 : s->tid > 0 ? "the thread did not answer in time "
                                                "(it blocks SIGPROF, or never ran)"
                                              : "the thread's native id is unknown");
@@ -229,4 +229,3 @@ cJSON *dap_json_atasks(const struct probe_atasks *a)
         cJSON_AddItemToArray(cy, task_refs(a, a->cycles[i].tasks, a->cycles[i].n));
     return o;
 }
-

@@ -32,7 +32,7 @@ static int nentries;
 static struct slot {
     uintptr_t addr;
     long long n;
-} *slots; /* allocated at the first task listed (256 KiB) */
+} * slots; /* allocated at the first task listed (256 KiB) */
 static int nslots;
 static long long next_n;
 

@@ -283,8 +283,8 @@ static void put_tid_name(struct out *o, long tid)
 static void native_stack(struct out *o, void *uc)
 {
     put(o, "\nNative stack of the crashing thread (innermost first):\n");
-    int n = unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, unwind_maps_find, &maps,
-                          &ucache);
+    int n =
+        unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, unwind_maps_find, &maps, &ucache);
     if (n <= 0) {
         put(o, "  (no native frames: the signal context has no pc)\n");
         return;
@@ -451,8 +451,8 @@ void probe_crash_on_signal(int sig, siginfo_t *si, void *uc)
     atomic_store(&probe_crash_armed, 0);
     for (int i = 0; i < PROBE_CRASH_NSIGS; i++) {
         struct sigaction cur;
-        if (sigaction(probe_crash_signals[i], NULL, &cur) == 0 &&
-            (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == probe_crash_on_signal)
+        if (sigaction(probe_crash_signals[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_sigaction == probe_crash_on_signal)
             sigaction(probe_crash_signals[i], &probe_crash_prev[i], NULL);
     }
     pass_on(sig, si, 0);

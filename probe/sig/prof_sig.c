@@ -61,8 +61,8 @@ struct prof_slot {
     _Atomic long long overrun; /* expirations the kernel merged into a delivered one */
     _Atomic long long lost;
     _Atomic long long self_ns;
-    long long cpu_at_arm_ns; /* the thread's CPU time when its timer was armed */
-    long long period_ns;     /* its timer's period (0: none) */
+    long long cpu_at_arm_ns;       /* the thread's CPU time when its timer was armed */
+    long long period_ns;           /* its timer's period (0: none) */
     _Atomic long long cpu_last_ns; /* the thread's CPU time at its last signal (handler) */
     long long missed_seen;
     /* The thread's stack, learnt by the drain thread from a record's sp and /proc/self/maps:
@@ -73,7 +73,7 @@ struct prof_slot {
 };
 
 static struct prof_slot slots[PROF_MAX_SLOTS];
-static _Atomic int slots_hi; /* slots in use are below (loops stop there) */
+static _Atomic int slots_hi;   /* slots in use are below (loops stop there) */
 static _Atomic int drain_word; /* 1: work for the drain thread (futex) */
 static _Atomic int running;
 static _Atomic int in_handler;
@@ -444,8 +444,8 @@ static void slot_free(struct prof_slot *s, int rate)
 
 /* The mapping holding sp into ml: asked of the kernel where it can answer (PROCMAP_QUERY), else
  * from maps, read once per drain (NULL buffer: not yet). 0, or -1. */
-static int stack_line(uintptr_t sp, struct unwind_maps *maps, struct unwind_mapline *ml,
-                      char *name, size_t cap)
+static int stack_line(uintptr_t sp, struct unwind_maps *maps, struct unwind_mapline *ml, char *name,
+                      size_t cap)
 {
     if (maps_query) {
         if (maps_fd < 0)
@@ -456,8 +456,8 @@ static int stack_line(uintptr_t sp, struct unwind_maps *maps, struct unwind_mapl
         maps_query = 0; /* an older kernel: the text from now on */
     }
     if (!maps->buf) {
-        void *b = mmap(NULL, MAPS_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void *b =
+            mmap(NULL, MAPS_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (b == MAP_FAILED)
             return -1;
         maps->buf = b;

@@ -29,9 +29,9 @@ struct prof_raw {
 };
 
 struct prof_slot;
-int prof_sig_install(struct pb_err *err);  /* the handler (keeps the old one) */
-void prof_sig_uninstall(void);             /* flush pending SIGPROF, restore the old one */
-int prof_sig_installed(void); /* 1 while our handler is installed (loop thread) */
+int prof_sig_install(struct pb_err *err); /* the handler (keeps the old one) */
+void prof_sig_uninstall(void);            /* flush pending SIGPROF, restore the old one */
+int prof_sig_installed(void);             /* 1 while our handler is installed (loop thread) */
 void prof_sig_set_running(int on);
 int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
 struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */
@@ -44,8 +44,8 @@ int prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CP
 int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
 /* Visit every live slot's tid. */
 void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
-void prof_slots_clear(void); /* at stop: every timer deleted, every slot retired */
-void prof_slots_release(void); /* after the last drain at stop: the spare mappings unmapped */
+void prof_slots_clear(void);        /* at stop: every timer deleted, every slot retired */
+void prof_slots_release(void);      /* after the last drain at stop: the spare mappings unmapped */
 void prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
 /* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
 void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,

@@ -45,8 +45,8 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f, struct pyrt_sig_code *c
     cJSON_AddNumberToObject(o, "line", line);
     struct pyrt_loc loc;
     if (c && line > 0 && pyrt_sig_code_get(f->code, c) == 0 && c->tn &&
-        pyrt_code_loc(c->table, c->tn, c->firstlineno, f->lasti, &loc) == line &&
-        loc.col >= 0 && loc.end_line >= loc.line && loc.end_col >= 0) {
+        pyrt_code_loc(c->table, c->tn, c->firstlineno, f->lasti, &loc) == line && loc.col >= 0 &&
+        loc.end_line >= loc.line && loc.end_col >= 0) {
         cJSON_AddNumberToObject(o, "column", loc.col + 1);
         cJSON_AddNumberToObject(o, "endLine", loc.end_line);
         cJSON_AddNumberToObject(o, "endColumn", loc.end_col + 1);
@@ -94,8 +94,8 @@ static int dscan_init(uintptr_t keys, uintptr_t values, struct dscan *d)
     if (!keys || pyrt_sig_read(keys, &k, sizeof k) != 0 || k.dk_log2_index_bytes > 27 ||
         k.dk_nentries < 0 || k.dk_nentries > ((Py_ssize_t)1 << 24))
         return -1;
-    d->entries = keys + offsetof(PyDictKeysObject, dk_indices) +
-                 ((size_t)1 << k.dk_log2_index_bytes);
+    d->entries =
+        keys + offsetof(PyDictKeysObject, dk_indices) + ((size_t)1 << k.dk_log2_index_bytes);
     d->n = (size_t)k.dk_nentries;
     d->width = k.dk_kind == DICT_KEYS_GENERAL ? 24 : 16;
     d->keyoff = k.dk_kind == DICT_KEYS_GENERAL ? 8 : 0;
@@ -218,8 +218,8 @@ static int dscan_instance(uintptr_t obj, struct dscan *d)
     if (w[1])
         return dscan_dict(w[1], d);
     if (pyrt_sig_read(type + offsetof(PyTypeObject, tp_basicsize), &basic, sizeof basic) != 0 ||
-        basic <= 0 || basic > 4096 || pyrt_sig_read(obj + (uintptr_t)basic, &vh,
-                                                    offsetof(PyDictValues, values)) != 0 ||
+        basic <= 0 || basic > 4096 ||
+        pyrt_sig_read(obj + (uintptr_t)basic, &vh, offsetof(PyDictValues, values)) != 0 ||
         !vh.valid)
         return -1;
     return dscan_init(keys, obj + (uintptr_t)basic + offsetof(PyDictValues, values), d);
@@ -237,8 +237,7 @@ static int thread_names(uintptr_t interp, struct tname *out, int max)
 {
     uintptr_t modules = 0, mod, mdict, active;
 #if PY_VERSION_HEX >= 0x030C0000
-    pyrt_sig_read(interp + offsetof(PyInterpreterState, imports.modules), &modules,
-                  sizeof modules);
+    pyrt_sig_read(interp + offsetof(PyInterpreterState, imports.modules), &modules, sizeof modules);
 #else
     pyrt_sig_read(interp + offsetof(PyInterpreterState, modules), &modules, sizeof modules);
 #endif
@@ -259,7 +258,8 @@ static int thread_names(uintptr_t interp, struct tname *out, int max)
         for (size_t j = 0; j < a.n && j < 256; j++) {
             uintptr_t ak;
             dscan_at(&a, j, &ak, &nm);
-            if (nm && str_is(ak, "_name") && pyrt_sig_str(nm, out[n].name, sizeof out[n].name) == 0) {
+            if (nm && str_is(ak, "_name") &&
+                pyrt_sig_str(nm, out[n].name, sizeof out[n].name) == 0) {
                 n++;
                 break;
             }
@@ -285,9 +285,10 @@ static void local_json(void *arg, const char *name, const char *type, const char
  * Returns the probing/dump body (threads with id, ident, nativeId (null before 3.11: the
  * caller finds it), holdsGil, main, truncated, frames; gil; localsVia "memory" with locals) as
  * a malloc'd JSON text, or NULL with err filled. */
-__attribute__((visibility("default"))) char *
-probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int nsyms, int max_frames,
-                     int locals, char *err, size_t errn);
+__attribute__((visibility("default"))) char *probing_read_dump_v2(pyrt_read_fn rd, int pid,
+                                                                  const uintptr_t *syms, int nsyms,
+                                                                  int max_frames, int locals,
+                                                                  char *err, size_t errn);
 char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int nsyms,
                            int max_frames, int locals, char *err, size_t errn)
 {
@@ -302,14 +303,16 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     pyrt_remote_read = rd;
     for (int i = 0; i < nsyms && i < 13; i++)
         s[i] = syms[i];
-    pyrt_remote = (struct pyrt_remote_syms){s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+    pyrt_remote = (struct pyrt_remote_syms){s[0], s[1], s[2], s[3],  s[4],  s[5], s[6],
                                             s[7], s[8], s[9], s[10], s[11], s[12]};
     if (max_frames < 1)
         max_frames = 1;
     if ((rc = pyrt_threads_head(&interp, &head, pyrt_sig_read)) != 0) {
-        snprintf(err, errn, rc == -1 ? "the interpreter of %d is not initialised, or its memory "
-                                       "cannot be read (process_vm_readv)"
-                                     : "the interpreter state of %d cannot be read", pid);
+        snprintf(err, errn,
+                 rc == -1 ? "the interpreter of %d is not initialised, or its memory "
+                            "cannot be read (process_vm_readv)"
+                          : "the interpreter state of %d cannot be read",
+                 pid);
         return NULL;
     }
     ts = calloc(REMOTE_THREADS, sizeof *ts);
@@ -346,9 +349,9 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
             continue;
         cJSON *o = cJSON_CreateObject();
         /* as probe_thread_id (pyrt.h) gives it */
-        cJSON_AddNumberToObject(o, "id", (double)(ids[i] > 0 ? ids[i]
-                                                             : (long)(t.ident & 0x7fffffff)) +
-                                             (double)interps[i] * 4194304.0);
+        cJSON_AddNumberToObject(o, "id",
+                                (double)(ids[i] > 0 ? ids[i] : (long)(t.ident & 0x7fffffff)) +
+                                    (double)interps[i] * 4194304.0);
         cJSON_AddNumberToObject(o, "ident", (double)t.ident);
         if (ids[i] > 0)
             cJSON_AddNumberToObject(o, "nativeId", (double)ids[i]);
@@ -363,15 +366,18 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
                 cJSON_AddStringToObject(o, "nameSource", "threading");
                 break;
             }
-        struct pyrt_walk w = {.rd = pyrt_sig_read, .flags = PYRT_WALK_CHECK,
-                              .max = max_frames, .out = fr, .ext = ext};
+        struct pyrt_walk w = {.rd = pyrt_sig_read,
+                              .flags = PYRT_WALK_CHECK,
+                              .max = max_frames,
+                              .out = fr,
+                              .ext = ext};
         int nf = pyrt_frames_walk(&w, pyrt_frames_top(ts[i], pyrt_sig_read));
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
         for (int k = 0; k < nf; k++) {
             cJSON *f = frame_json(&fr[k], code), *ls = cJSON_CreateArray();
-            if (locals && pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_sig_read, local_json,
-                                          ls) >= 0)
+            if (locals &&
+                pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_sig_read, local_json, ls) >= 0)
                 cJSON_AddItemToObject(f, "locals", ls);
             else
                 cJSON_Delete(ls);
@@ -416,9 +422,10 @@ static int mods_find(uintptr_t pc, struct unwind_mod *m, void *arg)
 /* The second entry point: a thread's native stack from its registers (pc, sp, frame pointer)
  * with the probe's own unwinder over the target's memory (rd) and modules. Returns the count of
  * pcs in out (innermost first, the first exact), or -1 when out of memory. */
-__attribute__((visibility("default"))) int
-probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3], const struct probing_read_mod *mods,
-                    int nmods, uintptr_t *out, int max);
+__attribute__((visibility("default"))) int probing_read_unwind(pyrt_read_fn rd,
+                                                               const uintptr_t regs[3],
+                                                               const struct probing_read_mod *mods,
+                                                               int nmods, uintptr_t *out, int max);
 int probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3],
                         const struct probing_read_mod *mods, int nmods, uintptr_t *out, int max)
 {

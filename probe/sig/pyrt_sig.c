@@ -14,7 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SIG_TABLE 4096     /* bytes of a line table read by describe */
+#define SIG_TABLE 4096 /* bytes of a line table read by describe */
 
 #ifndef PYRT_REMOTE
 static volatile int sig_tids_allowed; /* pyrt_sig_prepare ran with the syscall read */
@@ -63,7 +63,7 @@ static int own_live(uintptr_t ts)
         __atomic_load_n((const uintptr_t *)(g + offsetof(struct _gil_runtime_state, last_holder)),
                         __ATOMIC_ACQUIRE) != ts)
         return 0;
-    /* _finalizing: an atomic pointer (a struct of one before 3.13), set before any thread
+        /* _finalizing: an atomic pointer (a struct of one before 3.13), set before any thread
      * state of another thread is freed */
 #if PY_VERSION_HEX >= 0x03090000
     const void *fin = &PYRT_RUNTIME->_finalizing;
@@ -80,9 +80,9 @@ int pyrt_sig_holds_gil(uintptr_t ts)
         return -1;
     return __atomic_load_n((const int *)(g + offsetof(struct _gil_runtime_state, locked)),
                            __ATOMIC_ACQUIRE) &&
-           __atomic_load_n((const uintptr_t *)(g + offsetof(struct _gil_runtime_state,
-                                                              last_holder)),
-                           __ATOMIC_ACQUIRE) == ts;
+           __atomic_load_n(
+               (const uintptr_t *)(g + offsetof(struct _gil_runtime_state, last_holder)),
+               __ATOMIC_ACQUIRE) == ts;
 }
 
 #if PY_VERSION_HEX >= 0x030B0000
@@ -238,8 +238,8 @@ int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
  * names the same chunk and the range needed now lies inside what was read, the window; else
  * the window is read on its own (pyrt_window_fill). Returns 0, or -1 when the thread state is
  * unreadable. */
-static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
-                         uintptr_t own_hi, struct pyrt_tstate *t)
+static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo, uintptr_t own_hi,
+                         struct pyrt_tstate *t)
 {
     uintptr_t glo = win->lo, ghi = win->hi, chunk = win->chunk_lo, need_lo;
     long got;
@@ -255,7 +255,7 @@ static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo
     if (got < 0 || pyrt_tstate_read_own(ts, t, pyrt_sig_read, win->ts, own_lo, own_hi) != 0)
         return -1;
     need_lo = t->stack_hi - t->stack_lo > PYRT_WINDOW_BYTES ? t->stack_hi - PYRT_WINDOW_BYTES
-                                                             : t->stack_lo;
+                                                            : t->stack_lo;
     if (t->stack_lo && t->stack_lo == chunk && t->stack_hi > t->stack_lo && need_lo >= glo &&
         t->stack_hi <= glo + (uintptr_t)got) {
         win->chunk_lo = chunk;
@@ -268,8 +268,8 @@ static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo
 }
 #endif
 
-int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
-                        uintptr_t own_hi, struct pyrt_sig_frame *out, int max)
+int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo, uintptr_t own_hi,
+                        struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_tstate t;
     struct pyrt_walk w = {.rd = pyrt_sig_read, .max = max, .out = out, .win = win};
@@ -323,8 +323,9 @@ int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids
                 native_ids[n] = t.native_id;
 #else
             if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode only */
-                native_ids[n] = t.native_id > 0 ? t.native_id
-                                : sig_tids_allowed ? probe_tid_from_pthread(t.ident) : -1;
+                native_ids[n] = t.native_id > 0    ? t.native_id
+                                : sig_tids_allowed ? probe_tid_from_pthread(t.ident)
+                                                   : -1;
 #endif
             n++;
             ts = t.next;
@@ -424,8 +425,8 @@ int pyrt_sig_code_same(uintptr_t code, const struct pyrt_sig_code *c)
 {
     struct pyrt_code co;
     return pyrt_code_read(code, &co, pyrt_sig_read) == 0 && co.name == c->name_obj &&
-           co.file == c->file_obj && co.table == c->table_obj &&
-           co.firstlineno == c->firstlineno && co.prologue == c->prologue;
+           co.file == c->file_obj && co.table == c->table_obj && co.firstlineno == c->firstlineno &&
+           co.prologue == c->prologue;
 }
 
 int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti)

@@ -84,9 +84,9 @@ int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, 
 struct pyrt_sig_code {
     char func[256], file[512]; /* "?" when unreadable */
     int firstlineno;
-    int prologue;    /* a frame with lasti below has not started (see struct pyrt_code) */
+    int prologue; /* a frame with lasti below has not started (see struct pyrt_code) */
     uintptr_t name_obj, file_obj, table_obj; /* the objects read (pyrt_sig_code_same) */
-    size_t tn;       /* bytes of the line table in table (0: none) */
+    size_t tn;                               /* bytes of the line table in table (0: none) */
     unsigned char table[4096];
 };
 /* 0; 1 when code is readable but not a code object; -1 unreadable. Signal-handler safe. */

@@ -71,8 +71,8 @@ static struct stack_req *reqs_get(void)
     struct stack_req *r = atomic_load(&reqs);
     if (r)
         return r;
-    r = mmap(NULL, STACK_SIG_BATCH * sizeof *r, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    r = mmap(NULL, STACK_SIG_BATCH * sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+             -1, 0);
     if (r == MAP_FAILED)
         return NULL;
     atomic_store(&reqs, r);

@@ -57,8 +57,8 @@ static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
     struct iovec local = {c->win, sizeof c->win};
     struct iovec remote[UNWIND_WINDOW / 4096 + 1];
     uintptr_t at = addr & ~(uintptr_t)7, reach;
-    int k = pyrt_iov_pages(at, at + sizeof c->win, remote,
-                           (int)(sizeof remote / sizeof remote[0]), &reach);
+    int k = pyrt_iov_pages(at, at + sizeof c->win, remote, (int)(sizeof remote / sizeof remote[0]),
+                           &reach);
     int saved = errno;
     ssize_t r = c->pid > 0 ? process_vm_readv(c->pid, &local, 1, remote, (unsigned long)k, 0) : -1;
     errno = saved;
@@ -146,7 +146,10 @@ static int step_cfi(struct unwind_regs *rs, const struct unwind_cfi_state *s, in
             v = old.v[i];
             break;
         case UNWIND_R_OFF: ok = srd_word(c, cfa + (uintptr_t)r->v, &v) == 0; break;
-        case UNWIND_R_VALOFF: v = cfa + (uintptr_t)r->v; ok = 1; break;
+        case UNWIND_R_VALOFF:
+            v = cfa + (uintptr_t)r->v;
+            ok = 1;
+            break;
         case UNWIND_R_REG:
             ok = r->v >= 0 && r->v < NREG && (old.valid & (1u << r->v));
             v = ok ? old.v[r->v] : 0;
@@ -201,8 +204,8 @@ static int step_cached(struct unwind_regs *rs, const struct unwind_rule *e, stru
 static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
                 struct unwind_cache *cache, int guess, int exact, int *clean, int *nalt);
 
-int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
-                  void *arg, struct unwind_cache *cache)
+int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
+                  struct unwind_cache *cache)
 {
     struct unwind_regs rs;
     memset(&rs, 0, sizeof rs);
@@ -388,8 +391,9 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
         }
         if (hit) {
             if (guess && r.cfa_reg == RBP && r.ra_off && !(rs.valid & (1u << RBP)))
-                return n - 1 + guess_rbp(&rs, r.cfa_off, r.ra_off, exact, out + n - 1,
-                                         max - n + 1, cache, find, arg, guess - 1, nalt);
+                return n - 1 +
+                       guess_rbp(&rs, r.cfa_off, r.ra_off, exact, out + n - 1, max - n + 1, cache,
+                                 find, arg, guess - 1, nalt);
             if (r.ra_off == 0) {
                 *clean = 1; /* the outermost frame */
                 break;
@@ -414,8 +418,9 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
                 signal = f.cie.signal;
                 if (guess && s.cfa_reg == RBP && !(rs.valid & (1u << RBP)) &&
                     s.r[RA].how == UNWIND_R_OFF)
-                    return n - 1 + guess_rbp(&rs, s.cfa_off, s.r[RA].v, exact, out + n - 1,
-                                             max - n + 1, cache, find, arg, guess - 1, nalt);
+                    return n - 1 +
+                           guess_rbp(&rs, s.cfa_off, s.r[RA].v, exact, out + n - 1, max - n + 1,
+                                     cache, find, arg, guess - 1, nalt);
                 if (s.r[RA].how == UNWIND_R_UNDEF) {
                     *clean = 1; /* the outermost frame */
                     break;
@@ -491,4 +496,3 @@ int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp
         unwind_hdr_parse(m, h);
     return m->hi ? 0 : -1;
 }
-

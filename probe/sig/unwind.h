@@ -58,10 +58,10 @@ typedef int (*unwind_find_fn)(uintptr_t pc, struct unwind_mod *m, void *arg);
 struct unwind_rule {
     uintptr_t pc;
     unsigned gen;
-    int8_t cfa_reg;   /* 6 rbp or 7 rsp */
-    uint8_t signal;   /* the frame is a signal trampoline ('S') */
-    int16_t ra_off;   /* return address at CFA + ra_off */
-    int16_t fp_off;   /* rbp saved at CFA + fp_off; 0: rbp unchanged */
+    int8_t cfa_reg; /* 6 rbp or 7 rsp */
+    uint8_t signal; /* the frame is a signal trampoline ('S') */
+    int16_t ra_off; /* return address at CFA + ra_off */
+    int16_t fp_off; /* rbp saved at CFA + fp_off; 0: rbp unchanged */
     int32_t cfa_off;
 };
 #define UNWIND_MAXREC 1024 /* the longest CIE read (GCC's are a few dozen bytes) */
@@ -70,7 +70,7 @@ struct unwind_rule {
  * Scratch pages past what an unwind reads are never touched (not resident). */
 #define UNWIND_MAXFDE 16384
 #define UNWIND_WINDOW 8192 /* stack bytes copied per read (a Python stack needs 2-4) */
-#define UNWIND_FDES 16 /* recent FDEs kept whole: an interrupted function is found again */
+#define UNWIND_FDES 16     /* recent FDEs kept whole: an interrupted function is found again */
 struct unwind_fde {
     uintptr_t start, end, fde_addr, cie_addr;
     unsigned gen;
@@ -107,8 +107,8 @@ struct unwind_cache {
  * first pc exact, the others return addresses), at most max. find (NULL: the published module
  * table, whose rules are then cached in cache) locates modules; cache (required) is the calling
  * thread's own. Returns the count (>= 1 when uc has a pc). */
-int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find,
-                  void *arg, struct unwind_cache *cache);
+int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
+                  struct unwind_cache *cache);
 
 /* The same from a pc and a stack pointer alone (a thread blocked in a system call, read from
  * /proc/self/task/TID/syscall without stopping it: prof/native.c), with the published module
@@ -158,8 +158,7 @@ int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_ma
  * the file instead). Async-signal-safe. */
 int unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap);
 /* Where the file of ml is mapped at offset 0 (its ELF header). 0, or -1. */
-int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml,
-                     uintptr_t *base);
+int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base);
 /* unwind_find_fn over the maps in arg (a struct unwind_maps *) and the ELF headers in memory.
  * Async-signal-safe. */
 int unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg);

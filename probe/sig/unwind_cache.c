@@ -77,7 +77,7 @@ void unwind_cache_row_put(struct unwind_cache *c, const uintptr_t row[2],
 #define SHARED_SETS 1024
 #define SHARED_WAYS 4
 struct shared_rule {
-    _Atomic unsigned seq; /* odd while written */
+    _Atomic unsigned seq;  /* odd while written */
     _Atomic uint64_t w[4]; /* lo, hi, gen << 32 | cfa_off, the rest of the rule */
 };
 static struct shared_rule shared[SHARED_SETS][SHARED_WAYS];
@@ -100,8 +100,8 @@ int unwind_cache_shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
         for (int i = 0; i < 4; i++)
             w[i] = atomic_load_explicit(&g->w[i], memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&g->seq, memory_order_relaxed) != s1 || pc < w[0] ||
-            pc >= w[1] || (unsigned)(w[2] >> 32) != gen)
+        if (atomic_load_explicit(&g->seq, memory_order_relaxed) != s1 || pc < w[0] || pc >= w[1] ||
+            (unsigned)(w[2] >> 32) != gen)
             continue;
         out->pc = pc;
         out->gen = gen;

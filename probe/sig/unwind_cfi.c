@@ -141,9 +141,16 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
             if (sp < 1 || pyrt_sig_read(st[sp - 1], &st[sp - 1], sizeof st[0]) != 0)
                 return -1;
             break;
-        case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
-        case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
-        case DW_OP_constu: case DW_OP_consts: {
+        case DW_OP_const1u:
+        case DW_OP_const1s:
+        case DW_OP_const2u:
+        case DW_OP_const2s:
+        case DW_OP_const4u:
+        case DW_OP_const4s:
+        case DW_OP_const8u:
+        case DW_OP_const8s:
+        case DW_OP_constu:
+        case DW_OP_consts: {
             static const int size[] = {1, 1, 2, 2, 4, 4, 8, 8}; /* const1u .. const8s */
             uintptr_t v;
             if (op == DW_OP_constu)
@@ -154,9 +161,10 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
                 int n = size[op - DW_OP_const1u];
                 v = (uintptr_t)get_n(&b, n);
                 if (op & 1) /* the signed forms */
-                    v = n == 1 ? (uintptr_t)(intptr_t)(int8_t)v
-                      : n == 2 ? (uintptr_t)(intptr_t)(int16_t)v
-                      : n == 4 ? (uintptr_t)(intptr_t)(int32_t)v : v;
+                    v = n == 1   ? (uintptr_t)(intptr_t)(int8_t)v
+                        : n == 2 ? (uintptr_t)(intptr_t)(int16_t)v
+                        : n == 4 ? (uintptr_t)(intptr_t)(int32_t)v
+                                 : v;
             }
             if (sp == EXPR_STACK)
                 return -1;
@@ -179,9 +187,20 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
                 return -1;
             st[sp - 1] += (uintptr_t)get_uleb(&b);
             break;
-        case DW_OP_and: case DW_OP_minus: case DW_OP_mul: case DW_OP_or: case DW_OP_plus:
-        case DW_OP_shl: case DW_OP_shr: case DW_OP_xor: case DW_OP_eq: case DW_OP_ge:
-        case DW_OP_gt: case DW_OP_le: case DW_OP_lt: case DW_OP_ne:
+        case DW_OP_and:
+        case DW_OP_minus:
+        case DW_OP_mul:
+        case DW_OP_or:
+        case DW_OP_plus:
+        case DW_OP_shl:
+        case DW_OP_shr:
+        case DW_OP_xor:
+        case DW_OP_eq:
+        case DW_OP_ge:
+        case DW_OP_gt:
+        case DW_OP_le:
+        case DW_OP_lt:
+        case DW_OP_ne:
             if (sp < 2)
                 return -1;
             c = st[--sp];
@@ -204,8 +223,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
             }
             st[sp - 1] = a;
             break;
-        default:
-            return -1;
+        default: return -1;
         }
     }
     if (b.bad || sp < 1)
@@ -371,14 +389,15 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
             skip(&b, n);
             break;
         }
-        case DW_CFA_expression: case DW_CFA_val_expression: {
+        case DW_CFA_expression:
+        case DW_CFA_val_expression: {
             uint64_t n;
             r = get_uleb(&b);
             n = get_uleb(&b);
             if (r < NREG)
-                s->r[r] = (struct unwind_cfi_rule){
-                    op == DW_CFA_expression ? UNWIND_R_EXPR : UNWIND_R_VALEXPR, (int64_t)b.addr,
-                    (uint32_t)n};
+                s->r[r] = (struct unwind_cfi_rule){op == DW_CFA_expression ? UNWIND_R_EXPR
+                                                                           : UNWIND_R_VALEXPR,
+                                                   (int64_t)b.addr, (uint32_t)n};
             skip(&b, n);
             break;
         }
@@ -395,7 +414,8 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
         case DW_CFA_def_cfa_offset_sf:
             s->cfa_off = scaled((uint64_t)get_sleb(&b), c->data_align);
             break;
-        case DW_CFA_val_offset: case DW_CFA_val_offset_sf:
+        case DW_CFA_val_offset:
+        case DW_CFA_val_offset_sf:
             r = get_uleb(&b);
             off = op == DW_CFA_val_offset ? scaled(get_uleb(&b), c->data_align)
                                           : scaled((uint64_t)get_sleb(&b), c->data_align);
@@ -409,8 +429,7 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
             if (r < NREG)
                 s->r[r] = (struct unwind_cfi_rule){UNWIND_R_OFF, off, 0};
             break;
-        default:
-            return -1;
+        default: return -1;
         }
         continue;
     advance:

@@ -95,8 +95,7 @@ int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_ma
     return -1;
 }
 
-int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml,
-                     uintptr_t *base)
+int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base)
 {
     const char *p = m->buf, *end = m->buf + m->len;
     size_t len = (size_t)(ml->path_end - ml->path);

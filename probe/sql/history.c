@@ -27,7 +27,7 @@
 
 #define MAX_INDEXES 4
 #define FLUSH_GAP_MS 1000 /* at most one flush a second for a steady stream of rows */
-#define FLUSH_BATCH 1024 /* rows waiting that ask for a flush at once */
+#define FLUSH_BATCH 1024  /* rows waiting that ask for a flush at once */
 
 struct hist_table {
     struct probe_table_info info;
@@ -36,7 +36,7 @@ struct hist_table {
     /* Declared indexes ("col1,col2"), created with the table or at the next flush. */
     char *indexes[MAX_INDEXES];
     int nindexes;
-    int indexes_created; /* task thread only */
+    int indexes_created;         /* task thread only */
     struct probe_rollup *rollup; /* a rollup of tables[base] (else NULL) */
     int base, seeded;            /* seeded: task thread only */
 };
@@ -93,16 +93,19 @@ int probe_history_define(const char *table, const char *description,
                          const struct probe_column *cols, int ncols, struct pb_err *err)
 {
     if (!valid_name(table))
-        return pb_err_set(err, PB_EBADARG, "history table '%s': expected schema.name with "
+        return pb_err_set(err, PB_EBADARG,
+                          "history table '%s': expected schema.name with "
                           "schema python, system, probing, perf or torch and a name of "
-                          "[a-z0-9_]", table);
+                          "[a-z0-9_]",
+                          table);
     if (ncols < 1 || ncols > MAX_COLS)
-        return pb_err_set(err, PB_EBADARG, "history table '%s': 1 to %d columns", table,
-                          MAX_COLS);
+        return pb_err_set(err, PB_EBADARG, "history table '%s': 1 to %d columns", table, MAX_COLS);
     for (int v = 0; v < probe_vtab_count(); v++)
         if (strcmp(probe_vtab_info(v)->name, table) == 0)
-            return pb_err_set(err, PB_EBADARG, "history table '%s': a built-in live table has "
-                              "that name: choose another", table);
+            return pb_err_set(err, PB_EBADARG,
+                              "history table '%s': a built-in live table has "
+                              "that name: choose another",
+                              table);
     pthread_mutex_lock(&mu);
     int i = find(table), rc = 0;
     if (i < 0) {
@@ -110,8 +113,7 @@ int probe_history_define(const char *table, const char *description,
         if (n == MAX_TABLES) {
             rc = pb_err_set(err, PB_EBADARG, "too many history tables (%d)", MAX_TABLES);
         } else {
-            tables[n].info = (struct probe_table_info){table, "history", description, cols,
-                                                       ncols};
+            tables[n].info = (struct probe_table_info){table, "history", description, cols, ncols};
             atomic_store(&ntables, n + 1);
         }
     }
@@ -144,8 +146,8 @@ int probe_history_index(const char *table, const char *columns, struct pb_err *e
     if (i < 0)
         rc = pb_err_set(err, PB_EBADARG, "history table '%s' is not defined", table);
     else if (!index_columns_ok(&tables[i], columns))
-        rc = pb_err_set(err, PB_EBADARG, "index on %s: '%s' is not a list of its columns",
-                        table, columns ? columns : "");
+        rc = pb_err_set(err, PB_EBADARG, "index on %s: '%s' is not a list of its columns", table,
+                        columns ? columns : "");
     else if (tables[i].nindexes == MAX_INDEXES)
         rc = pb_err_set(err, PB_EBADARG, "index on %s: at most %d indexes", table, MAX_INDEXES);
     else if (!(tables[i].indexes[tables[i].nindexes] = strdup(columns)))
@@ -181,8 +183,8 @@ int probe_history_rollup(const char *table, const char *group_cols, const char *
         return 0;
     struct probe_column *cols = NULL;
     int ncols = 0;
-    struct probe_rollup *r = probe_rollup_new(&tables[b].info, group_cols, value_cols, &cols,
-                                              &ncols, err);
+    struct probe_rollup *r =
+        probe_rollup_new(&tables[b].info, group_cols, value_cols, &cols, &ncols, err);
     if (!r)
         return err->code;
     char *dup = strdup(name);
@@ -193,8 +195,7 @@ int probe_history_rollup(const char *table, const char *group_cols, const char *
     if (i >= 0 && !tables[i].rollup) {
         char *desc = malloc(strlen(table) + strlen(group_cols) + 64);
         if (desc)
-            sprintf(desc, "%s rolled up by %s (kept as rows arrive and leave)", table,
-                    group_cols);
+            sprintf(desc, "%s rolled up by %s (kept as rows arrive and leave)", table, group_cols);
         tables[i].info.kind = "rollup";
         tables[i].info.description = desc ? desc : tables[b].info.description;
         tables[i].base = b;
@@ -454,8 +455,7 @@ void probe_history_flush(void)
             for (int c = 0; c < p->n; c++)
                 probe_history_bind(ins, c + 2, &p->vals[c]);
             if (sqlite3_step(ins) != SQLITE_DONE)
-                PB_LOG(PB_LOG_WARN, "history insert into %s: %s", h->info.name,
-                       sqlite3_errmsg(db));
+                PB_LOG(PB_LOG_WARN, "history insert into %s: %s", h->info.name, sqlite3_errmsg(db));
             else
                 for (int r = 0; r < nrs[p->table]; r++)
                     probe_rollup_add(rs[p->table][r], p->ts, p->vals);
@@ -518,9 +518,12 @@ static void on_collect(uv_timer_t *t)
         return;
     last_sample = now;
     struct probe_value v[6] = {
-        {PROBE_V_INT, (long long)s[0], s[0], NULL}, {PROBE_V_INT, (long long)s[1], s[1], NULL},
-        {PROBE_V_REAL, 0, s[2], NULL},              {PROBE_V_REAL, 0, s[3], NULL},
-        {PROBE_V_INT, (long long)s[4], s[4], NULL}, {PROBE_V_INT, (long long)s[5], s[5], NULL},
+        {PROBE_V_INT, (long long)s[0], s[0], NULL},
+        {PROBE_V_INT, (long long)s[1], s[1], NULL},
+        {PROBE_V_REAL, 0, s[2], NULL},
+        {PROBE_V_REAL, 0, s[3], NULL},
+        {PROBE_V_INT, (long long)s[4], s[4], NULL},
+        {PROBE_V_INT, (long long)s[5], s[5], NULL},
     };
     probe_history_append("system.process_history", v, 6);
     /* The GPUs on the task thread: NVML's first call (dlopen, nvmlInit) may take a while. */

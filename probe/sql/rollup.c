@@ -81,8 +81,7 @@ static void stat_column(struct probe_column *c, const char *col, int s)
     char buf[256];
     snprintf(buf, sizeof buf, "%s_%s", col, stat_names[s]);
     c->name = strdup(buf);
-    snprintf(buf, sizeof buf, "%s(%s) over the group's rows", s == 4 ? "avg" : stat_names[s],
-             col);
+    snprintf(buf, sizeof buf, "%s(%s) over the group's rows", s == 4 ? "avg" : stat_names[s], col);
     c->description = strdup(buf);
     c->type = s == 0 ? "INTEGER" : "REAL";
 }
@@ -99,9 +98,11 @@ struct probe_rollup *probe_rollup_new(const struct probe_table_info *base, const
     r->ng = parse_cols(base, group_cols, r->g, MAX_GROUP);
     r->nv = parse_cols(base, value_cols, r->v, MAX_VALUES);
     if (r->ng < 0 || r->nv < 0) {
-        pb_err_set(err, PB_EBADARG, "rollup of %s: '%s' and '%s' must be lists of its columns "
-                   "(at most %d and %d)", base->name, group_cols ? group_cols : "",
-                   value_cols ? value_cols : "", MAX_GROUP, MAX_VALUES);
+        pb_err_set(err, PB_EBADARG,
+                   "rollup of %s: '%s' and '%s' must be lists of its columns "
+                   "(at most %d and %d)",
+                   base->name, group_cols ? group_cols : "", value_cols ? value_cols : "",
+                   MAX_GROUP, MAX_VALUES);
         free(r);
         return NULL;
     }
@@ -168,7 +169,8 @@ static int key_eq(const struct probe_value *a, const struct probe_value *b, int 
                 return 0;
         } else if (a[i].type != b[i].type) {
             return 0;
-        } else if (a[i].type == PROBE_V_TEXT && strcmp(a[i].s ? a[i].s : "", b[i].s ? b[i].s : "")) {
+        } else if (a[i].type == PROBE_V_TEXT &&
+                   strcmp(a[i].s ? a[i].s : "", b[i].s ? b[i].s : "")) {
             return 0;
         }
     }
@@ -284,8 +286,10 @@ void probe_rollup_add(struct probe_rollup *r, double ts, const struct probe_valu
 static struct probe_value column_value(sqlite3_stmt *st, int c)
 {
     switch (sqlite3_column_type(st, c)) {
-    case SQLITE_INTEGER: return (struct probe_value){PROBE_V_INT, sqlite3_column_int64(st, c), 0, NULL};
-    case SQLITE_FLOAT: return (struct probe_value){PROBE_V_REAL, 0, sqlite3_column_double(st, c), NULL};
+    case SQLITE_INTEGER:
+        return (struct probe_value){PROBE_V_INT, sqlite3_column_int64(st, c), 0, NULL};
+    case SQLITE_FLOAT:
+        return (struct probe_value){PROBE_V_REAL, 0, sqlite3_column_double(st, c), NULL};
     case SQLITE_TEXT:
         return (struct probe_value){PROBE_V_TEXT, 0, 0, (char *)sqlite3_column_text(st, c)};
     default: return (struct probe_value){PROBE_V_NULL, 0, 0, NULL};

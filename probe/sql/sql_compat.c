@@ -74,15 +74,16 @@ static void fn_date_trunc(sqlite3_context *cx, int argc, sqlite3_value **argv)
     size_t n = strlen(u);
     if (n > 1 && (u[n - 1] == 's' || u[n - 1] == 'S'))
         n--; /* 'minutes' as 'minute' */
-    static const char *const units[] = {"second", "minute", "hour", "day", "week", "month",
-                                        "year"};
+    static const char *const units[] = {"second", "minute", "hour", "day", "week", "month", "year"};
     int k = -1;
     for (int i = 0; i < 7; i++)
         if (strlen(units[i]) == n && strncasecmp(u, units[i], n) == 0)
             k = i;
     if (k < 0) {
-        sqlite3_result_error(cx, "date_trunc(unit, ts): unit must be second, minute, hour, day, "
-                             "week, month or year", -1);
+        sqlite3_result_error(cx,
+                             "date_trunc(unit, ts): unit must be second, minute, hour, day, "
+                             "week, month or year",
+                             -1);
         return;
     }
     if (k >= 1)
@@ -139,10 +140,12 @@ static const struct probe_column gpu_metrics_cols[] = {
 };
 static const struct probe_column comm_metrics_cols[] = {
     {"timestamp", "REAL", "when the call ended, epoch seconds (torch.collectives.end_time)"},
-    {"src_rank", "INTEGER", "sending rank: the peer for recv/irecv, the root for broadcast "
-                            "and scatter, else this rank"},
-    {"dst_rank", "INTEGER", "receiving rank: the peer for send/isend, this rank for recv/irecv, "
-                            "the root for reduce and gather, NULL for the others (all the group)"},
+    {"src_rank", "INTEGER",
+     "sending rank: the peer for recv/irecv, the root for broadcast "
+     "and scatter, else this rank"},
+    {"dst_rank", "INTEGER",
+     "receiving rank: the peer for send/isend, this rank for recv/irecv, "
+     "the root for reduce and gather, NULL for the others (all the group)"},
     {"op", "TEXT", "collective or send/recv (torch.collectives.op)"},
     {"bytes", "INTEGER", "bytes of the input tensors"},
     {"latency_ms", "REAL", "duration, ms"},
@@ -155,35 +158,43 @@ struct view {
 
 #define COLS(a) a, (int)(sizeof a / sizeof a[0])
 static const struct view views[] = {
-    {{"memory_usage", "view", "the original Probing's name: this process's memory over time, "
-      "from system.process_history (every history.interval_s seconds)", COLS(memory_usage_cols)},
+    {{"memory_usage", "view",
+      "the original Probing's name: this process's memory over time, "
+      "from system.process_history (every history.interval_s seconds)",
+      COLS(memory_usage_cols)},
      "SELECT ts AS timestamp, rss / 1048576.0 AS memory_mb, rss, vms FROM system.process_history"},
-    {{"training_logs", "view", "the original Probing's name: one row per training step, from "
+    {{"training_logs", "view",
+      "the original Probing's name: one row per training step, from "
       "python.torch_steps (rows while 'probing -p PID perf --torch' runs)",
       COLS(training_logs_cols)},
      "SELECT ts AS timestamp, CAST(NULL AS INTEGER) AS epoch, step, loss, duration * 1000.0 AS "
      "duration_ms, rank FROM python.torch_steps"},
-    {{"memory_allocations", "view", "the original Probing's name: live Python allocations by "
+    {{"memory_allocations", "view",
+      "the original Probing's name: live Python allocations by "
       "site, from python.tracemalloc (empty until 'probing -p PID memory --trace start')",
       COLS(memory_allocations_cols)},
      "SELECT now() AS timestamp, file || ':' || lineno AS function_name, size AS allocated_bytes, "
      "count FROM python.tracemalloc"},
-    {{"profiling_data", "view", "the original Probing's name: torch module calls of traced "
+    {{"profiling_data", "view",
+      "the original Probing's name: torch module calls of traced "
       "steps, from python.torch_trace (rows while 'probing -p PID perf --torch' runs)",
       COLS(profiling_data_cols)},
      "SELECT ts AS timestamp, module AS operation_name, CASE stage WHEN 'forward_post' THEN "
      "'forward' ELSE 'backward' END AS phase, duration * 1000.0 AS duration_ms, step, rank FROM "
      "python.torch_trace WHERE stage IN ('forward_post', 'backward_post')"},
-    {{"gpu_metrics", "view", "the original Probing's name: every GPU every history.interval_s "
+    {{"gpu_metrics", "view",
+      "the original Probing's name: every GPU every history.interval_s "
       "seconds, from system.gpu_history (NVML; empty without an NVIDIA GPU and driver); CUDA "
       "memory per module is in python.torch_trace and 'probing -p PID memory'",
       COLS(gpu_metrics_cols)},
      "SELECT ts AS timestamp, gpu AS gpu_id, CAST(util_gpu AS REAL) AS gpu_util, mem_used / "
      "1048576.0 AS memory_used_mb, mem_total / 1048576.0 AS memory_total_mb FROM "
      "system.gpu_history"},
-    {{"comm_metrics", "view", "the original Probing's name: one row per completed "
+    {{"comm_metrics", "view",
+      "the original Probing's name: one row per completed "
       "torch.distributed call, from torch.collectives (rows while 'probing -p PID perf --comm' "
-      "or 'perf --torch' runs)", COLS(comm_metrics_cols)},
+      "or 'perf --torch' runs)",
+      COLS(comm_metrics_cols)},
      "SELECT end_time AS timestamp, CASE WHEN op IN ('recv', 'irecv', 'broadcast', 'scatter') "
      "THEN peer ELSE rank END AS src_rank, CASE WHEN op IN ('send', 'isend', 'reduce', 'gather') "
      "THEN peer WHEN op IN ('recv', 'irecv') THEN rank END AS dst_rank, op, bytes, duration_ms "
@@ -218,8 +229,8 @@ int probe_compat_register(struct sqlite3 *db, struct pb_err *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);
     for (int i = 0; rc == SQLITE_OK && i < NVIEWS; i++) {
-        char *sql = sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS %s", views[i].info.name,
-                                    views[i].select);
+        char *sql =
+            sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS %s", views[i].info.name, views[i].select);
         rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
         sqlite3_free(sql);
     }
@@ -233,8 +244,9 @@ int probe_compat_register(struct sqlite3 *db, struct pb_err *err)
 
 const struct probe_column vtab_is_tables_cols[6] = {
     {"table_catalog", "TEXT", "'probing'"},
-    {"table_schema", "TEXT", "python, system, probing, perf, torch, information_schema; temp for "
-                             "the original Probing's names (memory_usage...)"},
+    {"table_schema", "TEXT",
+     "python, system, probing, perf, torch, information_schema; temp for "
+     "the original Probing's names (memory_usage...)"},
     {"table_name", "TEXT", "table name within its schema"},
     {"table_type", "TEXT", "'BASE TABLE' or 'VIEW'"},
     {"kind", "TEXT", "'live', 'history' or 'view' (as in probing.tables)"},
@@ -364,11 +376,11 @@ static double interval_seconds(const char *s, size_t n)
     static const struct {
         const char *name;
         double s;
-    } units[] = {{"s", 1},         {"sec", 1},       {"secs", 1},     {"second", 1},
-                 {"seconds", 1},   {"m", 60},        {"min", 60},     {"mins", 60},
-                 {"minute", 60},   {"minutes", 60},  {"h", 3600},     {"hour", 3600},
-                 {"hours", 3600},  {"d", 86400},     {"day", 86400},  {"days", 86400},
-                 {"w", 604800},    {"week", 604800}, {"weeks", 604800}};
+    } units[] = {{"s", 1},        {"sec", 1},       {"secs", 1},      {"second", 1},
+                 {"seconds", 1},  {"m", 60},        {"min", 60},      {"mins", 60},
+                 {"minute", 60},  {"minutes", 60},  {"h", 3600},      {"hour", 3600},
+                 {"hours", 3600}, {"d", 86400},     {"day", 86400},   {"days", 86400},
+                 {"w", 604800},   {"week", 604800}, {"weeks", 604800}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcasecmp(unit, units[i].name) == 0)
             return v * units[i].s;
@@ -378,7 +390,8 @@ static double interval_seconds(const char *s, size_t n)
 int probe_compat_hint(const char *sql, struct pb_err *err)
 {
     if (strcasestr(sql, "within group"))
-        return pb_err_set(err, PB_EBADARG, "SQL error: SQLite has no WITHIN GROUP: write "
+        return pb_err_set(err, PB_EBADARG,
+                          "SQL error: SQLite has no WITHIN GROUP: write "
                           "percentile(x, 50) for percentile_cont(0.5) WITHIN GROUP (ORDER BY x)");
     for (const char *p = sql; (p = strcasestr(p, "interval")); p += 8) {
         if (p > sql && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
@@ -394,12 +407,15 @@ int probe_compat_hint(const char *sql, struct pb_err *err)
         double secs = interval_seconds(q + 1, (size_t)(e - q - 1));
         int len = (int)(e + 1 - p);
         if (secs < 0)
-            return pb_err_set(err, PB_EBADARG, "SQL error: SQLite has no INTERVAL: write %.*s as "
+            return pb_err_set(err, PB_EBADARG,
+                              "SQL error: SQLite has no INTERVAL: write %.*s as "
                               "a number of seconds (ts columns and now() are epoch seconds: "
-                              "now() - 300 is five minutes ago)", len, p);
-        return pb_err_set(err, PB_EBADARG, "SQL error: SQLite has no INTERVAL: write %g for "
-                          "%.*s (ts columns and now() are epoch seconds: now() - %g)", secs, len,
-                          p, secs);
+                              "now() - 300 is five minutes ago)",
+                              len, p);
+        return pb_err_set(err, PB_EBADARG,
+                          "SQL error: SQLite has no INTERVAL: write %g for "
+                          "%.*s (ts columns and now() are epoch seconds: now() - %g)",
+                          secs, len, p, secs);
     }
     return 0;
 }

@@ -21,8 +21,8 @@ static sqlite3 *db;
 static atomic_int interrupted;
 static pthread_mutex_t db_mu = PTHREAD_MUTEX_INITIALIZER; /* guards db for interrupt */
 
-static const char *const schemas[] = {"python", "system",  "probing",
-                                      "perf",   "torch",   "information_schema"};
+static const char *const schemas[] = {"python", "system", "probing",
+                                      "perf",   "torch",  "information_schema"};
 
 double probe_now(void)
 {
@@ -182,8 +182,8 @@ static int register_functions(sqlite3 *d)
         rc = sqlite3_create_function(d, "human_bytes", 1, f | SQLITE_DETERMINISTIC, NULL,
                                      fn_human_bytes, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_create_function(d, "iso_time", 1, f | SQLITE_DETERMINISTIC, NULL,
-                                     fn_iso_time, NULL, NULL);
+        rc = sqlite3_create_function(d, "iso_time", 1, f | SQLITE_DETERMINISTIC, NULL, fn_iso_time,
+                                     NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function(d, "percentile", 2, f, NULL, NULL, pct_step, pct_final);
     return rc;
@@ -236,8 +236,8 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
 /* ---- read-only client statements ---- */
 
 struct auth {
-    int denied;        /* first denied action code, 0 if none */
-    char what[64];     /* its object, for the message */
+    int denied;    /* first denied action code, 0 if none */
+    char what[64]; /* its object, for the message */
 };
 
 static const char *const readonly_pragmas[] = {
@@ -256,8 +256,7 @@ static int authorize(void *arg, int action, const char *a, const char *b, const 
     case SQLITE_SELECT:
     case SQLITE_READ:
     case SQLITE_FUNCTION:
-    case SQLITE_RECURSIVE:
-        return SQLITE_OK;
+    case SQLITE_RECURSIVE: return SQLITE_OK;
     case SQLITE_PRAGMA:
         /* Only the listed pragmas, and only to read (no "PRAGMA x = v"; table_info(t) passes
          * t as b, which is fine for these). */
@@ -265,8 +264,7 @@ static int authorize(void *arg, int action, const char *a, const char *b, const 
             if (a && strcmp(a, readonly_pragmas[i]) == 0)
                 return SQLITE_OK;
         break;
-    default:
-        break;
+    default: break;
     }
     /* DDL writes sqlite_master before SQLite asks about the DDL itself: let that pass so
      * the DDL is what gets denied and named. Safe: every DDL code is denied, direct writes to
@@ -277,7 +275,11 @@ static int authorize(void *arg, int action, const char *a, const char *b, const 
         return SQLITE_OK;
     if (!au->denied) {
         au->denied = action;
-        pb_strlcpy(au->what, action == SQLITE_PRAGMA ? (a ? a : "") : (a ? a : b ? b : ""),
+        pb_strlcpy(au->what,
+                   action == SQLITE_PRAGMA ? (a ? a : "")
+                                           : (a   ? a
+                                              : b ? b
+                                                  : ""),
                    sizeof au->what);
     }
     return SQLITE_DENY;
@@ -302,14 +304,21 @@ static const char *action_name(int action)
     default: break;
     }
     static const char *const ddl[] = {
-        [SQLITE_CREATE_INDEX] = "CREATE INDEX",     [SQLITE_CREATE_TABLE] = "CREATE TABLE",
-        [SQLITE_CREATE_TEMP_INDEX] = "CREATE INDEX", [SQLITE_CREATE_TEMP_TABLE] = "CREATE TABLE",
+        [SQLITE_CREATE_INDEX] = "CREATE INDEX",
+        [SQLITE_CREATE_TABLE] = "CREATE TABLE",
+        [SQLITE_CREATE_TEMP_INDEX] = "CREATE INDEX",
+        [SQLITE_CREATE_TEMP_TABLE] = "CREATE TABLE",
         [SQLITE_CREATE_TEMP_TRIGGER] = "CREATE TRIGGER",
-        [SQLITE_CREATE_TEMP_VIEW] = "CREATE VIEW",  [SQLITE_CREATE_TRIGGER] = "CREATE TRIGGER",
-        [SQLITE_CREATE_VIEW] = "CREATE VIEW",       [SQLITE_DROP_INDEX] = "DROP INDEX",
-        [SQLITE_DROP_TABLE] = "DROP TABLE",         [SQLITE_DROP_TEMP_INDEX] = "DROP INDEX",
-        [SQLITE_DROP_TEMP_TABLE] = "DROP TABLE",    [SQLITE_DROP_TEMP_TRIGGER] = "DROP TRIGGER",
-        [SQLITE_DROP_TEMP_VIEW] = "DROP VIEW",      [SQLITE_DROP_TRIGGER] = "DROP TRIGGER",
+        [SQLITE_CREATE_TEMP_VIEW] = "CREATE VIEW",
+        [SQLITE_CREATE_TRIGGER] = "CREATE TRIGGER",
+        [SQLITE_CREATE_VIEW] = "CREATE VIEW",
+        [SQLITE_DROP_INDEX] = "DROP INDEX",
+        [SQLITE_DROP_TABLE] = "DROP TABLE",
+        [SQLITE_DROP_TEMP_INDEX] = "DROP INDEX",
+        [SQLITE_DROP_TEMP_TABLE] = "DROP TABLE",
+        [SQLITE_DROP_TEMP_TRIGGER] = "DROP TRIGGER",
+        [SQLITE_DROP_TEMP_VIEW] = "DROP VIEW",
+        [SQLITE_DROP_TRIGGER] = "DROP TRIGGER",
         [SQLITE_DROP_VIEW] = "DROP VIEW",
     };
     if (action > 0 && action <= SQLITE_DROP_VIEW && ddl[action])
@@ -378,8 +387,7 @@ static int prepare_error(sqlite3 *d, const char *sql, int rc, const struct auth 
         if (line > 1)
             return pb_err_set(err, PB_EBADARG, "SQL error: %s (line %d, column %d)",
                               sqlite3_errmsg(d), line, col);
-        return pb_err_set(err, PB_EBADARG, "SQL error: %s (at column %d)", sqlite3_errmsg(d),
-                          col);
+        return pb_err_set(err, PB_EBADARG, "SQL error: %s (at column %d)", sqlite3_errmsg(d), col);
     }
     return pb_err_set(err, PB_EBADARG, "SQL error: %s", sqlite3_errmsg(d));
 }
@@ -415,12 +423,9 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         return 1;
     *bytes += size;
     switch (type) {
-    case SQLITE_INTEGER:
-        return probe_rows_add_int(r, sqlite3_column_int64(st, c));
-    case SQLITE_FLOAT:
-        return probe_rows_add_real(r, sqlite3_column_double(st, c));
-    case SQLITE_NULL:
-        return probe_rows_add_null(r);
+    case SQLITE_INTEGER: return probe_rows_add_int(r, sqlite3_column_int64(st, c));
+    case SQLITE_FLOAT: return probe_rows_add_real(r, sqlite3_column_double(st, c));
+    case SQLITE_NULL: return probe_rows_add_null(r);
     case SQLITE_BLOB: {
         const unsigned char *b = sqlite3_column_blob(st, c);
         size_t n = size / 2;
@@ -474,8 +479,10 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
         goto out;
     }
     if (tail && !only_space_or_comments(tail)) {
-        rc = pb_err_set(err, PB_EBADARG, "SQL error: one statement per query (more text at "
-                        "column %d)", (int)(tail - sql) + 1);
+        rc = pb_err_set(err, PB_EBADARG,
+                        "SQL error: one statement per query (more text at "
+                        "column %d)",
+                        (int)(tail - sql) + 1);
         goto out;
     }
     if (!sqlite3_stmt_readonly(st)) {
@@ -507,16 +514,22 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
             break;
         if (src != SQLITE_ROW) {
             if (src == SQLITE_INTERRUPT && pg.timed_out)
-                rc = pb_err_set(err, PB_ETIMEDOUT, "query interrupted after %lld ms "
-                                "(query.timeout_ms)", timeout_ms);
+                rc = pb_err_set(err, PB_ETIMEDOUT,
+                                "query interrupted after %lld ms "
+                                "(query.timeout_ms)",
+                                timeout_ms);
             else if (src == SQLITE_INTERRUPT)
                 rc = pb_err_set(err, PB_ETIMEDOUT, "query interrupted");
             else if (src == SQLITE_NOMEM)
-                rc = pb_err_set(err, PB_EBADARG, "SQL error: the query needs more memory than "
-                                "the probe's SQLite may hold (store.max_memory_bytes = %lld bytes): "
-                                "narrow it", probe_setting_int("store.max_memory_bytes"));
+                rc =
+                    pb_err_set(err, PB_EBADARG,
+                               "SQL error: the query needs more memory than "
+                               "the probe's SQLite may hold (store.max_memory_bytes = %lld bytes): "
+                               "narrow it",
+                               probe_setting_int("store.max_memory_bytes"));
             else if (src == SQLITE_TOOBIG)
-                rc = pb_err_set(err, PB_EBADARG, "SQL error: a string or blob over %d bytes "
+                rc = pb_err_set(err, PB_EBADARG,
+                                "SQL error: a string or blob over %d bytes "
                                 "(query.max_bytes, at least %d)",
                                 sqlite3_limit(d, SQLITE_LIMIT_LENGTH, -1), MIN_VALUE_BYTES);
             else if (probe_vtab_failed)
@@ -527,8 +540,8 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
         }
         if ((long long)out->nrows >= max_rows) {
             out->truncated = 1;
-            snprintf(out->note, sizeof out->note,
-                     "result truncated to %lld rows (query.max_rows)", max_rows);
+            snprintf(out->note, sizeof out->note, "result truncated to %lld rows (query.max_rows)",
+                     max_rows);
             break;
         }
         int taken = 0;
@@ -547,8 +560,8 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
             out->nrows = out->ncells / (size_t)out->ncols;
             out->truncated = 1;
             snprintf(out->note, sizeof out->note,
-                     "result truncated to %zu rows: over %lld bytes (query.max_bytes)",
-                     out->nrows, max_bytes);
+                     "result truncated to %zu rows: over %lld bytes (query.max_bytes)", out->nrows,
+                     max_bytes);
             break;
         }
     }
@@ -566,4 +579,3 @@ out:
 }
 
 /* ---- probe_rows ---- */
-

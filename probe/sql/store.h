@@ -21,7 +21,6 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
 /* Interrupt the running query, if any (any thread). */
 void probe_store_interrupt(void);
 
-
 /* ---- history tables (history.c) ---- */
 #define PROBE_HISTORY_MAX_COLS 32
 

@@ -4,9 +4,9 @@
  * store can declare them (sql_compat.c's views read them) without depending on the tracer. */
 #include "store.h"
 
-
 static const struct probe_column trace_cols[] = {
-    {"step", "INTEGER", "step number: from 1 at the first perf --torch in the process, rising across restarts"},
+    {"step", "INTEGER",
+     "step number: from 1 at the first perf --torch in the process, rising across restarts"},
     {"seq", "INTEGER", "order of the event within its step (by time)"},
     {"module", "TEXT", "qualified name from named_modules() (a root module: its class name)"},
     {"module_type", "TEXT", "the module's class name"},
@@ -22,7 +22,8 @@ static const struct probe_column trace_cols[] = {
     {"thread_id", "INTEGER", "Python thread ident (threading.get_ident()) of the event"},
 };
 static const struct probe_column steps_cols[] = {
-    {"step", "INTEGER", "step number: from 1 at the first perf --torch in the process, rising across restarts"},
+    {"step", "INTEGER",
+     "step number: from 1 at the first perf --torch in the process, rising across restarts"},
     {"start_time", "REAL", "when the step started (epoch seconds)"},
     {"duration", "REAL", "seconds from the step's start to its end"},
     {"traced", "INTEGER", "1 when its modules were traced (one step in --every N)"},
@@ -34,20 +35,24 @@ static const struct probe_column steps_cols[] = {
 const int probe_torch_trace_ncols = (int)(sizeof trace_cols / sizeof trace_cols[0]);
 const int probe_torch_steps_ncols = (int)(sizeof steps_cols / sizeof steps_cols[0]);
 
-
 int probe_torch_tables_define(struct pb_err *err)
 {
-    int rc = probe_history_define(PROBE_TORCH_TRACE_TABLE, "per-module PyTorch timing and memory of the "
-                                  "traced steps (perf --torch)", trace_cols, probe_torch_trace_ncols, err);
+    int rc = probe_history_define(PROBE_TORCH_TRACE_TABLE,
+                                  "per-module PyTorch timing and memory of the "
+                                  "traced steps (perf --torch)",
+                                  trace_cols, probe_torch_trace_ncols, err);
     if (rc == 0)
-        rc = probe_history_define(PROBE_TORCH_STEPS_TABLE, "one row per step while perf --torch runs",
-                                  steps_cols, probe_torch_steps_ncols, err);
+        rc = probe_history_define(PROBE_TORCH_STEPS_TABLE,
+                                  "one row per step while perf --torch runs", steps_cols,
+                                  probe_torch_steps_ncols, err);
     /* What users group by (docs/torch.md's queries): per module and stage, per step. */
     if (rc == 0)
         rc = probe_history_rollup(PROBE_TORCH_TRACE_TABLE, "module,stage",
                                   "duration,allocated,max_allocated", err);
     if (rc == 0)
-        rc = probe_history_rollup(PROBE_TORCH_TRACE_TABLE, "step", "duration,allocated,"
-                                  "max_allocated,rss", err);
+        rc = probe_history_rollup(PROBE_TORCH_TRACE_TABLE, "step",
+                                  "duration,allocated,"
+                                  "max_allocated,rss",
+                                  err);
     return rc;
 }

@@ -28,14 +28,16 @@ static const struct probe_column backtrace_cols[] = {
     {"file", "TEXT", "source file"},
     {"lineno", "INTEGER", "current line"},
     {"depth", "INTEGER", "0 for the innermost frame, then 1, 2... outwards"},
-    {"thread_id", "INTEGER", "native thread id (as in python.threads); main thread unless "
-                             "given in WHERE thread_id = N"},
+    {"thread_id", "INTEGER",
+     "native thread id (as in python.threads); main thread unless "
+     "given in WHERE thread_id = N"},
     {"frame_type", "TEXT", "'python'"},
     {"locals", "TEXT", "JSON object {name: bounded repr}; NULL when the GIL could not be had"},
 };
 static const struct probe_column native_bt_cols[] = {
-    {"thread_id", "INTEGER", "native thread id (as in python.threads); every Python thread "
-                             "unless given in WHERE thread_id = N"},
+    {"thread_id", "INTEGER",
+     "native thread id (as in python.threads); every Python thread "
+     "unless given in WHERE thread_id = N"},
     {"depth", "INTEGER", "0 for the innermost frame, then 1, 2... outwards (per stack)"},
     {"kind", "TEXT", "'python' or 'native'"},
     {"func", "TEXT", "function: Python's qualified name, or the native symbol (NULL unknown)"},
@@ -44,12 +46,14 @@ static const struct probe_column native_bt_cols[] = {
     {"module", "TEXT", "native: the object's path (NULL for Python frames)"},
     {"offset", "INTEGER", "native: offset into the function (NULL for Python frames)"},
     {"address", "INTEGER", "native: the pc or return address (NULL for Python frames)"},
-    {"stack", "TEXT", "'merged'; when the two stacks could not be matched, 'native' and "
-                      "'python' rows, each with its own depths"},
+    {"stack", "TEXT",
+     "'merged'; when the two stacks could not be matched, 'native' and "
+     "'python' rows, each with its own depths"},
 };
 static const struct probe_column pythreads_cols[] = {
-    {"thread_id", "INTEGER", "native thread id (the DAP thread id; a subinterpreter's thread "
-                              "state adds interp_id * 4194304)"},
+    {"thread_id", "INTEGER",
+     "native thread id (the DAP thread id; a subinterpreter's thread "
+     "state adds interp_id * 4194304)"},
     {"ident", "INTEGER", "threading.get_ident()"},
     {"name", "TEXT", "threading name, or the OS name when the GIL cannot be had"},
     {"native_id", "INTEGER", "kernel thread id (NULL if unknown)"},
@@ -80,8 +84,9 @@ static const struct probe_column gc_cols[] = {
     {"enabled", "INTEGER", "gc.isenabled()"},
 };
 static const struct probe_column atasks_cols[] = {
-    {"thread_id", "INTEGER", "the thread running the task's event loop (as in python.threads); "
-                             "NULL when that loop is not running"},
+    {"thread_id", "INTEGER",
+     "the thread running the task's event loop (as in python.threads); "
+     "NULL when that loop is not running"},
     {"task", "TEXT", "the task's id in this answer ('0x...', its address)"},
     {"name", "TEXT", "Task.get_name()"},
     {"state", "TEXT", "'pending', 'done' or 'cancelled'"},
@@ -91,10 +96,12 @@ static const struct probe_column atasks_cols[] = {
     {"file", "TEXT", "its source file"},
     {"lineno", "INTEGER", "its line"},
     {"stack", "TEXT", "the coroutine chain, innermost first: 'func (file:line)', ';' between"},
-    {"awaits_type", "TEXT", "the type of the future the task is blocked on (_asyncio.Future, "
-                            "_GatheringFuture, a task's type), NULL when none"},
-    {"awaits", "TEXT", "the tasks it awaits (that future when it is a task, a gather's "
-                       "children): ids, ',' between"},
+    {"awaits_type", "TEXT",
+     "the type of the future the task is blocked on (_asyncio.Future, "
+     "_GatheringFuture, a task's type), NULL when none"},
+    {"awaits", "TEXT",
+     "the tasks it awaits (that future when it is a task, a gather's "
+     "children): ids, ',' between"},
     {"awaited_by", "TEXT", "the tasks that await it: ids, ',' between"},
     {"cycle", "INTEGER", "the await cycle (deadlock) it is part of: 1, 2...; NULL none"},
     {"loop", "TEXT", "its event loop's id ('0x...')"},
@@ -130,22 +137,26 @@ static const struct probe_column collectives_cols[] = {
     {"pg", "TEXT", "process group name (torch's: '0' is the default group)"},
     {"group_ranks", "TEXT", "the group's global ranks, '0,1,2,3'"},
     {"group_size", "INTEGER", "number of ranks in the group"},
-    {"seq", "INTEGER", "collective sequence number in the group: torch's own (the same on "
-                       "every rank) when seq_source is 'torch'; else counted by the recorder"},
-    {"seq_source", "TEXT", "'torch' (ProcessGroup._get_sequence_number_for_group) or "
-                           "'recorder' (point-to-point calls, backends without one)"},
+    {"seq", "INTEGER",
+     "collective sequence number in the group: torch's own (the same on "
+     "every rank) when seq_source is 'torch'; else counted by the recorder"},
+    {"seq_source", "TEXT",
+     "'torch' (ProcessGroup._get_sequence_number_for_group) or "
+     "'recorder' (point-to-point calls, backends without one)"},
     {"op", "TEXT", "all_reduce, all_gather, broadcast, barrier, send, recv, isend, irecv, ..."},
-    {"peer", "INTEGER", "send/recv/isend/irecv: the other rank (NULL for a recv from any "
-                        "source); broadcast, reduce, gather, scatter: the root; NULL otherwise "
-                        "(global ranks)"},
+    {"peer", "INTEGER",
+     "send/recv/isend/irecv: the other rank (NULL for a recv from any "
+     "source); broadcast, reduce, gather, scatter: the root; NULL otherwise "
+     "(global ranks)"},
     {"sizes", "TEXT", "tensor shapes, '4x1024', ';' between tensors of a list"},
     {"dtype", "TEXT", "element type of the first tensor (float32, ...)"},
     {"bytes", "INTEGER", "bytes of the input tensors"},
     {"async", "INTEGER", "1 when called with async_op=True, and isend/irecv"},
     {"state", "TEXT", "'running' (not returned, or async work not completed), 'done', 'failed'"},
     {"start_time", "REAL", "when the call started, epoch seconds"},
-    {"end_time", "REAL", "when it returned (async: when its Work completed or its wait() "
-                         "returned); NULL while running"},
+    {"end_time", "REAL",
+     "when it returned (async: when its Work completed or its wait() "
+     "returned); NULL while running"},
     {"duration_ms", "REAL", "end_time - start_time in ms; while running, the time so far"},
     {"thread_id", "INTEGER", "native thread id of the caller"},
     {"file", "TEXT", "calling Python frame (outside torch.distributed): source file"},
@@ -161,7 +172,8 @@ static const struct probe_column settings_cols[] = {
 };
 static const struct probe_column tables_cols[] = {
     {"table_name", "TEXT", "schema.table"},
-    {"kind", "TEXT", "'live' (computed when queried), 'history' (rows kept by a collector), "
+    {"kind", "TEXT",
+     "'live' (computed when queried), 'history' (rows kept by a collector), "
      "'rollup' (a history table's GROUP BY kept as rows arrive) or 'view' (the original "
      "Probing's names)"},
     {"column_name", "TEXT", "column"},
@@ -182,70 +194,156 @@ struct vtab_def {
 
 #define COLS(a) a, (int)(sizeof a / sizeof a[0])
 static const struct vtab_def defs[] = {
-    {{"python.backtrace", "live", "Python frames of one thread (the main thread unless "
+    {{"python.backtrace", "live",
+      "Python frames of one thread (the main thread unless "
       "WHERE thread_id = N), innermost first; read without the GIL, locals need it",
-      COLS(backtrace_cols)}, vtab_backtrace_fill, 4, 6},
-    {{"python.native_backtrace", "live", "native and Python frames merged, innermost first, of "
+      COLS(backtrace_cols)},
+     vtab_backtrace_fill,
+     4,
+     6},
+    {{"python.native_backtrace", "live",
+      "native and Python frames merged, innermost first, of "
       "every Python thread, then of every thread that runs no Python (or WHERE thread_id = N); "
-      "CPython's call machinery left out; read without the GIL", COLS(native_bt_cols)},
-     vtab_native_bt_fill, 0, -1},
-    {{"python.threads", "live", "Python threads; names and daemon from threading when the GIL "
-      "can be had, else from the OS", COLS(pythreads_cols)}, vtab_pythreads_fill, -1, -1},
-    {{"python.objects", "live", "live objects tracked by the garbage collector, by type "
+      "CPython's call machinery left out; read without the GIL",
+      COLS(native_bt_cols)},
+     vtab_native_bt_fill,
+     0,
+     -1},
+    {{"python.threads", "live",
+      "Python threads; names and daemon from threading when the GIL "
+      "can be had, else from the OS",
+      COLS(pythreads_cols)},
+     vtab_pythreads_fill,
+     -1,
+     -1},
+    {{"python.objects", "live",
+      "live objects tracked by the garbage collector, by type "
       "(walks gc.get_objects() under the GIL: cost grows with the heap)",
-      COLS(objects_cols)}, vtab_objects_fill, -1, -1},
+      COLS(objects_cols)},
+     vtab_objects_fill,
+     -1,
+     -1},
     {{"python.modules", "live", "imported modules (sys.modules; needs the GIL)",
-      COLS(modules_cols)}, vtab_modules_fill, -1, -1},
-    {{"python.gc", "live", "garbage collector state per generation (needs the GIL)",
-      COLS(gc_cols)}, vtab_gc_fill, -1, -1},
-    {{"python.asyncio_tasks", "live", "every asyncio task of every event loop: state, where its "
+      COLS(modules_cols)},
+     vtab_modules_fill,
+     -1,
+     -1},
+    {{"python.gc", "live", "garbage collector state per generation (needs the GIL)", COLS(gc_cols)},
+     vtab_gc_fill,
+     -1,
+     -1},
+    {{"python.asyncio_tasks", "live",
+      "every asyncio task of every event loop: state, where its "
       "coroutines are suspended, what it awaits and who awaits it (needs the GIL)",
-      COLS(atasks_cols)}, vtab_atasks_fill, -1, -1},
+      COLS(atasks_cols)},
+     vtab_atasks_fill,
+     -1,
+     -1},
     {{"system.process", "live", "this process from /proc: memory, CPU, threads, descriptors",
-      COLS(process_cols)}, vtab_process_fill, -1, -1},
+      COLS(process_cols)},
+     vtab_process_fill,
+     -1,
+     -1},
     {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",
-      COLS(systhreads_cols)}, vtab_systhreads_fill, -1, -1},
-    {{"system.gpus", "live", "every NVIDIA GPU of the machine from NVML: utilisation, memory, "
+      COLS(systhreads_cols)},
+     vtab_systhreads_fill,
+     -1,
+     -1},
+    {{"system.gpus", "live",
+      "every NVIDIA GPU of the machine from NVML: utilisation, memory, "
       "temperature, power, clocks, throttling, ECC and XID counts; empty without an NVIDIA GPU "
-      "and driver (the query's note says why)", vtab_gpus_cols, 17}, vtab_gpus_fill, -1, -1},
-    {{"system.gpu_processes", "live", "every process that holds memory on an NVIDIA GPU (NVML's "
+      "and driver (the query's note says why)",
+      vtab_gpus_cols, 17},
+     vtab_gpus_fill,
+     -1,
+     -1},
+    {{"system.gpu_processes", "live",
+      "every process that holds memory on an NVIDIA GPU (NVML's "
       "compute processes: which rank uses which GPU); empty without a GPU and driver",
-      vtab_gpu_procs_cols, 4}, vtab_gpu_procs_fill, -1, -1},
-    {{"perf.samples", "live", "perf --cc samples: one row per sample of a thread (kept after "
-      "perf --stop until the next start)", vtab_perf_samples_cols, 7}, vtab_perf_samples_fill,
-     -1, -1},
-    {{"perf.samples_by_stack", "live", "perf --cc samples counted per thread and stack, kept "
+      vtab_gpu_procs_cols, 4},
+     vtab_gpu_procs_fill,
+     -1,
+     -1},
+    {{"perf.samples", "live",
+      "perf --cc samples: one row per sample of a thread (kept after "
+      "perf --stop until the next start)",
+      vtab_perf_samples_cols, 7},
+     vtab_perf_samples_fill,
+     -1,
+     -1},
+    {{"perf.samples_by_stack", "live",
+      "perf --cc samples counted per thread and stack, kept "
       "as samples arrive (the GROUP BY thread_id, stack_id of perf.samples)",
-      vtab_perf_by_stack_cols, 7}, vtab_perf_by_stack_fill, -1, -1},
-    {{"perf.stacks", "live", "perf --cc: each distinct merged native+Python stack, folded "
-      "(outermost frame first, ';' between frames)", vtab_perf_stacks_cols, 4},
-     vtab_perf_stacks_fill, 0, -1},
+      vtab_perf_by_stack_cols, 7},
+     vtab_perf_by_stack_fill,
+     -1,
+     -1},
+    {{"perf.stacks", "live",
+      "perf --cc: each distinct merged native+Python stack, folded "
+      "(outermost frame first, ';' between frames)",
+      vtab_perf_stacks_cols, 4},
+     vtab_perf_stacks_fill,
+     0,
+     -1},
     {{"perf.frames", "live", "perf --cc: the frames of every stack, depth 0 innermost",
-      vtab_perf_frames_cols, 9}, vtab_perf_frames_fill, 0, -1},
-    {{"python.tracemalloc", "live", "tracemalloc's live allocations by line, largest first; "
+      vtab_perf_frames_cols, 9},
+     vtab_perf_frames_fill,
+     0,
+     -1},
+    {{"python.tracemalloc", "live",
+      "tracemalloc's live allocations by line, largest first; "
       "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
-      COLS(tracemalloc_cols)}, vtab_tracemalloc_fill, -1, -1},
-    {{"python.cuda_memory", "live", "torch's CUDA caching allocator per device "
+      COLS(tracemalloc_cols)},
+     vtab_tracemalloc_fill,
+     -1,
+     -1},
+    {{"python.cuda_memory", "live",
+      "torch's CUDA caching allocator per device "
       "(torch.cuda.memory_stats): allocated, reserved, peaks, fragmentation, retries, OOMs; "
       "empty unless torch.cuda is initialised in the target (a query never initialises it; "
-      "the note says why); needs the GIL", vtab_cuda_memory_cols, 11}, vtab_cuda_memory_fill,
-     -1, -1},
-    {{"torch.collectives", "live", "perf --comm: every torch.distributed collective and "
+      "the note says why); needs the GIL",
+      vtab_cuda_memory_cols, 11},
+     vtab_cuda_memory_fill,
+     -1,
+     -1},
+    {{"torch.collectives", "live",
+      "perf --comm: every torch.distributed collective and "
       "point-to-point call, oldest first (a ring of comm.max_records; kept after perf --stop "
-      "until the next start); read without the GIL", COLS(collectives_cols)}, comm_fill, -1,
+      "until the next start); read without the GIL",
+      COLS(collectives_cols)},
+     comm_fill,
+     -1,
      -1},
     {{"probing.settings", "live", "every runtime setting (change with probing config)",
-      COLS(settings_cols)}, settings_fill, -1, -1},
-    {{"probing.tables", "live", "every table and column with a description",
-      COLS(tables_cols)}, tables_fill, -1, -1},
-    {{"information_schema.tables", "live", "every table and view (the SQL standard's view of "
-      "probing.tables)", vtab_is_tables_cols, 6}, vtab_is_tables_fill, -1, -1},
-    {{"information_schema.columns", "live", "every column of every table and view (the SQL "
-      "standard's view of probing.tables)", vtab_is_columns_cols, 8}, vtab_is_columns_fill, -1,
+      COLS(settings_cols)},
+     settings_fill,
+     -1,
      -1},
-    {{"information_schema.df_settings", "live", "every runtime setting as name and value (the "
-      "original Probing's name for probing.settings)", vtab_is_settings_cols, 3},
-     vtab_is_settings_fill, -1, -1},
+    {{"probing.tables", "live", "every table and column with a description", COLS(tables_cols)},
+     tables_fill,
+     -1,
+     -1},
+    {{"information_schema.tables", "live",
+      "every table and view (the SQL standard's view of "
+      "probing.tables)",
+      vtab_is_tables_cols, 6},
+     vtab_is_tables_fill,
+     -1,
+     -1},
+    {{"information_schema.columns", "live",
+      "every column of every table and view (the SQL "
+      "standard's view of probing.tables)",
+      vtab_is_columns_cols, 8},
+     vtab_is_columns_fill,
+     -1,
+     -1},
+    {{"information_schema.df_settings", "live",
+      "every runtime setting as name and value (the "
+      "original Probing's name for probing.settings)",
+      vtab_is_settings_cols, 3},
+     vtab_is_settings_fill,
+     -1,
+     -1},
 };
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
 
@@ -282,10 +380,12 @@ static int table_rows(struct probe_rows *r, const struct probe_table_info *t, in
     int rc = 0;
     for (int c = -with_ts; rc == 0 && c < t->ncols; c++) {
         static const struct probe_column ts = {"ts", "REAL", "sample time, epoch seconds"};
-        static const struct probe_column rts = {"ts", "REAL", "the group's latest row, epoch "
+        static const struct probe_column rts = {"ts", "REAL",
+                                                "the group's latest row, epoch "
                                                 "seconds (max(ts))"};
-        const struct probe_column *col = c >= 0 ? &t->cols[c] :
-                                         strcmp(t->kind, "rollup") ? &ts : &rts;
+        const struct probe_column *col = c >= 0                      ? &t->cols[c]
+                                         : strcmp(t->kind, "rollup") ? &ts
+                                                                     : &rts;
         rc = probe_rows_add_text(r, t->name);
         rc = rc ? rc : probe_rows_add_text(r, t->kind);
         rc = rc ? rc : probe_rows_add_text(r, col->name);
@@ -323,8 +423,8 @@ struct cur {
     size_t row;
 };
 
-static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                      sqlite3_vtab **out, char **errmsg)
+static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                      char **errmsg)
 {
     (void)aux;
     char name[96];

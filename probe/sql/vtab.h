@@ -9,9 +9,9 @@
 #include "store.h"
 
 struct vtab_args {
-    int has_thread;      /* WHERE thread_id = N was given */
+    int has_thread; /* WHERE thread_id = N was given */
     long long thread_id;
-    int want_lazy;       /* the table's costly column (e.g. locals) is used */
+    int want_lazy; /* the table's costly column (e.g. locals) is used */
 };
 
 typedef int (*vtab_fill)(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);

@@ -23,12 +23,14 @@ const struct probe_column vtab_gpus_cols[17] = {
     {"power_limit_w", "REAL", "enforced power limit, watts"},
     {"clock_sm_mhz", "INTEGER", "SM clock, MHz"},
     {"clock_mem_mhz", "INTEGER", "memory clock, MHz"},
-    {"throttle", "TEXT", "clock throttle reasons, ',' between (gpu_idle, sw_power_cap, "
-                         "hw_slowdown, sw_thermal, hw_thermal, hw_power_brake...); '' none"},
+    {"throttle", "TEXT",
+     "clock throttle reasons, ',' between (gpu_idle, sw_power_cap, "
+     "hw_slowdown, sw_thermal, hw_thermal, hw_power_brake...); '' none"},
     {"ecc_corrected", "INTEGER", "corrected ECC errors since the driver loaded (NULL: no ECC)"},
     {"ecc_uncorrected", "INTEGER", "uncorrected ECC errors since the driver loaded"},
-    {"xid_count", "INTEGER", "critical XID events NVML reported since this process began to "
-                             "read GPUs"},
+    {"xid_count", "INTEGER",
+     "critical XID events NVML reported since this process began to "
+     "read GPUs"},
     {"last_xid", "INTEGER", "the last one's XID number (NULL none)"},
 };
 const struct probe_column vtab_gpu_procs_cols[4] = {
@@ -120,13 +122,17 @@ static int gpu_absent;
 
 int probe_gpu_tables_define(struct pb_err *err)
 {
-    int rc = probe_history_define("system.gpu_history", "system.gpus sampled every "
+    int rc = probe_history_define("system.gpu_history",
+                                  "system.gpus sampled every "
                                   "history.interval_s seconds (built-in collector; empty without "
-                                  "an NVIDIA GPU and driver)", vtab_gpus_cols, 17, err);
-    return rc < 0 ? rc : probe_history_define("system.gpu_process_history", "system.gpu_processes "
-                                              "sampled every history.interval_s seconds (built-in "
-                                              "collector; empty without an NVIDIA GPU and driver)",
-                                              vtab_gpu_procs_cols, 4, err);
+                                  "an NVIDIA GPU and driver)",
+                                  vtab_gpus_cols, 17, err);
+    return rc < 0 ? rc
+                  : probe_history_define("system.gpu_process_history",
+                                         "system.gpu_processes "
+                                         "sampled every history.interval_s seconds (built-in "
+                                         "collector; empty without an NVIDIA GPU and driver)",
+                                         vtab_gpu_procs_cols, 4, err);
 }
 
 static struct probe_value vint(long long v)
@@ -165,12 +171,20 @@ void probe_gpu_sample(void)
             vint(g->index),
             {.type = PROBE_V_TEXT, .s = (char *)g->name},
             {.type = PROBE_V_TEXT, .s = (char *)g->uuid},
-            vint(g->util_gpu), vint(g->util_mem), vint(g->mem_used), vint(g->mem_total),
-            vint(g->temp_c), vreal(g->power_w), vreal(g->power_limit_w), vint(g->clock_sm_mhz),
+            vint(g->util_gpu),
+            vint(g->util_mem),
+            vint(g->mem_used),
+            vint(g->mem_total),
+            vint(g->temp_c),
+            vreal(g->power_w),
+            vreal(g->power_limit_w),
+            vint(g->clock_sm_mhz),
             vint(g->clock_mem_mhz),
             g->throttle < 0 ? (struct probe_value){.type = PROBE_V_NULL}
                             : (struct probe_value){.type = PROBE_V_TEXT, .s = thr},
-            vint(g->ecc_corrected), vint(g->ecc_uncorrected), vint(g->xid_count),
+            vint(g->ecc_corrected),
+            vint(g->ecc_uncorrected),
+            vint(g->xid_count),
             vint(g->last_xid),
         };
         probe_history_append("system.gpu_history", v, 17);

@@ -6,7 +6,6 @@
 #include "prof/prof.h"
 #include "vtab.h"
 
-
 const struct probe_column vtab_perf_samples_cols[7] = {
     {"ts", "REAL", "when the sample was taken, epoch seconds"},
     {"thread_id", "INTEGER", "native thread id"},
@@ -19,8 +18,9 @@ const struct probe_column vtab_perf_samples_cols[7] = {
 const struct probe_column vtab_perf_stacks_cols[4] = {
     {"stack_id", "INTEGER", "stack id"},
     {"nframes", "INTEGER", "number of frames (perf.frames rows, collapsed ones included)"},
-    {"folded", "TEXT", "frame names, outermost first, joined by ';' (folded-stacks format), "
-                       "CPython's own frames and the start-up at the root left out"},
+    {"folded", "TEXT",
+     "frame names, outermost first, joined by ';' (folded-stacks format), "
+     "CPython's own frames and the start-up at the root left out"},
     {"folded_all", "TEXT", "the same with every frame (flamegraph --native=all)"},
 };
 const struct probe_column vtab_perf_frames_cols[9] = {
@@ -32,8 +32,9 @@ const struct probe_column vtab_perf_frames_cols[9] = {
     {"file", "TEXT", "python: source file; native: the object file"},
     {"line", "INTEGER", "python: current line; NULL for native"},
     {"address", "INTEGER", "native: the pc; NULL for python"},
-    {"collapsed", "INTEGER", "1 when perf.stacks.folded leaves the frame out (CPython's own "
-                             "frames, start-up at the root), else 0"},
+    {"collapsed", "INTEGER",
+     "1 when perf.stacks.folded leaves the frame out (CPython's own "
+     "frames, start-up at the root), else 0"},
 };
 
 const struct probe_column vtab_perf_by_stack_cols[7] = {

@@ -218,11 +218,10 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         rc = probe_rows_add_int(r, thread_id(t));
         rc = rc ? rc : probe_rows_add_int(r, (long long)t->ident);
         rc = rc ? rc : probe_rows_add_text(r, t->name ? t->name : "");
-        rc = rc ? rc : (t->native_id > 0 ? probe_rows_add_int(r, t->native_id)
-                                         : probe_rows_add_null(r));
+        rc = rc ? rc
+                : (t->native_id > 0 ? probe_rows_add_int(r, t->native_id) : probe_rows_add_null(r));
         rc = rc ? rc : probe_rows_add_int(r, t->holds_gil);
-        rc = rc ? rc : (t->daemon >= 0 ? probe_rows_add_int(r, t->daemon)
-                                       : probe_rows_add_null(r));
+        rc = rc ? rc : (t->daemon >= 0 ? probe_rows_add_int(r, t->daemon) : probe_rows_add_null(r));
         rc = rc ? rc : probe_rows_add_int(r, t->is_main);
         rc = rc ? rc : probe_rows_add_text(r, vtab_thread_state(t->native_id));
         rc = rc ? rc : probe_rows_add_text(r, t->name_from_threading ? "threading" : "os");
@@ -250,8 +249,10 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
     if (rc == 0)
         return pb_err_set(err, g->rc, "%s: %s", table, g->err.msg);
     if (rc == PB_ENOGIL)
-        return pb_err_set(err, rc, "%s: the interpreter is not running Python code now "
-                          "(starting or finalising)", table);
+        return pb_err_set(err, rc,
+                          "%s: the interpreter is not running Python code now "
+                          "(starting or finalising)",
+                          table);
     struct probe_snapshot s = {0};
     struct pb_err e2 = {0};
     const struct probe_thread *h = NULL;
@@ -261,15 +262,20 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
     if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
-        pb_err_set(err, rc, "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
-                   "--interrupt'", table, busy);
+        pb_err_set(err, rc,
+                   "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
+                   "--interrupt'",
+                   table, busy);
     else if (h)
-        pb_err_set(err, rc, "%s needs the GIL: it is held by thread %ld (%s) and was not "
-                   "released within %d ms (gil_timeout_ms)", table, thread_id(h),
-                   h->name ? h->name : "?", timeout);
+        pb_err_set(err, rc,
+                   "%s needs the GIL: it is held by thread %ld (%s) and was not "
+                   "released within %d ms (gil_timeout_ms)",
+                   table, thread_id(h), h->name ? h->name : "?", timeout);
     else
-        pb_err_set(err, rc, "%s needs the GIL: it could not be had within %d ms "
-                   "(gil_timeout_ms)", table, timeout);
+        pb_err_set(err, rc,
+                   "%s needs the GIL: it could not be had within %d ms "
+                   "(gil_timeout_ms)",
+                   table, timeout);
     probe_snapshot_free(&s);
     return rc;
 }
@@ -372,7 +378,7 @@ static const char *dict_str(PyObject *m, const char *key)
 {
     if (!PyModule_Check(m))
         return NULL;
-    PyObject *d = PyModule_GetDict(m); /* borrowed */
+    PyObject *d = PyModule_GetDict(m);                     /* borrowed */
     PyObject *v = d ? PyDict_GetItemString(d, key) : NULL; /* borrowed */
     return v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
 }
@@ -569,7 +575,7 @@ int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err 
 static void tracemalloc_with_gil(void *arg)
 {
     struct gilfill *g = arg;
-    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
+    PyObject *mods = PyImport_GetModuleDict();                              /* borrowed */
     PyObject *tm = mods ? PyDict_GetItemString(mods, "tracemalloc") : NULL; /* borrowed */
     if (!tm)
         return;
@@ -648,23 +654,26 @@ const struct probe_column vtab_cuda_memory_cols[11] = {
     {"name", "TEXT", "device name"},
     {"allocated", "INTEGER", "bytes in tensors now (allocated_bytes.all.current)"},
     {"max_allocated", "INTEGER", "peak of allocated (allocated_bytes.all.peak)"},
-    {"reserved", "INTEGER", "bytes the caching allocator holds from CUDA (reserved_bytes.all.current)"},
+    {"reserved", "INTEGER",
+     "bytes the caching allocator holds from CUDA (reserved_bytes.all.current)"},
     {"max_reserved", "INTEGER", "peak of reserved"},
     {"active", "INTEGER", "bytes in active blocks (active_bytes.all.current)"},
-    {"inactive_split", "INTEGER", "bytes in inactive split blocks: fragmentation "
-                                  "(inactive_split_bytes.all.current)"},
+    {"inactive_split", "INTEGER",
+     "bytes in inactive split blocks: fragmentation "
+     "(inactive_split_bytes.all.current)"},
     {"inactive_split_blocks", "INTEGER", "inactive split blocks (inactive_split.all.current)"},
-    {"alloc_retries", "INTEGER", "allocations that failed, freed the cache and retried "
-                                 "(num_alloc_retries)"},
+    {"alloc_retries", "INTEGER",
+     "allocations that failed, freed the cache and retried "
+     "(num_alloc_retries)"},
     {"ooms", "INTEGER", "out-of-memory errors raised (num_ooms)"},
 };
 
 /* Requires GIL. The helper's cuda_memory(): never initialises CUDA. */
 static void cuda_memory_with_gil(void *arg)
 {
-    static const char *const keys[] = {"allocated", "maxAllocated", "reserved", "maxReserved",
-                                       "active", "inactiveSplit", "inactiveSplitBlocks",
-                                       "allocRetries", "ooms"};
+    static const char *const keys[] = {"allocated",           "maxAllocated", "reserved",
+                                       "maxReserved",         "active",       "inactiveSplit",
+                                       "inactiveSplitBlocks", "allocRetries", "ooms"};
     struct gilfill *g = arg;
     PyObject *fn = probe_pyhelper_get("cuda_memory"); /* borrowed */
     PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;

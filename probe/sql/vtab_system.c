@@ -74,8 +74,16 @@ static double uptime_s(void)
 
 /* f[] indexes (0 = field 3 "state"): utime 11, stime 12, num_threads 17, starttime 19,
  * vsize 20, processor 36. */
-enum { F_STATE = 0, F_UTIME = 11, F_STIME = 12, F_NTHREADS = 17, F_START = 19, F_VSIZE = 20,
-       F_PROC = 36, F_N = 40 };
+enum {
+    F_STATE = 0,
+    F_UTIME = 11,
+    F_STIME = 12,
+    F_NTHREADS = 17,
+    F_START = 19,
+    F_VSIZE = 20,
+    F_PROC = 36,
+    F_N = 40
+};
 
 struct proc_now {
     long rss_kb, hwm_kb;

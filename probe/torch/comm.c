@@ -41,11 +41,21 @@ static PyObject *begin(PyObject *self, PyObject *const *a, Py_ssize_t n)
     if (n != 15)
         return PyLong_FromLong(0);
     struct probe_comm_call c = {
-        .op = text_arg(a[0]), .pg = text_arg(a[1]), .ranks = text_arg(a[2]),
-        .seq_source = text_arg(a[3]), .sizes = text_arg(a[4]), .dtype = text_arg(a[5]),
-        .file = text_arg(a[6]), .func = text_arg(a[7]), .seq = int_arg(a[8]),
-        .bytes = int_arg(a[9]), .rank = (int)int_arg(a[10]), .group_size = (int)int_arg(a[11]),
-        .peer = (int)int_arg(a[12]), .line = (int)int_arg(a[13]), .async = (int)int_arg(a[14]),
+        .op = text_arg(a[0]),
+        .pg = text_arg(a[1]),
+        .ranks = text_arg(a[2]),
+        .seq_source = text_arg(a[3]),
+        .sizes = text_arg(a[4]),
+        .dtype = text_arg(a[5]),
+        .file = text_arg(a[6]),
+        .func = text_arg(a[7]),
+        .seq = int_arg(a[8]),
+        .bytes = int_arg(a[9]),
+        .rank = (int)int_arg(a[10]),
+        .group_size = (int)int_arg(a[11]),
+        .peer = (int)int_arg(a[12]),
+        .line = (int)int_arg(a[13]),
+        .async = (int)int_arg(a[14]),
     };
     return PyLong_FromUnsignedLongLong(probe_comm_begin(&c));
 }
@@ -71,8 +81,8 @@ static PyMethodDef end_def = {"end", (PyCFunction)(void (*)(void))end, METH_FAST
                               "record its end"};
 
 /* The recorder: its functions get begin() and end(). */
-static struct probe_torch_ns recorder = {probe_comm_src, "<probing-comm>", "probing._comm",
-                                         {&begin_def, &end_def}, NULL, {NULL, NULL}};
+static struct probe_torch_ns recorder = {
+    probe_comm_src, "<probing-comm>", "probing._comm", {&begin_def, &end_def}, NULL, {NULL, NULL}};
 
 /* Each process group's sequence number (comm_py.c sequence()), whether the recorder ever ran or
  * not: what a job that is already hung still tells. Requires GIL. */
@@ -84,8 +94,10 @@ static int sequence(cJSON *out, struct pb_err *err)
         return probe_py_fail(err, "reading torch's sequence numbers");
     if (res == Py_None) {
         Py_DECREF(res);
-        return pb_err_set(err, PB_ESTATE, "torch.distributed is not imported in process %d: "
-                          "no process group to read", probe_info_get()->pid);
+        return pb_err_set(err, PB_ESTATE,
+                          "torch.distributed is not imported in process %d: "
+                          "no process group to read",
+                          probe_info_get()->pid);
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);
@@ -112,7 +124,8 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
     if (action == PROBE_TORCH_START) {
         PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
         if (!mods || !PyDict_GetItemString(mods, "torch.distributed"))
-            return pb_err_set(err, PB_ESTATE, "torch.distributed is not imported in process "
+            return pb_err_set(err, PB_ESTATE,
+                              "torch.distributed is not imported in process "
                               "%d: start the recorder once the job has imported it",
                               probe_info_get()->pid);
         int rc = probe_comm_open((int)probe_setting_int("comm.max_records"), err);
@@ -128,18 +141,24 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
     PyObject *fn = probe_torch_ns_fn(&recorder, names[action]);
     PyObject *res = NULL;
     if (fn)
-        res = action == PROBE_TORCH_START ? PyObject_CallFunctionObjArgs(fn, recorder.fns[0],
-                                                                         recorder.fns[1], NULL)
-              : action == PROBE_COMM_FLIGHT_RECORDER ? PyObject_CallFunctionObjArgs(fn, Py_True, NULL)
-                                                     : PyObject_CallObject(fn, NULL);
+        res = action == PROBE_TORCH_START
+                  ? PyObject_CallFunctionObjArgs(fn, recorder.fns[0], recorder.fns[1], NULL)
+              : action == PROBE_COMM_FLIGHT_RECORDER
+                  ? PyObject_CallFunctionObjArgs(fn, Py_True, NULL)
+                  : PyObject_CallObject(fn, NULL);
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
-                             "recorder" : action == PROBE_TORCH_STOP ? "stopping the collectives "
-                             "recorder" : "reading the collectives recorder's state");
+                                                                "recorder"
+                                  : action == PROBE_TORCH_STOP
+                                      ? "stopping the collectives "
+                                        "recorder"
+                                      : "reading the collectives recorder's state");
     if (res == Py_None) {
         Py_DECREF(res);
-        return pb_err_set(err, PB_ESTATE, "torch.distributed is not available in process %d "
-                          "(torch built without it): nothing to record", probe_info_get()->pid);
+        return pb_err_set(err, PB_ESTATE,
+                          "torch.distributed is not available in process %d "
+                          "(torch built without it): nothing to record",
+                          probe_info_get()->pid);
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);

@@ -15,8 +15,8 @@ PyObject *probe_torch_compile(const char *src, const char *filename, const char 
 struct probe_torch_ns {
     const char *src, *filename, *modname;
     PyMethodDef *defs[2];
-    PyObject *ns;      /* owned for the life of the process; NULL until compiled */
-    PyObject *fns[2];  /* owned, made from defs */
+    PyObject *ns;     /* owned for the life of the process; NULL until compiled */
+    PyObject *fns[2]; /* owned, made from defs */
 };
 /* n->ns[name] (borrowed), compiling n->src and making n->fns on first use; NULL with an
  * exception set. */

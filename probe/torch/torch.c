@@ -24,8 +24,8 @@
 #define NTRACE probe_torch_trace_ncols
 #define NSTEPS probe_torch_steps_ncols
 
-static int statm_fd = -1;   /* GIL-protected */
-static int tables_defined;  /* GIL-protected */
+static int statm_fd = -1;  /* GIL-protected */
+static int tables_defined; /* GIL-protected */
 
 /* One Python value as a cell: None, int, float, str (borrowed text, valid while v lives). */
 static void cell(PyObject *v, struct probe_value *out)
@@ -230,8 +230,9 @@ PyObject *probe_torch_ns_fn(struct probe_torch_ns *n, const char *name)
 }
 
 /* The tracer: its functions get emit() and rss(). */
-static struct probe_torch_ns tracer = {probe_torch_src, "<probing-torch>", "probing._torch",
-                                       {&emit_def, &rss_def}, NULL, {NULL, NULL}};
+static struct probe_torch_ns tracer = {
+    probe_torch_src, "<probing-torch>", "probing._torch", {&emit_def, &rss_def}, NULL,
+    {NULL, NULL}};
 
 static int define_tables(struct pb_err *err)
 {
@@ -292,7 +293,8 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
     if (action == PROBE_TORCH_START) {
         PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
         if (!mods || !PyDict_GetItemString(mods, "torch"))
-            return pb_err_set(err, PB_ESTATE, "torch is not imported in process %d: start "
+            return pb_err_set(err, PB_ESTATE,
+                              "torch is not imported in process %d: start "
                               "tracing once the job has imported torch",
                               probe_info_get()->pid);
         int rc = define_tables(err);
@@ -315,12 +317,15 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
                   : NULL;
     if (!res)
         return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
-                             : action == PROBE_TORCH_STOP ? "stopping the torch tracer"
-                             : "reading the torch tracer's state");
+                                  : action == PROBE_TORCH_STOP
+                                      ? "stopping the torch tracer"
+                                      : "reading the torch tracer's state");
     if (res == Py_None) {
         Py_DECREF(res);
-        return pb_err_set(err, PB_ESTATE, "torch in process %d has no torch.nn (is it still "
-                          "being imported?): nothing to trace", probe_info_get()->pid);
+        return pb_err_set(err, PB_ESTATE,
+                          "torch in process %d has no torch.nn (is it still "
+                          "being imported?): nothing to trace",
+                          probe_info_get()->pid);
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);

@@ -10,9 +10,13 @@
 
 struct cJSON;
 
-enum { PROBE_TORCH_START = 0, PROBE_TORCH_STOP = 1, PROBE_TORCH_STATUS = 2,
-       PROBE_COMM_FLIGHT_RECORDER = 3, /* probing/comm only: status and torch's flight recorder */
-       PROBE_COMM_SEQUENCE = 4 /* probing/comm only: each process group's sequence number */ };
+enum {
+    PROBE_TORCH_START = 0,
+    PROBE_TORCH_STOP = 1,
+    PROBE_TORCH_STATUS = 2,
+    PROBE_COMM_FLIGHT_RECORDER = 3, /* probing/comm only: status and torch's flight recorder */
+    PROBE_COMM_SEQUENCE = 4         /* probing/comm only: each process group's sequence number */
+};
 
 /* Start tracing with one step in every traced (start; already running: every is updated), stop
  * it (every hook and patch removed), or describe it; the answer's members are added to out

@@ -67,8 +67,8 @@ static PyMethodDef methods[] = {{"eval_install", eval_install, METH_NOARGS, NULL
                                 {"vc_hook", vc_hook, METH_O, NULL},
                                 {"vc_count", vc_count, METH_NOARGS, NULL},
                                 {NULL, NULL, 0, NULL}};
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gate_bounds", NULL, -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "gate_bounds", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit_gate_bounds(void)
 {

@@ -20,12 +20,12 @@
 #include "server/admit.h"
 #include "dap/dap.h"
 
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "fuzz_conn_limits: %s:%d: %s\n", __FILE__, __LINE__, #cond);     \
-            abort();                                                                         \
-        }                                                                                    \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "fuzz_conn_limits: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 #include "fuzz_sink.h"
@@ -166,15 +166,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     switch (data[0] % 3) {
-    case 0:
-        body_limit(data + 1, size - 1);
-        break;
-    case 1:
-        conn_limits(data + 1, size - 1);
-        break;
-    default:
-        auth_deadline(data + 1, size - 1);
-        break;
+    case 0: body_limit(data + 1, size - 1); break;
+    case 1: conn_limits(data + 1, size - 1); break;
+    default: auth_deadline(data + 1, size - 1); break;
     }
     return 0;
 }

@@ -35,7 +35,7 @@ static void on_event(void *arg, const cJSON *event)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const commands[] = {"initialize", "attach", "probing/dump",
+    static const char *const commands[] = {"initialize",   "attach",   "probing/dump",
                                            "probing/eval", "evaluate", "probing/query"};
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)

@@ -49,8 +49,8 @@ static void on_response(struct state *st, const cJSON *m)
           "malformed response");
     if (!cJSON_IsTrue(success)) {
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(m, "message");
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(m, "body"), "error");
+        const cJSON *e =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "body"), "error");
         check(cJSON_IsString(msg) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "format")),
               "error response without message or body.error.format");
     }

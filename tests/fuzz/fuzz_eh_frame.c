@@ -72,8 +72,8 @@ static unsigned gen;
 static void unwinds(const struct unwind_mod *m, const uintptr_t *pcs, int npcs, const uint8_t *data,
                     size_t size)
 {
-    static _Alignas(struct unwind_table) unsigned char mem[sizeof(struct unwind_table) +
-                                                          sizeof(struct unwind_mod)];
+    static _Alignas(struct unwind_table) unsigned char
+        mem[sizeof(struct unwind_table) + sizeof(struct unwind_mod)];
     struct unwind_table *t = (struct unwind_table *)mem;
     uintptr_t out[64];
     memset(mem, 0, sizeof mem);

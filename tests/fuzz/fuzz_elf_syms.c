@@ -22,9 +22,20 @@ static void check(int ok, const char *what)
 }
 
 static const char *const names[] = {
-    "Py_Version",     "_PyRuntime",   "PyCode_Type",   "PyFrame_Type",  "PyUnicode_Type",
-    "PyBytes_Type",   "_Py_NoneStruct", "Py_Initialize", "Py_Main",      "dlopen",
-    "__libc_dlopen_mode", "_dl_open", "malloc",        "",
+    "Py_Version",
+    "_PyRuntime",
+    "PyCode_Type",
+    "PyFrame_Type",
+    "PyUnicode_Type",
+    "PyBytes_Type",
+    "_Py_NoneStruct",
+    "Py_Initialize",
+    "Py_Main",
+    "dlopen",
+    "__libc_dlopen_mode",
+    "_dl_open",
+    "malloc",
+    "",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -113,8 +113,9 @@ EXPORT int nvmlDeviceGetUUID(struct nvml_dev_st *d, char *buf, unsigned int n)
 {
     if (bad(d))
         return ERR_INVALID_ARGUMENT;
-    return copy(buf, n, d->index ? "GPU-00000000-0000-0000-0000-000000000001"
-                                 : "GPU-00000000-0000-0000-0000-000000000000");
+    return copy(buf, n,
+                d->index ? "GPU-00000000-0000-0000-0000-000000000001"
+                         : "GPU-00000000-0000-0000-0000-000000000000");
 }
 
 EXPORT int nvmlDeviceGetUtilizationRates(struct nvml_dev_st *d, struct utilization *u);
@@ -180,9 +181,9 @@ EXPORT int nvmlDeviceGetClockInfo(struct nvml_dev_st *d, int type, unsigned int 
 }
 
 EXPORT int nvmlDeviceGetCurrentClocksThrottleReasons(struct nvml_dev_st *d,
-                                                      unsigned long long *mask);
+                                                     unsigned long long *mask);
 EXPORT int nvmlDeviceGetCurrentClocksThrottleReasons(struct nvml_dev_st *d,
-                                                      unsigned long long *mask)
+                                                     unsigned long long *mask)
 {
     if (bad(d))
         return ERR_INVALID_ARGUMENT;

@@ -20,16 +20,16 @@
 
 static int npass, nfail;
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            npass++;                                                      \
-        } else {                                                          \
-            nfail++;                                                      \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);        \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
+#define CHECK(cond, ...)                                           \
+    do {                                                           \
+        if (cond) {                                                \
+            npass++;                                               \
+        } else {                                                   \
+            nfail++;                                               \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            printf(__VA_ARGS__);                                   \
+            printf("\n");                                          \
+        }                                                          \
     } while (0)
 
 struct tinfo {
@@ -71,8 +71,8 @@ static int marker(const char *path, const char *name)
     while (fgets(line, sizeof line, f)) {
         char *p;
         n++;
-        if ((p = strstr(line, tag)) && (p[strlen(tag)] == '\n' || p[strlen(tag)] == '\0' ||
-                                         p[strlen(tag)] == ' ')) {
+        if ((p = strstr(line, tag)) &&
+            (p[strlen(tag)] == '\n' || p[strlen(tag)] == '\0' || p[strlen(tag)] == ' ')) {
             found = n;
             break;
         }
@@ -190,7 +190,6 @@ static void infos_load(void)
     PyErr_Clear();
 }
 
-
 /* ---- line tables ---- */
 
 /* Hand-made tables for each decoder (no interpreter needed). */
@@ -229,23 +228,23 @@ static void checks_lines_pure(void)
     CHECK(probe_line_loc(loc, 3, 10, 12) == -1, "loc truncated table");
     /* The whole position (co_positions): columns 0-based, -1 unknown. */
     struct pyrt_loc pl;
-    CHECK(probe_loc_311(loc, sizeof loc, 10, 0, &pl) == 11 && pl.end_line == 11 &&
-              pl.col == -1 && pl.end_col == -1, "loc no columns: %d %d %d %d", pl.line,
-          pl.end_line, pl.col, pl.end_col);
+    CHECK(probe_loc_311(loc, sizeof loc, 10, 0, &pl) == 11 && pl.end_line == 11 && pl.col == -1 &&
+              pl.end_col == -1,
+          "loc no columns: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
     CHECK(probe_loc_311(loc, sizeof loc, 10, 4, &pl) == 12 && pl.end_line == 12 && pl.col == 1 &&
-              pl.end_col == 5, "loc one-line columns: %d %d %d %d", pl.line, pl.end_line, pl.col,
-          pl.end_col);
+              pl.end_col == 5,
+          "loc one-line columns: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
     CHECK(probe_loc_311(loc, sizeof loc, 10, 6, &pl) == -1 && pl.end_line == -1 && pl.col == -1,
           "loc no location: all unknown");
     CHECK(probe_loc_311(loc, sizeof loc, 10, 8, &pl) == 10 && pl.end_line == 10 && pl.col == 0 &&
-              pl.end_col == 1, "loc long form columns: %d %d %d %d", pl.line, pl.end_line,
-          pl.col, pl.end_col);
+              pl.end_col == 1,
+          "loc long form columns: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
     CHECK(probe_loc_311(loc, sizeof loc, 10, 10, &pl) == 10 && pl.col == 24 && pl.end_col == 27,
           "loc short form columns: %d %d", pl.col, pl.end_col);
     static const unsigned char loc_long[] = {0xF0, 0x00, 0x03, 0x05, 0x0A}; /* +0, end +3 */
     CHECK(probe_loc_311(loc_long, sizeof loc_long, 7, 0, &pl) == 7 && pl.end_line == 10 &&
-              pl.col == 4 && pl.end_col == 9, "loc long form end line: %d %d %d %d", pl.line,
-          pl.end_line, pl.col, pl.end_col);
+              pl.col == 4 && pl.end_col == 9,
+          "loc long form end line: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
     CHECK(probe_loc_311(loc_long, 3, 7, 0, &pl) == 7 && pl.col == -1,
           "loc long form cut: no columns (%d)", pl.col);
 
@@ -332,10 +331,10 @@ static int code_compare(PyObject *co, int depth)
             struct pyrt_loc pl;
             PyCode_Addr2Location((PyCodeObject *)co, off, &sl, &sc, &el, &ec);
             probe_loc_311(t, n, first, off, &pl);
-            if (sl >= 0 && (pl.line != sl || pl.end_line != el || pl.col != sc ||
-                            pl.end_col != ec)) {
-                fprintf(stderr, "position %d:%d-%d:%d, CPython says %d:%d-%d:%d\n", pl.line,
-                        pl.col, pl.end_line, pl.end_col, sl, sc, el, ec);
+            if (sl >= 0 &&
+                (pl.line != sl || pl.end_line != el || pl.col != sc || pl.end_col != ec)) {
+                fprintf(stderr, "position %d:%d-%d:%d, CPython says %d:%d-%d:%d\n", pl.line, pl.col,
+                        pl.end_line, pl.end_col, sl, sc, el, ec);
                 bad = off;
                 break;
             }
@@ -381,8 +380,8 @@ static int module_compare(const char *modname)
 
 static void checks_lines_vs_cpython(void)
 {
-    int n = module_compare("pyrt_target") + module_compare("threading") +
-            module_compare("os") + module_compare("ctypes");
+    int n = module_compare("pyrt_target") + module_compare("threading") + module_compare("os") +
+            module_compare("ctypes");
     CHECK(n > 100, "only %d code objects compared", n);
 }
 
@@ -392,7 +391,8 @@ static void checks_memory(void)
 {
     char buf[8192];
     long pg = sysconf(_SC_PAGESIZE);
-    char *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *m =
+        mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(m != MAP_FAILED, "mmap");
     if (m == MAP_FAILED)
         return;
@@ -582,8 +582,8 @@ static void checks_nogil(void)
     rc = probe_pyrt_snapshot(&s20, 0, 20, &err);
     CHECK(rc == 0, "snapshot(20): %d", rc);
     if (rc == 0 && (ti = info_by_name("pyrt-deep")) && (t = thread_by_ident(&s20, ti->ident))) {
-        CHECK(t->nframes == 20 && t->truncated, "pyrt-deep: %d frames, truncated %d",
-              t->nframes, t->truncated);
+        CHECK(t->nframes == 20 && t->truncated, "pyrt-deep: %d frames, truncated %d", t->nframes,
+              t->truncated);
         check_frame(t, 0, "park", tgt, marker(target_py, "park"));
         check_frame(t, 19, "recurse", tgt, marker(target_py, "recurse"));
     } else {
@@ -614,8 +614,8 @@ static void checks_timing(void)
         probe_snapshot_free(&s);
     }
     double avg = (now_ms() - t0) / rounds;
-    printf("timing: %d threads, %d frames: %.3f ms per snapshot (worst %.3f ms)\n", threads,
-           frames, avg, worst);
+    printf("timing: %d threads, %d frames: %.3f ms per snapshot (worst %.3f ms)\n", threads, frames,
+           avg, worst);
     /* A figure, not a check: speed is `make bench`'s (dump latency), and a timed assertion fails
      * on a loaded machine (8.6 ms once with other builds running). */
 }
@@ -665,8 +665,8 @@ static void checks_with_gil(void)
         ti = &infos[i];
         if (strcmp(ti->name, "pyrt-busy") == 0 || !(t = thread_by_ident(&s, ti->ident)))
             continue;
-        CHECK(strcmp(t->name, ti->name) == 0 && t->name_from_threading, "name %s, want %s",
-              t->name, ti->name);
+        CHECK(strcmp(t->name, ti->name) == 0 && t->name_from_threading, "name %s, want %s", t->name,
+              ti->name);
         CHECK(t->daemon == ti->daemon, "%s: daemon %d, want %d", ti->name, t->daemon, ti->daemon);
     }
     CHECK((ti = info_by_name("pyrt-daemon")) && ti->daemon == 1, "pyrt-daemon is a daemon");

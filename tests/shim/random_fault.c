@@ -76,13 +76,13 @@ static int open_common(const char *sym, int dirfd, const char *path, int flags, 
     return r;
 }
 
-#define MODE_ARG(flags, mode)                                                \
-    mode_t mode = 0;                                                        \
-    if ((flags) & (O_CREAT | O_TMPFILE)) {                                  \
-        va_list ap;                                                         \
-        va_start(ap, flags);                                                \
-        mode = (mode_t)va_arg(ap, int);                                     \
-        va_end(ap);                                                         \
+#define MODE_ARG(flags, mode)              \
+    mode_t mode = 0;                       \
+    if ((flags) & (O_CREAT | O_TMPFILE)) { \
+        va_list ap;                        \
+        va_start(ap, flags);               \
+        mode = (mode_t)va_arg(ap, int);    \
+        va_end(ap);                        \
     }
 
 int open(const char *path, int flags, ...)

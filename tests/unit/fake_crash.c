@@ -11,8 +11,12 @@ static int armed;
 
 const char *probe_crash_signame(int sig)
 {
-    return sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL"
-           : sig == SIGFPE ? "SIGFPE" : sig == SIGABRT ? "SIGABRT" : "signal";
+    return sig == SIGSEGV   ? "SIGSEGV"
+           : sig == SIGBUS  ? "SIGBUS"
+           : sig == SIGILL  ? "SIGILL"
+           : sig == SIGFPE  ? "SIGFPE"
+           : sig == SIGABRT ? "SIGABRT"
+                            : "signal";
 }
 
 int probe_crash_arm(struct pb_err *err)

@@ -34,8 +34,10 @@ int probe_dbg_resume(int announce)
 int probe_dbg_step(long tid, int mode, struct pb_err *err)
 {
     (void)mode;
-    return pb_err_set(err, PB_ESTATE, "thread %ld is not stopped in Python code: only a "
-                                      "stopped thread can step", tid);
+    return pb_err_set(err, PB_ESTATE,
+                      "thread %ld is not stopped in Python code: only a "
+                      "stopped thread can step",
+                      tid);
 }
 
 int probe_dbg_stopped(void)
@@ -49,8 +51,7 @@ int probe_dbg_parked(long tid)
     return 0;
 }
 
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames,
-                    int *n)
+int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
 {
     (void)tid;
     (void)start;

@@ -17,8 +17,10 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
 {
     memset(r, 0, sizeof *r);
     if (frame_id >= 0 && mode != PROBE_EVAL_CHECK)
-        return pb_err_set(err, PB_ESTATE, "frame %lld: thread %lld is not stopped (frames can "
-                          "be inspected while it is paused)", frame_id, frame_id >> 12);
+        return pb_err_set(err, PB_ESTATE,
+                          "frame %lld: thread %lld is not stopped (frames can "
+                          "be inspected while it is paused)",
+                          frame_id, frame_id >> 12);
     if (mode == PROBE_EVAL_CHECK) {
         r->complete = strcmp(src, "incomplete") != 0;
         return 0;
@@ -43,9 +45,18 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
     return 0;
 }
 
-int probe_eval_interrupt(void) { return 0; }
-long probe_eval_native_wait(void) { return -1; }
-int probe_eval_timeout_ms(void) { return 500; }
+int probe_eval_interrupt(void)
+{
+    return 0;
+}
+long probe_eval_native_wait(void)
+{
+    return -1;
+}
+int probe_eval_timeout_ms(void)
+{
+    return 500;
+}
 
 int probe_memory_proc(struct cJSON *into, struct pb_err *err)
 {

@@ -12,7 +12,8 @@ static struct prof_opts last;
 int prof_start(const struct prof_opts *o, struct pb_err *err)
 {
     if (running)
-        return pb_err_set(err, PB_ESTATE, "sampling is already running (%s mode, %d Hz): stop "
+        return pb_err_set(err, PB_ESTATE,
+                          "sampling is already running (%s mode, %d Hz): stop "
                           "it first with 'probing perf --stop'",
                           last.mode == PROF_WALL ? "wall" : "cpu", last.rate);
     last = *o;
@@ -58,8 +59,8 @@ void prof_nstack_free(struct prof_nstack *s)
 }
 
 /* The fake process has no threads but its Python ones. */
-int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM],
-                       int max, int *more, struct pb_err *err)
+int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PROF_COMM], int max,
+                       int *more, struct pb_err *err)
 {
     (void)skip, (void)nskip, (void)tids, (void)names, (void)max, (void)err;
     *more = 0;

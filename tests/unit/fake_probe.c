@@ -13,12 +13,21 @@
 
 int fake_gil_timeout;
 int fake_listen_calls;
-static struct probe_info info = {.pid = 4242, .python_version = "3.11.7",
-                                 .socket_path = "/tmp/probing-0/4242.sock"};
+static struct probe_info info = {
+    .pid = 4242, .python_version = "3.11.7", .socket_path = "/tmp/probing-0/4242.sock"};
 
-const struct probe_info *probe_info_get(void) { return &info; }
-unsigned long probe_worker_ident(void) { return 999; }
-int probe_worker_owns(unsigned long ident) { return ident == 999; }
+const struct probe_info *probe_info_get(void)
+{
+    return &info;
+}
+unsigned long probe_worker_ident(void)
+{
+    return 999;
+}
+int probe_worker_owns(unsigned long ident)
+{
+    return ident == 999;
+}
 int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
 {
     (void)holder;
@@ -54,7 +63,10 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     return 0;
 }
 
-static char *fake_dup(const char *s) { return strdup(s); }
+static char *fake_dup(const char *s)
+{
+    return strdup(s);
+}
 
 /* No remembered names: threads always asks under the (fake) GIL here. */
 int probe_pyrt_names_fresh(int max_age_ms)

@@ -38,4 +38,3 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
     }
     return 0;
 }
-

@@ -13,7 +13,8 @@ int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err
 {
     if (action == PROBE_TORCH_START) {
         if (every == 999999)
-            return pb_err_set(err, PB_ESTATE, "torch is not imported in process 1: start "
+            return pb_err_set(err, PB_ESTATE,
+                              "torch is not imported in process 1: start "
                               "tracing once the job has imported torch");
         cJSON_AddBoolToObject(out, "started", !running);
         running = 1;

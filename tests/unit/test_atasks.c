@@ -71,11 +71,11 @@ TEST(atasks_long_chain_into_a_cycle)
     /* 20000 tasks in a line, the last awaiting the one before it: the walk is iterative. */
     enum { N = 20000 };
     struct probe_atasks a;
-    int (*e)[2] = calloc(N, sizeof *e);
+    int(*e)[2] = calloc(N, sizeof *e);
     for (int i = 0; i < N - 1; i++)
         e[i][0] = i, e[i][1] = i + 1;
     e[N - 1][0] = N - 1, e[N - 1][1] = N - 2;
-    build(&a, N, (const int (*)[2])e, N);
+    build(&a, N, (const int(*)[2])e, N);
     ASSERT_EQ(probe_atasks_link(&a), 0);
     ASSERT_EQ(a.ncycles, 1);
     ASSERT_EQ(a.cycles[0].n, 2);

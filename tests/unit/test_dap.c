@@ -17,7 +17,8 @@ TEST(dap_frame_any_split)
 {
     char a[256], b[256], stream[512];
     frame("{\"seq\":1,\"type\":\"request\",\"command\":\"threads\"}", a, sizeof a);
-    frame("{\"seq\":2,\"type\":\"event\",\"event\":\"x\",\"body\":{\"s\":\"\\u00e9\"}}", b, sizeof b);
+    frame("{\"seq\":2,\"type\":\"event\",\"event\":\"x\",\"body\":{\"s\":\"\\u00e9\"}}", b,
+          sizeof b);
     snprintf(stream, sizeof stream, "%s%s", a, b);
     size_t len = strlen(stream);
     for (size_t cut = 0; cut <= len; cut++) {
@@ -69,7 +70,8 @@ TEST(dap_frame_rejects_bad_input)
     ASSERT_EQ(next_of("Content-Length: 2\r\n\r\n[]", &err), PB_EPROTO);
     ASSERT_EQ(next_of("Content-Length: 15\r\n\r\n{\"type\":\"x\"}   ", &err), PB_EPROTO);
     ASSERT(strstr(err.msg, "seq"));
-    ASSERT_EQ(next_of("Content-Length: 25\r\n\r\n{\"seq\":1,\"type\":\"request\"}", &err), PB_EPROTO);
+    ASSERT_EQ(next_of("Content-Length: 25\r\n\r\n{\"seq\":1,\"type\":\"request\"}", &err),
+              PB_EPROTO);
     /* A header that never ends is refused once it passes the header limit. */
     char junk[2048];
     memset(junk, 'a', sizeof junk - 1);
@@ -78,8 +80,8 @@ TEST(dap_frame_rejects_bad_input)
     /* Incomplete is not an error. */
     ASSERT_EQ(next_of("Content-Length: 10\r\n\r\n{\"se", &err), 0);
     /* Case-insensitive header, extra headers tolerated. */
-    ASSERT_EQ(next_of("X-A: b\r\ncontent-length: 26\r\n\r\n{\"seq\":1,\"type\":\"event\"}  ",
-                      &err), 1);
+    ASSERT_EQ(next_of("X-A: b\r\ncontent-length: 26\r\n\r\n{\"seq\":1,\"type\":\"event\"}  ", &err),
+              1);
 }
 
 TEST(dap_encode_roundtrip)
@@ -136,8 +138,8 @@ TEST(dap_session_initialize_then_initialized_event)
     feed(s, 1, "initialize", "{\"adapterID\":\"probing\"}");
     cJSON *r = sent(&c), *e = sent(&c);
     ASSERT(ok(r));
-    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"),
-                                            "supportsConfigurationDoneRequest")));
+    ASSERT(cJSON_IsTrue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsConfigurationDoneRequest")));
     /* Nothing not implemented is advertised. */
     ASSERT(!cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsTerminateRequest"));
     ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "supportsLogPoints")));
@@ -162,8 +164,10 @@ TEST(dap_session_state_and_errors)
     cJSON_Delete(r);
     r = ask(s, &c, 2, "frobnicate", NULL);
     ASSERT(!ok(r) && strstr(message(r), "unknown command 'frobnicate'"));
-    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"),
-                                  "id")->valueint, -PB_EBADARG);
+    ASSERT_EQ(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"), "id")
+            ->valueint,
+        -PB_EBADARG);
     cJSON_Delete(r);
     r = ask(s, &c, 3, "attach", "{\"probingClient\":\"cli\"}");
     ASSERT(ok(r));
@@ -192,7 +196,8 @@ TEST(dap_session_threads_stack_dump)
     ASSERT(ok(r));
     cJSON *th = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "threads");
     ASSERT_EQ(cJSON_GetArraySize(th), 2); /* the worker is left out */
-    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(th, 0), "name")->valuestring, "MainThread");
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(th, 0), "name")->valuestring,
+                  "MainThread");
     ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(th, 0), "id")->valueint, 4242);
     cJSON_Delete(r);
     r = ask(s, &c, 3, "stackTrace", "{\"threadId\":4243,\"startFrame\":1,\"levels\":1}");
@@ -212,8 +217,8 @@ TEST(dap_session_threads_stack_dump)
     ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "gil"), "available")));
     ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "gil"), "holder")->valueint, 4243);
     cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "threads"), 0);
-    cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
-                                       cJSON_GetObjectItem(t0, "frames"), 0), "locals"), 0);
+    cJSON *l0 = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "frames"), 0), "locals"), 0);
     ASSERT_STR_EQ(cJSON_GetObjectItem(l0, "value")->valuestring, "42");
     cJSON_Delete(r);
     /* The GIL not to be had: still an answer, without locals, saying why. */
@@ -225,7 +230,8 @@ TEST(dap_session_threads_stack_dump)
     ASSERT(strstr(cJSON_GetObjectItem(b, "localsError")->valuestring,
                   "held by thread 4243 (python3)"));
     t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "threads"), 0);
-    ASSERT(!cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "frames"), 0), "locals"));
+    ASSERT(
+        !cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "frames"), 0), "locals"));
     ASSERT_STR_EQ(cJSON_GetObjectItem(t0, "nameSource")->valuestring, "os");
     cJSON_Delete(r);
     fake_gil_timeout = 0;
@@ -311,18 +317,18 @@ TEST(dap_session_debugger_seat)
     /* The refusal is for the user to see; the configuration requests VS Code has sent on
      * `initialized` meanwhile get "not attached" answers that are not (no toasts after the
      * refusal's dialog). */
-    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"),
-                                            "showUser")));
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"), "showUser")));
     cJSON_Delete(r);
-    const char *config_reqs[] = {"setBreakpoints", "setFunctionBreakpoints", "setExceptionBreakpoints",
-                                 "configurationDone"};
+    const char *config_reqs[] = {"setBreakpoints", "setFunctionBreakpoints",
+                                 "setExceptionBreakpoints", "configurationDone"};
     for (int i = 0; i < 4; i++) {
         feed(sb, 2 + i, config_reqs[i], "{}");
         r = sent(&b);
         ASSERT(!ok(r));
         ASSERT(strstr(cJSON_GetObjectItem(r, "message")->valuestring, "not attached"));
-        ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"),
-                                                 "showUser")));
+        ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(r, "body"), "error"), "showUser")));
         cJSON_Delete(r);
     }
     feed(sc, 1, "attach", "{\"probingClient\":\"cli\"}");

@@ -25,8 +25,10 @@ static const struct {
     {"probing/dump", "{\"locals\":true}", -1},
     {"probing/debugger", NULL, -1},
     {"scopes", "{\"frameId\":1}", -1},
-    {"setBreakpoints", "{\"source\":{\"path\":\"/x.py\"},\"breakpoints\":[{\"line\":1},"
-                       "{\"line\":2},{\"line\":3}]}", 3},
+    {"setBreakpoints",
+     "{\"source\":{\"path\":\"/x.py\"},\"breakpoints\":[{\"line\":1},"
+     "{\"line\":2},{\"line\":3}]}",
+     3},
     {"setFunctionBreakpoints", "{\"breakpoints\":[{\"name\":\"f\"},{\"name\":\"g\"}]}", 2},
 };
 

@@ -37,7 +37,7 @@ static char *render(const struct flame_tree *t, int which)
     FILE *f = open_memstream(&buf, &n);
     ASSERT(f);
     struct flame_svg_opts o = {.title = "T <&> \"q\"", .width = 1000, .minwidth = 0};
-    int rc = which == 0 ? flame_write_folded(t, f)
+    int rc = which == 0   ? flame_write_folded(t, f)
              : which == 1 ? flame_write_svg(t, &o, f)
                           : flame_write_speedscope(t, "name \"x\"", f);
     ASSERT_EQ(rc, 0);
@@ -89,8 +89,9 @@ TEST(flame_kinds_and_names)
     ASSERT_STR_EQ(func, "f");
     ASSERT_STR_EQ(file, "a.py");
     ASSERT_EQ(line, 3);
-    ASSERT_EQ(flame_name_split("Cls.meth.<locals>.<lambda> (/x (y)/b c.py:120)", func,
-                               sizeof func, file, sizeof file, &line), 0);
+    ASSERT_EQ(flame_name_split("Cls.meth.<locals>.<lambda> (/x (y)/b c.py:120)", func, sizeof func,
+                               file, sizeof file, &line),
+              0);
     ASSERT_STR_EQ(func, "Cls.meth.<locals>.<lambda>");
     ASSERT_STR_EQ(file, "/x (y)/b c.py");
     ASSERT_EQ(line, 120);
@@ -178,8 +179,11 @@ TEST(flame_svg_escapes)
 {
     struct flame_tree t;
     flame_tree_init(&t);
-    ASSERT_EQ(flame_tree_add(&t, 1, "x", "<module> (a&b.py:1);std::vector<int>::push_back \"q\" 'a'"
-                                         ";bad\xff\xfe utf8;ok \xc3\xa9", 3), 0);
+    ASSERT_EQ(flame_tree_add(&t, 1, "x",
+                             "<module> (a&b.py:1);std::vector<int>::push_back \"q\" 'a'"
+                             ";bad\xff\xfe utf8;ok \xc3\xa9",
+                             3),
+              0);
     flame_tree_sort(&t);
     char *svg = render(&t, 1);
     ASSERT(strstr(svg, "<title>&lt;module&gt; (a&amp;b.py:1)\n3 samples"));
@@ -218,7 +222,8 @@ TEST(flame_speedscope)
 {
     struct flame_tree t;
     flame_tree_init(&t);
-    ASSERT_EQ(flame_tree_add(&t, 11, "MainThread", "main (a.py:1);f (a.py:2);libc.so.6+0x10", 5), 0);
+    ASSERT_EQ(flame_tree_add(&t, 11, "MainThread", "main (a.py:1);f (a.py:2);libc.so.6+0x10", 5),
+              0);
     ASSERT_EQ(flame_tree_add(&t, 11, "MainThread", "main (a.py:1);g \"x\" (b\\c.py:7)", 2), 0);
     ASSERT_EQ(flame_tree_add(&t, 12, NULL, "main (a.py:1);f (a.py:2)", 4), 0);
     char *js = render(&t, 2);
@@ -256,8 +261,7 @@ TEST(flame_chrometrace)
     ASSERT_EQ(flame_tree_find(&t, 12, 2), -1);
     /* thread 11: f;zlib at 100.00 and 100.01, g at 100.02, a gap, f;zlib at 100.10; thread 12
      * once at 100.005. Period 10 ms. */
-    struct flame_tick ticks[] = {{0, 100.00}, {0, 100.01}, {1, 100.02}, {0, 100.10},
-                                 {2, 100.005}};
+    struct flame_tick ticks[] = {{0, 100.00}, {0, 100.01}, {1, 100.02}, {0, 100.10}, {2, 100.005}};
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);

@@ -22,7 +22,7 @@
 
 struct target {
     pid_t pid;
-    int in; /* write end of its stdin, or -1 */
+    int in;  /* write end of its stdin, or -1 */
     int out; /* read end of its stdout */
 };
 
@@ -68,11 +68,12 @@ static const char *fixture(const char *name, const char *extra)
     snprintf(src, sizeof src, "%s/%s.c", tmpdir, name);
     FILE *f = fopen(src, "w");
     ASSERT(f != NULL);
-    fprintf(f, "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n"
-               "__attribute__((constructor)) static void probe_ctor(void) {\n"
-               "  char p[512]; snprintf(p, sizeof p, \"%s/marker-%%d\", (int)getpid());\n"
-               "  int fd = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);\n"
-               "  if (fd >= 0) { if (write(fd, \"x\", 1) < 0) {} close(fd); }\n}\n%s\n",
+    fprintf(f,
+            "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n"
+            "__attribute__((constructor)) static void probe_ctor(void) {\n"
+            "  char p[512]; snprintf(p, sizeof p, \"%s/marker-%%d\", (int)getpid());\n"
+            "  int fd = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);\n"
+            "  if (fd >= 0) { if (write(fd, \"x\", 1) < 0) {} close(fd); }\n}\n%s\n",
             markdir, extra ? extra : "");
     fclose(f);
     snprintf(lib, sizeof lib, "%s/%s.so", tmpdir, name);
@@ -94,8 +95,8 @@ static const char *pyenv_python(const char *minor)
     const char *root = getenv("PYENV_ROOT");
     char pat[PATH_MAX];
     glob_t g;
-    snprintf(pat, sizeof pat, "%s/versions/%s.*/bin/python%s",
-             root ? root : "/root/.pyenv", minor, minor);
+    snprintf(pat, sizeof pat, "%s/versions/%s.*/bin/python%s", root ? root : "/root/.pyenv", minor,
+             minor);
     if (glob(pat, 0, NULL, &g) != 0 || g.gl_pathc == 0)
         UNIT_FAIL_("no pyenv python %s (%s)", minor, pat);
     pb_strlcpy(path, g.gl_pathv[g.gl_pathc - 1], sizeof path);
@@ -106,8 +107,7 @@ static const char *pyenv_python(const char *minor)
 /* The minors 3.6-3.13 that pyenv has here (a machine may lack some), in order; fails if none. */
 static int pyenv_minors(const char *out[], int max)
 {
-    static const char *const all[] = {"3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12",
-                                      "3.13"};
+    static const char *const all[] = {"3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"};
     const char *root = getenv("PYENV_ROOT");
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0] && n < max; i++) {
@@ -273,19 +273,19 @@ TEST(inject_busy_allocating_threads)
     char line[256];
     struct pb_err err = {0};
     const char *lib = fixture("libprobing-fixture", NULL);
-    struct target t = start(pyenv_python("3.12"),
-                            "import threading, time\n"
-                            "def churn():\n"
-                            "    while True:\n"
-                            "        x = [str(i) * 3 for i in range(2000)]\n"
-                            "for _ in range(2):\n"
-                            "    threading.Thread(target=churn, daemon=True).start()\n"
-                            "n = 0\n"
-                            "while True:\n"
-                            "    n += 1\n"
-                            "    d = {i: bytearray(64) for i in range(500)}\n"
-                            "    if n % 50 == 0:\n"
-                            "        print('hb', flush=True)\n");
+    struct target t =
+        start(pyenv_python("3.12"), "import threading, time\n"
+                                    "def churn():\n"
+                                    "    while True:\n"
+                                    "        x = [str(i) * 3 for i in range(2000)]\n"
+                                    "for _ in range(2):\n"
+                                    "    threading.Thread(target=churn, daemon=True).start()\n"
+                                    "n = 0\n"
+                                    "while True:\n"
+                                    "    n += 1\n"
+                                    "    d = {i: bytearray(64) for i in range(500)}\n"
+                                    "    if n % 50 == 0:\n"
+                                    "        print('hb', flush=True)\n");
     expect_line(&t, "hb", line, sizeof line, 10000);
     for (int i = 0; i < 5; i++) {
         int rc = inj_inject(t.pid, lib, NULL, &err);
@@ -306,14 +306,15 @@ TEST(inject_blocked_read_resumes)
     char line[256];
     struct pb_err err = {0};
     const char *lib = fixture("libprobing-fixture", NULL);
-    struct target t = start(pyenv_python("3.11"),
-                            "import ctypes\n"
-                            "libc = ctypes.CDLL(None, use_errno=True)\n"
-                            "buf = ctypes.create_string_buffer(100)\n"
-                            "print('ready', flush=True)\n"
-                            "n = libc.read(0, buf, 100)\n"
-                            "print('got', n, ctypes.get_errno(), buf.raw[:max(n, 0)].decode().strip(),"
-                            " flush=True)\n");
+    struct target t =
+        start(pyenv_python("3.11"),
+              "import ctypes\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "buf = ctypes.create_string_buffer(100)\n"
+              "print('ready', flush=True)\n"
+              "n = libc.read(0, buf, 100)\n"
+              "print('got', n, ctypes.get_errno(), buf.raw[:max(n, 0)].decode().strip(),"
+              " flush=True)\n");
     expect_line(&t, "ready", line, sizeof line, 10000);
     wait_blocked(t.pid, 0 /* read */, 0);
     int rc = inj_inject(t.pid, lib, NULL, &err);
@@ -334,16 +335,17 @@ TEST(inject_nanosleep_keeps_time)
     char line[256];
     struct pb_err err = {0};
     const char *lib = fixture("libprobing-fixture", NULL);
-    struct target t = start(pyenv_python("3.11"),
-                            "import ctypes, time\n"
-                            "libc = ctypes.CDLL(None, use_errno=True)\n"
-                            "class TS(ctypes.Structure):\n"
-                            "    _fields_ = [('s', ctypes.c_long), ('ns', ctypes.c_long)]\n"
-                            "print('ready', flush=True)\n"
-                            "t0 = time.monotonic()\n"
-                            "rc = libc.nanosleep(ctypes.byref(TS(1, 500000000)), None)\n"
-                            "print('slept', rc, ctypes.get_errno(), round(time.monotonic() - t0, 2),"
-                            " flush=True)\n");
+    struct target t =
+        start(pyenv_python("3.11"),
+              "import ctypes, time\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "class TS(ctypes.Structure):\n"
+              "    _fields_ = [('s', ctypes.c_long), ('ns', ctypes.c_long)]\n"
+              "print('ready', flush=True)\n"
+              "t0 = time.monotonic()\n"
+              "rc = libc.nanosleep(ctypes.byref(TS(1, 500000000)), None)\n"
+              "print('slept', rc, ctypes.get_errno(), round(time.monotonic() - t0, 2),"
+              " flush=True)\n");
     expect_line(&t, "ready", line, sizeof line, 10000);
     wait_blocked(t.pid, 35 /* nanosleep */, 230 /* clock_nanosleep */);
     int rc = inj_inject(t.pid, lib, NULL, &err);
@@ -399,8 +401,8 @@ TEST(inject_missing_library_reports_dlerror)
     int rc = inj_inject(t.pid, "/nonexistent/libprobing-nope.so", NULL, &err);
     ASSERT_EQ(rc, PB_EDLOPEN);
     ASSERT_EQ(err.code, PB_EDLOPEN);
-    snprintf(want, sizeof want, "dlopen of /nonexistent/libprobing-nope.so failed in %d: ",
-             (int)t.pid);
+    snprintf(want, sizeof want,
+             "dlopen of /nonexistent/libprobing-nope.so failed in %d: ", (int)t.pid);
     if (strncmp(err.msg, want, strlen(want)) != 0 || !strstr(err.msg, "No such file"))
         UNIT_FAIL_("unexpected message: %s", err.msg);
     ASSERT_EQ(inj_maps_find(t.pid, "libprobing-", NULL, 0), 0);
@@ -413,9 +415,9 @@ TEST(inject_unresolved_symbol_reports_dlerror)
 {
     char line[256];
     struct pb_err err = {0};
-    const char *lib = fixture("libprobing-bad",
-                              "extern int no_such_function_anywhere(void);\n"
-                              "int use_it(void) { return no_such_function_anywhere(); }\n");
+    const char *lib =
+        fixture("libprobing-bad", "extern int no_such_function_anywhere(void);\n"
+                                  "int use_it(void) { return no_such_function_anywhere(); }\n");
     struct target t = start("/usr/bin/python3", heartbeat_py);
     expect_line(&t, "hb", line, sizeof line, 10000);
     int rc = inj_inject(t.pid, lib, NULL, &err);
@@ -486,8 +488,10 @@ TEST(inject_stopped_process_left_stopped)
     ASSERT_EQ(waitpid(t.pid, &st, WUNTRACED), t.pid);
     ASSERT(WIFSTOPPED(st));
     ASSERT_EQ(inj_inject(t.pid, lib, NULL, &err), PB_ESTOPPED);
-    snprintf(want, sizeof want, "process %d is stopped (SIGSTOP): resume it with 'kill -CONT %d'"
-             " and retry", (int)t.pid, (int)t.pid);
+    snprintf(want, sizeof want,
+             "process %d is stopped (SIGSTOP): resume it with 'kill -CONT %d'"
+             " and retry",
+             (int)t.pid, (int)t.pid);
     ASSERT_STR_EQ(err.msg, want);
     usleep(100000);
     ASSERT_EQ(proc_state(t.pid), 'T');

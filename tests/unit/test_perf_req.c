@@ -26,7 +26,8 @@ TEST(req_perf_actions_and_arguments)
     ASSERT(!ok(r) && strstr(message(r), "already running (wall mode, 250 Hz)"));
     cJSON_Delete(r);
     r = ask(s, &c, 5, "probing/perf", "{\"action\":\"stop\"}");
-    ASSERT(ok(r) && cJSON_IsTrue(body_get(r, "wasRunning")) && cJSON_IsFalse(body_get(r, "running")));
+    ASSERT(ok(r) && cJSON_IsTrue(body_get(r, "wasRunning")) &&
+           cJSON_IsFalse(body_get(r, "running")));
     cJSON_Delete(r);
     r = ask(s, &c, 6, "probing/perf", "{\"action\":\"stop\"}");
     ASSERT(ok(r) && cJSON_IsFalse(body_get(r, "wasRunning")));

@@ -22,12 +22,14 @@ static struct cli_srccache with_ident(const char *ident)
 TEST(srccache_format_parse_roundtrip)
 {
     struct cli_srccache a = with_ident("1 2 3 4.000000005 /lib/x.so");
-    struct cli_srcent e1 = {.off = 0x85f16, .line = 57, .symoff = 0xc6, .rc = 0,
+    struct cli_srcent e1 = {.off = 0x85f16,
+                            .line = 57,
+                            .symoff = 0xc6,
+                            .rc = 0,
                             .func = "__futex_abstimed_wait_common",
                             .file = "./nptl/futex-internal.c"};
     struct cli_srcent e2 = {.off = 0x10, .rc = -1, .func = "", .file = ""};
-    struct cli_srcent e3 = {.off = 0x20, .line = 0, .symoff = 4, .rc = 0, .func = "f",
-                            .file = ""};
+    struct cli_srcent e3 = {.off = 0x20, .line = 0, .symoff = 4, .rc = 0, .func = "f", .file = ""};
     char buf[4096];
     size_t k = (size_t)snprintf(buf, sizeof buf, "%s%s\n", CLI_SRCCACHE_MAGIC, a.ident);
     const struct cli_srcent *es[] = {&e1, &e2, &e3};
@@ -71,15 +73,15 @@ TEST(srccache_header_ties_file_to_object)
 TEST(srccache_damaged_lines_skipped)
 {
     const char *file = CLI_SRCCACHE_MAGIC "id\n"
-                       "zz 5 0 0\tf\ta.c\n"          /* not hex */
-                       "10 5 0 7\tf\ta.c\n"          /* rc neither 0 nor -1 */
-                       "11 -3 0 0\tf\ta.c\n"         /* negative line */
-                       "12 5 0 0\tf\n"               /* one tab */
-                       "13 5 0 0\tf\ta.c\textra\n"   /* three tabs */
-                       "14 5 0 0 junk\tf\ta.c\n"     /* trailing junk */
-                       "15 5 0 0\tf\ta.c\n"          /* good */
-                       "15 6 0 0\tg\tb.c\n"          /* repeated: the first stays */
-                       "16 5 0 0\tf\ta.c";           /* cut short: no newline */
+                                          "zz 5 0 0\tf\ta.c\n"        /* not hex */
+                                          "10 5 0 7\tf\ta.c\n"        /* rc neither 0 nor -1 */
+                                          "11 -3 0 0\tf\ta.c\n"       /* negative line */
+                                          "12 5 0 0\tf\n"             /* one tab */
+                                          "13 5 0 0\tf\ta.c\textra\n" /* three tabs */
+                                          "14 5 0 0 junk\tf\ta.c\n"   /* trailing junk */
+                                          "15 5 0 0\tf\ta.c\n"        /* good */
+                                          "15 6 0 0\tg\tb.c\n" /* repeated: the first stays */
+                                          "16 5 0 0\tf\ta.c";  /* cut short: no newline */
     struct cli_srccache c = with_ident("id");
     ASSERT_EQ(cli_srccache_parse(&c, file, strlen(file)), 0);
     ASSERT_EQ(c.n, 1);
@@ -115,8 +117,8 @@ TEST(srccache_file_written_and_reopened)
     struct cli_srccache c;
     ASSERT_EQ(cli_srccache_open(&c, 0, obj), 0);
     ASSERT(c.path[0] && c.n == 0);
-    struct cli_srcent e = {.off = 0x42, .line = 7, .symoff = 2, .rc = 0, .func = "fn",
-                           .file = "src.c"};
+    struct cli_srcent e = {
+        .off = 0x42, .line = 7, .symoff = 2, .rc = 0, .func = "fn", .file = "src.c"};
     cli_srccache_put(&c, &e);
     struct stat st;
     ASSERT_EQ(stat(c.path, &st), 0);

@@ -20,7 +20,8 @@ TEST(termtext_keeps_plain_and_utf8)
 {
     check("", "");
     check("MainThread", "MainThread");
-    check("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x90\x8d \\x1b", "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x90\x8d \\x1b");
+    check("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x90\x8d \\x1b",
+          "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x90\x8d \\x1b");
     check("\xc2\xa0\xc2\xbf", "\xc2\xa0\xc2\xbf"); /* U+00A0, U+00BF: past C1 */
 }
 
@@ -30,7 +31,9 @@ TEST(termtext_escapes_controls)
     check("a\x1b[2Jb", "a\\x1b[2Jb");
     check("a\nb\tc\rd", "a\\x0ab\\x09c\\x0dd");
     check("\x01\x1f\x7f", "\\x01\\x1f\\x7f");
-    check("\xc2\x9b" "31m \xc2\x80\xc2\x9f", "\\u009b31m \\u0080\\u009f"); /* C1 as UTF-8 */
+    check("\xc2\x9b"
+          "31m \xc2\x80\xc2\x9f",
+          "\\u009b31m \\u0080\\u009f"); /* C1 as UTF-8 */
 }
 
 TEST(termtext_lines_keeps_newline_and_tab)
@@ -42,12 +45,16 @@ TEST(termtext_lines_keeps_newline_and_tab)
 
 TEST(termtext_escapes_invalid_utf8)
 {
-    check("\x9b" "31m", "\\x9b31m");               /* a raw C1 byte */
+    check("\x9b"
+          "31m",
+          "\\x9b31m");                                 /* a raw C1 byte */
     check("\x80\xbf\xff\xfe", "\\x80\\xbf\\xff\\xfe"); /* lone continuation, never-valid bytes */
-    check("\xc0\x9b", "\\xc0\\x9b");               /* overlong ESC-like C1 */
-    check("\xe0\x80\x9b", "\\xe0\\x80\\x9b");       /* overlong */
-    check("\xed\xa0\x80", "\\xed\\xa0\\x80");       /* a surrogate */
+    check("\xc0\x9b", "\\xc0\\x9b");                   /* overlong ESC-like C1 */
+    check("\xe0\x80\x9b", "\\xe0\\x80\\x9b");          /* overlong */
+    check("\xed\xa0\x80", "\\xed\\xa0\\x80");          /* a surrogate */
     check("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"); /* past U+10FFFF */
-    check("\xe4\xb8", "\\xe4\\xb8");               /* cut at the end */
-    check("\xc3" "A", "\\xc3A");                    /* cut by an ASCII byte */
+    check("\xe4\xb8", "\\xe4\\xb8");                   /* cut at the end */
+    check("\xc3"
+          "A",
+          "\\xc3A"); /* cut by an ASCII byte */
 }

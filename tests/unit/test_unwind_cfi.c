@@ -47,11 +47,11 @@ static int run_at(const uint8_t *p, size_t n, uintptr_t pc, struct unwind_cfi_st
     initial(s);
     return unwind_cfi_run(p, p + n, (uintptr_t)LOC * 16, &c, LOC, pc, s, init, row);
 }
-#define RUN(s, ...)                                                                  \
-    ({                                                                               \
-        static const uint8_t prog_[] = {__VA_ARGS__};                                \
-        uintptr_t row_[2];                                                           \
-        run_at(prog_, sizeof prog_, LOC + 0x100, (s), NULL, row_);                   \
+#define RUN(s, ...)                                                \
+    ({                                                             \
+        static const uint8_t prog_[] = {__VA_ARGS__};              \
+        uintptr_t row_[2];                                         \
+        run_at(prog_, sizeof prog_, LOC + 0x100, (s), NULL, row_); \
     })
 
 TEST(cfa_nop_leaves_the_row)
@@ -67,13 +67,33 @@ TEST(cfa_advance_loc_forms_split_rows)
 {
     /* def_cfa_offset 16 from LOC; each advance form moves on; the row for each pc is found. */
     static const uint8_t p[] = {
-        DW_CFA_def_cfa_offset, 16,
-        DW_CFA_advance_loc | 4, DW_CFA_def_cfa_offset, 24,           /* LOC + 4 */
-        DW_CFA_advance_loc1, 0x10, DW_CFA_def_cfa_offset, 32,        /* LOC + 0x14 */
-        DW_CFA_advance_loc2, 0x00, 0x01, DW_CFA_def_cfa_offset, 40,  /* LOC + 0x114 */
-        DW_CFA_advance_loc4, 0x00, 0x00, 0x01, 0x00, DW_CFA_def_cfa_offset, 48, /* + 0x10000 */
+        DW_CFA_def_cfa_offset,
+        16,
+        DW_CFA_advance_loc | 4,
+        DW_CFA_def_cfa_offset,
+        24, /* LOC + 4 */
+        DW_CFA_advance_loc1,
+        0x10,
+        DW_CFA_def_cfa_offset,
+        32, /* LOC + 0x14 */
+        DW_CFA_advance_loc2,
+        0x00,
+        0x01,
+        DW_CFA_def_cfa_offset,
+        40, /* LOC + 0x114 */
+        DW_CFA_advance_loc4,
+        0x00,
+        0x00,
+        0x01,
+        0x00,
+        DW_CFA_def_cfa_offset,
+        48, /* + 0x10000 */
     };
-    struct { uintptr_t pc; int64_t off; uintptr_t lo, hi; } want[] = {
+    struct {
+        uintptr_t pc;
+        int64_t off;
+        uintptr_t lo, hi;
+    } want[] = {
         {LOC, 16, LOC, LOC + 4},
         {LOC + 3, 16, LOC, LOC + 4},
         {LOC + 4, 24, LOC + 4, LOC + 0x14},
@@ -150,7 +170,8 @@ TEST(cfa_def_cfa_expression)
 {
     struct unwind_cfi_state s;
     ASSERT_EQ(RUN(&s, DW_CFA_def_cfa_expression, 3, DW_OP_breg7, 8, DW_OP_deref,
-                  DW_CFA_def_cfa_offset, 4), 0);
+                  DW_CFA_def_cfa_offset, 4),
+              0);
     ASSERT_EQ(s.cfa_reg, -1);
     ASSERT_EQ(s.cfa_expr, (uintptr_t)LOC * 16 + 2); /* its bytes' target address */
     ASSERT_EQ(s.cfa_len, 3);
@@ -200,8 +221,8 @@ TEST(cfa_restore_forms)
     initial(&init);
     init.r[6] = (struct unwind_cfi_rule){UNWIND_R_OFF, -16, 0};
     init.r[3] = (struct unwind_cfi_rule){UNWIND_R_OFF, -24, 0};
-    static const uint8_t p[] = {DW_CFA_offset | 6, 4, DW_CFA_offset | 3, 5,
-                                DW_CFA_restore | 6, DW_CFA_restore_extended, 3};
+    static const uint8_t p[] = {
+        DW_CFA_offset | 6, 4, DW_CFA_offset | 3, 5, DW_CFA_restore | 6, DW_CFA_restore_extended, 3};
     ASSERT_EQ(run_at(p, sizeof p, LOC, &s, &init, row), 0);
     ASSERT_EQ(s.r[6].how, UNWIND_R_OFF);
     ASSERT_EQ(s.r[6].v, -16); /* the CIE's rule back */
@@ -227,7 +248,8 @@ TEST(cfa_expression_and_val_expression)
 {
     struct unwind_cfi_state s;
     ASSERT_EQ(RUN(&s, DW_CFA_expression, 6, 2, DW_OP_breg7, 0, DW_CFA_val_expression, 3, 1,
-                  DW_OP_lit5, DW_CFA_nop), 0);
+                  DW_OP_lit5, DW_CFA_nop),
+              0);
     ASSERT_EQ(s.r[6].how, UNWIND_R_EXPR);
     ASSERT_EQ(s.r[6].v, (int64_t)LOC * 16 + 3);
     ASSERT_EQ(s.r[6].len, 2);
@@ -241,16 +263,19 @@ TEST(cfa_remember_restore_state)
     struct unwind_cfi_state s;
     /* the whole row comes back, CFA included */
     ASSERT_EQ(RUN(&s, DW_CFA_def_cfa_offset, 16, DW_CFA_offset | 6, 2, DW_CFA_remember_state,
-                  DW_CFA_def_cfa, 6, 32, DW_CFA_same_value, 6, DW_CFA_restore_state), 0);
+                  DW_CFA_def_cfa, 6, 32, DW_CFA_same_value, 6, DW_CFA_restore_state),
+              0);
     ASSERT_EQ(s.cfa_reg, UNWIND_RSP);
     ASSERT_EQ(s.cfa_off, 16);
     ASSERT_EQ(s.r[6].how, UNWIND_R_OFF);
     /* four deep is the limit; restore without remember fails */
     ASSERT_EQ(RUN(&s, DW_CFA_remember_state, DW_CFA_remember_state, DW_CFA_remember_state,
                   DW_CFA_remember_state, DW_CFA_restore_state, DW_CFA_restore_state,
-                  DW_CFA_restore_state, DW_CFA_restore_state), 0);
+                  DW_CFA_restore_state, DW_CFA_restore_state),
+              0);
     ASSERT_EQ(RUN(&s, DW_CFA_remember_state, DW_CFA_remember_state, DW_CFA_remember_state,
-                  DW_CFA_remember_state, DW_CFA_remember_state), -1);
+                  DW_CFA_remember_state, DW_CFA_remember_state),
+              -1);
     ASSERT_EQ(RUN(&s, DW_CFA_restore_state), -1);
 }
 
@@ -280,13 +305,13 @@ static uintptr_t ev(const uint8_t *code, size_t n)
     struct unwind_regs r = regs();
     uintptr_t out = 0;
     return unwind_cfi_expr((uintptr_t)code, (uint32_t)n, &r, 0, 0, &out) == 0 ? out
-                                                                             : (uintptr_t)-12345;
+                                                                              : (uintptr_t)-12345;
 }
 #define FAILED ((uintptr_t)-12345)
-#define EV(...)                                                                      \
-    ({                                                                               \
-        static const uint8_t code_[] = {__VA_ARGS__};                                \
-        ev(code_, sizeof code_);                                                     \
+#define EV(...)                                       \
+    ({                                                \
+        static const uint8_t code_[] = {__VA_ARGS__}; \
+        ev(code_, sizeof code_);                      \
     })
 
 TEST(op_lit)
@@ -320,7 +345,7 @@ TEST(op_deref)
     c[9] = DW_OP_deref;
     ASSERT_EQ(ev(c, sizeof c), 0x1234567890abcdefull);
     ASSERT_EQ(EV(DW_OP_lit0, DW_OP_deref), FAILED); /* unreadable */
-    ASSERT_EQ(EV(DW_OP_deref), FAILED);            /* nothing to read */
+    ASSERT_EQ(EV(DW_OP_deref), FAILED);             /* nothing to read */
 }
 
 TEST(op_const_forms)
@@ -384,9 +409,9 @@ TEST(op_limits)
 {
     uint8_t c[17];
     memset(c, DW_OP_lit1, sizeof c);
-    ASSERT_EQ(ev(c, 16), 1);            /* sixteen on the stack */
-    ASSERT_EQ(ev(c, 17), FAILED);       /* seventeen do not fit */
-    ASSERT_EQ(EV(DW_OP_nop), FAILED);   /* not in the set */
+    ASSERT_EQ(ev(c, 16), 1);          /* sixteen on the stack */
+    ASSERT_EQ(ev(c, 17), FAILED);     /* seventeen do not fit */
+    ASSERT_EQ(EV(DW_OP_nop), FAILED); /* not in the set */
     ASSERT_EQ(EV(DW_OP_call_frame_cfa), FAILED);
     static uint8_t big[65];
     memset(big, DW_OP_nop, sizeof big);
@@ -414,8 +439,26 @@ static uintptr_t func(int i)
 static void build(void)
 {
     static const uint8_t cie[] = {
-        CIE_LEN - 4, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1,
-        DW_EH_PE_pcrel | DW_EH_PE_sdata4, DW_CFA_def_cfa, 7, 8, /* then offset RA below */
+        CIE_LEN - 4,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        1,
+        'z',
+        'R',
+        0,
+        1,
+        0x78,
+        16,
+        1,
+        DW_EH_PE_pcrel | DW_EH_PE_sdata4,
+        DW_CFA_def_cfa,
+        7,
+        8, /* then offset RA below */
     };
     memset(img, 0, sizeof img);
     memcpy(img + EH, cie, sizeof cie);
@@ -461,11 +504,38 @@ TEST(cie_augmentations)
     ASSERT_EQ(c.insn_end - c.insn, 7); /* def_cfa 7 8, offset RA 1, a nop */
     ASSERT_EQ(c.insn[0], DW_CFA_def_cfa);
     /* zPLRS: a personality pointer skipped, the LSDA encoding, a signal frame */
-    static const uint8_t s[] = {28, 0, 0, 0, 0, 0, 0, 0, 3, 'z', 'P', 'L', 'R', 'S', 0, 1, 0x78,
-                                16, 7, DW_EH_PE_pcrel | DW_EH_PE_sdata4, 0, 0, 0, 0,
+    static const uint8_t s[] = {28,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                3,
+                                'z',
+                                'P',
+                                'L',
+                                'R',
+                                'S',
+                                0,
+                                1,
+                                0x78,
+                                16,
+                                7,
                                 DW_EH_PE_pcrel | DW_EH_PE_sdata4,
-                                DW_EH_PE_pcrel | DW_EH_PE_sdata4, DW_CFA_nop, DW_CFA_nop,
-                                DW_CFA_nop, DW_CFA_nop, DW_CFA_nop, DW_CFA_nop};
+                                0,
+                                0,
+                                0,
+                                0,
+                                DW_EH_PE_pcrel | DW_EH_PE_sdata4,
+                                DW_EH_PE_pcrel | DW_EH_PE_sdata4,
+                                DW_CFA_nop,
+                                DW_CFA_nop,
+                                DW_CFA_nop,
+                                DW_CFA_nop,
+                                DW_CFA_nop,
+                                DW_CFA_nop};
     ASSERT_EQ(unwind_cfi_cie(s, sizeof s, 0, &c), 0);
     ASSERT_EQ(c.signal, 1);
     ASSERT_EQ(c.insn_end - c.insn, 6);
@@ -481,8 +551,8 @@ TEST(cie_augmentations)
     memset(b, 0xff, 4);
     ASSERT_EQ(unwind_cfi_cie(b, sizeof b, 0, &c), -1);
     ASSERT_EQ(unwind_cfi_cie(s, sizeof s - 1, 0, &c), -1);
-    static const uint8_t eh[] = {24, 0, 0, 0, 0, 0, 0, 0, 1, 'e', 'h', 0, 0, 0, 0, 0, 0, 0,
-                                 0, 0, 1, 0x78, 16, 0, 0, 0, 0, 0};
+    static const uint8_t eh[] = {24, 0, 0, 0, 0, 0, 0, 0,    1,  'e', 'h', 0, 0, 0,
+                                 0,  0, 0, 0, 0, 0, 1, 0x78, 16, 0,   0,   0, 0, 0};
     ASSERT_EQ(unwind_cfi_cie(eh, sizeof eh, 0, &c), -1);
 }
 
@@ -521,8 +591,9 @@ TEST(fde_and_rows_from_the_search_table)
             ASSERT_EQ(row[0], k == 0 ? func(i) : func(i) + 4);
             ASSERT_EQ(row[1], k == 0 ? func(i) + 4 : func(i) + 0x80);
             /* the FDE does not cover a pc past its end */
-            ASSERT_EQ(unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], func(i) + 0x80,
-                                     &f), -1);
+            ASSERT_EQ(
+                unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], func(i) + 0x80, &f),
+                -1);
         }
     }
     /* between the functions and below the first: no FDE covers it */
@@ -566,8 +637,12 @@ TEST(cache_rule_shapes)
 TEST(cache_rows_fdes_and_shared_by_generation)
 {
     static struct unwind_cache c;
-    struct unwind_rule r = {.pc = 0x401010, .gen = 5, .cfa_reg = UNWIND_RSP, .ra_off = -8,
-                            .cfa_off = 16}, got;
+    struct unwind_rule r = {.pc = 0x401010,
+                            .gen = 5,
+                            .cfa_reg = UNWIND_RSP,
+                            .ra_off = -8,
+                            .cfa_off = 16},
+                       got;
     uintptr_t row[2] = {0x401000, 0x401040};
     memset(&c, 0, sizeof c);
     unwind_cache_row_put(&c, row, &r);
@@ -634,8 +709,8 @@ TEST(fuzz_found_fde_range_past_the_top_refused)
     memset(&m, 0, sizeof m);
     m.hdr = (uintptr_t)img;
     unwind_hdr_parse(&m, img);
-    img[EH + 16] = DW_EH_PE_udata8; /* the CIE's 'R': absolute 8-byte start and size */
-    size_t at = EH + CIE_LEN + 4 + 24;                   /* the second FDE */
+    img[EH + 16] = DW_EH_PE_udata8;    /* the CIE's 'R': absolute 8-byte start and size */
+    size_t at = EH + CIE_LEN + 4 + 24; /* the second FDE */
     memcpy(img + at + 8, &start, 8);
     memcpy(img + at + 16, &size, 8);
     ASSERT_EQ(unwind_fde_bounds(&m, start + 0x10, range), -1);

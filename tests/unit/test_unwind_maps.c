@@ -35,8 +35,7 @@ TEST(maps_query_agrees_with_maps_text)
     ASSERT(fd >= 0);
     unwind_maps_read(&m);
     ASSERT(m.len > 0);
-    uintptr_t addrs[] = {(uintptr_t)&local, (uintptr_t)&kernel_has_query,
-                         (uintptr_t)anon + 4096};
+    uintptr_t addrs[] = {(uintptr_t)&local, (uintptr_t)&kernel_has_query, (uintptr_t)anon + 4096};
     const char *kinds[] = {"[stack]", "/", ""};
     char name[256];
     for (int i = 0; i < 3; i++) {

@@ -12,41 +12,41 @@
 typedef void (*unit_fn)(void);
 void unit_register(const char *name, const char *file, unit_fn fn);
 
-#define TEST(name)                                                         \
-    static void test_##name(void);                                         \
-    __attribute__((constructor)) static void reg_##name(void)              \
-    {                                                                      \
-        unit_register(#name, __FILE__, test_##name);                       \
-    }                                                                      \
+#define TEST(name)                                            \
+    static void test_##name(void);                            \
+    __attribute__((constructor)) static void reg_##name(void) \
+    {                                                         \
+        unit_register(#name, __FILE__, test_##name);          \
+    }                                                         \
     static void test_##name(void)
 
-#define UNIT_FAIL_(...)                                                    \
-    do {                                                                   \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                    \
-        fprintf(stderr, __VA_ARGS__);                                      \
-        fprintf(stderr, "\n");                                             \
-        exit(1);                                                           \
+#define UNIT_FAIL_(...)                                 \
+    do {                                                \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                   \
+        fprintf(stderr, "\n");                          \
+        exit(1);                                        \
     } while (0)
 
-#define ASSERT(cond)                                                       \
-    do {                                                                   \
-        if (!(cond))                                                       \
-            UNIT_FAIL_("assertion failed: %s", #cond);                     \
+#define ASSERT(cond)                                   \
+    do {                                               \
+        if (!(cond))                                   \
+            UNIT_FAIL_("assertion failed: %s", #cond); \
     } while (0)
 
-#define ASSERT_EQ(a, b)                                                    \
-    do {                                                                   \
-        long long a_ = (long long)(a), b_ = (long long)(b);                \
-        if (a_ != b_)                                                      \
-            UNIT_FAIL_("%s == %s: %lld != %lld", #a, #b, a_, b_);          \
+#define ASSERT_EQ(a, b)                                           \
+    do {                                                          \
+        long long a_ = (long long)(a), b_ = (long long)(b);       \
+        if (a_ != b_)                                             \
+            UNIT_FAIL_("%s == %s: %lld != %lld", #a, #b, a_, b_); \
     } while (0)
 
-#define ASSERT_STR_EQ(a, b)                                                \
-    do {                                                                   \
-        const char *a_ = (a), *b_ = (b);                                   \
-        if (!a_ || !b_ || strcmp(a_, b_) != 0)                             \
-            UNIT_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b,               \
-                       a_ ? a_ : "(null)", b_ ? b_ : "(null)");            \
+#define ASSERT_STR_EQ(a, b)                                                      \
+    do {                                                                         \
+        const char *a_ = (a), *b_ = (b);                                         \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0)                                   \
+            UNIT_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)", \
+                       b_ ? b_ : "(null)");                                      \
     } while (0)
 
 #endif

@@ -209,10 +209,10 @@ static int remote_argv(const struct cli_cluster_opts *o, const char *sub, char *
     int n = 0;
     size_t used = 0;
 #define ARG(s) (argv[n++] = (char *)(s))
-#define FMT(...)                                                                                   \
-    do {                                                                                           \
-        argv[n++] = bufs + used;                                                                   \
-        used += (size_t)snprintf(bufs + used, bn - used, __VA_ARGS__) + 1;                         \
+#define FMT(...)                                                           \
+    do {                                                                   \
+        argv[n++] = bufs + used;                                           \
+        used += (size_t)snprintf(bufs + used, bn - used, __VA_ARGS__) + 1; \
     } while (0)
     ARG(o->remote_cli);
     ARG("cluster");
@@ -400,8 +400,9 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         }
     }
     /* Options that belong to one command only. */
-    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject ||
-         o.native || o.tasks) && o.op != CLUSTER_OP_STACKS) {
+    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject || o.native ||
+         o.tasks) &&
+        o.op != CLUSTER_OP_STACKS) {
         rc = usage_err(sub, o.no_inject ? "--no-inject only goes with 'cluster stacks'"
                             : o.native  ? "--native only goes with 'cluster stacks'"
                                         : "--tree, --thread, --samples, --tasks only go with "

@@ -17,8 +17,20 @@
 const char cli_cluster_comm_sql[] =
     "SELECT rank, pg, group_ranks, seq, seq_source, op, state, start_time, file, line, func, "
     "peer FROM torch.collectives WHERE state != 'failed' ORDER BY id DESC LIMIT";
-enum { C_RANK, C_PG, C_GRANKS, C_SEQ, C_SRC, C_OP, C_STATE, C_START, C_FILE, C_LINE, C_FUNC,
-       C_PEER };
+enum {
+    C_RANK,
+    C_PG,
+    C_GRANKS,
+    C_SEQ,
+    C_SRC,
+    C_OP,
+    C_STATE,
+    C_START,
+    C_FILE,
+    C_LINE,
+    C_FUNC,
+    C_PEER
+};
 
 /* Straggler: a rank whose median wait of the others is at least this (ms), over at least
  * STRAGGLER_MIN collectives. */
@@ -160,8 +172,8 @@ static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSO
         cJSON_AddItemToArray(with, cJSON_CreateNumber(rank));
         cJSON_ArrayForEach(row, rows)
         {
-            struct crec *c = p2p_dir(cell_str(row, C_OP)) ? push(p2p, np, &pcap)
-                                                          : push(&v, &n, &cap);
+            struct crec *c =
+                p2p_dir(cell_str(row, C_OP)) ? push(p2p, np, &pcap) : push(&v, &n, &cap);
             if (!c)
                 break;
             const cJSON *peer = cJSON_GetArrayItem(row, C_PEER);
@@ -385,7 +397,8 @@ static int group_waits(const struct crec *v, int n, const struct cgroup *g, stru
             if (!w)
                 continue;
             if (w->n == w->cap) {
-                double *nw = realloc(w->w, sizeof(double) * (size_t)(w->cap = w->cap ? w->cap * 2 : 64));
+                double *nw =
+                    realloc(w->w, sizeof(double) * (size_t)(w->cap = w->cap ? w->cap * 2 : 64));
                 if (!nw)
                     continue;
                 w->w = nw;
@@ -477,7 +490,8 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
         cJSON *s = rows[i] = cJSON_CreateObject();
         cJSON_AddNumberToObject(s, "rank", all[i].rank);
         const cJSON *re = rank_entry(nodes, job, all[i].rank);
-        cJSON_AddStringToObject(s, "node", re && cli_json_str(re, "node") ? cli_json_str(re, "node") : "?");
+        cJSON_AddStringToObject(s, "node",
+                                re && cli_json_str(re, "node") ? cli_json_str(re, "node") : "?");
         cJSON_AddNumberToObject(s, "pid", re ? cli_json_num(re, "pid", 0) : 0);
         cJSON_AddNumberToObject(s, "median_wait_ms", (double)(long long)(med * 1000 + 0.5) / 1000);
         cJSON_AddNumberToObject(s, "max_wait_ms", (double)(long long)(mx * 1000 + 0.5) / 1000);
@@ -525,19 +539,19 @@ static void print_p2p_hang(const cJSON *h)
     int rank = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "waiting"), 0)->valueint;
     const char *want = cli_json_str(h, "expected"), *to = strcmp(want, "recv") ? "to" : "from";
     printf("rank %d has not posted the %s matching %s #%.0f of rank %d in group %s; rank %d "
-           "waits in it since %.0f s at %s:%.0f in %s\n", peer, want, cli_json_text(h, "op"),
-           cli_json_num(h, "seq", 0), rank, cli_json_text(h, "pg"), rank,
-           cli_json_num(h, "waiting_s", 0), base(cli_json_text(h, "file")),
-           cli_json_num(h, "line", 0), cli_json_text(h, "func"));
+           "waits in it since %.0f s at %s:%.0f in %s\n",
+           peer, want, cli_json_text(h, "op"), cli_json_num(h, "seq", 0), rank,
+           cli_json_text(h, "pg"), rank, cli_json_num(h, "waiting_s", 0),
+           base(cli_json_text(h, "file")), cli_json_num(h, "line", 0), cli_json_text(h, "func"));
     const cJSON *l = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(h, "last"), 0);
     if (cli_json_str(l, "op"))
-        printf("  rank %d's last %s %s rank %d: %s #%.0f (%s) at %s:%.0f in %s\n", peer,
-               want, to, rank, cli_json_text(l, "op"), cli_json_num(l, "seq", 0),
-               cli_json_text(l, "state"), base(cli_json_text(l, "file")),
-               cli_json_num(l, "line", 0), cli_json_text(l, "func"));
+        printf("  rank %d's last %s %s rank %d: %s #%.0f (%s) at %s:%.0f in %s\n", peer, want, to,
+               rank, cli_json_text(l, "op"), cli_json_num(l, "seq", 0), cli_json_text(l, "state"),
+               base(cli_json_text(l, "file")), cli_json_num(l, "line", 0),
+               cli_json_text(l, "func"));
     else
-        printf("  rank %d: no %s %s rank %d recorded since its recorder started\n", peer, want,
-               to, rank);
+        printf("  rank %d: no %s %s rank %d recorded since its recorder started\n", peer, want, to,
+               rank);
 }
 
 void cli_cluster_comm_print_hangs(const cJSON *a)
@@ -553,20 +567,23 @@ void cli_cluster_comm_print_hangs(const cJSON *a)
         char *absent = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "not_entered"), &na);
         char *waiting = json_ranges(cJSON_GetObjectItemCaseSensitive(h, "waiting"), &nw);
         printf("rank%s %s ha%s not entered %s #%.0f of group %s; rank%s %s wait%s in it since "
-               "%.0f s\n", na == 1 ? "" : "s", absent, na == 1 ? "s" : "ve",
-               cli_json_text(h, "op"), cli_json_num(h, "seq", 0), cli_json_text(h, "pg"),
-               nw == 1 ? "" : "s", waiting, nw == 1 ? "s" : "", cli_json_num(h, "waiting_s", 0));
+               "%.0f s\n",
+               na == 1 ? "" : "s", absent, na == 1 ? "s" : "ve", cli_json_text(h, "op"),
+               cli_json_num(h, "seq", 0), cli_json_text(h, "pg"), nw == 1 ? "" : "s", waiting,
+               nw == 1 ? "s" : "", cli_json_num(h, "waiting_s", 0));
         cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(h, "last"))
         {
             if (cli_json_str(l, "op"))
                 printf("  rank %.0f's last collective of the group: %s #%.0f (%s) at %s:%.0f in "
-                       "%s\n", cli_json_num(l, "rank", 0), cli_json_text(l, "op"),
+                       "%s\n",
+                       cli_json_num(l, "rank", 0), cli_json_text(l, "op"),
                        cli_json_num(l, "seq", 0), cli_json_text(l, "state"),
                        base(cli_json_text(l, "file")), cli_json_num(l, "line", 0),
                        cli_json_text(l, "func"));
             else
                 printf("  rank %.0f: no collective of the group recorded since its recorder "
-                       "started\n", cli_json_num(l, "rank", 0));
+                       "started\n",
+                       cli_json_num(l, "rank", 0));
         }
         free(absent);
         free(waiting);
@@ -586,7 +603,8 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     {
         if (cli_json_str(d, "error")) {
             char msg[600];
-            snprintf(msg, sizeof msg, "node %s: %s", cli_json_str(d, "node"), cli_json_str(d, "error"));
+            snprintf(msg, sizeof msg, "node %s: %s", cli_json_str(d, "node"),
+                     cli_json_str(d, "error"));
             cJSON_AddItemToArray(errors, cJSON_CreateString(msg));
         }
         cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
@@ -627,7 +645,8 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     char *none = json_ranges(cJSON_GetObjectItemCaseSensitive(a, "no_records"), &nnone);
     if (nnone)
         printf("no records from rank%s %s: start the recorder there ('probing -p PID perf "
-               "--comm') before the collectives to compare\n", nnone == 1 ? "" : "s", none);
+               "--comm') before the collectives to compare\n",
+               nnone == 1 ? "" : "s", none);
     free(none);
     /* torch's own sequence numbers: all there is when nothing recorded; beside the records
      * when they show no hang but torch counted collectives they did not see (DDP's, from C++). */
@@ -636,14 +655,18 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     int hangs = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs"));
     if (nrec == 0) {
         if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
-            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) > 0)
+                cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) >
+            0)
             cli_cluster_seq_print(seq, 0);
         int shown = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
-                    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) > 0;
+                        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) >
+                    0;
         printf("%snothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on "
                "every rank of the job (their pids: 'probing cluster list')%s\n",
-               shown ? "\n" : "", shown ? " to see which collective each rank entered and the "
-               "stragglers" : "");
+               shown ? "\n" : "",
+               shown ? " to see which collective each rank entered and the "
+                       "stragglers"
+                     : "");
         cJSON_Delete(a);
         return rc;
     }
@@ -674,7 +697,8 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     }
     if (!flagged)
         printf("  no straggler: no rank kept the others waiting a median of %g ms or more over "
-               "%d collectives or more\n", STRAGGLER_MS, STRAGGLER_MIN);
+               "%d collectives or more\n",
+               STRAGGLER_MS, STRAGGLER_MIN);
     cli_cluster_fr_print(cJSON_GetObjectItemCaseSensitive(a, "flight_recorder"));
     const cJSON *e;
     cJSON_ArrayForEach(e, errors) fprintf(stderr, "probing: warning: %s\n", cli_tx(e->valuestring));

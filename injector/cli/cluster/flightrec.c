@@ -53,8 +53,8 @@ static int is_ours(const cJSON *row)
 static const cJSON *find_entry(const cJSON *entries, const char *pg, long long op_id)
 {
     const cJSON *e;
-    cJSON_ArrayForEach(e, entries) if (num(e, F_OPID) == op_id && strcmp(cell(e, F_PG), pg) == 0)
-        return e;
+    cJSON_ArrayForEach(e, entries) if (num(e, F_OPID) == op_id &&
+                                       strcmp(cell(e, F_PG), pg) == 0) return e;
     return NULL;
 }
 
@@ -78,8 +78,8 @@ static cJSON *compare(int rank, const cJSON *rows, const cJSON *fr)
     cJSON *o = cJSON_CreateObject();
     const cJSON *entries = cJSON_GetObjectItemCaseSensitive(fr, "flightRecorderEntries");
     cJSON_AddNumberToObject(o, "rank", rank);
-    cJSON_AddStringToObject(o, "state", cli_json_str(fr, "flightRecorder")
-                                            ? cli_json_str(fr, "flightRecorder") : "?");
+    cJSON_AddStringToObject(
+        o, "state", cli_json_str(fr, "flightRecorder") ? cli_json_str(fr, "flightRecorder") : "?");
     int n = cJSON_GetArraySize(entries);
     cJSON_AddNumberToObject(o, "entries", n);
     if (n == 0)
@@ -147,8 +147,8 @@ cJSON *cli_cluster_fr_analyse(const cJSON *nodes, const char *job)
     cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
     {
         const char *j = cli_json_str(r, "job");
-        const cJSON *rows = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(r, "comm"), "rows");
+        const cJSON *rows =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "comm"), "rows");
         if (!j || strcmp(j, job) != 0 || cli_json_str(r, "error") || !rows)
             continue;
         const cJSON *fr = cJSON_GetObjectItemCaseSensitive(r, "fr");
@@ -159,9 +159,9 @@ cJSON *cli_cluster_fr_analyse(const cJSON *nodes, const char *job)
             /* Records but no answer under the GIL (a rank holding it). */
             cJSON *o = cJSON_CreateObject();
             char msg[600];
-            snprintf(msg, sizeof msg, "not read: %s", cli_json_str(r, "fr_error")
-                                                          ? cli_json_str(r, "fr_error")
-                                                          : "the recorder is not running");
+            snprintf(msg, sizeof msg, "not read: %s",
+                     cli_json_str(r, "fr_error") ? cli_json_str(r, "fr_error")
+                                                 : "the recorder is not running");
             cJSON_AddNumberToObject(o, "rank", rank);
             cJSON_AddStringToObject(o, "state", msg);
             cJSON_AddNumberToObject(o, "entries", 0);
@@ -180,7 +180,8 @@ void cli_cluster_fr_print(const cJSON *fr)
     {
         /* Ranks saying the same thing without entries: one line. */
         if (cli_json_num(o, "entries", 0) == 0) {
-            int seen = 0, n = 0, cap = cJSON_GetArraySize(fr), *v = malloc(sizeof(int) * (size_t)cap);
+            int seen = 0, n = 0, cap = cJSON_GetArraySize(fr),
+                *v = malloc(sizeof(int) * (size_t)cap);
             cJSON_ArrayForEach(x, fr)
             {
                 if (x == o)
@@ -188,10 +189,10 @@ void cli_cluster_fr_print(const cJSON *fr)
                 seen |= cli_json_num(x, "entries", 0) == 0 &&
                         strcmp(cli_json_str(x, "state"), cli_json_str(o, "state")) == 0;
             }
-            cJSON_ArrayForEach(x, fr) if (v && cli_json_num(x, "entries", 0) == 0 &&
-                                          strcmp(cli_json_str(x, "state"),
-                                                 cli_json_str(o, "state")) == 0)
-                v[n++] = (int)cli_json_num(x, "rank", -1);
+            cJSON_ArrayForEach(
+                x, fr) if (v && cli_json_num(x, "entries", 0) == 0 &&
+                           strcmp(cli_json_str(x, "state"), cli_json_str(o, "state")) == 0) v[n++] =
+                (int)cli_json_num(x, "rank", -1);
             char *ranks = v && !seen ? cli_cluster_ranges(v, n) : NULL;
             if (ranks)
                 printf("  rank%s %s: %s\n", n == 1 ? "" : "s", ranks, cli_json_text(o, "state"));

@@ -121,11 +121,11 @@ static int host_check(const char *name, const char *from, struct pb_err *err)
     else if (name[0] == '-')
         snprintf(why, sizeof why, "a leading '-' is an option to the --exec command");
     for (const unsigned char *p = (const unsigned char *)name; !why[0] && *p; p++) {
-        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                 (*p >= '0' && *p <= '9') || strchr("._-:@%/", *p);
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                 strchr("._-:@%/", *p);
         if (!ok)
-            snprintf(why, sizeof why, *p > ' ' && *p < 0x7f ? "it holds '%c'" : "it holds byte 0x%02x",
-                     *p);
+            snprintf(why, sizeof why,
+                     *p > ' ' && *p < 0x7f ? "it holds '%c'" : "it holds byte 0x%02x", *p);
     }
     if (!why[0])
         return 0;
@@ -133,8 +133,8 @@ static int host_check(const char *name, const char *from, struct pb_err *err)
     size_t o = 0;
     const unsigned char *p = (const unsigned char *)name;
     for (; *p && o < 90; p++)
-        o += (size_t)snprintf(shown + o, sizeof shown - o,
-                              *p > ' ' && *p < 0x7f ? "%c" : "\\x%02x", *p);
+        o += (size_t)snprintf(shown + o, sizeof shown - o, *p > ' ' && *p < 0x7f ? "%c" : "\\x%02x",
+                              *p);
     if (*p)
         snprintf(shown + o, sizeof shown - o, "...");
     return pb_err_set(err, PB_EUSAGE,
@@ -211,7 +211,7 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
             return NULL;
         }
         return (hosts = cli_cluster_nodelist_expand(nl, err)) ? hosts_checked(hosts, var, err)
-                                                               : NULL;
+                                                              : NULL;
     }
     return cJSON_CreateArray();
 }
@@ -344,7 +344,8 @@ cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *
         msg[0] = '\0';
         last_line(k->ebuf, tail, sizeof tail);
         if (k->cut)
-            snprintf(msg, sizeof msg, "its output passed %d MiB: cut there and dropped (the "
+            snprintf(msg, sizeof msg,
+                     "its output passed %d MiB: cut there and dropped (the "
                      "remote command is not `probing cluster ... --json`?)",
                      CLI_CLUSTER_MAX_OUTPUT >> 20);
         else if (k->state == CLUSTER_CHILD_TIMEDOUT)

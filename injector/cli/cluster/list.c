@@ -59,13 +59,13 @@ static cJSON *merge(const struct cli_cluster_opts *o, const cJSON *nodes)
             if (!have)
                 cJSON_AddItemToArray(nds, cJSON_CreateString(nd));
             cJSON *c = cJSON_CreateObject();
-            static const char *const keep[] = {"rank",   "local_rank", "group_rank", "node",
-                                               "pid",    "python",     "probe",      "uid",
-                                               "job_uid", "foreign",   "duplicate"};
+            static const char *const keep[] = {"rank",    "local_rank", "group_rank", "node",
+                                               "pid",     "python",     "probe",      "uid",
+                                               "job_uid", "foreign",    "duplicate"};
             for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
                 if (cJSON_GetObjectItem(r, keep[k]))
                     cJSON_AddItemToObject(c, keep[k],
-                                      cJSON_Duplicate(cJSON_GetObjectItem(r, keep[k]), 1));
+                                          cJSON_Duplicate(cJSON_GetObjectItem(r, keep[k]), 1));
             cJSON_AddItemToArray(cJSON_GetObjectItem(j, "ranks"), c);
         }
     }
@@ -82,7 +82,8 @@ static cJSON *merge(const struct cli_cluster_opts *o, const cJSON *nodes)
             /* the same rank on two nodes is a duplicate too (find.c marks those of a node) */
             if (!cli_json_true(v[i], "duplicate") &&
                 ((i > 0 && cli_json_num(v[i - 1], "rank", -1) == cli_json_num(v[i], "rank", -1)) ||
-                 (i + 1 < n && cli_json_num(v[i + 1], "rank", -1) == cli_json_num(v[i], "rank", -1))))
+                 (i + 1 < n &&
+                  cli_json_num(v[i + 1], "rank", -1) == cli_json_num(v[i], "rank", -1))))
                 cJSON_AddBoolToObject(v[i], "duplicate", 1);
             cJSON_AddItemToArray(ranks, v[i]);
         }
@@ -149,7 +150,7 @@ int cli_cluster_list_report(const struct cli_cluster_opts *o, cJSON *nodes)
                         printf(" pid %d (node %s, uid %d)%s", (int)cli_json_num(p, "pid", 0),
                                cli_json_text(p, "node"), (int)cli_json_num(p, "uid", -1),
                                p->next && (int)cli_json_num(p->next, "rank", -1) == rank ? ","
-                                                                                        : "");
+                                                                                         : "");
                     printf(": only one can be the job's\n");
                 }
                 if (cli_json_true(r, "foreign"))

@@ -82,9 +82,9 @@ static void compact_tasks(cJSON *out, const cJSON *as)
 {
     const cJSON *t;
     if (!cli_json_true(as, "read")) {
-        cJSON_AddStringToObject(out, "tasksError", cli_json_str(as, "error")
-                                                       ? cli_json_str(as, "error")
-                                                       : "the probe did not read the tasks");
+        cJSON_AddStringToObject(out, "tasksError",
+                                cli_json_str(as, "error") ? cli_json_str(as, "error")
+                                                          : "the probe did not read the tasks");
         return;
     }
     cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
@@ -94,8 +94,8 @@ static void compact_tasks(cJSON *out, const cJSON *as)
         cJSON_DeleteItemFromObjectCaseSensitive(c, "thread");
         cJSON_DeleteItemFromObjectCaseSensitive(c, "main");
         cJSON_DeleteItemFromObjectCaseSensitive(c, "holdsGil");
-        cJSON_AddStringToObject(c, "state", cli_json_str(t, "state") ? cli_json_str(t, "state")
-                                                                     : "?");
+        cJSON_AddStringToObject(c, "state",
+                                cli_json_str(t, "state") ? cli_json_str(t, "state") : "?");
         cJSON_AddItemToArray(arr, c);
     }
 }
@@ -127,8 +127,8 @@ static cJSON *select_threads(const cJSON *dump, int mode)
             cJSON *c = cJSON_CreateObject(), *frames = cJSON_CreateArray();
             const cJSON *f;
             cJSON_AddNumberToObject(c, "thread", cli_json_num(t, "id", 0));
-            cJSON_AddStringToObject(c, "name", cli_json_str(t, "name") ? cli_json_str(t, "name")
-                                                                       : "");
+            cJSON_AddStringToObject(c, "name",
+                                    cli_json_str(t, "name") ? cli_json_str(t, "name") : "");
             cJSON_AddBoolToObject(c, "main", 0);
             cJSON_AddBoolToObject(c, "holdsGil", 0);
             cJSON_AddBoolToObject(c, "nativeOnly", 1);
@@ -166,7 +166,7 @@ static cJSON *select_threads(const cJSON *dump, int mode)
  * threads --thread asks for, interned as a rank's samples are. */
 static void add_children(cJSON *out, pid_t pid, int mode)
 {
-    static const char *const keep[] = {"pid",  "ppid", "comm",     "cmdline",    "role",
+    static const char *const keep[] = {"pid",  "ppid",   "comm",     "cmdline",   "role",
                                        "note", "python", "workerId", "numWorkers"};
     int left = 0;
     cJSON *arr = cli_children_read(pid, 0, 256, &left), *c;
@@ -387,8 +387,10 @@ static void rank_child(int i, void *p)
             }
             if (serr.msg[0]) {
                 char msg[400];
-                snprintf(msg, sizeof msg, "%s%s", serr.msg, serr.code == PB_ETIMEDOUT
-                         ? " (a thread holds its GIL: see where in 'probing cluster stacks')" : "");
+                snprintf(msg, sizeof msg, "%s%s", serr.msg,
+                         serr.code == PB_ETIMEDOUT
+                             ? " (a thread holds its GIL: see where in 'probing cluster stacks')"
+                             : "");
                 cJSON_AddStringToObject(out, "seq_error", msg);
             }
         }
@@ -468,10 +470,11 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
          * run by another user than the job's is not injected (nor read) unless asked. */
         if (cli_json_true(r0, "foreign") && !o->any_uid) {
             char msg[300];
-            snprintf(msg, sizeof msg, "rank %d (pid %d) belongs to uid %d, not the job's uid %d: "
-                     "not injected (--any-uid to ask it anyway)", (int)cli_json_num(r0, "rank", -1),
-                     (int)cli_json_num(r0, "pid", 0), (int)cli_json_num(r0, "uid", -1),
-                     (int)cli_json_num(r0, "job_uid", -1));
+            snprintf(msg, sizeof msg,
+                     "rank %d (pid %d) belongs to uid %d, not the job's uid %d: "
+                     "not injected (--any-uid to ask it anyway)",
+                     (int)cli_json_num(r0, "rank", -1), (int)cli_json_num(r0, "pid", 0),
+                     (int)cli_json_num(r0, "uid", -1), (int)cli_json_num(r0, "job_uid", -1));
             cJSON_AddStringToObject(r0, "error", msg);
             continue;
         }

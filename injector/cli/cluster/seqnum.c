@@ -82,7 +82,8 @@ static struct sgroup *group_of(struct sgroup **gs, int *n, int *cap, const cJSON
         *cap = nc;
     }
     struct sgroup *s = &(*gs)[(*n)++];
-    *s = (struct sgroup){.key = key, .pg = cli_json_str(g, "pg") ? cli_json_str(g, "pg") : "?",
+    *s = (struct sgroup){.key = key,
+                         .pg = cli_json_str(g, "pg") ? cli_json_str(g, "pg") : "?",
                          .backend = cli_json_str(g, "backend") ? cli_json_str(g, "backend") : "?",
                          .ranks = cJSON_GetObjectItemCaseSensitive(g, "ranks")};
     return s;
@@ -283,8 +284,8 @@ cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job)
         int rank = (int)cli_json_num(r, "rank", -1);
         const cJSON *seq = cJSON_GetObjectItemCaseSensitive(r, "seq");
         if (!seq) {
-            not_read(unread, rank, cli_json_str(r, "seq_error") ? cli_json_str(r, "seq_error")
-                                                               : "no answer");
+            not_read(unread, rank,
+                     cli_json_str(r, "seq_error") ? cli_json_str(r, "seq_error") : "no answer");
             continue;
         }
         if (!cli_json_true(seq, "initialized")) {
@@ -341,8 +342,8 @@ static char *ranges_of(const cJSON *a, int *count)
     const cJSON *x;
     if (!v)
         return NULL;
-    cJSON_ArrayForEach(x, a) v[k++] = (int)(cJSON_IsNumber(x) ? x->valuedouble
-                                                            : cli_json_num(x, "rank", -1));
+    cJSON_ArrayForEach(x, a) v[k++] =
+        (int)(cJSON_IsNumber(x) ? x->valuedouble : cli_json_num(x, "rank", -1));
     qsort(v, (size_t)k, sizeof(int), cmp_int);
     char *s = cli_cluster_ranges(v, k);
     free(v);
@@ -374,7 +375,8 @@ int cli_cluster_seq_print_behind(const cJSON *s)
                    nb == 1 ? "it" : "they", seq, seq == 1 ? "" : "s", na == 1 ? "" : "s",
                    ah ? ah : "?", top);
         printf("  %s not entered the group's collective #%.0f (numbered from the group's "
-               "sequence number before it)\n", nb == 1 ? "it has" : "they have", seq);
+               "sequence number before it)\n",
+               nb == 1 ? "it has" : "they have", seq);
         const cJSON *w;
         cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(b, "where"))
         {
@@ -413,27 +415,27 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
         char *mov = ranges_of(cJSON_GetObjectItemCaseSensitive(g, "moving"), &nmov);
         if (nmov)
             printf("  group %s (ranks %s, %s): no hang: rank%s %s entered more collectives in "
-                   "the %d s between two reads\n", cli_json_text(g, "pg"), gr ? gr : "?",
-                   cli_json_text(g, "backend"), nmov == 1 ? "" : "s", mov ? mov : "?",
-                   CLUSTER_SEQ_WAIT_MS / 1000);
+                   "the %d s between two reads\n",
+                   cli_json_text(g, "pg"), gr ? gr : "?", cli_json_text(g, "backend"),
+                   nmov == 1 ? "" : "s", mov ? mov : "?", CLUSTER_SEQ_WAIT_MS / 1000);
         free(mov);
         int nm;
         char *miss = ranges_of(cJSON_GetObjectItemCaseSensitive(g, "not_read"), &nm);
         if (!nmov && at_max == n && n > 0) {
             cJSON *rs = cJSON_CreateArray();
-            cJSON_ArrayForEach(p, seqs) cJSON_AddItemToArray(rs, cJSON_CreateNumber(
-                                            cJSON_GetArrayItem(p, 0)->valuedouble));
+            cJSON_ArrayForEach(p, seqs)
+                cJSON_AddItemToArray(rs, cJSON_CreateNumber(cJSON_GetArrayItem(p, 0)->valuedouble));
             char *at = ranges_of(rs, NULL);
             /* Level and still: with members unread, those are behind if the others wait in a
              * collective (their stacks say). */
             if (nm)
                 printf("  group %s (ranks %s, %s): rank%s %s at %.0f, still %d s later; no "
                        "number from rank%s %s (not read, below): if rank%s %s wait%s in a "
-                       "collective, %s behind\n", cli_json_text(g, "pg"), gr ? gr : "?",
-                       cli_json_text(g, "backend"), n == 1 ? "" : "s", at ? at : "?", max,
-                       CLUSTER_SEQ_WAIT_MS / 1000, nm == 1 ? "" : "s", miss ? miss : "?",
-                       n == 1 ? "" : "s", at ? at : "?", n == 1 ? "s" : "",
-                       nm == 1 ? "it is" : "they are");
+                       "collective, %s behind\n",
+                       cli_json_text(g, "pg"), gr ? gr : "?", cli_json_text(g, "backend"),
+                       n == 1 ? "" : "s", at ? at : "?", max, CLUSTER_SEQ_WAIT_MS / 1000,
+                       nm == 1 ? "" : "s", miss ? miss : "?", n == 1 ? "" : "s", at ? at : "?",
+                       n == 1 ? "s" : "", nm == 1 ? "it is" : "they are");
             else
                 printf("  group %s (ranks %s, %s): none behind: rank%s %s at %.0f\n",
                        cli_json_text(g, "pg"), gr ? gr : "?", cli_json_text(g, "backend"),

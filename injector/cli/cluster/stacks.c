@@ -191,8 +191,8 @@ const char *cli_cluster_pick_job(const struct cli_cluster_opts *o, const cJSON *
 struct task {
     int rank, pid, thread;
     const char *node, *tname;
-    int *ids;  /* global stack id per sample, -1 where the thread was not seen */
-    int final; /* id in the last sample */
+    int *ids;           /* global stack id per sample, -1 where the thread was not seen */
+    int final;          /* id in the last sample */
     const cJSON *child; /* --subprocesses: the rank's child process this is, NULL for the rank */
 };
 
@@ -210,8 +210,8 @@ struct agroup {
     const char *state; /* borrowed from a node document */
     int n;             /* tasks */
     int *ranks, nranks, cap;
-    cJSON *names;      /* the first few task names */
-    int more_names;    /* other names than those */
+    cJSON *names;   /* the first few task names */
+    int more_names; /* other names than those */
 };
 #define AGROUP_NAMES 3
 
@@ -375,9 +375,10 @@ static void add_children(struct view *v, const cJSON *r, const cJSON *d, int mod
         if (!samples) {
             cJSON *e = cJSON_Duplicate(c, 1);
             cJSON_AddNumberToObject(e, "rank", cli_json_num(r, "rank", -1));
-            cJSON_AddStringToObject(e, "node", cli_json_str(r, "node") ? cli_json_str(r, "node")
-                                               : cli_json_str(d, "node") ? cli_json_str(d, "node")
-                                                                         : "?");
+            cJSON_AddStringToObject(e, "node",
+                                    cli_json_str(r, "node")   ? cli_json_str(r, "node")
+                                    : cli_json_str(d, "node") ? cli_json_str(d, "node")
+                                                              : "?");
             cJSON_AddItemToArray(v->other_children, e);
             continue;
         }
@@ -425,9 +426,10 @@ static int view_build(const struct cli_cluster_opts *o, cJSON *nodes, struct vie
             cJSON_ArrayForEach(sample, s) m += cJSON_GetArraySize(sample);
             maxtasks += m + cJSON_GetArraySize(first) + 1;
             const cJSON *kid;
-            cJSON_ArrayForEach(kid, cJSON_GetObjectItemCaseSensitive(r, "children"))
-                maxtasks += cJSON_GetArraySize(cJSON_GetArrayItem(
-                                cJSON_GetObjectItemCaseSensitive(kid, "samples"), 0)) + 1;
+            cJSON_ArrayForEach(kid, cJSON_GetObjectItemCaseSensitive(r, "children")) maxtasks +=
+                cJSON_GetArraySize(
+                    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(kid, "samples"), 0)) +
+                1;
         }
     }
     if (v->samples == 0)
@@ -577,8 +579,8 @@ static void print_header(const struct cli_cluster_opts *o, const struct view *v,
     int answered = v->answered, nchild = 0;
     for (int g = 0; g < v->ngroups; g++)
         nchild += v->groups[g].child;
-    printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s", cli_tx(v->job),
-           v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
+    printf("job %s: world size %d, %d rank%s answered on %d of %d node%s, %d group%s",
+           cli_tx(v->job), v->world, answered, answered == 1 ? "" : "s", v->nodes_answered, nodes,
            nodes == 1 ? "" : "s", v->ngroups - nchild, v->ngroups - nchild == 1 ? "" : "s");
     if (nchild > 0)
         printf(" and %d of child processes", nchild);
@@ -717,12 +719,10 @@ static void print_other_children(const struct view *v)
     int n = cJSON_GetArraySize(v->other_children);
     if (n > 0)
         printf("\n%d child process%s not read:\n", n, n == 1 ? "" : "es");
-    cJSON_ArrayForEach(c, v->other_children)
-        printf("  rank %d (node %s): pid %d (parent %d): %s: %s\n",
-               (int)cli_json_num(c, "rank", -1), cli_json_text(c, "node"),
-               (int)cli_json_num(c, "pid", 0),
-               (int)cli_json_num(c, "ppid", 0), cli_json_text(c, "cmdline"),
-               cli_json_text(c, "note"));
+    cJSON_ArrayForEach(c, v->other_children) printf(
+        "  rank %d (node %s): pid %d (parent %d): %s: %s\n", (int)cli_json_num(c, "rank", -1),
+        cli_json_text(c, "node"), (int)cli_json_num(c, "pid", 0), (int)cli_json_num(c, "ppid", 0),
+        cli_json_text(c, "cmdline"), cli_json_text(c, "note"));
 }
 
 /* ---- the prefix tree ---- */
@@ -838,9 +838,9 @@ static void print_atasks(const struct view *v)
         if (a->stack >= 0)
             cJSON_ArrayForEach(f, v->stacks[a->stack]) print_frame(f, 0, 0);
     }
-    cJSON_ArrayForEach(e, v->task_errors)
-        printf("  rank %d (node %s, pid %d): tasks not read: %s\n", (int)cli_json_num(e, "rank", -1),
-               cli_json_text(e, "node"), (int)cli_json_num(e, "pid", 0), cli_json_text(e, "error"));
+    cJSON_ArrayForEach(e, v->task_errors) printf(
+        "  rank %d (node %s, pid %d): tasks not read: %s\n", (int)cli_json_num(e, "rank", -1),
+        cli_json_text(e, "node"), (int)cli_json_num(e, "pid", 0), cli_json_text(e, "error"));
 }
 
 static cJSON *atasks_json(const struct view *v)
@@ -853,8 +853,9 @@ static cJSON *atasks_json(const struct view *v)
         cJSON_AddNumberToObject(j, "count", a->n);
         cJSON_AddStringToObject(j, "state", a->state);
         cJSON_AddItemToObject(j, "names", cJSON_Duplicate(a->names, 1));
-        cJSON_AddItemToObject(j, "frames", a->stack >= 0 ? cJSON_Duplicate(v->stacks[a->stack], 1)
-                                                        : cJSON_CreateArray());
+        cJSON_AddItemToObject(j, "frames",
+                              a->stack >= 0 ? cJSON_Duplicate(v->stacks[a->stack], 1)
+                                            : cJSON_CreateArray());
         cJSON_AddItemToArray(arr, j);
     }
     return arr;
@@ -931,7 +932,8 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
     if (o->json) {
         cJSON *j = view_json(&v, o->thread == CLUSTER_THREAD_ALL);
         if (recording)
-            cJSON_AddItemToObject(j, "collectives", cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
+            cJSON_AddItemToObject(j, "collectives",
+                                  cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
         if (o->tasks) {
             cJSON_AddItemToObject(j, "tasks", atasks_json(&v));
             cJSON_AddItemToObject(j, "taskErrors", cJSON_Duplicate(v.task_errors, 1));

@@ -38,12 +38,10 @@ struct cli_ext {
      * loaded with load bias bias, from its DWARF and symbol tables or its separate debug
      * file. 0, or -1 when neither is known. */
     int (*srcline)(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
-                   char *file, size_t n, int *line, char *func, size_t fn,
-                   unsigned long long *off);
+                   char *file, size_t n, int *line, char *func, size_t fn, unsigned long long *off);
     /* 1 when pc lies in a detached part of the interpreter loop (_PyEval_EvalFrameDefault.cold:
      * pb_detached_parts) of the object at path, loaded with bias; 0 otherwise. */
-    int (*eval_part)(pid_t pid, const char *path, unsigned long long pc,
-                     unsigned long long bias);
+    int (*eval_part)(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias);
     /* lineedit.c (libedit): the repl's line editing and history file (path "" for none).
      * readline returns a malloc'd line without its newline, or NULL at end of input. */
     void (*history_load)(const char *path);

@@ -124,8 +124,7 @@ static int gzip_write(const uint8_t *buf, size_t n, FILE *f)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-        Z_OK)
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return -1;
     unsigned char out[65536];
     z.next_in = (Bytef *)buf;
@@ -246,7 +245,8 @@ int ext_pprof(const struct flame_tree *t, const struct cli_pprof_info *info, FIL
     for (size_t i = 0; i < e.strings.cap; i++)
         if (e.strings.keys[i])
             strs[e.strings.ids[i]] = e.strings.keys[i];
-    ValueType vt[2] = {PERFTOOLS__PROFILES__VALUE_TYPE__INIT, PERFTOOLS__PROFILES__VALUE_TYPE__INIT};
+    ValueType vt[2] = {PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
+                       PERFTOOLS__PROFILES__VALUE_TYPE__INIT};
     vt[0].type = s_samples;
     vt[0].unit = s_count;
     vt[1].type = s_kind;

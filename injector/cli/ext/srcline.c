@@ -89,8 +89,7 @@ static struct obj *obj_get(pid_t pid, const char *path, unsigned long long bias)
 }
 
 int ext_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned long long bias,
-                char *file, size_t n, int *line, char *func, size_t fn,
-                unsigned long long *off)
+                char *file, size_t n, int *line, char *func, size_t fn, unsigned long long *off)
 {
     struct obj *o = obj_get(pid, path, bias);
     if (!o)
@@ -102,8 +101,7 @@ int ext_srcline(pid_t pid, const char *path, unsigned long long pc, unsigned lon
      * object have their names there) */
     GElf_Off so = 0;
     GElf_Sym es;
-    const char *sym = m ? dwfl_module_addrinfo(m, (GElf_Addr)pc, &so, &es, NULL, NULL, NULL)
-                        : NULL;
+    const char *sym = m ? dwfl_module_addrinfo(m, (GElf_Addr)pc, &so, &es, NULL, NULL, NULL) : NULL;
     *off = so;
     file[0] = func[0] = '\0';
     if (sym)
@@ -217,8 +215,8 @@ int ext_eval_part(pid_t pid, const char *path, unsigned long long pc, unsigned l
                 continue;
             const unsigned char *code = module_bytes(m, a, s.st_size);
             if (code)
-                o->nparts = pb_detached_parts(code, s.st_size, a, cfi_start, sym_starts, &h,
-                                              o->parts, 8);
+                o->nparts =
+                    pb_detached_parts(code, s.st_size, a, cfi_start, sym_starts, &h, o->parts, 8);
             break;
         }
     }

@@ -70,7 +70,8 @@ static int print_top(struct dap_client *dc, const char *title, const char *sql, 
     cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(body, "rows"))
     {
         const cJSON *name = cJSON_GetArrayItem(row, 0), *n = cJSON_GetArrayItem(row, 1);
-        printf("  %5.1f%%  %s\n", total > 0 ? 100.0 * (cJSON_IsNumber(n) ? n->valuedouble : 0) / total : 0.0,
+        printf("  %5.1f%%  %s\n",
+               total > 0 ? 100.0 * (cJSON_IsNumber(n) ? n->valuedouble : 0) / total : 0.0,
                cJSON_IsString(name) ? name->valuestring : "?");
     }
     cJSON_Delete(body);
@@ -92,8 +93,8 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
     double span = (stopped > 0 ? stopped : (double)now.tv_sec + now.tv_nsec / 1e9) - started;
     const char *mode = cli_json_str(st, "mode");
     printf("perf --cc: %.0f samples of %.0f threads in %.1f s (%s mode, %.0f Hz); %.0f missed, "
-           "%.0f lost; sampler CPU %.3f s (handler %.0f us, drain %.0f us per sample)\n", samples,
-           cli_json_num(st, "threads", 0), span > 0 ? span : 0, mode ? mode : "?",
+           "%.0f lost; sampler CPU %.3f s (handler %.0f us, drain %.0f us per sample)\n",
+           samples, cli_json_num(st, "threads", 0), span > 0 ? span : 0, mode ? mode : "?",
            cli_json_num(st, "rate", 0), cli_json_num(st, "missed", 0), cli_json_num(st, "lost", 0),
            cli_json_num(st, "probeCpuSeconds", 0), per_sample(st, "handlerCpuSeconds", samples),
            per_sample(st, "drainCpuSeconds", samples));
@@ -106,18 +107,20 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
      * twice before 3.35 (once per summary: a few ms). */
     snprintf(sql, sizeof sql,
              "WITH c AS (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
-             "stack_id), f AS (SELECT c.stack_id AS sid, c.n AS n, f.depth AS d, "
-             FUNC " AS fn FROM c JOIN perf.frames f ON f.stack_id = c.stack_id AND "
+             "stack_id), f AS (SELECT c.stack_id AS sid, c.n AS n, f.depth AS d, " FUNC
+             " AS fn FROM c JOIN perf.frames f ON f.stack_id = c.stack_id AND "
              "f.collapsed = 0), leaf AS (SELECT sid, MIN(d) AS d FROM f GROUP BY sid) "
              "SELECT f.fn, SUM(f.n) AS n FROM f JOIN leaf ON leaf.sid = f.sid AND leaf.d = f.d "
-             "GROUP BY f.fn ORDER BY n DESC, f.fn LIMIT %d", TOP);
+             "GROUP BY f.fn ORDER BY n DESC, f.fn LIMIT %d",
+             TOP);
     if (print_top(dc, "top functions (self):", sql, samples, err) < 0)
         return -1;
     snprintf(sql, sizeof sql,
              "WITH c AS (SELECT stack_id, COUNT(*) AS n FROM perf.samples GROUP BY "
              "stack_id), t AS (SELECT DISTINCT c.stack_id, " FUNC " AS fn, c.n FROM c "
              "JOIN perf.frames f ON f.stack_id = c.stack_id AND f.collapsed = 0) "
-             "SELECT fn, SUM(n) AS n FROM t GROUP BY fn ORDER BY n DESC, fn LIMIT %d", TOP);
+             "SELECT fn, SUM(n) AS n FROM t GROUP BY fn ORDER BY n DESC, fn LIMIT %d",
+             TOP);
     return print_top(dc, "top functions (total):", sql, samples, err);
 }
 
@@ -218,7 +221,8 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
             long v = strtol(val, &end, 10);
             if (*end || v < 1 || v > 1000) {
                 cli_error("perf --cc: --rate '%s': expected an integer from 1 to 1000 (samples "
-                          "per second)", val);
+                          "per second)",
+                          val);
                 return CLI_USAGE;
             }
             rate = (int)v;
@@ -257,16 +261,17 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
     if (duration <= 0) {
         printf("sampling every thread at %.0f Hz (%s mode); stop with 'probing -p %d perf "
                "--stop'; see the samples with 'probing -p %d flamegraph' or the perf.* tables\n",
-               cli_json_num(st, "rate", 0), cli_json_str(st, "mode") ? cli_json_str(st, "mode") : "?",
-               (int)o->target.pid, (int)o->target.pid);
+               cli_json_num(st, "rate", 0),
+               cli_json_str(st, "mode") ? cli_json_str(st, "mode") : "?", (int)o->target.pid,
+               (int)o->target.pid);
         cJSON_Delete(st);
         cli_disconnect(&dc);
         return CLI_OK;
     }
     cJSON_Delete(st);
     st = NULL;
-    if (wait_duration(&dc, duration, &err) < 0 || !(st = cli_perf_cc_request(&dc, "status", 0, NULL, &err)) ||
-        summary(&dc, st, &err) < 0) {
+    if (wait_duration(&dc, duration, &err) < 0 ||
+        !(st = cli_perf_cc_request(&dc, "status", 0, NULL, &err)) || summary(&dc, st, &err) < 0) {
         cli_error("perf --cc: %s", err.msg);
         rc = CLI_FAIL;
     } else {

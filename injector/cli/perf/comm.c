@@ -47,12 +47,12 @@ int cli_perf_comm_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
     if (cli_json_true(body, "stopped")) {
         const cJSON *left = cJSON_GetObjectItemCaseSensitive(body, "left");
         printf("perf --comm: stopped after %.0f records; every torch.distributed function put "
-               "back", cli_json_num(body, "records", 0));
+               "back",
+               cli_json_num(body, "records", 0));
         if (cJSON_GetArraySize(left) > 0) {
             const cJSON *n;
             printf(" except those replaced since by someone else (left as they are):");
-            cJSON_ArrayForEach(n, left)
-                printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
+            cJSON_ArrayForEach(n, left) printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
         }
         printf("\n");
         *stopped = 1;
@@ -64,24 +64,22 @@ int cli_perf_comm_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
 void cli_perf_comm_print(const cJSON *b, int pid)
 {
     if (cli_json_true(b, "started"))
-        printf("perf --comm: recording torch.distributed calls in process %d (torch %s",
-               pid, cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?");
+        printf("perf --comm: recording torch.distributed calls in process %d (torch %s", pid,
+               cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?");
     else
-        printf("perf --comm: already recording in process %d (%.0f records so far; torch %s",
-               pid, cli_json_num(b, "records", 0),
+        printf("perf --comm: already recording in process %d (%.0f records so far; torch %s", pid,
+               cli_json_num(b, "records", 0),
                cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?");
     if (cli_json_num(b, "rank", -1) >= 0)
         printf(", rank %.0f", cli_json_num(b, "rank", -1));
     printf("): a ring of %.0f records (comm.max_records)\n", cli_json_num(b, "maxRecords", 0));
     const cJSON *fns = cJSON_GetObjectItemCaseSensitive(b, "functions"), *n;
     printf("  calls:");
-    cJSON_ArrayForEach(n, fns)
-        printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
+    cJSON_ArrayForEach(n, fns) printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
     printf("\n  torch's flight recorder: %s\n",
            cli_json_str(b, "flightRecorder") ? cli_json_str(b, "flightRecorder") : "?");
-    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(b, "notes"))
-        if (cJSON_IsString(n))
-            printf("  note: %s\n", n->valuestring);
+    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(b, "notes")) if (cJSON_IsString(n))
+        printf("  note: %s\n", n->valuestring);
 }
 
 int cli_perf_comm(const struct cli_opts *o, int argc, char **argv)
@@ -119,7 +117,8 @@ int cli_perf_comm(const struct cli_opts *o, int argc, char **argv)
     } else {
         cli_perf_comm_print(body, pid);
         printf("results: probing -p %d query \"SELECT seq, op, pg, sizes, state, duration_ms, "
-               "file, line FROM torch.collectives ORDER BY id DESC LIMIT 10\"\n", pid);
+               "file, line FROM torch.collectives ORDER BY id DESC LIMIT 10\"\n",
+               pid);
         printf("stop with: probing -p %d perf --stop\n", pid);
     }
     cJSON_Delete(body);

@@ -9,27 +9,28 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall]\n"
-           "       probing -p PID perf --torch [--every N] [--trace FILE] [--no-comm]\n"
-           "       probing -p PID perf --comm\n"
-           "       probing -p PID perf [--cc | --torch | --comm] --stop\n"
-           "\n"
-           "Profile a running process. Collection goes on in the target after the command\n"
-           "exits, until 'perf --stop'; results are SQL tables (probing -p PID tables perf,\n"
-           "tables python) and 'probing -p PID flamegraph'.\n"
-           "\n"
-           "  --cc                 sample every thread's native and Python stack\n"
-           "    --rate HZ          samples per second per thread (default 100)\n"
-           "    --duration S       wait S seconds, then print a summary (and keep sampling)\n"
-           "    --mode cpu|wall    CPU time of each thread (default) or wall-clock time\n"
-           "  --torch              time every torch.nn.Module call, forward and backward\n"
-           "    --every N          trace one training step in N (see 'perf --torch --help')\n"
-           "    --trace FILE       write the traced steps as Chrome trace-event JSON\n"
-           "    --no-comm          do not start the collectives recorder (--comm) with it\n"
-           "  --comm               record every torch.distributed collective and send/recv\n"
-           "  --stop               stop sampling and tracing, removing every hook\n"
-           "\n"
-           "'probing perf --cc --help', 'perf --torch --help' and 'perf --comm --help' say more.\n");
+    printf(
+        "usage: probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall]\n"
+        "       probing -p PID perf --torch [--every N] [--trace FILE] [--no-comm]\n"
+        "       probing -p PID perf --comm\n"
+        "       probing -p PID perf [--cc | --torch | --comm] --stop\n"
+        "\n"
+        "Profile a running process. Collection goes on in the target after the command\n"
+        "exits, until 'perf --stop'; results are SQL tables (probing -p PID tables perf,\n"
+        "tables python) and 'probing -p PID flamegraph'.\n"
+        "\n"
+        "  --cc                 sample every thread's native and Python stack\n"
+        "    --rate HZ          samples per second per thread (default 100)\n"
+        "    --duration S       wait S seconds, then print a summary (and keep sampling)\n"
+        "    --mode cpu|wall    CPU time of each thread (default) or wall-clock time\n"
+        "  --torch              time every torch.nn.Module call, forward and backward\n"
+        "    --every N          trace one training step in N (see 'perf --torch --help')\n"
+        "    --trace FILE       write the traced steps as Chrome trace-event JSON\n"
+        "    --no-comm          do not start the collectives recorder (--comm) with it\n"
+        "  --comm               record every torch.distributed collective and send/recv\n"
+        "  --stop               stop sampling and tracing, removing every hook\n"
+        "\n"
+        "'probing perf --cc --help', 'perf --torch --help' and 'perf --comm --help' say more.\n");
 }
 
 static int has(int argc, char **argv, const char *opt)
@@ -45,8 +46,10 @@ static int has(int argc, char **argv, const char *opt)
  * started too. */
 static int stop(const struct cli_opts *o, int cc, int torch, int comm)
 {
-    const char *what = cc && torch ? "perf --stop" : cc ? "perf --cc --stop"
-                       : torch ? "perf --torch --stop" : "perf --comm --stop";
+    const char *what = cc && torch ? "perf --stop"
+                       : cc        ? "perf --cc --stop"
+                       : torch     ? "perf --torch --stop"
+                                   : "perf --comm --stop";
     struct dap_client dc;
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
@@ -83,8 +86,9 @@ int cli_cmd_perf(const struct cli_opts *o, int argc, char **argv)
         return CLI_USAGE;
     }
     if (cc || torch || comm) {
-        int rc = cc ? cli_perf_cc(o, argc, argv) : torch ? cli_perf_torch(o, argc, argv)
-                                                       : cli_perf_comm(o, argc, argv);
+        int rc = cc      ? cli_perf_cc(o, argc, argv)
+                 : torch ? cli_perf_torch(o, argc, argv)
+                         : cli_perf_comm(o, argc, argv);
         return rc == CLI_PERF_STOP ? stop(o, cc, torch, torch || comm) : rc;
     }
     if (has(argc, argv, "-h") || has(argc, argv, "--help")) {

@@ -26,7 +26,8 @@
 #define TOP_ROWS_MAX 200
 #define TOP_THREADS_MAX 64
 /* A function: Python "func (file)" (all its lines together), native its name. */
-#define TOP_FUNC "CASE WHEN fr.kind = 'python' THEN fr.func || ' (' || fr.file || ')' ELSE fr.name END"
+#define TOP_FUNC \
+    "CASE WHEN fr.kind = 'python' THEN fr.func || ' (' || fr.file || ')' ELSE fr.name END"
 
 static void help(void)
 {
@@ -163,14 +164,16 @@ static double num(const cJSON *row, int i)
 static int thread_list(struct dap_client *dc, double t0, long long *tids, struct pb_err *err)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT DISTINCT thread_id FROM perf.samples WHERE ts >= %.6f "
-             "ORDER BY thread_id LIMIT %d", t0, TOP_THREADS_MAX);
+    snprintf(sql, sizeof sql,
+             "SELECT DISTINCT thread_id FROM perf.samples WHERE ts >= %.6f "
+             "ORDER BY thread_id LIMIT %d",
+             t0, TOP_THREADS_MAX);
     cJSON *body = cli_query(dc, sql, err), *row;
     int n = 0;
     if (!body)
         return -1;
-    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(body, "rows"))
-        tids[n++] = (long long)num(row, 0);
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(body, "rows")) tids[n++] =
+        (long long)num(row, 0);
     cJSON_Delete(body);
     return n;
 }
@@ -200,8 +203,8 @@ static int refresh(struct dap_client *dc, struct view *v, double now, struct pb_
     snprintf(sql, sizeof sql,
              "WITH c AS (SELECT stack_id, COUNT(*) AS a, SUM(ts > %.6f) AS r FROM "
              "perf.samples WHERE ts >= %.6f AND ts <= %.6f%s GROUP BY stack_id), "
-             "f AS (SELECT c.stack_id AS sid, c.a AS a, c.r AS r, fr.depth AS d, "
-             TOP_FUNC " AS fn FROM c JOIN perf.frames fr ON fr.stack_id = c.stack_id AND "
+             "f AS (SELECT c.stack_id AS sid, c.a AS a, c.r AS r, fr.depth AS d, " TOP_FUNC
+             " AS fn FROM c JOIN perf.frames fr ON fr.stack_id = c.stack_id AND "
              "fr.collapsed = 0), "
              "leaf AS (SELECT sid, MIN(d) AS d FROM f GROUP BY sid), "
              "own AS (SELECT f.fn AS fn, SUM(f.a) AS a, SUM(f.r) AS r FROM f JOIN leaf ON "
@@ -312,8 +315,8 @@ int cli_cmd_top(const struct cli_opts *co, int argc, char **argv)
         started = 1;
     }
     v.rate = cli_json_num(st, "rate", 100);
-    v.mode = cli_json_str(st, "mode") && strcmp(cli_json_str(st, "mode"), "wall") == 0 ? "wall"
-                                                                                      : "cpu";
+    v.mode =
+        cli_json_str(st, "mode") && strcmp(cli_json_str(st, "mode"), "wall") == 0 ? "wall" : "cpu";
     cJSON_Delete(st);
     v.sort = o.sort;
     v.gil = o.gil;
@@ -407,7 +410,8 @@ int cli_cmd_top(const struct cli_opts *co, int argc, char **argv)
         cJSON *b = cli_perf_cc_request(&dc, "stop", 0, NULL, &serr);
         if (!b) {
             cli_error("top: stopping the sampler it started: %s: run 'probing -p PID perf "
-                      "--stop'", serr.msg);
+                      "--stop'",
+                      serr.msg);
             rc = CLI_FAIL;
         }
         cJSON_Delete(b);

@@ -17,29 +17,30 @@
 
 static void help(void)
 {
-    printf("usage: probing -p PID perf --torch [--every N] [--trace FILE [--steps N] [--timeout S]]\n"
-           "                                [--json]\n"
-           "       probing -p PID perf --torch --stop\n"
-           "\n"
-           "Time every torch.nn.Module call of a running PyTorch job, forward and backward, with\n"
-           "its memory, through global module hooks: training and inference alike, no code\n"
-           "change. Steps end at each optimizer step (torch 2.x optimizer step hooks; torch 1.13:\n"
-           "Optimizer._optimizer_step_code), or without an optimizer at each top-level module\n"
-           "call. Tracing goes on after this command exits, until 'perf --stop'. Results:\n"
-           "  python.torch_trace   one row per module event of each traced step\n"
-           "  python.torch_steps   one row per step (duration, loss when a loss module runs)\n"
-           "e.g. probing -p PID query \"SELECT module, stage, AVG(duration) FROM python.torch_trace\n"
-           "     WHERE stage LIKE '%%_post' GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10\"\n"
-           "\n"
-           "  --every N       trace one step in N (default 10; 1 traces every step); the others\n"
-           "                  run without module hooks (optimizer jobs) or with two cheap ones\n"
-           "  --trace FILE    then wait for the next N traced steps and write them to FILE as\n"
-           "                  Chrome trace-event JSON (open it in https://ui.perfetto.dev)\n"
-           "    --steps N     how many traced steps to write (default 3)\n"
-           "    --timeout S   give up waiting after S seconds (default 60), writing what came\n"
-           "  --no-comm       do not start the collectives recorder with it ('perf --comm')\n"
-           "  --stop          remove every hook and patch, the recorder's too (the tables stay)\n"
-           "  --json          print the probing/torch answer as JSON\n");
+    printf(
+        "usage: probing -p PID perf --torch [--every N] [--trace FILE [--steps N] [--timeout S]]\n"
+        "                                [--json]\n"
+        "       probing -p PID perf --torch --stop\n"
+        "\n"
+        "Time every torch.nn.Module call of a running PyTorch job, forward and backward, with\n"
+        "its memory, through global module hooks: training and inference alike, no code\n"
+        "change. Steps end at each optimizer step (torch 2.x optimizer step hooks; torch 1.13:\n"
+        "Optimizer._optimizer_step_code), or without an optimizer at each top-level module\n"
+        "call. Tracing goes on after this command exits, until 'perf --stop'. Results:\n"
+        "  python.torch_trace   one row per module event of each traced step\n"
+        "  python.torch_steps   one row per step (duration, loss when a loss module runs)\n"
+        "e.g. probing -p PID query \"SELECT module, stage, AVG(duration) FROM python.torch_trace\n"
+        "     WHERE stage LIKE '%%_post' GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10\"\n"
+        "\n"
+        "  --every N       trace one step in N (default 10; 1 traces every step); the others\n"
+        "                  run without module hooks (optimizer jobs) or with two cheap ones\n"
+        "  --trace FILE    then wait for the next N traced steps and write them to FILE as\n"
+        "                  Chrome trace-event JSON (open it in https://ui.perfetto.dev)\n"
+        "    --steps N     how many traced steps to write (default 3)\n"
+        "    --timeout S   give up waiting after S seconds (default 60), writing what came\n"
+        "  --no-comm       do not start the collectives recorder with it ('perf --comm')\n"
+        "  --stop          remove every hook and patch, the recorder's too (the tables stay)\n"
+        "  --json          print the probing/torch answer as JSON\n");
 }
 
 static int parse_num(const char *s, long lo, long hi, long *out)
@@ -73,7 +74,8 @@ int cli_perf_torch_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
         return err->code < 0 ? err->code : PB_EUNKNOWN;
     if (cli_json_true(body, "stopped")) {
         printf("perf --torch: stopped after %.0f steps (%.0f traced); every hook and patch "
-               "removed\n", cli_json_num(body, "step", 0), cli_json_num(body, "tracedSteps", 0));
+               "removed\n",
+               cli_json_num(body, "step", 0), cli_json_num(body, "tracedSteps", 0));
         *stopped = 1;
     }
     cJSON_Delete(body);
@@ -133,14 +135,15 @@ static void add_meta(cJSON *events, int pid, double tid, const char *what, const
     cJSON_AddItemToArray(events, e);
 }
 
-#define TRACE_COLS "seq, module, module_type, stage, duration, allocated, max_allocated, " \
-                   "cached, max_cached, rss, time_offset, thread_id"
+#define TRACE_COLS                                                          \
+    "seq, module, module_type, stage, duration, allocated, max_allocated, " \
+    "cached, max_cached, rss, time_offset, thread_id"
 
 /* Append one traced step's events: its span, a complete event per module call (post rows),
  * and a memory counter per event. origin: epoch seconds of ts 0. Returns the number of module
  * events, or -1 with err. */
-static int add_step(struct dap_client *dc, cJSON *events, int pid, const cJSON *step,
-                    double origin, double *tids, int *ntids, struct pb_err *err)
+static int add_step(struct dap_client *dc, cJSON *events, int pid, const cJSON *step, double origin,
+                    double *tids, int *ntids, struct pb_err *err)
 {
     long long n = (long long)num_at(step, 0), last = 0;
     double start = num_at(step, 1), dur = num_at(step, 2);
@@ -148,13 +151,16 @@ static int add_step(struct dap_client *dc, cJSON *events, int pid, const cJSON *
     double step_tid = -1;
     for (;;) {
         char sql[512];
-        snprintf(sql, sizeof sql, "SELECT " TRACE_COLS " FROM python.torch_trace WHERE step = %lld "
-                 "AND seq > %lld ORDER BY seq LIMIT %d", n, last, PAGE_ROWS);
+        snprintf(sql, sizeof sql,
+                 "SELECT " TRACE_COLS " FROM python.torch_trace WHERE step = %lld "
+                 "AND seq > %lld ORDER BY seq LIMIT %d",
+                 n, last, PAGE_ROWS);
         cJSON *rows = query_rows(dc, sql, err), *r;
         if (!rows)
             return -1;
         int got = cJSON_GetArraySize(rows);
-        cJSON_ArrayForEach(r, rows) {
+        cJSON_ArrayForEach(r, rows)
+        {
             last = (long long)num_at(r, 0);
             double tid = num_at(r, 11), off = num_at(r, 10), d = num_at(r, 4);
             const char *stage = str_at(r, 3);
@@ -174,8 +180,8 @@ static int add_step(struct dap_client *dc, cJSON *events, int pid, const cJSON *
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "ph", "X");
                 cJSON_AddStringToObject(e, "name", str_at(r, 1));
-                cJSON_AddStringToObject(e, "cat", strncmp(stage, "forward", 7) == 0 ? "forward"
-                                                                                     : "backward");
+                cJSON_AddStringToObject(e, "cat",
+                                        strncmp(stage, "forward", 7) == 0 ? "forward" : "backward");
                 cJSON_AddNumberToObject(e, "pid", pid);
                 cJSON_AddNumberToObject(e, "tid", tid);
                 cJSON_AddNumberToObject(e, "ts", at - d * 1e6);
@@ -245,7 +251,8 @@ cJSON *cli_torch_trace(struct dap_client *dc, int pid, const cJSON *steps, int *
     int ntids = 0;
     const cJSON *st;
     *nevents = 0;
-    cJSON_ArrayForEach(st, steps) {
+    cJSON_ArrayForEach(st, steps)
+    {
         int n = add_step(dc, events, pid, st, origin, tids, &ntids, err);
         if (n < 0) {
             cJSON_Delete(root);
@@ -257,13 +264,15 @@ cJSON *cli_torch_trace(struct dap_client *dc, int pid, const cJSON *steps, int *
 }
 
 /* Wait for up to want traced steps after step `after`, then write them to path. */
-static int write_trace(struct dap_client *dc, int pid, long long after, long want,
-                       long timeout_s, const char *path)
+static int write_trace(struct dap_client *dc, int pid, long long after, long want, long timeout_s,
+                       const char *path)
 {
     struct pb_err err = {0};
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT step, start_time, duration, loss FROM python.torch_steps "
-             "WHERE traced = 1 AND step > %lld ORDER BY step LIMIT %ld", after, want);
+    snprintf(sql, sizeof sql,
+             "SELECT step, start_time, duration, loss FROM python.torch_steps "
+             "WHERE traced = 1 AND step > %lld ORDER BY step LIMIT %ld",
+             after, want);
     double deadline = now_s() + (double)timeout_s;
     cJSON *steps = NULL;
     fprintf(stderr, "perf --torch: waiting for %ld traced step%s (at most %ld s)...\n", want,
@@ -309,7 +318,8 @@ static int write_trace(struct dap_client *dc, int pid, long long after, long wan
         return CLI_FAIL;
     }
     printf("wrote %s: %d traced step%s (%lld to %lld), %d module calls; open it in "
-           "https://ui.perfetto.dev\n", path, nsteps, nsteps == 1 ? "" : "s", first, lastn, nevents);
+           "https://ui.perfetto.dev\n",
+           path, nsteps, nsteps == 1 ? "" : "s", first, lastn, nevents);
     if (nsteps < want)
         fprintf(stderr, "perf --torch: only %d of %ld traced steps ended within %ld s\n", nsteps,
                 want, timeout_s);
@@ -319,35 +329,35 @@ static int write_trace(struct dap_client *dc, int pid, long long after, long wan
 static void print_started(const cJSON *b, int pid)
 {
     if (cli_json_true(b, "started"))
-        printf("perf --torch: tracing torch.nn modules in process %d (torch %s): one step in %.0f\n",
-               pid, cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?",
-               cli_json_num(b, "every", 0));
+        printf(
+            "perf --torch: tracing torch.nn modules in process %d (torch %s): one step in %.0f\n",
+            pid, cli_json_str(b, "torch") ? cli_json_str(b, "torch") : "?",
+            cli_json_num(b, "every", 0));
     else
         printf("perf --torch: already tracing process %d (step %.0f, %.0f traced): now one step "
-               "in %.0f\n", pid, cli_json_num(b, "step", 0), cli_json_num(b, "tracedSteps", 0),
+               "in %.0f\n",
+               pid, cli_json_num(b, "step", 0), cli_json_num(b, "tracedSteps", 0),
                cli_json_num(b, "every", 0));
-    printf("  steps: %s\n", cli_json_str(b, "stepDetection") ? cli_json_str(b, "stepDetection") : "?");
+    printf("  steps: %s\n",
+           cli_json_str(b, "stepDetection") ? cli_json_str(b, "stepDetection") : "?");
     const char *mem = cli_json_str(b, "memory");
     printf("  memory: %s\n", !mem ? "?"
-           : strcmp(mem, "cuda") == 0
-               ? "CUDA (torch.cuda memory counters) and process RSS"
-               : "process RSS (CUDA columns are 0: CUDA is not in use)");
+                             : strcmp(mem, "cuda") == 0
+                                 ? "CUDA (torch.cuda memory counters) and process RSS"
+                                 : "process RSS (CUDA columns are 0: CUDA is not in use)");
     const cJSON *notes = cJSON_GetObjectItemCaseSensitive(b, "notes"), *n;
-    cJSON_ArrayForEach(n, notes)
-        if (cJSON_IsString(n))
-            printf("  note: %s\n", n->valuestring);
+    cJSON_ArrayForEach(n, notes) if (cJSON_IsString(n)) printf("  note: %s\n", n->valuestring);
 }
 
 int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
 {
     /* --torch itself is in argv (perf.c dispatched on it) */
     static const struct option longopts[] = {
-        {"torch", no_argument, 0, 'T'},
-        {"stop", no_argument, 0, 's'},       {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},       {"every", required_argument, 0, 'e'},
-        {"trace", required_argument, 0, 't'}, {"steps", required_argument, 0, 'n'},
-        {"timeout", required_argument, 0, 'w'}, {"no-comm", no_argument, 0, 'N'},
-        {0, 0, 0, 0}};
+        {"torch", no_argument, 0, 'T'},       {"stop", no_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'},        {"help", no_argument, 0, 'h'},
+        {"every", required_argument, 0, 'e'}, {"trace", required_argument, 0, 't'},
+        {"steps", required_argument, 0, 'n'}, {"timeout", required_argument, 0, 'w'},
+        {"no-comm", no_argument, 0, 'N'},     {0, 0, 0, 0}};
     long every = 0, steps = 0, timeout_s = 0;
     const char *trace = NULL;
     int stop = 0, json = 0, nocomm = 0, c;
@@ -422,7 +432,8 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
         else if (!nocomm)
             printf("perf --comm: not started: %s\n", cerr.msg);
         printf("results: probing -p %d query \"SELECT module, stage, AVG(duration) FROM "
-               "python.torch_trace GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10\"\n", pid);
+               "python.torch_trace GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10\"\n",
+               pid);
         printf("stop with: probing -p %d perf --stop\n", pid);
         cJSON_Delete(comm);
     }

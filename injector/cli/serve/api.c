@@ -34,8 +34,6 @@ struct cli_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
 char cli_serve_target_names[CLI_SERVE_MAX_TARGETS][280];
 int cli_serve_ntargets;
 
-
-
 /* The HTTP status for a failure code from the CLI's layers. */
 static int status_of(int code)
 {
@@ -84,8 +82,10 @@ static int connect_probe_within(pid_t pid, struct dap_client *dc, int timeout_ms
     if (rc < 0)
         return rc;
     if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
-        return pb_err_set(err, PB_ENOPROBE, "the probe is not loaded in process %d: attach "
-                          "first (POST /api/processes/%d/attach)", (int)pid, (int)pid);
+        return pb_err_set(err, PB_ENOPROBE,
+                          "the probe is not loaded in process %d: attach "
+                          "first (POST /api/processes/%d/attach)",
+                          (int)pid, (int)pid);
     dap_client_init(dc, timeout_ms);
     rc = cli_connect_pid(pid, 0, dc, err);
     if (rc == 0)
@@ -181,7 +181,8 @@ static cJSON *remote_process(int i)
     }
     cJSON_AddNumberToObject(p, "pid", cli_json_num(info, "pid", 0));
     cJSON_AddStringToObject(p, "command", cmd);
-    cJSON_AddStringToObject(p, "python", cli_json_str(info, "python") ? cli_json_str(info, "python") : "?");
+    cJSON_AddStringToObject(p, "python",
+                            cli_json_str(info, "python") ? cli_json_str(info, "python") : "?");
     cJSON_AddBoolToObject(p, "probe", rc == 0);
     cJSON_AddNumberToObject(p, "rss", -1);
     cJSON_AddNumberToObject(p, "threads", -1);
@@ -289,7 +290,8 @@ void cli_serve_stacks(pid_t pid, int locals, int tasks, struct cli_serve_reply *
         return;
     }
     pthread_once(&stacks_once, stacks_init);
-    struct stacks_slot *slot = &stacks_cache[((unsigned)pid * 2u + (tasks ? 1u : 0u)) % STACKS_SLOTS];
+    struct stacks_slot *slot =
+        &stacks_cache[((unsigned)pid * 2u + (tasks ? 1u : 0u)) % STACKS_SLOTS];
     pthread_mutex_lock(&slot->lock);
     if (slot->pid != pid || slot->tasks != tasks ||
         cli_now_ms() - slot->taken > STACKS_MAX_AGE_MS) {
@@ -558,7 +560,8 @@ void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply 
     if (r->body || connect_query(pid, &dc, r) < 0)
         return;
     /* The last n traced steps, oldest first. */
-    snprintf(sql, sizeof sql, "SELECT * FROM (SELECT step, start_time, duration, loss FROM "
+    snprintf(sql, sizeof sql,
+             "SELECT * FROM (SELECT step, start_time, duration, loss FROM "
              "python.torch_steps WHERE traced = 1 ORDER BY step DESC LIMIT %ld) ORDER BY step",
              n);
     cJSON *root = NULL, *body = cli_query(&dc, sql, &err);
@@ -566,8 +569,10 @@ void cli_serve_torch_trace(pid_t pid, const char *steps, struct cli_serve_reply 
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(body, "rows");
     if ((rc == 0 && cJSON_GetArraySize(rows) == 0) ||
         (rc < 0 && strstr(err.msg, "no such table: python.torch_steps")))
-        cli_serve_error(r, 404, "no traced step in process %d yet: start perf --torch (POST "
-                        "/api/processes/%d/torch) and let a step end", (int)pid, (int)pid);
+        cli_serve_error(r, 404,
+                        "no traced step in process %d yet: start perf --torch (POST "
+                        "/api/processes/%d/torch) and let a step end",
+                        (int)pid, (int)pid);
     else if (rc < 0 || !(root = cli_torch_trace(&dc, (int)pid, rows, &nevents, &err)))
         cli_serve_error(r, rc == PB_EREFUSED ? 400 : 502, "%s", err.msg);
     cli_disconnect(&dc);
@@ -598,7 +603,8 @@ void cli_serve_attach(pid_t pid, struct cli_serve_reply *r)
     char version[32] = "";
     if (pid < 0) {
         cli_serve_error(r, 400, "a remote probe (%s) is loaded already: nothing to attach",
-                        -1 - (int)pid < cli_serve_ntargets ? cli_serve_target_names[-1 - pid] : "?");
+                        -1 - (int)pid < cli_serve_ntargets ? cli_serve_target_names[-1 - pid]
+                                                           : "?");
         return;
     }
     int injected = 0, rc = allowed(pid, &err);
@@ -640,15 +646,17 @@ void cli_serve_perf(pid_t pid, const char *body, struct cli_serve_reply *r)
 void cli_serve_flamegraph(pid_t pid, const char *format, const struct cli_fg_opts *flt,
                           struct cli_serve_reply *r)
 {
-    const char *type = strcmp(format, "svg") == 0          ? "image/svg+xml"
-                       : strcmp(format, "folded") == 0       ? "text/plain; charset=utf-8"
-                       : strcmp(format, "speedscope") == 0   ? "application/json"
-                       : strcmp(format, "chrometrace") == 0  ? "application/json"
-                       : strcmp(format, "pprof") == 0        ? "application/octet-stream"
-                                                             : NULL;
+    const char *type = strcmp(format, "svg") == 0           ? "image/svg+xml"
+                       : strcmp(format, "folded") == 0      ? "text/plain; charset=utf-8"
+                       : strcmp(format, "speedscope") == 0  ? "application/json"
+                       : strcmp(format, "chrometrace") == 0 ? "application/json"
+                       : strcmp(format, "pprof") == 0       ? "application/octet-stream"
+                                                            : NULL;
     if (!type) {
-        cli_serve_error(r, 400, "format '%s': expected svg, folded, speedscope, chrometrace or "
-                        "pprof", format);
+        cli_serve_error(r, 400,
+                        "format '%s': expected svg, folded, speedscope, chrometrace or "
+                        "pprof",
+                        format);
         return;
     }
     struct pb_err err = {0};
@@ -738,13 +746,17 @@ static void torch_metrics(struct dap_client *dc, cJSON *p)
         k += (size_t)snprintf(sql + k, sizeof sql - k, ", TOTAL(duration <= %g)", step_buckets[i]);
     snprintf(sql + k, sizeof sql - k, " FROM python.torch_steps");
     if ((body = cli_query(dc, sql, &err)) != NULL)
-        cJSON_AddItemToObject(p, "torchSteps", cJSON_DetachItemFromArray(
-            cJSON_GetObjectItemCaseSensitive(body, "rows"), 0));
+        cJSON_AddItemToObject(
+            p, "torchSteps",
+            cJSON_DetachItemFromArray(cJSON_GetObjectItemCaseSensitive(body, "rows"), 0));
     cJSON_Delete(body);
-    if ((body = cli_query(dc, "SELECT module, stage, AVG(duration) FROM python.torch_trace "
+    if ((body = cli_query(dc,
+                          "SELECT module, stage, AVG(duration) FROM python.torch_trace "
                           "WHERE stage IN ('forward_post', 'backward_post') GROUP BY 1, 2 "
-                          "ORDER BY 1, 2", &err)) != NULL)
-        cJSON_AddItemToObject(p, "torchModules", cJSON_DetachItemFromObjectCaseSensitive(body, "rows"));
+                          "ORDER BY 1, 2",
+                          &err)) != NULL)
+        cJSON_AddItemToObject(p, "torchModules",
+                              cJSON_DetachItemFromObjectCaseSensitive(body, "rows"));
     cJSON_Delete(body);
 }
 
@@ -752,7 +764,8 @@ static void write_torch_metrics(FILE *f, const cJSON *procs)
 {
     const cJSON *p;
     fputs("# HELP probing_torch_step_seconds Step times perf --torch saw (python.torch_steps).\n"
-          "# TYPE probing_torch_step_seconds histogram\n", f);
+          "# TYPE probing_torch_step_seconds histogram\n",
+          f);
     cJSON_ArrayForEach(p, procs)
     {
         const cJSON *row = cJSON_GetObjectItemCaseSensitive(p, "torchSteps");
@@ -777,7 +790,8 @@ static void write_torch_metrics(FILE *f, const cJSON *procs)
     }
     fputs("# HELP probing_torch_module_seconds Mean time of a module's forward or backward call "
           "(perf --torch, python.torch_trace).\n"
-          "# TYPE probing_torch_module_seconds gauge\n", f);
+          "# TYPE probing_torch_module_seconds gauge\n",
+          f);
     cJSON_ArrayForEach(p, procs)
     {
         const cJSON *row;
@@ -820,13 +834,19 @@ void cli_serve_gpus(struct cli_serve_reply *r)
         const struct {
             const char *k;
             double v;
-        } f[] = {{"utilGpu", g[i].util_gpu},           {"utilMem", g[i].util_mem},
-                 {"memUsed", (double)g[i].mem_used},   {"memTotal", (double)g[i].mem_total},
-                 {"temperatureC", g[i].temp_c},        {"powerW", g[i].power_w},
-                 {"powerLimitW", g[i].power_limit_w},  {"clockSmMhz", g[i].clock_sm_mhz},
-                 {"clockMemMhz", g[i].clock_mem_mhz},  {"eccCorrected", (double)g[i].ecc_corrected},
+        } f[] = {{"utilGpu", g[i].util_gpu},
+                 {"utilMem", g[i].util_mem},
+                 {"memUsed", (double)g[i].mem_used},
+                 {"memTotal", (double)g[i].mem_total},
+                 {"temperatureC", g[i].temp_c},
+                 {"powerW", g[i].power_w},
+                 {"powerLimitW", g[i].power_limit_w},
+                 {"clockSmMhz", g[i].clock_sm_mhz},
+                 {"clockMemMhz", g[i].clock_mem_mhz},
+                 {"eccCorrected", (double)g[i].ecc_corrected},
                  {"eccUncorrected", (double)g[i].ecc_uncorrected},
-                 {"xidCount", (double)g[i].xid_count}, {"lastXid", (double)g[i].last_xid}};
+                 {"xidCount", (double)g[i].xid_count},
+                 {"lastXid", (double)g[i].last_xid}};
         for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
             if (f[k].v < 0)
                 cJSON_AddNullToObject(d, f[k].k);
@@ -874,8 +894,10 @@ static void write_gpu_metrics(FILE *f, const cJSON *procs)
         const char *name, *type, *help;
         int field;
     } m[] = {
-        {"probing_gpu_utilization_percent", "gauge", "Percent of the last sample period a kernel ran on the GPU (NVML)", 0},
-        {"probing_gpu_memory_utilization_percent", "gauge", "Percent of the last sample period device memory was read or written", 1},
+        {"probing_gpu_utilization_percent", "gauge",
+         "Percent of the last sample period a kernel ran on the GPU (NVML)", 0},
+        {"probing_gpu_memory_utilization_percent", "gauge",
+         "Percent of the last sample period device memory was read or written", 1},
         {"probing_gpu_memory_used_bytes", "gauge", "Device memory used (every process)", 2},
         {"probing_gpu_memory_total_bytes", "gauge", "Device memory", 3},
         {"probing_gpu_temperature_celsius", "gauge", "GPU temperature", 4},
@@ -883,20 +905,31 @@ static void write_gpu_metrics(FILE *f, const cJSON *procs)
         {"probing_gpu_power_limit_watts", "gauge", "Enforced power limit", 6},
         {"probing_gpu_sm_clock_hertz", "gauge", "SM clock", 7},
         {"probing_gpu_memory_clock_hertz", "gauge", "Memory clock", 8},
-        {"probing_gpu_throttle_reasons", "gauge", "Clock throttle reasons, NVML's bit mask (0 none, 1 idle)", 9},
-        {"probing_gpu_ecc_corrected_errors_total", "counter", "Corrected ECC errors since the driver loaded", 10},
-        {"probing_gpu_ecc_uncorrected_errors_total", "counter", "Uncorrected ECC errors since the driver loaded", 11},
-        {"probing_gpu_xid_errors_total", "counter", "Critical XID events NVML reported since probing serve began to read GPUs", 12},
+        {"probing_gpu_throttle_reasons", "gauge",
+         "Clock throttle reasons, NVML's bit mask (0 none, 1 idle)", 9},
+        {"probing_gpu_ecc_corrected_errors_total", "counter",
+         "Corrected ECC errors since the driver loaded", 10},
+        {"probing_gpu_ecc_uncorrected_errors_total", "counter",
+         "Uncorrected ECC errors since the driver loaded", 11},
+        {"probing_gpu_xid_errors_total", "counter",
+         "Critical XID events NVML reported since probing serve began to read GPUs", 12},
     };
     for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
         fprintf(f, "# HELP %s %s.\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
         for (int i = 0; i < n; i++) {
-            const double v[] = {g[i].util_gpu, g[i].util_mem, (double)g[i].mem_used,
-                                (double)g[i].mem_total, g[i].temp_c, g[i].power_w,
-                                g[i].power_limit_w, g[i].clock_sm_mhz < 0 ? -1 : g[i].clock_sm_mhz * 1e6,
+            const double v[] = {g[i].util_gpu,
+                                g[i].util_mem,
+                                (double)g[i].mem_used,
+                                (double)g[i].mem_total,
+                                g[i].temp_c,
+                                g[i].power_w,
+                                g[i].power_limit_w,
+                                g[i].clock_sm_mhz < 0 ? -1 : g[i].clock_sm_mhz * 1e6,
                                 g[i].clock_mem_mhz < 0 ? -1 : g[i].clock_mem_mhz * 1e6,
-                                (double)g[i].throttle, (double)g[i].ecc_corrected,
-                                (double)g[i].ecc_uncorrected, (double)g[i].xid_count};
+                                (double)g[i].throttle,
+                                (double)g[i].ecc_corrected,
+                                (double)g[i].ecc_uncorrected,
+                                (double)g[i].xid_count};
             if (v[m[k].field] < 0)
                 continue;
             char idx[16];
@@ -909,7 +942,8 @@ static void write_gpu_metrics(FILE *f, const cJSON *procs)
         }
     }
     fputs("# HELP probing_gpu_process_memory_bytes Device memory a process holds on a GPU (NVML).\n"
-          "# TYPE probing_gpu_process_memory_bytes gauge\n", f);
+          "# TYPE probing_gpu_process_memory_bytes gauge\n",
+          f);
     for (int i = 0; i < np; i++) {
         if (gp[i].used < 0)
             continue;
@@ -999,7 +1033,8 @@ static void *metrics_ask(void *arg)
         if (dap_client_request(&dc, "probing/dump", args, &body, &err) == 0) {
             const cJSON *gil = cJSON_GetObjectItemCaseSensitive(body, "gil");
             cJSON_AddNumberToObject(
-                p, "pythreads", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "threads")));
+                p, "pythreads",
+                cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "threads")));
             cJSON_AddNumberToObject(
                 p, "gil", cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(gil, "holder")));
         }

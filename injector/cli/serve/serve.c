@@ -30,8 +30,8 @@
 #define SERVE_IDLE_TIMEOUT_S 10
 
 static struct {
-    char token[80];   /* empty: no token (loopback only) */
-    int loopback;     /* listening on a loopback address */
+    char token[80]; /* empty: no token (loopback only) */
+    int loopback;   /* listening on a loopback address */
     int port;
     atomic_int login_used; /* the one-time login URL was used */
 } srv;
@@ -102,27 +102,32 @@ static int check_access(struct MHD_Connection *conn, const char *method, const c
         int ok = (auth && strncmp(auth, "Bearer ", 7) == 0 && token_equal(auth + 7, srv.token)) ||
                  (cookie && token_equal(cookie, srv.token));
         if (!ok && strcmp(url, "/login") != 0) {
-            cli_serve_error(r, 401, "a token is needed: send 'Authorization: Bearer TOKEN' or "
+            cli_serve_error(r, 401,
+                            "a token is needed: send 'Authorization: Bearer TOKEN' or "
                             "open the login URL 'probing serve' printed");
             return 401;
         }
     } else {
         if (!host_is_loopback(host)) {
-            cli_serve_error(r, 403, "Host '%s' is not a loopback address: use "
-                            "http://127.0.0.1:%d/", host ? host : "", srv.port);
+            cli_serve_error(r, 403,
+                            "Host '%s' is not a loopback address: use "
+                            "http://127.0.0.1:%d/",
+                            host ? host : "", srv.port);
             return 403;
         }
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         long uid = ci ? cli_serve_peer_uid(ci->connect_fd) : -1;
         if (uid < 0) {
-            cli_serve_error(r, 403, "this server answers only its own user's connections and "
+            cli_serve_error(r, 403,
+                            "this server answers only its own user's connections and "
                             "could not tell this one's user (no single established socket "
                             "matches it): start it with --token auto to share it");
             return 403;
         }
         if (uid != (long)geteuid()) {
-            cli_serve_error(r, 403, "this server answers only its own user's connections "
+            cli_serve_error(r, 403,
+                            "this server answers only its own user's connections "
                             "(the peer's uid is %ld): start it with --token auto to share it",
                             uid);
             return 403;
@@ -134,8 +139,10 @@ static int check_access(struct MHD_Connection *conn, const char *method, const c
         char mine[300];
         snprintf(mine, sizeof mine, "http://%s", host ? host : "");
         if (!origin || !host || strcmp(origin, mine) != 0) {
-            cli_serve_error(r, 403, "POST needs an Origin header naming this server (%s), "
-                            "got '%s'", mine, origin ? origin : "");
+            cli_serve_error(r, 403,
+                            "POST needs an Origin header naming this server (%s), "
+                            "got '%s'",
+                            mine, origin ? origin : "");
             return 403;
         }
     }
@@ -209,7 +216,7 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
     int post = strcmp(method, "POST") == 0;
     const char *what = "";
     pid_t pid = path_pid(url, &what); /* 0: none; < 0: a remote probe */
-    int want_post = -1; /* the route's method once known: 0 GET, 1 POST */
+    int want_post = -1;               /* the route's method once known: 0 GET, 1 POST */
     if (strcmp(url, "/login") == 0) {
         want_post = 0;
         if (get) {
@@ -217,7 +224,8 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
             int first = srv.token[0] && t && token_equal(t, srv.token) &&
                         atomic_exchange(&srv.login_used, 1) == 0;
             if (!first) {
-                cli_serve_error(r, 401, "this login URL is not valid (it works once): send "
+                cli_serve_error(r, 401,
+                                "this login URL is not valid (it works once): send "
                                 "the token as 'Authorization: Bearer TOKEN'");
                 return;
             }
@@ -451,18 +459,13 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, char *host, 
 
 int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
-                                             {"token", required_argument, 0, 't'},
-                                             {"target", required_argument, 0, 'T'},
-                                             {"hosts", required_argument, 0, 'C'},
-                                             {"hostfile", required_argument, 0, 'C'},
-                                             {"nodelist", required_argument, 0, 'C'},
-                                             {"slurm", no_argument, 0, 'C'},
-                                             {"exec", required_argument, 0, 'C'},
-                                             {"probing", required_argument, 0, 'C'},
-                                             {"node-timeout", required_argument, 0, 'C'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"listen", required_argument, 0, 'l'},   {"token", required_argument, 0, 't'},
+        {"target", required_argument, 0, 'T'},   {"hosts", required_argument, 0, 'C'},
+        {"hostfile", required_argument, 0, 'C'}, {"nodelist", required_argument, 0, 'C'},
+        {"slurm", no_argument, 0, 'C'},          {"exec", required_argument, 0, 'C'},
+        {"probing", required_argument, 0, 'C'},  {"node-timeout", required_argument, 0, 'C'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     const char *listen = "127.0.0.1:8080", *token = NULL;
     int c, li = 0;
     (void)o;
@@ -522,7 +525,8 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     char host[256];
     if (parse_listen(listen, &ss, host, sizeof host) < 0) {
         cli_error("serve: --listen '%s': expected IP:PORT (127.0.0.1:8080, [::1]:8080, "
-                  "0.0.0.0:8080)", listen);
+                  "0.0.0.0:8080)",
+                  listen);
         return CLI_USAGE;
     }
     const char *env = getenv("PROBING_SERVE_TOKEN");
@@ -562,7 +566,8 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     }
     if (!srv.loopback && !srv.token[0]) {
         cli_error("serve: %s is not a loopback address: anyone who reaches it could read your "
-                  "processes: add --token auto (or set $PROBING_SERVE_TOKEN)", host);
+                  "processes: add --token auto (or set $PROBING_SERVE_TOKEN)",
+                  host);
         return CLI_USAGE;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -580,8 +585,9 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)SERVE_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_END);
+        (unsigned)SERVE_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)SERVE_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_END);
     if (!d) {
         cli_error("serve: cannot listen on %s: %s (is the port in use?)", listen,
                   strerror(errno ? errno : EADDRINUSE));
@@ -591,8 +597,8 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     if (di)
         srv.port = di->port;
     char url[320];
-    snprintf(url, sizeof url, ss.ss_family == AF_INET6 ? "http://[%s]:%d/" : "http://%s:%d/",
-             host, srv.port);
+    snprintf(url, sizeof url, ss.ss_family == AF_INET6 ? "http://[%s]:%d/" : "http://%s:%d/", host,
+             srv.port);
     struct passwd *pw = getpwuid(geteuid());
     printf("probing serve: %s\n", url);
     if (geteuid() == 0)

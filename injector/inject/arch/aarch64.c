@@ -122,8 +122,7 @@ size_t inj_tramp_frame_size(void)
     return 0;
 }
 
-size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap,
-                         int *xstate)
+size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap, int *xstate)
 {
     (void)f, (void)out, (void)cap;
     *xstate = 0;

@@ -94,8 +94,7 @@ int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *
 {
     if (nargs < 0 || nargs > 6)
         return -EINVAL;
-    unsigned long long *slot[6] = {&r->r.rdi, &r->r.rsi, &r->r.rdx,
-                                   &r->r.rcx, &r->r.r8,  &r->r.r9};
+    unsigned long long *slot[6] = {&r->r.rdi, &r->r.rsi, &r->r.rdx, &r->r.rcx, &r->r.r8, &r->r.r9};
     for (int i = 0; i < nargs; i++)
         *slot[i] = args[i];
     /* At the first instruction of the callee, (rsp + 8) is 16-byte aligned: the return address
@@ -104,9 +103,9 @@ int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *
     r->r.rsp = top - 8;
     *ret_slot = top - 8;
     r->r.rip = fn;
-    r->r.rax = 0;             /* no vector registers used by a variadic callee */
+    r->r.rax = 0;                           /* no vector registers used by a variadic callee */
     r->r.orig_rax = (unsigned long long)-1; /* not in a syscall: no restart into our call */
-    r->r.eflags &= ~(1ULL << 10); /* DF clear, as the ABI requires at a call */
+    r->r.eflags &= ~(1ULL << 10);           /* DF clear, as the ABI requires at a call */
     return 0;
 }
 
@@ -203,8 +202,7 @@ size_t inj_tramp_frame_size(void)
     return sizeof(struct k_ucontext) + 128 + 8; /* the ucontext, siginfo room, the pretcode slot */
 }
 
-size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap,
-                         int *xstate)
+size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap, int *xstate)
 {
     *xstate = 0;
     if (f->len < FXSAVE_SIZE || f->len + 4 > cap)
@@ -262,8 +260,7 @@ int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long 
 {
     if (nargs < 0 || nargs > 6 || (top & 15))
         return -EINVAL;
-    unsigned long long *slot[6] = {&r->r.rdi, &r->r.rsi, &r->r.rdx,
-                                   &r->r.rcx, &r->r.r8,  &r->r.r9};
+    unsigned long long *slot[6] = {&r->r.rdi, &r->r.rsi, &r->r.rdx, &r->r.rcx, &r->r.r8, &r->r.r9};
     for (int i = 0; i < nargs; i++)
         *slot[i] = args[i];
     r->r.rsp = top; /* the stub's call pushes the return address: aligned at the callee */

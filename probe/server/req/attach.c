@@ -38,7 +38,8 @@ int dap_req_attach(struct dap_ctx *c, const cJSON *args, cJSON *body)
     else if (native && strcmp(native, "off") != 0)
         return pb_err_set(&c->err, PB_EBADARG,
                           "arguments.nativeFrames: '%.64s' is not one of \"off\", \"merged\", "
-                          "\"all\" (native frames in the call stack)", native);
+                          "\"all\" (native frames in the call stack)",
+                          native);
     int debugger = !(client && strcmp(client, "cli") == 0);
     if (debugger && dap_debugger_claim(c->s, &c->err) < 0)
         return c->err.code;

@@ -32,8 +32,8 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
         return *long_msg ? PB_EUNKNOWN : pb_err_set(err, PB_EUNKNOWN, "%s", r->exc_type);
     }
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(args, "context");
-    int expr = cJSON_IsString(ctx) && (strcmp(ctx->valuestring, "watch") == 0 ||
-                                       strcmp(ctx->valuestring, "hover") == 0);
+    int expr = cJSON_IsString(ctx) &&
+               (strcmp(ctx->valuestring, "watch") == 0 || strcmp(ctx->valuestring, "hover") == 0);
     cJSON_AddStringToObject(body, "result", r->value ? r->value : expr ? "None" : "");
     if (r->type || expr)
         cJSON_AddStringToObject(body, "type", r->type ? r->type : "NoneType");
@@ -56,8 +56,10 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
     if (rc == 0 && frame_id < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: no frame %lld", frame_id);
     if (rc == 0 && dap_native_frame_id(frame_id))
-        return pb_err_set(&c->err, PB_EBADARG, "frame %lld is a native frame: evaluate in a "
-                          "Python frame of the call stack", frame_id);
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "frame %lld is a native frame: evaluate in a "
+                          "Python frame of the call stack",
+                          frame_id);
     int mode;
     if (strcmp(context, "watch") == 0 || strcmp(context, "hover") == 0)
         mode = PROBE_EVAL_EXPRESSION;
@@ -65,13 +67,14 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
              strcmp(context, "variables") == 0)
         mode = PROBE_EVAL_STATEMENTS;
     else
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.context: unknown context '%s' "
-                          "(expected repl, watch, hover, clipboard or variables)", context);
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.context: unknown context '%s' "
+                          "(expected repl, watch, hover, clipboard or variables)",
+                          context);
     const char *p = expr + strspn(expr, " \t");
     if (strcmp(context, "repl") == 0 && *p == '%')
         return dap_console_command(c, p, body);
     /* References hold objects until the debugging client resumes or leaves: only it gets
      * them (another client's results would be held with nobody to release them). */
-    return dap_eval_request(c, expr, mode, frame_id, dap_session_is_debugger(c->s), args,
-                            render);
+    return dap_eval_request(c, expr, mode, frame_id, dap_session_is_debugger(c->s), args, render);
 }

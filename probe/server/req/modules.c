@@ -38,7 +38,8 @@ int dap_req_modules(struct dap_ctx *c, const cJSON *args, cJSON *body)
         if (m->path[0] == '/')
             cJSON_AddStringToObject(o, "path", m->path);
         cJSON_AddStringToObject(o, "addressRange", range);
-        cJSON_AddStringToObject(o, "symbolStatus", m->symbols > 0 ? "Symbols loaded" : "No symbols");
+        cJSON_AddStringToObject(o, "symbolStatus",
+                                m->symbols > 0 ? "Symbols loaded" : "No symbols");
         cJSON_AddItemToArray(arr, o);
     }
     cJSON_AddNumberToObject(body, "totalModules", n);

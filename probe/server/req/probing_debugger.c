@@ -38,5 +38,4 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct dap_job dap_job_probing_debugger = {sizeof(struct censusjob), NULL, run,
-                                                 reply, NULL};
+const struct dap_job dap_job_probing_debugger = {sizeof(struct censusjob), NULL, run, reply, NULL};

@@ -28,8 +28,7 @@
 #define TASKS_NOTE "asyncio tasks are read with the GIL: not read"
 
 /* Why the GIL was not had (gil_rc), then what it means (note). */
-static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *h,
-                    const char *note)
+static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *h, const char *note)
 {
     char busy[256];
     if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
@@ -41,8 +40,10 @@ static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *
         snprintf(msg, n, "the GIL could not be had within %d ms: %s",
                  probe_setting_gil_timeout_ms(), note);
     else
-        snprintf(msg, n, "the interpreter is not running Python code now (starting or "
-                         "finalising): %s", note);
+        snprintf(msg, n,
+                 "the interpreter is not running Python code now (starting or "
+                 "finalising): %s",
+                 note);
 }
 
 static const struct probe_thread *holder(const struct probe_snapshot *s)
@@ -93,7 +94,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     const char *native = NULL;
     struct prof_nstack *ns = NULL;
     long *tids = NULL;
-    char (*names)[PROF_COMM] = NULL;
+    char(*names)[PROF_COMM] = NULL;
     int nothers = 0, more = 0, nt = s->nthreads;
     dap_arg_str(args, "native", &native, err);
     if (native) {
@@ -118,8 +119,8 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         /* then the threads that run no Python, asked after the Python ones (prof/native.c) */
         for (int i = 0; i < nt; i++)
             tids[nt + i] = s->threads[i].native_id; /* scratch: the ids to leave out */
-        int rc = prof_native_others(tids + nt, nt, tids + nt + nt, names, PROF_OTHERS_MAX,
-                                    &more, err);
+        int rc =
+            prof_native_others(tids + nt, nt, tids + nt + nt, names, PROF_OTHERS_MAX, &more, err);
         if (rc >= 0) {
             nothers = rc;
             memmove(tids + nt, tids + nt + nt, (size_t)nothers * sizeof *tids);
@@ -182,8 +183,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     int tasks = 0;
     if ((rc = dap_arg_bool(args, "tasks", &tasks, &c->err)) < 0)
         return rc;
-    int flags = PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) |
-                (tasks ? PROBE_SNAP_TASKS : 0);
+    int flags =
+        PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) | (tasks ? PROBE_SNAP_TASKS : 0);
     return dap_snap_init(c, job, args, flags, (int)max_frames, render);
 }
 

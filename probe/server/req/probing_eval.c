@@ -59,8 +59,9 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     else if (strcmp(mode, "complete") == 0)
         m = PROBE_EVAL_CHECK;
     else
-        return pb_err_set(&c->err, PB_EBADARG,
-                          "arguments.mode: expected \"statements\", \"expression\" or \"complete\"");
+        return pb_err_set(
+            &c->err, PB_EBADARG,
+            "arguments.mode: expected \"statements\", \"expression\" or \"complete\"");
     return dap_eval_init(c, job, code, m, PROBE_EVAL_MAIN, 0, args, render);
 }
 

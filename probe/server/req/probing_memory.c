@@ -34,8 +34,10 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         (rc = dap_arg_str(args, "snapshot", &snapshot, &c->err)) < 0)
         return rc;
     if (snapshot && (snapshot[0] != '/' || strlen(snapshot) >= sizeof j->snapshot))
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.snapshot: expected an absolute path "
-                          "shorter than %zu bytes", sizeof j->snapshot);
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.snapshot: expected an absolute path "
+                          "shorter than %zu bytes",
+                          sizeof j->snapshot);
     if (top < 1 || top > 1000)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.top: expected 1 to 1000");
     if (trace && strcmp(trace, "start") != 0 && strcmp(trace, "stop") != 0)

@@ -40,33 +40,40 @@ int dap_req_probing_perf(struct dap_ctx *c, const cJSON *args, cJSON *body)
         (rc = dap_arg_int(args, "rate", &rate, &c->err)) < 0)
         return rc;
     if (!action)
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.action: expected \"start\", \"stop\" "
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.action: expected \"start\", \"stop\" "
                           "or \"status\"");
     if (strcmp(action, "start") == 0) {
         struct prof_opts o = {PROF_RATE_DEFAULT, PROF_CPU};
         if (rate < PROF_RATE_MIN || rate > PROF_RATE_MAX)
-            return pb_err_set(&c->err, PB_EBADARG, "arguments.rate: %lld is out of range (%d "
-                              "to %d samples per second)", rate, PROF_RATE_MIN, PROF_RATE_MAX);
+            return pb_err_set(&c->err, PB_EBADARG,
+                              "arguments.rate: %lld is out of range (%d "
+                              "to %d samples per second)",
+                              rate, PROF_RATE_MIN, PROF_RATE_MAX);
         o.rate = (int)rate;
         if (mode && strcmp(mode, "wall") == 0)
             o.mode = PROF_WALL;
         else if (mode && strcmp(mode, "cpu") != 0)
-            return pb_err_set(&c->err, PB_EBADARG, "arguments.mode: expected \"cpu\" or "
+            return pb_err_set(&c->err, PB_EBADARG,
+                              "arguments.mode: expected \"cpu\" or "
                               "\"wall\"");
         if ((rc = prof_start(&o, &c->err)) < 0)
             return rc;
         prof_status_get(&st);
     } else if (strcmp(action, "stop") == 0 || strcmp(action, "status") == 0) {
         if (mode || (args && cJSON_GetObjectItemCaseSensitive(args, "rate")))
-            return pb_err_set(&c->err, PB_EBADARG, "arguments.rate/mode: only with action "
+            return pb_err_set(&c->err, PB_EBADARG,
+                              "arguments.rate/mode: only with action "
                               "\"start\"");
         if (action[1] == 't' && action[2] == 'o') /* stop */
             cJSON_AddBoolToObject(body, "wasRunning", prof_stop(&st));
         else
             prof_status_get(&st);
     } else {
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.action: '%.40s' is not one of "
-                          "\"start\", \"stop\", \"status\"", action);
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.action: '%.40s' is not one of "
+                          "\"start\", \"stop\", \"status\"",
+                          action);
     }
     status_json(body, &st);
     return 0;

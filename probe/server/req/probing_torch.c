@@ -41,8 +41,10 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     else if (j->comm && strcmp(action, "sequence") == 0)
         j->action = PROBE_COMM_SEQUENCE;
     else
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.action: expected \"start\", \"stop\"%s "
-                          "or \"status\"", j->comm ? ", \"flight_recorder\", \"sequence\"" : "");
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.action: expected \"start\", \"stop\"%s "
+                          "or \"status\"",
+                          j->comm ? ", \"flight_recorder\", \"sequence\"" : "");
     if (every == -1)
         every = 0; /* the tracer's default (TORCH_EVERY_DEFAULT), or unchanged when running */
     else if (every < 1 || every > 1000000)
@@ -84,11 +86,11 @@ const struct dap_job dap_job_probing_torch = {sizeof(struct torchjob), parse, ru
 static int parse_comm(struct dap_ctx *c, const cJSON *args, void *job)
 {
     if (cJSON_GetObjectItemCaseSensitive(args, "every"))
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.every: probing/comm records every "
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.every: probing/comm records every "
                           "call (its bound is the setting comm.max_records)");
     ((struct torchjob *)job)->comm = 1;
     return parse(c, args, job);
 }
 
-const struct dap_job dap_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply,
-                                             drop};
+const struct dap_job dap_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply, drop};

@@ -15,7 +15,6 @@ struct scopesjob {
     struct probe_dbg_scope scopes[2];
 };
 
-
 /* Worker thread, GIL held. */
 static void run(void *job)
 {

@@ -85,9 +85,10 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     const cJSON *source = cJSON_GetObjectItemCaseSensitive(args, "source");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(args, "breakpoints");
     if (!cJSON_IsObject(source) || !str_field(source, "path"))
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.source.path: expected a file path "
-                                               "(breakpoints in code without a file are not "
-                                               "supported)");
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.source.path: expected a file path "
+                          "(breakpoints in code without a file are not "
+                          "supported)");
     if (list && !cJSON_IsArray(list))
         return pb_err_set(&c->err, PB_EBADARG, "arguments.breakpoints: expected array");
     j->line_breakpoints = 1;

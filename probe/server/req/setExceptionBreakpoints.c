@@ -28,8 +28,9 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         else if (strcmp(f->valuestring, "uncaught") == 0)
             j->uncaught = 1;
         else
-            return pb_err_set(&c->err, PB_EBADARG, "arguments.filters: unknown filter '%s' "
-                                                   "(expected raised or uncaught)",
+            return pb_err_set(&c->err, PB_EBADARG,
+                              "arguments.filters: unknown filter '%s' "
+                              "(expected raised or uncaught)",
                               f->valuestring);
     }
     return 0;

@@ -23,8 +23,9 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     const char *name = NULL, *value = NULL;
     int rc;
     if ((rc = dap_arg_int(args, "variablesReference", &j->ref, &c->err)) != 0)
-        return rc < 0 ? rc : pb_err_set(&c->err, PB_EBADARG,
-                                        "arguments.variablesReference: expected integer");
+        return rc < 0 ? rc
+                      : pb_err_set(&c->err, PB_EBADARG,
+                                   "arguments.variablesReference: expected integer");
     if ((rc = dap_arg_str(args, "name", &name, &c->err)) < 0 ||
         (rc = dap_arg_str(args, "value", &value, &c->err)) < 0)
         return rc;
@@ -40,8 +41,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct setjob *j = job;
-    j->rc.rc = probe_dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err,
-                                      &j->rc.long_msg);
+    j->rc.rc =
+        probe_dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
 }
 
 static int reply(struct dap_reply *r, void *job, cJSON *body)

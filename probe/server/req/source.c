@@ -33,8 +33,9 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
             path = p->valuestring;
     }
     if (j->sref <= 0 && !path)
-        return pb_err_set(&c->err, PB_EBADARG, "arguments.sourceReference: expected a "
-                                               "reference > 0 (or source.path)");
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.sourceReference: expected a "
+                          "reference > 0 (or source.path)");
     if (path && !(j->path = strdup(path)))
         return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;

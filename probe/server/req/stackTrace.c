@@ -19,8 +19,8 @@ static void add_frames(cJSON *body, const struct probe_frame *frames, int n, lon
 {
     cJSON *arr = cJSON_AddArrayToObject(body, "stackFrames");
     for (int i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, dap_json_stack_frame(&frames[i], tid, (int)(start + i),
-                                                       inspectable));
+        cJSON_AddItemToArray(arr,
+                             dap_json_stack_frame(&frames[i], tid, (int)(start + i), inspectable));
     cJSON_AddNumberToObject(body, "totalFrames", total);
 }
 
@@ -44,9 +44,9 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
     int n, total = native ? probe_dbg_stack((long)tid, 0, 0, &frames, &n)
                           : probe_dbg_stack((long)tid, start, levels, &frames, &n);
     if (total >= 0) {
-        rc = native ? dap_native_stack((long)tid, native, frames, n, 1, start, levels, body,
-                                       &c->err)
-                    : (add_frames(body, frames, n, (long)tid, start, total, 1), 0);
+        rc = native
+                 ? dap_native_stack((long)tid, native, frames, n, 1, start, levels, body, &c->err)
+                 : (add_frames(body, frames, n, (long)tid, start, total, 1), 0);
         probe_dbg_frames_free(frames, n);
         return rc;
     }

@@ -56,15 +56,15 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     /* Stopped (the debugger paused the target): with the asyncio tasks, under the GIL, which
      * the parked threads leave free. */
     int stopped = probe_dbg_stopped();
-    int rc = dap_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1,
-                           render);
+    int rc =
+        dap_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1, render);
     if (rc < 0 || stopped || !probe_pyrt_names_fresh(NAMES_FRESH_MS))
         return rc;
     if (probe_pyrt_snapshot(&j->snap, 0, 1, &j->err) < 0) {
         pb_err_clear(&j->err);
         return 0;
     }
-    dap_snapshot_drop_worker(&j->snap); /* ours, left out of the answer anyway */
+    dap_snapshot_drop_worker(&j->snap);      /* ours, left out of the answer anyway */
     if (!probe_pyrt_names_known(&j->snap)) { /* a thread started since: ask threading */
         probe_snapshot_free(&j->snap);
         return 0;

@@ -19,8 +19,9 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     struct varsjob *j = job;
     int rc;
     if ((rc = dap_arg_int(args, "variablesReference", &j->ref, &c->err)) != 0)
-        return rc < 0 ? rc : pb_err_set(&c->err, PB_EBADARG,
-                                        "arguments.variablesReference: expected integer");
+        return rc < 0 ? rc
+                      : pb_err_set(&c->err, PB_EBADARG,
+                                   "arguments.variablesReference: expected integer");
     if ((rc = dap_arg_int(args, "start", &j->start, &c->err)) < 0 ||
         (rc = dap_arg_int(args, "count", &j->count, &c->err)) < 0)
         return rc;
@@ -31,8 +32,9 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         else if (cJSON_IsString(filter) && strcmp(filter->valuestring, "named") == 0)
             j->filter = PROBE_DBG_VARS_NAMED;
         else
-            return pb_err_set(&c->err, PB_EBADARG, "arguments.filter: expected \"indexed\" or "
-                                                   "\"named\"");
+            return pb_err_set(&c->err, PB_EBADARG,
+                              "arguments.filter: expected \"indexed\" or "
+                              "\"named\"");
     }
     if (j->start < 0 || j->count < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.%s: expected a number >= 0",
@@ -58,8 +60,9 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
         /* More than one answer holds: say so where the user looks. */
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", "...");
-        cJSON_AddStringToObject(o, "value", "more children not shown (the first "
-                                            "1000 are; ask with start and count)");
+        cJSON_AddStringToObject(o, "value",
+                                "more children not shown (the first "
+                                "1000 are; ask with start and count)");
         cJSON_AddNumberToObject(o, "variablesReference", 0);
         cJSON_AddItemToArray(arr, o);
     }
