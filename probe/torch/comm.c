@@ -84,9 +84,41 @@ static PyMethodDef end_def = {"end", (PyCFunction)(void (*)(void))end, METH_FAST
 static struct probe_torch_ns recorder = {
     probe_comm_src, "<probing-comm>", "probing._comm", {&begin_def, &end_def}, NULL, {NULL, NULL}};
 
+/* Each process group's sequence number (comm_py.c sequence()), whether the recorder ever ran or
+ * not: what a job that is already hung still tells. Requires GIL. */
+static int sequence(cJSON *out, struct pb_err *err)
+{
+    PyObject *fn = probe_torch_ns_fn(&recorder, "sequence");
+    PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
+    if (!res)
+        return probe_py_fail(err, "reading torch's sequence numbers");
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return pb_err_set(err, PB_ESTATE,
+                          "torch.distributed is not imported in process %d: "
+                          "no process group to read",
+                          probe_info_get()->pid);
+    }
+    if (PyDict_Check(res))
+        probe_torch_copy_dict(res, out);
+    Py_DECREF(res);
+    PyErr_Clear();
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(out, "groups");
+    if (cJSON_IsString(groups)) {
+        cJSON *g = cJSON_Parse(groups->valuestring);
+        if (g)
+            cJSON_ReplaceItemInObjectCaseSensitive(out, "groups", g);
+        else
+            cJSON_DeleteItemFromObjectCaseSensitive(out, "groups");
+    }
+    return 0;
+}
+
 int probe_comm_run(int action, cJSON *out, struct pb_err *err)
 {
     static const char *const names[] = {"start", "stop", "status", "status"};
+    if (action == PROBE_COMM_SEQUENCE)
+        return sequence(out, err);
     if (action < PROBE_TORCH_START || action > PROBE_COMM_FLIGHT_RECORDER)
         return pb_err_set(err, PB_EBADARG, "unknown comm action %d", action);
     if (action == PROBE_TORCH_START) {

@@ -14,7 +14,8 @@ enum {
     PROBE_TORCH_START = 0,
     PROBE_TORCH_STOP = 1,
     PROBE_TORCH_STATUS = 2,
-    PROBE_COMM_FLIGHT_RECORDER = 3 /* probing/comm only: status and torch's flight recorder */
+    PROBE_COMM_FLIGHT_RECORDER = 3, /* probing/comm only: status and torch's flight recorder */
+    PROBE_COMM_SEQUENCE = 4         /* probing/comm only: each process group's sequence number */
 };
 
 /* Start tracing with one step in every traced (start; already running: every is updated), stop
@@ -26,7 +27,9 @@ int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err
 /* perf --comm (comm.c): start the collectives recorder (a ring of comm.max_records records,
  * wrappers in torch.distributed), stop it (every wrapper replaced by the original; the records
  * stay), or describe it (with PROBE_COMM_FLIGHT_RECORDER also the latest entries of torch's
- * flight recorder), like probe_torch_run (docs/protocol.md, probing/comm). Fails with
+ * flight recorder; with PROBE_COMM_SEQUENCE each process group's sequence number as torch keeps
+ * it, recorder or not: torch, initialized, rank, groups [{pg, ranks, seq, backend, error}],
+ * start), like probe_torch_run (docs/protocol.md, probing/comm). Fails with
  * PB_ESTATE when start finds no torch.distributed imported. Requires GIL (worker thread). */
 int probe_comm_run(int action, struct cJSON *out, struct pb_err *err);
 

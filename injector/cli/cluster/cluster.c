@@ -96,14 +96,21 @@ static void help(const char *sub)
                "    nodes' clocks must agree); a median of 1 ms or more over 3 collectives or\n"
                "    more is marked STRAGGLER;\n"
                "  - torch's flight recorder per rank (torch 2.x with TORCH_FR_BUFFER_SIZE=N in\n"
-               "    the job: read under the GIL) and where its entries agree with the records.\n"
+               "    the job: read under the GIL) and where its entries agree with the records;\n"
+               "  - torch's own sequence numbers per process group, read twice 1 s apart under\n"
+               "    each rank's GIL, recorder or not (a job already hung, DDP's collectives\n"
+               "    from C++): \"rank 3 is behind in group 0 (ranks 0-3): it entered 6\n"
+               "    collectives, ranks 0-2 entered 7\", with where each rank is.\n"
                "  --json          {job, world_size, recording, no_records, hangs: [{pg,\n"
                "                  group_ranks, seq, op, not_entered, waiting, waiting_s, last,\n"
                "                  (point-to-point) kind, expected, file, line, func}],\n"
                "                  compared, ranks: [{rank, node, pid, median_wait_ms,\n"
                "                  max_wait_ms, collectives, straggler}], flight_recorder:\n"
                "                  [{rank, state, entries, agree, differ_count, differ,\n"
-               "                  only_ours, only_torch}], errors}\n");
+               "                  only_ours, only_torch}], sequence: {read, not_read,\n"
+               "                  start, groups: [{pg, group_ranks, backend, seqs, max,\n"
+               "                  not_read, moving}], behind: [{pg, group_ranks, behind, seq,\n"
+               "                  ahead, ahead_seq, where}]}, errors}\n");
     else if (strcmp(sub, "list") == 0)
         printf("usage: probing cluster list [--json] [HOST OPTIONS]\n"
                "\n"

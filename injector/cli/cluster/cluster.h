@@ -173,6 +173,17 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
  * only_ours, only_torch}], and its section of `cluster collectives`. */
 cJSON *cli_cluster_fr_analyse(const cJSON *nodes, const char *job);
 void cli_cluster_fr_print(const cJSON *fr);
+/* torch's own sequence numbers per rank and process group (seqnum.c), from each rank's "seq"
+ * (probing/comm sequence) or "seq_error", and "where" (its thread's frames): {read: [ranks],
+ * not_read: [{rank, error, where}], start: "zero" | "random" | "mixed", groups: [{pg,
+ * group_ranks, backend, seqs: [[rank, seq]], max, not_read: [ranks], moving: [ranks whose
+ * number changed between the two reads]}], behind (only in groups where none moved): [{pg,
+ * group_ranks, behind: [ranks], seq, ahead: [ranks], ahead_seq, where: [{ranks, behind, frame,
+ * from}]}]} (where: {frame: {func, file, line}, from: the first frame below outside torch}); the lines naming the ranks behind (their count), and the whole section. */
+#define CLUSTER_SEQ_WAIT_MS 1000 /* between a rank's two reads of its sequence numbers */
+cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job);
+int cli_cluster_seq_print_behind(const cJSON *seq);
+void cli_cluster_seq_print(const cJSON *seq, int recorder_ran);
 
 /* Milliseconds on the monotonic clock. */
 long long cli_cluster_now_ms(void);

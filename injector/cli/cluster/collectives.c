@@ -456,7 +456,19 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
         g[ng].members = parse_ranks(v[i].granks, &g[ng].n);
         ng++;
     }
-    double now = now_epoch();
+    /* How long a call has run: up to when its records were read (the latest rank's read),
+     * not to now: `cluster collectives` reads more after them (torch's sequence numbers, a
+     * second apart), and a call that was short then must not look long now. */
+    double now = 0;
+    const cJSON *d, *r;
+    cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+    {
+        const char *j = cli_json_str(r, "job");
+        if (j && strcmp(j, job) == 0 && cli_json_num(r, "comm_read_at", 0) > now)
+            now = cli_json_num(r, "comm_read_at", 0);
+    }
+    if (now == 0)
+        now = now_epoch();
     struct waits *all = NULL;
     int nall = 0, compared = 0;
     for (int k = 0; k < ng; k++) {
@@ -616,6 +628,7 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
     cJSON_AddStringToObject(a, "job", job);
     cJSON_AddNumberToObject(a, "world_size", world);
     cJSON_AddItemToObject(a, "flight_recorder", cli_cluster_fr_analyse(nodes, job));
+    cJSON_AddItemToObject(a, "sequence", cli_cluster_seq_analyse(nodes, job));
     int rc = answered > 0 ? CLI_OK : CLI_FAIL;
     if (o->json) {
         cli_print_json(a);
@@ -635,18 +648,36 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
                "--comm') before the collectives to compare\n",
                nnone == 1 ? "" : "s", none);
     free(none);
+    /* torch's own sequence numbers: all there is when nothing recorded; beside the records
+     * when they show no hang but torch counted collectives they did not see (DDP's, from C++). */
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(a, "sequence");
+    int seq_behind = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "behind"));
+    int hangs = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs"));
     if (nrec == 0) {
-        printf("nothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on every "
-               "rank of the job (their pids: 'probing cluster list')\n");
+        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
+                cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) >
+            0)
+            cli_cluster_seq_print(seq, 0);
+        int shown = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "read")) +
+                        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(seq, "not_read")) >
+                    0;
+        printf("%snothing to line up: start 'probing -p PID perf --comm' (or perf --torch) on "
+               "every rank of the job (their pids: 'probing cluster list')%s\n",
+               shown ? "\n" : "",
+               shown ? " to see which collective each rank entered and the "
+                       "stragglers"
+                     : "");
         cJSON_Delete(a);
         return rc;
     }
     printf("\n");
-    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "hangs")) == 0)
+    if (hangs == 0)
         printf("no hang: no rank waits in a collective that another member of its group has "
                "not entered, or in a send/recv its peer has not posted\n");
     else
         cli_cluster_comm_print_hangs(a);
+    if (hangs == 0 && seq_behind)
+        cli_cluster_seq_print(seq, 1);
     printf("\nstragglers (per rank: median and max of how long the others waited for it to "
            "enter, over %.0f collectives every member entered):\n",
            cli_json_num(a, "compared", 0));

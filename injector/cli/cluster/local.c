@@ -324,8 +324,31 @@ static void rank_child(int i, void *p)
     } else if (o->op == CLUSTER_OP_COMM) {
         cli_query_wait(&dc, o->rank_timeout_ms);
         rc = comm_rows(&dc, 2000, &body, &err);
-        if (rc == 0)
+        if (rc == 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
             cJSON_AddItemToObject(out, "comm", body);
+            cJSON_AddNumberToObject(out, "comm_read_at",
+                                    (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        }
+        /* Where the rank is (read without the GIL): named beside torch's sequence numbers. */
+        body = NULL;
+        if (rc == 0) {
+            cJSON *args = cJSON_CreateObject();
+            cJSON_AddBoolToObject(args, "locals", 0);
+            struct pb_err derr = {0};
+            if (dap_client_request(&dc, "probing/dump", args, &body, &derr) == 0) {
+                cJSON *sel = select_threads(body, CLUSTER_THREAD_AUTO);
+                cJSON *t = cJSON_GetArrayItem(sel, 0);
+                cJSON *frames = t ? cJSON_DetachItemFromObjectCaseSensitive(t, "frames") : NULL;
+                while (frames && cJSON_GetArraySize(frames) > 32)
+                    cJSON_DeleteItemFromArray(frames, 32);
+                if (frames)
+                    cJSON_AddItemToObject(out, "where", frames);
+                cJSON_Delete(sel);
+            }
+            cJSON_Delete(body);
+        }
         /* torch's flight recorder, read under the GIL: a rank holding it (stuck in C) does not
          * answer, so a short bound, and its records above are what counts. */
         struct pb_err ferr = {0};
@@ -338,6 +361,41 @@ static void rank_child(int i, void *p)
                 cJSON_AddItemToObject(out, "fr", body);
             else
                 cJSON_AddStringToObject(out, "fr_error", ferr.msg);
+        }
+        /* Each process group's sequence number as torch keeps it: what a job on which the
+         * recorder never ran still tells. Under the GIL too: after a flight recorder request
+         * that got no answer, the worker is still waiting for it, so that answer stands. */
+        if (rc == 0) {
+            body = NULL;
+            struct pb_err serr = {0};
+            if (cJSON_GetObjectItemCaseSensitive(out, "fr_error")) {
+                serr = ferr;
+            } else {
+                cJSON *args = cJSON_CreateObject();
+                cJSON_AddStringToObject(args, "action", "sequence");
+                if (dap_client_request(&dc, "probing/comm", args, &body, &serr) == 0) {
+                    cJSON_AddItemToObject(out, "seq", body);
+                    /* Again a second later: a hang is numbers that stay (a job at work moves
+                     * on; ranks read a moment apart may differ by one without a hang). */
+                    struct timespec ts = {CLUSTER_SEQ_WAIT_MS / 1000,
+                                          (CLUSTER_SEQ_WAIT_MS % 1000) * 1000000L};
+                    nanosleep(&ts, NULL);
+                    struct pb_err lerr = {0};
+                    cJSON *later = NULL;
+                    args = cJSON_CreateObject();
+                    cJSON_AddStringToObject(args, "action", "sequence");
+                    if (dap_client_request(&dc, "probing/comm", args, &later, &lerr) == 0)
+                        cJSON_AddItemToObject(out, "seq_later", later);
+                }
+            }
+            if (serr.msg[0]) {
+                char msg[400];
+                snprintf(msg, sizeof msg, "%s%s", serr.msg,
+                         serr.code == PB_ETIMEDOUT
+                             ? " (a thread holds its GIL: see where in 'probing cluster stacks')"
+                             : "");
+                cJSON_AddStringToObject(out, "seq_error", msg);
+            }
         }
     } else if (o->op == CLUSTER_OP_QUERY) {
         cli_query_wait(&dc, o->rank_timeout_ms);

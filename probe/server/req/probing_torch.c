@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* probing/torch and probing/comm (custom; docs/protocol.md): perf --torch and perf --comm in
  * the target. probing/comm takes action alone (also "flight_recorder": the state and
- * flightRecorderEntries) and answers the recorder's state (running, records, maxRecords,
+ * flightRecorderEntries; "sequence": each process group's sequence number, recorder or not:
+ * torch, initialized, rank, groups, start) and answers the recorder's state (running, records, maxRecords,
  * functions, rank, pending, flightRecorder, torch, notes; started, stopped, left). probing/torch: Arguments: action
  * ("start" | "stop" | "status", default "status"), every (1 to 1000000, start only; default 10 at
  * the first start, unchanged when already running). The tracer runs on the worker under the GIL (torch/torch.c); the body carries its state
@@ -37,11 +38,13 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         j->action = PROBE_TORCH_STOP;
     else if (j->comm && strcmp(action, "flight_recorder") == 0)
         j->action = PROBE_COMM_FLIGHT_RECORDER;
+    else if (j->comm && strcmp(action, "sequence") == 0)
+        j->action = PROBE_COMM_SEQUENCE;
     else
         return pb_err_set(&c->err, PB_EBADARG,
                           "arguments.action: expected \"start\", \"stop\"%s "
                           "or \"status\"",
-                          j->comm ? ", \"flight_recorder\"" : "");
+                          j->comm ? ", \"flight_recorder\", \"sequence\"" : "");
     if (every == -1)
         every = 0; /* the tracer's default (TORCH_EVERY_DEFAULT), or unchanged when running */
     else if (every < 1 || every > 1000000)
