@@ -39,8 +39,8 @@ def heavy_in(names):
     return sorted(n for n in names if HEAVY.match(n))
 
 
-def traced(*args):
-    r = probing(*args, env={"LD_DEBUG": "files"})
+def traced(*args, env=None):
+    r = probing(*args, env={"LD_DEBUG": "files", **(env or {})})
     assert r.returncode == 0, (args, r.returncode, r.stderr[-2000:])
     return r
 
@@ -73,9 +73,13 @@ def test_attached_repl_maps_no_heavy_library(spawn):
         assert p.wait(timeout=20) == 0, p.stderr.read()
 
 
-def test_native_dump_loads_the_private_library(spawn):
+def test_native_dump_loads_the_private_library(spawn, tmp_path):
+    """With nothing in the file:line cache (a fresh XDG_CACHE_HOME), --native loads the private
+    library for DWARF; a second run over the same frames answers from the cache without it
+    (tests/e2e/test_srcline_cache.py checks the answers)."""
     t = spawn(PY)
-    r = traced("-p", t.pid, "debug", "--dump", "--native")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = traced("-p", t.pid, "debug", "--dump", "--native", env=env)
     names = loaded(r)
     assert EXT in names and "libdw.so.1" in names and "libedit.so.2" in names, names
     assert re.search(r"\(native\) \S+ in \S+ \(\S+\.[ch]:\d+\)", r.stdout), r.stdout[-3000:]
