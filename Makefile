@@ -34,7 +34,7 @@ PROBE_PKG_LIBS := $(shell pkg-config --libs $(PROBE_PKGS) 2>/dev/null)
 PROBE_SQLITE_A := $(shell pkg-config --variable=libdir sqlite3 2>/dev/null)/libsqlite3.a
 # The probe is self-contained, so that it loads into a container whose root has none of our
 # libraries: it NEEDs only libc, libm and the loader, plus what it carries beside itself
-# (tools/check_needed.sh, run by check-exports). libuv is linked statically too (Debian's PIC
+# (tools/check_needed.sh, run by check-needed). libuv is linked statically too (Debian's PIC
 # libuv_a.a), its symbols hidden like SQLite's: a target's own libuv stays apart from ours.
 # cJSON has no static archive in Debian: its shared library is carried beside the probes under a
 # private soname (libcjson-probing.so.1, found through the run path $ORIGIN; the injector copies
@@ -176,47 +176,61 @@ $(call obj,$(EXT_SRCS)): CFLAGS_EXTRA += $(EXT_PKG_CFLAGS) -I$(B)/gen
 # --build: this machine's CPython 3.8-3.13, then 3.14/3.15 from the Debian sid root's headers
 # when tools/sid-root.sh has built it (plain `make` never builds it: `make test` does).
 PY_LINES := $(shell PYTHONS="$(PYTHONS)" tools/pythons.sh --build)
-PY_MINORS := $(foreach i,$(shell seq 1 3 $(words $(PY_LINES))),$(word $(i),$(PY_LINES)))
-pyinc = $(word $(shell expr $$(echo "$(PY_LINES)" | tr ' ' '\n' | grep -nx '$(1)' | cut -d: -f1 | head -1) + 1),$(PY_LINES))
+# "3.11=/path/include/python3.11" per minor, computed once: the include dir of minor M is
+# $(call pyinc,M).
+PY_PAIRS := $(shell printf '%s %s %s\n' $(PY_LINES) | awk 'NF == 3 {print $$1 "=" $$2}')
+PY_MINORS := $(foreach p,$(PY_PAIRS),$(firstword $(subst =, ,$(p))))
+pyinc = $(patsubst $(1)=%,%,$(filter $(1)=%,$(PY_PAIRS)))
 
 # 3.15's pyport.h tests _Py_STDC_VERSION before pymacro.h defines it (-Wundef): defined here
 # as pymacro.h does (an identical redefinition).
 PY_FIXES := -D_Py_STDC_VERSION=__STDC_VERSION__
-PROBE_LIBS :=
-define probe_rules
-PYINC_$(1) := $(call pyinc,$(1))
-PYFLAGS_$(1) := -I$$(PYINC_$(1)) -I$$(PYINC_$(1))/internal -idirafter $$(dir $$(PYINC_$(1))) $$(PY_FIXES)
-$(B)/obj/py$(1)/%.o: %.c | check-libs
-	@mkdir -p $$(dir $$@)
-	@echo "  CC$(1)  $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) $$(PROBE_PKG_CFLAGS) $$(PYFLAGS_$(1)) -c $$< -o $$@
-$(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS)) \
-    $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS)) $(PROBE_CJSON) $(PROBE_UV_A)
-	@mkdir -p $$(dir $$@)
-	@echo "  LD      $$@"
-	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
-	    -o $$@ $$^ $$(PROBE_LINK_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
-PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
-# The out-of-process reader (debug --dump --no-inject; probe/sig/pyrt_remote.c): the same frame
-# walker built with PYRT_REMOTE, loaded by the CLI, never by a target.
-$(B)/obj/rd$(1)/%.o: %.c | check-libs
-	@mkdir -p $$(dir $$@)
-	@echo "  CCrd$(1) $$<"
-	$$(Q)$$(CC) $$(BASE_CFLAGS) $$(CFLAGS_EXTRA) -DPYRT_REMOTE $$(PYFLAGS_$(1)) -c $$< -o $$@
-$(B)/lib/probing/libprobing-read-$(1).so: $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(READER_SRCS))
-	@mkdir -p $$(dir $$@)
-	@echo "  LD      $$@"
-	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-read-$(1).so -o $$@ $$^ $$(PKG_LIBS) $$(LDFLAGS_EXTRA)
-READER_LIBS += $(B)/lib/probing/libprobing-read-$(1).so
-endef
+pyflags = -I$(call pyinc,$(1)) -I$(call pyinc,$(1))/internal -idirafter $(dir $(call pyinc,$(1))) $(PY_FIXES)
+
+# Per CPython minor M: the probe's objects in obj/pyM/, the out-of-process reader's
+# (debug --dump --no-inject; probe/sig/pyrt_remote.c: the same frame walker built with
+# PYRT_REMOTE, loaded by the CLI, never by a target) in obj/rdM/. PYV, set per object folder,
+# picks the minor's headers; the recipes below are shared by every minor.
 READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/pyrt/memlocals.c \
                probe/pyrt/numpy.c \
                probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
                probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c \
                probe/pyrt/asyncio_mem.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c common/err.c
-READER_LIBS :=
-$(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))
+probe_objs = $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS))
+reader_objs = $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(READER_SRCS))
+PROBE_LIBS := $(foreach v,$(PY_MINORS),$(B)/lib/probing/libprobing-$(v).so)
+READER_LIBS := $(foreach v,$(PY_MINORS),$(B)/lib/probing/libprobing-read-$(v).so)
+PROBE_SHARED_OBJS := $(call obj,$(PROBE_PLAIN_SRCS) $(DAP_SRCS) $(COMMON_SRCS)) $(PROBE_CJSON) $(PROBE_UV_A)
+
+define COMPILE_PY
+@mkdir -p $(dir $@)
+	@echo "  CC$(PYV)  $<"
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) $(PROBE_PKG_CFLAGS) $(call pyflags,$(PYV)) -c $< -o $@
+endef
+define COMPILE_RD
+@mkdir -p $(dir $@)
+	@echo "  CCrd$(PYV) $<"
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS_EXTRA) -DPYRT_REMOTE $(call pyflags,$(PYV)) -c $< -o $@
+endef
+define LINK_PROBE
+@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -shared -Wl,-soname,$(notdir $@) -o $@ $^ $(PROBE_LINK_LIBS) $(PROBE_PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -ldl
+endef
+define LINK_READER
+@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(OPT) -shared -Wl,-soname,$(notdir $@) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA)
+endef
+
+# One line per rule and minor (make has no pattern with two stems), naming the recipes above
+# unexpanded ($(value ...)): they expand when they run.
+$(foreach v,$(PY_MINORS),$(eval $(B)/obj/py$(v)/% $(B)/obj/rd$(v)/%: PYV := $(v)))
+$(foreach v,$(PY_MINORS),$(eval $(B)/obj/py$(v)/%.o: %.c | check-libs ; $(value COMPILE_PY)))
+$(foreach v,$(PY_MINORS),$(eval $(B)/obj/rd$(v)/%.o: %.c | check-libs ; $(value COMPILE_RD)))
+$(foreach v,$(PY_MINORS),$(eval $(B)/lib/probing/libprobing-$(v).so: $(call probe_objs,$(v)) $(PROBE_SHARED_OBJS) ; $(value LINK_PROBE)))
+$(foreach v,$(PY_MINORS),$(eval $(B)/lib/probing/libprobing-read-$(v).so: $(call reader_objs,$(v)) ; $(value LINK_READER)))
 $(PROBE_UV_A): $(PROBE_UV_SYS_A) | check-libs
 	@mkdir -p $(dir $@)
 	@echo "  OBJCOPY $@"
@@ -228,9 +242,11 @@ $(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
 
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
+# What every build checks of the probe (each its own target; `all` runs them all).
+CHECKS := check-exports check-needed check-signal-safety check-layers
 .PHONY: all deps check-libs format-check test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
-        install clean cross-aarch64 check-exports fresh-check dist dist-check release-check
-all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) check-exports
+        install clean cross-aarch64 checks $(CHECKS) fresh-check dist dist-check release-check
+all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) checks
 
 # Installs every Debian package that the build, tests, demo and benchmarks use (root or sudo).
 deps:
@@ -254,10 +270,14 @@ check-libs:
 # The probe is a guest: it exports exactly the entry points probe/probe.h declares
 # (docs/style.md); its folders are layers (tools/check_layers.sh); its signal handlers' objects
 # reference nothing that could block (tools/check_signal_safety.sh).
+checks: $(CHECKS)
 check-exports: $(PROBE_LIBS)
 	@tools/check_exports.sh $(PROBE_LIBS)
+check-needed: $(PROBE_LIBS)
 	@NEEDED_ALLOW="$(PROBE_NEEDED_ALLOW)" tools/check_needed.sh $(PROBE_LIBS)
+check-signal-safety: $(PROBE_LIBS)
 	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/probe/sig $(B)/obj/py$$v/probe/sig || exit 1; done
+check-layers:
 	@tools/check_layers.sh
 # ---- tests ----
 # The signal-side unwinder without its module table's builder or maps finder: what the unit
@@ -265,10 +285,15 @@ check-exports: $(PROBE_LIBS)
 UNWIND_SRCS := probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(B)/tests/unit-tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c \
-                         probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
-                         probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c \
-                         injector/cli/srccache.c)
+# What the unit tests and the fuzz harnesses both build, with tests/unit's fakes in place of the
+# rest of the probe: the protocol, the server without its transport, and the pure parts.
+TESTED_SRCS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c \
+               probe/pyrt/atasks_json.c probe/core/settings.c probe/core/settings_compat.c \
+               probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c injector/cli/srccache.c
+FAKE_SRCS := $(wildcard tests/unit/fake_*.c)
+# The unit tests add the injector, the renderers and the unwinder (UNIT_SRCS holds the fakes).
+$(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(TESTED_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(UNWIND_SRCS) \
+                         probe/sig/unwind_maps.c probe/pyrt/read.c)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
@@ -364,11 +389,8 @@ vscode-real-bundled: all vsix-linux-x64
 # ---- fuzzing: libFuzzer builds for `make fuzz`; a plain replay of the corpus for `make test` ----
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c tests/unit/fake_store.c \
-             tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c \
-             tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c probe/core/settings.c probe/core/settings_compat.c \
-             probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h \
-             injector/inject/elf.c injector/cli/corefile.c injector/cli/srccache.c
+# The harnesses add the readers of files they fuzz (ELF, core files).
+FUZZ_DEPS := $(TESTED_SRCS) $(FAKE_SRCS) tests/fuzz/fuzz_sink.h injector/inject/elf.c injector/cli/corefile.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 # Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
 # the harness's own pyrt_sig_read over the input). Its replay runs under clang's ASan and UBSan:
@@ -478,4 +500,5 @@ release-check:
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# The dependency files of this variant's objects only.
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
