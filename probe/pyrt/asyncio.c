@@ -466,18 +466,7 @@ static int chain_read(struct probe_atask *a, PyObject *coro, struct code_cache *
         c = nx;
     }
     Py_XDECREF(c);
-    a->frames = calloc((size_t)(n ? n : 1), sizeof *a->frames);
-    if (!a->frames) {
-        for (int i = 0; i < n; i++) {
-            free(fr[i].func);
-            free(fr[i].file);
-        }
-        return -ENOMEM;
-    }
-    for (int i = 0; i < n; i++) /* innermost first */
-        a->frames[i] = fr[n - 1 - i];
-    a->nframes = n;
-    return 0;
+    return probe_atask_take_frames(a, fr, n);
 }
 
 static char *type_name(PyObject *o)

@@ -307,18 +307,7 @@ static int chain_read(struct reader *r, struct probe_atask *a, uintptr_t c)
             c = pyrt_ref_addr(top[0]);
 #endif
     }
-    a->frames = calloc((size_t)(n ? n : 1), sizeof *a->frames);
-    if (!a->frames) {
-        for (int i = 0; i < n; i++) {
-            free(fr[i].func);
-            free(fr[i].file);
-        }
-        return -ENOMEM;
-    }
-    for (int i = 0; i < n; i++) /* innermost first */
-        a->frames[i] = fr[n - 1 - i];
-    a->nframes = n;
-    return 0;
+    return probe_atask_take_frames(a, fr, n);
 }
 
 static long tid_of(unsigned long ident)

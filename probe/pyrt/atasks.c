@@ -33,6 +33,22 @@ void probe_atasks_free(struct probe_atasks *a)
 }
 
 /* Records the cycle path[from..depth-1] (each awaiting the next, the last the first). */
+int probe_atask_take_frames(struct probe_atask *a, struct probe_aframe *fr, int n)
+{
+    a->frames = calloc((size_t)(n ? n : 1), sizeof *a->frames);
+    if (!a->frames) {
+        for (int i = 0; i < n; i++) {
+            free(fr[i].func);
+            free(fr[i].file);
+        }
+        return -ENOMEM;
+    }
+    for (int i = 0; i < n; i++) /* innermost first */
+        a->frames[i] = fr[n - 1 - i];
+    a->nframes = n;
+    return 0;
+}
+
 static int cycle_add(struct probe_atasks *a, const int *path, int from, int depth)
 {
     struct probe_acycle *c;

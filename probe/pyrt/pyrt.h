@@ -169,6 +169,9 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err);
 /* atasks.c: fills nby/by and the await cycles (cycle, cycles) from the awaits. 0 or -ENOMEM. */
 int probe_atasks_link(struct probe_atasks *a);
 void probe_atasks_free(struct probe_atasks *a);
+/* atasks.c: a's frames from the chain fr[0..n) read outermost first (what both readers walk),
+ * stored innermost first; the strings move to a. 0, or -ENOMEM with fr's strings freed. */
+int probe_atask_take_frames(struct probe_atask *a, struct probe_aframe *fr, int n);
 
 /* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
  * thread's contents, for callers that drop threads from a snapshot. */
