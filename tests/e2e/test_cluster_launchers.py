@@ -4,8 +4,9 @@
 while the others wait in comm.Barrier (samples/mpi_job.py); SLURM (Debian's slurm-wlm and
 munge) with slurmctld and one slurmd on each of the two namespace nodes of
 tests/e2e/test_cluster_nodes.py, a job started by `srun` and by `sbatch`, and
-`probing cluster stacks --slurm` run inside the allocation through `srun --overlap`. torchrun
-across two nodes with c10d rendezvous is tests/e2e/test_cluster_nodes.py. Each test starts and
+`probing cluster stacks --slurm` run inside the allocation and from the controller's node, each
+node reached through `srun --overlap`. torchrun across the two nodes (static and c10d
+rendezvous) is tests/e2e/test_cluster_nodes.py. Each test starts and
 stops its own launcher and daemons, on failure too; every wait is bounded."""
 import json
 import os
@@ -195,8 +196,8 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
 
 @pytest.fixture
 def slurm():
-    for exe, pkg in ((SLURMCTLD, "slurmctld"), (SLURMD, "slurmd"), (MUNGED, "munge"),
-                     (SSHD, "openssh-server")):
+    for exe, pkg in ((SLURMCTLD, "slurm-wlm"), (SLURMD, "slurm-wlm"), ("/usr/bin/srun", "slurm-wlm"),
+                     (MUNGED, "munge"), (SSHD, "openssh-server")):
         if not os.path.exists(exe):
             pytest.skip("%s missing: run 'make deps' (%s)" % (exe, pkg))
     n = Nodes()
