@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Which nodes `probing cluster` asks, and asking them: --hosts a,b,c, --hostfile F (one name a
- * line, '#' comments, MPI's "host slots=N" accepted), --nodelist or --slurm
- * (the nodes squeue gives for $SLURM_JOB_ID, else $SLURM_JOB_NODELIST) in SLURM's compressed syntax (node[1-3,5]); each node is reached by a
- * command template (--exec, default "ssh -- {host}") that runs `probing cluster CMD --local --json`
+ * line, '#' comments, MPI's "host slots=N" accepted), --nodelist or --slurm (the nodes squeue
+ * gives for $SLURM_JOB_ID, else $SLURM_JOB_NODELIST) in SLURM's compressed syntax (node[1-3,5]);
+ * each node is reached by a command template (--exec, default "ssh -- {host}") that runs `probing cluster CMD --local --json`
  * there (every name checked first: no leading '-', only the characters of host names): one command per node serves all its ranks, nodes are asked in parallel, and a node
  * that does not answer in time costs its timeout and is reported, never more. */
 #include <ctype.h>
@@ -210,8 +210,8 @@ static char *slurm_job_nodes(const struct cli_cluster_opts *o)
     fflush(stderr);
     cli_cluster_run(&kid, 1, 1, o->node_timeout_ms, squeue_child, (void *)id);
     char *nodes = NULL;
-    if (kid.state == CLUSTER_CHILD_DONE && WIFEXITED(kid.status) &&
-        WEXITSTATUS(kid.status) == 0 && kid.obuf) {
+    if (kid.state == CLUSTER_CHILD_DONE && WIFEXITED(kid.status) && WEXITSTATUS(kid.status) == 0 &&
+        kid.obuf) {
         const char *b = kid.obuf;
         size_t n = strcspn(b, "\n");
         const char *rest = b + n + strspn(b + n, " \n"); /* one line only: a job's node list */
@@ -252,8 +252,9 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
         }
         if (!nl || !*nl) {
             pb_err_set(err, PB_EUSAGE,
-                       "--slurm: SLURM_JOB_NODELIST is not set: run inside the "
-                       "job's allocation (salloc, sbatch) or give --hosts");
+                       "--slurm: SLURM_JOB_NODELIST is not set and no SLURM_JOB_ID that "
+                       "squeue knows: run inside the job's allocation (salloc, sbatch), "
+                       "set SLURM_JOB_ID or give --hosts");
             return NULL;
         }
         return (hosts = cli_cluster_nodelist_expand(nl, err)) ? hosts_checked(hosts, var, err)
