@@ -223,7 +223,7 @@ def slurm_ready(path, want, proc, slurm, timeout=60):
         time.sleep(0.2)
 
 
-def check_slurm_stacks(slurm, jobid, ready, how):
+def check_slurm_stacks(slurm, jobid, ready, how, extra=()):
     """cluster stacks --slurm of job jobid, each node reached through `srun --overlap`, run as how
     says: 'inside' (in a step of the allocation on node a, started as a user gets a shell on a
     node of a running job: srun --jobid J --overlap -w nodeA; SLURM_JOB_NODELIST there names
@@ -239,6 +239,7 @@ def check_slurm_stacks(slurm, jobid, ready, how):
     else:
         # Only the job id: --slurm asks squeue for the job's nodes.
         pre = ["env", "SLURM_JOB_ID=" + jobid, CLI, "cluster", "stacks", "--slurm", "--exec", exe]
+    pre += list(extra)
     out = json.loads(slurm.run("a", *pre, "--json", timeout=60).stdout)
     assert out["job"] == "slurm:%s.0" % jobid, out
     assert out["world_size"] == 4 and out["missing"] == [] and out["errors"] == [], out
@@ -256,6 +257,10 @@ def check_slurm_stacks(slurm, jobid, ready, how):
     assert re.search(r"^1 rank: 3 \(node %s, pid %d\)\n  > stuck_in_sleep \(" % (
         re.escape(on[3]), pids[3]), text, re.M), text
     assert re.search(r"^3 ranks: 0-2\n    wait_for_peers \(", text, re.M), text
+    for r in ready:  # the ranks' maps, read on their own node
+        k = "a" if r["node"] == n.host["a"] else "b"
+        maps = slurm.run(k, "cat", "/proc/%d/maps" % r["pid"]).stdout
+        assert ("libprobing" in maps) == ("--no-inject" not in extra), (r, extra)
     return text
 
 
@@ -281,7 +286,8 @@ def test_srun_job(slurm, tmp_path):
 
 def test_sbatch_job(slurm, tmp_path):
     """sbatch -N2 -n4 of a script whose srun starts the tasks: the batch shell is no rank, the
-    step's tasks are; cluster stacks --slurm from a step inside the allocation."""
+    step's tasks are; cluster stacks --slurm --no-inject from a step inside the allocation (no
+    probe loaded in any task after)."""
     n = slurm.nodes
     out = os.path.join(n.dir, "sbatch.out")  # outside the nodes' private /tmp
     script = os.path.join(n.dir, "job.sh")
@@ -291,5 +297,6 @@ def test_sbatch_job(slurm, tmp_path):
     jobid = r.stdout.strip().split(";")[0]
     assert jobid.isdigit(), r.stdout
     ready = slurm_ready(out, 4, None, slurm)
-    text = check_slurm_stacks(slurm, jobid, ready, "inside")
-    print("$ (sbatch) srun --jobid %s --overlap ... probing cluster stacks --slurm\n%s" % (jobid, text))
+    text = check_slurm_stacks(slurm, jobid, ready, "inside", ["--no-inject"])
+    print("$ (sbatch) srun --jobid %s --overlap ... probing cluster stacks --slurm --no-inject\n%s"
+          % (jobid, text))
