@@ -223,7 +223,7 @@ def slurm_ready(path, want, proc, slurm, timeout=60):
         time.sleep(0.2)
 
 
-def check_slurm_stacks(slurm, jobid, ready, how, extra=()):
+def check_slurm_stacks(slurm, jobid, ready, how, extra=(), job=None):
     """cluster stacks --slurm of job jobid, each node reached through `srun --overlap`, run as how
     says: 'inside' (in a step of the allocation on node a, started as a user gets a shell on a
     node of a running job: srun --jobid J --overlap -w nodeA; SLURM_JOB_NODELIST there names
@@ -240,8 +240,9 @@ def check_slurm_stacks(slurm, jobid, ready, how, extra=()):
         # Only the job id: --slurm asks squeue for the job's nodes.
         pre = ["env", "SLURM_JOB_ID=" + jobid, CLI, "cluster", "stacks", "--slurm", "--exec", exe]
     pre += list(extra)
+    job = job or "slurm:%s.0" % jobid
     out = json.loads(slurm.run("a", *pre, "--json", timeout=60).stdout)
-    assert out["job"] == "slurm:%s.0" % jobid, out
+    assert out["job"] == job, out
     assert out["world_size"] == 4 and out["missing"] == [] and out["errors"] == [], out
     groups = out["groups"]
     assert [g["ranks"] for g in groups] == [[3], [0, 1, 2]], groups
@@ -252,8 +253,8 @@ def check_slurm_stacks(slurm, jobid, ready, how, extra=()):
     assert groups[1]["frames"][0]["line"] == bp(SLURM_JOB, "wait")
     assert sorted(groups[1]["nodes"]) == sorted({on[r] for r in (0, 1, 2)})
     text = slurm.run("a", *pre, timeout=60).stdout
-    assert re.search(r"^job slurm:%s\.0: world size 4, 4 ranks answered on 2 of 2 nodes, 2 groups$"
-                     % jobid, text, re.M), text
+    assert re.search(r"^job %s: world size 4, 4 ranks answered on 2 of 2 nodes, 2 groups$"
+                     % re.escape(job), text, re.M), text
     assert re.search(r"^1 rank: 3 \(node %s, pid %d\)\n  > stuck_in_sleep \(" % (
         re.escape(on[3]), pids[3]), text, re.M), text
     assert re.search(r"^3 ranks: 0-2\n    wait_for_peers \(", text, re.M), text
@@ -264,22 +265,35 @@ def check_slurm_stacks(slurm, jobid, ready, how, extra=()):
     return text
 
 
-def test_srun_job(slurm, tmp_path):
-    """srun -N2 -n4: tasks 0-1 on node a, 2-3 on node b, task 3 stuck; cluster stacks --slurm
-    from a step inside the allocation, and from the controller's node outside it."""
+@pytest.mark.parametrize("mpi", ["none", "pmi2"])
+def test_srun_job(slurm, tmp_path, mpi):
+    """srun -N2 -n4: tasks 0-1 on node a, 2-3 on node b, task 3 stuck; cluster list and stacks
+    --slurm from a step inside the allocation, and stacks from the controller's node outside it.
+    With --mpi=pmi2 SLURM's PMI-2 server starts the tasks (PMI_RANK, PMI_SIZE, PMI_JOBID
+    J.STEP, no MPI_LOCALRANKID): a PMI job whose local ranks and nodes come from SLURM."""
     n = slurm.nodes
     out = tmp_path / "srun.out"
-    proc = n.start("a", ["srun", "-N2", "-n4", "-J", "probing-srun", DEBIAN, SLURM_JOB], out,
-                   slurm.env)
+    proc = n.start("a", ["srun", "--mpi=" + mpi, "-N2", "-n4", "-J", "probing-srun", DEBIAN,
+                         SLURM_JOB], out, slurm.env)
     ready = slurm_ready(out, 4, proc, slurm)
     assert {r["rank"]: r["node"] for r in ready} == {0: n.host["a"], 1: n.host["a"],
                                                      2: n.host["b"], 3: n.host["b"]}
     jobid = slurm.run("a", "squeue", "-h", "-n", "probing-srun", "-o", "%i").stdout.strip()
     assert jobid.isdigit(), jobid
-    text = check_slurm_stacks(slurm, jobid, ready, "inside")
+    job = ("pmi:%s.0" if mpi == "pmi2" else "slurm:%s.0") % jobid
+    exe = "srun --overlap --jobid $SLURM_JOB_ID -N1 -n1 -w {host}"
+    lst = json.loads(slurm.run("a", "srun", "--jobid", jobid, "--overlap", "-N1", "-n1", "-w",
+                               n.host["a"], CLI, "cluster", "list", "--slurm", "--exec", exe,
+                               "--json", timeout=60).stdout)
+    j = [x for x in lst["jobs"] if x["job"] == job]
+    assert len(j) == 1 and j[0]["missing"] == [], lst
+    assert [(x["rank"], x["local_rank"], x["group_rank"], x["node"], x["pid"])
+            for x in j[0]["ranks"]] == [(r["rank"], r["rank"] % 2, r["rank"] // 2, r["node"],
+                                         r["pid"]) for r in sorted(ready, key=lambda r: r["rank"])]
+    text = check_slurm_stacks(slurm, jobid, ready, "inside", job=job)
     print("$ srun --jobid %s --overlap -N1 -n1 -w %s probing cluster stacks --slurm --exec "
           "'srun --overlap --jobid $SLURM_JOB_ID -N1 -n1 -w {host}'\n%s" % (jobid, n.host["a"], text))
-    text = check_slurm_stacks(slurm, jobid, ready, "controller")
+    text = check_slurm_stacks(slurm, jobid, ready, "controller", job=job)
     print("$ SLURM_JOB_ID=%s probing cluster stacks --slurm --exec 'srun --overlap --jobid "
           "$SLURM_JOB_ID -N1 -n1 -w {host}'\n%s" % (jobid, text))
 
