@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import CLI, SAMPLES, bp, probing  # noqa: E402
-from test_cluster import DEBIAN, Job  # noqa: E402
+from test_cluster import DEBIAN, JOB, TORCHRUN, Job  # noqa: E402
 from test_cluster_nodes import SSHD, Nodes  # noqa: E402
 
 MPIRUN = "/usr/bin/mpirun"
@@ -314,3 +314,57 @@ def test_sbatch_job(slurm, tmp_path):
     text = check_slurm_stacks(slurm, jobid, ready, "inside", ["--no-inject"])
     print("$ (sbatch) srun --jobid %s --overlap ... probing cluster stacks --slurm --no-inject\n%s"
           % (jobid, text))
+
+
+def test_srun_torchrun(slurm, tmp_path):
+    """The usual way to run torch on SLURM: srun -N2 -n2 starts one torchrun agent a node (each a
+    SLURM task, Python, with SLURM_PROCID), c10d rendezvous on node a, 2 ranks a node, rank 3
+    stuck in C holding the GIL (samples/cluster_job.py). The agents are not ranks: the job is
+    torchrun's, its 4 ranks found on both nodes through --slurm from inside the allocation."""
+    n = slurm.nodes
+    out = tmp_path / "torchrun.out"
+    port = 29400 + os.getpid() % 500
+    env = dict(slurm.env, GLOO_SOCKET_IFNAME="eth0", STUCK_RANK="3")
+    proc = n.start("a", ["srun", "-N2", "-n2", "-J", "probing-torchrun", TORCHRUN, "--nnodes", "2",
+                         "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
+                         "--rdzv_backend", "c10d", "--rdzv_endpoint",
+                         "%s:%d" % (n.addr["a"], port), "--rdzv_id", "probing-srun", JOB], out,
+                   env)
+    deadline = time.time() + 120
+    while True:
+        text = open(out).read() if os.path.exists(out) else ""
+        ready = [json.loads(m) for m in re.findall(r"ready (\{[^{}]*\})", text)]
+        if len(ready) >= 4:
+            break
+        assert proc.poll() is None and time.time() < deadline, "job not ready: %s\n%s" % (
+            text[-3000:], slurm.logs())
+        time.sleep(0.3)
+    pids = {r["rank"]: r["pid"] for r in ready}
+    jobid = slurm.run("a", "squeue", "-h", "-n", "probing-torchrun", "-o", "%i").stdout.strip()
+    assert jobid.isdigit(), jobid
+    exe = "srun --overlap --jobid $SLURM_JOB_ID -N1 -n1 -w {host}"
+    pre = ["srun", "--jobid", jobid, "--overlap", "-N1", "-n1", "-w", n.host["a"], CLI,
+           "cluster"]
+    lst = json.loads(slurm.run("a", *pre, "list", "--slurm", "--exec", exe, "--json",
+                               timeout=60).stdout)
+    # One job, torchrun's: no slurm:J.0 job of the two agents.
+    assert [j["launcher"] for j in lst["jobs"]] == ["torchrun"], lst
+    j = lst["jobs"][0]
+    assert re.match(r"^torchrun:probing-srun@nodea-\d+:\d+$", j["job"]), j["job"]
+    assert j["missing"] == [] and [(x["rank"], x["local_rank"]) for x in j["ranks"]] == [
+        (0, 0), (1, 1), (2, 0), (3, 1)], j
+    assert {x["rank"]: x["pid"] for x in j["ranks"]} == pids
+    assert [x["node"] for x in j["ranks"]] == [n.host["a"]] * 2 + [n.host["b"]] * 2
+    out = json.loads(slurm.run("a", *pre, "stacks", "--slurm", "--exec", exe, "--json",
+                               timeout=60).stdout)
+    assert out["world_size"] == 4 and out["missing"] == [] and out["errors"] == [], out
+    groups = out["groups"]
+    assert [g["ranks"] for g in groups] == [[3], [0, 1, 2]], groups
+    assert groups[0]["nodes"] == [n.host["b"]] and groups[0]["pid"] == pids[3]
+    assert groups[0]["frames"][0]["func"] == "stuck_in_c"
+    assert groups[1]["frames"][0]["func"] == "all_reduce"
+    text = slurm.run("a", *pre, "stacks", "--slurm", "--exec", exe, timeout=60).stdout
+    print("$ srun --jobid %s --overlap -N1 -n1 -w %s probing cluster stacks --slurm --exec '%s'\n%s"
+          % (jobid, n.host["a"], exe, text))
+    assert re.search(r"^1 rank: 3 \(node %s, pid %d\)\n  > stuck_in_c \(" % (
+        re.escape(n.host["b"]), pids[3]), text, re.M), text
