@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Test target: an MPI job started by a real `mpirun` (Open MPI, mpi4py), in which one rank
 (STUCK_RANK, default 2) sleeps in stuck_in_sleep and never reaches the barrier, while every other
-rank waits for it in comm.Barrier. Each rank prints "ready {...}" once it is in place. With
-COLLECTIVE=allreduce the others wait in comm.allreduce instead."""
+rank waits for it in comm.Barrier. Each rank prints "ready {...}" once it is in place, with its
+node's host name. With COLLECTIVE=allreduce the others wait in comm.allreduce instead."""
 import json
 import os
+import socket
 import sys
 import time
 
@@ -12,8 +13,8 @@ from mpi4py import MPI
 
 
 def ready(comm, where):
-    print("ready " + json.dumps({"rank": comm.Get_rank(), "pid": os.getpid(), "where": where}),
-          flush=True)
+    print("ready " + json.dumps({"rank": comm.Get_rank(), "pid": os.getpid(), "where": where,
+                                 "node": socket.gethostname()}), flush=True)
 
 
 def stuck_in_sleep(comm):

@@ -91,6 +91,63 @@ def test_mpirun_job(mpi_job, inject):
             assert ("libprobing" in f.read()) == inject
 
 
+
+def test_mpirun_two_nodes(tmp_path):
+    """mpirun -np 4 with an MPI hostfile (2 slots on each namespace node), the remote orted
+    started over ssh (plm_rsh_agent), TCP between the nodes: cluster stacks --hostfile with the
+    same hostfile, run on node a where mpirun runs, finds the 4 ranks on both nodes and names
+    rank 2 (node b)."""
+    if not os.path.exists(MPIRUN):
+        pytest.skip("Open MPI missing: run 'make deps' (openmpi-bin, python3-mpi4py)")
+    if not os.path.exists(SSHD):
+        pytest.skip("sshd missing: run 'make deps' (openssh-server)")
+    n = Nodes()
+    try:
+        n.setup()
+        d = n.dir
+        hostfile = d + "/hostfile"
+        with open(hostfile, "w") as f:
+            f.write("# MPI's hostfile, as is\n%s slots=2\n%s slots=2\n" % (n.host["a"], n.host["b"]))
+        ssh = " ".join(n.ssh_argv())
+        out = d + "/mpi.out"
+        proc = n.start("a", [MPIRUN, "--allow-run-as-root", "--hostfile", hostfile, "-np", "4",
+                             "--mca", "plm_rsh_agent", ssh, "--mca", "btl", "self,vader,tcp",
+                             "--mca", "btl_tcp_if_include", "eth0", "--mca",
+                             "oob_tcp_if_include", "eth0", DEBIAN, MPI_JOB], out, {})
+        deadline = time.time() + 60
+        while True:
+            text = open(out).read()
+            ready = [json.loads(m) for m in re.findall(r"ready (\{[^{}]*\})", text)]
+            if len(ready) >= 4:
+                break
+            assert proc.poll() is None and time.time() < deadline, "job not ready: %s" % text
+            time.sleep(0.2)
+        assert sorted((r["rank"], r["node"]) for r in ready) == [
+            (0, n.host["a"]), (1, n.host["a"]), (2, n.host["b"]), (3, n.host["b"])]
+        pid2 = [r["pid"] for r in ready if r["rank"] == 2][0]  # in node b's PID namespace
+        cmd = ["nsenter", "-t", str(n.pid1("a")), "-n", "-p", "-m", "-u", "--", CLI, "cluster",
+               "stacks", "--hostfile", hostfile, "--exec", ssh + " root@{host}"]
+        r = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        assert res["job"].startswith("openmpi:") and res["world_size"] == 4, res
+        assert res["missing"] == [] and res["errors"] == [], res
+        groups = res["groups"]
+        assert [g["ranks"] for g in groups] == [[2], [0, 1, 3]], groups
+        assert groups[0]["nodes"] == [n.host["b"]] and groups[0]["pid"] == pid2
+        assert groups[0]["frames"][0]["func"] == "stuck_in_sleep"
+        assert sorted(groups[1]["nodes"]) == [n.host["a"], n.host["b"]]
+        assert groups[1]["frames"][0]["func"] == "wait_for_peers"
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        print("$ probing cluster stacks --hostfile hostfile --exec 'ssh ... root@{host}'\n%s"
+              % r.stdout)
+        assert re.search(r"^job openmpi:\S+: world size 4, 4 ranks answered on 2 of 2 nodes, "
+                         r"2 groups$", r.stdout, re.M), r.stdout
+        assert re.search(r"^1 rank: 2 \(node %s, pid %d\)\n  > stuck_in_sleep \(" % (
+            re.escape(n.host["b"]), pid2), r.stdout, re.M), r.stdout
+    finally:
+        n.teardown()
+
 # ---- SLURM: slurmctld and two slurmd on the namespace nodes ----
 
 SLURMCTLD = "/usr/sbin/slurmctld"
