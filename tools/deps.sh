@@ -43,6 +43,9 @@ want=(
   # cluster across nodes (tests/e2e/test_cluster_nodes.py): network namespaces, a bridge, veth
   # pairs (ip), and an sshd per node reached with ssh
   iproute2 openssh-server openssh-client
+  # real launchers (tests/e2e/test_cluster_launchers.py): Open MPI's mpirun and mpi4py for an MPI
+  # job; SLURM's slurmctld, slurmd and clients (srun, sbatch, squeue) with munge for a SLURM job
+  openmpi-bin python3-mpi4py slurm-wlm munge
   # a real asyncio server with stuck requests for debug --dump --tasks (tests/e2e/test_asyncio_server.py)
   python3-aiohttp
   # benchmarks: debugpy beside probing

@@ -419,6 +419,35 @@ def test_hosts_nodelist_expansion():
         assert r.returncode == 2 and r.stderr.startswith("probing: error: cluster hosts: "), (bad, r.stderr)
 
 
+def test_slurm_asks_squeue(tmp_path):
+    """--slurm takes the job's nodes from squeue (a stand-in on PATH here; the real one in
+    tests/e2e/test_cluster_launchers.py), checks its names like any host list, and falls back to
+    $SLURM_JOB_NODELIST when squeue has no answer or the job id is not a number."""
+    sq = tmp_path / "squeue"
+    sq.write_text("#!/bin/sh\necho \"$*\" >> %s/args\ncat %s/answer\n" % (tmp_path, tmp_path))
+    sq.chmod(0o755)
+    base = {"PATH": "%s:%s" % (tmp_path, os.environ["PATH"]), "SLURM_JOB_NODELIST": "step1"}
+    (tmp_path / "answer").write_text("cn[001-002],gpu7\n")
+    r = probing("cluster", "hosts", "--slurm", env=dict(base, SLURM_JOB_ID="42"), check=True)
+    assert r.stdout.split() == ["cn001", "cn002", "gpu7"]
+    assert (tmp_path / "args").read_text() == "--noheader --jobs 42 --format %N\n"
+    evil = "-oProxyCommand=touch%s" % (tmp_path / "pwned")
+    (tmp_path / "answer").write_text(evil + "\n")
+    r = probing("cluster", "hosts", "--slurm", env=dict(base, SLURM_JOB_ID="42"))
+    assert r.returncode == 2 and "'%s' (squeue -j $SLURM_JOB_ID) refused" % evil in r.stderr, r.stderr
+    # No answer (a finished job), an error, or a job id that is not a number: the environment.
+    for answer, jobid in (("", "42"), ("cn1\ncn2\n", "42"), ("cn1\n", "42;x"), ("cn1\n", "")):
+        (tmp_path / "answer").write_text(answer)
+        (tmp_path / "args").write_text("")
+        r = probing("cluster", "hosts", "--slurm", env=dict(base, SLURM_JOB_ID=jobid), check=True)
+        assert r.stdout.split() == ["step1"], (answer, jobid, r.stdout)
+        assert (tmp_path / "args").read_text() == ("" if jobid != "42" else
+                                                  "--noheader --jobs 42 --format %N\n")
+    sq.write_text("#!/bin/sh\nexit 1\n")
+    r = probing("cluster", "hosts", "--slurm", env=dict(base, SLURM_JOB_ID="42"), check=True)
+    assert r.stdout.split() == ["step1"]
+    assert not (tmp_path / "pwned").exists()
+
 def test_nodelist_expansion_is_linear():
     """Issue 37 item 8: 65536 names (the most a node list may give) cost about 8 times 8192
     names, not 64 times (it took 5.9 s: each name appended counted the list again). Compared

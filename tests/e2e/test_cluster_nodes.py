@@ -2,10 +2,11 @@
 """probing cluster across two "nodes" made by the test as separate machines would be: each its
 own network namespace (an address on a bridge the test creates, in a private 10.213.X.0/24 that
 lives only inside these namespaces), PID namespace (its own /proc), UTS namespace (its own
-hostname) and mount namespace (a private /tmp), with Debian's sshd listening on that node's
-address only, key-only, with a throwaway key. A torchrun job of 4 ranks is split 2+2 between
-them (MASTER_ADDR on node A), rank 3 (node B) stuck in C holding the GIL; the CLI runs in a
-third network namespace (the "login node") and reaches the nodes with ssh. Everything is torn
+hostname) and mount namespace (a private /tmp, an /etc/hosts naming both nodes), with Debian's
+sshd listening on that node's address only, key-only, with a throwaway key. A torchrun job of 4
+ranks is split 2+2 between them (MASTER_ADDR on node A), rank 3 (node B) stuck in C holding the
+GIL; the CLI runs in a third network namespace (the "login node") and reaches the nodes with
+ssh; the same with torchrun's c10d rendezvous instead of a fixed MASTER_ADDR. Everything is torn
 down afterwards, on failure too; every wait is bounded."""
 import json
 import os
@@ -68,6 +69,12 @@ class Nodes:
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d + "/id")
         shutil.copy(d + "/id.pub", d + "/authorized_keys")
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+        # The nodes know each other's names, as a cluster's DNS would tell them: torchrun's c10d
+        # rendezvous hands its ranks node a's host name as MASTER_ADDR. Bound over /etc/hosts
+        # in each node's own mount namespace only.
+        with open(d + "/hosts", "w") as f:
+            f.write("127.0.0.1 localhost\n%s %s\n%s %s\n" % (
+                self.addr["a"], self.host["a"], self.addr["b"], self.host["b"]))
         for k in "ab":
             run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", "%s/host_%s" % (d, k))
             with open("%s/sshd_%s.conf" % (d, k), "w") as f:
@@ -78,8 +85,8 @@ class Nodes:
                             self.addr[k], d, k, d))
             # PID 1 of the node: a shell that names the node, mounts its private /tmp and
             # becomes sshd; --kill-child takes the whole node down when unshare is killed.
-            script = ("hostname %s && mount -t tmpfs tmpfs /tmp && exec %s -D -e -f %s/sshd_%s.conf"
-                      % (self.host[k], SSHD, d, k))
+            script = ("hostname %s && mount -t tmpfs tmpfs /tmp && mount --bind %s/hosts /etc/hosts"
+                      " && exec %s -D -e -f %s/sshd_%s.conf" % (self.host[k], d, SSHD, d, k))
             self.inits[k] = subprocess.Popen(
                 ["ip", "netns", "exec", self.ns[k], "unshare", "--pid", "--fork", "--kill-child",
                  "--mount-proc", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],
@@ -247,3 +254,47 @@ def test_stacks_across_two_nodes(nodes, tmp_path):
     assert [g["ranks"] for g in out["groups"]] == [[0, 1]]
     assert [e["node"] for e in out["errors"]] == [nodes.addr["b"]]
     assert took < 4 + 8, took
+
+
+def test_stacks_across_two_nodes_c10d(nodes, tmp_path):
+    """torchrun --nnodes 2 with c10d rendezvous (the store on node a, MASTER_ADDR node a's host
+    name chosen by torchrun itself), 2 ranks a node, rank 3 stuck: found through --hosts."""
+    port = 29400 + os.getpid() % 500
+    env = {"GLOO_SOCKET_IFNAME": "eth0", "STUCK_RANK": "3"}
+    rdzv_id = "probing-c10d-%d" % os.getpid()
+    outs = {}
+    for k in "ab":
+        outs[k] = tmp_path / ("node_%s.out" % k)
+        nodes.start(k, [TORCHRUN, "--nnodes", "2", "--nproc_per_node", "2", "--redirects", "1",
+                        "--tee", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint",
+                        "%s:%d" % (nodes.addr["a"], port), "--rdzv_id", rdzv_id, JOB],
+                    outs[k], env)
+    deadline = time.time() + 120
+    while sum(len(ready_lines(o)) for o in outs.values()) < 4:
+        assert time.time() < deadline, "job not ready: %s\n%s" % (
+            open(outs["a"]).read()[-2000:], open(outs["b"]).read()[-2000:])
+        assert all(p.poll() is None for p in nodes.jobs), "%s\n%s" % (
+            open(outs["a"]).read()[-2000:], open(outs["b"]).read()[-2000:])
+        time.sleep(0.3)
+    on = {r["rank"]: k for k in "ab" for r in ready_lines(outs[k])}
+    pid3 = [r["pid"] for k in "ab" for r in ready_lines(outs[k]) if r["rank"] == 3][0]
+    assert sorted(on) == [0, 1, 2, 3] and sorted(on.values()) == ["a", "a", "b", "b"], on
+    exec_tmpl = " ".join(nodes.ssh_argv()) + " root@{host}"
+    hosts = "%s,%s" % (nodes.addr["a"], nodes.addr["b"])
+    cmd = ["ip", "netns", "exec", nodes.ns["c"], CLI, "cluster", "stacks", "--hosts", hosts,
+           "--exec", exec_tmpl]
+    out = json.loads(run(*cmd, "--json", timeout=120).stdout)
+    assert out["world_size"] == 4 and out["missing"] == [] and out["errors"] == [], out
+    assert re.match(r"^torchrun:%s@\S+:\d+$" % re.escape(rdzv_id), out["job"]), out["job"]
+    groups = out["groups"]
+    assert [g["ranks"] for g in groups] == [[3], [0, 1, 2]], groups
+    assert groups[0]["nodes"] == [nodes.host[on[3]]] and groups[0]["pid"] == pid3
+    assert groups[0]["frames"][0]["func"] == "stuck_in_c"
+    assert sorted(groups[1]["nodes"]) == sorted([nodes.host["a"], nodes.host["b"]])
+    assert groups[1]["frames"][0]["func"] == "all_reduce"
+    text = run(*cmd, timeout=120).stdout
+    print("$ probing cluster stacks --hosts %s --exec %r\n%s" % (hosts, exec_tmpl, text))
+    assert re.search(r"^job torchrun:%s@\S+: world size 4, 4 ranks answered on 2 of 2 nodes, "
+                     r"2 groups$" % re.escape(rdzv_id), text, re.M), text
+    assert re.search(r"^1 rank: 3 \(node %s, pid %d\)\n  > stuck_in_c \(" % (
+        nodes.host[on[3]], pid3), text, re.M), text

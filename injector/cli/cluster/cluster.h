@@ -44,7 +44,7 @@ struct cli_cluster_opts {
     const char *hosts;      /* --hosts a,b,c */
     const char *hostfile;   /* --hostfile F */
     const char *nodelist;   /* --nodelist (else $SLURM_JOB_NODELIST with --slurm) */
-    int slurm;              /* --slurm: the nodes of the current SLURM job */
+    int slurm;              /* --slurm: the nodes of job $SLURM_JOB_ID (squeue), else env */
     const char *exec;       /* --exec template, default "ssh -- {host}" */
     const char *remote_cli; /* --probing PATH on the nodes (default: this binary's path) */
     const char *sql;        /* query */

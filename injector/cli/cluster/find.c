@@ -103,6 +103,15 @@ static cJSON *describe(pid_t pid, const char *env, long len)
         launcher = "pmi";
         snprintf(job, sizeof job, "pmi:%s", id ? id : "?");
         env_int(env, len, "MPI_LOCALRANKID", &local);
+        /* srun --mpi=pmi2 starts each rank as its own task: PMI_RANK is SLURM_PROCID, and SLURM
+         * gives the local rank and node (it sets no MPI_LOCALRANKID). Under MPICH's hydra inside
+         * an allocation SLURM's variables are a proxy's, whose task number is not the rank. */
+        long task;
+        if (env_int(env, len, "SLURM_PROCID", &task) && task == rank) {
+            if (local < 0)
+                env_int(env, len, "SLURM_LOCALID", &local);
+            env_int(env, len, "SLURM_NODEID", &group);
+        }
     } else if (env_int(env, len, "SLURM_PROCID", &rank) &&
                env_int(env, len, "SLURM_NTASKS", &size) && env_get(env, len, "SLURM_JOB_ID")) {
         const char *step = env_get(env, len, "SLURM_STEP_ID");

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Which nodes `probing cluster` asks, and asking them: --hosts a,b,c, --hostfile F (one name a
- * line, '#' comments, MPI's "host slots=N" accepted), --nodelist or --slurm
- * ($SLURM_JOB_NODELIST) in SLURM's compressed syntax (node[1-3,5]); each node is reached by a
- * command template (--exec, default "ssh -- {host}") that runs `probing cluster CMD --local --json`
+ * line, '#' comments, MPI's "host slots=N" accepted), --nodelist or --slurm (the nodes squeue
+ * gives for $SLURM_JOB_ID, else $SLURM_JOB_NODELIST) in SLURM's compressed syntax (node[1-3,5]);
+ * each node is reached by a command template (--exec, default "ssh -- {host}") that runs `probing cluster CMD --local --json`
  * there (every name checked first: no leading '-', only the characters of host names): one command per node serves all its ranks, nodes are asked in parallel, and a node
  * that does not answer in time costs its timeout and is reported, never more. */
 #include <ctype.h>
@@ -185,6 +185,46 @@ static cJSON *read_hostfile(const char *path, struct pb_err *err)
     return out;
 }
 
+static void squeue_child(int i, void *p)
+{
+    (void)i;
+    execlp("squeue", "squeue", "--noheader", "--jobs", (const char *)p, "--format", "%N",
+           (char *)NULL);
+    _exit(127);
+}
+
+/* --slurm: the nodes of job $SLURM_JOB_ID as its controller has them (`squeue -h -j ID -o %N`),
+ * malloc'd; NULL when there is no job id, no squeue or no answer in time (the environment's
+ * node list is used then). The environment alone is not enough: in a step started from outside
+ * the allocation (`srun --jobid J --overlap -w node1 ...`, how one gets a shell on a node of a
+ * running job) SLURM_JOB_NODELIST names only that step's nodes. */
+static char *slurm_job_nodes(const struct cli_cluster_opts *o)
+{
+    const char *id = getenv("SLURM_JOB_ID");
+    if (!id || !*id)
+        id = getenv("SLURM_JOBID");
+    if (!id || !*id || strlen(id) > 20 || strspn(id, "0123456789") != strlen(id))
+        return NULL;
+    struct cli_cluster_child kid = {.group = 1};
+    fflush(stdout);
+    fflush(stderr);
+    cli_cluster_run(&kid, 1, 1, o->node_timeout_ms, squeue_child, (void *)id);
+    char *nodes = NULL;
+    if (kid.state == CLUSTER_CHILD_DONE && WIFEXITED(kid.status) && WEXITSTATUS(kid.status) == 0 &&
+        kid.obuf) {
+        const char *b = kid.obuf;
+        size_t n = strcspn(b, "\n");
+        const char *rest = b + n + strspn(b + n, " \n"); /* one line only: a job's node list */
+        while (n && isspace((unsigned char)b[n - 1]))
+            n--;
+        if (n && !*rest && !(n == 6 && memcmp(b, "(null)", 6) == 0))
+            nodes = strndup(b, n);
+    }
+    PB_LOG(PB_LOG_DEBUG, "cluster: squeue -j %s: %s", id, nodes ? nodes : "(no node list)");
+    cli_cluster_child_free(&kid);
+    return nodes;
+}
+
 cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err *err)
 {
     cJSON *hosts;
@@ -199,6 +239,12 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
                    ? hosts_checked(hosts, "--nodelist", err)
                    : NULL;
     if (o->slurm) {
+        char *job_nodes = slurm_job_nodes(o);
+        if (job_nodes) {
+            hosts = cli_cluster_nodelist_expand(job_nodes, err);
+            free(job_nodes);
+            return hosts ? hosts_checked(hosts, "squeue -j $SLURM_JOB_ID", err) : NULL;
+        }
         const char *nl = getenv("SLURM_JOB_NODELIST"), *var = "$SLURM_JOB_NODELIST";
         if (!nl || !*nl) {
             nl = getenv("SLURM_NODELIST");
@@ -206,8 +252,9 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
         }
         if (!nl || !*nl) {
             pb_err_set(err, PB_EUSAGE,
-                       "--slurm: SLURM_JOB_NODELIST is not set: run inside the "
-                       "job's allocation (salloc, sbatch) or give --hosts");
+                       "--slurm: SLURM_JOB_NODELIST is not set and no SLURM_JOB_ID that "
+                       "squeue knows: run inside the job's allocation (salloc, sbatch), "
+                       "set SLURM_JOB_ID or give --hosts");
             return NULL;
         }
         return (hosts = cli_cluster_nodelist_expand(nl, err)) ? hosts_checked(hosts, var, err)
