@@ -264,11 +264,14 @@ check-exports: $(PROBE_LIBS)
 # tests and the eh_frame fuzzer drive.
 UNWIND_SRCS := probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c
 UNIT_SRCS := $(wildcard tests/unit/*.c)
+# The CLI as `probing` links it (without main.c) and serve's command line (args.c, no HTTP):
+# the commands' parse halves and the cluster's grouping are unit-tested without a process.
+UNIT_CLI_SRCS := $(CLI_LIGHT_SRCS) injector/cli/serve/args.c
 UNIT_BIN := $(B)/tests/unit-tests
 $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
                          probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c \
-                         injector/cli/srccache.c)
+                         $(UNIT_CLI_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
