@@ -267,11 +267,13 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 # The CLI as `probing` links it (without main.c) and serve's command line (args.c, no HTTP):
 # the commands' parse halves and the cluster's grouping are unit-tested without a process.
 UNIT_CLI_SRCS := $(CLI_LIGHT_SRCS) injector/cli/serve/args.c
+# The rollups of history tables (SQLite, no task thread): tests/unit/test_rollup.c.
+UNIT_PROBE_SRCS := probe/sql/rollup.c
 UNIT_BIN := $(B)/tests/unit-tests
 $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c \
                          probe/core/settings.c probe/core/settings_compat.c probe/core/rows.c probe/gil/eval_result.c \
                          probe/prof/modules.c $(UNWIND_SRCS) probe/sig/unwind_maps.c probe/pyrt/read.c \
-                         $(UNIT_CLI_SRCS))
+                         $(UNIT_CLI_SRCS) $(UNIT_PROBE_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
