@@ -284,6 +284,11 @@ check-layers:
 # tests and the eh_frame fuzzer drive.
 UNWIND_SRCS := probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c
 UNIT_SRCS := $(wildcard tests/unit/*.c)
+# The CLI as `probing` links it (without main.c) and serve's command line (args.c, no HTTP):
+# the commands' parse halves and the cluster's grouping are unit-tested without a process.
+UNIT_CLI_SRCS := $(CLI_LIGHT_SRCS) injector/cli/serve/args.c
+# The rollups of history tables (SQLite, no task thread): tests/unit/test_rollup.c.
+UNIT_PROBE_SRCS := probe/sql/rollup.c
 UNIT_BIN := $(B)/tests/unit-tests
 # What the unit tests and the fuzz harnesses both build, with tests/unit's fakes in place of the
 # rest of the probe: the protocol, the server without its transport, and the pure parts.
@@ -291,9 +296,11 @@ TESTED_SRCS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) probe/pyrt/snapshot.c p
                probe/pyrt/atasks_json.c probe/core/settings.c probe/core/settings_compat.c \
                probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c injector/cli/srccache.c
 FAKE_SRCS := $(wildcard tests/unit/fake_*.c)
-# The unit tests add the injector, the renderers and the unwinder (UNIT_SRCS holds the fakes).
+# The unit tests add the injector, the renderers, the unwinder and the CLI (UNIT_SRCS holds the
+# fakes).
 $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(TESTED_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $(UNWIND_SRCS) \
-                         probe/sig/unwind_maps.c probe/pyrt/read.c)
+                         probe/sig/unwind_maps.c probe/pyrt/read.c \
+                         $(filter-out $(TESTED_SRCS),$(UNIT_CLI_SRCS)) $(UNIT_PROBE_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc

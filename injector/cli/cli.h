@@ -213,6 +213,15 @@ void cli_query_wait(struct dap_client *dc, int base_ms);
 
 /* A command: argc/argv start at the command name; returns an exit code (CLI_*). */
 typedef int cli_cmd_fn(const struct cli_opts *o, int argc, char **argv);
+/* `inject`'s command line, parsed before the target is touched (inject.c): CLI_OK (help: print
+ * the help only), or CLI_USAGE after printing one line. */
+struct cli_inject_cmd {
+    const char *listen; /* -l HOST:PORT, or NULL */
+    int crash;          /* -c 1, --no-crash 0, neither -1 */
+    int pprof, json, help;
+    pid_t pid; /* the global -p */
+};
+int cli_inject_parse(const struct cli_opts *o, int argc, char **argv, struct cli_inject_cmd *cmd);
 /* main.c's table: a file each (inject.c, debug.c, ..., query.c has tables too). */
 cli_cmd_fn cli_cmd_inject, cli_cmd_debug, cli_cmd_dump, cli_cmd_list, cli_cmd_query, cli_cmd_tables,
     cli_cmd_config, cli_cmd_eval, cli_cmd_repl, cli_cmd_backtrace, cli_cmd_memory;

@@ -95,7 +95,7 @@ static int crash_set(struct dap_client *dc, int enable, struct pb_err *err)
     return 0;
 }
 
-int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
+int cli_inject_parse(const struct cli_opts *o, int argc, char **argv, struct cli_inject_cmd *cmd)
 {
     static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
                                              {"help", no_argument, 0, 'h'},
@@ -104,33 +104,41 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
                                              {"pprof", no_argument, 0, 'P'},
                                              {"json", no_argument, 0, 'J'},
                                              {0, 0, 0, 0}};
-    const char *listen = NULL;
-    int c, crash = -1, pprof = 0, json = 0;
+    *cmd = (struct cli_inject_cmd){.crash = -1, .pid = o->target.pid};
+    int c;
     while ((c = getopt_long(argc, argv, "l:hcP", longopts, NULL)) != -1) {
         if (c == 'l')
-            listen = optarg;
+            cmd->listen = optarg;
         else if (c == 'P')
-            pprof = 1;
+            cmd->pprof = 1;
         else if (c == 'J')
-            json = 1;
+            cmd->json = 1;
         else if (c == 'c' || c == 'C')
-            crash = c == 'c';
+            cmd->crash = c == 'c';
         else if (c == 'h') {
-            help();
+            cmd->help = 1;
             return CLI_OK;
         } else
             return cli_bad_option("inject", argv);
     }
     if (optind < argc)
         return cli_unexpected_arg("inject", argv);
-    if (json && (crash >= 0 || pprof)) {
+    if (cmd->json && (cmd->crash >= 0 || cmd->pprof)) {
         cli_error("inject: --json goes with --listen only: run --crash or --pprof separately");
         return CLI_USAGE;
     }
-    if (o->target.pid <= 0) {
+    if (cmd->pid <= 0) {
         cli_error("inject needs a local process: probing -p PID inject");
         return CLI_USAGE;
     }
+    return CLI_OK;
+}
+
+/* Runs a parsed inject: loads the probe (or finds it), then what the options ask of it. */
+static int act(const struct cli_inject_cmd *cmd, int timeout_ms)
+{
+    const char *listen = cmd->listen;
+    int crash = cmd->crash, pprof = cmd->pprof, json = cmd->json;
     struct pb_err err = {0};
     struct dap_client dc;
     char version[32] = "", token[PB_TOKEN_MAX + 1] = "";
@@ -142,9 +150,9 @@ int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
     }
     int injected = 0, connected = 0;
     const char *what = NULL; /* the failing step's name in the error, NULL: err.msg says it */
-    pid_t pid = o->target.pid;
+    pid_t pid = cmd->pid;
     cJSON *info = NULL, *out = NULL, *body = NULL;
-    dap_client_init(&dc, o->timeout_ms);
+    dap_client_init(&dc, timeout_ms);
     int rc = cli_probe_ensure(pid, &injected, version, sizeof version, &err);
     if (rc == 0)
         rc = cli_connect_pid(pid, 5000, &dc, &err);
@@ -218,4 +226,15 @@ out:
     }
     env_notes(pid);
     return CLI_OK;
+}
+
+int cli_cmd_inject(const struct cli_opts *o, int argc, char **argv)
+{
+    struct cli_inject_cmd cmd;
+    int rc = cli_inject_parse(o, argc, argv, &cmd);
+    if (cmd.help)
+        help();
+    else if (rc == CLI_OK)
+        rc = act(&cmd, o->timeout_ms);
+    return rc;
 }

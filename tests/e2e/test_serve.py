@@ -618,6 +618,12 @@ def test_serve_remote_target(spawn, serve):
     assert status == 200 and q["rows"][0][0] >= 2
     status, e = api(s, "/api/processes/%s/attach" % address, "POST")
     assert status == 400 and "loaded already" in e["error"]
+    # No traced step there yet: the error names the target as the paths do (it said "process
+    # -1" and /api/processes/-1/torch, the index it was kept under, before).
+    status, e = api(s, "/api/processes/%s/torch/trace" % address)
+    assert status == 404 and e["error"] == (
+        "no traced step in %s yet: start perf --torch (POST /api/processes/%s/torch) and let a "
+        "step end" % (address, address)), e
     status, text = api(s, "/metrics")
     fams = {f.name: f for f in text_string_to_metric_families(text.decode())}
     got = [sm for sm in fams["probing_python_threads"].samples

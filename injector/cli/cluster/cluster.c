@@ -203,7 +203,7 @@ static const char *unhex(const char *h, char **owned)
 
 /* The subcommands: each its op and the report that prints what the nodes answered (hosts prints
  * the resolved node list itself and asks no node). */
-static const struct sub {
+static const struct cli_cluster_sub {
     const char *name;
     int op;
     int (*report)(const struct cli_cluster_opts *o, cJSON *nodes);
@@ -262,215 +262,233 @@ static int usage_err(const char *sub, const char *what)
     return CLI_USAGE;
 }
 
-int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
+static const struct option longopts[] = {{"json", no_argument, 0, 'j'},
+                                         {"local", no_argument, 0, 'L'},
+                                         {"tree", no_argument, 0, 'T'},
+                                         {"thread", required_argument, 0, 't'},
+                                         {"samples", required_argument, 0, 'n'},
+                                         {"interval", required_argument, 0, 'i'},
+                                         {"no-inject", no_argument, 0, 'I'},
+                                         {"native", no_argument, 0, 'V'},
+                                         {"tasks", no_argument, 0, 'K'},
+                                         {"subprocesses", no_argument, 0, 'B'},
+                                         {"any-uid", no_argument, 0, 'U'},
+                                         {"hosts", required_argument, 0, 'H'},
+                                         {"hostfile", required_argument, 0, 'F'},
+                                         {"nodelist", required_argument, 0, 'N'},
+                                         {"slurm", no_argument, 0, 'S'},
+                                         {"exec", required_argument, 0, 'e'},
+                                         {"probing", required_argument, 0, 'P'},
+                                         {"node-timeout", required_argument, 0, 'W'},
+                                         {"rank-timeout", required_argument, 0, 'R'},
+                                         {"parallel", required_argument, 0, 'p'},
+                                         {"job", required_argument, 0, 'J'},
+                                         {"job-hex", required_argument, 0, 'X'},
+                                         {"reduce", required_argument, 0, 'r'},
+                                         {"sql-hex", required_argument, 0, 'Q'},
+                                         {"format", required_argument, 0, 'f'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+
+/* One option c (with optarg) into cmd: 0, or CLI_USAGE after printing why. */
+static int parse_option(struct cli_cluster_cmd *cmd, int c, char **argv)
 {
-    static const struct option longopts[] = {{"json", no_argument, 0, 'j'},
-                                             {"local", no_argument, 0, 'L'},
-                                             {"tree", no_argument, 0, 'T'},
-                                             {"thread", required_argument, 0, 't'},
-                                             {"samples", required_argument, 0, 'n'},
-                                             {"interval", required_argument, 0, 'i'},
-                                             {"no-inject", no_argument, 0, 'I'},
-                                             {"native", no_argument, 0, 'V'},
-                                             {"tasks", no_argument, 0, 'K'},
-                                             {"subprocesses", no_argument, 0, 'B'},
-                                             {"any-uid", no_argument, 0, 'U'},
-                                             {"hosts", required_argument, 0, 'H'},
-                                             {"hostfile", required_argument, 0, 'F'},
-                                             {"nodelist", required_argument, 0, 'N'},
-                                             {"slurm", no_argument, 0, 'S'},
-                                             {"exec", required_argument, 0, 'e'},
-                                             {"probing", required_argument, 0, 'P'},
-                                             {"node-timeout", required_argument, 0, 'W'},
-                                             {"rank-timeout", required_argument, 0, 'R'},
-                                             {"parallel", required_argument, 0, 'p'},
-                                             {"job", required_argument, 0, 'J'},
-                                             {"job-hex", required_argument, 0, 'X'},
-                                             {"reduce", required_argument, 0, 'r'},
-                                             {"sql-hex", required_argument, 0, 'Q'},
-                                             {"format", required_argument, 0, 'f'},
-                                             {"output", required_argument, 0, 'o'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
+    struct cli_cluster_opts *o = &cmd->o;
+    const char *sub = cmd->sub;
+    char *end = NULL;
+    switch (c) {
+    case 'j': o->json = 1; break;
+    case 'L': o->local = 1; break;
+    case 'T': o->tree = 1; break;
+    case 'I': o->no_inject = 1; break;
+    case 'V': o->native = 1; break;
+    case 'K': o->tasks = 1; break;
+    case 'B': o->subprocesses = 1; break;
+    case 'U': o->any_uid = 1; break;
+    case 't':
+        if (strcmp(optarg, "auto") == 0)
+            o->thread = CLUSTER_THREAD_AUTO;
+        else if (strcmp(optarg, "main") == 0)
+            o->thread = CLUSTER_THREAD_MAIN;
+        else if (strcmp(optarg, "all") == 0)
+            o->thread = CLUSTER_THREAD_ALL;
+        else
+            return usage_err(sub, "--thread takes auto, main or all");
+        break;
+    case 'n':
+        o->samples = (int)strtol(optarg, &end, 10);
+        if (*end || o->samples < 1 || o->samples > 1000)
+            return usage_err(sub, "--samples takes 1 to 1000");
+        break;
+    case 'i':
+        o->interval = strtod(optarg, &end);
+        if (*end || !(o->interval >= 0 && o->interval <= 3600))
+            return usage_err(sub, "--interval takes seconds, 0 to 3600");
+        break;
+    case 'H': o->hosts = optarg; break;
+    case 'F': o->hostfile = optarg; break;
+    case 'N': o->nodelist = optarg; break;
+    case 'S': o->slurm = 1; break;
+    case 'e': o->exec = optarg; break;
+    case 'P': o->remote_cli = optarg; break;
+    case 'W':
+        o->node_timeout_ms = (int)strtol(optarg, &end, 10);
+        if (*end || o->node_timeout_ms <= 0)
+            return usage_err(sub, "--node-timeout takes a positive number of milliseconds");
+        break;
+    case 'R':
+        o->rank_timeout_ms = (int)strtol(optarg, &end, 10);
+        if (*end || o->rank_timeout_ms <= 0)
+            return usage_err(sub, "--rank-timeout takes a positive number of milliseconds");
+        break;
+    case 'p':
+        o->parallel = (int)strtol(optarg, &end, 10);
+        if (*end || o->parallel <= 0 || o->parallel > 4096)
+            return usage_err(sub, "--parallel takes 1 to 4096");
+        break;
+    case 'J': o->job = optarg; break;
+    case 'X':
+        if (!(o->job = unhex(optarg, &cmd->owned_job)))
+            return usage_err(sub, "--job-hex: not hex");
+        break;
+    case 'r': o->reduce = optarg; break;
+    case 'Q':
+        if (!(o->sql = unhex(optarg, &cmd->owned_sql)))
+            return usage_err(sub, "--sql-hex: not hex");
+        break;
+    case 'f':
+        if (strcmp(optarg, "table") && strcmp(optarg, "json") && strcmp(optarg, "csv"))
+            return usage_err(sub, "--format takes table, json or csv");
+        o->format = optarg;
+        break;
+    case 'o': o->outdir = optarg; break;
+    case 'h': cmd->help = 1; break;
+    default: {
+        char name[32];
+        snprintf(name, sizeof name, "cluster %s", sub);
+        return cli_bad_option(name, argv);
+    }
+    }
+    return 0;
+}
+
+/* The options that do not go together, once all are read: 0, or CLI_USAGE after printing why. */
+static int check_options(const struct cli_cluster_cmd *cmd)
+{
+    const struct cli_cluster_opts *o = &cmd->o;
+    const char *sub = cmd->sub;
+    /* Options that belong to one command only. */
+    if ((o->tree || o->samples != 1 || o->thread != CLUSTER_THREAD_AUTO || o->no_inject ||
+         o->native || o->tasks) &&
+        o->op != CLUSTER_OP_STACKS)
+        return usage_err(sub, o->no_inject ? "--no-inject only goes with 'cluster stacks'"
+                              : o->native  ? "--native only goes with 'cluster stacks'"
+                                           : "--tree, --thread, --samples, --tasks only go with "
+                                             "'cluster stacks'");
+    if (o->subprocesses && o->op != CLUSTER_OP_STACKS && o->op != CLUSTER_OP_DUMP)
+        return usage_err(sub, "--subprocesses only goes with 'cluster stacks' and 'cluster dump'");
+    if (o->tasks && o->no_inject)
+        return usage_err(sub, "--tasks needs the probe loaded in each rank (asyncio tasks are read "
+                              "with the GIL): leave out --no-inject");
+    if (o->native && o->no_inject)
+        return usage_err(sub, "--native needs the probe loaded: drop --no-inject");
+    if ((o->reduce || strcmp(o->format, "table") != 0) && o->op != CLUSTER_OP_QUERY)
+        return usage_err(sub, "--reduce and --format only go with 'cluster query'");
+    if (o->op == CLUSTER_OP_QUERY && (!o->sql || !*o->sql))
+        return usage_err(sub, "missing SQL: probing cluster query \"SELECT ...\"");
+    if (o->op == CLUSTER_OP_DUMP && !o->outdir && !o->local)
+        return usage_err(sub, "missing -o DIR");
+    if (!!o->hosts + !!o->hostfile + !!o->nodelist + o->slurm > 1)
+        return usage_err(sub, "give one of --hosts, --hostfile, --nodelist, --slurm");
+    return 0;
+}
+
+int cli_cluster_parse(const struct cli_opts *g, int argc, char **argv, struct cli_cluster_cmd *cmd)
+{
+    *cmd = (struct cli_cluster_cmd){.o = {.samples = 1,
+                                          .interval = 1.0,
+                                          .rank_timeout_ms = g->timeout_ms,
+                                          .parallel = 256,
+                                          .exec = "ssh -- {host}",
+                                          .format = "table"}};
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        help(NULL);
+        cmd->help = 1;
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
-    const char *sub = argv[1];
-    const struct sub *sc = NULL;
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0] && !sc; i++)
-        if (strcmp(sub, subs[i].name) == 0)
-            sc = &subs[i];
-    if (!sc) {
+    cmd->sub = argv[1];
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0] && !cmd->sc; i++)
+        if (strcmp(cmd->sub, subs[i].name) == 0)
+            cmd->sc = &subs[i];
+    if (!cmd->sc) {
         cli_error("cluster: unknown command '%s': expected list, stacks, collectives, query, dump "
                   "or hosts "
                   "(see 'probing cluster --help')",
-                  sub);
+                  cmd->sub);
         return CLI_USAGE;
     }
-    struct cli_cluster_opts o = {.op = sc->op,
-                                 .samples = 1,
-                                 .interval = 1.0,
-                                 .rank_timeout_ms = g->timeout_ms,
-                                 .parallel = 256,
-                                 .exec = "ssh -- {host}",
-                                 .format = "table"};
-    char *owned_sql = NULL, *owned_job = NULL, self[PATH_MAX];
-    int rc = CLI_USAGE, c;
-    cJSON *nodes = NULL, *hosts = NULL;
+    cmd->o.op = cmd->sc->op;
+    int c, rc;
     argc--;
     argv++;
     optind = 0;
     while ((c = getopt_long(argc, argv, "jhf:o:", longopts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'j': o.json = 1; break;
-        case 'L': o.local = 1; break;
-        case 'T': o.tree = 1; break;
-        case 'I': o.no_inject = 1; break;
-        case 'V': o.native = 1; break;
-        case 'K': o.tasks = 1; break;
-        case 'B': o.subprocesses = 1; break;
-        case 'U': o.any_uid = 1; break;
-        case 't':
-            if (strcmp(optarg, "auto") == 0)
-                o.thread = CLUSTER_THREAD_AUTO;
-            else if (strcmp(optarg, "main") == 0)
-                o.thread = CLUSTER_THREAD_MAIN;
-            else if (strcmp(optarg, "all") == 0)
-                o.thread = CLUSTER_THREAD_ALL;
-            else
-                return usage_err(sub, "--thread takes auto, main or all");
-            break;
-        case 'n':
-            o.samples = (int)strtol(optarg, &end, 10);
-            if (*end || o.samples < 1 || o.samples > 1000)
-                return usage_err(sub, "--samples takes 1 to 1000");
-            break;
-        case 'i':
-            o.interval = strtod(optarg, &end);
-            if (*end || !(o.interval >= 0 && o.interval <= 3600))
-                return usage_err(sub, "--interval takes seconds, 0 to 3600");
-            break;
-        case 'H': o.hosts = optarg; break;
-        case 'F': o.hostfile = optarg; break;
-        case 'N': o.nodelist = optarg; break;
-        case 'S': o.slurm = 1; break;
-        case 'e': o.exec = optarg; break;
-        case 'P': o.remote_cli = optarg; break;
-        case 'W':
-            o.node_timeout_ms = (int)strtol(optarg, &end, 10);
-            if (*end || o.node_timeout_ms <= 0)
-                return usage_err(sub, "--node-timeout takes a positive number of milliseconds");
-            break;
-        case 'R':
-            o.rank_timeout_ms = (int)strtol(optarg, &end, 10);
-            if (*end || o.rank_timeout_ms <= 0)
-                return usage_err(sub, "--rank-timeout takes a positive number of milliseconds");
-            break;
-        case 'p':
-            o.parallel = (int)strtol(optarg, &end, 10);
-            if (*end || o.parallel <= 0 || o.parallel > 4096)
-                return usage_err(sub, "--parallel takes 1 to 4096");
-            break;
-        case 'J': o.job = optarg; break;
-        case 'X':
-            if (!(o.job = unhex(optarg, &owned_job)))
-                return usage_err(sub, "--job-hex: not hex");
-            break;
-        case 'r': o.reduce = optarg; break;
-        case 'Q':
-            if (!(o.sql = unhex(optarg, &owned_sql)))
-                return usage_err(sub, "--sql-hex: not hex");
-            break;
-        case 'f':
-            if (strcmp(optarg, "table") && strcmp(optarg, "json") && strcmp(optarg, "csv"))
-                return usage_err(sub, "--format takes table, json or csv");
-            o.format = optarg;
-            break;
-        case 'o': o.outdir = optarg; break;
-        case 'h': help(sub); return CLI_OK;
-        default: {
-            char cmd[32];
-            snprintf(cmd, sizeof cmd, "cluster %s", sub);
-            return cli_bad_option(cmd, argv);
-        }
-        }
+        if ((rc = parse_option(cmd, c, argv)) != 0)
+            return rc;
+        if (cmd->help)
+            return CLI_OK;
     }
     for (; optind < argc; optind++) {
-        if (o.op == CLUSTER_OP_QUERY && !o.sql)
-            o.sql = argv[optind];
-        else {
+        if (cmd->o.op == CLUSTER_OP_QUERY && !cmd->o.sql) {
+            cmd->o.sql = argv[optind];
+        } else {
             char what[300];
             snprintf(what, sizeof what, "unexpected argument '%s'%s", argv[optind],
-                     o.op == CLUSTER_OP_QUERY ? " (quote the SQL as one argument)" : "");
-            rc = usage_err(sub, what);
-            goto out;
+                     cmd->o.op == CLUSTER_OP_QUERY ? " (quote the SQL as one argument)" : "");
+            return usage_err(cmd->sub, what);
         }
     }
-    /* Options that belong to one command only. */
-    if ((o.tree || o.samples != 1 || o.thread != CLUSTER_THREAD_AUTO || o.no_inject || o.native ||
-         o.tasks) &&
-        o.op != CLUSTER_OP_STACKS) {
-        rc = usage_err(sub, o.no_inject ? "--no-inject only goes with 'cluster stacks'"
-                            : o.native  ? "--native only goes with 'cluster stacks'"
-                                        : "--tree, --thread, --samples, --tasks only go with "
-                                          "'cluster stacks'");
-        goto out;
-    }
-    if (o.subprocesses && o.op != CLUSTER_OP_STACKS && o.op != CLUSTER_OP_DUMP) {
-        rc = usage_err(sub, "--subprocesses only goes with 'cluster stacks' and 'cluster dump'");
-        goto out;
-    }
-    if (o.tasks && o.no_inject) {
-        rc = usage_err(sub, "--tasks needs the probe loaded in each rank (asyncio tasks are read "
-                            "with the GIL): leave out --no-inject");
-        goto out;
-    }
-    if (o.native && o.no_inject) {
-        rc = usage_err(sub, "--native needs the probe loaded: drop --no-inject");
-        goto out;
-    }
-    if ((o.reduce || strcmp(o.format, "table") != 0) && o.op != CLUSTER_OP_QUERY) {
-        rc = usage_err(sub, "--reduce and --format only go with 'cluster query'");
-        goto out;
-    }
-    if (o.reduce) { /* the private library it needs, before any rank is asked */
+    return check_options(cmd);
+}
+
+void cli_cluster_cmd_close(struct cli_cluster_cmd *cmd)
+{
+    free(cmd->owned_sql);
+    free(cmd->owned_job);
+    cmd->owned_sql = cmd->owned_job = NULL;
+}
+
+/* Runs a parsed command: asks the nodes (or this node) and prints the report. */
+static int act(struct cli_cluster_cmd *cmd)
+{
+    struct cli_cluster_opts *o = &cmd->o;
+    const char *sub = cmd->sub;
+    char self[PATH_MAX];
+    int rc;
+    cJSON *nodes = NULL, *hosts = NULL;
+    if (o->reduce) { /* the private library it needs, before any rank is asked */
         struct pb_err xerr = {0};
         if (!cli_ext_load(&xerr)) {
             cli_error("cluster query --reduce: %s", xerr.msg);
-            rc = CLI_FAIL;
-            goto out;
+            return CLI_FAIL;
         }
     }
-    if (o.op == CLUSTER_OP_QUERY && (!o.sql || !*o.sql)) {
-        rc = usage_err(sub, "missing SQL: probing cluster query \"SELECT ...\"");
-        goto out;
-    }
-    if (o.op == CLUSTER_OP_DUMP && !o.outdir && !o.local) {
-        rc = usage_err(sub, "missing -o DIR");
-        goto out;
-    }
-    if (!!o.hosts + !!o.hostfile + !!o.nodelist + o.slurm > 1) {
-        rc = usage_err(sub, "give one of --hosts, --hostfile, --nodelist, --slurm");
-        goto out;
-    }
-    o.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-    if (!o.remote_cli) {
+    o->color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    if (!o->remote_cli) {
         ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
         self[len > 0 ? len : 0] = '\0';
-        o.remote_cli = len > 0 ? self : "probing";
+        o->remote_cli = len > 0 ? self : "probing";
     }
-    if (!o.node_timeout_ms)
-        o.node_timeout_ms = o.rank_timeout_ms + (int)((o.samples - 1) * o.interval * 1000) + 10000;
+    if (!o->node_timeout_ms)
+        o->node_timeout_ms =
+            o->rank_timeout_ms + (int)((o->samples - 1) * o->interval * 1000) + 10000;
     struct pb_err err = {0};
-    hosts = o.local ? cJSON_CreateArray() : cli_cluster_hosts_resolve(&o, &err);
+    hosts = o->local ? cJSON_CreateArray() : cli_cluster_hosts_resolve(o, &err);
     if (!hosts) {
         cli_error("cluster %s: %s", sub, err.msg);
-        rc = CLI_USAGE;
-        goto out;
+        return CLI_USAGE;
     }
-    if (!sc->report) { /* hosts */
+    if (!cmd->sc->report) { /* hosts */
         const cJSON *h;
         if (cJSON_GetArraySize(hosts) == 0)
             printf("%s\n", cli_tx(cli_cluster_node_name()));
@@ -478,8 +496,8 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
         rc = CLI_OK;
         goto out;
     }
-    if (o.local) {
-        cJSON *doc = cli_cluster_local_collect(&o);
+    if (o->local) {
+        cJSON *doc = cli_cluster_local_collect(o);
         char *s = cJSON_PrintUnformatted(doc);
         puts(s ? s : "{}");
         cJSON_free(s);
@@ -489,13 +507,13 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
     }
     if (cJSON_GetArraySize(hosts) == 0) {
         nodes = cJSON_CreateArray();
-        cJSON *doc = cli_cluster_local_collect(&o);
+        cJSON *doc = cli_cluster_local_collect(o);
         cJSON_AddStringToObject(doc, "host", cli_cluster_node_name());
         cJSON_AddItemToArray(nodes, doc);
     } else {
         char *rargv[24], bufs[1024];
-        int rn = remote_argv(&o, sub, rargv, bufs, sizeof bufs);
-        char *hs = o.sql ? hex(o.sql) : NULL, *hj = o.job ? hex(o.job) : NULL;
+        int rn = remote_argv(o, sub, rargv, bufs, sizeof bufs);
+        char *hs = o->sql ? hex(o->sql) : NULL, *hj = o->job ? hex(o->job) : NULL;
         char sqlarg[16] = "--sql-hex", jobarg[16] = "--job-hex";
         if (hs) {
             rargv[rn++] = sqlarg;
@@ -505,15 +523,25 @@ int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
             rargv[rn++] = jobarg;
             rargv[rn++] = hj;
         }
-        nodes = cli_cluster_nodes_collect(&o, hosts, rargv, rn);
+        nodes = cli_cluster_nodes_collect(o, hosts, rargv, rn);
         free(hs);
         free(hj);
     }
-    rc = sc->report(&o, nodes);
+    rc = cmd->sc->report(o, nodes);
 out:
     cJSON_Delete(nodes);
     cJSON_Delete(hosts);
-    free(owned_sql);
-    free(owned_job);
+    return rc;
+}
+
+int cli_cmd_cluster(const struct cli_opts *g, int argc, char **argv)
+{
+    struct cli_cluster_cmd cmd;
+    int rc = cli_cluster_parse(g, argc, argv, &cmd);
+    if (cmd.help)
+        help(cmd.sub);
+    else if (rc == CLI_OK)
+        rc = act(&cmd);
+    cli_cluster_cmd_close(&cmd);
     return rc;
 }

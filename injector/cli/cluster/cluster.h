@@ -53,6 +53,23 @@ struct cli_cluster_opts {
     const char *format;     /* query: table|json|csv */
 };
 
+/* ---- the command line (cluster.c) ---- */
+/* A parsed `probing cluster SUB [OPTIONS]`: what cli_cluster_parse read, before anything runs
+ * (curl's tool_getparam/operate split). sc is the subcommand's row of cluster.c's table. */
+struct cli_cluster_cmd {
+    struct cli_cluster_opts o;
+    const char *sub;                  /* argv[1], NULL without a subcommand */
+    const struct cli_cluster_sub *sc; /* NULL until sub is known */
+    int help;                         /* --help (or no subcommand): print help(sub) */
+    char *owned_sql, *owned_job;      /* --sql-hex, --job-hex decoded */
+};
+/* Parses argv (argv[0] "cluster", argv[1] the subcommand) into cmd, g giving the defaults
+ * (--timeout). Returns CLI_OK (cmd->help: print the help, nothing else), or CLI_USAGE after
+ * printing one line. Touches nothing but cmd and getopt's state; cli_cluster_cmd_close frees what
+ * it holds on every path. */
+int cli_cluster_parse(const struct cli_opts *g, int argc, char **argv, struct cli_cluster_cmd *cmd);
+void cli_cluster_cmd_close(struct cli_cluster_cmd *cmd);
+
 /* The largest world size (and rank + 1) believed: an int's. Nothing is sized by a world size
  * (missing ranks are computed from the ranks found, as ranges: cli_cluster_gaps), so a process
  * claiming WORLD_SIZE=2147483647 costs what one rank costs; a larger value is not a rank's. */

@@ -149,27 +149,28 @@ static int check_access(struct MHD_Connection *conn, const char *method, const c
     return 0;
 }
 
-/* /api/processes/PID/WHAT: pid and WHAT's start, or 0. A remote probe's HOST:PORT in place of
- * PID gives its negative key (serve.h). */
-static pid_t path_pid(const char *url, const char **what)
+/* /api/processes/ID/WHAT: the process ID names (a pid, or a remote probe's HOST:PORT) and
+ * WHAT's start in *what; kind 0 when the URL names none. */
+static struct cli_serve_proc path_proc(const char *url, const char **what)
 {
     static const char pre[] = "/api/processes/";
+    struct cli_serve_proc none = {0};
     if (strncmp(url, pre, sizeof pre - 1) != 0)
-        return 0;
+        return none;
     const char *id = url + sizeof pre - 1;
     for (int i = 0; i < cli_serve_ntargets; i++) {
-        size_t n = strlen(cli_serve_target_names[i]);
-        if (strncmp(id, cli_serve_target_names[i], n) == 0 && (id[n] == '/' || id[n] == '\0')) {
+        size_t n = strlen(cli_serve_targets[i].name);
+        if (strncmp(id, cli_serve_targets[i].name, n) == 0 && (id[n] == '/' || id[n] == '\0')) {
             *what = id[n] ? id + n + 1 : id + n;
-            return (pid_t)(-1 - i);
+            return (struct cli_serve_proc){.kind = CLI_SERVE_REMOTE, .index = i};
         }
     }
     char *end;
     long pid = strtol(url + sizeof pre - 1, &end, 10);
     if (pid <= 0 || pid > 0x7fffffff || (*end != '/' && *end != '\0'))
-        return 0;
+        return none;
     *what = *end ? end + 1 : end;
-    return (pid_t)pid;
+    return (struct cli_serve_proc){.kind = CLI_SERVE_LOCAL, .pid = (pid_t)pid};
 }
 
 /* The flame graph's filters from the query: thread=TID, since=S, gil=1, idle=1, native=all
@@ -215,8 +216,10 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
     int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int post = strcmp(method, "POST") == 0;
     const char *what = "";
-    pid_t pid = path_pid(url, &what); /* 0: none; < 0: a remote probe */
-    int want_post = -1;               /* the route's method once known: 0 GET, 1 POST */
+    struct cli_serve_proc proc = path_proc(url, &what);
+    const struct cli_serve_proc *pp = &proc;
+    int has = proc.kind != 0; /* the URL names a process */
+    int want_post = -1;       /* the route's method once known: 0 GET, 1 POST */
     if (strcmp(url, "/login") == 0) {
         want_post = 0;
         if (get) {
@@ -255,7 +258,7 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
         want_post = 0;
         if (get)
             cli_serve_metrics(r);
-    } else if (pid != 0 && strcmp(what, "stacks") == 0) {
+    } else if (has && strcmp(what, "stacks") == 0) {
         want_post = 0;
         if (get) {
             const char *l = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "locals");
@@ -267,43 +270,43 @@ static void route(struct MHD_Connection *conn, const char *method, const char *u
             else if (c && *c && strcmp(c, "0") != 0 && strcmp(c, "1") != 0)
                 cli_serve_error(r, 400, "subprocesses '%s': expected 0 or 1", c);
             else
-                cli_serve_stacks(pid, l && strcmp(l, "1") == 0, t && strcmp(t, "1") == 0,
+                cli_serve_stacks(pp, l && strcmp(l, "1") == 0, t && strcmp(t, "1") == 0,
                                  c && strcmp(c, "1") == 0, r);
         }
-    } else if (pid != 0 && strcmp(what, "flamegraph") == 0) {
+    } else if (has && strcmp(what, "flamegraph") == 0) {
         want_post = 0;
         if (get) {
             const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
             struct cli_fg_opts flt = {0};
             if (flame_filters(conn, &flt, r) == 0)
-                cli_serve_flamegraph(pid, f ? f : "svg", &flt, r);
+                cli_serve_flamegraph(pp, f ? f : "svg", &flt, r);
         }
-    } else if (pid != 0 && strcmp(what, "memory") == 0) {
+    } else if (has && strcmp(what, "memory") == 0) {
         want_post = 0;
         if (get)
-            cli_serve_memory(pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "top"),
+            cli_serve_memory(pp, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "top"),
                              r);
-    } else if (pid != 0 && strcmp(what, "torch/trace") == 0) {
+    } else if (has && strcmp(what, "torch/trace") == 0) {
         want_post = 0;
         if (get)
             cli_serve_torch_trace(
-                pid, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "steps"), r);
-    } else if (pid != 0 && strcmp(what, "torch") == 0) {
+                pp, MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "steps"), r);
+    } else if (has && strcmp(what, "torch") == 0) {
         want_post = 1;
         if (post)
-            cli_serve_torch(pid, body, r);
-    } else if (pid != 0 && strcmp(what, "query") == 0) {
+            cli_serve_torch(pp, body, r);
+    } else if (has && strcmp(what, "query") == 0) {
         want_post = 1;
         if (post)
-            cli_serve_query(pid, body, r);
-    } else if (pid != 0 && strcmp(what, "attach") == 0) {
+            cli_serve_query(pp, body, r);
+    } else if (has && strcmp(what, "attach") == 0) {
         want_post = 1;
         if (post)
-            cli_serve_attach(pid, r);
-    } else if (pid != 0 && strcmp(what, "perf") == 0) {
+            cli_serve_attach(pp, r);
+    } else if (has && strcmp(what, "perf") == 0) {
         want_post = 1;
         if (post)
-            cli_serve_perf(pid, body, r);
+            cli_serve_perf(pp, body, r);
     } else if (get) {
         const char *p = strcmp(url, "/") == 0 ? "/index.html" : url;
         for (const struct cli_serve_asset *a = cli_serve_assets; a->path; a++) {
@@ -426,154 +429,36 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* Parses HOST:PORT (HOST may be [v6]) into ss; sets srv.loopback. Returns 0 or -1. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss, char *host, size_t hn)
+/* Runs a parsed serve until SIGINT or SIGTERM. cmd stays where it is meanwhile: the host
+ * options' words point into it. */
+static int act(struct cli_serve_cmd *cmd)
 {
-    const char *colon = strrchr(s, ':');
-    char *end;
-    if (!colon)
-        return -1;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || colon[1] == '\0' || port < 0 || port > 65535)
-        return -1;
-    size_t l = (size_t)(colon - s);
-    if (l >= hn)
-        return -1;
-    memcpy(host, s, l);
-    host[l] = '\0';
-    if (host[0] == '[' && l > 2 && host[l - 1] == ']') {
-        memmove(host, host + 1, l - 2);
-        host[l - 2] = '\0';
-    }
-    memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        srv.loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
-    } else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
-        srv.loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"listen", required_argument, 0, 'l'},   {"token", required_argument, 0, 't'},
-        {"target", required_argument, 0, 'T'},   {"hosts", required_argument, 0, 'C'},
-        {"hostfile", required_argument, 0, 'C'}, {"nodelist", required_argument, 0, 'C'},
-        {"slurm", no_argument, 0, 'C'},          {"exec", required_argument, 0, 'C'},
-        {"probing", required_argument, 0, 'C'},  {"node-timeout", required_argument, 0, 'C'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
-    const char *listen = "127.0.0.1:8080", *token = NULL;
-    int c, li = 0;
-    (void)o;
-    while ((c = getopt_long(argc, argv, "h", longopts, &li)) != -1) {
-        switch (c) {
-        case 'C': { /* a cluster host option, handed on to `probing cluster` */
-            static char names[CLI_SERVE_MAX_CLUSTER_ARGS][16];
-            if (cli_serve_ncluster_args + 2 > CLI_SERVE_MAX_CLUSTER_ARGS) {
-                cli_error("serve: too many host options: give each at most once");
-                return CLI_USAGE;
-            }
-            snprintf(names[cli_serve_ncluster_args], sizeof names[0], "--%s", longopts[li].name);
-            cli_serve_cluster_args[cli_serve_ncluster_args] = names[cli_serve_ncluster_args];
-            cli_serve_ncluster_args++;
-            if (optarg)
-                cli_serve_cluster_args[cli_serve_ncluster_args++] = optarg;
-            break;
-        }
-        case 'l': listen = optarg; break;
-        case 't': token = optarg; break;
-        case 'T': {
-            struct pb_err terr = {0};
-            struct cli_target *t = &cli_serve_targets[cli_serve_ntargets];
-            if (cli_serve_ntargets == CLI_SERVE_MAX_TARGETS) {
-                cli_error("serve: at most %d --target", CLI_SERVE_MAX_TARGETS);
-                return CLI_USAGE;
-            }
-            if (cli_target_parse(optarg, t, &terr) < 0 || t->pid > 0) {
-                cli_error("serve: --target '%s': expected HOST:PORT of a probe listening on TCP",
-                          optarg);
-                return CLI_USAGE;
-            }
-            pb_strlcpy(cli_serve_target_names[cli_serve_ntargets++], optarg,
-                       sizeof cli_serve_target_names[0]);
-            break;
-        }
-        case 'h': help(); return CLI_OK;
-        default: return cli_bad_option("serve", argv);
-        }
-    }
-    if (optind < argc) {
-        cli_error("serve: unexpected argument '%s': see 'probing serve --help'", argv[optind]);
-        return CLI_USAGE;
-    }
+    memcpy(cli_serve_targets, cmd->targets, sizeof cli_serve_targets);
+    cli_serve_ntargets = cmd->ntargets;
+    memcpy(cli_serve_cluster_args, cmd->cluster_args, sizeof cli_serve_cluster_args);
+    cli_serve_ncluster_args = cmd->ncluster_args;
     char herr[512];
     if (cli_serve_ncluster_args > 0 && cli_serve_check_hosts(herr, sizeof herr) < 0) {
         cli_error("serve: the host options: %s", herr);
         return CLI_USAGE;
     }
-    const char *ptok = getenv("PROBING_TOKEN");
-    if (cli_serve_ntargets && (!ptok || !*ptok)) {
-        cli_error("serve: --target needs $PROBING_TOKEN: export the token printed by "
-                  "'probing -p PID inject --listen HOST:PORT'");
-        return CLI_USAGE;
-    }
-    struct sockaddr_storage ss;
-    char host[256];
-    if (parse_listen(listen, &ss, host, sizeof host) < 0) {
-        cli_error("serve: --listen '%s': expected IP:PORT (127.0.0.1:8080, [::1]:8080, "
-                  "0.0.0.0:8080)",
-                  listen);
-        return CLI_USAGE;
-    }
-    const char *env = getenv("PROBING_SERVE_TOKEN");
-    if (token && strcmp(token, "auto") != 0) {
-        cli_error("serve: --token takes 'auto' (a token on the command line would show in ps): "
-                  "set $PROBING_SERVE_TOKEN to choose it");
-        return CLI_USAGE;
-    }
-    if (token || (env && *env)) {
-        if (env && *env) {
-            if (strlen(env) < 16 || strlen(env) >= sizeof srv.token) {
-                cli_error("serve: $PROBING_SERVE_TOKEN must be 16 to %zu characters",
-                          sizeof srv.token - 1);
-                return CLI_USAGE;
-            }
-            pb_strlcpy(srv.token, env, sizeof srv.token);
-        } else {
-            /* cli_token_choose takes $PROBING_TOKEN when set: that one is the probes'. */
-            char *saved = ptok && *ptok ? strdup(ptok) : NULL;
-            unsetenv("PROBING_TOKEN");
-            struct pb_err terr = {0};
-            int trc = cli_token_choose(srv.token, sizeof srv.token, &terr);
-            if (saved) {
-                setenv("PROBING_TOKEN", saved, 1);
-                free(saved);
-            }
-            if (trc < 0) {
-                cli_error("serve: %s", terr.msg);
-                return CLI_FAIL;
-            }
+    srv.loopback = cmd->loopback;
+    pb_strlcpy(srv.token, cmd->token, sizeof srv.token);
+    if (cmd->token_auto) {
+        /* cli_token_choose takes $PROBING_TOKEN when set: that one is the probes'. */
+        const char *ptok = getenv("PROBING_TOKEN");
+        char *saved = ptok && *ptok ? strdup(ptok) : NULL;
+        unsetenv("PROBING_TOKEN");
+        struct pb_err terr = {0};
+        int trc = cli_token_choose(srv.token, sizeof srv.token, &terr);
+        if (saved) {
+            setenv("PROBING_TOKEN", saved, 1);
+            free(saved);
         }
-        for (const char *p = srv.token; *p; p++)
-            if (*p <= ' ' || *p == ';' || *p == '"' || *p == ',' || *p == '\\' || *p > '~') {
-                cli_error("serve: $PROBING_SERVE_TOKEN holds a character a cookie cannot");
-                return CLI_USAGE;
-            }
-    }
-    if (!srv.loopback && !srv.token[0]) {
-        cli_error("serve: %s is not a loopback address: anyone who reaches it could read your "
-                  "processes: add --token auto (or set $PROBING_SERVE_TOKEN)",
-                  host);
-        return CLI_USAGE;
+        if (trc < 0) {
+            cli_error("serve: %s", terr.msg);
+            return CLI_FAIL;
+        }
     }
     signal(SIGPIPE, SIG_IGN);
     sigset_t stop;
@@ -583,18 +468,18 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL); /* the server's threads inherit it */
     cli_cluster_node_name(); /* its static buffer, filled before the threads start */
     /* The peer check compares with it: known before the first connection unless picked. */
-    srv.port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                              : ((struct sockaddr_in *)&ss)->sin_port);
+    srv.port = cmd->port;
+    struct sockaddr_storage *ss = &cmd->ss;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                     (ss->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)SERVE_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)SERVE_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_END);
     if (!d) {
-        cli_error("serve: cannot listen on %s: %s (is the port in use?)", listen,
+        cli_error("serve: cannot listen on %s: %s (is the port in use?)", cmd->listen,
                   strerror(errno ? errno : EADDRINUSE));
         return CLI_FAIL;
     }
@@ -602,8 +487,8 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     if (di)
         srv.port = di->port;
     char url[320];
-    snprintf(url, sizeof url, ss.ss_family == AF_INET6 ? "http://[%s]:%d/" : "http://%s:%d/", host,
-             srv.port);
+    snprintf(url, sizeof url, ss->ss_family == AF_INET6 ? "http://[%s]:%d/" : "http://%s:%d/",
+             cmd->host, srv.port);
     struct passwd *pw = getpwuid(geteuid());
     printf("probing serve: %s\n", url);
     if (geteuid() == 0)
@@ -612,7 +497,7 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
         printf("serving the processes of user %s (uid %d)\n", pw ? pw->pw_name : "?",
                (int)geteuid());
     if (srv.token[0]) {
-        if (!env || !*env)
+        if (!cmd->token_from_env)
             printf("token: %s\n", srv.token);
         printf("login once at: %slogin?token=%s\n", url, srv.token);
     }
@@ -622,4 +507,16 @@ int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
     MHD_stop_daemon(d);
     printf("probing serve: stopped\n");
     return CLI_OK;
+}
+
+int cli_cmd_serve(const struct cli_opts *o, int argc, char **argv)
+{
+    static struct cli_serve_cmd cmd; /* the server's threads read it until the end */
+    (void)o;
+    int rc = cli_serve_parse(argc, argv, &cmd);
+    if (cmd.help)
+        help();
+    else if (rc == CLI_OK)
+        rc = act(&cmd);
+    return rc;
 }
