@@ -6,6 +6,7 @@
 #define DAP_INTERNAL_H
 
 #include "dap/dap.h"
+#include "session.h"
 #include "core/core.h"
 #include "gil/gil.h"
 #include "debugger/debugger.h"

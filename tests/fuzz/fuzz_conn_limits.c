@@ -19,6 +19,7 @@
 
 #include "server/admit.h"
 #include "dap/dap.h"
+#include "server/session.h"
 
 #define CHECK(cond)                                                                      \
     do {                                                                                 \

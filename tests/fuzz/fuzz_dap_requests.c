@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dap/dap.h"
+#include "server/session.h"
 
 #define MAX_REQS 512
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "dap/dap.h"
+#include "server/session.h"
 
 #include "fuzz_sink.h"
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "dap/dap.h"
+#include "server/session.h"
 
 static int sink_send(void *io, const char *buf, size_t len)
 {

@@ -5,6 +5,7 @@
 #define DAPCAP_H
 
 #include "dap/dap.h"
+#include "server/session.h"
 
 struct cap {
     struct dap_reader out; /* what the session sent */

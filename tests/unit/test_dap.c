@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dap/dap.h"
+#include "server/session.h"
 #include "fake_probe.h"
 #include "dapcap.h"
 #include "unit.h"
