@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The agent thread: one libuv loop serving DAP on the Unix socket /tmp/probing-<uid>/<pid>.sock
- * (peer uid checked) and, when asked, on TCP. Each connection feeds a dap_session; responses go
+ * (peer uid checked) and, when asked, on TCP. Each connection feeds a srv_session; responses go
  * out with one write each. A client that stops reading is dropped once its queue passes a bound,
  * so the target's memory stays bounded. Connections are admitted under the net.* limits
  * (admit.c; docs/security.md): caps on all and on unauthenticated ones, descriptors kept for the
@@ -36,7 +36,7 @@ struct conn {
         uv_tcp_t tcp;
     } h;
     uv_timer_t auth_timer; /* TCP: closes the connection if `attach` does not succeed in time */
-    struct dap_session *s;
+    struct srv_session *s;
     int slot;    /* in conn_fds, or -1 */
     int handles; /* libuv handles not closed yet: the struct is freed when none is left */
     int counted; /* in n_conns (and, while unauth, in n_unauth) */
@@ -133,7 +133,7 @@ static void on_close(uv_handle_t *h)
     struct conn *c = h->data;
     if (--c->handles > 0)
         return;
-    dap_session_unref(c->s);
+    srv_session_unref(c->s);
     free(c);
 }
 
@@ -181,7 +181,7 @@ static void on_write(uv_write_t *req, int status)
     free(req);
 }
 
-/* dap_io_ops.send: one write per message; whatever the kernel does not take at once is copied
+/* srv_io_ops.send: one write per message; whatever the kernel does not take at once is copied
  * into a uv_write request. */
 static int conn_send(void *io, const char *buf, size_t len)
 {
@@ -216,7 +216,7 @@ static int conn_send(void *io, const char *buf, size_t len)
     return rc;
 }
 
-static const struct dap_io_ops conn_ops = {conn_send, conn_close};
+static const struct srv_io_ops conn_ops = {conn_send, conn_close};
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -230,18 +230,18 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     struct conn *c = st->data;
     if (nread < 0) {
         PB_LOG(PB_LOG_DEBUG, "connection closed: %s", uv_strerror((int)nread));
-        dap_session_detach_io(c->s);
+        srv_session_detach_io(c->s);
         conn_close(c);
         return;
     }
     if (nread == 0)
         return;
-    if (dap_session_feed(c->s, buf->base, (size_t)nread) < 0) {
-        dap_session_detach_io(c->s);
+    if (srv_session_feed(c->s, buf->base, (size_t)nread) < 0) {
+        srv_session_detach_io(c->s);
         conn_close(c);
         return;
     }
-    if (c->unauth && dap_session_is_authed(c->s)) {
+    if (c->unauth && srv_session_is_authed(c->s)) {
         /* Past `attach`: no deadline any more (an IDE sits idle for hours). */
         unauth_remove(c);
         uv_timer_stop(&c->auth_timer);
@@ -266,7 +266,7 @@ static void on_auth_timeout(uv_timer_t *t)
            "TCP client not past attach within %lld ms (net.auth_timeout_ms): "
            "closing it",
            timeout);
-    dap_session_detach_io(c->s);
+    srv_session_detach_io(c->s);
     conn_close(c);
 }
 
@@ -316,13 +316,13 @@ static void on_connection(uv_stream_t *server, int status)
 {
     if (status < 0)
         return;
-    int transport = server == (uv_stream_t *)&tcp_server ? DAP_TRANSPORT_TCP : DAP_TRANSPORT_UNIX;
+    int transport = server == (uv_stream_t *)&tcp_server ? SRV_TRANSPORT_TCP : SRV_TRANSPORT_UNIX;
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
     c->slot = -1;
     c->handles = 1;
-    if (transport == DAP_TRANSPORT_TCP)
+    if (transport == SRV_TRANSPORT_TCP)
         uv_tcp_init(probe_agent_loop(), &c->h.tcp);
     else
         uv_pipe_init(probe_agent_loop(), &c->h.pipe, 0);
@@ -331,17 +331,17 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    if (transport == DAP_TRANSPORT_UNIX && !peer_allowed(&c->h.pipe)) {
+    if (transport == SRV_TRANSPORT_UNIX && !peer_allowed(&c->h.pipe)) {
         PB_LOG(PB_LOG_WARN, "refused a Unix-socket peer of another user");
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    int kept = admit(c, transport == DAP_TRANSPORT_TCP);
+    int kept = admit(c, transport == SRV_TRANSPORT_TCP);
     if (!kept) {
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    if (transport == DAP_TRANSPORT_TCP) {
+    if (transport == SRV_TRANSPORT_TCP) {
         struct sockaddr_storage ss;
         int sl = sizeof ss;
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &sl) == 0) {
@@ -358,21 +358,21 @@ static void on_connection(uv_stream_t *server, int status)
                "holding the most of them, for a new one: %d TCP connections not past attach "
                "(net.max_unauthenticated)",
                n_unauth);
-        dap_session_detach_io(old->s);
+        srv_session_detach_io(old->s);
         conn_close(old);
     }
-    if (transport == DAP_TRANSPORT_TCP)
+    if (transport == SRV_TRANSPORT_TCP)
         uv_tcp_nodelay(&c->h.tcp, 1);
-    c->s = dap_session_new(&conn_ops, c, transport);
+    c->s = srv_session_new(&conn_ops, c, transport);
     if (!c->s) {
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
     c->counted = 1;
     n_conns++;
-    if (transport == DAP_TRANSPORT_TCP) {
+    if (transport == SRV_TRANSPORT_TCP) {
         unauth_add(c);
-        dap_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
+        srv_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
         c->accepted_ms = loop_ms();
         uv_timer_init(probe_agent_loop(), &c->auth_timer);
         c->auth_timer.data = c;
@@ -381,7 +381,7 @@ static void on_connection(uv_stream_t *server, int status)
                        (uint64_t)probe_setting_int("net.auth_timeout_ms"), 0);
     }
     conn_track(c);
-    PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == DAP_TRANSPORT_TCP ? "TCP" : "Unix");
+    PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == SRV_TRANSPORT_TCP ? "TCP" : "Unix");
     uv_read_start(&c->h.stream, on_alloc, on_read);
 }
 

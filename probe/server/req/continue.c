@@ -4,7 +4,7 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_continue(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_continue(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;

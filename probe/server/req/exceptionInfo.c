@@ -6,11 +6,11 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_exceptionInfo(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     long tid = 0;
     struct probe_dbg_exception e;
-    int rc = dap_thread_arg(c, args, &tid);
+    int rc = srv_thread_arg(c, args, &tid);
     if (rc == 0)
         rc = probe_dbg_exception(tid, &e, &c->err);
     if (rc < 0)

@@ -20,7 +20,7 @@ static cJSON *setting_json(int i)
     return o;
 }
 
-int dap_req_probing_config(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_config(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *key = NULL, *value = NULL;
     int rc;

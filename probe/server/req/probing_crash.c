@@ -8,7 +8,7 @@
 #include "crash/crash.h"
 #include "server/server.h"
 
-int dap_req_probing_crash(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_crash(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const cJSON *en = cJSON_GetObjectItemCaseSensitive(args, "enable");
     if (en && !cJSON_IsBool(en))

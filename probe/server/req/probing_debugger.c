@@ -7,7 +7,7 @@
 #include "server/server.h"
 
 struct censusjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     struct probe_dbg_census c;
 };
 
@@ -17,7 +17,7 @@ static void run(void *job)
     probe_dbg_census(&((struct censusjob *)job)->c);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct probe_dbg_census *c = &((struct censusjob *)job)->c;
@@ -38,4 +38,4 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct dap_job dap_job_probing_debugger = {sizeof(struct censusjob), NULL, run, reply, NULL};
+const struct srv_job srv_job_probing_debugger = {sizeof(struct censusjob), NULL, run, reply, NULL};

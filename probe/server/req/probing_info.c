@@ -8,7 +8,7 @@
 #include "server/server.h"
 #include "core/core.h"
 
-int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_info(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;

@@ -7,7 +7,7 @@
 #include "server/server.h"
 #include "gil/gil.h"
 
-int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_interrupt(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)args;
     int rc = probe_eval_interrupt();

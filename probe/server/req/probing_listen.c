@@ -5,7 +5,7 @@
 #include "server/server.h"
 #include "core/core.h"
 
-int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_listen(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *address = NULL, *token = NULL;
     int rc;

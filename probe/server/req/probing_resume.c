@@ -5,7 +5,7 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_resume(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;
