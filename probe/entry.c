@@ -55,7 +55,7 @@ static void agent_first(void)
     if (probe_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
-           probe_info_get()->python_version);
+           core_info_get()->python_version);
 }
 
 /* A start step made to fail for the tests (PROBING_TEST_FAIL_START=loop|server|worker|task|
@@ -82,13 +82,13 @@ static int probe_start(struct pb_err *err)
     pthread_mutex_lock(&lock);
     if (started)
         goto out;
-    if ((rc = fault("loop", err)) < 0 || (rc = probe_loop_init(err)) < 0)
+    if ((rc = fault("loop", err)) < 0 || (rc = core_loop_init(err)) < 0)
         goto out;
     if ((rc = fault("server", err)) < 0 || (rc = probe_server_start(err)) < 0)
         goto undo_loop;
-    if ((rc = fault("worker", err)) < 0 || (rc = probe_worker_start(probe_agent_loop(), err)) < 0)
+    if ((rc = fault("worker", err)) < 0 || (rc = probe_worker_start(core_agent_loop(), err)) < 0)
         goto undo_server;
-    if ((rc = fault("task", err)) < 0 || (rc = probe_task_start(probe_agent_loop(), err)) < 0)
+    if ((rc = fault("task", err)) < 0 || (rc = core_task_start(core_agent_loop(), err)) < 0)
         goto undo_worker;
     if ((rc = fault("events", err)) < 0)
         goto undo_task;
@@ -96,7 +96,7 @@ static int probe_start(struct pb_err *err)
         rc = pb_err_set(err, -ENOMEM, "cannot start the debugger's event queue");
         goto undo_task;
     }
-    if ((rc = fault("thread", err)) < 0 || (rc = probe_loop_start(agent_first, err)) < 0)
+    if ((rc = fault("thread", err)) < 0 || (rc = core_loop_start(agent_first, err)) < 0)
         goto undo_events;
     probe_server_sweep();
     started = 1;
@@ -104,13 +104,13 @@ static int probe_start(struct pb_err *err)
 undo_events:
     dbg_events_stop();
 undo_task:
-    probe_task_stop();
+    core_task_stop();
 undo_worker:
     probe_worker_stop();
 undo_server:
     probe_server_stop();
 undo_loop:
-    probe_loop_close();
+    core_loop_close();
 out:
     pthread_mutex_unlock(&lock);
     return rc;
@@ -120,9 +120,9 @@ __attribute__((constructor)) static void probe_load(void)
 {
     struct pb_err err = {0};
     pb_log_init("probe");
-    probe_settings_load();
-    probe_settings_compat_env();
-    struct probe_info *i = probe_info_edit();
+    core_settings_load();
+    core_settings_compat_env();
+    struct probe_info *i = core_info_edit();
     /* Py_GetVersion needs no GIL: "3.11.7 (main, ...". Keep the first word. */
     pb_strlcpy(i->python_version, Py_GetVersion(), sizeof i->python_version);
     i->python_version[strcspn(i->python_version, " ")] = '\0';
@@ -155,7 +155,7 @@ PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errb
 /* The Unix socket path this probe serves (empty if none). */
 PROBE_EXPORT const char *probing_socket_path(void)
 {
-    return probe_info_get()->socket_path;
+    return core_info_get()->socket_path;
 }
 
 PROBE_EXPORT const char *probing_version(void)
@@ -166,7 +166,7 @@ PROBE_EXPORT const char *probing_version(void)
 /* The TCP address being served ("" if none). */
 PROBE_EXPORT const char *probing_tcp_address(void)
 {
-    return probe_info_get()->tcp_address;
+    return core_info_get()->tcp_address;
 }
 
 /* ---- for collectors written in Python (ctypes) ---- */

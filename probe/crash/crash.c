@@ -19,13 +19,13 @@
 static int template_get(char *buf, size_t n, struct pb_err *err)
 {
     char set[240];
-    probe_setting_text("crash.path", set, sizeof set);
+    core_setting_text("crash.path", set, sizeof set);
     if (set[0]) {
         pb_strlcpy(buf, set, n);
         return 0;
     }
     char dir[200];
-    int rc = probe_rundir_path(dir, sizeof dir, err);
+    int rc = core_rundir_path(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
     snprintf(buf, n, "%s/crash-%%p.txt", dir);
@@ -60,7 +60,7 @@ int probe_crash_arm(struct pb_err *err)
         return 0;
     }
     pb_strlcpy(probe_crash_template, tmpl, sizeof probe_crash_template);
-    pb_strlcpy(probe_crash_python, probe_info_get()->python_version, sizeof probe_crash_python);
+    pb_strlcpy(probe_crash_python, core_info_get()->python_version, sizeof probe_crash_python);
     warm_up();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -115,7 +115,7 @@ void probe_dbg_pause_end(int ok)
 {
     if (ok) {
         if (!pause_timer_init) {
-            uv_timer_init(probe_agent_loop(), &pause_timer);
+            uv_timer_init(core_agent_loop(), &pause_timer);
             uv_unref((uv_handle_t *)&pause_timer);
             pause_timer_init = 1;
         }

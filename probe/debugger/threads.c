@@ -70,7 +70,7 @@ static void on_timer(uv_timer_t *t)
 void dbg_threads_watch(int on)
 {
     if (!timer_init) {
-        uv_timer_init(probe_agent_loop(), &timer);
+        uv_timer_init(core_agent_loop(), &timer);
         uv_unref((uv_handle_t *)&timer);
         timer_init = 1;
     }

@@ -244,7 +244,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     /* User code (and its repr) runs with the target's signal mask: threads it starts are
      * sampled and get the host's signals like any other (issue 15, item 7). */
     sigset_t mask;
-    probe_thread_user_enter(&mask);
+    core_thread_user_enter(&mask);
     PyObject *res = PyObject_CallFunction(run, "siOO", src, mode, g, l ? l : Py_None);
     int rc = 0;
     if (res)
@@ -254,7 +254,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     Py_XDECREF(res);
     if (rc == 0 && *value)
         rc = show_value(show, mode, value, r, err);
-    probe_thread_user_leave(&mask);
+    core_thread_user_leave(&mask);
     int sent = evals[slot].interrupt_sent;
     atomic_store(&evals[slot].tid, 0);
     evals[slot].ident = 0;
@@ -380,7 +380,7 @@ int probe_eval_interrupt(void)
     if (!atomic_compare_exchange_strong(&interrupter_busy, &expect, 1))
         return 1; /* one is already on its way */
     pthread_t t;
-    int rc = probe_thread_start(&t, interrupter_main, 1);
+    int rc = core_thread_start(&t, interrupter_main, 1);
     if (rc < 0) {
         atomic_store(&interrupter_busy, 0);
         return rc;
@@ -419,5 +419,5 @@ long probe_eval_native_wait(void)
 
 int probe_eval_timeout_ms(void)
 {
-    return (int)probe_setting_int("eval.timeout_ms");
+    return (int)core_setting_int("eval.timeout_ms");
 }

@@ -155,7 +155,7 @@ static void run_job(struct worker *w, struct job *j)
         pthread_mutex_unlock(&mu);
     } else if (atomic_load(&j->state) == JOB_DONE) {
         atomic_fetch_add(&j->refs, 1);
-        probe_inbox_post(&done_inbox, &j->link);
+        core_inbox_post(&done_inbox, &j->link);
     }
 }
 
@@ -180,7 +180,7 @@ static void *worker_main(void *arg)
             PB_LOG(PB_LOG_INFO, "a retired GIL worker ended: its call returned");
             return NULL;
         }
-        struct job *j = PROBE_CONTAINER(probe_fifo_pop(&queue), struct job, link);
+        struct job *j = PROBE_CONTAINER(core_fifo_pop(&queue), struct job, link);
         pthread_mutex_unlock(&mu);
         if (atomic_load(&j->state) == JOB_QUEUED)
             run_job(w, j);
@@ -202,7 +202,7 @@ static int spawn_locked(void)
     w->used = 1;
     starting = w;
     pthread_t t;
-    int rc = probe_thread_start(&t, worker_main, 1);
+    int rc = core_thread_start(&t, worker_main, 1);
     if (rc < 0) {
         starting = NULL;
         w->used = 0;
@@ -298,7 +298,7 @@ static void on_timeout(uv_timer_t *t)
 static void enqueue(struct job *j)
 {
     pthread_mutex_lock(&mu);
-    probe_fifo_push(&queue, &j->link);
+    core_fifo_push(&queue, &j->link);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
 }
@@ -314,7 +314,7 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     j->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
     atomic_init(&j->state, JOB_QUEUED);
     atomic_init(&j->refs, 2);
-    uv_timer_init(probe_agent_loop(), &j->timer);
+    uv_timer_init(core_agent_loop(), &j->timer);
     j->timer.data = j;
     arm(j, j->timeout_ms);
     enqueue(j);
@@ -442,12 +442,12 @@ int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
 
 int probe_worker_start(uv_loop_t *loop, struct pb_err *err)
 {
-    probe_inbox_init(&done_inbox, loop, on_done);
+    core_inbox_init(&done_inbox, loop, on_done);
     pthread_mutex_lock(&mu);
     int rc = spawn_locked();
     pthread_mutex_unlock(&mu);
     if (rc < 0) {
-        probe_inbox_close(&done_inbox);
+        core_inbox_close(&done_inbox);
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     }
     return 0;
@@ -462,5 +462,5 @@ void probe_worker_stop(void)
         pthread_cond_broadcast(&cv);
     }
     pthread_mutex_unlock(&mu);
-    probe_inbox_close(&done_inbox);
+    core_inbox_close(&done_inbox);
 }

@@ -475,7 +475,7 @@ int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PR
     while ((e = readdir(d))) {
         char *end;
         long tid = strtol(e->d_name, &end, 10);
-        int skipped = tid <= 0 || *end || tid == me || probe_thread_is_ours(tid);
+        int skipped = tid <= 0 || *end || tid == me || core_thread_is_ours(tid);
         for (int i = 0; i < nskip && !skipped; i++)
             skipped = skip[i] == tid;
         if (skipped)

@@ -78,7 +78,7 @@ static void add_cb(const struct prof_raw *r, void *arg)
 }
 
 /* 1 when thread tid blocks SIGINT, SIGTERM, SIGUSR1 and SIGPROF: one of the probe's threads
- * (probe_thread_start blocks everything), or a host thread that wants no signal at all. */
+ * (core_thread_start blocks everything), or a host thread that wants no signal at all. */
 static int blocks_all(int tid)
 {
     char path[64], buf[2048];
@@ -369,7 +369,7 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     atomic_store(&is_running, 1);
     t_started = wall_now();
     t_stopped = 0;
-    rc = probe_thread_start(&drain_thread, drain_main, 0);
+    rc = core_thread_start(&drain_thread, drain_main, 0);
     if (rc < 0) {
         prof_sig_set_running(0);
         atomic_store(&is_running, 0);

@@ -548,7 +548,7 @@ void prof_store_add(const struct prof_raw *r, int wall)
 
 void prof_store_tick(void)
 {
-    long long maxs = probe_setting_int("perf.max_samples");
+    long long maxs = core_setting_int("perf.max_samples");
     /* Code objects may be freed and their addresses reused: forget the (code, lasti) cache,
      * check each code object again at its next use. */
     pthread_mutex_lock(&mu);
@@ -561,7 +561,7 @@ void prof_store_tick(void)
 
 void prof_store_clear(void)
 {
-    long long maxs = probe_setting_int("perf.max_samples");
+    long long maxs = core_setting_int("perf.max_samples");
     pthread_mutex_lock(&mu);
     max_samples = maxs;
     for (size_t i = 0; i < nframes; i++) {
@@ -623,13 +623,13 @@ int prof_samples_fill(struct probe_rows *r, struct pb_err *err)
     for (size_t i = 0; rc == 0 && i < nsamples; i++) {
         const struct psample *s = &samples[i];
         const struct pthreadname *t = tname_get(s->tid, 0);
-        rc = probe_rows_add_real(r, s->ts);
-        rc = rc ? rc : probe_rows_add_int(r, s->tid);
-        rc = rc ? rc : probe_rows_add_text(r, t ? t->name : NULL);
-        rc = rc ? rc : probe_rows_add_int(r, s->sid);
-        rc = rc ? rc : probe_rows_add_int(r, s->on_cpu);
-        rc = rc ? rc : probe_rows_add_text(r, s->wall ? "wall" : "cpu");
-        rc = rc ? rc : (s->gil < 0 ? probe_rows_add_null(r) : probe_rows_add_int(r, s->gil));
+        rc = core_rows_add_real(r, s->ts);
+        rc = rc ? rc : core_rows_add_int(r, s->tid);
+        rc = rc ? rc : core_rows_add_text(r, t ? t->name : NULL);
+        rc = rc ? rc : core_rows_add_int(r, s->sid);
+        rc = rc ? rc : core_rows_add_int(r, s->on_cpu);
+        rc = rc ? rc : core_rows_add_text(r, s->wall ? "wall" : "cpu");
+        rc = rc ? rc : (s->gil < 0 ? core_rows_add_null(r) : core_rows_add_int(r, s->gil));
     }
     pthread_mutex_unlock(&mu);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples: out of memory") : 0;
@@ -642,13 +642,13 @@ int prof_stack_counts_fill(struct probe_rows *r, struct pb_err *err)
     for (size_t i = 0; rc == 0 && i < ncounts; i++) {
         const struct pcount *c = &counts[i];
         const struct pthreadname *t = tname_get(c->tid, 0);
-        rc = probe_rows_add_int(r, c->tid);
-        rc = rc ? rc : probe_rows_add_text(r, t ? t->name : NULL);
-        rc = rc ? rc : probe_rows_add_int(r, c->sid);
-        rc = rc ? rc : probe_rows_add_int(r, c->samples);
-        rc = rc ? rc : probe_rows_add_int(r, c->on_cpu);
-        rc = rc ? rc : probe_rows_add_real(r, c->first);
-        rc = rc ? rc : probe_rows_add_real(r, c->last);
+        rc = core_rows_add_int(r, c->tid);
+        rc = rc ? rc : core_rows_add_text(r, t ? t->name : NULL);
+        rc = rc ? rc : core_rows_add_int(r, c->sid);
+        rc = rc ? rc : core_rows_add_int(r, c->samples);
+        rc = rc ? rc : core_rows_add_int(r, c->on_cpu);
+        rc = rc ? rc : core_rows_add_real(r, c->first);
+        rc = rc ? rc : core_rows_add_real(r, c->last);
     }
     pthread_mutex_unlock(&mu);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples_by_stack: out of memory") : 0;
@@ -727,10 +727,10 @@ int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             rc = -ENOMEM;
             break;
         }
-        rc = probe_rows_add_int(r, (long long)i);
-        rc = rc ? rc : probe_rows_add_int(r, s->n);
-        rc = rc ? rc : probe_rows_add_text(r, clean);
-        rc = rc ? rc : probe_rows_add_text(r, all);
+        rc = core_rows_add_int(r, (long long)i);
+        rc = rc ? rc : core_rows_add_int(r, s->n);
+        rc = rc ? rc : core_rows_add_text(r, clean);
+        rc = rc ? rc : core_rows_add_text(r, all);
         free(keep);
         free(clean);
         free(all);
@@ -755,18 +755,18 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
         clean_view(s, keep);
         for (int k = 0; rc == 0 && k < s->n; k++) {
             const struct pframe *f = &frames[s->fids[k]];
-            rc = probe_rows_add_int(r, (long long)i);
-            rc = rc ? rc : probe_rows_add_int(r, k);
-            rc = rc ? rc : probe_rows_add_text(r, f->kind == K_PY ? "python" : "native");
-            rc = rc ? rc : probe_rows_add_text(r, f->name);
-            rc = rc ? rc : probe_rows_add_text(r, f->func);
-            rc = rc ? rc : probe_rows_add_text(r, f->file);
+            rc = core_rows_add_int(r, (long long)i);
+            rc = rc ? rc : core_rows_add_int(r, k);
+            rc = rc ? rc : core_rows_add_text(r, f->kind == K_PY ? "python" : "native");
+            rc = rc ? rc : core_rows_add_text(r, f->name);
+            rc = rc ? rc : core_rows_add_text(r, f->func);
+            rc = rc ? rc : core_rows_add_text(r, f->file);
+            rc =
+                rc ? rc : (f->kind == K_PY ? core_rows_add_int(r, f->line) : core_rows_add_null(r));
             rc = rc ? rc
-                    : (f->kind == K_PY ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r));
-            rc = rc ? rc
-                    : (f->kind == K_NATIVE ? probe_rows_add_int(r, (long long)f->addr)
-                                           : probe_rows_add_null(r));
-            rc = rc ? rc : probe_rows_add_int(r, !keep[k]);
+                    : (f->kind == K_NATIVE ? core_rows_add_int(r, (long long)f->addr)
+                                           : core_rows_add_null(r));
+            rc = rc ? rc : core_rows_add_int(r, !keep[k]);
         }
         free(keep);
     }

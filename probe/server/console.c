@@ -56,7 +56,7 @@ static void sql_run(void *job)
     }
     if (!j->text)
         j->rc.rc = pb_err_set(&j->rc.err, -ENOMEM, "out of memory");
-    probe_rows_free(&rows);
+    core_rows_free(&rows);
 }
 
 /* Loop thread. */

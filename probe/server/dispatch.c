@@ -17,7 +17,7 @@
 #define A SRV_F_NEEDS_ATTACHED
 #define D (SRV_F_NEEDS_ATTACHED | SRV_F_DEBUGGER)
 #define LOOP(fn) .handler = srv_req_##fn
-#define GIL(fn) .job = &srv_job_##fn, .gil_timeout_ms = probe_setting_gil_timeout_ms
+#define GIL(fn) .job = &srv_job_##fn, .gil_timeout_ms = core_setting_gil_timeout_ms
 #define EVAL(fn) .job = &srv_job_##fn, .gil_timeout_ms = probe_eval_timeout_ms
 #define TASK(fn) .job = &srv_job_##fn
 const struct srv_command srv_commands[] = {
@@ -169,7 +169,7 @@ int srv_job_submit(struct srv_ctx *c, const struct srv_job *ops, void *job, int 
     *r = (struct job_run){
         .ops = ops, .job = job, .p = p, .s = c->s, .flags = flags, .timeout_ms = timeout_ms};
     srv_session_ref(r->s);
-    int rc = flags & SRV_F_TASK ? probe_task_submit(job_run, job_task_done, r)
+    int rc = flags & SRV_F_TASK ? core_task_submit(job_run, job_task_done, r)
                                 : probe_gil_submit(job_run, job_gil_done, r, timeout_ms);
     if (rc < 0) {
         struct pb_err err;

@@ -250,13 +250,13 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 static long long loop_ms(void)
 {
-    return (long long)uv_now(probe_agent_loop());
+    return (long long)uv_now(core_agent_loop());
 }
 
 static void on_auth_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
-    long long timeout = probe_setting_int("net.auth_timeout_ms");
+    long long timeout = core_setting_int("net.auth_timeout_ms");
     if (!probe_auth_expired(c->accepted_ms, loop_ms(), !c->unauth, timeout)) {
         /* The setting grew since: wait the rest. */
         uv_timer_start(t, on_auth_timeout, (uint64_t)(c->accepted_ms + timeout - loop_ms()), 0);
@@ -287,9 +287,9 @@ static int peer_allowed(uv_pipe_t *p)
 static int admit(struct conn *c, int tcp)
 {
     struct probe_admit_limits l = {
-        .max_conns = (int)probe_setting_int("net.max_connections"),
-        .max_unauth = (int)probe_setting_int("net.max_unauthenticated"),
-        .fd_reserve = (int)probe_setting_int("net.fd_reserve"),
+        .max_conns = (int)core_setting_int("net.max_connections"),
+        .max_unauth = (int)core_setting_int("net.max_unauthenticated"),
+        .fd_reserve = (int)core_setting_int("net.fd_reserve"),
     };
     struct probe_admit_counts n = {n_conns, n_unauth};
     struct pb_err err = {0};
@@ -323,9 +323,9 @@ static void on_connection(uv_stream_t *server, int status)
     c->slot = -1;
     c->handles = 1;
     if (transport == SRV_TRANSPORT_TCP)
-        uv_tcp_init(probe_agent_loop(), &c->h.tcp);
+        uv_tcp_init(core_agent_loop(), &c->h.tcp);
     else
-        uv_pipe_init(probe_agent_loop(), &c->h.pipe, 0);
+        uv_pipe_init(core_agent_loop(), &c->h.pipe, 0);
     c->h.stream.data = c;
     if (uv_accept(server, &c->h.stream) < 0) {
         uv_close((uv_handle_t *)&c->h, on_close);
@@ -372,13 +372,13 @@ static void on_connection(uv_stream_t *server, int status)
     n_conns++;
     if (transport == SRV_TRANSPORT_TCP) {
         unauth_add(c);
-        srv_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
+        srv_session_set_preauth_max(c->s, (size_t)core_setting_int("net.preauth_max_bytes"));
         c->accepted_ms = loop_ms();
-        uv_timer_init(probe_agent_loop(), &c->auth_timer);
+        uv_timer_init(core_agent_loop(), &c->auth_timer);
         c->auth_timer.data = c;
         c->handles++;
         uv_timer_start(&c->auth_timer, on_auth_timeout,
-                       (uint64_t)probe_setting_int("net.auth_timeout_ms"), 0);
+                       (uint64_t)core_setting_int("net.auth_timeout_ms"), 0);
     }
     conn_track(c);
     PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == SRV_TRANSPORT_TCP ? "TCP" : "Unix");
@@ -421,11 +421,11 @@ static void format_bound(void)
         return;
     if (ss.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "[%s]:%d",
-                 ip, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+        snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "[%s]:%d", ip,
+                 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
     } else {
         uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "%s:%d", ip,
+        snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "%s:%d", ip,
                  ntohs(((struct sockaddr_in *)&ss)->sin_port));
     }
 }
@@ -452,11 +452,11 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
         if (!same_port)
             return pb_err_set(err, -EADDRINUSE,
                               "already listening on %s: one TCP address per process",
-                              probe_info_edit()->tcp_address);
-        probe_token_set(token);
+                              core_info_edit()->tcp_address);
+        core_token_set(token);
         return 0;
     }
-    uv_tcp_init(probe_agent_loop(), &tcp_server);
+    uv_tcp_init(core_agent_loop(), &tcp_server);
     rc = uv_tcp_bind(&tcp_server, (struct sockaddr *)&ss, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&tcp_server, 64, on_connection);
@@ -464,10 +464,10 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
         uv_close((uv_handle_t *)&tcp_server, NULL);
         return pb_err_set(err, rc, "listen on %s: %s", address, uv_strerror(rc));
     }
-    probe_token_set(token);
+    core_token_set(token);
     tcp_listening = 1;
     format_bound();
-    PB_LOG(PB_LOG_INFO, "listening on TCP %s", probe_info_edit()->tcp_address);
+    PB_LOG(PB_LOG_INFO, "listening on TCP %s", core_info_edit()->tcp_address);
     return 0;
 }
 
@@ -486,7 +486,7 @@ static void on_cmd(uv_async_t *a)
 
 int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err)
 {
-    if (probe_on_agent_thread())
+    if (core_on_agent_thread())
         return probe_tcp_listen(address, token, err);
     /* Checked here too: the copies below must never cut them. */
     if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
@@ -525,7 +525,7 @@ static char sweep_dir[200];
 static void sweep_stale(void *arg)
 {
     (void)arg;
-    int n = probe_rundir_sweep(sweep_dir, probe_info_get()->socket_path);
+    int n = core_rundir_sweep(sweep_dir, core_info_get()->socket_path);
     if (n > 0)
         PB_LOG(PB_LOG_INFO, "removed %d stale sockets from %s", n, sweep_dir);
 }
@@ -538,15 +538,15 @@ static void sweep_done(void *arg)
 static int listen_unix(struct pb_err *err)
 {
     char dir[200];
-    struct probe_info *info = probe_info_edit();
-    int rc = probe_rundir_path(dir, sizeof dir, err);
+    struct probe_info *info = core_info_edit();
+    int rc = core_rundir_path(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
-    probe_rundir_socket_name(info->socket_path, sizeof info->socket_path, dir, info->pid);
+    core_rundir_socket_name(info->socket_path, sizeof info->socket_path, dir, info->pid);
     /* A socket left there is a previous process's with our pid (in our PID namespace): removed
      * if nobody listens on it; a live one is never taken over. */
     pid_t peer = 0;
-    if (probe_rundir_socket_live(info->socket_path, &peer)) {
+    if (core_rundir_socket_live(info->socket_path, &peer)) {
         pb_err_set(err, PB_EAUTH,
                    "listen on %s: another live process (pid %d as seen from here, "
                    "0: another PID namespace) already listens there: not taken over",
@@ -555,7 +555,7 @@ static int listen_unix(struct pb_err *err)
         return PB_EAUTH;
     }
     unlink(info->socket_path);
-    uv_pipe_init(probe_agent_loop(), &unix_server, 0);
+    uv_pipe_init(core_agent_loop(), &unix_server, 0);
     mode_t old = umask(077);
     rc = uv_pipe_bind(&unix_server, info->socket_path);
     umask(old);
@@ -575,7 +575,7 @@ static int listen_unix(struct pb_err *err)
 int probe_server_start(struct pb_err *err)
 {
     owner_pid = getpid();
-    uv_async_init(probe_agent_loop(), &cmd_async, on_cmd);
+    uv_async_init(core_agent_loop(), &cmd_async, on_cmd);
     cmd_async_ready = 1;
     int rc = listen_unix(err);
     if (rc < 0) {
@@ -589,12 +589,12 @@ int probe_server_start(struct pb_err *err)
 
 void probe_server_stop(void)
 {
-    const struct probe_info *info = probe_info_get();
+    const struct probe_info *info = core_info_get();
     if (serving) {
         uv_close((uv_handle_t *)&unix_server, NULL);
         if (info->socket_path[0])
             unlink(info->socket_path);
-        probe_info_edit()->socket_path[0] = '\0';
+        core_info_edit()->socket_path[0] = '\0';
         serving = 0;
     }
     if (cmd_async_ready) {
@@ -605,7 +605,7 @@ void probe_server_stop(void)
 
 void probe_server_sweep(void)
 {
-    if (probe_task_submit(sweep_stale, sweep_done, NULL) < 0)
+    if (core_task_submit(sweep_stale, sweep_done, NULL) < 0)
         PB_LOG(PB_LOG_WARN, "stale socket sweep not started");
 }
 
@@ -628,7 +628,7 @@ void probe_agent_forget(void)
 
 void probe_agent_cleanup(void)
 {
-    const struct probe_info *info = probe_info_get();
+    const struct probe_info *info = core_info_get();
     if (serving && getpid() == owner_pid && info->socket_path[0])
         unlink(info->socket_path);
 }

@@ -254,7 +254,7 @@ static void flush_soon(void)
 {
     int expect = 0;
     if (atomic_compare_exchange_strong(&flush_scheduled, &expect, 1) &&
-        probe_task_submit(flush_task, flush_done, NULL) < 0)
+        core_task_submit(flush_task, flush_done, NULL) < 0)
         atomic_store(&flush_scheduled, 0);
 }
 
@@ -279,7 +279,7 @@ int probe_history_append(const char *table, const struct probe_value *vals, int 
             return -ENOMEM;
         }
     }
-    long long max = probe_setting_int("history.max_rows");
+    long long max = core_setting_int("history.max_rows");
     struct pending *dropped = NULL;
     pthread_mutex_lock(&mu);
     if (tail)
@@ -395,8 +395,8 @@ static void retain(sqlite3 *db, int t)
     snprintf(sql, sizeof sql,
              "SELECT max((SELECT max(rowid) FROM %s) - %lld, coalesce((SELECT rowid FROM %s "
              "WHERE ts >= %.3f ORDER BY rowid LIMIT 1), (SELECT max(rowid) + 1 FROM %s)) - 1)",
-             n, probe_setting_int("history.max_rows"), n,
-             probe_now() - (double)probe_setting_int("history.max_age_s"), n);
+             n, core_setting_int("history.max_rows"), n,
+             probe_now() - (double)core_setting_int("history.max_age_s"), n);
     sqlite3_stmt *st = NULL;
     long long cut = -1;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
@@ -509,7 +509,7 @@ static void on_collect(uv_timer_t *t)
     pthread_mutex_unlock(&mu);
     if (waiting)
         flush_soon(); /* rows a batch left behind */
-    long long every = probe_setting_int("history.interval_s");
+    long long every = core_setting_int("history.interval_s");
     double now = probe_now();
     if (every <= 0 || now - last_sample < (double)every - 0.05)
         return;
@@ -529,7 +529,7 @@ static void on_collect(uv_timer_t *t)
     /* The GPUs on the task thread: NVML's first call (dlopen, nvmlInit) may take a while. */
     int expect = 0;
     if (atomic_compare_exchange_strong(&gpu_sample_queued, &expect, 1) &&
-        probe_task_submit(gpu_sample_task, gpu_sample_done, NULL) < 0)
+        core_task_submit(gpu_sample_task, gpu_sample_done, NULL) < 0)
         atomic_store(&gpu_sample_queued, 0);
 }
 
@@ -542,7 +542,7 @@ int probe_collector_start(void)
                                   process_history_cols, 6, &err);
     if (rc < 0)
         return rc;
-    uv_timer_init(probe_agent_loop(), &collector);
+    uv_timer_init(core_agent_loop(), &collector);
     uv_unref((uv_handle_t *)&collector);
     return uv_timer_start(&collector, on_collect, 1000, 1000);
 }

@@ -307,12 +307,12 @@ int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        rc = probe_rows_add_text(r, "probing");
-        rc = rc ? rc : probe_rows_add_text(r, schema);
-        rc = rc ? rc : probe_rows_add_text(r, name);
-        rc = rc ? rc : probe_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
-        rc = rc ? rc : probe_rows_add_text(r, t->kind);
-        rc = rc ? rc : probe_rows_add_text(r, t->description);
+        rc = core_rows_add_text(r, "probing");
+        rc = rc ? rc : core_rows_add_text(r, schema);
+        rc = rc ? rc : core_rows_add_text(r, name);
+        rc = rc ? rc : core_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
+        rc = rc ? rc : core_rows_add_text(r, t->kind);
+        rc = rc ? rc : core_rows_add_text(r, t->description);
     }
     return rc;
 }
@@ -330,14 +330,14 @@ int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct
         split(t->name, schema, sizeof schema, &name);
         for (int c = -ts; rc == 0 && c < t->ncols; c++) {
             const struct probe_column *col = c < 0 ? &tscol : &t->cols[c];
-            rc = probe_rows_add_text(r, "probing");
-            rc = rc ? rc : probe_rows_add_text(r, schema);
-            rc = rc ? rc : probe_rows_add_text(r, name);
-            rc = rc ? rc : probe_rows_add_text(r, col->name);
-            rc = rc ? rc : probe_rows_add_int(r, c + ts + 1);
-            rc = rc ? rc : probe_rows_add_text(r, col->type);
-            rc = rc ? rc : probe_rows_add_text(r, "YES");
-            rc = rc ? rc : probe_rows_add_text(r, col->description);
+            rc = core_rows_add_text(r, "probing");
+            rc = rc ? rc : core_rows_add_text(r, schema);
+            rc = rc ? rc : core_rows_add_text(r, name);
+            rc = rc ? rc : core_rows_add_text(r, col->name);
+            rc = rc ? rc : core_rows_add_int(r, c + ts + 1);
+            rc = rc ? rc : core_rows_add_text(r, col->type);
+            rc = rc ? rc : core_rows_add_text(r, "YES");
+            rc = rc ? rc : core_rows_add_text(r, col->description);
         }
     }
     return rc;
@@ -349,12 +349,12 @@ int vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struc
     (void)err;
     struct probe_setting_view v;
     int rc = 0;
-    for (int i = 0; rc == 0 && probe_setting_view_get(i, &v) == 0; i++) {
+    for (int i = 0; rc == 0 && core_setting_view_get(i, &v) == 0; i++) {
         char name[64];
         snprintf(name, sizeof name, "probing.%s", v.name);
-        rc = probe_rows_add_text(r, name);
-        rc = rc ? rc : probe_rows_add_text(r, v.value);
-        rc = rc ? rc : probe_rows_add_text(r, v.description);
+        rc = core_rows_add_text(r, name);
+        rc = rc ? rc : core_rows_add_text(r, v.value);
+        rc = rc ? rc : core_rows_add_text(r, v.description);
     }
     return rc;
 }

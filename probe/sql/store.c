@@ -57,7 +57,7 @@ static void apply_limits(sqlite3 *d, long long max_bytes)
 {
     long long len = max_bytes < MIN_VALUE_BYTES ? MIN_VALUE_BYTES : max_bytes;
     sqlite3_limit(d, SQLITE_LIMIT_LENGTH, (int)len);
-    sqlite3_hard_heap_limit64(probe_setting_int("store.max_memory_bytes"));
+    sqlite3_hard_heap_limit64(core_setting_int("store.max_memory_bytes"));
 }
 
 /* ---- SQL helpers (documented in docs/tables.md) ---- */
@@ -226,7 +226,7 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
     sqlite3_db_config(d, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
     sqlite3_db_config(d, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
     sqlite3_limit(d, SQLITE_LIMIT_ATTACHED, (int)(sizeof schemas / sizeof schemas[0]));
-    apply_limits(d, probe_setting_int("query.max_bytes"));
+    apply_limits(d, core_setting_int("query.max_bytes"));
     pthread_mutex_lock(&db_mu);
     db = d;
     pthread_mutex_unlock(&db_mu);
@@ -423,9 +423,9 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         return 1;
     *bytes += size;
     switch (type) {
-    case SQLITE_INTEGER: return probe_rows_add_int(r, sqlite3_column_int64(st, c));
-    case SQLITE_FLOAT: return probe_rows_add_real(r, sqlite3_column_double(st, c));
-    case SQLITE_NULL: return probe_rows_add_null(r);
+    case SQLITE_INTEGER: return core_rows_add_int(r, sqlite3_column_int64(st, c));
+    case SQLITE_FLOAT: return core_rows_add_real(r, sqlite3_column_double(st, c));
+    case SQLITE_NULL: return core_rows_add_null(r);
     case SQLITE_BLOB: {
         const unsigned char *b = sqlite3_column_blob(st, c);
         size_t n = size / 2;
@@ -435,13 +435,13 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         for (size_t i = 0; i < n; i++)
             snprintf(hex + 2 * i, 3, "%02x", b[i]);
         hex[2 * n] = '\0';
-        int rc = probe_rows_add_text(r, hex);
+        int rc = core_rows_add_text(r, hex);
         free(hex);
         return rc;
     }
     default: {
         const char *t = (const char *)sqlite3_column_text(st, c);
-        return probe_rows_add_text(r, t ? t : "");
+        return core_rows_add_text(r, t ? t : "");
     }
     }
 }
@@ -453,9 +453,9 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
     if (!d)
         return err && err->code ? err->code : PB_EUNKNOWN;
     probe_history_flush();
-    long long max_rows = probe_setting_int("query.max_rows");
-    long long max_bytes = probe_setting_int("query.max_bytes");
-    long long timeout_ms = probe_setting_int("query.timeout_ms");
+    long long max_rows = core_setting_int("query.max_rows");
+    long long max_bytes = core_setting_int("query.max_bytes");
+    long long timeout_ms = core_setting_int("query.timeout_ms");
     double t0 = mono_ms();
     struct auth au = {0};
     struct progress pg = {t0 + (double)timeout_ms, 0};
@@ -526,7 +526,7 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
                                "SQL error: the query needs more memory than "
                                "the probe's SQLite may hold (store.max_memory_bytes = %lld bytes): "
                                "narrow it",
-                               probe_setting_int("store.max_memory_bytes"));
+                               core_setting_int("store.max_memory_bytes"));
             else if (src == SQLITE_TOOBIG)
                 rc = pb_err_set(err, PB_EBADARG,
                                 "SQL error: a string or blob over %d bytes "
@@ -572,7 +572,7 @@ out:
     sqlite3_finalize(st);
     out->elapsed_ms = mono_ms() - t0;
     if (rc < 0) {
-        probe_rows_free(out);
+        core_rows_free(out);
         PB_LOG(PB_LOG_DEBUG, "query failed: %s", err ? err->msg : "");
     }
     return rc;

@@ -15,7 +15,7 @@
 
 /* Run one read-only SQL statement. Task thread only (it may block: GIL waits inside virtual
  * tables, a long query up to query.timeout_ms). Applies query.max_rows, query.max_bytes and
- * query.timeout_ms. Returns 0 with out filled (free it with probe_rows_free), or a negative code
+ * query.timeout_ms. Returns 0 with out filled (free it with core_rows_free), or a negative code
  * with err->msg carrying SQLite's message (and for syntax errors the column and near token). */
 int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err);
 /* Interrupt the running query, if any (any thread). */

@@ -20,7 +20,7 @@ static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct p
 static int comm_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
-    return probe_comm_fill(r, err);
+    return core_comm_fill(r, err);
 }
 
 static const struct probe_column backtrace_cols[] = {
@@ -365,12 +365,12 @@ static int settings_fill(struct probe_rows *r, const struct vtab_args *a, struct
     (void)err;
     struct probe_setting_view v;
     int rc = 0;
-    for (int i = 0; rc == 0 && probe_setting_view_get(i, &v) == 0; i++) {
-        rc = probe_rows_add_text(r, v.name);
-        rc = rc ? rc : probe_rows_add_text(r, v.value);
-        rc = rc ? rc : probe_rows_add_text(r, v.dflt);
-        rc = rc ? rc : probe_rows_add_text(r, v.allowed);
-        rc = rc ? rc : probe_rows_add_text(r, v.description);
+    for (int i = 0; rc == 0 && core_setting_view_get(i, &v) == 0; i++) {
+        rc = core_rows_add_text(r, v.name);
+        rc = rc ? rc : core_rows_add_text(r, v.value);
+        rc = rc ? rc : core_rows_add_text(r, v.dflt);
+        rc = rc ? rc : core_rows_add_text(r, v.allowed);
+        rc = rc ? rc : core_rows_add_text(r, v.description);
     }
     return rc;
 }
@@ -386,12 +386,12 @@ static int table_rows(struct probe_rows *r, const struct probe_table_info *t, in
         const struct probe_column *col = c >= 0                      ? &t->cols[c]
                                          : strcmp(t->kind, "rollup") ? &ts
                                                                      : &rts;
-        rc = probe_rows_add_text(r, t->name);
-        rc = rc ? rc : probe_rows_add_text(r, t->kind);
-        rc = rc ? rc : probe_rows_add_text(r, col->name);
-        rc = rc ? rc : probe_rows_add_text(r, col->type);
-        rc = rc ? rc : probe_rows_add_text(r, col->description);
-        rc = rc ? rc : probe_rows_add_text(r, t->description);
+        rc = core_rows_add_text(r, t->name);
+        rc = rc ? rc : core_rows_add_text(r, t->kind);
+        rc = rc ? rc : core_rows_add_text(r, col->name);
+        rc = rc ? rc : core_rows_add_text(r, col->type);
+        rc = rc ? rc : core_rows_add_text(r, col->description);
+        rc = rc ? rc : core_rows_add_text(r, t->description);
     }
     return rc;
 }
@@ -501,7 +501,7 @@ static int vt_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out)
 static int vt_close(sqlite3_vtab_cursor *base)
 {
     struct cur *c = (struct cur *)base;
-    probe_rows_free(&c->rows);
+    core_rows_free(&c->rows);
     free(c);
     return SQLITE_OK;
 }
@@ -514,7 +514,7 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr, int
     struct vt *v = (struct vt *)base->pVtab;
     struct vtab_args a = {0};
     struct pb_err err = {0};
-    probe_rows_free(&c->rows);
+    core_rows_free(&c->rows);
     c->row = 0;
     c->rows.ncols = v->def->info.ncols;
     if ((idx & 1) && argc >= 1) {
@@ -528,7 +528,7 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr, int
     if (rc < 0) {
         probe_vtab_failed = 1;
         int ncols = c->rows.ncols;
-        probe_rows_free(&c->rows);
+        core_rows_free(&c->rows);
         c->rows.ncols = ncols;
         sqlite3_free(base->pVtab->zErrMsg);
         base->pVtab->zErrMsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : pb_strerror(rc));

@@ -42,12 +42,12 @@ const struct probe_column vtab_gpu_procs_cols[4] = {
 
 static int add_opt_int(struct probe_rows *r, long long v)
 {
-    return v < 0 ? probe_rows_add_null(r) : probe_rows_add_int(r, v);
+    return v < 0 ? core_rows_add_null(r) : core_rows_add_int(r, v);
 }
 
 static int add_opt_real(struct probe_rows *r, double v)
 {
-    return v < 0 ? probe_rows_add_null(r) : probe_rows_add_real(r, v);
+    return v < 0 ? core_rows_add_null(r) : core_rows_add_real(r, v);
 }
 
 static struct pb_gpu gpus[PB_GPU_MAX];
@@ -70,9 +70,9 @@ static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
 {
     char thr[160];
     pb_nvml_throttle_names(g->throttle, thr, sizeof thr);
-    int rc = probe_rows_add_int(r, g->index);
-    rc = rc ? rc : probe_rows_add_text(r, g->name);
-    rc = rc ? rc : probe_rows_add_text(r, g->uuid);
+    int rc = core_rows_add_int(r, g->index);
+    rc = rc ? rc : core_rows_add_text(r, g->name);
+    rc = rc ? rc : core_rows_add_text(r, g->uuid);
     rc = rc ? rc : add_opt_int(r, g->util_gpu);
     rc = rc ? rc : add_opt_int(r, g->util_mem);
     rc = rc ? rc : add_opt_int(r, g->mem_used);
@@ -82,7 +82,7 @@ static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
     rc = rc ? rc : add_opt_real(r, g->power_limit_w);
     rc = rc ? rc : add_opt_int(r, g->clock_sm_mhz);
     rc = rc ? rc : add_opt_int(r, g->clock_mem_mhz);
-    rc = rc ? rc : g->throttle < 0 ? probe_rows_add_null(r) : probe_rows_add_text(r, thr);
+    rc = rc ? rc : g->throttle < 0 ? core_rows_add_null(r) : core_rows_add_text(r, thr);
     rc = rc ? rc : add_opt_int(r, g->ecc_corrected);
     rc = rc ? rc : add_opt_int(r, g->ecc_uncorrected);
     rc = rc ? rc : add_opt_int(r, g->xid_count);
@@ -108,10 +108,10 @@ int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     read_all(&np);
     long self = (long)getpid();
     for (int i = 0; rc == 0 && i < np; i++) {
-        rc = probe_rows_add_int(r, procs[i].gpu);
-        rc = rc ? rc : probe_rows_add_int(r, procs[i].pid);
+        rc = core_rows_add_int(r, procs[i].gpu);
+        rc = rc ? rc : core_rows_add_int(r, procs[i].pid);
         rc = rc ? rc : add_opt_int(r, procs[i].used);
-        rc = rc ? rc : probe_rows_add_int(r, procs[i].pid == self);
+        rc = rc ? rc : core_rows_add_int(r, procs[i].pid == self);
     }
     return rc;
 }

@@ -62,7 +62,7 @@ static int snapshot(struct snapcall *s, int flags, int *gil_rc)
 {
     memset(s, 0, sizeof *s);
     s->flags = flags;
-    *gil_rc = flags ? probe_gil_call(snap_with_gil, s, probe_setting_gil_timeout_ms()) : -1;
+    *gil_rc = flags ? probe_gil_call(snap_with_gil, s, core_setting_gil_timeout_ms()) : -1;
     if (*gil_rc == 0 && s->rc == 0) {
         drop_worker(&s->snap);
         return 0;
@@ -107,18 +107,18 @@ int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct 
             continue;
         for (int d = 0; rc == 0 && d < t->nframes; d++) {
             const struct probe_frame *f = &t->frames[d];
-            rc = probe_rows_add_text(r, f->func ? f->func : "?");
-            rc = rc ? rc : probe_rows_add_text(r, f->file ? f->file : "?");
-            rc = rc ? rc : probe_rows_add_int(r, f->line);
-            rc = rc ? rc : probe_rows_add_int(r, d);
-            rc = rc ? rc : probe_rows_add_int(r, thread_id(t));
-            rc = rc ? rc : probe_rows_add_text(r, "python");
+            rc = core_rows_add_text(r, f->func ? f->func : "?");
+            rc = rc ? rc : core_rows_add_text(r, f->file ? f->file : "?");
+            rc = rc ? rc : core_rows_add_int(r, f->line);
+            rc = rc ? rc : core_rows_add_int(r, d);
+            rc = rc ? rc : core_rows_add_int(r, thread_id(t));
+            rc = rc ? rc : core_rows_add_text(r, "python");
             if (rc == 0 && gil_rc == 0 && f->nlocals >= 0) {
                 char *j = locals_json(f);
-                rc = probe_rows_add_text(r, j);
+                rc = core_rows_add_text(r, j);
                 cJSON_free(j);
             } else if (rc == 0) {
-                rc = probe_rows_add_null(r);
+                rc = core_rows_add_null(r);
             }
         }
     }
@@ -130,16 +130,16 @@ static int nframe_row(struct probe_rows *r, long tid, int depth, const struct pr
                       const char *stack)
 {
     int py = f->kind == PROF_NF_PYTHON;
-    int rc = probe_rows_add_int(r, tid);
-    rc = rc ? rc : probe_rows_add_int(r, depth);
-    rc = rc ? rc : probe_rows_add_text(r, py ? "python" : "native");
-    rc = rc ? rc : f->name ? probe_rows_add_text(r, f->name) : probe_rows_add_null(r);
-    rc = rc ? rc : py && f->file ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
-    rc = rc ? rc : py ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
-    rc = rc ? rc : !py && f->file ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
-    rc = rc ? rc : py ? probe_rows_add_null(r) : probe_rows_add_int(r, (long long)f->offset);
-    rc = rc ? rc : py ? probe_rows_add_null(r) : probe_rows_add_int(r, (long long)f->pc);
-    return rc ? rc : probe_rows_add_text(r, stack);
+    int rc = core_rows_add_int(r, tid);
+    rc = rc ? rc : core_rows_add_int(r, depth);
+    rc = rc ? rc : core_rows_add_text(r, py ? "python" : "native");
+    rc = rc ? rc : f->name ? core_rows_add_text(r, f->name) : core_rows_add_null(r);
+    rc = rc ? rc : py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    rc = rc ? rc : py ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+    rc = rc ? rc : !py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    rc = rc ? rc : py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->offset);
+    rc = rc ? rc : py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->pc);
+    return rc ? rc : core_rows_add_text(r, stack);
 }
 
 int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -215,17 +215,17 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     }
     for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
         const struct probe_thread *t = &s.snap.threads[i];
-        rc = probe_rows_add_int(r, thread_id(t));
-        rc = rc ? rc : probe_rows_add_int(r, (long long)t->ident);
-        rc = rc ? rc : probe_rows_add_text(r, t->name ? t->name : "");
+        rc = core_rows_add_int(r, thread_id(t));
+        rc = rc ? rc : core_rows_add_int(r, (long long)t->ident);
+        rc = rc ? rc : core_rows_add_text(r, t->name ? t->name : "");
         rc = rc ? rc
-                : (t->native_id > 0 ? probe_rows_add_int(r, t->native_id) : probe_rows_add_null(r));
-        rc = rc ? rc : probe_rows_add_int(r, t->holds_gil);
-        rc = rc ? rc : (t->daemon >= 0 ? probe_rows_add_int(r, t->daemon) : probe_rows_add_null(r));
-        rc = rc ? rc : probe_rows_add_int(r, t->is_main);
-        rc = rc ? rc : probe_rows_add_text(r, vtab_thread_state(t->native_id));
-        rc = rc ? rc : probe_rows_add_text(r, t->name_from_threading ? "threading" : "os");
-        rc = rc ? rc : probe_rows_add_int(r, t->interp_id);
+                : (t->native_id > 0 ? core_rows_add_int(r, t->native_id) : core_rows_add_null(r));
+        rc = rc ? rc : core_rows_add_int(r, t->holds_gil);
+        rc = rc ? rc : (t->daemon >= 0 ? core_rows_add_int(r, t->daemon) : core_rows_add_null(r));
+        rc = rc ? rc : core_rows_add_int(r, t->is_main);
+        rc = rc ? rc : core_rows_add_text(r, vtab_thread_state(t->native_id));
+        rc = rc ? rc : core_rows_add_text(r, t->name_from_threading ? "threading" : "os");
+        rc = rc ? rc : core_rows_add_int(r, t->interp_id);
     }
     probe_snapshot_free(&s.snap);
     return rc;
@@ -242,7 +242,7 @@ struct gilfill {
 /* Run fn under the GIL; on failure name the table and who holds the GIL. */
 static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struct pb_err *err)
 {
-    int timeout = probe_setting_gil_timeout_ms();
+    int timeout = core_setting_gil_timeout_ms();
     int rc = probe_gil_call(fn, g, timeout);
     if (rc == 0 && g->rc == 0)
         return 0;
@@ -355,9 +355,9 @@ static void objects_with_gil(void *arg)
     for (size_t k = 0; tab && rc == 0 && k < cap; k++) {
         if (!tab[k].type)
             continue;
-        rc = probe_rows_add_text(g->r, tab[k].type->tp_name);
-        rc = rc ? rc : probe_rows_add_int(g->r, tab[k].count);
-        rc = rc ? rc : probe_rows_add_int(g->r, tab[k].size);
+        rc = core_rows_add_text(g->r, tab[k].type->tp_name);
+        rc = rc ? rc : core_rows_add_int(g->r, tab[k].count);
+        rc = rc ? rc : core_rows_add_int(g->r, tab[k].size);
     }
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
@@ -405,12 +405,12 @@ static void modules_with_gil(void *arg)
         const char *file = dict_str(v, "__file__");
         if (!file)
             PyErr_Clear();
-        rc = probe_rows_add_text(g->r, name);
-        rc = rc ? rc : probe_rows_add_text(g->r, file);
+        rc = core_rows_add_text(g->r, name);
+        rc = rc ? rc : core_rows_add_text(g->r, file);
         const char *ver = dict_str(v, "__version__");
         if (!ver)
             PyErr_Clear();
-        rc = rc ? rc : probe_rows_add_text(g->r, ver);
+        rc = rc ? rc : core_rows_add_text(g->r, ver);
     }
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
@@ -453,21 +453,21 @@ static int atask_row(struct probe_rows *r, const struct probe_atasks *at,
     snprintf(id, sizeof id, "0x%lx", (unsigned long)t->addr);
     snprintf(loop, sizeof loop, "0x%lx", (unsigned long)t->loop);
     const struct probe_aframe *f = t->nframes ? &t->frames[0] : NULL;
-    rc = rc ? rc : t->thread_id > 0 ? probe_rows_add_int(r, t->thread_id) : probe_rows_add_null(r);
-    rc = rc ? rc : probe_rows_add_text(r, id);
-    rc = rc ? rc : probe_rows_add_text(r, t->name ? t->name : "?");
-    rc = rc ? rc : probe_rows_add_text(r, t->state);
-    rc = rc ? rc : probe_rows_add_int(r, t->running);
-    rc = rc ? rc : t->coro ? probe_rows_add_text(r, t->coro) : probe_rows_add_null(r);
-    rc = rc ? rc : f ? probe_rows_add_text(r, f->func) : probe_rows_add_null(r);
-    rc = rc ? rc : f ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
-    rc = rc ? rc : f ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
-    rc = rc ? rc : probe_rows_add_text(r, stack);
-    rc = rc ? rc : t->waiter_type ? probe_rows_add_text(r, t->waiter_type) : probe_rows_add_null(r);
-    rc = rc ? rc : probe_rows_add_text(r, awaits);
-    rc = rc ? rc : probe_rows_add_text(r, by);
-    rc = rc ? rc : t->cycle ? probe_rows_add_int(r, t->cycle) : probe_rows_add_null(r);
-    rc = rc ? rc : t->loop ? probe_rows_add_text(r, loop) : probe_rows_add_null(r);
+    rc = rc ? rc : t->thread_id > 0 ? core_rows_add_int(r, t->thread_id) : core_rows_add_null(r);
+    rc = rc ? rc : core_rows_add_text(r, id);
+    rc = rc ? rc : core_rows_add_text(r, t->name ? t->name : "?");
+    rc = rc ? rc : core_rows_add_text(r, t->state);
+    rc = rc ? rc : core_rows_add_int(r, t->running);
+    rc = rc ? rc : t->coro ? core_rows_add_text(r, t->coro) : core_rows_add_null(r);
+    rc = rc ? rc : f ? core_rows_add_text(r, f->func) : core_rows_add_null(r);
+    rc = rc ? rc : f ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    rc = rc ? rc : f ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+    rc = rc ? rc : core_rows_add_text(r, stack);
+    rc = rc ? rc : t->waiter_type ? core_rows_add_text(r, t->waiter_type) : core_rows_add_null(r);
+    rc = rc ? rc : core_rows_add_text(r, awaits);
+    rc = rc ? rc : core_rows_add_text(r, by);
+    rc = rc ? rc : t->cycle ? core_rows_add_int(r, t->cycle) : core_rows_add_null(r);
+    rc = rc ? rc : t->loop ? core_rows_add_text(r, loop) : core_rows_add_null(r);
     free(stack);
     free(awaits);
     free(by);
@@ -555,13 +555,13 @@ static void gc_with_gil(void *arg)
         Py_ssize_t ngen = PySequence_Size(stats);
         for (Py_ssize_t i = 0; rc == 0 && i < ngen && i < 3; i++) {
             PyObject *st = PySequence_GetItem(stats, i);
-            rc = probe_rows_add_int(g->r, i);
-            rc = rc ? rc : probe_rows_add_int(g->r, item_ll(count, i));
-            rc = rc ? rc : probe_rows_add_int(g->r, item_ll(thr, i));
-            rc = rc ? rc : probe_rows_add_int(g->r, dict_ll(st, "collections"));
-            rc = rc ? rc : probe_rows_add_int(g->r, dict_ll(st, "collected"));
-            rc = rc ? rc : probe_rows_add_int(g->r, dict_ll(st, "uncollectable"));
-            rc = rc ? rc : probe_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
+            rc = core_rows_add_int(g->r, i);
+            rc = rc ? rc : core_rows_add_int(g->r, item_ll(count, i));
+            rc = rc ? rc : core_rows_add_int(g->r, item_ll(thr, i));
+            rc = rc ? rc : core_rows_add_int(g->r, dict_ll(st, "collections"));
+            rc = rc ? rc : core_rows_add_int(g->r, dict_ll(st, "collected"));
+            rc = rc ? rc : core_rows_add_int(g->r, dict_ll(st, "uncollectable"));
+            rc = rc ? rc : core_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
             Py_XDECREF(st);
         }
         if (PyErr_Occurred())
@@ -633,10 +633,10 @@ static void tracemalloc_with_gil(void *arg)
         long long ct = count ? PyLong_AsLongLong(count) : -1;
         if (PyErr_Occurred())
             PyErr_Clear();
-        rc = probe_rows_add_text(g->r, fs ? fs : "<unknown>");
-        rc = rc ? rc : probe_rows_add_int(g->r, ln);
-        rc = rc ? rc : probe_rows_add_int(g->r, sz);
-        rc = rc ? rc : probe_rows_add_int(g->r, ct);
+        rc = core_rows_add_text(g->r, fs ? fs : "<unknown>");
+        rc = rc ? rc : core_rows_add_int(g->r, ln);
+        rc = rc ? rc : core_rows_add_int(g->r, sz);
+        rc = rc ? rc : core_rows_add_int(g->r, ct);
         Py_XDECREF(count);
         Py_XDECREF(size);
         Py_XDECREF(line);
@@ -711,13 +711,13 @@ static void cuda_memory_with_gil(void *arg)
         if (!PyDict_Check(d))
             continue;
         PyObject *idx = PyDict_GetItemString(d, "index"), *name = PyDict_GetItemString(d, "name");
-        rc = probe_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
+        rc = core_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
         const char *ns = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        rc = rc ? rc : ns ? probe_rows_add_text(g->r, ns) : probe_rows_add_null(g->r);
+        rc = rc ? rc : ns ? core_rows_add_text(g->r, ns) : core_rows_add_null(g->r);
         for (size_t k = 0; rc == 0 && k < sizeof keys / sizeof keys[0]; k++) {
             PyObject *v = PyDict_GetItemString(d, keys[k]);
-            rc = v && PyLong_Check(v) ? probe_rows_add_int(g->r, PyLong_AsLongLong(v))
-                                      : probe_rows_add_null(g->r);
+            rc = v && PyLong_Check(v) ? core_rows_add_int(g->r, PyLong_AsLongLong(v))
+                                      : core_rows_add_null(g->r);
         }
     }
     if (PyErr_Occurred())

@@ -57,7 +57,7 @@ static PyObject *begin(PyObject *self, PyObject *const *a, Py_ssize_t n)
         .line = (int)int_arg(a[13]),
         .async = (int)int_arg(a[14]),
     };
-    return PyLong_FromUnsignedLongLong(probe_comm_begin(&c));
+    return PyLong_FromUnsignedLongLong(core_comm_begin(&c));
 }
 
 /* end(id, ok): the call ended (ok true) or raised. Requires GIL. */
@@ -70,7 +70,7 @@ static PyObject *end(PyObject *self, PyObject *const *a, Py_ssize_t n)
             PyErr_Clear();
             id = 0;
         }
-        probe_comm_end(id, PyObject_IsTrue(a[1]) == 1);
+        core_comm_end(id, PyObject_IsTrue(a[1]) == 1);
     }
     Py_RETURN_NONE;
 }
@@ -97,7 +97,7 @@ static int sequence(cJSON *out, struct pb_err *err)
         return pb_err_set(err, PB_ESTATE,
                           "torch.distributed is not imported in process %d: "
                           "no process group to read",
-                          probe_info_get()->pid);
+                          core_info_get()->pid);
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);
@@ -127,8 +127,8 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
             return pb_err_set(err, PB_ESTATE,
                               "torch.distributed is not imported in process "
                               "%d: start the recorder once the job has imported it",
-                              probe_info_get()->pid);
-        int rc = probe_comm_open((int)probe_setting_int("comm.max_records"), err);
+                              core_info_get()->pid);
+        int rc = core_comm_open((int)core_setting_int("comm.max_records"), err);
         if (rc < 0)
             return rc;
     }
@@ -158,7 +158,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
         return pb_err_set(err, PB_ESTATE,
                           "torch.distributed is not available in process %d "
                           "(torch built without it): nothing to record",
-                          probe_info_get()->pid);
+                          core_info_get()->pid);
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);
@@ -173,7 +173,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
     PyErr_Clear();
     unsigned long long made;
     int size;
-    probe_comm_counts(&made, &size);
+    core_comm_counts(&made, &size);
     cJSON_AddNumberToObject(out, "records", (double)made);
     cJSON_AddNumberToObject(out, "maxRecords", size);
     return 0;

@@ -296,7 +296,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
             return pb_err_set(err, PB_ESTATE,
                               "torch is not imported in process %d: start "
                               "tracing once the job has imported torch",
-                              probe_info_get()->pid);
+                              core_info_get()->pid);
         int rc = define_tables(err);
         if (rc < 0)
             return rc;
@@ -325,7 +325,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
         return pb_err_set(err, PB_ESTATE,
                           "torch in process %d has no torch.nn (is it still "
                           "being imported?): nothing to trace",
-                          probe_info_get()->pid);
+                          core_info_get()->pid);
     }
     if (PyDict_Check(res))
         probe_torch_copy_dict(res, out);

@@ -16,7 +16,7 @@ int fake_listen_calls;
 static struct probe_info info = {
     .pid = 4242, .python_version = "3.11.7", .socket_path = "/tmp/probing-0/4242.sock"};
 
-const struct probe_info *probe_info_get(void)
+const struct probe_info *core_info_get(void)
 {
     return &info;
 }
@@ -36,7 +36,7 @@ int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
     return 0;
 }
 
-int probe_token_check(const char *token)
+int core_token_check(const char *token)
 {
     return token && strcmp(token, "secret-token") == 0;
 }

@@ -10,7 +10,7 @@
 #include "sql/store.h"
 #include "core/core.h"
 
-int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
+int core_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 {
     fn(arg);
     done(arg);

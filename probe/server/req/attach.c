@@ -20,7 +20,7 @@ int srv_req_attach(struct srv_ctx *c, const cJSON *args, cJSON *body)
         return c->err.code;
     }
     if (srv_session_transport(c->s) == SRV_TRANSPORT_TCP) {
-        if (!probe_token_check(token)) {
+        if (!core_token_check(token)) {
             srv_session_close_after_reply(c->s);
             return pb_err_set(&c->err, PB_EAUTH,
                               "attach refused: wrong or missing token (arguments.token)");

@@ -35,10 +35,10 @@ static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *
         snprintf(msg, n, "%s: %s; %s", busy, note, PROBE_BUSY_HINT);
     else if (gil_rc == PB_ETIMEDOUT && h)
         snprintf(msg, n, "the GIL is held by thread %ld (%s) and was not released within %d ms: %s",
-                 srv_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms(), note);
+                 srv_thread_id(h), h->name ? h->name : "?", core_setting_gil_timeout_ms(), note);
     else if (gil_rc == PB_ETIMEDOUT)
-        snprintf(msg, n, "the GIL could not be had within %d ms: %s",
-                 probe_setting_gil_timeout_ms(), note);
+        snprintf(msg, n, "the GIL could not be had within %d ms: %s", core_setting_gil_timeout_ms(),
+                 note);
     else
         snprintf(msg, n,
                  "the interpreter is not running Python code now (starting or "
@@ -59,7 +59,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
 {
     int want_locals = 0;
     dap_arg_bool(args, "locals", &want_locals, err);
-    const struct probe_info *pi = probe_info_get();
+    const struct probe_info *pi = core_info_get();
     cJSON_AddNumberToObject(body, "pid", pi->pid);
     cJSON_AddStringToObject(body, "python", s->version[0] ? s->version : pi->python_version);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");

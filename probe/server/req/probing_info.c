@@ -12,7 +12,7 @@ int srv_req_probing_info(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;
-    const struct probe_info *pi = probe_info_get();
+    const struct probe_info *pi = core_info_get();
     char buf[4096];
     cJSON_AddNumberToObject(body, "pid", pi->pid);
     cJSON_AddStringToObject(body, "python", pi->python_version);

@@ -19,6 +19,6 @@ int srv_req_probing_listen(struct srv_ctx *c, const cJSON *args, cJSON *body)
     rc = probe_tcp_listen(address, token, &c->err);
     if (rc < 0)
         return rc;
-    cJSON_AddStringToObject(body, "address", probe_info_get()->tcp_address);
+    cJSON_AddStringToObject(body, "address", core_info_get()->tcp_address);
     return 0;
 }

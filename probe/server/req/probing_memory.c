@@ -67,7 +67,7 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
     struct pb_err perr = {0};
     int rc = probe_memory_proc(body, &perr);
     if (r->gil_rc < 0) {
-        srv_gil_busy_error(r->gil_rc, probe_setting_gil_timeout_ms(), &j->py_err);
+        srv_gil_busy_error(r->gil_rc, core_setting_gil_timeout_ms(), &j->py_err);
         cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
     } else if (j->py_rc < 0) {
         cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);

@@ -76,7 +76,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void drop(void *job)
 {
     struct queryjob *j = job;
-    probe_rows_free(&j->rows);
+    core_rows_free(&j->rows);
     free(j->sql);
 }
 

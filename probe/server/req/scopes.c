@@ -59,5 +59,5 @@ int srv_req_scopes(struct srv_ctx *c, const cJSON *args, cJSON *body)
     if (!j)
         return pb_err_set(&c->err, -ENOMEM, "out of memory: 'scopes' was not run");
     j->frame_id = id;
-    return srv_job_submit(c, &job_scopes, j, SRV_F_GIL, probe_setting_gil_timeout_ms());
+    return srv_job_submit(c, &job_scopes, j, SRV_F_GIL, core_setting_gil_timeout_ms());
 }
