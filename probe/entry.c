@@ -34,8 +34,8 @@ static void names_warm(void *arg)
     (void)arg;
     struct probe_snapshot s;
     struct pb_err err = {0};
-    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) == 0)
-        probe_snapshot_free(&s);
+    if (pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) == 0)
+        pyrt_snapshot_free(&s);
 }
 
 static void names_warmed(void *arg, int rc)
@@ -48,7 +48,7 @@ static void names_warmed(void *arg, int rc)
 static void agent_first(void)
 {
     struct pb_err err = {0};
-    if (probe_pyrt_init(&err) < 0)
+    if (pyrt_init(&err) < 0)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
     else if (probe_gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
         PB_LOG(PB_LOG_WARN, "thread names not read at start");

@@ -74,7 +74,7 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
             !is_task(tid))
             continue;
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
-        double id = tid + cli_json_num(t, "interpreter", 0) * 4194304.0; /* probe_thread_id */
+        double id = tid + cli_json_num(t, "interpreter", 0) * 4194304.0; /* pyrt_thread_id */
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "id", cJSON_CreateNumber(id));
     }
 }

@@ -40,13 +40,13 @@ static int current(long *out)
 {
     struct probe_snapshot s = {0};
     struct pb_err err = {0};
-    if (probe_pyrt_snapshot(&s, 0, 1, &err) < 0)
+    if (pyrt_snapshot(&s, 0, 1, &err) < 0)
         return -1;
     int n = 0;
     for (int i = 0; i < s.nthreads && n < MAX_TIDS; i++)
         if (s.threads[i].native_id > 0 && !probe_worker_owns(s.threads[i].ident))
-            out[n++] = probe_thread_id(&s.threads[i]); /* the DAP thread id */
-    probe_snapshot_free(&s);
+            out[n++] = pyrt_thread_id(&s.threads[i]); /* the DAP thread id */
+    pyrt_snapshot_free(&s);
     return n;
 }
 

@@ -191,8 +191,8 @@ struct vars_out {
 /* A Variable's value, type, variablesReference and child counts for v into o. */
 static void describe(struct probe_dbg_var *o, PyObject *v, PyObject *frame, const char *expr)
 {
-    o->value = probe_repr_new(v);
-    o->type = probe_repr_typename(v);
+    o->value = pyrt_repr_new(v);
+    o->type = pyrt_repr_typename(v);
     o->ref = probe_dbgv_register(v, frame, expr, &o->indexed, &o->named);
     PyErr_Clear();
 }

@@ -88,7 +88,7 @@ int dbgv_shape(PyObject *obj, long long *indexed, long long *named)
     if (obj == Py_None || PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj) ||
         PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) ||
         PyFunction_Check(obj) || PyCFunction_Check(obj) || PyMethod_Check(obj) ||
-        PyCode_Check(obj) || PyFrame_Check(obj) || probe_repr_is_tensor(obj))
+        PyCode_Check(obj) || PyFrame_Check(obj) || pyrt_repr_is_tensor(obj))
         return 0;
     return has_dict(Py_TYPE(obj)) || slot_members(obj, NULL, NULL) > 0;
 }
@@ -137,7 +137,7 @@ static char *key_name(PyObject *k, int as_attr)
             return strdup(u);
         PyErr_Clear();
     }
-    return probe_repr_new(k);
+    return pyrt_repr_new(k);
 }
 
 /* The children of a dict: names are keys as they are (attr: a namespace, expr parent.name or
@@ -278,7 +278,7 @@ int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *p
         PyTypeObject *t = (PyTypeObject *)obj;
         if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t->tp_dict)
             dict_children(t->tp_dict, 1, 0, parent, pg, visit, ctx);
-    } else if (!probe_repr_is_tensor(obj)) {
+    } else if (!pyrt_repr_is_tensor(obj)) {
         attr_children(obj, parent, pg, visit, ctx);
     }
     PyErr_Clear();
@@ -315,7 +315,7 @@ int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject
         Py_ssize_t pos = 0;
         PyObject *k, *v, *key = NULL;
         while (!key && PyDict_Next(obj, &pos, &k, &v)) {
-            char *kn = probe_repr_new(k);
+            char *kn = pyrt_repr_new(k);
             if (kn && strcmp(kn, name) == 0) {
                 key = k;
                 Py_INCREF(key);

@@ -176,9 +176,9 @@ static void take_output(PyObject *o, struct probe_eval_result *r)
 static int show_value(PyObject *show, int mode, PyObject **value, struct probe_eval_result *r,
                       struct pb_err *err)
 {
-    if (mode == PROBE_EVAL_EXPRESSION && probe_repr_is_tensor(*value)) {
-        r->value = probe_repr_new(*value);
-        r->type = probe_repr_typename(*value);
+    if (mode == PROBE_EVAL_EXPRESSION && pyrt_repr_is_tensor(*value)) {
+        r->value = pyrt_repr_new(*value);
+        r->type = pyrt_repr_typename(*value);
         return 0;
     }
     int rc = take_answer(PyObject_CallFunctionObjArgs(show, *value, NULL), r, err);

@@ -57,7 +57,7 @@ void probe_hurry_begin(struct probe_hurry *h)
         h->held = h->begun = 1;
         if (waiters++ == 0) {
             if (!interval)
-                interval = probe_pyrt_switch_interval();
+                interval = pyrt_switch_interval();
             unsigned long v = interval ? load(interval) : 0;
             /* 0 or absurd: not the field we think it is; at or below ours: nothing to gain. */
             if (v > HURRY_US && v <= SANE_MAX_US) {

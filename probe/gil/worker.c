@@ -120,7 +120,7 @@ static void run_job(struct worker *w, struct job *j)
     } else {
         /* Blocks until the GIL is ours; the loop's timer may give up meanwhile (and stops the
          * hurry: if that came first, the job's state says so and it stops here). */
-        probe_pyrt_gil_note(1); /* who holds it as we ask: a snapshot under it reports them */
+        pyrt_gil_note(1); /* who holds it as we ask: a snapshot under it reports them */
         probe_hurry_begin(&j->hurry);
         if (atomic_load(&j->state) != JOB_QUEUED)
             probe_hurry_stop(&j->hurry);
@@ -140,7 +140,7 @@ static void run_job(struct worker *w, struct job *j)
             w->busy = 0;
             pthread_mutex_unlock(&mu);
         }
-        probe_pyrt_gil_note(0);
+        pyrt_gil_note(0);
         PyGILState_Release(g);
     }
     int expect = JOB_RUNNING;

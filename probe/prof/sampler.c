@@ -184,12 +184,12 @@ static void names_fn(void *arg)
     (void)arg;
     struct probe_snapshot s;
     struct pb_err err = {0};
-    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) < 0)
+    if (pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) < 0)
         return;
     for (int i = 0; i < s.nthreads; i++)
         if (s.threads[i].native_id > 0 && s.threads[i].name_from_threading && s.threads[i].name)
             prof_store_thread_name((int)s.threads[i].native_id, s.threads[i].name, 1);
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
 }
 
 /* 1 when the kernel says thread tid is running or runnable. */

@@ -23,7 +23,7 @@ int srv_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
     struct pb_err serr = {0};
     const struct probe_thread *h = NULL;
     char busy[256];
-    if (probe_pyrt_snapshot(&s, 0, 1, &serr) == 0)
+    if (pyrt_snapshot(&s, 0, 1, &serr) == 0)
         for (int i = 0; i < s.nthreads; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
@@ -45,7 +45,7 @@ int srv_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
                    "was not released within %d ms: nothing was run",
                    srv_thread_id(h), h->name ? h->name : "?", timeout_ms);
     }
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
     return PB_ETIMEDOUT;
 }
 

@@ -13,7 +13,7 @@
 void srv_snap_run(void *job)
 {
     struct srv_snapjob *j = job;
-    j->snap_rc = probe_pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
+    j->snap_rc = pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
 }
 
 /* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */
@@ -24,11 +24,10 @@ int srv_snap_reply(struct srv_reply *r, void *job, cJSON *body)
         pb_err_clear(&j->err);
         /* Without the GIL: locals asked for are read from memory (simple values only), and
          * the asyncio tasks where the interpreter keeps them in lists (3.14+). */
-        j->snap_rc =
-            probe_pyrt_snapshot(&j->snap,
-                                (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
-                                    (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
-                                j->max_frames, &j->err);
+        j->snap_rc = pyrt_snapshot(&j->snap,
+                                   (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
+                                       (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
+                                   j->max_frames, &j->err);
     }
     int rc = j->snap_rc;
     if (rc == 0) {
@@ -42,7 +41,7 @@ int srv_snap_reply(struct srv_reply *r, void *job, cJSON *body)
 void srv_snap_drop(void *job)
 {
     struct srv_snapjob *j = job;
-    probe_snapshot_free(&j->snap);
+    pyrt_snapshot_free(&j->snap);
     cJSON_Delete(j->args);
 }
 

@@ -15,7 +15,7 @@
 
 long srv_thread_id(const struct probe_thread *t)
 {
-    return probe_thread_id(t);
+    return pyrt_thread_id(t);
 }
 
 void srv_snapshot_drop_worker(struct probe_snapshot *s)
@@ -23,7 +23,7 @@ void srv_snapshot_drop_worker(struct probe_snapshot *s)
     for (int i = 0; i < s->nthreads; i++) {
         if (!probe_worker_owns(s->threads[i].ident))
             continue;
-        probe_thread_free(&s->threads[i]);
+        pyrt_thread_free(&s->threads[i]);
         memmove(&s->threads[i], &s->threads[i + 1],
                 sizeof s->threads[0] * (size_t)(s->nthreads - i - 1));
         s->nthreads--;

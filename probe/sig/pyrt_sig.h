@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pyrt/frames.h" /* struct pyrt_sig_frame, pyrt_sig_read (read.h) */
+#include "pyrt/frames.h" /* struct pyrt_sig_frame, pyrt_read (read.h) */
 
 /* Optional, outside any handler (the sampler calls it at start): makes the fault-proof reads
  * ready and, before 3.11, enables native thread ids in pyrt_sig_threads (they are -1 until

@@ -5,7 +5,7 @@
  * caller's registers from the rules, the stack read through a window; the frame-pointer chain
  * where no CFI covers a pc; rbp guessed for a thread read without its registers. And the ELF
  * side: the module table's lookup, a module from an ELF image in memory. Everything the
- * unwinder reads of the target goes through pyrt_sig_read. Only signal-side code lives here
+ * unwinder reads of the target goes through pyrt_read. Only signal-side code lives here
  * (make check-exports holds this file to an allow-list of calls); the module table is built in
  * unwind_table.c. */
 #include "unwind.h"
@@ -37,7 +37,7 @@ enum { NREG = UNWIND_NREG, RA = UNWIND_RA, RBP = UNWIND_RBP, RSP = UNWIND_RSP };
 
 static int rd(uintptr_t addr, uintptr_t *out)
 {
-    return pyrt_sig_read(addr, out, sizeof *out);
+    return pyrt_read(addr, out, sizeof *out);
 }
 
 /* Stack reads: directly where the caller vouched for the memory (the sampled thread's own
@@ -68,7 +68,7 @@ static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
         memcpy(dst, c->win + (addr - c->win_lo), n);
         return 0;
     }
-    return pyrt_sig_read(addr, dst, n); /* process_vm_readv refused: pyrt_sig's own way */
+    return pyrt_read(addr, dst, n); /* process_vm_readv refused: pyrt_sig's own way */
 }
 
 static int srd_word(struct unwind_cache *c, uintptr_t addr, uintptr_t *out)
@@ -246,7 +246,7 @@ int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
 static int after_call(uintptr_t ra)
 {
     uint8_t b[8];
-    if (ra < 8 || pyrt_sig_read(ra - 8, b, sizeof b) != 0)
+    if (ra < 8 || pyrt_read(ra - 8, b, sizeof b) != 0)
         return 0;
     if (b[3] == 0xe8)
         return 1;
@@ -359,7 +359,7 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
     }
     cache->win_len = 0;
 #ifdef PYRT_REMOTE
-    cache->pid = 0; /* the out-of-process reader: every read through pyrt_sig_read */
+    cache->pid = 0; /* the out-of-process reader: every read through pyrt_read */
 #else
     cache->pid = getpid();
 #endif
@@ -469,9 +469,9 @@ int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp
     uintptr_t bias = 0;
     int have = 0;
     memset(m, 0, sizeof *m);
-    if (pyrt_sig_read(base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+    if (pyrt_read(base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
         eh.e_phnum == 0 || eh.e_phnum > 64 || eh.e_phentsize != sizeof ph[0] ||
-        pyrt_sig_read(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0]) != 0)
+        pyrt_read(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0]) != 0)
         return -1;
     /* The segment mapped at file offset 0 starts at base. */
     for (int i = 0; i < eh.e_phnum && !have; i++)
@@ -492,7 +492,7 @@ int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp
             m->hdr = bias + ph[i].p_vaddr;
         }
     }
-    if (m->hdr && pyrt_sig_read(m->hdr, h, sizeof h) == 0)
+    if (m->hdr && pyrt_read(m->hdr, h, sizeof h) == 0)
         unwind_hdr_parse(m, h);
     return m->hi ? 0 : -1;
 }

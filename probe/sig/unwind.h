@@ -2,7 +2,7 @@
 /* Native stack unwinding from a signal handler (probe-internal; docs/architecture.md, "signal
  * handlers"). The unwinder reads the DWARF call-frame information (.eh_frame through each
  * module's .eh_frame_hdr search table) itself: every read of the target's memory is
- * fault-proof (pyrt_sig_read, process_vm_readv on our own pid), it takes no lock, allocates
+ * fault-proof (pyrt_read, process_vm_readv on our own pid), it takes no lock, allocates
  * nothing and never calls into the dynamic loader, so a thread interrupted while it holds the
  * loader's lock (dlopen, dlclose, dl_iterate_phdr) cannot make a handler wait.
  * Which module holds a pc comes from a module table built outside any handler with

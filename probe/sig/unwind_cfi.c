@@ -3,7 +3,7 @@
  * CIE/FDE records, the CFA program, DWARF expressions, .eh_frame_hdr and its search table,
  * following the DWARF 5 "Call Frame Information" chapter and the LSB's .eh_frame layout.
  * Signal-side code only (tools/check_signal_safety.sh holds unwind_cfi.o to an allow-list);
- * every read of the target goes through pyrt_sig_read. */
+ * every read of the target goes through pyrt_read. */
 #include "unwind_cfi.h"
 
 #include <dwarf.h>
@@ -114,7 +114,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
     uint8_t code[EXPR_MAX];
     uintptr_t st[EXPR_STACK];
     int sp = 0;
-    if (len == 0 || len > sizeof code || pyrt_sig_read(expr, code, len) != 0)
+    if (len == 0 || len > sizeof code || pyrt_read(expr, code, len) != 0)
         return -1;
     struct buf b = {code, code + len, expr, 0};
     if (push_cfa)
@@ -138,7 +138,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
         }
         switch (op) {
         case DW_OP_deref:
-            if (sp < 1 || pyrt_sig_read(st[sp - 1], &st[sp - 1], sizeof st[0]) != 0)
+            if (sp < 1 || pyrt_read(st[sp - 1], &st[sp - 1], sizeof st[0]) != 0)
                 return -1;
             break;
         case DW_OP_const1u:
@@ -452,17 +452,17 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
 #define RECORD_GUESS 128
 static int record_read(uintptr_t addr, uint8_t *buf, uint32_t cap, uint32_t *len)
 {
-    int whole = pyrt_sig_read(addr, buf, RECORD_GUESS) == 0;
+    int whole = pyrt_read(addr, buf, RECORD_GUESS) == 0;
     if (whole)
         memcpy(len, buf, 4);
-    else if (pyrt_sig_read(addr, len, 4) != 0)
+    else if (pyrt_read(addr, len, 4) != 0)
         return -1;
     if (*len < 8 || *len > cap - 4) /* not *len + 4 > cap: that wraps past 2^32 */
         return -1;
     if (whole && *len + 4 <= RECORD_GUESS)
         return 0;
-    return whole ? pyrt_sig_read(addr + RECORD_GUESS, buf + RECORD_GUESS, *len + 4 - RECORD_GUESS)
-                 : pyrt_sig_read(addr, buf, *len + 4);
+    return whole ? pyrt_read(addr + RECORD_GUESS, buf + RECORD_GUESS, *len + 4 - RECORD_GUESS)
+                 : pyrt_read(addr, buf, *len + 4);
 }
 
 /* Of n search-table locations (v[0], v[step], ...: relative to hdr, sorted), the index of the
@@ -493,7 +493,7 @@ static int table_entry(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, i
     if (m->index && m->nindex) {
         lo = last_at_or_below(m->index, 1, m->nindex, m->hdr, pc) * UNWIND_STRIDE;
         hi = lo + UNWIND_STRIDE < m->count ? lo + UNWIND_STRIDE : m->count;
-        if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, blk, (size_t)(hi - lo) * 8) == 0) {
+        if (pyrt_read(m->table + (uintptr_t)lo * 8, blk, (size_t)(hi - lo) * 8) == 0) {
             uint32_t x = last_at_or_below(blk, 2, hi - lo, m->hdr, pc);
             ent[0] = blk[2 * x], ent[1] = blk[2 * x + 1];
             return 0;
@@ -502,14 +502,14 @@ static int table_entry(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, i
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
         int32_t loc;
-        if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
+        if (pyrt_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
             return -1;
         if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
             lo = mid;
         else
             hi = mid;
     }
-    return pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, 8);
+    return pyrt_read(m->table + (uintptr_t)lo * 8, ent, 8);
 }
 
 /* The bounds of an FDE's function from its first bytes fde (n of them, at fde_addr; the
@@ -534,7 +534,7 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
     if (table_entry(m, pc, blk, ent) != 0)
         return -1;
     uintptr_t fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
-    if (pyrt_sig_read(fde_addr, fde, 8) != 0)
+    if (pyrt_read(fde_addr, fde, 8) != 0)
         return -1;
     memcpy(&len, fde, 4);
     memcpy(&cie_ptr, fde + 4, 4);
@@ -542,7 +542,7 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
         return -1;
     size_t n = (size_t)len + 4 < sizeof fde ? (size_t)len + 4 : sizeof fde; /* no 32-bit wrap */
     uintptr_t cie_addr = fde_addr + 4 - cie_ptr;
-    if (pyrt_sig_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
+    if (pyrt_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
         record_read(cie_addr, cie, sizeof cie, &clen) != 0 || clen < 8 ||
         unwind_cfi_cie(cie, clen + 4, cie_addr, &c) != 0 ||
         fde_bounds(fde, n, fde_addr, &c, &b, &start, &size) != 0 || pc < start ||

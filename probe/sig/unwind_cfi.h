@@ -4,7 +4,7 @@
  * search table (DWARF 5 "Call Frame Information"; the LSB's .eh_frame/.eh_frame_hdr layout).
  * The opcodes are <dwarf.h>'s (elfutils) DW_CFA_*, DW_OP_* and DW_EH_PE_* names. The bytes are
  * untrusted (a core file names the modules whose .eh_frame `dump --core` reads): every length
- * is checked against its buffer, every read of the target goes through pyrt_sig_read.
+ * is checked against its buffer, every read of the target goes through pyrt_read.
  * Async-signal-safe throughout: no allocation, no lock, no loader call (make check-exports runs
  * tools/check_signal_safety.sh on unwind_cfi.o). x86-64's register numbers. */
 #ifndef PROBE_UNWIND_CFI_H

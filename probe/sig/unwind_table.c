@@ -155,7 +155,7 @@ int unwind_mod_index(struct unwind_mod *m)
     }
     for (uint32_t at = 0; at < m->count; at += CHUNK) {
         uint32_t k = m->count - at < CHUNK ? m->count - at : CHUNK;
-        if (pyrt_sig_read(m->table + (uintptr_t)at * 8, buf, (size_t)k * 8) != 0) {
+        if (pyrt_read(m->table + (uintptr_t)at * 8, buf, (size_t)k * 8) != 0) {
             free(ix);
             free(buf);
             return -1;

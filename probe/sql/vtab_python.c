@@ -27,7 +27,7 @@
 
 static long thread_id(const struct probe_thread *t)
 {
-    return probe_thread_id(t);
+    return pyrt_thread_id(t);
 }
 
 struct snapcall {
@@ -40,7 +40,7 @@ struct snapcall {
 static void snap_with_gil(void *arg)
 {
     struct snapcall *s = arg;
-    s->rc = probe_pyrt_snapshot(&s->snap, s->flags, MAX_FRAMES, &s->err);
+    s->rc = pyrt_snapshot(&s->snap, s->flags, MAX_FRAMES, &s->err);
 }
 
 /* A worker has a thread state while it runs a job or waits for the GIL: leave them out. */
@@ -48,7 +48,7 @@ static void drop_worker(struct probe_snapshot *snap)
 {
     for (int i = 0; i < snap->nthreads; i++)
         if (probe_worker_owns(snap->threads[i].ident)) {
-            probe_thread_free(&snap->threads[i]);
+            pyrt_thread_free(&snap->threads[i]);
             memmove(&snap->threads[i], &snap->threads[i + 1],
                     (size_t)(snap->nthreads - i - 1) * sizeof snap->threads[0]);
             snap->nthreads--;
@@ -68,11 +68,11 @@ static int snapshot(struct snapcall *s, int flags, int *gil_rc)
         return 0;
     }
     if (*gil_rc == 0) {
-        probe_snapshot_free(&s->snap);
+        pyrt_snapshot_free(&s->snap);
         *gil_rc = s->rc;
     }
     pb_err_clear(&s->err);
-    int rc = probe_pyrt_snapshot(&s->snap, 0, MAX_FRAMES, &s->err);
+    int rc = pyrt_snapshot(&s->snap, 0, MAX_FRAMES, &s->err);
     if (rc == 0)
         drop_worker(&s->snap);
     return rc;
@@ -98,7 +98,7 @@ int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     int rc = snapshot(&s, a->want_lazy ? PROBE_SNAP_LOCALS : 0, &gil_rc);
     if (rc < 0) {
         pb_err_set(err, rc, "python.backtrace: %s", s.err.msg);
-        probe_snapshot_free(&s.snap);
+        pyrt_snapshot_free(&s.snap);
         return rc;
     }
     for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
@@ -122,7 +122,7 @@ int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct 
             }
         }
     }
-    probe_snapshot_free(&s.snap);
+    pyrt_snapshot_free(&s.snap);
     return rc;
 }
 
@@ -198,7 +198,7 @@ out:
         prof_nstack_free(&ns[i]);
     free(ns);
     free(tids);
-    probe_snapshot_free(&s.snap);
+    pyrt_snapshot_free(&s.snap);
     return rc;
 }
 
@@ -210,7 +210,7 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     int rc = snapshot(&s, PROBE_SNAP_NAMES, &gil_rc);
     if (rc < 0) {
         pb_err_set(err, rc, "python.threads: %s", s.err.msg);
-        probe_snapshot_free(&s.snap);
+        pyrt_snapshot_free(&s.snap);
         return rc;
     }
     for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
@@ -227,7 +227,7 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         rc = rc ? rc : core_rows_add_text(r, t->name_from_threading ? "threading" : "os");
         rc = rc ? rc : core_rows_add_int(r, t->interp_id);
     }
-    probe_snapshot_free(&s.snap);
+    pyrt_snapshot_free(&s.snap);
     return rc;
 }
 
@@ -257,7 +257,7 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
     struct pb_err e2 = {0};
     const struct probe_thread *h = NULL;
     char busy[256];
-    if (probe_pyrt_snapshot(&s, 0, 1, &e2) == 0)
+    if (pyrt_snapshot(&s, 0, 1, &e2) == 0)
         for (int i = 0; i < s.nthreads && !h; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
@@ -276,7 +276,7 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
                    "%s needs the GIL: it could not be had within %d ms "
                    "(gil_timeout_ms)",
                    table, timeout);
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
     return rc;
 }
 
@@ -479,14 +479,14 @@ static void atasks_with_gil(void *arg)
 {
     struct gilfill *g = arg;
     struct probe_atasks at;
-    if ((g->rc = probe_asyncio_tasks(&at, &g->err)) < 0)
+    if ((g->rc = pyrt_asyncio_tasks(&at, &g->err)) < 0)
         return;
     int rc = 0;
     for (int i = 0; rc == 0 && i < at.ntasks; i++)
         rc = atask_row(g->r, &at, &at.tasks[i]);
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
-    probe_atasks_free(&at);
+    pyrt_atasks_free(&at);
 }
 
 /* Without the GIL (it could not be had in time): 3.14+ keeps the pending C tasks on per-thread
@@ -501,12 +501,12 @@ int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_
         return rc;
     struct probe_atasks at;
     struct pb_err e = {0};
-    if (probe_asyncio_tasks_mem(&at, &e) < 0)
+    if (pyrt_asyncio_tasks_mem(&at, &e) < 0)
         return rc;
     int wr = 0;
     for (int i = 0; wr == 0 && i < at.ntasks; i++)
         wr = atask_row(r, &at, &at.tasks[i]);
-    probe_atasks_free(&at);
+    pyrt_atasks_free(&at);
     if (wr < 0)
         return pb_err_set(err, wr, "python.asyncio_tasks: out of memory");
     pb_err_clear(err);

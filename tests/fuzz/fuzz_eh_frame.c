@@ -5,7 +5,7 @@
  * .eh_frame_hdr followed by its .eh_frame (as the linker lays them out: tests/fuzz/
  * make_eh_frame_seeds.py cuts them from ELF files), placed in a fake address space at IMG; the
  * same bytes serve as the stack at STK. Every read of the "target" goes through this file's
- * pyrt_sig_read over those two regions only, copying like process_vm_readv (as much as is
+ * pyrt_read over those two regions only, copying like process_vm_readv (as much as is
  * readable, into a destination of the asked size): a length the unwinder got wrong overruns
  * its own buffer, which ASan sees. Driven: the header's search table, for the pcs of its first
  * entries the FDE bounds, the FDE and CIE read and the rules at the pc, then whole unwinds
@@ -38,7 +38,7 @@ static void check(int ok, const char *what)
 }
 
 /* The fake target: [IMG, IMG + len) and [STK, STK + len) hold the input. */
-int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
+int pyrt_read(uintptr_t addr, void *dst, size_t n)
 {
     uintptr_t base = addr >= STK ? STK : IMG;
     if (n == 0)
@@ -57,7 +57,7 @@ void pyrt_own_copy(void *dst, uintptr_t addr, size_t n)
     check(0, "pyrt_own_copy outside the caller's stack bounds");
 }
 
-/* No pages for process_vm_readv: every stack read falls back to pyrt_sig_read. */
+/* No pages for process_vm_readv: every stack read falls back to pyrt_read. */
 int pyrt_iov_pages(uintptr_t at, uintptr_t end, struct iovec *out, int max, uintptr_t *reach)
 {
     (void)at, (void)end, (void)out, (void)max;
@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t entries = m.count < 6 ? m.count : 6;
     for (uint32_t i = 0; m.table && i < entries; i++) {
         int32_t loc;
-        if (pyrt_sig_read(m.table + (uintptr_t)i * 8, &loc, 4) != 0)
+        if (pyrt_read(m.table + (uintptr_t)i * 8, &loc, 4) != 0)
             break;
         /* a function's first byte, or one in */
         pcs[npcs++] = IMG + (uintptr_t)(intptr_t)loc + (i & 1);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Test-only entry point linked with the pyrt objects into pyrt-test-3.X.so (never into the
  * product), so that a stock interpreter (Debian's /usr/bin/python3 has no libpython to embed)
- * can drive probe_pyrt_snapshot through ctypes: see test_ctypes.py. The snapshot is printed as
+ * can drive pyrt_snapshot through ctypes: see test_ctypes.py. The snapshot is printed as
  * tab-separated lines: "V version", "G holder", "T ident native is_main holds_gil daemon
  * from_threading truncated nframes name", "F func file line", "L name type value". */
 #include "pyrt/internal.h"
@@ -54,14 +54,14 @@ static void run(struct job *j)
     struct pb_err err;
     size_t len = 0;
     for (int tries = 0;; tries++) {
-        j->rc = probe_pyrt_snapshot(&s, j->flags, j->max_frames, &err);
+        j->rc = pyrt_snapshot(&s, j->flags, j->max_frames, &err);
         if (j->rc < 0) {
             snprintf(j->buf, j->n, "E\t%d\t%s\n", j->rc, err.msg);
             return;
         }
         if (!j->wait_func || held_by(&s, j->wait_func) || tries >= 1000)
             break;
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -81,7 +81,7 @@ static void run(struct job *j)
     }
     if (len >= j->n)
         j->rc = -2; /* buffer too small */
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
 }
 
 static void *thread_main(void *arg)
@@ -106,7 +106,7 @@ EXPORT int pyrt_test_dump(char *buf, size_t n, int flags, int max_frames, int ne
     buf[0] = '\0';
     if (go)
         *go = 1; /* set once the caller's GIL is released (called through CDLL) */
-    if (probe_pyrt_init(&err) < 0)
+    if (pyrt_init(&err) < 0)
         return err.code;
     if (new_thread) {
         pthread_t th;
@@ -120,13 +120,13 @@ EXPORT int pyrt_test_dump(char *buf, size_t n, int flags, int max_frames, int ne
         struct probe_snapshot s;
         struct timespec ts = {0, 20 * 1000 * 1000};
         long tid = -1;
-        if (probe_pyrt_snapshot(&s, 0, 8, &err) < 0)
+        if (pyrt_snapshot(&s, 0, 8, &err) < 0)
             break;
         for (int k = 0; k < s.nthreads; k++)
             if (s.threads[k].holds_gil && s.threads[k].nframes > 0 &&
                 strcmp(s.threads[k].frames[0].func, wait_func) == 0)
                 tid = s.threads[k].native_id;
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         if (tid <= 0)
             break;
         syscall(SYS_tgkill, getpid(), (pid_t)tid, SIGUSR1);

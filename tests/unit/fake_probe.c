@@ -69,19 +69,19 @@ static char *fake_dup(const char *s)
 }
 
 /* No remembered names: threads always asks under the (fake) GIL here. */
-int probe_pyrt_names_fresh(int max_age_ms)
+int pyrt_names_fresh(int max_age_ms)
 {
     (void)max_age_ms;
     return 0;
 }
 
-int probe_pyrt_names_known(const struct probe_snapshot *s)
+int pyrt_names_known(const struct probe_snapshot *s)
 {
     (void)s;
     return 0;
 }
 
-int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
+int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
     (void)err;
     memset(s, 0, sizeof *s);

@@ -81,7 +81,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     int want_tasks = 0;
     dap_arg_bool(args, "tasks", &want_tasks, err);
     if (want_tasks && s->atasks.read) { /* with the GIL, or without it (3.14+) */
-        cJSON_AddItemToObject(body, "asyncio", dap_json_atasks(&s->atasks));
+        cJSON_AddItemToObject(body, "asyncio", pyrt_atasks_json(&s->atasks));
     } else if (want_tasks) {
         char msg[512];
         cJSON *a = cJSON_AddObjectToObject(body, "asyncio");

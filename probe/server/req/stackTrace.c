@@ -61,9 +61,9 @@ int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
             struct timespec nap = {0, attempt * 1000000L};
             nanosleep(&nap, NULL);
         }
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         memset(&s, 0, sizeof s);
-        rc = probe_pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
+        rc = pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
         if (rc < 0)
             return rc;
         t = srv_snapshot_find(&s, (long)tid);
@@ -71,18 +71,18 @@ int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
             break;
     }
     if (!t) {
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         return pb_err_set(&c->err, PB_EBADARG, "no Python thread with id %lld", tid);
     }
     if (native) {
         rc = srv_native_stack((long)tid, native, t->frames, t->nframes, 0, start, levels, body,
                               &c->err);
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         return rc;
     }
     long long end = levels > 0 && start + levels < t->nframes ? start + levels : t->nframes;
     add_frames(body, t->frames + (start < end ? start : 0), start < end ? (int)(end - start) : 0,
                (long)tid, start, t->nframes, 0);
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
     return 0;
 }

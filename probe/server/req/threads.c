@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP: ThreadsRequest. Every Python thread of every interpreter, id = native tid (plus
- * interp * 4194304 for a subinterpreter's thread state: probe_thread_id; its name then ends
+ * interp * 4194304 for a subinterpreter's thread state: pyrt_thread_id; its name then ends
  * in " (interp N)"), named as `threading` names it when
  * the GIL can be had in time (else the OS thread name). While the target is stopped, a thread
  * that is not parked (it runs native code: a sleep, a read, a C extension) says so in its
@@ -58,15 +58,15 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     int stopped = probe_dbg_stopped();
     int rc =
         srv_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1, render);
-    if (rc < 0 || stopped || !probe_pyrt_names_fresh(NAMES_FRESH_MS))
+    if (rc < 0 || stopped || !pyrt_names_fresh(NAMES_FRESH_MS))
         return rc;
-    if (probe_pyrt_snapshot(&j->snap, 0, 1, &j->err) < 0) {
+    if (pyrt_snapshot(&j->snap, 0, 1, &j->err) < 0) {
         pb_err_clear(&j->err);
         return 0;
     }
-    srv_snapshot_drop_worker(&j->snap);      /* ours, left out of the answer anyway */
-    if (!probe_pyrt_names_known(&j->snap)) { /* a thread started since: ask threading */
-        probe_snapshot_free(&j->snap);
+    srv_snapshot_drop_worker(&j->snap); /* ours, left out of the answer anyway */
+    if (!pyrt_names_known(&j->snap)) {  /* a thread started since: ask threading */
+        pyrt_snapshot_free(&j->snap);
         return 0;
     }
     return SRV_JOB_ANSWERED;
