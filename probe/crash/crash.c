@@ -36,12 +36,12 @@ static int template_get(char *buf, size_t n, struct pb_err *err)
  * unwinder (sig/unwind.h) needs no set-up: it finds modules through /proc/self/maps at the crash. */
 static void warm_up(void)
 {
-    pyrt_sig_prepare();
+    sig_pyrt_prepare();
 }
 
 static int ours(const struct sigaction *sa)
 {
-    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == probe_crash_on_signal;
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == sig_crash_on_signal;
 }
 
 int probe_crash_arm(struct pb_err *err)
@@ -64,7 +64,7 @@ int probe_crash_arm(struct pb_err *err)
     warm_up();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = probe_crash_on_signal;
+    sa.sa_sigaction = sig_crash_on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < PROBE_CRASH_NSIGS; i++)
@@ -97,7 +97,7 @@ int probe_crash_disarm(void)
             PB_LOG(PB_LOG_WARN,
                    "%s: a handler installed after ours stays (it chains to ours, "
                    "which now passes the signal on)",
-                   probe_crash_signame(probe_crash_signals[i]));
+                   sig_crash_signame(probe_crash_signals[i]));
     }
     PB_LOG(PB_LOG_INFO, "crash capture disarmed");
     return 1;
@@ -114,7 +114,7 @@ void probe_crash_status_get(struct probe_crash_status *st)
         pb_strlcpy(tmpl, probe_crash_template, sizeof tmpl);
     else if (template_get(tmpl, sizeof tmpl, &err) < 0)
         tmpl[0] = '\0';
-    probe_crash_path(tmpl, (long)getpid(), st->path, sizeof st->path);
+    sig_crash_path(tmpl, (long)getpid(), st->path, sizeof st->path);
     for (int i = 0; st->armed && i < PROBE_CRASH_NSIGS; i++) {
         const struct sigaction *p = &probe_crash_prev[i];
         const char *what = (p->sa_flags & SA_SIGINFO) ? "handler"

@@ -4,7 +4,7 @@
  * Symbolisation happens here, on the drain thread, never in the signal handler: native pcs
  * through dladdr1 (the symbol must contain the pc, else "[module]"), C++ names
  * demangled with the process's own __cxa_demangle when one is loaded (symbols.c); Python frames
- * through pyrt_sig_describe as "func (file:line)".
+ * through sig_pyrt_describe as "func (file:line)".
  * Merging (pb_stack_merge, shared with debug --dump --native): the native stack is walked
  * innermost first; each interpreter eval-loop frame (_PyEval_EvalFrameDefault, or a detached part of
  * it: evalpart.c) is replaced by
@@ -91,12 +91,12 @@ static struct imap stack_map;   /* hash(fids) -> sid (collisions checked) */
  * in lasti, so its code object is read once, not once per instruction. Cleared every tick. */
 struct pcode {
     uintptr_t code;
-    int kind;                /* pyrt_sig_code_get's answer */
+    int kind;                /* sig_pyrt_code_get's answer */
     struct pyrt_sig_code *c; /* when kind == 0 */
     unsigned gen;            /* the tick it was last read or checked in (code_gen) */
 };
 /* Code objects may be freed and their addresses reused: an entry is checked again (one read:
- * pyrt_sig_code_same) at its first use in each tick, read afresh when it changed, and dropped
+ * sig_pyrt_code_same) at its first use in each tick, read afresh when it changed, and dropped
  * at a tick when it was not used in the one before. */
 static unsigned code_gen;
 static struct imap code_map;
@@ -295,7 +295,7 @@ static void code_fill(struct pcode *p, uintptr_t code)
     p->code = code;
     p->c = NULL;
     p->gen = code_gen;
-    p->kind = pyrt_sig_code_get(code, &code_scratch);
+    p->kind = sig_pyrt_code_get(code, &code_scratch);
     if (p->kind == 0) {
         size_t n = offsetof(struct pyrt_sig_code, table) + code_scratch.tn;
         p->c = malloc(n);
@@ -322,7 +322,7 @@ static const struct pyrt_sig_code *code_get(uintptr_t code)
         i = (int)ncodes++;
         imap_put(&code_map, (uint64_t)code, i);
     } else if (codes[i].gen != code_gen) {
-        if (codes[i].kind == 0 && pyrt_sig_code_same(code, codes[i].c))
+        if (codes[i].kind == 0 && sig_pyrt_code_same(code, codes[i].c))
             codes[i].gen = code_gen;
         else
             code_fill(&codes[i], code);
@@ -358,11 +358,11 @@ static int py_fid(const struct pyrt_sig_frame *pf)
     if (fid >= 0 || fid == -2)
         return fid >= 0 ? fid : -1; /* -2: a frame to leave out */
     const struct pyrt_sig_code *c = code_get(pf->code);
-    if (!c || pf->lasti < c->prologue) { /* not code, or incomplete (pyrt_sig_frames_fast) */
+    if (!c || pf->lasti < c->prologue) { /* not code, or incomplete (sig_pyrt_frames_fast) */
         imap_put(&pycache_map, key, -2);
         return -1;
     }
-    line = pyrt_sig_code_line(c, pf->lasti);
+    line = sig_pyrt_code_line(c, pf->lasti);
     snprintf(name, sizeof name, "%s (%s:%d)", c->func, c->file, line);
     clean_name(name);
     uint64_t nk = str_hash(name);

@@ -40,12 +40,12 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f, struct pyrt_sig_code *c
     char func[256], file[1024];
     int line = -1;
     cJSON *o = cJSON_CreateObject();
-    pyrt_sig_describe(f, func, sizeof func, file, sizeof file, &line);
+    sig_pyrt_describe(f, func, sizeof func, file, sizeof file, &line);
     cJSON_AddStringToObject(o, "name", func);
     cJSON_AddStringToObject(o, "file", file);
     cJSON_AddNumberToObject(o, "line", line);
     struct pyrt_loc loc;
-    if (c && line > 0 && pyrt_sig_code_get(f->code, c) == 0 && c->tn &&
+    if (c && line > 0 && sig_pyrt_code_get(f->code, c) == 0 && c->tn &&
         pyrt_code_loc(c->table, c->tn, c->firstlineno, f->lasti, &loc) == line && loc.col >= 0 &&
         loc.end_line >= loc.line && loc.end_col >= 0) {
         cJSON_AddNumberToObject(o, "column", loc.col + 1);
@@ -138,7 +138,7 @@ static int dscan_dict(uintptr_t dict, struct dscan *d)
 static int str_is(uintptr_t obj, const char *want)
 {
     char buf[64];
-    return obj && pyrt_sig_str(obj, buf, sizeof buf) == 0 && strcmp(buf, want) == 0;
+    return obj && sig_pyrt_str(obj, buf, sizeof buf) == 0 && strcmp(buf, want) == 0;
 }
 
 static uintptr_t dict_get(uintptr_t dict, const char *key)
@@ -259,7 +259,7 @@ static int thread_names(uintptr_t interp, struct tname *out, int max)
             uintptr_t ak;
             dscan_at(&a, j, &ak, &nm);
             if (nm && str_is(ak, "_name") &&
-                pyrt_sig_str(nm, out[n].name, sizeof out[n].name) == 0) {
+                sig_pyrt_str(nm, out[n].name, sizeof out[n].name) == 0) {
                 n++;
                 break;
             }
@@ -350,7 +350,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     }
     pyrt_gil_read(interp, &locked, &holder, pyrt_read);
     pyrt_read((uintptr_t)&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
-    n = pyrt_sig_threads(ts, ids, interps, REMOTE_THREADS);
+    n = sig_pyrt_threads(ts, ids, interps, REMOTE_THREADS);
     cJSON_AddNumberToObject(body, "pid", pid);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
@@ -424,7 +424,7 @@ static int code_for_tasks(uintptr_t code, char **func, char **file, unsigned cha
 {
     struct pyrt_sig_code *c = malloc(sizeof *c);
     int rc = -1;
-    if (c && pyrt_sig_code_get(code, c) == 0 && (*func = strdup(c->func)) &&
+    if (c && sig_pyrt_code_get(code, c) == 0 && (*func = strdup(c->func)) &&
         (*file = strdup(c->file))) {
         *tablen = c->tn;
         *table = c->tn ? malloc(c->tn) : NULL;
@@ -456,7 +456,7 @@ char *probing_read_tasks(pyrt_read_fn rd, const uintptr_t *syms, int nsyms, cons
     pyrt_remote_read = rd;
     syms_set(syms, nsyms);
     struct asyncio_mem_remote r = {
-        .offs = offs, .noffs = noffs, .str = pyrt_sig_str, .code = code_for_tasks};
+        .offs = offs, .noffs = noffs, .str = sig_pyrt_str, .code = code_for_tasks};
     if (PY_VERSION_HEX >= 0x030E0000 && asyncio_mem_remote_set(&r) < 0) {
         snprintf(err, errn, "the _asyncio module's .AsyncioDebug offsets are implausible");
         return NULL;
@@ -488,7 +488,8 @@ static int mods_find(uintptr_t pc, struct unwind_mod *m, void *arg)
     const struct mods *ms = arg;
     for (int i = 0; i < ms->n; i++)
         if (pc >= ms->v[i].lo && pc < ms->v[i].hi)
-            return unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo && pc < m->hi
+            return sig_unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo &&
+                           pc < m->hi
                        ? 0
                        : -1;
     return -1;
@@ -520,7 +521,7 @@ int probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3],
     uc.uc_mcontext.sp = regs[1];
     uc.uc_mcontext.regs[29] = regs[2];
 #endif
-    int n = unwind_native(&uc, out, max, mods_find, &ms, cache);
+    int n = sig_unwind_native(&uc, out, max, mods_find, &ms, cache);
     free(cache);
     return n;
 }

@@ -3,7 +3,7 @@
  * over pyrt_read (process_vm_readv(2) directly: the pipe fallback of pyrt/safe.c takes a
  * mutex, which a signal handler must not), every interpreter's thread list, and
  * descriptions into caller buffers. A frame is kept as (code address, instruction offset,
- * entry flag) and described later (pyrt_sig_describe); line numbers use the pure decoders of
+ * entry flag) and described later (sig_pyrt_describe); line numbers use the pure decoders of
  * pyrt/lines.c on a bounded stack copy of the line table. */
 #include "pyrt/internal.h"
 #include "pyrt_sig.h"
@@ -17,12 +17,12 @@
 #define SIG_TABLE 4096 /* bytes of a line table read by describe */
 
 #ifndef PYRT_REMOTE
-static volatile int sig_tids_allowed; /* pyrt_sig_prepare ran with the syscall read */
-static uintptr_t sig_gil; /* the main interpreter's GIL state (pyrt_sig_prepare), 0: unknown */
+static volatile int sig_tids_allowed; /* sig_pyrt_prepare ran with the syscall read */
+static uintptr_t sig_gil; /* the main interpreter's GIL state (sig_pyrt_prepare), 0: unknown */
 #endif
 
 #ifndef PYRT_REMOTE /* the out-of-process reader (sig/pyrt_remote.c) runs in the CLI */
-int pyrt_sig_prepare(void)
+int sig_pyrt_prepare(void)
 {
     struct pb_err err = {0};
     uintptr_t interp, head, gil;
@@ -73,7 +73,7 @@ static int own_live(uintptr_t ts)
     return __atomic_load_n((const uintptr_t *)fin, __ATOMIC_ACQUIRE) == 0;
 }
 
-int pyrt_sig_holds_gil(uintptr_t ts)
+int sig_pyrt_holds_gil(uintptr_t ts)
 {
     const char *g = (const char *)sig_gil;
     if (!g || !ts)
@@ -116,7 +116,7 @@ static void window_own(struct pyrt_window *win, const struct pyrt_tstate *t)
     pyrt_window_fill(win, t, pyrt_read);
 }
 
-uintptr_t pyrt_sig_tstate_self(void)
+uintptr_t sig_pyrt_tstate_self(void)
 {
     /* A thread-local lookup (pthread_getspecific on the gilstate key): no lock, no GIL. */
     return (uintptr_t)PyGILState_GetThisThreadState();
@@ -124,10 +124,10 @@ uintptr_t pyrt_sig_tstate_self(void)
 #endif
 
 #ifndef PYRT_REMOTE
-int pyrt_sig_frames_self(struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_self(struct pyrt_sig_frame *out, int max)
 {
-    uintptr_t ts = pyrt_sig_tstate_self();
-    return ts ? pyrt_sig_frames_tstate(ts, out, max) : 0;
+    uintptr_t ts = sig_pyrt_tstate_self();
+    return ts ? sig_pyrt_frames_tstate(ts, out, max) : 0;
 }
 #endif
 
@@ -140,14 +140,14 @@ static int frames_of(uintptr_t ts, int flags, struct pyrt_sig_frame *out, int ma
     return pyrt_frames_walk(&w, pyrt_frames_top(ts, pyrt_read));
 }
 
-int pyrt_sig_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
     return frames_of(ts, PYRT_WALK_CHECK, out, max);
 }
 
 #define THREAD_STATES 8 /* thread states of one OS thread (nested subinterpreters) */
 
-int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
@@ -178,13 +178,13 @@ int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out,
             }
         }
     if (n == 0)
-        return pyrt_sig_frames_tstate(self, out, max);
+        return sig_pyrt_frames_tstate(self, out, max);
     for (int i = 0; i < n && got < max; i++)
-        got += pyrt_sig_frames_tstate(ts[i], out + got, max - got);
+        got += sig_pyrt_frames_tstate(ts[i], out + got, max - got);
     return got;
 }
 
-int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
+int sig_pyrt_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
@@ -222,11 +222,11 @@ int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, 
     }
     for (int i = 0; i < k && n < max; i++)
         if (self_id >= 0 && ids[i] < self_id)
-            n += pyrt_sig_frames_fast(ts[i], out + n, max - n);
+            n += sig_pyrt_frames_fast(ts[i], out + n, max - n);
     return n;
 }
 
-int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
     return frames_of(ts, 0, out, max);
 }
@@ -268,7 +268,7 @@ static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo
 }
 #endif
 
-int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo, uintptr_t own_hi,
+int sig_pyrt_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo, uintptr_t own_hi,
                         struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_tstate t;
@@ -297,12 +297,12 @@ int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
     return pyrt_frames_walk(&w, t.top);
 }
 
-int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f)
+int sig_pyrt_frame_skip(const struct pyrt_sig_frame *f)
 {
     return pyrt_frame_skip(f, pyrt_read);
 }
 
-int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max)
+int sig_pyrt_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
@@ -379,7 +379,7 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     return 0;
 }
 
-int pyrt_sig_str(uintptr_t obj, char *out, size_t cap)
+int sig_pyrt_str(uintptr_t obj, char *out, size_t cap)
 {
     return str_get(obj, out, cap);
 }
@@ -398,7 +398,7 @@ static size_t table_get(const struct pyrt_code *co, unsigned char *table, size_t
     return tn;
 }
 
-int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
+int sig_pyrt_code_get(uintptr_t code, struct pyrt_sig_code *c)
 {
     struct pyrt_code co;
     int rc = pyrt_code_read(code, &co, pyrt_read);
@@ -421,7 +421,7 @@ int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
     return 0;
 }
 
-int pyrt_sig_code_same(uintptr_t code, const struct pyrt_sig_code *c)
+int sig_pyrt_code_same(uintptr_t code, const struct pyrt_sig_code *c)
 {
     struct pyrt_code co;
     return pyrt_code_read(code, &co, pyrt_read) == 0 && co.name == c->name_obj &&
@@ -429,12 +429,12 @@ int pyrt_sig_code_same(uintptr_t code, const struct pyrt_sig_code *c)
            co.prologue == c->prologue;
 }
 
-int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti)
+int sig_pyrt_code_line(const struct pyrt_sig_code *c, int lasti)
 {
     return c->tn ? pyrt_code_line(c->table, c->tn, c->firstlineno, lasti) : -1;
 }
 
-int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
+int sig_pyrt_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
                       size_t filen, int *line)
 {
     struct pyrt_code co;

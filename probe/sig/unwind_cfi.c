@@ -108,8 +108,8 @@ static int regno(uint64_t r)
 
 enum { EXPR_MAX = 64, EXPR_STACK = 16 };
 
-int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, int push_cfa,
-                    uintptr_t cfa, uintptr_t *out)
+int sig_unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, int push_cfa,
+                        uintptr_t cfa, uintptr_t *out)
 {
     uint8_t code[EXPR_MAX];
     uintptr_t st[EXPR_STACK];
@@ -234,7 +234,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
 
 /* ---- CIE/FDE ---- */
 
-int unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind_cie *c)
+int sig_unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind_cie *c)
 {
     struct buf b = {p, p + n, addr, 0};
     uint32_t len = (uint32_t)get_n(&b, 4);
@@ -306,9 +306,10 @@ static void skip(struct buf *b, uint64_t n)
     b->addr += (uintptr_t)n;
 }
 
-int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct unwind_cie *c,
-                   uintptr_t loc, uintptr_t pc, struct unwind_cfi_state *s,
-                   const struct unwind_cfi_state *init, uintptr_t row[2])
+int sig_unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr,
+                       const struct unwind_cie *c, uintptr_t loc, uintptr_t pc,
+                       struct unwind_cfi_state *s, const struct unwind_cfi_state *init,
+                       uintptr_t row[2])
 {
     struct unwind_cfi_state stack[4];
     int depth = 0;
@@ -523,7 +524,7 @@ static int fde_bounds(const uint8_t *fde, size_t n, uintptr_t fde_addr, const st
     return b->bad ? -1 : 0;
 }
 
-int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2])
+int sig_unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2])
 {
     int32_t ent[2], blk[2 * UNWIND_STRIDE];
     uint8_t fde[32], cie[UNWIND_MAXREC];
@@ -544,7 +545,7 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
     uintptr_t cie_addr = fde_addr + 4 - cie_ptr;
     if (pyrt_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
         record_read(cie_addr, cie, sizeof cie, &clen) != 0 || clen < 8 ||
-        unwind_cfi_cie(cie, clen + 4, cie_addr, &c) != 0 ||
+        sig_unwind_cfi_cie(cie, clen + 4, cie_addr, &c) != 0 ||
         fde_bounds(fde, n, fde_addr, &c, &b, &start, &size) != 0 || pc < start ||
         pc - start >= size || size > UINTPTR_MAX - start) /* a range past the top: not one */
         return -1;
@@ -552,9 +553,9 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
     return 0;
 }
 
-int unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uint8_t *fde,
-                     uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
-                     uint32_t n[2])
+int sig_unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uint8_t *fde,
+                         uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
+                         uint32_t n[2])
 {
     int32_t ent[2];
     uint32_t len, clen, cie_ptr;
@@ -571,12 +572,13 @@ int unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uin
     return 0;
 }
 
-int unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
-                   size_t cie_len, uintptr_t cie_addr, uintptr_t pc, struct unwind_cfi_fde *f)
+int sig_unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
+                       size_t cie_len, uintptr_t cie_addr, uintptr_t pc,
+                       struct sig_unwind_cfi_fde *f)
 {
     struct buf b;
     uintptr_t start, range;
-    if (unwind_cfi_cie(cie, cie_len, cie_addr, &f->cie) != 0 ||
+    if (sig_unwind_cfi_cie(cie, cie_len, cie_addr, &f->cie) != 0 ||
         fde_bounds(fde, fde_len, fde_addr, &f->cie, &b, &start, &range) != 0)
         return -1;
     if (f->cie.has_z) {
@@ -593,18 +595,18 @@ int unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const
     return 0;
 }
 
-int unwind_cfi_row(const struct unwind_cfi_fde *f, uintptr_t pc, struct unwind_cfi_state *s,
-                   uintptr_t row[2])
+int sig_unwind_cfi_row(const struct sig_unwind_cfi_fde *f, uintptr_t pc, struct unwind_cfi_state *s,
+                       uintptr_t row[2])
 {
     const struct unwind_cie *c = &f->cie;
     memset(s, 0, sizeof *s);
     for (int i = 0; i < NREG; i++)
         s->r[i].how = UNWIND_R_SAME;
     s->cfa_reg = UNWIND_RSP;
-    if (unwind_cfi_run(c->insn, c->insn_end, c->insn_addr, c, f->start, pc, s, NULL, NULL) != 0)
+    if (sig_unwind_cfi_run(c->insn, c->insn_end, c->insn_addr, c, f->start, pc, s, NULL, NULL) != 0)
         return -1;
     struct unwind_cfi_state init = *s;
-    if (unwind_cfi_run(f->insn, f->insn_end, f->insn_addr, c, f->start, pc, s, &init, row) != 0)
+    if (sig_unwind_cfi_run(f->insn, f->insn_end, f->insn_addr, c, f->start, pc, s, &init, row) != 0)
         return -1;
     if (row[1] == 0 || row[1] > f->end)
         row[1] = f->end;
@@ -617,7 +619,7 @@ int unwind_cfi_row(const struct unwind_cfi_fde *f, uintptr_t pc, struct unwind_c
 
 /* Only the layout GNU ld and lld write is used: version 1, a 4-byte count, datarel sdata4
  * entries. */
-void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h)
+void sig_unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h)
 {
     struct buf b = {h, h + 32, m->hdr, 0};
     m->table = 0;

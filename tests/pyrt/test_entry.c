@@ -144,7 +144,7 @@ static volatile int sig_nframes = -1;
 static void sig_handler(int sig)
 {
     (void)sig;
-    sig_nframes = pyrt_sig_frames_self(sig_frames, 64);
+    sig_nframes = sig_pyrt_frames_self(sig_frames, 64);
 }
 
 /* The calling thread's frames read inside a SIGUSR2 handler it sends itself, described into
@@ -155,7 +155,7 @@ EXPORT int pyrt_sig_test_self(char *buf, size_t n)
     struct sigaction sa, old;
     size_t len = 0;
     buf[0] = '\0';
-    if (pyrt_sig_prepare() < 0)
+    if (sig_pyrt_prepare() < 0)
         return -1;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = sig_handler;
@@ -167,7 +167,7 @@ EXPORT int pyrt_sig_test_self(char *buf, size_t n)
     for (int i = 0; i < sig_nframes; i++) {
         char func[256], file[512];
         int line;
-        pyrt_sig_describe(&sig_frames[i], func, sizeof func, file, sizeof file, &line);
+        sig_pyrt_describe(&sig_frames[i], func, sizeof func, file, sizeof file, &line);
         len = add(buf, n, len, "F\t%s\t%s\t%d\t%d\n", func, file, line, sig_frames[i].entry);
     }
     return sig_nframes;
@@ -189,15 +189,15 @@ EXPORT int pyrt_sig_test_threads(char *buf, size_t n)
     size_t len = 0;
     int cnt;
     buf[0] = '\0';
-    if (pyrt_sig_prepare() < 0)
+    if (sig_pyrt_prepare() < 0)
         return -1;
-    cnt = pyrt_sig_threads(ts, ids, NULL, 64);
+    cnt = sig_pyrt_threads(ts, ids, NULL, 64);
     for (int i = 0; i < cnt; i++) {
         struct pyrt_sig_frame fr[32];
         char func[256] = "", file[512];
-        int line, k = pyrt_sig_frames_tstate(ts[i], fr, 32);
+        int line, k = sig_pyrt_frames_tstate(ts[i], fr, 32);
         if (k > 0)
-            pyrt_sig_describe(&fr[0], func, sizeof func, file, sizeof file, &line);
+            sig_pyrt_describe(&fr[0], func, sizeof func, file, sizeof file, &line);
         len = add(buf, n, len, "T\t%ld\t%d\t%s\n", ids[i], k, func);
     }
     return cnt;

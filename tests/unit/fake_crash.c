@@ -9,7 +9,7 @@
 const int probe_crash_signals[PROBE_CRASH_NSIGS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static int armed;
 
-const char *probe_crash_signame(int sig)
+const char *sig_crash_signame(int sig)
 {
     return sig == SIGSEGV   ? "SIGSEGV"
            : sig == SIGBUS  ? "SIGBUS"

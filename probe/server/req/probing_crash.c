@@ -34,7 +34,7 @@ int srv_req_probing_crash(struct srv_ctx *c, const cJSON *args, cJSON *body)
     cJSON *sigs = cJSON_AddArrayToObject(body, "signals");
     cJSON *prev = cJSON_AddObjectToObject(body, "previous");
     for (int i = 0; i < PROBE_CRASH_NSIGS; i++) {
-        const char *name = probe_crash_signame(probe_crash_signals[i]);
+        const char *name = sig_crash_signame(probe_crash_signals[i]);
         cJSON_AddItemToArray(sigs, cJSON_CreateString(name));
         if (st.armed)
             cJSON_AddStringToObject(prev, name, st.previous[i]);
