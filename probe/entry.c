@@ -24,7 +24,7 @@ static void on_fork_child(void)
 {
     probe_agent_forget();
     dbg_fork_child();
-    probe_hurry_fork_child();
+    gil_hurry_fork_child();
 }
 
 /* GIL worker: read threading's names once at start, so that a first `threads` (a debugger
@@ -50,7 +50,7 @@ static void agent_first(void)
     struct pb_err err = {0};
     if (pyrt_init(&err) < 0)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
-    else if (probe_gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
+    else if (gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
         PB_LOG(PB_LOG_WARN, "thread names not read at start");
     if (probe_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
@@ -86,7 +86,7 @@ static int probe_start(struct pb_err *err)
         goto out;
     if ((rc = fault("server", err)) < 0 || (rc = probe_server_start(err)) < 0)
         goto undo_loop;
-    if ((rc = fault("worker", err)) < 0 || (rc = probe_worker_start(core_agent_loop(), err)) < 0)
+    if ((rc = fault("worker", err)) < 0 || (rc = gil_worker_start(core_agent_loop(), err)) < 0)
         goto undo_server;
     if ((rc = fault("task", err)) < 0 || (rc = core_task_start(core_agent_loop(), err)) < 0)
         goto undo_worker;
@@ -106,7 +106,7 @@ undo_events:
 undo_task:
     core_task_stop();
 undo_worker:
-    probe_worker_stop();
+    gil_worker_stop();
 undo_server:
     probe_server_stop();
 undo_loop:

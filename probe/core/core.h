@@ -44,7 +44,7 @@ void core_loop_close(void);
 /* 1 on the agent thread. */
 int core_on_agent_thread(void);
 
-/* Run fn(arg) on the task thread (no GIL held; it may block, e.g. in probe_gil_call or a long
+/* Run fn(arg) on the task thread (no GIL held; it may block, e.g. in gil_call or a long
  * SQL query), then done(arg) on the loop thread. Tasks run one at a time, in order. Returns 0
  * or -ENOMEM (then nothing is called). */
 typedef void (*probe_task_fn)(void *arg);

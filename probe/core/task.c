@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The task thread: runs work that may block (SQL queries, waiting for the GIL through
- * probe_gil_call) off the loop, one task at a time, and hands each completion back to the loop
+ * gil_call) off the loop, one task at a time, and hands each completion back to the loop
  * through a uv_async. Never holds the GIL itself. */
 #include <errno.h>
 #include <pthread.h>

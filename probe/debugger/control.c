@@ -58,7 +58,7 @@ static void update_with_gil(void *arg)
 /* After a resume: narrow the hooks to what is still wanted (asynchronously). */
 static void schedule_update(void)
 {
-    if (probe_gil_submit(update_with_gil, update_done, NULL, 10000) < 0)
+    if (gil_submit(update_with_gil, update_done, NULL, 10000) < 0)
         PB_LOG(PB_LOG_WARN, "debugger hooks: could not schedule an update");
 }
 
@@ -159,7 +159,7 @@ static void cleanup_done(void *arg, int rc)
 {
     struct cleanup *c = arg;
     if (rc == PB_ETIMEDOUT && c->tries >= 0 && ++c->tries < 600 &&
-        probe_gil_submit(cleanup_with_gil, cleanup_done, c, 1000) == 0)
+        gil_submit(cleanup_with_gil, cleanup_done, c, 1000) == 0)
         return;
     if (c->tries >= 0)
         PB_LOG(PB_LOG_WARN, "debugger cleanup did not run (rc %d)", rc);
@@ -179,6 +179,6 @@ void probe_dbg_detach(void)
     if (!c)
         return;
     c->gen = gen;
-    if (probe_gil_submit(cleanup_with_gil, cleanup_done, c, 1000) < 0)
+    if (gil_submit(cleanup_with_gil, cleanup_done, c, 1000) < 0)
         free(c);
 }

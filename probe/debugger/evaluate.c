@@ -24,7 +24,7 @@ static int namespaces(long long frame_id, PyObject **f, PyObject **g, PyObject *
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
         *g = main_mod ? PyModule_GetDict(main_mod) : NULL;   /* borrowed */
         if (!*g)
-            return probe_py_fail(err, "eval set-up");
+            return gil_py_fail(err, "eval set-up");
         Py_INCREF(*g);
         return 0;
     }
@@ -34,7 +34,7 @@ static int namespaces(long long frame_id, PyObject **f, PyObject **g, PyObject *
     if (!*f)
         return err->code ? err->code : PB_ESTATE;
     Py_INCREF(*f);
-    int rc = probe_eval_frame_ns(*f, g, l, err);
+    int rc = gil_eval_frame_ns(*f, g, l, err);
     if (rc < 0)
         Py_CLEAR(*f);
     return rc;
@@ -58,16 +58,16 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
 {
     memset(r, 0, sizeof *r);
     if (mode == PROBE_EVAL_CHECK)
-        return probe_eval_check(src, r, err);
+        return gil_eval_check(src, r, err);
     PyObject *f, *g, *l, *value = NULL;
     int rc = namespaces(frame_id, &f, &g, &l, err);
     if (rc < 0)
         return rc;
     unsigned long gen = probe_dbg_generation();
-    rc = probe_eval_ns(src, mode, g, l, r, &value, err);
+    rc = gil_eval_ns(src, mode, g, l, r, &value, err);
     /* Assignments stick, unless the thread resumed meanwhile (it runs the frame again now). */
     if (f && gen == probe_dbg_generation())
-        probe_eval_frame_commit(f, g, l);
+        gil_eval_frame_commit(f, g, l);
     if (rc == 0 && value && refs)
         r->var_ref = probe_dbgv_register(value, f, simple_expr(src), &r->indexed, &r->named);
     Py_XDECREF(value);

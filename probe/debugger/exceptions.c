@@ -30,7 +30,7 @@ int dbg_exc_skip(PyObject *exc)
 void dbg_exc_describe(PyObject *exc, char *buf, size_t n)
 {
     PyObject *s = PyObject_Str(exc);
-    char *m = probe_py_strdup(s);
+    char *m = gil_py_strdup(s);
     Py_XDECREF(s);
     PyErr_Clear();
     snprintf(buf, n, "%s: %s", Py_TYPE(exc)->tp_name, m ? m : "");

@@ -146,7 +146,7 @@ static int acquire(struct pb_err *err)
     if (PyErr_Occurred() || !disable) {
         Py_CLEAR(mon);
         Py_CLEAR(disable);
-        return probe_py_fail(err, "sys.monitoring");
+        return gil_py_fail(err, "sys.monitoring");
     }
     /* The debugger's own id first, then ids nobody reserved a meaning for. */
     static const int order[] = {0, 4, 3, 1, 2, 5};

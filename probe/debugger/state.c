@@ -62,7 +62,7 @@ struct dbg_tls *dbg_tls_get(void)
 
 int dbg_is_probe_thread(void)
 {
-    return probe_worker_owns((unsigned long)pthread_self());
+    return gil_worker_owns((unsigned long)pthread_self());
 }
 
 unsigned long probe_dbg_generation(void)
@@ -77,7 +77,7 @@ static void find_stdlib(void)
         return;
     PyObject *os = PyImport_ImportModule("os");
     PyObject *f = os ? PyObject_GetAttrString(os, "__file__") : NULL;
-    char *p = probe_py_strdup(f);
+    char *p = gil_py_strdup(f);
     if (p) {
         char *slash = strrchr(p, '/');
         if (slash) {
@@ -113,11 +113,11 @@ static void add_frame(struct parked *r, PyFrameObject *f, int cap)
     PyCodeObject *code = dbg_frame_code(f);
     fr->frame = (PyObject *)f;
 #if PY_VERSION_HEX >= 0x030B0000
-    fr->name = probe_py_strdup(code->co_qualname);
+    fr->name = gil_py_strdup(code->co_qualname);
 #else
-    fr->name = probe_py_strdup(code->co_name);
+    fr->name = gil_py_strdup(code->co_name);
 #endif
-    fr->file = probe_py_strdup(code->co_filename);
+    fr->file = gil_py_strdup(code->co_filename);
     fr->line = PyFrame_GetLineNumber(f);
 #if PY_VERSION_HEX >= 0x030B0000
     int sl = -1, sc = -1, el = -1, ec = -1, lasti = PyFrame_GetLasti(f);
@@ -171,7 +171,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     PyObject *type = (PyObject *)Py_TYPE(exc);
     PyObject *mod = PyObject_GetAttrString(type, "__module__");
     PyObject *qn = PyObject_GetAttrString(type, "__qualname__");
-    char *m = probe_py_strdup(mod), *q = probe_py_strdup(qn);
+    char *m = gil_py_strdup(mod), *q = gil_py_strdup(qn);
     PyErr_Clear();
     if (q) {
         size_t n = strlen(q) + (m ? strlen(m) : 0) + 2;
@@ -188,7 +188,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     Py_XDECREF(mod);
     Py_XDECREF(qn);
     PyObject *s = PyObject_Str(exc);
-    r->exc_msg = probe_py_strdup(s);
+    r->exc_msg = gil_py_strdup(s);
     Py_XDECREF(s);
     PyErr_Clear();
     PyObject *tbmod = PyImport_ImportModule("traceback");
@@ -213,7 +213,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     }
     PyObject *empty = PyUnicode_FromString("");
     PyObject *text = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
-    r->exc_tb = probe_py_strdup(text);
+    r->exc_tb = gil_py_strdup(text);
     Py_XDECREF(text);
     Py_XDECREF(empty);
     Py_XDECREF(lines);

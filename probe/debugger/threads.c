@@ -44,7 +44,7 @@ static int current(long *out)
         return -1;
     int n = 0;
     for (int i = 0; i < s.nthreads && n < MAX_TIDS; i++)
-        if (s.threads[i].native_id > 0 && !probe_worker_owns(s.threads[i].ident))
+        if (s.threads[i].native_id > 0 && !gil_worker_owns(s.threads[i].ident))
             out[n++] = pyrt_thread_id(&s.threads[i]); /* the DAP thread id */
     pyrt_snapshot_free(&s);
     return n;

@@ -221,7 +221,7 @@ static void add_var(void *ctx, const char *name, PyObject *v, const char *expr)
 static PyObject *locals_dict(PyObject *f, struct pb_err *err)
 {
     PyObject *g, *l;
-    if (probe_eval_frame_ns(f, &g, &l, err) < 0)
+    if (gil_eval_frame_ns(f, &g, &l, err) < 0)
         return NULL;
     Py_DECREF(g);
     if (PyDict_Check(l))
@@ -230,7 +230,7 @@ static PyObject *locals_dict(PyObject *f, struct pb_err *err)
     if (!d || PyDict_Update(d, l) < 0) {
         Py_XDECREF(d);
         Py_DECREF(l);
-        return probe_py_fail(err, "reading the frame's locals"), NULL;
+        return gil_py_fail(err, "reading the frame's locals"), NULL;
     }
     Py_DECREF(l);
     return d;
@@ -249,7 +249,7 @@ int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct p
     vars_room();
     PyObject *g, *l;
     int rc;
-    if ((rc = probe_eval_frame_ns(f, &g, &l, err)) < 0) {
+    if ((rc = gil_eval_frame_ns(f, &g, &l, err)) < 0) {
         Py_DECREF(f);
         PyErr_Clear();
         return rc;
@@ -313,7 +313,7 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
                         char **long_msg)
 {
     struct probe_eval_result r;
-    int rc = probe_eval_value(src, frame, &r, value, err);
+    int rc = gil_eval_value(src, frame, &r, value, err);
     for (int i = 0; rc == 0 && i < r.nchunks; i++) {
         struct probe_dbg_event e = {
             .kind = PROBE_DBG_EV_OUTPUT, .text = r.chunks[i].text, .category = "stdout"};
@@ -335,7 +335,7 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
     }
     if (rc < 0)
         Py_CLEAR(*value);
-    probe_eval_result_free(&r);
+    gil_eval_result_free(&r);
     return rc;
 }
 
@@ -348,13 +348,13 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
         return pb_err_set(err, PB_ESTATE,
                           "the thread resumed while the value was evaluated: "
                           "nothing was set");
-    if (probe_eval_frame_ns(f, &g, &l, err) < 0)
+    if (gil_eval_frame_ns(f, &g, &l, err) < 0)
         return err->code;
     int rc = PyMapping_SetItemString(l, name, value);
     if (rc == 0)
-        probe_eval_frame_commit(f, g, l);
+        gil_eval_frame_commit(f, g, l);
     else
-        rc = probe_py_fail(err, "setting the local");
+        rc = gil_py_fail(err, "setting the local");
     Py_DECREF(l);
     Py_DECREF(g);
     return rc;
@@ -380,9 +380,8 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
         rc = set_local(obj, name, value, gen, err);
         expr = strdup(name);
     } else if (rc == 0 && kind == VK_GLOBALS) {
-        rc = PyMapping_SetItemString(obj, name, value) < 0
-                 ? probe_py_fail(err, "setting the global")
-                 : 0;
+        rc = PyMapping_SetItemString(obj, name, value) < 0 ? gil_py_fail(err, "setting the global")
+                                                           : 0;
         expr = strdup(name);
     } else if (rc == 0) {
         rc = dbgv_child_set(obj, parent, name, value, &expr, err);
@@ -402,9 +401,9 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
 
 static int source(long long sref, const char *path, char **content, char **mime, struct pb_err *err)
 {
-    PyObject *fn = probe_pyhelper_get("source");
+    PyObject *fn = gil_pyhelper_get("source");
     if (!fn)
-        return probe_py_fail(err, "source");
+        return gil_py_fail(err, "source");
     PyObject *res = NULL;
     if (sref > 0) {
         struct pb_err ferr = {0};
@@ -432,13 +431,13 @@ static int source(long long sref, const char *path, char **content, char **mime,
         res = PyObject_CallFunction(fn, "sOO", path, Py_None, Py_None);
     }
     if (!res)
-        return probe_py_fail(err, "source");
+        return gil_py_fail(err, "source");
     if (res == Py_None || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
         Py_DECREF(res);
         return pb_err_set(err, PB_EBADARG, "no source for %s", path ? path : "this reference");
     }
-    *mime = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
-    *content = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
+    *mime = gil_py_strdup(PyTuple_GET_ITEM(res, 0));
+    *content = gil_py_strdup(PyTuple_GET_ITEM(res, 1));
     Py_DECREF(res);
     PyErr_Clear();
     if (*content)

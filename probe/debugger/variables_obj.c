@@ -307,7 +307,7 @@ int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject
         int rc = idx ? PyObject_SetItem(obj, idx, value) : -1;
         Py_XDECREF(idx);
         if (rc < 0)
-            return probe_py_fail(err, "setting the element");
+            return gil_py_fail(err, "setting the element");
         *expr = expr_join(parent, "[%lld]", i);
         return 0;
     }
@@ -329,10 +329,10 @@ int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject
         if (rc == 0 && (PyLong_CheckExact(key) || PyUnicode_CheckExact(key)))
             *expr = expr_join(parent, "[%s]", name);
         Py_DECREF(key);
-        return rc < 0 ? probe_py_fail(err, "setting the item") : 0;
+        return rc < 0 ? gil_py_fail(err, "setting the item") : 0;
     }
     if (PyObject_SetAttrString(obj, name, value) < 0)
-        return probe_py_fail(err, "setting the attribute");
+        return gil_py_fail(err, "setting the attribute");
     *expr = expr_join(parent, ".%s", name);
     return 0;
 }

@@ -292,7 +292,7 @@ static void *drain_main(void *arg)
         if (atomic_load(&names_pending) && now - last_names >= NAMES_NS) {
             atomic_store(&names_pending, 0);
             last_names = now;
-            probe_gil_call(names_fn, NULL, 200);
+            gil_call(names_fn, NULL, 200);
         }
         if (now - last_tick >= 1000000000LL) {
             prof_store_tick();

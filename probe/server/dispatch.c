@@ -18,7 +18,7 @@
 #define D (SRV_F_NEEDS_ATTACHED | SRV_F_DEBUGGER)
 #define LOOP(fn) .handler = srv_req_##fn
 #define GIL(fn) .job = &srv_job_##fn, .gil_timeout_ms = core_setting_gil_timeout_ms
-#define EVAL(fn) .job = &srv_job_##fn, .gil_timeout_ms = probe_eval_timeout_ms
+#define EVAL(fn) .job = &srv_job_##fn, .gil_timeout_ms = gil_eval_timeout_ms
 #define TASK(fn) .job = &srv_job_##fn
 const struct srv_command srv_commands[] = {
     {"attach", SRV_F_PREAUTH, LOOP(attach)},
@@ -170,7 +170,7 @@ int srv_job_submit(struct srv_ctx *c, const struct srv_job *ops, void *job, int 
         .ops = ops, .job = job, .p = p, .s = c->s, .flags = flags, .timeout_ms = timeout_ms};
     srv_session_ref(r->s);
     int rc = flags & SRV_F_TASK ? core_task_submit(job_run, job_task_done, r)
-                                : probe_gil_submit(job_run, job_gil_done, r, timeout_ms);
+                                : gil_submit(job_run, job_gil_done, r, timeout_ms);
     if (rc < 0) {
         struct pb_err err;
         pb_err_set(&err, -ENOMEM, "out of memory: '%s' was not run", c->command);

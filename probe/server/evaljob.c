@@ -27,7 +27,7 @@ int srv_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
         for (int i = 0; i < s.nthreads; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
-    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy)) {
+    if (gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy)) {
         pb_err_set(err, PB_ETIMEDOUT, "%s: nothing was run; %s", busy, PROBE_BUSY_HINT);
     } else if (!h) {
         pb_err_set(err, PB_ETIMEDOUT, "the GIL could not be had within %d ms: nothing was run",
@@ -67,7 +67,7 @@ void srv_eval_drop(void *job)
 {
     struct srv_evaljob *j = job;
     if (j->result) {
-        probe_eval_result_free(j->result);
+        gil_eval_result_free(j->result);
         free(j->result);
     }
     if (j->s) {
@@ -109,11 +109,11 @@ int srv_eval_request(struct srv_ctx *c, const char *src, int mode, long long fra
         free(j);
         return rc;
     }
-    return srv_job_submit(c, &eval_job, j, SRV_F_GIL, probe_eval_timeout_ms());
+    return srv_job_submit(c, &eval_job, j, SRV_F_GIL, gil_eval_timeout_ms());
 }
 
 void srv_evals_closed(struct srv_session *s)
 {
     if (srv_session_evals(s) > 0)
-        probe_eval_interrupt();
+        gil_eval_interrupt();
 }

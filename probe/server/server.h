@@ -176,7 +176,7 @@ struct probe_eval_result;
 typedef int (*srv_eval_render)(struct srv_session *s, const struct probe_eval_result *r,
                                const cJSON *args, cJSON *body, struct pb_err *err, char **long_msg);
 /* An evaluation (evaljob.c): a SRV_F_GIL job with the eval GIL timeout
- * (probe_eval_timeout_ms), whose parse calls srv_eval_init (probing/eval), or started by a
+ * (gil_eval_timeout_ms), whose parse calls srv_eval_init (probing/eval), or started by a
  * handler with srv_eval_request (evaluate). */
 struct srv_evaljob {
     struct srv_job_rc rc;
@@ -199,7 +199,7 @@ void srv_eval_drop(void *job);
 /* srv_eval_init and submit. Returns SRV_DEFERRED, or a negative code with c->err. */
 int srv_eval_request(struct srv_ctx *c, const char *src, int mode, long long frame_id, int refs,
                      const cJSON *args, srv_eval_render render);
-/* Fill err with why the GIL could not be had (gil_rc from probe_gil_submit), naming the thread
+/* Fill err with why the GIL could not be had (gil_rc from gil_submit), naming the thread
  * that holds it and where, from a GIL-free snapshot. Returns gil_rc's code. Loop thread. */
 int srv_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err);
 /* The probe's console commands (evaluate with a "%" prefix; console.c). Returns SRV_DEFERRED or

@@ -21,7 +21,7 @@ long srv_thread_id(const struct probe_thread *t)
 void srv_snapshot_drop_worker(struct probe_snapshot *s)
 {
     for (int i = 0; i < s->nthreads; i++) {
-        if (!probe_worker_owns(s->threads[i].ident))
+        if (!gil_worker_owns(s->threads[i].ident))
             continue;
         pyrt_thread_free(&s->threads[i]);
         memmove(&s->threads[i], &s->threads[i + 1],

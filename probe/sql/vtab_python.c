@@ -3,7 +3,7 @@
  * python.backtrace and python.threads answer even when a thread holds the GIL forever (locals
  * NULL, names from the OS). python.objects, python.modules, python.gc and python.asyncio_tasks
  * need the GIL: they run
- * on the worker through probe_gil_call and, when the GIL cannot be had in time, fail with a
+ * on the worker through gil_call and, when the GIL cannot be had in time, fail with a
  * message naming the table and the GIL holder. Task thread only. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -47,7 +47,7 @@ static void snap_with_gil(void *arg)
 static void drop_worker(struct probe_snapshot *snap)
 {
     for (int i = 0; i < snap->nthreads; i++)
-        if (probe_worker_owns(snap->threads[i].ident)) {
+        if (gil_worker_owns(snap->threads[i].ident)) {
             pyrt_thread_free(&snap->threads[i]);
             memmove(&snap->threads[i], &snap->threads[i + 1],
                     (size_t)(snap->nthreads - i - 1) * sizeof snap->threads[0]);
@@ -62,7 +62,7 @@ static int snapshot(struct snapcall *s, int flags, int *gil_rc)
 {
     memset(s, 0, sizeof *s);
     s->flags = flags;
-    *gil_rc = flags ? probe_gil_call(snap_with_gil, s, core_setting_gil_timeout_ms()) : -1;
+    *gil_rc = flags ? gil_call(snap_with_gil, s, core_setting_gil_timeout_ms()) : -1;
     if (*gil_rc == 0 && s->rc == 0) {
         drop_worker(&s->snap);
         return 0;
@@ -243,7 +243,7 @@ struct gilfill {
 static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struct pb_err *err)
 {
     int timeout = core_setting_gil_timeout_ms();
-    int rc = probe_gil_call(fn, g, timeout);
+    int rc = gil_call(fn, g, timeout);
     if (rc == 0 && g->rc == 0)
         return 0;
     if (rc == 0)
@@ -261,7 +261,7 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
         for (int i = 0; i < s.nthreads && !h; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
-    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+    if (gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
         pb_err_set(err, rc,
                    "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
                    "--interrupt'",
@@ -692,7 +692,7 @@ static void cuda_memory_with_gil(void *arg)
                                        "maxReserved",         "active",       "inactiveSplit",
                                        "inactiveSplitBlocks", "allocRetries", "ooms"};
     struct gilfill *g = arg;
-    PyObject *fn = probe_pyhelper_get("cuda_memory"); /* borrowed */
+    PyObject *fn = gil_pyhelper_get("cuda_memory"); /* borrowed */
     PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
     if (!res || !PyDict_Check(res)) {
         py_error(g, "torch.cuda.memory_stats()");

@@ -91,7 +91,7 @@ static int sequence(cJSON *out, struct pb_err *err)
     PyObject *fn = probe_torch_ns_fn(&recorder, "sequence");
     PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
     if (!res)
-        return probe_py_fail(err, "reading torch's sequence numbers");
+        return gil_py_fail(err, "reading torch's sequence numbers");
     if (res == Py_None) {
         Py_DECREF(res);
         return pb_err_set(err, PB_ESTATE,
@@ -147,12 +147,12 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
                   ? PyObject_CallFunctionObjArgs(fn, Py_True, NULL)
                   : PyObject_CallObject(fn, NULL);
     if (!res)
-        return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
-                                                                "recorder"
-                                  : action == PROBE_TORCH_STOP
-                                      ? "stopping the collectives "
-                                        "recorder"
-                                      : "reading the collectives recorder's state");
+        return gil_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
+                                                              "recorder"
+                                : action == PROBE_TORCH_STOP
+                                    ? "stopping the collectives "
+                                      "recorder"
+                                    : "reading the collectives recorder's state");
     if (res == Py_None) {
         Py_DECREF(res);
         return pb_err_set(err, PB_ESTATE,

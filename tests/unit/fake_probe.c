@@ -20,15 +20,15 @@ const struct probe_info *core_info_get(void)
 {
     return &info;
 }
-unsigned long probe_worker_ident(void)
+unsigned long gil_worker_ident(void)
 {
     return 999;
 }
-int probe_worker_owns(unsigned long ident)
+int gil_worker_owns(unsigned long ident)
 {
     return ident == 999;
 }
-int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
+int gil_worker_busy_text(unsigned long holder, char *buf, size_t n)
 {
     (void)holder;
     (void)buf;
@@ -51,7 +51,7 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
     return 0;
 }
 
-int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
+int gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
 {
     (void)timeout_ms;
     if (fake_gil_timeout) {

@@ -31,7 +31,7 @@
 static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *h, const char *note)
 {
     char busy[256];
-    if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+    if (gil_rc == PB_ETIMEDOUT && gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
         snprintf(msg, n, "%s: %s; %s", busy, note, PROBE_BUSY_HINT);
     else if (gil_rc == PB_ETIMEDOUT && h)
         snprintf(msg, n, "the GIL is held by thread %ld (%s) and was not released within %d ms: %s",

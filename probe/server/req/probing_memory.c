@@ -56,8 +56,8 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct memjob *j = job;
-    j->py_rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL,
-                                   j->snapshot[0] ? j->snapshot : NULL, &j->py_err);
+    j->py_rc = gil_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL,
+                                 j->snapshot[0] ? j->snapshot : NULL, &j->py_err);
 }
 
 /* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */
@@ -65,7 +65,7 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     struct memjob *j = job;
     struct pb_err perr = {0};
-    int rc = probe_memory_proc(body, &perr);
+    int rc = gil_memory_proc(body, &perr);
     if (r->gil_rc < 0) {
         srv_gil_busy_error(r->gil_rc, core_setting_gil_timeout_ms(), &j->py_err);
         cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
