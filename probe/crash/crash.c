@@ -44,7 +44,7 @@ static int ours(const struct sigaction *sa)
     return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == sig_crash_on_signal;
 }
 
-int probe_crash_arm(struct pb_err *err)
+int crash_arm(struct pb_err *err)
 {
     char tmpl[256];
     int rc = template_get(tmpl, sizeof tmpl, err);
@@ -82,7 +82,7 @@ int probe_crash_arm(struct pb_err *err)
     return 0;
 }
 
-int probe_crash_disarm(void)
+int crash_disarm(void)
 {
     if (!atomic_load(&probe_crash_armed))
         return 0;
@@ -103,7 +103,7 @@ int probe_crash_disarm(void)
     return 1;
 }
 
-void probe_crash_status_get(struct probe_crash_status *st)
+void crash_status_get(struct probe_crash_status *st)
 {
     memset(st, 0, sizeof *st);
     st->armed = atomic_load(&probe_crash_armed);
@@ -128,5 +128,5 @@ void probe_crash_status_get(struct probe_crash_status *st)
 /* Unloading the library must leave no handler of ours behind. */
 __attribute__((destructor)) static void crash_unload(void)
 {
-    probe_crash_disarm();
+    crash_disarm();
 }

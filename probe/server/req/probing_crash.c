@@ -16,17 +16,17 @@ int srv_req_probing_crash(struct srv_ctx *c, const cJSON *args, cJSON *body)
     int changed = 0, rc;
     struct probe_crash_status st;
     if (en) {
-        probe_crash_status_get(&st);
+        crash_status_get(&st);
         int was = st.armed;
         if (cJSON_IsTrue(en)) {
-            if ((rc = probe_crash_arm(&c->err)) < 0)
+            if ((rc = crash_arm(&c->err)) < 0)
                 return rc;
             changed = !was;
         } else {
-            changed = probe_crash_disarm();
+            changed = crash_disarm();
         }
     }
-    probe_crash_status_get(&st);
+    crash_status_get(&st);
     cJSON_AddBoolToObject(body, "armed", st.armed);
     cJSON_AddBoolToObject(body, "changed", changed);
     cJSON_AddBoolToObject(body, "fired", st.fired);
