@@ -52,7 +52,7 @@ static void agent_first(void)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
     else if (gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
         PB_LOG(PB_LOG_WARN, "thread names not read at start");
-    if (probe_collector_start() < 0)
+    if (sql_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
            core_info_get()->python_version);
@@ -186,7 +186,7 @@ PROBE_EXPORT int probing_history_define(const char *table, const char *columns, 
     if (!copy || !cols)
         rc = pb_err_set(&err, PB_EBADARG, "table and columns are required");
     else
-        rc = probe_history_define(strdup(table), "defined by a Python collector", cols, n, &err);
+        rc = sql_history_define(strdup(table), "defined by a Python collector", cols, n, &err);
     /* On success the strings live for the process (history tables are never dropped). */
     if (rc < 0) {
         free(copy);
@@ -203,7 +203,7 @@ PROBE_EXPORT int probing_history_index(const char *table, const char *columns, c
                                        size_t errlen)
 {
     struct pb_err err = {0};
-    int rc = table ? probe_history_index(table, columns, &err)
+    int rc = table ? sql_history_index(table, columns, &err)
                    : pb_err_set(&err, PB_EBADARG, "a table is required");
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg, errlen);
@@ -217,7 +217,7 @@ PROBE_EXPORT int probing_history_rollup(const char *table, const char *group_col
                                         const char *value_cols, char *errbuf, size_t errlen)
 {
     struct pb_err err = {0};
-    int rc = table ? probe_history_rollup(table, group_cols, value_cols, &err)
+    int rc = table ? sql_history_rollup(table, group_cols, value_cols, &err)
                    : pb_err_set(&err, PB_EBADARG, "a table is required");
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg, errlen);
@@ -232,5 +232,5 @@ PROBE_EXPORT int probing_history_append(const char *table, const double *values,
         return PB_EBADARG;
     for (int i = 0; i < n; i++)
         v[i] = (struct probe_value){PROBE_V_REAL, (long long)values[i], values[i], NULL};
-    return probe_history_append(table, v, n);
+    return sql_history_append(table, v, n);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The probe's console commands: a repl `evaluate` starting with '%' is one of these instead of
- * Python. %sql runs a query on the task thread (probe_store_query) and answers with the table
+ * Python. %sql runs a query on the task thread (sql_store_query) and answers with the table
  * rendered as text; %help lists them. See docs/protocol.md "evaluate". */
 #include <errno.h>
 #include <stdio.h>
@@ -32,7 +32,7 @@ static void sql_run(void *job)
 {
     struct sqljob *j = job;
     struct probe_rows rows = {0};
-    j->rc.rc = probe_store_query(j->sql, &rows, &j->rc.err);
+    j->rc.rc = sql_store_query(j->sql, &rows, &j->rc.err);
     if (j->rc.rc < 0)
         return;
     size_t n = rows.nrows * (size_t)rows.ncols;

@@ -24,7 +24,7 @@ static pthread_mutex_t db_mu = PTHREAD_MUTEX_INITIALIZER; /* guards db for inter
 static const char *const schemas[] = {"python", "system", "probing",
                                       "perf",   "torch",  "information_schema"};
 
-double probe_now(void)
+double sql_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -67,7 +67,7 @@ static void fn_now(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     (void)argc;
     (void)argv;
-    sqlite3_result_double(cx, probe_now());
+    sqlite3_result_double(cx, sql_now());
 }
 
 /* human_bytes(n): 1536 -> '1.5 KiB'. NULL stays NULL. */
@@ -191,7 +191,7 @@ static int register_functions(sqlite3 *d)
 
 /* ---- opening ---- */
 
-struct sqlite3 *probe_store_db(struct pb_err *err)
+struct sqlite3 *sql_store_db(struct pb_err *err)
 {
     if (db)
         return db;
@@ -218,7 +218,7 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
         sqlite3_close(d);
         return NULL;
     }
-    if (probe_vtab_register(d, err) < 0 || probe_compat_register(d, err) < 0) {
+    if (sql_vtab_register(d, err) < 0 || sql_compat_register(d, err) < 0) {
         sqlite3_close(d);
         return NULL;
     }
@@ -346,7 +346,7 @@ static int on_progress(void *arg)
     return 0;
 }
 
-void probe_store_interrupt(void)
+void sql_store_interrupt(void)
 {
     atomic_store(&interrupted, 1);
     pthread_mutex_lock(&db_mu);
@@ -365,7 +365,7 @@ static int prepare_error(sqlite3 *d, const char *sql, int rc, const struct auth 
     const char *msg = sqlite3_errmsg(d);
     if (strstr(msg, "may not be modified") || strstr(msg, "readonly"))
         return pb_err_set(err, PB_EBADARG, "SQL error: %s: " READONLY_HINT, msg);
-    int hint = probe_compat_hint(sql, err);
+    int hint = sql_compat_hint(sql, err);
     if (hint)
         return hint;
 #if SQLITE_VERSION_NUMBER >= 3038000
@@ -446,13 +446,13 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
     }
 }
 
-int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
+int sql_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
-    sqlite3 *d = probe_store_db(err);
+    sqlite3 *d = sql_store_db(err);
     if (!d)
         return err && err->code ? err->code : PB_EUNKNOWN;
-    probe_history_flush();
+    sql_history_flush();
     long long max_rows = core_setting_int("query.max_rows");
     long long max_bytes = core_setting_int("query.max_bytes");
     long long timeout_ms = core_setting_int("query.timeout_ms");

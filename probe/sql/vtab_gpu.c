@@ -90,7 +90,7 @@ static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
     return rc;
 }
 
-int vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
@@ -100,7 +100,7 @@ int vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_er
     return rc;
 }
 
-int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
@@ -120,19 +120,19 @@ int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct 
 
 static int gpu_absent;
 
-int probe_gpu_tables_define(struct pb_err *err)
+int sql_gpu_tables_define(struct pb_err *err)
 {
-    int rc = probe_history_define("system.gpu_history",
-                                  "system.gpus sampled every "
-                                  "history.interval_s seconds (built-in collector; empty without "
-                                  "an NVIDIA GPU and driver)",
-                                  vtab_gpus_cols, 17, err);
+    int rc = sql_history_define("system.gpu_history",
+                                "system.gpus sampled every "
+                                "history.interval_s seconds (built-in collector; empty without "
+                                "an NVIDIA GPU and driver)",
+                                vtab_gpus_cols, 17, err);
     return rc < 0 ? rc
-                  : probe_history_define("system.gpu_process_history",
-                                         "system.gpu_processes "
-                                         "sampled every history.interval_s seconds (built-in "
-                                         "collector; empty without an NVIDIA GPU and driver)",
-                                         vtab_gpu_procs_cols, 4, err);
+                  : sql_history_define("system.gpu_process_history",
+                                       "system.gpu_processes "
+                                       "sampled every history.interval_s seconds (built-in "
+                                       "collector; empty without an NVIDIA GPU and driver)",
+                                       vtab_gpu_procs_cols, 4, err);
 }
 
 static struct probe_value vint(long long v)
@@ -147,7 +147,7 @@ static struct probe_value vreal(double v)
                  : (struct probe_value){.type = PROBE_V_REAL, .d = v};
 }
 
-void probe_gpu_sample(void)
+void sql_gpu_sample(void)
 {
     if (gpu_absent)
         return;
@@ -158,7 +158,7 @@ void probe_gpu_sample(void)
         PB_LOG(PB_LOG_INFO, "GPU history off: %s", err.msg);
         return;
     }
-    if (probe_gpu_tables_define(&err) < 0) {
+    if (sql_gpu_tables_define(&err) < 0) {
         gpu_absent = 1;
         PB_LOG(PB_LOG_WARN, "GPU history: %s", err.msg);
         return;
@@ -187,12 +187,12 @@ void probe_gpu_sample(void)
             vint(g->xid_count),
             vint(g->last_xid),
         };
-        probe_history_append("system.gpu_history", v, 17);
+        sql_history_append("system.gpu_history", v, 17);
     }
     long self = (long)getpid();
     for (int i = 0; i < np; i++) {
         struct probe_value v[4] = {vint(procs[i].gpu), vint(procs[i].pid), vint(procs[i].used),
                                    vint(procs[i].pid == self)};
-        probe_history_append("system.gpu_process_history", v, 4);
+        sql_history_append("system.gpu_process_history", v, 4);
     }
 }

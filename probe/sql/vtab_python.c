@@ -91,7 +91,7 @@ static char *locals_json(const struct probe_frame *f)
     return s;
 }
 
-int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     struct snapcall s;
     int gil_rc;
@@ -142,7 +142,7 @@ static int nframe_row(struct probe_rows *r, long tid, int depth, const struct pr
     return rc ? rc : core_rows_add_text(r, stack);
 }
 
-int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     struct snapcall s;
     int gil_rc, n = 0;
@@ -202,7 +202,7 @@ out:
     return rc;
 }
 
-int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct snapcall s;
@@ -223,7 +223,7 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
         rc = rc ? rc : core_rows_add_int(r, t->holds_gil);
         rc = rc ? rc : (t->daemon >= 0 ? core_rows_add_int(r, t->daemon) : core_rows_add_null(r));
         rc = rc ? rc : core_rows_add_int(r, t->is_main);
-        rc = rc ? rc : core_rows_add_text(r, vtab_thread_state(t->native_id));
+        rc = rc ? rc : core_rows_add_text(r, sql_vtab_thread_state(t->native_id));
         rc = rc ? rc : core_rows_add_text(r, t->name_from_threading ? "threading" : "os");
         rc = rc ? rc : core_rows_add_int(r, t->interp_id);
     }
@@ -366,7 +366,7 @@ static void objects_with_gil(void *arg)
     Py_DECREF(gc);
 }
 
-int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -492,7 +492,7 @@ static void atasks_with_gil(void *arg)
 /* Without the GIL (it could not be had in time): 3.14+ keeps the pending C tasks on per-thread
  * lists that are read from memory (pyrt/asyncio_mem.c), as `debug --dump --tasks` does; before
  * 3.14, or when they cannot be read, the GIL's error stands. */
-int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -513,7 +513,7 @@ int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_
     return 0;
 }
 
-int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -576,7 +576,7 @@ static void gc_with_gil(void *arg)
     Py_XDECREF(gc);
 }
 
-int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -657,7 +657,7 @@ out:
     Py_DECREF(tm);
 }
 
-int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -727,7 +727,7 @@ static void cuda_memory_with_gil(void *arg)
     Py_DECREF(res);
 }
 
-int vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};

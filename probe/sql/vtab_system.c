@@ -112,7 +112,7 @@ static int read_proc(struct proc_now *p)
     return 0;
 }
 
-int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct proc_now p;
@@ -130,7 +130,7 @@ int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb
     return rc;
 }
 
-int vtab_process_sample(double out[6])
+int sql_vtab_process_sample(double out[6])
 {
     struct proc_now p;
     if (read_proc(&p) < 0)
@@ -144,7 +144,7 @@ int vtab_process_sample(double out[6])
     return 0;
 }
 
-int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     DIR *d = opendir("/proc/self/task");
@@ -174,7 +174,7 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
     return rc;
 }
 
-const char *vtab_thread_state(long tid)
+const char *sql_vtab_thread_state(long tid)
 {
     char path[64], stat[1024], copy[1024];
     char *f[F_N];

@@ -51,7 +51,7 @@ static void cell(PyObject *v, struct probe_value *out)
         if (!s)
             PyErr_Clear();
         out->type = s ? PROBE_V_TEXT : PROBE_V_NULL;
-        out->s = (char *)s; /* probe_history_append copies it */
+        out->s = (char *)s; /* sql_history_append copies it */
     } else {
         out->type = PROBE_V_NULL;
     }
@@ -64,7 +64,7 @@ static int append(const char *table, PyObject *row, int ncols)
         return -1;
     for (int i = 0; i < ncols; i++)
         cell(PyTuple_GET_ITEM(row, i), &v[i]);
-    return probe_history_append(table, v, ncols);
+    return sql_history_append(table, v, ncols);
 }
 
 /* emit(rows, step): rows of python.torch_trace (a list of tuples), then one of
@@ -238,11 +238,11 @@ static int define_tables(struct pb_err *err)
 {
     if (tables_defined)
         return 0;
-    int rc = probe_torch_tables_define(err);
+    int rc = sql_torch_tables_define(err);
     if (rc == 0)
-        rc = probe_history_index(TRACE_TABLE, "step,module", err);
+        rc = sql_history_index(TRACE_TABLE, "step,module", err);
     if (rc == 0)
-        rc = probe_history_index(STEPS_TABLE, "step", err);
+        rc = sql_history_index(STEPS_TABLE, "step", err);
     if (rc == 0)
         tables_defined = 1;
     return rc;

@@ -17,7 +17,7 @@ int core_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
     return 0;
 }
 
-int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
+int sql_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     if (strcmp(sql, "SELECT 1") != 0 && strcmp(sql, "SLOW") != 0)

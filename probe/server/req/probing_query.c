@@ -20,7 +20,7 @@ struct queryjob {
 static void run(void *job)
 {
     struct queryjob *j = job;
-    j->rc.rc = probe_store_query(j->sql, &j->rows, &j->rc.err);
+    j->rc.rc = sql_store_query(j->sql, &j->rows, &j->rc.err);
 }
 
 cJSON *srv_json_rows(const struct probe_rows *r)
