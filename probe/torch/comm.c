@@ -88,7 +88,7 @@ static struct probe_torch_ns recorder = {
  * not: what a job that is already hung still tells. Requires GIL. */
 static int sequence(cJSON *out, struct pb_err *err)
 {
-    PyObject *fn = probe_torch_ns_fn(&recorder, "sequence");
+    PyObject *fn = torch_ns_fn(&recorder, "sequence");
     PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
     if (!res)
         return gil_py_fail(err, "reading torch's sequence numbers");
@@ -100,7 +100,7 @@ static int sequence(cJSON *out, struct pb_err *err)
                           core_info_get()->pid);
     }
     if (PyDict_Check(res))
-        probe_torch_copy_dict(res, out);
+        torch_copy_dict(res, out);
     Py_DECREF(res);
     PyErr_Clear();
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(out, "groups");
@@ -114,7 +114,7 @@ static int sequence(cJSON *out, struct pb_err *err)
     return 0;
 }
 
-int probe_comm_run(int action, cJSON *out, struct pb_err *err)
+int torch_comm_run(int action, cJSON *out, struct pb_err *err)
 {
     static const char *const names[] = {"start", "stop", "status", "status"};
     if (action == PROBE_COMM_SEQUENCE)
@@ -138,7 +138,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = probe_torch_ns_fn(&recorder, names[action]);
+    PyObject *fn = torch_ns_fn(&recorder, names[action]);
     PyObject *res = NULL;
     if (fn)
         res = action == PROBE_TORCH_START
@@ -161,7 +161,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
                           core_info_get()->pid);
     }
     if (PyDict_Check(res))
-        probe_torch_copy_dict(res, out);
+        torch_copy_dict(res, out);
     /* The flight recorder's entries come as JSON text (lists of lists). */
     const cJSON *fr = cJSON_GetObjectItemCaseSensitive(out, "flightRecorderEntries");
     if (cJSON_IsString(fr)) {

@@ -192,7 +192,7 @@ static PyMethodDef safe_edit_def = {"safe_edit", safe_edit, METH_VARARGS,
 static PyObject *safe_edit_fn; /* GIL-protected; made on first start, kept */
 static PyMethodDef rss_def = {"rss", rss, METH_NOARGS, "resident set size in bytes"};
 
-PyObject *probe_torch_compile(const char *src, const char *filename, const char *modname)
+PyObject *torch_compile(const char *src, const char *filename, const char *modname)
 {
     PyObject *d = PyDict_New();
     PyObject *code = d ? Py_CompileString(src, filename, Py_file_input) : NULL;
@@ -209,10 +209,10 @@ PyObject *probe_torch_compile(const char *src, const char *filename, const char 
     return d;
 }
 
-PyObject *probe_torch_ns_fn(struct probe_torch_ns *n, const char *name)
+PyObject *torch_ns_fn(struct probe_torch_ns *n, const char *name)
 {
     if (!n->ns) {
-        PyObject *d = probe_torch_compile(n->src, n->filename, n->modname);
+        PyObject *d = torch_compile(n->src, n->filename, n->modname);
         if (!d)
             return NULL;
         for (int i = 0; i < 2; i++)
@@ -250,7 +250,7 @@ static int define_tables(struct pb_err *err)
 
 /* A copy of the tracer's answer (a dict of str, int, float, bool, None and lists of str) into
  * out. Requires GIL; leaves no exception set. */
-void probe_torch_copy_dict(PyObject *d, cJSON *out)
+void torch_copy_dict(PyObject *d, cJSON *out)
 {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -285,7 +285,7 @@ void probe_torch_copy_dict(PyObject *d, cJSON *out)
     }
 }
 
-int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
+int torch_run(int action, int every, cJSON *out, struct pb_err *err)
 {
     static const char *const names[] = {"start", "stop", "status"};
     if (action < PROBE_TORCH_START || action > PROBE_TORCH_STATUS)
@@ -307,7 +307,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = probe_torch_ns_fn(&tracer, names[action]);
+    PyObject *fn = torch_ns_fn(&tracer, names[action]);
     PyObject *res = NULL;
     if (fn)
         res = action != PROBE_TORCH_START ? PyObject_CallObject(fn, NULL)
@@ -327,7 +327,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
                           core_info_get()->pid);
     }
     if (PyDict_Check(res))
-        probe_torch_copy_dict(res, out);
+        torch_copy_dict(res, out);
     Py_DECREF(res);
     PyErr_Clear();
     return 0;

@@ -59,8 +59,8 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct torchjob *j = job;
-    j->rc.rc = j->comm ? probe_comm_run(j->action, j->body, &j->rc.err)
-                       : probe_torch_run(j->action, j->every, j->body, &j->rc.err);
+    j->rc.rc = j->comm ? torch_comm_run(j->action, j->body, &j->rc.err)
+                       : torch_run(j->action, j->every, j->body, &j->rc.err);
 }
 
 /* Loop thread. */
