@@ -365,7 +365,7 @@ static void emit_output(const char *category, const char *text, PyCodeObject *co
         e.path = file;
         e.line = line;
     }
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
     free(file);
 }
 
@@ -635,8 +635,8 @@ static void result(struct probe_dbg_bp *out, int id, int verified, int line, con
     pb_strlcpy(out->message, msg ? msg : "", sizeof out->message);
 }
 
-int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
-                              struct probe_dbg_bp *out, struct pb_err *err)
+int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+                        struct probe_dbg_bp *out, struct pb_err *err)
 {
     char *cpath = canon(path);
     char fmsg[600] = "";
@@ -715,8 +715,8 @@ int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *
     return changed(err);
 }
 
-int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
-                                       struct probe_dbg_bp *out, struct pb_err *err)
+int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+                                 struct probe_dbg_bp *out, struct pb_err *err)
 {
     /* Every entry is allocated before the old ones go: a failure changes nothing. */
     struct fbp *all = n ? calloc((size_t)n, sizeof *all) : NULL;

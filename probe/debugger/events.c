@@ -26,7 +26,7 @@ static int started;
 static probe_dbg_sink sink;
 static void *sink_ctx;
 
-void probe_dbg_set_sink(probe_dbg_sink fn, void *ctx)
+void dbg_set_sink(probe_dbg_sink fn, void *ctx)
 {
     sink = fn;
     sink_ctx = ctx;
@@ -62,7 +62,7 @@ static void event_free(struct dbg_event *e)
     free(e);
 }
 
-void probe_dbg_emit(const struct probe_dbg_event *ev)
+void dbg_emit(const struct probe_dbg_event *ev)
 {
     if (atomic_load(&forked))
         return;
@@ -95,7 +95,7 @@ void dbg_events_drain_all(void)
     core_inbox_drain(&inbox);
 }
 
-void probe_dbg_events_drain(void)
+void dbg_events_drain(void)
 {
     if (inbox.held == 0) /* requests in flight whose response must come first */
         core_inbox_drain(&inbox);

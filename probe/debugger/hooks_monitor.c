@@ -255,7 +255,7 @@ void dbg_hooks_stepping(PyFrameObject *f)
         PB_LOG(PB_LOG_WARN, "stepping: %s", err.msg);
 }
 
-void dbg_hooks_census(struct probe_dbg_census *into)
+void dbg_hooks_census(struct dbg_census *into)
 {
     /* Ground truth from sys.monitoring itself: any tool id named as ours. */
     PyObject *m = PySys_GetObject("monitoring");

@@ -4,7 +4,7 @@
  * it is the first of this stop, makes every other thread stop at its next line, then waits with
  * the GIL released until the loop resumes it. The loop answers stackTrace and exceptionInfo of
  * parked threads from these records without the GIL; the worker reaches their frame objects
- * (probe_dbg_frame) while it holds the GIL, which a resumed thread needs before it can drop
+ * (dbg_frame) while it holds the GIL, which a resumed thread needs before it can drop
  * them. */
 #include <errno.h>
 #include <pthread.h>
@@ -65,7 +65,7 @@ int dbg_is_probe_thread(void)
     return gil_worker_owns((unsigned long)pthread_self());
 }
 
-unsigned long probe_dbg_generation(void)
+unsigned long dbg_generation(void)
 {
     return atomic_load(&resume_gen);
 }
@@ -91,7 +91,7 @@ static void find_stdlib(void)
     PyErr_Clear();
 }
 
-int probe_dbg_is_library(const char *file)
+int dbg_is_library(const char *file)
 {
     if (!file)
         return 0;
@@ -241,7 +241,7 @@ static void announce(const struct dbg_stop_why *why, long tid)
         .kind = PROBE_DBG_EV_STOPPED, .thread_id = tid, .text = why->description, .nbp = why->nbp};
     pb_strlcpy(e.reason, why->reason, sizeof e.reason);
     memcpy(e.bp_ids, why->bp_ids, sizeof e.bp_ids);
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
 }
 
 void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
@@ -385,7 +385,7 @@ int dbg_set_announced(int v)
     return old;
 }
 
-int probe_dbg_stopped(void)
+int dbg_stopped(void)
 {
     pthread_mutex_lock(&mu);
     int any = held || announced;
@@ -403,7 +403,7 @@ static struct parked *find_parked(long tid) /* mu held */
     return NULL;
 }
 
-int probe_dbg_parked(long tid)
+int dbg_parked(long tid)
 {
     pthread_mutex_lock(&mu);
     int p = find_parked(tid) != NULL;
@@ -411,7 +411,7 @@ int probe_dbg_parked(long tid)
     return p;
 }
 
-void probe_dbg_frames_free(struct probe_frame *frames, int n)
+void dbg_frames_free(struct probe_frame *frames, int n)
 {
     for (int i = 0; frames && i < n; i++) {
         free(frames[i].func);
@@ -420,7 +420,7 @@ void probe_dbg_frames_free(struct probe_frame *frames, int n)
     free(frames);
 }
 
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
+int dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
 {
     *frames = NULL;
     *n = 0;
@@ -449,7 +449,7 @@ int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame
     }
     pthread_mutex_unlock(&mu);
     if (!ok) {
-        probe_dbg_frames_free(out, want);
+        dbg_frames_free(out, want);
         return -1;
     }
     *frames = out;
@@ -457,7 +457,7 @@ int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame
     return total;
 }
 
-void probe_dbg_exception_free(struct probe_dbg_exception *e)
+void dbg_exception_free(struct dbg_exception *e)
 {
     free(e->type);
     free(e->message);
@@ -465,7 +465,7 @@ void probe_dbg_exception_free(struct probe_dbg_exception *e)
     memset(e, 0, sizeof *e);
 }
 
-int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err)
+int dbg_exception(long tid, struct dbg_exception *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&mu);
@@ -481,13 +481,13 @@ int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err
     int ok = out->type && (!r->exc_msg || out->message) && (!r->exc_tb || out->traceback);
     pthread_mutex_unlock(&mu);
     if (!ok) {
-        probe_dbg_exception_free(out);
+        dbg_exception_free(out);
         return pb_err_set(err, -ENOMEM, "out of memory");
     }
     return 0;
 }
 
-struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err)
+struct _object *dbg_frame(long long frame_id, struct pb_err *err)
 {
     long tid = 0;
     int depth = 0;

@@ -24,7 +24,7 @@ static void thread_event(const char *reason, long tid)
 {
     struct probe_dbg_event e = {.kind = PROBE_DBG_EV_THREAD, .thread_id = tid};
     pb_strlcpy(e.reason, reason, sizeof e.reason);
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
 }
 
 static int contains(const long *set, int n, long tid)

@@ -66,7 +66,7 @@ static void vars_clear(int full)
 /* Drop the references of a past stop. GIL held. */
 static void vars_sync(void)
 {
-    unsigned long gen = probe_dbg_generation();
+    unsigned long gen = dbg_generation();
     if (gen != tab_gen) {
         if (ntab > 0)
             vars_clear(0);
@@ -140,14 +140,14 @@ static struct vref *vars_get(long long ref, struct pb_err *err)
     return NULL;
 }
 
-long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
-                              long long *named)
+long long dbg_vars_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
+                            long long *named)
 {
     long long ix, nm;
     vars_sync();
     if (ntab >= VREF_MAX)
         vars_clear(1); /* evaluate results while running: the oldest go (answers reserve room) */
-    int has = dbgv_shape(obj, &ix, &nm);
+    int has = dbg_vars_shape(obj, &ix, &nm);
     if (indexed)
         *indexed = ix;
     if (named)
@@ -166,7 +166,7 @@ static void vars_room(void)
 
 /* ---- building variables ---- */
 
-void probe_dbg_var_free(struct probe_dbg_var *v)
+void dbg_var_free(struct probe_dbg_var *v)
 {
     free(v->name);
     free(v->value);
@@ -175,10 +175,10 @@ void probe_dbg_var_free(struct probe_dbg_var *v)
     memset(v, 0, sizeof *v);
 }
 
-void probe_dbg_vars_free(struct probe_dbg_vars *vs)
+void dbg_vars_free(struct probe_dbg_vars *vs)
 {
     for (int i = 0; i < vs->n; i++)
-        probe_dbg_var_free(&vs->v[i]);
+        dbg_var_free(&vs->v[i]);
     free(vs->v);
     memset(vs, 0, sizeof *vs);
 }
@@ -193,7 +193,7 @@ static void describe(struct probe_dbg_var *o, PyObject *v, PyObject *frame, cons
 {
     o->value = pyrt_repr_new(v);
     o->type = pyrt_repr_typename(v);
-    o->ref = probe_dbgv_register(v, frame, expr, &o->indexed, &o->named);
+    o->ref = dbg_vars_register(v, frame, expr, &o->indexed, &o->named);
     PyErr_Clear();
 }
 
@@ -238,11 +238,11 @@ static PyObject *locals_dict(PyObject *f, struct pb_err *err)
 
 /* ---- requests ---- */
 
-int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
+int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
 {
     /* Borrowed from the stop record: held while we work, as code we cause to run (a __del__
      * during an allocation) could let the thread resume and drop it. */
-    PyObject *f = probe_dbg_frame(frame_id, err);
+    PyObject *f = dbg_frame(frame_id, err);
     if (!f)
         return err->code;
     Py_INCREF(f);
@@ -268,8 +268,8 @@ int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct p
     return 0;
 }
 
-int probe_dbg_variables(long long ref, int filter, long long start, long long count,
-                        struct probe_dbg_vars *vs, struct pb_err *err)
+int dbg_variables(long long ref, int filter, long long start, long long count,
+                  struct probe_dbg_vars *vs, struct pb_err *err)
 {
     struct dbgv_page pg = {.filter = filter == PROBE_DBG_VARS_INDEXED ? DBGV_INDEXED
                                      : filter == PROBE_DBG_VARS_NAMED ? DBGV_NAMED
@@ -292,12 +292,12 @@ int probe_dbg_variables(long long ref, int filter, long long start, long long co
     if (kind == VK_LOCALS) {
         PyObject *d = locals_dict(obj, err);
         if (d)
-            dbgv_children(d, 1, NULL, &pg, add_var, &out);
+            dbg_vars_children(d, 1, NULL, &pg, add_var, &out);
         else
             rc = err->code;
         Py_XDECREF(d);
     } else {
-        dbgv_children(obj, kind == VK_GLOBALS, expr, &pg, add_var, &out);
+        dbg_vars_children(obj, kind == VK_GLOBALS, expr, &pg, add_var, &out);
     }
     vs->more = pg.more;
     free(expr);
@@ -319,7 +319,7 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
             .kind = PROBE_DBG_EV_OUTPUT, .text = r.chunks[i].text, .category = "stdout"};
         if (r.chunks[i].is_stderr)
             pb_strlcpy(e.category, "stderr", sizeof e.category);
-        probe_dbg_emit(&e);
+        dbg_emit(&e);
     }
     if (rc == 0 && r.exc_type) {
         rc = pb_err_set(err, PB_EUNKNOWN, "%s", r.exc_type);
@@ -344,7 +344,7 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
                      struct pb_err *err)
 {
     PyObject *g, *l;
-    if (gen != probe_dbg_generation())
+    if (gen != dbg_generation())
         return pb_err_set(err, PB_ESTATE,
                           "the thread resumed while the value was evaluated: "
                           "nothing was set");
@@ -360,8 +360,8 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
     return rc;
 }
 
-int probe_dbg_set_variable(long long ref, const char *name, const char *src,
-                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
+int dbg_set_variable(long long ref, const char *name, const char *src, struct probe_dbg_var *out,
+                     struct pb_err *err, char **long_msg)
 {
     int rc;
     memset(out, 0, sizeof *out);
@@ -374,7 +374,7 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
     Py_INCREF(obj);
     Py_XINCREF(frame);
     vars_room();
-    unsigned long gen = probe_dbg_generation();
+    unsigned long gen = dbg_generation();
     rc = eval_for_set(src, frame, &value, err, long_msg);
     if (rc == 0 && kind == VK_LOCALS) {
         rc = set_local(obj, name, value, gen, err);
@@ -384,7 +384,7 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
                                                            : 0;
         expr = strdup(name);
     } else if (rc == 0) {
-        rc = dbgv_child_set(obj, parent, name, value, &expr, err);
+        rc = dbg_vars_child_set(obj, parent, name, value, &expr, err);
     }
     if (rc == 0)
         describe(out, value, frame, expr);
@@ -407,7 +407,7 @@ static int source(long long sref, const char *path, char **content, char **mime,
     PyObject *res = NULL;
     if (sref > 0) {
         struct pb_err ferr = {0};
-        PyObject *f = probe_dbg_frame(sref - 1, &ferr); /* borrowed */
+        PyObject *f = dbg_frame(sref - 1, &ferr); /* borrowed */
         if (!f)
             return pb_err_set(err, ferr.code ? ferr.code : PB_ESTATE, "sourceReference %lld: %s",
                               sref, ferr.msg);
@@ -447,8 +447,7 @@ static int source(long long sref, const char *path, char **content, char **mime,
     return pb_err_set(err, -ENOMEM, "out of memory");
 }
 
-int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
-                     struct pb_err *err)
+int dbg_source(long long sref, const char *path, char **content, char **mime, struct pb_err *err)
 {
     *content = *mime = NULL;
     int rc = source(sref, path, content, mime, err);

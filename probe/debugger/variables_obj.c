@@ -58,7 +58,7 @@ static int slot_members(PyObject *o, int (*visit)(void *, const PyMemberDef *), 
     return n;
 }
 
-int dbgv_shape(PyObject *obj, long long *indexed, long long *named)
+int dbg_vars_shape(PyObject *obj, long long *indexed, long long *named)
 {
     *indexed = *named = 0;
     if (PyList_Check(obj) || PyTuple_Check(obj)) {
@@ -254,8 +254,8 @@ static void attr_children(PyObject *o, const char *parent, struct dbgv_page *pg,
     slot_members(o, slot_child, &w);
 }
 
-int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
-                  void *ctx)
+int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
+                      dbgv_visit visit, void *ctx)
 {
     pg->seen = 0;
     pg->more = 0;
@@ -285,13 +285,13 @@ int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *p
     return 0;
 }
 
-/* setVariable on a child of a container: finds the child called name the way dbgv_children
+/* setVariable on a child of a container: finds the child called name the way dbg_vars_children
  * names it and stores value there (list item, dict item, attribute or slot). Setting runs the
  * container's own __setitem__/__setattr__, as an assignment in the program would. Returns 0,
  * or a negative code with err (a Python exception is cleared into it); *expr gets the child's
  * evaluateName (malloc'd) or NULL. */
-int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
-                   char **expr, struct pb_err *err)
+int dbg_vars_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
+                       char **expr, struct pb_err *err)
 {
     *expr = NULL;
     if (PyTuple_Check(obj) || PyAnySet_Check(obj))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Evaluating code in the target: probe_eval_run() runs on the worker under the GIL, in
+/* Evaluating code in the target: dbg_eval_run() runs on the worker under the GIL, in
  * __main__ or in a stopped thread's frame, swaps sys.stdout/stderr for capturing stand-ins
  * (pyhelper.c) and restores the very same objects in C afterwards, where no asynchronous
  * exception can interrupt the restore. In a frame, locals are a write-through proxy on 3.13 and

@@ -75,14 +75,14 @@ int gil_hurry_expire(struct probe_hurry *h);
 /* pthread_atfork child: nothing is lowered in a fork child (none of our workers waits there). */
 void gil_hurry_fork_child(void);
 
-/* ---- eval (eval.c; in a stopped frame, with references: probe_eval_run in
+/* ---- eval (eval.c; in a stopped frame, with references: dbg_eval_run in
  * debugger/debugger.h): see docs/protocol.md probing/eval and evaluate ---- */
 enum {
     PROBE_EVAL_STATEMENTS = 0, /* statements; the value of a last expression is the result */
     PROBE_EVAL_EXPRESSION = 1, /* one expression only (watch, hover) */
     PROBE_EVAL_CHECK = 2,      /* only decide whether the input is complete (codeop) */
 };
-#define PROBE_EVAL_MAIN (-1LL) /* frame_id of probe_eval_run: __main__'s globals */
+#define PROBE_EVAL_MAIN (-1LL) /* frame_id of dbg_eval_run: __main__'s globals */
 
 struct probe_eval_chunk {
     int is_stderr;

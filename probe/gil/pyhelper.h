@@ -42,7 +42,7 @@ int gil_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *er
 /* Write l (from gil_eval_frame_ns) back into f's fast locals (3.8-3.12; nothing on 3.13). */
 void gil_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
 /* Evaluate one expression in frame (NULL: __main__) with output captured into r (exceptions
- * too, as for probe_eval_run); *value is the result (new reference) when it did not raise.
+ * too, as for dbg_eval_run); *value is the result (new reference) when it did not raise.
  * Returns 0 or a negative code with err when the probe itself failed. */
 int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r, PyObject **value,
                    struct pb_err *err);

@@ -37,7 +37,7 @@ cJSON *srv_json_stack_frame(const struct probe_frame *f, long tid, int depth, in
         cJSON_AddNumberToObject(o, "endLine", f->end_line);
         cJSON_AddNumberToObject(o, "endColumn", f->end_col);
     }
-    if (probe_dbg_is_library(f->file))
+    if (dbg_is_library(f->file))
         cJSON_AddStringToObject(o, "presentationHint", "subtle");
     return o;
 }

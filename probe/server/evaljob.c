@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A deferred request that runs code in the target (probing/eval, evaluate): the evaluation
- * runs on the worker under the GIL (probe_eval_run, in __main__ or a stopped frame) with the
+ * runs on the worker under the GIL (dbg_eval_run, in __main__ or a stopped frame) with the
  * eval GIL timeout; the loop never waits. If the GIL cannot be had in time nothing runs, and
  * the answer names the thread holding it and where it is, read from a GIL-free snapshot. */
 #include <errno.h>
@@ -53,7 +53,7 @@ int srv_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 void srv_eval_run(void *job)
 {
     struct srv_evaljob *j = job;
-    j->rc.rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, j->result, &j->rc.err);
+    j->rc.rc = dbg_eval_run(j->src, j->mode, j->frame_id, j->refs, j->result, &j->rc.err);
 }
 
 /* Loop thread. */

@@ -29,7 +29,7 @@ int srv_debugger_claim(struct srv_session *s, struct pb_err *err)
     if (!seat) {
         seat = s;
         srv_session_ref(s);
-        probe_dbg_set_sink(sink, s);
+        dbg_set_sink(sink, s);
     }
     return 0;
 }
@@ -43,21 +43,21 @@ void srv_debugger_release(struct srv_session *s)
 {
     if (!seat || seat != s)
         return;
-    probe_dbg_set_sink(NULL, NULL);
+    dbg_set_sink(NULL, NULL);
     seat = NULL;
-    probe_dbg_detach();
+    dbg_detach();
     srv_session_unref(s);
 }
 
 void srv_debugger_flush(void)
 {
-    probe_dbg_events_drain();
+    dbg_events_drain();
 }
 
 void srv_post_configurationDone(struct srv_session *s)
 {
     if (s == seat)
-        probe_dbg_configured();
+        dbg_configured();
 }
 
 int srv_thread_arg(struct srv_ctx *c, const cJSON *args, long *tid)
@@ -76,5 +76,5 @@ int srv_step_request(struct srv_ctx *c, const cJSON *args, int mode)
 {
     long tid = 0;
     int rc = srv_thread_arg(c, args, &tid);
-    return rc < 0 ? rc : probe_dbg_step(tid, mode, &c->err);
+    return rc < 0 ? rc : dbg_step_thread(tid, mode, &c->err);
 }

@@ -12,8 +12,8 @@
 #include "gil/gil.h"
 #include "debugger/debugger.h"
 
-int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
-                   struct probe_eval_result *r, struct pb_err *err)
+int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
+                 struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
     if (frame_id >= 0 && mode != PROBE_EVAL_CHECK)

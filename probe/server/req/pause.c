@@ -12,7 +12,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     (void)args;
     struct srv_pausejob *j = job;
     j->hold = -1;
-    probe_dbg_pause_begin();
+    dbg_pause_begin();
     j->begun = 1;
     return 0;
 }
@@ -21,7 +21,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 void srv_pause_run(void *job)
 {
     struct srv_pausejob *j = job;
-    j->rc.rc = probe_dbg_pause(j->hold, &j->rc.err);
+    j->rc.rc = dbg_pause(j->hold, &j->rc.err);
     j->ran = 1;
 }
 
@@ -30,7 +30,7 @@ void srv_pause_drop(void *job)
 {
     struct srv_pausejob *j = job;
     if (j->begun)
-        probe_dbg_pause_end(j->ran && j->rc.rc == 0);
+        dbg_pause_end(j->ran && j->rc.rc == 0);
 }
 
 const struct srv_job srv_job_pause = {sizeof(struct srv_pausejob), parse, srv_pause_run,

@@ -8,19 +8,19 @@
 
 struct censusjob {
     struct srv_job_rc rc;
-    struct probe_dbg_census c;
+    struct dbg_census c;
 };
 
 /* Worker thread, GIL held. */
 static void run(void *job)
 {
-    probe_dbg_census(&((struct censusjob *)job)->c);
+    dbg_census(&((struct censusjob *)job)->c);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
-    const struct probe_dbg_census *c = &((struct censusjob *)job)->c;
+    const struct dbg_census *c = &((struct censusjob *)job)->c;
     cJSON_AddBoolToObject(body, "stopped", c->stopped);
     cJSON_AddNumberToObject(body, "breakpoints", c->breakpoints);
     cJSON_AddBoolToObject(body, "raised", c->raised);

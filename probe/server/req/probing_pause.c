@@ -13,7 +13,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     if (rc < 0)
         return rc;
     j->hold = hold;
-    probe_dbg_pause_begin();
+    dbg_pause_begin();
     j->begun = 1;
     return 0;
 }

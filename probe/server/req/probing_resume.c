@@ -9,7 +9,7 @@ int srv_req_probing_resume(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;
-    int was = probe_dbg_resume(1);
+    int was = dbg_resume_all(1);
     cJSON_AddBoolToObject(body, "wasStopped", was);
     return 0;
 }

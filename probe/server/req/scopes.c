@@ -19,7 +19,7 @@ struct scopesjob {
 static void run(void *job)
 {
     struct scopesjob *j = job;
-    j->rc.rc = probe_dbg_scopes(j->frame_id, j->scopes, &j->rc.err);
+    j->rc.rc = dbg_scopes(j->frame_id, j->scopes, &j->rc.err);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)

@@ -99,7 +99,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct srv_bpjob *j = job;
-    j->rc.rc = probe_dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->rc.err);
+    j->rc.rc = dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->rc.err);
 }
 
 const struct srv_job srv_job_setBreakpoints = {sizeof(struct srv_bpjob), parse, run,

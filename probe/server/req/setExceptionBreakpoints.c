@@ -40,7 +40,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct excjob *j = job;
-    j->rc.rc = probe_dbg_set_exception_breakpoints(j->raised, j->uncaught, &j->rc.err);
+    j->rc.rc = dbg_set_exception_breakpoints(j->raised, j->uncaught, &j->rc.err);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)

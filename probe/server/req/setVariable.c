@@ -41,8 +41,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct setjob *j = job;
-    j->rc.rc =
-        probe_dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
+    j->rc.rc = dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)
@@ -55,7 +54,7 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
 static void drop(void *job)
 {
     struct setjob *j = job;
-    probe_dbg_var_free(&j->var);
+    dbg_var_free(&j->var);
     free(j->name);
     free(j->value);
 }

@@ -45,7 +45,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct sourcejob *j = job;
-    j->rc.rc = probe_dbg_source(j->sref, j->path, &j->content, &j->mime, &j->rc.err);
+    j->rc.rc = dbg_source(j->sref, j->path, &j->content, &j->mime, &j->rc.err);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)

@@ -41,13 +41,13 @@ int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
     int native = srv_session_native_frames(c->s);
     /* A parked thread's stack is the one recorded when it stopped, with inspectable frames. */
     struct probe_frame *frames;
-    int n, total = native ? probe_dbg_stack((long)tid, 0, 0, &frames, &n)
-                          : probe_dbg_stack((long)tid, start, levels, &frames, &n);
+    int n, total = native ? dbg_stack((long)tid, 0, 0, &frames, &n)
+                          : dbg_stack((long)tid, start, levels, &frames, &n);
     if (total >= 0) {
         rc = native
                  ? srv_native_stack((long)tid, native, frames, n, 1, start, levels, body, &c->err)
                  : (add_frames(body, frames, n, (long)tid, start, total, 1), 0);
-        probe_dbg_frames_free(frames, n);
+        dbg_frames_free(frames, n);
         return rc;
     }
     struct probe_snapshot s = {0};

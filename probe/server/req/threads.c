@@ -25,7 +25,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     (void)args;
     (void)err;
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
-    int stopped = probe_dbg_stopped();
+    int stopped = dbg_stopped();
     for (int i = 0; i < s->nthreads; i++) {
         cJSON *t = cJSON_CreateObject();
         long id = srv_thread_id(&s->threads[i]);
@@ -36,7 +36,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
             name = iname;
         }
         cJSON_AddNumberToObject(t, "id", (double)id);
-        if (stopped && !probe_dbg_parked(id)) {
+        if (stopped && !dbg_parked(id)) {
             snprintf(buf, sizeof buf, "%s (in native code)", name);
             cJSON_AddStringToObject(t, "name", buf);
         } else {
@@ -55,7 +55,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     struct srv_snapjob *j = job;
     /* Stopped (the debugger paused the target): with the asyncio tasks, under the GIL, which
      * the parked threads leave free. */
-    int stopped = probe_dbg_stopped();
+    int stopped = dbg_stopped();
     int rc =
         srv_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1, render);
     if (rc < 0 || stopped || !pyrt_names_fresh(NAMES_FRESH_MS))

@@ -46,7 +46,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct varsjob *j = job;
-    j->rc.rc = probe_dbg_variables(j->ref, j->filter, j->start, j->count, &j->vars, &j->rc.err);
+    j->rc.rc = dbg_variables(j->ref, j->filter, j->start, j->count, &j->vars, &j->rc.err);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)
@@ -71,7 +71,7 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
 
 static void drop(void *job)
 {
-    probe_dbg_vars_free(&((struct varsjob *)job)->vars);
+    dbg_vars_free(&((struct varsjob *)job)->vars);
 }
 
 const struct srv_job srv_job_variables = {sizeof(struct varsjob), parse, run, reply, drop};
