@@ -22,7 +22,7 @@
 
 static void on_fork_child(void)
 {
-    probe_agent_forget();
+    srv_agent_forget();
     dbg_fork_child();
     gil_hurry_fork_child();
 }
@@ -84,7 +84,7 @@ static int probe_start(struct pb_err *err)
         goto out;
     if ((rc = fault("loop", err)) < 0 || (rc = core_loop_init(err)) < 0)
         goto out;
-    if ((rc = fault("server", err)) < 0 || (rc = probe_server_start(err)) < 0)
+    if ((rc = fault("server", err)) < 0 || (rc = srv_start(err)) < 0)
         goto undo_loop;
     if ((rc = fault("worker", err)) < 0 || (rc = gil_worker_start(core_agent_loop(), err)) < 0)
         goto undo_server;
@@ -98,7 +98,7 @@ static int probe_start(struct pb_err *err)
     }
     if ((rc = fault("thread", err)) < 0 || (rc = core_loop_start(agent_first, err)) < 0)
         goto undo_events;
-    probe_server_sweep();
+    srv_sweep();
     started = 1;
     goto out;
 undo_events:
@@ -108,7 +108,7 @@ undo_task:
 undo_worker:
     gil_worker_stop();
 undo_server:
-    probe_server_stop();
+    srv_stop();
 undo_loop:
     core_loop_close();
 out:
@@ -135,7 +135,7 @@ __attribute__((constructor)) static void probe_load(void)
 
 __attribute__((destructor)) static void probe_unload(void)
 {
-    probe_agent_cleanup();
+    srv_agent_cleanup();
 }
 
 /* Start serving (idempotent) and, if listen is a non-empty "HOST:PORT", also on TCP with
@@ -146,7 +146,7 @@ PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errb
     struct pb_err err = {0};
     int rc = probe_start(&err);
     if (rc == 0 && listen && *listen)
-        rc = probe_agent_listen_sync(listen, token ? token : "", &err);
+        rc = srv_agent_listen_sync(listen, token ? token : "", &err);
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg[0] ? err.msg : pb_strerror(rc), errlen);
     return rc;

@@ -12,7 +12,7 @@ static size_t token_len;
 void core_token_set(const char *t)
 {
     size_t n = strlen(t);
-    if (n > PB_TOKEN_MAX) /* never reached: probe_tcp_listen refuses longer ones */
+    if (n > PB_TOKEN_MAX) /* never reached: srv_tcp_listen refuses longer ones */
         n = PB_TOKEN_MAX;
     memset(token, 0, sizeof token);
     memcpy(token, t, n);

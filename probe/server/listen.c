@@ -51,7 +51,7 @@ static uv_pipe_t unix_server;
 static uv_tcp_t tcp_server;
 static int tcp_listening;
 static uv_async_t cmd_async;
-static int cmd_async_ready; /* cmd_async initialised (probe_server_stop closes it) */
+static int cmd_async_ready; /* cmd_async initialised (srv_stop closes it) */
 static pid_t owner_pid;
 static int serving;
 /* The descriptors of open connections (fd + 1; 0 is a free slot), so that a fork() child closes
@@ -257,7 +257,7 @@ static void on_auth_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
     long long timeout = core_setting_int("net.auth_timeout_ms");
-    if (!probe_auth_expired(c->accepted_ms, loop_ms(), !c->unauth, timeout)) {
+    if (!srv_auth_expired(c->accepted_ms, loop_ms(), !c->unauth, timeout)) {
         /* The setting grew since: wait the rest. */
         uv_timer_start(t, on_auth_timeout, (uint64_t)(c->accepted_ms + timeout - loop_ms()), 0);
         return;
@@ -293,7 +293,7 @@ static int admit(struct conn *c, int tcp)
     };
     struct probe_admit_counts n = {n_conns, n_unauth};
     struct pb_err err = {0};
-    long fds_max = probe_fds_max(), fds_open;
+    long fds_max = srv_fds_max(), fds_open;
     uv_os_fd_t fd;
     /* The new descriptor's number is a floor for the count (the lowest free one is taken):
      * enough to refuse without reading /proc when the target is short of descriptors. */
@@ -303,8 +303,8 @@ static int admit(struct conn *c, int tcp)
     else if (n.conns >= l.max_conns && !(tcp && n.unauth >= l.max_unauth))
         fds_open = 0; /* refused by a cap anyway: no need to count */
     else
-        fds_open = probe_fds_open();
-    int rc = probe_admit(&l, &n, tcp, fds_open, fds_max, &err);
+        fds_open = srv_fds_open();
+    int rc = srv_admit(&l, &n, tcp, fds_open, fds_max, &err);
     if (rc < 0) {
         PB_LOG(PB_LOG_WARN, "refused a %s connection: %s", tcp ? "TCP" : "Unix-socket", err.msg);
         return 0;
@@ -430,7 +430,7 @@ static void format_bound(void)
     }
 }
 
-int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
+int srv_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     struct sockaddr_storage ss;
     if (!token || strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
@@ -476,7 +476,7 @@ static void on_cmd(uv_async_t *a)
     (void)a;
     pthread_mutex_lock(&cmd.mu);
     if (cmd.pending) {
-        cmd.rc = probe_tcp_listen(cmd.address, cmd.token, &cmd.err);
+        cmd.rc = srv_tcp_listen(cmd.address, cmd.token, &cmd.err);
         cmd.pending = 0;
         cmd.done = 1;
         pthread_cond_broadcast(&cmd.cv);
@@ -484,10 +484,10 @@ static void on_cmd(uv_async_t *a)
     pthread_mutex_unlock(&cmd.mu);
 }
 
-int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err)
+int srv_agent_listen_sync(const char *address, const char *token, struct pb_err *err)
 {
     if (core_on_agent_thread())
-        return probe_tcp_listen(address, token, err);
+        return srv_tcp_listen(address, token, err);
     /* Checked here too: the copies below must never cut them. */
     if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
         return pb_err_set(err, PB_EBADARG,
@@ -572,7 +572,7 @@ static int listen_unix(struct pb_err *err)
     return 0;
 }
 
-int probe_server_start(struct pb_err *err)
+int srv_start(struct pb_err *err)
 {
     owner_pid = getpid();
     uv_async_init(core_agent_loop(), &cmd_async, on_cmd);
@@ -587,7 +587,7 @@ int probe_server_start(struct pb_err *err)
     return 0;
 }
 
-void probe_server_stop(void)
+void srv_stop(void)
 {
     const struct probe_info *info = core_info_get();
     if (serving) {
@@ -603,13 +603,13 @@ void probe_server_stop(void)
     }
 }
 
-void probe_server_sweep(void)
+void srv_sweep(void)
 {
     if (core_task_submit(sweep_stale, sweep_done, NULL) < 0)
         PB_LOG(PB_LOG_WARN, "stale socket sweep not started");
 }
 
-void probe_agent_forget(void)
+void srv_agent_forget(void)
 {
     /* In a fork() child: the agent thread does not exist here. Close our descriptors so the
      * child does not keep the parent's sockets, and never touch the parent's socket file. */
@@ -626,7 +626,7 @@ void probe_agent_forget(void)
     serving = 0;
 }
 
-void probe_agent_cleanup(void)
+void srv_agent_cleanup(void)
 {
     const struct probe_info *info = core_info_get();
     if (serving && getpid() == owner_pid && info->socket_path[0])

@@ -247,20 +247,20 @@ void srv_session_set_authed(struct srv_session *s);
 /* ---- listen.c ---- */
 /* Listen for DAP on TCP at "HOST:PORT" (port 0 picks one) with this token. Listening again on
  * the same address just replaces the token. Returns 0 and fills probe_info's tcp_address. */
-int probe_tcp_listen(const char *address, const char *token, struct pb_err *err);
+int srv_tcp_listen(const char *address, const char *token, struct pb_err *err);
 
 /* server/listen.c: the Unix listener (once the loop exists, before it runs), the stale-socket
  * sweep (a task), TCP from any thread, fork and exit. */
-int probe_server_start(struct pb_err *err);
-/* Undoes probe_server_start (a start that failed later, before the loop ran): the listener and
+int srv_start(struct pb_err *err);
+/* Undoes srv_start (a start that failed later, before the loop ran): the listener and
  * its socket file go, its handles are closed. */
-void probe_server_stop(void);
-void probe_server_sweep(void);
+void srv_stop(void);
+void srv_sweep(void);
 /* From any thread: ask the loop to listen on TCP and wait for the outcome. */
-int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
+int srv_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
 /* fork() child: drop every descriptor the agent owned; the child has no agent. */
-void probe_agent_forget(void);
+void srv_agent_forget(void);
 /* At exit in the process that created it: remove the socket file. */
-void probe_agent_cleanup(void);
+void srv_agent_cleanup(void);
 
 #endif

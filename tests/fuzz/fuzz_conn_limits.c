@@ -5,7 +5,7 @@
  *      (the real srv_session); until `attach` succeeds the session never holds more than the
  *      limit plus a header, and after it requests as large as before are taken;
  *   1  connection count and descriptors: a sequence of accepts (Unix/TCP), attaches, closes and
- *      changes of the target's own descriptors through probe_admit; the caps and the reserve
+ *      changes of the target's own descriptors through srv_admit; the caps and the reserve
  *      always hold, nothing is refused that fits them, and a TCP one at the unauthenticated
  *      cap takes the place of one not past attach;
  *   2  attach deadline: bytes arriving at fuzzed times into a real TCP session; the connection
@@ -86,7 +86,7 @@ static void conn_limits(const uint8_t *d, size_t n)
             int evict = tcp && unauth >= l.max_unauth;
             int fits = conns - evict < l.max_conns && (!evict || unauth > 0) &&
                        (fds_max < 0 || fds_open - evict + l.fd_reserve <= fds_max);
-            int rc = probe_admit(&l, &c, tcp, fds_open, fds_max, &err);
+            int rc = srv_admit(&l, &c, tcp, fds_open, fds_max, &err);
             CHECK(rc < 0 ? !fits && err.msg[0] : fits && rc == (evict ? PROBE_ADMIT_EVICT : 0));
             if (rc == PROBE_ADMIT_EVICT) { /* the agent closes one not past attach */
                 for (int i = 0; i < conns; i++)
@@ -125,7 +125,7 @@ static void conn_limits(const uint8_t *d, size_t n)
     }
     /* Without a descriptor to count them with, nothing is kept. */
     struct probe_admit_counts none = {0, 0};
-    CHECK(probe_admit(&l, &none, 0, -1, fds_max, NULL) < 0);
+    CHECK(srv_admit(&l, &none, 0, -1, fds_max, NULL) < 0);
 }
 
 /* 2: attach deadline. Bytes: timeout (2), then (delay, length, bytes...) steps. */
@@ -142,7 +142,7 @@ static void auth_deadline(const uint8_t *d, size_t n)
         if (k > n)
             k = n;
         int authed_before = srv_session_is_authed(s);
-        int e = probe_auth_expired(0, now, authed_before, timeout);
+        int e = srv_auth_expired(0, now, authed_before, timeout);
         CHECK(e == (!authed_before && now >= timeout));
         if (e) { /* the agent closes it here: bytes after the deadline are never read */
             expired = 1;
@@ -154,7 +154,7 @@ static void auth_deadline(const uint8_t *d, size_t n)
         n -= k;
         /* Once past attach, no time expires it. */
         if (srv_session_is_authed(s))
-            CHECK(!probe_auth_expired(0, now + 1000000000LL, 1, timeout));
+            CHECK(!srv_auth_expired(0, now + 1000000000LL, 1, timeout));
     }
     CHECK(!expired || !srv_session_is_authed(s));
     srv_session_detach_io(s);

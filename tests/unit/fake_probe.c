@@ -41,7 +41,7 @@ int core_token_check(const char *token)
     return token && strcmp(token, "secret-token") == 0;
 }
 
-int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
+int srv_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     (void)token;
     fake_listen_calls++;

@@ -16,7 +16,7 @@ int srv_req_probing_listen(struct srv_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.address: expected string");
     if (!token)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.token: expected string");
-    rc = probe_tcp_listen(address, token, &c->err);
+    rc = srv_tcp_listen(address, token, &c->err);
     if (rc < 0)
         return rc;
     cJSON_AddStringToObject(body, "address", core_info_get()->tcp_address);
