@@ -197,7 +197,7 @@ $(B)/lib/probing/libprobing-$(1).so: $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_
 	$$(Q)$$(CC) $$(OPT) -shared -Wl,-soname,libprobing-$(1).so \
 	    -o $$@ $$^ $$(PROBE_LINK_LIBS) $$(PROBE_PKG_LIBS) $$(LDFLAGS_EXTRA) -lpthread -ldl
 PROBE_LIBS += $(B)/lib/probing/libprobing-$(1).so
-# The out-of-process reader (debug --dump --no-inject; probe/sig/pyrt_remote.c): the same frame
+# The out-of-process reader (debug --dump --no-inject; probe/reader/reader.c): the same frame
 # walker built with PYRT_REMOTE, loaded by the CLI, never by a target.
 $(B)/obj/rd$(1)/%.o: %.c | check-libs
 	@mkdir -p $$(dir $$@)
@@ -213,7 +213,7 @@ READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/py
                probe/pyrt/numpy.c \
                probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
-               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c \
+               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/reader/reader.c \
                probe/pyrt/asyncio_mem.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c common/err.c
 READER_LIBS :=
 $(foreach v,$(PY_MINORS),$(eval $(call probe_rules,$(v))))

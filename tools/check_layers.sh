@@ -16,7 +16,7 @@ layers=(
   "sql"
   "torch debugger"
   "server"
-  "."
+  ". reader"
 )
 declare -A rank
 for i in "${!layers[@]}"; do for d in ${layers[$i]}; do rank[$d]=$i; done; done

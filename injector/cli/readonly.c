@@ -2,7 +2,7 @@
 /* `debug --dump --no-inject` and `cluster stacks --no-inject`: a live process's Python stacks
  * read from outside, loading nothing into it. The CLI finds the interpreter's globals in the
  * target's ELF symbols (inj_pysyms), dlopens the reader built from the probe's own frame walker
- * for the target's CPython (libprobing-read-3.X.so, probe/sig/pyrt_remote.c) and lets it read the
+ * for the target's CPython (libprobing-read-3.X.so, probe/reader/reader.c) and lets it read the
  * target with process_vm_readv; then adds what the probe would have added from /proc: thread
  * names (the kernel's), native ids before 3.11 (the tid field of glibc's struct pthread at the
  * thread's pthread_t, its offset found on the main thread, whose tid is the pid), the GIL

@@ -21,7 +21,7 @@
  * "awaits"; finished tasks (they leave the list). No GIL needed.
  *
  * Built a second time with PYRT_REMOTE into the out-of-process reader (libprobing-read-3.X.so,
- * probe/sig/pyrt_remote.c: `debug --dump --no-inject --tasks`, `dump --core --tasks`): there
+ * probe/reader/reader.c: `debug --dump --no-inject --tasks`, `dump --core --tasks`): there
  * every read goes through the reader's (pyrt_read: the target's memory or a core's), the
  * types compared with are the target's (pyrt_remote), and the offsets are the caller's, which
  * read ".AsyncioDebug" from the target's module file; strs and code objects are read by the

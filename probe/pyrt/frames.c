@@ -17,6 +17,10 @@
 
 #define MIN_STEPS 4096 /* frames visited (kept or skipped) per walk, at least */
 
+#ifdef PYRT_REMOTE
+struct pyrt_remote_syms pyrt_remote; /* the target's globals, set by probe/reader/ */
+#endif
+
 /* The owner of the C-stack shim frame below an eval-loop call's first frame (3.12+). */
 #if PY_VERSION_HEX >= 0x030E0000
 #define PYRT_OWNER_SHIM FRAME_OWNED_BY_INTERPRETER

@@ -52,7 +52,7 @@
 #include "read.h"
 
 /* The interpreter's globals the walker compares with or starts from: ours in the probe; in the
- * out-of-process reader (built with PYRT_REMOTE, sig/pyrt_remote.c) the target's, found by the
+ * out-of-process reader (built with PYRT_REMOTE, probe/reader/) the target's, found by the
  * CLI in its ELF symbols. */
 #ifdef PYRT_REMOTE
 struct pyrt_remote_syms {
@@ -64,7 +64,7 @@ struct pyrt_remote_syms {
     uintptr_t coro_type, gen_type, asyncgen_type, set_type;
 };
 extern struct pyrt_remote_syms pyrt_remote;
-/* What the out-of-process reader (sig/pyrt_remote.c) gives asyncio_mem.c before
+/* What the out-of-process reader (probe/reader/) gives asyncio_mem.c before
  * pyrt_asyncio_tasks_mem: the offsets of ".AsyncioDebug" (noffs of them, 13 used), read by the
  * CLI from the target's module file; the UTF-8 of the str at obj into out (cap bytes with the
  * NUL: 0, or -1); a code object's function and file names, line table (each malloc'd) and first

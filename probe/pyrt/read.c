@@ -22,9 +22,14 @@ static void on_fork_child(void)
 }
 #endif
 #ifdef PYRT_REMOTE
-/* The out-of-process reader (sig/pyrt_remote.c): the CLI's read of the target (a live process
- * or a core file). */
-extern pyrt_read_fn pyrt_remote_read;
+/* The out-of-process reader (probe/reader/): the CLI's read of the target (a live process or a
+ * core file). */
+static pyrt_read_fn pyrt_remote_read;
+
+void pyrt_read_remote_set(pyrt_read_fn rd)
+{
+    pyrt_remote_read = rd;
+}
 #endif
 
 int pyrt_read(uintptr_t addr, void *dst, size_t n)

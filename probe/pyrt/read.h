@@ -25,6 +25,11 @@ long pyrt_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, siz
 /* Outside any handler: tests that pyrt_read works here (seccomp may refuse the syscall;
  * then every later read fails cleanly). Returns 0, or -1. */
 int pyrt_read_prepare(void);
+#ifdef PYRT_REMOTE
+/* The out-of-process reader (probe/reader/): every read goes through rd, the CLI's read of the
+ * target. Set before each walk. */
+void pyrt_read_remote_set(pyrt_read_fn rd);
+#endif
 
 /* n bytes at addr copied directly, for memory the caller knows is mapped (the calling thread's
  * own stack, a live object): byte by byte through volatile loads, outside the sanitizers' view

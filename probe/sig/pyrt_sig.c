@@ -21,7 +21,7 @@ static volatile int sig_tids_allowed; /* sig_pyrt_prepare ran with the syscall r
 static uintptr_t sig_gil; /* the main interpreter's GIL state (sig_pyrt_prepare), 0: unknown */
 #endif
 
-#ifndef PYRT_REMOTE /* the out-of-process reader (sig/pyrt_remote.c) runs in the CLI */
+#ifndef PYRT_REMOTE /* the out-of-process reader (probe/reader/) runs in the CLI */
 int sig_pyrt_prepare(void)
 {
     struct pb_err err = {0};

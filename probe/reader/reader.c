@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The out-of-process reader (`debug --dump --no-inject`; not signal context, beside pyrt_sig.c whose
- * walk it reuses): the probe's own frame walker
- * (pyrt/frames.c, pyrt/lines.c, and pyrt_sig.c's thread list and descriptions) built a second time
- * per CPython minor with PYRT_REMOTE into libprobing-read-3.X.so, which the CLI dlopens: every
- * read goes through the CLI's read (process_vm_readv on a live target, or a core file's
- * segments; pyrt/read.c calls pyrt_remote_read) and the
- * interpreter's globals are the target's (pyrt_remote, from its ELF symbols). Nothing is
- * loaded into the target. In the probe itself this file is empty. */
+/* The out-of-process reader (`debug --dump --no-inject`, `dump --core`): the composition root of
+ * libprobing-read-3.X.so, which the CLI dlopens, as entry.c is the probe's. The probe's own frame
+ * walker (pyrt/frames.c, pyrt/lines.c, and sig/pyrt_sig.c's thread list and descriptions) and
+ * unwinder (sig/unwind*.c) built a second time per CPython minor with PYRT_REMOTE: every read
+ * goes through the CLI's read (process_vm_readv on a live target, or a core file's segments),
+ * handed to pyrt with pyrt_read_remote_set, and the interpreter's globals are the target's
+ * (pyrt_remote, from its ELF symbols). Not signal context; it builds the JSON the CLI prints.
+ * Nothing is loaded into the target. In the probe itself this file is empty. */
 #ifdef PYRT_REMOTE
 #include "pyrt/atasks_json.h"
 #include "pyrt/internal.h"
-#include "pyrt_sig.h"
-#include "unwind.h"
+#include "sig/pyrt_sig.h"
+#include "sig/unwind.h"
 
 #if PY_VERSION_HEX >= 0x030B0000
 #pragma GCC diagnostic push
@@ -25,9 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
-
-struct pyrt_remote_syms pyrt_remote;
-pyrt_read_fn pyrt_remote_read;
 
 #define REMOTE_THREADS 1024
 
@@ -326,7 +323,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     int locked = 0, n, rc;
     char *text = NULL;
     cJSON *body = NULL;
-    pyrt_remote_read = rd;
+    pyrt_read_remote_set(rd);
     syms_set(syms, nsyms);
     if (max_frames < 1)
         max_frames = 1;
@@ -453,7 +450,7 @@ char *probing_read_tasks(pyrt_read_fn rd, const uintptr_t *syms, int nsyms, cons
 {
     struct probe_atasks a;
     struct pb_err e = {0};
-    pyrt_remote_read = rd;
+    pyrt_read_remote_set(rd);
     syms_set(syms, nsyms);
     struct asyncio_mem_remote r = {
         .offs = offs, .noffs = noffs, .str = sig_pyrt_str, .code = code_for_tasks};
@@ -510,7 +507,7 @@ int probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3],
     struct unwind_cache *cache = calloc(1, sizeof *cache);
     if (!cache)
         return -1;
-    pyrt_remote_read = rd;
+    pyrt_read_remote_set(rd);
     memset(&uc, 0, sizeof uc);
 #if defined(__x86_64__)
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)regs[0];
