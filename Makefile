@@ -99,10 +99,10 @@ COMMON_SRCS := $(wildcard common/*.c)
 # (session, dispatch, one file per request) is probe/server/.
 DAP_SRCS := $(wildcard dap/*.c)
 DAP_CLIENT_SRCS := $(DAP_SRCS)
-# injector/: the ptrace injector (inject/, the only part cross-built for aarch64), the flame
+# injector/: the ptrace injector (ptrace/, the only part cross-built for aarch64), the flame
 # graph renderers (render/: pure functions of folded stacks) and the CLI (cli/: main.c, a file
 # per command, cluster/, perf/ and serve/ in folders of their own).
-INJ_SRCS := $(wildcard injector/inject/*.c injector/inject/arch/*.c)
+INJ_SRCS := $(wildcard injector/ptrace/*.c injector/ptrace/arch/*.c)
 RENDER_SRCS := $(wildcard injector/render/*.c)
 EXT_SRCS := $(wildcard injector/cli/ext/*.c)
 CLI_SRCS := $(filter-out $(EXT_SRCS),$(wildcard injector/cli/*.c injector/cli/*/*.c))
@@ -368,7 +368,7 @@ FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c t
              tests/unit/fake_eval.c tests/unit/fake_debug.c tests/unit/fake_torch.c tests/unit/fake_crash.c \
              tests/unit/fake_perf.c probe/pyrt/snapshot.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c probe/core/settings.c probe/core/settings_compat.c \
              probe/core/rows.c probe/gil/eval_result.c probe/prof/modules.c tests/fuzz/fuzz_sink.h \
-             injector/inject/elf.c injector/cli/corefile.c injector/cli/srccache.c
+             injector/ptrace/elf.c injector/cli/corefile.c injector/cli/srccache.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 # Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
 # the harness's own pyrt_read over the input). Its replay runs under clang's ASan and UBSan:
@@ -405,7 +405,7 @@ asan:
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
 
-# The injector (injector/inject/) and common/ only: the CLI and the renderers run where the
+# The injector (injector/ptrace/) and common/ only: the CLI and the renderers run where the
 # user is, and are not cross-built.
 cross-aarch64:
 	@for f in $(INJ_SRCS) $(COMMON_SRCS); do \

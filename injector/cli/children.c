@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 /* /proc/PID/stat: comm, state, ppid. 0 or -1. */
 static int proc_stat(pid_t pid, char *comm, size_t ncomm, char *state, pid_t *ppid)

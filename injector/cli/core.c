@@ -18,7 +18,7 @@
 
 #include "cli.h"
 #include "corefile.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 static struct core_file core;
 static const struct cli_ext *core_ext; /* --native: names and lines from DWARF (ext/srcline.c) */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 static void help(void)
 {

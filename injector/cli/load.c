@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Making sure the probe is loaded in a local target: find the probe library for its CPython
- * version, inject it (injector/inject/) unless it is loaded with its agent answering, one
+ * version, inject it (injector/ptrace/) unless it is loaded with its agent answering, one
  * injection per process at a time (a lock in our private directory), and a fresh copy into a
  * fork child that inherited the probe without its agent. */
 #include <dirent.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 int cli_libdir(char *buf, size_t n)
 {

@@ -20,7 +20,7 @@
 #include <sys/uio.h>
 
 #include "cli.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 typedef char *(*read_dump_fn)(cli_read_fn rd, int pid, const uintptr_t *syms, int nsyms,
                               int max_frames, int locals, char *err, size_t errn);

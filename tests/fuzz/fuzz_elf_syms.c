@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer harness: the CLI's ELF reader (injector/inject/elf.c) on a file a hostile user
+/* libFuzzer harness: the CLI's ELF reader (injector/ptrace/elf.c) on a file a hostile user
  * chose (the interpreter of a process root reads with debug --dump, cluster, serve; a file a
  * core names). The input is the whole file, in a buffer of exactly its size: every symbol
  * lookup the CLI makes (.dynsym with versions and .gnu.hash, then .symtab), the section
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "injector/inject/internal.h"
+#include "injector/ptrace/internal.h"
 
 static void check(int ok, const char *what)
 {

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 struct target {
     pid_t pid;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 
 #define ENV_MAX (256 * 1024)
 

@@ -24,7 +24,7 @@
 
 #include "injector/cli/cluster/cluster.h"
 #include "injector/cli/perf/perf.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 #include "nvml.h"
 #include "serve.h"
 

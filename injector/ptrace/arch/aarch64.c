@@ -5,7 +5,7 @@
  * applied to it, and restored afterwards with every other register. FP state is FPSIMD
  * (NT_PRFPREG). There is no red zone in the Linux ABI; inject.c skips 128 bytes anyway. */
 #if defined(__aarch64__)
-#include "injector/inject/internal.h"
+#include "injector/ptrace/internal.h"
 
 #include <elf.h>
 #include <errno.h>

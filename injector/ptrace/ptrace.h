@@ -3,8 +3,8 @@
  * whether the probe is loaded) from /proc, and makes it dlopen the probe library through ptrace.
  * All functions return 0 or a negative code (-errno or PB_E*), with detail in struct pb_err whose
  * msg is one line "what failed: what to do" ready for `probing: error: <msg>`. */
-#ifndef INJ_H
-#define INJ_H
+#ifndef INJECTOR_PTRACE_H
+#define INJECTOR_PTRACE_H
 
 #include <stddef.h>
 #include <sys/types.h>

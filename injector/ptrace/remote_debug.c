@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "inj.h"
+#include "ptrace.h"
 
 /* offsetof(_Py_DebugOffsets, debugger_support.remote_debugging_enabled) on 64-bit builds. */
 static const struct {

@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "inj.h"
+#include "ptrace.h"
 
 int inj_file_copy(const char *from, const char *to, uid_t uid, gid_t gid)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Cross-file internals of the injector: /proc parsing (procfs.c), ELF symbol lookup (elf.c),
  * ptrace stops with bounded waits (ptrace.c) and the per-architecture register work for a remote
- * function call (arch/x86_64.c, arch/aarch64.c). inject.c ties them together; inj.h is the
- * public face. Same error rule as inj.h: 0 or a negative code. */
+ * function call (arch/x86_64.c, arch/aarch64.c). inject.c ties them together; ptrace.h is the
+ * public face. Same error rule as ptrace.h: 0 or a negative code. */
 #ifndef INJ_INTERNAL_H
 #define INJ_INTERNAL_H
 
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "inj.h"
+#include "ptrace.h"
 
 /* ---- procfs.c ---- */
 

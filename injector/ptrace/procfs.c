@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading a target from /proc: its mappings (/proc/PID/maps) and the few /proc/PID/status fields
- * the injector's checks need (State, TracerPid, Uid, Gid, NSpid). Also inj_maps_find from inj.h,
+ * the injector's checks need (State, TracerPid, Uid, Gid, NSpid). Also inj_maps_find from ptrace.h,
  * which the CLI uses to tell whether the probe is already loaded. */
 #include "internal.h"
 

@@ -5,7 +5,7 @@
  * syscall into our call; restoring the saved orig_rax/rax afterwards lets the kernel restart it
  * as if nothing happened. The FP/vector state is saved as the whole XSAVE area. */
 #if defined(__x86_64__)
-#include "injector/inject/internal.h"
+#include "injector/ptrace/internal.h"
 
 #include <elf.h>
 #include <errno.h>
