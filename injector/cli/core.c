@@ -95,7 +95,7 @@ static void exe_libpython(const char *exe, const struct core_map **m, int ver[3]
     const char *const name[1] = {"_PyRuntime"};
     const struct core_map *lib;
     if (!exe || !(lib = libpython_map()) ||
-        (*m && inj_file_syms(exe, (*m)->start, (*m)->off, name, 1, &rt) == 0 && rt))
+        (*m && ptrace_file_syms(exe, (*m)->start, (*m)->off, name, 1, &rt) == 0 && rt))
         return;
     int v[2];
     if (sscanf(base_of(lib->path), "libpython%d.%d", &v[0], &v[1]) != 2)
@@ -242,7 +242,7 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     unsigned long long off = 0;
     int line = 0;
     cJSON *o = cJSON_CreateObject();
-    if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
+    if (m && ptrace_file_bias(m->path, m->start, m->off, &bias) == 0)
         core_ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
                           sizeof func, &off);
     if (!func[0] && m && strcmp(m->path, interp) == 0 &&
@@ -413,15 +413,15 @@ static int core_asyncio_offsets(uint64_t *offs, char *why, size_t n)
     int mapped = 0;
     for (int i = 0; i < core.nmaps; i++) {
         int seen = 0;
-        if (!inj_asyncio_candidate(core.maps[i].path))
+        if (!ptrace_asyncio_candidate(core.maps[i].path))
             continue;
         for (int k = 0; k < i && !seen; k++)
             seen = strcmp(core.maps[k].path, core.maps[i].path) == 0;
         if (seen)
             continue;
         mapped |= strstr(base_of(core.maps[i].path), "_asyncio.") != NULL;
-        if (inj_file_section(core.maps[i].path, ".AsyncioDebug", offs,
-                             CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
+        if (ptrace_file_section(core.maps[i].path, ".AsyncioDebug", offs,
+                                CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
             return 0;
     }
     if (!mapped)
@@ -505,7 +505,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     }
     if (tasks && cli_read_tasks_check(ver, "in a core", err) < 0)
         goto out;
-    if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
+    if (ptrace_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
         pb_err_set(err, -ENOENT,
                    "cannot read the symbols of %s (the core's interpreter): give "
                    "it with --exe PATH, or the root it ran in with --sysroot DIR",
