@@ -25,7 +25,7 @@
  * every read goes through the reader's (pyrt_read: the target's memory or a core's), the
  * types compared with are the target's (pyrt_remote), and the offsets are the caller's, which
  * read ".AsyncioDebug" from the target's module file; strs and code objects are read by the
- * reader's functions (asyncio_mem_remote_set: sig/ sits above this folder). */
+ * reader's functions (pyrt_asyncio_mem_remote_set: sig/ sits above this folder). */
 #include "internal.h"
 
 #include <elf.h>
@@ -64,10 +64,10 @@ struct find {
 
 #ifdef PYRT_REMOTE
 static struct find remote_offs;
-static struct asyncio_mem_remote remote_fns;
+static struct pyrt_asyncio_mem_remote remote_fns;
 
 static int offsets_ok(const struct aoffs *o);
-int asyncio_mem_remote_set(const struct asyncio_mem_remote *r)
+int pyrt_asyncio_mem_remote_set(const struct pyrt_asyncio_mem_remote *r)
 {
     memset(&remote_offs, 0, sizeof remote_offs);
     remote_fns = *r;
@@ -486,7 +486,7 @@ int pyrt_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 }
 
 #ifdef PYRT_REMOTE
-int asyncio_mem_remote_set(const struct asyncio_mem_remote *r)
+int pyrt_asyncio_mem_remote_set(const struct pyrt_asyncio_mem_remote *r)
 {
     (void)r;
     return -1;

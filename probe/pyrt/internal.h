@@ -68,16 +68,16 @@ extern struct pyrt_remote_syms pyrt_remote;
  * pyrt_asyncio_tasks_mem: the offsets of ".AsyncioDebug" (noffs of them, 13 used), read by the
  * CLI from the target's module file; the UTF-8 of the str at obj into out (cap bytes with the
  * NUL: 0, or -1); a code object's function and file names, line table (each malloc'd) and first
- * line (0, or -1). asyncio_mem_remote_set: 0, or -1 when the offsets are implausible (or
+ * line (0, or -1). pyrt_asyncio_mem_remote_set: 0, or -1 when the offsets are implausible (or
  * before 3.14). */
-struct asyncio_mem_remote {
+struct pyrt_asyncio_mem_remote {
     const uint64_t *offs;
     int noffs;
     int (*str)(uintptr_t obj, char *out, size_t cap);
     int (*code)(uintptr_t code, char **func, char **file, unsigned char **table, size_t *tablen,
                 int *firstlineno);
 };
-int asyncio_mem_remote_set(const struct asyncio_mem_remote *r);
+int pyrt_asyncio_mem_remote_set(const struct pyrt_asyncio_mem_remote *r);
 #define PYRT_RUNTIME ((_PyRuntimeState *)pyrt_remote.runtime)
 #define PYRT_CODE_TYPE ((PyTypeObject *)pyrt_remote.code_type)
 #define PYRT_FRAME_TYPE ((PyTypeObject *)pyrt_remote.frame_type)

@@ -415,7 +415,7 @@ out:
     free(ts);
     return text;
 }
-/* A code object for asyncio_mem.c (struct asyncio_mem_remote). */
+/* A code object for asyncio_mem.c (struct pyrt_asyncio_mem_remote). */
 static int code_for_tasks(uintptr_t code, char **func, char **file, unsigned char **table,
                           size_t *tablen, int *firstlineno)
 {
@@ -452,9 +452,9 @@ char *probing_read_tasks(pyrt_read_fn rd, const uintptr_t *syms, int nsyms, cons
     struct pb_err e = {0};
     pyrt_read_remote_set(rd);
     syms_set(syms, nsyms);
-    struct asyncio_mem_remote r = {
+    struct pyrt_asyncio_mem_remote r = {
         .offs = offs, .noffs = noffs, .str = sig_pyrt_str, .code = code_for_tasks};
-    if (PY_VERSION_HEX >= 0x030E0000 && asyncio_mem_remote_set(&r) < 0) {
+    if (PY_VERSION_HEX >= 0x030E0000 && pyrt_asyncio_mem_remote_set(&r) < 0) {
         snprintf(err, errn, "the _asyncio module's .AsyncioDebug offsets are implausible");
         return NULL;
     }
