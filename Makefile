@@ -247,18 +247,23 @@ check-libs:
 	@command -v patchelf >/dev/null || { \
 	  echo "probing: error: patchelf is missing (it names the cJSON the probe carries): run 'make deps' or 'apt-get install patchelf'" >&2; \
 	  exit 1; }
+	@command -v ctags >/dev/null || { \
+	  echo "probing: error: ctags is missing (tools/check_names.sh reads the definitions with it): run 'make deps' or 'apt-get install universal-ctags'" >&2; \
+	  exit 1; }
 	@if [ -z "$(PY_MINORS)" ]; then \
 	  echo "probing: error: no CPython 3.8-3.15 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
 	  exit 1; fi
 
 # The probe is a guest: it exports exactly the entry points probe/probe.h declares
-# (docs/style.md); its folders are layers (tools/check_layers.sh); its signal handlers' objects
-# reference nothing that could block (tools/check_signal_safety.sh).
+# (docs/style.md); its folders are layers (tools/check_layers.sh); every name says its folder
+# (tools/check_names.sh); its signal handlers' objects reference nothing that could block
+# (tools/check_signal_safety.sh).
 check-exports: $(PROBE_LIBS)
 	@tools/check_exports.sh $(PROBE_LIBS)
 	@NEEDED_ALLOW="$(PROBE_NEEDED_ALLOW)" tools/check_needed.sh $(PROBE_LIBS)
 	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/probe/sig $(B)/obj/py$$v/probe/sig || exit 1; done
 	@tools/check_layers.sh
+	@tools/check_names.sh
 # ---- tests ----
 # The signal-side unwinder without its module table's builder or maps finder: what the unit
 # tests and the eh_frame fuzzer drive.

@@ -58,7 +58,7 @@ ctags -x --_xformat='%K|%{file}|%F|%N' --kinds-C=fpvx --language-force=C \
     $2 == "file" { next }     # static
     {
       kind = $1; path = $3; name = $4; u = unit(path)
-      if (u == "") { printf "probing: error: %s: its folder has no prefix in tools/check_names.sh\n", path; bad = 1; next }
+      if (u == "") { if (!(path in nopre)) printf "probing: error: %s: its folder has no prefix in tools/check_names.sh\n", path; nopre[path] = 1; bad = 1; next }
       if (kind == "function") { defs[name] = (name in defs ? defs[name] " " : "") u; where[name] = path }
       else if (kind == "variable") { vdefs[name] = (name in vdefs ? vdefs[name] " " : "") u }
       else if (path ~ /\.h$/) { decl[++nd] = name; dkind[nd] = kind; dpath[nd] = path; dunit[nd] = u }
