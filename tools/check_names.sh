@@ -7,8 +7,8 @@
 # beside tools/check_layers.sh. Prints each name that breaks this and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v ctags >/dev/null || {
-  echo "probing: error: ctags is missing (tools/check_names.sh reads definitions with it): run 'make deps' or 'apt-get install universal-ctags'" >&2
+ctags --version 2>/dev/null | grep -q '^Universal Ctags' || {
+  echo "probing: error: Universal Ctags is missing (tools/check_names.sh reads definitions with it): run 'make deps' or 'apt-get install universal-ctags'" >&2
   exit 1
 }
 # folder (its subfolders too, unless listed themselves) and its prefix.
@@ -58,7 +58,7 @@ ctags -x --_xformat='%K|%{file}|%F|%N' --kinds-C=fpvx --language-force=C \
     $2 == "file" { next }     # static
     {
       kind = $1; path = $3; name = $4; u = unit(path)
-      if (u == "") { if (!(path in nopre)) printf "probing: error: %s: its folder has no prefix in tools/check_names.sh\n", path; nopre[path] = 1; bad = 1; next }
+      if (u == "") { if (!(path in nopre)) printf "probing: error: %s: its folder has no prefix in tools/check_names.sh\n", path > "/dev/stderr"; nopre[path] = 1; bad = 1; next }
       if (kind == "function") { defs[name] = (name in defs ? defs[name] " " : "") u; where[name] = path }
       else if (kind == "variable") { vdefs[name] = (name in vdefs ? vdefs[name] " " : "") u }
       else if (path ~ /\.h$/) { decl[++nd] = name; dkind[nd] = kind; dpath[nd] = path; dunit[nd] = u }
@@ -67,14 +67,14 @@ ctags -x --_xformat='%K|%{file}|%F|%N' --kinds-C=fpvx --language-force=C \
       for (name in defs) {
         if (index(allowed, " " name " ")) continue
         split(defs[name], us, " "); u = us[1]; o = prefix_owner(name)
-        if (o == "") { printf "probing: error: %s (%s): no folder'"'"'s prefix (%s is %s/'"'"'s)\n", name, where[name], pre[u], u; bad = 1 }
-        else if (o != u) { printf "probing: error: %s (%s): the prefix of %s/, defined in %s/ (prefix %s)\n", name, where[name], o, u, pre[u]; bad = 1 }
+        if (o == "") { printf "probing: error: %s (%s): no folder'"'"'s prefix (%s is %s/'"'"'s)\n", name, where[name], pre[u], u > "/dev/stderr"; bad = 1 }
+        else if (o != u) { printf "probing: error: %s (%s): the prefix of %s/, defined in %s/ (prefix %s)\n", name, where[name], o, u, pre[u] > "/dev/stderr"; bad = 1 }
       }
       for (i = 1; i <= nd; i++) {
         name = decl[i]; d = (dkind[i] == "prototype") ? defs[name] : vdefs[name]
         sub(/^ +/, "", d)
         if (d == "" || index(" " d " ", " " dunit[i] " ")) continue
-        printf "probing: error: %s declares %s, defined in %s/, not in %s/\n", dpath[i], name, d, dunit[i]; bad = 1
+        printf "probing: error: %s declares %s, defined in %s/, not in %s/\n", dpath[i], name, d, dunit[i] > "/dev/stderr"; bad = 1
       }
       exit bad
     }' || {
