@@ -99,10 +99,10 @@ COMMON_SRCS := $(wildcard common/*.c)
 # (session, dispatch, one file per request) is probe/server/.
 DAP_SRCS := $(wildcard dap/*.c)
 DAP_CLIENT_SRCS := $(DAP_SRCS)
-# injector/: the ptrace injector (inject/, the only part cross-built for aarch64), the flame
+# injector/: the ptrace injector (ptrace/, the only part cross-built for aarch64), the flame
 # graph renderers (render/: pure functions of folded stacks) and the CLI (cli/: main.c, a file
 # per command, cluster/, perf/ and serve/ in folders of their own).
-INJ_SRCS := $(wildcard injector/inject/*.c injector/inject/arch/*.c)
+INJ_SRCS := $(wildcard injector/ptrace/*.c injector/ptrace/arch/*.c)
 RENDER_SRCS := $(wildcard injector/render/*.c)
 EXT_SRCS := $(wildcard injector/cli/ext/*.c)
 CLI_SRCS := $(filter-out $(EXT_SRCS),$(wildcard injector/cli/*.c injector/cli/*/*.c))
@@ -188,14 +188,14 @@ PY_FIXES := -D_Py_STDC_VERSION=__STDC_VERSION__
 pyflags = -I$(call pyinc,$(1)) -I$(call pyinc,$(1))/internal -idirafter $(dir $(call pyinc,$(1))) $(PY_FIXES)
 
 # Per CPython minor M: the probe's objects in obj/pyM/, the out-of-process reader's
-# (debug --dump --no-inject; probe/sig/pyrt_remote.c: the same frame walker built with
+# (debug --dump --no-inject; probe/reader/reader.c: the same frame walker built with
 # PYRT_REMOTE, loaded by the CLI, never by a target) in obj/rdM/. PYV, set per object folder,
 # picks the minor's headers; the recipes below are shared by every minor.
 READER_SRCS := probe/pyrt/read.c probe/pyrt/lines.c probe/pyrt/frames.c probe/pyrt/memlocals.c \
                probe/pyrt/numpy.c \
                probe/sig/pyrt_sig.c \
                probe/sig/unwind.c probe/sig/unwind_cfi.c probe/sig/unwind_cache.c \
-               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/sig/pyrt_remote.c \
+               probe/sig/unwind_maps.c probe/sig/unwind_table.c probe/reader/reader.c \
                probe/pyrt/asyncio_mem.c probe/pyrt/atasks.c probe/pyrt/atasks_json.c common/err.c
 probe_objs = $(patsubst %.c,$(B)/obj/py$(1)/%.o,$(PROBE_PY_SRCS))
 reader_objs = $(patsubst %.c,$(B)/obj/rd$(1)/%.o,$(READER_SRCS))
@@ -243,7 +243,7 @@ $(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 # What every build checks of the probe (each its own target; `all` runs them all).
-CHECKS := check-exports check-needed check-signal-safety check-layers
+CHECKS := check-exports check-needed check-signal-safety check-layers check-names
 .PHONY: all deps check-libs format-check test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 checks $(CHECKS) fresh-check dist dist-check release-check
 all: $(CLI_BIN) $(SERVE_BIN) $(EXT_LIB) $(PROBE_LIBS) $(READER_LIBS) checks
@@ -263,13 +263,17 @@ check-libs:
 	@command -v patchelf >/dev/null || { \
 	  echo "probing: error: patchelf is missing (it names the cJSON the probe carries): run 'make deps' or 'apt-get install patchelf'" >&2; \
 	  exit 1; }
+	@command -v ctags >/dev/null || { \
+	  echo "probing: error: ctags is missing (tools/check_names.sh reads the definitions with it): run 'make deps' or 'apt-get install universal-ctags'" >&2; \
+	  exit 1; }
 	@if [ -z "$(PY_MINORS)" ]; then \
 	  echo "probing: error: no CPython 3.8-3.15 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \
 	  exit 1; fi
 
 # The probe is a guest: it exports exactly the entry points probe/probe.h declares
-# (docs/style.md); its folders are layers (tools/check_layers.sh); its signal handlers' objects
-# reference nothing that could block (tools/check_signal_safety.sh).
+# (docs/style.md); its folders are layers (tools/check_layers.sh); every name says its folder
+# (tools/check_names.sh); its signal handlers' objects reference nothing that could block
+# (tools/check_signal_safety.sh).
 checks: $(CHECKS)
 check-exports: $(PROBE_LIBS)
 	@tools/check_exports.sh $(PROBE_LIBS)
@@ -279,6 +283,8 @@ check-signal-safety: $(PROBE_LIBS)
 	@for v in $(PY_MINORS); do tools/check_signal_safety.sh $(B)/obj/probe/sig $(B)/obj/py$$v/probe/sig || exit 1; done
 check-layers:
 	@tools/check_layers.sh
+check-names:
+	@tools/check_names.sh
 # ---- tests ----
 # The signal-side unwinder without its module table's builder or maps finder: what the unit
 # tests and the eh_frame fuzzer drive.
@@ -397,10 +403,10 @@ vscode-real-bundled: all vsix-linux-x64
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 # The harnesses add the readers of files they fuzz (ELF, core files).
-FUZZ_DEPS := $(TESTED_SRCS) $(FAKE_SRCS) tests/fuzz/fuzz_sink.h injector/inject/elf.c injector/cli/corefile.c
+FUZZ_DEPS := $(TESTED_SRCS) $(FAKE_SRCS) tests/fuzz/fuzz_sink.h injector/ptrace/elf.c injector/cli/corefile.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 # Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
-# the harness's own pyrt_sig_read over the input). Its replay runs under clang's ASan and UBSan:
+# the harness's own pyrt_read over the input). Its replay runs under clang's ASan and UBSan:
 # the overruns and overflows its corpus holds (crash-*) are silent without them (and gcc's UBSan
 # misses one of them).
 $(B)/fuzz/replay-eh_frame build/fuzz/fuzz-eh_frame: $(UNWIND_SRCS) probe/sig/unwind_table.c
@@ -434,7 +440,7 @@ asan:
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
 
-# The injector (injector/inject/) and common/ only: the CLI and the renderers run where the
+# The injector (injector/ptrace/) and common/ only: the CLI and the renderers run where the
 # user is, and are not cross-built.
 cross-aarch64:
 	@for f in $(INJ_SRCS) $(COMMON_SRCS); do \

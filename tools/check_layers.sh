@@ -16,7 +16,7 @@ layers=(
   "sql"
   "torch debugger"
   "server"
-  "."
+  ". reader"
 )
 declare -A rank
 for i in "${!layers[@]}"; do for d in ${layers[$i]}; do rank[$d]=$i; done; done
@@ -48,7 +48,7 @@ if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"injector/' dap probe
 fi
 # The CLI's private library (injector/cli/ext/, probing-cli.so) is below the CLI it serves; the
 # renderers (injector/render/: pure functions of folded stacks) are below both.
-if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cli\.h|injector/(cli|inject)/)' injector/cli/ext --include='*.[ch]'; then
+if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cli\.h|injector/(cli|ptrace)/)' injector/cli/ext --include='*.[ch]'; then
   echo "probing: error: the lines above include the CLI's headers from its private library (injector/cli/ext/)" >&2
   bad=1
 fi

@@ -14,6 +14,8 @@ want=(
   build-essential make pkg-config libcjson-dev libuv1-dev libsqlite3-dev libedit-dev
   # the cJSON the probe carries beside itself gets a private soname (Makefile PROBE_CJSON)
   patchelf
+  # every name says its folder: tools/check_names.sh reads the definitions with Universal Ctags
+  universal-ctags
   # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
   libmicrohttpd-dev xxd
   # debug --dump --native: file:line of native frames from DWARF, read by the CLI (elfutils)

@@ -25,12 +25,12 @@ static struct probe_value *new_cell(struct probe_rows *r)
     return v;
 }
 
-int probe_rows_add_null(struct probe_rows *r)
+int core_rows_add_null(struct probe_rows *r)
 {
     return new_cell(r) ? 0 : -ENOMEM;
 }
 
-int probe_rows_add_int(struct probe_rows *r, long long v)
+int core_rows_add_int(struct probe_rows *r, long long v)
 {
     struct probe_value *c = new_cell(r);
     if (!c)
@@ -41,7 +41,7 @@ int probe_rows_add_int(struct probe_rows *r, long long v)
     return 0;
 }
 
-int probe_rows_add_real(struct probe_rows *r, double v)
+int core_rows_add_real(struct probe_rows *r, double v)
 {
     struct probe_value *c = new_cell(r);
     if (!c)
@@ -52,10 +52,10 @@ int probe_rows_add_real(struct probe_rows *r, double v)
     return 0;
 }
 
-int probe_rows_add_text(struct probe_rows *r, const char *s)
+int core_rows_add_text(struct probe_rows *r, const char *s)
 {
     if (!s)
-        return probe_rows_add_null(r);
+        return core_rows_add_null(r);
     char *copy = strdup(s);
     if (!copy)
         return -ENOMEM;
@@ -69,7 +69,7 @@ int probe_rows_add_text(struct probe_rows *r, const char *s)
     return 0;
 }
 
-void probe_rows_free(struct probe_rows *r)
+void core_rows_free(struct probe_rows *r)
 {
     if (!r)
         return;

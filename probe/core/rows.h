@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Rows of values: what the probe's tables produce (the sampler's, the interpreter's, the
  * store's query results) and what the server turns into JSON. Plain C, any thread.
- * Ownership: a probe_rows owns its column names, cells and their strings; probe_rows_free()
+ * Ownership: a probe_rows owns its column names, cells and their strings; core_rows_free()
  * releases them (accepts NULL and zeroed structs). */
 #ifndef PROBE_ROWS_H
 #define PROBE_ROWS_H
@@ -29,12 +29,12 @@ struct probe_rows {
     size_t ncells, cap;        /* cells filled and allocated (builders) */
 };
 
-void probe_rows_free(struct probe_rows *r);
+void core_rows_free(struct probe_rows *r);
 /* Builders for probe_rows (virtual tables, tests): append one cell to the current row. Return
  * 0 or -ENOMEM. Text is copied (NULL text adds a NULL cell). */
-int probe_rows_add_null(struct probe_rows *r);
-int probe_rows_add_int(struct probe_rows *r, long long v);
-int probe_rows_add_real(struct probe_rows *r, double v);
-int probe_rows_add_text(struct probe_rows *r, const char *s);
+int core_rows_add_null(struct probe_rows *r);
+int core_rows_add_int(struct probe_rows *r, long long v);
+int core_rows_add_real(struct probe_rows *r, double v);
+int core_rows_add_text(struct probe_rows *r, const char *s);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include "pyrt.h"
 
-void probe_atasks_free(struct probe_atasks *a)
+void pyrt_atasks_free(struct probe_atasks *a)
 {
     if (!a)
         return;
@@ -33,7 +33,7 @@ void probe_atasks_free(struct probe_atasks *a)
 }
 
 /* Records the cycle path[from..depth-1] (each awaiting the next, the last the first). */
-int probe_atask_take_frames(struct probe_atask *a, struct probe_aframe *fr, int n)
+int pyrt_atask_take_frames(struct probe_atask *a, struct probe_aframe *fr, int n)
 {
     a->frames = calloc((size_t)(n ? n : 1), sizeof *a->frames);
     if (!a->frames) {
@@ -68,7 +68,7 @@ static int cycle_add(struct probe_atasks *a, const int *path, int from, int dept
     return 0;
 }
 
-int probe_atasks_link(struct probe_atasks *a)
+int pyrt_atasks_link(struct probe_atasks *a)
 {
     int n = a->ntasks, rc = 0;
     for (int i = 0; i < n; i++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The asyncio tasks of a snapshot as JSON (docs/protocol.md, probing/dump "asyncio"): built by
  * the probe's probing/dump and by the out-of-process reader (libprobing-read-3.X.so,
- * probe/sig/pyrt_remote.c), so that both give the same shape. Plain C over pyrt.h and cJSON. */
+ * probe/reader/reader.c), so that both give the same shape. Plain C over pyrt.h and cJSON. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -25,7 +25,7 @@ static cJSON *task_refs(const struct probe_atasks *a, const int *idx, int n)
     return arr;
 }
 
-cJSON *dap_json_atasks(const struct probe_atasks *a)
+cJSON *pyrt_atasks_json(const struct probe_atasks *a)
 {
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tasks");
     cJSON_AddBoolToObject(o, "read", 1);

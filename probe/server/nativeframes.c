@@ -37,7 +37,7 @@ struct entry {
     int count;                    /* E_LABEL: internal frames collapsed (0: a note) */
 };
 
-int dap_native_frame_id(long long id)
+int srv_native_frame_id(long long id)
 {
     long tid;
     int depth;
@@ -65,7 +65,7 @@ static const char *probe_path(void)
     static char path[PROF_MODULE_PATH];
     if (!path[0]) {
         Dl_info info;
-        if (dladdr((void *)dap_native_frame_id, &info) && info.dli_fname)
+        if (dladdr((void *)srv_native_frame_id, &info) && info.dli_fname)
             snprintf(path, sizeof path, "%s", info.dli_fname);
     }
     return path;
@@ -137,7 +137,7 @@ static int merge_entries(const struct prof_nstack *s, int mode, const struct pro
             e[n++] = (struct entry){.kind = E_PY, .py = py++, .nf = f};
         } else if (is_probe(f)) {
             continue;
-        } else if (f->internal && mode == DAP_NATIVE_MERGED) {
+        } else if (f->internal && mode == SRV_NATIVE_MERGED) {
             if (n > 0 && e[n - 1].kind == E_LABEL)
                 e[n - 1].count++;
             else
@@ -149,7 +149,7 @@ static int merge_entries(const struct prof_nstack *s, int mode, const struct pro
     return expect && py != nexpect ? -1 : n;
 }
 
-int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
+int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
                      long long start, long long levels, cJSON *body, struct pb_err *err)
 {
     struct prof_nstack ns;
@@ -212,10 +212,10 @@ int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         long long own = pb_frame_id(-tid, (int)i);
         cJSON *o;
         if (x->kind == E_PY && (!x->nf || inspectable)) {
-            o = dap_json_stack_frame(&py[x->py], tid, x->py, inspectable);
+            o = srv_json_stack_frame(&py[x->py], tid, x->py, inspectable);
         } else if (x->kind == E_PY) {
             struct probe_frame pf = {.func = x->nf->name, .file = x->nf->file, .line = x->nf->line};
-            o = dap_json_stack_frame(&pf, tid, x->py, 0);
+            o = srv_json_stack_frame(&pf, tid, x->py, 0);
         } else if (x->kind == E_NATIVE) {
             o = native_frame(own, x, mods, nmods > 0 ? nmods : 0);
         } else {

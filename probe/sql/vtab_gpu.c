@@ -42,12 +42,12 @@ const struct probe_column vtab_gpu_procs_cols[4] = {
 
 static int add_opt_int(struct probe_rows *r, long long v)
 {
-    return v < 0 ? probe_rows_add_null(r) : probe_rows_add_int(r, v);
+    return v < 0 ? core_rows_add_null(r) : core_rows_add_int(r, v);
 }
 
 static int add_opt_real(struct probe_rows *r, double v)
 {
-    return v < 0 ? probe_rows_add_null(r) : probe_rows_add_real(r, v);
+    return v < 0 ? core_rows_add_null(r) : core_rows_add_real(r, v);
 }
 
 static struct pb_gpu gpus[PB_GPU_MAX];
@@ -70,9 +70,9 @@ static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
 {
     char thr[160];
     pb_nvml_throttle_names(g->throttle, thr, sizeof thr);
-    int rc = probe_rows_add_int(r, g->index);
-    rc = rc ? rc : probe_rows_add_text(r, g->name);
-    rc = rc ? rc : probe_rows_add_text(r, g->uuid);
+    int rc = core_rows_add_int(r, g->index);
+    rc = rc ? rc : core_rows_add_text(r, g->name);
+    rc = rc ? rc : core_rows_add_text(r, g->uuid);
     rc = rc ? rc : add_opt_int(r, g->util_gpu);
     rc = rc ? rc : add_opt_int(r, g->util_mem);
     rc = rc ? rc : add_opt_int(r, g->mem_used);
@@ -82,7 +82,7 @@ static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
     rc = rc ? rc : add_opt_real(r, g->power_limit_w);
     rc = rc ? rc : add_opt_int(r, g->clock_sm_mhz);
     rc = rc ? rc : add_opt_int(r, g->clock_mem_mhz);
-    rc = rc ? rc : g->throttle < 0 ? probe_rows_add_null(r) : probe_rows_add_text(r, thr);
+    rc = rc ? rc : g->throttle < 0 ? core_rows_add_null(r) : core_rows_add_text(r, thr);
     rc = rc ? rc : add_opt_int(r, g->ecc_corrected);
     rc = rc ? rc : add_opt_int(r, g->ecc_uncorrected);
     rc = rc ? rc : add_opt_int(r, g->xid_count);
@@ -90,7 +90,7 @@ static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
     return rc;
 }
 
-int vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
@@ -100,7 +100,7 @@ int vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_er
     return rc;
 }
 
-int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
@@ -108,10 +108,10 @@ int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     read_all(&np);
     long self = (long)getpid();
     for (int i = 0; rc == 0 && i < np; i++) {
-        rc = probe_rows_add_int(r, procs[i].gpu);
-        rc = rc ? rc : probe_rows_add_int(r, procs[i].pid);
+        rc = core_rows_add_int(r, procs[i].gpu);
+        rc = rc ? rc : core_rows_add_int(r, procs[i].pid);
         rc = rc ? rc : add_opt_int(r, procs[i].used);
-        rc = rc ? rc : probe_rows_add_int(r, procs[i].pid == self);
+        rc = rc ? rc : core_rows_add_int(r, procs[i].pid == self);
     }
     return rc;
 }
@@ -120,19 +120,19 @@ int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct 
 
 static int gpu_absent;
 
-int probe_gpu_tables_define(struct pb_err *err)
+int sql_gpu_tables_define(struct pb_err *err)
 {
-    int rc = probe_history_define("system.gpu_history",
-                                  "system.gpus sampled every "
-                                  "history.interval_s seconds (built-in collector; empty without "
-                                  "an NVIDIA GPU and driver)",
-                                  vtab_gpus_cols, 17, err);
+    int rc = sql_history_define("system.gpu_history",
+                                "system.gpus sampled every "
+                                "history.interval_s seconds (built-in collector; empty without "
+                                "an NVIDIA GPU and driver)",
+                                vtab_gpus_cols, 17, err);
     return rc < 0 ? rc
-                  : probe_history_define("system.gpu_process_history",
-                                         "system.gpu_processes "
-                                         "sampled every history.interval_s seconds (built-in "
-                                         "collector; empty without an NVIDIA GPU and driver)",
-                                         vtab_gpu_procs_cols, 4, err);
+                  : sql_history_define("system.gpu_process_history",
+                                       "system.gpu_processes "
+                                       "sampled every history.interval_s seconds (built-in "
+                                       "collector; empty without an NVIDIA GPU and driver)",
+                                       vtab_gpu_procs_cols, 4, err);
 }
 
 static struct probe_value vint(long long v)
@@ -147,7 +147,7 @@ static struct probe_value vreal(double v)
                  : (struct probe_value){.type = PROBE_V_REAL, .d = v};
 }
 
-void probe_gpu_sample(void)
+void sql_gpu_sample(void)
 {
     if (gpu_absent)
         return;
@@ -158,7 +158,7 @@ void probe_gpu_sample(void)
         PB_LOG(PB_LOG_INFO, "GPU history off: %s", err.msg);
         return;
     }
-    if (probe_gpu_tables_define(&err) < 0) {
+    if (sql_gpu_tables_define(&err) < 0) {
         gpu_absent = 1;
         PB_LOG(PB_LOG_WARN, "GPU history: %s", err.msg);
         return;
@@ -187,12 +187,12 @@ void probe_gpu_sample(void)
             vint(g->xid_count),
             vint(g->last_xid),
         };
-        probe_history_append("system.gpu_history", v, 17);
+        sql_history_append("system.gpu_history", v, 17);
     }
     long self = (long)getpid();
     for (int i = 0; i < np; i++) {
         struct probe_value v[4] = {vint(procs[i].gpu), vint(procs[i].pid), vint(procs[i].used),
                                    vint(procs[i].pid == self)};
-        probe_history_append("system.gpu_process_history", v, 4);
+        sql_history_append("system.gpu_process_history", v, 4);
     }
 }

@@ -112,25 +112,25 @@ static int read_proc(struct proc_now *p)
     return 0;
 }
 
-int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct proc_now p;
     if (read_proc(&p) < 0)
         return pb_err_set(err, PB_EUNKNOWN, "system.process: cannot read /proc/self");
-    int rc = probe_rows_add_int(r, getpid());
-    rc = rc ? rc : probe_rows_add_int(r, (long long)p.rss_kb * 1024);
-    rc = rc ? rc : probe_rows_add_int(r, (long long)p.vms);
-    rc = rc ? rc : probe_rows_add_int(r, (long long)p.hwm_kb * 1024);
-    rc = rc ? rc : probe_rows_add_real(r, p.utime);
-    rc = rc ? rc : probe_rows_add_real(r, p.stime);
-    rc = rc ? rc : probe_rows_add_int(r, p.threads);
-    rc = rc ? rc : probe_rows_add_int(r, p.fds);
-    rc = rc ? rc : probe_rows_add_real(r, uptime_s() - p.start_s);
+    int rc = core_rows_add_int(r, getpid());
+    rc = rc ? rc : core_rows_add_int(r, (long long)p.rss_kb * 1024);
+    rc = rc ? rc : core_rows_add_int(r, (long long)p.vms);
+    rc = rc ? rc : core_rows_add_int(r, (long long)p.hwm_kb * 1024);
+    rc = rc ? rc : core_rows_add_real(r, p.utime);
+    rc = rc ? rc : core_rows_add_real(r, p.stime);
+    rc = rc ? rc : core_rows_add_int(r, p.threads);
+    rc = rc ? rc : core_rows_add_int(r, p.fds);
+    rc = rc ? rc : core_rows_add_real(r, uptime_s() - p.start_s);
     return rc;
 }
 
-int vtab_process_sample(double out[6])
+int sql_vtab_process_sample(double out[6])
 {
     struct proc_now p;
     if (read_proc(&p) < 0)
@@ -144,7 +144,7 @@ int vtab_process_sample(double out[6])
     return 0;
 }
 
-int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     DIR *d = opendir("/proc/self/task");
@@ -162,19 +162,19 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
         if (pb_read_file(path, stat, sizeof stat) <= 0 ||
             stat_fields(stat, comm, sizeof comm, f, F_N, copy, sizeof copy) <= F_PROC)
             continue; /* the thread just exited */
-        rc = probe_rows_add_int(r, atol(e->d_name));
-        rc = rc ? rc : probe_rows_add_text(r, comm);
-        rc = rc ? rc : probe_rows_add_text(r, state_name(f[F_STATE][0]));
-        rc = rc ? rc : probe_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
-        rc = rc ? rc : probe_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
-        rc = rc ? rc : probe_rows_add_int(r, atol(f[F_PROC]));
+        rc = core_rows_add_int(r, atol(e->d_name));
+        rc = rc ? rc : core_rows_add_text(r, comm);
+        rc = rc ? rc : core_rows_add_text(r, state_name(f[F_STATE][0]));
+        rc = rc ? rc : core_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
+        rc = rc ? rc : core_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
+        rc = rc ? rc : core_rows_add_int(r, atol(f[F_PROC]));
         n++;
     }
     closedir(d);
     return rc;
 }
 
-const char *vtab_thread_state(long tid)
+const char *sql_vtab_thread_state(long tid)
 {
     char path[64], stat[1024], copy[1024];
     char *f[F_N];

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "dap/dap.h"
+#include "server/session.h"
 
 static int sink_send(void *io, const char *buf, size_t len)
 {
@@ -21,6 +22,6 @@ static void sink_close(void *io)
     *(int *)io = 1;
 }
 
-static const struct dap_io_ops sink = {sink_send, sink_close};
+static const struct srv_io_ops sink = {sink_send, sink_close};
 
 #endif

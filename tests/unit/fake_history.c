@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* probe_history_bind as history.c has it, for the rollups' unit test (rollup.c binds its group
+/* sql_history_bind as history.c has it, for the rollups' unit test (rollup.c binds its group
  * keys with it; history.c itself needs the store and the task thread). */
 #include <sqlite3.h>
 
 #include "sql/store.h"
 
-void probe_history_bind(sqlite3_stmt *st, int i, const struct probe_value *v)
+void sql_history_bind(sqlite3_stmt *st, int i, const struct probe_value *v)
 {
     switch (v->type) {
     case PROBE_V_INT: sqlite3_bind_int64(st, i, v->i); break;

@@ -109,7 +109,7 @@ static void exec(sqlite3 *db, const char *sql)
 }
 
 /* The base table, and the rows of trace_csv added to it and to each rollup as history.c's
- * flush does: inserted, then probe_rollup_add. */
+ * flush does: inserted, then sql_rollup_add. */
 static void load(sqlite3 *db, struct probe_rollup **rs, int nr)
 {
     sqlite3_str *s = sqlite3_str_new(db);
@@ -146,11 +146,11 @@ static void load(sqlite3 *db, struct probe_rollup **rs, int nr)
         }
         sqlite3_bind_double(ins, 1, ts);
         for (int c = 0; c < NCOLS; c++)
-            probe_history_bind(ins, c + 2, &row[c]);
+            sql_history_bind(ins, c + 2, &row[c]);
         ASSERT_EQ(sqlite3_step(ins), SQLITE_DONE);
         sqlite3_reset(ins);
         for (int i = 0; i < nr; i++)
-            probe_rollup_add(rs[i], ts, row);
+            sql_rollup_add(rs[i], ts, row);
     }
     sqlite3_finalize(ins);
     free(text);
@@ -163,7 +163,7 @@ static struct probe_rollup *rollup(sqlite3 *db, const char *name, const char *gr
     struct probe_column *rc;
     int n;
     struct pb_err err = {0};
-    struct probe_rollup *r = probe_rollup_new(&base, group, values, &rc, &n, &err);
+    struct probe_rollup *r = sql_rollup_new(&base, group, values, &rc, &n, &err);
     ASSERT(r != NULL);
     *self = (struct probe_table_info){
         .name = name, .kind = "rollup", .description = "", .cols = rc, .ncols = n};
@@ -236,8 +236,8 @@ TEST(rollup_equals_group_by_of_torch_trace)
         rollup(db, "by_ms", "module,stage", "duration,allocated,max_allocated", &ms),
         rollup(db, "by_step", "step", "duration,allocated,max_allocated,rss", &st)};
     load(db, rs, 2);
-    probe_rollup_sync(db, rs[0], &base, &ms);
-    probe_rollup_sync(db, rs[1], &base, &st);
+    sql_rollup_sync(db, rs[0], &base, &ms);
+    sql_rollup_sync(db, rs[1], &base, &st);
     /* 3 modules x 4 stages; 3 steps */
     ASSERT_EQ(same_rows(db, by_ms_rollup, by_ms_group), 12);
     ASSERT_EQ(same_rows(db, by_step_rollup, by_step_group), 3);
@@ -264,21 +264,21 @@ TEST(rollup_after_retention_evicts_a_step)
         rollup(db, "by_ms", "module,stage", "duration,allocated,max_allocated", &ms),
         rollup(db, "by_step", "step", "duration,allocated,max_allocated,rss", &st)};
     load(db, rs, 2);
-    probe_rollup_sync(db, rs[0], &base, &ms);
-    probe_rollup_sync(db, rs[1], &base, &st);
+    sql_rollup_sync(db, rs[0], &base, &ms);
+    sql_rollup_sync(db, rs[1], &base, &st);
     /* Retention as history.c runs it: the evicted prefix (step 2, the first 12 rows)
      * subtracted, deleted from the base table, then the changed groups written. */
-    probe_rollup_scan(db, "t", NCOLS, 12, -1, rs, 2);
+    sql_rollup_scan(db, "t", NCOLS, 12, -1, rs, 2);
     exec(db, "DELETE FROM t WHERE rowid <= 12");
-    probe_rollup_sync(db, rs[0], &base, &ms);
-    probe_rollup_sync(db, rs[1], &base, &st);
+    sql_rollup_sync(db, rs[0], &base, &ms);
+    sql_rollup_sync(db, rs[1], &base, &st);
     ASSERT_EQ(same_rows(db, by_ms_rollup, by_ms_group), 12);
     ASSERT_EQ(same_rows(db, by_step_rollup, by_step_group), 2); /* step 2's group deleted */
     /* and every row gone: every group with it */
-    probe_rollup_scan(db, "t", NCOLS, 36, -1, rs, 2);
+    sql_rollup_scan(db, "t", NCOLS, 36, -1, rs, 2);
     exec(db, "DELETE FROM t");
-    probe_rollup_sync(db, rs[0], &base, &ms);
-    probe_rollup_sync(db, rs[1], &base, &st);
+    sql_rollup_sync(db, rs[0], &base, &ms);
+    sql_rollup_sync(db, rs[1], &base, &st);
     ASSERT_EQ(same_rows(db, by_ms_rollup, by_ms_group), 0);
     ASSERT_EQ(same_rows(db, by_step_rollup, by_step_group), 0);
     sqlite3_close(db);

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 #include "internal.h"
 
 struct cli_serve_target cli_serve_targets[CLI_SERVE_MAX_TARGETS];
@@ -74,7 +74,7 @@ int cli_serve_connect(const struct cli_serve_proc *p, struct dap_client *dc, int
     int rc = cli_serve_allowed(pid, err);
     if (rc < 0)
         return rc;
-    if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
+    if (ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
         return pb_err_set(err, PB_ENOPROBE,
                           "the probe is not loaded in process %d: attach "
                           "first (POST /api/processes/%d/attach)",

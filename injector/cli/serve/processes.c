@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "injector/cli/cluster/cluster.h"
-#include "injector/inject/inj.h"
+#include "injector/ptrace/ptrace.h"
 #include "internal.h"
 
 /* VmRSS (bytes) and Threads of pid from /proc/PID/status; -1 when unknown. */
@@ -80,9 +80,9 @@ cJSON *cli_serve_python_processes(void)
             continue;
         pid_t pid = (pid_t)atoi(e->d_name);
         struct pb_err err;
-        struct inj_pyver pv;
+        struct ptrace_pyver pv;
         if (pid == getpid() || cli_serve_allowed(pid, &err) < 0 ||
-            inj_pyver_detect(pid, &pv, &err) < 0)
+            ptrace_pyver_detect(pid, &pv, &err) < 0)
             continue;
         char v[32], cmd[4096];
         double rss, threads;
@@ -94,7 +94,8 @@ cJSON *cli_serve_python_processes(void)
         cJSON_AddStringToObject(p, "command", cmd);
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(p, "python", v);
-        cJSON_AddBoolToObject(p, "probe", inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
+        cJSON_AddBoolToObject(p, "probe",
+                              ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
         proc_status(pid, &rss, &threads);
         cJSON_AddNumberToObject(p, "rss", rss);
         cJSON_AddNumberToObject(p, "threads", threads);

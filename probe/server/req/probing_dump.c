@@ -31,14 +31,14 @@
 static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *h, const char *note)
 {
     char busy[256];
-    if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+    if (gil_rc == PB_ETIMEDOUT && gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
         snprintf(msg, n, "%s: %s; %s", busy, note, PROBE_BUSY_HINT);
     else if (gil_rc == PB_ETIMEDOUT && h)
         snprintf(msg, n, "the GIL is held by thread %ld (%s) and was not released within %d ms: %s",
-                 dap_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms(), note);
+                 srv_thread_id(h), h->name ? h->name : "?", core_setting_gil_timeout_ms(), note);
     else if (gil_rc == PB_ETIMEDOUT)
-        snprintf(msg, n, "the GIL could not be had within %d ms: %s",
-                 probe_setting_gil_timeout_ms(), note);
+        snprintf(msg, n, "the GIL could not be had within %d ms: %s", core_setting_gil_timeout_ms(),
+                 note);
     else
         snprintf(msg, n,
                  "the interpreter is not running Python code now (starting or "
@@ -59,13 +59,13 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
 {
     int want_locals = 0;
     dap_arg_bool(args, "locals", &want_locals, err);
-    const struct probe_info *pi = probe_info_get();
+    const struct probe_info *pi = core_info_get();
     cJSON_AddNumberToObject(body, "pid", pi->pid);
     cJSON_AddStringToObject(body, "python", s->version[0] ? s->version : pi->python_version);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     const struct probe_thread *h = holder(s);
     if (h)
-        cJSON_AddNumberToObject(gil, "holder", (double)dap_thread_id(h));
+        cJSON_AddNumberToObject(gil, "holder", (double)srv_thread_id(h));
     else
         cJSON_AddNullToObject(gil, "holder");
     cJSON_AddBoolToObject(gil, "available", gil_rc == 0);
@@ -81,7 +81,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     int want_tasks = 0;
     dap_arg_bool(args, "tasks", &want_tasks, err);
     if (want_tasks && s->atasks.read) { /* with the GIL, or without it (3.14+) */
-        cJSON_AddItemToObject(body, "asyncio", dap_json_atasks(&s->atasks));
+        cJSON_AddItemToObject(body, "asyncio", pyrt_atasks_json(&s->atasks));
     } else if (want_tasks) {
         char msg[512];
         cJSON *a = cJSON_AddObjectToObject(body, "asyncio");
@@ -135,14 +135,14 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     }
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     for (int i = 0; i < nt; i++) {
-        cJSON *t = dap_json_thread(&s->threads[i], want_locals);
+        cJSON *t = srv_json_thread(&s->threads[i], want_locals);
         if (ns) {
             int k = i;
             long tid = s->threads[i].native_id;
             for (int j = 0; j < i && k == i; j++)
                 if (tid > 0 && s->threads[j].native_id == tid)
                     k = j; /* asked once, for its first state */
-            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[k]));
+            cJSON_AddItemToObject(t, "native", srv_json_native(&ns[k]));
         }
         cJSON_AddItemToArray(arr, t);
     }
@@ -152,7 +152,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
             cJSON *t = cJSON_CreateObject();
             cJSON_AddNumberToObject(t, "id", (double)ns[nt + i].tid);
             cJSON_AddStringToObject(t, "name", names[i]);
-            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[nt + i]));
+            cJSON_AddItemToObject(t, "native", srv_json_native(&ns[nt + i]));
             cJSON_AddItemToArray(others, t);
         }
         if (more)
@@ -165,7 +165,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     return 0;
 }
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     int locals = 0;
     long long max_frames = 256;
@@ -185,8 +185,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return rc;
     int flags =
         PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) | (tasks ? PROBE_SNAP_TASKS : 0);
-    return dap_snap_init(c, job, args, flags, (int)max_frames, render);
+    return srv_snap_init(c, job, args, flags, (int)max_frames, render);
 }
 
-const struct dap_job dap_job_probing_dump = {sizeof(struct dap_snapjob), parse, dap_snap_run,
-                                             dap_snap_reply, dap_snap_drop};
+const struct srv_job srv_job_probing_dump = {sizeof(struct srv_snapjob), parse, srv_snap_run,
+                                             srv_snap_reply, srv_snap_drop};
