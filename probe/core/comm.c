@@ -120,29 +120,28 @@ void probe_comm_counts(unsigned long long *made, int *sz)
 static int add_row(struct probe_rows *r, const struct rec *x, double t)
 {
     static const char *const states[] = {"running", "done", "failed"};
-    int rc = probe_rows_add_int(r, (long long)x->id);
-    rc = rc ? rc : probe_rows_add_int(r, x->rank);
-    rc = rc ? rc : probe_rows_add_text(r, x->pg);
-    rc = rc ? rc : probe_rows_add_text(r, x->ranks);
-    rc = rc ? rc : probe_rows_add_int(r, x->group_size);
-    rc = rc ? rc : probe_rows_add_int(r, x->seq);
-    rc = rc ? rc : probe_rows_add_text(r, x->seq_source);
-    rc = rc ? rc : probe_rows_add_text(r, x->op);
-    rc = rc ? rc : (x->peer >= 0 ? probe_rows_add_int(r, x->peer) : probe_rows_add_null(r));
-    rc = rc ? rc : probe_rows_add_text(r, x->sizes);
-    rc = rc ? rc : probe_rows_add_text(r, x->dtype);
-    rc = rc ? rc : probe_rows_add_int(r, x->bytes);
-    rc = rc ? rc : probe_rows_add_int(r, x->async);
-    rc = rc ? rc : probe_rows_add_text(r, states[x->state]);
-    rc = rc ? rc : probe_rows_add_real(r, x->start);
-    rc = rc ? rc
-            : (x->state == ST_RUNNING ? probe_rows_add_null(r) : probe_rows_add_real(r, x->end));
-    rc = rc ? rc : probe_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
-    rc = rc ? rc : probe_rows_add_int(r, x->tid);
-    rc = rc ? rc : probe_rows_add_text(r, x->file);
-    rc = rc ? rc : probe_rows_add_int(r, x->line);
-    rc = rc ? rc : probe_rows_add_text(r, x->func);
-    return rc;
+    probe_rows_add_int(r, (long long)x->id);
+    probe_rows_add_int(r, x->rank);
+    probe_rows_add_text(r, x->pg);
+    probe_rows_add_text(r, x->ranks);
+    probe_rows_add_int(r, x->group_size);
+    probe_rows_add_int(r, x->seq);
+    probe_rows_add_text(r, x->seq_source);
+    probe_rows_add_text(r, x->op);
+    x->peer >= 0 ? probe_rows_add_int(r, x->peer) : probe_rows_add_null(r);
+    probe_rows_add_text(r, x->sizes);
+    probe_rows_add_text(r, x->dtype);
+    probe_rows_add_int(r, x->bytes);
+    probe_rows_add_int(r, x->async);
+    probe_rows_add_text(r, states[x->state]);
+    probe_rows_add_real(r, x->start);
+    x->state == ST_RUNNING ? probe_rows_add_null(r) : probe_rows_add_real(r, x->end);
+    probe_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
+    probe_rows_add_int(r, x->tid);
+    probe_rows_add_text(r, x->file);
+    probe_rows_add_int(r, x->line);
+    probe_rows_add_text(r, x->func);
+    return probe_rows_error(r);
 }
 
 int probe_comm_fill(struct probe_rows *r, struct pb_err *err)

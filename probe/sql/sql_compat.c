@@ -302,19 +302,19 @@ int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     (void)a;
     (void)err;
     const struct probe_table_info *t;
-    int ts, rc = 0;
-    for (int i = 0; rc == 0 && (t = table_at(i, &ts)); i++) {
+    int ts;
+    for (int i = 0; !probe_rows_error(r) && (t = table_at(i, &ts)); i++) {
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        rc = probe_rows_add_text(r, "probing");
-        rc = rc ? rc : probe_rows_add_text(r, schema);
-        rc = rc ? rc : probe_rows_add_text(r, name);
-        rc = rc ? rc : probe_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
-        rc = rc ? rc : probe_rows_add_text(r, t->kind);
-        rc = rc ? rc : probe_rows_add_text(r, t->description);
+        probe_rows_add_text(r, "probing");
+        probe_rows_add_text(r, schema);
+        probe_rows_add_text(r, name);
+        probe_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
+        probe_rows_add_text(r, t->kind);
+        probe_rows_add_text(r, t->description);
     }
-    return rc;
+    return probe_rows_error(r);
 }
 
 int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -323,24 +323,24 @@ int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct
     (void)err;
     static const struct probe_column tscol = {"ts", "REAL", "sample time, epoch seconds"};
     const struct probe_table_info *t;
-    int ts, rc = 0;
-    for (int i = 0; rc == 0 && (t = table_at(i, &ts)); i++) {
+    int ts;
+    for (int i = 0; !probe_rows_error(r) && (t = table_at(i, &ts)); i++) {
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        for (int c = -ts; rc == 0 && c < t->ncols; c++) {
+        for (int c = -ts; !probe_rows_error(r) && c < t->ncols; c++) {
             const struct probe_column *col = c < 0 ? &tscol : &t->cols[c];
-            rc = probe_rows_add_text(r, "probing");
-            rc = rc ? rc : probe_rows_add_text(r, schema);
-            rc = rc ? rc : probe_rows_add_text(r, name);
-            rc = rc ? rc : probe_rows_add_text(r, col->name);
-            rc = rc ? rc : probe_rows_add_int(r, c + ts + 1);
-            rc = rc ? rc : probe_rows_add_text(r, col->type);
-            rc = rc ? rc : probe_rows_add_text(r, "YES");
-            rc = rc ? rc : probe_rows_add_text(r, col->description);
+            probe_rows_add_text(r, "probing");
+            probe_rows_add_text(r, schema);
+            probe_rows_add_text(r, name);
+            probe_rows_add_text(r, col->name);
+            probe_rows_add_int(r, c + ts + 1);
+            probe_rows_add_text(r, col->type);
+            probe_rows_add_text(r, "YES");
+            probe_rows_add_text(r, col->description);
         }
     }
-    return rc;
+    return probe_rows_error(r);
 }
 
 int vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -348,15 +348,14 @@ int vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struc
     (void)a;
     (void)err;
     struct probe_setting_view v;
-    int rc = 0;
-    for (int i = 0; rc == 0 && probe_setting_view_get(i, &v) == 0; i++) {
+    for (int i = 0; !probe_rows_error(r) && probe_setting_view_get(i, &v) == 0; i++) {
         char name[64];
         snprintf(name, sizeof name, "probing.%s", v.name);
-        rc = probe_rows_add_text(r, name);
-        rc = rc ? rc : probe_rows_add_text(r, v.value);
-        rc = rc ? rc : probe_rows_add_text(r, v.description);
+        probe_rows_add_text(r, name);
+        probe_rows_add_text(r, v.value);
+        probe_rows_add_text(r, v.description);
     }
-    return rc;
+    return probe_rows_error(r);
 }
 
 /* ---- hints for SQL the original accepted ---- */

@@ -118,16 +118,16 @@ int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb
     struct proc_now p;
     if (read_proc(&p) < 0)
         return pb_err_set(err, PB_EUNKNOWN, "system.process: cannot read /proc/self");
-    int rc = probe_rows_add_int(r, getpid());
-    rc = rc ? rc : probe_rows_add_int(r, (long long)p.rss_kb * 1024);
-    rc = rc ? rc : probe_rows_add_int(r, (long long)p.vms);
-    rc = rc ? rc : probe_rows_add_int(r, (long long)p.hwm_kb * 1024);
-    rc = rc ? rc : probe_rows_add_real(r, p.utime);
-    rc = rc ? rc : probe_rows_add_real(r, p.stime);
-    rc = rc ? rc : probe_rows_add_int(r, p.threads);
-    rc = rc ? rc : probe_rows_add_int(r, p.fds);
-    rc = rc ? rc : probe_rows_add_real(r, uptime_s() - p.start_s);
-    return rc;
+    probe_rows_add_int(r, getpid());
+    probe_rows_add_int(r, (long long)p.rss_kb * 1024);
+    probe_rows_add_int(r, (long long)p.vms);
+    probe_rows_add_int(r, (long long)p.hwm_kb * 1024);
+    probe_rows_add_real(r, p.utime);
+    probe_rows_add_real(r, p.stime);
+    probe_rows_add_int(r, p.threads);
+    probe_rows_add_int(r, p.fds);
+    probe_rows_add_real(r, uptime_s() - p.start_s);
+    return probe_rows_error(r);
 }
 
 int vtab_process_sample(double out[6])
@@ -152,8 +152,8 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
         return pb_err_set(err, PB_EUNKNOWN, "system.threads: cannot read /proc/self/task");
     long hz = sysconf(_SC_CLK_TCK);
     struct dirent *e;
-    int rc = 0, n = 0;
-    while (rc == 0 && (e = readdir(d)) && n < 100000) {
+    int n = 0;
+    while (!probe_rows_error(r) && (e = readdir(d)) && n < 100000) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         char path[64], stat[1024], copy[1024], comm[64];
@@ -162,16 +162,16 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
         if (pb_read_file(path, stat, sizeof stat) <= 0 ||
             stat_fields(stat, comm, sizeof comm, f, F_N, copy, sizeof copy) <= F_PROC)
             continue; /* the thread just exited */
-        rc = probe_rows_add_int(r, atol(e->d_name));
-        rc = rc ? rc : probe_rows_add_text(r, comm);
-        rc = rc ? rc : probe_rows_add_text(r, state_name(f[F_STATE][0]));
-        rc = rc ? rc : probe_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
-        rc = rc ? rc : probe_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
-        rc = rc ? rc : probe_rows_add_int(r, atol(f[F_PROC]));
+        probe_rows_add_int(r, atol(e->d_name));
+        probe_rows_add_text(r, comm);
+        probe_rows_add_text(r, state_name(f[F_STATE][0]));
+        probe_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
+        probe_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
+        probe_rows_add_int(r, atol(f[F_PROC]));
         n++;
     }
     closedir(d);
-    return rc;
+    return probe_rows_error(r);
 }
 
 const char *vtab_thread_state(long tid)
