@@ -160,10 +160,11 @@ int dap_req_stepIn(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_stepOut(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body);
 int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body);
-extern const struct dap_job dap_job_probing_eval, dap_job_threads, dap_job_probing_dump,
-    dap_job_probing_memory, dap_job_probing_query, dap_job_probing_torch, dap_job_probing_comm,
-    dap_job_pause, dap_job_probing_pause, dap_job_probing_debugger, dap_job_variables,
-    dap_job_setVariable, dap_job_source, dap_job_setBreakpoints, dap_job_setFunctionBreakpoints,
+int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body);
+extern const struct dap_job dap_job_probing_eval, dap_job_threads, dap_job_probing_memory,
+    dap_job_probing_query, dap_job_probing_torch, dap_job_probing_comm, dap_job_pause,
+    dap_job_probing_pause, dap_job_probing_debugger, dap_job_variables, dap_job_setVariable,
+    dap_job_source, dap_job_setBreakpoints, dap_job_setFunctionBreakpoints,
     dap_job_setExceptionBreakpoints;
 
 void dap_post_initialize(struct dap_session *s);

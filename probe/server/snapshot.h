@@ -62,6 +62,7 @@ struct dap_reply;
 int dap_snap_init(struct dap_ctx *c, struct dap_snapjob *j, const cJSON *args, int flags,
                   int max_frames, dap_snap_render render);
 void dap_snap_run(void *job);
+void dap_snap_without_gil(struct dap_snapjob *j);
 int dap_snap_reply(struct dap_reply *r, void *job, cJSON *body);
 void dap_snap_drop(void *job);
 #endif
