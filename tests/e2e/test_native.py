@@ -204,12 +204,14 @@ def sigpnd(pid, tid):
 
 
 @pytest.mark.parametrize("python", PYTHONS)
-def test_native_dump_leaves_the_loop_free(python, spawn):
-    """A dump with --native waits for the threads' answers (up to 1 s per batch): on the task
-    thread, so the loop answers other clients meanwhile (docs/architecture.md: the loop never
-    blocks). A thread stopped by a tracer (ptrace, as gdb stops one) while it runs C cannot
-    answer its signal: the dump waits out its second; another client's probing/info is answered
-    before the dump's response (before: the loop waited in the dump, and answered it first)."""
+@pytest.mark.parametrize("request_", ["probing/dump", "stackTrace"])
+def test_native_stacks_leave_the_loop_free(python, request_, spawn):
+    """Asking a thread for its native stack waits for its answer (up to 1 s per batch): a dump
+    with --native, or stackTrace with attach's nativeFrames of a thread that is not parked, does
+    it on the task thread, so the loop answers other clients meanwhile (docs/architecture.md:
+    the loop never blocks). A thread stopped by a tracer (ptrace, as gdb stops one) while it runs
+    C cannot answer its signal: the request waits out its second; another client's probing/info
+    is answered before it (before: the loop waited, and answered the slow request first)."""
     t = spawn(python, "native_mix.py", args=("--free-spin",))
     probing("-p", t.pid, "inject", check=True)
     tid = t.ready["tids"]["freespin"]
@@ -223,21 +225,30 @@ def test_native_dump_leaves_the_loop_free(python, spawn):
         a, b = DAP.unix(t.sock), DAP.unix(t.sock)
         for c in (a, b):
             assert c.request("initialize", {"adapterID": "e2e"})["success"]
-            assert c.request("attach", {"probingClient": "cli"})["success"]
-        seq = a.send("probing/dump", {"native": "merged"})
+            assert c.request("attach", {"probingClient": "cli", "nativeFrames": "merged"})[
+                "success"]
+        if request_ == "probing/dump":
+            seq = a.send("probing/dump", {"native": "merged"})
+        else:
+            seq = a.send("stackTrace", {"threadId": tid})
         deadline = time.monotonic() + 10
-        while not sigpnd(t.pid, tid) & SIGPROF_BIT:  # asked: the dump waits for its answer
+        while not sigpnd(t.pid, tid) & SIGPROF_BIT:  # asked: the request waits for its answer
             assert time.monotonic() < deadline, "the stopped thread was never asked"
             time.sleep(0.005)
         info = b.request("probing/info")
         assert info["success"] and info["body"]["pid"] == t.pid, info
         assert not a.buf and not select.select([a.sock], [], [], 0)[0], \
-            "the dump was answered before probing/info: the loop waited in it"
+            "%s was answered before probing/info: the loop waited in it" % request_
         r = a.read(timeout=10)
         assert r["request_seq"] == seq and r["success"], r
-        th = threads_of(r["body"])
-        assert th["freespin"]["native"]["answered"] is False, th["freespin"]["native"]
-        assert th["blocker"]["native"]["answered"] is True, th["blocker"]["native"]
+        if request_ == "probing/dump":
+            th = threads_of(r["body"])
+            assert th["freespin"]["native"]["answered"] is False, th["freespin"]["native"]
+            assert th["blocker"]["native"]["answered"] is True, th["blocker"]["native"]
+        else:
+            f = r["body"]["stackFrames"]
+            assert "did not answer" in f[0]["name"], f
+            assert [x["name"] for x in f[1:2]] == ["run_free_spin"], f
         a.close()
         b.close()
     finally:
