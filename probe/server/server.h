@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "gil/gil.h"
 #include "debugger/debugger.h"
+#include "prof/prof.h"
 
 enum {
     DAP_F_PREAUTH = 1,        /* answered before a TCP client authenticated */
@@ -238,6 +239,17 @@ int dap_session_native_frames(const struct dap_session *s);
  * their own (dap_native_frame_id). Loop thread; waits at most 1 s for the thread. */
 int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
                      long long start, long long levels, cJSON *body, struct pb_err *err);
+/* dap_native_stack in two steps, for a thread that is not parked (stackTrace's task job): the
+ * ask, on any thread but the loop (it may wait 1 s for the thread), then on the loop the body
+ * from its answer (which it frees). */
+struct dap_native_answer {
+    struct prof_nstack ns;
+    char note[320]; /* why native frames are not shown ("" when they are) */
+};
+void dap_native_ask(long tid, struct dap_native_answer *a);
+int dap_native_stack_answered(long tid, int mode, const struct probe_frame *py, int npy,
+                              int inspectable, long long start, long long levels,
+                              struct dap_native_answer *a, cJSON *body, struct pb_err *err);
 /* 1 when frame id was handed out for a native (or label) frame: scopes answers none. */
 int dap_native_frame_id(long long id);
 
