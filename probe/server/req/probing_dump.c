@@ -258,10 +258,12 @@ static void dump_drop(void *job)
     dap_snap_drop(&j->snap);
 }
 
-static const struct dap_job snap_job = {sizeof(struct dumpjob), NULL, dap_snap_run, dap_snap_reply,
-                                        dump_drop};
-static const struct dap_job native_job = {sizeof(struct dumpjob), NULL, native_run, native_reply,
-                                          dump_drop};
+static const struct dap_job snap_job = {.size = sizeof(struct dumpjob),
+                                        .run = dap_snap_run,
+                                        .reply = dap_snap_reply,
+                                        .drop = dump_drop};
+static const struct dap_job native_job = {
+    .size = sizeof(struct dumpjob), .run = native_run, .reply = native_reply, .drop = dump_drop};
 
 /* The job by the arguments: on the GIL worker (with the GIL-free fallback) without native, on
  * the task thread with it. */
