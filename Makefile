@@ -372,7 +372,7 @@ FUZZ_DEPS := $(DAP_SRCS) $(SERVER_SRCS) $(COMMON_SRCS) tests/unit/fake_probe.c t
              injector/inject/elf.c injector/cli/corefile.c injector/cli/srccache.c
 FUZZ_INC := -I. -Icommon -Iprobe -Itests/unit $(PKG_CFLAGS) -D_GNU_SOURCE
 # Sources one harness needs beyond FUZZ_DEPS (the unwinder: its reads of the target come from
-# the harness's own pyrt_sig_read over the input). Its replay runs under clang's ASan and UBSan:
+# the harness's own pyrt_read over the input). Its replay runs under clang's ASan and UBSan:
 # the overruns and overflows its corpus holds (crash-*) are silent without them (and gcc's UBSan
 # misses one of them).
 $(B)/fuzz/replay-eh_frame build/fuzz/fuzz-eh_frame: $(UNWIND_SRCS) probe/sig/unwind_table.c

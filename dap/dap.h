@@ -56,9 +56,9 @@ int dap_arg_bool(const cJSON *args, const char *name, int *out, struct pb_err *e
 int dap_arg_str(const cJSON *args, const char *name, const char **out, struct pb_err *err);
 
 /* ---- server: session and dispatch (probe side) ---- */
-struct dap_session;
+struct srv_session;
 
-struct dap_io_ops {
+struct srv_io_ops {
     /* Queue len bytes for the peer in one write. Returns 0 or a negative code (the session is
      * then closed). */
     int (*send)(void *io, const char *buf, size_t len);
@@ -66,61 +66,61 @@ struct dap_io_ops {
     void (*close)(void *io);
 };
 
-enum { DAP_TRANSPORT_UNIX = 0, DAP_TRANSPORT_TCP = 1 };
+enum { SRV_TRANSPORT_UNIX = 0, SRV_TRANSPORT_TCP = 1 };
 
 /* A session per connection; ref-counted because a deferred request may outlive the
  * connection. */
-struct dap_session *dap_session_new(const struct dap_io_ops *ops, void *io, int transport);
-void dap_session_ref(struct dap_session *s);
-void dap_session_unref(struct dap_session *s);
+struct srv_session *srv_session_new(const struct srv_io_ops *ops, void *io, int transport);
+void srv_session_ref(struct srv_session *s);
+void srv_session_unref(struct srv_session *s);
 /* The connection is gone: nothing more is sent; deferred requests complete into the void. */
-void dap_session_detach_io(struct dap_session *s);
+void srv_session_detach_io(struct srv_session *s);
 /* Bytes from the peer: parses and dispatches every complete message. Returns 0, or a negative
  * code when the connection must be closed (protocol error, failed authentication). */
-int dap_session_feed(struct dap_session *s, const char *data, size_t n);
-int dap_session_transport(const struct dap_session *s);
+int srv_session_feed(struct srv_session *s, const char *data, size_t n);
+int srv_session_transport(const struct srv_session *s);
 /* Whether the peer may send requests: always on the Unix socket, after a successful `attach`
  * (token) on TCP. */
-int dap_session_is_authed(const struct dap_session *s);
+int srv_session_is_authed(const struct srv_session *s);
 /* Before authentication, messages larger than bytes (body) close the connection; the limit goes
  * back to DAP_DEFAULT_MAX_BODY once `attach` succeeds. The agent sets it (net.preauth_max_bytes)
  * for TCP sessions. */
-void dap_session_set_preauth_max(struct dap_session *s, size_t bytes);
+void srv_session_set_preauth_max(struct srv_session *s, size_t bytes);
 /* Bytes received and not yet parsed into a message (what the session holds for its peer). */
-size_t dap_session_buffered(const struct dap_session *s);
+size_t srv_session_buffered(const struct srv_session *s);
 /* Send an event on this session (body taken). */
-void dap_session_event(struct dap_session *s, const char *event, cJSON *body);
+void srv_session_event(struct srv_session *s, const char *event, cJSON *body);
 
 /* A request being handled. Handlers fill body and return 0, or return a negative code with
- * c->err filled (sent as an error response), or call dap_ctx_defer() and return DAP_DEFERRED,
- * completing later with dap_pending_finish(). */
-struct dap_ctx {
-    struct dap_session *s;
+ * c->err filled (sent as an error response), or call srv_ctx_defer() and return SRV_DEFERRED,
+ * completing later with srv_pending_finish(). */
+struct srv_ctx {
+    struct srv_session *s;
     int request_seq;
     const char *command;
     struct pb_err err;
 };
 
-#define DAP_DEFERRED 1
-struct dap_pending;
-struct dap_pending *dap_ctx_defer(struct dap_ctx *c);
+#define SRV_DEFERRED 1
+struct srv_pending;
+struct srv_pending *srv_ctx_defer(struct srv_ctx *c);
 /* Complete a deferred request: rc 0 sends body (taken) as success, else an error response with
  * err's text. Frees p. Loop thread only. */
-void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct pb_err *err);
+void srv_pending_finish(struct srv_pending *p, int rc, cJSON *body, const struct pb_err *err);
 /* Complete a deferred request with an error whose message is longer than pb_err holds (a
  * traceback). rc < 0. Frees p. Loop thread only. */
-void dap_pending_fail_text(struct dap_pending *p, int rc, const char *text);
+void srv_pending_fail_text(struct srv_pending *p, int rc, const char *text);
 
-typedef int (*dap_handler)(struct dap_ctx *c, const cJSON *args, cJSON *body);
+typedef int (*srv_handler)(struct srv_ctx *c, const cJSON *args, cJSON *body);
 
 /* Session state the handlers may change (initialize, attach). */
-void dap_session_set_attached(struct dap_session *s, int debugger);
-int dap_session_is_attached(const struct dap_session *s);
+void srv_session_set_attached(struct srv_session *s, int debugger);
+int srv_session_is_attached(const struct srv_session *s);
 /* Ask the session to close after the current response is sent (disconnect, bad token). */
-void dap_session_close_after_reply(struct dap_session *s);
+void srv_session_close_after_reply(struct srv_session *s);
 
 /* The capabilities object for `initialize`, derived from the dispatch table (new reference). */
-cJSON *dap_capabilities(void);
+cJSON *srv_capabilities(void);
 
 /* ---- client (CLI side): blocking, with timeouts ---- */
 struct dap_client {

@@ -22,9 +22,9 @@
 
 static void on_fork_child(void)
 {
-    probe_agent_forget();
+    srv_agent_forget();
     dbg_fork_child();
-    probe_hurry_fork_child();
+    gil_hurry_fork_child();
 }
 
 /* GIL worker: read threading's names once at start, so that a first `threads` (a debugger
@@ -34,8 +34,8 @@ static void names_warm(void *arg)
     (void)arg;
     struct probe_snapshot s;
     struct pb_err err = {0};
-    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) == 0)
-        probe_snapshot_free(&s);
+    if (pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) == 0)
+        pyrt_snapshot_free(&s);
 }
 
 static void names_warmed(void *arg, int rc)
@@ -48,14 +48,14 @@ static void names_warmed(void *arg, int rc)
 static void agent_first(void)
 {
     struct pb_err err = {0};
-    if (probe_pyrt_init(&err) < 0)
+    if (pyrt_init(&err) < 0)
         PB_LOG(PB_LOG_WARN, "interpreter reader: %s", err.msg);
-    else if (probe_gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
+    else if (gil_submit(names_warm, names_warmed, NULL, 1000) < 0)
         PB_LOG(PB_LOG_WARN, "thread names not read at start");
-    if (probe_collector_start() < 0)
+    if (sql_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
-           probe_info_get()->python_version);
+           core_info_get()->python_version);
 }
 
 /* A start step made to fail for the tests (PROBING_TEST_FAIL_START=loop|server|worker|task|
@@ -82,13 +82,13 @@ static int probe_start(struct pb_err *err)
     pthread_mutex_lock(&lock);
     if (started)
         goto out;
-    if ((rc = fault("loop", err)) < 0 || (rc = probe_loop_init(err)) < 0)
+    if ((rc = fault("loop", err)) < 0 || (rc = core_loop_init(err)) < 0)
         goto out;
-    if ((rc = fault("server", err)) < 0 || (rc = probe_server_start(err)) < 0)
+    if ((rc = fault("server", err)) < 0 || (rc = srv_start(err)) < 0)
         goto undo_loop;
-    if ((rc = fault("worker", err)) < 0 || (rc = probe_worker_start(probe_agent_loop(), err)) < 0)
+    if ((rc = fault("worker", err)) < 0 || (rc = gil_worker_start(core_agent_loop(), err)) < 0)
         goto undo_server;
-    if ((rc = fault("task", err)) < 0 || (rc = probe_task_start(probe_agent_loop(), err)) < 0)
+    if ((rc = fault("task", err)) < 0 || (rc = core_task_start(core_agent_loop(), err)) < 0)
         goto undo_worker;
     if ((rc = fault("events", err)) < 0)
         goto undo_task;
@@ -96,21 +96,21 @@ static int probe_start(struct pb_err *err)
         rc = pb_err_set(err, -ENOMEM, "cannot start the debugger's event queue");
         goto undo_task;
     }
-    if ((rc = fault("thread", err)) < 0 || (rc = probe_loop_start(agent_first, err)) < 0)
+    if ((rc = fault("thread", err)) < 0 || (rc = core_loop_start(agent_first, err)) < 0)
         goto undo_events;
-    probe_server_sweep();
+    srv_sweep();
     started = 1;
     goto out;
 undo_events:
     dbg_events_stop();
 undo_task:
-    probe_task_stop();
+    core_task_stop();
 undo_worker:
-    probe_worker_stop();
+    gil_worker_stop();
 undo_server:
-    probe_server_stop();
+    srv_stop();
 undo_loop:
-    probe_loop_close();
+    core_loop_close();
 out:
     pthread_mutex_unlock(&lock);
     return rc;
@@ -120,9 +120,9 @@ __attribute__((constructor)) static void probe_load(void)
 {
     struct pb_err err = {0};
     pb_log_init("probe");
-    probe_settings_load();
-    probe_settings_compat_env();
-    struct probe_info *i = probe_info_edit();
+    core_settings_load();
+    core_settings_compat_env();
+    struct probe_info *i = core_info_edit();
     /* Py_GetVersion needs no GIL: "3.11.7 (main, ...". Keep the first word. */
     pb_strlcpy(i->python_version, Py_GetVersion(), sizeof i->python_version);
     i->python_version[strcspn(i->python_version, " ")] = '\0';
@@ -135,7 +135,7 @@ __attribute__((constructor)) static void probe_load(void)
 
 __attribute__((destructor)) static void probe_unload(void)
 {
-    probe_agent_cleanup();
+    srv_agent_cleanup();
 }
 
 /* Start serving (idempotent) and, if listen is a non-empty "HOST:PORT", also on TCP with
@@ -146,7 +146,7 @@ PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errb
     struct pb_err err = {0};
     int rc = probe_start(&err);
     if (rc == 0 && listen && *listen)
-        rc = probe_agent_listen_sync(listen, token ? token : "", &err);
+        rc = srv_agent_listen_sync(listen, token ? token : "", &err);
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg[0] ? err.msg : pb_strerror(rc), errlen);
     return rc;
@@ -155,7 +155,7 @@ PROBE_EXPORT int probing_start(const char *listen, const char *token, char *errb
 /* The Unix socket path this probe serves (empty if none). */
 PROBE_EXPORT const char *probing_socket_path(void)
 {
-    return probe_info_get()->socket_path;
+    return core_info_get()->socket_path;
 }
 
 PROBE_EXPORT const char *probing_version(void)
@@ -166,7 +166,7 @@ PROBE_EXPORT const char *probing_version(void)
 /* The TCP address being served ("" if none). */
 PROBE_EXPORT const char *probing_tcp_address(void)
 {
-    return probe_info_get()->tcp_address;
+    return core_info_get()->tcp_address;
 }
 
 /* ---- for collectors written in Python (ctypes) ---- */
@@ -186,7 +186,7 @@ PROBE_EXPORT int probing_history_define(const char *table, const char *columns, 
     if (!copy || !cols)
         rc = pb_err_set(&err, PB_EBADARG, "table and columns are required");
     else
-        rc = probe_history_define(strdup(table), "defined by a Python collector", cols, n, &err);
+        rc = sql_history_define(strdup(table), "defined by a Python collector", cols, n, &err);
     /* On success the strings live for the process (history tables are never dropped). */
     if (rc < 0) {
         free(copy);
@@ -203,7 +203,7 @@ PROBE_EXPORT int probing_history_index(const char *table, const char *columns, c
                                        size_t errlen)
 {
     struct pb_err err = {0};
-    int rc = table ? probe_history_index(table, columns, &err)
+    int rc = table ? sql_history_index(table, columns, &err)
                    : pb_err_set(&err, PB_EBADARG, "a table is required");
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg, errlen);
@@ -217,7 +217,7 @@ PROBE_EXPORT int probing_history_rollup(const char *table, const char *group_col
                                         const char *value_cols, char *errbuf, size_t errlen)
 {
     struct pb_err err = {0};
-    int rc = table ? probe_history_rollup(table, group_cols, value_cols, &err)
+    int rc = table ? sql_history_rollup(table, group_cols, value_cols, &err)
                    : pb_err_set(&err, PB_EBADARG, "a table is required");
     if (rc < 0 && errbuf && errlen)
         pb_strlcpy(errbuf, err.msg, errlen);
@@ -232,5 +232,5 @@ PROBE_EXPORT int probing_history_append(const char *table, const double *values,
         return PB_EBADARG;
     for (int i = 0; i < n; i++)
         v[i] = (struct probe_value){PROBE_V_REAL, (long long)values[i], values[i], NULL};
-    return probe_history_append(table, v, n);
+    return sql_history_append(table, v, n);
 }

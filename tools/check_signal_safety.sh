@@ -19,8 +19,8 @@ find_obj() {
 }
 deny='^(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|pthread_mutex_.*|pthread_rwlock_.*|pthread_cond_.*|pthread_spin_.*|sem_wait|dl_iterate_phdr|dladdr.*|dlsym|dlopen|dlclose|_dl_find_object|_U.*|unw_.*|backtrace.*|printf|fprintf|snprintf|vsnprintf|sprintf|PyGILState_Ensure|PyEval_.*|PyObject_.*|__tls_get_addr)$'
 declare -A allow=(
-  [unwind]='^(__errno_location|getpid|memcpy|memset|memcmp|process_vm_readv|pyrt_sig_read|pyrt_own_copy|pyrt_iov_pages|unwind_cfi_[a-z_]+|unwind_cache_[a-z_]+|unwind_hdr_parse)$'
-  [unwind_cfi]='^(memcpy|memset|memcmp|pyrt_sig_read)$'
+  [unwind]='^(__errno_location|getpid|memcpy|memset|memcmp|process_vm_readv|pyrt_read|pyrt_own_copy|pyrt_iov_pages|unwind_cfi_[a-z_]+|unwind_cache_[a-z_]+|sig_unwind_hdr_parse)$'
+  [unwind_cfi]='^(memcpy|memset|memcmp|pyrt_read)$'
   [unwind_cache]='^(memcpy|memset)$'
 )
 bad=0

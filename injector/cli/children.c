@@ -320,9 +320,9 @@ cJSON *cli_children_read(pid_t pid, int locals, int max_frames, int *left_out)
             cJSON_AddItemToArray(arr, listed(kids[i], ppid, comm, state, cmdline, why));
             continue;
         }
-        struct inj_pyver v;
+        struct ptrace_pyver v;
         struct pb_err err = {0};
-        if (inj_pyver_detect(kids[i], &v, &err) < 0) {
+        if (ptrace_pyver_detect(kids[i], &v, &err) < 0) {
             snprintf(why, sizeof why, "%s", err.code == PB_ENOPYTHON ? "runs no Python" : err.msg);
             cJSON_AddItemToArray(arr, listed(kids[i], ppid, comm, state, cmdline, why));
             continue;

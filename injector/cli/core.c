@@ -35,7 +35,7 @@ static int core_task(long tid)
  * thread's frames can cross from one mapping into the next). */
 static int core_read(uintptr_t addr, void *dst, size_t n)
 {
-    return core_file_read(&core, addr, dst, n);
+    return cli_core_file_read(&core, addr, dst, n);
 }
 
 static const char *base_of(const char *p)
@@ -95,7 +95,7 @@ static void exe_libpython(const char *exe, const struct core_map **m, int ver[3]
     const char *const name[1] = {"_PyRuntime"};
     const struct core_map *lib;
     if (!exe || !(lib = libpython_map()) ||
-        (*m && inj_file_syms(exe, (*m)->start, (*m)->off, name, 1, &rt) == 0 && rt))
+        (*m && ptrace_file_syms(exe, (*m)->start, (*m)->off, name, 1, &rt) == 0 && rt))
         return;
     int v[2];
     if (sscanf(base_of(lib->path), "libpython%d.%d", &v[0], &v[1]) != 2)
@@ -160,13 +160,13 @@ static const char *core_sig_name(int sig)
 static void core_meta(cJSON *body, const struct core_map *interp)
 {
     char hex[160];
-    const struct core_map *x = core_file_exe_map(&core);
+    const struct core_map *x = cli_core_file_exe_map(&core);
     cJSON *e = cJSON_AddObjectToObject(body, "executable");
     char execfn[256] = "";
-    if (core.at_execfn && core_file_read(&core, core.at_execfn, execfn, sizeof execfn - 1) < 0)
+    if (core.at_execfn && cli_core_file_read(&core, core.at_execfn, execfn, sizeof execfn - 1) < 0)
         for (size_t i = 0;
              i < sizeof execfn - 1 &&
-             core_file_read(&core, core.at_execfn + i, &execfn[i], 1) == 0 && execfn[i];
+             cli_core_file_read(&core, core.at_execfn + i, &execfn[i], 1) == 0 && execfn[i];
              i++)
             ; /* near the stack's top: byte by byte up to its end */
     execfn[sizeof execfn - 1] = '\0';
@@ -178,7 +178,7 @@ static void core_meta(cJSON *body, const struct core_map *interp)
         cJSON_AddStringToObject(e, "path", core.fname);
     else
         cJSON_AddNullToObject(e, "path");
-    if (x && core_file_build_id(&core, x->start - x->off, hex, sizeof hex) == 0)
+    if (x && cli_core_file_build_id(&core, x->start - x->off, hex, sizeof hex) == 0)
         cJSON_AddStringToObject(e, "buildId", hex);
     else
         cJSON_AddNullToObject(e, "buildId");
@@ -190,7 +190,7 @@ static void core_meta(cJSON *body, const struct core_map *interp)
     if (lib && (!x || strcmp(lib->path, x->path) != 0)) {
         cJSON *l = cJSON_AddObjectToObject(body, "libpython");
         cJSON_AddStringToObject(l, "path", lib->path);
-        if (core_file_build_id(&core, lib->start - lib->off, hex, sizeof hex) == 0)
+        if (cli_core_file_build_id(&core, lib->start - lib->off, hex, sizeof hex) == 0)
             cJSON_AddStringToObject(l, "buildId", hex);
         else
             cJSON_AddNullToObject(l, "buildId");
@@ -242,7 +242,7 @@ static cJSON *core_nframe(uintptr_t pc, int depth, const char *interp, int *is_e
     unsigned long long off = 0;
     int line = 0;
     cJSON *o = cJSON_CreateObject();
-    if (m && inj_file_bias(m->path, m->start, m->off, &bias) == 0)
+    if (m && ptrace_file_bias(m->path, m->start, m->off, &bias) == 0)
         core_ext->srcline(0, m->path, depth > 0 ? pc - 1 : pc, bias, file, sizeof file, &line, func,
                           sizeof func, &off);
     if (!func[0] && m && strcmp(m->path, interp) == 0 &&
@@ -413,14 +413,14 @@ static int core_asyncio_offsets(uint64_t *offs, char *why, size_t n)
     int mapped = 0;
     for (int i = 0; i < core.nmaps; i++) {
         int seen = 0;
-        if (!inj_asyncio_candidate(core.maps[i].path))
+        if (!ptrace_asyncio_candidate(core.maps[i].path))
             continue;
         for (int k = 0; k < i && !seen; k++)
             seen = strcmp(core.maps[k].path, core.maps[i].path) == 0;
         if (seen)
             continue;
         mapped |= strstr(base_of(core.maps[i].path), "_asyncio.") != NULL;
-        if (inj_file_section(core.maps[i].path, ".AsyncioDebug", offs,
+        if (ptrace_file_section(core.maps[i].path, ".AsyncioDebug", offs,
                              CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
             return 0;
     }
@@ -462,7 +462,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
         return NULL;
     }
     size_t size = (size_t)st.st_size;
-    if (core_file_parse(&core, map, size) < 0) {
+    if (cli_core_file_parse(&core, map, size) < 0) {
         pb_err_set(err, PB_EBADARG, "%s is not a 64-bit ELF core file", path);
         goto out;
     }
@@ -483,7 +483,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     char beside[PATH_MAX + 16];
     exe_libpython(exe, &m, ver, &symfile, beside, sizeof beside);
     unsigned long addrs[CLI_READ_NSYMS];
-    uint64_t want = core_file_expected_size(&core);
+    uint64_t want = cli_core_file_expected_size(&core);
     if (want > size) {
         PB_LOG(PB_LOG_INFO, "%s is truncated: %zu of %llu bytes", path, size,
                (unsigned long long)want);
@@ -505,7 +505,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     }
     if (tasks && cli_read_tasks_check(ver, "in a core", err) < 0)
         goto out;
-    if (inj_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
+    if (ptrace_file_syms(symfile, m->start, m->off, cli_read_syms, CLI_READ_NSYMS, addrs) < 0) {
         pb_err_set(err, -ENOENT,
                    "cannot read the symbols of %s (the core's interpreter): give "
                    "it with --exe PATH, or the root it ran in with --sysroot DIR",
@@ -545,7 +545,7 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
     }
 out:
     unroot();
-    core_file_free(&core);
+    cli_core_file_free(&core);
     munmap(map, size);
     memset(&core, 0, sizeof core);
     return body;

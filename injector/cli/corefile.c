@@ -111,7 +111,7 @@ static void notes_read(struct core_file *c, const Elf64_Phdr *p)
     }
 }
 
-int core_file_parse(struct core_file *c, const void *data, size_t size)
+int cli_core_file_parse(struct core_file *c, const void *data, size_t size)
 {
     const Elf64_Ehdr *eh = data;
     memset(c, 0, sizeof *c);
@@ -130,7 +130,7 @@ int core_file_parse(struct core_file *c, const void *data, size_t size)
     return 0;
 }
 
-void core_file_free(struct core_file *c)
+void cli_core_file_free(struct core_file *c)
 {
     if (c) {
         free(c->maps);
@@ -139,7 +139,7 @@ void core_file_free(struct core_file *c)
     }
 }
 
-long core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n)
+long cli_core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n)
 {
     for (int i = 0; i < c->nph; i++) {
         const Elf64_Phdr *p = &c->ph[i];
@@ -177,10 +177,10 @@ long core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, si
     return -1;
 }
 
-int core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t n)
+int cli_core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t n)
 {
     while (n > 0) {
-        long r = core_file_read_one(c, addr, dst, n);
+        long r = cli_core_file_read_one(c, addr, dst, n);
         if (r <= 0)
             return -1;
         addr += (size_t)r;
@@ -190,7 +190,7 @@ int core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t 
     return 0;
 }
 
-uint64_t core_file_expected_size(const struct core_file *c)
+uint64_t cli_core_file_expected_size(const struct core_file *c)
 {
     uint64_t want = 0;
     for (int i = 0; i < c->nph; i++) {
@@ -204,7 +204,7 @@ uint64_t core_file_expected_size(const struct core_file *c)
     return want;
 }
 
-const struct core_map *core_file_exe_map(const struct core_file *c)
+const struct core_map *cli_core_file_exe_map(const struct core_file *c)
 {
     for (int i = 0; c->at_phdr && i < c->nmaps; i++)
         if (c->at_phdr >= c->maps[i].start && c->at_phdr < c->maps[i].end)
@@ -212,16 +212,16 @@ const struct core_map *core_file_exe_map(const struct core_file *c)
     return NULL;
 }
 
-int core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, size_t cap)
+int cli_core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, size_t cap)
 {
     Elf64_Ehdr eh;
     Elf64_Phdr ph[64];
     unsigned char notes[4096];
     uintptr_t bias = UINTPTR_MAX;
-    if (cap < 129 || core_file_read(c, start, &eh, sizeof eh) != 0 ||
+    if (cap < 129 || cli_core_file_read(c, start, &eh, sizeof eh) != 0 ||
         memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
         eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64 ||
-        eh.e_phoff > 65536 || core_file_read(c, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
+        eh.e_phoff > 65536 || cli_core_file_read(c, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
         return -1;
     for (int i = 0; i < eh.e_phnum && bias == UINTPTR_MAX; i++)
         if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)
@@ -229,7 +229,7 @@ int core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, si
     for (int i = 0; i < eh.e_phnum && bias != UINTPTR_MAX; i++) {
         size_t n = ph[i].p_filesz < sizeof notes ? (size_t)ph[i].p_filesz : sizeof notes;
         if (ph[i].p_type != PT_NOTE || n < sizeof(Elf64_Nhdr) ||
-            core_file_read(c, bias + (uintptr_t)ph[i].p_vaddr, notes, n) != 0)
+            cli_core_file_read(c, bias + (uintptr_t)ph[i].p_vaddr, notes, n) != 0)
             continue;
         size_t at = 0;
         while (n - at >= sizeof(Elf64_Nhdr)) {

@@ -3,7 +3,7 @@
  * segments, its NT_FILE note's mapped files (read from disk where the core left a mapping
  * out), and its threads' NT_PRSTATUS. Every offset and size in it is the core's word, which a
  * hostile core chooses: all are checked without overflow, names must end within their note,
- * and only regular files are opened. No allocation but the mapping table (core_file_free). */
+ * and only regular files are opened. No allocation but the mapping table (cli_core_file_free). */
 #ifndef PROBING_COREFILE_H
 #define PROBING_COREFILE_H
 
@@ -40,21 +40,21 @@ struct core_file {
 /* The size bytes at data (kept, not copied) read as a 64-bit ELF core: 0, or -ENOEXEC when
  * it is not one (its program headers do not lie within it). Notes that do not fit are
  * skipped. */
-int core_file_parse(struct core_file *c, const void *data, size_t size);
-void core_file_free(struct core_file *c);
+int cli_core_file_parse(struct core_file *c, const void *data, size_t size);
+void cli_core_file_free(struct core_file *c);
 /* The size the core's segments say it has (the largest end of a segment's file bytes,
  * saturated): more than c->size when the file was cut short. */
-uint64_t core_file_expected_size(const struct core_file *c);
+uint64_t cli_core_file_expected_size(const struct core_file *c);
 /* Up to n bytes at addr from one place: a PT_LOAD segment's bytes in the core, else the file
  * an NT_FILE mapping maps there (a regular file only). The count, or -1. */
-long core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
+long cli_core_file_read_one(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
 /* n bytes at addr, across segments and mappings: 0, or -1. */
-int core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
+int cli_core_file_read(const struct core_file *c, uintptr_t addr, void *dst, size_t n);
 /* The mapping of the process's executable: the one holding AT_PHDR, else NULL. */
-const struct core_map *core_file_exe_map(const struct core_file *c);
+const struct core_map *cli_core_file_exe_map(const struct core_file *c);
 /* The GNU build id (NT_GNU_BUILD_ID) of the ELF object mapped at start (its offset-0 mapping),
- * read through core_file_read (the core's bytes, else the mapped file's), as lower-case hex in
+ * read through cli_core_file_read (the core's bytes, else the mapped file's), as lower-case hex in
  * hex (cap >= 129). 0, or -1 when it has none that can be read. */
-int core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, size_t cap);
+int cli_core_file_build_id(const struct core_file *c, uintptr_t start, char *hex, size_t cap);
 
 #endif

@@ -93,7 +93,7 @@ int cli_cmd_list(const struct cli_opts *o, int argc, char **argv)
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
         if (pid == getpid() || stat(path, &st) < 0 || (me != 0 && st.st_uid != me))
             continue;
-        if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, lib, sizeof lib) != 1)
+        if (ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, lib, sizeof lib) != 1)
             continue;
         cJSON_AddItemToArray(all, describe(pid, lib, o->timeout_ms < 3000 ? o->timeout_ms : 3000));
     }

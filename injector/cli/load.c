@@ -118,7 +118,7 @@ static int probe_orphaned(pid_t pid, int grace_ms)
 
 /* Loads a fresh copy of lib into pid, whose probe has no agent. dlopen of the same file would
  * return the inherited handle without running its constructor, so the copy is a new file
- * (under our /tmp, owned by the target's user; inj_inject copies it again into the target's
+ * (under our /tmp, owned by the target's user; ptrace_inject copies it again into the target's
  * own /tmp when it does not see ours). Holding a lock on lib, so that two commands at once
  * load one copy: the second finds the new agent answering. Returns 0 once loaded, 1 if
  * another command loaded it meanwhile, or a negative code. */
@@ -154,12 +154,12 @@ static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
     snprintf(copy, sizeof copy, "%s/%s", dir, strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib);
     rc = chown(dir, owner.st_uid, owner.st_gid) < 0 && geteuid() == 0 ? -errno : 0;
     if (rc == 0)
-        rc = inj_file_copy(lib, copy, owner.st_uid, owner.st_gid);
+        rc = ptrace_file_copy(lib, copy, owner.st_uid, owner.st_gid);
     if (rc < 0) {
         pb_err_set(err, rc, "cannot copy %s to %s: %s", lib, copy, strerror(-rc));
     } else {
-        struct inj_opts io = {0};
-        rc = inj_inject(pid, copy, &io, err);
+        struct ptrace_opts io = {0};
+        rc = ptrace_inject(pid, copy, &io, err);
     }
     /* Removed in any case: loaded, the target maps it (its name is no longer needed, and
      * nothing of ours is left in its /tmp); not loaded, it is of no use. */
@@ -252,7 +252,7 @@ static void inject_unlock(int fd, const char *path)
     inject_lock_sweep(path);
 }
 
-/* While the lock is held, SIGINT/SIGTERM/SIGHUP/SIGQUIT (held by inj_inject until the target
+/* While the lock is held, SIGINT/SIGTERM/SIGHUP/SIGQUIT (held by ptrace_inject until the target
  * is restored, then taken) remove the lock file before they end the CLI as they would have:
  * only where the CLI had left them at their default action. */
 static const int held_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -292,7 +292,7 @@ static int probe_loaded(pid_t pid, int grace_ms, int *orphaned, char *version, s
 {
     char lib[PATH_MAX];
     static const char so[] = ".so";
-    int rc = inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, lib, sizeof lib);
+    int rc = ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, lib, sizeof lib);
     *orphaned = rc == 1 && probe_orphaned(pid, grace_ms);
     if (rc != 1 || *orphaned)
         return 0;
@@ -339,9 +339,9 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
     int orphaned, rc;
     if (probe_loaded(pid, 0, &orphaned, version, vn)) /* a command before us loaded it */
         return 0;
-    struct inj_pyver pv;
-    rc = inj_pyver_detect(pid, &pv, err);
-    if (rc < 0 || (rc = inj_remote_debug_check(pid, &pv, err)) < 0)
+    struct ptrace_pyver pv;
+    rc = ptrace_pyver_detect(pid, &pv, err);
+    if (rc < 0 || (rc = ptrace_remote_debug_check(pid, &pv, err)) < 0)
         return rc;
     if (version)
         snprintf(version, vn, "%d.%d.%d", pv.major, pv.minor, pv.micro);
@@ -368,8 +368,8 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
     if (orphaned) {
         rc = inject_fresh(pid, lib, err);
     } else {
-        struct inj_opts io = {.python_checked = 1};
-        rc = inj_inject(pid, lib, &io, err);
+        struct ptrace_opts io = {.python_checked = 1};
+        rc = ptrace_inject(pid, lib, &io, err);
     }
     if (rc < 0)
         return rc;

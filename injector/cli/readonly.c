@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `debug --dump --no-inject` and `cluster stacks --no-inject`: a live process's Python stacks
  * read from outside, loading nothing into it. The CLI finds the interpreter's globals in the
- * target's ELF symbols (inj_pysyms), dlopens the reader built from the probe's own frame walker
+ * target's ELF symbols (ptrace_pysyms), dlopens the reader built from the probe's own frame walker
  * for the target's CPython (libprobing-read-3.X.so, probe/sig/pyrt_remote.c) and lets it read the
  * target with process_vm_readv; then adds what the probe would have added from /proc: thread
  * names (the kernel's), native ids before 3.11 (the tid field of glibc's struct pthread at the
@@ -74,7 +74,7 @@ void cli_read_native_ids(cJSON *body, cli_read_fn rd, int (*is_task)(long tid))
             !is_task(tid))
             continue;
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "nativeId", cJSON_CreateNumber(tid));
-        double id = tid + cli_json_num(t, "interpreter", 0) * 4194304.0; /* probe_thread_id */
+        double id = tid + cli_json_num(t, "interpreter", 0) * 4194304.0; /* pyrt_thread_id */
         cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)t, "id", cJSON_CreateNumber(id));
     }
 }
@@ -254,13 +254,13 @@ cJSON *cli_read_dump(pid_t pid, int max_frames, int locals, struct pb_err *err)
 cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, struct pb_err *err)
 {
     unsigned long addrs[CLI_READ_NSYMS];
-    struct inj_pyver v;
-    if (inj_pyver_detect(pid, &v, err) < 0)
+    struct ptrace_pyver v;
+    if (ptrace_pyver_detect(pid, &v, err) < 0)
         return NULL;
     int ver[3] = {v.major, v.minor, v.micro};
     if (tasks && cli_read_tasks_check(ver, "without the probe", err) < 0)
         return NULL;
-    if (inj_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
+    if (ptrace_pysyms(pid, cli_read_syms, CLI_READ_NSYMS, addrs, err) < 0)
         return NULL;
     live_pid = pid;
     /* Reading another process's memory needs what attaching needs (Yama's ptrace_scope): a
@@ -269,7 +269,7 @@ cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, str
     if (live_read(addrs[0], &byte, 1) < 0 && (errno == EPERM || errno == EACCES)) {
         char what[64];
         snprintf(what, sizeof what, "reading the memory of %d", (int)pid);
-        inj_access_denied(what, err);
+        ptrace_access_denied(what, err);
         return NULL;
     }
     cJSON *body =
@@ -281,7 +281,7 @@ cJSON *cli_read_dump_tasks(pid_t pid, int max_frames, int locals, int tasks, str
     if (body && tasks) { /* the offsets from the target's _asyncio file (its /proc/PID/root) */
         uint64_t offs[CLI_ASYNCIO_NOFFS];
         struct pb_err e = {0};
-        int rc = inj_asyncio_section(pid, ".AsyncioDebug", offs, sizeof offs, &e);
+        int rc = ptrace_asyncio_section(pid, ".AsyncioDebug", offs, sizeof offs, &e);
         cli_read_tasks_add(body, live_read, ver, addrs, rc == 0 ? offs : NULL,
                            rc == 1 ? NULL : e.msg);
     }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* inj_file_copy: a library copied where a target can dlopen it (inject.c: under the target's
+/* ptrace_file_copy: a library copied where a target can dlopen it (inject.c: under the target's
  * own /tmp when it does not see ours; the CLI: a fresh copy for a fork child whose inherited
  * probe has no agent). */
 #include <errno.h>
@@ -8,7 +8,7 @@
 
 #include "inj.h"
 
-int inj_file_copy(const char *from, const char *to, uid_t uid, gid_t gid)
+int ptrace_file_copy(const char *from, const char *to, uid_t uid, gid_t gid)
 {
     char buf[65536];
     int rc = 0, in = open(from, O_RDONLY | O_CLOEXEC), out = -1;

@@ -16,12 +16,12 @@
 
 /* Every offset and size below is the file's word: each is checked with pb_in_range (off + len
  * could wrap past 2^64), and each table read in place must be aligned for its type. */
-static int in_file(const struct inj_elf *e, uint64_t off, uint64_t len)
+static int in_file(const struct ptrace_elf *e, uint64_t off, uint64_t len)
 {
     return pb_in_range(off, len, e->size);
 }
 
-int inj_elf_init(struct inj_elf *e, const void *data, size_t size)
+int ptrace_elf_init(struct ptrace_elf *e, const void *data, size_t size)
 {
     const Elf64_Ehdr *eh = data;
     e->data = data;
@@ -38,7 +38,7 @@ int inj_elf_init(struct inj_elf *e, const void *data, size_t size)
     return 0;
 }
 
-int inj_elf_open(const char *path, struct inj_elf *e)
+int ptrace_elf_open(const char *path, struct ptrace_elf *e)
 {
     struct stat sb;
     int rc = 0;
@@ -56,14 +56,14 @@ int inj_elf_open(const char *path, struct inj_elf *e)
         rc = -errno;
         goto out;
     }
-    if ((rc = inj_elf_init(e, p, (size_t)sb.st_size)) < 0)
+    if ((rc = ptrace_elf_init(e, p, (size_t)sb.st_size)) < 0)
         munmap(p, (size_t)sb.st_size);
 out:
     close(fd);
     return rc;
 }
 
-void inj_elf_close(struct inj_elf *e)
+void ptrace_elf_close(struct ptrace_elf *e)
 {
     if (e && e->data) {
         munmap((void *)e->data, e->size);
@@ -72,17 +72,17 @@ void inj_elf_close(struct inj_elf *e)
     }
 }
 
-static const Elf64_Ehdr *ehdr(const struct inj_elf *e)
+static const Elf64_Ehdr *ehdr(const struct ptrace_elf *e)
 {
     return (const Elf64_Ehdr *)e->data;
 }
 
-static const Elf64_Phdr *phdr(const struct inj_elf *e, int i)
+static const Elf64_Phdr *phdr(const struct ptrace_elf *e, int i)
 {
     return (const Elf64_Phdr *)(e->data + ehdr(e)->e_phoff) + i;
 }
 
-static const Elf64_Shdr *shdr(const struct inj_elf *e, unsigned i)
+static const Elf64_Shdr *shdr(const struct ptrace_elf *e, unsigned i)
 {
     if (i >= ehdr(e)->e_shnum)
         return NULL;
@@ -98,7 +98,7 @@ struct symtab {
     const uint16_t *ver; /* NULL if none */
 };
 
-static int table(const struct inj_elf *e, uint32_t type, struct symtab *t)
+static int table(const struct ptrace_elf *e, uint32_t type, struct symtab *t)
 {
     memset(t, 0, sizeof *t);
     for (unsigned i = 0; i < ehdr(e)->e_shnum; i++) {
@@ -141,7 +141,7 @@ static int defined(const Elf64_Sym *s)
            (type == STT_FUNC || type == STT_OBJECT || type == STT_GNU_IFUNC || type == STT_NOTYPE);
 }
 
-int inj_elf_section(const struct inj_elf *e, const char *name, size_t *off, size_t *size)
+int ptrace_elf_section(const struct ptrace_elf *e, const char *name, size_t *off, size_t *size)
 {
     const Elf64_Shdr *names = shdr(e, ehdr(e)->e_shstrndx);
     if (!names || !in_file(e, names->sh_offset, names->sh_size))
@@ -162,7 +162,7 @@ int inj_elf_section(const struct inj_elf *e, const char *name, size_t *off, size
     return -ENOENT;
 }
 
-const char *inj_elf_needed(const struct inj_elf *e, int i)
+const char *ptrace_elf_needed(const struct ptrace_elf *e, int i)
 {
     for (unsigned k = 0; k < ehdr(e)->e_shnum; k++) {
         const Elf64_Shdr *s = shdr(e, k), *ss;
@@ -190,7 +190,7 @@ const char *inj_elf_needed(const struct inj_elf *e, int i)
  * indices [*first, *end) whose chain holds name's hash (a bloom filter and a bucket first: most
  * names not defined there cost no string comparison at all). 0, -ENOENT when name is not
  * there, or 1 when the file has no usable table (search every symbol). */
-static int gnu_hash_range(const struct inj_elf *e, unsigned dynsym, size_t nsyms, const char *name,
+static int gnu_hash_range(const struct ptrace_elf *e, unsigned dynsym, size_t nsyms, const char *name,
                           size_t *first, size_t *end)
 {
     uint32_t h = 5381;
@@ -230,7 +230,7 @@ static int gnu_hash_range(const struct inj_elf *e, unsigned dynsym, size_t nsyms
     return 1;
 }
 
-int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint64_t *size)
+int ptrace_elf_sym(const struct ptrace_elf *e, const char *name, uint64_t *value, uint64_t *size)
 {
     static const uint32_t types[] = {SHT_DYNSYM, SHT_SYMTAB};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
@@ -272,7 +272,7 @@ int inj_elf_sym(const struct inj_elf *e, const char *name, uint64_t *value, uint
     return -ENOENT;
 }
 
-uint64_t inj_elf_func_end_below(const struct inj_elf *e, uint64_t addr)
+uint64_t ptrace_elf_func_end_below(const struct ptrace_elf *e, uint64_t addr)
 {
     struct symtab t;
     uint64_t best = 0;
@@ -288,7 +288,7 @@ uint64_t inj_elf_func_end_below(const struct inj_elf *e, uint64_t addr)
     return best;
 }
 
-int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off, uint64_t *bias)
+int ptrace_elf_bias(const struct ptrace_elf *e, unsigned long start, unsigned long off, uint64_t *bias)
 {
     const Elf64_Phdr *hit = NULL;
     for (int i = 0; i < ehdr(e)->e_phnum; i++) {
@@ -311,7 +311,7 @@ int inj_elf_bias(const struct inj_elf *e, unsigned long start, unsigned long off
     return 0;
 }
 
-int inj_elf_exec_end(const struct inj_elf *e, unsigned long off, uint64_t *end)
+int ptrace_elf_exec_end(const struct ptrace_elf *e, unsigned long off, uint64_t *end)
 {
     for (int i = 0; i < ehdr(e)->e_phnum; i++) {
         const Elf64_Phdr *p = phdr(e, i);
@@ -327,7 +327,7 @@ int inj_elf_exec_end(const struct inj_elf *e, unsigned long off, uint64_t *end)
     return -ENOENT;
 }
 
-int inj_elf_read(const struct inj_elf *e, uint64_t vaddr, void *buf, size_t n)
+int ptrace_elf_read(const struct ptrace_elf *e, uint64_t vaddr, void *buf, size_t n)
 {
     for (int i = 0; i < ehdr(e)->e_phnum; i++) {
         const Elf64_Phdr *p = phdr(e, i);
@@ -376,12 +376,12 @@ static int mapped_path(pid_t pid, const char *mpath, int i, char *path, size_t s
  * /proc/PID/map_files opens the very file in any namespace, but needs CAP_SYS_ADMIN (or
  * CAP_CHECKPOINT_RESTORE); otherwise one of mapped_path's forms: the first whose inode is the
  * mapping's wins, else the first that opens. */
-static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
+static int open_mapped(pid_t pid, const struct ptrace_map *map, struct ptrace_elf *e)
 {
     char path[PATH_MAX + 32];
     struct stat st;
     snprintf(path, sizeof path, "/proc/%d/map_files/%lx-%lx", (int)pid, map->start, map->end);
-    if (inj_elf_open(path, e) == 0)
+    if (ptrace_elf_open(path, e) == 0)
         return 0;
     int rc = -ENOENT, first = -1;
     for (int i = 0; i < 3; i++) {
@@ -395,26 +395,26 @@ static int open_mapped(pid_t pid, const struct inj_map *map, struct inj_elf *e)
         if (first < 0)
             first = i;
         if (map->inode && st.st_ino == map->inode)
-            return inj_elf_open(path, e);
+            return ptrace_elf_open(path, e);
     }
     if (first < 0)
         return rc;
     mapped_path(pid, map->path, first, path, sizeof path);
-    return inj_elf_open(path, e);
+    return ptrace_elf_open(path, e);
 }
 
 /* Whether mapping i of m is continued by the next one: the same file, starting where it ends
  * (the loader maps an object's segments side by side). */
-static int continued(const struct inj_maps *m, size_t i)
+static int continued(const struct ptrace_maps *m, size_t i)
 {
     return i + 1 < m->n && m->v[i + 1].start == m->v[i].end && m->v[i + 1].inode == m->v[i].inode &&
            strcmp(m->v[i + 1].path, m->v[i].path) == 0;
 }
 
-int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *map,
-                    struct inj_module *mod)
+int ptrace_module_open(pid_t pid, const struct ptrace_maps *m, const struct ptrace_map *map,
+                    struct ptrace_module *mod)
 {
-    const struct inj_map *first = NULL;
+    const struct ptrace_map *first = NULL;
     memset(mod, 0, sizeof *mod);
     pb_strlcpy(mod->path, map->path, sizeof mod->path);
     mod->lo = (unsigned long)-1;
@@ -441,22 +441,22 @@ int inj_module_open(pid_t pid, const struct inj_maps *m, const struct inj_map *m
     int rc = open_mapped(pid, first, &mod->elf);
     if (rc < 0)
         return rc;
-    rc = inj_elf_bias(&mod->elf, first->start, first->offset, &mod->bias);
+    rc = ptrace_elf_bias(&mod->elf, first->start, first->offset, &mod->bias);
     if (rc < 0)
-        inj_module_close(mod);
+        ptrace_module_close(mod);
     return rc;
 }
 
-void inj_module_close(struct inj_module *mod)
+void ptrace_module_close(struct ptrace_module *mod)
 {
     if (mod)
-        inj_elf_close(&mod->elf);
+        ptrace_elf_close(&mod->elf);
 }
 
-unsigned long inj_module_sym(const struct inj_module *mod, const char *name, unsigned long *size)
+unsigned long ptrace_module_sym(const struct ptrace_module *mod, const char *name, unsigned long *size)
 {
     uint64_t v, sz;
-    if (!mod->elf.data || inj_elf_sym(&mod->elf, name, &v, &sz) < 0)
+    if (!mod->elf.data || ptrace_elf_sym(&mod->elf, name, &v, &sz) < 0)
         return 0;
     if (size)
         *size = (unsigned long)sz;

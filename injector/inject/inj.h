@@ -3,15 +3,15 @@
  * whether the probe is loaded) from /proc, and makes it dlopen the probe library through ptrace.
  * All functions return 0 or a negative code (-errno or PB_E*), with detail in struct pb_err whose
  * msg is one line "what failed: what to do" ready for `probing: error: <msg>`. */
-#ifndef INJ_H
-#define INJ_H
+#ifndef INJECTOR_PTRACE_H
+#define INJECTOR_PTRACE_H
 
 #include <stddef.h>
 #include <sys/types.h>
 
 #include "pb.h"
 
-struct inj_pyver {
+struct ptrace_pyver {
     int major, minor, micro;
     int free_threaded; /* a free-threaded build (3.13t, 3.14t: Py_GIL_DISABLED) */
     char source
@@ -20,38 +20,38 @@ struct inj_pyver {
 
 /* Detect the CPython version running in pid, from its executable or the libpython it maps.
  * PB_ENOPYTHON for a non-Python process, -ESRCH if it does not exist, -EACCES if /proc denies. */
-int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err);
+int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err);
 
 /* Runtime addresses in pid of the interpreter's symbols names[0..n-1] (in libpython3.X when
  * the process maps it, else in its executable), 0 for one not found. 0, or a negative code. */
-int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
+int ptrace_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
                struct pb_err *err);
 
 /* The same for the ELF file at path mapped at start with file offset off (a core file's
  * mappings). 0, or -errno. */
-int inj_file_syms(const char *path, unsigned long start, unsigned long off,
+int ptrace_file_syms(const char *path, unsigned long start, unsigned long off,
                   const char *const *names, int n, unsigned long *addrs);
 /* The load bias of the ELF file at path mapped at start with file offset off. 0, or -errno. */
-int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias);
+int ptrace_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias);
 
 /* The first n bytes of the section called name of the ELF file at path: 0, or -ENOENT (none, or
  * shorter than n), or -errno. */
-int inj_file_section(const char *path, const char *name, void *buf, size_t n);
+int ptrace_file_section(const char *path, const char *name, void *buf, size_t n);
 /* Whether the file at path may hold CPython's _asyncio (its own module, libpython, or a python
  * executable it is built into). */
-int inj_asyncio_candidate(const char *path);
+int ptrace_asyncio_candidate(const char *path);
 /* The same (first n bytes of section name) from the first module of pid that may hold _asyncio
  * and has it (its file read through /proc/PID/root). 0; 1 when none has it and no _asyncio
  * module is mapped (asyncio not imported); or a negative code with err. */
-int inj_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err);
+int ptrace_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err);
 
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
-int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);
+int ptrace_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);
 
-struct inj_opts {
+struct ptrace_opts {
     int timeout_ms;     /* for each remote call; 0 means the default (10000) */
-    int python_checked; /* the caller's inj_pyver_detect found CPython in pid: not again (it
+    int python_checked; /* the caller's ptrace_pyver_detect found CPython in pid: not again (it
                            reads the maps and the interpreter's file: 0.3-0.6 ms of CPU) */
 };
 
@@ -61,23 +61,23 @@ struct inj_opts {
  * libc, reports dlerror() text on failure, restores all registers and memory on every path, and
  * detaches. The path is made visible from the target's mount namespace first (copied under the
  * target's /tmp if needed). Returns 0 once dlopen returned a handle. */
-int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err);
+int ptrace_inject(pid_t pid, const char *lib_path, const struct ptrace_opts *o, struct pb_err *err);
 
 /* Access to pid's memory or to attaching was refused (EPERM): sets the one-line error, "WHAT
  * denied" and why: Yama's kernel.yama.ptrace_scope (1 only a parent, 2 only root, 3 nobody until
  * reboot) with what to do, or the uid. what: "ptrace attach to 123", "reading the memory of 123".
  * Returns -EPERM. inject.c. */
-int inj_access_denied(const char *what, struct pb_err *err);
+int ptrace_access_denied(const char *what, struct pb_err *err);
 
 /* CPython 3.14+ targets may refuse external debuggers' code (PEP 768's opt-outs:
  * PYTHON_DISABLE_REMOTE_DEBUG, -X disable-remote-debug, PyConfig.remote_debug = 0): PB_EAUTH
  * with the one-line error when pid did, else 0 (also when it cannot be told: older versions).
  * remote_debug.c. */
-int inj_remote_debug_check(pid_t pid, const struct inj_pyver *v, struct pb_err *err);
+int ptrace_remote_debug_check(pid_t pid, const struct ptrace_pyver *v, struct pb_err *err);
 
 /* Copy the file from to a new file to (O_EXCL, mode 0755) owned by uid:gid (a failing chown
  * counts only when we are root): how a library is put where a target will dlopen it (copy.c).
  * 0 or -errno. */
-int inj_file_copy(const char *from, const char *to, uid_t uid, gid_t gid);
+int ptrace_file_copy(const char *from, const char *to, uid_t uid, gid_t gid);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* inj_inject: make a live process dlopen a library through ptrace. Order: checks from /proc (pid,
+/* ptrace_inject: make a live process dlopen a library through ptrace. Order: checks from /proc (pid,
  * stopped, traced, Python), symbols from the target's own libc (through /proc/PID/root), a path
  * the target can see, PTRACE_SEIZE of one thread, a safe point (not in ld.so nor malloc), then
  * dlopen (and dlerror on failure) called on that thread with its stack below the red zone. Every
@@ -47,18 +47,18 @@ struct ctx {
     int memfd;
     int attached, stopped, hijacked;
     int pending_sig; /* asynchronous signal held back during our call */
-    struct inj_status st;
-    struct inj_maps maps;
+    struct ptrace_status st;
+    struct ptrace_maps maps;
     unsigned long dlopen_fn, dlerror_fn, errno_fn;
     unsigned long errno_addr; /* the hijacked thread's errno, 0 if unknown */
     int saved_errno;
     int dlopen_mode;
-    int python_checked;              /* inj_opts.python_checked */
+    int python_checked;              /* ptrace_opts.python_checked */
     struct range unsafe[MAX_RANGES]; /* ld.so text, malloc family and the malloc.o span */
     int nunsafe;
     struct range libc_text;
-    struct inj_regs saved;
-    struct inj_fpregs *fp;
+    struct ptrace_regs saved;
+    struct ptrace_fpregs *fp;
     uint64_t sigmask;
     unsigned long save_lo; /* stack bytes [save_lo, save_lo + save_len) were saved */
     unsigned char *save;
@@ -115,7 +115,7 @@ static int gone(struct ctx *c, struct pb_err *err)
 /* After a failed ptrace call or wait: PB_EGONE if the target died, else rc. */
 static int fail(struct ctx *c, int rc, const char *what, struct pb_err *err)
 {
-    if (rc == -ESRCH || rc == -ECHILD || inj_proc_gone(c->pid)) {
+    if (rc == -ESRCH || rc == -ECHILD || ptrace_proc_gone(c->pid)) {
         c->stopped = 0;
         return gone(c, err);
     }
@@ -129,7 +129,7 @@ static int fail(struct ctx *c, int rc, const char *what, struct pb_err *err)
 
 static int checks(struct ctx *c, struct pb_err *err)
 {
-    int rc = inj_status_read(c->pid, &c->st);
+    int rc = ptrace_status_read(c->pid, &c->st);
     if (rc == -ESRCH)
         return pb_err_set(err, -ESRCH, "no process %d: check the pid", (int)c->pid);
     if (rc < 0)
@@ -142,7 +142,7 @@ static int checks(struct ctx *c, struct pb_err *err)
                           c->st.comm);
     if (c->st.tracer != 0) {
         char comm[64];
-        inj_comm_read(c->st.tracer, comm, sizeof comm);
+        ptrace_comm_read(c->st.tracer, comm, sizeof comm);
         return pb_err_set(err, PB_ETRACED,
                           "process %d is already traced by %d (%s): detach it "
                           "first",
@@ -153,10 +153,10 @@ static int checks(struct ctx *c, struct pb_err *err)
                           "process %d is stopped (SIGSTOP): resume it with "
                           "'kill -CONT %d' and retry",
                           (int)c->pid, (int)c->pid);
-    struct inj_pyver v;
-    if (!c->python_checked && (rc = inj_pyver_detect(c->pid, &v, err)) < 0)
+    struct ptrace_pyver v;
+    if (!c->python_checked && (rc = ptrace_pyver_detect(c->pid, &v, err)) < 0)
         return rc;
-    rc = inj_maps_read(c->pid, &c->maps);
+    rc = ptrace_maps_read(c->pid, &c->maps);
     if (rc < 0)
         return pb_err_set(err, rc,
                           "cannot read /proc/%d/maps: %s; run as the process's user "
@@ -177,7 +177,7 @@ static void add_unsafe(struct ctx *c, unsigned long lo, unsigned long hi)
 /* The signal the trampoline stops on: one the target ignores (its SIG_IGN set: CPython ignores
  * SIGPIPE and SIGXFSZ), else one whose default is to be ignored and that it does not catch.
  * While traced, the kernel stops the thread on it even so; untraced, it is dropped. 0: none. */
-static int pick_stop_sig(const struct inj_status *st)
+static int pick_stop_sig(const struct ptrace_status *st)
 {
     static const int ign[] = {SIGPIPE, SIGXFSZ, SIGURG,  SIGWINCH,  SIGUSR2, SIGUSR1,
                               SIGHUP,  SIGALRM, SIGPROF, SIGVTALRM, SIGIO,   SIGPWR};
@@ -194,23 +194,23 @@ static int pick_stop_sig(const struct inj_status *st)
 /* A home for the trampoline's code: the padding after the executable segment of a module (libc
  * first), up to the end of its last page, which no code or data uses. Written through
  * /proc/PID/mem, the page becomes the process's private copy. 0 if none was found. */
-static unsigned long stub_home(struct ctx *c, const struct inj_map *first, size_t len)
+static unsigned long stub_home(struct ctx *c, const struct ptrace_map *first, size_t len)
 {
     int tries = 0;
     for (size_t i = (size_t)-1; i == (size_t)-1 || i < c->maps.n; i++) {
-        const struct inj_map *mp = i == (size_t)-1 ? first : &c->maps.v[i];
+        const struct ptrace_map *mp = i == (size_t)-1 ? first : &c->maps.v[i];
         if (!mp || mp->perms[2] != 'x' || mp->perms[3] != 'p' || mp->path[0] != '/' ||
             (i != (size_t)-1 && mp == first))
             continue;
         if (++tries > 8)
             break;
-        struct inj_module mod;
+        struct ptrace_module mod;
         uint64_t end;
-        if (inj_module_open(c->pid, &c->maps, mp, &mod) < 0)
+        if (ptrace_module_open(c->pid, &c->maps, mp, &mod) < 0)
             continue;
-        int rc = inj_elf_exec_end(&mod.elf, mp->offset, &end);
+        int rc = ptrace_elf_exec_end(&mod.elf, mp->offset, &end);
         unsigned long bias = (unsigned long)mod.bias;
-        inj_module_close(&mod);
+        ptrace_module_close(&mod);
         if (rc < 0)
             continue;
         unsigned long at = ((unsigned long)end + bias + 15) & ~15UL;
@@ -224,16 +224,16 @@ static unsigned long stub_home(struct ctx *c, const struct inj_map *first, size_
  * 2.34), plus the address ranges where the thread must not be hijacked. */
 static int resolve(struct ctx *c, struct pb_err *err)
 {
-    struct inj_module libc, dl;
-    const struct inj_map *mp = inj_maps_lookup(&c->maps, "libc.so", ".");
+    struct ptrace_module libc, dl;
+    const struct ptrace_map *mp = ptrace_maps_lookup(&c->maps, "libc.so", ".");
     if (!mp)
-        mp = inj_maps_lookup(&c->maps, "libc-", "0123456789");
+        mp = ptrace_maps_lookup(&c->maps, "libc-", "0123456789");
     if (!mp)
         return pb_err_set(err, PB_EUNKNOWN,
                           "process %d maps no glibc (libc.so.6): only glibc "
                           "targets can be injected",
                           (int)c->pid);
-    int rc = inj_module_open(c->pid, &c->maps, mp, &libc);
+    int rc = ptrace_module_open(c->pid, &c->maps, mp, &libc);
     if (rc < 0)
         return pb_err_set(err, rc,
                           "cannot read the C library of %d (%s, through /proc/%d): "
@@ -242,17 +242,17 @@ static int resolve(struct ctx *c, struct pb_err *err)
     c->libc_text.lo = libc.lo;
     c->libc_text.hi = libc.hi;
     c->dlopen_mode = 2; /* RTLD_NOW */
-    c->dlopen_fn = inj_module_sym(&libc, "dlopen", NULL);
-    c->dlerror_fn = inj_module_sym(&libc, "dlerror", NULL);
-    c->errno_fn = inj_module_sym(&libc, "__errno_location", NULL);
-    if (!c->dlopen_fn && (mp = inj_maps_lookup(&c->maps, "libdl.so", ".")) != NULL &&
-        inj_module_open(c->pid, &c->maps, mp, &dl) == 0) {
-        c->dlopen_fn = inj_module_sym(&dl, "dlopen", NULL);
-        c->dlerror_fn = inj_module_sym(&dl, "dlerror", NULL);
-        inj_module_close(&dl);
+    c->dlopen_fn = ptrace_module_sym(&libc, "dlopen", NULL);
+    c->dlerror_fn = ptrace_module_sym(&libc, "dlerror", NULL);
+    c->errno_fn = ptrace_module_sym(&libc, "__errno_location", NULL);
+    if (!c->dlopen_fn && (mp = ptrace_maps_lookup(&c->maps, "libdl.so", ".")) != NULL &&
+        ptrace_module_open(c->pid, &c->maps, mp, &dl) == 0) {
+        c->dlopen_fn = ptrace_module_sym(&dl, "dlopen", NULL);
+        c->dlerror_fn = ptrace_module_sym(&dl, "dlerror", NULL);
+        ptrace_module_close(&dl);
     }
     if (!c->dlopen_fn) {
-        c->dlopen_fn = inj_module_sym(&libc, "__libc_dlopen_mode", NULL);
+        c->dlopen_fn = ptrace_module_sym(&libc, "__libc_dlopen_mode", NULL);
         c->dlerror_fn = 0;
         c->dlopen_mode = (int)(2 | 0x80000000u); /* RTLD_NOW | __RTLD_DLOPEN */
     }
@@ -261,7 +261,7 @@ static int resolve(struct ctx *c, struct pb_err *err)
      * .dynsym does not name sit inside that span. */
     unsigned long lo = (unsigned long)-1, hi = 0;
     for (size_t i = 0; i < sizeof malloc_family / sizeof malloc_family[0]; i++) {
-        unsigned long size = 0, a = inj_module_sym(&libc, malloc_family[i], &size);
+        unsigned long size = 0, a = ptrace_module_sym(&libc, malloc_family[i], &size);
         if (!a)
             continue;
         add_unsafe(c, a, a + (size ? size : 1));
@@ -271,17 +271,17 @@ static int resolve(struct ctx *c, struct pb_err *err)
             hi = a + size;
     }
     if (hi) {
-        uint64_t below = inj_elf_func_end_below(&libc.elf, lo - libc.bias);
+        uint64_t below = ptrace_elf_func_end_below(&libc.elf, lo - libc.bias);
         unsigned long span_lo = below ? (unsigned long)(below + libc.bias) : lo;
         if (lo - span_lo > 256 * 1024)
             span_lo = lo;
         if (hi - span_lo <= 512 * 1024)
             add_unsafe(c, span_lo, hi);
     }
-    inj_module_close(&libc);
-    if (inj_tramp_code(&c->stub_code, &c->stub_len, &c->stub_stop) == 0 &&
+    ptrace_module_close(&libc);
+    if (ptrace_tramp_code(&c->stub_code, &c->stub_len, &c->stub_stop) == 0 &&
         (c->stop_sig = pick_stop_sig(&c->st)) != 0) {
-        const struct inj_map *x = NULL;
+        const struct ptrace_map *x = NULL;
         for (size_t i = 0; i < c->maps.n && !x; i++)
             if (strcmp(c->maps.v[i].path, libc.path) == 0 && c->maps.v[i].perms[2] == 'x')
                 x = &c->maps.v[i];
@@ -295,9 +295,9 @@ static int resolve(struct ctx *c, struct pb_err *err)
                           "its glibc is not supported",
                           (int)c->pid);
     /* The dynamic loader's code (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-2.31.so). */
-    const struct inj_map *ld = inj_maps_lookup(&c->maps, "ld-linux", "-.");
+    const struct ptrace_map *ld = ptrace_maps_lookup(&c->maps, "ld-linux", "-.");
     if (!ld)
-        ld = inj_maps_lookup(&c->maps, "ld-", "0123456789");
+        ld = ptrace_maps_lookup(&c->maps, "ld-", "0123456789");
     for (size_t i = 0; ld && i < c->maps.n; i++)
         if (strcmp(c->maps.v[i].path, ld->path) == 0 && c->maps.v[i].perms[2] == 'x')
             add_unsafe(c, c->maps.v[i].start, c->maps.v[i].end);
@@ -310,15 +310,15 @@ static int resolve(struct ctx *c, struct pb_err *err)
  * its own directory (the probe's cJSON, found through its run path $ORIGIN). */
 static int copy_carried(struct ctx *c, const char *abs)
 {
-    struct inj_elf e;
-    int rc = inj_elf_open(abs, &e);
+    struct ptrace_elf e;
+    int rc = ptrace_elf_open(abs, &e);
     if (rc < 0)
         return rc;
     const char *n;
-    for (int i = 0; rc == 0 && (n = inj_elf_needed(&e, i)) != NULL; i++) {
+    for (int i = 0; rc == 0 && (n = ptrace_elf_needed(&e, i)) != NULL; i++) {
         char from[PATH_MAX + NAME_MAX + 2], to[sizeof c->copy_dir + NAME_MAX + 2];
         struct stat st;
-        size_t dir = (size_t)(inj_path_base(abs) - abs);
+        size_t dir = (size_t)(ptrace_path_base(abs) - abs);
         snprintf(from, sizeof from, "%.*s%s", (int)dir, abs, n);
         if (strchr(n, '/') || strlen(n) > NAME_MAX || stat(from, &st) < 0 || !S_ISREG(st.st_mode))
             continue;
@@ -327,10 +327,10 @@ static int copy_carried(struct ctx *c, const char *abs)
             break;
         }
         snprintf(to, sizeof to, "%s/%s", c->copy_dir, n);
-        if ((rc = inj_file_copy(from, to, c->st.uid, c->st.gid)) == 0)
+        if ((rc = ptrace_file_copy(from, to, c->st.uid, c->st.gid)) == 0)
             pb_strlcpy(c->carried[c->ncarried++], n, sizeof c->carried[0]);
     }
-    inj_elf_close(&e);
+    ptrace_elf_close(&e);
     return rc;
 }
 
@@ -409,9 +409,9 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
     if (chmod(c->copy_dir, 0700) < 0 ||
         (chown(c->copy_dir, c->st.uid, c->st.gid) < 0 && geteuid() == 0))
         rc = -errno;
-    snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, inj_path_base(abs));
+    snprintf(c->copy_file, sizeof c->copy_file, "%s/%s", c->copy_dir, ptrace_path_base(abs));
     if (rc == 0)
-        rc = inj_file_copy(abs, c->copy_file, c->st.uid, c->st.gid);
+        rc = ptrace_file_copy(abs, c->copy_file, c->st.uid, c->st.gid);
     if (rc == 0)
         rc = copy_carried(c, abs);
     if (rc < 0)
@@ -430,7 +430,7 @@ static int make_visible(struct ctx *c, const char *lib, struct pb_err *err)
  * the rule that refused: 1 only a parent attaches, 2 only root (CAP_SYS_PTRACE), 3 nobody until
  * reboot. A target started with PROBING=1 has the probe loaded already and needs neither
  * (docs/security.md). */
-int inj_access_denied(const char *what, struct pb_err *err)
+int ptrace_access_denied(const char *what, struct pb_err *err)
 {
     char buf[16];
     long n = pb_read_file("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf);
@@ -459,13 +459,13 @@ int inj_access_denied(const char *what, struct pb_err *err)
 static int attach(struct ctx *c, struct pb_err *err)
 {
     c->tid = c->pid; /* the main thread; other threads keep running */
-    int rc = inj_ptrace_seize(c->tid);
+    int rc = ptrace_seize(c->tid);
     if (rc == -EPERM || rc == -EACCES) {
         char what[48];
         snprintf(what, sizeof what, "ptrace attach to %d", (int)c->pid);
-        return inj_access_denied(what, err);
+        return ptrace_access_denied(what, err);
     }
-    if (rc == -ESRCH && inj_proc_gone(c->pid))
+    if (rc == -ESRCH && ptrace_proc_gone(c->pid))
         return gone(c, err);
     if (rc < 0)
         return pb_err_set(err, rc, "ptrace attach to %d failed: %s", (int)c->pid, pb_strerror(rc));
@@ -483,7 +483,7 @@ static int wait_interrupt(struct ctx *c, struct pb_err *err)
 {
     for (int i = 0; i < 64; i++) {
         int status;
-        int rc = inj_ptrace_wait(c->tid, c->timeout_ms, &status);
+        int rc = ptrace_wait(c->tid, c->timeout_ms, &status);
         if (rc < 0)
             return fail(c, rc, "stopping a thread", err);
         if (WIFEXITED(status) || WIFSIGNALED(status))
@@ -501,7 +501,7 @@ static int wait_interrupt(struct ctx *c, struct pb_err *err)
             return 0;
         }
         /* A signal for the thread: deliver it as if we were not here. */
-        rc = inj_ptrace_cont(c->tid, WSTOPSIG(status));
+        rc = ptrace_cont(c->tid, WSTOPSIG(status));
         if (rc < 0)
             return fail(c, rc, "resuming a thread", err);
     }
@@ -531,20 +531,20 @@ static int malloc_syscall(long nr)
  * any other syscall (sleep, read, poll...) is at a safe point: stale return addresses left in
  * its stack frames must not count. Stack words are a heuristic, without unwind info: a false
  * "unsafe" only costs a retry. */
-static int safe(struct ctx *c, const struct inj_regs *r)
+static int safe(struct ctx *c, const struct ptrace_regs *r)
 {
-    unsigned long pc = inj_regs_pc(r);
+    unsigned long pc = ptrace_regs_pc(r);
     if (in_unsafe(c, pc))
         return 0;
     if (pc < c->libc_text.lo || pc >= c->libc_text.hi)
         return 1;
-    long nr = inj_regs_syscall(r, c->memfd);
+    long nr = ptrace_regs_syscall(r, c->memfd);
     if (nr >= 0 && !malloc_syscall(nr))
         return 1;
-    if (inj_regs_lr(r) && in_unsafe(c, inj_regs_lr(r)))
+    if (ptrace_regs_lr(r) && in_unsafe(c, ptrace_regs_lr(r)))
         return 0;
     unsigned long words[STACK_SCAN / sizeof(unsigned long)];
-    ssize_t n = pread(c->memfd, words, sizeof words, (off_t)inj_regs_sp(r));
+    ssize_t n = pread(c->memfd, words, sizeof words, (off_t)ptrace_regs_sp(r));
     for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof words[0]; i++)
         if (in_unsafe(c, words[i]))
             return 0;
@@ -555,23 +555,23 @@ static int find_safe_point(struct ctx *c, struct pb_err *err)
 {
     for (int tries = 0; tries < SAFE_TRIES; tries++) {
         if (tries) {
-            int rc = inj_ptrace_cont(c->tid, 0);
+            int rc = ptrace_cont(c->tid, 0);
             if (rc < 0)
                 return fail(c, rc, "resuming a thread", err);
             c->stopped = 0;
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
         }
-        int rc = inj_ptrace_interrupt(c->tid);
+        int rc = ptrace_interrupt(c->tid);
         if (rc < 0)
             return fail(c, rc, "interrupting a thread", err);
         if ((rc = wait_interrupt(c, err)) < 0)
             return rc;
-        if ((rc = inj_regs_get(c->tid, &c->saved)) < 0)
+        if ((rc = ptrace_regs_get(c->tid, &c->saved)) < 0)
             return fail(c, rc, "reading registers", err);
         if (safe(c, &c->saved)) {
             PB_LOG(PB_LOG_DEBUG, "pid %d: safe point pc %#lx after %d tries", (int)c->pid,
-                   inj_regs_pc(&c->saved), tries + 1);
+                   ptrace_regs_pc(&c->saved), tries + 1);
             return 0;
         }
     }
@@ -596,7 +596,7 @@ static int mem_write(struct ctx *c, unsigned long addr, const void *buf, size_t 
 static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top, struct pb_err *err)
 {
     size_t len = strlen(c->path) + 1;
-    int rc = inj_fpregs_get(c->tid, c->fp);
+    int rc = ptrace_fpregs_get(c->tid, c->fp);
     if (rc < 0)
         return fail(c, rc, "reading FP registers", err);
     if (ptrace(PTRACE_GETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0)
@@ -605,13 +605,13 @@ static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top, s
     unsigned char *fpimg = fpcap ? malloc(fpcap) : NULL;
     int xstate = 0;
     if (c->stub && fpimg)
-        fplen = inj_tramp_fpstate(c->fp, fpimg, fpcap, &xstate);
+        fplen = ptrace_tramp_fpstate(c->fp, fpimg, fpcap, &xstate);
     if (!fplen) { /* no room for the FP area: plain calls */
         c->stub = 0;
     } else {
-        frame = inj_tramp_frame_size();
+        frame = ptrace_tramp_frame_size();
     }
-    unsigned long sp = inj_regs_sp(&c->saved) - INJ_REDZONE;
+    unsigned long sp = ptrace_regs_sp(&c->saved) - INJ_REDZONE;
     unsigned long str = (sp - len) & ~15UL;
     unsigned long fp_at = (str - fplen) & ~63UL;
     unsigned long t = c->stub ? (fp_at - frame - 8) & ~15UL : str - 16;
@@ -641,7 +641,7 @@ static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top, s
     }
     if (c->stub) {
         unsigned char fr[1024];
-        if (frame > sizeof fr || inj_tramp_frame(fr, &c->saved, c->sigmask, fp_at, xstate) < 0)
+        if (frame > sizeof fr || ptrace_tramp_frame(fr, &c->saved, c->sigmask, fp_at, xstate) < 0)
             rc = -EINVAL;
         if (rc == 0)
             rc = mem_write(c, fp_at, fpimg, fplen);
@@ -672,7 +672,7 @@ static int hijack(struct ctx *c, unsigned long *path_addr, unsigned long *top, s
 static int call(struct ctx *c, const char *what, unsigned long fn, const unsigned long *args,
                 int nargs, unsigned long top, unsigned long *ret, struct pb_err *err)
 {
-    struct inj_regs r = c->saved;
+    struct ptrace_regs r = c->saved;
     unsigned long slot = 0, zero = 0;
     int rc;
     if (c->stub) {
@@ -686,15 +686,15 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
         params[5] = (uint64_t)c->stop_sig;
         rc = mem_write(c, top, params, sizeof params - 8); /* not the pretcode slot */
         if (rc == 0)
-            rc = inj_tramp_setup(&r, c->stub, args, nargs, top);
+            rc = ptrace_tramp_setup(&r, c->stub, args, nargs, top);
     } else {
-        rc = inj_remote_setup(&r, fn, args, nargs, top, &slot);
+        rc = ptrace_remote_setup(&r, fn, args, nargs, top, &slot);
         if (rc == 0 && slot)
             rc = mem_write(c, slot, &zero, sizeof zero);
     }
     if (rc < 0)
         return fail(c, rc, "writing the stack", err);
-    if ((rc = inj_regs_set(c->tid, &r)) < 0)
+    if ((rc = ptrace_regs_set(c->tid, &r)) < 0)
         return fail(c, rc, "setting registers", err);
     if (c->stub && !c->call_mask_set) {
         /* During the call only the stop signal and the synchronous ones reach the thread:
@@ -708,7 +708,7 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
             return fail(c, -errno, "setting the signal mask", err);
         c->call_mask_set = 1;
     }
-    if ((rc = inj_ptrace_cont(c->tid, 0)) < 0)
+    if ((rc = ptrace_cont(c->tid, 0)) < 0)
         return fail(c, rc, "resuming a thread", err);
     c->stopped = 0;
     struct timespec t0, t1;
@@ -717,10 +717,10 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
         clock_gettime(CLOCK_MONOTONIC, &t1);
         long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
         int status;
-        rc = inj_ptrace_wait(c->tid, c->timeout_ms - (int)spent, &status);
+        rc = ptrace_wait(c->tid, c->timeout_ms - (int)spent, &status);
         if (rc == PB_ETIMEDOUT) {
             /* Abandon the call: stop the thread so that restore() can put it back. */
-            if (inj_ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
+            if (ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
                 c->stopped = 1;
             return pb_err_set(err, PB_ETIMEDOUT,
                               "%s did not return within %d ms in %d: the "
@@ -740,10 +740,10 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
             if (sig != SIGTRAP)
                 c->pending_sig = sig;
         } else {
-            struct inj_regs now;
-            if ((rc = inj_regs_get(c->tid, &now)) < 0)
+            struct ptrace_regs now;
+            if ((rc = ptrace_regs_get(c->tid, &now)) < 0)
                 return fail(c, rc, "reading registers", err);
-            if (c->stub && sig == c->stop_sig && inj_regs_pc(&now) == c->stub + c->stub_stop) {
+            if (c->stub && sig == c->stop_sig && ptrace_regs_pc(&now) == c->stub + c->stub_stop) {
                 /* Our stop: the thread stays in this signal-delivery stop; the next call or
                  * restore() resumes it with the signal cancelled. */
                 uint64_t v = 0;
@@ -752,15 +752,15 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
                 *ret = (unsigned long)v;
                 return 0;
             }
-            if (!c->stub && sig == SIGSEGV && inj_regs_pc(&now) == 0) {
-                *ret = inj_regs_ret(&now);
+            if (!c->stub && sig == SIGSEGV && ptrace_regs_pc(&now) == 0) {
+                *ret = ptrace_regs_ret(&now);
                 return 0;
             }
             if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP)
                 return pb_err_set(err, PB_EDLOPEN,
                                   "%s crashed in %d (signal %d at %#lx): the "
                                   "thread was restored; the library is broken",
-                                  what, (int)c->pid, sig, inj_regs_pc(&now));
+                                  what, (int)c->pid, sig, ptrace_regs_pc(&now));
             /* Hold one asynchronous signal until the thread is restored; pass others on. */
             if (!c->pending_sig) {
                 c->pending_sig = sig;
@@ -769,7 +769,7 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
         }
         if (status >> 16 == PTRACE_EVENT_STOP)
             sig = 0;
-        if ((rc = inj_ptrace_cont(c->tid, sig)) < 0)
+        if ((rc = ptrace_cont(c->tid, sig)) < 0)
             return fail(c, rc, what, err);
         c->stopped = 0;
     }
@@ -779,19 +779,19 @@ static int call(struct ctx *c, const char *what, unsigned long fn, const unsigne
  * syscall restarts), then detach. Keeps the first error in err. Never leaves a stopped thread. */
 static int restore(struct ctx *c, int rc, struct pb_err *err)
 {
-    if (c->attached && !c->stopped && !inj_proc_gone(c->pid)) {
-        if (inj_ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
+    if (c->attached && !c->stopped && !ptrace_proc_gone(c->pid)) {
+        if (ptrace_interrupt(c->tid) == 0 && wait_interrupt(c, NULL) == 0)
             c->stopped = 1;
     }
     if (c->hijacked && c->stopped) {
         /* The thread's context first, its registers last of it (if we die before, the
          * trampoline restores the thread; after, the thread is back where it was), then the
          * memory we wrote, which nothing but us reads any more. */
-        int r2 = inj_fpregs_set(c->tid, c->fp);
+        int r2 = ptrace_fpregs_set(c->tid, c->fp);
         int r3 = ptrace(PTRACE_SETSIGMASK, c->tid, (void *)sizeof c->sigmask, &c->sigmask) < 0
                      ? -errno
                      : 0;
-        int r4 = inj_regs_set(c->tid, &c->saved);
+        int r4 = ptrace_regs_set(c->tid, &c->saved);
         int r0 =
             c->errno_addr ? mem_write(c, c->errno_addr, &c->saved_errno, sizeof c->saved_errno) : 0;
         int r1 = mem_write(c, c->save_lo, c->save, c->save_len);
@@ -800,15 +800,15 @@ static int restore(struct ctx *c, int rc, struct pb_err *err)
         int bad = r2 < 0 ? r2 : r3 < 0 ? r3 : r4 < 0 ? r4 : r0 < 0 ? r0 : r1;
         if (bad < 0 && rc == 0)
             rc = fail(c, bad, "restoring the thread", err);
-        else if (bad < 0 && inj_proc_gone(c->pid) && rc != PB_EGONE)
+        else if (bad < 0 && ptrace_proc_gone(c->pid) && rc != PB_EGONE)
             rc = gone(c, err);
     }
     if (c->attached) {
-        int r = inj_ptrace_detach(c->tid, c->pending_sig);
+        int r = ptrace_detach(c->tid, c->pending_sig);
         if (r < 0 && rc == 0)
             rc = fail(c, r, "detaching", err);
         /* Collect the exit of a tracee that died under us, so it is not left half-reaped. */
-        if (inj_proc_gone(c->pid)) {
+        if (ptrace_proc_gone(c->pid)) {
             int status;
             waitpid(c->tid, &status, WNOHANG | __WALL);
             if (rc == 0 || rc == PB_ETIMEDOUT)
@@ -830,11 +830,11 @@ static int read_string(struct ctx *c, unsigned long addr, char *buf, size_t n)
     return 0;
 }
 
-int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct pb_err *err)
+int ptrace_inject(pid_t pid, const char *lib_path, const struct ptrace_opts *o, struct pb_err *err)
 {
     /* Hold our catchable signals (Ctrl-C, SIGTERM from timeout or systemd, a closed terminal...)
      * until the target is restored and detached: they take effect when we return. SIGCHLD is
-     * left to inj_ptrace_wait, the synchronous ones to the kernel. */
+     * left to ptrace_wait, the synchronous ones to the kernel. */
     sigset_t hold, held;
     sigfillset(&hold);
     sigdelset(&hold, SIGCHLD);
@@ -847,14 +847,14 @@ int inj_inject(pid_t pid, const char *lib_path, const struct inj_opts *o, struct
     sigdelset(&hold, SIGABRT);
     pthread_sigmask(SIG_BLOCK, &hold, &held);
     struct ctx *c = calloc(1, sizeof *c);
-    struct inj_fpregs *fp = malloc(sizeof *fp);
+    struct ptrace_fpregs *fp = malloc(sizeof *fp);
     int rc = 0;
     if (!c || !fp) {
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
     if (pid <= 0 || !lib_path || !*lib_path) {
-        rc = pb_err_set(err, PB_EBADARG, "inj_inject: bad pid or library path");
+        rc = pb_err_set(err, PB_EBADARG, "ptrace_inject: bad pid or library path");
         goto out;
     }
     pb_err_clear(err);
@@ -902,7 +902,7 @@ out:
         if (c->memfd >= 0)
             close(c->memfd);
         remove_copies(c);
-        inj_maps_free(&c->maps);
+        ptrace_maps_free(&c->maps);
     }
     if (c)
         free(c->save);

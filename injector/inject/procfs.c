@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading a target from /proc: its mappings (/proc/PID/maps) and the few /proc/PID/status fields
- * the injector's checks need (State, TracerPid, Uid, Gid, NSpid). Also inj_maps_find from inj.h,
+ * the injector's checks need (State, TracerPid, Uid, Gid, NSpid). Also ptrace_maps_find from inj.h,
  * which the CLI uses to tell whether the probe is already loaded. */
 #include "internal.h"
 
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *inj_path_base(const char *path)
+const char *ptrace_path_base(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
@@ -20,7 +20,7 @@ const char *inj_path_base(const char *path)
 /* One line of /proc/PID/maps, cut from its text (NUL-terminated, written in place):
  * "start-end perms offset dev inode   path". The kernel's fixed format, read without sscanf: a
  * process maps hundreds of files and the CLI reads the list before every injection. */
-static int parse_line(char *line, struct inj_map *mp)
+static int parse_line(char *line, struct ptrace_map *mp)
 {
     char *p = line, *q;
     mp->start = strtoul(p, &q, 16);
@@ -54,7 +54,7 @@ static int parse_line(char *line, struct inj_map *mp)
     return 0;
 }
 
-int inj_maps_read(pid_t pid, struct inj_maps *m)
+int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
 {
     char path[64];
     size_t cap = 0, size = 0, vcap = 0;
@@ -95,7 +95,7 @@ int inj_maps_read(pid_t pid, struct inj_maps *m)
             nl = line + strlen(line);
         if (m->n == vcap) {
             size_t ncap = vcap ? vcap * 2 : 256;
-            struct inj_map *nv = realloc(m->v, ncap * sizeof *nv);
+            struct ptrace_map *nv = realloc(m->v, ncap * sizeof *nv);
             if (!nv) {
                 rc = -ENOMEM;
                 goto out;
@@ -111,11 +111,11 @@ int inj_maps_read(pid_t pid, struct inj_maps *m)
 out:
     close(fd);
     if (rc < 0)
-        inj_maps_free(m);
+        ptrace_maps_free(m);
     return rc;
 }
 
-void inj_maps_free(struct inj_maps *m)
+void ptrace_maps_free(struct ptrace_maps *m)
 {
     if (!m)
         return;
@@ -126,14 +126,14 @@ void inj_maps_free(struct inj_maps *m)
     m->n = 0;
 }
 
-const struct inj_map *inj_maps_lookup(const struct inj_maps *m, const char *prefix,
+const struct ptrace_map *ptrace_maps_lookup(const struct ptrace_maps *m, const char *prefix,
                                       const char *next)
 {
     size_t plen = strlen(prefix);
     for (size_t i = 0; i < m->n; i++) {
         if (m->v[i].path[0] != '/')
             continue;
-        const char *b = inj_path_base(m->v[i].path);
+        const char *b = ptrace_path_base(m->v[i].path);
         if (strncmp(b, prefix, plen) != 0)
             continue;
         if (next && *next && (!b[plen] || !strchr(next, b[plen])))
@@ -143,17 +143,17 @@ const struct inj_map *inj_maps_lookup(const struct inj_maps *m, const char *pref
     return NULL;
 }
 
-int inj_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n)
+int ptrace_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n)
 {
-    struct inj_maps m;
-    int rc = inj_maps_read(pid, &m);
+    struct ptrace_maps m;
+    int rc = ptrace_maps_read(pid, &m);
     if (rc < 0)
         return rc;
-    const struct inj_map *mp = inj_maps_lookup(&m, name_prefix, NULL);
+    const struct ptrace_map *mp = ptrace_maps_lookup(&m, name_prefix, NULL);
     rc = mp != NULL;
     if (mp && path && n)
         pb_strlcpy(path, mp->path, n);
-    inj_maps_free(&m);
+    ptrace_maps_free(&m);
     return rc;
 }
 
@@ -172,7 +172,7 @@ static const char *field(const char *buf, const char *key)
     return NULL;
 }
 
-int inj_status_read(pid_t pid, struct inj_status *st)
+int ptrace_status_read(pid_t pid, struct ptrace_status *st)
 {
     char path[64], buf[4096];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
@@ -215,7 +215,7 @@ int inj_status_read(pid_t pid, struct inj_status *st)
     return 0;
 }
 
-void inj_comm_read(pid_t pid, char *buf, size_t n)
+void ptrace_comm_read(pid_t pid, char *buf, size_t n)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);

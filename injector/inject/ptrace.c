@@ -18,28 +18,28 @@
 #define PTRACE_INTERRUPT 0x4207
 #endif
 
-int inj_ptrace_seize(pid_t tid)
+int ptrace_seize(pid_t tid)
 {
     if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
         return -errno;
     return 0;
 }
 
-int inj_ptrace_interrupt(pid_t tid)
+int ptrace_interrupt(pid_t tid)
 {
     if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
         return -errno;
     return 0;
 }
 
-int inj_ptrace_cont(pid_t tid, int sig)
+int ptrace_cont(pid_t tid, int sig)
 {
     if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig) < 0)
         return -errno;
     return 0;
 }
 
-int inj_ptrace_detach(pid_t tid, int sig)
+int ptrace_detach(pid_t tid, int sig)
 {
     if (ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig) < 0)
         return -errno;
@@ -53,7 +53,7 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int inj_ptrace_wait(pid_t tid, int timeout_ms, int *status)
+int ptrace_wait(pid_t tid, int timeout_ms, int *status)
 {
     sigset_t set, old;
     int rc;
@@ -87,10 +87,10 @@ int inj_ptrace_wait(pid_t tid, int timeout_ms, int *status)
     return rc;
 }
 
-int inj_proc_gone(pid_t pid)
+int ptrace_proc_gone(pid_t pid)
 {
-    struct inj_status st;
-    int rc = inj_status_read(pid, &st);
+    struct ptrace_status st;
+    int rc = ptrace_status_read(pid, &st);
     if (rc == -ESRCH)
         return 1;
     return rc == 0 && (st.state == 'Z' || st.state == 'X');

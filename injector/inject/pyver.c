@@ -20,13 +20,13 @@
  * data (.rodata) holds it: only that is scanned when the file names its sections (a libpython
  * with debug information is 13-30 MB, its .rodata 1-2 MB), else the whole file. Returns 0
  * with *micro (and *minor) set, or -ENOENT. */
-static int scan_version(const struct inj_elf *e, int major, int *minor, int *micro)
+static int scan_version(const struct ptrace_elf *e, int major, int *minor, int *micro)
 {
     char pat[32];
     int plen = major >= 0 ? snprintf(pat, sizeof pat, "%d.%d.", major, *minor)
                           : snprintf(pat, sizeof pat, "3.");
     size_t off = 0, size = e->size;
-    if (inj_elf_section(e, ".rodata", &off, &size) < 0 || size < 2)
+    if (ptrace_elf_section(e, ".rodata", &off, &size) < 0 || size < 2)
         off = 0, size = e->size;
     const unsigned char *p = e->data + off + 1, *end = e->data + off + size;
     while (p < end) {
@@ -59,11 +59,11 @@ static int scan_version(const struct inj_elf *e, int major, int *minor, int *mic
 }
 
 /* Py_Version (3.11+) is a const: read it from the file, no need to touch the target. */
-static int read_py_version(const struct inj_elf *e, int *major, int *minor, int *micro)
+static int read_py_version(const struct ptrace_elf *e, int *major, int *minor, int *micro)
 {
     uint64_t addr, size;
     uint32_t hex;
-    if (inj_elf_sym(e, "Py_Version", &addr, &size) < 0 || inj_elf_read(e, addr, &hex, 4) < 0)
+    if (ptrace_elf_sym(e, "Py_Version", &addr, &size) < 0 || ptrace_elf_read(e, addr, &hex, 4) < 0)
         return -ENOENT;
     *major = (int)(hex >> 24) & 0xff;
     *minor = (int)(hex >> 16) & 0xff;
@@ -72,10 +72,10 @@ static int read_py_version(const struct inj_elf *e, int *major, int *minor, int 
 }
 
 /* 1 when the interpreter in e is a free-threaded build (see the top), 0 when not or unknown. */
-static int free_threaded(const struct inj_elf *e)
+static int free_threaded(const struct ptrace_elf *e)
 {
     uint64_t a, size;
-    return inj_elf_sym(e, "_Py_NoneStruct", &a, &size) == 0 && size > 2 * sizeof(void *);
+    return ptrace_elf_sym(e, "_Py_NoneStruct", &a, &size) == 0 && size > 2 * sizeof(void *);
 }
 
 static int status_err(pid_t pid, int rc, struct pb_err *err)
@@ -91,33 +91,33 @@ static int status_err(pid_t pid, int rc, struct pb_err *err)
 }
 
 /* libpython3.X from the maps: "libpython3.11.so.1.0", "libpython3.7m.so.1.0". */
-static int from_libpython(pid_t pid, const struct inj_maps *m, struct inj_pyver *v)
+static int from_libpython(pid_t pid, const struct ptrace_maps *m, struct ptrace_pyver *v)
 {
-    const struct inj_map *mp = inj_maps_lookup(m, "libpython", "0123456789");
+    const struct ptrace_map *mp = ptrace_maps_lookup(m, "libpython", "0123456789");
     if (!mp)
         return -ENOENT;
     int major, minor;
-    if (sscanf(inj_path_base(mp->path), "libpython%d.%d", &major, &minor) != 2)
+    if (sscanf(ptrace_path_base(mp->path), "libpython%d.%d", &major, &minor) != 2)
         return -ENOENT;
     v->major = major;
     v->minor = minor;
     v->micro = -1;
     pb_strlcpy(v->source, mp->path, sizeof v->source);
-    struct inj_module mod;
-    if (inj_module_open(pid, m, mp, &mod) == 0) {
+    struct ptrace_module mod;
+    if (ptrace_module_open(pid, m, mp, &mod) == 0) {
         int a, b, c;
         if (read_py_version(&mod.elf, &a, &b, &c) == 0 && a == major && b == minor)
             v->micro = c;
         else if ((b = minor, scan_version(&mod.elf, major, &b, &c)) == 0)
             v->micro = c;
         v->free_threaded = free_threaded(&mod.elf);
-        inj_module_close(&mod);
+        ptrace_module_close(&mod);
     }
     return 0;
 }
 
 /* The executable carries the interpreter (static libpython) or is named pythonX.Y. */
-static int from_exe(pid_t pid, struct inj_pyver *v)
+static int from_exe(pid_t pid, struct ptrace_pyver *v)
 {
     char link[64], target[PATH_MAX];
     snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
@@ -129,19 +129,19 @@ static int from_exe(pid_t pid, struct inj_pyver *v)
     if ((size_t)n > sizeof del - 1 && strcmp(target + n - (sizeof del - 1), del) == 0)
         target[n - (sizeof del - 1)] = '\0';
     pb_strlcpy(v->source, target, sizeof v->source);
-    struct inj_elf e;
-    int rc = inj_elf_open(link, &e); /* /proc/PID/exe opens the very file, in any namespace */
+    struct ptrace_elf e;
+    int rc = ptrace_elf_open(link, &e); /* /proc/PID/exe opens the very file, in any namespace */
     if (rc < 0)
         return rc;
     int major = -1, minor = -1, micro = -1;
     uint64_t a, s;
     if (read_py_version(&e, &major, &minor, &micro) == 0) {
         rc = 0;
-    } else if (inj_elf_sym(&e, "Py_Initialize", &a, &s) == 0 ||
-               inj_elf_sym(&e, "_PyRuntime", &a, &s) == 0 ||
-               inj_elf_sym(&e, "Py_Main", &a, &s) == 0) {
+    } else if (ptrace_elf_sym(&e, "Py_Initialize", &a, &s) == 0 ||
+               ptrace_elf_sym(&e, "_PyRuntime", &a, &s) == 0 ||
+               ptrace_elf_sym(&e, "Py_Main", &a, &s) == 0) {
         /* A static interpreter before 3.11: the name, then the PY_VERSION string. */
-        if (sscanf(inj_path_base(target), "python%d.%d", &major, &minor) == 2) {
+        if (sscanf(ptrace_path_base(target), "python%d.%d", &major, &minor) == 2) {
             if (scan_version(&e, major, &minor, &micro) < 0)
                 micro = -1;
             rc = 0;
@@ -155,7 +155,7 @@ static int from_exe(pid_t pid, struct inj_pyver *v)
         rc = -ENOENT;
     }
     v->free_threaded = free_threaded(&e);
-    inj_elf_close(&e);
+    ptrace_elf_close(&e);
     if (rc == 0) {
         v->major = major;
         v->minor = minor;
@@ -164,18 +164,18 @@ static int from_exe(pid_t pid, struct inj_pyver *v)
     return rc;
 }
 
-int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
+int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err)
 {
-    struct inj_status st;
-    struct inj_maps m = {0};
+    struct ptrace_status st;
+    struct ptrace_maps m = {0};
     memset(v, 0, sizeof *v);
-    int rc = inj_status_read(pid, &st);
+    int rc = ptrace_status_read(pid, &st);
     if (rc < 0)
         return status_err(pid, rc, err);
     if (st.state == 'Z' || st.state == 'X')
         return pb_err_set(err, -ESRCH, "process %d (%s) has exited: check the pid", (int)pid,
                           st.comm);
-    rc = inj_maps_read(pid, &m);
+    rc = ptrace_maps_read(pid, &m);
     if (rc < 0)
         return status_err(pid, rc, err);
     rc = from_libpython(pid, &m, v);
@@ -186,7 +186,7 @@ int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
             goto out;
         }
     }
-    if (rc < 0 && inj_proc_gone(pid)) {
+    if (rc < 0 && ptrace_proc_gone(pid)) {
         /* It died while we read it (its maps read empty once it exits): not a verdict on
          * what it ran. */
         rc = pb_err_set(err, PB_EGONE,
@@ -205,114 +205,114 @@ int inj_pyver_detect(pid_t pid, struct inj_pyver *v, struct pb_err *err)
     PB_LOG(PB_LOG_DEBUG, "pid %d runs Python %d.%d.%d (%s)", (int)pid, v->major, v->minor, v->micro,
            v->source);
 out:
-    inj_maps_free(&m);
+    ptrace_maps_free(&m);
     return rc;
 }
 
-int inj_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs, struct pb_err *err)
+int ptrace_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs, struct pb_err *err)
 {
-    struct inj_pyver v;
-    struct inj_maps m = {0};
-    struct inj_module mod;
-    const struct inj_map *mp = NULL;
-    int rc = inj_pyver_detect(pid, &v, err);
+    struct ptrace_pyver v;
+    struct ptrace_maps m = {0};
+    struct ptrace_module mod;
+    const struct ptrace_map *mp = NULL;
+    int rc = ptrace_pyver_detect(pid, &v, err);
     if (rc < 0)
         return rc;
-    if ((rc = inj_maps_read(pid, &m)) < 0)
+    if ((rc = ptrace_maps_read(pid, &m)) < 0)
         return status_err(pid, rc, err);
     for (size_t i = 0; i < m.n && !mp; i++) /* the object the version came from */
         if (strcmp(m.v[i].path, v.source) == 0)
             mp = &m.v[i];
     if (!mp) {
         rc = pb_err_set(err, PB_ENOPYTHON, "process %d: %s is not mapped", (int)pid, v.source);
-    } else if ((rc = inj_module_open(pid, &m, mp, &mod)) < 0) {
+    } else if ((rc = ptrace_module_open(pid, &m, mp, &mod)) < 0) {
         rc = pb_err_set(err, rc, "cannot read %s of process %d: %s", mp->path, (int)pid,
                         pb_strerror(rc));
     } else {
         for (int i = 0; i < n; i++)
-            addrs[i] = inj_module_sym(&mod, names[i], NULL);
-        inj_module_close(&mod);
+            addrs[i] = ptrace_module_sym(&mod, names[i], NULL);
+        ptrace_module_close(&mod);
     }
-    inj_maps_free(&m);
+    ptrace_maps_free(&m);
     return rc;
 }
 
-int inj_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias)
+int ptrace_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias)
 {
-    struct inj_elf e;
+    struct ptrace_elf e;
     uint64_t b = 0;
-    int rc = inj_elf_open(path, &e);
+    int rc = ptrace_elf_open(path, &e);
     if (rc < 0)
         return rc;
-    rc = inj_elf_bias(&e, start, off, &b);
-    inj_elf_close(&e);
+    rc = ptrace_elf_bias(&e, start, off, &b);
+    ptrace_elf_close(&e);
     *bias = (unsigned long)b;
     return rc;
 }
 
-int inj_file_syms(const char *path, unsigned long start, unsigned long off,
+int ptrace_file_syms(const char *path, unsigned long start, unsigned long off,
                   const char *const *names, int n, unsigned long *addrs)
 {
-    struct inj_elf e;
+    struct ptrace_elf e;
     uint64_t bias, v, sz;
-    int rc = inj_elf_open(path, &e);
+    int rc = ptrace_elf_open(path, &e);
     if (rc < 0)
         return rc;
-    if ((rc = inj_elf_bias(&e, start, off, &bias)) == 0)
+    if ((rc = ptrace_elf_bias(&e, start, off, &bias)) == 0)
         for (int i = 0; i < n; i++)
-            addrs[i] = inj_elf_sym(&e, names[i], &v, &sz) == 0 ? (unsigned long)(v + bias) : 0;
-    inj_elf_close(&e);
+            addrs[i] = ptrace_elf_sym(&e, names[i], &v, &sz) == 0 ? (unsigned long)(v + bias) : 0;
+    ptrace_elf_close(&e);
     return rc;
 }
 
 /* Whether the file at path may hold _asyncio (its own module, libpython, or a python
  * executable it is built into). */
-int inj_asyncio_candidate(const char *path)
+int ptrace_asyncio_candidate(const char *path)
 {
-    const char *b = inj_path_base(path);
+    const char *b = ptrace_path_base(path);
     return strstr(b, "_asyncio.") || strncmp(b, "libpython", 9) == 0 ||
            strncmp(b, "python", 6) == 0;
 }
 
-int inj_file_section(const char *path, const char *name, void *buf, size_t n)
+int ptrace_file_section(const char *path, const char *name, void *buf, size_t n)
 {
-    struct inj_elf e;
+    struct ptrace_elf e;
     size_t off, size;
-    int rc = inj_elf_open(path, &e);
+    int rc = ptrace_elf_open(path, &e);
     if (rc < 0)
         return rc;
-    if ((rc = inj_elf_section(&e, name, &off, &size)) == 0 && size < n)
+    if ((rc = ptrace_elf_section(&e, name, &off, &size)) == 0 && size < n)
         rc = -ENOENT;
     if (rc == 0)
         memcpy(buf, e.data + off, n);
-    inj_elf_close(&e);
+    ptrace_elf_close(&e);
     return rc;
 }
 
-int inj_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err)
+int ptrace_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err)
 {
-    struct inj_maps m = {0};
-    int rc = inj_maps_read(pid, &m), found = 0, mapped = 0;
+    struct ptrace_maps m = {0};
+    int rc = ptrace_maps_read(pid, &m), found = 0, mapped = 0;
     if (rc < 0)
         return status_err(pid, rc, err);
     for (size_t i = 0; i < m.n && !found; i++) {
-        struct inj_module mod;
+        struct ptrace_module mod;
         size_t off, size;
         int seen = 0;
-        if (!m.v[i].path[0] || !inj_asyncio_candidate(m.v[i].path))
+        if (!m.v[i].path[0] || !ptrace_asyncio_candidate(m.v[i].path))
             continue;
         for (size_t k = 0; k < i && !seen; k++) /* each file once */
             seen = strcmp(m.v[k].path, m.v[i].path) == 0;
-        if (seen || inj_module_open(pid, &m, &m.v[i], &mod) < 0)
+        if (seen || ptrace_module_open(pid, &m, &m.v[i], &mod) < 0)
             continue;
-        mapped |= strstr(inj_path_base(m.v[i].path), "_asyncio.") != NULL;
-        if (inj_elf_section(&mod.elf, name, &off, &size) == 0 && size >= n) {
+        mapped |= strstr(ptrace_path_base(m.v[i].path), "_asyncio.") != NULL;
+        if (ptrace_elf_section(&mod.elf, name, &off, &size) == 0 && size >= n) {
             memcpy(buf, mod.elf.data + off, n);
             found = 1;
         }
-        inj_module_close(&mod);
+        ptrace_module_close(&mod);
     }
-    inj_maps_free(&m);
+    ptrace_maps_free(&m);
     if (found)
         return 0;
     if (!mapped)

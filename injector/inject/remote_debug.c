@@ -43,27 +43,27 @@ static uint64_t u64_at(const unsigned char *p)
 }
 
 /* 1 enabled, 0 disabled, -1 unknown (a version without a known layout, unreadable memory). */
-static int enabled(pid_t pid, const struct inj_pyver *v)
+static int enabled(pid_t pid, const struct ptrace_pyver *v)
 {
     size_t at = 0;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
         if (v->major == 3 && layouts[i].minor == v->minor)
             at = layouts[i].enabled;
-    struct inj_maps m;
-    if (!at || inj_maps_read(pid, &m) < 0)
+    struct ptrace_maps m;
+    if (!at || ptrace_maps_read(pid, &m) < 0)
         return -1;
-    const struct inj_map *mp = NULL;
+    const struct ptrace_map *mp = NULL;
     for (size_t i = 0; i < m.n && !mp; i++)
         if (strcmp(m.v[i].path, v->source) == 0)
             mp = &m.v[i];
-    struct inj_module mod;
-    if (!mp || inj_module_open(pid, &m, mp, &mod) < 0) {
-        inj_maps_free(&m);
+    struct ptrace_module mod;
+    if (!mp || ptrace_module_open(pid, &m, mp, &mod) < 0) {
+        ptrace_maps_free(&m);
         return -1;
     }
-    unsigned long runtime = inj_module_sym(&mod, "_PyRuntime", NULL);
-    inj_module_close(&mod);
-    inj_maps_free(&m);
+    unsigned long runtime = ptrace_module_sym(&mod, "_PyRuntime", NULL);
+    ptrace_module_close(&mod);
+    ptrace_maps_free(&m);
     unsigned char off[1024];
     uint64_t interp = 0;
     int flag = 0;
@@ -81,7 +81,7 @@ static int enabled(pid_t pid, const struct inj_pyver *v)
     return flag == 1;
 }
 
-int inj_remote_debug_check(pid_t pid, const struct inj_pyver *v, struct pb_err *err)
+int ptrace_remote_debug_check(pid_t pid, const struct ptrace_pyver *v, struct pb_err *err)
 {
     if (enabled(pid, v) != 0)
         return 0;

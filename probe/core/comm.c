@@ -35,7 +35,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int probe_comm_open(int max_records, struct pb_err *err)
+int core_comm_open(int max_records, struct pb_err *err)
 {
     if (max_records < 1 || max_records > 10000000)
         return pb_err_set(err, PB_EBADARG, "comm.max_records: expected 1 to 10000000");
@@ -61,7 +61,7 @@ int probe_comm_open(int max_records, struct pb_err *err)
 
 static __thread long cached_tid;
 
-unsigned long long probe_comm_begin(const struct probe_comm_call *c)
+unsigned long long core_comm_begin(const struct probe_comm_call *c)
 {
     if (!cached_tid)
         cached_tid = (long)syscall(SYS_gettid);
@@ -95,7 +95,7 @@ unsigned long long probe_comm_begin(const struct probe_comm_call *c)
     return r.id;
 }
 
-void probe_comm_end(unsigned long long id, int ok)
+void core_comm_end(unsigned long long id, int ok)
 {
     double t = now();
     pthread_mutex_lock(&mu);
@@ -109,7 +109,7 @@ void probe_comm_end(unsigned long long id, int ok)
     pthread_mutex_unlock(&mu);
 }
 
-void probe_comm_counts(unsigned long long *made, int *sz)
+void core_comm_counts(unsigned long long *made, int *sz)
 {
     pthread_mutex_lock(&mu);
     *made = next_id - 1;
@@ -120,31 +120,31 @@ void probe_comm_counts(unsigned long long *made, int *sz)
 static int add_row(struct probe_rows *r, const struct rec *x, double t)
 {
     static const char *const states[] = {"running", "done", "failed"};
-    probe_rows_add_int(r, (long long)x->id);
-    probe_rows_add_int(r, x->rank);
-    probe_rows_add_text(r, x->pg);
-    probe_rows_add_text(r, x->ranks);
-    probe_rows_add_int(r, x->group_size);
-    probe_rows_add_int(r, x->seq);
-    probe_rows_add_text(r, x->seq_source);
-    probe_rows_add_text(r, x->op);
-    x->peer >= 0 ? probe_rows_add_int(r, x->peer) : probe_rows_add_null(r);
-    probe_rows_add_text(r, x->sizes);
-    probe_rows_add_text(r, x->dtype);
-    probe_rows_add_int(r, x->bytes);
-    probe_rows_add_int(r, x->async);
-    probe_rows_add_text(r, states[x->state]);
-    probe_rows_add_real(r, x->start);
-    x->state == ST_RUNNING ? probe_rows_add_null(r) : probe_rows_add_real(r, x->end);
-    probe_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
-    probe_rows_add_int(r, x->tid);
-    probe_rows_add_text(r, x->file);
-    probe_rows_add_int(r, x->line);
-    probe_rows_add_text(r, x->func);
-    return probe_rows_error(r);
+    core_rows_add_int(r, (long long)x->id);
+    core_rows_add_int(r, x->rank);
+    core_rows_add_text(r, x->pg);
+    core_rows_add_text(r, x->ranks);
+    core_rows_add_int(r, x->group_size);
+    core_rows_add_int(r, x->seq);
+    core_rows_add_text(r, x->seq_source);
+    core_rows_add_text(r, x->op);
+    x->peer >= 0 ? core_rows_add_int(r, x->peer) : core_rows_add_null(r);
+    core_rows_add_text(r, x->sizes);
+    core_rows_add_text(r, x->dtype);
+    core_rows_add_int(r, x->bytes);
+    core_rows_add_int(r, x->async);
+    core_rows_add_text(r, states[x->state]);
+    core_rows_add_real(r, x->start);
+    x->state == ST_RUNNING ? core_rows_add_null(r) : core_rows_add_real(r, x->end);
+    core_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
+    core_rows_add_int(r, x->tid);
+    core_rows_add_text(r, x->file);
+    core_rows_add_int(r, x->line);
+    core_rows_add_text(r, x->func);
+    return core_rows_error(r);
 }
 
-int probe_comm_fill(struct probe_rows *r, struct pb_err *err)
+int core_comm_fill(struct probe_rows *r, struct pb_err *err)
 {
     /* Copy out under the mutex in chunks, build rows outside it: the job's threads wait on
      * this mutex at every collective. */

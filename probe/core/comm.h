@@ -25,15 +25,15 @@ struct probe_comm_call {
 
 /* Start recording into a ring of max_records records (1 to 10,000,000), emptied. Keeps the
  * ring and its records when it is already that size (a second start). Returns 0 or -ENOMEM. */
-int probe_comm_open(int max_records, struct pb_err *err);
+int core_comm_open(int max_records, struct pb_err *err);
 /* Records a call started now; returns its id (>= 1), 0 when no ring is open. */
-unsigned long long probe_comm_begin(const struct probe_comm_call *c);
+unsigned long long core_comm_begin(const struct probe_comm_call *c);
 /* The call with this id ended now (ok 1) or raised (ok 0); nothing if the ring has since
  * overwritten it. */
-void probe_comm_end(unsigned long long id, int ok);
+void core_comm_end(unsigned long long id, int ok);
 /* Counters: records made since the open, and the ring's size (0 when never opened). */
-void probe_comm_counts(unsigned long long *made, int *size);
+void core_comm_counts(unsigned long long *made, int *size);
 /* The rows of torch.collectives (sql/vtab.c's columns, in that order), oldest first. */
-int probe_comm_fill(struct probe_rows *r, struct pb_err *err);
+int core_comm_fill(struct probe_rows *r, struct pb_err *err);
 
 #endif

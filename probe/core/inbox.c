@@ -2,7 +2,7 @@
 /* Fifos and inboxes (inbox.h). */
 #include "inbox.h"
 
-void probe_fifo_push(struct probe_fifo *q, struct probe_link *l)
+void core_fifo_push(struct probe_fifo *q, struct probe_link *l)
 {
     l->next = NULL;
     if (q->tail)
@@ -12,7 +12,7 @@ void probe_fifo_push(struct probe_fifo *q, struct probe_link *l)
     q->tail = l;
 }
 
-struct probe_link *probe_fifo_pop(struct probe_fifo *q)
+struct probe_link *core_fifo_pop(struct probe_fifo *q)
 {
     struct probe_link *l = q->head;
     if (l) {
@@ -24,7 +24,7 @@ struct probe_link *probe_fifo_pop(struct probe_fifo *q)
     return l;
 }
 
-void probe_inbox_drain(struct probe_inbox *b)
+void core_inbox_drain(struct probe_inbox *b)
 {
     pthread_mutex_lock(&b->mu);
     struct probe_link *l = b->items.head;
@@ -42,10 +42,10 @@ static void on_async(uv_async_t *a)
 {
     struct probe_inbox *b = a->data;
     if (b->held == 0)
-        probe_inbox_drain(b);
+        core_inbox_drain(b);
 }
 
-int probe_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(struct probe_link *))
+int core_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(struct probe_link *))
 {
     b->deliver = deliver;
     b->async.data = b;
@@ -58,24 +58,24 @@ int probe_inbox_init(struct probe_inbox *b, uv_loop_t *loop, void (*deliver)(str
     return rc;
 }
 
-void probe_inbox_post(struct probe_inbox *b, struct probe_link *l)
+void core_inbox_post(struct probe_inbox *b, struct probe_link *l)
 {
     pthread_mutex_lock(&b->mu);
-    probe_fifo_push(&b->items, l);
+    core_fifo_push(&b->items, l);
     int ready = b->ready;
     pthread_mutex_unlock(&b->mu);
     if (ready)
         uv_async_send(&b->async);
 }
 
-void probe_inbox_hold(struct probe_inbox *b, int delta)
+void core_inbox_hold(struct probe_inbox *b, int delta)
 {
     b->held += delta;
     if (b->held == 0 && b->ready)
         uv_async_send(&b->async);
 }
 
-void probe_inbox_close(struct probe_inbox *b)
+void core_inbox_close(struct probe_inbox *b)
 {
     pthread_mutex_lock(&b->mu);
     int ready = b->ready;
@@ -85,7 +85,7 @@ void probe_inbox_close(struct probe_inbox *b)
         uv_close((uv_handle_t *)&b->async, NULL);
 }
 
-void probe_inbox_forget(struct probe_inbox *b)
+void core_inbox_forget(struct probe_inbox *b)
 {
     b->ready = 0;
 }

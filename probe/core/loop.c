@@ -17,28 +17,28 @@ static pthread_t agent_thread;
 static int agent_running;
 static void (*on_start)(void);
 
-const struct probe_info *probe_info_get(void)
+const struct probe_info *core_info_get(void)
 {
     return &info;
 }
 
-struct probe_info *probe_info_edit(void)
+struct probe_info *core_info_edit(void)
 {
     return &info;
 }
 
-uv_loop_t *probe_agent_loop(void)
+uv_loop_t *core_agent_loop(void)
 {
     return &loop;
 }
 
-int probe_loop_init(struct pb_err *err)
+int core_loop_init(struct pb_err *err)
 {
     info.pid = getpid();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     info.start_time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-    if (probe_uv_static_init() < 0)
+    if (core_uv_static_init() < 0)
         return pb_err_set(err, -ENOMEM, "cannot set up libuv's stderr stream: out of memory");
     int rc = uv_loop_init(&loop);
     if (rc < 0)
@@ -55,24 +55,24 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
-int probe_loop_start(void (*first)(void), struct pb_err *err)
+int core_loop_start(void (*first)(void), struct pb_err *err)
 {
     on_start = first;
-    int rc = probe_thread_start(&agent_thread, agent_main, 0);
+    int rc = core_thread_start(&agent_thread, agent_main, 0);
     if (rc < 0)
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     agent_running = 1;
     return 0;
 }
 
-void probe_loop_close(void)
+void core_loop_close(void)
 {
     /* before the agent thread ever ran it: close callbacks run here, then the loop goes */
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
 }
 
-int probe_on_agent_thread(void)
+int core_on_agent_thread(void)
 {
     return agent_running && pthread_equal(pthread_self(), agent_thread);
 }

@@ -31,12 +31,12 @@ static struct probe_value *new_cell(struct probe_rows *r)
     return v;
 }
 
-void probe_rows_add_null(struct probe_rows *r)
+void core_rows_add_null(struct probe_rows *r)
 {
     new_cell(r);
 }
 
-void probe_rows_add_int(struct probe_rows *r, long long v)
+void core_rows_add_int(struct probe_rows *r, long long v)
 {
     struct probe_value *c = new_cell(r);
     if (!c)
@@ -46,7 +46,7 @@ void probe_rows_add_int(struct probe_rows *r, long long v)
     c->d = (double)v;
 }
 
-void probe_rows_add_real(struct probe_rows *r, double v)
+void core_rows_add_real(struct probe_rows *r, double v)
 {
     struct probe_value *c = new_cell(r);
     if (!c)
@@ -56,10 +56,10 @@ void probe_rows_add_real(struct probe_rows *r, double v)
     c->i = (long long)v;
 }
 
-void probe_rows_add_text(struct probe_rows *r, const char *s)
+void core_rows_add_text(struct probe_rows *r, const char *s)
 {
     if (!s) {
-        probe_rows_add_null(r);
+        core_rows_add_null(r);
         return;
     }
     if (r->err)
@@ -78,12 +78,12 @@ void probe_rows_add_text(struct probe_rows *r, const char *s)
     c->s = copy;
 }
 
-int probe_rows_error(const struct probe_rows *r)
+int core_rows_error(const struct probe_rows *r)
 {
     return r->err;
 }
 
-void probe_rows_free(struct probe_rows *r)
+void core_rows_free(struct probe_rows *r)
 {
     if (!r)
         return;

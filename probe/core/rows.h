@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Rows of values: what the probe's tables produce (the sampler's, the interpreter's, the
  * store's query results) and what the server turns into JSON. Plain C, any thread.
- * Ownership: a probe_rows owns its column names, cells and their strings; probe_rows_free()
+ * Ownership: a probe_rows owns its column names, cells and their strings; core_rows_free()
  * releases them (accepts NULL and zeroed structs). */
 #ifndef PROBE_ROWS_H
 #define PROBE_ROWS_H
@@ -30,17 +30,17 @@ struct probe_rows {
     int err;                   /* the builders' first error (-ENOMEM), 0 if none */
 };
 
-void probe_rows_free(struct probe_rows *r);
+void core_rows_free(struct probe_rows *r);
 /* Builders for probe_rows (virtual tables, tests): append one cell to the current row. Text is
  * copied (NULL text adds a NULL cell). The error is sticky (as SQLite's sqlite3_str): the first
  * add that fails (out of memory) is remembered in r->err and every later add is a no-op, so a
- * caller adds its values unchecked and asks probe_rows_error() once at the end. The cells added
- * before the failure stay until probe_rows_free(), which also clears the error. */
-void probe_rows_add_null(struct probe_rows *r);
-void probe_rows_add_int(struct probe_rows *r, long long v);
-void probe_rows_add_real(struct probe_rows *r, double v);
-void probe_rows_add_text(struct probe_rows *r, const char *s);
+ * caller adds its values unchecked and asks core_rows_error() once at the end. The cells added
+ * before the failure stay until core_rows_free(), which also clears the error. */
+void core_rows_add_null(struct probe_rows *r);
+void core_rows_add_int(struct probe_rows *r, long long v);
+void core_rows_add_real(struct probe_rows *r, double v);
+void core_rows_add_text(struct probe_rows *r, const char *s);
 /* The first error of the builders above: 0, or -ENOMEM. */
-int probe_rows_error(const struct probe_rows *r);
+int core_rows_error(const struct probe_rows *r);
 
 #endif

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int probe_rundir_path(char *buf, size_t n, struct pb_err *err)
+int core_rundir_path(char *buf, size_t n, struct pb_err *err)
 {
     uid_t uid = geteuid();
     snprintf(buf, n, "/tmp/probing-%u", (unsigned)uid);
@@ -35,7 +35,7 @@ int probe_rundir_path(char *buf, size_t n, struct pb_err *err)
  * /tmp never pick the same path. Without /proc (a container that mounts none): <dir>/<pid>.sock,
  * the name probes used before. The CLI computes the same name from outside: /proc/PID/status's
  * last NSpid and stat(/proc/PID/ns/pid). */
-void probe_rundir_socket_name(char *buf, size_t n, const char *dir, int pid)
+void core_rundir_socket_name(char *buf, size_t n, const char *dir, int pid)
 {
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) == 0)
@@ -44,7 +44,7 @@ void probe_rundir_socket_name(char *buf, size_t n, const char *dir, int pid)
         snprintf(buf, n, "%s/%d.sock", dir, pid);
 }
 
-int probe_rundir_socket_live(const char *path, pid_t *peer)
+int core_rundir_socket_live(const char *path, pid_t *peer)
 {
     struct stat st;
     if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
@@ -89,7 +89,7 @@ static int socket_is_dead(const char *path, const struct stat *st)
     return dead;
 }
 
-int probe_rundir_sweep(const char *dir, const char *own)
+int core_rundir_sweep(const char *dir, const char *own)
 {
     DIR *d = opendir(dir);
     if (!d)

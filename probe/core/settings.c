@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The settings registry: a static table of {name, type, default, range or allowed values,
  * description}. To add a setting, add a row (keep them grouped by prefix). Values are set from
- * PROBING_* environment variables at start (probe_settings_load), and live by probing/config.
+ * PROBING_* environment variables at start (core_settings_load), and live by probing/config.
  * Reads and writes take one mutex: settings are read a few times per request, never in a hot
  * loop or a signal handler. */
 #include "core.h"
@@ -133,9 +133,9 @@ static int parse(const struct setting *s, const char *text, const char *unit, lo
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if ((end == text || *end || errno || unit) && probe_setting_units(s->name, text, unit, &v) < 0)
+    if ((end == text || *end || errno || unit) && core_setting_units(s->name, text, unit, &v) < 0)
         return pb_err_set(err, PB_EBADARG, "%s: '%s' is not an integer: expected %s%s", s->name,
-                          text, allowed, probe_setting_unit_hint(s->name));
+                          text, allowed, core_setting_unit_hint(s->name));
     if (v < s->min || v > s->max)
         return pb_err_set(err, PB_EBADARG, "%s: %lld is out of range: expected %s", s->name, v,
                           allowed);
@@ -143,7 +143,7 @@ static int parse(const struct setting *s, const char *text, const char *unit, lo
     return 0;
 }
 
-void probe_settings_load(void)
+void core_settings_load(void)
 {
     pthread_mutex_lock(&mu);
     init_locked();
@@ -168,12 +168,12 @@ void probe_settings_load(void)
     pthread_mutex_unlock(&mu);
 }
 
-int probe_settings_count(void)
+int core_settings_count(void)
 {
     return NSETTINGS;
 }
 
-int probe_setting_view_get(int i, struct probe_setting_view *v)
+int core_setting_view_get(int i, struct probe_setting_view *v)
 {
     if (i < 0 || i >= NSETTINGS)
         return PB_EBADARG;
@@ -194,28 +194,28 @@ int probe_setting_view_get(int i, struct probe_setting_view *v)
     return 0;
 }
 
-int probe_setting_find(const char *name, struct pb_err *err)
+int core_setting_find(const char *name, struct pb_err *err)
 {
     char key[64];
     const char *unit;
-    probe_setting_key(name, key, sizeof key, &unit);
+    core_setting_key(name, key, sizeof key, &unit);
     for (int i = 0; i < NSETTINGS; i++)
         if (strcmp(table[i].name, key) == 0)
             return i;
     const char *names[NSETTINGS];
     for (int i = 0; i < NSETTINGS; i++)
         names[i] = table[i].name;
-    return probe_setting_unknown(name, names, NSETTINGS, err);
+    return core_setting_unknown(name, names, NSETTINGS, err);
 }
 
-int probe_setting_set(const char *name, const char *value, struct pb_err *err)
+int core_setting_set(const char *name, const char *value, struct pb_err *err)
 {
-    int i = probe_setting_find(name, err);
+    int i = core_setting_find(name, err);
     if (i < 0)
         return i;
     char key[64];
     const char *unit;
-    probe_setting_key(name, key, sizeof key, &unit);
+    core_setting_key(name, key, sizeof key, &unit);
     long long v;
     int rc = parse(&table[i], value, unit, &v, err);
     if (rc < 0)
@@ -231,7 +231,7 @@ int probe_setting_set(const char *name, const char *value, struct pb_err *err)
     return 0;
 }
 
-long long probe_setting_int(const char *name)
+long long core_setting_int(const char *name)
 {
     long long v = 0;
     pthread_mutex_lock(&mu);
@@ -243,7 +243,7 @@ long long probe_setting_int(const char *name)
     return v;
 }
 
-int probe_setting_text(const char *name, char *buf, size_t n)
+int core_setting_text(const char *name, char *buf, size_t n)
 {
     int rc = -1;
     if (n)
@@ -259,12 +259,12 @@ int probe_setting_text(const char *name, char *buf, size_t n)
     return rc;
 }
 
-int probe_setting_gil_timeout_ms(void)
+int core_setting_gil_timeout_ms(void)
 {
-    return (int)probe_setting_int("gil_timeout_ms");
+    return (int)core_setting_int("gil_timeout_ms");
 }
 
-void probe_settings_compat_env(void)
+void core_settings_compat_env(void)
 {
     const struct probe_compat_env *vars = probe_compat_envs;
     for (size_t i = 0; i < probe_ncompat_envs; i++) {
@@ -275,7 +275,7 @@ void probe_settings_compat_env(void)
             continue;
         snprintf(text, sizeof text, "%s%s", v, vars[i].unit);
         long long x;
-        if (probe_setting_units(vars[i].key, text, NULL, &x) < 0) {
+        if (core_setting_units(vars[i].key, text, NULL, &x) < 0) {
             PB_LOG(PB_LOG_WARN, "%s ignored: '%s' is not a number", vars[i].env, v);
             continue;
         }
@@ -283,7 +283,7 @@ void probe_settings_compat_env(void)
         if (strcmp(vars[i].unit, "ms") == 0 && x == 0 && atof(v) > 0)
             x = 1;
         snprintf(text, sizeof text, "%lld", x);
-        if (probe_setting_set(vars[i].key, text, &err) < 0)
+        if (core_setting_set(vars[i].key, text, &err) < 0)
             PB_LOG(PB_LOG_WARN, "%s ignored: %s", vars[i].env, err.msg);
     }
 }

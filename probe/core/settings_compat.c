@@ -35,7 +35,7 @@ static const struct {
     {"rdma.", "probing does not read RDMA counters"},
 };
 
-const char *probe_setting_key(const char *name, char *buf, size_t n, const char **unit)
+const char *core_setting_key(const char *name, char *buf, size_t n, const char **unit)
 {
     *unit = NULL;
     if (strncmp(name, "probing.", 8) == 0)
@@ -95,7 +95,7 @@ static double size_unit(const char *u)
     return 0;
 }
 
-int probe_setting_units(const char *name, const char *text, const char *unit, long long *out)
+int core_setting_units(const char *name, const char *text, const char *unit, long long *out)
 {
     char *end;
     double v = strtod(text, &end);
@@ -123,7 +123,7 @@ int probe_setting_units(const char *name, const char *text, const char *unit, lo
     return 0;
 }
 
-const char *probe_setting_unit_hint(const char *name)
+const char *core_setting_unit_hint(const char *name)
 {
     if (ends_with(name, "_ms") || ends_with(name, "_s"))
         return " (or a time: 500ms, 30s, 5min, 2h, 7d)";
@@ -162,7 +162,7 @@ static const char *leaf(const char *k)
     return d ? d + 1 : k;
 }
 
-int probe_setting_unknown(const char *name, const char *const *names, int nnames,
+int core_setting_unknown(const char *name, const char *const *names, int nnames,
                           struct pb_err *err)
 {
     const char *key = strncmp(name, "probing.", 8) == 0 ? name + 8 : name;

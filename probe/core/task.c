@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The task thread: runs work that may block (SQL queries, waiting for the GIL through
- * probe_gil_call) off the loop, one task at a time, and hands each completion back to the loop
+ * gil_call) off the loop, one task at a time, and hands each completion back to the loop
  * through a uv_async. Never holds the GIL itself. */
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +23,7 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct probe_fifo queue;
 static struct probe_inbox done_inbox = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_t task_thread;
-static int task_quit; /* mu: probe_task_stop asks the thread to end */
+static int task_quit; /* mu: core_task_stop asks the thread to end */
 
 static void *task_main(void *arg)
 {
@@ -36,10 +36,10 @@ static void *task_main(void *arg)
             pthread_mutex_unlock(&mu);
             return NULL;
         }
-        struct task *t = PROBE_CONTAINER(probe_fifo_pop(&queue), struct task, link);
+        struct task *t = PROBE_CONTAINER(core_fifo_pop(&queue), struct task, link);
         pthread_mutex_unlock(&mu);
         t->fn(t->arg);
-        probe_inbox_post(&done_inbox, &t->link);
+        core_inbox_post(&done_inbox, &t->link);
     }
     return NULL;
 }
@@ -52,7 +52,7 @@ static void on_done(struct probe_link *l)
     free(t);
 }
 
-int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
+int core_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 {
     struct task *t = calloc(1, sizeof *t);
     if (!t)
@@ -61,32 +61,32 @@ int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
     t->done = done;
     t->arg = arg;
     pthread_mutex_lock(&mu);
-    probe_fifo_push(&queue, &t->link);
+    core_fifo_push(&queue, &t->link);
     pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
     return 0;
 }
 
-int probe_task_start(uv_loop_t *loop, struct pb_err *err)
+int core_task_start(uv_loop_t *loop, struct pb_err *err)
 {
     pthread_mutex_lock(&mu);
     task_quit = 0;
     pthread_mutex_unlock(&mu);
-    probe_inbox_init(&done_inbox, loop, on_done);
-    int rc = probe_thread_start(&task_thread, task_main, 0);
+    core_inbox_init(&done_inbox, loop, on_done);
+    int rc = core_thread_start(&task_thread, task_main, 0);
     if (rc < 0) {
-        probe_inbox_close(&done_inbox);
+        core_inbox_close(&done_inbox);
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     }
     return 0;
 }
 
-void probe_task_stop(void)
+void core_task_stop(void)
 {
     pthread_mutex_lock(&mu);
     task_quit = 1;
     pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
     pthread_join(task_thread, NULL);
-    probe_inbox_close(&done_inbox);
+    core_inbox_close(&done_inbox);
 }

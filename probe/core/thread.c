@@ -56,7 +56,7 @@ static void *own_main(void *p)
     return fn(NULL);
 }
 
-int probe_thread_is_ours(long tid)
+int core_thread_is_ours(long tid)
 {
     for (int i = 0; tid > 0 && i < OWN_MAX; i++)
         if (atomic_load(&own_tids[i]) == tid)
@@ -64,7 +64,7 @@ int probe_thread_is_ours(long tid)
     return 0;
 }
 
-int probe_thread_start(pthread_t *t, void *(*fn)(void *), int detached)
+int core_thread_start(pthread_t *t, void *(*fn)(void *), int detached)
 {
     struct own_start *st = malloc(sizeof *st);
     if (!st)
@@ -104,14 +104,14 @@ static void main_thread_mask(sigset_t *set)
             sigaddset(set, sig); /* glibc's own (32, 33) are refused here and kept as they are */
 }
 
-void probe_thread_user_enter(sigset_t *saved)
+void core_thread_user_enter(sigset_t *saved)
 {
     sigset_t user;
     main_thread_mask(&user);
     pthread_sigmask(SIG_SETMASK, &user, saved);
 }
 
-void probe_thread_user_leave(const sigset_t *saved)
+void core_thread_user_leave(const sigset_t *saved)
 {
     pthread_sigmask(SIG_SETMASK, saved, NULL);
 }

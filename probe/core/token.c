@@ -9,17 +9,17 @@
 static char token[TOKEN_MAX];
 static size_t token_len;
 
-void probe_token_set(const char *t)
+void core_token_set(const char *t)
 {
     size_t n = strlen(t);
-    if (n > PB_TOKEN_MAX) /* never reached: probe_tcp_listen refuses longer ones */
+    if (n > PB_TOKEN_MAX) /* never reached: srv_tcp_listen refuses longer ones */
         n = PB_TOKEN_MAX;
     memset(token, 0, sizeof token);
     memcpy(token, t, n);
     token_len = n;
 }
 
-int probe_token_check(const char *given)
+int core_token_check(const char *given)
 {
     if (!given || token_len == 0)
         return 0;

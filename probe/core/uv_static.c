@@ -9,7 +9,7 @@
  *   environment rather than the target's: the probe spawns nothing).
  * - probe_uv_stderr: a stream that discards what is written: libuv writes to stderr only for
  *   ancillary data on IPC pipes, which the probe never opens, and the probe never writes to its
- *   host's stderr anyway. Set by probe_uv_static_init() before the loop exists. */
+ *   host's stderr anyway. Set by core_uv_static_init() before the loop exists. */
 #include <netinet/in.h>
 #include <stdio.h>
 
@@ -27,7 +27,7 @@ static ssize_t discard(void *cookie, const char *buf, size_t n)
     return (ssize_t)n;
 }
 
-int probe_uv_static_init(void)
+int core_uv_static_init(void)
 {
     if (!probe_uv_stderr)
         probe_uv_stderr = fopencookie(NULL, "w", (cookie_io_functions_t){.write = discard});

@@ -19,13 +19,13 @@
 static int template_get(char *buf, size_t n, struct pb_err *err)
 {
     char set[240];
-    probe_setting_text("crash.path", set, sizeof set);
+    core_setting_text("crash.path", set, sizeof set);
     if (set[0]) {
         pb_strlcpy(buf, set, n);
         return 0;
     }
     char dir[200];
-    int rc = probe_rundir_path(dir, sizeof dir, err);
+    int rc = core_rundir_path(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
     snprintf(buf, n, "%s/crash-%%p.txt", dir);
@@ -36,15 +36,15 @@ static int template_get(char *buf, size_t n, struct pb_err *err)
  * unwinder (sig/unwind.h) needs no set-up: it finds modules through /proc/self/maps at the crash. */
 static void warm_up(void)
 {
-    pyrt_sig_prepare();
+    sig_pyrt_prepare();
 }
 
 static int ours(const struct sigaction *sa)
 {
-    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == probe_crash_on_signal;
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == sig_crash_on_signal;
 }
 
-int probe_crash_arm(struct pb_err *err)
+int crash_arm(struct pb_err *err)
 {
     char tmpl[256];
     int rc = template_get(tmpl, sizeof tmpl, err);
@@ -60,11 +60,11 @@ int probe_crash_arm(struct pb_err *err)
         return 0;
     }
     pb_strlcpy(probe_crash_template, tmpl, sizeof probe_crash_template);
-    pb_strlcpy(probe_crash_python, probe_info_get()->python_version, sizeof probe_crash_python);
+    pb_strlcpy(probe_crash_python, core_info_get()->python_version, sizeof probe_crash_python);
     warm_up();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = probe_crash_on_signal;
+    sa.sa_sigaction = sig_crash_on_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < PROBE_CRASH_NSIGS; i++)
@@ -82,7 +82,7 @@ int probe_crash_arm(struct pb_err *err)
     return 0;
 }
 
-int probe_crash_disarm(void)
+int crash_disarm(void)
 {
     if (!atomic_load(&probe_crash_armed))
         return 0;
@@ -97,13 +97,13 @@ int probe_crash_disarm(void)
             PB_LOG(PB_LOG_WARN,
                    "%s: a handler installed after ours stays (it chains to ours, "
                    "which now passes the signal on)",
-                   probe_crash_signame(probe_crash_signals[i]));
+                   sig_crash_signame(probe_crash_signals[i]));
     }
     PB_LOG(PB_LOG_INFO, "crash capture disarmed");
     return 1;
 }
 
-void probe_crash_status_get(struct probe_crash_status *st)
+void crash_status_get(struct probe_crash_status *st)
 {
     memset(st, 0, sizeof *st);
     st->armed = atomic_load(&probe_crash_armed);
@@ -114,7 +114,7 @@ void probe_crash_status_get(struct probe_crash_status *st)
         pb_strlcpy(tmpl, probe_crash_template, sizeof tmpl);
     else if (template_get(tmpl, sizeof tmpl, &err) < 0)
         tmpl[0] = '\0';
-    probe_crash_path(tmpl, (long)getpid(), st->path, sizeof st->path);
+    sig_crash_path(tmpl, (long)getpid(), st->path, sizeof st->path);
     for (int i = 0; st->armed && i < PROBE_CRASH_NSIGS; i++) {
         const struct sigaction *p = &probe_crash_prev[i];
         const char *what = (p->sa_flags & SA_SIGINFO) ? "handler"
@@ -128,5 +128,5 @@ void probe_crash_status_get(struct probe_crash_status *st)
 /* Unloading the library must leave no handler of ours behind. */
 __attribute__((destructor)) static void crash_unload(void)
 {
-    probe_crash_disarm();
+    crash_disarm();
 }

@@ -24,11 +24,11 @@ struct probe_crash_status {
 
 /* Install the handlers (idempotent: armed again, it only takes a new crash.path). Returns 0,
  * or a negative code with err filled. Loop thread. */
-int probe_crash_arm(struct pb_err *err);
+int crash_arm(struct pb_err *err);
 /* Put back every handler that was there before arming, where ours is still the one installed
  * (a handler installed after ours, e.g. faulthandler.enable(), keeps calling ours, which then
  * passes the signal on untouched). Returns 1 if it was armed, 0 if not. Loop thread. */
-int probe_crash_disarm(void);
-void probe_crash_status_get(struct probe_crash_status *st);
+int crash_disarm(void);
+void crash_status_get(struct probe_crash_status *st);
 
 #endif

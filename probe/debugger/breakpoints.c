@@ -148,7 +148,7 @@ static struct bpfile *file_of(PyCodeObject *code)
         idx = PyLong_AsLong(hit);
     } else {
         PyErr_Clear();
-        char *name = probe_py_strdup(code->co_filename);
+        char *name = gil_py_strdup(code->co_filename);
         char *c = name && name[0] != '<' ? canon(name) : NULL;
         long i = 0;
         for (struct bpfile *f = files; c && f; f = f->next, i++)
@@ -346,7 +346,7 @@ static PyObject *eval_in(PyFrameObject *f, PyObject *code)
 {
     PyObject *g, *l;
     struct pb_err err = {0};
-    if (probe_eval_frame_ns((PyObject *)f, &g, &l, &err) < 0) {
+    if (gil_eval_frame_ns((PyObject *)f, &g, &l, &err) < 0) {
         PyErr_SetString(PyExc_RuntimeError, err.msg);
         return NULL;
     }
@@ -360,12 +360,12 @@ static void emit_output(const char *category, const char *text, PyCodeObject *co
 {
     struct probe_dbg_event e = {.kind = PROBE_DBG_EV_OUTPUT, .text = text};
     pb_strlcpy(e.category, category, sizeof e.category);
-    char *file = probe_py_strdup(code->co_filename);
+    char *file = gil_py_strdup(code->co_filename);
     if (file && file[0] != '<') {
         e.path = file;
         e.line = line;
     }
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
     free(file);
 }
 
@@ -376,7 +376,7 @@ static char *exc_text(void)
     char name[128];
     snprintf(name, sizeof name, "%s", t ? ((PyTypeObject *)t)->tp_name : "error");
     struct pb_err e = {0};
-    probe_py_fail(&e, name);
+    gil_py_fail(&e, name);
     return strdup(e.msg);
 }
 
@@ -440,7 +440,7 @@ static void log_message(PyFrameObject *f, PyObject *parts, PyCodeObject *code, i
     }
     PyObject *empty = PyUnicode_FromString("");
     PyObject *text = out && empty ? PyUnicode_Join(empty, out) : NULL;
-    char *t = probe_py_strdup(text);
+    char *t = gil_py_strdup(text);
     if (t) {
         size_t n = strlen(t);
         char *line_text = malloc(n + 2);
@@ -635,7 +635,7 @@ static void result(struct probe_dbg_bp *out, int id, int verified, int line, con
     pb_strlcpy(out->message, msg ? msg : "", sizeof out->message);
 }
 
-int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
                               struct probe_dbg_bp *out, struct pb_err *err)
 {
     char *cpath = canon(path);
@@ -715,7 +715,7 @@ int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *
     return changed(err);
 }
 
-int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
                                        struct probe_dbg_bp *out, struct pb_err *err)
 {
     /* Every entry is allocated before the old ones go: a failure changes nothing. */

@@ -14,7 +14,7 @@
 
 /* ---- under the GIL ---- */
 
-int probe_dbg_pause(int hold, struct pb_err *err)
+int dbg_pause(int hold, struct pb_err *err)
 {
     if (hold >= 0)
         dbg_hold(hold);
@@ -25,10 +25,10 @@ int probe_dbg_pause(int hold, struct pb_err *err)
     return rc;
 }
 
-void probe_dbg_census(struct probe_dbg_census *out)
+void dbg_census(struct dbg_census *out)
 {
     memset(out, 0, sizeof *out);
-    out->stopped = probe_dbg_stopped();
+    out->stopped = dbg_stopped();
     out->breakpoints = dbg_bp_count();
     out->raised = atomic_load(&dbg_exc_raised);
     out->uncaught = atomic_load(&dbg_exc_uncaught);
@@ -58,25 +58,25 @@ static void update_with_gil(void *arg)
 /* After a resume: narrow the hooks to what is still wanted (asynchronously). */
 static void schedule_update(void)
 {
-    if (probe_gil_submit(update_with_gil, update_done, NULL, 10000) < 0)
+    if (gil_submit(update_with_gil, update_done, NULL, 10000) < 0)
         PB_LOG(PB_LOG_WARN, "debugger hooks: could not schedule an update");
 }
 
-int probe_dbg_resume(int announce)
+int dbg_resume_all(int announce)
 {
-    int was = probe_dbg_stopped();
+    int was = dbg_stopped();
     dbg_resume(0, DBG_STEP_NONE);
     if (was && announce) { /* a debugging client attached meanwhile learns it from an event */
         struct probe_dbg_event e = {.kind = PROBE_DBG_EV_CONTINUED, .thread_id = getpid()};
-        probe_dbg_emit(&e);
+        dbg_emit(&e);
     }
     schedule_update();
     return was;
 }
 
-int probe_dbg_step(long tid, int mode, struct pb_err *err)
+int dbg_step_thread(long tid, int mode, struct pb_err *err)
 {
-    if (!probe_dbg_parked(tid))
+    if (!dbg_parked(tid))
         return pb_err_set(err, PB_ESTATE,
                           "thread %ld is not stopped in Python code: only a "
                           "stopped thread can step",
@@ -102,20 +102,20 @@ static void on_pause_timer(uv_timer_t *t)
                                 .reason = "pause",
                                 .text = "Paused (threads in native code stop when they "
                                         "return to Python)"};
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
 }
 
 /* A pause's `stopped` must follow its response (DAP): events wait until the pause ends. */
-void probe_dbg_pause_begin(void)
+void dbg_pause_begin(void)
 {
     dbg_events_hold(+1);
 }
 
-void probe_dbg_pause_end(int ok)
+void dbg_pause_end(int ok)
 {
     if (ok) {
         if (!pause_timer_init) {
-            uv_timer_init(probe_agent_loop(), &pause_timer);
+            uv_timer_init(core_agent_loop(), &pause_timer);
             uv_unref((uv_handle_t *)&pause_timer);
             pause_timer_init = 1;
         }
@@ -124,16 +124,16 @@ void probe_dbg_pause_end(int ok)
     dbg_events_hold(-1);
 }
 
-void probe_dbg_configured(void)
+void dbg_configured(void)
 {
     dbg_events_start();
-    if (!probe_dbg_stopped())
+    if (!dbg_stopped())
         return;
     dbg_set_announced(1);
     long tid = dbg_first_parked();
     struct probe_dbg_event e = {
         .kind = PROBE_DBG_EV_STOPPED, .thread_id = tid ? tid : getpid(), .reason = "pause"};
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
 }
 
 /* ---- detach: everything of ours goes, under the GIL; retried while the GIL is busy ---- */
@@ -159,14 +159,14 @@ static void cleanup_done(void *arg, int rc)
 {
     struct cleanup *c = arg;
     if (rc == PB_ETIMEDOUT && c->tries >= 0 && ++c->tries < 600 &&
-        probe_gil_submit(cleanup_with_gil, cleanup_done, c, 1000) == 0)
+        gil_submit(cleanup_with_gil, cleanup_done, c, 1000) == 0)
         return;
     if (c->tries >= 0)
         PB_LOG(PB_LOG_WARN, "debugger cleanup did not run (rc %d)", rc);
     free(c);
 }
 
-void probe_dbg_detach(void)
+void dbg_detach(void)
 {
     atomic_store(&dbg_exc_raised, 0);
     atomic_store(&dbg_exc_uncaught, 0);
@@ -179,6 +179,6 @@ void probe_dbg_detach(void)
     if (!c)
         return;
     c->gen = gen;
-    if (probe_gil_submit(cleanup_with_gil, cleanup_done, c, 1000) < 0)
+    if (gil_submit(cleanup_with_gil, cleanup_done, c, 1000) < 0)
         free(c);
 }

@@ -42,12 +42,12 @@ struct probe_dbg_event {
 /* Where debugger events go (the debugging session), in order, on the loop. e and what it
  * points to are valid during the call. NULL drops events. Loop thread. */
 typedef void (*probe_dbg_sink)(void *ctx, const struct probe_dbg_event *e);
-void probe_dbg_set_sink(probe_dbg_sink sink, void *ctx);
+void dbg_set_sink(probe_dbg_sink sink, void *ctx);
 /* Queue an event (copied); any thread. */
-void probe_dbg_emit(const struct probe_dbg_event *e);
+void dbg_emit(const struct probe_dbg_event *e);
 /* Loop thread: deliver queued events now (those a request caused go before its response),
  * unless a pause's response is still to go (its `stopped` must follow it). */
-void probe_dbg_events_drain(void);
+void dbg_events_drain(void);
 
 /* ---- loop thread: resuming, stepping, what is stopped ---- */
 
@@ -55,55 +55,55 @@ enum { PROBE_DBG_STEP_IN = 1, PROBE_DBG_STEP_OVER, PROBE_DBG_STEP_OUT };
 
 /* Resume every parked thread (continue, probing/resume) and narrow the hooks afterwards.
  * announce: a `continued` event goes out if the target was stopped. Returns 1 if it was. */
-int probe_dbg_resume(int announce);
+int dbg_resume_all(int announce);
 /* Step the parked thread tid (mode: PROBE_DBG_STEP_*); the others resume. 0, or a negative
  * code with err (tid is not parked). */
-int probe_dbg_step(long tid, int mode, struct pb_err *err);
+int dbg_step_thread(long tid, int mode, struct pb_err *err);
 /* 1 while the target is stopped (some thread parked or a pause pending/held). */
-int probe_dbg_stopped(void);
+int dbg_stopped(void);
 /* 1 if tid is parked. */
-int probe_dbg_parked(long tid);
+int dbg_parked(long tid);
 /* A parked thread's recorded stack from frame start, at most max frames (max <= 0: all):
- * fills frames (func, file, line; each string malloc'd, freed with probe_dbg_frames_free) and
+ * fills frames (func, file, line; each string malloc'd, freed with dbg_frames_free) and
  * returns how many frames the stack has in all (*n: how many were filled). Returns -1 when tid
  * is not parked (the caller reads the stack without the GIL) or on allocation failure with
  * *n 0. */
 struct probe_frame;
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n);
-void probe_dbg_frames_free(struct probe_frame *frames, int n);
+int dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n);
+void dbg_frames_free(struct probe_frame *frames, int n);
 
 /* What exceptionInfo says of a thread stopped on an exception (strings malloc'd). */
-struct probe_dbg_exception {
+struct dbg_exception {
     char *type;             /* module.qualname (builtins without module) */
     char *message;          /* str(exc), may be NULL */
     char *traceback;        /* formatted, may be NULL */
     const char *break_mode; /* "always" or "unhandled" */
 };
-int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err);
-void probe_dbg_exception_free(struct probe_dbg_exception *e);
+int dbg_exception(long tid, struct dbg_exception *out, struct pb_err *err);
+void dbg_exception_free(struct dbg_exception *e);
 
 /* A frame's presentation: 1 for library code (the standard library, site-packages), which
  * stackTrace marks with presentationHint "subtle". Any thread; no GIL. */
-int probe_dbg_is_library(const char *file);
+int dbg_is_library(const char *file);
 
 /* ---- the debugging client: arrives, configures, leaves (loop thread) ---- */
 
 /* The debugging client sent configurationDone: if threads are stopped (probing/pause held
  * them), it is told with a `stopped` event. */
-void probe_dbg_configured(void);
+void dbg_configured(void);
 /* The debugging client is gone (disconnect, or the connection dropped): every breakpoint,
  * trace function, monitoring event and hook of ours is removed and parked threads resume. */
-void probe_dbg_detach(void);
+void dbg_detach(void);
 
 /* ---- pause (pause, probing/pause) ---- */
 
-/* Loop: a pause begins; its `stopped` event waits until probe_dbg_pause_end. */
-void probe_dbg_pause_begin(void);
+/* Loop: a pause begins; its `stopped` event waits until dbg_pause_end. */
+void dbg_pause_begin(void);
 /* Worker, GIL held: every thread stops at its next Python line. hold: -1 leave the hold as
  * it is (pause), 0 or 1 stay stopped without a client until resumed (probing/pause). */
-int probe_dbg_pause(int hold, struct pb_err *err);
+int dbg_pause(int hold, struct pb_err *err);
 /* Loop, after the response went out: ok says whether the pause took. */
-void probe_dbg_pause_end(int ok);
+void dbg_pause_end(int ok);
 
 /* ---- worker thread, GIL held: breakpoints ---- */
 
@@ -120,23 +120,23 @@ struct probe_dbg_bp {
 };
 /* Replace the line breakpoints of the file at path with n specs; out gets n results. Returns
  * 0, or a negative code with err (out is then filled all the same for what was set). */
-int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
                               struct probe_dbg_bp *out, struct pb_err *err);
 /* Replace every function breakpoint; as above. */
-int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
                                        struct probe_dbg_bp *out, struct pb_err *err);
 /* Exception breakpoints: stop where an exception is raised / ends a thread. */
-int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err);
+int dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err);
 
 /* probing/debugger: what the debugger has in place, read from the interpreter. */
-struct probe_dbg_census {
+struct dbg_census {
     int stopped, breakpoints, raised, uncaught;
     int traced_threads;  /* threads with our trace function (3.8-3.11) */
     int monitoring_tool; /* our sys.monitoring tool id (3.12+), -1 if none */
     int threading_hook, eval_frame_hook, excepthook, threading_excepthook;
     int entry_hooks; /* functions whose code calls our entry hook (3.11) */
 };
-void probe_dbg_census(struct probe_dbg_census *out);
+void dbg_census(struct dbg_census *out);
 
 /* ---- worker thread, GIL held: inspecting stopped frames ---- */
 
@@ -150,36 +150,36 @@ struct probe_dbg_vars {
     struct probe_dbg_var *v;
     int more; /* children beyond the page */
 };
-void probe_dbg_var_free(struct probe_dbg_var *v);
-void probe_dbg_vars_free(struct probe_dbg_vars *vs);
+void dbg_var_free(struct probe_dbg_var *v);
+void dbg_vars_free(struct probe_dbg_vars *vs);
 
 /* scopes of frame_id: Locals then Globals (ref, named: -1 when unknown). */
 struct probe_dbg_scope {
     long long ref, named;
 };
-int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err);
+int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err);
 
 enum { PROBE_DBG_VARS_ALL, PROBE_DBG_VARS_INDEXED, PROBE_DBG_VARS_NAMED };
 /* The children of ref (filter, start, count > 0) into out. */
-int probe_dbg_variables(long long ref, int filter, long long start, long long count,
+int dbg_variables(long long ref, int filter, long long start, long long count,
                         struct probe_dbg_vars *out, struct pb_err *err);
 /* name = value (Python source, evaluated where ref's frame is); out describes the new value
  * (name not set). Output of the evaluation goes out as events; an exception is the error with
  * its traceback in *long_msg (malloc'd). */
-int probe_dbg_set_variable(long long ref, const char *name, const char *value,
+int dbg_set_variable(long long ref, const char *name, const char *value,
                            struct probe_dbg_var *out, struct pb_err *err, char **long_msg);
 /* The source of sref (> 0: a frame's code without a file) or path; *content and *mime
  * malloc'd (*mime may be NULL). */
-int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
+int dbg_source(long long sref, const char *path, char **content, char **mime,
                      struct pb_err *err);
 
 /* ---- worker thread, GIL held: for eval ---- */
 struct _object;
 /* The frame object behind frameId while its thread is parked (borrowed: valid until the
  * thread resumes); NULL with err filled otherwise. */
-struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err);
+struct _object *dbg_frame(long long frame_id, struct pb_err *err);
 /* Changes each time parked threads resume. */
-unsigned long probe_dbg_generation(void);
+unsigned long dbg_generation(void);
 
 /* ---- evaluate.c, events.c (for the server and entry.c) ---- */
 struct probe_eval_result;
@@ -189,7 +189,7 @@ struct probe_eval_result;
  * captured; sys.stdout/stderr are restored to the very objects they were; no exception is left
  * set; returns 0, or a negative code with err filled when the probe itself failed or the frame
  * is not there (the code's own exceptions are in r). Requires GIL (worker thread). */
-int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
+int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
                    struct probe_eval_result *r, struct pb_err *err);
 /* debugger/events.c: the debugger's event queue (before the loop runs). */
 int dbg_events_start(void);

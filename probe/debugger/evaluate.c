@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Evaluation in the debugger's context (probe_eval_run, probe.h): in __main__, or in a frame of
+/* Evaluation in the debugger's context (dbg_eval_run, probe.h): in __main__, or in a frame of
  * a stopped thread, with assignments to its locals kept while it stays stopped, and a result
  * with children registered for `variables`. The evaluation itself is the GIL side's
  * (gil/eval.c: output captured, streams restored, interruptible); this file only adds frames
@@ -24,17 +24,17 @@ static int namespaces(long long frame_id, PyObject **f, PyObject **g, PyObject *
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
         *g = main_mod ? PyModule_GetDict(main_mod) : NULL;   /* borrowed */
         if (!*g)
-            return probe_py_fail(err, "eval set-up");
+            return gil_py_fail(err, "eval set-up");
         Py_INCREF(*g);
         return 0;
     }
     /* Borrowed from the stop record, which the thread drops once it resumes: the code we run
      * may let it (it gives up the GIL), so hold the frame ourselves. */
-    *f = probe_dbg_frame(frame_id, err);
+    *f = dbg_frame(frame_id, err);
     if (!*f)
         return err->code ? err->code : PB_ESTATE;
     Py_INCREF(*f);
-    int rc = probe_eval_frame_ns(*f, g, l, err);
+    int rc = gil_eval_frame_ns(*f, g, l, err);
     if (rc < 0)
         Py_CLEAR(*f);
     return rc;
@@ -53,23 +53,23 @@ static const char *simple_expr(const char *src)
     return p;
 }
 
-int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
+int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
                    struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
     if (mode == PROBE_EVAL_CHECK)
-        return probe_eval_check(src, r, err);
+        return gil_eval_check(src, r, err);
     PyObject *f, *g, *l, *value = NULL;
     int rc = namespaces(frame_id, &f, &g, &l, err);
     if (rc < 0)
         return rc;
-    unsigned long gen = probe_dbg_generation();
-    rc = probe_eval_ns(src, mode, g, l, r, &value, err);
+    unsigned long gen = dbg_generation();
+    rc = gil_eval_ns(src, mode, g, l, r, &value, err);
     /* Assignments stick, unless the thread resumed meanwhile (it runs the frame again now). */
-    if (f && gen == probe_dbg_generation())
-        probe_eval_frame_commit(f, g, l);
+    if (f && gen == dbg_generation())
+        gil_eval_frame_commit(f, g, l);
     if (rc == 0 && value && refs)
-        r->var_ref = probe_dbgv_register(value, f, simple_expr(src), &r->indexed, &r->named);
+        r->var_ref = dbg_vars_register(value, f, simple_expr(src), &r->indexed, &r->named);
     Py_XDECREF(value);
     Py_XDECREF(l);
     Py_XDECREF(g);

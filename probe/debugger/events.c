@@ -26,7 +26,7 @@ static int started;
 static probe_dbg_sink sink;
 static void *sink_ctx;
 
-void probe_dbg_set_sink(probe_dbg_sink fn, void *ctx)
+void dbg_set_sink(probe_dbg_sink fn, void *ctx)
 {
     sink = fn;
     sink_ctx = ctx;
@@ -46,7 +46,7 @@ void dbg_fork_child(void)
     atomic_store(&dbg_exc_raised, 0);
     atomic_store(&dbg_exc_uncaught, 0);
     started = 0; /* the loop's async handle belongs to the parent */
-    probe_inbox_forget(&inbox);
+    core_inbox_forget(&inbox);
     sink = NULL;
 }
 
@@ -62,7 +62,7 @@ static void event_free(struct dbg_event *e)
     free(e);
 }
 
-void probe_dbg_emit(const struct probe_dbg_event *ev)
+void dbg_emit(const struct probe_dbg_event *ev)
 {
     if (atomic_load(&forked))
         return;
@@ -78,7 +78,7 @@ void probe_dbg_emit(const struct probe_dbg_event *ev)
     }
     e->e.text = e->text;
     e->e.path = e->path;
-    probe_inbox_post(&inbox, &e->link);
+    core_inbox_post(&inbox, &e->link);
 }
 
 /* Loop thread: one event to the sink. */
@@ -92,25 +92,25 @@ static void deliver(struct probe_link *l)
 
 void dbg_events_drain_all(void)
 {
-    probe_inbox_drain(&inbox);
+    core_inbox_drain(&inbox);
 }
 
-void probe_dbg_events_drain(void)
+void dbg_events_drain(void)
 {
     if (inbox.held == 0) /* requests in flight whose response must come first */
-        probe_inbox_drain(&inbox);
+        core_inbox_drain(&inbox);
 }
 
 void dbg_events_hold(int delta)
 {
-    probe_inbox_hold(&inbox, delta);
+    core_inbox_hold(&inbox, delta);
 }
 
 void dbg_events_stop(void)
 {
     if (!started)
         return;
-    probe_inbox_close(&inbox);
+    core_inbox_close(&inbox);
     started = 0;
 }
 
@@ -118,7 +118,7 @@ int dbg_events_start(void)
 {
     if (started)
         return 0;
-    int rc = probe_inbox_init(&inbox, probe_agent_loop(), deliver);
+    int rc = core_inbox_init(&inbox, core_agent_loop(), deliver);
     if (rc == 0)
         started = 1;
     return rc;

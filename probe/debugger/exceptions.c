@@ -30,7 +30,7 @@ int dbg_exc_skip(PyObject *exc)
 void dbg_exc_describe(PyObject *exc, char *buf, size_t n)
 {
     PyObject *s = PyObject_Str(exc);
-    char *m = probe_py_strdup(s);
+    char *m = gil_py_strdup(s);
     Py_XDECREF(s);
     PyErr_Clear();
     snprintf(buf, n, "%s: %s", Py_TYPE(exc)->tp_name, m ? m : "");
@@ -154,7 +154,7 @@ void dbg_exc_remove(void)
     PyErr_Clear();
 }
 
-void dbg_exc_census(struct probe_dbg_census *into)
+void dbg_exc_census(struct dbg_census *into)
 {
     PyObject *th = threading_module();
     PyObject *cur = th ? PyObject_GetAttrString(th, "excepthook") : NULL;
@@ -169,7 +169,7 @@ void dbg_exc_census(struct probe_dbg_census *into)
     into->threading_excepthook = ours_th;
 }
 
-int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err)
+int dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err)
 {
     atomic_store(&dbg_exc_raised, raised);
     if (uncaught) {

@@ -784,7 +784,7 @@ int dbg_entry_update(void)
 {
     if (!hook_ready())
         return 0;
-    if (!probe_setting_int("debugger.entry_hooks")) {
+    if (!core_setting_int("debugger.entry_hooks")) {
         dbg_entry_remove();
         return 0;
     }

@@ -146,7 +146,7 @@ static int acquire(struct pb_err *err)
     if (PyErr_Occurred() || !disable) {
         Py_CLEAR(mon);
         Py_CLEAR(disable);
-        return probe_py_fail(err, "sys.monitoring");
+        return gil_py_fail(err, "sys.monitoring");
     }
     /* The debugger's own id first, then ids nobody reserved a meaning for. */
     static const int order[] = {0, 4, 3, 1, 2, 5};
@@ -255,7 +255,7 @@ void dbg_hooks_stepping(PyFrameObject *f)
         PB_LOG(PB_LOG_WARN, "stepping: %s", err.msg);
 }
 
-void dbg_hooks_census(struct probe_dbg_census *into)
+void dbg_hooks_census(struct dbg_census *into)
 {
     /* Ground truth from sys.monitoring itself: any tool id named as ours. */
     PyObject *m = PySys_GetObject("monitoring");

@@ -531,7 +531,7 @@ void dbg_hooks_remove(void)
     PB_LOG(PB_LOG_DEBUG, "trace functions removed");
 }
 
-void dbg_hooks_census(struct probe_dbg_census *into)
+void dbg_hooks_census(struct dbg_census *into)
 {
     int traced = 0, n = 0;
     PyInterpreterState *interp = PyInterpreterState_Main();

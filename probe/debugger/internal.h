@@ -115,7 +115,7 @@ void dbg_hooks_remove(void);
 void dbg_gate_bp_changed(void);
 /* What of ours is installed, read from the interpreter itself (probing/debugger; GIL held):
  * traced_threads, monitoring_tool, threading_hook, eval_frame_hook. */
-void dbg_hooks_census(struct probe_dbg_census *into);
+void dbg_hooks_census(struct dbg_census *into);
 /* hooks_entry.c (3.11; 0 / nothing elsewhere), GIL held: serve the line breakpoints by entry
  * hooks if they can serve all of them (1; the gate is not needed), else put every hooked
  * function back (0); put everything back; the number of functions hooked. */
@@ -156,7 +156,7 @@ extern atomic_int dbg_exc_uncaught; /* filter "uncaught" */
 int dbg_exc_skip(PyObject *exc);    /* 1 for control-flow exceptions (StopIteration...) */
 void dbg_exc_remove(void);          /* GIL held: excepthooks back */
 /* Fills excepthook / threading_excepthook: whether ours are in place (GIL held). */
-void dbg_exc_census(struct probe_dbg_census *into);
+void dbg_exc_census(struct dbg_census *into);
 
 /* ---- variables.c ---- */
 /* Release the variable references of a past stop (after a resume or a detach). GIL held. */
@@ -192,7 +192,7 @@ void dbg_exc_describe(PyObject *exc, char *buf, size_t n);
  * __main__; expr: an expression that gives obj back, or NULL). Returns its variablesReference,
  * or 0 when it has no children or the table cannot take it; indexed and named (may be NULL) get
  * its counts of children (0 when unknown). Valid until the next resume. */
-long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
+long long dbg_vars_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
                               long long *named);
 
 /* Among dbg_vars*.c: the children of an object, a page at a time (debugger/variables_obj.c). */
@@ -208,15 +208,15 @@ struct dbgv_page {
 typedef void (*dbgv_visit)(void *ctx, const char *name, PyObject *value, const char *expr);
 /* 1 if obj has children worth expanding; indexed and named get their counts (0 when unknown
  * or not relevant). Runs no user code. */
-int dbgv_shape(PyObject *obj, long long *indexed, long long *named);
+int dbg_vars_shape(PyObject *obj, long long *indexed, long long *named);
 /* Visit obj's children within pg's window. ns: obj is a namespace dict (frame locals or
  * globals: names as they are, evaluateName the name itself); parent: obj's evaluateName or
  * NULL. Runs no user code. Returns 0. */
-int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
+int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
                   void *ctx);
-/* Store value as obj's child called name (as dbgv_children names it). Returns 0 (with *expr
+/* Store value as obj's child called name (as dbg_vars_children names it). Returns 0 (with *expr
  * the child's evaluateName, malloc'd, or NULL) or a negative code with err. */
-int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
+int dbg_vars_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
                    char **expr, struct pb_err *err);
 
 #endif

@@ -4,7 +4,7 @@
  * it is the first of this stop, makes every other thread stop at its next line, then waits with
  * the GIL released until the loop resumes it. The loop answers stackTrace and exceptionInfo of
  * parked threads from these records without the GIL; the worker reaches their frame objects
- * (probe_dbg_frame) while it holds the GIL, which a resumed thread needs before it can drop
+ * (dbg_frame) while it holds the GIL, which a resumed thread needs before it can drop
  * them. */
 #include <errno.h>
 #include <pthread.h>
@@ -62,10 +62,10 @@ struct dbg_tls *dbg_tls_get(void)
 
 int dbg_is_probe_thread(void)
 {
-    return probe_worker_owns((unsigned long)pthread_self());
+    return gil_worker_owns((unsigned long)pthread_self());
 }
 
-unsigned long probe_dbg_generation(void)
+unsigned long dbg_generation(void)
 {
     return atomic_load(&resume_gen);
 }
@@ -77,7 +77,7 @@ static void find_stdlib(void)
         return;
     PyObject *os = PyImport_ImportModule("os");
     PyObject *f = os ? PyObject_GetAttrString(os, "__file__") : NULL;
-    char *p = probe_py_strdup(f);
+    char *p = gil_py_strdup(f);
     if (p) {
         char *slash = strrchr(p, '/');
         if (slash) {
@@ -91,7 +91,7 @@ static void find_stdlib(void)
     PyErr_Clear();
 }
 
-int probe_dbg_is_library(const char *file)
+int dbg_is_library(const char *file)
 {
     if (!file)
         return 0;
@@ -113,11 +113,11 @@ static void add_frame(struct parked *r, PyFrameObject *f, int cap)
     PyCodeObject *code = dbg_frame_code(f);
     fr->frame = (PyObject *)f;
 #if PY_VERSION_HEX >= 0x030B0000
-    fr->name = probe_py_strdup(code->co_qualname);
+    fr->name = gil_py_strdup(code->co_qualname);
 #else
-    fr->name = probe_py_strdup(code->co_name);
+    fr->name = gil_py_strdup(code->co_name);
 #endif
-    fr->file = probe_py_strdup(code->co_filename);
+    fr->file = gil_py_strdup(code->co_filename);
     fr->line = PyFrame_GetLineNumber(f);
 #if PY_VERSION_HEX >= 0x030B0000
     int sl = -1, sc = -1, el = -1, ec = -1, lasti = PyFrame_GetLasti(f);
@@ -171,7 +171,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     PyObject *type = (PyObject *)Py_TYPE(exc);
     PyObject *mod = PyObject_GetAttrString(type, "__module__");
     PyObject *qn = PyObject_GetAttrString(type, "__qualname__");
-    char *m = probe_py_strdup(mod), *q = probe_py_strdup(qn);
+    char *m = gil_py_strdup(mod), *q = gil_py_strdup(qn);
     PyErr_Clear();
     if (q) {
         size_t n = strlen(q) + (m ? strlen(m) : 0) + 2;
@@ -188,7 +188,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     Py_XDECREF(mod);
     Py_XDECREF(qn);
     PyObject *s = PyObject_Str(exc);
-    r->exc_msg = probe_py_strdup(s);
+    r->exc_msg = gil_py_strdup(s);
     Py_XDECREF(s);
     PyErr_Clear();
     PyObject *tbmod = PyImport_ImportModule("traceback");
@@ -213,7 +213,7 @@ static void record_exception(struct parked *r, PyObject *exc, PyObject *tb, PyFr
     }
     PyObject *empty = PyUnicode_FromString("");
     PyObject *text = lines && empty ? PyUnicode_Join(empty, lines) : NULL;
-    r->exc_tb = probe_py_strdup(text);
+    r->exc_tb = gil_py_strdup(text);
     Py_XDECREF(text);
     Py_XDECREF(empty);
     Py_XDECREF(lines);
@@ -241,7 +241,7 @@ static void announce(const struct dbg_stop_why *why, long tid)
         .kind = PROBE_DBG_EV_STOPPED, .thread_id = tid, .text = why->description, .nbp = why->nbp};
     pb_strlcpy(e.reason, why->reason, sizeof e.reason);
     memcpy(e.bp_ids, why->bp_ids, sizeof e.bp_ids);
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
 }
 
 void dbg_park(PyFrameObject *f, const struct dbg_stop_why *why)
@@ -385,7 +385,7 @@ int dbg_set_announced(int v)
     return old;
 }
 
-int probe_dbg_stopped(void)
+int dbg_stopped(void)
 {
     pthread_mutex_lock(&mu);
     int any = held || announced;
@@ -403,7 +403,7 @@ static struct parked *find_parked(long tid) /* mu held */
     return NULL;
 }
 
-int probe_dbg_parked(long tid)
+int dbg_parked(long tid)
 {
     pthread_mutex_lock(&mu);
     int p = find_parked(tid) != NULL;
@@ -411,7 +411,7 @@ int probe_dbg_parked(long tid)
     return p;
 }
 
-void probe_dbg_frames_free(struct probe_frame *frames, int n)
+void dbg_frames_free(struct probe_frame *frames, int n)
 {
     for (int i = 0; frames && i < n; i++) {
         free(frames[i].func);
@@ -420,7 +420,7 @@ void probe_dbg_frames_free(struct probe_frame *frames, int n)
     free(frames);
 }
 
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
+int dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
 {
     *frames = NULL;
     *n = 0;
@@ -449,7 +449,7 @@ int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame
     }
     pthread_mutex_unlock(&mu);
     if (!ok) {
-        probe_dbg_frames_free(out, want);
+        dbg_frames_free(out, want);
         return -1;
     }
     *frames = out;
@@ -457,7 +457,7 @@ int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame
     return total;
 }
 
-void probe_dbg_exception_free(struct probe_dbg_exception *e)
+void dbg_exception_free(struct dbg_exception *e)
 {
     free(e->type);
     free(e->message);
@@ -465,7 +465,7 @@ void probe_dbg_exception_free(struct probe_dbg_exception *e)
     memset(e, 0, sizeof *e);
 }
 
-int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err)
+int dbg_exception(long tid, struct dbg_exception *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&mu);
@@ -481,13 +481,13 @@ int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err
     int ok = out->type && (!r->exc_msg || out->message) && (!r->exc_tb || out->traceback);
     pthread_mutex_unlock(&mu);
     if (!ok) {
-        probe_dbg_exception_free(out);
+        dbg_exception_free(out);
         return pb_err_set(err, -ENOMEM, "out of memory");
     }
     return 0;
 }
 
-struct _object *probe_dbg_frame(long long frame_id, struct pb_err *err)
+struct _object *dbg_frame(long long frame_id, struct pb_err *err)
 {
     long tid = 0;
     int depth = 0;

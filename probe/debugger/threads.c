@@ -24,7 +24,7 @@ static void thread_event(const char *reason, long tid)
 {
     struct probe_dbg_event e = {.kind = PROBE_DBG_EV_THREAD, .thread_id = tid};
     pb_strlcpy(e.reason, reason, sizeof e.reason);
-    probe_dbg_emit(&e);
+    dbg_emit(&e);
 }
 
 static int contains(const long *set, int n, long tid)
@@ -40,13 +40,13 @@ static int current(long *out)
 {
     struct probe_snapshot s = {0};
     struct pb_err err = {0};
-    if (probe_pyrt_snapshot(&s, 0, 1, &err) < 0)
+    if (pyrt_snapshot(&s, 0, 1, &err) < 0)
         return -1;
     int n = 0;
     for (int i = 0; i < s.nthreads && n < MAX_TIDS; i++)
-        if (s.threads[i].native_id > 0 && !probe_worker_owns(s.threads[i].ident))
-            out[n++] = probe_thread_id(&s.threads[i]); /* the DAP thread id */
-    probe_snapshot_free(&s);
+        if (s.threads[i].native_id > 0 && !gil_worker_owns(s.threads[i].ident))
+            out[n++] = pyrt_thread_id(&s.threads[i]); /* the DAP thread id */
+    pyrt_snapshot_free(&s);
     return n;
 }
 
@@ -70,7 +70,7 @@ static void on_timer(uv_timer_t *t)
 void dbg_threads_watch(int on)
 {
     if (!timer_init) {
-        uv_timer_init(probe_agent_loop(), &timer);
+        uv_timer_init(core_agent_loop(), &timer);
         uv_unref((uv_handle_t *)&timer);
         timer_init = 1;
     }

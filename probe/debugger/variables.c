@@ -66,7 +66,7 @@ static void vars_clear(int full)
 /* Drop the references of a past stop. GIL held. */
 static void vars_sync(void)
 {
-    unsigned long gen = probe_dbg_generation();
+    unsigned long gen = dbg_generation();
     if (gen != tab_gen) {
         if (ntab > 0)
             vars_clear(0);
@@ -140,14 +140,14 @@ static struct vref *vars_get(long long ref, struct pb_err *err)
     return NULL;
 }
 
-long long probe_dbgv_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
+long long dbg_vars_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
                               long long *named)
 {
     long long ix, nm;
     vars_sync();
     if (ntab >= VREF_MAX)
         vars_clear(1); /* evaluate results while running: the oldest go (answers reserve room) */
-    int has = dbgv_shape(obj, &ix, &nm);
+    int has = dbg_vars_shape(obj, &ix, &nm);
     if (indexed)
         *indexed = ix;
     if (named)
@@ -166,7 +166,7 @@ static void vars_room(void)
 
 /* ---- building variables ---- */
 
-void probe_dbg_var_free(struct probe_dbg_var *v)
+void dbg_var_free(struct probe_dbg_var *v)
 {
     free(v->name);
     free(v->value);
@@ -175,10 +175,10 @@ void probe_dbg_var_free(struct probe_dbg_var *v)
     memset(v, 0, sizeof *v);
 }
 
-void probe_dbg_vars_free(struct probe_dbg_vars *vs)
+void dbg_vars_free(struct probe_dbg_vars *vs)
 {
     for (int i = 0; i < vs->n; i++)
-        probe_dbg_var_free(&vs->v[i]);
+        dbg_var_free(&vs->v[i]);
     free(vs->v);
     memset(vs, 0, sizeof *vs);
 }
@@ -191,9 +191,9 @@ struct vars_out {
 /* A Variable's value, type, variablesReference and child counts for v into o. */
 static void describe(struct probe_dbg_var *o, PyObject *v, PyObject *frame, const char *expr)
 {
-    o->value = probe_repr_new(v);
-    o->type = probe_repr_typename(v);
-    o->ref = probe_dbgv_register(v, frame, expr, &o->indexed, &o->named);
+    o->value = pyrt_repr_new(v);
+    o->type = pyrt_repr_typename(v);
+    o->ref = dbg_vars_register(v, frame, expr, &o->indexed, &o->named);
     PyErr_Clear();
 }
 
@@ -221,7 +221,7 @@ static void add_var(void *ctx, const char *name, PyObject *v, const char *expr)
 static PyObject *locals_dict(PyObject *f, struct pb_err *err)
 {
     PyObject *g, *l;
-    if (probe_eval_frame_ns(f, &g, &l, err) < 0)
+    if (gil_eval_frame_ns(f, &g, &l, err) < 0)
         return NULL;
     Py_DECREF(g);
     if (PyDict_Check(l))
@@ -230,7 +230,7 @@ static PyObject *locals_dict(PyObject *f, struct pb_err *err)
     if (!d || PyDict_Update(d, l) < 0) {
         Py_XDECREF(d);
         Py_DECREF(l);
-        return probe_py_fail(err, "reading the frame's locals"), NULL;
+        return gil_py_fail(err, "reading the frame's locals"), NULL;
     }
     Py_DECREF(l);
     return d;
@@ -238,18 +238,18 @@ static PyObject *locals_dict(PyObject *f, struct pb_err *err)
 
 /* ---- requests ---- */
 
-int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
+int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
 {
     /* Borrowed from the stop record: held while we work, as code we cause to run (a __del__
      * during an allocation) could let the thread resume and drop it. */
-    PyObject *f = probe_dbg_frame(frame_id, err);
+    PyObject *f = dbg_frame(frame_id, err);
     if (!f)
         return err->code;
     Py_INCREF(f);
     vars_room();
     PyObject *g, *l;
     int rc;
-    if ((rc = probe_eval_frame_ns(f, &g, &l, err)) < 0) {
+    if ((rc = gil_eval_frame_ns(f, &g, &l, err)) < 0) {
         Py_DECREF(f);
         PyErr_Clear();
         return rc;
@@ -268,7 +268,7 @@ int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct p
     return 0;
 }
 
-int probe_dbg_variables(long long ref, int filter, long long start, long long count,
+int dbg_variables(long long ref, int filter, long long start, long long count,
                         struct probe_dbg_vars *vs, struct pb_err *err)
 {
     struct dbgv_page pg = {.filter = filter == PROBE_DBG_VARS_INDEXED ? DBGV_INDEXED
@@ -292,12 +292,12 @@ int probe_dbg_variables(long long ref, int filter, long long start, long long co
     if (kind == VK_LOCALS) {
         PyObject *d = locals_dict(obj, err);
         if (d)
-            dbgv_children(d, 1, NULL, &pg, add_var, &out);
+            dbg_vars_children(d, 1, NULL, &pg, add_var, &out);
         else
             rc = err->code;
         Py_XDECREF(d);
     } else {
-        dbgv_children(obj, kind == VK_GLOBALS, expr, &pg, add_var, &out);
+        dbg_vars_children(obj, kind == VK_GLOBALS, expr, &pg, add_var, &out);
     }
     vs->more = pg.more;
     free(expr);
@@ -313,13 +313,13 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
                         char **long_msg)
 {
     struct probe_eval_result r;
-    int rc = probe_eval_value(src, frame, &r, value, err);
+    int rc = gil_eval_value(src, frame, &r, value, err);
     for (int i = 0; rc == 0 && i < r.nchunks; i++) {
         struct probe_dbg_event e = {
             .kind = PROBE_DBG_EV_OUTPUT, .text = r.chunks[i].text, .category = "stdout"};
         if (r.chunks[i].is_stderr)
             pb_strlcpy(e.category, "stderr", sizeof e.category);
-        probe_dbg_emit(&e);
+        dbg_emit(&e);
     }
     if (rc == 0 && r.exc_type) {
         rc = pb_err_set(err, PB_EUNKNOWN, "%s", r.exc_type);
@@ -335,7 +335,7 @@ static int eval_for_set(const char *src, PyObject *frame, PyObject **value, stru
     }
     if (rc < 0)
         Py_CLEAR(*value);
-    probe_eval_result_free(&r);
+    gil_eval_result_free(&r);
     return rc;
 }
 
@@ -344,23 +344,23 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
                      struct pb_err *err)
 {
     PyObject *g, *l;
-    if (gen != probe_dbg_generation())
+    if (gen != dbg_generation())
         return pb_err_set(err, PB_ESTATE,
                           "the thread resumed while the value was evaluated: "
                           "nothing was set");
-    if (probe_eval_frame_ns(f, &g, &l, err) < 0)
+    if (gil_eval_frame_ns(f, &g, &l, err) < 0)
         return err->code;
     int rc = PyMapping_SetItemString(l, name, value);
     if (rc == 0)
-        probe_eval_frame_commit(f, g, l);
+        gil_eval_frame_commit(f, g, l);
     else
-        rc = probe_py_fail(err, "setting the local");
+        rc = gil_py_fail(err, "setting the local");
     Py_DECREF(l);
     Py_DECREF(g);
     return rc;
 }
 
-int probe_dbg_set_variable(long long ref, const char *name, const char *src,
+int dbg_set_variable(long long ref, const char *name, const char *src,
                            struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
 {
     int rc;
@@ -374,18 +374,18 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
     Py_INCREF(obj);
     Py_XINCREF(frame);
     vars_room();
-    unsigned long gen = probe_dbg_generation();
+    unsigned long gen = dbg_generation();
     rc = eval_for_set(src, frame, &value, err, long_msg);
     if (rc == 0 && kind == VK_LOCALS) {
         rc = set_local(obj, name, value, gen, err);
         expr = strdup(name);
     } else if (rc == 0 && kind == VK_GLOBALS) {
         rc = PyMapping_SetItemString(obj, name, value) < 0
-                 ? probe_py_fail(err, "setting the global")
+                 ? gil_py_fail(err, "setting the global")
                  : 0;
         expr = strdup(name);
     } else if (rc == 0) {
-        rc = dbgv_child_set(obj, parent, name, value, &expr, err);
+        rc = dbg_vars_child_set(obj, parent, name, value, &expr, err);
     }
     if (rc == 0)
         describe(out, value, frame, expr);
@@ -402,13 +402,13 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *src,
 
 static int source(long long sref, const char *path, char **content, char **mime, struct pb_err *err)
 {
-    PyObject *fn = probe_pyhelper_get("source");
+    PyObject *fn = gil_pyhelper_get("source");
     if (!fn)
-        return probe_py_fail(err, "source");
+        return gil_py_fail(err, "source");
     PyObject *res = NULL;
     if (sref > 0) {
         struct pb_err ferr = {0};
-        PyObject *f = probe_dbg_frame(sref - 1, &ferr); /* borrowed */
+        PyObject *f = dbg_frame(sref - 1, &ferr); /* borrowed */
         if (!f)
             return pb_err_set(err, ferr.code ? ferr.code : PB_ESTATE, "sourceReference %lld: %s",
                               sref, ferr.msg);
@@ -432,13 +432,13 @@ static int source(long long sref, const char *path, char **content, char **mime,
         res = PyObject_CallFunction(fn, "sOO", path, Py_None, Py_None);
     }
     if (!res)
-        return probe_py_fail(err, "source");
+        return gil_py_fail(err, "source");
     if (res == Py_None || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
         Py_DECREF(res);
         return pb_err_set(err, PB_EBADARG, "no source for %s", path ? path : "this reference");
     }
-    *mime = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
-    *content = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
+    *mime = gil_py_strdup(PyTuple_GET_ITEM(res, 0));
+    *content = gil_py_strdup(PyTuple_GET_ITEM(res, 1));
     Py_DECREF(res);
     PyErr_Clear();
     if (*content)
@@ -448,7 +448,7 @@ static int source(long long sref, const char *path, char **content, char **mime,
     return pb_err_set(err, -ENOMEM, "out of memory");
 }
 
-int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
+int dbg_source(long long sref, const char *path, char **content, char **mime,
                      struct pb_err *err)
 {
     *content = *mime = NULL;

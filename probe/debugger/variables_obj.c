@@ -58,7 +58,7 @@ static int slot_members(PyObject *o, int (*visit)(void *, const PyMemberDef *), 
     return n;
 }
 
-int dbgv_shape(PyObject *obj, long long *indexed, long long *named)
+int dbg_vars_shape(PyObject *obj, long long *indexed, long long *named)
 {
     *indexed = *named = 0;
     if (PyList_Check(obj) || PyTuple_Check(obj)) {
@@ -88,7 +88,7 @@ int dbgv_shape(PyObject *obj, long long *indexed, long long *named)
     if (obj == Py_None || PyLong_Check(obj) || PyFloat_Check(obj) || PyComplex_Check(obj) ||
         PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) ||
         PyFunction_Check(obj) || PyCFunction_Check(obj) || PyMethod_Check(obj) ||
-        PyCode_Check(obj) || PyFrame_Check(obj) || probe_repr_is_tensor(obj))
+        PyCode_Check(obj) || PyFrame_Check(obj) || pyrt_repr_is_tensor(obj))
         return 0;
     return has_dict(Py_TYPE(obj)) || slot_members(obj, NULL, NULL) > 0;
 }
@@ -137,7 +137,7 @@ static char *key_name(PyObject *k, int as_attr)
             return strdup(u);
         PyErr_Clear();
     }
-    return probe_repr_new(k);
+    return pyrt_repr_new(k);
 }
 
 /* The children of a dict: names are keys as they are (attr: a namespace, expr parent.name or
@@ -254,7 +254,7 @@ static void attr_children(PyObject *o, const char *parent, struct dbgv_page *pg,
     slot_members(o, slot_child, &w);
 }
 
-int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
+int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
                   void *ctx)
 {
     pg->seen = 0;
@@ -278,19 +278,19 @@ int dbgv_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *p
         PyTypeObject *t = (PyTypeObject *)obj;
         if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t->tp_dict)
             dict_children(t->tp_dict, 1, 0, parent, pg, visit, ctx);
-    } else if (!probe_repr_is_tensor(obj)) {
+    } else if (!pyrt_repr_is_tensor(obj)) {
         attr_children(obj, parent, pg, visit, ctx);
     }
     PyErr_Clear();
     return 0;
 }
 
-/* setVariable on a child of a container: finds the child called name the way dbgv_children
+/* setVariable on a child of a container: finds the child called name the way dbg_vars_children
  * names it and stores value there (list item, dict item, attribute or slot). Setting runs the
  * container's own __setitem__/__setattr__, as an assignment in the program would. Returns 0,
  * or a negative code with err (a Python exception is cleared into it); *expr gets the child's
  * evaluateName (malloc'd) or NULL. */
-int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
+int dbg_vars_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
                    char **expr, struct pb_err *err)
 {
     *expr = NULL;
@@ -307,7 +307,7 @@ int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject
         int rc = idx ? PyObject_SetItem(obj, idx, value) : -1;
         Py_XDECREF(idx);
         if (rc < 0)
-            return probe_py_fail(err, "setting the element");
+            return gil_py_fail(err, "setting the element");
         *expr = expr_join(parent, "[%lld]", i);
         return 0;
     }
@@ -315,7 +315,7 @@ int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject
         Py_ssize_t pos = 0;
         PyObject *k, *v, *key = NULL;
         while (!key && PyDict_Next(obj, &pos, &k, &v)) {
-            char *kn = probe_repr_new(k);
+            char *kn = pyrt_repr_new(k);
             if (kn && strcmp(kn, name) == 0) {
                 key = k;
                 Py_INCREF(key);
@@ -329,10 +329,10 @@ int dbgv_child_set(PyObject *obj, const char *parent, const char *name, PyObject
         if (rc == 0 && (PyLong_CheckExact(key) || PyUnicode_CheckExact(key)))
             *expr = expr_join(parent, "[%s]", name);
         Py_DECREF(key);
-        return rc < 0 ? probe_py_fail(err, "setting the item") : 0;
+        return rc < 0 ? gil_py_fail(err, "setting the item") : 0;
     }
     if (PyObject_SetAttrString(obj, name, value) < 0)
-        return probe_py_fail(err, "setting the attribute");
+        return gil_py_fail(err, "setting the attribute");
     *expr = expr_join(parent, ".%s", name);
     return 0;
 }

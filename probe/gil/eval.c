@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Evaluating code in the target: probe_eval_run() runs on the worker under the GIL, in
+/* Evaluating code in the target: dbg_eval_run() runs on the worker under the GIL, in
  * __main__ or in a stopped thread's frame, swaps sys.stdout/stderr for capturing stand-ins
  * (pyhelper.c) and restores the very same objects in C afterwards, where no asynchronous
  * exception can interrupt the restore. In a frame, locals are a write-through proxy on 3.13 and
  * a synced f_locals dict written back to the fast locals before (so assignments stick, as for
- * setVariable). Interrupts (probe_eval_interrupt) come from a short-lived thread that takes the
+ * setVariable). Interrupts (gil_eval_interrupt) come from a short-lived thread that takes the
  * GIL and raises KeyboardInterrupt in the evaluating workers' threads only, and only while an
  * evaluation runs. Evaluations run one at a time, except when one is stuck in a call that never
  * returns and a fresh worker goes on beside it (worker.c): one pair of stand-in streams then
@@ -52,7 +52,7 @@ static int stream_users;
 static int streams_acquire(void)
 {
     if (!our_out) {
-        PyObject *mk = probe_pyhelper_get("streams");
+        PyObject *mk = gil_pyhelper_get("streams");
         PyObject *pair = mk ? PyObject_CallObject(mk, NULL) : NULL;
         if (!pair)
             return -1;
@@ -116,17 +116,17 @@ static void take_outcome(PyObject *res, struct probe_eval_result *r, PyObject **
 {
     if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) < 1)
         return;
-    char *kind = probe_py_strdup(PyTuple_GET_ITEM(res, 0));
+    char *kind = gil_py_strdup(PyTuple_GET_ITEM(res, 0));
     Py_ssize_t n = PyTuple_GET_SIZE(res);
     if (kind && strcmp(kind, "value") == 0 && n == 2) {
         *value = PyTuple_GET_ITEM(res, 1);
         Py_INCREF(*value);
     } else if (kind && strcmp(kind, "value") == 0 && n == 3) {
-        r->value = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
-        r->type = probe_py_strdup(PyTuple_GET_ITEM(res, 2));
+        r->value = gil_py_strdup(PyTuple_GET_ITEM(res, 1));
+        r->type = gil_py_strdup(PyTuple_GET_ITEM(res, 2));
     } else if (kind && strcmp(kind, "error") == 0 && n == 3) {
-        r->exc_type = probe_py_strdup(PyTuple_GET_ITEM(res, 1));
-        r->traceback = probe_py_strdup(PyTuple_GET_ITEM(res, 2));
+        r->exc_type = gil_py_strdup(PyTuple_GET_ITEM(res, 1));
+        r->traceback = gil_py_strdup(PyTuple_GET_ITEM(res, 2));
     } else if (kind && strcmp(kind, "complete") == 0 && n == 2) {
         r->complete = PyObject_IsTrue(PyTuple_GET_ITEM(res, 1)) == 1;
     }
@@ -139,7 +139,7 @@ static void take_outcome(PyObject *res, struct probe_eval_result *r, PyObject **
 static int take_answer(PyObject *res, struct probe_eval_result *r, struct pb_err *err)
 {
     if (!res)
-        return probe_py_fail(err, "eval");
+        return gil_py_fail(err, "eval");
     PyObject *unused = NULL;
     take_outcome(res, r, &unused);
     Py_XDECREF(unused);
@@ -161,7 +161,7 @@ static void take_output(PyObject *o, struct probe_eval_result *r)
         PyObject *c = PyList_GET_ITEM(list, i);
         if (!PyTuple_Check(c) || PyTuple_GET_SIZE(c) != 2)
             continue;
-        char *text = probe_py_strdup(PyTuple_GET_ITEM(c, 1));
+        char *text = gil_py_strdup(PyTuple_GET_ITEM(c, 1));
         if (!text)
             continue;
         r->chunks[r->nchunks].is_stderr = PyObject_IsTrue(PyTuple_GET_ITEM(c, 0)) == 1;
@@ -176,9 +176,9 @@ static void take_output(PyObject *o, struct probe_eval_result *r)
 static int show_value(PyObject *show, int mode, PyObject **value, struct probe_eval_result *r,
                       struct pb_err *err)
 {
-    if (mode == PROBE_EVAL_EXPRESSION && probe_repr_is_tensor(*value)) {
-        r->value = probe_repr_new(*value);
-        r->type = probe_repr_typename(*value);
+    if (mode == PROBE_EVAL_EXPRESSION && pyrt_repr_is_tensor(*value)) {
+        r->value = pyrt_repr_new(*value);
+        r->type = pyrt_repr_typename(*value);
         return 0;
     }
     int rc = take_answer(PyObject_CallFunctionObjArgs(show, *value, NULL), r, err);
@@ -196,7 +196,7 @@ static int show_value(PyObject *show, int mode, PyObject **value, struct probe_e
  * the trace function's call events, so breakpoints stop working.) Requires GIL. */
 static void drain_interrupt(void)
 {
-    PyObject *drain = probe_pyhelper_get("drain");
+    PyObject *drain = gil_pyhelper_get("drain");
     PyObject *r = drain ? PyObject_CallObject(drain, NULL) : NULL;
     Py_XDECREF(r);
     PyErr_Clear();
@@ -208,21 +208,21 @@ static void drain_interrupt(void)
 static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
                         struct probe_eval_result *r, PyObject **value, struct pb_err *err)
 {
-    PyObject *run = probe_pyhelper_get("run"), *begin = probe_pyhelper_get("begin");
-    PyObject *end = probe_pyhelper_get("end"), *show = probe_pyhelper_get("show");
+    PyObject *run = gil_pyhelper_get("run"), *begin = gil_pyhelper_get("begin");
+    PyObject *end = gil_pyhelper_get("end"), *show = gil_pyhelper_get("show");
     *value = NULL;
     if (!run || !begin || !end || !show)
-        return probe_py_fail(err, "eval set-up");
+        return gil_py_fail(err, "eval set-up");
     char what[80]; /* short: it goes into one-line errors of at most 255 bytes */
     size_t wn = strcspn(src, "\n");
     snprintf(what, sizeof what, "evaluating `%.*s%s`", (int)(wn > 44 ? 44 : wn), src,
              wn > 44 || src[wn] ? " ..." : "");
-    probe_worker_activity("%s", what);
+    gil_worker_activity("%s", what);
     PyObject *cap = PyObject_CallObject(begin, NULL);
     if (!cap)
-        return probe_py_fail(err, "eval set-up");
+        return gil_py_fail(err, "eval set-up");
     if (streams_acquire() < 0) {
-        int rc = probe_py_fail(err, "eval set-up");
+        int rc = gil_py_fail(err, "eval set-up");
         Py_XDECREF(PyObject_CallFunctionObjArgs(end, cap, NULL));
         PyErr_Clear();
         Py_DECREF(cap);
@@ -244,17 +244,17 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     /* User code (and its repr) runs with the target's signal mask: threads it starts are
      * sampled and get the host's signals like any other (issue 15, item 7). */
     sigset_t mask;
-    probe_thread_user_enter(&mask);
+    core_thread_user_enter(&mask);
     PyObject *res = PyObject_CallFunction(run, "siOO", src, mode, g, l ? l : Py_None);
     int rc = 0;
     if (res)
         take_outcome(res, r, value);
     else
-        rc = probe_py_fail(err, "eval"); /* e.g. interrupted inside the helper itself */
+        rc = gil_py_fail(err, "eval"); /* e.g. interrupted inside the helper itself */
     Py_XDECREF(res);
     if (rc == 0 && *value)
         rc = show_value(show, mode, value, r, err);
-    probe_thread_user_leave(&mask);
+    core_thread_user_leave(&mask);
     int sent = evals[slot].interrupt_sent;
     atomic_store(&evals[slot].tid, 0);
     evals[slot].ident = 0;
@@ -274,7 +274,7 @@ static int run_captured(const char *src, int mode, PyObject *g, PyObject *l,
     return rc;
 }
 
-int probe_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *err)
+int gil_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *err)
 {
     PyFrameObject *fr = (PyFrameObject *)f;
     *g = *l = NULL;
@@ -293,13 +293,13 @@ int probe_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *
         Py_CLEAR(*g);
         Py_CLEAR(*l);
         if (PyErr_Occurred())
-            return probe_py_fail(err, "reading the frame's locals");
+            return gil_py_fail(err, "reading the frame's locals");
         return pb_err_set(err, PB_EUNKNOWN, "the frame has no locals");
     }
     return 0;
 }
 
-void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l)
+void gil_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l)
 {
 #if PY_VERSION_HEX < 0x030D0000
     /* A module or class body's locals are its namespace itself: nothing to copy back. With
@@ -319,35 +319,35 @@ void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l)
 #endif
 }
 
-int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err)
+int gil_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
-    PyObject *run = probe_pyhelper_get("run");
+    PyObject *run = gil_pyhelper_get("run");
     return take_answer(
         run ? PyObject_CallFunction(run, "siOO", src, PROBE_EVAL_CHECK, Py_None, Py_None) : NULL, r,
         err);
 }
 
-int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
+int gil_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
                   PyObject **value, struct pb_err *err)
 {
     return run_captured(src, mode, g, l, r, value, err);
 }
 
-int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
+int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
                      PyObject **value, struct pb_err *err)
 {
     PyObject *g = NULL, *l = NULL;
     memset(r, 0, sizeof *r);
     *value = NULL;
     if (frame) {
-        if (probe_eval_frame_ns(frame, &g, &l, err) < 0)
+        if (gil_eval_frame_ns(frame, &g, &l, err) < 0)
             return err->code;
     } else {
         PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
         g = main_mod ? PyModule_GetDict(main_mod) : NULL;    /* borrowed */
         if (!g)
-            return probe_py_fail(err, "eval set-up");
+            return gil_py_fail(err, "eval set-up");
         Py_INCREF(g);
     }
     int rc = run_captured(src, PROBE_EVAL_EXPRESSION, g, l, r, value, err);
@@ -372,7 +372,7 @@ static void *interrupter_main(void *arg)
     return NULL;
 }
 
-int probe_eval_interrupt(void)
+int gil_eval_interrupt(void)
 {
     if (!atomic_load(&eval_running) || !Py_IsInitialized())
         return 0;
@@ -380,7 +380,7 @@ int probe_eval_interrupt(void)
     if (!atomic_compare_exchange_strong(&interrupter_busy, &expect, 1))
         return 1; /* one is already on its way */
     pthread_t t;
-    int rc = probe_thread_start(&t, interrupter_main, 1);
+    int rc = core_thread_start(&t, interrupter_main, 1);
     if (rc < 0) {
         atomic_store(&interrupter_busy, 0);
         return rc;
@@ -401,7 +401,7 @@ static long blocked_in(int tid)
     return strtol(buf, NULL, 10);
 }
 
-long probe_eval_native_wait(void)
+long gil_eval_native_wait(void)
 {
     if (!atomic_load(&eval_running))
         return -1;
@@ -417,7 +417,7 @@ long probe_eval_native_wait(void)
     return -1;
 }
 
-int probe_eval_timeout_ms(void)
+int gil_eval_timeout_ms(void)
 {
-    return (int)probe_setting_int("eval.timeout_ms");
+    return (int)core_setting_int("eval.timeout_ms");
 }

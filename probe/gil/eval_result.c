@@ -5,7 +5,7 @@
 #include <string.h>
 #include "gil.h"
 
-void probe_eval_result_free(struct probe_eval_result *r)
+void gil_eval_result_free(struct probe_eval_result *r)
 {
     if (!r)
         return;

@@ -50,14 +50,14 @@ static void restore_locked(int log)
     }
 }
 
-void probe_hurry_begin(struct probe_hurry *h)
+void gil_hurry_begin(struct probe_hurry *h)
 {
     pthread_mutex_lock(&mu);
     if (!h->held && !h->over) {
         h->held = h->begun = 1;
         if (waiters++ == 0) {
             if (!interval)
-                interval = probe_pyrt_switch_interval();
+                interval = pyrt_switch_interval();
             unsigned long v = interval ? load(interval) : 0;
             /* 0 or absurd: not the field we think it is; at or below ours: nothing to gain. */
             if (v > HURRY_US && v <= SANE_MAX_US) {
@@ -87,17 +87,17 @@ static void end(struct probe_hurry *h, int over)
     pthread_mutex_unlock(&mu);
 }
 
-void probe_hurry_end(struct probe_hurry *h)
+void gil_hurry_end(struct probe_hurry *h)
 {
     end(h, 0);
 }
 
-void probe_hurry_stop(struct probe_hurry *h)
+void gil_hurry_stop(struct probe_hurry *h)
 {
     end(h, 1);
 }
 
-int probe_hurry_expire(struct probe_hurry *h)
+int gil_hurry_expire(struct probe_hurry *h)
 {
     pthread_mutex_lock(&mu);
     int begun = h->begun;
@@ -107,7 +107,7 @@ int probe_hurry_expire(struct probe_hurry *h)
     return begun;
 }
 
-void probe_hurry_fork_child(void)
+void gil_hurry_fork_child(void)
 {
     /* The child has none of our waiting workers: its interval is the program's again. */
     restore_locked(0);

@@ -17,7 +17,7 @@
 
 #define MAX_OBJECTS 5000000 /* objects looked at by the by-type census */
 
-int probe_memory_proc(cJSON *into, struct pb_err *err)
+int gil_memory_proc(cJSON *into, struct pb_err *err)
 {
     static const struct {
         const char *key, *json;
@@ -94,10 +94,10 @@ static cJSON *to_json(PyObject *o, int depth)
     return NULL;
 }
 
-int probe_memory_python(cJSON *into, int top, const char *trace, const char *snapshot,
+int gil_memory_python(cJSON *into, int top, const char *trace, const char *snapshot,
                         struct pb_err *err)
 {
-    PyObject *fn = probe_pyhelper_get("memory"); /* borrowed */
+    PyObject *fn = gil_pyhelper_get("memory"); /* borrowed */
     PyObject *res =
         fn ? PyObject_CallFunction(fn, "iziz", top, trace, MAX_OBJECTS, snapshot) : NULL;
     if (!res || !PyDict_Check(res)) {

@@ -9,7 +9,7 @@
 
 #include "pyhelper.h"
 
-char *probe_py_strdup(PyObject *o)
+char *gil_py_strdup(PyObject *o)
 {
     Py_ssize_t n;
     const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &n) : NULL;
@@ -25,7 +25,7 @@ char *probe_py_strdup(PyObject *o)
     return d;
 }
 
-int probe_py_fail(struct pb_err *err, const char *what)
+int gil_py_fail(struct pb_err *err, const char *what)
 {
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject *t = NULL, *tb = NULL, *v = PyErr_GetRaisedException();
@@ -34,7 +34,7 @@ int probe_py_fail(struct pb_err *err, const char *what)
     PyErr_Fetch(&t, &v, &tb);
 #endif
     PyObject *s = v ? PyObject_Str(v) : NULL;
-    char *m = probe_py_strdup(s);
+    char *m = gil_py_strdup(s);
     pb_err_set(err, PB_EUNKNOWN, "%s: %s", what, m ? m : "unknown Python error");
     free(m);
     Py_XDECREF(s);

@@ -338,7 +338,7 @@ static const char helper_src[] =
 
 static PyObject *helper_ns; /* owned for the life of the process */
 
-PyObject *probe_pyhelper_get(const char *name)
+PyObject *gil_pyhelper_get(const char *name)
 {
     if (!helper_ns) {
         PyObject *ns = PyDict_New();

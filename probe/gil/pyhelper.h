@@ -15,14 +15,14 @@ struct probe_eval_result;
 
 /* ---- pyerr.c ---- */
 /* A malloc'd UTF-8 copy of a str; NULL (exception cleared) if o is not one. */
-char *probe_py_strdup(PyObject *o);
+char *gil_py_strdup(PyObject *o);
 /* Turn the pending exception into err's text ("what: message") and clear it. Returns
  * PB_EUNKNOWN. */
-int probe_py_fail(struct pb_err *err, const char *what);
+int gil_py_fail(struct pb_err *err, const char *what);
 
 /* The helper's object called name (a function or class), compiling the helper on first use.
  * Borrowed reference, or NULL with an exception set. */
-PyObject *probe_pyhelper_get(const char *name);
+PyObject *gil_pyhelper_get(const char *name);
 
 /* ---- eval.c ---- */
 
@@ -30,21 +30,21 @@ PyObject *probe_pyhelper_get(const char *name);
  * evaluating thread's output captured into r; *value gets the result (new reference; NULL for
  * None, statements, or an exception, which is in r). Returns 0, or a negative code with err
  * when the probe itself failed. */
-int probe_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
+int gil_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
                   PyObject **value, struct pb_err *err);
 /* PROBE_EVAL_CHECK: only whether src is a complete statement (r->complete). */
-int probe_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err);
+int gil_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err);
 
 /* The namespaces to evaluate in frame f: *g its globals, *l its locals (3.13: the write-through
  * proxy; before: f_locals freshly synced from the fast locals, to be written back with
- * probe_eval_frame_commit). Both new references. Returns 0 or a negative code with err. */
-int probe_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *err);
-/* Write l (from probe_eval_frame_ns) back into f's fast locals (3.8-3.12; nothing on 3.13). */
-void probe_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
+ * gil_eval_frame_commit). Both new references. Returns 0 or a negative code with err. */
+int gil_eval_frame_ns(PyObject *f, PyObject **g, PyObject **l, struct pb_err *err);
+/* Write l (from gil_eval_frame_ns) back into f's fast locals (3.8-3.12; nothing on 3.13). */
+void gil_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
 /* Evaluate one expression in frame (NULL: __main__) with output captured into r (exceptions
- * too, as for probe_eval_run); *value is the result (new reference) when it did not raise.
+ * too, as for dbg_eval_run); *value is the result (new reference) when it did not raise.
  * Returns 0 or a negative code with err when the probe itself failed. */
-int probe_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
+int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
                      PyObject **value, struct pb_err *err);
 
 #endif

@@ -10,7 +10,7 @@
  * it takes no more jobs and its thread ends when its call returns (its answer still goes out if
  * its client waits), and a fresh worker takes the queue; the waiting job gets its time again.
  * At most MAX_WORKERS threads exist at once; past that, jobs time out and the answer says what
- * the evaluator is busy with (probe_worker_busy_text). */
+ * the evaluator is busy with (gil_worker_busy_text). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -40,7 +40,7 @@ struct job {
     atomic_int state;
     atomic_int refs; /* the loop's (until its timer closed) and the worker's */
     int rc;
-    int sync; /* probe_gil_call: completion through `finished` + cv, no timer */
+    int sync; /* gil_call: completion through `finished` + cv, no timer */
     int finished;
     int timeout_ms;
     int rest_ms; /* async: its time left after the timer's next firing, a budget check (loop) */
@@ -97,7 +97,7 @@ static int python_usable(void)
 #endif
 }
 
-void probe_worker_activity(const char *fmt, ...)
+void gil_worker_activity(const char *fmt, ...)
 {
     struct worker *w = self;
     if (!w)
@@ -120,12 +120,12 @@ static void run_job(struct worker *w, struct job *j)
     } else {
         /* Blocks until the GIL is ours; the loop's timer may give up meanwhile (and stops the
          * hurry: if that came first, the job's state says so and it stops here). */
-        probe_pyrt_gil_note(1); /* who holds it as we ask: a snapshot under it reports them */
-        probe_hurry_begin(&j->hurry);
+        pyrt_gil_note(1); /* who holds it as we ask: a snapshot under it reports them */
+        gil_hurry_begin(&j->hurry);
         if (atomic_load(&j->state) != JOB_QUEUED)
-            probe_hurry_stop(&j->hurry);
+            gil_hurry_stop(&j->hurry);
         PyGILState_STATE g = PyGILState_Ensure();
-        probe_hurry_end(&j->hurry); /* under the GIL: sys.setswitchinterval cannot run */
+        gil_hurry_end(&j->hurry); /* under the GIL: sys.setswitchinterval cannot run */
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_RUNNING)) {
             pthread_mutex_lock(&mu);
@@ -140,7 +140,7 @@ static void run_job(struct worker *w, struct job *j)
             w->busy = 0;
             pthread_mutex_unlock(&mu);
         }
-        probe_pyrt_gil_note(0);
+        pyrt_gil_note(0);
         PyGILState_Release(g);
     }
     int expect = JOB_RUNNING;
@@ -155,7 +155,7 @@ static void run_job(struct worker *w, struct job *j)
         pthread_mutex_unlock(&mu);
     } else if (atomic_load(&j->state) == JOB_DONE) {
         atomic_fetch_add(&j->refs, 1);
-        probe_inbox_post(&done_inbox, &j->link);
+        core_inbox_post(&done_inbox, &j->link);
     }
 }
 
@@ -180,7 +180,7 @@ static void *worker_main(void *arg)
             PB_LOG(PB_LOG_INFO, "a retired GIL worker ended: its call returned");
             return NULL;
         }
-        struct job *j = PROBE_CONTAINER(probe_fifo_pop(&queue), struct job, link);
+        struct job *j = PROBE_CONTAINER(core_fifo_pop(&queue), struct job, link);
         pthread_mutex_unlock(&mu);
         if (atomic_load(&j->state) == JOB_QUEUED)
             run_job(w, j);
@@ -202,7 +202,7 @@ static int spawn_locked(void)
     w->used = 1;
     starting = w;
     pthread_t t;
-    int rc = probe_thread_start(&t, worker_main, 1);
+    int rc = core_thread_start(&t, worker_main, 1);
     if (rc < 0) {
         starting = NULL;
         w->used = 0;
@@ -261,7 +261,7 @@ static int budget_first(int ms, int *rest)
 static int budget_next(struct job *j, int *rest)
 {
     int step = *rest;
-    if (!probe_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
+    if (!gil_hurry_expire(&j->hurry) && step > PROBE_HURRY_BUDGET_MS)
         step = PROBE_HURRY_BUDGET_MS;
     *rest -= step;
     return step;
@@ -288,7 +288,7 @@ static void on_timeout(uv_timer_t *t)
     }
     int expect = JOB_QUEUED;
     if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
-        probe_hurry_stop(&j->hurry); /* its worker may still wait: no longer in a hurry */
+        gil_hurry_stop(&j->hurry); /* its worker may still wait: no longer in a hurry */
         j->done(j->arg, PB_ETIMEDOUT);
         uv_close((uv_handle_t *)&j->timer, on_timer_closed);
     }
@@ -298,12 +298,12 @@ static void on_timeout(uv_timer_t *t)
 static void enqueue(struct job *j)
 {
     pthread_mutex_lock(&mu);
-    probe_fifo_push(&queue, &j->link);
+    core_fifo_push(&queue, &j->link);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
 }
 
-int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
+int gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
 {
     struct job *j = calloc(1, sizeof *j);
     if (!j)
@@ -314,7 +314,7 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     j->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
     atomic_init(&j->state, JOB_QUEUED);
     atomic_init(&j->refs, 2);
-    uv_timer_init(probe_agent_loop(), &j->timer);
+    uv_timer_init(core_agent_loop(), &j->timer);
     j->timer.data = j;
     arm(j, j->timeout_ms);
     enqueue(j);
@@ -332,7 +332,7 @@ static void deadline_in(struct timespec *dl, int timeout_ms)
     }
 }
 
-int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
+int gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
 {
     struct job *j = calloc(1, sizeof *j);
     if (!j)
@@ -373,7 +373,7 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
             pthread_mutex_unlock(&mu);
-            probe_hurry_stop(&j->hurry);
+            gil_hurry_stop(&j->hurry);
             job_unref(j);
             return PB_ETIMEDOUT;
         }
@@ -387,7 +387,7 @@ int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
     return rc;
 }
 
-unsigned long probe_worker_ident(void)
+unsigned long gil_worker_ident(void)
 {
     pthread_mutex_lock(&mu);
     unsigned long id = active ? atomic_load(&active->ident) : 0;
@@ -395,7 +395,7 @@ unsigned long probe_worker_ident(void)
     return id;
 }
 
-int probe_worker_owns(unsigned long ident)
+int gil_worker_owns(unsigned long ident)
 {
     if (!ident)
         return 0;
@@ -405,7 +405,7 @@ int probe_worker_owns(unsigned long ident)
     return 0;
 }
 
-int probe_worker_count(void)
+int gil_worker_count(void)
 {
     int n = 0;
     pthread_mutex_lock(&mu);
@@ -415,7 +415,7 @@ int probe_worker_count(void)
     return n;
 }
 
-int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
+int gil_worker_busy_text(unsigned long holder, char *buf, size_t n)
 {
     int found = 0, stuck = 0;
     pthread_mutex_lock(&mu);
@@ -440,20 +440,20 @@ int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
     return found;
 }
 
-int probe_worker_start(uv_loop_t *loop, struct pb_err *err)
+int gil_worker_start(uv_loop_t *loop, struct pb_err *err)
 {
-    probe_inbox_init(&done_inbox, loop, on_done);
+    core_inbox_init(&done_inbox, loop, on_done);
     pthread_mutex_lock(&mu);
     int rc = spawn_locked();
     pthread_mutex_unlock(&mu);
     if (rc < 0) {
-        probe_inbox_close(&done_inbox);
+        core_inbox_close(&done_inbox);
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     }
     return 0;
 }
 
-void probe_worker_stop(void)
+void gil_worker_stop(void)
 {
     pthread_mutex_lock(&mu);
     if (active) {
@@ -462,5 +462,5 @@ void probe_worker_stop(void)
         pthread_cond_broadcast(&cv);
     }
     pthread_mutex_unlock(&mu);
-    probe_inbox_close(&done_inbox);
+    core_inbox_close(&done_inbox);
 }

@@ -63,7 +63,7 @@ static void find_parts(void)
     const ElfW(Sym) *sym = NULL;
     void *f = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     if (!f || !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !info.dli_fbase ||
-        unwind_mod_from_image((uintptr_t)info.dli_fbase, &mod, NULL) != 0)
+        sig_unwind_mod_from_image((uintptr_t)info.dli_fbase, &mod, NULL) != 0)
         return;
     nparts = pb_detached_parts(f, sym->st_size, (unsigned long)f, start_of, is_symbol, NULL, parts,
                                MAX_PARTS);

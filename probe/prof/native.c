@@ -3,7 +3,7 @@
  * python.native_backtrace table). The stacks come from the asked threads themselves
  * (sig/stack_sig.h: SIGPROF queued to each, the sampler's handler unwinds with the sampler's
  * unwinder and walks the Python frames at the same instant), so the two agree; they are named
- * here (prof_sym_describe, pyrt_sig_describe) and merged like the sampler does (store.c): each
+ * here (prof_sym_describe, sig_pyrt_describe) and merged like the sampler does (store.c): each
  * eval-loop frame (_PyEval_EvalFrameDefault) stands for the Python frames that C call runs, up
  * to and including the next entry frame. When the counts differ the merge is not trusted and
  * both stacks are kept apart. The handler is installed only for the ask, unless the sampler
@@ -70,7 +70,7 @@ static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
     char func[256], file[1024];
     memset(f, 0, sizeof *f);
     f->kind = PROF_NF_PYTHON;
-    pyrt_sig_describe(pf, func, sizeof func, file, sizeof file, &f->line);
+    sig_pyrt_describe(pf, func, sizeof func, file, sizeof file, &f->line);
     f->name = strdup(func);
     f->file = strdup(file);
     return f->name && f->file ? 0 : -ENOMEM;
@@ -303,10 +303,10 @@ static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
             return tries ? -1 : 0;
         int nalt = 0;
         memset(cache, 0, offsetof(struct unwind_cache, rows));
-        r->nnative = unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache, 0, &nalt);
+        r->nnative = sig_unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache, 0, &nalt);
         /* every thread state of this OS thread (a subinterpreter's above the main one's), as
          * the signal handler reads them */
-        r->npy = tstate ? pyrt_sig_frames_thread(tid, tstate, r->py, STACK_SIG_PY) : 0;
+        r->npy = tstate ? sig_pyrt_frames_thread(tid, tstate, r->py, STACK_SIG_PY) : 0;
         /* A guessed frame pointer (unwind.c) that does not give as many eval-loop frames as
          * the Python frames need: the other guesses that end well, lowest first, and the first
          * that does. */
@@ -315,7 +315,7 @@ static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
              alt++) {
             uintptr_t alts[STACK_SIG_NATIVE];
             memset(cache, 0, offsetof(struct unwind_cache, rows));
-            int n = unwind_native_pcsp(pc, sp, alts, STACK_SIG_NATIVE, cache, alt, NULL);
+            int n = sig_unwind_native_pcsp(pc, sp, alts, STACK_SIG_NATIVE, cache, alt, NULL);
             if (n > 0 && merges(alts, n, r->py, r->npy)) {
                 memcpy(r->native, alts, (size_t)n * sizeof *alts);
                 r->nnative = n;
@@ -341,7 +341,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     int own = 0, rc = 0, nts, batch[STACK_SIG_BATCH];
     long long deadline = now_ms() + NATIVE_TOTAL_MS;
     memset(out, 0, (size_t)n * sizeof *out);
-    if (pyrt_sig_prepare() < 0)
+    if (sig_pyrt_prepare() < 0)
         return pb_err_set(err, -ENOSYS,
                           "no signal-safe memory read (process_vm_readv is "
                           "refused here): native stacks cannot be read");
@@ -369,8 +369,8 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
             uniq[nu++] = i;
     }
     prof_sig_lock();
-    if (!prof_sig_installed()) { /* else the sampler's: it keeps the module table fresh */
-        if ((rc = prof_sig_install(err)) < 0) {
+    if (!sig_prof_installed()) { /* else the sampler's: it keeps the module table fresh */
+        if ((rc = sig_prof_install(err)) < 0) {
             prof_sig_unlock();
             free(first);
             free(uniq);
@@ -380,7 +380,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     }
     res = calloc(STACK_SIG_BATCH, sizeof *res);
     blk = calloc(1, sizeof *blk);
-    nts = pyrt_sig_threads(ts, ids, NULL, 256);
+    nts = sig_pyrt_threads(ts, ids, NULL, 256);
     if (!res || !blk) {
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;
@@ -420,7 +420,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         if (rc < 0 || k == 0)
             continue;
         int got =
-            stack_sig_collect(batch, k, res, left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
+            sig_stack_collect(batch, k, res, left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
         if (got < 0) {
             rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
             break;
@@ -441,7 +441,7 @@ out:
     free(first);
     free(uniq);
     if (own)
-        prof_sig_uninstall();
+        sig_prof_uninstall();
     prof_sig_unlock();
     if (rc < 0)
         for (int i = 0; i < n; i++)
@@ -475,7 +475,7 @@ int prof_native_others(const long *skip, int nskip, long *tids, char (*names)[PR
     while ((e = readdir(d))) {
         char *end;
         long tid = strtol(e->d_name, &end, 10);
-        int skipped = tid <= 0 || *end || tid == me || probe_thread_is_ours(tid);
+        int skipped = tid <= 0 || *end || tid == me || core_thread_is_ours(tid);
         for (int i = 0; i < nskip && !skipped; i++)
             skipped = skip[i] == tid;
         if (skipped)

@@ -89,7 +89,7 @@ void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
 /* Any thread but a handler. The threads of this process that run no Python (native-only:
  * torch's autograd and gloo threads, a pthread a C extension started): every kernel thread in
  * /proc/self/task but those in skip[0..nskip) (the Python threads' native ids), the probe's own
- * (probe_thread_is_ours) and the caller, ascending, at most max of them into tids, each one's
+ * (core_thread_is_ours) and the caller, ascending, at most max of them into tids, each one's
  * kernel name (/proc/self/task/TID/comm, PROF_COMM bytes with the NUL) into names unless NULL.
  * Returns the count, *more the threads left out past max, or a negative code with err. */
 #define PROF_COMM 16

@@ -2,7 +2,7 @@
 /* The sampler's control side (prof.h): start and stop, and the drain thread. The drain thread
  * (one of the probe's threads: every signal blocked, never sampled) wakes periodically (wall
  * mode: every sampling period; CPU mode: every 200 ms, or sooner when a handler filled half of
- * a ring: prof_sig_wait) to:
+ * a ring: sig_prof_wait) to:
  *  - every 200 ms, look at the thread count (the link count of /proc/self/task: one fstat) and
  *    when it changed, or a second passed, list /proc/self/task: a new thread gets a slot and,
  *    in CPU mode, its timer (its own CPU clock, so an idle thread costs nothing); a thread gone
@@ -78,7 +78,7 @@ static void add_cb(const struct prof_raw *r, void *arg)
 }
 
 /* 1 when thread tid blocks SIGINT, SIGTERM, SIGUSR1 and SIGPROF: one of the probe's threads
- * (probe_thread_start blocks everything), or a host thread that wants no signal at all. */
+ * (core_thread_start blocks everything), or a host thread that wants no signal at all. */
 static int blocks_all(int tid)
 {
     char path[64], buf[2048];
@@ -115,11 +115,11 @@ struct scan {
 static void retire_gone(struct prof_slot *s, void *arg)
 {
     struct scan *sc = arg;
-    int tid = prof_slot_tid(s);
+    int tid = sig_prof_slot_tid(s);
     for (int i = 0; i < sc->n; i++)
         if (sc->tids[i] == tid)
             return;
-    prof_slot_retire(s);
+    sig_prof_slot_retire(s);
 }
 
 /* blocks_all, remembered for SKIP_SCANS scans (the probe's own threads would cost a read of
@@ -157,9 +157,9 @@ static void scan_threads(void)
             sc.tids = nt;
         }
         sc.tids[sc.n++] = tid;
-        if (tid == me || prof_slot_find(tid) || skipped(tid))
+        if (tid == me || sig_prof_slot_find(tid) || skipped(tid))
             continue;
-        struct prof_slot *s = prof_slot_new(tid);
+        struct prof_slot *s = sig_prof_slot_new(tid);
         if (!s)
             continue; /* full: the thread goes unsampled */
         if (!prof_store_has_thread_name(tid))
@@ -167,15 +167,15 @@ static void scan_threads(void)
         atomic_store(&names_pending, 1);
         if (cur.mode == PROF_CPU) {
             struct pb_err err = {0};
-            if (prof_slot_arm(s, cur.rate, &err) < 0) {
+            if (sig_prof_slot_arm(s, cur.rate, &err) < 0) {
                 PB_LOG(PB_LOG_WARN, "perf: %s", err.msg);
-                prof_slot_retire(s);
+                sig_prof_slot_retire(s);
             }
         }
     }
     closedir(d);
     if (sc.tids)
-        prof_slots_each(retire_gone, &sc);
+        sig_prof_slots_each(retire_gone, &sc);
     free(sc.tids);
 }
 
@@ -184,12 +184,12 @@ static void names_fn(void *arg)
     (void)arg;
     struct probe_snapshot s;
     struct pb_err err = {0};
-    if (probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) < 0)
+    if (pyrt_snapshot(&s, PROBE_SNAP_NAMES, 1, &err) < 0)
         return;
     for (int i = 0; i < s.nthreads; i++)
         if (s.threads[i].native_id > 0 && s.threads[i].name_from_threading && s.threads[i].name)
             prof_store_thread_name((int)s.threads[i].native_id, s.threads[i].name, 1);
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
 }
 
 /* 1 when the kernel says thread tid is running or runnable. */
@@ -209,7 +209,7 @@ static void wall_tick(void)
     long ids[256];
     long long interps[256];
     static struct prof_raw raw; /* drain thread only */
-    int n = pyrt_sig_threads(ts, ids, interps, 256), me = atomic_load(&drain_tid), sub = 0;
+    int n = sig_pyrt_threads(ts, ids, interps, 256), me = atomic_load(&drain_tid), sub = 0;
     for (int i = 0; i < n; i++)
         sub |= interps[i] != 0;
     for (int i = 0; i < n; i++) {
@@ -219,26 +219,26 @@ static void wall_tick(void)
             continue;
         /* A thread running code in a subinterpreter has a thread state in each: the one of
          * the highest interpreter id (where it runs now) stands for it, the others' frames
-         * below its own (pyrt_sig_frames_outer). */
+         * below its own (sig_pyrt_frames_outer). */
         for (int j = 0; sub && j < n && !later; j++)
             later = j != i && ids[j] == ids[i] && interps[j] > interps[i];
         if (later)
             continue;
-        s = prof_slot_find((int)ids[i]);
+        s = sig_prof_slot_find((int)ids[i]);
         /* Only a thread the kernel reports running is signalled, read just before the signal
          * is queued: a signal wakes a thread blocked in nanosleep/epoll_wait/poll/select with
          * EINTR (issue 36 item 2). The window left is from this read to the delivery (a few
          * microseconds): a thread that enters such a wait in it is woken once. */
-        if (s && on_cpu(ids[i]) && prof_slot_poke(s, 1) == 0)
+        if (s && on_cpu(ids[i]) && sig_prof_slot_poke(s, 1) == 0)
             continue; /* its handler records native and Python frames */
         raw.ts = wall_now();
         raw.tid = (int)ids[i];
         raw.on_cpu = 0;
-        raw.gil = pyrt_sig_holds_gil(ts[i]); /* off-CPU yet holding it: a C call that keeps it */
+        raw.gil = sig_pyrt_holds_gil(ts[i]); /* off-CPU yet holding it: a C call that keeps it */
         raw.nnative = 0;
-        raw.npy = pyrt_sig_frames_fast(ts[i], raw.py, PROF_MAX_PY);
+        raw.npy = sig_pyrt_frames_fast(ts[i], raw.py, PROF_MAX_PY);
         if (sub)
-            raw.npy = pyrt_sig_frames_outer(ts[i], ids[i], raw.py, raw.npy, PROF_MAX_PY);
+            raw.npy = sig_pyrt_frames_outer(ts[i], ids[i], raw.py, raw.npy, PROF_MAX_PY);
         if (raw.npy > 0)
             prof_store_add(&raw, 1);
     }
@@ -286,23 +286,23 @@ static void *drain_main(void *arg)
             wall_tick();
         /* The handlers' module table follows dlopen/dlclose; replaced tables go once no
          * handler can hold them (sig/unwind.h). */
-        unwind_table_refresh();
-        unwind_table_reclaim(prof_sig_quiet);
-        prof_slots_drain(add_cb, NULL);
+        sig_unwind_table_refresh();
+        sig_unwind_table_reclaim(sig_prof_quiet);
+        sig_prof_slots_drain(add_cb, NULL);
         if (atomic_load(&names_pending) && now - last_names >= NAMES_NS) {
             atomic_store(&names_pending, 0);
             last_names = now;
-            probe_gil_call(names_fn, NULL, 200);
+            gil_call(names_fn, NULL, 200);
         }
         if (now - last_tick >= 1000000000LL) {
             prof_store_tick();
             /* Missed samples of threads that block SIGPROF, before one goes (a thread's CPU
              * clock dies with it; the others' is known from their last signal). */
-            prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL);
+            sig_prof_slots_counters(cur.rate, NULL, NULL, NULL, NULL);
             last_tick = now;
         }
         if (!atomic_load(&stop_asked))
-            prof_sig_wait(period);
+            sig_prof_wait(period);
     }
     if (task_fd >= 0)
         close(task_fd);
@@ -317,7 +317,7 @@ static void on_fork_child(void)
 {
     if (!atomic_load(&is_running))
         return;
-    prof_sig_fork_child();
+    sig_prof_fork_child();
     atomic_store(&is_running, 0);
     drain_started = 0; /* the thread exists only in the parent */
     forked = 1;
@@ -344,7 +344,7 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
                           "cannot list this process's threads: its root has no "
                           "/proc (%s); mount proc in its root (a container does) and start again",
                           strerror(errno));
-    if (pyrt_sig_prepare() < 0)
+    if (sig_pyrt_prepare() < 0)
         return pb_err_set(err, -ENOSYS,
                           "no signal-safe memory read (process_vm_readv is "
                           "refused here): the sampler cannot read Python frames");
@@ -353,7 +353,7 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
         atfork_done = 1;
     }
     prof_store_clear();
-    prof_slots_reset_totals();
+    sig_prof_slots_reset_totals();
     memset(&final, 0, sizeof final);
     cur = *o;
     forked = 0;
@@ -361,20 +361,20 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     drain_cpu_last = 0;
     atomic_store(&names_pending, 1);
     prof_sig_lock();
-    rc = prof_sig_install(err);
+    rc = sig_prof_install(err);
     prof_sig_unlock();
     if (rc < 0)
         return rc;
-    prof_sig_set_running(1);
+    sig_prof_set_running(1);
     atomic_store(&is_running, 1);
     t_started = wall_now();
     t_stopped = 0;
-    rc = probe_thread_start(&drain_thread, drain_main, 0);
+    rc = core_thread_start(&drain_thread, drain_main, 0);
     if (rc < 0) {
-        prof_sig_set_running(0);
+        sig_prof_set_running(0);
         atomic_store(&is_running, 0);
         prof_sig_lock();
-        prof_sig_uninstall();
+        sig_prof_uninstall();
         prof_sig_unlock();
         return pb_err_set(err, rc, "starting the sampler thread: %s", strerror(-rc));
     }
@@ -402,7 +402,7 @@ static void status_live(struct prof_status *st)
     st->mode = cur.mode;
     st->rate = cur.rate;
     st->started = t_started;
-    prof_slots_counters(cur.rate, &st->missed, &lost_ring, &handler_s, &st->armed);
+    sig_prof_slots_counters(cur.rate, &st->missed, &lost_ring, &handler_s, &st->armed);
     prof_store_counts(&st->samples, &st->stacks, &st->threads, &lost_store);
     st->lost = lost_ring + lost_store;
     st->handler_cpu_s = handler_s;
@@ -417,19 +417,19 @@ int prof_stop(struct prof_status *st)
         prof_status_get(st ? st : &(struct prof_status){0});
         return 0;
     }
-    prof_sig_set_running(0);
+    sig_prof_set_running(0);
     atomic_store(&stop_asked, 1);
-    prof_sig_wake();
+    sig_prof_wake();
     if (drain_started)
         pthread_join(drain_thread, NULL);
     drain_started = 0;
     status_live(&final); /* before the slots go */
-    prof_slots_clear();
+    sig_prof_slots_clear();
     prof_sig_lock();
-    prof_sig_uninstall();
+    sig_prof_uninstall();
     prof_sig_unlock();
-    prof_slots_drain(add_cb, NULL); /* what was queued; frees the slots */
-    prof_slots_release();
+    sig_prof_slots_drain(add_cb, NULL); /* what was queued; frees the slots */
+    sig_prof_slots_release();
     atomic_store(&is_running, 0);
     t_stopped = wall_now();
     prof_status_get(st ? st : &(struct prof_status){0});

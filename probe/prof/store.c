@@ -4,7 +4,7 @@
  * Symbolisation happens here, on the drain thread, never in the signal handler: native pcs
  * through dladdr1 (the symbol must contain the pc, else "[module]"), C++ names
  * demangled with the process's own __cxa_demangle when one is loaded (symbols.c); Python frames
- * through pyrt_sig_describe as "func (file:line)".
+ * through sig_pyrt_describe as "func (file:line)".
  * Merging (pb_stack_merge, shared with debug --dump --native): the native stack is walked
  * innermost first; each interpreter eval-loop frame (_PyEval_EvalFrameDefault, or a detached part of
  * it: evalpart.c) is replaced by
@@ -91,12 +91,12 @@ static struct imap stack_map;   /* hash(fids) -> sid (collisions checked) */
  * in lasti, so its code object is read once, not once per instruction. Cleared every tick. */
 struct pcode {
     uintptr_t code;
-    int kind;                /* pyrt_sig_code_get's answer */
+    int kind;                /* sig_pyrt_code_get's answer */
     struct pyrt_sig_code *c; /* when kind == 0 */
     unsigned gen;            /* the tick it was last read or checked in (code_gen) */
 };
 /* Code objects may be freed and their addresses reused: an entry is checked again (one read:
- * pyrt_sig_code_same) at its first use in each tick, read afresh when it changed, and dropped
+ * sig_pyrt_code_same) at its first use in each tick, read afresh when it changed, and dropped
  * at a tick when it was not used in the one before. */
 static unsigned code_gen;
 static struct imap code_map;
@@ -295,7 +295,7 @@ static void code_fill(struct pcode *p, uintptr_t code)
     p->code = code;
     p->c = NULL;
     p->gen = code_gen;
-    p->kind = pyrt_sig_code_get(code, &code_scratch);
+    p->kind = sig_pyrt_code_get(code, &code_scratch);
     if (p->kind == 0) {
         size_t n = offsetof(struct pyrt_sig_code, table) + code_scratch.tn;
         p->c = malloc(n);
@@ -322,7 +322,7 @@ static const struct pyrt_sig_code *code_get(uintptr_t code)
         i = (int)ncodes++;
         imap_put(&code_map, (uint64_t)code, i);
     } else if (codes[i].gen != code_gen) {
-        if (codes[i].kind == 0 && pyrt_sig_code_same(code, codes[i].c))
+        if (codes[i].kind == 0 && sig_pyrt_code_same(code, codes[i].c))
             codes[i].gen = code_gen;
         else
             code_fill(&codes[i], code);
@@ -358,11 +358,11 @@ static int py_fid(const struct pyrt_sig_frame *pf)
     if (fid >= 0 || fid == -2)
         return fid >= 0 ? fid : -1; /* -2: a frame to leave out */
     const struct pyrt_sig_code *c = code_get(pf->code);
-    if (!c || pf->lasti < c->prologue) { /* not code, or incomplete (pyrt_sig_frames_fast) */
+    if (!c || pf->lasti < c->prologue) { /* not code, or incomplete (sig_pyrt_frames_fast) */
         imap_put(&pycache_map, key, -2);
         return -1;
     }
-    line = pyrt_sig_code_line(c, pf->lasti);
+    line = sig_pyrt_code_line(c, pf->lasti);
     snprintf(name, sizeof name, "%s (%s:%d)", c->func, c->file, line);
     clean_name(name);
     uint64_t nk = str_hash(name);
@@ -548,7 +548,7 @@ void prof_store_add(const struct prof_raw *r, int wall)
 
 void prof_store_tick(void)
 {
-    long long maxs = probe_setting_int("perf.max_samples");
+    long long maxs = core_setting_int("perf.max_samples");
     /* Code objects may be freed and their addresses reused: forget the (code, lasti) cache,
      * check each code object again at its next use. */
     pthread_mutex_lock(&mu);
@@ -561,7 +561,7 @@ void prof_store_tick(void)
 
 void prof_store_clear(void)
 {
-    long long maxs = probe_setting_int("perf.max_samples");
+    long long maxs = core_setting_int("perf.max_samples");
     pthread_mutex_lock(&mu);
     max_samples = maxs;
     for (size_t i = 0; i < nframes; i++) {
@@ -619,38 +619,38 @@ void prof_store_counts(long long *ns, long long *nst, int *threads, long long *l
 int prof_samples_fill(struct probe_rows *r, struct pb_err *err)
 {
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; !probe_rows_error(r) && i < nsamples; i++) {
+    for (size_t i = 0; !core_rows_error(r) && i < nsamples; i++) {
         const struct psample *s = &samples[i];
         const struct pthreadname *t = tname_get(s->tid, 0);
-        probe_rows_add_real(r, s->ts);
-        probe_rows_add_int(r, s->tid);
-        probe_rows_add_text(r, t ? t->name : NULL);
-        probe_rows_add_int(r, s->sid);
-        probe_rows_add_int(r, s->on_cpu);
-        probe_rows_add_text(r, s->wall ? "wall" : "cpu");
-        s->gil < 0 ? probe_rows_add_null(r) : probe_rows_add_int(r, s->gil);
+        core_rows_add_real(r, s->ts);
+        core_rows_add_int(r, s->tid);
+        core_rows_add_text(r, t ? t->name : NULL);
+        core_rows_add_int(r, s->sid);
+        core_rows_add_int(r, s->on_cpu);
+        core_rows_add_text(r, s->wall ? "wall" : "cpu");
+        s->gil < 0 ? core_rows_add_null(r) : core_rows_add_int(r, s->gil);
     }
     pthread_mutex_unlock(&mu);
-    int rc = probe_rows_error(r);
+    int rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples: out of memory") : 0;
 }
 
 int prof_stack_counts_fill(struct probe_rows *r, struct pb_err *err)
 {
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; !probe_rows_error(r) && i < ncounts; i++) {
+    for (size_t i = 0; !core_rows_error(r) && i < ncounts; i++) {
         const struct pcount *c = &counts[i];
         const struct pthreadname *t = tname_get(c->tid, 0);
-        probe_rows_add_int(r, c->tid);
-        probe_rows_add_text(r, t ? t->name : NULL);
-        probe_rows_add_int(r, c->sid);
-        probe_rows_add_int(r, c->samples);
-        probe_rows_add_int(r, c->on_cpu);
-        probe_rows_add_real(r, c->first);
-        probe_rows_add_real(r, c->last);
+        core_rows_add_int(r, c->tid);
+        core_rows_add_text(r, t ? t->name : NULL);
+        core_rows_add_int(r, c->sid);
+        core_rows_add_int(r, c->samples);
+        core_rows_add_int(r, c->on_cpu);
+        core_rows_add_real(r, c->first);
+        core_rows_add_real(r, c->last);
     }
     pthread_mutex_unlock(&mu);
-    int rc = probe_rows_error(r);
+    int rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples_by_stack: out of memory") : 0;
 }
 
@@ -715,7 +715,7 @@ int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
     size_t lo, hi;
     pthread_mutex_lock(&mu);
     sid_range(only_sid, &lo, &hi);
-    for (size_t i = lo; rc == 0 && !probe_rows_error(r) && i < hi; i++) {
+    for (size_t i = lo; rc == 0 && !core_rows_error(r) && i < hi; i++) {
         const struct pstack *s = &stacks[i];
         unsigned char *keep = malloc((size_t)s->n + 1);
         char *clean = NULL, *all = NULL;
@@ -727,17 +727,17 @@ int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             rc = -ENOMEM;
             break;
         }
-        probe_rows_add_int(r, (long long)i);
-        probe_rows_add_int(r, s->n);
-        probe_rows_add_text(r, clean);
-        probe_rows_add_text(r, all);
+        core_rows_add_int(r, (long long)i);
+        core_rows_add_int(r, s->n);
+        core_rows_add_text(r, clean);
+        core_rows_add_text(r, all);
         free(keep);
         free(clean);
         free(all);
     }
     pthread_mutex_unlock(&mu);
     if (rc == 0)
-        rc = probe_rows_error(r);
+        rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.stacks: out of memory") : 0;
 }
 
@@ -747,7 +747,7 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
     size_t lo, hi;
     pthread_mutex_lock(&mu);
     sid_range(only_sid, &lo, &hi);
-    for (size_t i = lo; rc == 0 && !probe_rows_error(r) && i < hi; i++) {
+    for (size_t i = lo; rc == 0 && !core_rows_error(r) && i < hi; i++) {
         const struct pstack *s = &stacks[i];
         unsigned char *keep = malloc((size_t)s->n + 1);
         if (!keep) {
@@ -755,23 +755,23 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             break;
         }
         clean_view(s, keep);
-        for (int k = 0; !probe_rows_error(r) && k < s->n; k++) {
+        for (int k = 0; !core_rows_error(r) && k < s->n; k++) {
             const struct pframe *f = &frames[s->fids[k]];
-            probe_rows_add_int(r, (long long)i);
-            probe_rows_add_int(r, k);
-            probe_rows_add_text(r, f->kind == K_PY ? "python" : "native");
-            probe_rows_add_text(r, f->name);
-            probe_rows_add_text(r, f->func);
-            probe_rows_add_text(r, f->file);
-            f->kind == K_PY ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
-            f->kind == K_NATIVE ? probe_rows_add_int(r, (long long)f->addr)
-                                : probe_rows_add_null(r);
-            probe_rows_add_int(r, !keep[k]);
+            core_rows_add_int(r, (long long)i);
+            core_rows_add_int(r, k);
+            core_rows_add_text(r, f->kind == K_PY ? "python" : "native");
+            core_rows_add_text(r, f->name);
+            core_rows_add_text(r, f->func);
+            core_rows_add_text(r, f->file);
+            f->kind == K_PY ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+            f->kind == K_NATIVE ? core_rows_add_int(r, (long long)f->addr)
+                                : core_rows_add_null(r);
+            core_rows_add_int(r, !keep[k]);
         }
         free(keep);
     }
     pthread_mutex_unlock(&mu);
     if (rc == 0)
-        rc = probe_rows_error(r);
+        rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.frames: out of memory") : 0;
 }

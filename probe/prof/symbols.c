@@ -191,9 +191,9 @@ static const struct umod *umod_of(uintptr_t fbase)
     struct umod *u = &umods[numods++];
     memset(u, 0, sizeof *u);
     u->fbase = fbase;
-    u->ok = unwind_mod_from_image(fbase, &u->m, &u->bias) == 0;
+    u->ok = sig_unwind_mod_from_image(fbase, &u->m, &u->bias) == 0;
     if (u->ok)
-        unwind_mod_index(&u->m); /* without one, a lookup reads once per halving */
+        sig_unwind_mod_index(&u->m); /* without one, a lookup reads once per halving */
     return u;
 }
 
@@ -222,7 +222,7 @@ static void known_check_loader(void)
 {
     static unsigned long long seen_subs = ~0ull;
     unsigned long long adds, subs;
-    unwind_loader_counts(&adds, &subs);
+    sig_unwind_loader_counts(&adds, &subs);
     if (subs != seen_subs) {
         known_clear();
         umods_clear();
@@ -287,7 +287,7 @@ static void demangler_find(void)
     unsigned long long adds, subs;
     if (demangle)
         return;
-    unwind_loader_counts(&adds, &subs);
+    sig_unwind_loader_counts(&adds, &subs);
     if (adds == demangle_looked_at)
         return;
     demangle_looked_at = adds;
@@ -368,7 +368,7 @@ void prof_sym_describe(uintptr_t pc, int depth, struct prof_sym *s)
     else if (info.dli_fbase && dladdr1((void *)look, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm)
         s->bias = (uintptr_t)lm->l_addr;
     s->fbase = (uintptr_t)info.dli_fbase;
-    if (!lo && s->module[0] && um && um->ok && unwind_fde_bounds(&um->m, look, fb) == 0 &&
+    if (!lo && s->module[0] && um && um->ok && sig_unwind_fde_bounds(&um->m, look, fb) == 0 &&
         (!sn || s->is_eval || fb[0] == (uintptr_t)info.dli_saddr)) {
         /* unnamed, the eval loop's detached part, or a symbol without a size starting it */
         lo = fb[0], hi = fb[1];

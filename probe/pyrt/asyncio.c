@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Every asyncio task of the main interpreter, with the GIL (pyrt.h, probe_asyncio_tasks), for
+/* Every asyncio task of the main interpreter, with the GIL (pyrt.h, pyrt_asyncio_tasks), for
  * `debug --dump --tasks` and python.asyncio_tasks.
  *
  * Where the tasks are: asyncio keeps a registry that asyncio.all_tasks() reads, of every loop:
@@ -42,7 +42,7 @@ static PyObject *attr_c(PyObject *o, const char *name)
 {
     PyTypeObject *tp = Py_TYPE(o);
     PyObject *key, *d, *r;
-    if (tp->tp_getattro != PyObject_GenericGetAttr || !(key = probe_pyrt_name(name)))
+    if (tp->tp_getattro != PyObject_GenericGetAttr || !(key = pyrt_name(name)))
         return NULL;
     d = _PyType_Lookup(tp, key); /* borrowed */
     if (d && Py_TYPE(d)->tp_descr_get && Py_TYPE(d) != &PyGetSetDescr_Type &&
@@ -170,7 +170,7 @@ static size_t node_offset(uintptr_t node, PyTypeObject *task_type)
 {
     for (size_t off = sizeof(PyObject); off <= NODE_SCAN; off += sizeof(void *)) {
         uintptr_t tp = 0;
-        if (probe_mem_read_at(node - off + offsetof(PyObject, ob_type), &tp, sizeof tp) == 0 &&
+        if (pyrt_mem_read_at(node - off + offsetof(PyObject, ob_type), &tp, sizeof tp) == 0 &&
             tp == (uintptr_t)task_type)
             return off;
     }
@@ -182,16 +182,16 @@ static void llist_collect(struct found *f, struct llist_node *head, PyTypeObject
 {
     uintptr_t n = 0;
     int steps = 0;
-    if (probe_mem_read_at((uintptr_t)&head->next, &n, sizeof n) != 0)
+    if (pyrt_mem_read_at((uintptr_t)&head->next, &n, sizeof n) != 0)
         return;
     while (n && n != (uintptr_t)head && steps++ < MAX_TASKS && !f->truncated) {
         uintptr_t next = 0;
-        if (probe_mem_read_at(n, &next, sizeof next) != 0) /* node->next */
+        if (pyrt_mem_read_at(n, &next, sizeof next) != 0) /* node->next */
             next = 0;
         /* a first task that is a subclass's may not tell the offset: the next node is tried */
         if (*off || (*off = node_offset(n, task_type)) != 0) {
             PyObject *obj = (PyObject *)(n - *off);
-            if (probe_obj_ok(obj))
+            if (pyrt_obj_ok(obj))
                 found_add(f, obj, k);
         }
         n = next;
@@ -276,7 +276,7 @@ static char *str_dup(PyObject *o)
 
 static char *task_name(PyObject *t)
 {
-    PyObject *key = probe_pyrt_name("get_name");
+    PyObject *key = pyrt_name("get_name");
     PyObject *d = key ? _PyType_Lookup(Py_TYPE(t), key) : NULL, *n = NULL;
     char *s;
     if (d && Py_TYPE(d) == &PyMethodDescr_Type) /* the C Task's own method */
@@ -337,11 +337,11 @@ static const struct code_info *code_get(struct code_cache *cc, uintptr_t addr)
         return c->ok ? c : NULL;
     code_info_clear(c);
     c->addr = addr;
-    if (pyrt_code_read(addr, &co, probe_mem_read_at) != 0)
+    if (pyrt_code_read(addr, &co, pyrt_mem_read_at) != 0)
         return NULL;
-    c->func = probe_str_read((const void *)co.name, PYRT_MAX_STR);
-    c->file = probe_str_read((const void *)co.file, PYRT_MAX_STR);
-    c->table = probe_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &c->tablen);
+    c->func = pyrt_str_read((const void *)co.name, PYRT_MAX_STR);
+    c->file = pyrt_str_read((const void *)co.file, PYRT_MAX_STR);
+    c->table = pyrt_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &c->tablen);
     c->firstlineno = co.firstlineno;
     c->ok = c->func && c->file;
     return c->ok ? c : NULL;
@@ -543,7 +543,7 @@ static void loop_thread(struct probe_atask *a, PyObject *loop, struct code_cache
                 a->thread_id = ts->native_thread_id > 0 ? (long)ts->native_thread_id : 0;
 #endif
                 if (a->thread_id <= 0)
-                    a->thread_id = probe_tid_from_pthread(ident);
+                    a->thread_id = pyrt_tid_from_pthread(ident);
                 if (a->thread_id <= 0)
                     a->thread_id = (long)(ident & 0x7fffffff);
                 break;
@@ -586,7 +586,7 @@ static int task_read(struct probe_atask *a, PyObject *t, const struct found *f,
     return rc;
 }
 
-int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err)
+int pyrt_asyncio_tasks(struct probe_atasks *out, struct pb_err *err)
 {
     struct kinds k;
     struct found f = {0};
@@ -596,7 +596,7 @@ int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err)
     memset(out, 0, sizeof *out);
     if (!PyGILState_Check())
         return pb_err_set(err, PB_ENOGIL, "asyncio tasks need the GIL held by the caller");
-    probe_obj_cache(1); /* no code of the program's runs until it is off */
+    pyrt_obj_cache(1); /* no code of the program's runs until it is off */
     kinds_get(&k);
     PyObject *tasks = module_get("asyncio.tasks");
     if (tasks) {
@@ -624,18 +624,18 @@ int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err)
     for (int i = 0; cc && i < CODE_SLOTS; i++)
         code_info_clear(&cc->slot[i]);
     free(cc);
-    if (rc == 0 && probe_atasks_link(out) < 0)
+    if (rc == 0 && pyrt_atasks_link(out) < 0)
         rc = pb_err_set(err, -ENOMEM, "out of memory");
     for (int i = 0; i < f.n; i++)
         Py_DECREF(f.v[i]);
     free(f.v);
-    probe_obj_cache(0);
+    pyrt_obj_cache(0);
     clock_gettime(CLOCK_MONOTONIC, &t2);
     PB_LOG(PB_LOG_DEBUG, "asyncio: %d tasks: found in %.1f ms, read in %.1f ms", out->ntasks,
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
            (double)(t2.tv_sec - t1.tv_sec) * 1e3 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e6);
     PyErr_Clear();
     if (rc < 0)
-        probe_atasks_free(out);
+        pyrt_atasks_free(out);
     return rc;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The asyncio tasks of CPython 3.14+ read without the GIL (pyrt.h, probe_asyncio_tasks_mem), for
+/* The asyncio tasks of CPython 3.14+ read without the GIL (pyrt.h, pyrt_asyncio_tasks_mem), for
  * when a thread holds it in C and the tasks cannot be read with it (asyncio.c): the loop thread
  * blocked in C still answers.
  *
@@ -22,10 +22,10 @@
  *
  * Built a second time with PYRT_REMOTE into the out-of-process reader (libprobing-read-3.X.so,
  * probe/sig/pyrt_remote.c: `debug --dump --no-inject --tasks`, `dump --core --tasks`): there
- * every read goes through the reader's (pyrt_sig_read: the target's memory or a core's), the
+ * every read goes through the reader's (pyrt_read: the target's memory or a core's), the
  * types compared with are the target's (pyrt_remote), and the offsets are the caller's, which
  * read ".AsyncioDebug" from the target's module file; strs and code objects are read by the
- * reader's functions (asyncio_mem_remote_set: sig/ sits above this folder). */
+ * reader's functions (pyrt_asyncio_mem_remote_set: sig/ sits above this folder). */
 #include "internal.h"
 
 #include <elf.h>
@@ -46,9 +46,9 @@
 #define CODE_SLOTS 64
 
 #ifdef PYRT_REMOTE
-#define AREAD pyrt_sig_read
+#define AREAD pyrt_read
 #else
-#define AREAD probe_mem_read_at
+#define AREAD pyrt_mem_read_at
 #endif
 
 struct aoffs {
@@ -64,10 +64,10 @@ struct find {
 
 #ifdef PYRT_REMOTE
 static struct find remote_offs;
-static struct asyncio_mem_remote remote_fns;
+static struct pyrt_asyncio_mem_remote remote_fns;
 
 static int offsets_ok(const struct aoffs *o);
-int asyncio_mem_remote_set(const struct asyncio_mem_remote *r)
+int pyrt_asyncio_mem_remote_set(const struct pyrt_asyncio_mem_remote *r)
 {
     memset(&remote_offs, 0, sizeof remote_offs);
     remote_fns = *r;
@@ -138,7 +138,7 @@ static int offsets_cb(struct dl_phdr_info *info, size_t sz, void *arg)
         return 0;
     size_t size = 0;
     uintptr_t a = section_addr(n, (uintptr_t)info->dlpi_addr, ".AsyncioDebug", &size);
-    if (a && size >= sizeof f->o && probe_mem_read_at(a, &f->o, sizeof f->o) == 0 && f->o.t_node &&
+    if (a && size >= sizeof f->o && pyrt_mem_read_at(a, &f->o, sizeof f->o) == 0 && f->o.t_node &&
         f->o.t_node < f->o.t_size && f->o.t_name < f->o.t_size && f->o.t_coro < f->o.t_size &&
         f->o.ts_head && f->o.ts_head < f->o.ts_size && f->o.i_head && f->o.i_head < f->o.i_size) {
         f->found = 1;
@@ -181,7 +181,7 @@ static char *str_read(uintptr_t o, size_t max)
         max = sizeof buf - 1;
     return o && remote_fns.str(o, buf, max + 1) == 0 ? strdup(buf) : NULL;
 #else
-    return probe_str_read((const void *)o, max);
+    return pyrt_str_read((const void *)o, max);
 #endif
 }
 
@@ -234,11 +234,11 @@ static const struct code_slot *code_get(struct reader *r, uintptr_t addr)
         return NULL;
 #else
     struct pyrt_code co;
-    if (pyrt_code_read(addr, &co, probe_mem_read_at) != 0)
+    if (pyrt_code_read(addr, &co, pyrt_mem_read_at) != 0)
         return NULL;
-    c->func = probe_str_read((const void *)co.name, PYRT_MAX_STR);
-    c->file = probe_str_read((const void *)co.file, PYRT_MAX_STR);
-    c->table = probe_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &c->tablen);
+    c->func = pyrt_str_read((const void *)co.name, PYRT_MAX_STR);
+    c->file = pyrt_str_read((const void *)co.file, PYRT_MAX_STR);
+    c->table = pyrt_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &c->tablen);
     c->firstlineno = co.firstlineno;
 #endif
     c->ok = c->func && c->file;
@@ -327,7 +327,7 @@ static long tid_of(unsigned long ident)
     (void)ident; /* 3.14 keeps every thread's native id */
     return 0;
 #else
-    return probe_tid_from_pthread(ident);
+    return pyrt_tid_from_pthread(ident);
 #endif
 }
 
@@ -390,7 +390,7 @@ static int awaited_by_read(const struct aoffs *o, struct probe_atasks *a, int i,
     return 0;
 }
 
-int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
+int pyrt_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     const struct aoffs *o = offsets();
@@ -465,10 +465,10 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
     }
     free(r);
     free(lists);
-    if (rc == 0 && probe_atasks_link(out) < 0)
+    if (rc == 0 && pyrt_atasks_link(out) < 0)
         rc = pb_err_set(err, -ENOMEM, "out of memory");
     if (rc < 0) {
-        probe_atasks_free(out);
+        pyrt_atasks_free(out);
         return rc;
     }
     out->read = 1;
@@ -478,7 +478,7 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 
 #else
 
-int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
+int pyrt_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     return pb_err_set(err, PB_ESTATE,
@@ -486,7 +486,7 @@ int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err)
 }
 
 #ifdef PYRT_REMOTE
-int asyncio_mem_remote_set(const struct asyncio_mem_remote *r)
+int pyrt_asyncio_mem_remote_set(const struct pyrt_asyncio_mem_remote *r)
 {
     (void)r;
     return -1;

@@ -8,7 +8,7 @@
 
 #include "pyrt.h"
 
-void probe_atasks_free(struct probe_atasks *a)
+void pyrt_atasks_free(struct probe_atasks *a)
 {
     if (!a)
         return;
@@ -52,7 +52,7 @@ static int cycle_add(struct probe_atasks *a, const int *path, int from, int dept
     return 0;
 }
 
-int probe_atasks_link(struct probe_atasks *a)
+int pyrt_atasks_link(struct probe_atasks *a)
 {
     int n = a->ntasks, rc = 0;
     for (int i = 0; i < n; i++) {

@@ -25,7 +25,7 @@ static cJSON *task_refs(const struct probe_atasks *a, const int *idx, int n)
     return arr;
 }
 
-cJSON *dap_json_atasks(const struct probe_atasks *a)
+cJSON *pyrt_atasks_json(const struct probe_atasks *a)
 {
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tasks");
     cJSON_AddBoolToObject(o, "read", 1);

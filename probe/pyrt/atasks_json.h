@@ -8,7 +8,7 @@
 #include "pyrt.h"
 
 /* The asyncio tasks of a snapshot taken with PROBE_SNAP_TASKS, or read from memory
- * (probe_asyncio_tasks_mem) (docs/protocol.md, probing/dump "asyncio"). */
-cJSON *dap_json_atasks(const struct probe_atasks *a);
+ * (pyrt_asyncio_tasks_mem) (docs/protocol.md, probing/dump "asyncio"). */
+cJSON *pyrt_atasks_json(const struct probe_atasks *a);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *probe_str_read(const void *obj, size_t max)
+char *pyrt_str_read(const void *obj, size_t max)
 {
     /* Header and the start of the data in one read; most names need no second one. */
     union {
@@ -24,9 +24,9 @@ char *probe_str_read(const void *obj, size_t max)
     char *out;
     int heap = 0;
 
-    if (!probe_ptr_ok(obj, sizeof(void *)))
+    if (!pyrt_ptr_ok(obj, sizeof(void *)))
         return NULL;
-    got = probe_mem_read_upto(obj, buf.raw, sizeof buf.raw);
+    got = pyrt_mem_read_upto(obj, buf.raw, sizeof buf.raw);
     if (got < sizeof(PyASCIIObject))
         return NULL;
     if (Py_TYPE(&buf.a.ob_base) != &PyUnicode_Type)
@@ -54,7 +54,7 @@ char *probe_str_read(const void *obj, size_t max)
         if (!data)
             return NULL;
         heap = 1;
-        if (want && probe_mem_read(data_addr, data, want) != 0) {
+        if (want && pyrt_mem_read(data_addr, data, want) != 0) {
             free(data);
             return NULL;
         }
@@ -75,14 +75,14 @@ char *probe_str_read(const void *obj, size_t max)
     return out;
 }
 
-unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len)
+unsigned char *pyrt_bytes_read(const void *obj, size_t max, size_t *len)
 {
     PyBytesObject head;
     size_t off = offsetof(PyBytesObject, ob_sval);
     unsigned char *out;
     size_t n;
 
-    if (!probe_ptr_ok(obj, sizeof(void *)) || probe_mem_read(obj, &head, off) != 0)
+    if (!pyrt_ptr_ok(obj, sizeof(void *)) || pyrt_mem_read(obj, &head, off) != 0)
         return NULL;
     if (Py_TYPE(&head) != &PyBytes_Type || Py_SIZE(&head) < 0)
         return NULL;
@@ -90,7 +90,7 @@ unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len)
     out = malloc(n ? n : 1);
     if (!out)
         return NULL;
-    if (n && probe_mem_read((const char *)obj + off, out, n) != 0) {
+    if (n && pyrt_mem_read((const char *)obj + off, out, n) != 0) {
         free(out);
         return NULL;
     }

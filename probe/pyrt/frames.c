@@ -33,7 +33,7 @@ int pyrt_threads_head(uintptr_t *interp, uintptr_t *head, pyrt_read_fn rd)
 #endif
     *interp = *head = 0;
     if (rd((uintptr_t)&PYRT_RUNTIME->interpreters.main, interp, sizeof *interp) != 0 ||
-        !probe_ptr_ok((const void *)*interp, sizeof(void *))) {
+        !pyrt_ptr_ok((const void *)*interp, sizeof(void *))) {
         *interp = 0;
         return -1;
     }
@@ -61,7 +61,7 @@ int pyrt_interp_first(struct pyrt_interp_iter *it, pyrt_read_fn rd)
 static int interp_read(uintptr_t addr, struct pyrt_interp *out, uintptr_t *next, pyrt_read_fn rd)
 {
     int64_t id;
-    if (!probe_ptr_ok((const void *)addr, sizeof(void *)) ||
+    if (!pyrt_ptr_ok((const void *)addr, sizeof(void *)) ||
         rd(addr + offsetof(PyInterpreterState, id), &id, sizeof id) != 0 ||
         rd(addr + offsetof(PyInterpreterState, next), next, sizeof *next) != 0 ||
         rd(addr + PYRT_HEAD_OFF, &out->head, sizeof out->head) != 0)
@@ -114,7 +114,7 @@ int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, c
     PyThreadState c;
     (void)lo; /* used on 3.11/3.12 only */
     (void)hi;
-    if (!probe_ptr_ok((const void *)ts, sizeof(void *)))
+    if (!pyrt_ptr_ok((const void *)ts, sizeof(void *)))
         return -1;
     if (copy)
         memcpy(&c, copy, sizeof c);
@@ -127,7 +127,7 @@ int pyrt_tstate_read_own(uintptr_t ts, struct pyrt_tstate *t, pyrt_read_fn rd, c
     uintptr_t at = (uintptr_t)c.cframe + offsetof(_PyCFrame, current_frame);
     if (lo && at >= lo && at < hi && hi - at >= sizeof t->top)
         memcpy(&t->top, (const void *)at, sizeof t->top); /* the eval loop's local, on our stack */
-    else if (probe_ptr_ok(c.cframe, sizeof(void *)) && rd(at, &t->top, sizeof t->top) != 0)
+    else if (pyrt_ptr_ok(c.cframe, sizeof(void *)) && rd(at, &t->top, sizeof t->top) != 0)
         t->top = 0;
 #else
     t->top = (uintptr_t)c.frame;
@@ -161,7 +161,7 @@ uintptr_t pyrt_gil_addr(uintptr_t interp, pyrt_read_fn rd)
     (void)rd;
     gil = (uintptr_t)&PYRT_RUNTIME->ceval.gil;
 #endif
-    return probe_ptr_ok((const void *)gil, sizeof(void *)) ? gil : 0;
+    return pyrt_ptr_ok((const void *)gil, sizeof(void *)) ? gil : 0;
 }
 
 void pyrt_gil_read(uintptr_t interp, int *locked, uintptr_t *holder, pyrt_read_fn rd)
@@ -208,7 +208,7 @@ static int prologue_ok(long long ft, long long units)
 static int code_check(uintptr_t code, int *firsttraceable, pyrt_read_fn rd)
 {
     PyVarObject head; /* a code object's size is its count of code units */
-    if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &head, sizeof head) != 0)
+    if (!pyrt_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &head, sizeof head) != 0)
         return -1;
     if (Py_TYPE(&head) != PYRT_CODE_TYPE)
         return 0;
@@ -290,7 +290,7 @@ int pyrt_frames_walk(struct pyrt_walk *w, uintptr_t fp)
     while (fp && n < max && steps++ < limit) {
         uintptr_t next;
         int line = PYRT_NO_LINE;
-        if (!probe_ptr_ok((const void *)fp, sizeof(void *)))
+        if (!pyrt_ptr_ok((const void *)fp, sizeof(void *)))
             break;
 #if PY_VERSION_HEX < 0x030B0000
         PyFrameObject f;
@@ -387,7 +387,7 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
 {
     PyCodeObject co;
     memset(c, 0, sizeof *c);
-    if (!probe_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &co, sizeof co) != 0)
+    if (!pyrt_ptr_ok((const void *)code, sizeof(void *)) || rd(code, &co, sizeof co) != 0)
         return -1;
     if (Py_TYPE((PyObject *)&co) != PYRT_CODE_TYPE)
         return 1;
@@ -420,11 +420,11 @@ int pyrt_code_read(uintptr_t code, struct pyrt_code *c, pyrt_read_fn rd)
 int pyrt_code_line(const unsigned char *t, size_t n, int firstlineno, int lasti)
 {
 #if PY_VERSION_HEX >= 0x030B0000
-    return probe_line_loc(t, n, firstlineno, lasti);
+    return pyrt_line_loc(t, n, firstlineno, lasti);
 #elif PY_VERSION_HEX >= 0x030A0000
-    return probe_line_310(t, n, firstlineno, lasti);
+    return pyrt_line_310(t, n, firstlineno, lasti);
 #else
-    return probe_line_lnotab(t, n, firstlineno, lasti);
+    return pyrt_line_lnotab(t, n, firstlineno, lasti);
 #endif
 }
 
@@ -432,7 +432,7 @@ int pyrt_code_loc(const unsigned char *t, size_t n, int firstlineno, int lasti,
                   struct pyrt_loc *loc)
 {
 #if PY_VERSION_HEX >= 0x030B0000
-    return probe_loc_311(t, n, firstlineno, lasti, loc);
+    return pyrt_loc_311(t, n, firstlineno, lasti, loc);
 #else
     loc->end_line = loc->col = loc->end_col = -1;
     return loc->line = pyrt_code_line(t, n, firstlineno, lasti);

@@ -6,7 +6,7 @@
  * (3.8-3.10 PyFrameObject, 3.11 _PyInterpreterFrame with is_entry, 3.12/3.13 with C-stack shim
  * frames, 3.13's f_executable), incomplete frames, and a code object's name, file and line
  * table. Async-signal-safe: no allocation, no lock, no stdio, every read through the caller's
- * fault-proof read (pyrt_sig_read in a handler, safe.c's with its pipe fallback elsewhere),
+ * fault-proof read (pyrt_read in a handler, safe.c's with its pipe fallback elsewhere),
  * every loop bounded. Callers decorate the frames (names, lines, locals) afterwards. No CPython
  * header here: plain files may include it. */
 #ifndef PROBE_PYRT_FRAMES_H
@@ -186,14 +186,14 @@ int pyrt_code_loc(const unsigned char *t, size_t n, int firstlineno, int lasti,
 /* ---- lines.c: the line table decoders of every version (pure, so the tests check all) ---- */
 
 /* 3.8/3.9 co_lnotab; addr is the byte offset of the instruction (f_lasti). */
-int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr);
+int pyrt_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr);
 /* 3.10 co_linetable (PEP 626, 3.10 format); addr is the byte offset (2 * f_lasti). */
-int probe_line_310(const unsigned char *t, size_t n, int firstlineno, int addr);
+int pyrt_line_310(const unsigned char *t, size_t n, int firstlineno, int addr);
 /* 3.11+ location table; addr is the byte offset (2 * code-unit index). -1 for "no line". */
-int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr);
-/* probe_line_loc with the whole position into *loc (all -1 when the table has none; a
+int pyrt_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr);
+/* pyrt_line_loc with the whole position into *loc (all -1 when the table has none; a
  * negative addr gives the first line only). Returns loc->line. */
-int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
+int pyrt_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
                   struct pyrt_loc *loc);
 
 #endif

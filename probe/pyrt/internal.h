@@ -13,7 +13,7 @@
  * sig/pyrt_sig.c uses read.c, lines.c, frames.c and safe.c's set-up.
  * Everything here is hidden (-fvisibility=hidden); nothing is exported from the probe.
  * Rule for remote pointers: a `const void *` named `addr`/`obj` is interpreter memory that is
- * only ever read through probe_mem_read*(), never dereferenced. */
+ * only ever read through pyrt_mem_read*(), never dereferenced. */
 #ifndef PROBE_PYRT_INTERNAL_H
 #define PROBE_PYRT_INTERNAL_H
 
@@ -65,19 +65,19 @@ struct pyrt_remote_syms {
 };
 extern struct pyrt_remote_syms pyrt_remote;
 /* What the out-of-process reader (sig/pyrt_remote.c) gives asyncio_mem.c before
- * probe_asyncio_tasks_mem: the offsets of ".AsyncioDebug" (noffs of them, 13 used), read by the
+ * pyrt_asyncio_tasks_mem: the offsets of ".AsyncioDebug" (noffs of them, 13 used), read by the
  * CLI from the target's module file; the UTF-8 of the str at obj into out (cap bytes with the
  * NUL: 0, or -1); a code object's function and file names, line table (each malloc'd) and first
- * line (0, or -1). asyncio_mem_remote_set: 0, or -1 when the offsets are implausible (or
+ * line (0, or -1). pyrt_asyncio_mem_remote_set: 0, or -1 when the offsets are implausible (or
  * before 3.14). */
-struct asyncio_mem_remote {
+struct pyrt_asyncio_mem_remote {
     const uint64_t *offs;
     int noffs;
     int (*str)(uintptr_t obj, char *out, size_t cap);
     int (*code)(uintptr_t code, char **func, char **file, unsigned char **table, size_t *tablen,
                 int *firstlineno);
 };
-int asyncio_mem_remote_set(const struct asyncio_mem_remote *r);
+int pyrt_asyncio_mem_remote_set(const struct pyrt_asyncio_mem_remote *r);
 #define PYRT_RUNTIME ((_PyRuntimeState *)pyrt_remote.runtime)
 #define PYRT_CODE_TYPE ((PyTypeObject *)pyrt_remote.code_type)
 #define PYRT_FRAME_TYPE ((PyTypeObject *)pyrt_remote.frame_type)
@@ -134,26 +134,26 @@ static inline uintptr_t pyrt_ref_addr(_PyStackRef r)
 /* ---- safe.c: fault-proof reads (No GIL needed, thread-safe) ---- */
 
 /* Choose the read method (process_vm_readv on ourselves, else a pipe). Idempotent. */
-int probe_mem_init(void);
+int pyrt_mem_init(void);
 /* Copy exactly n bytes from addr into dst. Returns 0, or -EFAULT when any byte is unreadable
  * (dst is then unspecified). Never crashes on a bad address. */
-int probe_mem_read(const void *addr, void *dst, size_t n);
+int pyrt_mem_read(const void *addr, void *dst, size_t n);
 /* Copy up to n bytes, stopping at the first unreadable page. Returns the number of bytes copied
  * (0 when addr itself is unreadable). */
-size_t probe_mem_read_upto(const void *addr, void *dst, size_t n);
-/* pyrt_read_fn over probe_mem_read: 0, or -1. */
-int probe_mem_read_at(uintptr_t addr, void *dst, size_t n);
+size_t pyrt_mem_read_upto(const void *addr, void *dst, size_t n);
+/* pyrt_read_fn over pyrt_mem_read: 0, or -1. */
+int pyrt_mem_read_at(uintptr_t addr, void *dst, size_t n);
 
 /* ---- safe.c: pthread_t -> kernel tid on 3.8-3.10 (No GIL needed) ---- */
 
-/* 1 once probe_pyrt_init (pyrt.h, defined in safe.c) has succeeded. */
-int probe_pyrt_ready(void);
+/* 1 once pyrt_init (pyrt.h, defined in safe.c) has succeeded. */
+int pyrt_ready(void);
 
 /* Find the offset of the tid inside glibc's struct pthread with two threads of our own.
  * Returns 0 or a negative code. */
-int probe_tid_calibrate(struct pb_err *err);
+int pyrt_tid_calibrate(struct pb_err *err);
 /* Kernel tid of a live thread given its pthread_t, or -1 when unknown or the thread is gone. */
-long probe_tid_from_pthread(unsigned long pthread_ident);
+long pyrt_tid_from_pthread(unsigned long pthread_ident);
 
 /* ---- layout.c: the build's offsets against the interpreter's _Py_DebugOffsets (3.13+) ---- */
 
@@ -165,10 +165,10 @@ int pyrt_layout_check(struct pb_err *err);
 
 /* UTF-8 of the str object at obj, at most max bytes (cut on a character boundary), in a new
  * malloc'd NUL-terminated string; NULL when obj is not a readable exact str. */
-char *probe_str_read(const void *obj, size_t max);
+char *pyrt_str_read(const void *obj, size_t max);
 /* Copy of the payload of the bytes object at obj (at most max bytes) into a new malloc'd
  * buffer, its length in *len. Returns NULL when obj is not a readable exact bytes object. */
-unsigned char *probe_bytes_read(const void *obj, size_t max, size_t *len);
+unsigned char *pyrt_bytes_read(const void *obj, size_t max, size_t *len);
 
 /* ---- memlocals.c: locals read from memory (No GIL needed; no allocation, no CPython call) ---- */
 
@@ -205,8 +205,8 @@ struct pyrt_rawframe {
 
 /* Fill t->name/t->daemon from threading._active if `threading` is already imported. Clears
  * any exception it causes. Returns 1 when the name came from threading, else 0. */
-int probe_names_read(struct probe_thread *t);
+int pyrt_names_read(struct probe_thread *t);
 /* Fill f->locals/f->nlocals for one frame. Returns 0 or a negative code (f->nlocals stays -1). */
-int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw);
+int pyrt_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw);
 
 #endif

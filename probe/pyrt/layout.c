@@ -25,7 +25,7 @@ struct field {
 int pyrt_layout_check(struct pb_err *err)
 {
     _Py_DebugOffsets d;
-    if (probe_mem_read(&_PyRuntime.debug_offsets, &d, sizeof d) != 0)
+    if (pyrt_mem_read(&_PyRuntime.debug_offsets, &d, sizeof d) != 0)
         return pb_err_set(err, -EFAULT, "unreadable _PyRuntime.debug_offsets");
     if (memcmp(d.cookie, _Py_Debug_Cookie, sizeof d.cookie) != 0)
         return pb_err_set(err, PB_ENOBUILD,

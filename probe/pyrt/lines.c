@@ -18,7 +18,7 @@ static int line_of(long long line)
 
 /* co_lnotab: pairs (address delta, line delta), line delta signed since 3.6. The line of addr
  * is the one reached before the first address beyond addr. */
-int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr)
+int pyrt_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int addr)
 {
     long long line = firstlineno;
     long long a = 0;
@@ -34,7 +34,7 @@ int probe_line_lnotab(const unsigned char *t, size_t n, int firstlineno, int add
 /* 3.10 co_linetable: pairs (byte length of the range, signed line delta); a delta of -128
  * means "no line" for that range without changing the running line. Ranges of length 0 only
  * move the line. A negative addr (frame not started) gives the first line. */
-int probe_line_310(const unsigned char *t, size_t n, int firstlineno, int addr)
+int pyrt_line_310(const unsigned char *t, size_t n, int firstlineno, int addr)
 {
     long long line = firstlineno;
     long long end = 0;
@@ -82,7 +82,7 @@ static int read_svarint(const unsigned char *t, size_t n, size_t *i)
  * line, one byte: start column c*8 + bits 4-6, end column start + bits 0-3. Continuation
  * bytes have the top bit clear. Columns are 0-based offsets in UTF-8 bytes, the end exclusive,
  * as co_positions() gives them. */
-int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr, struct pyrt_loc *loc)
+int pyrt_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr, struct pyrt_loc *loc)
 {
     long long line = firstlineno;
     long long end = 0, start;
@@ -147,8 +147,8 @@ int probe_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr, s
     return -1;
 }
 
-int probe_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr)
+int pyrt_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr)
 {
     struct pyrt_loc l;
-    return probe_loc_311(t, n, firstlineno, addr, &l);
+    return pyrt_loc_311(t, n, firstlineno, addr, &l);
 }

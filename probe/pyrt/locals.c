@@ -17,13 +17,13 @@
 
 /* Attribute name of o found in o's instance dict, without running any user code: types with
  * their own __getattribute__/__getattr__ and names the type defines (properties, slots) are
- * refused. name is a string literal (probe_pyrt_name: nothing of ours stays in the program's
+ * refused. name is a string literal (pyrt_name: nothing of ours stays in the program's
  * heap). Returns a new reference, or NULL (no exception left set). Requires GIL. */
 static PyObject *attr_plain(PyObject *o, const char *name)
 {
     PyTypeObject *tp = Py_TYPE(o);
     PyObject *key, *r = NULL;
-    if (tp->tp_getattro != PyObject_GenericGetAttr || !(key = probe_pyrt_name(name)))
+    if (tp->tp_getattro != PyObject_GenericGetAttr || !(key = pyrt_name(name)))
         return NULL;
     if (_PyType_Lookup(tp, key) == NULL) {
         r = PyObject_GenericGetAttr(o, key);
@@ -50,7 +50,7 @@ static PyObject *active_get(void)
     return active && PyDict_CheckExact(active) ? active : NULL;
 }
 
-int probe_names_read(struct probe_thread *t)
+int pyrt_names_read(struct probe_thread *t)
 {
     PyObject *active = active_get();
     PyObject *key, *th, *name, *daemon;
@@ -82,7 +82,7 @@ int probe_names_read(struct probe_thread *t)
     Py_INCREF(th);
     name = attr_plain(th, "_name");
     if (name && PyUnicode_CheckExact(name)) {
-        char *s = probe_str_read(name, PYRT_MAX_STR);
+        char *s = pyrt_str_read(name, PYRT_MAX_STR);
         if (s) {
             free(t->name);
             t->name = s;
@@ -105,11 +105,11 @@ static int local_add(struct probe_frame *f, PyObject *name, PyObject *value)
 {
     struct probe_local *l = &f->locals[f->nlocals];
     l->name =
-        probe_obj_ok(name) && PyUnicode_Check(name) ? probe_str_read(name, PYRT_MAX_STR) : NULL;
+        pyrt_obj_ok(name) && PyUnicode_Check(name) ? pyrt_str_read(name, PYRT_MAX_STR) : NULL;
     if (!l->name)
         return 0; /* non-str key in a namespace dict: skipped */
-    l->type = probe_repr_typename(value);
-    l->value = probe_repr_new(value);
+    l->type = pyrt_repr_typename(value);
+    l->value = pyrt_repr_new(value);
     PyErr_Clear();
     if (!l->type || !l->value) {
         free(l->name);
@@ -139,14 +139,14 @@ static int dict_locals(struct probe_frame *f, PyObject *d)
 }
 
 /* Value in a cell/free slot: the cell's content when the slot already holds a cell.
- * Borrowed reference, NULL when unbound; an invalid object (probe_obj_ok) as it is, for the
+ * Borrowed reference, NULL when unbound; an invalid object (pyrt_obj_ok) as it is, for the
  * repr to say so. */
 static PyObject *cell_deref(PyObject *v)
 {
-    return v && probe_obj_ok(v) && PyCell_Check(v) ? PyCell_GET(v) : v;
+    return v && pyrt_obj_ok(v) && PyCell_Check(v) ? PyCell_GET(v) : v;
 }
 
-int probe_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw)
+int pyrt_locals_read(struct probe_frame *f, const struct pyrt_rawframe *raw)
 {
     PyCodeObject *co = (PyCodeObject *)raw->code;
     PyObject *nsdict;

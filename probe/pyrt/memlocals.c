@@ -67,7 +67,7 @@ static void puts_(struct vbuf *b, const char *s)
 
 static int rd_ok(pyrt_read_fn rd, uintptr_t a, void *dst, size_t n)
 {
-    return probe_ptr_ok((const void *)a, 1) && rd(a, dst, n) == 0;
+    return pyrt_ptr_ok((const void *)a, 1) && rd(a, dst, n) == 0;
 }
 
 /* A NUL-terminated C string at a, at most n - 1 bytes, read page by page. 0, or -1. */
@@ -92,8 +92,8 @@ static int cstr_read(pyrt_read_fn rd, uintptr_t a, char *out, size_t n)
 static uintptr_t type_of(pyrt_read_fn rd, uintptr_t obj)
 {
     PyObject h;
-    if (!probe_ptr_ok((const void *)obj, sizeof(void *)) || !rd_ok(rd, obj, &h, sizeof h) ||
-        !probe_ptr_ok(h.ob_type, sizeof(void *)))
+    if (!pyrt_ptr_ok((const void *)obj, sizeof(void *)) || !rd_ok(rd, obj, &h, sizeof h) ||
+        !pyrt_ptr_ok(h.ob_type, sizeof(void *)))
         return 0;
     return (uintptr_t)h.ob_type;
 }
@@ -600,7 +600,7 @@ int pyrt_mem_locals(uintptr_t frame, uintptr_t code, pyrt_read_fn rd, pyrt_local
 {
     PyCodeObject co;
     uintptr_t names[MEM_LOCALS], vals[MEM_LOCALS];
-    if (!probe_ptr_ok((const void *)frame, sizeof(void *)) || !rd_ok(rd, code, &co, sizeof co) ||
+    if (!pyrt_ptr_ok((const void *)frame, sizeof(void *)) || !rd_ok(rd, code, &co, sizeof co) ||
         Py_TYPE((PyObject *)&co) != PYRT_CODE_TYPE)
         return -1;
     if (!(co.co_flags & CO_NEWLOCALS))

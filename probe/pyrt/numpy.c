@@ -74,7 +74,7 @@ struct np_descr {
 
 static int rd_at(pyrt_read_fn rd, uintptr_t a, void *dst, size_t n)
 {
-    return a && probe_ptr_ok((const void *)a, 1) && rd(a, dst, n) == 0;
+    return a && pyrt_ptr_ok((const void *)a, 1) && rd(a, dst, n) == 0;
 }
 
 /* tp: a static type named name (numpy's are; a Python class can take any name, never a static
@@ -554,12 +554,12 @@ int pyrt_np_value(uintptr_t obj, uintptr_t tp, const char *name, pyrt_read_fn rd
 }
 
 #ifndef PYRT_REMOTE
-char *probe_numpy_display(PyObject *o)
+char *pyrt_numpy_display(PyObject *o)
 {
     char out[PYRT_REPR_MAX + 1];
     PyTypeObject *tp = Py_TYPE(o);
-    char *tn = tp->tp_flags & Py_TPFLAGS_HEAPTYPE ? probe_repr_typename(o) : NULL;
-    int ok = pyrt_np_value((uintptr_t)o, (uintptr_t)tp, tn, probe_mem_read_at, out, sizeof out);
+    char *tn = tp->tp_flags & Py_TPFLAGS_HEAPTYPE ? pyrt_repr_typename(o) : NULL;
+    int ok = pyrt_np_value((uintptr_t)o, (uintptr_t)tp, tn, pyrt_mem_read_at, out, sizeof out);
     free(tn);
     return ok ? strdup(out) : NULL;
 }

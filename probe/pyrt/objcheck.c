@@ -21,14 +21,14 @@
 #define OBJ_PREFIX 128 /* bytes read at an object at first: its header and most small bodies */
 #define OBJ_CACHE 64   /* types remembered as good while a cache is on */
 
-/* Types found good, while the caller keeps the cache on (probe_obj_cache: no code runs then
+/* Types found good, while the caller keeps the cache on (pyrt_obj_cache: no code runs then
  * that could free a type). */
 static _Thread_local struct {
     int on, n;
     const PyTypeObject *t[OBJ_CACHE];
 } cache;
 
-void probe_obj_cache(int on)
+void pyrt_obj_cache(int on)
 {
     cache.on = on;
     cache.n = 0;
@@ -52,16 +52,16 @@ static int range_ok(const void *a, size_t n)
     uintptr_t p = (uintptr_t)a, end;
     if (n == 0)
         return 1;
-    if (!probe_ptr_ok(a, 1) || p + n < p)
+    if (!pyrt_ptr_ok(a, 1) || p + n < p)
         return 0;
     if (n <= sizeof buf)
-        return probe_mem_read(a, buf, n) == 0;
+        return pyrt_mem_read(a, buf, n) == 0;
     end = p + n - 1;
     for (; p <= end; p = (p & ~(uintptr_t)(OBJ_PAGE - 1)) + OBJ_PAGE) {
-        if (probe_mem_read((const void *)p, buf, 1) != 0)
+        if (pyrt_mem_read((const void *)p, buf, 1) != 0)
             return 0;
         if (p > end - OBJ_PAGE) /* the last page: its last byte too, then done */
-            return probe_mem_read((const void *)end, buf, 1) == 0;
+            return pyrt_mem_read((const void *)end, buf, 1) == 0;
     }
     return 1;
 }
@@ -76,7 +76,7 @@ static int have(const PyObject *o, size_t got, size_t off, size_t n)
 static int cstr_ok(const char *s)
 {
     char buf[1024];
-    size_t n = probe_ptr_ok(s, 1) ? probe_mem_read_upto(s, buf, sizeof buf) : 0;
+    size_t n = pyrt_ptr_ok(s, 1) ? pyrt_mem_read_upto(s, buf, sizeof buf) : 0;
     return n > 0 && memchr(buf, '\0', n) != NULL;
 }
 
@@ -84,7 +84,7 @@ static int cstr_ok(const char *s)
 static int obj_of_type(const PyObject *o, const PyTypeObject *tp)
 {
     PyObject h;
-    return probe_ptr_ok(o, sizeof(void *)) && probe_mem_read(o, &h, sizeof h) == 0 &&
+    return pyrt_ptr_ok(o, sizeof(void *)) && pyrt_mem_read(o, &h, sizeof h) == 0 &&
            h.ob_type == tp;
 }
 
@@ -96,7 +96,7 @@ static int mro_ok(const PyObject *mro)
     PyTupleObject t;
     if (!mro)
         return 1;
-    if (!obj_of_type(mro, &PyTuple_Type) || probe_mem_read(mro, &t, sizeof t) != 0)
+    if (!obj_of_type(mro, &PyTuple_Type) || pyrt_mem_read(mro, &t, sizeof t) != 0)
         return 0;
     Py_ssize_t n = t.ob_base.ob_size;
     if (n < 0 || n > OBJ_MAX_MRO ||
@@ -119,24 +119,24 @@ static int type_ok(const PyTypeObject *tp, int with_mro)
     unsigned long mflags;
     if (builtin(tp))
         return 1;
-    if (!probe_ptr_ok(tp, sizeof(void *)) || probe_mem_read(tp, t, sizeof *t) != 0)
+    if (!pyrt_ptr_ok(tp, sizeof(void *)) || pyrt_mem_read(tp, t, sizeof *t) != 0)
         return 0;
     if (!(t->tp_flags & Py_TPFLAGS_READY) || t->tp_basicsize <= 0 ||
         t->tp_basicsize > OBJ_MAX_BASIC || t->tp_itemsize < 0 || t->tp_itemsize > OBJ_MAX_BASIC)
         return 0;
     meta = t->ob_base.ob_base.ob_type;
     if (meta != &PyType_Type &&
-        (!probe_ptr_ok(meta, sizeof(void *)) ||
-         probe_mem_read((const char *)meta + offsetof(PyTypeObject, tp_flags), &mflags,
+        (!pyrt_ptr_ok(meta, sizeof(void *)) ||
+         pyrt_mem_read((const char *)meta + offsetof(PyTypeObject, tp_flags), &mflags,
                         sizeof mflags) != 0 ||
          !(mflags & Py_TPFLAGS_TYPE_SUBCLASS)))
         return 0;
     if (!cstr_ok(t->tp_name))
         return 0;
     if (t->tp_flags & Py_TPFLAGS_HEAPTYPE) {
-        if (probe_mem_read(tp, &h, sizeof h) != 0)
+        if (pyrt_mem_read(tp, &h, sizeof h) != 0)
             return 0;
-        if (h.ht_qualname && !probe_obj_ok(h.ht_qualname))
+        if (h.ht_qualname && !pyrt_obj_ok(h.ht_qualname))
             return 0;
         if (t->tp_dict && (!obj_of_type(t->tp_dict, &PyDict_Type) || !dict_ok(t->tp_dict)))
             return 0;
@@ -144,7 +144,7 @@ static int type_ok(const PyTypeObject *tp, int with_mro)
     return !with_mro || mro_ok(t->tp_mro);
 }
 
-int probe_type_ok(const PyTypeObject *tp)
+int pyrt_type_ok(const PyTypeObject *tp)
 {
     if (builtin(tp))
         return 1;
@@ -163,7 +163,7 @@ int probe_type_ok(const PyTypeObject *tp)
 static int dict_ok(const PyObject *o)
 {
     PyDictObject d;
-    if (probe_mem_read(o, &d, sizeof d) != 0 || d.ma_used < 0 || d.ma_used > OBJ_MAX_SIZE)
+    if (pyrt_mem_read(o, &d, sizeof d) != 0 || d.ma_used < 0 || d.ma_used > OBJ_MAX_SIZE)
         return 0;
     return range_ok(d.ma_keys, 4 * sizeof(Py_ssize_t));
 }
@@ -209,14 +209,14 @@ static int long_ok(PyObject *o, size_t got)
     return range_ok(d, 64 * sizeof(digit)) && range_ok(d + n - 1, sizeof(digit));
 }
 
-int probe_obj_ok(PyObject *o)
+int pyrt_obj_ok(PyObject *o)
 {
     char pre[OBJ_PREFIX];
-    size_t got = probe_ptr_ok(o, sizeof(void *)) ? probe_mem_read_upto(o, pre, sizeof pre) : 0;
+    size_t got = pyrt_ptr_ok(o, sizeof(void *)) ? pyrt_mem_read_upto(o, pre, sizeof pre) : 0;
     if (got < sizeof(PyObject))
         return 0;
     const PyTypeObject *tp = ((PyObject *)pre)->ob_type;
-    if (!probe_type_ok(tp))
+    if (!pyrt_type_ok(tp))
         return 0;
     if (tp == &PyUnicode_Type)
         return str_ok(o, got);

@@ -4,7 +4,7 @@
  * layouts are exact. The walk needs no GIL: every read of interpreter memory goes through a
  * fault-proof read (it cannot crash the target on a bad pointer) and every loop is bounded.
  * Thread names from `threading` and local variables need the GIL (flags below).
- * Memory: a snapshot owns all its strings and arrays; probe_snapshot_free() releases them. */
+ * Memory: a snapshot owns all its strings and arrays; pyrt_snapshot_free() releases them. */
 #ifndef PROBE_PYRT_H
 #define PROBE_PYRT_H
 
@@ -84,7 +84,7 @@ struct probe_acycle {
 struct probe_atasks {
     int read;       /* 1 when the tasks were read (PROBE_SNAP_TASKS with the GIL, or
                       PROBE_SNAP_TASKS_MEM without it) */
-    int via_memory; /* 1: read without the GIL (probe_asyncio_tasks_mem) */
+    int via_memory; /* 1: read without the GIL (pyrt_asyncio_tasks_mem) */
     int ntasks;
     struct probe_atask *tasks;
     int truncated; /* more tasks than the bound */
@@ -96,7 +96,7 @@ struct probe_snapshot {
     int nthreads;
     struct probe_thread *threads;
     long gil_holder_native_id;  /* -1 when nobody holds it (or unknown); taken with the GIL:
-                                  who held it when this thread asked (probe_pyrt_gil_note) */
+                                  who held it when this thread asked (pyrt_gil_note) */
     char version[32];           /* "3.11.7" of the running interpreter */
     int gc_collecting;          /* 1 while the gc module collects (a finalizer it runs may be
                                   what a thread is doing), 0 not, -1 unknown */
@@ -115,7 +115,7 @@ enum {
 
 /* One-time set-up (calibration such as the pthread_t -> tid mapping on 3.8-3.10). Call from
  * the agent thread before the first snapshot. No GIL needed. */
-int probe_pyrt_init(struct pb_err *err);
+int pyrt_init(struct pb_err *err);
 
 /* Take a snapshot of every Python thread of every interpreter (the main one's first; a thread
  * running code in a subinterpreter has a thread state there too: its frames there are its own
@@ -124,14 +124,14 @@ int probe_pyrt_init(struct pb_err *err);
  * threading, locals of main-interpreter threads only (a subinterpreter's objects are read
  * fault-proof, never through CPython calls). max_frames bounds each
  * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
-int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
+int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
 
 /* A snapshot without PROBE_SNAP_NAMES names each thread as the last snapshot with it did (same
  * ident and native id; name_from_threading 1), else from the OS. 1 when that last snapshot is at
  * most max_age_ms old. Any thread, no GIL. */
-int probe_pyrt_names_fresh(int max_age_ms);
+int pyrt_names_fresh(int max_age_ms);
 /* 1 when every thread of s was in that last snapshot (threads started since: 0). */
-int probe_pyrt_names_known(const struct probe_snapshot *s);
+int pyrt_names_known(const struct probe_snapshot *s);
 
 /* on=1: before the calling thread asks for the GIL (the GIL worker, gil/worker.c), remember who
  * holds it now, read without the GIL as a GIL-free snapshot reads it. A snapshot this thread
@@ -141,38 +141,38 @@ int probe_pyrt_names_known(const struct probe_snapshot *s);
  * since (requests back to back), the previous note stands. on=0, with the GIL held, just before
  * releasing it: the note is over. A snapshot of a thread without a note reports the GIL as it
  * is (a caller holding it: itself). Any thread; no GIL for on=1. */
-void probe_pyrt_gil_note(int on);
+void pyrt_gil_note(int on);
 
 /* The main interpreter's switch interval (sys.getswitchinterval() in microseconds: the field
  * `interval` of its GIL state), for gil/hurry.c to change atomically; NULL when the reader is
- * not set up (probe_pyrt_init failed or not run yet) or the GIL state is unreadable. The address
+ * not set up (pyrt_init failed or not run yet) or the GIL state is unreadable. The address
  * stays valid for the process's life (the main interpreter's GIL state is static). No GIL. */
-unsigned long *probe_pyrt_switch_interval(void);
+unsigned long *pyrt_switch_interval(void);
 
 /* A thread's id as every answer gives it (the DAP thread id, python.threads.thread_id): its
  * kernel tid (the ident's low bits when unknown); a subinterpreter's thread state adds
  * interp_id * PROBE_INTERP_ID_STRIDE (above any tid: PID_MAX_LIMIT), since the thread that runs
  * code in a subinterpreter has a thread state in the main interpreter too. Pure. */
 #define PROBE_INTERP_ID_STRIDE 4194304L
-long probe_thread_id(const struct probe_thread *t);
+long pyrt_thread_id(const struct probe_thread *t);
 
 /* asyncio.c: every asyncio task of the main interpreter into *out, read with the GIL without
  * running any Python code of the program's or of asyncio's: the tasks from asyncio's registries
  * (asyncio.tasks._all_tasks on 3.8-3.11, _scheduled_tasks and _eager_tasks on 3.12+, and on
  * 3.14+ the per-thread lists of C tasks), attributes read through C getters and instance dicts
  * only, coroutine frames read from memory (no frame object is created). Then links them
- * (probe_atasks_link). 0 or a negative code with err. Requires GIL. */
-int probe_asyncio_tasks(struct probe_atasks *out, struct pb_err *err);
+ * (pyrt_atasks_link). 0 or a negative code with err. Requires GIL. */
+int pyrt_asyncio_tasks(struct probe_atasks *out, struct pb_err *err);
 /* asyncio_mem.c: the pending C tasks of 3.14+'s per-thread lists, read without the GIL (no
  * awaited future: waiter stays 0); before 3.14 an error. 0 or a negative code with err. */
-int probe_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err);
+int pyrt_asyncio_tasks_mem(struct probe_atasks *out, struct pb_err *err);
 /* atasks.c: fills nby/by and the await cycles (cycle, cycles) from the awaits. 0 or -ENOMEM. */
-int probe_atasks_link(struct probe_atasks *a);
-void probe_atasks_free(struct probe_atasks *a);
+int pyrt_atasks_link(struct probe_atasks *a);
+void pyrt_atasks_free(struct probe_atasks *a);
 
-/* Free what a snapshot owns (snapshot.c); accepts NULL. probe_thread_free releases one
+/* Free what a snapshot owns (snapshot.c); accepts NULL. pyrt_thread_free releases one
  * thread's contents, for callers that drop threads from a snapshot. */
-void probe_snapshot_free(struct probe_snapshot *s);
-void probe_thread_free(struct probe_thread *t);
+void pyrt_snapshot_free(struct probe_snapshot *s);
+void pyrt_thread_free(struct probe_thread *t);
 
 #endif

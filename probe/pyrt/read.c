@@ -11,7 +11,7 @@
 
 static volatile int vm_state; /* 0 untested, 1 works, -1 refused */
 #ifndef PYRT_REMOTE
-/* Our pid, once pyrt_sig_read_prepare ran (getpid is a system call of its own at every read
+/* Our pid, once pyrt_read_prepare ran (getpid is a system call of its own at every read
  * otherwise); a fork child takes its own (pthread_atfork), 0 means ask. */
 static volatile pid_t self_pid;
 static int atfork_done;
@@ -27,11 +27,11 @@ static void on_fork_child(void)
 extern pyrt_read_fn pyrt_remote_read;
 #endif
 
-int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
+int pyrt_read(uintptr_t addr, void *dst, size_t n)
 {
     if (n == 0)
         return 0;
-    if (!probe_ptr_ok((const void *)addr, 1) || vm_state < 0)
+    if (!pyrt_ptr_ok((const void *)addr, 1) || vm_state < 0)
         return -1;
 #ifdef PYRT_REMOTE
     return pyrt_remote_read(addr, dst, n);
@@ -79,12 +79,12 @@ int pyrt_iov_pages(uintptr_t at, uintptr_t end, struct iovec *out, int max, uint
     return k;
 }
 
-long pyrt_sig_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, size_t nb)
+long pyrt_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, size_t nb)
 {
 #ifdef PYRT_REMOTE
-    if (pyrt_sig_read(a, da, na) != 0)
+    if (pyrt_read(a, da, na) != 0)
         return -1;
-    return nb && pyrt_sig_read(b, db, nb) == 0 ? (long)nb : 0;
+    return nb && pyrt_read(b, db, nb) == 0 ? (long)nb : 0;
 #else
     struct iovec local[2] = {{da, na}, {db, nb}};
     struct iovec remote[1 + 4];
@@ -92,11 +92,11 @@ long pyrt_sig_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db,
     int k = 1, saved = errno;
     pid_t pid = self_pid;
     ssize_t r;
-    if (na == 0 || !probe_ptr_ok((const void *)a, 1) || vm_state < 0)
+    if (na == 0 || !pyrt_ptr_ok((const void *)a, 1) || vm_state < 0)
         return -1;
     remote[0].iov_base = (void *)a;
     remote[0].iov_len = na;
-    if (nb && !probe_ptr_ok((const void *)b, 1))
+    if (nb && !pyrt_ptr_ok((const void *)b, 1))
         end = at; /* no second range */
     k += pyrt_iov_pages(at, end, remote + 1, (int)(sizeof remote / sizeof remote[0]) - 1, &at);
     local[1].iov_len = at - b;
@@ -114,7 +114,7 @@ long pyrt_sig_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db,
 #endif
 }
 
-int pyrt_sig_read_prepare(void)
+int pyrt_read_prepare(void)
 {
     static const char marker[8] = "pyrt-sg";
     char buf[8];
@@ -124,7 +124,7 @@ int pyrt_sig_read_prepare(void)
         atfork_done = 1;
     self_pid = atfork_done ? getpid() : 0;
 #endif
-    if (pyrt_sig_read((uintptr_t)marker, buf, sizeof buf) != 0 || memcmp(buf, marker, 8) != 0) {
+    if (pyrt_read((uintptr_t)marker, buf, sizeof buf) != 0 || memcmp(buf, marker, 8) != 0) {
         vm_state = -1;
         return -1;
     }
@@ -132,7 +132,7 @@ int pyrt_sig_read_prepare(void)
     return 0;
 }
 
-int probe_ptr_ok(const void *p, size_t align)
+int pyrt_ptr_ok(const void *p, size_t align)
 {
     uintptr_t v = (uintptr_t)p;
     if (v < 4096)

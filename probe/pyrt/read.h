@@ -17,14 +17,14 @@ typedef int (*pyrt_read_fn)(uintptr_t addr, void *dst, size_t n);
 
 /* Fault-proof copy of n bytes at addr into dst (process_vm_readv on ourselves). Returns 0 or
  * -1. Async-signal-safe. */
-int pyrt_sig_read(uintptr_t addr, void *dst, size_t n);
+int pyrt_read(uintptr_t addr, void *dst, size_t n);
 /* Two fault-proof reads in one system call: na bytes at a into da, then up to nb bytes at b
  * into db (page by page: the pages after an unreadable one are left). Returns the bytes read
  * at b (0 when nb is 0), or -1 when the range at a was not read whole. Async-signal-safe. */
-long pyrt_sig_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, size_t nb);
-/* Outside any handler: tests that pyrt_sig_read works here (seccomp may refuse the syscall;
+long pyrt_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, size_t nb);
+/* Outside any handler: tests that pyrt_read works here (seccomp may refuse the syscall;
  * then every later read fails cleanly). Returns 0, or -1. */
-int pyrt_sig_read_prepare(void);
+int pyrt_read_prepare(void);
 
 /* n bytes at addr copied directly, for memory the caller knows is mapped (the calling thread's
  * own stack, a live object): byte by byte through volatile loads, outside the sanitizers' view
@@ -35,7 +35,7 @@ void pyrt_own_copy(void *dst, uintptr_t addr, size_t n);
  * a process_vm_readv), at most max. Returns the count; the iovecs end at the returned *reach. */
 int pyrt_iov_pages(uintptr_t at, uintptr_t end, struct iovec *out, int max, uintptr_t *reach);
 /* A plausible heap/data pointer (non-NULL, aligned to align, in user space). Async-signal-safe. */
-int probe_ptr_ok(const void *p, size_t align);
+int pyrt_ptr_ok(const void *p, size_t align);
 
 /* Appends code point c as UTF-8 at out[len], within cap bytes (surrogates and values past
  * U+10FFFF become U+FFFD). Returns the new length, or len when it does not fit.

@@ -6,7 +6,7 @@
  * show their shape, dtype and device (tensor.c), NumPy scalars their value and arrays their
  * shape and dtype (numpy.c). Strings and bytes are
  * cut before their repr is built; huge ints are "<int of N bits>". Total <= PYRT_REPR_MAX.
- * Every object is checked with probe_obj_ok (objcheck.c: fault-proof reads) before anything
+ * Every object is checked with pyrt_obj_ok (objcheck.c: fault-proof reads) before anything
  * touches it; one that fails, as memory corruption leaves them, is "<invalid object at 0x...>".
  * Requires GIL; every exception caused here is cleared. */
 #include "internal.h"
@@ -70,7 +70,7 @@ static void put_repr_result(struct rbuf *b, PyObject *r)
         puts_(b, "<repr failed>");
         return;
     }
-    char *s = probe_str_read(r, PYRT_REPR_MAX);
+    char *s = pyrt_str_read(r, PYRT_REPR_MAX);
     puts_(b, s ? s : "<repr failed>");
     free(s);
     Py_DECREF(r);
@@ -84,15 +84,15 @@ static void put_invalid(struct rbuf *b, const void *o)
 }
 
 /* "module.QualName" of a type (just the name for builtins), malloc'd. tp has passed
- * probe_type_ok. Requires GIL. */
+ * pyrt_type_ok. Requires GIL. */
 static char *type_name(PyTypeObject *tp)
 {
     if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
         PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
         PyObject *mod = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
-        char *q = ht->ht_qualname ? probe_str_read(ht->ht_qualname, 200) : NULL;
+        char *q = ht->ht_qualname ? pyrt_str_read(ht->ht_qualname, 200) : NULL;
         char *m =
-            mod && probe_obj_ok(mod) && PyUnicode_CheckExact(mod) ? probe_str_read(mod, 200) : NULL;
+            mod && pyrt_obj_ok(mod) && PyUnicode_CheckExact(mod) ? pyrt_str_read(mod, 200) : NULL;
         char *out = NULL;
         if (q && m && strcmp(m, "builtins") != 0) {
             size_t n = strlen(m) + strlen(q) + 2;
@@ -111,7 +111,7 @@ static char *type_name(PyTypeObject *tp)
     return strdup(tp->tp_name ? tp->tp_name : "?");
 }
 
-PyObject *probe_pyrt_name(const char *name)
+PyObject *pyrt_name(const char *name)
 {
     static const char *names[PYRT_NAMES_MAX];
     static PyObject *keys[PYRT_NAMES_MAX];
@@ -130,9 +130,9 @@ PyObject *probe_pyrt_name(const char *name)
     return NULL;
 }
 
-char *probe_repr_typename(PyObject *o)
+char *pyrt_repr_typename(PyObject *o)
 {
-    return probe_obj_ok(o) ? type_name(Py_TYPE(o)) : strdup("?");
+    return pyrt_obj_ok(o) ? type_name(Py_TYPE(o)) : strdup("?");
 }
 
 static void repr_any(struct rbuf *b, PyObject *o, int depth);
@@ -207,7 +207,7 @@ static void repr_set(struct rbuf *b, PyObject *o, int depth)
         setentry e[REPR_SET_CHUNK];
         for (Py_ssize_t pos = 0; pos < scan && !b->full; pos += REPR_SET_CHUNK) {
             Py_ssize_t n = scan - pos < REPR_SET_CHUNK ? scan - pos : REPR_SET_CHUNK;
-            if (probe_mem_read(so->table + pos, e, (size_t)n * sizeof e[0]) != 0) {
+            if (pyrt_mem_read(so->table + pos, e, (size_t)n * sizeof e[0]) != 0) {
                 puts_(b, i ? ", " : "");
                 put_invalid(b, so->table + pos);
                 break;
@@ -240,10 +240,10 @@ static int repr_named(struct rbuf *b, PyObject *o)
     PyObject *qual = NULL;
     if (PyModule_CheckExact(o)) {
         PyObject *d = PyModule_GetDict(o); /* borrowed */
-        PyObject *n = d && probe_obj_ok(d) && PyDict_CheckExact(d)
+        PyObject *n = d && pyrt_obj_ok(d) && PyDict_CheckExact(d)
                           ? PyDict_GetItemString(d, "__name__")
                           : NULL; /* borrowed */
-        name = n && probe_obj_ok(n) && PyUnicode_CheckExact(n) ? PyUnicode_AsUTF8(n) : NULL;
+        name = n && pyrt_obj_ok(n) && PyUnicode_CheckExact(n) ? PyUnicode_AsUTF8(n) : NULL;
         if (!name)
             return PyErr_Clear(), 0;
         puts_(b, "<module '");
@@ -253,7 +253,7 @@ static int repr_named(struct rbuf *b, PyObject *o)
     }
     if (PyFunction_Check(o)) {
         qual = ((PyFunctionObject *)o)->func_qualname; /* borrowed */
-        name = qual && probe_obj_ok(qual) && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual)
+        name = qual && pyrt_obj_ok(qual) && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual)
                                                                         : NULL;
         if (!name)
             return PyErr_Clear(), 0;
@@ -262,7 +262,7 @@ static int repr_named(struct rbuf *b, PyObject *o)
         puts_(b, ">");
         return 1;
     }
-    if (PyType_Check(o) && probe_type_ok((PyTypeObject *)o)) {
+    if (PyType_Check(o) && pyrt_type_ok((PyTypeObject *)o)) {
         char *tn = type_name((PyTypeObject *)o);
         puts_(b, "<class '");
         puts_(b, tn ? tn : "?");
@@ -278,19 +278,19 @@ static void repr_other(struct rbuf *b, PyObject *o)
     char tmp[64];
     if (repr_named(b, o))
         return;
-    if (probe_repr_is_tensor(o)) {
-        char *t = probe_tensor_display(o);
+    if (pyrt_repr_is_tensor(o)) {
+        char *t = pyrt_tensor_display(o);
         puts_(b, t ? t : "tensor(?)");
         free(t);
         return;
     }
-    char *np = probe_numpy_display(o);
+    char *np = pyrt_numpy_display(o);
     if (np) {
         puts_(b, np);
         free(np);
         return;
     }
-    char *tn = probe_repr_typename(o);
+    char *tn = pyrt_repr_typename(o);
     puts_(b, "<");
     puts_(b, tn ? tn : "?");
     snprintf(tmp, sizeof tmp, " object at %p>", (void *)o);
@@ -303,7 +303,7 @@ static void repr_any(struct rbuf *b, PyObject *o, int depth)
     char tmp[64];
     if (b->full)
         return;
-    if (o != Py_None && o != Py_True && o != Py_False && !probe_obj_ok(o)) {
+    if (o != Py_None && o != Py_True && o != Py_False && !pyrt_obj_ok(o)) {
         put_invalid(b, o);
     } else if (o == Py_None) {
         puts_(b, "None");
@@ -352,7 +352,7 @@ static void repr_any(struct rbuf *b, PyObject *o, int depth)
     PyErr_Clear();
 }
 
-char *probe_repr_new(PyObject *o)
+char *pyrt_repr_new(PyObject *o)
 {
     struct rbuf *b = calloc(1, sizeof *b);
     char *out;

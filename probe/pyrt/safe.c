@@ -7,8 +7,8 @@
  * fails with EFAULT, then read(2) the bytes back.
  * Tids: thread states before 3.11 hold only the pthread_t (tstate->thread_id). In glibc that is
  * the address of the thread's struct pthread, which holds the kernel tid at an offset that
- * differs between glibc builds; probe_tid_calibrate() finds it with two threads of our own whose
- * pthread_self() and gettid() are known. probe_pyrt_init (pyrt.h) sets up both. No GIL needed;
+ * differs between glibc builds; pyrt_tid_calibrate() finds it with two threads of our own whose
+ * pthread_self() and gettid() are known. pyrt_init (pyrt.h) sets up both. No GIL needed;
  * thread-safe; never crashes. */
 #include "internal.h"
 
@@ -115,18 +115,18 @@ static void choose(void)
 }
 
 /* Returns 0, or -ENOSYS when neither method works (then every read fails cleanly). */
-int probe_mem_init(void)
+int pyrt_mem_init(void)
 {
     pthread_once(&mem_once, choose);
     return mem_method == MEM_NONE ? -ENOSYS : 0;
 }
 
-size_t probe_mem_read_upto(const void *addr, void *dst, size_t n)
+size_t pyrt_mem_read_upto(const void *addr, void *dst, size_t n)
 {
     if (n == 0 || !addr)
         return 0;
     if (mem_method == MEM_UNSET)
-        probe_mem_init();
+        pyrt_mem_init();
     /* A fork()ed child inherits mem_pid: reading the parent would be wrong, so re-check. */
     if (mem_method == MEM_VM && mem_pid != getpid())
         mem_pid = getpid();
@@ -137,16 +137,16 @@ size_t probe_mem_read_upto(const void *addr, void *dst, size_t n)
     }
 }
 
-int probe_mem_read(const void *addr, void *dst, size_t n)
+int pyrt_mem_read(const void *addr, void *dst, size_t n)
 {
-    if (!probe_ptr_ok(addr, 1))
+    if (!pyrt_ptr_ok(addr, 1))
         return -EFAULT;
-    return probe_mem_read_upto(addr, dst, n) == n ? 0 : -EFAULT;
+    return pyrt_mem_read_upto(addr, dst, n) == n ? 0 : -EFAULT;
 }
 
-int probe_mem_read_at(uintptr_t addr, void *dst, size_t n)
+int pyrt_mem_read_at(uintptr_t addr, void *dst, size_t n)
 {
-    return probe_mem_read((const void *)addr, dst, n) == 0 ? 0 : -1;
+    return pyrt_mem_read((const void *)addr, dst, n) == 0 ? 0 : -1;
 }
 
 /* ---- pthread_t -> tid ---- */
@@ -182,7 +182,7 @@ static void *helper_main(void *arg)
 static void scan(pthread_t self, long tid, unsigned char *hits)
 {
     unsigned char buf[SCAN_BYTES];
-    size_t got = probe_mem_read_upto((const void *)(uintptr_t)self, buf, sizeof buf);
+    size_t got = pyrt_mem_read_upto((const void *)(uintptr_t)self, buf, sizeof buf);
     for (size_t off = 0; off + sizeof(int) <= got; off += sizeof(int)) {
         int v;
         memcpy(&v, buf + off, sizeof v);
@@ -194,7 +194,7 @@ static void scan(pthread_t self, long tid, unsigned char *hits)
 }
 
 /* Safe to call again and from several threads (no-op once calibrated). */
-int probe_tid_calibrate(struct pb_err *err)
+int pyrt_tid_calibrate(struct pb_err *err)
 {
     unsigned char hits[SCAN_BYTES / sizeof(int)];
     struct helper h;
@@ -246,12 +246,12 @@ out:
     return rc;
 }
 
-long probe_tid_from_pthread(unsigned long pthread_ident)
+long pyrt_tid_from_pthread(unsigned long pthread_ident)
 {
     int tid;
-    if (tid_offset < 0 || !probe_ptr_ok((const void *)(uintptr_t)pthread_ident, 8))
+    if (tid_offset < 0 || !pyrt_ptr_ok((const void *)(uintptr_t)pthread_ident, 8))
         return -1;
-    if (probe_mem_read((const char *)(uintptr_t)pthread_ident + tid_offset, &tid, sizeof tid) != 0)
+    if (pyrt_mem_read((const char *)(uintptr_t)pthread_ident + tid_offset, &tid, sizeof tid) != 0)
         return -1;
     return tid > 0 ? (long)tid : -1; /* the kernel zeroes it when the thread exits */
 }
@@ -261,14 +261,14 @@ long probe_tid_from_pthread(unsigned long pthread_ident)
 static int initialised;
 
 /* Requires nothing; may be called again. */
-int probe_pyrt_init(struct pb_err *err)
+int pyrt_init(struct pb_err *err)
 {
-    int rc = probe_mem_init();
+    int rc = pyrt_mem_init();
     if (rc < 0)
         return pb_err_set(err, rc, "no fault-proof read available (process_vm_readv and pipe)");
 #if PY_VERSION_HEX < 0x030B0000
     /* Without a tid offset native ids are -1; not fatal for the rest of the probe. */
-    if (probe_tid_calibrate(err) < 0)
+    if (pyrt_tid_calibrate(err) < 0)
         PB_LOG(PB_LOG_WARN, "pyrt: %s; native thread ids unknown", err ? err->msg : "");
     pb_err_clear(err);
 #endif
@@ -279,7 +279,7 @@ int probe_pyrt_init(struct pb_err *err)
     return 0;
 }
 
-int probe_pyrt_ready(void)
+int pyrt_ready(void)
 {
     return initialised;
 }

@@ -5,13 +5,13 @@
 
 #include "pyrt.h"
 
-long probe_thread_id(const struct probe_thread *t)
+long pyrt_thread_id(const struct probe_thread *t)
 {
     long id = t->native_id > 0 ? t->native_id : (long)(t->ident & 0x7fffffff);
     return t->interp_id > 0 ? id + (long)t->interp_id * PROBE_INTERP_ID_STRIDE : id;
 }
 
-void probe_thread_free(struct probe_thread *t)
+void pyrt_thread_free(struct probe_thread *t)
 {
     for (int j = 0; t->frames && j < t->nframes; j++) {
         struct probe_frame *f = &t->frames[j];
@@ -31,14 +31,14 @@ void probe_thread_free(struct probe_thread *t)
     t->nframes = 0;
 }
 
-void probe_snapshot_free(struct probe_snapshot *s)
+void pyrt_snapshot_free(struct probe_snapshot *s)
 {
     if (!s)
         return;
     for (int i = 0; i < s->nthreads; i++)
-        probe_thread_free(&s->threads[i]);
+        pyrt_thread_free(&s->threads[i]);
     free(s->threads);
     s->threads = NULL;
     s->nthreads = 0;
-    probe_atasks_free(&s->atasks);
+    pyrt_atasks_free(&s->atasks);
 }

@@ -11,10 +11,10 @@
 #include <string.h>
 
 /* An attribute of tp found in the MRO without running user code (borrowed or NULL). name is
- * a string literal (probe_pyrt_name). */
+ * a string literal (pyrt_name). */
 static PyObject *type_lookup(PyTypeObject *tp, const char *name)
 {
-    PyObject *key = probe_pyrt_name(name);
+    PyObject *key = pyrt_name(name);
     return key ? _PyType_Lookup(tp, key) : NULL;
 }
 
@@ -25,13 +25,13 @@ static int type_is(PyTypeObject *tp, const char *module, const char *qualname)
         return 0;
     PyObject *q = ((PyHeapTypeObject *)tp)->ht_qualname;
     PyObject *m = PyDict_GetItemString(tp->tp_dict, "__module__"); /* borrowed */
-    if (!q || !m || !probe_obj_ok(m) || !PyUnicode_CheckExact(q) || !PyUnicode_CheckExact(m))
+    if (!q || !m || !pyrt_obj_ok(m) || !PyUnicode_CheckExact(q) || !PyUnicode_CheckExact(m))
         return 0;
     return PyUnicode_CompareWithASCIIString(q, qualname) == 0 &&
            PyUnicode_CompareWithASCIIString(m, module) == 0;
 }
 
-int probe_repr_is_tensor(PyObject *obj)
+int pyrt_repr_is_tensor(PyObject *obj)
 {
     PyTypeObject *tp = Py_TYPE(obj), *base = NULL;
     PyObject *mro = tp->tp_mro;
@@ -100,7 +100,7 @@ static void sb_torch(struct sbuf *b, PyObject *v, const char *tp_name, int use_s
 
 /* "tensor(shape=[2, 3], dtype=torch.float32, device=cpu)": the metadata only, never the data
  * (no copy from a device, no formatting of elements). */
-char *probe_tensor_display(PyObject *o)
+char *pyrt_tensor_display(PyObject *o)
 {
     struct sbuf b = {.n = 0};
     PyObject *shape = c_getter(o, "shape");

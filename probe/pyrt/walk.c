@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The interpreter reader (pyrt.h): walks every interpreter's thread states (the main one's,
  * then each subinterpreter's: pyrt_interp_next) and each thread's frames without the GIL, every
- * read through probe_mem_read() and every loop bounded. Per version: threads from
+ * read through pyrt_mem_read() and every loop bounded. Per version: threads from
  * interp->tstate_head (3.8-3.10) or interp->threads.head (3.11+);
  * frames through the shared walker (frames.c), then names, files and lines from each code
  * object (cached for one snapshot); the GIL's holder (frames.c too). Names/locals: locals.c. */
@@ -67,12 +67,12 @@ static struct code_info *code_get(struct walk *w, const void *addr)
         code_info_clear(ci);
     }
     ci->addr = addr;
-    if (pyrt_code_read((uintptr_t)addr, &co, probe_mem_read_at) != 0)
+    if (pyrt_code_read((uintptr_t)addr, &co, pyrt_mem_read_at) != 0)
         return NULL;
-    ci->func = probe_str_read((const void *)co.name, PYRT_MAX_STR);
-    ci->file = probe_str_read((const void *)co.file, PYRT_MAX_STR);
+    ci->func = pyrt_str_read((const void *)co.name, PYRT_MAX_STR);
+    ci->file = pyrt_str_read((const void *)co.file, PYRT_MAX_STR);
     ci->firstlineno = co.firstlineno;
-    ci->table = probe_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &ci->tablen);
+    ci->table = pyrt_bytes_read((const void *)co.table, PYRT_MAX_TABLE, &ci->tablen);
     if (!ci->func || !ci->file) {
         code_info_clear(ci);
         ci->addr = addr; /* remember the failure */
@@ -134,7 +134,7 @@ static int frames_walk(struct walk *w, struct probe_thread *t, uintptr_t ts, uin
     }
     n = pyrt_frames_walk(&w->fw, fp);
     for (int i = 0; i < REWALKS && n == 0 && fp; i++)
-        n = pyrt_frames_walk(&w->fw, pyrt_frames_top(ts, probe_mem_read_at));
+        n = pyrt_frames_walk(&w->fw, pyrt_frames_top(ts, pyrt_mem_read_at));
     t->truncated = w->fw.truncated;
     for (int i = 0; i < n; i++) {
         const struct pyrt_sig_frame *pos = &w->fw.out[i];
@@ -208,19 +208,19 @@ static void exc_restore(struct exc_saved *e)
 #endif
 }
 
-unsigned long *probe_pyrt_switch_interval(void)
+unsigned long *pyrt_switch_interval(void)
 {
     uintptr_t interp, head, field;
-    if (!probe_pyrt_ready())
+    if (!pyrt_ready())
         return NULL;
-    pyrt_threads_head(&interp, &head, probe_mem_read_at); /* only interp is needed */
+    pyrt_threads_head(&interp, &head, pyrt_mem_read_at); /* only interp is needed */
     if (!interp)
         return NULL;
-    field = pyrt_gil_interval_addr(interp, probe_mem_read_at);
-    return probe_ptr_ok((const void *)field, sizeof(unsigned long)) ? (unsigned long *)field : NULL;
+    field = pyrt_gil_interval_addr(interp, pyrt_mem_read_at);
+    return pyrt_ptr_ok((const void *)field, sizeof(unsigned long)) ? (unsigned long *)field : NULL;
 }
 
-/* Who held the GIL when this thread last asked for it (probe_pyrt_gil_note). */
+/* Who held the GIL when this thread last asked for it (pyrt_gil_note). */
 #define GIL_NOTE_KEEP_MS 100
 static _Thread_local struct {
     int set;    /* a note for the GIL this thread holds or waits for */
@@ -238,7 +238,7 @@ static double ms_since(const struct timespec *t)
     return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
-void probe_pyrt_gil_note(int on)
+void pyrt_gil_note(int on)
 {
     uintptr_t interp = 0, head, holder;
     int locked;
@@ -250,12 +250,12 @@ void probe_pyrt_gil_note(int on)
         return;
     }
     gil_note.set = 0;
-    if (!probe_pyrt_ready())
+    if (!pyrt_ready())
         return;
-    pyrt_threads_head(&interp, &head, probe_mem_read_at);
+    pyrt_threads_head(&interp, &head, pyrt_mem_read_at);
     if (!interp)
         return;
-    pyrt_gil_read(interp, &locked, &holder, probe_mem_read_at);
+    pyrt_gil_read(interp, &locked, &holder, pyrt_mem_read_at);
     gil_note.set = 1;
     /* Nobody has taken the GIL since this thread gave it up a moment ago (jobs back to back:
      * the holder we made wait is waking up to take it back): what the previous request found
@@ -272,7 +272,7 @@ void probe_pyrt_gil_note(int on)
 static void gil_state(uintptr_t interp, int *locked, uintptr_t *holder)
 {
     uintptr_t self = (uintptr_t)PyGILState_GetThisThreadState();
-    pyrt_gil_read(interp, locked, holder, probe_mem_read_at);
+    pyrt_gil_read(interp, locked, holder, pyrt_mem_read_at);
     if (!self || !*locked || *holder != self || !gil_note.set)
         return;
     *locked = gil_note.locked && gil_note.holder != self;
@@ -311,21 +311,21 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
     struct pyrt_interp in;
     unsigned long main_ident = 0;
     uintptr_t holder = 0;
-    int locked = 0, cap = 0, want_raw = w->want_raw, rc = pyrt_interp_first(&it, probe_mem_read_at);
+    int locked = 0, cap = 0, want_raw = w->want_raw, rc = pyrt_interp_first(&it, pyrt_mem_read_at);
 
     if (rc == -1)
         return pb_err_set(err, PB_ENOPYTHON, "Python is not initialised (no main interpreter)");
     if (rc < 0)
         return pb_err_set(err, -EFAULT, "unreadable main interpreter state");
-    probe_mem_read(&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
+    pyrt_mem_read(&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
     s->gc_collecting = -1;
 
-    while (s->nthreads < PYRT_MAX_THREADS && pyrt_interp_next(&it, &in, probe_mem_read_at) == 1) {
+    while (s->nthreads < PYRT_MAX_THREADS && pyrt_interp_next(&it, &in, pyrt_mem_read_at) == 1) {
         uintptr_t ts_addr = in.head;
         if (in.id == 0) { /* the GIL the probe takes: the main interpreter's (a subinterpreter
                              that shares it holds it with its own thread state) */
             gil_state(in.addr, &locked, &holder);
-            s->gc_collecting = pyrt_gc_collecting(in.addr, probe_mem_read_at);
+            s->gc_collecting = pyrt_gc_collecting(in.addr, pyrt_mem_read_at);
         }
         /* Locals are read through CPython calls under the main interpreter's GIL: never of a
          * subinterpreter's frames. */
@@ -333,12 +333,12 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
             struct pyrt_tstate ts;
             struct probe_thread *t;
-            if (pyrt_tstate_read(ts_addr, &ts, probe_mem_read_at) != 0 || ts.interp != in.addr)
+            if (pyrt_tstate_read(ts_addr, &ts, pyrt_mem_read_at) != 0 || ts.interp != in.addr)
                 break; /* freed under us: report what we have */
             if (!(t = thread_add(s, raws, &cap)))
                 return pb_err_set(err, -ENOMEM, "out of memory");
             t->ident = ts.ident;
-            t->native_id = ts.native_id > 0 ? ts.native_id : probe_tid_from_pthread(ts.ident);
+            t->native_id = ts.native_id > 0 ? ts.native_id : pyrt_tid_from_pthread(ts.ident);
             t->interp_id = in.id;
             t->is_main = ts.ident == main_ident && in.id == 0;
             t->daemon = -1;
@@ -359,7 +359,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
 
 /* threading's names remembered from the last snapshot taken with PROBE_SNAP_NAMES, so that a
  * GIL-free snapshot names threads as threading does when the GIL is not to be had (a hang in C)
- * or not worth waiting for (probe_pyrt_names_fresh). A thread is known by (ident, native id). */
+ * or not worth waiting for (pyrt_names_fresh). A thread is known by (ident, native id). */
 #define NAMES_MAX 256
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -409,7 +409,7 @@ static void names_recall(struct probe_snapshot *s)
     pthread_mutex_unlock(&names_mu);
 }
 
-int probe_pyrt_names_known(const struct probe_snapshot *s)
+int pyrt_names_known(const struct probe_snapshot *s)
 {
     int known = 1;
     pthread_mutex_lock(&names_mu);
@@ -423,7 +423,7 @@ int probe_pyrt_names_known(const struct probe_snapshot *s)
     return known;
 }
 
-int probe_pyrt_names_fresh(int max_age_ms)
+int pyrt_names_fresh(int max_age_ms)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -469,7 +469,7 @@ static void mem_locals(struct probe_frame *f, const struct pyrt_rawframe *raw)
     f->locals = NULL;
     if (!m)
         return;
-    if (pyrt_mem_locals((uintptr_t)raw->frame, (uintptr_t)raw->code, probe_mem_read_at, mem_add,
+    if (pyrt_mem_locals((uintptr_t)raw->frame, (uintptr_t)raw->code, pyrt_mem_read_at, mem_add,
                         m) >= 0 &&
         (f->locals = calloc((size_t)(m->n ? m->n : 1), sizeof *f->locals)) != NULL) {
         memcpy(f->locals, m->l, (size_t)m->n * sizeof m->l[0]);
@@ -485,7 +485,7 @@ static void mem_locals(struct probe_frame *f, const struct pyrt_rawframe *raw)
 }
 
 /* No GIL needed without flags or with PROBE_SNAP_MEMLOCALS; NAMES, LOCALS, TASKS Require GIL. */
-int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
+int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
     struct walk *w;
     struct pyrt_rawframe **raws = NULL;
@@ -495,7 +495,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     s->gil_holder_native_id = -1;
     s->gc_collecting = -1;
     version_read(s->version, sizeof s->version);
-    if (!probe_pyrt_ready() && (rc = probe_pyrt_init(err)) < 0)
+    if (!pyrt_ready() && (rc = pyrt_init(err)) < 0)
         return rc;
     if ((flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS | PROBE_SNAP_TASKS)) && !PyGILState_Check())
         return pb_err_set(err, PB_ENOGIL, "names/locals/tasks need the GIL held by the caller");
@@ -506,7 +506,7 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
                     : max_frames > MAX_FRAMES ? MAX_FRAMES
                                               : max_frames;
     w->want_raw = (flags & (PROBE_SNAP_LOCALS | PROBE_SNAP_MEMLOCALS)) != 0;
-    w->fw.rd = probe_mem_read_at;
+    w->fw.rd = pyrt_mem_read_at;
     w->fw.flags = PYRT_WALK_CHECK;
     w->fw.max = w->max_frames;
     w->fw.memo = w->memo;
@@ -528,16 +528,16 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     if (rc == 0 && (flags & (PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS))) {
         struct exc_saved saved;
         exc_save(&saved);
-        probe_obj_cache(1); /* no code of the program's runs until it is off */
+        pyrt_obj_cache(1); /* no code of the program's runs until it is off */
         for (int i = 0; i < s->nthreads; i++) {
             struct probe_thread *t = &s->threads[i];
             if (flags & PROBE_SNAP_NAMES)
-                t->name_from_threading = probe_names_read(t);
+                t->name_from_threading = pyrt_names_read(t);
             if ((flags & PROBE_SNAP_LOCALS) && raws[i])
                 for (int j = 0; j < t->nframes; j++)
-                    probe_locals_read(&t->frames[j], &raws[i][j]);
+                    pyrt_locals_read(&t->frames[j], &raws[i][j]);
         }
-        probe_obj_cache(0);
+        pyrt_obj_cache(0);
         exc_restore(&saved);
         if (flags & PROBE_SNAP_NAMES)
             names_remember(s);
@@ -545,10 +545,10 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     if (rc == 0 && !(flags & PROBE_SNAP_NAMES))
         names_recall(s);
     if (rc == 0 && (flags & PROBE_SNAP_TASKS))
-        rc = probe_asyncio_tasks(&s->atasks, err);
+        rc = pyrt_asyncio_tasks(&s->atasks, err);
     else if (rc == 0 && (flags & PROBE_SNAP_TASKS_MEM)) {
         struct pb_err e = {0};
-        if (probe_asyncio_tasks_mem(&s->atasks, &e) < 0) /* unread: the dump says why */
+        if (pyrt_asyncio_tasks_mem(&s->atasks, &e) < 0) /* unread: the dump says why */
             PB_LOG(PB_LOG_DEBUG, "asyncio tasks without the GIL: %s", e.msg);
         pb_err_clear(&e);
     }
@@ -561,6 +561,6 @@ int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, str
     free(w->fw.ext);
     free(w);
     if (rc < 0)
-        probe_snapshot_free(s);
+        pyrt_snapshot_free(s);
     return rc;
 }

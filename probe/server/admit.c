@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
+int srv_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
                 long fds_open, long fds_max, struct pb_err *err)
 {
     /* At the cap on TCP connections not past attach, the new one takes the place of the
@@ -36,14 +36,14 @@ int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_cou
     return evict ? PROBE_ADMIT_EVICT : 0;
 }
 
-int probe_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms)
+int srv_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms)
 {
     /* Bytes received do not move the deadline: a client sending one byte a second is no more
      * welcome than a silent one. */
     return !authed && now_ms - accepted_ms >= timeout_ms;
 }
 
-long probe_fds_max(void)
+long srv_fds_max(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
@@ -51,7 +51,7 @@ long probe_fds_max(void)
     return rl.rlim_cur > (rlim_t)0x7fffffff ? 0x7fffffff : (long)rl.rlim_cur;
 }
 
-long probe_fds_polled(long limit)
+long srv_fds_polled(long limit)
 {
     struct pollfd p[256];
     long n = 0;
@@ -68,17 +68,17 @@ long probe_fds_polled(long limit)
     return n;
 }
 
-long probe_fds_open(void)
+long srv_fds_open(void)
 {
     DIR *d = opendir("/proc/self/fd");
     if (!d) {
         /* No /proc (a chroot or container that mounts none): asked of every descriptor below
          * the limit (at most 1M). Out of descriptors (EMFILE): keep nothing. */
         int e = errno;
-        long max = probe_fds_max();
+        long max = srv_fds_max();
         if (e == EMFILE || e == ENFILE)
             return -1;
-        return probe_fds_polled(max < 0 || max > (1L << 20) ? 1L << 20 : max);
+        return srv_fds_polled(max < 0 || max > (1L << 20) ? 1L << 20 : max);
     }
     long n = 0;
     struct dirent *e;

@@ -18,16 +18,16 @@ struct probe_admit_limits {
 struct probe_admit_counts {
     int conns, unauth;
 };
-int probe_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
+int srv_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
                 long fds_open, long fds_max, struct pb_err *err);
 /* Whether a connection accepted at accepted_ms must be closed at now_ms: not authenticated
  * within timeout_ms (net.auth_timeout_ms), whatever it sent meanwhile. */
-int probe_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms);
+int srv_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms);
 /* RLIMIT_NOFILE's soft limit (-1: unlimited), and how many descriptors are open (-1 when they
- * cannot be counted, e.g. none is left to open /proc/self/fd; without /proc, probe_fds_polled).
- * probe_fds_polled: how many of the descriptors 0..limit-1 are open, asked with poll(). */
-long probe_fds_max(void);
-long probe_fds_open(void);
-long probe_fds_polled(long limit);
+ * cannot be counted, e.g. none is left to open /proc/self/fd; without /proc, srv_fds_polled).
+ * srv_fds_polled: how many of the descriptors 0..limit-1 are open, asked with poll(). */
+long srv_fds_max(void);
+long srv_fds_open(void);
+long srv_fds_polled(long limit);
 
 #endif

@@ -3,11 +3,11 @@
  * (session.c) runs these hooks and knows nothing of what they end. Loop thread. */
 #include "server.h"
 
-const dap_closed_hook dap_closed_hooks[] = {
+const srv_closed_hook srv_closed_hooks[] = {
     /* A debugging client that vanished is a disconnect: tracing goes, threads resume. */
-    dap_debugger_release,
+    srv_debugger_release,
     /* Its code still running in the target is interrupted rather than left, say, in a
      * `while True: pass` with nobody to see it. */
-    dap_evals_closed,
+    srv_evals_closed,
 };
-const size_t dap_nclosed_hooks = sizeof dap_closed_hooks / sizeof dap_closed_hooks[0];
+const size_t srv_nclosed_hooks = sizeof srv_closed_hooks / sizeof srv_closed_hooks[0];

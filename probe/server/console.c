@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The probe's console commands: a repl `evaluate` starting with '%' is one of these instead of
- * Python. %sql runs a query on the task thread (probe_store_query) and answers with the table
+ * Python. %sql runs a query on the task thread (sql_store_query) and answers with the table
  * rendered as text; %help lists them. See docs/protocol.md "evaluate". */
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "sql/store.h"
 
 struct sqljob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     char *sql;
     char *text; /* the rendered result */
 };
@@ -32,7 +32,7 @@ static void sql_run(void *job)
 {
     struct sqljob *j = job;
     struct probe_rows rows = {0};
-    j->rc.rc = probe_store_query(j->sql, &rows, &j->rc.err);
+    j->rc.rc = sql_store_query(j->sql, &rows, &j->rc.err);
     if (j->rc.rc < 0)
         return;
     size_t n = rows.nrows * (size_t)rows.ncols;
@@ -56,11 +56,11 @@ static void sql_run(void *job)
     }
     if (!j->text)
         j->rc.rc = pb_err_set(&j->rc.err, -ENOMEM, "out of memory");
-    probe_rows_free(&rows);
+    core_rows_free(&rows);
 }
 
 /* Loop thread. */
-static int sql_reply(struct dap_reply *r, void *job, cJSON *body)
+static int sql_reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct sqljob *j = job;
@@ -76,9 +76,9 @@ static void sql_drop(void *job)
     free(j->sql);
 }
 
-static const struct dap_job sql_job = {sizeof(struct sqljob), NULL, sql_run, sql_reply, sql_drop};
+static const struct srv_job sql_job = {sizeof(struct sqljob), NULL, sql_run, sql_reply, sql_drop};
 
-static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
+static int cmd_sql(struct srv_ctx *c, const char *rest, cJSON *body)
 {
     (void)body;
     if (!*rest)
@@ -88,21 +88,21 @@ static int cmd_sql(struct dap_ctx *c, const char *rest, cJSON *body)
         free(j);
         return pb_err_set(&c->err, -ENOMEM, "out of memory");
     }
-    return dap_job_submit(c, &sql_job, j, DAP_F_TASK, 0);
+    return srv_job_submit(c, &sql_job, j, SRV_F_TASK, 0);
 }
 
-static int cmd_help(struct dap_ctx *c, const char *rest, cJSON *body);
+static int cmd_help(struct srv_ctx *c, const char *rest, cJSON *body);
 
 static const struct {
     const char *name, *usage, *summary;
-    int (*fn)(struct dap_ctx *c, const char *rest, cJSON *body);
+    int (*fn)(struct srv_ctx *c, const char *rest, cJSON *body);
 } commands[] = {
     {"help", "%help", "this list", cmd_help},
     {"sql", "%sql SELECT ...", "run a read-only SQL query on the probe's tables", cmd_sql},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static int cmd_help(struct dap_ctx *c, const char *rest, cJSON *body)
+static int cmd_help(struct srv_ctx *c, const char *rest, cJSON *body)
 {
     (void)c;
     (void)rest;
@@ -117,7 +117,7 @@ static int cmd_help(struct dap_ctx *c, const char *rest, cJSON *body)
     return 0;
 }
 
-int dap_console_command(struct dap_ctx *c, const char *line, cJSON *body)
+int srv_console_command(struct srv_ctx *c, const char *line, cJSON *body)
 {
     const char *name = line + 1;
     size_t n = strcspn(name, " \t\r\n");

@@ -19,7 +19,7 @@ static cJSON *add_source(cJSON *o, const char *file)
     return src;
 }
 
-cJSON *dap_json_stack_frame(const struct probe_frame *f, long tid, int depth, int inspectable)
+cJSON *srv_json_stack_frame(const struct probe_frame *f, long tid, int depth, int inspectable)
 {
     long long id = pb_frame_id(tid, depth);
     cJSON *o = cJSON_CreateObject();
@@ -37,12 +37,12 @@ cJSON *dap_json_stack_frame(const struct probe_frame *f, long tid, int depth, in
         cJSON_AddNumberToObject(o, "endLine", f->end_line);
         cJSON_AddNumberToObject(o, "endColumn", f->end_col);
     }
-    if (probe_dbg_is_library(f->file))
+    if (dbg_is_library(f->file))
         cJSON_AddStringToObject(o, "presentationHint", "subtle");
     return o;
 }
 
-cJSON *dap_json_dbg_event(const struct probe_dbg_event *e)
+cJSON *srv_json_dbg_event(const struct probe_dbg_event *e)
 {
     cJSON *b = cJSON_CreateObject();
     switch (e->kind) {
@@ -78,7 +78,7 @@ cJSON *dap_json_dbg_event(const struct probe_dbg_event *e)
     return b;
 }
 
-void dap_json_children(cJSON *o, long long ref, long long indexed, long long named)
+void srv_json_children(cJSON *o, long long ref, long long indexed, long long named)
 {
     cJSON_AddNumberToObject(o, "variablesReference", (double)ref);
     if (indexed > 0)
@@ -87,18 +87,18 @@ void dap_json_children(cJSON *o, long long ref, long long indexed, long long nam
         cJSON_AddNumberToObject(o, "namedVariables", (double)named);
 }
 
-void dap_json_variable_into(cJSON *o, const struct probe_dbg_var *v)
+void srv_json_variable_into(cJSON *o, const struct probe_dbg_var *v)
 {
     cJSON_AddStringToObject(o, "value", v->value ? v->value : "?");
     cJSON_AddStringToObject(o, "type", v->type ? v->type : "?");
-    dap_json_children(o, v->ref, v->indexed, v->named);
+    srv_json_children(o, v->ref, v->indexed, v->named);
 }
 
-cJSON *dap_json_variable(const struct probe_dbg_var *v)
+cJSON *srv_json_variable(const struct probe_dbg_var *v)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", v->name ? v->name : "?");
-    dap_json_variable_into(o, v);
+    srv_json_variable_into(o, v);
     if (v->evaluate_name)
         cJSON_AddStringToObject(o, "evaluateName", v->evaluate_name);
     return o;

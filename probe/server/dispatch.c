@@ -13,50 +13,50 @@
 #include <string.h>
 
 /* Sorted by name (strcmp), for bsearch. Every request has its own file, req/<name>.c (a "/"
- * becomes "_"): a handler answered on the loop, or a job (dap_job_<name>) with where it runs. */
-#define A DAP_F_NEEDS_ATTACHED
-#define D (DAP_F_NEEDS_ATTACHED | DAP_F_DEBUGGER)
-#define LOOP(fn) .handler = dap_req_##fn
-#define GIL(fn) .job = &dap_job_##fn, .gil_timeout_ms = probe_setting_gil_timeout_ms
-#define EVAL(fn) .job = &dap_job_##fn, .gil_timeout_ms = probe_eval_timeout_ms
-#define TASK(fn) .job = &dap_job_##fn
-const struct dap_command dap_commands[] = {
-    {"attach", DAP_F_PREAUTH, LOOP(attach)},
-    {"configurationDone", A, LOOP(configurationDone), .post = dap_post_configurationDone},
+ * becomes "_"): a handler answered on the loop, or a job (srv_job_<name>) with where it runs. */
+#define A SRV_F_NEEDS_ATTACHED
+#define D (SRV_F_NEEDS_ATTACHED | SRV_F_DEBUGGER)
+#define LOOP(fn) .handler = srv_req_##fn
+#define GIL(fn) .job = &srv_job_##fn, .gil_timeout_ms = core_setting_gil_timeout_ms
+#define EVAL(fn) .job = &srv_job_##fn, .gil_timeout_ms = gil_eval_timeout_ms
+#define TASK(fn) .job = &srv_job_##fn
+const struct srv_command srv_commands[] = {
+    {"attach", SRV_F_PREAUTH, LOOP(attach)},
+    {"configurationDone", A, LOOP(configurationDone), .post = srv_post_configurationDone},
     {"continue", D, LOOP(continue)},
-    {"disconnect", DAP_F_PREAUTH, LOOP(disconnect)},
+    {"disconnect", SRV_F_PREAUTH, LOOP(disconnect)},
     {"evaluate", A, LOOP(evaluate)},
     {"exceptionInfo", A, LOOP(exceptionInfo)},
-    {"initialize", DAP_F_PREAUTH, LOOP(initialize), .post = dap_post_initialize},
+    {"initialize", SRV_F_PREAUTH, LOOP(initialize), .post = srv_post_initialize},
     {"modules", A, LOOP(modules)},
     {"next", D, LOOP(next)},
-    {"pause", D | DAP_F_GIL, GIL(pause)},
-    {"probing/comm", A | DAP_F_GIL, GIL(probing_comm)},
+    {"pause", D | SRV_F_GIL, GIL(pause)},
+    {"probing/comm", A | SRV_F_GIL, GIL(probing_comm)},
     {"probing/config", A, LOOP(probing_config)},
     {"probing/crash", A, LOOP(probing_crash)},
-    {"probing/debugger", A | DAP_F_GIL, GIL(probing_debugger)},
+    {"probing/debugger", A | SRV_F_GIL, GIL(probing_debugger)},
     {"probing/dump", A, LOOP(probing_dump)}, /* picks its job: native waits on the task thread */
-    {"probing/eval", A | DAP_F_GIL, EVAL(probing_eval)},
+    {"probing/eval", A | SRV_F_GIL, EVAL(probing_eval)},
     {"probing/info", A, LOOP(probing_info)},
     {"probing/interrupt", A, LOOP(probing_interrupt)},
-    {"probing/listen", A | DAP_F_UNIX_ONLY, LOOP(probing_listen)},
-    {"probing/memory", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(probing_memory)},
-    {"probing/pause", A | DAP_F_GIL, GIL(probing_pause)},
+    {"probing/listen", A | SRV_F_UNIX_ONLY, LOOP(probing_listen)},
+    {"probing/memory", A | SRV_F_GIL | SRV_F_GIL_FALLBACK, GIL(probing_memory)},
+    {"probing/pause", A | SRV_F_GIL, GIL(probing_pause)},
     {"probing/perf", A, LOOP(probing_perf)},
-    {"probing/query", A | DAP_F_TASK, TASK(probing_query)},
+    {"probing/query", A | SRV_F_TASK, TASK(probing_query)},
     {"probing/resume", A, LOOP(probing_resume)},
-    {"probing/torch", A | DAP_F_GIL, GIL(probing_torch)},
+    {"probing/torch", A | SRV_F_GIL, GIL(probing_torch)},
     {"scopes", A, LOOP(scopes)},
-    {"setBreakpoints", D | DAP_F_GIL, GIL(setBreakpoints)},
-    {"setExceptionBreakpoints", D | DAP_F_GIL, GIL(setExceptionBreakpoints)},
-    {"setFunctionBreakpoints", D | DAP_F_GIL, GIL(setFunctionBreakpoints)},
-    {"setVariable", D | DAP_F_GIL, GIL(setVariable)},
-    {"source", A | DAP_F_GIL, GIL(source)},
+    {"setBreakpoints", D | SRV_F_GIL, GIL(setBreakpoints)},
+    {"setExceptionBreakpoints", D | SRV_F_GIL, GIL(setExceptionBreakpoints)},
+    {"setFunctionBreakpoints", D | SRV_F_GIL, GIL(setFunctionBreakpoints)},
+    {"setVariable", D | SRV_F_GIL, GIL(setVariable)},
+    {"source", A | SRV_F_GIL, GIL(source)},
     {"stackTrace", A, LOOP(stackTrace)},
     {"stepIn", D, LOOP(stepIn)},
     {"stepOut", D, LOOP(stepOut)},
-    {"threads", A | DAP_F_GIL | DAP_F_GIL_FALLBACK, GIL(threads)},
-    {"variables", A | DAP_F_GIL, GIL(variables)},
+    {"threads", A | SRV_F_GIL | SRV_F_GIL_FALLBACK, GIL(threads)},
+    {"variables", A | SRV_F_GIL, GIL(variables)},
 };
 #undef A
 #undef D
@@ -64,46 +64,46 @@ const struct dap_command dap_commands[] = {
 #undef GIL
 #undef EVAL
 #undef TASK
-const size_t dap_ncommands = sizeof dap_commands / sizeof dap_commands[0];
+const size_t srv_ncommands = sizeof srv_commands / sizeof srv_commands[0];
 
 static int cmp_command(const void *key, const void *elem)
 {
-    return strcmp((const char *)key, ((const struct dap_command *)elem)->name);
+    return strcmp((const char *)key, ((const struct srv_command *)elem)->name);
 }
 
-const struct dap_command *dap_command_find(const char *name)
+const struct srv_command *srv_command_find(const char *name)
 {
-    return bsearch(name, dap_commands, dap_ncommands, sizeof dap_commands[0], cmp_command);
+    return bsearch(name, srv_commands, srv_ncommands, sizeof srv_commands[0], cmp_command);
 }
 
 /* A deferred job in flight. */
 struct job_run {
-    const struct dap_job *ops;
+    const struct srv_job *ops;
     void *job;
-    struct dap_pending *p;
-    struct dap_session *s; /* a reference of ours: reply may send events */
+    struct srv_pending *p;
+    struct srv_session *s; /* a reference of ours: reply may send events */
     int flags, timeout_ms;
 };
 
-static void drop_job(const struct dap_job *ops, void *job);
+static void drop_job(const struct srv_job *ops, void *job);
 
 static void job_free(struct job_run *r)
 {
     drop_job(r->ops, r->job);
-    dap_session_unref(r->s);
+    srv_session_unref(r->s);
     free(r);
 }
 
 /* Loop thread: the job ran (gil_rc 0), or could not have the GIL (gil_rc < 0). */
 static void job_finish(struct job_run *r, int gil_rc)
 {
-    struct dap_job_rc *jr = r->job;
-    struct dap_reply rep = {.s = r->s, .gil_rc = gil_rc};
+    struct srv_job_rc *jr = r->job;
+    struct srv_reply rep = {.s = r->s, .gil_rc = gil_rc};
     cJSON *body = cJSON_CreateObject();
     int rc;
-    dap_debugger_flush();
-    if (gil_rc < 0 && !(r->flags & DAP_F_GIL_FALLBACK)) {
-        rc = dap_gil_busy_error(gil_rc, r->timeout_ms, &rep.err);
+    srv_debugger_flush();
+    if (gil_rc < 0 && !(r->flags & SRV_F_GIL_FALLBACK)) {
+        rc = srv_gil_busy_error(gil_rc, r->timeout_ms, &rep.err);
     } else if (gil_rc == 0 && jr->rc < 0) {
         rc = jr->rc;
         rep.err = jr->err;
@@ -116,9 +116,9 @@ static void job_finish(struct job_run *r, int gil_rc)
     }
     if (rc < 0 && rep.long_msg) {
         cJSON_Delete(body);
-        dap_pending_fail_text(r->p, rc, rep.long_msg);
+        srv_pending_fail_text(r->p, rc, rep.long_msg);
     } else {
-        dap_pending_finish(r->p, rc, body, &rep.err);
+        srv_pending_finish(r->p, rc, body, &rep.err);
     }
     free(rep.long_msg);
     job_free(r);
@@ -140,7 +140,7 @@ static void job_task_done(void *arg)
     job_finish(arg, 0);
 }
 
-int dap_reply_empty(struct dap_reply *r, void *job, cJSON *body)
+int srv_reply_empty(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     (void)job;
@@ -148,19 +148,19 @@ int dap_reply_empty(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-static void drop_job(const struct dap_job *ops, void *job)
+static void drop_job(const struct srv_job *ops, void *job)
 {
     if (ops->drop)
         ops->drop(job);
-    free(((struct dap_job_rc *)job)->long_msg);
+    free(((struct srv_job_rc *)job)->long_msg);
     free(job);
 }
 
-int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int flags,
+int srv_job_submit(struct srv_ctx *c, const struct srv_job *ops, void *job, int flags,
                    int timeout_ms)
 {
     struct job_run *r = calloc(1, sizeof *r);
-    struct dap_pending *p = r ? dap_ctx_defer(c) : NULL;
+    struct srv_pending *p = r ? srv_ctx_defer(c) : NULL;
     if (!p) {
         free(r);
         drop_job(ops, job);
@@ -168,46 +168,46 @@ int dap_job_submit(struct dap_ctx *c, const struct dap_job *ops, void *job, int 
     }
     *r = (struct job_run){
         .ops = ops, .job = job, .p = p, .s = c->s, .flags = flags, .timeout_ms = timeout_ms};
-    dap_session_ref(r->s);
-    int rc = flags & DAP_F_TASK ? probe_task_submit(job_run, job_task_done, r)
-                                : probe_gil_submit(job_run, job_gil_done, r, timeout_ms);
+    srv_session_ref(r->s);
+    int rc = flags & SRV_F_TASK ? core_task_submit(job_run, job_task_done, r)
+                                : gil_submit(job_run, job_gil_done, r, timeout_ms);
     if (rc < 0) {
         struct pb_err err;
         pb_err_set(&err, -ENOMEM, "out of memory: '%s' was not run", c->command);
-        dap_pending_finish(p, err.code, NULL, &err);
+        srv_pending_finish(p, err.code, NULL, &err);
         job_free(r);
     }
-    return DAP_DEFERRED;
+    return SRV_DEFERRED;
 }
 
-int dap_command_run(const struct dap_command *cmd, struct dap_ctx *c, const cJSON *args,
+int srv_command_run(const struct srv_command *cmd, struct srv_ctx *c, const cJSON *args,
                     cJSON *body)
 {
     if (!cmd->job) {
         int rc = cmd->handler(c, args, body);
-        if (rc != DAP_DEFERRED)
-            dap_debugger_flush();
+        if (rc != SRV_DEFERRED)
+            srv_debugger_flush();
         return rc;
     }
     void *job = calloc(1, cmd->job->size);
     if (!job)
         return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
     int rc = cmd->job->parse ? cmd->job->parse(c, args, job) : 0;
-    if (rc == DAP_JOB_ANSWERED) { /* parse found what run would, without the GIL */
-        struct dap_reply rep = {.s = c->s};
+    if (rc == SRV_JOB_ANSWERED) { /* parse found what run would, without the GIL */
+        struct srv_reply rep = {.s = c->s};
         rc = cmd->job->reply(&rep, job, body);
         if (rc < 0)
             c->err = rep.err;
         free(rep.long_msg);
         drop_job(cmd->job, job);
-        dap_debugger_flush();
+        srv_debugger_flush();
         return rc;
     }
     if (rc < 0) {
         drop_job(cmd->job, job);
         return rc;
     }
-    return dap_job_submit(c, cmd->job, job, cmd->flags,
+    return srv_job_submit(c, cmd->job, job, cmd->flags,
                           cmd->gil_timeout_ms ? cmd->gil_timeout_ms() : 0);
 }
 
@@ -231,13 +231,13 @@ static const struct {
     {"supportsModulesRequest", "modules"},
 };
 
-cJSON *dap_capabilities(void)
+cJSON *srv_capabilities(void)
 {
     cJSON *caps = cJSON_CreateObject();
     for (size_t i = 0; i < sizeof caps_by_command / sizeof caps_by_command[0]; i++)
-        if (dap_command_find(caps_by_command[i].command))
+        if (srv_command_find(caps_by_command[i].command))
             cJSON_AddBoolToObject(caps, caps_by_command[i].capability, 1);
-    if (dap_command_find("setExceptionBreakpoints")) {
+    if (srv_command_find("setExceptionBreakpoints")) {
         static const struct {
             const char *filter, *label, *description;
             int dflt;

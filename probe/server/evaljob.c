@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A deferred request that runs code in the target (probing/eval, evaluate): the evaluation
- * runs on the worker under the GIL (probe_eval_run, in __main__ or a stopped frame) with the
+ * runs on the worker under the GIL (dbg_eval_run, in __main__ or a stopped frame) with the
  * eval GIL timeout; the loop never waits. If the GIL cannot be had in time nothing runs, and
  * the answer names the thread holding it and where it is, read from a GIL-free snapshot. */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "gil/gil.h"
 #include "debugger/debugger.h"
 
-int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
+int srv_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
 {
     if (gil_rc != PB_ETIMEDOUT)
         return pb_err_set(err, gil_rc,
@@ -23,11 +23,11 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
     struct pb_err serr = {0};
     const struct probe_thread *h = NULL;
     char busy[256];
-    if (probe_pyrt_snapshot(&s, 0, 1, &serr) == 0)
+    if (pyrt_snapshot(&s, 0, 1, &serr) == 0)
         for (int i = 0; i < s.nthreads; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
-    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy)) {
+    if (gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy)) {
         pb_err_set(err, PB_ETIMEDOUT, "%s: nothing was run; %s", busy, PROBE_BUSY_HINT);
     } else if (!h) {
         pb_err_set(err, PB_ETIMEDOUT, "the GIL could not be had within %d ms: nothing was run",
@@ -37,83 +37,83 @@ int dap_gil_busy_error(int gil_rc, int timeout_ms, struct pb_err *err)
         pb_err_set(err, PB_ETIMEDOUT,
                    "the GIL is held by thread %ld \"%s\" in %s (%s:%d) and was not released "
                    "within %d ms: nothing was run",
-                   dap_thread_id(h), h->name ? h->name : "?", f->func ? f->func : "?",
+                   srv_thread_id(h), h->name ? h->name : "?", f->func ? f->func : "?",
                    f->file ? f->file : "?", f->line, timeout_ms);
     } else {
         pb_err_set(err, PB_ETIMEDOUT,
                    "the GIL is held by thread %ld \"%s\" (no Python frames: in native code) and "
                    "was not released within %d ms: nothing was run",
-                   dap_thread_id(h), h->name ? h->name : "?", timeout_ms);
+                   srv_thread_id(h), h->name ? h->name : "?", timeout_ms);
     }
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
     return PB_ETIMEDOUT;
 }
 
 /* Worker thread, GIL held. */
-void dap_eval_run(void *job)
+void srv_eval_run(void *job)
 {
-    struct dap_evaljob *j = job;
-    j->rc.rc = probe_eval_run(j->src, j->mode, j->frame_id, j->refs, j->result, &j->rc.err);
+    struct srv_evaljob *j = job;
+    j->rc.rc = dbg_eval_run(j->src, j->mode, j->frame_id, j->refs, j->result, &j->rc.err);
 }
 
 /* Loop thread. */
-int dap_eval_reply(struct dap_reply *r, void *job, cJSON *body)
+int srv_eval_reply(struct srv_reply *r, void *job, cJSON *body)
 {
-    struct dap_evaljob *j = job;
+    struct srv_evaljob *j = job;
     return j->render(r->s, j->result, j->args, body, &r->err, &r->long_msg);
 }
 
-void dap_eval_drop(void *job)
+void srv_eval_drop(void *job)
 {
-    struct dap_evaljob *j = job;
+    struct srv_evaljob *j = job;
     if (j->result) {
-        probe_eval_result_free(j->result);
+        gil_eval_result_free(j->result);
         free(j->result);
     }
     if (j->s) {
-        dap_session_eval_count(j->s, -1);
-        dap_session_unref(j->s);
+        srv_session_eval_count(j->s, -1);
+        srv_session_unref(j->s);
     }
     cJSON_Delete(j->args);
     free(j->src);
 }
 
-int dap_eval_init(struct dap_ctx *c, struct dap_evaljob *j, const char *src, int mode,
-                  long long frame_id, int refs, const cJSON *args, dap_eval_render render)
+int srv_eval_init(struct srv_ctx *c, struct srv_evaljob *j, const char *src, int mode,
+                  long long frame_id, int refs, const cJSON *args, srv_eval_render render)
 {
     j->mode = mode;
     j->frame_id = frame_id;
     j->refs = refs;
     j->render = render;
     j->s = c->s;
-    dap_session_ref(j->s);
-    dap_session_eval_count(j->s, +1);
+    srv_session_ref(j->s);
+    srv_session_eval_count(j->s, +1);
     if (!(j->src = strdup(src)) || !(j->result = calloc(1, sizeof *j->result)) ||
         (args && !(j->args = cJSON_Duplicate(args, 1))))
         return pb_err_set(&c->err, -ENOMEM, "out of memory");
     return 0;
 }
 
-static const struct dap_job eval_job = {sizeof(struct dap_evaljob), NULL, dap_eval_run,
-                                        dap_eval_reply, dap_eval_drop};
+static const struct srv_job eval_job = {sizeof(struct srv_evaljob), NULL, srv_eval_run,
+                                        srv_eval_reply, srv_eval_drop};
 
-int dap_eval_request(struct dap_ctx *c, const char *src, int mode, long long frame_id, int refs,
-                     const cJSON *args, dap_eval_render render)
+int srv_eval_request(struct srv_ctx *c, const char *src, int mode, long long frame_id, int refs,
+                     const cJSON *args, srv_eval_render render)
 {
-    struct dap_evaljob *j = calloc(1, sizeof *j);
+    struct srv_evaljob *j = calloc(1, sizeof *j);
     if (!j)
         return pb_err_set(&c->err, -ENOMEM, "out of memory");
-    int rc = dap_eval_init(c, j, src, mode, frame_id, refs, args, render);
+    int rc = srv_eval_init(c, j, src, mode, frame_id, refs, args, render);
     if (rc < 0) {
-        dap_eval_drop(j);
+        srv_eval_drop(j);
         free(j);
         return rc;
     }
-    return dap_job_submit(c, &eval_job, j, DAP_F_GIL, probe_eval_timeout_ms());
+    return srv_job_submit(c, &eval_job, j, SRV_F_GIL, gil_eval_timeout_ms());
 }
 
-void dap_evals_closed(struct dap_session *s)
+void srv_evals_closed(struct srv_session *s)
 {
-    if (dap_session_evals(s) > 0)
-        probe_eval_interrupt();
+    if (srv_session_evals(s) > 0)
+        gil_eval_interrupt();
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The agent thread: one libuv loop serving DAP on the Unix socket /tmp/probing-<uid>/<pid>.sock
- * (peer uid checked) and, when asked, on TCP. Each connection feeds a dap_session; responses go
+ * (peer uid checked) and, when asked, on TCP. Each connection feeds a srv_session; responses go
  * out with one write each. A client that stops reading is dropped once its queue passes a bound,
  * so the target's memory stays bounded. Connections are admitted under the net.* limits
  * (admit.c; docs/security.md): caps on all and on unauthenticated ones, descriptors kept for the
@@ -36,7 +36,7 @@ struct conn {
         uv_tcp_t tcp;
     } h;
     uv_timer_t auth_timer; /* TCP: closes the connection if `attach` does not succeed in time */
-    struct dap_session *s;
+    struct srv_session *s;
     int slot;    /* in conn_fds, or -1 */
     int handles; /* libuv handles not closed yet: the struct is freed when none is left */
     int counted; /* in n_conns (and, while unauth, in n_unauth) */
@@ -51,7 +51,7 @@ static uv_pipe_t unix_server;
 static uv_tcp_t tcp_server;
 static int tcp_listening;
 static uv_async_t cmd_async;
-static int cmd_async_ready; /* cmd_async initialised (probe_server_stop closes it) */
+static int cmd_async_ready; /* cmd_async initialised (srv_stop closes it) */
 static pid_t owner_pid;
 static int serving;
 /* The descriptors of open connections (fd + 1; 0 is a free slot), so that a fork() child closes
@@ -133,7 +133,7 @@ static void on_close(uv_handle_t *h)
     struct conn *c = h->data;
     if (--c->handles > 0)
         return;
-    dap_session_unref(c->s);
+    srv_session_unref(c->s);
     free(c);
 }
 
@@ -181,7 +181,7 @@ static void on_write(uv_write_t *req, int status)
     free(req);
 }
 
-/* dap_io_ops.send: one write per message; whatever the kernel does not take at once is copied
+/* srv_io_ops.send: one write per message; whatever the kernel does not take at once is copied
  * into a uv_write request. */
 static int conn_send(void *io, const char *buf, size_t len)
 {
@@ -216,7 +216,7 @@ static int conn_send(void *io, const char *buf, size_t len)
     return rc;
 }
 
-static const struct dap_io_ops conn_ops = {conn_send, conn_close};
+static const struct srv_io_ops conn_ops = {conn_send, conn_close};
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -230,18 +230,18 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     struct conn *c = st->data;
     if (nread < 0) {
         PB_LOG(PB_LOG_DEBUG, "connection closed: %s", uv_strerror((int)nread));
-        dap_session_detach_io(c->s);
+        srv_session_detach_io(c->s);
         conn_close(c);
         return;
     }
     if (nread == 0)
         return;
-    if (dap_session_feed(c->s, buf->base, (size_t)nread) < 0) {
-        dap_session_detach_io(c->s);
+    if (srv_session_feed(c->s, buf->base, (size_t)nread) < 0) {
+        srv_session_detach_io(c->s);
         conn_close(c);
         return;
     }
-    if (c->unauth && dap_session_is_authed(c->s)) {
+    if (c->unauth && srv_session_is_authed(c->s)) {
         /* Past `attach`: no deadline any more (an IDE sits idle for hours). */
         unauth_remove(c);
         uv_timer_stop(&c->auth_timer);
@@ -250,14 +250,14 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 static long long loop_ms(void)
 {
-    return (long long)uv_now(probe_agent_loop());
+    return (long long)uv_now(core_agent_loop());
 }
 
 static void on_auth_timeout(uv_timer_t *t)
 {
     struct conn *c = t->data;
-    long long timeout = probe_setting_int("net.auth_timeout_ms");
-    if (!probe_auth_expired(c->accepted_ms, loop_ms(), !c->unauth, timeout)) {
+    long long timeout = core_setting_int("net.auth_timeout_ms");
+    if (!srv_auth_expired(c->accepted_ms, loop_ms(), !c->unauth, timeout)) {
         /* The setting grew since: wait the rest. */
         uv_timer_start(t, on_auth_timeout, (uint64_t)(c->accepted_ms + timeout - loop_ms()), 0);
         return;
@@ -266,7 +266,7 @@ static void on_auth_timeout(uv_timer_t *t)
            "TCP client not past attach within %lld ms (net.auth_timeout_ms): "
            "closing it",
            timeout);
-    dap_session_detach_io(c->s);
+    srv_session_detach_io(c->s);
     conn_close(c);
 }
 
@@ -287,13 +287,13 @@ static int peer_allowed(uv_pipe_t *p)
 static int admit(struct conn *c, int tcp)
 {
     struct probe_admit_limits l = {
-        .max_conns = (int)probe_setting_int("net.max_connections"),
-        .max_unauth = (int)probe_setting_int("net.max_unauthenticated"),
-        .fd_reserve = (int)probe_setting_int("net.fd_reserve"),
+        .max_conns = (int)core_setting_int("net.max_connections"),
+        .max_unauth = (int)core_setting_int("net.max_unauthenticated"),
+        .fd_reserve = (int)core_setting_int("net.fd_reserve"),
     };
     struct probe_admit_counts n = {n_conns, n_unauth};
     struct pb_err err = {0};
-    long fds_max = probe_fds_max(), fds_open;
+    long fds_max = srv_fds_max(), fds_open;
     uv_os_fd_t fd;
     /* The new descriptor's number is a floor for the count (the lowest free one is taken):
      * enough to refuse without reading /proc when the target is short of descriptors. */
@@ -303,8 +303,8 @@ static int admit(struct conn *c, int tcp)
     else if (n.conns >= l.max_conns && !(tcp && n.unauth >= l.max_unauth))
         fds_open = 0; /* refused by a cap anyway: no need to count */
     else
-        fds_open = probe_fds_open();
-    int rc = probe_admit(&l, &n, tcp, fds_open, fds_max, &err);
+        fds_open = srv_fds_open();
+    int rc = srv_admit(&l, &n, tcp, fds_open, fds_max, &err);
     if (rc < 0) {
         PB_LOG(PB_LOG_WARN, "refused a %s connection: %s", tcp ? "TCP" : "Unix-socket", err.msg);
         return 0;
@@ -316,32 +316,32 @@ static void on_connection(uv_stream_t *server, int status)
 {
     if (status < 0)
         return;
-    int transport = server == (uv_stream_t *)&tcp_server ? DAP_TRANSPORT_TCP : DAP_TRANSPORT_UNIX;
+    int transport = server == (uv_stream_t *)&tcp_server ? SRV_TRANSPORT_TCP : SRV_TRANSPORT_UNIX;
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
         return;
     c->slot = -1;
     c->handles = 1;
-    if (transport == DAP_TRANSPORT_TCP)
-        uv_tcp_init(probe_agent_loop(), &c->h.tcp);
+    if (transport == SRV_TRANSPORT_TCP)
+        uv_tcp_init(core_agent_loop(), &c->h.tcp);
     else
-        uv_pipe_init(probe_agent_loop(), &c->h.pipe, 0);
+        uv_pipe_init(core_agent_loop(), &c->h.pipe, 0);
     c->h.stream.data = c;
     if (uv_accept(server, &c->h.stream) < 0) {
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    if (transport == DAP_TRANSPORT_UNIX && !peer_allowed(&c->h.pipe)) {
+    if (transport == SRV_TRANSPORT_UNIX && !peer_allowed(&c->h.pipe)) {
         PB_LOG(PB_LOG_WARN, "refused a Unix-socket peer of another user");
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    int kept = admit(c, transport == DAP_TRANSPORT_TCP);
+    int kept = admit(c, transport == SRV_TRANSPORT_TCP);
     if (!kept) {
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    if (transport == DAP_TRANSPORT_TCP) {
+    if (transport == SRV_TRANSPORT_TCP) {
         struct sockaddr_storage ss;
         int sl = sizeof ss;
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &sl) == 0) {
@@ -358,30 +358,30 @@ static void on_connection(uv_stream_t *server, int status)
                "holding the most of them, for a new one: %d TCP connections not past attach "
                "(net.max_unauthenticated)",
                n_unauth);
-        dap_session_detach_io(old->s);
+        srv_session_detach_io(old->s);
         conn_close(old);
     }
-    if (transport == DAP_TRANSPORT_TCP)
+    if (transport == SRV_TRANSPORT_TCP)
         uv_tcp_nodelay(&c->h.tcp, 1);
-    c->s = dap_session_new(&conn_ops, c, transport);
+    c->s = srv_session_new(&conn_ops, c, transport);
     if (!c->s) {
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
     c->counted = 1;
     n_conns++;
-    if (transport == DAP_TRANSPORT_TCP) {
+    if (transport == SRV_TRANSPORT_TCP) {
         unauth_add(c);
-        dap_session_set_preauth_max(c->s, (size_t)probe_setting_int("net.preauth_max_bytes"));
+        srv_session_set_preauth_max(c->s, (size_t)core_setting_int("net.preauth_max_bytes"));
         c->accepted_ms = loop_ms();
-        uv_timer_init(probe_agent_loop(), &c->auth_timer);
+        uv_timer_init(core_agent_loop(), &c->auth_timer);
         c->auth_timer.data = c;
         c->handles++;
         uv_timer_start(&c->auth_timer, on_auth_timeout,
-                       (uint64_t)probe_setting_int("net.auth_timeout_ms"), 0);
+                       (uint64_t)core_setting_int("net.auth_timeout_ms"), 0);
     }
     conn_track(c);
-    PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == DAP_TRANSPORT_TCP ? "TCP" : "Unix");
+    PB_LOG(PB_LOG_DEBUG, "new %s connection", transport == SRV_TRANSPORT_TCP ? "TCP" : "Unix");
     uv_read_start(&c->h.stream, on_alloc, on_read);
 }
 
@@ -421,16 +421,16 @@ static void format_bound(void)
         return;
     if (ss.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "[%s]:%d",
+        snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "[%s]:%d",
                  ip, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
     } else {
         uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-        snprintf(probe_info_edit()->tcp_address, sizeof probe_info_edit()->tcp_address, "%s:%d", ip,
+        snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "%s:%d", ip,
                  ntohs(((struct sockaddr_in *)&ss)->sin_port));
     }
 }
 
-int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
+int srv_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     struct sockaddr_storage ss;
     if (!token || strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
@@ -452,11 +452,11 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
         if (!same_port)
             return pb_err_set(err, -EADDRINUSE,
                               "already listening on %s: one TCP address per process",
-                              probe_info_edit()->tcp_address);
-        probe_token_set(token);
+                              core_info_edit()->tcp_address);
+        core_token_set(token);
         return 0;
     }
-    uv_tcp_init(probe_agent_loop(), &tcp_server);
+    uv_tcp_init(core_agent_loop(), &tcp_server);
     rc = uv_tcp_bind(&tcp_server, (struct sockaddr *)&ss, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&tcp_server, 64, on_connection);
@@ -464,10 +464,10 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
         uv_close((uv_handle_t *)&tcp_server, NULL);
         return pb_err_set(err, rc, "listen on %s: %s", address, uv_strerror(rc));
     }
-    probe_token_set(token);
+    core_token_set(token);
     tcp_listening = 1;
     format_bound();
-    PB_LOG(PB_LOG_INFO, "listening on TCP %s", probe_info_edit()->tcp_address);
+    PB_LOG(PB_LOG_INFO, "listening on TCP %s", core_info_edit()->tcp_address);
     return 0;
 }
 
@@ -476,7 +476,7 @@ static void on_cmd(uv_async_t *a)
     (void)a;
     pthread_mutex_lock(&cmd.mu);
     if (cmd.pending) {
-        cmd.rc = probe_tcp_listen(cmd.address, cmd.token, &cmd.err);
+        cmd.rc = srv_tcp_listen(cmd.address, cmd.token, &cmd.err);
         cmd.pending = 0;
         cmd.done = 1;
         pthread_cond_broadcast(&cmd.cv);
@@ -484,10 +484,10 @@ static void on_cmd(uv_async_t *a)
     pthread_mutex_unlock(&cmd.mu);
 }
 
-int probe_agent_listen_sync(const char *address, const char *token, struct pb_err *err)
+int srv_agent_listen_sync(const char *address, const char *token, struct pb_err *err)
 {
-    if (probe_on_agent_thread())
-        return probe_tcp_listen(address, token, err);
+    if (core_on_agent_thread())
+        return srv_tcp_listen(address, token, err);
     /* Checked here too: the copies below must never cut them. */
     if (strlen(token) < PB_TOKEN_MIN || strlen(token) > PB_TOKEN_MAX)
         return pb_err_set(err, PB_EBADARG,
@@ -525,7 +525,7 @@ static char sweep_dir[200];
 static void sweep_stale(void *arg)
 {
     (void)arg;
-    int n = probe_rundir_sweep(sweep_dir, probe_info_get()->socket_path);
+    int n = core_rundir_sweep(sweep_dir, core_info_get()->socket_path);
     if (n > 0)
         PB_LOG(PB_LOG_INFO, "removed %d stale sockets from %s", n, sweep_dir);
 }
@@ -538,15 +538,15 @@ static void sweep_done(void *arg)
 static int listen_unix(struct pb_err *err)
 {
     char dir[200];
-    struct probe_info *info = probe_info_edit();
-    int rc = probe_rundir_path(dir, sizeof dir, err);
+    struct probe_info *info = core_info_edit();
+    int rc = core_rundir_path(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
-    probe_rundir_socket_name(info->socket_path, sizeof info->socket_path, dir, info->pid);
+    core_rundir_socket_name(info->socket_path, sizeof info->socket_path, dir, info->pid);
     /* A socket left there is a previous process's with our pid (in our PID namespace): removed
      * if nobody listens on it; a live one is never taken over. */
     pid_t peer = 0;
-    if (probe_rundir_socket_live(info->socket_path, &peer)) {
+    if (core_rundir_socket_live(info->socket_path, &peer)) {
         pb_err_set(err, PB_EAUTH,
                    "listen on %s: another live process (pid %d as seen from here, "
                    "0: another PID namespace) already listens there: not taken over",
@@ -555,7 +555,7 @@ static int listen_unix(struct pb_err *err)
         return PB_EAUTH;
     }
     unlink(info->socket_path);
-    uv_pipe_init(probe_agent_loop(), &unix_server, 0);
+    uv_pipe_init(core_agent_loop(), &unix_server, 0);
     mode_t old = umask(077);
     rc = uv_pipe_bind(&unix_server, info->socket_path);
     umask(old);
@@ -572,10 +572,10 @@ static int listen_unix(struct pb_err *err)
     return 0;
 }
 
-int probe_server_start(struct pb_err *err)
+int srv_start(struct pb_err *err)
 {
     owner_pid = getpid();
-    uv_async_init(probe_agent_loop(), &cmd_async, on_cmd);
+    uv_async_init(core_agent_loop(), &cmd_async, on_cmd);
     cmd_async_ready = 1;
     int rc = listen_unix(err);
     if (rc < 0) {
@@ -587,14 +587,14 @@ int probe_server_start(struct pb_err *err)
     return 0;
 }
 
-void probe_server_stop(void)
+void srv_stop(void)
 {
-    const struct probe_info *info = probe_info_get();
+    const struct probe_info *info = core_info_get();
     if (serving) {
         uv_close((uv_handle_t *)&unix_server, NULL);
         if (info->socket_path[0])
             unlink(info->socket_path);
-        probe_info_edit()->socket_path[0] = '\0';
+        core_info_edit()->socket_path[0] = '\0';
         serving = 0;
     }
     if (cmd_async_ready) {
@@ -603,13 +603,13 @@ void probe_server_stop(void)
     }
 }
 
-void probe_server_sweep(void)
+void srv_sweep(void)
 {
-    if (probe_task_submit(sweep_stale, sweep_done, NULL) < 0)
+    if (core_task_submit(sweep_stale, sweep_done, NULL) < 0)
         PB_LOG(PB_LOG_WARN, "stale socket sweep not started");
 }
 
-void probe_agent_forget(void)
+void srv_agent_forget(void)
 {
     /* In a fork() child: the agent thread does not exist here. Close our descriptors so the
      * child does not keep the parent's sockets, and never touch the parent's socket file. */
@@ -626,9 +626,9 @@ void probe_agent_forget(void)
     serving = 0;
 }
 
-void probe_agent_cleanup(void)
+void srv_agent_cleanup(void)
 {
-    const struct probe_info *info = probe_info_get();
+    const struct probe_info *info = core_info_get();
     if (serving && getpid() == owner_pid && info->socket_path[0])
         unlink(info->socket_path);
 }

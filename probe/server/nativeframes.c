@@ -13,7 +13,7 @@
  * thread index of their own (the negated tid), for which scopes answers no scope.
  * When the native stack cannot be had (the thread blocks SIGPROF, did not answer within the
  * bound, or its two stacks cannot be matched) the Python frames come alone under a label frame
- * that says why. Loop thread, but the ask (dap_native_ask), which may wait for the thread: the
+ * that says why. Loop thread, but the ask (srv_native_ask), which may wait for the thread: the
  * task thread for a thread not parked (req/stackTrace.c). */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,7 +38,7 @@ struct entry {
     int count;                    /* E_LABEL: internal frames collapsed (0: a note) */
 };
 
-int dap_native_frame_id(long long id)
+int srv_native_frame_id(long long id)
 {
     long tid;
     int depth;
@@ -66,7 +66,7 @@ static const char *probe_path(void)
     static char path[PROF_MODULE_PATH];
     if (!path[0]) {
         Dl_info info;
-        if (dladdr((void *)dap_native_frame_id, &info) && info.dli_fname)
+        if (dladdr((void *)srv_native_frame_id, &info) && info.dli_fname)
             snprintf(path, sizeof path, "%s", info.dli_fname);
     }
     return path;
@@ -138,7 +138,7 @@ static int merge_entries(const struct prof_nstack *s, int mode, const struct pro
             e[n++] = (struct entry){.kind = E_PY, .py = py++, .nf = f};
         } else if (is_probe(f)) {
             continue;
-        } else if (f->internal && mode == DAP_NATIVE_MERGED) {
+        } else if (f->internal && mode == SRV_NATIVE_MERGED) {
             if (n > 0 && e[n - 1].kind == E_LABEL)
                 e[n - 1].count++;
             else
@@ -150,7 +150,7 @@ static int merge_entries(const struct prof_nstack *s, int mode, const struct pro
     return expect && py != nexpect ? -1 : n;
 }
 
-void dap_native_ask(long tid, struct dap_native_answer *a)
+void srv_native_ask(long tid, struct srv_native_answer *a)
 {
     struct prof_nstack ns;
     char *note = a->note;
@@ -183,9 +183,9 @@ void dap_native_ask(long tid, struct dap_native_answer *a)
     a->ns = ns;
 }
 
-int dap_native_stack_answered(long tid, int mode, const struct probe_frame *py, int npy,
+int srv_native_stack_answered(long tid, int mode, const struct probe_frame *py, int npy,
                               int inspectable, long long start, long long levels,
-                              struct dap_native_answer *a, cJSON *body, struct pb_err *err)
+                              struct srv_native_answer *a, cJSON *body, struct pb_err *err)
 {
     struct prof_nstack ns = a->ns;
     struct entry *e = NULL;
@@ -224,10 +224,10 @@ int dap_native_stack_answered(long tid, int mode, const struct probe_frame *py, 
         long long own = pb_frame_id(-tid, (int)i);
         cJSON *o;
         if (x->kind == E_PY && (!x->nf || inspectable)) {
-            o = dap_json_stack_frame(&py[x->py], tid, x->py, inspectable);
+            o = srv_json_stack_frame(&py[x->py], tid, x->py, inspectable);
         } else if (x->kind == E_PY) {
             struct probe_frame pf = {.func = x->nf->name, .file = x->nf->file, .line = x->nf->line};
-            o = dap_json_stack_frame(&pf, tid, x->py, 0);
+            o = srv_json_stack_frame(&pf, tid, x->py, 0);
         } else if (x->kind == E_NATIVE) {
             o = native_frame(own, x, mods, nmods > 0 ? nmods : 0);
         } else {
@@ -246,10 +246,10 @@ int dap_native_stack_answered(long tid, int mode, const struct probe_frame *py, 
     return 0;
 }
 
-int dap_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
+int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
                      long long start, long long levels, cJSON *body, struct pb_err *err)
 {
-    struct dap_native_answer a;
-    dap_native_ask(tid, &a);
-    return dap_native_stack_answered(tid, mode, py, npy, inspectable, start, levels, &a, body, err);
+    struct srv_native_answer a;
+    srv_native_ask(tid, &a);
+    return srv_native_stack_answered(tid, mode, py, npy, inspectable, start, levels, &a, body, err);
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The debugger's seat: one debugging client at a time, whose session receives the debugger's
- * events (made DAP JSON here, dbgjson.c). Requests marked DAP_F_DEBUGGER in the table are for
- * that client only (the dispatcher checks dap_session_is_debugger). Also what the debugger's
+ * events (made DAP JSON here, dbgjson.c). Requests marked SRV_F_DEBUGGER in the table are for
+ * that client only (the dispatcher checks srv_session_is_debugger). Also what the debugger's
  * requests share: the thread argument, a step. */
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-static struct dap_session *seat;
+static struct srv_session *seat;
 
 static const char *const event_names[] = {
     [PROBE_DBG_EV_STOPPED] = "stopped",
@@ -17,10 +17,10 @@ static const char *const event_names[] = {
 
 static void sink(void *ctx, const struct probe_dbg_event *e)
 {
-    dap_session_event(ctx, event_names[e->kind], dap_json_dbg_event(e));
+    srv_session_event(ctx, event_names[e->kind], srv_json_dbg_event(e));
 }
 
-int dap_debugger_claim(struct dap_session *s, struct pb_err *err)
+int srv_debugger_claim(struct srv_session *s, struct pb_err *err)
 {
     if (seat && seat != s)
         return pb_err_set(err, PB_ESTATE,
@@ -28,39 +28,39 @@ int dap_debugger_claim(struct dap_session *s, struct pb_err *err)
                           "time): disconnect it first; CLI commands keep working beside it");
     if (!seat) {
         seat = s;
-        dap_session_ref(s);
-        probe_dbg_set_sink(sink, s);
+        srv_session_ref(s);
+        dbg_set_sink(sink, s);
     }
     return 0;
 }
 
-int dap_session_is_debugger(const struct dap_session *s)
+int srv_session_is_debugger(const struct srv_session *s)
 {
     return s == seat;
 }
 
-void dap_debugger_release(struct dap_session *s)
+void srv_debugger_release(struct srv_session *s)
 {
     if (!seat || seat != s)
         return;
-    probe_dbg_set_sink(NULL, NULL);
+    dbg_set_sink(NULL, NULL);
     seat = NULL;
-    probe_dbg_detach();
-    dap_session_unref(s);
+    dbg_detach();
+    srv_session_unref(s);
 }
 
-void dap_debugger_flush(void)
+void srv_debugger_flush(void)
 {
-    probe_dbg_events_drain();
+    dbg_events_drain();
 }
 
-void dap_post_configurationDone(struct dap_session *s)
+void srv_post_configurationDone(struct srv_session *s)
 {
     if (s == seat)
-        probe_dbg_configured();
+        dbg_configured();
 }
 
-int dap_thread_arg(struct dap_ctx *c, const cJSON *args, long *tid)
+int srv_thread_arg(struct srv_ctx *c, const cJSON *args, long *tid)
 {
     long long v = -1;
     int rc = dap_arg_int(args, "threadId", &v, &c->err);
@@ -72,9 +72,9 @@ int dap_thread_arg(struct dap_ctx *c, const cJSON *args, long *tid)
     return 0;
 }
 
-int dap_step_request(struct dap_ctx *c, const cJSON *args, int mode)
+int srv_step_request(struct srv_ctx *c, const cJSON *args, int mode)
 {
     long tid = 0;
-    int rc = dap_thread_arg(c, args, &tid);
-    return rc < 0 ? rc : probe_dbg_step(tid, mode, &c->err);
+    int rc = srv_thread_arg(c, args, &tid);
+    return rc < 0 ? rc : dbg_step_thread(tid, mode, &c->err);
 }

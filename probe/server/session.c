@@ -13,9 +13,9 @@
  * tasks, timers) are the target's memory. No real client comes near it. */
 #define MAX_INFLIGHT 1024
 
-struct dap_session {
+struct srv_session {
     int refs;
-    const struct dap_io_ops *ops;
+    const struct srv_io_ops *ops;
     void *io;
     int transport;
     int seq;
@@ -23,36 +23,36 @@ struct dap_session {
     int close_after;
     int evals;         /* evaluations of this session queued or running (evaljob.c) */
     int inflight;      /* deferred requests not answered yet */
-    int native_frames; /* attach's nativeFrames: DAP_NATIVE_* (server.h) */
+    int native_frames; /* attach's nativeFrames: SRV_NATIVE_* (server.h) */
     struct dap_reader r;
 };
 
-struct dap_pending {
-    struct dap_session *s;
+struct srv_pending {
+    struct srv_session *s;
     int request_seq;
     char command[64];
 };
 
-struct dap_session *dap_session_new(const struct dap_io_ops *ops, void *io, int transport)
+struct srv_session *srv_session_new(const struct srv_io_ops *ops, void *io, int transport)
 {
-    struct dap_session *s = calloc(1, sizeof *s);
+    struct srv_session *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->refs = 1;
     s->ops = ops;
     s->io = io;
     s->transport = transport;
-    s->authed = transport != DAP_TRANSPORT_TCP;
+    s->authed = transport != SRV_TRANSPORT_TCP;
     dap_reader_init(&s->r, 0);
     return s;
 }
 
-void dap_session_ref(struct dap_session *s)
+void srv_session_ref(struct srv_session *s)
 {
     s->refs++;
 }
 
-void dap_session_unref(struct dap_session *s)
+void srv_session_unref(struct srv_session *s)
 {
     if (!s || --s->refs > 0)
         return;
@@ -60,79 +60,79 @@ void dap_session_unref(struct dap_session *s)
     free(s);
 }
 
-void dap_session_detach_io(struct dap_session *s)
+void srv_session_detach_io(struct srv_session *s)
 {
     s->io = NULL;
     /* What the session's requests left behind is the services' to end (closed.c). */
-    for (size_t i = 0; i < dap_nclosed_hooks; i++)
-        dap_closed_hooks[i](s);
+    for (size_t i = 0; i < srv_nclosed_hooks; i++)
+        srv_closed_hooks[i](s);
 }
 
-void dap_session_eval_count(struct dap_session *s, int delta)
+void srv_session_eval_count(struct srv_session *s, int delta)
 {
     s->evals += delta;
 }
 
-int dap_session_evals(const struct dap_session *s)
+int srv_session_evals(const struct srv_session *s)
 {
     return s->evals;
 }
 
-int dap_session_transport(const struct dap_session *s)
+int srv_session_transport(const struct srv_session *s)
 {
     return s->transport;
 }
 
-void dap_session_set_attached(struct dap_session *s, int debugger)
+void srv_session_set_attached(struct srv_session *s, int debugger)
 {
     s->attached = 1;
     s->debugger = debugger;
 }
 
-int dap_session_is_attached(const struct dap_session *s)
+int srv_session_is_attached(const struct srv_session *s)
 {
     return s->attached;
 }
 
-void dap_session_set_native_frames(struct dap_session *s, int mode)
+void srv_session_set_native_frames(struct srv_session *s, int mode)
 {
     s->native_frames = mode;
 }
 
-int dap_session_native_frames(const struct dap_session *s)
+int srv_session_native_frames(const struct srv_session *s)
 {
     return s->native_frames;
 }
 
-void dap_session_set_authed(struct dap_session *s)
+void srv_session_set_authed(struct srv_session *s)
 {
     s->authed = 1;
     s->r.max_body = DAP_DEFAULT_MAX_BODY;
 }
 
-int dap_session_is_authed(const struct dap_session *s)
+int srv_session_is_authed(const struct srv_session *s)
 {
     return s->authed;
 }
 
-void dap_session_set_preauth_max(struct dap_session *s, size_t bytes)
+void srv_session_set_preauth_max(struct srv_session *s, size_t bytes)
 {
     if (!s->authed && bytes > 0 && bytes < DAP_DEFAULT_MAX_BODY)
         s->r.max_body = bytes;
 }
 
-size_t dap_session_buffered(const struct dap_session *s)
+size_t srv_session_buffered(const struct srv_session *s)
 {
     return s->r.len;
 }
 
-void dap_session_close_after_reply(struct dap_session *s)
+void srv_session_close_after_reply(struct srv_session *s)
 {
     s->close_after = 1;
 }
 
 /* Sends msg (deleted here). */
-static void send_msg(struct dap_session *s, cJSON *msg)
+static void send_msg(struct srv_session *s, cJSON *msg)
 {
     if (!msg)
         return;
@@ -149,15 +149,15 @@ static void send_msg(struct dap_session *s, cJSON *msg)
     cJSON_Delete(msg);
 }
 
-void dap_session_event(struct dap_session *s, const char *event, cJSON *body)
+void srv_session_event(struct srv_session *s, const char *event, cJSON *body)
 {
     send_msg(s, dap_msg_event(++s->seq, event, body));
 }
 
-static void send_error(struct dap_session *s, int request_seq, const char *command, int rc,
+static void send_error(struct srv_session *s, int request_seq, const char *command, int rc,
                        const char *text, int show_user);
 
-static void send_response(struct dap_session *s, int request_seq, const char *command, int rc,
+static void send_response(struct srv_session *s, int request_seq, const char *command, int rc,
                           cJSON *body, const struct pb_err *err)
 {
     if (rc == 0) {
@@ -170,7 +170,7 @@ static void send_response(struct dap_session *s, int request_seq, const char *co
 
 /* An error response; show_user is the DAP error's showUser: whether the client should show it
  * to its user (VS Code shows such an answer to any request as a notification). */
-static void send_error(struct dap_session *s, int request_seq, const char *command, int rc,
+static void send_error(struct srv_session *s, int request_seq, const char *command, int rc,
                        const char *text, int show_user)
 {
     cJSON *eb = cJSON_CreateObject();
@@ -181,7 +181,7 @@ static void send_error(struct dap_session *s, int request_seq, const char *comma
     send_msg(s, dap_msg_response(++s->seq, request_seq, command, 0, text, eb));
 }
 
-static void close_now(struct dap_session *s)
+static void close_now(struct srv_session *s)
 {
     if (s->io) {
         void *io = s->io;
@@ -191,17 +191,17 @@ static void close_now(struct dap_session *s)
 }
 
 /* Handles one request message. Returns <0 when the connection must close at once. */
-static int dispatch(struct dap_session *s, const cJSON *req)
+static int dispatch(struct srv_session *s, const cJSON *req)
 {
     const char *command = cJSON_GetObjectItemCaseSensitive(req, "command")->valuestring;
     int request_seq = (int)cJSON_GetObjectItemCaseSensitive(req, "seq")->valuedouble;
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(req, "arguments");
-    const struct dap_command *cmd = dap_command_find(command);
-    struct dap_ctx c = {.s = s, .request_seq = request_seq, .command = command};
+    const struct srv_command *cmd = srv_command_find(command);
+    struct srv_ctx c = {.s = s, .request_seq = request_seq, .command = command};
     long long tid;
     int rc;
 
-    if (!s->authed && (!cmd || !(cmd->flags & DAP_F_PREAUTH))) {
+    if (!s->authed && (!cmd || !(cmd->flags & SRV_F_PREAUTH))) {
         PB_LOG(PB_LOG_WARN, "unauthenticated TCP client sent '%s': closing", command);
         return PB_EAUTH;
     }
@@ -212,7 +212,7 @@ static int dispatch(struct dap_session *s, const cJSON *req)
     }
     if (!cmd) {
         rc = pb_err_set(&c.err, PB_EBADARG, "unknown command '%s'", command);
-    } else if ((cmd->flags & DAP_F_NEEDS_ATTACHED) && !s->attached) {
+    } else if ((cmd->flags & SRV_F_NEEDS_ATTACHED) && !s->attached) {
         /* Not for the user's eyes (showUser false): a client whose attach was refused (a second
          * debugger) has its configuration requests on the way already, as VS Code sends them on
          * `initialized`; the refusal was shown, these answers would only repeat it as noise. */
@@ -221,11 +221,11 @@ static int dispatch(struct dap_session *s, const cJSON *req)
             s->close_after = 1;
         send_error(s, request_seq, command, rc, c.err.msg, 0);
         return 0;
-    } else if ((cmd->flags & DAP_F_DEBUGGER) && !dap_session_is_debugger(s)) {
+    } else if ((cmd->flags & SRV_F_DEBUGGER) && !srv_session_is_debugger(s)) {
         rc = pb_err_set(&c.err, PB_ESTATE, "'%s' is for the debugging client: %s", command,
                         s->debugger ? "another client holds the debugger"
                                     : "attach without probingClient \"cli\" to debug");
-    } else if ((cmd->flags & DAP_F_UNIX_ONLY) && s->transport == DAP_TRANSPORT_TCP) {
+    } else if ((cmd->flags & SRV_F_UNIX_ONLY) && s->transport == SRV_TRANSPORT_TCP) {
         rc = pb_err_set(&c.err, PB_EAUTH, "'%s' is only accepted on the local socket", command);
     } else if (args && !cJSON_IsObject(args)) {
         rc = pb_err_set(&c.err, PB_EBADARG, "arguments: expected object");
@@ -236,8 +236,8 @@ static int dispatch(struct dap_session *s, const cJSON *req)
         cJSON *body = cJSON_CreateObject();
         if (!body)
             return -ENOMEM;
-        rc = dap_command_run(cmd, &c, args, body);
-        if (rc == DAP_DEFERRED) {
+        rc = srv_command_run(cmd, &c, args, body);
+        if (rc == SRV_DEFERRED) {
             cJSON_Delete(body);
             return 0;
         }
@@ -290,11 +290,11 @@ static int strings_valid(const cJSON *m)
     return 1;
 }
 
-int dap_session_feed(struct dap_session *s, const char *data, size_t n)
+int srv_session_feed(struct srv_session *s, const char *data, size_t n)
 {
     struct pb_err err = {0};
     int rc = 0;
-    dap_session_ref(s);
+    srv_session_ref(s);
     while (rc == 0 && s->io && n > 0) {
         /* Hand the reader no more than its limit takes now: before `attach` that limit is
          * small (net.preauth_max_bytes), and requests pipelined behind a successful `attach`
@@ -327,41 +327,41 @@ int dap_session_feed(struct dap_session *s, const char *data, size_t n)
     }
     if (rc < 0)
         PB_LOG(PB_LOG_WARN, "closing connection: %s", err.msg[0] ? err.msg : pb_strerror(rc));
-    dap_session_unref(s);
+    srv_session_unref(s);
     return rc < 0 ? rc : 0;
 }
 
-struct dap_pending *dap_ctx_defer(struct dap_ctx *c)
+struct srv_pending *srv_ctx_defer(struct srv_ctx *c)
 {
-    struct dap_pending *p = calloc(1, sizeof *p);
+    struct srv_pending *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->s = c->s;
-    dap_session_ref(p->s);
+    srv_session_ref(p->s);
     p->s->inflight++;
     p->request_seq = c->request_seq;
     pb_strlcpy(p->command, c->command, sizeof p->command);
     return p;
 }
 
-void dap_pending_finish(struct dap_pending *p, int rc, cJSON *body, const struct pb_err *err)
+void srv_pending_finish(struct srv_pending *p, int rc, cJSON *body, const struct pb_err *err)
 {
-    struct dap_session *s = p->s;
+    struct srv_session *s = p->s;
     s->inflight--;
     send_response(s, p->request_seq, p->command, rc, body, err);
     if (s->close_after)
         close_now(s);
-    dap_session_unref(s);
+    srv_session_unref(s);
     free(p);
 }
 
-void dap_pending_fail_text(struct dap_pending *p, int rc, const char *text)
+void srv_pending_fail_text(struct srv_pending *p, int rc, const char *text)
 {
-    struct dap_session *s = p->s;
+    struct srv_session *s = p->s;
     s->inflight--;
     send_error(s, p->request_seq, p->command, rc, text, 1);
     if (s->close_after)
         close_now(s);
-    dap_session_unref(s);
+    srv_session_unref(s);
     free(p);
 }

@@ -10,48 +10,48 @@
 #include "snapshot.h"
 
 /* Worker thread, GIL held. */
-void dap_snap_run(void *job)
+void srv_snap_run(void *job)
 {
-    struct dap_snapjob *j = job;
-    j->snap_rc = probe_pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
+    struct srv_snapjob *j = job;
+    j->snap_rc = pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
 }
 
 /* Any thread: the snapshot without the GIL (it could not be had in time): locals asked for are
  * read from memory (simple values only), and the asyncio tasks where the interpreter keeps them
  * in lists (3.14+). */
-void dap_snap_without_gil(struct dap_snapjob *j)
+void srv_snap_without_gil(struct srv_snapjob *j)
 {
     pb_err_clear(&j->err);
-    j->snap_rc = probe_pyrt_snapshot(&j->snap,
+    j->snap_rc = pyrt_snapshot(&j->snap,
                                      (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
                                          (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
                                      j->max_frames, &j->err);
 }
 
-/* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
-int dap_snap_reply(struct dap_reply *r, void *job, cJSON *body)
+/* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */
+int srv_snap_reply(struct srv_reply *r, void *job, cJSON *body)
 {
-    struct dap_snapjob *j = job;
+    struct srv_snapjob *j = job;
     if (r->gil_rc < 0)
-        dap_snap_without_gil(j);
+        srv_snap_without_gil(j);
     int rc = j->snap_rc;
     if (rc == 0) {
-        dap_snapshot_drop_worker(&j->snap);
+        srv_snapshot_drop_worker(&j->snap);
         rc = j->render(&j->snap, r->gil_rc, j->args, body, &j->err);
     }
     r->err = j->err;
     return rc;
 }
 
-void dap_snap_drop(void *job)
+void srv_snap_drop(void *job)
 {
-    struct dap_snapjob *j = job;
-    probe_snapshot_free(&j->snap);
+    struct srv_snapjob *j = job;
+    pyrt_snapshot_free(&j->snap);
     cJSON_Delete(j->args);
 }
 
-int dap_snap_init(struct dap_ctx *c, struct dap_snapjob *j, const cJSON *args, int flags,
-                  int max_frames, dap_snap_render render)
+int srv_snap_init(struct srv_ctx *c, struct srv_snapjob *j, const cJSON *args, int flags,
+                  int max_frames, srv_snap_render render)
 {
     j->flags = flags;
     j->max_frames = max_frames;

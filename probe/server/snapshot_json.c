@@ -13,17 +13,17 @@
 #include "gil/gil.h"
 #include "prof/prof.h"
 
-long dap_thread_id(const struct probe_thread *t)
+long srv_thread_id(const struct probe_thread *t)
 {
-    return probe_thread_id(t);
+    return pyrt_thread_id(t);
 }
 
-void dap_snapshot_drop_worker(struct probe_snapshot *s)
+void srv_snapshot_drop_worker(struct probe_snapshot *s)
 {
     for (int i = 0; i < s->nthreads; i++) {
-        if (!probe_worker_owns(s->threads[i].ident))
+        if (!gil_worker_owns(s->threads[i].ident))
             continue;
-        probe_thread_free(&s->threads[i]);
+        pyrt_thread_free(&s->threads[i]);
         memmove(&s->threads[i], &s->threads[i + 1],
                 sizeof s->threads[0] * (size_t)(s->nthreads - i - 1));
         s->nthreads--;
@@ -31,7 +31,7 @@ void dap_snapshot_drop_worker(struct probe_snapshot *s)
     }
 }
 
-cJSON *dap_json_frame(const struct probe_frame *f, int with_locals)
+cJSON *srv_json_frame(const struct probe_frame *f, int with_locals)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", f->func ? f->func : "?");
@@ -58,10 +58,10 @@ cJSON *dap_json_frame(const struct probe_frame *f, int with_locals)
     return o;
 }
 
-cJSON *dap_json_thread(const struct probe_thread *t, int with_locals)
+cJSON *srv_json_thread(const struct probe_thread *t, int with_locals)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "id", (double)dap_thread_id(t));
+    cJSON_AddNumberToObject(o, "id", (double)srv_thread_id(t));
     cJSON_AddNumberToObject(o, "ident", (double)t->ident);
     if (t->native_id > 0)
         cJSON_AddNumberToObject(o, "nativeId", (double)t->native_id);
@@ -79,14 +79,14 @@ cJSON *dap_json_thread(const struct probe_thread *t, int with_locals)
     cJSON_AddBoolToObject(o, "truncated", t->truncated);
     cJSON *fr = cJSON_AddArrayToObject(o, "frames");
     for (int i = 0; i < t->nframes; i++)
-        cJSON_AddItemToArray(fr, dap_json_frame(&t->frames[i], with_locals));
+        cJSON_AddItemToArray(fr, srv_json_frame(&t->frames[i], with_locals));
     return o;
 }
 
-const struct probe_thread *dap_snapshot_find(const struct probe_snapshot *s, long id)
+const struct probe_thread *srv_snapshot_find(const struct probe_snapshot *s, long id)
 {
     for (int i = 0; i < s->nthreads; i++)
-        if (dap_thread_id(&s->threads[i]) == id)
+        if (srv_thread_id(&s->threads[i]) == id)
             return &s->threads[i];
     return NULL;
 }
@@ -121,7 +121,7 @@ static cJSON *nframe_json(const struct prof_nframe *f)
     return o;
 }
 
-cJSON *dap_json_native(const struct prof_nstack *s)
+cJSON *srv_json_native(const struct prof_nstack *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "answered", s->answered);

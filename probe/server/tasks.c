@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* asyncio tasks in the debugger's call stack (issue 41, docs/protocol.md): while the target is
  * stopped, the threads answer lists after the Python threads one entry per asyncio task (read
- * with the GIL, with the threads' names), id DAP_TASK_ID_BASE + a number given to the Task
+ * with the GIL, with the threads' names), id SRV_TASK_ID_BASE + a number given to the Task
  * object's address the first time it is seen (so the same for a task at every stop while it
  * lives; DAP ids are int32), named `asyncio task "name" (state, what it awaits)`. stackTrace of such an id answers the task's coroutine chain, innermost first, as
  * that threads answer read it (the tasks do not move while every thread is stopped); its
@@ -27,7 +27,7 @@ static int nentries;
 
 /* Task address -> number: open addressing, emptied when half full (the numbers go on from
  * where they were, so an id handed out before is not given to another task until they wrap
- * after DAP_TASK_ID_COUNT). Loop thread only. */
+ * after SRV_TASK_ID_COUNT). Loop thread only. */
 #define SLOT_BITS 14
 static struct slot {
     uintptr_t addr;
@@ -53,7 +53,7 @@ static long long task_number(uintptr_t addr)
     }
     slots[i].addr = addr;
     slots[i].n = next_n;
-    next_n = (next_n + 1) % DAP_TASK_ID_COUNT;
+    next_n = (next_n + 1) % SRV_TASK_ID_COUNT;
     nslots++;
     return slots[i].n;
 }
@@ -70,9 +70,9 @@ static void entries_free(struct task_entry *e, int n)
     free(e);
 }
 
-int dap_task_id_is(long long id)
+int srv_task_id_is(long long id)
 {
-    return id >= DAP_TASK_ID_BASE && id < DAP_TASK_ID_BASE + DAP_TASK_ID_COUNT;
+    return id >= SRV_TASK_ID_BASE && id < SRV_TASK_ID_BASE + SRV_TASK_ID_COUNT;
 }
 
 static void task_name(const struct probe_atasks *a, const struct probe_atask *t, char *buf,
@@ -95,7 +95,7 @@ static void task_name(const struct probe_atasks *a, const struct probe_atask *t,
         snprintf(buf + n, size - n, ")");
 }
 
-void dap_tasks_threads(const struct probe_atasks *a, cJSON *threads)
+void srv_tasks_threads(const struct probe_atasks *a, cJSON *threads)
 {
     struct task_entry *e = a->ntasks > 0 ? calloc((size_t)a->ntasks, sizeof *e) : NULL;
     int n = 0;
@@ -106,7 +106,7 @@ void dap_tasks_threads(const struct probe_atasks *a, cJSON *threads)
         cJSON *o = num < 0 ? NULL : cJSON_CreateObject();
         if (!o)
             break;
-        e[n].id = DAP_TASK_ID_BASE + num;
+        e[n].id = SRV_TASK_ID_BASE + num;
         e[n].frames = t->nframes > 0 ? calloc((size_t)t->nframes, sizeof *e[n].frames) : NULL;
         for (int k = 0; e[n].frames && k < t->nframes; k++) {
             e[n].frames[k].func = strdup(t->frames[k].func ? t->frames[k].func : "?");
@@ -130,7 +130,7 @@ void dap_tasks_threads(const struct probe_atasks *a, cJSON *threads)
     entries_free(old, nold);
 }
 
-int dap_tasks_stack(long long id, long long start, long long levels, cJSON *body,
+int srv_tasks_stack(long long id, long long start, long long levels, cJSON *body,
                     struct pb_err *err)
 {
     int rc = 0;
@@ -148,7 +148,7 @@ int dap_tasks_stack(long long id, long long start, long long levels, cJSON *body
         cJSON *arr = cJSON_AddArrayToObject(body, "stackFrames");
         long long end = levels > 0 && start + levels < e->nframes ? start + levels : e->nframes;
         for (long long i = start; i < end; i++)
-            cJSON_AddItemToArray(arr, dap_json_stack_frame(&e->frames[i], (long)id, (int)i, 0));
+            cJSON_AddItemToArray(arr, srv_json_stack_frame(&e->frames[i], (long)id, (int)i, 0));
         cJSON_AddNumberToObject(body, "totalFrames", e->nframes);
     }
     pthread_mutex_unlock(&mu);

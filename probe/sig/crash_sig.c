@@ -33,7 +33,7 @@ atomic_int probe_crash_armed, probe_crash_fired;
 char probe_crash_template[256];
 char probe_crash_python[32];
 
-const char *probe_crash_signame(int sig)
+const char *sig_crash_signame(int sig)
 {
     switch (sig) {
     case SIGSEGV: return "SIGSEGV";
@@ -132,7 +132,7 @@ static void put_hex(struct out *o, unsigned long long v)
     put(o, b + i);
 }
 
-void probe_crash_path(const char *tmpl, long pid, char *buf, size_t n)
+void sig_crash_path(const char *tmpl, long pid, char *buf, size_t n)
 {
     size_t k = 0;
     for (const char *p = tmpl; *p && k + 1 < n; p++) {
@@ -222,8 +222,8 @@ static int sym_name(uintptr_t pc, char *name, size_t n, uintptr_t *off)
     uintptr_t base, bias;
     size_t len;
     name[0] = '\0';
-    if (unwind_maps_line(&maps, pc, &ml) != 0 || unwind_maps_base(&maps, &ml, &base) != 0 ||
-        ml.path[0] != '/' || unwind_mod_from_image(base, &m, &bias) != 0)
+    if (sig_unwind_maps_line(&maps, pc, &ml) != 0 || sig_unwind_maps_base(&maps, &ml, &base) != 0 ||
+        ml.path[0] != '/' || sig_unwind_mod_from_image(base, &m, &bias) != 0)
         return -1;
     len = (size_t)(ml.path_end - ml.path);
     if (len >= sizeof modpath)
@@ -243,7 +243,7 @@ static int sym_name(uintptr_t pc, char *name, size_t n, uintptr_t *off)
 static void put_module(struct out *o, unsigned long long pc)
 {
     struct unwind_mapline ml;
-    if (unwind_maps_line(&maps, pc, &ml) != 0)
+    if (sig_unwind_maps_line(&maps, pc, &ml) != 0)
         return;
     put(o, " (");
     if (ml.path < ml.path_end) {
@@ -284,7 +284,7 @@ static void native_stack(struct out *o, void *uc)
 {
     put(o, "\nNative stack of the crashing thread (innermost first):\n");
     int n =
-        unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, unwind_maps_find, &maps, &ucache);
+        sig_unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, sig_unwind_maps_find, &maps, &ucache);
     if (n <= 0) {
         put(o, "  (no native frames: the signal context has no pc)\n");
         return;
@@ -320,7 +320,7 @@ static void python_stack(struct out *o, int n)
     }
     for (int i = 0; i < n; i++) {
         int line = 0;
-        pyrt_sig_describe(&pyframes[i], func, sizeof func, file, sizeof file, &line);
+        sig_pyrt_describe(&pyframes[i], func, sizeof func, file, sizeof file, &line);
         put(o, "  #");
         put_dec(o, i);
         put(o, i < 10 ? "  " : " ");
@@ -338,7 +338,7 @@ static void header(struct out *o, int sig, const siginfo_t *si, long tid)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     put(o, "probing crash report\nsignal: ");
-    put(o, probe_crash_signame(sig));
+    put(o, sig_crash_signame(sig));
     put(o, " (");
     put_dec(o, sig);
     put(o, "), code ");
@@ -364,21 +364,21 @@ static void header(struct out *o, int sig, const siginfo_t *si, long tid)
 
 static void report(int sig, siginfo_t *si, void *uc, long tid)
 {
-    probe_crash_path(probe_crash_template, (long)getpid(), pathbuf, sizeof pathbuf);
+    sig_crash_path(probe_crash_template, (long)getpid(), pathbuf, sizeof pathbuf);
     out.fd = open(pathbuf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (out.fd < 0)
         return;
     out.n = 0;
-    unwind_maps_read(&maps);
+    sig_unwind_maps_read(&maps);
     header(&out, sig, si, tid);
     flush(&out);
     native_stack(&out, uc);
     flush(&out);
-    uintptr_t self = pyrt_sig_tstate_self();
+    uintptr_t self = sig_pyrt_tstate_self();
     put(&out, "\nPython stack of the crashing thread (innermost first):\n");
-    python_stack(&out, pyrt_sig_frames_self(pyframes, MAX_PY));
+    python_stack(&out, sig_pyrt_frames_self(pyframes, MAX_PY));
     flush(&out);
-    int nt = pyrt_sig_threads(tstates, tids, interps, MAX_THREADS);
+    int nt = sig_pyrt_threads(tstates, tids, interps, MAX_THREADS);
     put(&out, "\nPython stacks of every thread (");
     put_dec(&out, nt);
     put(&out, nt == 1 ? " thread):\n" : " threads):\n");
@@ -396,7 +396,7 @@ static void report(int sig, siginfo_t *si, void *uc, long tid)
             put_dec(&out, interps[i]);
         }
         put(&out, tstates[i] == self ? " (crashing thread):\n" : ":\n");
-        python_stack(&out, pyrt_sig_frames_tstate(tstates[i], pyframes, MAX_PY));
+        python_stack(&out, sig_pyrt_frames_tstate(tstates[i], pyframes, MAX_PY));
         flush(&out);
     }
     put(&out, "\nend of report\n");
@@ -424,7 +424,7 @@ static void pass_on(int sig, const siginfo_t *si, int restore)
         syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid), (long)sig);
 }
 
-void probe_crash_on_signal(int sig, siginfo_t *si, void *uc)
+void sig_crash_on_signal(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     long tid = (long)syscall(SYS_gettid);
@@ -452,7 +452,7 @@ void probe_crash_on_signal(int sig, siginfo_t *si, void *uc)
     for (int i = 0; i < PROBE_CRASH_NSIGS; i++) {
         struct sigaction cur;
         if (sigaction(probe_crash_signals[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-            cur.sa_sigaction == probe_crash_on_signal)
+            cur.sa_sigaction == sig_crash_on_signal)
             sigaction(probe_crash_signals[i], &probe_crash_prev[i], NULL);
     }
     pass_on(sig, si, 0);

@@ -15,7 +15,7 @@
 
 /* The signals caught, and their names ("SIGSEGV"...). */
 extern const int probe_crash_signals[PROBE_CRASH_NSIGS];
-const char *probe_crash_signame(int sig);
+const char *sig_crash_signame(int sig);
 
 /* What each of probe_crash_signals had before arming (valid while probe_crash_armed). */
 extern struct sigaction probe_crash_prev[PROBE_CRASH_NSIGS];
@@ -28,8 +28,8 @@ extern char probe_crash_template[256];
 extern char probe_crash_python[32];
 
 /* The SA_SIGINFO handler. Async-signal-safe. */
-void probe_crash_on_signal(int sig, siginfo_t *si, void *uc);
+void sig_crash_on_signal(int sig, siginfo_t *si, void *uc);
 /* Expand template's "%p" with pid into buf. Async-signal-safe. */
-void probe_crash_path(const char *tmpl, long pid, char *buf, size_t n);
+void sig_crash_path(const char *tmpl, long pid, char *buf, size_t n);
 
 #endif

@@ -169,26 +169,26 @@ static void record(struct prof_slot *s, siginfo_t *si, ucontext_t *uc)
         s->cache->stack_lo = r->sp;
         s->cache->stack_hi = s->stack_hi;
     }
-    r->nnative = unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
-    uintptr_t self = pyrt_sig_tstate_self();
-    r->gil = pyrt_sig_holds_gil(self);
-    r->npy = pyrt_sig_frames_own(self, s->win, s->cache->stack_lo, s->cache->stack_hi, r->py,
+    r->nnative = sig_unwind_native(uc, r->native, PROF_MAX_NATIVE, NULL, NULL, s->cache);
+    uintptr_t self = sig_pyrt_tstate_self();
+    r->gil = sig_pyrt_holds_gil(self);
+    r->npy = sig_pyrt_frames_own(self, s->win, s->cache->stack_lo, s->cache->stack_hi, r->py,
                                  PROF_MAX_PY);
     /* In a subinterpreter: the frames of the call that runs it, in the thread's other states */
-    r->npy = pyrt_sig_frames_outer(self, s->tid, r->py, r->npy, PROF_MAX_PY);
+    r->npy = sig_pyrt_frames_outer(self, s->tid, r->py, r->npy, PROF_MAX_PY);
     atomic_store_explicit(&s->head, h + 1, memory_order_release);
     if (h + 1 - t == PROF_RING / 2)
-        prof_sig_wake(); /* half full: the drain thread comes now */
+        sig_prof_wake(); /* half full: the drain thread comes now */
 }
 
-void prof_sig_wake(void)
+void sig_prof_wake(void)
 {
     /* async-signal-safe: an atomic store and a raw futex call */
     if (atomic_exchange(&drain_word, 1) == 0)
         syscall(SYS_futex, (int *)&drain_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-void prof_sig_wait(long long ns)
+void sig_prof_wait(long long ns)
 {
     struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
     if (atomic_exchange(&drain_word, 0) == 0) {
@@ -202,7 +202,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     struct prof_slot *s = slot_of(si);
     atomic_fetch_add(&in_handler, 1);
-    if (!s && stack_sig_take(si, uc)) {
+    if (!s && sig_stack_take(si, uc)) {
         /* a one-shot stack request (debug --dump --native; stack_sig.h) */
     } else if (s && s->magic == SLOT_MAGIC) {
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
@@ -225,13 +225,13 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     errno = saved;
 }
 
-int prof_sig_install(struct pb_err *err)
+int sig_prof_install(struct pb_err *err)
 {
     struct sigaction sa;
     if (installed)
         return 0;
     /* The module table before the first signal. */
-    if (unwind_table_refresh() < 0)
+    if (sig_unwind_table_refresh() < 0)
         return pb_err_set(err, -ENOMEM, "the sampler's module table: out of memory");
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigprof;
@@ -243,7 +243,7 @@ int prof_sig_install(struct pb_err *err)
     return 0;
 }
 
-void prof_sig_uninstall(void)
+void sig_prof_uninstall(void)
 {
     struct sigaction cur, ign;
     if (!installed)
@@ -265,25 +265,25 @@ void prof_sig_uninstall(void)
     } /* else the host replaced our handler meanwhile: its choice stays */
     installed = 0;
     if (atomic_load(&in_handler) == 0)
-        unwind_table_reclaim(NULL); /* no handler of ours can run any more */
+        sig_unwind_table_reclaim(NULL); /* no handler of ours can run any more */
 }
 
-int prof_sig_installed(void)
+int sig_prof_installed(void)
 {
     return installed;
 }
 
-int prof_sig_quiet(void)
+int sig_prof_quiet(void)
 {
     return atomic_load(&in_handler) == 0;
 }
 
-void prof_sig_set_running(int on)
+void sig_prof_set_running(int on)
 {
     atomic_store(&running, on);
 }
 
-void prof_sig_fork_child(void)
+void sig_prof_fork_child(void)
 {
     /* The child has no timers (POSIX timers are not inherited) and no drain thread. */
     atomic_store(&running, 0);
@@ -303,10 +303,10 @@ void prof_sig_fork_child(void)
     }
     atomic_store(&in_handler, 0);
     /* The spare mappings are the child's own copies; the maps file open is the parent's. */
-    prof_slots_release();
+    sig_prof_slots_release();
 }
 
-struct prof_slot *prof_slot_new(int tid)
+struct prof_slot *sig_prof_slot_new(int tid)
 {
     for (int i = 0; i < PROF_MAX_SLOTS; i++) {
         struct prof_slot *s = &slots[i];
@@ -368,7 +368,7 @@ static void slot_missed_update(struct prof_slot *s)
         s->missed_seen = d;
 }
 
-int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
+int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
 {
     struct sigevent sev;
     struct itimerspec its;
@@ -395,7 +395,7 @@ int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
     return 0;
 }
 
-void prof_slot_retire(struct prof_slot *s)
+void sig_prof_slot_retire(struct prof_slot *s)
 {
     slot_missed_update(s); /* before the thread goes */
     if (s->has_timer) {
@@ -405,12 +405,12 @@ void prof_slot_retire(struct prof_slot *s)
     atomic_store(&s->state, SLOT_RETIRED);
 }
 
-int prof_slot_tid(const struct prof_slot *s)
+int sig_prof_slot_tid(const struct prof_slot *s)
 {
     return s->tid;
 }
 
-struct prof_slot *prof_slot_find(int tid)
+struct prof_slot *sig_prof_slot_find(int tid)
 {
     int hi = atomic_load(&slots_hi);
     for (int i = 0; i < hi; i++)
@@ -419,10 +419,10 @@ struct prof_slot *prof_slot_find(int tid)
     return NULL;
 }
 
-int prof_slot_poke(struct prof_slot *s, int wall)
+int sig_prof_slot_poke(struct prof_slot *s, int wall)
 {
     (void)wall;
-    return stack_sig_queue(s->tid, s);
+    return sig_stack_queue(s->tid, s);
 }
 
 static void slot_free(struct prof_slot *s, int rate)
@@ -450,7 +450,7 @@ static int stack_line(uintptr_t sp, struct unwind_maps *maps, struct unwind_mapl
     if (maps_query) {
         if (maps_fd < 0)
             maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-        int rc = maps_fd >= 0 ? unwind_maps_query(maps_fd, sp, ml, name, cap) : -2;
+        int rc = maps_fd >= 0 ? sig_unwind_maps_query(maps_fd, sp, ml, name, cap) : -2;
         if (rc != -2)
             return rc;
         maps_query = 0; /* an older kernel: the text from now on */
@@ -462,9 +462,9 @@ static int stack_line(uintptr_t sp, struct unwind_maps *maps, struct unwind_mapl
             return -1;
         maps->buf = b;
         maps->cap = MAPS_BYTES;
-        unwind_maps_read(maps);
+        sig_unwind_maps_read(maps);
     }
-    return unwind_maps_line(maps, sp, ml);
+    return sig_unwind_maps_line(maps, sp, ml);
 }
 
 /* Drain thread: the mapping that holds a record's sp becomes its slot's known stack. */
@@ -496,7 +496,7 @@ static void slot_learn_stack(struct prof_slot *s, const struct prof_raw *r,
     atomic_store_explicit(&s->stack_self, r->self, memory_order_release);
 }
 
-int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
+int sig_prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
 {
     int n = 0, hi = atomic_load(&slots_hi);
     struct unwind_maps maps = {NULL, 0, 0};
@@ -521,7 +521,7 @@ int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg)
     return n;
 }
 
-void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg)
+void sig_prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg)
 {
     int hi = atomic_load(&slots_hi);
     for (int i = 0; i < hi; i++)
@@ -529,7 +529,7 @@ void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg)
             fn(&slots[i], arg);
 }
 
-void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
+void sig_prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
                          int *armed)
 {
     long long m = gone_missed, l = gone_lost, ns = gone_self_ns;
@@ -559,7 +559,7 @@ void prof_slots_counters(int rate, long long *missed, long long *lost, double *h
         *armed = a;
 }
 
-void prof_slots_clear(void)
+void sig_prof_slots_clear(void)
 {
     for (int i = 0; i < PROF_MAX_SLOTS; i++) {
         struct prof_slot *s = &slots[i];
@@ -573,7 +573,7 @@ void prof_slots_clear(void)
     }
 }
 
-void prof_slots_release(void)
+void sig_prof_slots_release(void)
 {
     while (nspare > 0)
         munmap(spare[--nspare], SLOT_BYTES);
@@ -582,7 +582,7 @@ void prof_slots_release(void)
     maps_fd = -1;
 }
 
-void prof_slots_reset_totals(void)
+void sig_prof_slots_reset_totals(void)
 {
     gone_missed = gone_lost = gone_self_ns = 0;
 }

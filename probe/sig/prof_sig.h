@@ -29,32 +29,32 @@ struct prof_raw {
 };
 
 struct prof_slot;
-int prof_sig_install(struct pb_err *err); /* the handler (keeps the old one) */
-void prof_sig_uninstall(void);            /* flush pending SIGPROF, restore the old one */
-int prof_sig_installed(void);             /* 1 while our handler is installed (loop thread) */
-void prof_sig_set_running(int on);
-int prof_sig_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
-struct prof_slot *prof_slot_new(int tid); /* ring allocated; NULL when full */
-int prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
-void prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */
-int prof_slot_tid(const struct prof_slot *s);
-struct prof_slot *prof_slot_find(int tid);
-int prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */
+int sig_prof_install(struct pb_err *err); /* the handler (keeps the old one) */
+void sig_prof_uninstall(void);            /* flush pending SIGPROF, restore the old one */
+int sig_prof_installed(void);             /* 1 while our handler is installed (loop thread) */
+void sig_prof_set_running(int on);
+int sig_prof_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
+struct prof_slot *sig_prof_slot_new(int tid); /* ring allocated; NULL when full */
+int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
+void sig_prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */
+int sig_prof_slot_tid(const struct prof_slot *s);
+struct prof_slot *sig_prof_slot_find(int tid);
+int sig_prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */
 /* Each queued record: fn(rec, arg); then frees retired slots. Returns records drained. */
-int prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
+int sig_prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
 /* Visit every live slot's tid. */
-void prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
-void prof_slots_clear(void);        /* at stop: every timer deleted, every slot retired */
-void prof_slots_release(void);      /* after the last drain at stop: the spare mappings unmapped */
-void prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
+void sig_prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
+void sig_prof_slots_clear(void);        /* at stop: every timer deleted, every slot retired */
+void sig_prof_slots_release(void);      /* after the last drain at stop: the spare mappings unmapped */
+void sig_prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
 /* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
-void prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
+void sig_prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
                          int *armed);
-void prof_sig_fork_child(void); /* async-signal-safe */
-/* The drain thread sleeps in prof_sig_wait until ns pass or a handler filled half of a ring
+void sig_prof_fork_child(void); /* async-signal-safe */
+/* The drain thread sleeps in sig_prof_wait until ns pass or a handler filled half of a ring
  * (a futex wake: async-signal-safe, so the drain wakes when there is work, not per sample);
- * prof_sig_wake wakes it (stop). */
-void prof_sig_wait(long long ns);
-void prof_sig_wake(void);
+ * sig_prof_wake wakes it (stop). */
+void sig_prof_wait(long long ns);
+void sig_prof_wake(void);
 
 #endif

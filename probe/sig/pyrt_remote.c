@@ -40,12 +40,12 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f, struct pyrt_sig_code *c
     char func[256], file[1024];
     int line = -1;
     cJSON *o = cJSON_CreateObject();
-    pyrt_sig_describe(f, func, sizeof func, file, sizeof file, &line);
+    sig_pyrt_describe(f, func, sizeof func, file, sizeof file, &line);
     cJSON_AddStringToObject(o, "name", func);
     cJSON_AddStringToObject(o, "file", file);
     cJSON_AddNumberToObject(o, "line", line);
     struct pyrt_loc loc;
-    if (c && line > 0 && pyrt_sig_code_get(f->code, c) == 0 && c->tn &&
+    if (c && line > 0 && sig_pyrt_code_get(f->code, c) == 0 && c->tn &&
         pyrt_code_loc(c->table, c->tn, c->firstlineno, f->lasti, &loc) == line && loc.col >= 0 &&
         loc.end_line >= loc.line && loc.end_col >= 0) {
         cJSON_AddNumberToObject(o, "column", loc.col + 1);
@@ -58,7 +58,7 @@ static cJSON *frame_json(const struct pyrt_sig_frame *f, struct pyrt_sig_code *c
 
 /* ---- threading's names (issue 36 item 7): threading._active, a dict ident -> Thread, read
  * from sys.modules through raw, bounded, fault-proof reads (no GIL, no CPython call): every
- * count is capped, every pointer read through pyrt_sig_read; anything unexpected gives up and
+ * count is capped, every pointer read through pyrt_read; anything unexpected gives up and
  * the thread keeps the kernel's name. ---- */
 #define NAMES_MAX 1024      /* threads named */
 #define DICT_SCAN_MAX 65536 /* entries of one dict looked at */
@@ -82,7 +82,7 @@ static int dscan_init(uintptr_t keys, uintptr_t values, struct dscan *d)
 {
 #if PY_VERSION_HEX < 0x030B0000
     struct keys_310 k;
-    if (!keys || pyrt_sig_read(keys, &k, sizeof k) != 0 || k.dk_size <= 0 ||
+    if (!keys || pyrt_read(keys, &k, sizeof k) != 0 || k.dk_size <= 0 ||
         k.dk_size > (1 << 24) || k.dk_nentries < 0 || k.dk_nentries > k.dk_size)
         return -1;
     size_t ix = k.dk_size <= 0xff ? 1 : k.dk_size <= 0xffff ? 2 : 4;
@@ -92,7 +92,7 @@ static int dscan_init(uintptr_t keys, uintptr_t values, struct dscan *d)
     d->keyoff = 8;
 #else
     PyDictKeysObject k;
-    if (!keys || pyrt_sig_read(keys, &k, sizeof k) != 0 || k.dk_log2_index_bytes > 27 ||
+    if (!keys || pyrt_read(keys, &k, sizeof k) != 0 || k.dk_log2_index_bytes > 27 ||
         k.dk_nentries < 0 || k.dk_nentries > ((Py_ssize_t)1 << 24))
         return -1;
     d->entries =
@@ -112,11 +112,11 @@ static void dscan_at(const struct dscan *d, size_t i, uintptr_t *key, uintptr_t 
 {
     uintptr_t e[3] = {0, 0, 0};
     *key = *value = 0;
-    if (pyrt_sig_read(d->entries + i * d->width, e, d->width) != 0)
+    if (pyrt_read(d->entries + i * d->width, e, d->width) != 0)
         return;
     *key = e[d->keyoff / 8];
     *value = e[d->keyoff / 8 + 1];
-    if (d->values && pyrt_sig_read(d->values + i * sizeof(uintptr_t), value, sizeof *value) != 0)
+    if (d->values && pyrt_read(d->values + i * sizeof(uintptr_t), value, sizeof *value) != 0)
         *value = 0;
 }
 
@@ -124,7 +124,7 @@ static void dscan_at(const struct dscan *d, size_t i, uintptr_t *key, uintptr_t 
 static int dscan_dict(uintptr_t dict, struct dscan *d)
 {
     PyDictObject o;
-    if (!dict || pyrt_sig_read(dict, &o, sizeof o) != 0)
+    if (!dict || pyrt_read(dict, &o, sizeof o) != 0)
         return -1;
     uintptr_t values = (uintptr_t)o.ma_values;
 #if PY_VERSION_HEX >= 0x030B0000
@@ -138,7 +138,7 @@ static int dscan_dict(uintptr_t dict, struct dscan *d)
 static int str_is(uintptr_t obj, const char *want)
 {
     char buf[64];
-    return obj && pyrt_sig_str(obj, buf, sizeof buf) == 0 && strcmp(buf, want) == 0;
+    return obj && sig_pyrt_str(obj, buf, sizeof buf) == 0 && strcmp(buf, want) == 0;
 }
 
 static uintptr_t dict_get(uintptr_t dict, const char *key)
@@ -162,7 +162,7 @@ static int long_get(uintptr_t obj, unsigned long *out)
     uint32_t dg[3];
     size_t nd;
     int neg;
-    if (pyrt_sig_read(obj, b, 40) != 0)
+    if (pyrt_read(obj, b, 40) != 0)
         return -1;
 #if PY_VERSION_HEX >= 0x030C0000
     uintptr_t tag;
@@ -190,20 +190,20 @@ static int long_get(uintptr_t obj, unsigned long *out)
 static int dscan_instance(uintptr_t obj, struct dscan *d)
 {
     uintptr_t type;
-    if (pyrt_sig_read(obj + offsetof(PyObject, ob_type), &type, sizeof type) != 0 || !type)
+    if (pyrt_read(obj + offsetof(PyObject, ob_type), &type, sizeof type) != 0 || !type)
         return -1;
 #if PY_VERSION_HEX < 0x030B0000
     Py_ssize_t off;
     uintptr_t dict;
-    if (pyrt_sig_read(type + offsetof(PyTypeObject, tp_dictoffset), &off, sizeof off) != 0 ||
-        off <= 0 || off > 4096 || pyrt_sig_read(obj + (uintptr_t)off, &dict, sizeof dict) != 0)
+    if (pyrt_read(type + offsetof(PyTypeObject, tp_dictoffset), &off, sizeof off) != 0 ||
+        off <= 0 || off > 4096 || pyrt_read(obj + (uintptr_t)off, &dict, sizeof dict) != 0)
         return -1;
     return dscan_dict(dict, d);
 #else
     uintptr_t w[2], keys; /* the two words before the object's GC header: values, dict */
-    if (pyrt_sig_read(obj - 4 * sizeof(uintptr_t), w, sizeof w) != 0)
+    if (pyrt_read(obj - 4 * sizeof(uintptr_t), w, sizeof w) != 0)
         return -1;
-    if (pyrt_sig_read(type + offsetof(PyHeapTypeObject, ht_cached_keys), &keys, sizeof keys) != 0)
+    if (pyrt_read(type + offsetof(PyHeapTypeObject, ht_cached_keys), &keys, sizeof keys) != 0)
         keys = 0;
 #if PY_VERSION_HEX < 0x030C0000
     if (w[1])
@@ -218,9 +218,9 @@ static int dscan_instance(uintptr_t obj, struct dscan *d)
     PyDictValues vh;
     if (w[1])
         return dscan_dict(w[1], d);
-    if (pyrt_sig_read(type + offsetof(PyTypeObject, tp_basicsize), &basic, sizeof basic) != 0 ||
+    if (pyrt_read(type + offsetof(PyTypeObject, tp_basicsize), &basic, sizeof basic) != 0 ||
         basic <= 0 || basic > 4096 ||
-        pyrt_sig_read(obj + (uintptr_t)basic, &vh, offsetof(PyDictValues, values)) != 0 ||
+        pyrt_read(obj + (uintptr_t)basic, &vh, offsetof(PyDictValues, values)) != 0 ||
         !vh.valid)
         return -1;
     return dscan_init(keys, obj + (uintptr_t)basic + offsetof(PyDictValues, values), d);
@@ -238,12 +238,12 @@ static int thread_names(uintptr_t interp, struct tname *out, int max)
 {
     uintptr_t modules = 0, mod, mdict, active;
 #if PY_VERSION_HEX >= 0x030C0000
-    pyrt_sig_read(interp + offsetof(PyInterpreterState, imports.modules), &modules, sizeof modules);
+    pyrt_read(interp + offsetof(PyInterpreterState, imports.modules), &modules, sizeof modules);
 #else
-    pyrt_sig_read(interp + offsetof(PyInterpreterState, modules), &modules, sizeof modules);
+    pyrt_read(interp + offsetof(PyInterpreterState, modules), &modules, sizeof modules);
 #endif
     if (!(mod = dict_get(modules, "threading")) ||
-        pyrt_sig_read(mod + sizeof(PyObject), &mdict, sizeof mdict) != 0 || /* md_dict */
+        pyrt_read(mod + sizeof(PyObject), &mdict, sizeof mdict) != 0 || /* md_dict */
         !(active = dict_get(mdict, "_active")))
         return 0;
     struct dscan d;
@@ -260,7 +260,7 @@ static int thread_names(uintptr_t interp, struct tname *out, int max)
             uintptr_t ak;
             dscan_at(&a, j, &ak, &nm);
             if (nm && str_is(ak, "_name") &&
-                pyrt_sig_str(nm, out[n].name, sizeof out[n].name) == 0) {
+                sig_pyrt_str(nm, out[n].name, sizeof out[n].name) == 0) {
                 n++;
                 break;
             }
@@ -331,7 +331,7 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     syms_set(syms, nsyms);
     if (max_frames < 1)
         max_frames = 1;
-    if ((rc = pyrt_threads_head(&interp, &head, pyrt_sig_read)) != 0) {
+    if ((rc = pyrt_threads_head(&interp, &head, pyrt_read)) != 0) {
         snprintf(err, errn,
                  rc == -1 ? "the interpreter of %d is not initialised, or its memory "
                             "cannot be read (process_vm_readv)"
@@ -349,14 +349,14 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
         snprintf(err, errn, "out of memory");
         goto out;
     }
-    pyrt_gil_read(interp, &locked, &holder, pyrt_sig_read);
-    pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
-    n = pyrt_sig_threads(ts, ids, interps, REMOTE_THREADS);
+    pyrt_gil_read(interp, &locked, &holder, pyrt_read);
+    pyrt_read((uintptr_t)&PYRT_RUNTIME->main_thread, &main_ident, sizeof main_ident);
+    n = sig_pyrt_threads(ts, ids, interps, REMOTE_THREADS);
     cJSON_AddNumberToObject(body, "pid", pid);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     cJSON_AddNullToObject(gil, "holder"); /* the caller sets it from holdsGil */
     cJSON_AddBoolToObject(gil, "available", 0);
-    int gc = pyrt_gc_collecting(interp, pyrt_sig_read);
+    int gc = pyrt_gc_collecting(interp, pyrt_read);
     if (gc >= 0)
         cJSON_AddBoolToObject(body, "gcCollecting", gc);
     else
@@ -369,10 +369,10 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
     int nnames = names ? thread_names(interp, names, NAMES_MAX) : 0;
     for (int i = 0; i < n; i++) {
         struct pyrt_tstate t;
-        if (pyrt_tstate_read(ts[i], &t, pyrt_sig_read) != 0)
+        if (pyrt_tstate_read(ts[i], &t, pyrt_read) != 0)
             continue;
         cJSON *o = cJSON_CreateObject();
-        /* as probe_thread_id (pyrt.h) gives it */
+        /* as pyrt_thread_id (pyrt.h) gives it */
         cJSON_AddNumberToObject(o, "id",
                                 (double)(ids[i] > 0 ? ids[i] : (long)(t.ident & 0x7fffffff)) +
                                     (double)interps[i] * 4194304.0);
@@ -390,18 +390,18 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
                 cJSON_AddStringToObject(o, "nameSource", "threading");
                 break;
             }
-        struct pyrt_walk w = {.rd = pyrt_sig_read,
+        struct pyrt_walk w = {.rd = pyrt_read,
                               .flags = PYRT_WALK_CHECK,
                               .max = max_frames,
                               .out = fr,
                               .ext = ext};
-        int nf = pyrt_frames_walk(&w, pyrt_frames_top(ts[i], pyrt_sig_read));
+        int nf = pyrt_frames_walk(&w, pyrt_frames_top(ts[i], pyrt_read));
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
         for (int k = 0; k < nf; k++) {
             cJSON *f = frame_json(&fr[k], code), *ls = cJSON_CreateArray();
             if (locals &&
-                pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_sig_read, local_json, ls) >= 0)
+                pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_read, local_json, ls) >= 0)
                 cJSON_AddItemToObject(f, "locals", ls);
             else
                 cJSON_Delete(ls);
@@ -423,13 +423,13 @@ out:
     free(ts);
     return text;
 }
-/* A code object for asyncio_mem.c (struct asyncio_mem_remote). */
+/* A code object for asyncio_mem.c (struct pyrt_asyncio_mem_remote). */
 static int code_for_tasks(uintptr_t code, char **func, char **file, unsigned char **table,
                           size_t *tablen, int *firstlineno)
 {
     struct pyrt_sig_code *c = malloc(sizeof *c);
     int rc = -1;
-    if (c && pyrt_sig_code_get(code, c) == 0 && (*func = strdup(c->func)) &&
+    if (c && sig_pyrt_code_get(code, c) == 0 && (*func = strdup(c->func)) &&
         (*file = strdup(c->file))) {
         *tablen = c->tn;
         *table = c->tn ? malloc(c->tn) : NULL;
@@ -460,18 +460,18 @@ char *probing_read_tasks(pyrt_read_fn rd, const uintptr_t *syms, int nsyms, cons
     struct pb_err e = {0};
     pyrt_remote_read = rd;
     syms_set(syms, nsyms);
-    struct asyncio_mem_remote r = {
-        .offs = offs, .noffs = noffs, .str = pyrt_sig_str, .code = code_for_tasks};
-    if (PY_VERSION_HEX >= 0x030E0000 && asyncio_mem_remote_set(&r) < 0) {
+    struct pyrt_asyncio_mem_remote r = {
+        .offs = offs, .noffs = noffs, .str = sig_pyrt_str, .code = code_for_tasks};
+    if (PY_VERSION_HEX >= 0x030E0000 && pyrt_asyncio_mem_remote_set(&r) < 0) {
         snprintf(err, errn, "the _asyncio module's .AsyncioDebug offsets are implausible");
         return NULL;
     }
-    if (probe_asyncio_tasks_mem(&a, &e) < 0) {
+    if (pyrt_asyncio_tasks_mem(&a, &e) < 0) {
         snprintf(err, errn, "%s", e.msg);
         return NULL;
     }
-    cJSON *o = dap_json_atasks(&a);
-    probe_atasks_free(&a);
+    cJSON *o = pyrt_atasks_json(&a);
+    pyrt_atasks_free(&a);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!text)
@@ -493,7 +493,7 @@ static int mods_find(uintptr_t pc, struct unwind_mod *m, void *arg)
     const struct mods *ms = arg;
     for (int i = 0; i < ms->n; i++)
         if (pc >= ms->v[i].lo && pc < ms->v[i].hi)
-            return unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo && pc < m->hi
+            return sig_unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo && pc < m->hi
                        ? 0
                        : -1;
     return -1;
@@ -525,7 +525,7 @@ int probing_read_unwind(pyrt_read_fn rd, const uintptr_t regs[3],
     uc.uc_mcontext.sp = regs[1];
     uc.uc_mcontext.regs[29] = regs[2];
 #endif
-    int n = unwind_native(&uc, out, max, mods_find, &ms, cache);
+    int n = sig_unwind_native(&uc, out, max, mods_find, &ms, cache);
     free(cache);
     return n;
 }

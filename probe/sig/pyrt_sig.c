@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Async-signal-safe frame reading (pyrt_sig.h): the shared per-version walker (pyrt/frames.c)
- * over pyrt_sig_read (process_vm_readv(2) directly: the pipe fallback of pyrt/safe.c takes a
+ * over pyrt_read (process_vm_readv(2) directly: the pipe fallback of pyrt/safe.c takes a
  * mutex, which a signal handler must not), every interpreter's thread list, and
  * descriptions into caller buffers. A frame is kept as (code address, instruction offset,
- * entry flag) and described later (pyrt_sig_describe); line numbers use the pure decoders of
+ * entry flag) and described later (sig_pyrt_describe); line numbers use the pure decoders of
  * pyrt/lines.c on a bounded stack copy of the line table. */
 #include "pyrt/internal.h"
 #include "pyrt_sig.h"
@@ -17,27 +17,27 @@
 #define SIG_TABLE 4096 /* bytes of a line table read by describe */
 
 #ifndef PYRT_REMOTE
-static volatile int sig_tids_allowed; /* pyrt_sig_prepare ran with the syscall read */
-static uintptr_t sig_gil; /* the main interpreter's GIL state (pyrt_sig_prepare), 0: unknown */
+static volatile int sig_tids_allowed; /* sig_pyrt_prepare ran with the syscall read */
+static uintptr_t sig_gil; /* the main interpreter's GIL state (sig_pyrt_prepare), 0: unknown */
 #endif
 
 #ifndef PYRT_REMOTE /* the out-of-process reader (sig/pyrt_remote.c) runs in the CLI */
-int pyrt_sig_prepare(void)
+int sig_pyrt_prepare(void)
 {
     struct pb_err err = {0};
     uintptr_t interp, head, gil;
-    if (pyrt_sig_read_prepare() < 0)
+    if (pyrt_read_prepare() < 0)
         return -1;
-    if (probe_pyrt_init(&err) == 0) {
+    if (pyrt_init(&err) == 0) {
         const char *force = getenv("PROBING_PYRT_READ");
-        /* probe_tid_from_pthread reads through pyrt/safe.c: signal-safe only in its syscall
+        /* pyrt_tid_from_pthread reads through pyrt/safe.c: signal-safe only in its syscall
          * mode (the pipe mode locks). */
         sig_tids_allowed = !(force && strcmp(force, "pipe") == 0);
     }
     /* The main interpreter's GIL, for own_live: only where it is static memory of the
      * runtime (always mapped), as on every supported version. */
-    if (!sig_gil && pyrt_threads_head(&interp, &head, pyrt_sig_read) == 0 &&
-        (gil = pyrt_gil_addr(interp, pyrt_sig_read)) >= (uintptr_t)PYRT_RUNTIME &&
+    if (!sig_gil && pyrt_threads_head(&interp, &head, pyrt_read) == 0 &&
+        (gil = pyrt_gil_addr(interp, pyrt_read)) >= (uintptr_t)PYRT_RUNTIME &&
         gil + sizeof(struct _gil_runtime_state) <= (uintptr_t)(PYRT_RUNTIME + 1))
         sig_gil = gil;
     return 0;
@@ -73,7 +73,7 @@ static int own_live(uintptr_t ts)
     return __atomic_load_n((const uintptr_t *)fin, __ATOMIC_ACQUIRE) == 0;
 }
 
-int pyrt_sig_holds_gil(uintptr_t ts)
+int sig_pyrt_holds_gil(uintptr_t ts)
 {
     const char *g = (const char *)sig_gil;
     if (!g || !ts)
@@ -105,7 +105,7 @@ static void window_own(struct pyrt_window *win, const struct pyrt_tstate *t)
     uintptr_t chunk = t->stack_lo - offsetof(_PyStackChunk, data);
     size_t size = 0;
     if (t->stack_lo && t->stack_hi > t->stack_lo &&
-        probe_ptr_ok((const void *)chunk, sizeof(void *))) {
+        pyrt_ptr_ok((const void *)chunk, sizeof(void *))) {
         pyrt_own_copy(&size, chunk + offsetof(_PyStackChunk, size), sizeof size);
     }
     if (size && size <= ((size_t)1 << 30) && t->stack_hi <= chunk + size) {
@@ -113,10 +113,10 @@ static void window_own(struct pyrt_window *win, const struct pyrt_tstate *t)
         return;
     }
 #endif
-    pyrt_window_fill(win, t, pyrt_sig_read);
+    pyrt_window_fill(win, t, pyrt_read);
 }
 
-uintptr_t pyrt_sig_tstate_self(void)
+uintptr_t sig_pyrt_tstate_self(void)
 {
     /* A thread-local lookup (pthread_getspecific on the gilstate key): no lock, no GIL. */
     return (uintptr_t)PyGILState_GetThisThreadState();
@@ -124,30 +124,30 @@ uintptr_t pyrt_sig_tstate_self(void)
 #endif
 
 #ifndef PYRT_REMOTE
-int pyrt_sig_frames_self(struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_self(struct pyrt_sig_frame *out, int max)
 {
-    uintptr_t ts = pyrt_sig_tstate_self();
-    return ts ? pyrt_sig_frames_tstate(ts, out, max) : 0;
+    uintptr_t ts = sig_pyrt_tstate_self();
+    return ts ? sig_pyrt_frames_tstate(ts, out, max) : 0;
 }
 #endif
 
-/* The calling thread's walk over pyrt_sig_read. */
+/* The calling thread's walk over pyrt_read. */
 static int frames_of(uintptr_t ts, int flags, struct pyrt_sig_frame *out, int max)
 {
-    struct pyrt_walk w = {.rd = pyrt_sig_read, .flags = flags, .max = max, .out = out};
+    struct pyrt_walk w = {.rd = pyrt_read, .flags = flags, .max = max, .out = out};
     if (!ts || max <= 0)
         return 0;
-    return pyrt_frames_walk(&w, pyrt_frames_top(ts, pyrt_sig_read));
+    return pyrt_frames_walk(&w, pyrt_frames_top(ts, pyrt_read));
 }
 
-int pyrt_sig_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
     return frames_of(ts, PYRT_WALK_CHECK, out, max);
 }
 
 #define THREAD_STATES 8 /* thread states of one OS thread (nested subinterpreters) */
 
-int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
@@ -156,12 +156,12 @@ int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out,
     int n = 0, got = 0, visited = 0;
     if (max <= 0)
         return 0;
-    if (tid > 0 && pyrt_interp_first(&it, pyrt_sig_read) == 0)
-        while (n < THREAD_STATES && pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+    if (tid > 0 && pyrt_interp_first(&it, pyrt_read) == 0)
+        while (n < THREAD_STATES && pyrt_interp_next(&it, &in, pyrt_read) == 1) {
             uintptr_t at = in.head;
             while (at && n < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
                 struct pyrt_tstate t;
-                if (pyrt_tstate_read(at, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+                if (pyrt_tstate_read(at, &t, pyrt_read) != 0 || t.interp != in.addr)
                     break;
                 if (t.native_id == tid) { /* insertion by id, highest first */
                     int k = n++;
@@ -178,13 +178,13 @@ int pyrt_sig_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out,
             }
         }
     if (n == 0)
-        return pyrt_sig_frames_tstate(self, out, max);
+        return sig_pyrt_frames_tstate(self, out, max);
     for (int i = 0; i < n && got < max; i++)
-        got += pyrt_sig_frames_tstate(ts[i], out + got, max - got);
+        got += sig_pyrt_frames_tstate(ts[i], out + got, max - got);
     return got;
 }
 
-int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
+int sig_pyrt_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
@@ -193,18 +193,18 @@ int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, 
     long long ids[THREAD_STATES], self_id = -1;
     int k = 0, visited = 0;
     if (!self || tid <= 0 || n >= max ||
-        pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->interpreters.head, &head, sizeof head) != 0 ||
-        pyrt_sig_read((uintptr_t)&PYRT_RUNTIME->interpreters.main, &main, sizeof main) != 0 ||
-        head == main || pyrt_tstate_read(self, &st, pyrt_sig_read) != 0 ||
-        pyrt_interp_first(&it, pyrt_sig_read) != 0)
+        pyrt_read((uintptr_t)&PYRT_RUNTIME->interpreters.head, &head, sizeof head) != 0 ||
+        pyrt_read((uintptr_t)&PYRT_RUNTIME->interpreters.main, &main, sizeof main) != 0 ||
+        head == main || pyrt_tstate_read(self, &st, pyrt_read) != 0 ||
+        pyrt_interp_first(&it, pyrt_read) != 0)
         return n; /* the main interpreter alone: nothing more */
-    while (pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+    while (pyrt_interp_next(&it, &in, pyrt_read) == 1) {
         uintptr_t at = in.head;
         if (in.addr == st.interp)
             self_id = in.id;
         while (at && k < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
             struct pyrt_tstate t;
-            if (pyrt_tstate_read(at, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+            if (pyrt_tstate_read(at, &t, pyrt_read) != 0 || t.interp != in.addr)
                 break;
             if (t.native_id == tid && at != self) { /* insertion by id, highest first */
                 int j = k++;
@@ -222,11 +222,11 @@ int pyrt_sig_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, 
     }
     for (int i = 0; i < k && n < max; i++)
         if (self_id >= 0 && ids[i] < self_id)
-            n += pyrt_sig_frames_fast(ts[i], out + n, max - n);
+            n += sig_pyrt_frames_fast(ts[i], out + n, max - n);
     return n;
 }
 
-int pyrt_sig_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
+int sig_pyrt_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
     return frames_of(ts, 0, out, max);
 }
@@ -251,8 +251,8 @@ static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo
         glo = ghi = 0;
     }
     win->chunk_lo = win->lo = win->hi = 0; /* the buffer is overwritten */
-    got = pyrt_sig_read_pair(ts, win->ts, sizeof(PyThreadState), glo, win->buf, ghi - glo);
-    if (got < 0 || pyrt_tstate_read_own(ts, t, pyrt_sig_read, win->ts, own_lo, own_hi) != 0)
+    got = pyrt_read_pair(ts, win->ts, sizeof(PyThreadState), glo, win->buf, ghi - glo);
+    if (got < 0 || pyrt_tstate_read_own(ts, t, pyrt_read, win->ts, own_lo, own_hi) != 0)
         return -1;
     need_lo = t->stack_hi - t->stack_lo > PYRT_WINDOW_BYTES ? t->stack_hi - PYRT_WINDOW_BYTES
                                                             : t->stack_lo;
@@ -262,18 +262,18 @@ static int read_guessing(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo
         win->lo = glo;
         win->hi = t->stack_hi;
     } else {
-        pyrt_window_fill(win, t, pyrt_sig_read);
+        pyrt_window_fill(win, t, pyrt_read);
     }
     return 0;
 }
 #endif
 
-int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo, uintptr_t own_hi,
+int sig_pyrt_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo, uintptr_t own_hi,
                         struct pyrt_sig_frame *out, int max)
 {
     struct pyrt_tstate t;
-    struct pyrt_walk w = {.rd = pyrt_sig_read, .max = max, .out = out, .win = win};
-    if (!ts || max <= 0 || !probe_ptr_ok((const void *)ts, sizeof(void *)))
+    struct pyrt_walk w = {.rd = pyrt_read, .max = max, .out = out, .win = win};
+    if (!ts || max <= 0 || !pyrt_ptr_ok((const void *)ts, sizeof(void *)))
         return 0;
     win->own_lo = own_lo < own_hi ? own_lo : 0;
     win->own_hi = own_lo < own_hi ? own_hi : 0;
@@ -281,39 +281,39 @@ int pyrt_sig_frames_own(uintptr_t ts, struct pyrt_window *win, uintptr_t own_lo,
     if (own_live(ts)) {
         /* No system call: the thread state (live: parsed from its own memory) and the window
          * copied directly. */
-        if (pyrt_tstate_read_own(ts, &t, pyrt_sig_read, (const void *)ts, own_lo, own_hi) != 0)
+        if (pyrt_tstate_read_own(ts, &t, pyrt_read, (const void *)ts, own_lo, own_hi) != 0)
             return 0;
         window_own(win, &t);
     } else if (read_guessing(ts, win, own_lo, own_hi, &t) != 0) {
         return 0;
     }
 #else
-    if (pyrt_tstate_read_own(ts, &t, pyrt_sig_read, NULL, own_lo, own_hi) != 0)
+    if (pyrt_tstate_read_own(ts, &t, pyrt_read, NULL, own_lo, own_hi) != 0)
         return 0;
-    pyrt_window_fill(win, &t, pyrt_sig_read);
+    pyrt_window_fill(win, &t, pyrt_read);
 #endif
     /* Frames outside the window (a generator's, an older chunk's, one whose chunk was just
      * freed while the current frame pointer still names it) are read fault-proof. */
     return pyrt_frames_walk(&w, t.top);
 }
 
-int pyrt_sig_frame_skip(const struct pyrt_sig_frame *f)
+int sig_pyrt_frame_skip(const struct pyrt_sig_frame *f)
 {
-    return pyrt_frame_skip(f, pyrt_sig_read);
+    return pyrt_frame_skip(f, pyrt_read);
 }
 
-int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max)
+int sig_pyrt_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
     int n = 0;
-    if (max <= 0 || pyrt_interp_first(&it, pyrt_sig_read) != 0)
+    if (max <= 0 || pyrt_interp_first(&it, pyrt_read) != 0)
         return 0;
-    while (n < max && pyrt_interp_next(&it, &in, pyrt_sig_read) == 1) {
+    while (n < max && pyrt_interp_next(&it, &in, pyrt_read) == 1) {
         uintptr_t ts = in.head;
         for (int steps = 0; ts && n < max && steps < PYRT_MAX_THREADS; steps++) {
             struct pyrt_tstate t;
-            if (pyrt_tstate_read(ts, &t, pyrt_sig_read) != 0 || t.interp != in.addr)
+            if (pyrt_tstate_read(ts, &t, pyrt_read) != 0 || t.interp != in.addr)
                 break;
             tstates[n] = ts;
             if (interp_ids)
@@ -324,7 +324,7 @@ int pyrt_sig_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids
 #else
             if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode only */
                 native_ids[n] = t.native_id > 0    ? t.native_id
-                                : sig_tids_allowed ? probe_tid_from_pthread(t.ident)
+                                : sig_tids_allowed ? pyrt_tid_from_pthread(t.ident)
                                                    : -1;
 #endif
             n++;
@@ -357,7 +357,7 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     unsigned char data[512];
     size_t nchars, len = 0, hdr;
     unsigned int kind;
-    if (cap == 0 || pyrt_sig_read(obj, &h, sizeof h.a) != 0 ||
+    if (cap == 0 || pyrt_read(obj, &h, sizeof h.a) != 0 ||
         Py_TYPE((PyObject *)&h.a) != PYRT_UNICODE_TYPE || h.a.length < 0 || !h.a.state.compact)
         return -1;
     kind = h.a.state.kind;
@@ -367,7 +367,7 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     nchars = (size_t)h.a.length;
     if (nchars * kind > sizeof data)
         nchars = sizeof data / kind;
-    if (nchars && pyrt_sig_read(obj + hdr, data, nchars * kind) != 0)
+    if (nchars && pyrt_read(obj + hdr, data, nchars * kind) != 0)
         return -1;
     for (size_t i = 0; i < nchars; i++) {
         size_t nl = pyrt_utf8_put(out, len, cap - 1, pyrt_ucs_at(data, kind, i)); /* room for NUL */
@@ -379,7 +379,7 @@ static int str_get(uintptr_t obj, char *out, size_t cap)
     return 0;
 }
 
-int pyrt_sig_str(uintptr_t obj, char *out, size_t cap)
+int sig_pyrt_str(uintptr_t obj, char *out, size_t cap)
 {
     return str_get(obj, out, cap);
 }
@@ -389,19 +389,19 @@ static size_t table_get(const struct pyrt_code *co, unsigned char *table, size_t
 {
     PyVarObject th;
     size_t tn;
-    if (pyrt_sig_read(co->table, &th, sizeof th) != 0 ||
+    if (pyrt_read(co->table, &th, sizeof th) != 0 ||
         Py_TYPE((PyObject *)&th) != PYRT_BYTES_TYPE || th.ob_size < 0)
         return 0;
     tn = (size_t)th.ob_size < cap ? (size_t)th.ob_size : cap;
-    if (tn && pyrt_sig_read(co->table + offsetof(PyBytesObject, ob_sval), table, tn) != 0)
+    if (tn && pyrt_read(co->table + offsetof(PyBytesObject, ob_sval), table, tn) != 0)
         return 0;
     return tn;
 }
 
-int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
+int sig_pyrt_code_get(uintptr_t code, struct pyrt_sig_code *c)
 {
     struct pyrt_code co;
-    int rc = pyrt_code_read(code, &co, pyrt_sig_read);
+    int rc = pyrt_code_read(code, &co, pyrt_read);
     put(c->func, sizeof c->func, "?");
     put(c->file, sizeof c->file, "?");
     c->tn = 0;
@@ -421,20 +421,20 @@ int pyrt_sig_code_get(uintptr_t code, struct pyrt_sig_code *c)
     return 0;
 }
 
-int pyrt_sig_code_same(uintptr_t code, const struct pyrt_sig_code *c)
+int sig_pyrt_code_same(uintptr_t code, const struct pyrt_sig_code *c)
 {
     struct pyrt_code co;
-    return pyrt_code_read(code, &co, pyrt_sig_read) == 0 && co.name == c->name_obj &&
+    return pyrt_code_read(code, &co, pyrt_read) == 0 && co.name == c->name_obj &&
            co.file == c->file_obj && co.table == c->table_obj && co.firstlineno == c->firstlineno &&
            co.prologue == c->prologue;
 }
 
-int pyrt_sig_code_line(const struct pyrt_sig_code *c, int lasti)
+int sig_pyrt_code_line(const struct pyrt_sig_code *c, int lasti)
 {
     return c->tn ? pyrt_code_line(c->table, c->tn, c->firstlineno, lasti) : -1;
 }
 
-int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
+int sig_pyrt_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, char *file,
                       size_t filen, int *line)
 {
     struct pyrt_code co;
@@ -445,7 +445,7 @@ int pyrt_sig_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, 
     put(file, filen, "?");
     if (line)
         *line = -1;
-    if (!f || pyrt_code_read(f->code, &co, pyrt_sig_read) != 0)
+    if (!f || pyrt_code_read(f->code, &co, pyrt_read) != 0)
         return -1;
     if (str_get(co.name, func, funcn) != 0)
         put(func, funcn, "?");

@@ -33,7 +33,7 @@ static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
     return syscall(SYS_futex, (int *)addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-int stack_sig_take(const siginfo_t *si, ucontext_t *uc)
+int sig_stack_take(const siginfo_t *si, ucontext_t *uc)
 {
     struct stack_req *base = atomic_load(&reqs);
     uintptr_t p, b = (uintptr_t)base;
@@ -47,14 +47,14 @@ int stack_sig_take(const siginfo_t *si, ucontext_t *uc)
     if (r->tid != (int)syscall(SYS_gettid) ||
         !atomic_compare_exchange_strong(&r->state, &expect, REQ_BUSY))
         return 1; /* stale: the asker gave up, or the slot asks another thread now */
-    r->res.nnative = unwind_native(uc, r->res.native, STACK_SIG_NATIVE, NULL, NULL, &r->cache);
-    r->res.npy = pyrt_sig_frames_thread(r->tid, pyrt_sig_tstate_self(), r->res.py, STACK_SIG_PY);
+    r->res.nnative = sig_unwind_native(uc, r->res.native, STACK_SIG_NATIVE, NULL, NULL, &r->cache);
+    r->res.npy = sig_pyrt_frames_thread(r->tid, sig_pyrt_tstate_self(), r->res.py, STACK_SIG_PY);
     atomic_store(&r->state, REQ_DONE);
     futex(&r->state, FUTEX_WAKE, 1, NULL);
     return 1;
 }
 
-int stack_sig_queue(int tid, void *value)
+int sig_stack_queue(int tid, void *value)
 {
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -100,7 +100,7 @@ static int wait_req(struct stack_req *r, long long deadline)
     return st;
 }
 
-int stack_sig_collect(const int *tids, int n, struct stack_sig_result *out, int timeout_ms)
+int sig_stack_collect(const int *tids, int n, struct stack_sig_result *out, int timeout_ms)
 {
     struct stack_req *rq = reqs_get();
     long long deadline = mono_ns() + (long long)timeout_ms * 1000000LL;
@@ -119,7 +119,7 @@ int stack_sig_collect(const int *tids, int n, struct stack_sig_result *out, int 
         r->tid = tids[i];
         r->res.nnative = r->res.npy = 0;
         atomic_store(&r->state, REQ_PENDING);
-        if (stack_sig_queue(tids[i], r) != 0)
+        if (sig_stack_queue(tids[i], r) != 0)
             atomic_store(&r->state, REQ_IDLE); /* the thread is gone */
     }
     for (int i = 0; i < n; i++) {

@@ -3,7 +3,7 @@
  * docs/architecture.md "Native stacks on demand"). The asking thread (the loop) fills a request
  * per thread and queues SIGPROF to it with si_value pointing at the request
  * (rt_tgsigqueueinfo); the sampler's SIGPROF handler (prof_sig.c) hands such a signal to
- * stack_sig_take, which, on the asked thread, unwinds its own interrupted context with the
+ * sig_stack_take, which, on the asked thread, unwinds its own interrupted context with the
  * sampler's unwinder (unwind.h: the published module table, the request's own rule cache) and
  * walks its Python frames (pyrt_sig.h) at the same instant, then marks the request done and
  * wakes the asker (futex). The asker waits with one bounded deadline for all of them: a thread
@@ -33,16 +33,16 @@ struct stack_sig_result {
 
 /* Async-signal-safe, from the SIGPROF handler: 1 when si is a stack request of ours (taken,
  * or stale and dropped), 0 when it is someone else's signal. */
-int stack_sig_take(const siginfo_t *si, ucontext_t *uc);
+int sig_stack_take(const siginfo_t *si, ucontext_t *uc);
 
 /* Queues SIGPROF with si_value value (SI_QUEUE) to thread tid of this process: how the sampler
  * pokes a thread in wall mode and how a stack is asked for. 0, or -1 (errno). */
-int stack_sig_queue(int tid, void *value);
+int sig_stack_queue(int tid, void *value);
 
 /* Not in a signal handler; one caller at a time (the loop thread), with the SIGPROF handler
  * installed and the module table published. Asks each of the n threads tids (n <=
  * STACK_SIG_BATCH) for its stacks into out[i] and waits until all answered or timeout_ms
  * passed. Returns how many answered, or -errno when the requests cannot be set up. */
-int stack_sig_collect(const int *tids, int n, struct stack_sig_result *out, int timeout_ms);
+int sig_stack_collect(const int *tids, int n, struct stack_sig_result *out, int timeout_ms);
 
 #endif

@@ -5,7 +5,7 @@
  * caller's registers from the rules, the stack read through a window; the frame-pointer chain
  * where no CFI covers a pc; rbp guessed for a thread read without its registers. And the ELF
  * side: the module table's lookup, a module from an ELF image in memory. Everything the
- * unwinder reads of the target goes through pyrt_sig_read. Only signal-side code lives here
+ * unwinder reads of the target goes through pyrt_read. Only signal-side code lives here
  * (make check-exports holds this file to an allow-list of calls); the module table is built in
  * unwind_table.c. */
 #include "unwind.h"
@@ -37,7 +37,7 @@ enum { NREG = UNWIND_NREG, RA = UNWIND_RA, RBP = UNWIND_RBP, RSP = UNWIND_RSP };
 
 static int rd(uintptr_t addr, uintptr_t *out)
 {
-    return pyrt_sig_read(addr, out, sizeof *out);
+    return pyrt_read(addr, out, sizeof *out);
 }
 
 /* Stack reads: directly where the caller vouched for the memory (the sampled thread's own
@@ -68,7 +68,7 @@ static int srd(struct unwind_cache *c, uintptr_t addr, void *dst, size_t n)
         memcpy(dst, c->win + (addr - c->win_lo), n);
         return 0;
     }
-    return pyrt_sig_read(addr, dst, n); /* process_vm_readv refused: pyrt_sig's own way */
+    return pyrt_read(addr, dst, n); /* process_vm_readv refused: pyrt_sig's own way */
 }
 
 static int srd_word(struct unwind_cache *c, uintptr_t addr, uintptr_t *out)
@@ -82,11 +82,11 @@ static int srd_word(struct unwind_cache *c, uintptr_t addr, uintptr_t *out)
  * and into row the range of locations those rules hold for. The FDE and CIE bytes come from
  * the thread's FDE cache when a recent unwind (same table generation gen, nonzero) read them;
  * else from the module's search table (and then join that cache). */
-static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct unwind_cfi_fde *f,
+static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct sig_unwind_cfi_fde *f,
                   struct unwind_cfi_state *s, struct unwind_cache *uc, unsigned gen,
                   uintptr_t row[2])
 {
-    const struct unwind_fde *hit = unwind_cache_fde_get(uc, pc, gen);
+    const struct unwind_fde *hit = sig_unwind_cache_fde_get(uc, pc, gen);
     const uint8_t *fde = uc->fde, *cie = uc->cie;
     uintptr_t a[2];
     uint32_t len[2];
@@ -94,15 +94,15 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct unwind_cfi_fd
         fde = hit->fde, cie = hit->cie;
         a[0] = hit->fde_addr, a[1] = hit->cie_addr;
         len[0] = hit->fde_len - 4u, len[1] = hit->cie_len - 4u;
-    } else if (unwind_cfi_fetch(m, pc, uc->blk, uc->fde, UNWIND_MAXFDE, uc->cie, UNWIND_MAXREC, a,
+    } else if (sig_unwind_cfi_fetch(m, pc, uc->blk, uc->fde, UNWIND_MAXFDE, uc->cie, UNWIND_MAXREC, a,
                                 len) != 0) {
         return -1;
     }
-    if (unwind_cfi_fde(fde, 4 + (size_t)len[0], a[0], cie, len[1] + 4, a[1], pc, f) != 0)
+    if (sig_unwind_cfi_fde(fde, 4 + (size_t)len[0], a[0], cie, len[1] + 4, a[1], pc, f) != 0)
         return -1;
     if (!hit) /* f's instruction pointers point into uc's scratch; the copy is identical */
-        unwind_cache_fde_put(uc, gen, f, uc->fde, len[0] + 4, a[0], uc->cie, len[1] + 4, a[1]);
-    return unwind_cfi_row(f, pc, s, row);
+        sig_unwind_cache_fde_put(uc, gen, f, uc->fde, len[0] + 4, a[0], uc->cie, len[1] + 4, a[1]);
+    return sig_unwind_cfi_row(f, pc, s, row);
 }
 
 /* ---- stepping ---- */
@@ -131,7 +131,7 @@ static int step_cfi(struct unwind_regs *rs, const struct unwind_cfi_state *s, in
         if (s->cfa_reg >= NREG || !(old.valid & (1u << s->cfa_reg)))
             return -1;
         cfa = old.v[s->cfa_reg] + (uintptr_t)s->cfa_off;
-    } else if (unwind_cfi_expr(s->cfa_expr, s->cfa_len, &old, 0, 0, &cfa) != 0) {
+    } else if (sig_unwind_cfi_expr(s->cfa_expr, s->cfa_len, &old, 0, 0, &cfa) != 0) {
         return -1;
     }
     unsigned valid = 0;
@@ -155,10 +155,10 @@ static int step_cfi(struct unwind_regs *rs, const struct unwind_cfi_state *s, in
             v = ok ? old.v[r->v] : 0;
             break;
         case UNWIND_R_EXPR:
-            ok = unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &a) == 0 && rd(a, &v) == 0;
+            ok = sig_unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &a) == 0 && rd(a, &v) == 0;
             break;
         case UNWIND_R_VALEXPR:
-            ok = unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &v) == 0;
+            ok = sig_unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &v) == 0;
             break;
         default: break;
         }
@@ -204,7 +204,7 @@ static int step_cached(struct unwind_regs *rs, const struct unwind_rule *e, stru
 static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn find, void *arg,
                 struct unwind_cache *cache, int guess, int exact, int *clean, int *nalt);
 
-int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
+int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
                   struct unwind_cache *cache)
 {
     struct unwind_regs rs;
@@ -226,7 +226,7 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
     return walk(&rs, out, max, find, arg, cache, 0, 1, &clean, NULL);
 }
 
-int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
+int sig_unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
                        struct unwind_cache *cache, int alt, int *nalt)
 {
     struct unwind_regs rs;
@@ -246,7 +246,7 @@ int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
 static int after_call(uintptr_t ra)
 {
     uint8_t b[8];
-    if (ra < 8 || pyrt_sig_read(ra - 8, b, sizeof b) != 0)
+    if (ra < 8 || pyrt_read(ra - 8, b, sizeof b) != 0)
         return 0;
     if (b[3] == 0xe8)
         return 1;
@@ -271,7 +271,7 @@ static int after_call(uintptr_t ra)
     return 0;
 }
 
-/* A thread read without its registers (unwind_native_pcsp) has no rbp: a frame whose CFA is
+/* A thread read without its registers (sig_unwind_native_pcsp) has no rbp: a frame whose CFA is
  * rbp + cfa_off (a function built with frame pointers, libffi's call frame, one with a
  * variable-size frame) when no inner frame saved rbp needs it guessed. The candidates are the
  * 8-aligned slots a from sp up for which the return address at a + cfa_off + ra_off lies in a
@@ -353,13 +353,13 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
         return 0;
     if (!find) {
         t = atomic_load_explicit(&unwind_cur_table, memory_order_acquire);
-        find = unwind_table_find;
+        find = sig_unwind_table_find;
         arg = t;
         gen = t ? t->gen : 0;
     }
     cache->win_len = 0;
 #ifdef PYRT_REMOTE
-    cache->pid = 0; /* the out-of-process reader: every read through pyrt_sig_read */
+    cache->pid = 0; /* the out-of-process reader: every read through pyrt_read */
 #else
     cache->pid = getpid();
 #endif
@@ -381,10 +381,10 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
         struct unwind_rule r, *e = NULL;
         int hit = 0;
         if (gen && HAVE_CFI) {
-            hit = unwind_cache_row_get(cache, look, gen, &r) == 0 ||
-                  unwind_cache_shared_get(look, gen, &r) == 0;
+            hit = sig_unwind_cache_row_get(cache, look, gen, &r) == 0 ||
+                  sig_unwind_cache_shared_get(look, gen, &r) == 0;
             if (!hit) {
-                e = unwind_cache_slot(cache, look);
+                e = sig_unwind_cache_slot(cache, look);
                 if (e->pc == look && e->gen == gen)
                     r = *e, hit = 1;
             }
@@ -403,17 +403,17 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
             signal = r.signal;
         } else {
             struct unwind_mod m;
-            struct unwind_cfi_fde f;
+            struct sig_unwind_cfi_fde f;
             struct unwind_cfi_state s;
             uintptr_t row[2];
             if (HAVE_CFI && find(look, &m, arg) == 0 &&
                 cfi_at(&m, look, &f, &s, cache, gen, row) == 0) {
                 struct unwind_rule ne;
-                if (e && !f.cie.signal && unwind_cache_rule(&s, &ne)) {
+                if (e && !f.cie.signal && sig_unwind_cache_rule(&s, &ne)) {
                     ne.pc = look, ne.gen = gen, ne.signal = 0;
                     *e = ne;
-                    unwind_cache_shared_put(row, &ne);
-                    unwind_cache_row_put(cache, row, &ne);
+                    sig_unwind_cache_shared_put(row, &ne);
+                    sig_unwind_cache_row_put(cache, row, &ne);
                 }
                 signal = f.cie.signal;
                 if (guess && s.cfa_reg == RBP && !(rs.valid & (1u << RBP)) &&
@@ -441,7 +441,7 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
 
 /* ---- the module table ---- */
 
-int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg)
+int sig_unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg)
 {
     const struct unwind_table *t = arg;
     int lo = 0, hi;
@@ -461,7 +461,7 @@ int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg)
     return 0;
 }
 
-int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp)
+int sig_unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp)
 {
     ElfW(Ehdr) eh;
     ElfW(Phdr) ph[64];
@@ -469,9 +469,9 @@ int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp
     uintptr_t bias = 0;
     int have = 0;
     memset(m, 0, sizeof *m);
-    if (pyrt_sig_read(base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+    if (pyrt_read(base, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
         eh.e_phnum == 0 || eh.e_phnum > 64 || eh.e_phentsize != sizeof ph[0] ||
-        pyrt_sig_read(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0]) != 0)
+        pyrt_read(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0]) != 0)
         return -1;
     /* The segment mapped at file offset 0 starts at base. */
     for (int i = 0; i < eh.e_phnum && !have; i++)
@@ -492,7 +492,7 @@ int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *biasp
             m->hdr = bias + ph[i].p_vaddr;
         }
     }
-    if (m->hdr && pyrt_sig_read(m->hdr, h, sizeof h) == 0)
-        unwind_hdr_parse(m, h);
+    if (m->hdr && pyrt_read(m->hdr, h, sizeof h) == 0)
+        sig_unwind_hdr_parse(m, h);
     return m->hi ? 0 : -1;
 }

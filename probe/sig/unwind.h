@@ -2,16 +2,16 @@
 /* Native stack unwinding from a signal handler (probe-internal; docs/architecture.md, "signal
  * handlers"). The unwinder reads the DWARF call-frame information (.eh_frame through each
  * module's .eh_frame_hdr search table) itself: every read of the target's memory is
- * fault-proof (pyrt_sig_read, process_vm_readv on our own pid), it takes no lock, allocates
+ * fault-proof (pyrt_read, process_vm_readv on our own pid), it takes no lock, allocates
  * nothing and never calls into the dynamic loader, so a thread interrupted while it holds the
  * loader's lock (dlopen, dlclose, dl_iterate_phdr) cannot make a handler wait.
  * Which module holds a pc comes from a module table built outside any handler with
- * dl_iterate_phdr (unwind_table_refresh, the sampler's drain thread) and published by an
+ * dl_iterate_phdr (sig_unwind_table_refresh, the sampler's drain thread) and published by an
  * atomic pointer swap; a replaced table is freed only once no handler can still hold it
- * (unwind_table_reclaim with the caller's "no handler running" test). A module unloaded after
+ * (sig_unwind_table_reclaim with the caller's "no handler running" test). A module unloaded after
  * the table was built costs at most a wrong or short stack, never a fault. A handler without
- * the table (crash capture) passes unwind_maps_find instead: modules from /proc/self/maps
- * read in the handler (unwind_maps.c). Both users go through the one entry, unwind_native,
+ * the table (crash capture) passes sig_unwind_maps_find instead: modules from /proc/self/maps
+ * read in the handler (unwind_maps.c). Both users go through the one entry, sig_unwind_native,
  * with the same fallback: where no module or no CFI covers a pc, the frame-pointer chain is
  * followed. x86-64 only; elsewhere the frame pointer chain alone. */
 #ifndef PROBE_UNWIND_H
@@ -46,7 +46,7 @@ struct unwind_table {
 extern _Atomic(struct unwind_table *) unwind_cur_table; /* unwind.c */
 /* Reads the search table's place and size from the .eh_frame_hdr bytes h (32 of them) of m->hdr
  * into m (0 when its layout is not the usual one). */
-void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h);
+void sig_unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h);
 
 /* Finds the module holding pc into *m: 0, or -1. Must be async-signal-safe. */
 typedef int (*unwind_find_fn)(uintptr_t pc, struct unwind_mod *m, void *arg);
@@ -107,7 +107,7 @@ struct unwind_cache {
  * first pc exact, the others return addresses), at most max. find (NULL: the published module
  * table, whose rules are then cached in cache) locates modules; cache (required) is the calling
  * thread's own. Returns the count (>= 1 when uc has a pc). */
-int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
+int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
                   struct unwind_cache *cache);
 
 /* The same from a pc and a stack pointer alone (a thread blocked in a system call, read from
@@ -117,23 +117,23 @@ int unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn 
  * guess; alt k > 0 the k-th other guess that also ends at the outermost frame, for a caller
  * that can tell a wrong guess; *nalt (may be NULL) gets how many other such guesses there are.
  * Async-signal-safe; cache is the caller's own. */
-int unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
+int sig_unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
                        struct unwind_cache *cache, int alt, int *nalt);
 
 /* Not in a signal handler. Rebuilds and publishes the module table when the loader's object
  * list changed since the last build (dl_iterate_phdr's adds/subs counters), keeping the
- * replaced one until unwind_table_reclaim frees it. Returns 1 if a table was published, 0 if
+ * replaced one until sig_unwind_table_reclaim frees it. Returns 1 if a table was published, 0 if
  * nothing changed, -1 when it could not (memory, or too many tables awaiting reclaim). */
-int unwind_table_refresh(void);
+int sig_unwind_table_refresh(void);
 /* Not in a signal handler. The loader's counts of objects loaded and unloaded so far
  * (dl_iterate_phdr's dlpi_adds/dlpi_subs, read from its first object: the call stops there). */
-void unwind_loader_counts(unsigned long long *adds, unsigned long long *subs);
+void sig_unwind_loader_counts(unsigned long long *adds, unsigned long long *subs);
 /* Not in a signal handler. Frees replaced tables when quiet() says that no handler is running
  * now (one that started before the swap has then ended); with quiet NULL, frees them all and
  * the current one too (the caller knows no handler can run). */
-void unwind_table_reclaim(int (*quiet)(void));
+void sig_unwind_table_reclaim(int (*quiet)(void));
 /* Async-signal-safe: the published table's module holding pc (unwind_find_fn shape). */
-int unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg);
+int sig_unwind_table_find(uintptr_t pc, struct unwind_mod *m, void *arg);
 /* ---- unwind_maps.c: modules from /proc/self/maps (no table needed; crash capture) ---- */
 
 /* The caller's buffer for /proc/self/maps (preallocated: a large process has thousands of
@@ -148,31 +148,31 @@ struct unwind_mapline {
     const char *path, *path_end; /* empty for an anonymous mapping */
 };
 /* Reads /proc/self/maps into m (cut at m->cap - 1 bytes). Async-signal-safe. */
-void unwind_maps_read(struct unwind_maps *m);
+void sig_unwind_maps_read(struct unwind_maps *m);
 /* The line of m holding pc. 0, or -1. */
-int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_mapline *ml);
+int sig_unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_mapline *ml);
 /* The mapping holding addr, asked of the kernel (the PROCMAP_QUERY ioctl of Linux 6.11+ on fd,
  * an open /proc/self/maps: one lookup, no text) into ml, its name (a path, "[stack]", or empty
  * for an anonymous mapping) into name (cap bytes), which ml->path then points at. 0; -1 when
  * nothing answers (no mapping there, a longer name); -2 when the kernel has no such ioctl (read
  * the file instead). Async-signal-safe. */
-int unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap);
+int sig_unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap);
 /* Where the file of ml is mapped at offset 0 (its ELF header). 0, or -1. */
-int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base);
+int sig_unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base);
 /* unwind_find_fn over the maps in arg (a struct unwind_maps *) and the ELF headers in memory.
  * Async-signal-safe. */
-int unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg);
+int sig_unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg);
 
 /* The bounds [range[0], range[1]) of the function (or detached part of one) whose FDE in
  * module m covers pc, read fault-proof. Async-signal-safe. 0, or -1 (no FDE covers pc). */
-int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2]);
+int sig_unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2]);
 
-/* Not in a signal handler: gives m (from unwind_mod_from_image) an index of its search table
+/* Not in a signal handler: gives m (from sig_unwind_mod_from_image) an index of its search table
  * like a published table's, read fault-proof (malloc'd: free m->index after). 0, or -1. */
-int unwind_mod_index(struct unwind_mod *m);
+int sig_unwind_mod_index(struct unwind_mod *m);
 
 /* Fills m from the ELF image whose file offset 0 is mapped at base (its headers read
  * fault-proof); *bias (may be NULL) gets the load bias. Async-signal-safe. 0, or -1. */
-int unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *bias);
+int sig_unwind_mod_from_image(uintptr_t base, struct unwind_mod *m, uintptr_t *bias);
 
 #endif

@@ -7,7 +7,7 @@
 
 enum { RA = UNWIND_RA, RBP = UNWIND_RBP, RSP = UNWIND_RSP };
 
-int unwind_cache_rule(const struct unwind_cfi_state *s, struct unwind_rule *e)
+int sig_unwind_cache_rule(const struct unwind_cfi_state *s, struct unwind_rule *e)
 {
     if (s->r[RA].how == UNWIND_R_UNDEF) { /* the outermost frame (clone3, _start): the stack ends */
         e->cfa_reg = RSP;
@@ -35,7 +35,7 @@ int unwind_cache_rule(const struct unwind_cfi_state *s, struct unwind_rule *e)
     return 1;
 }
 
-struct unwind_rule *unwind_cache_slot(struct unwind_cache *c, uintptr_t pc)
+struct unwind_rule *sig_unwind_cache_slot(struct unwind_cache *c, uintptr_t pc)
 {
     uintptr_t h = (pc ^ (pc >> 9) ^ (pc >> 20)) * 0x9E3779B97F4A7C15ull;
     return &c->e[(h >> 40) % UNWIND_CACHE];
@@ -44,7 +44,7 @@ struct unwind_rule *unwind_cache_slot(struct unwind_cache *c, uintptr_t pc)
 /* ---- the thread's rows: an interrupted pc anywhere in a function body already seen is found
  * again without reading its FDE ---- */
 
-int unwind_cache_row_get(const struct unwind_cache *c, uintptr_t pc, unsigned gen,
+int sig_unwind_cache_row_get(const struct unwind_cache *c, uintptr_t pc, unsigned gen,
                          struct unwind_rule *e)
 {
     for (int i = 0; i < UNWIND_ROWS; i++)
@@ -57,7 +57,7 @@ int unwind_cache_row_get(const struct unwind_cache *c, uintptr_t pc, unsigned ge
     return -1;
 }
 
-void unwind_cache_row_put(struct unwind_cache *c, const uintptr_t row[2],
+void sig_unwind_cache_row_put(struct unwind_cache *c, const uintptr_t row[2],
                           const struct unwind_rule *r)
 {
     struct unwind_row *w = &c->rows[c->row_next++ % UNWIND_ROWS];
@@ -88,7 +88,7 @@ static struct shared_rule *shared_set(uintptr_t pc)
     return shared[(h >> 40) % SHARED_SETS];
 }
 
-int unwind_cache_shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
+int sig_unwind_cache_shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
 {
     struct shared_rule *set = shared_set(pc);
     for (int k = 0; k < SHARED_WAYS; k++) {
@@ -115,7 +115,7 @@ int unwind_cache_shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out)
     return -1;
 }
 
-void unwind_cache_shared_put(const uintptr_t row[2], const struct unwind_rule *r)
+void sig_unwind_cache_shared_put(const uintptr_t row[2], const struct unwind_rule *r)
 {
     struct shared_rule *g = &shared_set(r->pc)[(row[0] >> 4) % SHARED_WAYS];
     uint64_t w[4] = {row[0], row[1], (uint64_t)r->gen << 32 | (uint32_t)r->cfa_off,
@@ -132,7 +132,7 @@ void unwind_cache_shared_put(const uintptr_t row[2], const struct unwind_rule *r
 
 /* ---- the thread's FDEs: an interrupted function is found again without its search ---- */
 
-const struct unwind_fde *unwind_cache_fde_get(const struct unwind_cache *c, uintptr_t pc,
+const struct unwind_fde *sig_unwind_cache_fde_get(const struct unwind_cache *c, uintptr_t pc,
                                               unsigned gen)
 {
     for (int i = 0; gen && i < UNWIND_FDES; i++)
@@ -141,7 +141,7 @@ const struct unwind_fde *unwind_cache_fde_get(const struct unwind_cache *c, uint
     return NULL;
 }
 
-void unwind_cache_fde_put(struct unwind_cache *c, unsigned gen, const struct unwind_cfi_fde *f,
+void sig_unwind_cache_fde_put(struct unwind_cache *c, unsigned gen, const struct sig_unwind_cfi_fde *f,
                           const uint8_t *fde, uint32_t fde_len, uintptr_t fde_addr,
                           const uint8_t *cie, uint32_t cie_len, uintptr_t cie_addr)
 {

@@ -3,7 +3,7 @@
  * CIE/FDE records, the CFA program, DWARF expressions, .eh_frame_hdr and its search table,
  * following the DWARF 5 "Call Frame Information" chapter and the LSB's .eh_frame layout.
  * Signal-side code only (tools/check_signal_safety.sh holds unwind_cfi.o to an allow-list);
- * every read of the target goes through pyrt_sig_read. */
+ * every read of the target goes through pyrt_read. */
 #include "unwind_cfi.h"
 
 #include <dwarf.h>
@@ -108,13 +108,13 @@ static int regno(uint64_t r)
 
 enum { EXPR_MAX = 64, EXPR_STACK = 16 };
 
-int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, int push_cfa,
+int sig_unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, int push_cfa,
                     uintptr_t cfa, uintptr_t *out)
 {
     uint8_t code[EXPR_MAX];
     uintptr_t st[EXPR_STACK];
     int sp = 0;
-    if (len == 0 || len > sizeof code || pyrt_sig_read(expr, code, len) != 0)
+    if (len == 0 || len > sizeof code || pyrt_read(expr, code, len) != 0)
         return -1;
     struct buf b = {code, code + len, expr, 0};
     if (push_cfa)
@@ -138,7 +138,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
         }
         switch (op) {
         case DW_OP_deref:
-            if (sp < 1 || pyrt_sig_read(st[sp - 1], &st[sp - 1], sizeof st[0]) != 0)
+            if (sp < 1 || pyrt_read(st[sp - 1], &st[sp - 1], sizeof st[0]) != 0)
                 return -1;
             break;
         case DW_OP_const1u:
@@ -234,7 +234,7 @@ int unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, 
 
 /* ---- CIE/FDE ---- */
 
-int unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind_cie *c)
+int sig_unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind_cie *c)
 {
     struct buf b = {p, p + n, addr, 0};
     uint32_t len = (uint32_t)get_n(&b, 4);
@@ -306,7 +306,7 @@ static void skip(struct buf *b, uint64_t n)
     b->addr += (uintptr_t)n;
 }
 
-int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct unwind_cie *c,
+int sig_unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct unwind_cie *c,
                    uintptr_t loc, uintptr_t pc, struct unwind_cfi_state *s,
                    const struct unwind_cfi_state *init, uintptr_t row[2])
 {
@@ -452,17 +452,17 @@ int unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const s
 #define RECORD_GUESS 128
 static int record_read(uintptr_t addr, uint8_t *buf, uint32_t cap, uint32_t *len)
 {
-    int whole = pyrt_sig_read(addr, buf, RECORD_GUESS) == 0;
+    int whole = pyrt_read(addr, buf, RECORD_GUESS) == 0;
     if (whole)
         memcpy(len, buf, 4);
-    else if (pyrt_sig_read(addr, len, 4) != 0)
+    else if (pyrt_read(addr, len, 4) != 0)
         return -1;
     if (*len < 8 || *len > cap - 4) /* not *len + 4 > cap: that wraps past 2^32 */
         return -1;
     if (whole && *len + 4 <= RECORD_GUESS)
         return 0;
-    return whole ? pyrt_sig_read(addr + RECORD_GUESS, buf + RECORD_GUESS, *len + 4 - RECORD_GUESS)
-                 : pyrt_sig_read(addr, buf, *len + 4);
+    return whole ? pyrt_read(addr + RECORD_GUESS, buf + RECORD_GUESS, *len + 4 - RECORD_GUESS)
+                 : pyrt_read(addr, buf, *len + 4);
 }
 
 /* Of n search-table locations (v[0], v[step], ...: relative to hdr, sorted), the index of the
@@ -493,7 +493,7 @@ static int table_entry(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, i
     if (m->index && m->nindex) {
         lo = last_at_or_below(m->index, 1, m->nindex, m->hdr, pc) * UNWIND_STRIDE;
         hi = lo + UNWIND_STRIDE < m->count ? lo + UNWIND_STRIDE : m->count;
-        if (pyrt_sig_read(m->table + (uintptr_t)lo * 8, blk, (size_t)(hi - lo) * 8) == 0) {
+        if (pyrt_read(m->table + (uintptr_t)lo * 8, blk, (size_t)(hi - lo) * 8) == 0) {
             uint32_t x = last_at_or_below(blk, 2, hi - lo, m->hdr, pc);
             ent[0] = blk[2 * x], ent[1] = blk[2 * x + 1];
             return 0;
@@ -502,14 +502,14 @@ static int table_entry(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, i
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
         int32_t loc;
-        if (pyrt_sig_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
+        if (pyrt_read(m->table + (uintptr_t)mid * 8, &loc, 4) != 0)
             return -1;
         if (m->hdr + (uintptr_t)(intptr_t)loc <= pc)
             lo = mid;
         else
             hi = mid;
     }
-    return pyrt_sig_read(m->table + (uintptr_t)lo * 8, ent, 8);
+    return pyrt_read(m->table + (uintptr_t)lo * 8, ent, 8);
 }
 
 /* The bounds of an FDE's function from its first bytes fde (n of them, at fde_addr; the
@@ -523,7 +523,7 @@ static int fde_bounds(const uint8_t *fde, size_t n, uintptr_t fde_addr, const st
     return b->bad ? -1 : 0;
 }
 
-int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2])
+int sig_unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[2])
 {
     int32_t ent[2], blk[2 * UNWIND_STRIDE];
     uint8_t fde[32], cie[UNWIND_MAXREC];
@@ -534,7 +534,7 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
     if (table_entry(m, pc, blk, ent) != 0)
         return -1;
     uintptr_t fde_addr = m->hdr + (uintptr_t)(intptr_t)ent[1];
-    if (pyrt_sig_read(fde_addr, fde, 8) != 0)
+    if (pyrt_read(fde_addr, fde, 8) != 0)
         return -1;
     memcpy(&len, fde, 4);
     memcpy(&cie_ptr, fde + 4, 4);
@@ -542,9 +542,9 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
         return -1;
     size_t n = (size_t)len + 4 < sizeof fde ? (size_t)len + 4 : sizeof fde; /* no 32-bit wrap */
     uintptr_t cie_addr = fde_addr + 4 - cie_ptr;
-    if (pyrt_sig_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
+    if (pyrt_read(fde_addr + 8, fde + 8, n - 8) != 0 ||
         record_read(cie_addr, cie, sizeof cie, &clen) != 0 || clen < 8 ||
-        unwind_cfi_cie(cie, clen + 4, cie_addr, &c) != 0 ||
+        sig_unwind_cfi_cie(cie, clen + 4, cie_addr, &c) != 0 ||
         fde_bounds(fde, n, fde_addr, &c, &b, &start, &size) != 0 || pc < start ||
         pc - start >= size || size > UINTPTR_MAX - start) /* a range past the top: not one */
         return -1;
@@ -552,7 +552,7 @@ int unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t range[
     return 0;
 }
 
-int unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uint8_t *fde,
+int sig_unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uint8_t *fde,
                      uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
                      uint32_t n[2])
 {
@@ -571,12 +571,12 @@ int unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uin
     return 0;
 }
 
-int unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
-                   size_t cie_len, uintptr_t cie_addr, uintptr_t pc, struct unwind_cfi_fde *f)
+int sig_unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
+                   size_t cie_len, uintptr_t cie_addr, uintptr_t pc, struct sig_unwind_cfi_fde *f)
 {
     struct buf b;
     uintptr_t start, range;
-    if (unwind_cfi_cie(cie, cie_len, cie_addr, &f->cie) != 0 ||
+    if (sig_unwind_cfi_cie(cie, cie_len, cie_addr, &f->cie) != 0 ||
         fde_bounds(fde, fde_len, fde_addr, &f->cie, &b, &start, &range) != 0)
         return -1;
     if (f->cie.has_z) {
@@ -593,7 +593,7 @@ int unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const
     return 0;
 }
 
-int unwind_cfi_row(const struct unwind_cfi_fde *f, uintptr_t pc, struct unwind_cfi_state *s,
+int sig_unwind_cfi_row(const struct sig_unwind_cfi_fde *f, uintptr_t pc, struct unwind_cfi_state *s,
                    uintptr_t row[2])
 {
     const struct unwind_cie *c = &f->cie;
@@ -601,10 +601,10 @@ int unwind_cfi_row(const struct unwind_cfi_fde *f, uintptr_t pc, struct unwind_c
     for (int i = 0; i < NREG; i++)
         s->r[i].how = UNWIND_R_SAME;
     s->cfa_reg = UNWIND_RSP;
-    if (unwind_cfi_run(c->insn, c->insn_end, c->insn_addr, c, f->start, pc, s, NULL, NULL) != 0)
+    if (sig_unwind_cfi_run(c->insn, c->insn_end, c->insn_addr, c, f->start, pc, s, NULL, NULL) != 0)
         return -1;
     struct unwind_cfi_state init = *s;
-    if (unwind_cfi_run(f->insn, f->insn_end, f->insn_addr, c, f->start, pc, s, &init, row) != 0)
+    if (sig_unwind_cfi_run(f->insn, f->insn_end, f->insn_addr, c, f->start, pc, s, &init, row) != 0)
         return -1;
     if (row[1] == 0 || row[1] > f->end)
         row[1] = f->end;
@@ -617,7 +617,7 @@ int unwind_cfi_row(const struct unwind_cfi_fde *f, uintptr_t pc, struct unwind_c
 
 /* Only the layout GNU ld and lld write is used: version 1, a 4-byte count, datarel sdata4
  * entries. */
-void unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h)
+void sig_unwind_hdr_parse(struct unwind_mod *m, const uint8_t *h)
 {
     struct buf b = {h, h + 32, m->hdr, 0};
     m->table = 0;

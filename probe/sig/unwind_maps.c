@@ -2,7 +2,7 @@
 /* The unwinder's second way to find modules (unwind.h), for a handler that has no module
  * table (crash capture): /proc/self/maps read into the caller's buffer with open(2)/read(2),
  * the line holding a pc, the mapping of its file at offset 0, and the ELF headers there
- * (unwind_mod_from_image). Async-signal-safe: no allocation, no lock, no loader call. */
+ * (sig_unwind_mod_from_image). Async-signal-safe: no allocation, no lock, no loader call. */
 #include "unwind.h"
 
 #include <errno.h>
@@ -24,7 +24,7 @@ struct procmap_query {
 #define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
 #endif
 
-void unwind_maps_read(struct unwind_maps *m)
+void sig_unwind_maps_read(struct unwind_maps *m)
 {
     m->len = 0;
     if (m->cap == 0)
@@ -82,7 +82,7 @@ static int parse_line(const char *line, const char *end, struct unwind_mapline *
     return 0;
 }
 
-int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_mapline *ml)
+int sig_unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_mapline *ml)
 {
     const char *p = m->buf, *end = m->buf + m->len;
     while (p < end) {
@@ -95,7 +95,7 @@ int unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwind_ma
     return -1;
 }
 
-int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base)
+int sig_unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base)
 {
     const char *p = m->buf, *end = m->buf + m->len;
     size_t len = (size_t)(ml->path_end - ml->path);
@@ -115,17 +115,17 @@ int unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *m
     return -1;
 }
 
-int unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg)
+int sig_unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg)
 {
     const struct unwind_maps *maps = arg;
     struct unwind_mapline ml;
     uintptr_t base;
-    if (!maps || unwind_maps_line(maps, pc, &ml) != 0 || unwind_maps_base(maps, &ml, &base) != 0)
+    if (!maps || sig_unwind_maps_line(maps, pc, &ml) != 0 || sig_unwind_maps_base(maps, &ml, &base) != 0)
         return -1;
-    return unwind_mod_from_image(base, m, NULL);
+    return sig_unwind_mod_from_image(base, m, NULL);
 }
 
-int unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap)
+int sig_unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap)
 {
     struct procmap_query q;
     memset(&q, 0, sizeof q);

@@ -55,7 +55,7 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
         }
     }
     if (m.hi && m.hdr)
-        unwind_hdr_parse(&m, (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
+        sig_unwind_hdr_parse(&m, (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
     if (m.hi && m.table && m.count > 0) {
         uint32_t n = (m.count + UNWIND_STRIDE - 1) / UNWIND_STRIDE;
         int32_t *ix = malloc(n * sizeof *ix);
@@ -77,7 +77,7 @@ static int mod_cmp(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-void unwind_loader_counts(unsigned long long *adds, unsigned long long *subs)
+void sig_unwind_loader_counts(unsigned long long *adds, unsigned long long *subs)
 {
     struct build bd = {1, 0, 0, 0};
     dl_iterate_phdr(build_cb, &bd);
@@ -85,10 +85,10 @@ void unwind_loader_counts(unsigned long long *adds, unsigned long long *subs)
     *subs = bd.subs;
 }
 
-int unwind_table_refresh(void)
+int sig_unwind_table_refresh(void)
 {
     struct build bd = {1, 0, 0, 0};
-    unwind_loader_counts(&bd.adds, &bd.subs);
+    sig_unwind_loader_counts(&bd.adds, &bd.subs);
     if (atomic_load(&unwind_cur_table) && bd.adds == seen_adds && bd.subs == seen_subs)
         return 0;
     if (nretired == MAX_RETIRED)
@@ -128,7 +128,7 @@ static void table_free(struct unwind_table *t)
     free(t);
 }
 
-void unwind_table_reclaim(int (*quiet)(void))
+void sig_unwind_table_reclaim(int (*quiet)(void))
 {
     if (quiet && nretired && !quiet())
         return;
@@ -141,7 +141,7 @@ void unwind_table_reclaim(int (*quiet)(void))
     }
 }
 
-int unwind_mod_index(struct unwind_mod *m)
+int sig_unwind_mod_index(struct unwind_mod *m)
 {
     enum { CHUNK = 4096 }; /* entries per read (32 KiB) */
     if (!m->table || m->count == 0)
@@ -155,7 +155,7 @@ int unwind_mod_index(struct unwind_mod *m)
     }
     for (uint32_t at = 0; at < m->count; at += CHUNK) {
         uint32_t k = m->count - at < CHUNK ? m->count - at : CHUNK;
-        if (pyrt_sig_read(m->table + (uintptr_t)at * 8, buf, (size_t)k * 8) != 0) {
+        if (pyrt_read(m->table + (uintptr_t)at * 8, buf, (size_t)k * 8) != 0) {
             free(ix);
             free(buf);
             return -1;

@@ -2,7 +2,7 @@
 /* History tables: real tables that collectors append rows to, each with a leading `ts` column
  * (epoch seconds), bounded by history.max_rows and history.max_age_s. Appends come from any
  * thread and never touch SQLite: rows wait in a bounded queue and the task thread writes them
- * (probe_history_flush, before every query, and in batches: a row asks for a flush only when
+ * (sql_history_flush, before every query, and in batches: a row asks for a flush only when
  * the last one began FLUSH_GAP_MS ago or FLUSH_BATCH rows wait, the loop's one-second timer
  * takes what is left; a flush per row, a transaction each, cost a per-request job of 5 ms
  * about 6% of its CPU). Also the built-in collector:
@@ -89,7 +89,7 @@ static int find(const char *name)
     return -1;
 }
 
-int probe_history_define(const char *table, const char *description,
+int sql_history_define(const char *table, const char *description,
                          const struct probe_column *cols, int ncols, struct pb_err *err)
 {
     if (!valid_name(table))
@@ -100,8 +100,8 @@ int probe_history_define(const char *table, const char *description,
                           table);
     if (ncols < 1 || ncols > MAX_COLS)
         return pb_err_set(err, PB_EBADARG, "history table '%s': 1 to %d columns", table, MAX_COLS);
-    for (int v = 0; v < probe_vtab_count(); v++)
-        if (strcmp(probe_vtab_info(v)->name, table) == 0)
+    for (int v = 0; v < sql_vtab_count(); v++)
+        if (strcmp(sql_vtab_info(v)->name, table) == 0)
             return pb_err_set(err, PB_EBADARG,
                               "history table '%s': a built-in live table has "
                               "that name: choose another",
@@ -139,7 +139,7 @@ static int index_columns_ok(const struct hist_table *h, const char *cols)
     return 1;
 }
 
-int probe_history_index(const char *table, const char *columns, struct pb_err *err)
+int sql_history_index(const char *table, const char *columns, struct pb_err *err)
 {
     pthread_mutex_lock(&mu);
     int i = find(table), rc = 0;
@@ -168,7 +168,7 @@ static int has_index_on(const struct hist_table *h, const char *cols)
     return 0;
 }
 
-int probe_history_rollup(const char *table, const char *group_cols, const char *value_cols,
+int sql_history_rollup(const char *table, const char *group_cols, const char *value_cols,
                          struct pb_err *err)
 {
     char name[128];
@@ -184,11 +184,11 @@ int probe_history_rollup(const char *table, const char *group_cols, const char *
     struct probe_column *cols = NULL;
     int ncols = 0;
     struct probe_rollup *r =
-        probe_rollup_new(&tables[b].info, group_cols, value_cols, &cols, &ncols, err);
+        sql_rollup_new(&tables[b].info, group_cols, value_cols, &cols, &ncols, err);
     if (!r)
         return err->code;
     char *dup = strdup(name);
-    int rc = dup ? probe_history_define(dup, tables[b].info.description, cols, ncols, err)
+    int rc = dup ? sql_history_define(dup, tables[b].info.description, cols, ncols, err)
                  : pb_err_set(err, -ENOMEM, "out of memory");
     pthread_mutex_lock(&mu);
     int i = rc == 0 ? find(dup) : -1;
@@ -213,16 +213,16 @@ int probe_history_rollup(const char *table, const char *group_cols, const char *
     int need = rc == 0 && !has_index_on(&tables[b], group_cols);
     pthread_mutex_unlock(&mu);
     if (need)
-        rc = probe_history_index(table, group_cols, err);
+        rc = sql_history_index(table, group_cols, err);
     return rc;
 }
 
-int probe_history_count(void)
+int sql_history_count(void)
 {
     return atomic_load(&ntables);
 }
 
-const struct probe_table_info *probe_history_info(int i)
+const struct probe_table_info *sql_history_info(int i)
 {
     return i >= 0 && i < atomic_load(&ntables) ? &tables[i].info : NULL;
 }
@@ -241,7 +241,7 @@ static void flush_task(void *arg)
     (void)arg;
     atomic_store(&last_flush_ms, now_ms());
     atomic_store(&flush_scheduled, 0);
-    probe_history_flush();
+    sql_history_flush();
 }
 
 static void flush_done(void *arg)
@@ -254,11 +254,11 @@ static void flush_soon(void)
 {
     int expect = 0;
     if (atomic_compare_exchange_strong(&flush_scheduled, &expect, 1) &&
-        probe_task_submit(flush_task, flush_done, NULL) < 0)
+        core_task_submit(flush_task, flush_done, NULL) < 0)
         atomic_store(&flush_scheduled, 0);
 }
 
-int probe_history_append(const char *table, const struct probe_value *vals, int ncols)
+int sql_history_append(const char *table, const struct probe_value *vals, int ncols)
 {
     int t = find(table);
     if (t < 0 || ncols != tables[t].info.ncols || tables[t].rollup)
@@ -269,7 +269,7 @@ int probe_history_append(const char *table, const struct probe_value *vals, int 
         return -ENOMEM;
     }
     p->table = t;
-    p->ts = probe_now();
+    p->ts = sql_now();
     p->n = ncols;
     for (int i = 0; i < ncols; i++) {
         p->vals[i] = vals[i];
@@ -279,7 +279,7 @@ int probe_history_append(const char *table, const struct probe_value *vals, int 
             return -ENOMEM;
         }
     }
-    long long max = probe_setting_int("history.max_rows");
+    long long max = core_setting_int("history.max_rows");
     struct pending *dropped = NULL;
     pthread_mutex_lock(&mu);
     if (tail)
@@ -341,7 +341,7 @@ static int create_indexes(sqlite3 *db, struct hist_table *h)
     return 0;
 }
 
-int probe_history_create_tables(sqlite3 *db)
+int sql_history_create_tables(sqlite3 *db)
 {
     int n = atomic_load(&ntables), rc = 0;
     for (int i = 0; i < n; i++) {
@@ -353,8 +353,8 @@ int probe_history_create_tables(sqlite3 *db)
         /* A rollup declared after rows arrived starts from the rows the table holds. */
         if (h->rollup && h->created && !h->seeded && tables[h->base].created) {
             const struct hist_table *b = &tables[h->base];
-            probe_rollup_scan(db, b->info.name, b->info.ncols, INT64_MAX, 1, &h->rollup, 1);
-            probe_rollup_sync(db, h->rollup, &b->info, &h->info);
+            sql_rollup_scan(db, b->info.name, b->info.ncols, INT64_MAX, 1, &h->rollup, 1);
+            sql_rollup_sync(db, h->rollup, &b->info, &h->info);
             h->seeded = 1;
         }
     }
@@ -373,7 +373,7 @@ static int rollups_of(int t, struct probe_rollup **rs, int *idx)
     return k;
 }
 
-void probe_history_bind(sqlite3_stmt *st, int i, const struct probe_value *v)
+void sql_history_bind(sqlite3_stmt *st, int i, const struct probe_value *v)
 {
     switch (v->type) {
     case PROBE_V_INT: sqlite3_bind_int64(st, i, v->i); break;
@@ -395,8 +395,8 @@ static void retain(sqlite3 *db, int t)
     snprintf(sql, sizeof sql,
              "SELECT max((SELECT max(rowid) FROM %s) - %lld, coalesce((SELECT rowid FROM %s "
              "WHERE ts >= %.3f ORDER BY rowid LIMIT 1), (SELECT max(rowid) + 1 FROM %s)) - 1)",
-             n, probe_setting_int("history.max_rows"), n,
-             probe_now() - (double)probe_setting_int("history.max_age_s"), n);
+             n, core_setting_int("history.max_rows"), n,
+             sql_now() - (double)core_setting_int("history.max_age_s"), n);
     sqlite3_stmt *st = NULL;
     long long cut = -1;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
@@ -406,20 +406,20 @@ static void retain(sqlite3 *db, int t)
     struct probe_rollup *rs[MAX_TABLES];
     int idx[MAX_TABLES], nr = rollups_of(t, rs, idx);
     if (cut > 0 && nr > 0) /* the rollups lose what the table loses */
-        probe_rollup_scan(db, n, h->info.ncols, cut, -1, rs, nr);
+        sql_rollup_scan(db, n, h->info.ncols, cut, -1, rs, nr);
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE rowid <= %lld", n, cut);
     if (cut > 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
         PB_LOG(PB_LOG_WARN, "retention of %s: %s", n, sqlite3_errmsg(db));
     for (int i = 0; i < nr; i++)
-        probe_rollup_sync(db, rs[i], &h->info, &tables[idx[i]].info);
+        sql_rollup_sync(db, rs[i], &h->info, &tables[idx[i]].info);
 }
 
-void probe_history_flush(void)
+void sql_history_flush(void)
 {
-    sqlite3 *db = probe_store_db(NULL);
+    sqlite3 *db = sql_store_db(NULL);
     if (!db)
         return;
-    probe_history_create_tables(db);
+    sql_history_create_tables(db);
     pthread_mutex_lock(&mu);
     struct pending *list = head;
     head = tail = NULL;
@@ -453,12 +453,12 @@ void probe_history_flush(void)
         if (ins) {
             sqlite3_bind_double(ins, 1, p->ts);
             for (int c = 0; c < p->n; c++)
-                probe_history_bind(ins, c + 2, &p->vals[c]);
+                sql_history_bind(ins, c + 2, &p->vals[c]);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 PB_LOG(PB_LOG_WARN, "history insert into %s: %s", h->info.name, sqlite3_errmsg(db));
             else
                 for (int r = 0; r < nrs[p->table]; r++)
-                    probe_rollup_add(rs[p->table][r], p->ts, p->vals);
+                    sql_rollup_add(rs[p->table][r], p->ts, p->vals);
             sqlite3_reset(ins);
             touched[p->table] = 1;
             h->appended++;
@@ -490,7 +490,7 @@ static atomic_int gpu_sample_queued;
 static void gpu_sample_task(void *arg)
 {
     (void)arg;
-    probe_gpu_sample();
+    sql_gpu_sample();
     atomic_store(&gpu_sample_queued, 0);
 }
 
@@ -509,12 +509,12 @@ static void on_collect(uv_timer_t *t)
     pthread_mutex_unlock(&mu);
     if (waiting)
         flush_soon(); /* rows a batch left behind */
-    long long every = probe_setting_int("history.interval_s");
-    double now = probe_now();
+    long long every = core_setting_int("history.interval_s");
+    double now = sql_now();
     if (every <= 0 || now - last_sample < (double)every - 0.05)
         return;
     double s[6];
-    if (vtab_process_sample(s) < 0)
+    if (sql_vtab_process_sample(s) < 0)
         return;
     last_sample = now;
     struct probe_value v[6] = {
@@ -525,24 +525,24 @@ static void on_collect(uv_timer_t *t)
         {PROBE_V_INT, (long long)s[4], s[4], NULL},
         {PROBE_V_INT, (long long)s[5], s[5], NULL},
     };
-    probe_history_append("system.process_history", v, 6);
+    sql_history_append("system.process_history", v, 6);
     /* The GPUs on the task thread: NVML's first call (dlopen, nvmlInit) may take a while. */
     int expect = 0;
     if (atomic_compare_exchange_strong(&gpu_sample_queued, &expect, 1) &&
-        probe_task_submit(gpu_sample_task, gpu_sample_done, NULL) < 0)
+        core_task_submit(gpu_sample_task, gpu_sample_done, NULL) < 0)
         atomic_store(&gpu_sample_queued, 0);
 }
 
-int probe_collector_start(void)
+int sql_collector_start(void)
 {
     struct pb_err err = {0};
-    int rc = probe_history_define("system.process_history",
+    int rc = sql_history_define("system.process_history",
                                   "this process sampled from /proc every history.interval_s "
                                   "seconds (built-in collector)",
                                   process_history_cols, 6, &err);
     if (rc < 0)
         return rc;
-    uv_timer_init(probe_agent_loop(), &collector);
+    uv_timer_init(core_agent_loop(), &collector);
     uv_unref((uv_handle_t *)&collector);
     return uv_timer_start(&collector, on_collect, 1000, 1000);
 }

@@ -6,7 +6,7 @@
  * subtracts each row retention evicts (so a rollup always equals the GROUP BY over the rows
  * the history table still holds), and mirrors the changed groups into the rollup's SQLite
  * table. A min or max that leaves with an evicted row is read again from the remaining rows
- * (through an index on the group columns). Task thread only, but for probe_rollup_new. */
+ * (through an index on the group columns). Task thread only, but for sql_rollup_new. */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdint.h>
@@ -86,7 +86,7 @@ static void stat_column(struct probe_column *c, const char *col, int s)
     c->type = s == 0 ? "INTEGER" : "REAL";
 }
 
-struct probe_rollup *probe_rollup_new(const struct probe_table_info *base, const char *group_cols,
+struct probe_rollup *sql_rollup_new(const struct probe_table_info *base, const char *group_cols,
                                       const char *value_cols, struct probe_column **cols,
                                       int *ncols, struct pb_err *err)
 {
@@ -276,7 +276,7 @@ static void apply(struct probe_rollup *r, double ts, const struct probe_value *r
     }
 }
 
-void probe_rollup_add(struct probe_rollup *r, double ts, const struct probe_value *row)
+void sql_rollup_add(struct probe_rollup *r, double ts, const struct probe_value *row)
 {
     apply(r, ts, row, 1);
 }
@@ -296,7 +296,7 @@ static struct probe_value column_value(sqlite3_stmt *st, int c)
     }
 }
 
-void probe_rollup_scan(sqlite3 *db, const char *base, int ncols, long long upto, int sign,
+void sql_rollup_scan(sqlite3 *db, const char *base, int ncols, long long upto, int sign,
                        struct probe_rollup *const *rs, int nr)
 {
     char *sql = sqlite3_mprintf("SELECT * FROM %s WHERE rowid <= %lld", base, upto);
@@ -333,7 +333,7 @@ static void refresh(sqlite3 *db, struct probe_rollup *r, struct group *g,
     sqlite3_stmt *st = NULL;
     if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         for (int i = 0; i < r->ng; i++)
-            probe_history_bind(st, i + 1, &g->key[i]);
+            sql_history_bind(st, i + 1, &g->key[i]);
         if (sqlite3_step(st) == SQLITE_ROW) {
             g->ts = sqlite3_column_double(st, 0);
             for (int k = 0; k < r->nv; k++) {
@@ -363,7 +363,7 @@ static void exec_rid(sqlite3 *db, const char *name, long long rid)
     sqlite3_free(sql);
 }
 
-void probe_rollup_sync(sqlite3 *db, struct probe_rollup *r, const struct probe_table_info *base,
+void sql_rollup_sync(sqlite3 *db, struct probe_rollup *r, const struct probe_table_info *base,
                        const struct probe_table_info *self)
 {
     const char *name = self->name;
@@ -401,7 +401,7 @@ void probe_rollup_sync(sqlite3 *db, struct probe_rollup *r, const struct probe_t
         sqlite3_bind_int64(st, p++, g->rid);
         sqlite3_bind_double(st, p++, g->ts);
         for (int k = 0; k < r->ng; k++)
-            probe_history_bind(st, p++, &g->key[k]);
+            sql_history_bind(st, p++, &g->key[k]);
         sqlite3_bind_int64(st, p++, g->rows);
         for (int k = 0; k < r->nv; k++) {
             const struct agg *a = &g->a[k];

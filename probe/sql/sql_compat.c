@@ -202,17 +202,17 @@ static const struct view views[] = {
 };
 #define NVIEWS ((int)(sizeof views / sizeof views[0]))
 
-int probe_compat_count(void)
+int sql_compat_count(void)
 {
     return NVIEWS;
 }
 
-const struct probe_table_info *probe_compat_info(int i)
+const struct probe_table_info *sql_compat_info(int i)
 {
     return i >= 0 && i < NVIEWS ? &views[i].info : NULL;
 }
 
-int probe_compat_register(struct sqlite3 *db, struct pb_err *err)
+int sql_compat_register(struct sqlite3 *db, struct pb_err *err)
 {
     int f = SQLITE_UTF8 | SQLITE_INNOCUOUS | SQLITE_DETERMINISTIC;
     int rc = sqlite3_create_function(db, "hour", 1, f, NULL, fn_hour, NULL, NULL);
@@ -221,9 +221,9 @@ int probe_compat_register(struct sqlite3 *db, struct pb_err *err)
     /* The views read python.torch_steps/torch_trace: declare them now so that the views
      * answer with no rows, not "no such table", before perf --torch first runs. */
     struct pb_err terr = {0};
-    if (rc == SQLITE_OK && probe_torch_tables_define(&terr) < 0)
+    if (rc == SQLITE_OK && sql_torch_tables_define(&terr) < 0)
         PB_LOG(PB_LOG_WARN, "training_logs and profiling_data will fail: %s", terr.msg);
-    if (rc == SQLITE_OK && probe_gpu_tables_define(&terr) < 0)
+    if (rc == SQLITE_OK && sql_gpu_tables_define(&terr) < 0)
         PB_LOG(PB_LOG_WARN, "gpu_metrics will fail: %s", terr.msg);
     /* TEMP views live in the temp schema: keep it in memory, never in a file. */
     if (rc == SQLITE_OK)
@@ -272,14 +272,14 @@ const struct probe_column vtab_is_settings_cols[3] = {
 static const struct probe_table_info *table_at(int i, int *with_ts)
 {
     *with_ts = 0;
-    if (i < probe_vtab_count())
-        return probe_vtab_info(i);
-    i -= probe_vtab_count();
-    if (i < probe_history_count()) {
+    if (i < sql_vtab_count())
+        return sql_vtab_info(i);
+    i -= sql_vtab_count();
+    if (i < sql_history_count()) {
         *with_ts = 1;
-        return probe_history_info(i);
+        return sql_history_info(i);
     }
-    return probe_compat_info(i - probe_history_count());
+    return sql_compat_info(i - sql_history_count());
 }
 
 /* Split "schema.table" (no dot: a TEMP view). */
@@ -297,65 +297,65 @@ static void split(const char *name, char *schema, size_t n, const char **table)
     *table = dot + 1;
 }
 
-int vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
     const struct probe_table_info *t;
     int ts;
-    for (int i = 0; !probe_rows_error(r) && (t = table_at(i, &ts)); i++) {
+    for (int i = 0; !core_rows_error(r) && (t = table_at(i, &ts)); i++) {
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        probe_rows_add_text(r, "probing");
-        probe_rows_add_text(r, schema);
-        probe_rows_add_text(r, name);
-        probe_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
-        probe_rows_add_text(r, t->kind);
-        probe_rows_add_text(r, t->description);
+        core_rows_add_text(r, "probing");
+        core_rows_add_text(r, schema);
+        core_rows_add_text(r, name);
+        core_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
+        core_rows_add_text(r, t->kind);
+        core_rows_add_text(r, t->description);
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
-int vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
     static const struct probe_column tscol = {"ts", "REAL", "sample time, epoch seconds"};
     const struct probe_table_info *t;
     int ts;
-    for (int i = 0; !probe_rows_error(r) && (t = table_at(i, &ts)); i++) {
+    for (int i = 0; !core_rows_error(r) && (t = table_at(i, &ts)); i++) {
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        for (int c = -ts; !probe_rows_error(r) && c < t->ncols; c++) {
+        for (int c = -ts; !core_rows_error(r) && c < t->ncols; c++) {
             const struct probe_column *col = c < 0 ? &tscol : &t->cols[c];
-            probe_rows_add_text(r, "probing");
-            probe_rows_add_text(r, schema);
-            probe_rows_add_text(r, name);
-            probe_rows_add_text(r, col->name);
-            probe_rows_add_int(r, c + ts + 1);
-            probe_rows_add_text(r, col->type);
-            probe_rows_add_text(r, "YES");
-            probe_rows_add_text(r, col->description);
+            core_rows_add_text(r, "probing");
+            core_rows_add_text(r, schema);
+            core_rows_add_text(r, name);
+            core_rows_add_text(r, col->name);
+            core_rows_add_int(r, c + ts + 1);
+            core_rows_add_text(r, col->type);
+            core_rows_add_text(r, "YES");
+            core_rows_add_text(r, col->description);
         }
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
-int vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
     struct probe_setting_view v;
-    for (int i = 0; !probe_rows_error(r) && probe_setting_view_get(i, &v) == 0; i++) {
+    for (int i = 0; !core_rows_error(r) && core_setting_view_get(i, &v) == 0; i++) {
         char name[64];
         snprintf(name, sizeof name, "probing.%s", v.name);
-        probe_rows_add_text(r, name);
-        probe_rows_add_text(r, v.value);
-        probe_rows_add_text(r, v.description);
+        core_rows_add_text(r, name);
+        core_rows_add_text(r, v.value);
+        core_rows_add_text(r, v.description);
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
 /* ---- hints for SQL the original accepted ---- */
@@ -386,7 +386,7 @@ static double interval_seconds(const char *s, size_t n)
     return -1;
 }
 
-int probe_compat_hint(const char *sql, struct pb_err *err)
+int sql_compat_hint(const char *sql, struct pb_err *err)
 {
     if (strcasestr(sql, "within group"))
         return pb_err_set(err, PB_EBADARG,

@@ -24,7 +24,7 @@ static pthread_mutex_t db_mu = PTHREAD_MUTEX_INITIALIZER; /* guards db for inter
 static const char *const schemas[] = {"python", "system", "probing",
                                       "perf",   "torch",  "information_schema"};
 
-double probe_now(void)
+double sql_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -57,7 +57,7 @@ static void apply_limits(sqlite3 *d, long long max_bytes)
 {
     long long len = max_bytes < MIN_VALUE_BYTES ? MIN_VALUE_BYTES : max_bytes;
     sqlite3_limit(d, SQLITE_LIMIT_LENGTH, (int)len);
-    sqlite3_hard_heap_limit64(probe_setting_int("store.max_memory_bytes"));
+    sqlite3_hard_heap_limit64(core_setting_int("store.max_memory_bytes"));
 }
 
 /* ---- SQL helpers (documented in docs/tables.md) ---- */
@@ -67,7 +67,7 @@ static void fn_now(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
     (void)argc;
     (void)argv;
-    sqlite3_result_double(cx, probe_now());
+    sqlite3_result_double(cx, sql_now());
 }
 
 /* human_bytes(n): 1536 -> '1.5 KiB'. NULL stays NULL. */
@@ -191,7 +191,7 @@ static int register_functions(sqlite3 *d)
 
 /* ---- opening ---- */
 
-struct sqlite3 *probe_store_db(struct pb_err *err)
+struct sqlite3 *sql_store_db(struct pb_err *err)
 {
     if (db)
         return db;
@@ -218,7 +218,7 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
         sqlite3_close(d);
         return NULL;
     }
-    if (probe_vtab_register(d, err) < 0 || probe_compat_register(d, err) < 0) {
+    if (sql_vtab_register(d, err) < 0 || sql_compat_register(d, err) < 0) {
         sqlite3_close(d);
         return NULL;
     }
@@ -226,7 +226,7 @@ struct sqlite3 *probe_store_db(struct pb_err *err)
     sqlite3_db_config(d, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
     sqlite3_db_config(d, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
     sqlite3_limit(d, SQLITE_LIMIT_ATTACHED, (int)(sizeof schemas / sizeof schemas[0]));
-    apply_limits(d, probe_setting_int("query.max_bytes"));
+    apply_limits(d, core_setting_int("query.max_bytes"));
     pthread_mutex_lock(&db_mu);
     db = d;
     pthread_mutex_unlock(&db_mu);
@@ -346,7 +346,7 @@ static int on_progress(void *arg)
     return 0;
 }
 
-void probe_store_interrupt(void)
+void sql_store_interrupt(void)
 {
     atomic_store(&interrupted, 1);
     pthread_mutex_lock(&db_mu);
@@ -365,7 +365,7 @@ static int prepare_error(sqlite3 *d, const char *sql, int rc, const struct auth 
     const char *msg = sqlite3_errmsg(d);
     if (strstr(msg, "may not be modified") || strstr(msg, "readonly"))
         return pb_err_set(err, PB_EBADARG, "SQL error: %s: " READONLY_HINT, msg);
-    int hint = probe_compat_hint(sql, err);
+    int hint = sql_compat_hint(sql, err);
     if (hint)
         return hint;
 #if SQLITE_VERSION_NUMBER >= 3038000
@@ -424,9 +424,9 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         return 1;
     *bytes += size;
     switch (type) {
-    case SQLITE_INTEGER: probe_rows_add_int(r, sqlite3_column_int64(st, c)); break;
-    case SQLITE_FLOAT: probe_rows_add_real(r, sqlite3_column_double(st, c)); break;
-    case SQLITE_NULL: probe_rows_add_null(r); break;
+    case SQLITE_INTEGER: core_rows_add_int(r, sqlite3_column_int64(st, c)); break;
+    case SQLITE_FLOAT: core_rows_add_real(r, sqlite3_column_double(st, c)); break;
+    case SQLITE_NULL: core_rows_add_null(r); break;
     case SQLITE_BLOB: {
         const unsigned char *b = sqlite3_column_blob(st, c);
         size_t n = size / 2;
@@ -436,28 +436,28 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         for (size_t i = 0; i < n; i++)
             snprintf(hex + 2 * i, 3, "%02x", b[i]);
         hex[2 * n] = '\0';
-        probe_rows_add_text(r, hex);
+        core_rows_add_text(r, hex);
         free(hex);
         break;
     }
     default: {
         const char *t = (const char *)sqlite3_column_text(st, c);
-        probe_rows_add_text(r, t ? t : "");
+        core_rows_add_text(r, t ? t : "");
     }
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
-int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
+int sql_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
-    sqlite3 *d = probe_store_db(err);
+    sqlite3 *d = sql_store_db(err);
     if (!d)
         return err && err->code ? err->code : PB_EUNKNOWN;
-    probe_history_flush();
-    long long max_rows = probe_setting_int("query.max_rows");
-    long long max_bytes = probe_setting_int("query.max_bytes");
-    long long timeout_ms = probe_setting_int("query.timeout_ms");
+    sql_history_flush();
+    long long max_rows = core_setting_int("query.max_rows");
+    long long max_bytes = core_setting_int("query.max_bytes");
+    long long timeout_ms = core_setting_int("query.timeout_ms");
     double t0 = mono_ms();
     struct auth au = {0};
     struct progress pg = {t0 + (double)timeout_ms, 0};
@@ -528,7 +528,7 @@ int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *er
                                "SQL error: the query needs more memory than "
                                "the probe's SQLite may hold (store.max_memory_bytes = %lld bytes): "
                                "narrow it",
-                               probe_setting_int("store.max_memory_bytes"));
+                               core_setting_int("store.max_memory_bytes"));
             else if (src == SQLITE_TOOBIG)
                 rc = pb_err_set(err, PB_EBADARG,
                                 "SQL error: a string or blob over %d bytes "
@@ -574,7 +574,7 @@ out:
     sqlite3_finalize(st);
     out->elapsed_ms = mono_ms() - t0;
     if (rc < 0) {
-        probe_rows_free(out);
+        core_rows_free(out);
         PB_LOG(PB_LOG_DEBUG, "query failed: %s", err ? err->msg : "");
     }
     return rc;

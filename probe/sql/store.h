@@ -15,11 +15,11 @@
 
 /* Run one read-only SQL statement. Task thread only (it may block: GIL waits inside virtual
  * tables, a long query up to query.timeout_ms). Applies query.max_rows, query.max_bytes and
- * query.timeout_ms. Returns 0 with out filled (free it with probe_rows_free), or a negative code
+ * query.timeout_ms. Returns 0 with out filled (free it with core_rows_free), or a negative code
  * with err->msg carrying SQLite's message (and for syntax errors the column and near token). */
-int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err);
+int sql_store_query(const char *sql, struct probe_rows *out, struct pb_err *err);
 /* Interrupt the running query, if any (any thread). */
-void probe_store_interrupt(void);
+void sql_store_interrupt(void);
 
 /* ---- history tables (history.c) ---- */
 #define PROBE_HISTORY_MAX_COLS 32
@@ -36,18 +36,18 @@ struct probe_column {
  * the strings must stay valid for the process's life (static tables). Any thread; idempotent
  * for the same name. The table exists in SQL once the first row is flushed, or at the first
  * query. Returns 0, PB_EBADARG (bad name, too many tables) with err filled. */
-int probe_history_define(const char *table, const char *description,
+int sql_history_define(const char *table, const char *description,
                          const struct probe_column *cols, int ncols, struct pb_err *err);
 /* Declare an index on a history table ("col1,col2": its columns, ts included), created with
  * the table (or at the next flush), so GROUP BY / WHERE on those columns need no sort or full
  * scan. Any thread. Returns 0 or PB_EBADARG. */
-int probe_history_index(const char *table, const char *columns, struct pb_err *err);
+int sql_history_index(const char *table, const char *columns, struct pb_err *err);
 /* Append one row (ncols values, without ts; ts is now). Any thread, never blocks on SQLite:
  * rows wait in a bounded queue (history.max_rows) until the task thread writes them. Text is
  * copied. Returns 0, PB_EBADARG (unknown table, wrong count) or -ENOMEM. */
-int probe_history_append(const char *table, const struct probe_value *vals, int ncols);
+int sql_history_append(const char *table, const struct probe_value *vals, int ncols);
 /* Task thread: write queued rows and apply retention (history.max_rows, history.max_age_s). */
-void probe_history_flush(void);
+void sql_history_flush(void);
 /* Declare a rollup of a history table: "<table>_by_<group cols joined by _>" (kind "rollup"),
  * one row per distinct value of group_cols ("col1,col2", at most 4) with `ts` (the group's
  * latest row), `rows` (count(*)) and, for each of value_cols (at most 6), <col>_count, _sum,
@@ -55,10 +55,10 @@ void probe_history_flush(void);
  * the flush as rows are written and evicted, so it always equals the GROUP BY over the rows the
  * table holds (sums up to floating-point rounding). Declares an index on group_cols. Any
  * thread; idempotent. Returns 0 or PB_EBADARG. */
-int probe_history_rollup(const char *table, const char *group_cols, const char *value_cols,
+int sql_history_rollup(const char *table, const char *group_cols, const char *value_cols,
                          struct pb_err *err);
 /* Start the built-in collector (system.process_history) on the loop. Loop thread. */
-int probe_collector_start(void);
+int sql_collector_start(void);
 
 /* ---- the tables perf --torch fills (torch_tables.c) ---- */
 #define PROBE_TORCH_TRACE_TABLE "python.torch_trace"
@@ -67,15 +67,15 @@ extern const int probe_torch_trace_ncols, probe_torch_steps_ncols;
 /* Declare the history tables python.torch_trace and python.torch_steps (empty until tracing
  * runs; the original Probing's views training_logs and profiling_data read them). Any thread,
  * idempotent, no GIL. Returns 0 or a negative code with err filled. */
-int probe_torch_tables_define(struct pb_err *err);
+int sql_torch_tables_define(struct pb_err *err);
 
 /* ---- the GPU tables (vtab_gpu.c, NVML by common/nvml.c) ---- */
 /* Declare system.gpu_history and system.gpu_process_history (gpu_metrics reads the first).
  * Any thread, idempotent. */
-int probe_gpu_tables_define(struct pb_err *err);
+int sql_gpu_tables_define(struct pb_err *err);
 /* Task thread: one sample of every GPU and GPU process into them; after NVML first fails
  * (no GPU or driver), nothing. */
-void probe_gpu_sample(void);
+void sql_gpu_sample(void);
 
 /* ---- internals shared by store.c, vtab.c, vtab_*.c and history.c ---- */
 struct sqlite3;
@@ -87,44 +87,44 @@ struct probe_table_info {
     const struct probe_column *cols;
     int ncols;
 };
-int probe_vtab_count(void);
-const struct probe_table_info *probe_vtab_info(int i);
-int probe_history_count(void);
-const struct probe_table_info *probe_history_info(int i);
+int sql_vtab_count(void);
+const struct probe_table_info *sql_vtab_info(int i);
+int sql_history_count(void);
+const struct probe_table_info *sql_history_info(int i);
 /* Task thread, at open: register the module and create every live table. */
-int probe_vtab_register(struct sqlite3 *db, struct pb_err *err);
+int sql_vtab_register(struct sqlite3 *db, struct pb_err *err);
 /* Task thread: create declared history tables not created yet (store.c calls it). */
-int probe_history_create_tables(struct sqlite3 *db);
+int sql_history_create_tables(struct sqlite3 *db);
 /* sql_compat.c: the original Probing's names (docs/migrating.md). At open (task thread):
  * hour(), date_trunc() and the views memory_usage, training_logs, ... (TEMP views, so they may
  * read every schema). The views' catalogue for probing.tables; a hint for SQL the original
  * accepted and SQLite does not (interval '5 min'): fills err and returns its negative code, else 0. */
-int probe_compat_register(struct sqlite3 *db, struct pb_err *err);
-int probe_compat_count(void);
-const struct probe_table_info *probe_compat_info(int i);
-int probe_compat_hint(const char *sql, struct pb_err *err);
-/* rollup.c, for history.c (task thread but for probe_rollup_new). probe_rollup_new parses
+int sql_compat_register(struct sqlite3 *db, struct pb_err *err);
+int sql_compat_count(void);
+const struct probe_table_info *sql_compat_info(int i);
+int sql_compat_hint(const char *sql, struct pb_err *err);
+/* rollup.c, for history.c (task thread but for sql_rollup_new). sql_rollup_new parses
  * the lists against base and makes the rollup's columns (*cols, the caller's); _add adds a row
  * being written (base's columns without ts); _scan adds (sign 1) or removes (-1) base's rows
  * up to rowid upto, to each of rs; _sync writes the changed groups into the rollup's table
  * (self), after the evicted rows were deleted from base. */
 struct sqlite3_stmt;
 /* Bind v (copied) as parameter i of st (history.c). */
-void probe_history_bind(struct sqlite3_stmt *st, int i, const struct probe_value *v);
+void sql_history_bind(struct sqlite3_stmt *st, int i, const struct probe_value *v);
 #define PROBE_ROLLUP_MAX_GROUP 4
 #define PROBE_ROLLUP_MAX_VALUES 6
 struct probe_rollup;
-struct probe_rollup *probe_rollup_new(const struct probe_table_info *base, const char *group_cols,
+struct probe_rollup *sql_rollup_new(const struct probe_table_info *base, const char *group_cols,
                                       const char *value_cols, struct probe_column **cols,
                                       int *ncols, struct pb_err *err);
-void probe_rollup_add(struct probe_rollup *r, double ts, const struct probe_value *row);
-void probe_rollup_scan(struct sqlite3 *db, const char *base, int ncols, long long upto, int sign,
+void sql_rollup_add(struct probe_rollup *r, double ts, const struct probe_value *row);
+void sql_rollup_scan(struct sqlite3 *db, const char *base, int ncols, long long upto, int sign,
                        struct probe_rollup *const *rs, int nr);
-void probe_rollup_sync(struct sqlite3 *db, struct probe_rollup *r,
+void sql_rollup_sync(struct sqlite3 *db, struct probe_rollup *r,
                        const struct probe_table_info *base, const struct probe_table_info *self);
 /* The open database (task thread), opening it if needed; NULL with err on failure. */
-struct sqlite3 *probe_store_db(struct pb_err *err);
-double probe_now(void);
+struct sqlite3 *sql_store_db(struct pb_err *err);
+double sql_now(void);
 /* Set by a live table's fill function failing (task thread; store.c resets it per query), so
  * its message, which names the table, is passed on without the "SQL error: " prefix. */
 extern int probe_vtab_failed;

@@ -20,7 +20,7 @@ static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct p
 static int comm_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
-    return probe_comm_fill(r, err);
+    return core_comm_fill(r, err);
 }
 
 static const struct probe_column backtrace_cols[] = {
@@ -198,7 +198,7 @@ static const struct vtab_def defs[] = {
       "Python frames of one thread (the main thread unless "
       "WHERE thread_id = N), innermost first; read without the GIL, locals need it",
       COLS(backtrace_cols)},
-     vtab_backtrace_fill,
+     sql_vtab_backtrace_fill,
      4,
      6},
     {{"python.native_backtrace", "live",
@@ -206,47 +206,47 @@ static const struct vtab_def defs[] = {
       "every Python thread, then of every thread that runs no Python (or WHERE thread_id = N); "
       "CPython's call machinery left out; read without the GIL",
       COLS(native_bt_cols)},
-     vtab_native_bt_fill,
+     sql_vtab_native_bt_fill,
      0,
      -1},
     {{"python.threads", "live",
       "Python threads; names and daemon from threading when the GIL "
       "can be had, else from the OS",
       COLS(pythreads_cols)},
-     vtab_pythreads_fill,
+     sql_vtab_pythreads_fill,
      -1,
      -1},
     {{"python.objects", "live",
       "live objects tracked by the garbage collector, by type "
       "(walks gc.get_objects() under the GIL: cost grows with the heap)",
       COLS(objects_cols)},
-     vtab_objects_fill,
+     sql_vtab_objects_fill,
      -1,
      -1},
     {{"python.modules", "live", "imported modules (sys.modules; needs the GIL)",
       COLS(modules_cols)},
-     vtab_modules_fill,
+     sql_vtab_modules_fill,
      -1,
      -1},
     {{"python.gc", "live", "garbage collector state per generation (needs the GIL)", COLS(gc_cols)},
-     vtab_gc_fill,
+     sql_vtab_gc_fill,
      -1,
      -1},
     {{"python.asyncio_tasks", "live",
       "every asyncio task of every event loop: state, where its "
       "coroutines are suspended, what it awaits and who awaits it (needs the GIL)",
       COLS(atasks_cols)},
-     vtab_atasks_fill,
+     sql_vtab_atasks_fill,
      -1,
      -1},
     {{"system.process", "live", "this process from /proc: memory, CPU, threads, descriptors",
       COLS(process_cols)},
-     vtab_process_fill,
+     sql_vtab_process_fill,
      -1,
      -1},
     {{"system.threads", "live", "every native thread from /proc/self/task: CPU time and state",
       COLS(systhreads_cols)},
-     vtab_systhreads_fill,
+     sql_vtab_systhreads_fill,
      -1,
      -1},
     {{"system.gpus", "live",
@@ -254,47 +254,47 @@ static const struct vtab_def defs[] = {
       "temperature, power, clocks, throttling, ECC and XID counts; empty without an NVIDIA GPU "
       "and driver (the query's note says why)",
       vtab_gpus_cols, 17},
-     vtab_gpus_fill,
+     sql_vtab_gpus_fill,
      -1,
      -1},
     {{"system.gpu_processes", "live",
       "every process that holds memory on an NVIDIA GPU (NVML's "
       "compute processes: which rank uses which GPU); empty without a GPU and driver",
       vtab_gpu_procs_cols, 4},
-     vtab_gpu_procs_fill,
+     sql_vtab_gpu_procs_fill,
      -1,
      -1},
     {{"perf.samples", "live",
       "perf --cc samples: one row per sample of a thread (kept after "
       "perf --stop until the next start)",
       vtab_perf_samples_cols, 7},
-     vtab_perf_samples_fill,
+     sql_vtab_perf_samples_fill,
      -1,
      -1},
     {{"perf.samples_by_stack", "live",
       "perf --cc samples counted per thread and stack, kept "
       "as samples arrive (the GROUP BY thread_id, stack_id of perf.samples)",
       vtab_perf_by_stack_cols, 7},
-     vtab_perf_by_stack_fill,
+     sql_vtab_perf_by_stack_fill,
      -1,
      -1},
     {{"perf.stacks", "live",
       "perf --cc: each distinct merged native+Python stack, folded "
       "(outermost frame first, ';' between frames)",
       vtab_perf_stacks_cols, 4},
-     vtab_perf_stacks_fill,
+     sql_vtab_perf_stacks_fill,
      0,
      -1},
     {{"perf.frames", "live", "perf --cc: the frames of every stack, depth 0 innermost",
       vtab_perf_frames_cols, 9},
-     vtab_perf_frames_fill,
+     sql_vtab_perf_frames_fill,
      0,
      -1},
     {{"python.tracemalloc", "live",
       "tracemalloc's live allocations by line, largest first; "
       "empty unless the target traces (probing -p PID memory --trace start); needs the GIL",
       COLS(tracemalloc_cols)},
-     vtab_tracemalloc_fill,
+     sql_vtab_tracemalloc_fill,
      -1,
      -1},
     {{"python.cuda_memory", "live",
@@ -303,7 +303,7 @@ static const struct vtab_def defs[] = {
       "empty unless torch.cuda is initialised in the target (a query never initialises it; "
       "the note says why); needs the GIL",
       vtab_cuda_memory_cols, 11},
-     vtab_cuda_memory_fill,
+     sql_vtab_cuda_memory_fill,
      -1,
      -1},
     {{"torch.collectives", "live",
@@ -327,32 +327,32 @@ static const struct vtab_def defs[] = {
       "every table and view (the SQL standard's view of "
       "probing.tables)",
       vtab_is_tables_cols, 6},
-     vtab_is_tables_fill,
+     sql_vtab_is_tables_fill,
      -1,
      -1},
     {{"information_schema.columns", "live",
       "every column of every table and view (the SQL "
       "standard's view of probing.tables)",
       vtab_is_columns_cols, 8},
-     vtab_is_columns_fill,
+     sql_vtab_is_columns_fill,
      -1,
      -1},
     {{"information_schema.df_settings", "live",
       "every runtime setting as name and value (the "
       "original Probing's name for probing.settings)",
       vtab_is_settings_cols, 3},
-     vtab_is_settings_fill,
+     sql_vtab_is_settings_fill,
      -1,
      -1},
 };
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
 
-int probe_vtab_count(void)
+int sql_vtab_count(void)
 {
     return NDEFS;
 }
 
-const struct probe_table_info *probe_vtab_info(int i)
+const struct probe_table_info *sql_vtab_info(int i)
 {
     return i >= 0 && i < NDEFS ? &defs[i].info : NULL;
 }
@@ -364,19 +364,19 @@ static int settings_fill(struct probe_rows *r, const struct vtab_args *a, struct
     (void)a;
     (void)err;
     struct probe_setting_view v;
-    for (int i = 0; !probe_rows_error(r) && probe_setting_view_get(i, &v) == 0; i++) {
-        probe_rows_add_text(r, v.name);
-        probe_rows_add_text(r, v.value);
-        probe_rows_add_text(r, v.dflt);
-        probe_rows_add_text(r, v.allowed);
-        probe_rows_add_text(r, v.description);
+    for (int i = 0; !core_rows_error(r) && core_setting_view_get(i, &v) == 0; i++) {
+        core_rows_add_text(r, v.name);
+        core_rows_add_text(r, v.value);
+        core_rows_add_text(r, v.dflt);
+        core_rows_add_text(r, v.allowed);
+        core_rows_add_text(r, v.description);
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
 static int table_rows(struct probe_rows *r, const struct probe_table_info *t, int with_ts)
 {
-    for (int c = -with_ts; !probe_rows_error(r) && c < t->ncols; c++) {
+    for (int c = -with_ts; !core_rows_error(r) && c < t->ncols; c++) {
         static const struct probe_column ts = {"ts", "REAL", "sample time, epoch seconds"};
         static const struct probe_column rts = {"ts", "REAL",
                                                 "the group's latest row, epoch "
@@ -384,14 +384,14 @@ static int table_rows(struct probe_rows *r, const struct probe_table_info *t, in
         const struct probe_column *col = c >= 0                      ? &t->cols[c]
                                          : strcmp(t->kind, "rollup") ? &ts
                                                                      : &rts;
-        probe_rows_add_text(r, t->name);
-        probe_rows_add_text(r, t->kind);
-        probe_rows_add_text(r, col->name);
-        probe_rows_add_text(r, col->type);
-        probe_rows_add_text(r, col->description);
-        probe_rows_add_text(r, t->description);
+        core_rows_add_text(r, t->name);
+        core_rows_add_text(r, t->kind);
+        core_rows_add_text(r, col->name);
+        core_rows_add_text(r, col->type);
+        core_rows_add_text(r, col->description);
+        core_rows_add_text(r, t->description);
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
 static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -401,10 +401,10 @@ static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct p
     int rc = 0;
     for (int i = 0; rc == 0 && i < NDEFS; i++)
         rc = table_rows(r, &defs[i].info, 0);
-    for (int i = 0; rc == 0 && i < probe_history_count(); i++)
-        rc = table_rows(r, probe_history_info(i), 1);
-    for (int i = 0; rc == 0 && i < probe_compat_count(); i++)
-        rc = table_rows(r, probe_compat_info(i), 0);
+    for (int i = 0; rc == 0 && i < sql_history_count(); i++)
+        rc = table_rows(r, sql_history_info(i), 1);
+    for (int i = 0; rc == 0 && i < sql_compat_count(); i++)
+        rc = table_rows(r, sql_compat_info(i), 0);
     return rc;
 }
 
@@ -499,7 +499,7 @@ static int vt_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out)
 static int vt_close(sqlite3_vtab_cursor *base)
 {
     struct cur *c = (struct cur *)base;
-    probe_rows_free(&c->rows);
+    core_rows_free(&c->rows);
     free(c);
     return SQLITE_OK;
 }
@@ -512,7 +512,7 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr, int
     struct vt *v = (struct vt *)base->pVtab;
     struct vtab_args a = {0};
     struct pb_err err = {0};
-    probe_rows_free(&c->rows);
+    core_rows_free(&c->rows);
     c->row = 0;
     c->rows.ncols = v->def->info.ncols;
     if ((idx & 1) && argc >= 1) {
@@ -524,11 +524,11 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr, int
     a.want_lazy = (idx & 2) != 0;
     int rc = v->def->fill(&c->rows, &a, &err);
     if (rc == 0)
-        rc = probe_rows_error(&c->rows); /* a fill that did not say: its rows' error stands */
+        rc = core_rows_error(&c->rows); /* a fill that did not say: its rows' error stands */
     if (rc < 0) {
         probe_vtab_failed = 1;
         int ncols = c->rows.ncols;
-        probe_rows_free(&c->rows);
+        core_rows_free(&c->rows);
         c->rows.ncols = ncols;
         sqlite3_free(base->pVtab->zErrMsg);
         base->pVtab->zErrMsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : pb_strerror(rc));
@@ -584,7 +584,7 @@ static const sqlite3_module module = {
     .xRowid = vt_rowid,
 };
 
-int probe_vtab_register(struct sqlite3 *db, struct pb_err *err)
+int sql_vtab_register(struct sqlite3 *db, struct pb_err *err)
 {
     int rc = sqlite3_create_module(db, "probing_live", &module, NULL);
     char sql[160];

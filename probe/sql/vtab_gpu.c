@@ -42,12 +42,12 @@ const struct probe_column vtab_gpu_procs_cols[4] = {
 
 static void add_opt_int(struct probe_rows *r, long long v)
 {
-    v < 0 ? probe_rows_add_null(r) : probe_rows_add_int(r, v);
+    v < 0 ? core_rows_add_null(r) : core_rows_add_int(r, v);
 }
 
 static void add_opt_real(struct probe_rows *r, double v)
 {
-    v < 0 ? probe_rows_add_null(r) : probe_rows_add_real(r, v);
+    v < 0 ? core_rows_add_null(r) : core_rows_add_real(r, v);
 }
 
 static struct pb_gpu gpus[PB_GPU_MAX];
@@ -70,9 +70,9 @@ static void gpu_row(struct probe_rows *r, const struct pb_gpu *g)
 {
     char thr[160];
     pb_nvml_throttle_names(g->throttle, thr, sizeof thr);
-    probe_rows_add_int(r, g->index);
-    probe_rows_add_text(r, g->name);
-    probe_rows_add_text(r, g->uuid);
+    core_rows_add_int(r, g->index);
+    core_rows_add_text(r, g->name);
+    core_rows_add_text(r, g->uuid);
     add_opt_int(r, g->util_gpu);
     add_opt_int(r, g->util_mem);
     add_opt_int(r, g->mem_used);
@@ -82,52 +82,52 @@ static void gpu_row(struct probe_rows *r, const struct pb_gpu *g)
     add_opt_real(r, g->power_limit_w);
     add_opt_int(r, g->clock_sm_mhz);
     add_opt_int(r, g->clock_mem_mhz);
-    g->throttle < 0 ? probe_rows_add_null(r) : probe_rows_add_text(r, thr);
+    g->throttle < 0 ? core_rows_add_null(r) : core_rows_add_text(r, thr);
     add_opt_int(r, g->ecc_corrected);
     add_opt_int(r, g->ecc_uncorrected);
     add_opt_int(r, g->xid_count);
     add_opt_int(r, g->last_xid);
 }
 
-int vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
     int np, n = read_all(&np);
-    for (int i = 0; !probe_rows_error(r) && i < n; i++)
+    for (int i = 0; !core_rows_error(r) && i < n; i++)
         gpu_row(r, &gpus[i]);
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
-int vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
     int np;
     read_all(&np);
     long self = (long)getpid();
-    for (int i = 0; !probe_rows_error(r) && i < np; i++) {
-        probe_rows_add_int(r, procs[i].gpu);
-        probe_rows_add_int(r, procs[i].pid);
+    for (int i = 0; !core_rows_error(r) && i < np; i++) {
+        core_rows_add_int(r, procs[i].gpu);
+        core_rows_add_int(r, procs[i].pid);
         add_opt_int(r, procs[i].used);
-        probe_rows_add_int(r, procs[i].pid == self);
+        core_rows_add_int(r, procs[i].pid == self);
     }
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
 /* ---- the collector ---- */
 
 static int gpu_absent;
 
-int probe_gpu_tables_define(struct pb_err *err)
+int sql_gpu_tables_define(struct pb_err *err)
 {
-    int rc = probe_history_define("system.gpu_history",
+    int rc = sql_history_define("system.gpu_history",
                                   "system.gpus sampled every "
                                   "history.interval_s seconds (built-in collector; empty without "
                                   "an NVIDIA GPU and driver)",
                                   vtab_gpus_cols, 17, err);
     return rc < 0 ? rc
-                  : probe_history_define("system.gpu_process_history",
+                  : sql_history_define("system.gpu_process_history",
                                          "system.gpu_processes "
                                          "sampled every history.interval_s seconds (built-in "
                                          "collector; empty without an NVIDIA GPU and driver)",
@@ -146,7 +146,7 @@ static struct probe_value vreal(double v)
                  : (struct probe_value){.type = PROBE_V_REAL, .d = v};
 }
 
-void probe_gpu_sample(void)
+void sql_gpu_sample(void)
 {
     if (gpu_absent)
         return;
@@ -157,7 +157,7 @@ void probe_gpu_sample(void)
         PB_LOG(PB_LOG_INFO, "GPU history off: %s", err.msg);
         return;
     }
-    if (probe_gpu_tables_define(&err) < 0) {
+    if (sql_gpu_tables_define(&err) < 0) {
         gpu_absent = 1;
         PB_LOG(PB_LOG_WARN, "GPU history: %s", err.msg);
         return;
@@ -186,12 +186,12 @@ void probe_gpu_sample(void)
             vint(g->xid_count),
             vint(g->last_xid),
         };
-        probe_history_append("system.gpu_history", v, 17);
+        sql_history_append("system.gpu_history", v, 17);
     }
     long self = (long)getpid();
     for (int i = 0; i < np; i++) {
         struct probe_value v[4] = {vint(procs[i].gpu), vint(procs[i].pid), vint(procs[i].used),
                                    vint(procs[i].pid == self)};
-        probe_history_append("system.gpu_process_history", v, 4);
+        sql_history_append("system.gpu_process_history", v, 4);
     }
 }

@@ -47,24 +47,24 @@ const struct probe_column vtab_perf_by_stack_cols[7] = {
     {"last_ts", "REAL", "the last such sample, epoch seconds (max(ts))"},
 };
 
-int vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     return prof_stack_counts_fill(r, err);
 }
 
-int vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_perf_samples_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     return prof_samples_fill(r, err);
 }
 
-int vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     return prof_stacks_fill(r, a->has_thread ? a->thread_id : -1, err);
 }
 
-int vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     return prof_frames_fill(r, a->has_thread ? a->thread_id : -1, err);
 }

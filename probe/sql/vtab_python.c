@@ -3,7 +3,7 @@
  * python.backtrace and python.threads answer even when a thread holds the GIL forever (locals
  * NULL, names from the OS). python.objects, python.modules, python.gc and python.asyncio_tasks
  * need the GIL: they run
- * on the worker through probe_gil_call and, when the GIL cannot be had in time, fail with a
+ * on the worker through gil_call and, when the GIL cannot be had in time, fail with a
  * message naming the table and the GIL holder. Task thread only. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,7 +27,7 @@
 
 static long thread_id(const struct probe_thread *t)
 {
-    return probe_thread_id(t);
+    return pyrt_thread_id(t);
 }
 
 struct snapcall {
@@ -40,15 +40,15 @@ struct snapcall {
 static void snap_with_gil(void *arg)
 {
     struct snapcall *s = arg;
-    s->rc = probe_pyrt_snapshot(&s->snap, s->flags, MAX_FRAMES, &s->err);
+    s->rc = pyrt_snapshot(&s->snap, s->flags, MAX_FRAMES, &s->err);
 }
 
 /* A worker has a thread state while it runs a job or waits for the GIL: leave them out. */
 static void drop_worker(struct probe_snapshot *snap)
 {
     for (int i = 0; i < snap->nthreads; i++)
-        if (probe_worker_owns(snap->threads[i].ident)) {
-            probe_thread_free(&snap->threads[i]);
+        if (gil_worker_owns(snap->threads[i].ident)) {
+            pyrt_thread_free(&snap->threads[i]);
             memmove(&snap->threads[i], &snap->threads[i + 1],
                     (size_t)(snap->nthreads - i - 1) * sizeof snap->threads[0]);
             snap->nthreads--;
@@ -62,17 +62,17 @@ static int snapshot(struct snapcall *s, int flags, int *gil_rc)
 {
     memset(s, 0, sizeof *s);
     s->flags = flags;
-    *gil_rc = flags ? probe_gil_call(snap_with_gil, s, probe_setting_gil_timeout_ms()) : -1;
+    *gil_rc = flags ? gil_call(snap_with_gil, s, core_setting_gil_timeout_ms()) : -1;
     if (*gil_rc == 0 && s->rc == 0) {
         drop_worker(&s->snap);
         return 0;
     }
     if (*gil_rc == 0) {
-        probe_snapshot_free(&s->snap);
+        pyrt_snapshot_free(&s->snap);
         *gil_rc = s->rc;
     }
     pb_err_clear(&s->err);
-    int rc = probe_pyrt_snapshot(&s->snap, 0, MAX_FRAMES, &s->err);
+    int rc = pyrt_snapshot(&s->snap, 0, MAX_FRAMES, &s->err);
     if (rc == 0)
         drop_worker(&s->snap);
     return rc;
@@ -91,59 +91,59 @@ static char *locals_json(const struct probe_frame *f)
     return s;
 }
 
-int vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     struct snapcall s;
     int gil_rc;
     int rc = snapshot(&s, a->want_lazy ? PROBE_SNAP_LOCALS : 0, &gil_rc);
     if (rc < 0) {
         pb_err_set(err, rc, "python.backtrace: %s", s.err.msg);
-        probe_snapshot_free(&s.snap);
+        pyrt_snapshot_free(&s.snap);
         return rc;
     }
-    for (int i = 0; !probe_rows_error(r) && i < s.snap.nthreads; i++) {
+    for (int i = 0; !core_rows_error(r) && i < s.snap.nthreads; i++) {
         const struct probe_thread *t = &s.snap.threads[i];
         if (a->has_thread ? thread_id(t) != a->thread_id : !t->is_main)
             continue;
-        for (int d = 0; !probe_rows_error(r) && d < t->nframes; d++) {
+        for (int d = 0; !core_rows_error(r) && d < t->nframes; d++) {
             const struct probe_frame *f = &t->frames[d];
-            probe_rows_add_text(r, f->func ? f->func : "?");
-            probe_rows_add_text(r, f->file ? f->file : "?");
-            probe_rows_add_int(r, f->line);
-            probe_rows_add_int(r, d);
-            probe_rows_add_int(r, thread_id(t));
-            probe_rows_add_text(r, "python");
+            core_rows_add_text(r, f->func ? f->func : "?");
+            core_rows_add_text(r, f->file ? f->file : "?");
+            core_rows_add_int(r, f->line);
+            core_rows_add_int(r, d);
+            core_rows_add_int(r, thread_id(t));
+            core_rows_add_text(r, "python");
             if (gil_rc == 0 && f->nlocals >= 0) {
                 char *j = locals_json(f);
-                probe_rows_add_text(r, j);
+                core_rows_add_text(r, j);
                 cJSON_free(j);
             } else {
-                probe_rows_add_null(r);
+                core_rows_add_null(r);
             }
         }
     }
-    probe_snapshot_free(&s.snap);
-    return probe_rows_error(r);
+    pyrt_snapshot_free(&s.snap);
+    return core_rows_error(r);
 }
 
 static int nframe_row(struct probe_rows *r, long tid, int depth, const struct prof_nframe *f,
                       const char *stack)
 {
     int py = f->kind == PROF_NF_PYTHON;
-    probe_rows_add_int(r, tid);
-    probe_rows_add_int(r, depth);
-    probe_rows_add_text(r, py ? "python" : "native");
-    f->name ? probe_rows_add_text(r, f->name) : probe_rows_add_null(r);
-    py && f->file ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
-    py ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
-    !py && f->file ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
-    py ? probe_rows_add_null(r) : probe_rows_add_int(r, (long long)f->offset);
-    py ? probe_rows_add_null(r) : probe_rows_add_int(r, (long long)f->pc);
-    probe_rows_add_text(r, stack);
-    return probe_rows_error(r);
+    core_rows_add_int(r, tid);
+    core_rows_add_int(r, depth);
+    core_rows_add_text(r, py ? "python" : "native");
+    f->name ? core_rows_add_text(r, f->name) : core_rows_add_null(r);
+    py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    py ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+    !py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->offset);
+    py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->pc);
+    core_rows_add_text(r, stack);
+    return core_rows_error(r);
 }
 
-int vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     struct snapcall s;
     int gil_rc, n = 0;
@@ -199,11 +199,11 @@ out:
         prof_nstack_free(&ns[i]);
     free(ns);
     free(tids);
-    probe_snapshot_free(&s.snap);
+    pyrt_snapshot_free(&s.snap);
     return rc;
 }
 
-int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct snapcall s;
@@ -211,24 +211,24 @@ int vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, struct 
     int rc = snapshot(&s, PROBE_SNAP_NAMES, &gil_rc);
     if (rc < 0) {
         pb_err_set(err, rc, "python.threads: %s", s.err.msg);
-        probe_snapshot_free(&s.snap);
+        pyrt_snapshot_free(&s.snap);
         return rc;
     }
-    for (int i = 0; !probe_rows_error(r) && i < s.snap.nthreads; i++) {
+    for (int i = 0; !core_rows_error(r) && i < s.snap.nthreads; i++) {
         const struct probe_thread *t = &s.snap.threads[i];
-        probe_rows_add_int(r, thread_id(t));
-        probe_rows_add_int(r, (long long)t->ident);
-        probe_rows_add_text(r, t->name ? t->name : "");
-        t->native_id > 0 ? probe_rows_add_int(r, t->native_id) : probe_rows_add_null(r);
-        probe_rows_add_int(r, t->holds_gil);
-        t->daemon >= 0 ? probe_rows_add_int(r, t->daemon) : probe_rows_add_null(r);
-        probe_rows_add_int(r, t->is_main);
-        probe_rows_add_text(r, vtab_thread_state(t->native_id));
-        probe_rows_add_text(r, t->name_from_threading ? "threading" : "os");
-        probe_rows_add_int(r, t->interp_id);
+        core_rows_add_int(r, thread_id(t));
+        core_rows_add_int(r, (long long)t->ident);
+        core_rows_add_text(r, t->name ? t->name : "");
+        t->native_id > 0 ? core_rows_add_int(r, t->native_id) : core_rows_add_null(r);
+        core_rows_add_int(r, t->holds_gil);
+        t->daemon >= 0 ? core_rows_add_int(r, t->daemon) : core_rows_add_null(r);
+        core_rows_add_int(r, t->is_main);
+        core_rows_add_text(r, sql_vtab_thread_state(t->native_id));
+        core_rows_add_text(r, t->name_from_threading ? "threading" : "os");
+        core_rows_add_int(r, t->interp_id);
     }
-    probe_snapshot_free(&s.snap);
-    return probe_rows_error(r);
+    pyrt_snapshot_free(&s.snap);
+    return core_rows_error(r);
 }
 
 /* ---- tables that need the GIL ---- */
@@ -242,8 +242,8 @@ struct gilfill {
 /* Run fn under the GIL; on failure name the table and who holds the GIL. */
 static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struct pb_err *err)
 {
-    int timeout = probe_setting_gil_timeout_ms();
-    int rc = probe_gil_call(fn, g, timeout);
+    int timeout = core_setting_gil_timeout_ms();
+    int rc = gil_call(fn, g, timeout);
     if (rc == 0 && g->rc == 0)
         return 0;
     if (rc == 0)
@@ -257,11 +257,11 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
     struct pb_err e2 = {0};
     const struct probe_thread *h = NULL;
     char busy[256];
-    if (probe_pyrt_snapshot(&s, 0, 1, &e2) == 0)
+    if (pyrt_snapshot(&s, 0, 1, &e2) == 0)
         for (int i = 0; i < s.nthreads && !h; i++)
             if (s.threads[i].holds_gil)
                 h = &s.threads[i];
-    if (probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+    if (gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
         pb_err_set(err, rc,
                    "%s needs the GIL: %s: interrupt it with 'probing -p PID eval "
                    "--interrupt'",
@@ -276,7 +276,7 @@ static int with_gil(const char *table, probe_gil_fn fn, struct gilfill *g, struc
                    "%s needs the GIL: it could not be had within %d ms "
                    "(gil_timeout_ms)",
                    table, timeout);
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
     return rc;
 }
 
@@ -351,14 +351,14 @@ static void objects_with_gil(void *arg)
         }
         tab[h].size += sz;
     }
-    for (size_t k = 0; tab && !probe_rows_error(g->r) && k < cap; k++) {
+    for (size_t k = 0; tab && !core_rows_error(g->r) && k < cap; k++) {
         if (!tab[k].type)
             continue;
-        probe_rows_add_text(g->r, tab[k].type->tp_name);
-        probe_rows_add_int(g->r, tab[k].count);
-        probe_rows_add_int(g->r, tab[k].size);
+        core_rows_add_text(g->r, tab[k].type->tp_name);
+        core_rows_add_int(g->r, tab[k].count);
+        core_rows_add_int(g->r, tab[k].size);
     }
-    int rc = tab ? probe_rows_error(g->r) : -ENOMEM;
+    int rc = tab ? core_rows_error(g->r) : -ENOMEM;
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     free(tab);
@@ -366,7 +366,7 @@ static void objects_with_gil(void *arg)
     Py_DECREF(gc);
 }
 
-int vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_objects_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -395,7 +395,7 @@ static void modules_with_gil(void *arg)
     }
     PyObject *k, *v;
     Py_ssize_t pos = 0;
-    while (!probe_rows_error(g->r) && PyDict_Next(copy, &pos, &k, &v)) {
+    while (!core_rows_error(g->r) && PyDict_Next(copy, &pos, &k, &v)) {
         const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
         if (!name) {
             PyErr_Clear();
@@ -404,14 +404,14 @@ static void modules_with_gil(void *arg)
         const char *file = dict_str(v, "__file__");
         if (!file)
             PyErr_Clear();
-        probe_rows_add_text(g->r, name);
-        probe_rows_add_text(g->r, file);
+        core_rows_add_text(g->r, name);
+        core_rows_add_text(g->r, file);
         const char *ver = dict_str(v, "__version__");
         if (!ver)
             PyErr_Clear();
-        probe_rows_add_text(g->r, ver);
+        core_rows_add_text(g->r, ver);
     }
-    int rc = probe_rows_error(g->r);
+    int rc = core_rows_error(g->r);
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     Py_DECREF(copy);
@@ -452,22 +452,22 @@ static int atask_row(struct probe_rows *r, const struct probe_atasks *at,
                       t->frames[i].file, t->frames[i].line);
     snprintf(id, sizeof id, "0x%lx", (unsigned long)t->addr);
     snprintf(loop, sizeof loop, "0x%lx", (unsigned long)t->loop);
-    t->thread_id > 0 ? probe_rows_add_int(r, t->thread_id) : probe_rows_add_null(r);
-    probe_rows_add_text(r, id);
-    probe_rows_add_text(r, t->name ? t->name : "?");
-    probe_rows_add_text(r, t->state);
-    probe_rows_add_int(r, t->running);
-    t->coro ? probe_rows_add_text(r, t->coro) : probe_rows_add_null(r);
-    f ? probe_rows_add_text(r, f->func) : probe_rows_add_null(r);
-    f ? probe_rows_add_text(r, f->file) : probe_rows_add_null(r);
-    f ? probe_rows_add_int(r, f->line) : probe_rows_add_null(r);
-    probe_rows_add_text(r, stack);
-    t->waiter_type ? probe_rows_add_text(r, t->waiter_type) : probe_rows_add_null(r);
-    probe_rows_add_text(r, awaits);
-    probe_rows_add_text(r, by);
-    t->cycle ? probe_rows_add_int(r, t->cycle) : probe_rows_add_null(r);
-    t->loop ? probe_rows_add_text(r, loop) : probe_rows_add_null(r);
-    rc = probe_rows_error(r);
+    t->thread_id > 0 ? core_rows_add_int(r, t->thread_id) : core_rows_add_null(r);
+    core_rows_add_text(r, id);
+    core_rows_add_text(r, t->name ? t->name : "?");
+    core_rows_add_text(r, t->state);
+    core_rows_add_int(r, t->running);
+    t->coro ? core_rows_add_text(r, t->coro) : core_rows_add_null(r);
+    f ? core_rows_add_text(r, f->func) : core_rows_add_null(r);
+    f ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    f ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+    core_rows_add_text(r, stack);
+    t->waiter_type ? core_rows_add_text(r, t->waiter_type) : core_rows_add_null(r);
+    core_rows_add_text(r, awaits);
+    core_rows_add_text(r, by);
+    t->cycle ? core_rows_add_int(r, t->cycle) : core_rows_add_null(r);
+    t->loop ? core_rows_add_text(r, loop) : core_rows_add_null(r);
+    rc = core_rows_error(r);
 out:
     free(stack);
     free(awaits);
@@ -480,20 +480,20 @@ static void atasks_with_gil(void *arg)
 {
     struct gilfill *g = arg;
     struct probe_atasks at;
-    if ((g->rc = probe_asyncio_tasks(&at, &g->err)) < 0)
+    if ((g->rc = pyrt_asyncio_tasks(&at, &g->err)) < 0)
         return;
     int rc = 0;
     for (int i = 0; rc == 0 && i < at.ntasks; i++)
         rc = atask_row(g->r, &at, &at.tasks[i]);
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
-    probe_atasks_free(&at);
+    pyrt_atasks_free(&at);
 }
 
 /* Without the GIL (it could not be had in time): 3.14+ keeps the pending C tasks on per-thread
  * lists that are read from memory (pyrt/asyncio_mem.c), as `debug --dump --tasks` does; before
  * 3.14, or when they cannot be read, the GIL's error stands. */
-int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -502,19 +502,19 @@ int vtab_atasks_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_
         return rc;
     struct probe_atasks at;
     struct pb_err e = {0};
-    if (probe_asyncio_tasks_mem(&at, &e) < 0)
+    if (pyrt_asyncio_tasks_mem(&at, &e) < 0)
         return rc;
     int wr = 0;
     for (int i = 0; wr == 0 && i < at.ntasks; i++)
         wr = atask_row(r, &at, &at.tasks[i]);
-    probe_atasks_free(&at);
+    pyrt_atasks_free(&at);
     if (wr < 0)
         return pb_err_set(err, wr, "python.asyncio_tasks: out of memory");
     pb_err_clear(err);
     return 0;
 }
 
-int vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_modules_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -553,20 +553,20 @@ static void gc_with_gil(void *arg)
         py_error(g, "gc");
     } else {
         Py_ssize_t ngen = PySequence_Size(stats);
-        for (Py_ssize_t i = 0; !probe_rows_error(g->r) && i < ngen && i < 3; i++) {
+        for (Py_ssize_t i = 0; !core_rows_error(g->r) && i < ngen && i < 3; i++) {
             PyObject *st = PySequence_GetItem(stats, i);
-            probe_rows_add_int(g->r, i);
-            probe_rows_add_int(g->r, item_ll(count, i));
-            probe_rows_add_int(g->r, item_ll(thr, i));
-            probe_rows_add_int(g->r, dict_ll(st, "collections"));
-            probe_rows_add_int(g->r, dict_ll(st, "collected"));
-            probe_rows_add_int(g->r, dict_ll(st, "uncollectable"));
-            probe_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
+            core_rows_add_int(g->r, i);
+            core_rows_add_int(g->r, item_ll(count, i));
+            core_rows_add_int(g->r, item_ll(thr, i));
+            core_rows_add_int(g->r, dict_ll(st, "collections"));
+            core_rows_add_int(g->r, dict_ll(st, "collected"));
+            core_rows_add_int(g->r, dict_ll(st, "uncollectable"));
+            core_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
             Py_XDECREF(st);
         }
         if (PyErr_Occurred())
             PyErr_Clear();
-        int rc = probe_rows_error(g->r);
+        int rc = core_rows_error(g->r);
         if (rc < 0)
             g->rc = pb_err_set(&g->err, rc, "out of memory");
     }
@@ -577,7 +577,7 @@ static void gc_with_gil(void *arg)
     Py_XDECREF(gc);
 }
 
-int vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_gc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -619,7 +619,7 @@ static void tracemalloc_with_gil(void *arg)
         goto out;
     }
     Py_ssize_t n = PySequence_Size(stats);
-    for (Py_ssize_t i = 0; !probe_rows_error(g->r) && i < n && i < MAX_TRACEMALLOC_ROWS; i++) {
+    for (Py_ssize_t i = 0; !core_rows_error(g->r) && i < n && i < MAX_TRACEMALLOC_ROWS; i++) {
         PyObject *st = PySequence_GetItem(stats, i);
         PyObject *tb = st ? PyObject_GetAttrString(st, "traceback") : NULL;
         PyObject *fr = tb ? PySequence_GetItem(tb, 0) : NULL;
@@ -633,10 +633,10 @@ static void tracemalloc_with_gil(void *arg)
         long long ct = count ? PyLong_AsLongLong(count) : -1;
         if (PyErr_Occurred())
             PyErr_Clear();
-        probe_rows_add_text(g->r, fs ? fs : "<unknown>");
-        probe_rows_add_int(g->r, ln);
-        probe_rows_add_int(g->r, sz);
-        probe_rows_add_int(g->r, ct);
+        core_rows_add_text(g->r, fs ? fs : "<unknown>");
+        core_rows_add_int(g->r, ln);
+        core_rows_add_int(g->r, sz);
+        core_rows_add_int(g->r, ct);
         Py_XDECREF(count);
         Py_XDECREF(size);
         Py_XDECREF(line);
@@ -647,8 +647,8 @@ static void tracemalloc_with_gil(void *arg)
     }
     if (PyErr_Occurred())
         PyErr_Clear();
-    if (probe_rows_error(g->r) < 0)
-        g->rc = pb_err_set(&g->err, probe_rows_error(g->r), "out of memory");
+    if (core_rows_error(g->r) < 0)
+        g->rc = pb_err_set(&g->err, core_rows_error(g->r), "out of memory");
 out:
     Py_XDECREF(stats);
     Py_XDECREF(filt);
@@ -657,7 +657,7 @@ out:
     Py_DECREF(tm);
 }
 
-int vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_tracemalloc_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};
@@ -692,7 +692,7 @@ static void cuda_memory_with_gil(void *arg)
                                        "maxReserved",         "active",       "inactiveSplit",
                                        "inactiveSplitBlocks", "allocRetries", "ooms"};
     struct gilfill *g = arg;
-    PyObject *fn = probe_pyhelper_get("cuda_memory"); /* borrowed */
+    PyObject *fn = gil_pyhelper_get("cuda_memory"); /* borrowed */
     PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
     if (!res || !PyDict_Check(res)) {
         py_error(g, "torch.cuda.memory_stats()");
@@ -705,31 +705,31 @@ static void cuda_memory_with_gil(void *arg)
                  PyUnicode_AsUTF8(why));
     PyObject *devs = PyDict_GetItemString(res, "devices"); /* borrowed */
     for (Py_ssize_t i = 0;
-         !probe_rows_error(g->r) && devs && PyList_Check(devs) && i < PyList_GET_SIZE(devs); i++) {
+         !core_rows_error(g->r) && devs && PyList_Check(devs) && i < PyList_GET_SIZE(devs); i++) {
         PyObject *d = PyList_GET_ITEM(devs, i);
         if (!PyDict_Check(d))
             continue;
         PyObject *idx = PyDict_GetItemString(d, "index"), *name = PyDict_GetItemString(d, "name");
-        probe_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
+        core_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
         const char *ns = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        ns ? probe_rows_add_text(g->r, ns) : probe_rows_add_null(g->r);
+        ns ? core_rows_add_text(g->r, ns) : core_rows_add_null(g->r);
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             PyObject *v = PyDict_GetItemString(d, keys[k]);
             if (v && PyLong_Check(v))
-                probe_rows_add_int(g->r, PyLong_AsLongLong(v));
+                core_rows_add_int(g->r, PyLong_AsLongLong(v));
             else
-                probe_rows_add_null(g->r);
+                core_rows_add_null(g->r);
         }
     }
     if (PyErr_Occurred())
         PyErr_Clear();
-    int rc = probe_rows_error(g->r);
+    int rc = core_rows_error(g->r);
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     Py_DECREF(res);
 }
 
-int vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_cuda_memory_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct gilfill g = {r, 0, {0, ""}};

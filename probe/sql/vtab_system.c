@@ -112,25 +112,25 @@ static int read_proc(struct proc_now *p)
     return 0;
 }
 
-int vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     struct proc_now p;
     if (read_proc(&p) < 0)
         return pb_err_set(err, PB_EUNKNOWN, "system.process: cannot read /proc/self");
-    probe_rows_add_int(r, getpid());
-    probe_rows_add_int(r, (long long)p.rss_kb * 1024);
-    probe_rows_add_int(r, (long long)p.vms);
-    probe_rows_add_int(r, (long long)p.hwm_kb * 1024);
-    probe_rows_add_real(r, p.utime);
-    probe_rows_add_real(r, p.stime);
-    probe_rows_add_int(r, p.threads);
-    probe_rows_add_int(r, p.fds);
-    probe_rows_add_real(r, uptime_s() - p.start_s);
-    return probe_rows_error(r);
+    core_rows_add_int(r, getpid());
+    core_rows_add_int(r, (long long)p.rss_kb * 1024);
+    core_rows_add_int(r, (long long)p.vms);
+    core_rows_add_int(r, (long long)p.hwm_kb * 1024);
+    core_rows_add_real(r, p.utime);
+    core_rows_add_real(r, p.stime);
+    core_rows_add_int(r, p.threads);
+    core_rows_add_int(r, p.fds);
+    core_rows_add_real(r, uptime_s() - p.start_s);
+    return core_rows_error(r);
 }
 
-int vtab_process_sample(double out[6])
+int sql_vtab_process_sample(double out[6])
 {
     struct proc_now p;
     if (read_proc(&p) < 0)
@@ -144,7 +144,7 @@ int vtab_process_sample(double out[6])
     return 0;
 }
 
-int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
+int sql_vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     DIR *d = opendir("/proc/self/task");
@@ -153,7 +153,7 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
     long hz = sysconf(_SC_CLK_TCK);
     struct dirent *e;
     int n = 0;
-    while (!probe_rows_error(r) && (e = readdir(d)) && n < 100000) {
+    while (!core_rows_error(r) && (e = readdir(d)) && n < 100000) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         char path[64], stat[1024], copy[1024], comm[64];
@@ -162,19 +162,19 @@ int vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, struct
         if (pb_read_file(path, stat, sizeof stat) <= 0 ||
             stat_fields(stat, comm, sizeof comm, f, F_N, copy, sizeof copy) <= F_PROC)
             continue; /* the thread just exited */
-        probe_rows_add_int(r, atol(e->d_name));
-        probe_rows_add_text(r, comm);
-        probe_rows_add_text(r, state_name(f[F_STATE][0]));
-        probe_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
-        probe_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
-        probe_rows_add_int(r, atol(f[F_PROC]));
+        core_rows_add_int(r, atol(e->d_name));
+        core_rows_add_text(r, comm);
+        core_rows_add_text(r, state_name(f[F_STATE][0]));
+        core_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
+        core_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
+        core_rows_add_int(r, atol(f[F_PROC]));
         n++;
     }
     closedir(d);
-    return probe_rows_error(r);
+    return core_rows_error(r);
 }
 
-const char *vtab_thread_state(long tid)
+const char *sql_vtab_thread_state(long tid)
 {
     char path[64], stat[1024], copy[1024];
     char *f[F_N];

@@ -57,7 +57,7 @@ static PyObject *begin(PyObject *self, PyObject *const *a, Py_ssize_t n)
         .line = (int)int_arg(a[13]),
         .async = (int)int_arg(a[14]),
     };
-    return PyLong_FromUnsignedLongLong(probe_comm_begin(&c));
+    return PyLong_FromUnsignedLongLong(core_comm_begin(&c));
 }
 
 /* end(id, ok): the call ended (ok true) or raised. Requires GIL. */
@@ -70,7 +70,7 @@ static PyObject *end(PyObject *self, PyObject *const *a, Py_ssize_t n)
             PyErr_Clear();
             id = 0;
         }
-        probe_comm_end(id, PyObject_IsTrue(a[1]) == 1);
+        core_comm_end(id, PyObject_IsTrue(a[1]) == 1);
     }
     Py_RETURN_NONE;
 }
@@ -88,19 +88,19 @@ static struct probe_torch_ns recorder = {
  * not: what a job that is already hung still tells. Requires GIL. */
 static int sequence(cJSON *out, struct pb_err *err)
 {
-    PyObject *fn = probe_torch_ns_fn(&recorder, "sequence");
+    PyObject *fn = torch_ns_fn(&recorder, "sequence");
     PyObject *res = fn ? PyObject_CallObject(fn, NULL) : NULL;
     if (!res)
-        return probe_py_fail(err, "reading torch's sequence numbers");
+        return gil_py_fail(err, "reading torch's sequence numbers");
     if (res == Py_None) {
         Py_DECREF(res);
         return pb_err_set(err, PB_ESTATE,
                           "torch.distributed is not imported in process %d: "
                           "no process group to read",
-                          probe_info_get()->pid);
+                          core_info_get()->pid);
     }
     if (PyDict_Check(res))
-        probe_torch_copy_dict(res, out);
+        torch_copy_dict(res, out);
     Py_DECREF(res);
     PyErr_Clear();
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(out, "groups");
@@ -114,7 +114,7 @@ static int sequence(cJSON *out, struct pb_err *err)
     return 0;
 }
 
-int probe_comm_run(int action, cJSON *out, struct pb_err *err)
+int torch_comm_run(int action, cJSON *out, struct pb_err *err)
 {
     static const char *const names[] = {"start", "stop", "status", "status"};
     if (action == PROBE_COMM_SEQUENCE)
@@ -127,8 +127,8 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
             return pb_err_set(err, PB_ESTATE,
                               "torch.distributed is not imported in process "
                               "%d: start the recorder once the job has imported it",
-                              probe_info_get()->pid);
-        int rc = probe_comm_open((int)probe_setting_int("comm.max_records"), err);
+                              core_info_get()->pid);
+        int rc = core_comm_open((int)core_setting_int("comm.max_records"), err);
         if (rc < 0)
             return rc;
     }
@@ -138,7 +138,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = probe_torch_ns_fn(&recorder, names[action]);
+    PyObject *fn = torch_ns_fn(&recorder, names[action]);
     PyObject *res = NULL;
     if (fn)
         res = action == PROBE_TORCH_START
@@ -147,7 +147,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
                   ? PyObject_CallFunctionObjArgs(fn, Py_True, NULL)
                   : PyObject_CallObject(fn, NULL);
     if (!res)
-        return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
+        return gil_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
                                                                 "recorder"
                                   : action == PROBE_TORCH_STOP
                                       ? "stopping the collectives "
@@ -158,10 +158,10 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
         return pb_err_set(err, PB_ESTATE,
                           "torch.distributed is not available in process %d "
                           "(torch built without it): nothing to record",
-                          probe_info_get()->pid);
+                          core_info_get()->pid);
     }
     if (PyDict_Check(res))
-        probe_torch_copy_dict(res, out);
+        torch_copy_dict(res, out);
     /* The flight recorder's entries come as JSON text (lists of lists). */
     const cJSON *fr = cJSON_GetObjectItemCaseSensitive(out, "flightRecorderEntries");
     if (cJSON_IsString(fr)) {
@@ -173,7 +173,7 @@ int probe_comm_run(int action, cJSON *out, struct pb_err *err)
     PyErr_Clear();
     unsigned long long made;
     int size;
-    probe_comm_counts(&made, &size);
+    core_comm_counts(&made, &size);
     cJSON_AddNumberToObject(out, "records", (double)made);
     cJSON_AddNumberToObject(out, "maxRecords", size);
     return 0;

@@ -10,7 +10,7 @@ struct cJSON;
 
 /* src compiled and run in a new dict with __builtins__ and __name__ = modname (no module, no
  * sys.modules entry): the dict (new reference), or NULL with an exception set. */
-PyObject *probe_torch_compile(const char *src, const char *filename, const char *modname);
+PyObject *torch_compile(const char *src, const char *filename, const char *modname);
 /* A Python source compiled on first use, with the two C functions it is given. */
 struct probe_torch_ns {
     const char *src, *filename, *modname;
@@ -20,9 +20,9 @@ struct probe_torch_ns {
 };
 /* n->ns[name] (borrowed), compiling n->src and making n->fns on first use; NULL with an
  * exception set. */
-PyObject *probe_torch_ns_fn(struct probe_torch_ns *n, const char *name);
+PyObject *torch_ns_fn(struct probe_torch_ns *n, const char *name);
 /* The members of a dict of str, int, float, bool, None and lists of str added to out; leaves no
  * exception set. */
-void probe_torch_copy_dict(PyObject *d, struct cJSON *out);
+void torch_copy_dict(PyObject *d, struct cJSON *out);
 
 #endif

@@ -51,7 +51,7 @@ static void cell(PyObject *v, struct probe_value *out)
         if (!s)
             PyErr_Clear();
         out->type = s ? PROBE_V_TEXT : PROBE_V_NULL;
-        out->s = (char *)s; /* probe_history_append copies it */
+        out->s = (char *)s; /* sql_history_append copies it */
     } else {
         out->type = PROBE_V_NULL;
     }
@@ -64,7 +64,7 @@ static int append(const char *table, PyObject *row, int ncols)
         return -1;
     for (int i = 0; i < ncols; i++)
         cell(PyTuple_GET_ITEM(row, i), &v[i]);
-    return probe_history_append(table, v, ncols);
+    return sql_history_append(table, v, ncols);
 }
 
 /* emit(rows, step): rows of python.torch_trace (a list of tuples), then one of
@@ -192,7 +192,7 @@ static PyMethodDef safe_edit_def = {"safe_edit", safe_edit, METH_VARARGS,
 static PyObject *safe_edit_fn; /* GIL-protected; made on first start, kept */
 static PyMethodDef rss_def = {"rss", rss, METH_NOARGS, "resident set size in bytes"};
 
-PyObject *probe_torch_compile(const char *src, const char *filename, const char *modname)
+PyObject *torch_compile(const char *src, const char *filename, const char *modname)
 {
     PyObject *d = PyDict_New();
     PyObject *code = d ? Py_CompileString(src, filename, Py_file_input) : NULL;
@@ -209,10 +209,10 @@ PyObject *probe_torch_compile(const char *src, const char *filename, const char 
     return d;
 }
 
-PyObject *probe_torch_ns_fn(struct probe_torch_ns *n, const char *name)
+PyObject *torch_ns_fn(struct probe_torch_ns *n, const char *name)
 {
     if (!n->ns) {
-        PyObject *d = probe_torch_compile(n->src, n->filename, n->modname);
+        PyObject *d = torch_compile(n->src, n->filename, n->modname);
         if (!d)
             return NULL;
         for (int i = 0; i < 2; i++)
@@ -238,11 +238,11 @@ static int define_tables(struct pb_err *err)
 {
     if (tables_defined)
         return 0;
-    int rc = probe_torch_tables_define(err);
+    int rc = sql_torch_tables_define(err);
     if (rc == 0)
-        rc = probe_history_index(TRACE_TABLE, "step,module", err);
+        rc = sql_history_index(TRACE_TABLE, "step,module", err);
     if (rc == 0)
-        rc = probe_history_index(STEPS_TABLE, "step", err);
+        rc = sql_history_index(STEPS_TABLE, "step", err);
     if (rc == 0)
         tables_defined = 1;
     return rc;
@@ -250,7 +250,7 @@ static int define_tables(struct pb_err *err)
 
 /* A copy of the tracer's answer (a dict of str, int, float, bool, None and lists of str) into
  * out. Requires GIL; leaves no exception set. */
-void probe_torch_copy_dict(PyObject *d, cJSON *out)
+void torch_copy_dict(PyObject *d, cJSON *out)
 {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
@@ -285,7 +285,7 @@ void probe_torch_copy_dict(PyObject *d, cJSON *out)
     }
 }
 
-int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
+int torch_run(int action, int every, cJSON *out, struct pb_err *err)
 {
     static const char *const names[] = {"start", "stop", "status"};
     if (action < PROBE_TORCH_START || action > PROBE_TORCH_STATUS)
@@ -296,7 +296,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
             return pb_err_set(err, PB_ESTATE,
                               "torch is not imported in process %d: start "
                               "tracing once the job has imported torch",
-                              probe_info_get()->pid);
+                              core_info_get()->pid);
         int rc = define_tables(err);
         if (rc < 0)
             return rc;
@@ -307,7 +307,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
             cJSON_AddBoolToObject(out, "stopped", 0);
         return 0;
     }
-    PyObject *fn = probe_torch_ns_fn(&tracer, names[action]);
+    PyObject *fn = torch_ns_fn(&tracer, names[action]);
     PyObject *res = NULL;
     if (fn)
         res = action != PROBE_TORCH_START ? PyObject_CallObject(fn, NULL)
@@ -316,7 +316,7 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
                                           safe_edit_fn)
                   : NULL;
     if (!res)
-        return probe_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
+        return gil_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
                                   : action == PROBE_TORCH_STOP
                                       ? "stopping the torch tracer"
                                       : "reading the torch tracer's state");
@@ -325,10 +325,10 @@ int probe_torch_run(int action, int every, cJSON *out, struct pb_err *err)
         return pb_err_set(err, PB_ESTATE,
                           "torch in process %d has no torch.nn (is it still "
                           "being imported?): nothing to trace",
-                          probe_info_get()->pid);
+                          core_info_get()->pid);
     }
     if (PyDict_Check(res))
-        probe_torch_copy_dict(res, out);
+        torch_copy_dict(res, out);
     Py_DECREF(res);
     PyErr_Clear();
     return 0;

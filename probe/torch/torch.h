@@ -22,16 +22,16 @@ enum {
  * it (every hook and patch removed), or describe it; the answer's members are added to out
  * (docs/protocol.md, probing/torch). Fails with PB_ESTATE when start finds no torch imported.
  * Requires GIL (worker thread). Returns 0 or a negative code with err filled. */
-int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err);
+int torch_run(int action, int every, struct cJSON *out, struct pb_err *err);
 
 /* perf --comm (comm.c): start the collectives recorder (a ring of comm.max_records records,
  * wrappers in torch.distributed), stop it (every wrapper replaced by the original; the records
  * stay), or describe it (with PROBE_COMM_FLIGHT_RECORDER also the latest entries of torch's
  * flight recorder; with PROBE_COMM_SEQUENCE each process group's sequence number as torch keeps
  * it, recorder or not: torch, initialized, rank, groups [{pg, ranks, seq, backend, error}],
- * start), like probe_torch_run (docs/protocol.md, probing/comm). Fails with
+ * start), like torch_run (docs/protocol.md, probing/comm). Fails with
  * PB_ESTATE when start finds no torch.distributed imported. Requires GIL (worker thread). */
-int probe_comm_run(int action, struct cJSON *out, struct pb_err *err);
+int torch_comm_run(int action, struct cJSON *out, struct pb_err *err);
 
 /* The Python sources of the tracer (torch_py.c) and of the recorder (comm_py.c). */
 extern const char probe_torch_src[], probe_comm_src[];

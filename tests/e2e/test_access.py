@@ -158,9 +158,9 @@ def _guarded_commands():
     plus an unknown one."""
     with open(os.path.join(ROOT, "probe", "server", "dispatch.c")) as f:
         table = re.findall(r'\{"([^"]+)", ([^,]+), [A-Z]+\(', f.read())
-    names = [name for name, flags in table if "DAP_F_PREAUTH" not in flags]
+    names = [name for name, flags in table if "SRV_F_PREAUTH" not in flags]
     # A new request answered before authentication widens what anyone on the network reaches.
-    assert {n for n, f in table if "DAP_F_PREAUTH" in f} == {"initialize", "attach", "disconnect"}
+    assert {n for n, f in table if "SRV_F_PREAUTH" in f} == {"initialize", "attach", "disconnect"}
     assert len(names) >= 20 and "probing/eval" in names and "attach" not in names, table
     return names + ["noSuchCommand"]
 

@@ -2,10 +2,10 @@
 /* libFuzzer harness and property test of the limits before authentication (docs/security.md),
  * on the code the probe runs. The first byte picks the property:
  *   0  message size: bytes from a peer into a TCP session with a net.preauth_max_bytes limit
- *      (the real dap_session); until `attach` succeeds the session never holds more than the
+ *      (the real srv_session); until `attach` succeeds the session never holds more than the
  *      limit plus a header, and after it requests as large as before are taken;
  *   1  connection count and descriptors: a sequence of accepts (Unix/TCP), attaches, closes and
- *      changes of the target's own descriptors through probe_admit; the caps and the reserve
+ *      changes of the target's own descriptors through srv_admit; the caps and the reserve
  *      always hold, nothing is refused that fits them, and a TCP one at the unauthenticated
  *      cap takes the place of one not past attach;
  *   2  attach deadline: bytes arriving at fuzzed times into a real TCP session; the connection
@@ -44,20 +44,20 @@ static void body_limit(const uint8_t *d, size_t n)
     size_t limit = 1024 + ((take(&d, &n) << 8 | take(&d, &n)) % 16384);
     size_t chunk = take(&d, &n) * 64 + 1;
     int closed = 0;
-    struct dap_session *s = dap_session_new(&sink, &closed, DAP_TRANSPORT_TCP);
-    dap_session_set_preauth_max(s, limit);
+    struct srv_session *s = srv_session_new(&sink, &closed, SRV_TRANSPORT_TCP);
+    srv_session_set_preauth_max(s, limit);
     for (size_t off = 0; off < n && !closed; off += chunk) {
         size_t k = n - off < chunk ? n - off : chunk;
-        int rc = dap_session_feed(s, (const char *)d + off, k);
-        if (!dap_session_is_authed(s))
-            CHECK(dap_session_buffered(s) <= limit + DAP_MAX_HEADER);
+        int rc = srv_session_feed(s, (const char *)d + off, k);
+        if (!srv_session_is_authed(s))
+            CHECK(srv_session_buffered(s) <= limit + DAP_MAX_HEADER);
         else
-            CHECK(dap_session_buffered(s) <= DAP_DEFAULT_MAX_BODY + DAP_MAX_HEADER);
+            CHECK(srv_session_buffered(s) <= DAP_DEFAULT_MAX_BODY + DAP_MAX_HEADER);
         if (rc < 0)
             break;
     }
-    dap_session_detach_io(s);
-    dap_session_unref(s);
+    srv_session_detach_io(s);
+    srv_session_unref(s);
 }
 
 /* 1: connection count and descriptors: a model of the agent's connections. */
@@ -85,7 +85,7 @@ static void conn_limits(const uint8_t *d, size_t n)
             int evict = tcp && unauth >= l.max_unauth;
             int fits = conns - evict < l.max_conns && (!evict || unauth > 0) &&
                        (fds_max < 0 || fds_open - evict + l.fd_reserve <= fds_max);
-            int rc = probe_admit(&l, &c, tcp, fds_open, fds_max, &err);
+            int rc = srv_admit(&l, &c, tcp, fds_open, fds_max, &err);
             CHECK(rc < 0 ? !fits && err.msg[0] : fits && rc == (evict ? PROBE_ADMIT_EVICT : 0));
             if (rc == PROBE_ADMIT_EVICT) { /* the agent closes one not past attach */
                 for (int i = 0; i < conns; i++)
@@ -124,7 +124,7 @@ static void conn_limits(const uint8_t *d, size_t n)
     }
     /* Without a descriptor to count them with, nothing is kept. */
     struct probe_admit_counts none = {0, 0};
-    CHECK(probe_admit(&l, &none, 0, -1, fds_max, NULL) < 0);
+    CHECK(srv_admit(&l, &none, 0, -1, fds_max, NULL) < 0);
 }
 
 /* 2: attach deadline. Bytes: timeout (2), then (delay, length, bytes...) steps. */
@@ -133,31 +133,31 @@ static void auth_deadline(const uint8_t *d, size_t n)
     long long timeout = 100 + ((take(&d, &n) << 8 | take(&d, &n)) % 20000);
     long long now = 0;
     int closed = 0, expired = 0;
-    struct dap_session *s = dap_session_new(&sink, &closed, DAP_TRANSPORT_TCP);
-    dap_session_set_preauth_max(s, 8192);
+    struct srv_session *s = srv_session_new(&sink, &closed, SRV_TRANSPORT_TCP);
+    srv_session_set_preauth_max(s, 8192);
     while (n > 0 && !closed) {
         now += (long long)take(&d, &n) * 50;
         size_t k = take(&d, &n);
         if (k > n)
             k = n;
-        int authed_before = dap_session_is_authed(s);
-        int e = probe_auth_expired(0, now, authed_before, timeout);
+        int authed_before = srv_session_is_authed(s);
+        int e = srv_auth_expired(0, now, authed_before, timeout);
         CHECK(e == (!authed_before && now >= timeout));
         if (e) { /* the agent closes it here: bytes after the deadline are never read */
             expired = 1;
             break;
         }
-        if (dap_session_feed(s, (const char *)d, k) < 0)
+        if (srv_session_feed(s, (const char *)d, k) < 0)
             break;
         d += k;
         n -= k;
         /* Once past attach, no time expires it. */
-        if (dap_session_is_authed(s))
-            CHECK(!probe_auth_expired(0, now + 1000000000LL, 1, timeout));
+        if (srv_session_is_authed(s))
+            CHECK(!srv_auth_expired(0, now + 1000000000LL, 1, timeout));
     }
-    CHECK(!expired || !dap_session_is_authed(s));
-    dap_session_detach_io(s);
-    dap_session_unref(s);
+    CHECK(!expired || !srv_session_is_authed(s));
+    srv_session_detach_io(s);
+    srv_session_unref(s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -30,14 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!buf)
         return 0;
     memcpy(buf, data, size);
-    if (core_file_parse(&c, buf, size) == 0) {
+    if (cli_core_file_parse(&c, buf, size) == 0) {
         check(c.ntids >= 0 && c.ntids <= CORE_MAX_THREADS, "thread count past its table");
         for (int i = 0; i < c.nmaps; i++) {
             const unsigned char *p = (const unsigned char *)c.maps[i].path;
             check(p >= buf && p < buf + size && memchr(p, '\0', (size_t)(buf + size - p)),
                   "NT_FILE name not within the core");
-            core_file_read(&c, c.maps[i].start, out, sizeof out);
-            core_file_read(&c, c.maps[i].end - 1, out, 2); /* across its end */
+            cli_core_file_read(&c, c.maps[i].start, out, sizeof out);
+            cli_core_file_read(&c, c.maps[i].end - 1, out, 2); /* across its end */
         }
         for (int i = 0; i < c.nph; i++) {
             const Elf64_Phdr *p = &c.ph[i];
@@ -48,22 +48,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (c.ph[k].p_type == 1 && p->p_vaddr >= c.ph[k].p_vaddr &&
                     p->p_vaddr - c.ph[k].p_vaddr < c.ph[k].p_memsz)
                     first = 0;
-            long r = core_file_read_one(&c, p->p_vaddr, out, sizeof out);
+            long r = cli_core_file_read_one(&c, p->p_vaddr, out, sizeof out);
             if (r > 0 && first && p->p_filesz > 0 && p->p_memsz > 0)
                 check(memcmp(out, buf + p->p_offset, (size_t)r) == 0,
                       "a segment's bytes read back different");
-            core_file_read(&c, p->p_vaddr + p->p_memsz - 1, out, 8);
-            core_file_read(&c, p->p_vaddr, out, sizeof out);
+            cli_core_file_read(&c, p->p_vaddr + p->p_memsz - 1, out, 8);
+            cli_core_file_read(&c, p->p_vaddr, out, sizeof out);
         }
-        core_file_read(&c, UINTPTR_MAX - 3, out, 8); /* a read whose end wraps */
+        cli_core_file_read(&c, UINTPTR_MAX - 3, out, 8); /* a read whose end wraps */
         check(c.fname[16] == '\0' && c.psargs[80] == '\0', "NT_PRPSINFO names unterminated");
         char hex[160];
-        const struct core_map *x = core_file_exe_map(&c); /* the build-id notes it maps */
-        if (x && core_file_build_id(&c, x->start - x->off, hex, sizeof hex) == 0)
+        const struct core_map *x = cli_core_file_exe_map(&c); /* the build-id notes it maps */
+        if (x && cli_core_file_build_id(&c, x->start - x->off, hex, sizeof hex) == 0)
             check(strlen(hex) % 2 == 0 && strlen(hex) <= 128, "a build id past 64 bytes");
         for (int i = 0; i < c.nmaps && i < 8; i++)
-            core_file_build_id(&c, c.maps[i].start, hex, sizeof hex);
-        core_file_free(&c);
+            cli_core_file_build_id(&c, c.maps[i].start, hex, sizeof hex);
+        cli_core_file_free(&c);
     }
     free(buf);
     return 0;

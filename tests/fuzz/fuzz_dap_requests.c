@@ -99,7 +99,7 @@ static void sink_close(void *io)
     ((struct state *)io)->closed = 1;
 }
 
-static const struct dap_io_ops sink = {sink_send, sink_close};
+static const struct srv_io_ops sink = {sink_send, sink_close};
 
 /* Appends the request of one line to the stream (recorded in st). */
 static void add_request(struct state *st, const char *line, char **out, size_t *outlen)
@@ -170,19 +170,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(text);
 
-    struct dap_session *s =
-        dap_session_new(&sink, &st, st.tcp ? DAP_TRANSPORT_TCP : DAP_TRANSPORT_UNIX);
+    struct srv_session *s =
+        srv_session_new(&sink, &st, st.tcp ? SRV_TRANSPORT_TCP : SRV_TRANSPORT_UNIX);
     int rc = 0;
     for (size_t off = 0; s && off < len && !st.closed && rc == 0; off += chunk) {
-        rc = dap_session_feed(s, stream + off, len - off < chunk ? len - off : chunk);
+        rc = srv_session_feed(s, stream + off, len - off < chunk ? len - off : chunk);
         /* Closed at once: the client cannot try another token on the same connection. */
         check(!st.refused || st.closed || rc < 0, "a refused attach left the connection open");
     }
     if (s && rc == 0 && !st.closed)
         check(st.nresp == st.nreq, "a request without response on an open session");
     if (s) {
-        dap_session_detach_io(s);
-        dap_session_unref(s);
+        srv_session_detach_io(s);
+        srv_session_unref(s);
     }
     free(stream);
     return 0;

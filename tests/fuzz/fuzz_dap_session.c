@@ -16,17 +16,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     int closed = 0;
-    int transport = data[0] & 1 ? DAP_TRANSPORT_TCP : DAP_TRANSPORT_UNIX;
+    int transport = data[0] & 1 ? SRV_TRANSPORT_TCP : SRV_TRANSPORT_UNIX;
     size_t chunk = (size_t)(data[0] >> 1) + 1;
     data++;
     size--;
-    struct dap_session *s = dap_session_new(&sink, &closed, transport);
+    struct srv_session *s = srv_session_new(&sink, &closed, transport);
     for (size_t off = 0; off < size && !closed; off += chunk) {
         size_t n = size - off < chunk ? size - off : chunk;
-        if (dap_session_feed(s, (const char *)data + off, n) < 0)
+        if (srv_session_feed(s, (const char *)data + off, n) < 0)
             break;
     }
-    dap_session_detach_io(s);
-    dap_session_unref(s);
+    srv_session_detach_io(s);
+    srv_session_unref(s);
     return 0;
 }

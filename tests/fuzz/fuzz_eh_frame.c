@@ -5,7 +5,7 @@
  * .eh_frame_hdr followed by its .eh_frame (as the linker lays them out: tests/fuzz/
  * make_eh_frame_seeds.py cuts them from ELF files), placed in a fake address space at IMG; the
  * same bytes serve as the stack at STK. Every read of the "target" goes through this file's
- * pyrt_sig_read over those two regions only, copying like process_vm_readv (as much as is
+ * pyrt_read over those two regions only, copying like process_vm_readv (as much as is
  * readable, into a destination of the asked size): a length the unwinder got wrong overruns
  * its own buffer, which ASan sees. Driven: the header's search table, for the pcs of its first
  * entries the FDE bounds, the FDE and CIE read and the rules at the pc, then whole unwinds
@@ -38,7 +38,7 @@ static void check(int ok, const char *what)
 }
 
 /* The fake target: [IMG, IMG + len) and [STK, STK + len) hold the input. */
-int pyrt_sig_read(uintptr_t addr, void *dst, size_t n)
+int pyrt_read(uintptr_t addr, void *dst, size_t n)
 {
     uintptr_t base = addr >= STK ? STK : IMG;
     if (n == 0)
@@ -57,7 +57,7 @@ void pyrt_own_copy(void *dst, uintptr_t addr, size_t n)
     check(0, "pyrt_own_copy outside the caller's stack bounds");
 }
 
-/* No pages for process_vm_readv: every stack read falls back to pyrt_sig_read. */
+/* No pages for process_vm_readv: every stack read falls back to pyrt_read. */
 int pyrt_iov_pages(uintptr_t at, uintptr_t end, struct iovec *out, int max, uintptr_t *reach)
 {
     (void)at, (void)end, (void)out, (void)max;
@@ -84,11 +84,11 @@ static void unwinds(const struct unwind_mod *m, const uintptr_t *pcs, int npcs, 
     for (int i = 0; i < npcs; i++) {
         int nalt = 0;
         uintptr_t sp = STK + (size > 16 ? (data[i % size] * 8u) % (size & ~(size_t)7) : 0);
-        int n = unwind_native_pcsp(pcs[i], sp, out, 64, &cache, 0, &nalt);
-        check(n >= 0 && n <= 64, "unwind_native_pcsp: more frames than asked");
+        int n = sig_unwind_native_pcsp(pcs[i], sp, out, 64, &cache, 0, &nalt);
+        check(n >= 0 && n <= 64, "sig_unwind_native_pcsp: more frames than asked");
         if (nalt > 0) {
-            n = unwind_native_pcsp(pcs[i], sp, out, 64, &cache, 1, NULL);
-            check(n >= 0 && n <= 64, "unwind_native_pcsp alt: more frames than asked");
+            n = sig_unwind_native_pcsp(pcs[i], sp, out, 64, &cache, 1, NULL);
+            check(n >= 0 && n <= 64, "sig_unwind_native_pcsp alt: more frames than asked");
         }
         ucontext_t uc;
         memset(&uc, 0, sizeof uc);
@@ -102,10 +102,10 @@ static void unwinds(const struct unwind_mod *m, const uintptr_t *pcs, int npcs, 
         uc.uc_mcontext.gregs[REG_RIP] = (greg_t)pcs[i];
         uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
 #endif
-        n = unwind_native(&uc, out, 64, NULL, NULL, &cache);
-        check(n >= 0 && n <= 64, "unwind_native: more frames than asked");
-        n = unwind_native(&uc, out, 3, unwind_table_find, t, &cache); /* a finder, no cache */
-        check(n >= 0 && n <= 3, "unwind_native(find): more frames than asked");
+        n = sig_unwind_native(&uc, out, 64, NULL, NULL, &cache);
+        check(n >= 0 && n <= 64, "sig_unwind_native: more frames than asked");
+        n = sig_unwind_native(&uc, out, 3, sig_unwind_table_find, t, &cache); /* a finder, no cache */
+        check(n >= 0 && n <= 3, "sig_unwind_native(find): more frames than asked");
     }
     atomic_store(&unwind_cur_table, NULL);
 }
@@ -124,13 +124,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct unwind_mod m;
     memset(&m, 0, sizeof m);
     m.lo = IMG - 0x80000000u, m.hi = IMG + 0x80000000u, m.hdr = IMG;
-    unwind_hdr_parse(&m, h);
+    sig_unwind_hdr_parse(&m, h);
     uintptr_t pcs[8];
     int npcs = 0;
     uint32_t entries = m.count < 6 ? m.count : 6;
     for (uint32_t i = 0; m.table && i < entries; i++) {
         int32_t loc;
-        if (pyrt_sig_read(m.table + (uintptr_t)i * 8, &loc, 4) != 0)
+        if (pyrt_read(m.table + (uintptr_t)i * 8, &loc, 4) != 0)
             break;
         /* a function's first byte, or one in */
         pcs[npcs++] = IMG + (uintptr_t)(intptr_t)loc + (i & 1);
@@ -141,23 +141,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < npcs; i++) {
         uintptr_t range[2], a[2], row[2];
         uint32_t len[2];
-        struct unwind_cfi_fde f;
+        struct sig_unwind_cfi_fde f;
         struct unwind_cfi_state s;
-        if (unwind_fde_bounds(&m, pcs[i], range) == 0)
-            check(range[0] <= pcs[i] && pcs[i] < range[1], "unwind_fde_bounds: pc outside");
-        if (unwind_cfi_fetch(&m, pcs[i], cache.blk, cache.fde, UNWIND_MAXFDE, cache.cie,
+        if (sig_unwind_fde_bounds(&m, pcs[i], range) == 0)
+            check(range[0] <= pcs[i] && pcs[i] < range[1], "sig_unwind_fde_bounds: pc outside");
+        if (sig_unwind_cfi_fetch(&m, pcs[i], cache.blk, cache.fde, UNWIND_MAXFDE, cache.cie,
                              UNWIND_MAXREC, a, len) == 0 &&
-            unwind_cfi_fde(cache.fde, 4 + (size_t)len[0], a[0], cache.cie, len[1] + 4, a[1], pcs[i],
+            sig_unwind_cfi_fde(cache.fde, 4 + (size_t)len[0], a[0], cache.cie, len[1] + 4, a[1], pcs[i],
                            &f) == 0) {
-            check(f.start <= pcs[i] && pcs[i] < f.end, "unwind_cfi_fde: pc outside the FDE");
-            if (unwind_cfi_row(&f, pcs[i], &s, row) == 0)
-                check(row[0] <= pcs[i] && pcs[i] < row[1], "unwind_cfi_row: pc outside its row");
+            check(f.start <= pcs[i] && pcs[i] < f.end, "sig_unwind_cfi_fde: pc outside the FDE");
+            if (sig_unwind_cfi_row(&f, pcs[i], &s, row) == 0)
+                check(row[0] <= pcs[i] && pcs[i] < row[1], "sig_unwind_cfi_row: pc outside its row");
         }
     }
     if (npcs) {
         unwinds(&m, pcs, npcs, data, size);
         struct unwind_mod mi = m; /* the search by blocks, as a published table does it */
-        if (m.count && m.count <= 1u << 16 && unwind_mod_index(&mi) == 0) {
+        if (m.count && m.count <= 1u << 16 && sig_unwind_mod_index(&mi) == 0) {
             unwinds(&mi, pcs, npcs, data, size);
             free((void *)mi.index);
         }

@@ -42,39 +42,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned char *buf = malloc(size ? size : 1); /* exactly size: ASan sees any overread */
-    struct inj_elf e;
+    struct ptrace_elf e;
     if (!buf)
         return 0;
     memcpy(buf, data, size);
-    if (inj_elf_init(&e, buf, size) == 0) {
-        check(e.data == buf && e.size == size, "inj_elf_init kept another buffer");
+    if (ptrace_elf_init(&e, buf, size) == 0) {
+        check(e.data == buf && e.size == size, "ptrace_elf_init kept another buffer");
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             uint64_t v, sz;
             unsigned char out[16];
-            if (inj_elf_sym(&e, names[i], &v, &sz) == 0) {
-                inj_elf_read(&e, v, out, 4);
-                inj_elf_read(&e, v, out, sizeof out);
-                inj_elf_read(&e, v + sz, out, 1);
+            if (ptrace_elf_sym(&e, names[i], &v, &sz) == 0) {
+                ptrace_elf_read(&e, v, out, 4);
+                ptrace_elf_read(&e, v, out, sizeof out);
+                ptrace_elf_read(&e, v + sz, out, 1);
             }
         }
         size_t off, n;
-        if (inj_elf_section(&e, ".rodata", &off, &n) == 0)
+        if (ptrace_elf_section(&e, ".rodata", &off, &n) == 0)
             check(off <= size && n <= size - off, ".rodata outside the file");
         for (int i = 0; i < 64; i++) {
-            const char *need = inj_elf_needed(&e, i);
+            const char *need = ptrace_elf_needed(&e, i);
             if (!need)
                 break;
             check((const unsigned char *)need >= buf && (const unsigned char *)need < buf + size &&
                       memchr(need, '\0', (size_t)(buf + size - (const unsigned char *)need)),
                   "DT_NEEDED name not within the file");
         }
-        inj_elf_func_end_below(&e, UINT64_MAX);
+        ptrace_elf_func_end_below(&e, UINT64_MAX);
         uint64_t bias;
         static const unsigned long offs[] = {0, 0x1000, 0x2d2000, ~0ul};
         for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
-            inj_elf_bias(&e, 0x7f0000000000ul, offs[i], &bias);
+            ptrace_elf_bias(&e, 0x7f0000000000ul, offs[i], &bias);
         unsigned char word[8];
-        inj_elf_read(&e, UINT64_MAX - 3, word, 8); /* a read whose end wraps */
+        ptrace_elf_read(&e, UINT64_MAX - 3, word, 8); /* a read whose end wraps */
     }
     free(buf);
     return 0;

@@ -21,6 +21,6 @@ static void sink_close(void *io)
     *(int *)io = 1;
 }
 
-static const struct dap_io_ops sink = {sink_send, sink_close};
+static const struct srv_io_ops sink = {sink_send, sink_close};
 
 #endif

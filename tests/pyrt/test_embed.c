@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/pyrt: embeds one CPython (3.8-3.13), parks threads at marked lines of pyrt_target.py
- * and checks probe_pyrt_snapshot: without the GIL (threads, frames, lines, native ids, GIL
+ * and checks pyrt_snapshot: without the GIL (threads, frames, lines, native ids, GIL
  * holder, stress while a thread mutates its stack, a thread holding the GIL forever in C,
  * timing) and with it (threading names, daemon flags, locals with bounded repr). Also checks
  * the line table decoders against PyCode_Addr2Line for every code object of the target.
@@ -134,9 +134,9 @@ static int wait_for(int (*pred)(struct probe_snapshot *, void *), void *arg, int
         struct probe_snapshot s;
         struct pb_err err;
         int ok = 0;
-        if (probe_pyrt_snapshot(&s, 0, 64, &err) == 0) {
+        if (pyrt_snapshot(&s, 0, 64, &err) == 0) {
             ok = pred(&s, arg);
-            probe_snapshot_free(&s);
+            pyrt_snapshot_free(&s);
         }
         if (ok)
             return 1;
@@ -196,18 +196,18 @@ static void infos_load(void)
 static void checks_lines_pure(void)
 {
     static const unsigned char lnotab[] = {6, 1, 8, 2, 2, 0xFF};
-    CHECK(probe_line_lnotab(lnotab, sizeof lnotab, 10, 0) == 10, "lnotab addr 0");
-    CHECK(probe_line_lnotab(lnotab, sizeof lnotab, 10, 6) == 11, "lnotab addr 6");
-    CHECK(probe_line_lnotab(lnotab, sizeof lnotab, 10, 13) == 11, "lnotab addr 13");
-    CHECK(probe_line_lnotab(lnotab, sizeof lnotab, 10, 14) == 13, "lnotab addr 14");
-    CHECK(probe_line_lnotab(lnotab, sizeof lnotab, 10, 16) == 12, "lnotab negative delta");
+    CHECK(pyrt_line_lnotab(lnotab, sizeof lnotab, 10, 0) == 10, "lnotab addr 0");
+    CHECK(pyrt_line_lnotab(lnotab, sizeof lnotab, 10, 6) == 11, "lnotab addr 6");
+    CHECK(pyrt_line_lnotab(lnotab, sizeof lnotab, 10, 13) == 11, "lnotab addr 13");
+    CHECK(pyrt_line_lnotab(lnotab, sizeof lnotab, 10, 14) == 13, "lnotab addr 14");
+    CHECK(pyrt_line_lnotab(lnotab, sizeof lnotab, 10, 16) == 12, "lnotab negative delta");
 
     static const unsigned char t310[] = {6, 1, 4, 0x80, 0, 2, 4, 1};
-    CHECK(probe_line_310(t310, sizeof t310, 10, 0) == 11, "310 addr 0");
-    CHECK(probe_line_310(t310, sizeof t310, 10, 7) == -1, "310 no-line range");
-    CHECK(probe_line_310(t310, sizeof t310, 10, 10) == 14, "310 after empty range");
-    CHECK(probe_line_310(t310, sizeof t310, 10, 20) == -1, "310 past the end");
-    CHECK(probe_line_310(t310, sizeof t310, 10, -1) == 10, "310 not started");
+    CHECK(pyrt_line_310(t310, sizeof t310, 10, 0) == 11, "310 addr 0");
+    CHECK(pyrt_line_310(t310, sizeof t310, 10, 7) == -1, "310 no-line range");
+    CHECK(pyrt_line_310(t310, sizeof t310, 10, 10) == 14, "310 after empty range");
+    CHECK(pyrt_line_310(t310, sizeof t310, 10, 20) == -1, "310 past the end");
+    CHECK(pyrt_line_310(t310, sizeof t310, 10, -1) == 10, "310 not started");
 
     static const unsigned char loc[] = {
         0xE9, 0x02,                   /* no columns, +1, 2 units: [0,4) 11 */
@@ -217,52 +217,52 @@ static void checks_lines_pure(void)
         0x98, 0x03,                   /* short form, same line: [10,12) 10 */
         0xE8, 0x48, 0x03,             /* no columns, +100 (2-byte varint): [12,14) 110 */
     };
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 0) == 11, "loc addr 0");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 2) == 11, "loc addr 2");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 4) == 12, "loc one-line form");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 6) == -1, "loc no location");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 8) == 10, "loc long form");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 10) == 10, "loc short form");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 12) == 110, "loc varint");
-    CHECK(probe_line_loc(loc, sizeof loc, 10, 14) == -1, "loc past the end");
-    CHECK(probe_line_loc(loc, 3, 10, 12) == -1, "loc truncated table");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 0) == 11, "loc addr 0");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 2) == 11, "loc addr 2");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 4) == 12, "loc one-line form");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 6) == -1, "loc no location");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 8) == 10, "loc long form");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 10) == 10, "loc short form");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 12) == 110, "loc varint");
+    CHECK(pyrt_line_loc(loc, sizeof loc, 10, 14) == -1, "loc past the end");
+    CHECK(pyrt_line_loc(loc, 3, 10, 12) == -1, "loc truncated table");
     /* The whole position (co_positions): columns 0-based, -1 unknown. */
     struct pyrt_loc pl;
-    CHECK(probe_loc_311(loc, sizeof loc, 10, 0, &pl) == 11 && pl.end_line == 11 && pl.col == -1 &&
+    CHECK(pyrt_loc_311(loc, sizeof loc, 10, 0, &pl) == 11 && pl.end_line == 11 && pl.col == -1 &&
               pl.end_col == -1,
           "loc no columns: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
-    CHECK(probe_loc_311(loc, sizeof loc, 10, 4, &pl) == 12 && pl.end_line == 12 && pl.col == 1 &&
+    CHECK(pyrt_loc_311(loc, sizeof loc, 10, 4, &pl) == 12 && pl.end_line == 12 && pl.col == 1 &&
               pl.end_col == 5,
           "loc one-line columns: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
-    CHECK(probe_loc_311(loc, sizeof loc, 10, 6, &pl) == -1 && pl.end_line == -1 && pl.col == -1,
+    CHECK(pyrt_loc_311(loc, sizeof loc, 10, 6, &pl) == -1 && pl.end_line == -1 && pl.col == -1,
           "loc no location: all unknown");
-    CHECK(probe_loc_311(loc, sizeof loc, 10, 8, &pl) == 10 && pl.end_line == 10 && pl.col == 0 &&
+    CHECK(pyrt_loc_311(loc, sizeof loc, 10, 8, &pl) == 10 && pl.end_line == 10 && pl.col == 0 &&
               pl.end_col == 1,
           "loc long form columns: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
-    CHECK(probe_loc_311(loc, sizeof loc, 10, 10, &pl) == 10 && pl.col == 24 && pl.end_col == 27,
+    CHECK(pyrt_loc_311(loc, sizeof loc, 10, 10, &pl) == 10 && pl.col == 24 && pl.end_col == 27,
           "loc short form columns: %d %d", pl.col, pl.end_col);
     static const unsigned char loc_long[] = {0xF0, 0x00, 0x03, 0x05, 0x0A}; /* +0, end +3 */
-    CHECK(probe_loc_311(loc_long, sizeof loc_long, 7, 0, &pl) == 7 && pl.end_line == 10 &&
+    CHECK(pyrt_loc_311(loc_long, sizeof loc_long, 7, 0, &pl) == 7 && pl.end_line == 10 &&
               pl.col == 4 && pl.end_col == 9,
           "loc long form end line: %d %d %d %d", pl.line, pl.end_line, pl.col, pl.end_col);
-    CHECK(probe_loc_311(loc_long, 3, 7, 0, &pl) == 7 && pl.col == -1,
+    CHECK(pyrt_loc_311(loc_long, 3, 7, 0, &pl) == 7 && pl.col == -1,
           "loc long form cut: no columns (%d)", pl.col);
 
     /* Tables read while their code object is built or freed can hold anything: a line past
      * int is no line (-1), never a signed overflow (UBSan in the sanitized run). */
     static const unsigned char lnotab_up[] = {0, 1};
-    CHECK(probe_line_lnotab(lnotab_up, sizeof lnotab_up, INT_MAX, 0) == -1, "lnotab overflow");
+    CHECK(pyrt_line_lnotab(lnotab_up, sizeof lnotab_up, INT_MAX, 0) == -1, "lnotab overflow");
     static const unsigned char t310_up[] = {2, 1};
-    CHECK(probe_line_310(t310_up, sizeof t310_up, INT_MAX, 0) == -1, "310 overflow");
+    CHECK(pyrt_line_310(t310_up, sizeof t310_up, INT_MAX, 0) == -1, "310 overflow");
     static const unsigned char loc_up[] = {0xD8, 0x01, 0x05}; /* one line form, +1 */
-    CHECK(probe_line_loc(loc_up, sizeof loc_up, INT_MAX, 0) == -1, "loc +1 overflow");
+    CHECK(pyrt_line_loc(loc_up, sizeof loc_up, INT_MAX, 0) == -1, "loc +1 overflow");
     static const unsigned char loc_big[] = {
         0xE8, 0x7E, 0x7F, 0x7F, 0x7F, 0x7F, 0x03, /* no columns, svarint +2^31-1 */
         0xE8, 0x7E, 0x7F, 0x7F, 0x7F, 0x7F, 0x03, /* and again */
         0xD8, 0x01, 0x05,                         /* one line form, +1 */
     };
-    CHECK(probe_line_loc(loc_big, sizeof loc_big, 10, 4) == -1, "loc svarint sum overflow");
-    CHECK(probe_line_loc(loc_big, sizeof loc_big, INT_MIN, 2) == INT_MAX - 1,
+    CHECK(pyrt_line_loc(loc_big, sizeof loc_big, 10, 4) == -1, "loc svarint sum overflow");
+    CHECK(pyrt_line_loc(loc_big, sizeof loc_big, INT_MIN, 2) == INT_MAX - 1,
           "loc svarint sum back in range");
 }
 
@@ -279,16 +279,16 @@ static void checks_code_torn(void)
     PyCodeObject *copy = malloc(size);
     memcpy(copy, co, size);
     struct pyrt_code c;
-    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == 0 && c.prologue >= 0,
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, pyrt_mem_read_at) == 0 && c.prologue >= 0,
           "intact copy read: prologue %d", c.prologue);
     copy->_co_firsttraceable = INT_MAX;
-    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == -1,
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, pyrt_mem_read_at) == -1,
           "firsttraceable INT_MAX refused (prologue %d)", c.prologue);
     copy->_co_firsttraceable = (int)Py_SIZE(co) + 1;
-    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == -1,
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, pyrt_mem_read_at) == -1,
           "firsttraceable past the code refused");
     copy->_co_firsttraceable = -1;
-    CHECK(pyrt_code_read((uintptr_t)copy, &c, probe_mem_read_at) == -1,
+    CHECK(pyrt_code_read((uintptr_t)copy, &c, pyrt_mem_read_at) == -1,
           "negative firsttraceable refused");
     free(copy);
     Py_DECREF(co);
@@ -316,11 +316,11 @@ static int code_compare(PyObject *co, int depth)
         for (int off = 0; off < PyBytes_GET_SIZE(bytecode); off += 2) {
             want = PyCode_Addr2Line((PyCodeObject *)co, off);
 #if PY_VERSION_HEX >= 0x030B0000
-            got = probe_line_loc(t, n, first, off);
+            got = pyrt_line_loc(t, n, first, off);
 #elif PY_VERSION_HEX >= 0x030A0000
-            got = probe_line_310(t, n, first, off);
+            got = pyrt_line_310(t, n, first, off);
 #else
-            got = probe_line_lnotab(t, n, first, off);
+            got = pyrt_line_lnotab(t, n, first, off);
 #endif
             if (got != want) {
                 bad = off;
@@ -330,7 +330,7 @@ static int code_compare(PyObject *co, int depth)
             int sl, sc, el, ec;
             struct pyrt_loc pl;
             PyCode_Addr2Location((PyCodeObject *)co, off, &sl, &sc, &el, &ec);
-            probe_loc_311(t, n, first, off, &pl);
+            pyrt_loc_311(t, n, first, off, &pl);
             if (sl >= 0 &&
                 (pl.line != sl || pl.end_line != el || pl.col != sc || pl.end_col != ec)) {
                 fprintf(stderr, "position %d:%d-%d:%d, CPython says %d:%d-%d:%d\n", pl.line, pl.col,
@@ -340,7 +340,7 @@ static int code_compare(PyObject *co, int depth)
             }
 #endif
         }
-        char *name = probe_str_read(((PyCodeObject *)co)->co_name, 100);
+        char *name = pyrt_str_read(((PyCodeObject *)co)->co_name, 100);
         CHECK(bad < 0, "%s: offset %d: line %d, CPython says %d", name ? name : "?", bad, got,
               want);
         free(name);
@@ -398,13 +398,13 @@ static void checks_memory(void)
         return;
     memset(m, 'a', (size_t)pg * 2);
     munmap(m + pg, (size_t)pg); /* second page now unmapped */
-    CHECK(probe_mem_read(NULL, buf, 8) == -EFAULT, "NULL read");
-    CHECK(probe_mem_read((void *)16, buf, 8) == -EFAULT, "low address read");
-    CHECK(probe_mem_read(m + pg, buf, 8) == -EFAULT, "unmapped read");
-    CHECK(probe_mem_read(m + pg - 4, buf, 8) == -EFAULT, "read across into unmapped page");
-    CHECK(probe_mem_read(m, buf, 16) == 0 && buf[15] == 'a', "mapped read");
-    CHECK(probe_mem_read_upto(m + pg - 100, buf, 1000) == 100, "partial read stops at the page");
-    CHECK(probe_mem_read_upto(m + 8, buf, (size_t)pg) == (size_t)pg - 8, "read to the page end");
+    CHECK(pyrt_mem_read(NULL, buf, 8) == -EFAULT, "NULL read");
+    CHECK(pyrt_mem_read((void *)16, buf, 8) == -EFAULT, "low address read");
+    CHECK(pyrt_mem_read(m + pg, buf, 8) == -EFAULT, "unmapped read");
+    CHECK(pyrt_mem_read(m + pg - 4, buf, 8) == -EFAULT, "read across into unmapped page");
+    CHECK(pyrt_mem_read(m, buf, 16) == 0 && buf[15] == 'a', "mapped read");
+    CHECK(pyrt_mem_read_upto(m + pg - 100, buf, 1000) == 100, "partial read stops at the page");
+    CHECK(pyrt_mem_read_upto(m + 8, buf, (size_t)pg) == (size_t)pg - 8, "read to the page end");
 
     /* A fake str whose length runs into the unmapped page: refused, not a crash. */
     PyASCIIObject fake;
@@ -416,19 +416,19 @@ static void checks_memory(void)
     fake.state.ascii = 1;
     char *at = m + pg - sizeof fake - 16; /* 8-aligned, 16 data bytes before the hole */
     memcpy(at, &fake, sizeof fake);
-    char *str = probe_str_read(at, 100);
+    char *str = pyrt_str_read(at, 100);
     CHECK(str == NULL, "fake str reaching unmapped memory: %s", str ? str : "");
     free(str);
-    str = probe_str_read(at, 5);
+    str = pyrt_str_read(at, 5);
     CHECK(str && strcmp(str, "aaaaa") == 0, "fake str cut at max: %s", str ? str : "(null)");
     free(str);
     fake.state.kind = 3; /* no such kind */
     memcpy(at, &fake, sizeof fake);
-    CHECK(probe_str_read(at, 5) == NULL, "bad kind refused");
-    CHECK(probe_str_read(m, 5) == NULL, "not a str refused");
+    CHECK(pyrt_str_read(at, 5) == NULL, "bad kind refused");
+    CHECK(pyrt_str_read(m, 5) == NULL, "not a str refused");
     size_t len = 0;
-    CHECK(probe_bytes_read(m, 5, &len) == NULL, "not bytes refused");
-    CHECK(probe_str_read(m + pg + 64, 5) == NULL, "unmapped str refused");
+    CHECK(pyrt_bytes_read(m, 5, &len) == NULL, "not bytes refused");
+    CHECK(pyrt_str_read(m + pg + 64, 5) == NULL, "unmapped str refused");
     munmap(m, (size_t)pg);
 }
 
@@ -440,10 +440,10 @@ static void checks_flags_need_gil(void)
 {
     struct probe_snapshot s;
     struct pb_err err;
-    int rc = probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES, 10, &err);
+    int rc = pyrt_snapshot(&s, PROBE_SNAP_NAMES, 10, &err);
     CHECK(rc == PB_ENOGIL, "flags without the GIL: rc %d", rc);
     if (rc == 0)
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
 }
 
 static void checks_stress(void)
@@ -452,7 +452,7 @@ static void checks_stress(void)
     for (int k = 0; k < 400; k++) {
         struct probe_snapshot s;
         struct pb_err err;
-        if (probe_pyrt_snapshot(&s, 0, 64, &err) != 0) {
+        if (pyrt_snapshot(&s, 0, 64, &err) != 0) {
             bad++;
             continue;
         }
@@ -473,7 +473,7 @@ static void checks_stress(void)
             if (t->holds_gil && s.gil_holder_native_id != t->native_id)
                 holder_ok = 0;
         }
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
     }
     CHECK(bad == 0, "%d bad snapshots/frames while a thread runs", bad);
     CHECK(seen_busy > 0, "busy thread never seen");
@@ -507,7 +507,7 @@ static void checks_nogil(void)
     struct pb_err err;
     int nmain = 0;
     const char *tgt = "pyrt_target.py";
-    int rc = probe_pyrt_snapshot(&s, 0, 64, &err);
+    int rc = pyrt_snapshot(&s, 0, 64, &err);
     CHECK(rc == 0, "snapshot: %d %s", rc, err.msg);
     if (rc)
         return;
@@ -579,7 +579,7 @@ static void checks_nogil(void)
     } else {
         CHECK(0, "pyrt-module not found");
     }
-    rc = probe_pyrt_snapshot(&s20, 0, 20, &err);
+    rc = pyrt_snapshot(&s20, 0, 20, &err);
     CHECK(rc == 0, "snapshot(20): %d", rc);
     if (rc == 0 && (ti = info_by_name("pyrt-deep")) && (t = thread_by_ident(&s20, ti->ident))) {
         CHECK(t->nframes == 20 && t->truncated, "pyrt-deep: %d frames, truncated %d", t->nframes,
@@ -590,8 +590,8 @@ static void checks_nogil(void)
         CHECK(0, "pyrt-deep not found");
     }
     if (rc == 0)
-        probe_snapshot_free(&s20);
-    probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s20);
+    pyrt_snapshot_free(&s);
 }
 
 static void checks_timing(void)
@@ -603,7 +603,7 @@ static void checks_timing(void)
         struct probe_snapshot s;
         struct pb_err err;
         double a = now_ms();
-        if (probe_pyrt_snapshot(&s, 0, 64, &err) != 0)
+        if (pyrt_snapshot(&s, 0, 64, &err) != 0)
             continue;
         if (now_ms() - a > worst)
             worst = now_ms() - a;
@@ -611,7 +611,7 @@ static void checks_timing(void)
         frames = 0;
         for (int i = 0; i < s.nthreads; i++)
             frames += s.threads[i].nframes;
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
     }
     double avg = (now_ms() - t0) / rounds;
     printf("timing: %d threads, %d frames: %.3f ms per snapshot (worst %.3f ms)\n", threads, frames,
@@ -642,7 +642,7 @@ static void checks_with_gil(void)
     const struct tinfo *ti;
     struct probe_thread *t;
     PyErr_SetString(PyExc_KeyError, "caller's own exception");
-    int rc = probe_pyrt_snapshot(&s, PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS, 64, &err);
+    int rc = pyrt_snapshot(&s, PROBE_SNAP_NAMES | PROBE_SNAP_LOCALS, 64, &err);
     CHECK(PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_KeyError),
           "caller's pending exception not preserved");
     PyErr_Clear();
@@ -706,7 +706,7 @@ static void checks_with_gil(void)
     } else {
         CHECK(0, "pyrt-module not found");
     }
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
 }
 
 /* A thread sits in pause() through ctypes.PyDLL, holding the GIL: the snapshot must still
@@ -718,7 +718,7 @@ static void checks_hog(void)
     int line = marker(target_py, "hog"), found = 0;
     CHECK(wait_for(pred_hog, &line, 10000), "no thread seen holding the GIL at line %d", line);
     double t0 = now_ms();
-    int rc = probe_pyrt_snapshot(&s, 0, 64, &err);
+    int rc = pyrt_snapshot(&s, 0, 64, &err);
     double dt = now_ms() - t0;
     CHECK(rc == 0, "snapshot while the GIL is held forever: %d", rc);
     if (rc)
@@ -738,7 +738,7 @@ static void checks_hog(void)
     CHECK(found, "hog thread not found");
     CHECK(s.gil_holder_native_id == hog_tid && hog_tid > 0, "GIL holder %ld, want hog %ld",
           s.gil_holder_native_id, hog_tid);
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
 }
 
 static void on_usr1(int sig)
@@ -765,8 +765,8 @@ int main(int argc, char **argv)
     checks_lines_pure();
     checks_memory();
     Py_InitializeEx(0);
-    rc = probe_pyrt_init(&err);
-    CHECK(rc == 0, "probe_pyrt_init: %d %s", rc, err.msg);
+    rc = pyrt_init(&err);
+    CHECK(rc == 0, "pyrt_init: %d %s", rc, err.msg);
     checks_code_torn();
 
     snprintf(code, sizeof code,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Test-only entry point linked with the pyrt objects into pyrt-test-3.X.so (never into the
  * product), so that a stock interpreter (Debian's /usr/bin/python3 has no libpython to embed)
- * can drive probe_pyrt_snapshot through ctypes: see test_ctypes.py. The snapshot is printed as
+ * can drive pyrt_snapshot through ctypes: see test_ctypes.py. The snapshot is printed as
  * tab-separated lines: "V version", "G holder", "T ident native is_main holds_gil daemon
  * from_threading truncated nframes name", "F func file line", "L name type value". */
 #include "pyrt/internal.h"
@@ -54,14 +54,14 @@ static void run(struct job *j)
     struct pb_err err;
     size_t len = 0;
     for (int tries = 0;; tries++) {
-        j->rc = probe_pyrt_snapshot(&s, j->flags, j->max_frames, &err);
+        j->rc = pyrt_snapshot(&s, j->flags, j->max_frames, &err);
         if (j->rc < 0) {
             snprintf(j->buf, j->n, "E\t%d\t%s\n", j->rc, err.msg);
             return;
         }
         if (!j->wait_func || held_by(&s, j->wait_func) || tries >= 1000)
             break;
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -81,7 +81,7 @@ static void run(struct job *j)
     }
     if (len >= j->n)
         j->rc = -2; /* buffer too small */
-    probe_snapshot_free(&s);
+    pyrt_snapshot_free(&s);
 }
 
 static void *thread_main(void *arg)
@@ -106,7 +106,7 @@ EXPORT int pyrt_test_dump(char *buf, size_t n, int flags, int max_frames, int ne
     buf[0] = '\0';
     if (go)
         *go = 1; /* set once the caller's GIL is released (called through CDLL) */
-    if (probe_pyrt_init(&err) < 0)
+    if (pyrt_init(&err) < 0)
         return err.code;
     if (new_thread) {
         pthread_t th;
@@ -120,13 +120,13 @@ EXPORT int pyrt_test_dump(char *buf, size_t n, int flags, int max_frames, int ne
         struct probe_snapshot s;
         struct timespec ts = {0, 20 * 1000 * 1000};
         long tid = -1;
-        if (probe_pyrt_snapshot(&s, 0, 8, &err) < 0)
+        if (pyrt_snapshot(&s, 0, 8, &err) < 0)
             break;
         for (int k = 0; k < s.nthreads; k++)
             if (s.threads[k].holds_gil && s.threads[k].nframes > 0 &&
                 strcmp(s.threads[k].frames[0].func, wait_func) == 0)
                 tid = s.threads[k].native_id;
-        probe_snapshot_free(&s);
+        pyrt_snapshot_free(&s);
         if (tid <= 0)
             break;
         syscall(SYS_tgkill, getpid(), (pid_t)tid, SIGUSR1);
@@ -144,7 +144,7 @@ static volatile int sig_nframes = -1;
 static void sig_handler(int sig)
 {
     (void)sig;
-    sig_nframes = pyrt_sig_frames_self(sig_frames, 64);
+    sig_nframes = sig_pyrt_frames_self(sig_frames, 64);
 }
 
 /* The calling thread's frames read inside a SIGUSR2 handler it sends itself, described into
@@ -155,7 +155,7 @@ EXPORT int pyrt_sig_test_self(char *buf, size_t n)
     struct sigaction sa, old;
     size_t len = 0;
     buf[0] = '\0';
-    if (pyrt_sig_prepare() < 0)
+    if (sig_pyrt_prepare() < 0)
         return -1;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = sig_handler;
@@ -167,7 +167,7 @@ EXPORT int pyrt_sig_test_self(char *buf, size_t n)
     for (int i = 0; i < sig_nframes; i++) {
         char func[256], file[512];
         int line;
-        pyrt_sig_describe(&sig_frames[i], func, sizeof func, file, sizeof file, &line);
+        sig_pyrt_describe(&sig_frames[i], func, sizeof func, file, sizeof file, &line);
         len = add(buf, n, len, "F\t%s\t%s\t%d\t%d\n", func, file, line, sig_frames[i].entry);
     }
     return sig_nframes;
@@ -189,15 +189,15 @@ EXPORT int pyrt_sig_test_threads(char *buf, size_t n)
     size_t len = 0;
     int cnt;
     buf[0] = '\0';
-    if (pyrt_sig_prepare() < 0)
+    if (sig_pyrt_prepare() < 0)
         return -1;
-    cnt = pyrt_sig_threads(ts, ids, NULL, 64);
+    cnt = sig_pyrt_threads(ts, ids, NULL, 64);
     for (int i = 0; i < cnt; i++) {
         struct pyrt_sig_frame fr[32];
         char func[256] = "", file[512];
-        int line, k = pyrt_sig_frames_tstate(ts[i], fr, 32);
+        int line, k = sig_pyrt_frames_tstate(ts[i], fr, 32);
         if (k > 0)
-            pyrt_sig_describe(&fr[0], func, sizeof func, file, sizeof file, &line);
+            sig_pyrt_describe(&fr[0], func, sizeof func, file, sizeof file, &line);
         len = add(buf, n, len, "T\t%ld\t%d\t%s\n", ids[i], k, func);
     }
     return cnt;

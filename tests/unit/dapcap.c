@@ -19,7 +19,7 @@ static void cap_close(void *io)
     ((struct cap *)io)->closed = 1;
 }
 
-const struct dap_io_ops cap_ops = {cap_send, cap_close};
+const struct srv_io_ops cap_ops = {cap_send, cap_close};
 
 const char *frame(const char *json, char *buf, size_t n)
 {
@@ -34,16 +34,16 @@ cJSON *sent(struct cap *c)
     return dap_reader_next(&c->out, &m, &err) == 1 ? m : NULL;
 }
 
-int feed(struct dap_session *s, int seq, const char *command, const char *args)
+int feed(struct srv_session *s, int seq, const char *command, const char *args)
 {
     char json[2048], buf[2200];
     snprintf(json, sizeof json, "{\"seq\":%d,\"type\":\"request\",\"command\":\"%s\"%s%s}", seq,
              command, args ? ",\"arguments\":" : "", args ? args : "");
     frame(json, buf, sizeof buf);
-    return dap_session_feed(s, buf, strlen(buf));
+    return srv_session_feed(s, buf, strlen(buf));
 }
 
-cJSON *ask(struct dap_session *s, struct cap *c, int seq, const char *command, const char *args)
+cJSON *ask(struct srv_session *s, struct cap *c, int seq, const char *command, const char *args)
 {
     feed(s, seq, command, args);
     cJSON *m;
@@ -75,11 +75,11 @@ const cJSON *body_get(const cJSON *resp, const char *k)
     return cJSON_GetObjectItem(cJSON_GetObjectItem(resp, "body"), k);
 }
 
-struct dap_session *cap_attached(struct cap *c)
+struct srv_session *cap_attached(struct cap *c)
 {
     memset(c, 0, sizeof *c);
     dap_reader_init(&c->out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, c, DAP_TRANSPORT_UNIX);
+    struct srv_session *s = srv_session_new(&cap_ops, c, SRV_TRANSPORT_UNIX);
     cJSON *r = ask(s, c, 1, "attach", NULL);
     int attached = ok(r);
     cJSON_Delete(r);
@@ -90,9 +90,9 @@ struct dap_session *cap_attached(struct cap *c)
     return s;
 }
 
-void cap_finish(struct dap_session *s, struct cap *c)
+void cap_finish(struct srv_session *s, struct cap *c)
 {
-    dap_session_unref(s);
+    srv_session_unref(s);
     dap_reader_close(&c->out);
     cJSON_Delete(c->events);
     c->events = NULL;

@@ -9,7 +9,7 @@
 const int probe_crash_signals[PROBE_CRASH_NSIGS] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 static int armed;
 
-const char *probe_crash_signame(int sig)
+const char *sig_crash_signame(int sig)
 {
     return sig == SIGSEGV   ? "SIGSEGV"
            : sig == SIGBUS  ? "SIGBUS"
@@ -19,21 +19,21 @@ const char *probe_crash_signame(int sig)
                             : "signal";
 }
 
-int probe_crash_arm(struct pb_err *err)
+int crash_arm(struct pb_err *err)
 {
     (void)err;
     armed = 1;
     return 0;
 }
 
-int probe_crash_disarm(void)
+int crash_disarm(void)
 {
     int was = armed;
     armed = 0;
     return was;
 }
 
-void probe_crash_status_get(struct probe_crash_status *st)
+void crash_status_get(struct probe_crash_status *st)
 {
     memset(st, 0, sizeof *st);
     st->armed = armed;

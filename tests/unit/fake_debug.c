@@ -10,28 +10,28 @@
 static probe_dbg_sink fake_sink;
 int fake_dbg_detaches;
 
-void probe_dbg_set_sink(probe_dbg_sink sink, void *ctx)
+void dbg_set_sink(probe_dbg_sink sink, void *ctx)
 {
     (void)ctx;
     fake_sink = sink;
 }
 
-void probe_dbg_emit(const struct probe_dbg_event *e)
+void dbg_emit(const struct probe_dbg_event *e)
 {
     (void)e;
 }
 
-void probe_dbg_events_drain(void)
+void dbg_events_drain(void)
 {
 }
 
-int probe_dbg_resume(int announce)
+int dbg_resume_all(int announce)
 {
     (void)announce;
     return 0;
 }
 
-int probe_dbg_step(long tid, int mode, struct pb_err *err)
+int dbg_step_thread(long tid, int mode, struct pb_err *err)
 {
     (void)mode;
     return pb_err_set(err, PB_ESTATE,
@@ -40,18 +40,18 @@ int probe_dbg_step(long tid, int mode, struct pb_err *err)
                       tid);
 }
 
-int probe_dbg_stopped(void)
+int dbg_stopped(void)
 {
     return 0;
 }
 
-int probe_dbg_parked(long tid)
+int dbg_parked(long tid)
 {
     (void)tid;
     return 0;
 }
 
-int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
+int dbg_stack(long tid, long long start, long long max, struct probe_frame **frames, int *n)
 {
     (void)tid;
     (void)start;
@@ -61,48 +61,48 @@ int probe_dbg_stack(long tid, long long start, long long max, struct probe_frame
     return -1;
 }
 
-void probe_dbg_frames_free(struct probe_frame *frames, int n)
+void dbg_frames_free(struct probe_frame *frames, int n)
 {
     (void)frames;
     (void)n;
 }
 
-int probe_dbg_exception(long tid, struct probe_dbg_exception *out, struct pb_err *err)
+int dbg_exception(long tid, struct dbg_exception *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     return pb_err_set(err, PB_ESTATE, "thread %ld is not stopped on an exception", tid);
 }
 
-void probe_dbg_exception_free(struct probe_dbg_exception *e)
+void dbg_exception_free(struct dbg_exception *e)
 {
     (void)e;
 }
 
-int probe_dbg_is_library(const char *file)
+int dbg_is_library(const char *file)
 {
     return file && strstr(file, "/site-packages/") != NULL;
 }
 
-void probe_dbg_configured(void)
+void dbg_configured(void)
 {
 }
 
-void probe_dbg_detach(void)
+void dbg_detach(void)
 {
     fake_dbg_detaches++;
 }
 
-void probe_dbg_pause_begin(void)
+void dbg_pause_begin(void)
 {
 }
 
-int probe_dbg_pause(int hold, struct pb_err *err)
+int dbg_pause(int hold, struct pb_err *err)
 {
     (void)hold;
     return pb_err_set(err, PB_ESTATE, "fake debugger: pause not served");
 }
 
-void probe_dbg_pause_end(int ok)
+void dbg_pause_end(int ok)
 {
     (void)ok;
 }
@@ -118,7 +118,7 @@ static int refuse(const struct probe_dbg_bp_spec *specs, int n, struct probe_dbg
     return 0;
 }
 
-int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
+int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
                               struct probe_dbg_bp *out, struct pb_err *err)
 {
     (void)path;
@@ -126,14 +126,14 @@ int probe_dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *
     return refuse(specs, n, out);
 }
 
-int probe_dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
+int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
                                        struct probe_dbg_bp *out, struct pb_err *err)
 {
     (void)err;
     return refuse(specs, n, out);
 }
 
-int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err)
+int dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err)
 {
     (void)raised;
     (void)uncaught;
@@ -141,29 +141,29 @@ int probe_dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err 
     return 0;
 }
 
-void probe_dbg_census(struct probe_dbg_census *out)
+void dbg_census(struct dbg_census *out)
 {
     memset(out, 0, sizeof *out);
     out->monitoring_tool = -1;
 }
 
-void probe_dbg_var_free(struct probe_dbg_var *v)
+void dbg_var_free(struct probe_dbg_var *v)
 {
     (void)v;
 }
 
-void probe_dbg_vars_free(struct probe_dbg_vars *vs)
+void dbg_vars_free(struct probe_dbg_vars *vs)
 {
     (void)vs;
 }
 
-int probe_dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
+int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err *err)
 {
     (void)out;
     return pb_err_set(err, PB_ESTATE, "frame %lld: no thread is stopped", frame_id);
 }
 
-int probe_dbg_variables(long long ref, int filter, long long start, long long count,
+int dbg_variables(long long ref, int filter, long long start, long long count,
                         struct probe_dbg_vars *out, struct pb_err *err)
 {
     (void)filter;
@@ -173,7 +173,7 @@ int probe_dbg_variables(long long ref, int filter, long long start, long long co
     return pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
 }
 
-int probe_dbg_set_variable(long long ref, const char *name, const char *value,
+int dbg_set_variable(long long ref, const char *name, const char *value,
                            struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
 {
     (void)name;
@@ -183,7 +183,7 @@ int probe_dbg_set_variable(long long ref, const char *name, const char *value,
     return pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
 }
 
-int probe_dbg_source(long long sref, const char *path, char **content, char **mime,
+int dbg_source(long long sref, const char *path, char **content, char **mime,
                      struct pb_err *err)
 {
     (void)sref;

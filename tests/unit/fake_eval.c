@@ -12,7 +12,7 @@
 #include "gil/gil.h"
 #include "debugger/debugger.h"
 
-int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
+int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
                    struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
@@ -45,27 +45,27 @@ int probe_eval_run(const char *src, int mode, long long frame_id, int refs,
     return 0;
 }
 
-int probe_eval_interrupt(void)
+int gil_eval_interrupt(void)
 {
     return 0;
 }
-long probe_eval_native_wait(void)
+long gil_eval_native_wait(void)
 {
     return -1;
 }
-int probe_eval_timeout_ms(void)
+int gil_eval_timeout_ms(void)
 {
     return 500;
 }
 
-int probe_memory_proc(struct cJSON *into, struct pb_err *err)
+int gil_memory_proc(struct cJSON *into, struct pb_err *err)
 {
     (void)err;
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(into, "process"), "rss", 1 << 20);
     return 0;
 }
 
-int probe_memory_python(struct cJSON *into, int top, const char *trace, const char *snapshot,
+int gil_memory_python(struct cJSON *into, int top, const char *trace, const char *snapshot,
                         struct pb_err *err)
 {
     (void)top;

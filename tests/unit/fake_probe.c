@@ -16,19 +16,19 @@ int fake_listen_calls;
 static struct probe_info info = {
     .pid = 4242, .python_version = "3.11.7", .socket_path = "/tmp/probing-0/4242.sock"};
 
-const struct probe_info *probe_info_get(void)
+const struct probe_info *core_info_get(void)
 {
     return &info;
 }
-unsigned long probe_worker_ident(void)
+unsigned long gil_worker_ident(void)
 {
     return 999;
 }
-int probe_worker_owns(unsigned long ident)
+int gil_worker_owns(unsigned long ident)
 {
     return ident == 999;
 }
-int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
+int gil_worker_busy_text(unsigned long holder, char *buf, size_t n)
 {
     (void)holder;
     (void)buf;
@@ -36,12 +36,12 @@ int probe_worker_busy_text(unsigned long holder, char *buf, size_t n)
     return 0;
 }
 
-int probe_token_check(const char *token)
+int core_token_check(const char *token)
 {
     return token && strcmp(token, "secret-token") == 0;
 }
 
-int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
+int srv_tcp_listen(const char *address, const char *token, struct pb_err *err)
 {
     (void)token;
     fake_listen_calls++;
@@ -51,7 +51,7 @@ int probe_tcp_listen(const char *address, const char *token, struct pb_err *err)
     return 0;
 }
 
-int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
+int gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
 {
     (void)timeout_ms;
     if (fake_gil_timeout) {
@@ -63,7 +63,7 @@ int probe_gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeou
     return 0;
 }
 
-int probe_gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
+int gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
 {
     (void)timeout_ms;
     if (fake_gil_timeout)
@@ -78,19 +78,19 @@ static char *fake_dup(const char *s)
 }
 
 /* No remembered names: threads always asks under the (fake) GIL here. */
-int probe_pyrt_names_fresh(int max_age_ms)
+int pyrt_names_fresh(int max_age_ms)
 {
     (void)max_age_ms;
     return 0;
 }
 
-int probe_pyrt_names_known(const struct probe_snapshot *s)
+int pyrt_names_known(const struct probe_snapshot *s)
 {
     (void)s;
     return 0;
 }
 
-int probe_pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
+int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
 {
     (void)err;
     memset(s, 0, sizeof *s);

@@ -10,14 +10,14 @@
 #include "sql/store.h"
 #include "core/core.h"
 
-int probe_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
+int core_task_submit(probe_task_fn fn, probe_task_done done, void *arg)
 {
     fn(arg);
     done(arg);
     return 0;
 }
 
-int probe_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
+int sql_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)
 {
     memset(out, 0, sizeof *out);
     if (strcmp(sql, "SELECT 1") != 0 && strcmp(sql, "SLOW") != 0)

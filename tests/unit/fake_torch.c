@@ -9,7 +9,7 @@
 
 static int running, every_now = 10;
 
-int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err)
+int torch_run(int action, int every, struct cJSON *out, struct pb_err *err)
 {
     if (action == PROBE_TORCH_START) {
         if (every == 999999)
@@ -32,7 +32,7 @@ int probe_torch_run(int action, int every, struct cJSON *out, struct pb_err *err
 /* perf --comm: start answers as a started recorder, stop as stopped when it ran. */
 static int comm_running;
 
-int probe_comm_run(int action, struct cJSON *out, struct pb_err *err)
+int torch_comm_run(int action, struct cJSON *out, struct pb_err *err)
 {
     (void)err;
     if (action == PROBE_TORCH_START)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* probe_atasks_link (probe/pyrt/atasks.c): who awaits each asyncio task, and the await cycles
+/* pyrt_atasks_link (probe/pyrt/atasks.c): who awaits each asyncio task, and the await cycles
  * (tasks waiting for each other: a deadlock), each found once, in await order, whatever task
  * the walk starts from; chains and gathers are no cycle. */
 #include <stdlib.h>
@@ -28,7 +28,7 @@ TEST(atasks_chain_and_gather_have_no_cycle)
     struct probe_atasks a;
     static const int e[][2] = {{0, 1}, {1, 2}, {3, 4}, {3, 5}, {6, 2}};
     build(&a, 7, e, 5);
-    ASSERT_EQ(probe_atasks_link(&a), 0);
+    ASSERT_EQ(pyrt_atasks_link(&a), 0);
     ASSERT_EQ(a.ncycles, 0);
     ASSERT_EQ(a.tasks[2].nby, 2);
     ASSERT_EQ(a.tasks[2].by[0], 1);
@@ -37,7 +37,7 @@ TEST(atasks_chain_and_gather_have_no_cycle)
     ASSERT_EQ(a.tasks[0].nby, 0);
     for (int i = 0; i < 7; i++)
         ASSERT_EQ(a.tasks[i].cycle, 0);
-    probe_atasks_free(&a);
+    pyrt_atasks_free(&a);
 }
 
 TEST(atasks_cycles_named_once_in_await_order)
@@ -47,7 +47,7 @@ TEST(atasks_cycles_named_once_in_await_order)
      * and 7 -> 3 into the second cycle. */
     static const int e[][2] = {{0, 1}, {1, 2}, {2, 1}, {3, 4}, {4, 3}, {5, 6}, {6, 5}, {7, 3}};
     build(&a, 8, e, 8);
-    ASSERT_EQ(probe_atasks_link(&a), 0);
+    ASSERT_EQ(pyrt_atasks_link(&a), 0);
     ASSERT_EQ(a.ncycles, 3);
     ASSERT_EQ(a.cycles[0].n, 2);
     ASSERT_EQ(a.cycles[0].tasks[0], 1);
@@ -62,7 +62,7 @@ TEST(atasks_cycles_named_once_in_await_order)
     ASSERT_EQ(a.tasks[6].cycle, 3);
     ASSERT_EQ(a.tasks[7].cycle, 0);
     ASSERT_EQ(a.tasks[3].nby, 2); /* 4 and 7 */
-    probe_atasks_free(&a);
+    pyrt_atasks_free(&a);
     ASSERT_EQ(a.ntasks, 0);
 }
 
@@ -76,10 +76,10 @@ TEST(atasks_long_chain_into_a_cycle)
         e[i][0] = i, e[i][1] = i + 1;
     e[N - 1][0] = N - 1, e[N - 1][1] = N - 2;
     build(&a, N, (const int(*)[2])e, N);
-    ASSERT_EQ(probe_atasks_link(&a), 0);
+    ASSERT_EQ(pyrt_atasks_link(&a), 0);
     ASSERT_EQ(a.ncycles, 1);
     ASSERT_EQ(a.cycles[0].n, 2);
     ASSERT_EQ(a.cycles[0].tasks[0], N - 2);
-    probe_atasks_free(&a);
+    pyrt_atasks_free(&a);
     free(e);
 }

@@ -130,11 +130,11 @@ TEST(dap_args_typed)
 
 /* ---- sessions over a capturing transport (dapcap.c) ---- */
 
-TEST(dap_session_initialize_then_initialized_event)
+TEST(srv_session_initialize_then_initialized_event)
 {
     struct cap c = {0};
     dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    struct srv_session *s = srv_session_new(&cap_ops, &c, SRV_TRANSPORT_UNIX);
     feed(s, 1, "initialize", "{\"adapterID\":\"probing\"}");
     cJSON *r = sent(&c), *e = sent(&c);
     ASSERT(ok(r));
@@ -149,15 +149,15 @@ TEST(dap_session_initialize_then_initialized_event)
     ASSERT(cJSON_GetObjectItem(e, "seq")->valueint > cJSON_GetObjectItem(r, "seq")->valueint);
     cJSON_Delete(r);
     cJSON_Delete(e);
-    dap_session_unref(s);
+    srv_session_unref(s);
     dap_reader_close(&c.out);
 }
 
-TEST(dap_session_state_and_errors)
+TEST(srv_session_state_and_errors)
 {
     struct cap c = {0};
     dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    struct srv_session *s = srv_session_new(&cap_ops, &c, SRV_TRANSPORT_UNIX);
     cJSON *r = ask(s, &c, 1, "threads", NULL);
     ASSERT(!ok(r));
     ASSERT(strstr(message(r), "not attached"));
@@ -182,15 +182,15 @@ TEST(dap_session_state_and_errors)
     ASSERT(!ok(r) && strstr(message(r), "arguments: expected object"));
     cJSON_Delete(r);
     ASSERT_EQ(c.closed, 0);
-    dap_session_unref(s);
+    srv_session_unref(s);
     dap_reader_close(&c.out);
 }
 
-TEST(dap_session_threads_stack_dump)
+TEST(srv_session_threads_stack_dump)
 {
     struct cap c = {0};
     dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    struct srv_session *s = srv_session_new(&cap_ops, &c, SRV_TRANSPORT_UNIX);
     cJSON_Delete(ask(s, &c, 1, "attach", NULL));
     cJSON *r = ask(s, &c, 2, "threads", NULL);
     ASSERT(ok(r));
@@ -238,34 +238,34 @@ TEST(dap_session_threads_stack_dump)
     r = ask(s, &c, 6, "probing/dump", "{\"maxFrames\":0}");
     ASSERT(!ok(r) && strstr(message(r), "maxFrames"));
     cJSON_Delete(r);
-    dap_session_unref(s);
+    srv_session_unref(s);
     dap_reader_close(&c.out);
 }
 
-TEST(dap_session_tcp_needs_token)
+TEST(srv_session_tcp_needs_token)
 {
     struct cap c = {0};
     dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_TCP);
+    struct srv_session *s = srv_session_new(&cap_ops, &c, SRV_TRANSPORT_TCP);
     cJSON *r = ask(s, &c, 1, "initialize", NULL);
     ASSERT(ok(r));
     cJSON_Delete(r);
     /* Anything but initialize/attach before authentication closes the connection. */
     ASSERT(feed(s, 2, "threads", NULL) < 0);
-    dap_session_unref(s);
+    srv_session_unref(s);
 
     struct cap c2 = {0};
     dap_reader_init(&c2.out, 0);
-    s = dap_session_new(&cap_ops, &c2, DAP_TRANSPORT_TCP);
+    s = srv_session_new(&cap_ops, &c2, SRV_TRANSPORT_TCP);
     r = ask(s, &c2, 1, "attach", "{\"token\":\"wrong\"}");
     ASSERT(!ok(r) && strstr(message(r), "token"));
     ASSERT_EQ(c2.closed, 1);
     cJSON_Delete(r);
-    dap_session_unref(s);
+    srv_session_unref(s);
 
     struct cap c3 = {0};
     dap_reader_init(&c3.out, 0);
-    s = dap_session_new(&cap_ops, &c3, DAP_TRANSPORT_TCP);
+    s = srv_session_new(&cap_ops, &c3, SRV_TRANSPORT_TCP);
     r = ask(s, &c3, 1, "attach", "{\"token\":\"secret-token\"}");
     ASSERT(ok(r));
     cJSON_Delete(r);
@@ -278,34 +278,34 @@ TEST(dap_session_tcp_needs_token)
     ASSERT_EQ(fake_listen_calls, 0);
     cJSON_Delete(r);
     ASSERT_EQ(c3.closed, 0);
-    dap_session_unref(s);
+    srv_session_unref(s);
     dap_reader_close(&c.out);
     dap_reader_close(&c2.out);
     dap_reader_close(&c3.out);
 }
 
-TEST(dap_session_garbage_closes)
+TEST(srv_session_garbage_closes)
 {
     struct cap c = {0};
     dap_reader_init(&c.out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, &c, DAP_TRANSPORT_UNIX);
+    struct srv_session *s = srv_session_new(&cap_ops, &c, SRV_TRANSPORT_UNIX);
     const char *junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-    ASSERT(dap_session_feed(s, junk, strlen(junk)) < 0);
-    dap_session_unref(s);
+    ASSERT(srv_session_feed(s, junk, strlen(junk)) < 0);
+    srv_session_unref(s);
     dap_reader_close(&c.out);
 }
 
 /* One debugging client at a time; CLI clients never take the seat nor send its commands. */
-TEST(dap_session_debugger_seat)
+TEST(srv_session_debugger_seat)
 {
     extern int fake_dbg_detaches;
     struct cap a = {0}, b = {0}, cli = {0};
     dap_reader_init(&a.out, 0);
     dap_reader_init(&b.out, 0);
     dap_reader_init(&cli.out, 0);
-    struct dap_session *sa = dap_session_new(&cap_ops, &a, DAP_TRANSPORT_UNIX);
-    struct dap_session *sb = dap_session_new(&cap_ops, &b, DAP_TRANSPORT_UNIX);
-    struct dap_session *sc = dap_session_new(&cap_ops, &cli, DAP_TRANSPORT_UNIX);
+    struct srv_session *sa = srv_session_new(&cap_ops, &a, SRV_TRANSPORT_UNIX);
+    struct srv_session *sb = srv_session_new(&cap_ops, &b, SRV_TRANSPORT_UNIX);
+    struct srv_session *sc = srv_session_new(&cap_ops, &cli, SRV_TRANSPORT_UNIX);
     feed(sa, 1, "attach", "{}");
     cJSON *r = sent(&a);
     ASSERT(ok(r));
@@ -348,7 +348,7 @@ TEST(dap_session_debugger_seat)
     cJSON_Delete(r);
     /* The holder's connection goes: the debugger is detached and the seat is free. */
     int before = fake_dbg_detaches;
-    dap_session_detach_io(sa);
+    srv_session_detach_io(sa);
     ASSERT(fake_dbg_detaches == before + 1);
     feed(sb, 2, "attach", "{}");
     r = sent(&b);
@@ -356,9 +356,9 @@ TEST(dap_session_debugger_seat)
     cJSON_Delete(r);
     feed(sb, 3, "disconnect", "{}");
     ASSERT(fake_dbg_detaches == before + 2);
-    dap_session_unref(sa);
-    dap_session_unref(sb);
-    dap_session_unref(sc);
+    srv_session_unref(sa);
+    srv_session_unref(sb);
+    srv_session_unref(sc);
     dap_reader_close(&a.out);
     dap_reader_close(&b.out);
     dap_reader_close(&cli.out);

@@ -7,20 +7,20 @@
 #include "dapcap.h"
 #include "unit.h"
 
-static struct dap_session *attached(struct cap *c)
+static struct srv_session *attached(struct cap *c)
 {
     memset(c, 0, sizeof *c);
     dap_reader_init(&c->out, 0);
-    struct dap_session *s = dap_session_new(&cap_ops, c, DAP_TRANSPORT_UNIX);
+    struct srv_session *s = srv_session_new(&cap_ops, c, SRV_TRANSPORT_UNIX);
     cJSON *r = ask(s, c, 1, "attach", NULL);
     ASSERT(ok(r));
     cJSON_Delete(r);
     return s;
 }
 
-static void done(struct dap_session *s, struct cap *c)
+static void done(struct srv_session *s, struct cap *c)
 {
-    dap_session_unref(s);
+    srv_session_unref(s);
     dap_reader_close(&c->out);
     cJSON_Delete(c->events);
 }
@@ -28,7 +28,7 @@ static void done(struct dap_session *s, struct cap *c)
 TEST(req_query_rows_and_errors)
 {
     struct cap c;
-    struct dap_session *s = attached(&c);
+    struct srv_session *s = attached(&c);
     cJSON *r = ask(s, &c, 2, "probing/query", "{\"sql\":\"SELECT 1\"}");
     ASSERT(ok(r));
     const cJSON *cols = body_get(r, "columns"), *rows = body_get(r, "rows");
@@ -58,7 +58,7 @@ TEST(req_query_rows_and_errors)
 TEST(req_config_get_set_validate)
 {
     struct cap c;
-    struct dap_session *s = attached(&c);
+    struct srv_session *s = attached(&c);
     cJSON *r = ask(s, &c, 2, "probing/config", NULL);
     ASSERT(ok(r) && cJSON_GetArraySize(body_get(r, "settings")) >= 5);
     cJSON_Delete(r);
@@ -83,7 +83,7 @@ TEST(req_config_get_set_validate)
 TEST(req_eval_value_output_exception)
 {
     struct cap c;
-    struct dap_session *s = attached(&c);
+    struct srv_session *s = attached(&c);
     cJSON *r = ask(s, &c, 2, "probing/eval", "{\"code\":\"6*7\"}");
     ASSERT(ok(r));
     ASSERT_STR_EQ(body_get(r, "result")->valuestring, "6*7");
@@ -115,7 +115,7 @@ TEST(req_eval_value_output_exception)
 TEST(req_evaluate_contexts_and_console)
 {
     struct cap c;
-    struct dap_session *s = attached(&c);
+    struct srv_session *s = attached(&c);
     cJSON *r = ask(s, &c, 2, "evaluate", "{\"expression\":\"print\",\"context\":\"repl\"}");
     ASSERT(ok(r));
     /* What the code printed came first, as an output event. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Requests answered after work on another thread (the table's DAP_F_GIL and DAP_F_TASK jobs,
+/* Requests answered after work on another thread (the table's SRV_F_GIL and SRV_F_TASK jobs,
  * and evaluate, whose handler picks its job): whichever allocation of the server
  * fails, each request gets exactly one response; setBreakpoints and setFunctionBreakpoints
  * answer one Breakpoint per requested one, or fail. With the fakes (fake_*.c). */
@@ -54,7 +54,7 @@ static int responses(struct cap *c, int seq, cJSON **last)
 TEST(dispatch_one_response_under_allocation_failure)
 {
     struct cap c;
-    struct dap_session *s = cap_attached(&c);
+    struct srv_session *s = cap_attached(&c);
     ASSERT(s);
     int seq = 10;
     for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
@@ -78,17 +78,17 @@ TEST(dispatch_one_response_under_allocation_failure)
 }
 
 /* The table: sorted (bsearch), and each entry says in one way where it runs: a handler on the
- * loop, or a job on the worker with a GIL timeout (DAP_F_GIL) or on the task thread. */
+ * loop, or a job on the worker with a GIL timeout (SRV_F_GIL) or on the task thread. */
 TEST(dispatch_table_sorted_and_placed)
 {
-    for (size_t i = 0; i < dap_ncommands; i++) {
-        const struct dap_command *c = &dap_commands[i];
-        if (i > 0 && strcmp(dap_commands[i - 1].name, c->name) >= 0)
+    for (size_t i = 0; i < srv_ncommands; i++) {
+        const struct srv_command *c = &srv_commands[i];
+        if (i > 0 && strcmp(srv_commands[i - 1].name, c->name) >= 0)
             UNIT_FAIL_("'%s' is out of order", c->name);
-        ASSERT(dap_command_find(c->name) == c);
-        int gil = !!(c->flags & DAP_F_GIL), task = !!(c->flags & DAP_F_TASK);
+        ASSERT(srv_command_find(c->name) == c);
+        int gil = !!(c->flags & SRV_F_GIL), task = !!(c->flags & SRV_F_TASK);
         if (!c->job != !(gil || task) || (c->job && gil == task) || !c->handler == !c->job ||
-            !c->gil_timeout_ms != !gil || ((c->flags & DAP_F_GIL_FALLBACK) && !gil))
+            !c->gil_timeout_ms != !gil || ((c->flags & SRV_F_GIL_FALLBACK) && !gil))
             UNIT_FAIL_("'%s': handler, job, flags and GIL timeout disagree", c->name);
     }
 }

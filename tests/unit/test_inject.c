@@ -224,12 +224,12 @@ static void inject_into_sleeper(const char *exe)
     const char *lib = fixture("libprobing-fixture", NULL);
     struct target t = start(exe, heartbeat_py);
     expect_line(&t, "hb", line, sizeof line, 10000);
-    ASSERT_EQ(inj_maps_find(t.pid, "libprobing-", NULL, 0), 0);
-    int rc = inj_inject(t.pid, lib, NULL, &err);
+    ASSERT_EQ(ptrace_maps_find(t.pid, "libprobing-", NULL, 0), 0);
+    int rc = ptrace_inject(t.pid, lib, NULL, &err);
     if (rc != 0)
-        UNIT_FAIL_("inj_inject: %d %s", rc, err.msg);
+        UNIT_FAIL_("ptrace_inject: %d %s", rc, err.msg);
     ASSERT_EQ(marker_count(t.pid), 1);
-    ASSERT_EQ(inj_maps_find(t.pid, "libprobing-", found, sizeof found), 1);
+    ASSERT_EQ(ptrace_maps_find(t.pid, "libprobing-", found, sizeof found), 1);
     ASSERT_STR_EQ(found, lib);
     /* Still alive and still beating: drain what piled up, then see fresh beats. */
     for (int i = 0; i < 5; i++)
@@ -288,7 +288,7 @@ TEST(inject_busy_allocating_threads)
                                     "        print('hb', flush=True)\n");
     expect_line(&t, "hb", line, sizeof line, 10000);
     for (int i = 0; i < 5; i++) {
-        int rc = inj_inject(t.pid, lib, NULL, &err);
+        int rc = ptrace_inject(t.pid, lib, NULL, &err);
         if (rc != 0)
             UNIT_FAIL_("injection %d: %d %s", i, rc, err.msg);
     }
@@ -317,9 +317,9 @@ TEST(inject_blocked_read_resumes)
               " flush=True)\n");
     expect_line(&t, "ready", line, sizeof line, 10000);
     wait_blocked(t.pid, 0 /* read */, 0);
-    int rc = inj_inject(t.pid, lib, NULL, &err);
+    int rc = ptrace_inject(t.pid, lib, NULL, &err);
     if (rc != 0)
-        UNIT_FAIL_("inj_inject: %d %s", rc, err.msg);
+        UNIT_FAIL_("ptrace_inject: %d %s", rc, err.msg);
     ASSERT_EQ(marker_count(t.pid), 1);
     usleep(100000);
     ASSERT_EQ(blocked_syscall(t.pid), 0); /* still waiting in read */
@@ -348,9 +348,9 @@ TEST(inject_nanosleep_keeps_time)
               " flush=True)\n");
     expect_line(&t, "ready", line, sizeof line, 10000);
     wait_blocked(t.pid, 35 /* nanosleep */, 230 /* clock_nanosleep */);
-    int rc = inj_inject(t.pid, lib, NULL, &err);
+    int rc = ptrace_inject(t.pid, lib, NULL, &err);
     if (rc != 0)
-        UNIT_FAIL_("inj_inject: %d %s", rc, err.msg);
+        UNIT_FAIL_("ptrace_inject: %d %s", rc, err.msg);
     expect_line(&t, "slept", line, sizeof line, 5000);
     int src = -9, e = -9;
     double secs = 0;
@@ -378,7 +378,7 @@ TEST(inject_twenty_times)
     for (int i = 0; i < 20; i++) {
         struct pb_err err = {0};
         long long t0 = now_ms();
-        int rc = inj_inject(t.pid, lib, NULL, &err);
+        int rc = ptrace_inject(t.pid, lib, NULL, &err);
         ms[i] = now_ms() - t0;
         if (rc != 0)
             UNIT_FAIL_("injection %d: %d %s", i, rc, err.msg);
@@ -398,14 +398,14 @@ TEST(inject_missing_library_reports_dlerror)
     struct pb_err err = {0};
     struct target t = start(pyenv_python("3.11"), heartbeat_py);
     expect_line(&t, "hb", line, sizeof line, 10000);
-    int rc = inj_inject(t.pid, "/nonexistent/libprobing-nope.so", NULL, &err);
+    int rc = ptrace_inject(t.pid, "/nonexistent/libprobing-nope.so", NULL, &err);
     ASSERT_EQ(rc, PB_EDLOPEN);
     ASSERT_EQ(err.code, PB_EDLOPEN);
     snprintf(want, sizeof want,
              "dlopen of /nonexistent/libprobing-nope.so failed in %d: ", (int)t.pid);
     if (strncmp(err.msg, want, strlen(want)) != 0 || !strstr(err.msg, "No such file"))
         UNIT_FAIL_("unexpected message: %s", err.msg);
-    ASSERT_EQ(inj_maps_find(t.pid, "libprobing-", NULL, 0), 0);
+    ASSERT_EQ(ptrace_maps_find(t.pid, "libprobing-", NULL, 0), 0);
     for (int i = 0; i < 5; i++)
         expect_line(&t, "hb", line, sizeof line, 2000);
     stop_target(&t);
@@ -420,7 +420,7 @@ TEST(inject_unresolved_symbol_reports_dlerror)
                                   "int use_it(void) { return no_such_function_anywhere(); }\n");
     struct target t = start("/usr/bin/python3", heartbeat_py);
     expect_line(&t, "hb", line, sizeof line, 10000);
-    int rc = inj_inject(t.pid, lib, NULL, &err);
+    int rc = ptrace_inject(t.pid, lib, NULL, &err);
     ASSERT_EQ(rc, PB_EDLOPEN);
     if (!strstr(err.msg, "undefined symbol: no_such_function_anywhere"))
         UNIT_FAIL_("unexpected message: %s", err.msg);
@@ -437,12 +437,12 @@ TEST(inject_non_python_refused)
     const char *lib = fixture("libprobing-fixture", NULL);
     struct target t = start("/bin/sleep", NULL);
     usleep(200000);
-    ASSERT_EQ(inj_inject(t.pid, lib, NULL, &err), PB_ENOPYTHON);
+    ASSERT_EQ(ptrace_inject(t.pid, lib, NULL, &err), PB_ENOPYTHON);
     snprintf(want, sizeof want, "process %d (sleep) is not a Python process", (int)t.pid);
     if (strncmp(err.msg, want, strlen(want)) != 0)
         UNIT_FAIL_("unexpected message: %s", err.msg);
-    struct inj_pyver v;
-    ASSERT_EQ(inj_pyver_detect(t.pid, &v, &err), PB_ENOPYTHON);
+    struct ptrace_pyver v;
+    ASSERT_EQ(ptrace_pyver_detect(t.pid, &v, &err), PB_ENOPYTHON);
     ASSERT_EQ(marker_count(t.pid), 0);
     stop_target(&t);
 }
@@ -456,12 +456,12 @@ TEST(inject_no_such_pid)
     if (p == 0)
         _exit(0);
     waitpid(p, NULL, 0); /* p is now free */
-    ASSERT_EQ(inj_inject(p, "/tmp/libprobing-x.so", NULL, &err), -ESRCH);
+    ASSERT_EQ(ptrace_inject(p, "/tmp/libprobing-x.so", NULL, &err), -ESRCH);
     snprintf(want, sizeof want, "no process %d: check the pid", (int)p);
     ASSERT_STR_EQ(err.msg, want);
-    struct inj_pyver v;
-    ASSERT_EQ(inj_pyver_detect(p, &v, &err), -ESRCH);
-    ASSERT(inj_maps_find(p, "libprobing-", NULL, 0) < 0);
+    struct ptrace_pyver v;
+    ASSERT_EQ(ptrace_pyver_detect(p, &v, &err), -ESRCH);
+    ASSERT(ptrace_maps_find(p, "libprobing-", NULL, 0) < 0);
     if (tmpdir[0])
         sh("rm -rf %s", tmpdir);
 }
@@ -487,7 +487,7 @@ TEST(inject_stopped_process_left_stopped)
     int st;
     ASSERT_EQ(waitpid(t.pid, &st, WUNTRACED), t.pid);
     ASSERT(WIFSTOPPED(st));
-    ASSERT_EQ(inj_inject(t.pid, lib, NULL, &err), PB_ESTOPPED);
+    ASSERT_EQ(ptrace_inject(t.pid, lib, NULL, &err), PB_ESTOPPED);
     snprintf(want, sizeof want,
              "process %d is stopped (SIGSTOP): resume it with 'kill -CONT %d'"
              " and retry",
@@ -526,7 +526,7 @@ TEST(inject_traced_by_strace)
             break;
         usleep(10000);
     }
-    int rc = inj_inject(t.pid, lib, NULL, &err);
+    int rc = ptrace_inject(t.pid, lib, NULL, &err);
     ASSERT_EQ(rc, PB_ETRACED);
     snprintf(want, sizeof want, "process %d is already traced by %d (strace): detach it first",
              (int)t.pid, (int)s);
@@ -536,7 +536,7 @@ TEST(inject_traced_by_strace)
     /* Once strace is gone the same target can be injected. */
     end = now_ms() + 5000;
     do {
-        rc = inj_inject(t.pid, lib, NULL, &err);
+        rc = ptrace_inject(t.pid, lib, NULL, &err);
     } while (rc == PB_ETRACED && now_ms() < end && usleep(20000) == 0);
     if (rc != 0)
         UNIT_FAIL_("after strace detached: %d %s", rc, err.msg);
@@ -548,10 +548,10 @@ static void check_pyver(const char *exe, int minor, int micro)
 {
     char line[256];
     struct pb_err err = {0};
-    struct inj_pyver v;
+    struct ptrace_pyver v;
     struct target t = start(exe, "import time\nprint('hb', flush=True)\ntime.sleep(30)\n");
     expect_line(&t, "hb", line, sizeof line, 10000);
-    int rc = inj_pyver_detect(t.pid, &v, &err);
+    int rc = ptrace_pyver_detect(t.pid, &v, &err);
     if (rc != 0)
         UNIT_FAIL_("%s: %d %s", exe, rc, err.msg);
     ASSERT_EQ(v.major, 3);
@@ -611,7 +611,7 @@ __attribute__((constructor)) static void inject_helper(void)
     struct pb_err err = {0};
     int pid = atoi(spec);
     const char *lib = strchr(spec, ':');
-    int rc = inj_inject(pid, lib ? lib + 1 : "", NULL, &err);
+    int rc = ptrace_inject(pid, lib ? lib + 1 : "", NULL, &err);
     printf("%d\t%s\n", rc, err.msg);
     fflush(stdout);
     _exit(0);
@@ -720,10 +720,10 @@ TEST(inject_other_mount_namespace)
     }
     close(out[1]);
     expect_line(&t, "hb", line, sizeof line, 10000);
-    int rc = inj_inject(t.pid, lib, NULL, &err);
+    int rc = ptrace_inject(t.pid, lib, NULL, &err);
     if (rc != 0)
-        UNIT_FAIL_("inj_inject: %d %s", rc, err.msg);
-    ASSERT_EQ(inj_maps_find(t.pid, "libprobing-ns", found, sizeof found), 1);
+        UNIT_FAIL_("ptrace_inject: %d %s", rc, err.msg);
+    ASSERT_EQ(ptrace_maps_find(t.pid, "libprobing-ns", found, sizeof found), 1);
     if (strncmp(found, "/tmp/probing-", 13) != 0 || strcmp(found, lib) == 0)
         UNIT_FAIL_("expected a copy under the target's /tmp, got %s", found);
     ASSERT_EQ(marker_count(t.pid), 1);

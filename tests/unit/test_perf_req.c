@@ -10,7 +10,7 @@
 TEST(req_perf_actions_and_arguments)
 {
     struct cap c;
-    struct dap_session *s = cap_attached(&c);
+    struct srv_session *s = cap_attached(&c);
     ASSERT(s != NULL);
     cJSON *r;
     r = ask(s, &c, 2, "probing/perf", "{\"action\":\"status\"}");

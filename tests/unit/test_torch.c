@@ -9,7 +9,7 @@
 TEST(req_torch_actions_and_arguments)
 {
     struct cap c;
-    struct dap_session *s = cap_attached(&c);
+    struct srv_session *s = cap_attached(&c);
     ASSERT(s != NULL);
     cJSON *r;
     r = ask(s, &c, 2, "probing/torch", "{\"action\":\"start\",\"every\":4}");

@@ -45,7 +45,7 @@ static int run_at(const uint8_t *p, size_t n, uintptr_t pc, struct unwind_cfi_st
 {
     struct unwind_cie c = gcc_cie();
     initial(s);
-    return unwind_cfi_run(p, p + n, (uintptr_t)LOC * 16, &c, LOC, pc, s, init, row);
+    return sig_unwind_cfi_run(p, p + n, (uintptr_t)LOC * 16, &c, LOC, pc, s, init, row);
 }
 #define RUN(s, ...)                                                \
     ({                                                             \
@@ -116,7 +116,7 @@ TEST(cfa_advance_loc_forms_split_rows)
     static const uint8_t q[] = {DW_CFA_advance_loc | 2, DW_CFA_def_cfa_offset, 24};
     c.code_align = 4;
     initial(&s);
-    ASSERT_EQ(unwind_cfi_run(q, q + sizeof q, 0, &c, LOC, LOC + 7, &s, NULL, row), 0);
+    ASSERT_EQ(sig_unwind_cfi_run(q, q + sizeof q, 0, &c, LOC, LOC + 7, &s, NULL, row), 0);
     ASSERT_EQ(s.cfa_off, 0);
     ASSERT_EQ(row[1], LOC + 8);
     /* a truncated advance fails */
@@ -136,14 +136,14 @@ TEST(cfa_set_loc)
     memcpy(p + 1, &to, 8);
     p[9] = DW_CFA_def_cfa_offset, p[10] = 16;
     initial(&s);
-    ASSERT_EQ(unwind_cfi_run(p, p + sizeof p, 0, &c, LOC, LOC + 0x3f, &s, NULL, row), 0);
+    ASSERT_EQ(sig_unwind_cfi_run(p, p + sizeof p, 0, &c, LOC, LOC + 0x3f, &s, NULL, row), 0);
     ASSERT_EQ(s.cfa_off, 0);
     ASSERT_EQ(row[1], LOC + 0x40);
     initial(&s);
-    ASSERT_EQ(unwind_cfi_run(p, p + sizeof p, 0, &c, LOC, LOC + 0x40, &s, NULL, row), 0);
+    ASSERT_EQ(sig_unwind_cfi_run(p, p + sizeof p, 0, &c, LOC, LOC + 0x40, &s, NULL, row), 0);
     ASSERT_EQ(s.cfa_off, 16);
     c.fde_enc = 0x07; /* no such encoding */
-    ASSERT_EQ(unwind_cfi_run(p, p + sizeof p, 0, &c, LOC, LOC + 0x40, &s, NULL, row), -1);
+    ASSERT_EQ(sig_unwind_cfi_run(p, p + sizeof p, 0, &c, LOC, LOC + 0x40, &s, NULL, row), -1);
 }
 
 TEST(cfa_def_cfa_forms)
@@ -304,7 +304,7 @@ static uintptr_t ev(const uint8_t *code, size_t n)
 {
     struct unwind_regs r = regs();
     uintptr_t out = 0;
-    return unwind_cfi_expr((uintptr_t)code, (uint32_t)n, &r, 0, 0, &out) == 0 ? out
+    return sig_unwind_cfi_expr((uintptr_t)code, (uint32_t)n, &r, 0, 0, &out) == 0 ? out
                                                                               : (uintptr_t)-12345;
 }
 #define FAILED ((uintptr_t)-12345)
@@ -333,7 +333,7 @@ TEST(op_breg_bregx)
     uintptr_t out;
     static const uint8_t c[] = {DW_OP_breg3, 0};
     r.valid &= ~(1u << 3); /* not known */
-    ASSERT_EQ(unwind_cfi_expr((uintptr_t)c, sizeof c, &r, 0, 0, &out), -1);
+    ASSERT_EQ(sig_unwind_cfi_expr((uintptr_t)c, sizeof c, &r, 0, 0, &out), -1);
 }
 
 TEST(op_deref)
@@ -421,7 +421,7 @@ TEST(op_limits)
     struct unwind_regs r = regs();
     uintptr_t out;
     static const uint8_t p[] = {DW_OP_plus_uconst, 8};
-    ASSERT_EQ(unwind_cfi_expr((uintptr_t)p, sizeof p, &r, 1, 0x5000, &out), 0);
+    ASSERT_EQ(sig_unwind_cfi_expr((uintptr_t)p, sizeof p, &r, 1, 0x5000, &out), 0);
     ASSERT_EQ(out, 0x5008);
 }
 
@@ -494,7 +494,7 @@ TEST(cie_augmentations)
 {
     struct unwind_cie c;
     build();
-    ASSERT_EQ(unwind_cfi_cie(img + EH, CIE_LEN + 4, (uintptr_t)img + EH, &c), 0);
+    ASSERT_EQ(sig_unwind_cfi_cie(img + EH, CIE_LEN + 4, (uintptr_t)img + EH, &c), 0);
     ASSERT_EQ(c.code_align, 1);
     ASSERT_EQ(c.data_align, -8);
     ASSERT_EQ(c.ra_reg, 16);
@@ -536,7 +536,7 @@ TEST(cie_augmentations)
                                 DW_CFA_nop,
                                 DW_CFA_nop,
                                 DW_CFA_nop};
-    ASSERT_EQ(unwind_cfi_cie(s, sizeof s, 0, &c), 0);
+    ASSERT_EQ(sig_unwind_cfi_cie(s, sizeof s, 0, &c), 0);
     ASSERT_EQ(c.signal, 1);
     ASSERT_EQ(c.insn_end - c.insn, 6);
     /* refused: another RA column, a CIE id that is not 0, 64-bit DWARF, a length past n, an
@@ -544,16 +544,16 @@ TEST(cie_augmentations)
     uint8_t b[sizeof s];
     memcpy(b, s, sizeof s);
     b[17] = 15;
-    ASSERT_EQ(unwind_cfi_cie(b, sizeof b, 0, &c), -1);
+    ASSERT_EQ(sig_unwind_cfi_cie(b, sizeof b, 0, &c), -1);
     memcpy(b, s, sizeof s);
     b[4] = 1;
-    ASSERT_EQ(unwind_cfi_cie(b, sizeof b, 0, &c), -1);
+    ASSERT_EQ(sig_unwind_cfi_cie(b, sizeof b, 0, &c), -1);
     memset(b, 0xff, 4);
-    ASSERT_EQ(unwind_cfi_cie(b, sizeof b, 0, &c), -1);
-    ASSERT_EQ(unwind_cfi_cie(s, sizeof s - 1, 0, &c), -1);
+    ASSERT_EQ(sig_unwind_cfi_cie(b, sizeof b, 0, &c), -1);
+    ASSERT_EQ(sig_unwind_cfi_cie(s, sizeof s - 1, 0, &c), -1);
     static const uint8_t eh[] = {24, 0, 0, 0, 0, 0, 0, 0,    1,  'e', 'h', 0, 0, 0,
                                  0,  0, 0, 0, 0, 0, 1, 0x78, 16, 0,   0,   0, 0, 0};
-    ASSERT_EQ(unwind_cfi_cie(eh, sizeof eh, 0, &c), -1);
+    ASSERT_EQ(sig_unwind_cfi_cie(eh, sizeof eh, 0, &c), -1);
 }
 
 TEST(fde_and_rows_from_the_search_table)
@@ -562,7 +562,7 @@ TEST(fde_and_rows_from_the_search_table)
     build();
     memset(&m, 0, sizeof m);
     m.hdr = (uintptr_t)img;
-    unwind_hdr_parse(&m, img);
+    sig_unwind_hdr_parse(&m, img);
     ASSERT_EQ(m.table, (uintptr_t)img + 12);
     ASSERT_EQ(m.count, 2);
     for (int i = 0; i < 2; i++) {
@@ -571,19 +571,19 @@ TEST(fde_and_rows_from_the_search_table)
             static uint8_t fde[UNWIND_MAXFDE], cie[UNWIND_MAXREC];
             static int32_t blk[2 * UNWIND_STRIDE];
             uint32_t len[2];
-            struct unwind_cfi_fde f;
+            struct sig_unwind_cfi_fde f;
             struct unwind_cfi_state s;
-            ASSERT_EQ(unwind_fde_bounds(&m, pcs[k], range), 0);
+            ASSERT_EQ(sig_unwind_fde_bounds(&m, pcs[k], range), 0);
             ASSERT_EQ(range[0], func(i));
             ASSERT_EQ(range[1], func(i) + 0x80);
-            ASSERT_EQ(unwind_cfi_fetch(&m, pcs[k], blk, fde, sizeof fde, cie, sizeof cie, a, len),
+            ASSERT_EQ(sig_unwind_cfi_fetch(&m, pcs[k], blk, fde, sizeof fde, cie, sizeof cie, a, len),
                       0);
             ASSERT_EQ(a[1], (uintptr_t)img + EH);
             ASSERT_EQ(len[0], 20);
-            ASSERT_EQ(unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], pcs[k], &f), 0);
+            ASSERT_EQ(sig_unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], pcs[k], &f), 0);
             ASSERT_EQ(f.start, func(i));
             ASSERT_EQ(f.end, func(i) + 0x80);
-            ASSERT_EQ(unwind_cfi_row(&f, pcs[k], &s, row), 0);
+            ASSERT_EQ(sig_unwind_cfi_row(&f, pcs[k], &s, row), 0);
             ASSERT_EQ(s.cfa_reg, UNWIND_RSP);
             ASSERT_EQ(s.cfa_off, k == 0 ? 8 : 16);
             ASSERT_EQ(s.r[UNWIND_RA].how, UNWIND_R_OFF);
@@ -592,19 +592,19 @@ TEST(fde_and_rows_from_the_search_table)
             ASSERT_EQ(row[1], k == 0 ? func(i) + 4 : func(i) + 0x80);
             /* the FDE does not cover a pc past its end */
             ASSERT_EQ(
-                unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], func(i) + 0x80, &f),
+                sig_unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], func(i) + 0x80, &f),
                 -1);
         }
     }
     /* between the functions and below the first: no FDE covers it */
     uintptr_t range[2];
-    ASSERT_EQ(unwind_fde_bounds(&m, func(0) + 0x90, range), -1);
-    ASSERT_EQ(unwind_fde_bounds(&m, func(0) - 1, range), -1);
+    ASSERT_EQ(sig_unwind_fde_bounds(&m, func(0) + 0x90, range), -1);
+    ASSERT_EQ(sig_unwind_fde_bounds(&m, func(0) - 1, range), -1);
     /* a header of another layout gives no table */
     img[3] = DW_EH_PE_absptr;
-    unwind_hdr_parse(&m, img);
+    sig_unwind_hdr_parse(&m, img);
     ASSERT_EQ(m.table, 0);
-    ASSERT_EQ(unwind_fde_bounds(&m, func(0), range), -1);
+    ASSERT_EQ(sig_unwind_fde_bounds(&m, func(0), range), -1);
 }
 
 /* ---- the caches ---- */
@@ -616,21 +616,21 @@ TEST(cache_rule_shapes)
     initial(&s);
     s.cfa_off = 16;
     s.r[UNWIND_RA] = (struct unwind_cfi_rule){UNWIND_R_OFF, -8, 0};
-    ASSERT_EQ(unwind_cache_rule(&s, &e), 1);
+    ASSERT_EQ(sig_unwind_cache_rule(&s, &e), 1);
     ASSERT_EQ(e.cfa_reg, UNWIND_RSP);
     ASSERT_EQ(e.cfa_off, 16);
     ASSERT_EQ(e.ra_off, -8);
     ASSERT_EQ(e.fp_off, 0);
     s.r[UNWIND_RBP] = (struct unwind_cfi_rule){UNWIND_R_OFF, -16, 0};
-    ASSERT_EQ(unwind_cache_rule(&s, &e), 1);
+    ASSERT_EQ(sig_unwind_cache_rule(&s, &e), 1);
     ASSERT_EQ(e.fp_off, -16);
     s.r[UNWIND_RBP] = (struct unwind_cfi_rule){UNWIND_R_REG, 3, 0};
-    ASSERT_EQ(unwind_cache_rule(&s, &e), 0); /* rbp in another register: not this shape */
+    ASSERT_EQ(sig_unwind_cache_rule(&s, &e), 0); /* rbp in another register: not this shape */
     s.r[UNWIND_RBP].how = UNWIND_R_SAME;
     s.cfa_reg = -1;
-    ASSERT_EQ(unwind_cache_rule(&s, &e), 0); /* CFA by expression */
+    ASSERT_EQ(sig_unwind_cache_rule(&s, &e), 0); /* CFA by expression */
     s.r[UNWIND_RA].how = UNWIND_R_UNDEF;
-    ASSERT_EQ(unwind_cache_rule(&s, &e), 1); /* the outermost frame: the end mark */
+    ASSERT_EQ(sig_unwind_cache_rule(&s, &e), 1); /* the outermost frame: the end mark */
     ASSERT_EQ(e.ra_off, 0);
 }
 
@@ -645,38 +645,38 @@ TEST(cache_rows_fdes_and_shared_by_generation)
                        got;
     uintptr_t row[2] = {0x401000, 0x401040};
     memset(&c, 0, sizeof c);
-    unwind_cache_row_put(&c, row, &r);
-    ASSERT_EQ(unwind_cache_row_get(&c, 0x401020, 5, &got), 0);
+    sig_unwind_cache_row_put(&c, row, &r);
+    ASSERT_EQ(sig_unwind_cache_row_get(&c, 0x401020, 5, &got), 0);
     ASSERT_EQ(got.pc, 0x401020);
     ASSERT_EQ(got.cfa_off, 16);
-    ASSERT_EQ(unwind_cache_row_get(&c, 0x401040, 5, &got), -1); /* past the row */
-    ASSERT_EQ(unwind_cache_row_get(&c, 0x401020, 6, &got), -1); /* another table */
+    ASSERT_EQ(sig_unwind_cache_row_get(&c, 0x401040, 5, &got), -1); /* past the row */
+    ASSERT_EQ(sig_unwind_cache_row_get(&c, 0x401020, 6, &got), -1); /* another table */
     for (int i = 1; i <= UNWIND_ROWS; i++) {                    /* round-robin: the first goes */
         uintptr_t other[2] = {0x500000 + (uintptr_t)i * 0x100, 0x500000 + (uintptr_t)i * 0x100 + 1};
-        unwind_cache_row_put(&c, other, &r);
+        sig_unwind_cache_row_put(&c, other, &r);
     }
-    ASSERT_EQ(unwind_cache_row_get(&c, 0x401020, 5, &got), -1);
+    ASSERT_EQ(sig_unwind_cache_row_get(&c, 0x401020, 5, &got), -1);
 
-    unwind_cache_shared_put(row, &r);
-    ASSERT_EQ(unwind_cache_shared_get(0x401030, 5, &got), 0);
+    sig_unwind_cache_shared_put(row, &r);
+    ASSERT_EQ(sig_unwind_cache_shared_get(0x401030, 5, &got), 0);
     ASSERT_EQ(got.ra_off, -8);
     ASSERT_EQ(got.cfa_reg, UNWIND_RSP);
-    ASSERT_EQ(unwind_cache_shared_get(0x401030, 4, &got), -1);
+    ASSERT_EQ(sig_unwind_cache_shared_get(0x401030, 4, &got), -1);
 
-    struct unwind_cfi_fde f = {.start = 0x401000, .end = 0x401080};
+    struct sig_unwind_cfi_fde f = {.start = 0x401000, .end = 0x401080};
     uint8_t fde[24] = {20}, cie[24] = {20};
-    unwind_cache_fde_put(&c, 5, &f, fde, sizeof fde, 0x9000, cie, sizeof cie, 0x8000);
-    const struct unwind_fde *h = unwind_cache_fde_get(&c, 0x40107f, 5);
+    sig_unwind_cache_fde_put(&c, 5, &f, fde, sizeof fde, 0x9000, cie, sizeof cie, 0x8000);
+    const struct unwind_fde *h = sig_unwind_cache_fde_get(&c, 0x40107f, 5);
     ASSERT(h != NULL);
     ASSERT_EQ(h->fde_addr, 0x9000);
     ASSERT_EQ(h->cie_len, 24);
-    ASSERT(unwind_cache_fde_get(&c, 0x401080, 5) == NULL);
-    ASSERT(unwind_cache_fde_get(&c, 0x401000, 6) == NULL);
+    ASSERT(sig_unwind_cache_fde_get(&c, 0x401080, 5) == NULL);
+    ASSERT(sig_unwind_cache_fde_get(&c, 0x401000, 6) == NULL);
     static uint8_t big[UNWIND_MAXFDE];
-    unwind_cache_fde_put(&c, 5, &f, big, sizeof c.f[0].fde + 1, 0xa000, cie, sizeof cie, 0x8000);
-    ASSERT_EQ(unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* too long: not kept */
-    unwind_cache_fde_put(&c, 0, &f, fde, sizeof fde, 0xa000, cie, sizeof cie, 0x8000);
-    ASSERT_EQ(unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* no table: not kept */
+    sig_unwind_cache_fde_put(&c, 5, &f, big, sizeof c.f[0].fde + 1, 0xa000, cie, sizeof cie, 0x8000);
+    ASSERT_EQ(sig_unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* too long: not kept */
+    sig_unwind_cache_fde_put(&c, 0, &f, fde, sizeof fde, 0xa000, cie, sizeof cie, 0x8000);
+    ASSERT_EQ(sig_unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* no table: not kept */
 }
 
 /* What the eh_frame fuzzer found (tests/fuzz/corpus/eh_frame/crash-*), in this process's
@@ -693,12 +693,12 @@ TEST(fuzz_found_record_length_wrap_refused)
     build();
     memset(&m, 0, sizeof m);
     m.hdr = (uintptr_t)img;
-    unwind_hdr_parse(&m, img);
-    ASSERT_EQ(unwind_cfi_fetch(&m, func(0), blk, fde, sizeof fde, cie, sizeof cie, a, len), 0);
+    sig_unwind_hdr_parse(&m, img);
+    ASSERT_EQ(sig_unwind_cfi_fetch(&m, func(0), blk, fde, sizeof fde, cie, sizeof cie, a, len), 0);
     memcpy(img + EH + CIE_LEN + 4, &huge, 4); /* the first FDE's length field */
-    ASSERT_EQ(unwind_cfi_fetch(&m, func(0), blk, fde, sizeof fde, cie, sizeof cie, a, len), -1);
+    ASSERT_EQ(sig_unwind_cfi_fetch(&m, func(0), blk, fde, sizeof fde, cie, sizeof cie, a, len), -1);
     memcpy(img + EH, &huge, 4); /* the CIE's */
-    ASSERT_EQ(unwind_cfi_fetch(&m, func(1), blk, fde, sizeof fde, cie, sizeof cie, a, len), -1);
+    ASSERT_EQ(sig_unwind_cfi_fetch(&m, func(1), blk, fde, sizeof fde, cie, sizeof cie, a, len), -1);
 }
 
 TEST(fuzz_found_fde_range_past_the_top_refused)
@@ -708,15 +708,15 @@ TEST(fuzz_found_fde_range_past_the_top_refused)
     build();
     memset(&m, 0, sizeof m);
     m.hdr = (uintptr_t)img;
-    unwind_hdr_parse(&m, img);
+    sig_unwind_hdr_parse(&m, img);
     img[EH + 16] = DW_EH_PE_udata8;    /* the CIE's 'R': absolute 8-byte start and size */
     size_t at = EH + CIE_LEN + 4 + 24; /* the second FDE */
     memcpy(img + at + 8, &start, 8);
     memcpy(img + at + 16, &size, 8);
-    ASSERT_EQ(unwind_fde_bounds(&m, start + 0x10, range), -1);
+    ASSERT_EQ(sig_unwind_fde_bounds(&m, start + 0x10, range), -1);
     size = 0xff; /* up to the last byte: a range */
     memcpy(img + at + 16, &size, 8);
-    ASSERT_EQ(unwind_fde_bounds(&m, start + 0x10, range), 0);
+    ASSERT_EQ(sig_unwind_fde_bounds(&m, start + 0x10, range), 0);
     ASSERT_EQ(range[0], start);
     ASSERT_EQ(range[1], UINTPTR_MAX);
 }

@@ -33,15 +33,15 @@ TEST(maps_query_agrees_with_maps_text)
     ASSERT(anon != MAP_FAILED);
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     ASSERT(fd >= 0);
-    unwind_maps_read(&m);
+    sig_unwind_maps_read(&m);
     ASSERT(m.len > 0);
     uintptr_t addrs[] = {(uintptr_t)&local, (uintptr_t)&kernel_has_query, (uintptr_t)anon + 4096};
     const char *kinds[] = {"[stack]", "/", ""};
     char name[256];
     for (int i = 0; i < 3; i++) {
         struct unwind_mapline t, q;
-        ASSERT_EQ(unwind_maps_line(&m, addrs[i], &t), 0);
-        int rc = unwind_maps_query(fd, addrs[i], &q, name, sizeof name);
+        ASSERT_EQ(sig_unwind_maps_line(&m, addrs[i], &t), 0);
+        int rc = sig_unwind_maps_query(fd, addrs[i], &q, name, sizeof name);
         if (rc == -2) {
             ASSERT(!kernel_has_query()); /* only an older kernel may lack it */
             break;
@@ -57,8 +57,8 @@ TEST(maps_query_agrees_with_maps_text)
     }
     struct unwind_mapline q;
     if (kernel_has_query()) {
-        ASSERT_EQ(unwind_maps_query(fd, 4096, &q, name, sizeof name), -1); /* nothing there */
-        ASSERT_EQ(unwind_maps_query(fd, (uintptr_t)&kernel_has_query, &q, name, 2), -1);
+        ASSERT_EQ(sig_unwind_maps_query(fd, 4096, &q, name, sizeof name), -1); /* nothing there */
+        ASSERT_EQ(sig_unwind_maps_query(fd, (uintptr_t)&kernel_has_query, &q, name, 2), -1);
     }
     close(fd);
     munmap(anon, 3 * 4096);

@@ -271,16 +271,16 @@ cJSON *cli_cluster_find_ranks(void)
     for (int i = 0; i < n; i++) {
         cJSON *r = cJSON_GetArrayItem(found, i);
         pid_t pid = (pid_t)cli_json_num(r, "pid", 0);
-        struct inj_pyver pv;
+        struct ptrace_pyver pv;
         struct pb_err err;
         char v[32];
-        if (inj_pyver_detect(pid, &pv, &err) < 0) {
+        if (ptrace_pyver_detect(pid, &pv, &err) < 0) {
             drop[i] = 2;
             continue;
         }
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(r, "python", v);
-        int loaded = inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1;
+        int loaded = ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1;
         cJSON_AddStringToObject(r, "probe", loaded ? "loaded" : "not loaded");
     }
     drop_launchers_and_forks(found, drop);

@@ -81,7 +81,7 @@ static int connect_probe_within(pid_t pid, struct dap_client *dc, int timeout_ms
     int rc = allowed(pid, err);
     if (rc < 0)
         return rc;
-    if (inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
+    if (ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) != 1)
         return pb_err_set(err, PB_ENOPROBE,
                           "the probe is not loaded in process %d: attach "
                           "first (POST /api/processes/%d/attach)",
@@ -207,8 +207,8 @@ static cJSON *python_processes(void)
             continue;
         pid_t pid = (pid_t)atoi(e->d_name);
         struct pb_err err;
-        struct inj_pyver pv;
-        if (pid == getpid() || allowed(pid, &err) < 0 || inj_pyver_detect(pid, &pv, &err) < 0)
+        struct ptrace_pyver pv;
+        if (pid == getpid() || allowed(pid, &err) < 0 || ptrace_pyver_detect(pid, &pv, &err) < 0)
             continue;
         char v[32], cmd[4096];
         double rss, threads;
@@ -220,7 +220,7 @@ static cJSON *python_processes(void)
         cJSON_AddStringToObject(p, "command", cmd);
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(p, "python", v);
-        cJSON_AddBoolToObject(p, "probe", inj_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
+        cJSON_AddBoolToObject(p, "probe", ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
         proc_status(pid, &rss, &threads);
         cJSON_AddNumberToObject(p, "rss", rss);
         cJSON_AddNumberToObject(p, "threads", threads);

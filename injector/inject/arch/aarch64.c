@@ -18,7 +18,7 @@
 #define NT_ARM_SYSTEM_CALL 0x404
 #endif
 
-int inj_regs_get(pid_t tid, struct inj_regs *r)
+int ptrace_regs_get(pid_t tid, struct ptrace_regs *r)
 {
     struct iovec iov = {&r->r, sizeof r->r};
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0)
@@ -30,7 +30,7 @@ int inj_regs_get(pid_t tid, struct inj_regs *r)
     return 0;
 }
 
-int inj_regs_set(pid_t tid, const struct inj_regs *r)
+int ptrace_regs_set(pid_t tid, const struct ptrace_regs *r)
 {
     struct iovec iov = {(void *)&r->r, sizeof r->r};
     if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0)
@@ -42,7 +42,7 @@ int inj_regs_set(pid_t tid, const struct inj_regs *r)
     return 0;
 }
 
-int inj_fpregs_get(pid_t tid, struct inj_fpregs *f)
+int ptrace_fpregs_get(pid_t tid, struct ptrace_fpregs *f)
 {
     struct iovec iov = {f->buf, sizeof(struct user_fpsimd_state)};
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &iov) < 0)
@@ -52,7 +52,7 @@ int inj_fpregs_get(pid_t tid, struct inj_fpregs *f)
     return 0;
 }
 
-int inj_fpregs_set(pid_t tid, const struct inj_fpregs *f)
+int ptrace_fpregs_set(pid_t tid, const struct ptrace_fpregs *f)
 {
     struct iovec iov = {(void *)f->buf, f->len};
     if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRFPREG, &iov) < 0)
@@ -60,27 +60,27 @@ int inj_fpregs_set(pid_t tid, const struct inj_fpregs *f)
     return 0;
 }
 
-unsigned long inj_regs_pc(const struct inj_regs *r)
+unsigned long ptrace_regs_pc(const struct ptrace_regs *r)
 {
     return (unsigned long)r->r.pc;
 }
 
-unsigned long inj_regs_sp(const struct inj_regs *r)
+unsigned long ptrace_regs_sp(const struct ptrace_regs *r)
 {
     return (unsigned long)r->r.sp;
 }
 
-unsigned long inj_regs_lr(const struct inj_regs *r)
+unsigned long ptrace_regs_lr(const struct ptrace_regs *r)
 {
     return (unsigned long)r->r.regs[30];
 }
 
-unsigned long inj_regs_ret(const struct inj_regs *r)
+unsigned long ptrace_regs_ret(const struct ptrace_regs *r)
 {
     return (unsigned long)r->r.regs[0];
 }
 
-long inj_regs_syscall(const struct inj_regs *r, int memfd)
+long ptrace_regs_syscall(const struct ptrace_regs *r, int memfd)
 {
     if (r->syscallno >= 0)
         return r->syscallno;
@@ -93,7 +93,7 @@ long inj_regs_syscall(const struct inj_regs *r, int memfd)
     return -1;
 }
 
-int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
+int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args, int nargs,
                      unsigned long top, unsigned long *ret_slot)
 {
     if (nargs < 0 || nargs > 8)
@@ -111,32 +111,32 @@ int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *
 /* No self-restoring trampoline here yet (see x86_64.c): a remote call returns to address 0, and
  * the injector holds the caller's catchable signals across it. Not tested: this machine runs
  * aarch64 only under qemu-user, which has no ptrace. */
-int inj_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
+int ptrace_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
 {
     (void)code, (void)len, (void)stop_off;
     return -ENOSYS;
 }
 
-size_t inj_tramp_frame_size(void)
+size_t ptrace_tramp_frame_size(void)
 {
     return 0;
 }
 
-size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap, int *xstate)
+size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap, int *xstate)
 {
     (void)f, (void)out, (void)cap;
     *xstate = 0;
     return 0;
 }
 
-int inj_tramp_frame(unsigned char *buf, const struct inj_regs *saved, uint64_t sigmask,
+int ptrace_tramp_frame(unsigned char *buf, const struct ptrace_regs *saved, uint64_t sigmask,
                     unsigned long fp_addr, int fp_xstate)
 {
     (void)buf, (void)saved, (void)sigmask, (void)fp_addr, (void)fp_xstate;
     return -ENOSYS;
 }
 
-int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long *args, int nargs,
+int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args, int nargs,
                     unsigned long top)
 {
     (void)r, (void)stub, (void)args, (void)nargs, (void)top;
@@ -144,5 +144,5 @@ int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long 
 }
 #else
 /* Compiled on other architectures as an empty unit so one source list serves every build. */
-typedef int inj_remote_aarch64_unused;
+typedef int ptrace_remote_aarch64_unused;
 #endif

@@ -19,21 +19,21 @@
 
 enum { FP_XSTATE = 1, FP_FXSAVE = 2 };
 
-int inj_regs_get(pid_t tid, struct inj_regs *r)
+int ptrace_regs_get(pid_t tid, struct ptrace_regs *r)
 {
     if (ptrace(PTRACE_GETREGS, tid, NULL, &r->r) < 0)
         return -errno;
     return 0;
 }
 
-int inj_regs_set(pid_t tid, const struct inj_regs *r)
+int ptrace_regs_set(pid_t tid, const struct ptrace_regs *r)
 {
     if (ptrace(PTRACE_SETREGS, tid, NULL, &r->r) < 0)
         return -errno;
     return 0;
 }
 
-int inj_fpregs_get(pid_t tid, struct inj_fpregs *f)
+int ptrace_fpregs_get(pid_t tid, struct ptrace_fpregs *f)
 {
     struct iovec iov = {f->buf, sizeof f->buf};
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0) {
@@ -49,7 +49,7 @@ int inj_fpregs_get(pid_t tid, struct inj_fpregs *f)
     return 0;
 }
 
-int inj_fpregs_set(pid_t tid, const struct inj_fpregs *f)
+int ptrace_fpregs_set(pid_t tid, const struct ptrace_fpregs *f)
 {
     if (f->kind == FP_XSTATE) {
         struct iovec iov = {(void *)f->buf, f->len};
@@ -62,34 +62,34 @@ int inj_fpregs_set(pid_t tid, const struct inj_fpregs *f)
     return 0;
 }
 
-unsigned long inj_regs_pc(const struct inj_regs *r)
+unsigned long ptrace_regs_pc(const struct ptrace_regs *r)
 {
     return r->r.rip;
 }
 
-unsigned long inj_regs_sp(const struct inj_regs *r)
+unsigned long ptrace_regs_sp(const struct ptrace_regs *r)
 {
     return r->r.rsp;
 }
 
-unsigned long inj_regs_lr(const struct inj_regs *r)
+unsigned long ptrace_regs_lr(const struct ptrace_regs *r)
 {
     (void)r;
     return 0;
 }
 
-unsigned long inj_regs_ret(const struct inj_regs *r)
+unsigned long ptrace_regs_ret(const struct ptrace_regs *r)
 {
     return r->r.rax;
 }
 
-long inj_regs_syscall(const struct inj_regs *r, int memfd)
+long ptrace_regs_syscall(const struct ptrace_regs *r, int memfd)
 {
     (void)memfd;
     return (long)r->r.orig_rax; /* -1 outside a syscall */
 }
 
-int inj_remote_setup(struct inj_regs *r, unsigned long fn, const unsigned long *args, int nargs,
+int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args, int nargs,
                      unsigned long top, unsigned long *ret_slot)
 {
     if (nargs < 0 || nargs > 6)
@@ -189,7 +189,7 @@ _Static_assert(sizeof(struct k_ucontext) == 304, "x86-64 ucontext layout");
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-int inj_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
+int ptrace_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
 {
     *code = tramp_code;
     *len = sizeof tramp_code;
@@ -197,12 +197,12 @@ int inj_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
     return 0;
 }
 
-size_t inj_tramp_frame_size(void)
+size_t ptrace_tramp_frame_size(void)
 {
     return sizeof(struct k_ucontext) + 128 + 8; /* the ucontext, siginfo room, the pretcode slot */
 }
 
-size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t cap, int *xstate)
+size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap, int *xstate)
 {
     *xstate = 0;
     if (f->len < FXSAVE_SIZE || f->len + 4 > cap)
@@ -221,7 +221,7 @@ size_t inj_tramp_fpstate(const struct inj_fpregs *f, unsigned char *out, size_t 
     return xstate_size + 4 > f->len ? xstate_size + 4 : f->len;
 }
 
-int inj_tramp_frame(unsigned char *buf, const struct inj_regs *saved, uint64_t sigmask,
+int ptrace_tramp_frame(unsigned char *buf, const struct ptrace_regs *saved, uint64_t sigmask,
                     unsigned long fp_addr, int fp_xstate)
 {
     struct k_ucontext uc;
@@ -250,12 +250,12 @@ int inj_tramp_frame(unsigned char *buf, const struct inj_regs *saved, uint64_t s
         m->rip -= 2;
     }
     uc.uc_sigmask = sigmask;
-    memset(buf, 0, inj_tramp_frame_size());
+    memset(buf, 0, ptrace_tramp_frame_size());
     memcpy(buf + 8, &uc, sizeof uc); /* buf + 0: the pretcode slot, at sp - 8 */
     return 0;
 }
 
-int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long *args, int nargs,
+int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args, int nargs,
                     unsigned long top)
 {
     if (nargs < 0 || nargs > 6 || (top & 15))
@@ -272,5 +272,5 @@ int inj_tramp_setup(struct inj_regs *r, unsigned long stub, const unsigned long 
 }
 #else
 /* Compiled on other architectures as an empty unit so one source list serves every build. */
-typedef int inj_remote_x86_64_unused;
+typedef int ptrace_remote_x86_64_unused;
 #endif

@@ -3,7 +3,7 @@
  * all along and keeps running, so there is nothing to start. */
 #include "server/server.h"
 
-int dap_req_configurationDone(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_configurationDone(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;

@@ -4,11 +4,11 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_continue(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_continue(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;
-    probe_dbg_resume(0);
+    dbg_resume_all(0);
     cJSON_AddBoolToObject(body, "allThreadsContinued", 1);
     return 0;
 }

@@ -4,11 +4,11 @@
  * resume; the connection is closed after the response. */
 #include "server/server.h"
 
-int dap_req_disconnect(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_disconnect(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)args;
     (void)body;
-    dap_debugger_release(c->s);
-    dap_session_close_after_reply(c->s);
+    srv_debugger_release(c->s);
+    srv_session_close_after_reply(c->s);
     return 0;
 }

@@ -13,7 +13,7 @@
 #include "server/server.h"
 #include "gil/gil.h"
 
-static int render(struct dap_session *s, const struct probe_eval_result *r, const cJSON *args,
+static int render(struct srv_session *s, const struct probe_eval_result *r, const cJSON *args,
                   cJSON *body, struct pb_err *err, char **long_msg)
 {
     (void)err;
@@ -21,7 +21,7 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
         cJSON *ev = cJSON_CreateObject();
         cJSON_AddStringToObject(ev, "category", r->chunks[i].is_stderr ? "stderr" : "stdout");
         cJSON_AddStringToObject(ev, "output", r->chunks[i].text);
-        dap_session_event(s, "output", ev);
+        srv_session_event(s, "output", ev);
     }
     if (r->exc_type) {
         const char *tb = r->traceback ? r->traceback : r->exc_type;
@@ -37,11 +37,11 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
     cJSON_AddStringToObject(body, "result", r->value ? r->value : expr ? "None" : "");
     if (r->type || expr)
         cJSON_AddStringToObject(body, "type", r->type ? r->type : "NoneType");
-    dap_json_children(body, r->var_ref, r->indexed, r->named);
+    srv_json_children(body, r->var_ref, r->indexed, r->named);
     return 0;
 }
 
-int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_evaluate(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *expr = NULL, *context = "repl";
     long long frame_id = PROBE_EVAL_MAIN;
@@ -55,7 +55,7 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return rc;
     if (rc == 0 && frame_id < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: no frame %lld", frame_id);
-    if (rc == 0 && dap_native_frame_id(frame_id))
+    if (rc == 0 && srv_native_frame_id(frame_id))
         return pb_err_set(&c->err, PB_EBADARG,
                           "frame %lld is a native frame: evaluate in a "
                           "Python frame of the call stack",
@@ -73,8 +73,8 @@ int dap_req_evaluate(struct dap_ctx *c, const cJSON *args, cJSON *body)
                           context);
     const char *p = expr + strspn(expr, " \t");
     if (strcmp(context, "repl") == 0 && *p == '%')
-        return dap_console_command(c, p, body);
+        return srv_console_command(c, p, body);
     /* References hold objects until the debugging client resumes or leaves: only it gets
      * them (another client's results would be held with nobody to release them). */
-    return dap_eval_request(c, expr, mode, frame_id, dap_session_is_debugger(c->s), args, render);
+    return srv_eval_request(c, expr, mode, frame_id, srv_session_is_debugger(c->s), args, render);
 }

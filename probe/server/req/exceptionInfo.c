@@ -6,13 +6,13 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_exceptionInfo(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     long tid = 0;
-    struct probe_dbg_exception e;
-    int rc = dap_thread_arg(c, args, &tid);
+    struct dbg_exception e;
+    int rc = srv_thread_arg(c, args, &tid);
     if (rc == 0)
-        rc = probe_dbg_exception(tid, &e, &c->err);
+        rc = dbg_exception(tid, &e, &c->err);
     if (rc < 0)
         return rc;
     const char *msg = e.message ? e.message : "";
@@ -26,6 +26,6 @@ int dap_req_exceptionInfo(struct dap_ctx *c, const cJSON *args, cJSON *body)
     cJSON_AddStringToObject(d, "fullTypeName", e.type);
     if (e.traceback)
         cJSON_AddStringToObject(d, "stackTrace", e.traceback);
-    probe_dbg_exception_free(&e);
+    dbg_exception_free(&e);
     return 0;
 }

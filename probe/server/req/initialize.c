@@ -3,12 +3,12 @@
  * what is implemented), then sends the `initialized` event after the response. */
 #include "server/server.h"
 
-int dap_req_initialize(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_initialize(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *adapter = NULL;
     if (dap_arg_str(args, "adapterID", &adapter, &c->err) < 0)
         return c->err.code;
-    cJSON *caps = dap_capabilities();
+    cJSON *caps = srv_capabilities();
     cJSON *item = caps ? caps->child : NULL;
     while (item) {
         cJSON *next = item->next;
@@ -19,7 +19,7 @@ int dap_req_initialize(struct dap_ctx *c, const cJSON *args, cJSON *body)
     return 0;
 }
 
-void dap_post_initialize(struct dap_session *s)
+void srv_post_initialize(struct srv_session *s)
 {
-    dap_session_event(s, "initialized", NULL);
+    srv_session_event(s, "initialized", NULL);
 }

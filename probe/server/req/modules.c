@@ -12,7 +12,7 @@
 #include "server/server.h"
 #include "prof/prof.h"
 
-int dap_req_modules(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_modules(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     long long start = 0, count = 0;
     int rc;

@@ -6,32 +6,32 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     (void)c;
     (void)args;
-    struct dap_pausejob *j = job;
+    struct srv_pausejob *j = job;
     j->hold = -1;
-    probe_dbg_pause_begin();
+    dbg_pause_begin();
     j->begun = 1;
     return 0;
 }
 
 /* Worker thread, GIL held. */
-void dap_pause_run(void *job)
+void srv_pause_run(void *job)
 {
-    struct dap_pausejob *j = job;
-    j->rc.rc = probe_dbg_pause(j->hold, &j->rc.err);
+    struct srv_pausejob *j = job;
+    j->rc.rc = dbg_pause(j->hold, &j->rc.err);
     j->ran = 1;
 }
 
 /* After the response: the held-back `stopped` may go. */
-void dap_pause_drop(void *job)
+void srv_pause_drop(void *job)
 {
-    struct dap_pausejob *j = job;
+    struct srv_pausejob *j = job;
     if (j->begun)
-        probe_dbg_pause_end(j->ran && j->rc.rc == 0);
+        dbg_pause_end(j->ran && j->rc.rc == 0);
 }
 
-const struct dap_job dap_job_pause = {sizeof(struct dap_pausejob), parse, dap_pause_run,
-                                      dap_reply_empty, dap_pause_drop};
+const struct srv_job srv_job_pause = {sizeof(struct srv_pausejob), parse, srv_pause_run,
+                                      srv_reply_empty, srv_pause_drop};

@@ -9,7 +9,7 @@
 static cJSON *setting_json(int i)
 {
     struct probe_setting_view v;
-    if (probe_setting_view_get(i, &v) < 0)
+    if (core_setting_view_get(i, &v) < 0)
         return NULL;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", v.name);
@@ -20,7 +20,7 @@ static cJSON *setting_json(int i)
     return o;
 }
 
-int dap_req_probing_config(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_config(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *key = NULL, *value = NULL;
     int rc;
@@ -31,13 +31,13 @@ int dap_req_probing_config(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.value: needs arguments.key");
     cJSON *arr = cJSON_AddArrayToObject(body, "settings");
     if (!key) {
-        for (int i = 0; i < probe_settings_count(); i++)
+        for (int i = 0; i < core_settings_count(); i++)
             cJSON_AddItemToArray(arr, setting_json(i));
         return 0;
     }
-    if (value && (rc = probe_setting_set(key, value, &c->err)) < 0)
+    if (value && (rc = core_setting_set(key, value, &c->err)) < 0)
         return rc;
-    int i = probe_setting_find(key, &c->err);
+    int i = core_setting_find(key, &c->err);
     if (i < 0)
         return i;
     cJSON_AddItemToArray(arr, setting_json(i));

@@ -8,7 +8,7 @@
 #include "crash/crash.h"
 #include "server/server.h"
 
-int dap_req_probing_crash(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_crash(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const cJSON *en = cJSON_GetObjectItemCaseSensitive(args, "enable");
     if (en && !cJSON_IsBool(en))
@@ -16,17 +16,17 @@ int dap_req_probing_crash(struct dap_ctx *c, const cJSON *args, cJSON *body)
     int changed = 0, rc;
     struct probe_crash_status st;
     if (en) {
-        probe_crash_status_get(&st);
+        crash_status_get(&st);
         int was = st.armed;
         if (cJSON_IsTrue(en)) {
-            if ((rc = probe_crash_arm(&c->err)) < 0)
+            if ((rc = crash_arm(&c->err)) < 0)
                 return rc;
             changed = !was;
         } else {
-            changed = probe_crash_disarm();
+            changed = crash_disarm();
         }
     }
-    probe_crash_status_get(&st);
+    crash_status_get(&st);
     cJSON_AddBoolToObject(body, "armed", st.armed);
     cJSON_AddBoolToObject(body, "changed", changed);
     cJSON_AddBoolToObject(body, "fired", st.fired);
@@ -34,7 +34,7 @@ int dap_req_probing_crash(struct dap_ctx *c, const cJSON *args, cJSON *body)
     cJSON *sigs = cJSON_AddArrayToObject(body, "signals");
     cJSON *prev = cJSON_AddObjectToObject(body, "previous");
     for (int i = 0; i < PROBE_CRASH_NSIGS; i++) {
-        const char *name = probe_crash_signame(probe_crash_signals[i]);
+        const char *name = sig_crash_signame(probe_crash_signals[i]);
         cJSON_AddItemToArray(sigs, cJSON_CreateString(name));
         if (st.armed)
             cJSON_AddStringToObject(prev, name, st.previous[i]);

@@ -7,20 +7,20 @@
 #include "server/server.h"
 
 struct censusjob {
-    struct dap_job_rc rc;
-    struct probe_dbg_census c;
+    struct srv_job_rc rc;
+    struct dbg_census c;
 };
 
 /* Worker thread, GIL held. */
 static void run(void *job)
 {
-    probe_dbg_census(&((struct censusjob *)job)->c);
+    dbg_census(&((struct censusjob *)job)->c);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
-    const struct probe_dbg_census *c = &((struct censusjob *)job)->c;
+    const struct dbg_census *c = &((struct censusjob *)job)->c;
     cJSON_AddBoolToObject(body, "stopped", c->stopped);
     cJSON_AddNumberToObject(body, "breakpoints", c->breakpoints);
     cJSON_AddBoolToObject(body, "raised", c->raised);
@@ -38,4 +38,4 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct dap_job dap_job_probing_debugger = {sizeof(struct censusjob), NULL, run, reply, NULL};
+const struct srv_job srv_job_probing_debugger = {sizeof(struct censusjob), NULL, run, reply, NULL};

@@ -33,14 +33,14 @@
 static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *h, const char *note)
 {
     char busy[256];
-    if (gil_rc == PB_ETIMEDOUT && probe_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
+    if (gil_rc == PB_ETIMEDOUT && gil_worker_busy_text(h ? h->ident : 0, busy, sizeof busy))
         snprintf(msg, n, "%s: %s; %s", busy, note, PROBE_BUSY_HINT);
     else if (gil_rc == PB_ETIMEDOUT && h)
         snprintf(msg, n, "the GIL is held by thread %ld (%s) and was not released within %d ms: %s",
-                 dap_thread_id(h), h->name ? h->name : "?", probe_setting_gil_timeout_ms(), note);
+                 srv_thread_id(h), h->name ? h->name : "?", core_setting_gil_timeout_ms(), note);
     else if (gil_rc == PB_ETIMEDOUT)
         snprintf(msg, n, "the GIL could not be had within %d ms: %s",
-                 probe_setting_gil_timeout_ms(), note);
+                 core_setting_gil_timeout_ms(), note);
     else
         snprintf(msg, n,
                  "the interpreter is not running Python code now (starting or "
@@ -119,13 +119,13 @@ static int render_dump(const struct probe_snapshot *s, int gil_rc, const cJSON *
 {
     int want_locals = 0;
     dap_arg_bool(args, "locals", &want_locals, err);
-    const struct probe_info *pi = probe_info_get();
+    const struct probe_info *pi = core_info_get();
     cJSON_AddNumberToObject(body, "pid", pi->pid);
     cJSON_AddStringToObject(body, "python", s->version[0] ? s->version : pi->python_version);
     cJSON *gil = cJSON_AddObjectToObject(body, "gil");
     const struct probe_thread *h = holder(s);
     if (h)
-        cJSON_AddNumberToObject(gil, "holder", (double)dap_thread_id(h));
+        cJSON_AddNumberToObject(gil, "holder", (double)srv_thread_id(h));
     else
         cJSON_AddNullToObject(gil, "holder");
     cJSON_AddBoolToObject(gil, "available", gil_rc == 0);
@@ -141,7 +141,7 @@ static int render_dump(const struct probe_snapshot *s, int gil_rc, const cJSON *
     int want_tasks = 0;
     dap_arg_bool(args, "tasks", &want_tasks, err);
     if (want_tasks && s->atasks.read) { /* with the GIL, or without it (3.14+) */
-        cJSON_AddItemToObject(body, "asyncio", dap_json_atasks(&s->atasks));
+        cJSON_AddItemToObject(body, "asyncio", pyrt_atasks_json(&s->atasks));
     } else if (want_tasks) {
         char msg[512];
         cJSON *a = cJSON_AddObjectToObject(body, "asyncio");
@@ -155,14 +155,14 @@ static int render_dump(const struct probe_snapshot *s, int gil_rc, const cJSON *
     int nt = s->nthreads, nothers = nat ? nat->nothers : 0;
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     for (int i = 0; i < nt; i++) {
-        cJSON *t = dap_json_thread(&s->threads[i], want_locals);
+        cJSON *t = srv_json_thread(&s->threads[i], want_locals);
         if (ns) {
             int k = i;
             long tid = s->threads[i].native_id;
             for (int j = 0; j < i && k == i; j++)
                 if (tid > 0 && s->threads[j].native_id == tid)
                     k = j; /* asked once, for its first state */
-            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[k]));
+            cJSON_AddItemToObject(t, "native", srv_json_native(&ns[k]));
         }
         cJSON_AddItemToArray(arr, t);
     }
@@ -172,7 +172,7 @@ static int render_dump(const struct probe_snapshot *s, int gil_rc, const cJSON *
             cJSON *t = cJSON_CreateObject();
             cJSON_AddNumberToObject(t, "id", (double)ns[nt + i].tid);
             cJSON_AddStringToObject(t, "name", nat->names[i]);
-            cJSON_AddItemToObject(t, "native", dap_json_native(&ns[nt + i]));
+            cJSON_AddItemToObject(t, "native", srv_json_native(&ns[nt + i]));
             cJSON_AddItemToArray(others, t);
         }
         if (nat->more)
@@ -181,7 +181,7 @@ static int render_dump(const struct probe_snapshot *s, int gil_rc, const cJSON *
     return 0;
 }
 
-/* Loop: a dump without native (the GIL job's renderer, dap_snap_reply). */
+/* Loop: a dump without native (the GIL job's renderer, srv_snap_reply). */
 static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args, cJSON *body,
                   struct pb_err *err)
 {
@@ -191,14 +191,14 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
 /* A dump's job: the snapshot job's parts (first: the job's rc), and for a dump with native
  * what the task thread found. */
 struct dumpjob {
-    struct dap_snapjob snap;
+    struct srv_snapjob snap;
     const char *native; /* "merged", "all" or NULL: in snap.args */
-    int gil_rc;         /* with native: whether the snapshot had the GIL (dap_snap_render) */
+    int gil_rc;         /* with native: whether the snapshot had the GIL (srv_snap_render) */
     int native_rc;
     struct native nat;
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, struct dumpjob *j)
+static int parse(struct srv_ctx *c, const cJSON *args, struct dumpjob *j)
 {
     int locals = 0;
     long long max_frames = 256;
@@ -218,7 +218,7 @@ static int parse(struct dap_ctx *c, const cJSON *args, struct dumpjob *j)
         return rc;
     int flags =
         PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) | (tasks ? PROBE_SNAP_TASKS : 0);
-    if ((rc = dap_snap_init(c, &j->snap, args, flags, (int)max_frames, render)) < 0)
+    if ((rc = srv_snap_init(c, &j->snap, args, flags, (int)max_frames, render)) < 0)
         return rc;
     if (native)
         dap_arg_str(j->snap.args, "native", &j->native, &c->err);
@@ -230,18 +230,18 @@ static int parse(struct dap_ctx *c, const cJSON *args, struct dumpjob *j)
 static void native_run(void *job)
 {
     struct dumpjob *j = job;
-    j->gil_rc = probe_gil_call(dap_snap_run, &j->snap, probe_setting_gil_timeout_ms());
+    j->gil_rc = gil_call(srv_snap_run, &j->snap, core_setting_gil_timeout_ms());
     if (j->gil_rc < 0)
-        dap_snap_without_gil(&j->snap);
+        srv_snap_without_gil(&j->snap);
     if (j->snap.snap_rc < 0)
         return;
-    dap_snapshot_drop_worker(&j->snap.snap);
+    srv_snapshot_drop_worker(&j->snap.snap);
     j->native_rc =
         native_collect(&j->snap.snap, strcmp(j->native, "all") == 0, &j->nat, &j->snap.err);
 }
 
 /* Loop. */
-static int native_reply(struct dap_reply *r, void *job, cJSON *body)
+static int native_reply(struct srv_reply *r, void *job, cJSON *body)
 {
     struct dumpjob *j = job;
     int rc = j->snap.snap_rc < 0 ? j->snap.snap_rc : j->native_rc;
@@ -255,19 +255,19 @@ static void dump_drop(void *job)
 {
     struct dumpjob *j = job;
     native_free(&j->nat, j->snap.snap.nthreads);
-    dap_snap_drop(&j->snap);
+    srv_snap_drop(&j->snap);
 }
 
-static const struct dap_job snap_job = {.size = sizeof(struct dumpjob),
-                                        .run = dap_snap_run,
-                                        .reply = dap_snap_reply,
+static const struct srv_job snap_job = {.size = sizeof(struct dumpjob),
+                                        .run = srv_snap_run,
+                                        .reply = srv_snap_reply,
                                         .drop = dump_drop};
-static const struct dap_job native_job = {
+static const struct srv_job native_job = {
     .size = sizeof(struct dumpjob), .run = native_run, .reply = native_reply, .drop = dump_drop};
 
 /* The job by the arguments: on the GIL worker (with the GIL-free fallback) without native, on
  * the task thread with it. */
-int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_dump(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)body;
     struct dumpjob *j = calloc(1, sizeof *j);
@@ -280,7 +280,7 @@ int dap_req_probing_dump(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return rc;
     }
     if (j->native)
-        return dap_job_submit(c, &native_job, j, DAP_F_TASK, 0);
-    return dap_job_submit(c, &snap_job, j, DAP_F_GIL | DAP_F_GIL_FALLBACK,
-                          probe_setting_gil_timeout_ms());
+        return srv_job_submit(c, &native_job, j, SRV_F_TASK, 0);
+    return srv_job_submit(c, &snap_job, j, SRV_F_GIL | SRV_F_GIL_FALLBACK,
+                          core_setting_gil_timeout_ms());
 }

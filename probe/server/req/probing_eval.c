@@ -8,7 +8,7 @@
 #include "server/server.h"
 #include "gil/gil.h"
 
-static int render(struct dap_session *s, const struct probe_eval_result *r, const cJSON *args,
+static int render(struct srv_session *s, const struct probe_eval_result *r, const cJSON *args,
                   cJSON *body, struct pb_err *err, char **long_msg)
 {
     (void)s;
@@ -42,7 +42,7 @@ static int render(struct dap_session *s, const struct probe_eval_result *r, cons
     return 0;
 }
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     const char *code = NULL, *mode = "statements";
     int rc;
@@ -62,8 +62,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
         return pb_err_set(
             &c->err, PB_EBADARG,
             "arguments.mode: expected \"statements\", \"expression\" or \"complete\"");
-    return dap_eval_init(c, job, code, m, PROBE_EVAL_MAIN, 0, args, render);
+    return srv_eval_init(c, job, code, m, PROBE_EVAL_MAIN, 0, args, render);
 }
 
-const struct dap_job dap_job_probing_eval = {sizeof(struct dap_evaljob), parse, dap_eval_run,
-                                             dap_eval_reply, dap_eval_drop};
+const struct srv_job srv_job_probing_eval = {sizeof(struct srv_evaljob), parse, srv_eval_run,
+                                             srv_eval_reply, srv_eval_drop};

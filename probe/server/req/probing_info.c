@@ -8,11 +8,11 @@
 #include "server/server.h"
 #include "core/core.h"
 
-int dap_req_probing_info(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_info(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;
-    const struct probe_info *pi = probe_info_get();
+    const struct probe_info *pi = core_info_get();
     char buf[4096];
     cJSON_AddNumberToObject(body, "pid", pi->pid);
     cJSON_AddStringToObject(body, "python", pi->python_version);

@@ -7,14 +7,14 @@
 #include "server/server.h"
 #include "gil/gil.h"
 
-int dap_req_probing_interrupt(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_interrupt(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)args;
-    int rc = probe_eval_interrupt();
+    int rc = gil_eval_interrupt();
     if (rc < 0)
         return pb_err_set(&c->err, rc, "cannot start the interrupting thread: %s", pb_strerror(rc));
     cJSON_AddBoolToObject(body, "interrupted", rc == 1);
-    long nr = rc == 1 ? probe_eval_native_wait() : -1;
+    long nr = rc == 1 ? gil_eval_native_wait() : -1;
     if (nr >= 0)
         cJSON_AddNumberToObject(body, "nativeWait", (double)nr);
     return 0;

@@ -5,7 +5,7 @@
 #include "server/server.h"
 #include "core/core.h"
 
-int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_listen(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *address = NULL, *token = NULL;
     int rc;
@@ -16,9 +16,9 @@ int dap_req_probing_listen(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.address: expected string");
     if (!token)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.token: expected string");
-    rc = probe_tcp_listen(address, token, &c->err);
+    rc = srv_tcp_listen(address, token, &c->err);
     if (rc < 0)
         return rc;
-    cJSON_AddStringToObject(body, "address", probe_info_get()->tcp_address);
+    cJSON_AddStringToObject(body, "address", core_info_get()->tcp_address);
     return 0;
 }

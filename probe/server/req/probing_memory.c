@@ -14,7 +14,7 @@
 #include "core/settings.h"
 
 struct memjob {
-    struct dap_job_rc rc; /* stays 0: Python's failure is part of the answer */
+    struct srv_job_rc rc; /* stays 0: Python's failure is part of the answer */
     int top;
     char trace[8];
     char snapshot[4096];
@@ -23,7 +23,7 @@ struct memjob {
     struct pb_err py_err;
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct memjob *j = job;
     long long top = 10;
@@ -56,18 +56,18 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct memjob *j = job;
-    j->py_rc = probe_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL,
+    j->py_rc = gil_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL,
                                    j->snapshot[0] ? j->snapshot : NULL, &j->py_err);
 }
 
-/* Loop thread; also when the GIL could not be had (DAP_F_GIL_FALLBACK). */
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+/* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     struct memjob *j = job;
     struct pb_err perr = {0};
-    int rc = probe_memory_proc(body, &perr);
+    int rc = gil_memory_proc(body, &perr);
     if (r->gil_rc < 0) {
-        dap_gil_busy_error(r->gil_rc, probe_setting_gil_timeout_ms(), &j->py_err);
+        srv_gil_busy_error(r->gil_rc, core_setting_gil_timeout_ms(), &j->py_err);
         cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
     } else if (j->py_rc < 0) {
         cJSON_AddStringToObject(body, "pythonError", j->py_err.msg);
@@ -88,4 +88,4 @@ static void drop(void *job)
     cJSON_Delete(((struct memjob *)job)->py);
 }
 
-const struct dap_job dap_job_probing_memory = {sizeof(struct memjob), parse, run, reply, drop};
+const struct srv_job srv_job_probing_memory = {sizeof(struct memjob), parse, run, reply, drop};

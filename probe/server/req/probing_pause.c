@@ -5,18 +5,18 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
-    struct dap_pausejob *j = job;
+    struct srv_pausejob *j = job;
     int hold = 1;
     int rc = dap_arg_bool(args, "hold", &hold, &c->err);
     if (rc < 0)
         return rc;
     j->hold = hold;
-    probe_dbg_pause_begin();
+    dbg_pause_begin();
     j->begun = 1;
     return 0;
 }
 
-const struct dap_job dap_job_probing_pause = {sizeof(struct dap_pausejob), parse, dap_pause_run,
-                                              dap_reply_empty, dap_pause_drop};
+const struct srv_job srv_job_probing_pause = {sizeof(struct srv_pausejob), parse, srv_pause_run,
+                                              srv_reply_empty, srv_pause_drop};

@@ -29,7 +29,7 @@ static void status_json(cJSON *body, const struct prof_status *st)
     cJSON_AddBoolToObject(body, "forked", st->forked);
 }
 
-int dap_req_probing_perf(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_perf(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     const char *action = NULL, *mode = NULL;
     long long rate = PROF_RATE_DEFAULT;

@@ -11,7 +11,7 @@
 #include "sql/store.h"
 
 struct queryjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     char *sql;
     struct probe_rows rows;
 };
@@ -20,10 +20,10 @@ struct queryjob {
 static void run(void *job)
 {
     struct queryjob *j = job;
-    j->rc.rc = probe_store_query(j->sql, &j->rows, &j->rc.err);
+    j->rc.rc = sql_store_query(j->sql, &j->rows, &j->rc.err);
 }
 
-cJSON *dap_json_rows(const struct probe_rows *r)
+cJSON *srv_json_rows(const struct probe_rows *r)
 {
     cJSON *rows = cJSON_CreateArray();
     for (size_t i = 0; rows && i < r->nrows; i++) {
@@ -42,14 +42,14 @@ cJSON *dap_json_rows(const struct probe_rows *r)
 }
 
 /* Loop thread. */
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct queryjob *j = job;
     cJSON *cols = cJSON_AddArrayToObject(body, "columns");
     for (int c = 0; c < j->rows.ncols; c++)
         cJSON_AddItemToArray(cols, cJSON_CreateString(j->rows.cols[c]));
-    cJSON_AddItemToObject(body, "rows", dap_json_rows(&j->rows));
+    cJSON_AddItemToObject(body, "rows", srv_json_rows(&j->rows));
     cJSON_AddBoolToObject(body, "truncated", j->rows.truncated);
     if (j->rows.note[0])
         cJSON_AddStringToObject(body, "note", j->rows.note);
@@ -59,7 +59,7 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct queryjob *j = job;
     const char *sql = NULL;
@@ -76,8 +76,8 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void drop(void *job)
 {
     struct queryjob *j = job;
-    probe_rows_free(&j->rows);
+    core_rows_free(&j->rows);
     free(j->sql);
 }
 
-const struct dap_job dap_job_probing_query = {sizeof(struct queryjob), parse, run, reply, drop};
+const struct srv_job srv_job_probing_query = {sizeof(struct queryjob), parse, run, reply, drop};

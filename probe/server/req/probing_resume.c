@@ -5,11 +5,11 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_probing_resume(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_probing_resume(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)c;
     (void)args;
-    int was = probe_dbg_resume(1);
+    int was = dbg_resume_all(1);
     cJSON_AddBoolToObject(body, "wasStopped", was);
     return 0;
 }

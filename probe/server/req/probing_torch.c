@@ -16,12 +16,12 @@
 #include "torch/torch.h"
 
 struct torchjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     int action, every, comm;
     cJSON *body; /* filled on the worker */
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct torchjob *j = job;
     const char *action = NULL;
@@ -59,12 +59,12 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct torchjob *j = job;
-    j->rc.rc = j->comm ? probe_comm_run(j->action, j->body, &j->rc.err)
-                       : probe_torch_run(j->action, j->every, j->body, &j->rc.err);
+    j->rc.rc = j->comm ? torch_comm_run(j->action, j->body, &j->rc.err)
+                       : torch_run(j->action, j->every, j->body, &j->rc.err);
 }
 
 /* Loop thread. */
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     struct torchjob *j = job;
@@ -81,9 +81,9 @@ static void drop(void *job)
     cJSON_Delete(((struct torchjob *)job)->body);
 }
 
-const struct dap_job dap_job_probing_torch = {sizeof(struct torchjob), parse, run, reply, drop};
+const struct srv_job srv_job_probing_torch = {sizeof(struct torchjob), parse, run, reply, drop};
 
-static int parse_comm(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse_comm(struct srv_ctx *c, const cJSON *args, void *job)
 {
     if (cJSON_GetObjectItemCaseSensitive(args, "every"))
         return pb_err_set(&c->err, PB_EBADARG,
@@ -93,4 +93,4 @@ static int parse_comm(struct dap_ctx *c, const cJSON *args, void *job)
     return parse(c, args, job);
 }
 
-const struct dap_job dap_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply, drop};
+const struct srv_job srv_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply, drop};

@@ -10,7 +10,7 @@
 #include "server/server.h"
 
 struct scopesjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     long long frame_id;
     struct probe_dbg_scope scopes[2];
 };
@@ -19,10 +19,10 @@ struct scopesjob {
 static void run(void *job)
 {
     struct scopesjob *j = job;
-    j->rc.rc = probe_dbg_scopes(j->frame_id, j->scopes, &j->rc.err);
+    j->rc.rc = dbg_scopes(j->frame_id, j->scopes, &j->rc.err);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct scopesjob *j = job;
@@ -41,9 +41,9 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-static const struct dap_job job_scopes = {sizeof(struct scopesjob), NULL, run, reply, NULL};
+static const struct srv_job job_scopes = {sizeof(struct scopesjob), NULL, run, reply, NULL};
 
-int dap_req_scopes(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_scopes(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     long long id = 0;
     int rc = dap_arg_int(args, "frameId", &id, &c->err);
@@ -51,7 +51,7 @@ int dap_req_scopes(struct dap_ctx *c, const cJSON *args, cJSON *body)
         rc = pb_err_set(&c->err, PB_EBADARG, "arguments.frameId: expected integer");
     if (rc < 0)
         return rc;
-    if (dap_native_frame_id(id)) {
+    if (srv_native_frame_id(id)) {
         cJSON_AddArrayToObject(body, "scopes");
         return 0;
     }
@@ -59,5 +59,5 @@ int dap_req_scopes(struct dap_ctx *c, const cJSON *args, cJSON *body)
     if (!j)
         return pb_err_set(&c->err, -ENOMEM, "out of memory: 'scopes' was not run");
     j->frame_id = id;
-    return dap_job_submit(c, &job_scopes, j, DAP_F_GIL, probe_setting_gil_timeout_ms());
+    return srv_job_submit(c, &job_scopes, j, SRV_F_GIL, core_setting_gil_timeout_ms());
 }

@@ -3,7 +3,7 @@
  * conditions, logpoints), set on the worker with the GIL. The answer has one Breakpoint per
  * requested one, in order: a line without code, a condition that does not compile, or a
  * failure is verified:false with a message. setFunctionBreakpoints shares the job's parts
- * (dap_bpjob_*). */
+ * (srv_bpjob_*). */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static const char *str_field(const cJSON *o, const char *name)
     return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
 }
 
-int dap_bpjob_parse(struct dap_ctx *c, struct dap_bpjob *j, const cJSON *args)
+int srv_bpjob_parse(struct srv_ctx *c, struct srv_bpjob *j, const cJSON *args)
 {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(args, "breakpoints");
     int n = cJSON_GetArraySize(list);
@@ -49,10 +49,10 @@ int dap_bpjob_parse(struct dap_ctx *c, struct dap_bpjob *j, const cJSON *args)
     return 0;
 }
 
-int dap_bpjob_reply(struct dap_reply *r, void *job, cJSON *body)
+int srv_bpjob_reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
-    const struct dap_bpjob *j = job;
+    const struct srv_bpjob *j = job;
     cJSON *arr = cJSON_AddArrayToObject(body, "breakpoints");
     for (int i = 0; i < j->n; i++) {
         const struct probe_dbg_bp *b = &j->out[i];
@@ -71,17 +71,17 @@ int dap_bpjob_reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-void dap_bpjob_drop(void *job)
+void srv_bpjob_drop(void *job)
 {
-    struct dap_bpjob *j = job;
+    struct srv_bpjob *j = job;
     free(j->specs);
     free(j->out);
     cJSON_Delete(j->args);
 }
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
-    struct dap_bpjob *j = job;
+    struct srv_bpjob *j = job;
     const cJSON *source = cJSON_GetObjectItemCaseSensitive(args, "source");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(args, "breakpoints");
     if (!cJSON_IsObject(source) || !str_field(source, "path"))
@@ -92,15 +92,15 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
     if (list && !cJSON_IsArray(list))
         return pb_err_set(&c->err, PB_EBADARG, "arguments.breakpoints: expected array");
     j->line_breakpoints = 1;
-    return dap_bpjob_parse(c, j, args);
+    return srv_bpjob_parse(c, j, args);
 }
 
 /* Worker thread, GIL held. */
 static void run(void *job)
 {
-    struct dap_bpjob *j = job;
-    j->rc.rc = probe_dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->rc.err);
+    struct srv_bpjob *j = job;
+    j->rc.rc = dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->rc.err);
 }
 
-const struct dap_job dap_job_setBreakpoints = {sizeof(struct dap_bpjob), parse, run,
-                                               dap_bpjob_reply, dap_bpjob_drop};
+const struct srv_job srv_job_setBreakpoints = {sizeof(struct srv_bpjob), parse, run,
+                                               srv_bpjob_reply, srv_bpjob_drop};

@@ -8,11 +8,11 @@
 #include "server/server.h"
 
 struct excjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     int raised, uncaught;
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct excjob *j = job;
     const cJSON *filters = cJSON_GetObjectItemCaseSensitive(args, "filters");
@@ -40,10 +40,10 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct excjob *j = job;
-    j->rc.rc = probe_dbg_set_exception_breakpoints(j->raised, j->uncaught, &j->rc.err);
+    j->rc.rc = dbg_set_exception_breakpoints(j->raised, j->uncaught, &j->rc.err);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct excjob *j = job;
@@ -56,5 +56,5 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct dap_job dap_job_setExceptionBreakpoints = {sizeof(struct excjob), parse, run, reply,
+const struct srv_job srv_job_setExceptionBreakpoints = {sizeof(struct excjob), parse, run, reply,
                                                         NULL};

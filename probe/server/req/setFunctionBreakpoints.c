@@ -1,23 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP: SetFunctionBreakpointsRequest. Replaces every function breakpoint (a function's name or
  * qualified name; conditions and hit conditions), set on the worker with the GIL; one
- * Breakpoint per requested one, in order. The job's parts are setBreakpoints' (dap_bpjob_*). */
+ * Breakpoint per requested one, in order. The job's parts are setBreakpoints' (srv_bpjob_*). */
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(args, "breakpoints")))
         return pb_err_set(&c->err, PB_EBADARG, "arguments.breakpoints: expected array");
-    return dap_bpjob_parse(c, job, args);
+    return srv_bpjob_parse(c, job, args);
 }
 
 /* Worker thread, GIL held. */
 static void run(void *job)
 {
-    struct dap_bpjob *j = job;
-    j->rc.rc = probe_dbg_set_function_breakpoints(j->specs, j->n, j->out, &j->rc.err);
+    struct srv_bpjob *j = job;
+    j->rc.rc = dbg_set_function_breakpoints(j->specs, j->n, j->out, &j->rc.err);
 }
 
-const struct dap_job dap_job_setFunctionBreakpoints = {sizeof(struct dap_bpjob), parse, run,
-                                                       dap_bpjob_reply, dap_bpjob_drop};
+const struct srv_job srv_job_setFunctionBreakpoints = {sizeof(struct srv_bpjob), parse, run,
+                                                       srv_bpjob_reply, srv_bpjob_drop};

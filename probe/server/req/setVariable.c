@@ -11,13 +11,13 @@
 #include "server/server.h"
 
 struct setjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     long long ref;
     char *name, *value;
     struct probe_dbg_var var;
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct setjob *j = job;
     const char *name = NULL, *value = NULL;
@@ -42,22 +42,22 @@ static void run(void *job)
 {
     struct setjob *j = job;
     j->rc.rc =
-        probe_dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
+        dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
-    dap_json_variable_into(body, &((const struct setjob *)job)->var);
+    srv_json_variable_into(body, &((const struct setjob *)job)->var);
     return 0;
 }
 
 static void drop(void *job)
 {
     struct setjob *j = job;
-    probe_dbg_var_free(&j->var);
+    dbg_var_free(&j->var);
     free(j->name);
     free(j->value);
 }
 
-const struct dap_job dap_job_setVariable = {sizeof(struct setjob), parse, run, reply, drop};
+const struct srv_job srv_job_setVariable = {sizeof(struct setjob), parse, run, reply, drop};

@@ -10,13 +10,13 @@
 #include "server/server.h"
 
 struct sourcejob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     long long sref;
     char *path;
     char *content, *mime;
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct sourcejob *j = job;
     const char *path = NULL;
@@ -45,10 +45,10 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct sourcejob *j = job;
-    j->rc.rc = probe_dbg_source(j->sref, j->path, &j->content, &j->mime, &j->rc.err);
+    j->rc.rc = dbg_source(j->sref, j->path, &j->content, &j->mime, &j->rc.err);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct sourcejob *j = job;
@@ -66,4 +66,4 @@ static void drop(void *job)
     free(j->mime);
 }
 
-const struct dap_job dap_job_source = {sizeof(struct sourcejob), parse, run, reply, drop};
+const struct srv_job srv_job_source = {sizeof(struct sourcejob), parse, run, reply, drop};

@@ -3,7 +3,7 @@
  * (so it answers even when a C call holds the GIL forever), with startFrame/levels paging and
  * totalFrames: a stopped thread's from its stop record (frames that scopes, evaluate and source
  * can inspect), another's from a GIL-free snapshot. One StackFrame builder for both
- * (dap_json_stack_frame, dbgjson.c). With the session's nativeFrames on (attach), the thread's
+ * (srv_json_stack_frame, dbgjson.c). With the session's nativeFrames on (attach), the thread's
  * native frames are merged in (server/nativeframes.c) and paging applies to the merged stack.
  * A thread not parked is read on the task thread (a job): its reads may pause between tries and
  * its native stack may wait for the thread (up to 1 s), and the loop never blocks. */
@@ -23,13 +23,13 @@ static void add_frames(cJSON *body, const struct probe_frame *frames, int n, lon
     cJSON *arr = cJSON_AddArrayToObject(body, "stackFrames");
     for (int i = 0; i < n; i++)
         cJSON_AddItemToArray(arr,
-                             dap_json_stack_frame(&frames[i], tid, (int)(start + i), inspectable));
+                             srv_json_stack_frame(&frames[i], tid, (int)(start + i), inspectable));
     cJSON_AddNumberToObject(body, "totalFrames", total);
 }
 
 /* The stack of a thread that is not parked: read on the task thread, answered on the loop. */
 struct stjob {
-    struct dap_job_rc rc; /* first: the job machinery's; stays 0 (reply says what failed) */
+    struct srv_job_rc rc; /* first: the job machinery's; stays 0 (reply says what failed) */
     long tid;
     long long start, levels;
     int native;
@@ -37,7 +37,7 @@ struct stjob {
     const struct probe_thread *t; /* in s; NULL: no such thread */
     int snap_rc;
     struct pb_err err;
-    struct dap_native_answer nat; /* with native */
+    struct srv_native_answer nat; /* with native */
 };
 
 /* Task thread. */
@@ -53,21 +53,21 @@ static void stack_run(void *job)
             struct timespec nap = {0, attempt * 1000000L};
             nanosleep(&nap, NULL);
         }
-        probe_snapshot_free(&j->s);
+        pyrt_snapshot_free(&j->s);
         memset(&j->s, 0, sizeof j->s);
-        j->snap_rc = probe_pyrt_snapshot(&j->s, 0, MAX_FRAMES, &j->err);
+        j->snap_rc = pyrt_snapshot(&j->s, 0, MAX_FRAMES, &j->err);
         if (j->snap_rc < 0)
             return;
-        j->t = dap_snapshot_find(&j->s, j->tid);
+        j->t = srv_snapshot_find(&j->s, j->tid);
         if (!j->t || j->t->nframes > 0)
             break;
     }
     if (j->t && j->native)
-        dap_native_ask(j->tid, &j->nat);
+        srv_native_ask(j->tid, &j->nat);
 }
 
 /* Loop. */
-static int stack_reply(struct dap_reply *r, void *job, cJSON *body)
+static int stack_reply(struct srv_reply *r, void *job, cJSON *body)
 {
     struct stjob *j = job;
     const struct probe_thread *t = j->t;
@@ -79,7 +79,7 @@ static int stack_reply(struct dap_reply *r, void *job, cJSON *body)
     if (!t)
         return pb_err_set(&r->err, PB_EBADARG, "no Python thread with id %ld", j->tid);
     if (j->native)
-        return dap_native_stack_answered(j->tid, j->native, t->frames, t->nframes, 0, start, levels,
+        return srv_native_stack_answered(j->tid, j->native, t->frames, t->nframes, 0, start, levels,
                                          &j->nat, body, &r->err);
     long long end = levels > 0 && start + levels < t->nframes ? start + levels : t->nframes;
     add_frames(body, t->frames + (start < end ? start : 0), start < end ? (int)(end - start) : 0,
@@ -91,13 +91,13 @@ static void stack_drop(void *job)
 {
     struct stjob *j = job;
     prof_nstack_free(&j->nat.ns);
-    probe_snapshot_free(&j->s);
+    pyrt_snapshot_free(&j->s);
 }
 
-static const struct dap_job stack_job = {
+static const struct srv_job stack_job = {
     .size = sizeof(struct stjob), .run = stack_run, .reply = stack_reply, .drop = stack_drop};
 
-int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     long long tid = -1, start = 0, levels = 0;
     int rc;
@@ -109,25 +109,25 @@ int dap_req_stackTrace(struct dap_ctx *c, const cJSON *args, cJSON *body)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.threadId: expected integer");
     if (start < 0 || levels < 0)
         return pb_err_set(&c->err, PB_EBADARG, "arguments.startFrame/levels: must be >= 0");
-    if (dap_task_id_is(tid)) /* an asyncio task listed by threads while stopped */
-        return dap_tasks_stack(tid, start, levels, body, &c->err);
-    int native = dap_session_native_frames(c->s);
+    if (srv_task_id_is(tid)) /* an asyncio task listed by threads while stopped */
+        return srv_tasks_stack(tid, start, levels, body, &c->err);
+    int native = srv_session_native_frames(c->s);
     /* A parked thread's stack is the one recorded when it stopped, with inspectable frames.
      * It waits in a system call: its native stack is read in place, no signal to wait for
      * (prof_native_stacks), so it is answered here on the loop. */
     struct probe_frame *frames;
-    int n, total = native ? probe_dbg_stack((long)tid, 0, 0, &frames, &n)
-                          : probe_dbg_stack((long)tid, start, levels, &frames, &n);
+    int n, total = native ? dbg_stack((long)tid, 0, 0, &frames, &n)
+                          : dbg_stack((long)tid, start, levels, &frames, &n);
     if (total >= 0) {
         rc = native
-                 ? dap_native_stack((long)tid, native, frames, n, 1, start, levels, body, &c->err)
+                 ? srv_native_stack((long)tid, native, frames, n, 1, start, levels, body, &c->err)
                  : (add_frames(body, frames, n, (long)tid, start, total, 1), 0);
-        probe_dbg_frames_free(frames, n);
+        dbg_frames_free(frames, n);
         return rc;
     }
     struct stjob *j = calloc(1, sizeof *j);
     if (!j)
         return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
     *j = (struct stjob){.tid = (long)tid, .start = start, .levels = levels, .native = native};
-    return dap_job_submit(c, &stack_job, j, DAP_F_TASK, 0);
+    return srv_job_submit(c, &stack_job, j, SRV_F_TASK, 0);
 }

@@ -3,8 +3,8 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_stepIn(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_stepIn(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)body;
-    return dap_step_request(c, args, PROBE_DBG_STEP_IN);
+    return srv_step_request(c, args, PROBE_DBG_STEP_IN);
 }

@@ -3,8 +3,8 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 
-int dap_req_stepOut(struct dap_ctx *c, const cJSON *args, cJSON *body)
+int srv_req_stepOut(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     (void)body;
-    return dap_step_request(c, args, PROBE_DBG_STEP_OUT);
+    return srv_step_request(c, args, PROBE_DBG_STEP_OUT);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* DAP: ThreadsRequest. Every Python thread of every interpreter, id = native tid (plus
- * interp * 4194304 for a subinterpreter's thread state: probe_thread_id; its name then ends
+ * interp * 4194304 for a subinterpreter's thread state: pyrt_thread_id; its name then ends
  * in " (interp N)"), named as `threading` names it when
  * the GIL can be had in time (else the OS thread name). While the target is stopped, a thread
  * that is not parked (it runs native code: a sleep, a read, a C extension) says so in its
@@ -25,10 +25,10 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     (void)args;
     (void)err;
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
-    int stopped = probe_dbg_stopped();
+    int stopped = dbg_stopped();
     for (int i = 0; i < s->nthreads; i++) {
         cJSON *t = cJSON_CreateObject();
-        long id = dap_thread_id(&s->threads[i]);
+        long id = srv_thread_id(&s->threads[i]);
         const char *name = s->threads[i].name ? s->threads[i].name : "";
         char iname[300], buf[330];
         if (s->threads[i].interp_id != 0) { /* a subinterpreter's thread state */
@@ -36,7 +36,7 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
             name = iname;
         }
         cJSON_AddNumberToObject(t, "id", (double)id);
-        if (stopped && !probe_dbg_parked(id)) {
+        if (stopped && !dbg_parked(id)) {
             snprintf(buf, sizeof buf, "%s (in native code)", name);
             cJSON_AddStringToObject(t, "name", buf);
         } else {
@@ -46,31 +46,31 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     }
     /* Stopped: every asyncio task too, its coroutine chain as its stack (server/tasks.c). */
     if (stopped && s->atasks.read) /* with the GIL, or without it on 3.14+ */
-        dap_tasks_threads(&s->atasks, arr);
+        srv_tasks_threads(&s->atasks, arr);
     return 0;
 }
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
-    struct dap_snapjob *j = job;
+    struct srv_snapjob *j = job;
     /* Stopped (the debugger paused the target): with the asyncio tasks, under the GIL, which
      * the parked threads leave free. */
-    int stopped = probe_dbg_stopped();
+    int stopped = dbg_stopped();
     int rc =
-        dap_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1, render);
-    if (rc < 0 || stopped || !probe_pyrt_names_fresh(NAMES_FRESH_MS))
+        srv_snap_init(c, j, args, PROBE_SNAP_NAMES | (stopped ? PROBE_SNAP_TASKS : 0), 1, render);
+    if (rc < 0 || stopped || !pyrt_names_fresh(NAMES_FRESH_MS))
         return rc;
-    if (probe_pyrt_snapshot(&j->snap, 0, 1, &j->err) < 0) {
+    if (pyrt_snapshot(&j->snap, 0, 1, &j->err) < 0) {
         pb_err_clear(&j->err);
         return 0;
     }
-    dap_snapshot_drop_worker(&j->snap);      /* ours, left out of the answer anyway */
-    if (!probe_pyrt_names_known(&j->snap)) { /* a thread started since: ask threading */
-        probe_snapshot_free(&j->snap);
+    srv_snapshot_drop_worker(&j->snap);      /* ours, left out of the answer anyway */
+    if (!pyrt_names_known(&j->snap)) { /* a thread started since: ask threading */
+        pyrt_snapshot_free(&j->snap);
         return 0;
     }
-    return DAP_JOB_ANSWERED;
+    return SRV_JOB_ANSWERED;
 }
 
-const struct dap_job dap_job_threads = {sizeof(struct dap_snapjob), parse, dap_snap_run,
-                                        dap_snap_reply, dap_snap_drop};
+const struct srv_job srv_job_threads = {sizeof(struct srv_snapjob), parse, srv_snap_run,
+                                        srv_snap_reply, srv_snap_drop};

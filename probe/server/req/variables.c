@@ -8,13 +8,13 @@
 #include "server/server.h"
 
 struct varsjob {
-    struct dap_job_rc rc;
+    struct srv_job_rc rc;
     long long ref, start, count;
     int filter;
     struct probe_dbg_vars vars;
 };
 
-static int parse(struct dap_ctx *c, const cJSON *args, void *job)
+static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 {
     struct varsjob *j = job;
     int rc;
@@ -46,16 +46,16 @@ static int parse(struct dap_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct varsjob *j = job;
-    j->rc.rc = probe_dbg_variables(j->ref, j->filter, j->start, j->count, &j->vars, &j->rc.err);
+    j->rc.rc = dbg_variables(j->ref, j->filter, j->start, j->count, &j->vars, &j->rc.err);
 }
 
-static int reply(struct dap_reply *r, void *job, cJSON *body)
+static int reply(struct srv_reply *r, void *job, cJSON *body)
 {
     (void)r;
     const struct varsjob *j = job;
     cJSON *arr = cJSON_AddArrayToObject(body, "variables");
     for (int i = 0; i < j->vars.n; i++)
-        cJSON_AddItemToArray(arr, dap_json_variable(&j->vars.v[i]));
+        cJSON_AddItemToArray(arr, srv_json_variable(&j->vars.v[i]));
     if (j->vars.more && j->count == 0) {
         /* More than one answer holds: say so where the user looks. */
         cJSON *o = cJSON_CreateObject();
@@ -71,7 +71,7 @@ static int reply(struct dap_reply *r, void *job, cJSON *body)
 
 static void drop(void *job)
 {
-    probe_dbg_vars_free(&((struct varsjob *)job)->vars);
+    dbg_vars_free(&((struct varsjob *)job)->vars);
 }
 
-const struct dap_job dap_job_variables = {sizeof(struct varsjob), parse, run, reply, drop};
+const struct srv_job srv_job_variables = {sizeof(struct varsjob), parse, run, reply, drop};
