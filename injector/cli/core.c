@@ -421,7 +421,7 @@ static int core_asyncio_offsets(uint64_t *offs, char *why, size_t n)
             continue;
         mapped |= strstr(base_of(core.maps[i].path), "_asyncio.") != NULL;
         if (ptrace_file_section(core.maps[i].path, ".AsyncioDebug", offs,
-                             CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
+                                CLI_ASYNCIO_NOFFS * sizeof *offs) == 0)
             return 0;
     }
     if (!mapped)

@@ -221,7 +221,8 @@ int cli_core_file_build_id(const struct core_file *c, uintptr_t start, char *hex
     if (cap < 129 || cli_core_file_read(c, start, &eh, sizeof eh) != 0 ||
         memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
         eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64 ||
-        eh.e_phoff > 65536 || cli_core_file_read(c, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
+        eh.e_phoff > 65536 ||
+        cli_core_file_read(c, start + eh.e_phoff, ph, eh.e_phnum * sizeof *ph))
         return -1;
     for (int i = 0; i < eh.e_phnum && bias == UINTPTR_MAX; i++)
         if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0)

@@ -190,8 +190,8 @@ const char *ptrace_elf_needed(const struct ptrace_elf *e, int i)
  * indices [*first, *end) whose chain holds name's hash (a bloom filter and a bucket first: most
  * names not defined there cost no string comparison at all). 0, -ENOENT when name is not
  * there, or 1 when the file has no usable table (search every symbol). */
-static int gnu_hash_range(const struct ptrace_elf *e, unsigned dynsym, size_t nsyms, const char *name,
-                          size_t *first, size_t *end)
+static int gnu_hash_range(const struct ptrace_elf *e, unsigned dynsym, size_t nsyms,
+                          const char *name, size_t *first, size_t *end)
 {
     uint32_t h = 5381;
     for (const unsigned char *c = (const unsigned char *)name; *c; c++)
@@ -288,7 +288,8 @@ uint64_t ptrace_elf_func_end_below(const struct ptrace_elf *e, uint64_t addr)
     return best;
 }
 
-int ptrace_elf_bias(const struct ptrace_elf *e, unsigned long start, unsigned long off, uint64_t *bias)
+int ptrace_elf_bias(const struct ptrace_elf *e, unsigned long start, unsigned long off,
+                    uint64_t *bias)
 {
     const Elf64_Phdr *hit = NULL;
     for (int i = 0; i < ehdr(e)->e_phnum; i++) {
@@ -412,7 +413,7 @@ static int continued(const struct ptrace_maps *m, size_t i)
 }
 
 int ptrace_module_open(pid_t pid, const struct ptrace_maps *m, const struct ptrace_map *map,
-                    struct ptrace_module *mod)
+                       struct ptrace_module *mod)
 {
     const struct ptrace_map *first = NULL;
     memset(mod, 0, sizeof *mod);
@@ -453,7 +454,8 @@ void ptrace_module_close(struct ptrace_module *mod)
         ptrace_elf_close(&mod->elf);
 }
 
-unsigned long ptrace_module_sym(const struct ptrace_module *mod, const char *name, unsigned long *size)
+unsigned long ptrace_module_sym(const struct ptrace_module *mod, const char *name,
+                                unsigned long *size)
 {
     uint64_t v, sz;
     if (!mod->elf.data || ptrace_elf_sym(&mod->elf, name, &v, &sz) < 0)

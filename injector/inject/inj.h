@@ -25,12 +25,12 @@ int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err);
 /* Runtime addresses in pid of the interpreter's symbols names[0..n-1] (in libpython3.X when
  * the process maps it, else in its executable), 0 for one not found. 0, or a negative code. */
 int ptrace_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
-               struct pb_err *err);
+                  struct pb_err *err);
 
 /* The same for the ELF file at path mapped at start with file offset off (a core file's
  * mappings). 0, or -errno. */
 int ptrace_file_syms(const char *path, unsigned long start, unsigned long off,
-                  const char *const *names, int n, unsigned long *addrs);
+                     const char *const *names, int n, unsigned long *addrs);
 /* The load bias of the ELF file at path mapped at start with file offset off. 0, or -errno. */
 int ptrace_file_bias(const char *path, unsigned long start, unsigned long off, unsigned long *bias);
 

@@ -44,7 +44,7 @@ void ptrace_maps_free(struct ptrace_maps *m);
 /* First mapping whose file basename starts with prefix and, when next is not NULL, is followed by
  * one of the characters in next ("" accepts anything). NULL if none. */
 const struct ptrace_map *ptrace_maps_lookup(const struct ptrace_maps *m, const char *prefix,
-                                      const char *next);
+                                            const char *next);
 const char *ptrace_path_base(const char *path);
 int ptrace_status_read(pid_t pid, struct ptrace_status *st);
 /* comm of pid, or "?" if it cannot be read. */
@@ -75,7 +75,8 @@ const char *ptrace_elf_needed(const struct ptrace_elf *e, int i);
 /* Highest end (value + size) of a defined function symbol whose value is below addr; 0 if none. */
 uint64_t ptrace_elf_func_end_below(const struct ptrace_elf *e, uint64_t addr);
 /* Load bias of a mapping of this file at start with file offset off: runtime = link + bias. */
-int ptrace_elf_bias(const struct ptrace_elf *e, unsigned long start, unsigned long off, uint64_t *bias);
+int ptrace_elf_bias(const struct ptrace_elf *e, unsigned long start, unsigned long off,
+                    uint64_t *bias);
 /* Link-time end (p_vaddr + p_memsz) of the executable PT_LOAD segment mapped from file offset
  * off: the bytes after it, up to the end of its last page, belong to no section. 0, or -ENOENT. */
 int ptrace_elf_exec_end(const struct ptrace_elf *e, unsigned long off, uint64_t *end);
@@ -93,10 +94,11 @@ struct ptrace_module {
 
 /* Open the module mapped from the file named by map (any of its mappings). */
 int ptrace_module_open(pid_t pid, const struct ptrace_maps *m, const struct ptrace_map *map,
-                    struct ptrace_module *mod);
+                       struct ptrace_module *mod);
 void ptrace_module_close(struct ptrace_module *mod);
 /* Runtime address of a symbol in the module, or 0. */
-unsigned long ptrace_module_sym(const struct ptrace_module *mod, const char *name, unsigned long *size);
+unsigned long ptrace_module_sym(const struct ptrace_module *mod, const char *name,
+                                unsigned long *size);
 
 /* ---- ptrace.c ---- */
 
@@ -152,8 +154,8 @@ long ptrace_regs_syscall(const struct ptrace_regs *r, int memfd);
  * stack top at top (below the red zone and our data), returning to address 0 so that the call
  * ends in a SIGSEGV stop. Syscall restart is neutralised in r. *ret_slot is the stack address
  * where the caller must store a zero return address (x86-64), or 0 if none is needed. */
-int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args, int nargs,
-                     unsigned long top, unsigned long *ret_slot);
+int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args,
+                        int nargs, unsigned long top, unsigned long *ret_slot);
 
 /* The self-restoring trampoline (x86_64.c has the full story): code written into unused padding
  * of an executable mapping, which calls fn with the parameter block at the stack top, stops on
@@ -165,13 +167,14 @@ int ptrace_tramp_code(const unsigned char **code, size_t *len, size_t *stop_off)
 size_t ptrace_tramp_frame_size(void);
 /* The FP area as the frame holds it (copied from f into out, with the kernel's end marker);
  * its length, or 0 if it does not fit in cap. */
-size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap, int *xstate);
+size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap,
+                            int *xstate);
 /* Fill buf (ptrace_tramp_frame_size() bytes) with the frame that restores saved, sigmask and the
  * FP area at fp_addr (64-byte aligned; fp_xstate: a full XSAVE area with its markers). */
 int ptrace_tramp_frame(unsigned char *buf, const struct ptrace_regs *saved, uint64_t sigmask,
-                    unsigned long fp_addr, int fp_xstate);
+                       unsigned long fp_addr, int fp_xstate);
 /* Registers for a call through the stub at stub, the parameter block at top (16-aligned). */
-int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args, int nargs,
-                    unsigned long top);
+int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args,
+                       int nargs, unsigned long top);
 
 #endif

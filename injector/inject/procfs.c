@@ -127,7 +127,7 @@ void ptrace_maps_free(struct ptrace_maps *m)
 }
 
 const struct ptrace_map *ptrace_maps_lookup(const struct ptrace_maps *m, const char *prefix,
-                                      const char *next)
+                                            const char *next)
 {
     size_t plen = strlen(prefix);
     for (size_t i = 0; i < m->n; i++) {

@@ -209,7 +209,8 @@ out:
     return rc;
 }
 
-int ptrace_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs, struct pb_err *err)
+int ptrace_pysyms(pid_t pid, const char *const *names, int n, unsigned long *addrs,
+                  struct pb_err *err)
 {
     struct ptrace_pyver v;
     struct ptrace_maps m = {0};
@@ -251,7 +252,7 @@ int ptrace_file_bias(const char *path, unsigned long start, unsigned long off, u
 }
 
 int ptrace_file_syms(const char *path, unsigned long start, unsigned long off,
-                  const char *const *names, int n, unsigned long *addrs)
+                     const char *const *names, int n, unsigned long *addrs)
 {
     struct ptrace_elf e;
     uint64_t bias, v, sz;

@@ -37,7 +37,7 @@ const char *core_setting_unit_hint(const char *name);
 /* PB_EBADARG for an unknown key: what to use for the original's keys, else the close matches
  * among names. */
 int core_setting_unknown(const char *name, const char *const *names, int nnames,
-                          struct pb_err *err);
+                         struct pb_err *err);
 /* The original's environment variables that map to settings (PROBING_RETENTION_DAYS: a number
  * in unit for key). */
 struct probe_compat_env {

@@ -162,8 +162,7 @@ static const char *leaf(const char *k)
     return d ? d + 1 : k;
 }
 
-int core_setting_unknown(const char *name, const char *const *names, int nnames,
-                          struct pb_err *err)
+int core_setting_unknown(const char *name, const char *const *names, int nnames, struct pb_err *err)
 {
     const char *key = strncmp(name, "probing.", 8) == 0 ? name + 8 : name;
     for (size_t i = 0; i < sizeof answered / sizeof answered[0]; i++) {

@@ -636,7 +636,7 @@ static void result(struct probe_dbg_bp *out, int id, int verified, int line, con
 }
 
 int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
-                              struct probe_dbg_bp *out, struct pb_err *err)
+                        struct probe_dbg_bp *out, struct pb_err *err)
 {
     char *cpath = canon(path);
     char fmsg[600] = "";
@@ -716,7 +716,7 @@ int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs,
 }
 
 int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
-                                       struct probe_dbg_bp *out, struct pb_err *err)
+                                 struct probe_dbg_bp *out, struct pb_err *err)
 {
     /* Every entry is allocated before the old ones go: a failure changes nothing. */
     struct fbp *all = n ? calloc((size_t)n, sizeof *all) : NULL;

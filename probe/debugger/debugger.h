@@ -121,10 +121,10 @@ struct probe_dbg_bp {
 /* Replace the line breakpoints of the file at path with n specs; out gets n results. Returns
  * 0, or a negative code with err (out is then filled all the same for what was set). */
 int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
-                              struct probe_dbg_bp *out, struct pb_err *err);
+                        struct probe_dbg_bp *out, struct pb_err *err);
 /* Replace every function breakpoint; as above. */
 int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
-                                       struct probe_dbg_bp *out, struct pb_err *err);
+                                 struct probe_dbg_bp *out, struct pb_err *err);
 /* Exception breakpoints: stop where an exception is raised / ends a thread. */
 int dbg_set_exception_breakpoints(int raised, int uncaught, struct pb_err *err);
 
@@ -162,16 +162,15 @@ int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err 
 enum { PROBE_DBG_VARS_ALL, PROBE_DBG_VARS_INDEXED, PROBE_DBG_VARS_NAMED };
 /* The children of ref (filter, start, count > 0) into out. */
 int dbg_variables(long long ref, int filter, long long start, long long count,
-                        struct probe_dbg_vars *out, struct pb_err *err);
+                  struct probe_dbg_vars *out, struct pb_err *err);
 /* name = value (Python source, evaluated where ref's frame is); out describes the new value
  * (name not set). Output of the evaluation goes out as events; an exception is the error with
  * its traceback in *long_msg (malloc'd). */
-int dbg_set_variable(long long ref, const char *name, const char *value,
-                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg);
+int dbg_set_variable(long long ref, const char *name, const char *value, struct probe_dbg_var *out,
+                     struct pb_err *err, char **long_msg);
 /* The source of sref (> 0: a frame's code without a file) or path; *content and *mime
  * malloc'd (*mime may be NULL). */
-int dbg_source(long long sref, const char *path, char **content, char **mime,
-                     struct pb_err *err);
+int dbg_source(long long sref, const char *path, char **content, char **mime, struct pb_err *err);
 
 /* ---- worker thread, GIL held: for eval ---- */
 struct _object;
@@ -190,7 +189,7 @@ struct probe_eval_result;
  * set; returns 0, or a negative code with err filled when the probe itself failed or the frame
  * is not there (the code's own exceptions are in r). Requires GIL (worker thread). */
 int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
-                   struct probe_eval_result *r, struct pb_err *err);
+                 struct probe_eval_result *r, struct pb_err *err);
 /* debugger/events.c: the debugger's event queue (before the loop runs). */
 int dbg_events_start(void);
 /* Undoes dbg_events_start (a start that failed later, before the loop ran). */

@@ -54,7 +54,7 @@ static const char *simple_expr(const char *src)
 }
 
 int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
-                   struct probe_eval_result *r, struct pb_err *err)
+                 struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
     if (mode == PROBE_EVAL_CHECK)

@@ -193,7 +193,7 @@ void dbg_exc_describe(PyObject *exc, char *buf, size_t n);
  * or 0 when it has no children or the table cannot take it; indexed and named (may be NULL) get
  * its counts of children (0 when unknown). Valid until the next resume. */
 long long dbg_vars_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
-                              long long *named);
+                            long long *named);
 
 /* Among dbg_vars*.c: the children of an object, a page at a time (debugger/variables_obj.c). */
 enum { DBGV_ALL = 0, DBGV_INDEXED = 1, DBGV_NAMED = 2 };
@@ -212,11 +212,11 @@ int dbg_vars_shape(PyObject *obj, long long *indexed, long long *named);
 /* Visit obj's children within pg's window. ns: obj is a namespace dict (frame locals or
  * globals: names as they are, evaluateName the name itself); parent: obj's evaluateName or
  * NULL. Runs no user code. Returns 0. */
-int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
-                  void *ctx);
+int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
+                      dbgv_visit visit, void *ctx);
 /* Store value as obj's child called name (as dbg_vars_children names it). Returns 0 (with *expr
  * the child's evaluateName, malloc'd, or NULL) or a negative code with err. */
 int dbg_vars_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
-                   char **expr, struct pb_err *err);
+                       char **expr, struct pb_err *err);
 
 #endif

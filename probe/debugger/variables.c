@@ -141,7 +141,7 @@ static struct vref *vars_get(long long ref, struct pb_err *err)
 }
 
 long long dbg_vars_register(PyObject *obj, PyObject *frame, const char *expr, long long *indexed,
-                              long long *named)
+                            long long *named)
 {
     long long ix, nm;
     vars_sync();
@@ -269,7 +269,7 @@ int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err 
 }
 
 int dbg_variables(long long ref, int filter, long long start, long long count,
-                        struct probe_dbg_vars *vs, struct pb_err *err)
+                  struct probe_dbg_vars *vs, struct pb_err *err)
 {
     struct dbgv_page pg = {.filter = filter == PROBE_DBG_VARS_INDEXED ? DBGV_INDEXED
                                      : filter == PROBE_DBG_VARS_NAMED ? DBGV_NAMED
@@ -360,8 +360,8 @@ static int set_local(PyObject *f, const char *name, PyObject *value, unsigned lo
     return rc;
 }
 
-int dbg_set_variable(long long ref, const char *name, const char *src,
-                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
+int dbg_set_variable(long long ref, const char *name, const char *src, struct probe_dbg_var *out,
+                     struct pb_err *err, char **long_msg)
 {
     int rc;
     memset(out, 0, sizeof *out);
@@ -380,9 +380,8 @@ int dbg_set_variable(long long ref, const char *name, const char *src,
         rc = set_local(obj, name, value, gen, err);
         expr = strdup(name);
     } else if (rc == 0 && kind == VK_GLOBALS) {
-        rc = PyMapping_SetItemString(obj, name, value) < 0
-                 ? gil_py_fail(err, "setting the global")
-                 : 0;
+        rc = PyMapping_SetItemString(obj, name, value) < 0 ? gil_py_fail(err, "setting the global")
+                                                           : 0;
         expr = strdup(name);
     } else if (rc == 0) {
         rc = dbg_vars_child_set(obj, parent, name, value, &expr, err);
@@ -448,8 +447,7 @@ static int source(long long sref, const char *path, char **content, char **mime,
     return pb_err_set(err, -ENOMEM, "out of memory");
 }
 
-int dbg_source(long long sref, const char *path, char **content, char **mime,
-                     struct pb_err *err)
+int dbg_source(long long sref, const char *path, char **content, char **mime, struct pb_err *err)
 {
     *content = *mime = NULL;
     int rc = source(sref, path, content, mime, err);

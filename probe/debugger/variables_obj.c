@@ -254,8 +254,8 @@ static void attr_children(PyObject *o, const char *parent, struct dbgv_page *pg,
     slot_members(o, slot_child, &w);
 }
 
-int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg, dbgv_visit visit,
-                  void *ctx)
+int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_page *pg,
+                      dbgv_visit visit, void *ctx)
 {
     pg->seen = 0;
     pg->more = 0;
@@ -291,7 +291,7 @@ int dbg_vars_children(PyObject *obj, int ns, const char *parent, struct dbgv_pag
  * or a negative code with err (a Python exception is cleared into it); *expr gets the child's
  * evaluateName (malloc'd) or NULL. */
 int dbg_vars_child_set(PyObject *obj, const char *parent, const char *name, PyObject *value,
-                   char **expr, struct pb_err *err)
+                       char **expr, struct pb_err *err)
 {
     *expr = NULL;
     if (PyTuple_Check(obj) || PyAnySet_Check(obj))

@@ -329,13 +329,13 @@ int gil_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *
 }
 
 int gil_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
-                  PyObject **value, struct pb_err *err)
+                PyObject **value, struct pb_err *err)
 {
     return run_captured(src, mode, g, l, r, value, err);
 }
 
-int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
-                     PyObject **value, struct pb_err *err)
+int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r, PyObject **value,
+                   struct pb_err *err)
 {
     PyObject *g = NULL, *l = NULL;
     memset(r, 0, sizeof *r);

@@ -122,6 +122,6 @@ int gil_memory_proc(struct cJSON *into, struct pb_err *err);
 /* Adds "objects", "gc", "tracemalloc", "cuda" to into; trace is NULL, "start" or "stop".
  * Requires GIL (worker thread). */
 int gil_memory_python(struct cJSON *into, int top, const char *trace, const char *snapshot,
-                        struct pb_err *err);
+                      struct pb_err *err);
 
 #endif

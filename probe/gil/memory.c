@@ -95,7 +95,7 @@ static cJSON *to_json(PyObject *o, int depth)
 }
 
 int gil_memory_python(cJSON *into, int top, const char *trace, const char *snapshot,
-                        struct pb_err *err)
+                      struct pb_err *err)
 {
     PyObject *fn = gil_pyhelper_get("memory"); /* borrowed */
     PyObject *res =

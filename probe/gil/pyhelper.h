@@ -31,7 +31,7 @@ PyObject *gil_pyhelper_get(const char *name);
  * None, statements, or an exception, which is in r). Returns 0, or a negative code with err
  * when the probe itself failed. */
 int gil_eval_ns(const char *src, int mode, PyObject *g, PyObject *l, struct probe_eval_result *r,
-                  PyObject **value, struct pb_err *err);
+                PyObject **value, struct pb_err *err);
 /* PROBE_EVAL_CHECK: only whether src is a complete statement (r->complete). */
 int gil_eval_check(const char *src, struct probe_eval_result *r, struct pb_err *err);
 
@@ -44,7 +44,7 @@ void gil_eval_frame_commit(PyObject *f, PyObject *g, PyObject *l);
 /* Evaluate one expression in frame (NULL: __main__) with output captured into r (exceptions
  * too, as for dbg_eval_run); *value is the result (new reference) when it did not raise.
  * Returns 0 or a negative code with err when the probe itself failed. */
-int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r,
-                     PyObject **value, struct pb_err *err);
+int gil_eval_value(const char *src, PyObject *frame, struct probe_eval_result *r, PyObject **value,
+                   struct pb_err *err);
 
 #endif

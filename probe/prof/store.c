@@ -764,8 +764,7 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             core_rows_add_text(r, f->func);
             core_rows_add_text(r, f->file);
             f->kind == K_PY ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
-            f->kind == K_NATIVE ? core_rows_add_int(r, (long long)f->addr)
-                                : core_rows_add_null(r);
+            f->kind == K_NATIVE ? core_rows_add_int(r, (long long)f->addr) : core_rows_add_null(r);
             core_rows_add_int(r, !keep[k]);
         }
         free(keep);

@@ -193,7 +193,6 @@ int pyrt_line_310(const unsigned char *t, size_t n, int firstlineno, int addr);
 int pyrt_line_loc(const unsigned char *t, size_t n, int firstlineno, int addr);
 /* pyrt_line_loc with the whole position into *loc (all -1 when the table has none; a
  * negative addr gives the first line only). Returns loc->line. */
-int pyrt_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr,
-                  struct pyrt_loc *loc);
+int pyrt_loc_311(const unsigned char *t, size_t n, int firstlineno, int addr, struct pyrt_loc *loc);
 
 #endif

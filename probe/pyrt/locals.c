@@ -104,8 +104,7 @@ int pyrt_names_read(struct probe_thread *t)
 static int local_add(struct probe_frame *f, PyObject *name, PyObject *value)
 {
     struct probe_local *l = &f->locals[f->nlocals];
-    l->name =
-        pyrt_obj_ok(name) && PyUnicode_Check(name) ? pyrt_str_read(name, PYRT_MAX_STR) : NULL;
+    l->name = pyrt_obj_ok(name) && PyUnicode_Check(name) ? pyrt_str_read(name, PYRT_MAX_STR) : NULL;
     if (!l->name)
         return 0; /* non-str key in a namespace dict: skipped */
     l->type = pyrt_repr_typename(value);

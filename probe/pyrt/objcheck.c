@@ -84,8 +84,7 @@ static int cstr_ok(const char *s)
 static int obj_of_type(const PyObject *o, const PyTypeObject *tp)
 {
     PyObject h;
-    return pyrt_ptr_ok(o, sizeof(void *)) && pyrt_mem_read(o, &h, sizeof h) == 0 &&
-           h.ob_type == tp;
+    return pyrt_ptr_ok(o, sizeof(void *)) && pyrt_mem_read(o, &h, sizeof h) == 0 && h.ob_type == tp;
 }
 
 static int type_ok(const PyTypeObject *tp, int with_mro);
@@ -128,7 +127,7 @@ static int type_ok(const PyTypeObject *tp, int with_mro)
     if (meta != &PyType_Type &&
         (!pyrt_ptr_ok(meta, sizeof(void *)) ||
          pyrt_mem_read((const char *)meta + offsetof(PyTypeObject, tp_flags), &mflags,
-                        sizeof mflags) != 0 ||
+                       sizeof mflags) != 0 ||
          !(mflags & Py_TPFLAGS_TYPE_SUBCLASS)))
         return 0;
     if (!cstr_ok(t->tp_name))

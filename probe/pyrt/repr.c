@@ -253,8 +253,8 @@ static int repr_named(struct rbuf *b, PyObject *o)
     }
     if (PyFunction_Check(o)) {
         qual = ((PyFunctionObject *)o)->func_qualname; /* borrowed */
-        name = qual && pyrt_obj_ok(qual) && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual)
-                                                                        : NULL;
+        name =
+            qual && pyrt_obj_ok(qual) && PyUnicode_CheckExact(qual) ? PyUnicode_AsUTF8(qual) : NULL;
         if (!name)
             return PyErr_Clear(), 0;
         puts_(b, "<function ");

@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 int srv_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
-                long fds_open, long fds_max, struct pb_err *err)
+              long fds_open, long fds_max, struct pb_err *err)
 {
     /* At the cap on TCP connections not past attach, the new one takes the place of the
      * oldest of them (closed): clients that only connect cannot lock out the token holder, whose

@@ -19,7 +19,7 @@ struct probe_admit_counts {
     int conns, unauth;
 };
 int srv_admit(const struct probe_admit_limits *l, const struct probe_admit_counts *c, int tcp,
-                long fds_open, long fds_max, struct pb_err *err);
+              long fds_open, long fds_max, struct pb_err *err);
 /* Whether a connection accepted at accepted_ms must be closed at now_ms: not authenticated
  * within timeout_ms (net.auth_timeout_ms), whatever it sent meanwhile. */
 int srv_auth_expired(long long accepted_ms, long long now_ms, int authed, long long timeout_ms);

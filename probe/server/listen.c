@@ -421,8 +421,8 @@ static void format_bound(void)
         return;
     if (ss.ss_family == AF_INET6) {
         uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-        snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "[%s]:%d",
-                 ip, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+        snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "[%s]:%d", ip,
+                 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
     } else {
         uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
         snprintf(core_info_edit()->tcp_address, sizeof core_info_edit()->tcp_address, "%s:%d", ip,

@@ -23,9 +23,9 @@ void srv_snap_without_gil(struct srv_snapjob *j)
 {
     pb_err_clear(&j->err);
     j->snap_rc = pyrt_snapshot(&j->snap,
-                                     (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
-                                         (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
-                                     j->max_frames, &j->err);
+                               (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
+                                   (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
+                               j->max_frames, &j->err);
 }
 
 /* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */

@@ -283,8 +283,8 @@ static void put_tid_name(struct out *o, long tid)
 static void native_stack(struct out *o, void *uc)
 {
     put(o, "\nNative stack of the crashing thread (innermost first):\n");
-    int n =
-        sig_unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, sig_unwind_maps_find, &maps, &ucache);
+    int n = sig_unwind_native((const ucontext_t *)uc, pcs, MAX_NATIVE, sig_unwind_maps_find, &maps,
+                              &ucache);
     if (n <= 0) {
         put(o, "  (no native frames: the signal context has no pc)\n");
         return;

@@ -530,7 +530,7 @@ void sig_prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg)
 }
 
 void sig_prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
-                         int *armed)
+                             int *armed)
 {
     long long m = gone_missed, l = gone_lost, ns = gone_self_ns;
     int a = 0, hi = atomic_load(&slots_hi);

@@ -44,12 +44,12 @@ int sig_prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an o
 int sig_prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
 /* Visit every live slot's tid. */
 void sig_prof_slots_each(void (*fn)(struct prof_slot *s, void *arg), void *arg);
-void sig_prof_slots_clear(void);        /* at stop: every timer deleted, every slot retired */
-void sig_prof_slots_release(void);      /* after the last drain at stop: the spare mappings unmapped */
+void sig_prof_slots_clear(void);   /* at stop: every timer deleted, every slot retired */
+void sig_prof_slots_release(void); /* after the last drain at stop: the spare mappings unmapped */
 void sig_prof_slots_reset_totals(void); /* a new start: counters of freed slots back to 0 */
 /* Counters: missed (expected - delivered by each thread's CPU time), ring drops, handler CPU. */
 void sig_prof_slots_counters(int rate, long long *missed, long long *lost, double *handler_s,
-                         int *armed);
+                             int *armed);
 void sig_prof_fork_child(void); /* async-signal-safe */
 /* The drain thread sleeps in sig_prof_wait until ns pass or a handler filled half of a ring
  * (a futex wake: async-signal-safe, so the drain wakes when there is work, not per sample);

@@ -82,8 +82,8 @@ static int dscan_init(uintptr_t keys, uintptr_t values, struct dscan *d)
 {
 #if PY_VERSION_HEX < 0x030B0000
     struct keys_310 k;
-    if (!keys || pyrt_read(keys, &k, sizeof k) != 0 || k.dk_size <= 0 ||
-        k.dk_size > (1 << 24) || k.dk_nentries < 0 || k.dk_nentries > k.dk_size)
+    if (!keys || pyrt_read(keys, &k, sizeof k) != 0 || k.dk_size <= 0 || k.dk_size > (1 << 24) ||
+        k.dk_nentries < 0 || k.dk_nentries > k.dk_size)
         return -1;
     size_t ix = k.dk_size <= 0xff ? 1 : k.dk_size <= 0xffff ? 2 : 4;
     d->entries = keys + sizeof k + ix * (size_t)k.dk_size;
@@ -220,8 +220,7 @@ static int dscan_instance(uintptr_t obj, struct dscan *d)
         return dscan_dict(w[1], d);
     if (pyrt_read(type + offsetof(PyTypeObject, tp_basicsize), &basic, sizeof basic) != 0 ||
         basic <= 0 || basic > 4096 ||
-        pyrt_read(obj + (uintptr_t)basic, &vh, offsetof(PyDictValues, values)) != 0 ||
-        !vh.valid)
+        pyrt_read(obj + (uintptr_t)basic, &vh, offsetof(PyDictValues, values)) != 0 || !vh.valid)
         return -1;
     return dscan_init(keys, obj + (uintptr_t)basic + offsetof(PyDictValues, values), d);
 #endif
@@ -390,18 +389,14 @@ char *probing_read_dump_v2(pyrt_read_fn rd, int pid, const uintptr_t *syms, int 
                 cJSON_AddStringToObject(o, "nameSource", "threading");
                 break;
             }
-        struct pyrt_walk w = {.rd = pyrt_read,
-                              .flags = PYRT_WALK_CHECK,
-                              .max = max_frames,
-                              .out = fr,
-                              .ext = ext};
+        struct pyrt_walk w = {
+            .rd = pyrt_read, .flags = PYRT_WALK_CHECK, .max = max_frames, .out = fr, .ext = ext};
         int nf = pyrt_frames_walk(&w, pyrt_frames_top(ts[i], pyrt_read));
         cJSON_AddBoolToObject(o, "truncated", nf == max_frames);
         cJSON *fa = cJSON_AddArrayToObject(o, "frames");
         for (int k = 0; k < nf; k++) {
             cJSON *f = frame_json(&fr[k], code), *ls = cJSON_CreateArray();
-            if (locals &&
-                pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_read, local_json, ls) >= 0)
+            if (locals && pyrt_mem_locals(ext[k].frame, fr[k].code, pyrt_read, local_json, ls) >= 0)
                 cJSON_AddItemToObject(f, "locals", ls);
             else
                 cJSON_Delete(ls);
@@ -493,7 +488,8 @@ static int mods_find(uintptr_t pc, struct unwind_mod *m, void *arg)
     const struct mods *ms = arg;
     for (int i = 0; i < ms->n; i++)
         if (pc >= ms->v[i].lo && pc < ms->v[i].hi)
-            return sig_unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo && pc < m->hi
+            return sig_unwind_mod_from_image(ms->v[i].base, m, NULL) == 0 && pc >= m->lo &&
+                           pc < m->hi
                        ? 0
                        : -1;
     return -1;

@@ -389,8 +389,8 @@ static size_t table_get(const struct pyrt_code *co, unsigned char *table, size_t
 {
     PyVarObject th;
     size_t tn;
-    if (pyrt_read(co->table, &th, sizeof th) != 0 ||
-        Py_TYPE((PyObject *)&th) != PYRT_BYTES_TYPE || th.ob_size < 0)
+    if (pyrt_read(co->table, &th, sizeof th) != 0 || Py_TYPE((PyObject *)&th) != PYRT_BYTES_TYPE ||
+        th.ob_size < 0)
         return 0;
     tn = (size_t)th.ob_size < cap ? (size_t)th.ob_size : cap;
     if (tn && pyrt_read(co->table + offsetof(PyBytesObject, ob_sval), table, tn) != 0)

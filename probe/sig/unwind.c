@@ -94,8 +94,8 @@ static int cfi_at(const struct unwind_mod *m, uintptr_t pc, struct sig_unwind_cf
         fde = hit->fde, cie = hit->cie;
         a[0] = hit->fde_addr, a[1] = hit->cie_addr;
         len[0] = hit->fde_len - 4u, len[1] = hit->cie_len - 4u;
-    } else if (sig_unwind_cfi_fetch(m, pc, uc->blk, uc->fde, UNWIND_MAXFDE, uc->cie, UNWIND_MAXREC, a,
-                                len) != 0) {
+    } else if (sig_unwind_cfi_fetch(m, pc, uc->blk, uc->fde, UNWIND_MAXFDE, uc->cie, UNWIND_MAXREC,
+                                    a, len) != 0) {
         return -1;
     }
     if (sig_unwind_cfi_fde(fde, 4 + (size_t)len[0], a[0], cie, len[1] + 4, a[1], pc, f) != 0)
@@ -155,7 +155,8 @@ static int step_cfi(struct unwind_regs *rs, const struct unwind_cfi_state *s, in
             v = ok ? old.v[r->v] : 0;
             break;
         case UNWIND_R_EXPR:
-            ok = sig_unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &a) == 0 && rd(a, &v) == 0;
+            ok = sig_unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &a) == 0 &&
+                 rd(a, &v) == 0;
             break;
         case UNWIND_R_VALEXPR:
             ok = sig_unwind_cfi_expr((uintptr_t)r->v, r->len, &old, 1, cfa, &v) == 0;
@@ -205,7 +206,7 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
                 struct unwind_cache *cache, int guess, int exact, int *clean, int *nalt);
 
 int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
-                  struct unwind_cache *cache)
+                      struct unwind_cache *cache)
 {
     struct unwind_regs rs;
     memset(&rs, 0, sizeof rs);
@@ -227,7 +228,7 @@ int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find
 }
 
 int sig_unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
-                       struct unwind_cache *cache, int alt, int *nalt)
+                           struct unwind_cache *cache, int alt, int *nalt)
 {
     struct unwind_regs rs;
     memset(&rs, 0, sizeof rs);

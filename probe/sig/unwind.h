@@ -108,7 +108,7 @@ struct unwind_cache {
  * table, whose rules are then cached in cache) locates modules; cache (required) is the calling
  * thread's own. Returns the count (>= 1 when uc has a pc). */
 int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find_fn find, void *arg,
-                  struct unwind_cache *cache);
+                      struct unwind_cache *cache);
 
 /* The same from a pc and a stack pointer alone (a thread blocked in a system call, read from
  * /proc/self/task/TID/syscall without stopping it: prof/native.c), with the published module
@@ -118,7 +118,7 @@ int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find
  * that can tell a wrong guess; *nalt (may be NULL) gets how many other such guesses there are.
  * Async-signal-safe; cache is the caller's own. */
 int sig_unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
-                       struct unwind_cache *cache, int alt, int *nalt);
+                           struct unwind_cache *cache, int alt, int *nalt);
 
 /* Not in a signal handler. Rebuilds and publishes the module table when the loader's object
  * list changed since the last build (dl_iterate_phdr's adds/subs counters), keeping the
@@ -156,9 +156,11 @@ int sig_unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwin
  * for an anonymous mapping) into name (cap bytes), which ml->path then points at. 0; -1 when
  * nothing answers (no mapping there, a longer name); -2 when the kernel has no such ioctl (read
  * the file instead). Async-signal-safe. */
-int sig_unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name, size_t cap);
+int sig_unwind_maps_query(int fd, uintptr_t addr, struct unwind_mapline *ml, char *name,
+                          size_t cap);
 /* Where the file of ml is mapped at offset 0 (its ELF header). 0, or -1. */
-int sig_unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base);
+int sig_unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml,
+                         uintptr_t *base);
 /* unwind_find_fn over the maps in arg (a struct unwind_maps *) and the ELF headers in memory.
  * Async-signal-safe. */
 int sig_unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg);

@@ -45,7 +45,7 @@ struct unwind_rule *sig_unwind_cache_slot(struct unwind_cache *c, uintptr_t pc)
  * again without reading its FDE ---- */
 
 int sig_unwind_cache_row_get(const struct unwind_cache *c, uintptr_t pc, unsigned gen,
-                         struct unwind_rule *e)
+                             struct unwind_rule *e)
 {
     for (int i = 0; i < UNWIND_ROWS; i++)
         if (c->rows[i].gen == gen && c->rows[i].lo <= pc && pc < c->rows[i].hi) {
@@ -58,7 +58,7 @@ int sig_unwind_cache_row_get(const struct unwind_cache *c, uintptr_t pc, unsigne
 }
 
 void sig_unwind_cache_row_put(struct unwind_cache *c, const uintptr_t row[2],
-                          const struct unwind_rule *r)
+                              const struct unwind_rule *r)
 {
     struct unwind_row *w = &c->rows[c->row_next++ % UNWIND_ROWS];
     w->gen = 0;
@@ -133,7 +133,7 @@ void sig_unwind_cache_shared_put(const uintptr_t row[2], const struct unwind_rul
 /* ---- the thread's FDEs: an interrupted function is found again without its search ---- */
 
 const struct unwind_fde *sig_unwind_cache_fde_get(const struct unwind_cache *c, uintptr_t pc,
-                                              unsigned gen)
+                                                  unsigned gen)
 {
     for (int i = 0; gen && i < UNWIND_FDES; i++)
         if (c->f[i].gen == gen && c->f[i].start <= pc && pc < c->f[i].end)
@@ -141,9 +141,10 @@ const struct unwind_fde *sig_unwind_cache_fde_get(const struct unwind_cache *c, 
     return NULL;
 }
 
-void sig_unwind_cache_fde_put(struct unwind_cache *c, unsigned gen, const struct sig_unwind_cfi_fde *f,
-                          const uint8_t *fde, uint32_t fde_len, uintptr_t fde_addr,
-                          const uint8_t *cie, uint32_t cie_len, uintptr_t cie_addr)
+void sig_unwind_cache_fde_put(struct unwind_cache *c, unsigned gen,
+                              const struct sig_unwind_cfi_fde *f, const uint8_t *fde,
+                              uint32_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
+                              uint32_t cie_len, uintptr_t cie_addr)
 {
     if (!gen || fde_len > sizeof c->f[0].fde || cie_len > sizeof c->f[0].cie)
         return;

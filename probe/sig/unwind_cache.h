@@ -30,9 +30,9 @@ struct unwind_rule *sig_unwind_cache_slot(struct unwind_cache *c, uintptr_t pc);
 /* The thread's rows: the row of generation gen holding pc into *e (keyed to pc): 0, or -1.
  * sig_unwind_cache_row_put keeps r for the locations [row[0], row[1]). */
 int sig_unwind_cache_row_get(const struct unwind_cache *c, uintptr_t pc, unsigned gen,
-                         struct unwind_rule *e);
+                             struct unwind_rule *e);
 void sig_unwind_cache_row_put(struct unwind_cache *c, const uintptr_t row[2],
-                          const struct unwind_rule *r);
+                              const struct unwind_rule *r);
 
 /* The shared rows, the same way (r->pc chooses the set). */
 int sig_unwind_cache_shared_get(uintptr_t pc, unsigned gen, struct unwind_rule *out);
@@ -42,9 +42,10 @@ void sig_unwind_cache_shared_put(const uintptr_t row[2], const struct unwind_rul
  * sig_unwind_cache_fde_put keeps the FDE f (fde_len bytes at fde, its record at fde_addr) and its
  * CIE (cie_len bytes at cie, at cie_addr) when both fit. */
 const struct unwind_fde *sig_unwind_cache_fde_get(const struct unwind_cache *c, uintptr_t pc,
-                                              unsigned gen);
-void sig_unwind_cache_fde_put(struct unwind_cache *c, unsigned gen, const struct sig_unwind_cfi_fde *f,
-                          const uint8_t *fde, uint32_t fde_len, uintptr_t fde_addr,
-                          const uint8_t *cie, uint32_t cie_len, uintptr_t cie_addr);
+                                                  unsigned gen);
+void sig_unwind_cache_fde_put(struct unwind_cache *c, unsigned gen,
+                              const struct sig_unwind_cfi_fde *f, const uint8_t *fde,
+                              uint32_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
+                              uint32_t cie_len, uintptr_t cie_addr);
 
 #endif

@@ -109,7 +109,7 @@ static int regno(uint64_t r)
 enum { EXPR_MAX = 64, EXPR_STACK = 16 };
 
 int sig_unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, int push_cfa,
-                    uintptr_t cfa, uintptr_t *out)
+                        uintptr_t cfa, uintptr_t *out)
 {
     uint8_t code[EXPR_MAX];
     uintptr_t st[EXPR_STACK];
@@ -306,9 +306,10 @@ static void skip(struct buf *b, uint64_t n)
     b->addr += (uintptr_t)n;
 }
 
-int sig_unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct unwind_cie *c,
-                   uintptr_t loc, uintptr_t pc, struct unwind_cfi_state *s,
-                   const struct unwind_cfi_state *init, uintptr_t row[2])
+int sig_unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr,
+                       const struct unwind_cie *c, uintptr_t loc, uintptr_t pc,
+                       struct unwind_cfi_state *s, const struct unwind_cfi_state *init,
+                       uintptr_t row[2])
 {
     struct unwind_cfi_state stack[4];
     int depth = 0;
@@ -553,8 +554,8 @@ int sig_unwind_fde_bounds(const struct unwind_mod *m, uintptr_t pc, uintptr_t ra
 }
 
 int sig_unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uint8_t *fde,
-                     uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
-                     uint32_t n[2])
+                         uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
+                         uint32_t n[2])
 {
     int32_t ent[2];
     uint32_t len, clen, cie_ptr;
@@ -572,7 +573,8 @@ int sig_unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk,
 }
 
 int sig_unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
-                   size_t cie_len, uintptr_t cie_addr, uintptr_t pc, struct sig_unwind_cfi_fde *f)
+                       size_t cie_len, uintptr_t cie_addr, uintptr_t pc,
+                       struct sig_unwind_cfi_fde *f)
 {
     struct buf b;
     uintptr_t start, range;
@@ -594,7 +596,7 @@ int sig_unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, c
 }
 
 int sig_unwind_cfi_row(const struct sig_unwind_cfi_fde *f, uintptr_t pc, struct unwind_cfi_state *s,
-                   uintptr_t row[2])
+                       uintptr_t row[2])
 {
     const struct unwind_cie *c = &f->cie;
     memset(s, 0, sizeof *s);

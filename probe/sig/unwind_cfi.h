@@ -63,7 +63,7 @@ struct unwind_cie {
  * arithmetic and comparisons. 0 and *out, or -1 (another opcode, a stack over- or underflow,
  * an unreadable byte, an unknown register). */
 int sig_unwind_cfi_expr(uintptr_t expr, uint32_t len, const struct unwind_regs *rs, int push_cfa,
-                    uintptr_t cfa, uintptr_t *out);
+                        uintptr_t cfa, uintptr_t *out);
 
 /* The CIE in the n bytes p (its 4-byte length first; at target address addr) into *c. Only
  * 32-bit records whose return-address column is UNWIND_RA, with augmentations "", "eh" or
@@ -76,9 +76,10 @@ int sig_unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind
  * starts and ends (end 0: at the end of the instructions, i.e. the FDE's range). 0, or -1 (an
  * unknown opcode, a truncated operand, remember_state nested deeper than 4, restore_state
  * without remember_state). */
-int sig_unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr, const struct unwind_cie *c,
-                   uintptr_t loc, uintptr_t pc, struct unwind_cfi_state *s,
-                   const struct unwind_cfi_state *init, uintptr_t row[2]);
+int sig_unwind_cfi_run(const uint8_t *p, const uint8_t *end, uintptr_t addr,
+                       const struct unwind_cie *c, uintptr_t loc, uintptr_t pc,
+                       struct unwind_cfi_state *s, const struct unwind_cfi_state *init,
+                       uintptr_t row[2]);
 
 /* An FDE parsed for a pc: its CIE, its instructions (pointing into the FDE's bytes) and the
  * range [start, end) of its function. */
@@ -93,19 +94,20 @@ struct sig_unwind_cfi_fde {
  * cie_len bytes at cie (at cie_addr), parsed into *f when it covers pc (f's pointers point into
  * fde and cie). 0, or -1 (a bad record, or pc outside the FDE). */
 int sig_unwind_cfi_fde(const uint8_t *fde, size_t fde_len, uintptr_t fde_addr, const uint8_t *cie,
-                   size_t cie_len, uintptr_t cie_addr, uintptr_t pc, struct sig_unwind_cfi_fde *f);
+                       size_t cie_len, uintptr_t cie_addr, uintptr_t pc,
+                       struct sig_unwind_cfi_fde *f);
 
 /* The rules at pc of the FDE f (the CIE's instructions, then the FDE's) into *s, and into row
  * the range of locations they hold for (the pc alone when the locations are odd). 0, or -1. */
 int sig_unwind_cfi_row(const struct sig_unwind_cfi_fde *f, uintptr_t pc, struct unwind_cfi_state *s,
-                   uintptr_t row[2]);
+                       uintptr_t row[2]);
 
 /* The FDE of module m whose search-table entry is the last at or below pc, read fault-proof
  * (blk: 2 * UNWIND_STRIDE words of scratch) into fde (fde_cap bytes) and its CIE into cie
  * (cie_cap bytes); their addresses into a (a[0] the FDE's, a[1] the CIE's) and their length
  * fields into len (each record is len + 4 bytes). 0, or -1. */
 int sig_unwind_cfi_fetch(const struct unwind_mod *m, uintptr_t pc, int32_t *blk, uint8_t *fde,
-                     uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
-                     uint32_t len[2]);
+                         uint32_t fde_cap, uint8_t *cie, uint32_t cie_cap, uintptr_t a[2],
+                         uint32_t len[2]);
 
 #endif

@@ -95,7 +95,8 @@ int sig_unwind_maps_line(const struct unwind_maps *m, uintptr_t pc, struct unwin
     return -1;
 }
 
-int sig_unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml, uintptr_t *base)
+int sig_unwind_maps_base(const struct unwind_maps *m, const struct unwind_mapline *ml,
+                         uintptr_t *base)
 {
     const char *p = m->buf, *end = m->buf + m->len;
     size_t len = (size_t)(ml->path_end - ml->path);
@@ -120,7 +121,8 @@ int sig_unwind_maps_find(uintptr_t pc, struct unwind_mod *m, void *arg)
     const struct unwind_maps *maps = arg;
     struct unwind_mapline ml;
     uintptr_t base;
-    if (!maps || sig_unwind_maps_line(maps, pc, &ml) != 0 || sig_unwind_maps_base(maps, &ml, &base) != 0)
+    if (!maps || sig_unwind_maps_line(maps, pc, &ml) != 0 ||
+        sig_unwind_maps_base(maps, &ml, &base) != 0)
         return -1;
     return sig_unwind_mod_from_image(base, m, NULL);
 }

@@ -55,7 +55,8 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
         }
     }
     if (m.hi && m.hdr)
-        sig_unwind_hdr_parse(&m, (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
+        sig_unwind_hdr_parse(&m,
+                             (const uint8_t *)m.hdr); /* mapped while the loader's lock is held */
     if (m.hi && m.table && m.count > 0) {
         uint32_t n = (m.count + UNWIND_STRIDE - 1) / UNWIND_STRIDE;
         int32_t *ix = malloc(n * sizeof *ix);

@@ -89,8 +89,8 @@ static int find(const char *name)
     return -1;
 }
 
-int sql_history_define(const char *table, const char *description,
-                         const struct probe_column *cols, int ncols, struct pb_err *err)
+int sql_history_define(const char *table, const char *description, const struct probe_column *cols,
+                       int ncols, struct pb_err *err)
 {
     if (!valid_name(table))
         return pb_err_set(err, PB_EBADARG,
@@ -169,7 +169,7 @@ static int has_index_on(const struct hist_table *h, const char *cols)
 }
 
 int sql_history_rollup(const char *table, const char *group_cols, const char *value_cols,
-                         struct pb_err *err)
+                       struct pb_err *err)
 {
     char name[128];
     int b = find(table);
@@ -537,9 +537,9 @@ int sql_collector_start(void)
 {
     struct pb_err err = {0};
     int rc = sql_history_define("system.process_history",
-                                  "this process sampled from /proc every history.interval_s "
-                                  "seconds (built-in collector)",
-                                  process_history_cols, 6, &err);
+                                "this process sampled from /proc every history.interval_s "
+                                "seconds (built-in collector)",
+                                process_history_cols, 6, &err);
     if (rc < 0)
         return rc;
     uv_timer_init(core_agent_loop(), &collector);

@@ -87,8 +87,8 @@ static void stat_column(struct probe_column *c, const char *col, int s)
 }
 
 struct probe_rollup *sql_rollup_new(const struct probe_table_info *base, const char *group_cols,
-                                      const char *value_cols, struct probe_column **cols,
-                                      int *ncols, struct pb_err *err)
+                                    const char *value_cols, struct probe_column **cols, int *ncols,
+                                    struct pb_err *err)
 {
     struct probe_rollup *r = calloc(1, sizeof *r);
     if (!r) {
@@ -297,7 +297,7 @@ static struct probe_value column_value(sqlite3_stmt *st, int c)
 }
 
 void sql_rollup_scan(sqlite3 *db, const char *base, int ncols, long long upto, int sign,
-                       struct probe_rollup *const *rs, int nr)
+                     struct probe_rollup *const *rs, int nr)
 {
     char *sql = sqlite3_mprintf("SELECT * FROM %s WHERE rowid <= %lld", base, upto);
     sqlite3_stmt *st = NULL;
@@ -364,7 +364,7 @@ static void exec_rid(sqlite3 *db, const char *name, long long rid)
 }
 
 void sql_rollup_sync(sqlite3 *db, struct probe_rollup *r, const struct probe_table_info *base,
-                       const struct probe_table_info *self)
+                     const struct probe_table_info *self)
 {
     const char *name = self->name;
     sqlite3_stmt *st = NULL;

@@ -36,8 +36,8 @@ struct probe_column {
  * the strings must stay valid for the process's life (static tables). Any thread; idempotent
  * for the same name. The table exists in SQL once the first row is flushed, or at the first
  * query. Returns 0, PB_EBADARG (bad name, too many tables) with err filled. */
-int sql_history_define(const char *table, const char *description,
-                         const struct probe_column *cols, int ncols, struct pb_err *err);
+int sql_history_define(const char *table, const char *description, const struct probe_column *cols,
+                       int ncols, struct pb_err *err);
 /* Declare an index on a history table ("col1,col2": its columns, ts included), created with
  * the table (or at the next flush), so GROUP BY / WHERE on those columns need no sort or full
  * scan. Any thread. Returns 0 or PB_EBADARG. */
@@ -56,7 +56,7 @@ void sql_history_flush(void);
  * table holds (sums up to floating-point rounding). Declares an index on group_cols. Any
  * thread; idempotent. Returns 0 or PB_EBADARG. */
 int sql_history_rollup(const char *table, const char *group_cols, const char *value_cols,
-                         struct pb_err *err);
+                       struct pb_err *err);
 /* Start the built-in collector (system.process_history) on the loop. Loop thread. */
 int sql_collector_start(void);
 
@@ -115,13 +115,13 @@ void sql_history_bind(struct sqlite3_stmt *st, int i, const struct probe_value *
 #define PROBE_ROLLUP_MAX_VALUES 6
 struct probe_rollup;
 struct probe_rollup *sql_rollup_new(const struct probe_table_info *base, const char *group_cols,
-                                      const char *value_cols, struct probe_column **cols,
-                                      int *ncols, struct pb_err *err);
+                                    const char *value_cols, struct probe_column **cols, int *ncols,
+                                    struct pb_err *err);
 void sql_rollup_add(struct probe_rollup *r, double ts, const struct probe_value *row);
 void sql_rollup_scan(struct sqlite3 *db, const char *base, int ncols, long long upto, int sign,
-                       struct probe_rollup *const *rs, int nr);
+                     struct probe_rollup *const *rs, int nr);
 void sql_rollup_sync(struct sqlite3 *db, struct probe_rollup *r,
-                       const struct probe_table_info *base, const struct probe_table_info *self);
+                     const struct probe_table_info *base, const struct probe_table_info *self);
 /* The open database (task thread), opening it if needed; NULL with err on failure. */
 struct sqlite3 *sql_store_db(struct pb_err *err);
 double sql_now(void);

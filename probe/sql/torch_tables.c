@@ -38,21 +38,20 @@ const int probe_torch_steps_ncols = (int)(sizeof steps_cols / sizeof steps_cols[
 int sql_torch_tables_define(struct pb_err *err)
 {
     int rc = sql_history_define(PROBE_TORCH_TRACE_TABLE,
-                                  "per-module PyTorch timing and memory of the "
-                                  "traced steps (perf --torch)",
-                                  trace_cols, probe_torch_trace_ncols, err);
+                                "per-module PyTorch timing and memory of the "
+                                "traced steps (perf --torch)",
+                                trace_cols, probe_torch_trace_ncols, err);
     if (rc == 0)
-        rc = sql_history_define(PROBE_TORCH_STEPS_TABLE,
-                                  "one row per step while perf --torch runs", steps_cols,
-                                  probe_torch_steps_ncols, err);
+        rc = sql_history_define(PROBE_TORCH_STEPS_TABLE, "one row per step while perf --torch runs",
+                                steps_cols, probe_torch_steps_ncols, err);
     /* What users group by (docs/torch.md's queries): per module and stage, per step. */
     if (rc == 0)
         rc = sql_history_rollup(PROBE_TORCH_TRACE_TABLE, "module,stage",
-                                  "duration,allocated,max_allocated", err);
+                                "duration,allocated,max_allocated", err);
     if (rc == 0)
         rc = sql_history_rollup(PROBE_TORCH_TRACE_TABLE, "step",
-                                  "duration,allocated,"
-                                  "max_allocated,rss",
-                                  err);
+                                "duration,allocated,"
+                                "max_allocated,rss",
+                                err);
     return rc;
 }

@@ -46,7 +46,8 @@ int sql_vtab_perf_stacks_fill(struct probe_rows *r, const struct vtab_args *a, s
 int sql_vtab_perf_frames_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
 extern const struct probe_column vtab_perf_samples_cols[7], vtab_perf_stacks_cols[4],
     vtab_perf_frames_cols[9];
-int sql_vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err);
+int sql_vtab_perf_by_stack_fill(struct probe_rows *r, const struct vtab_args *a,
+                                struct pb_err *err);
 extern const struct probe_column vtab_perf_by_stack_cols[7];
 /* Sample /proc/self for system.process_history: rss, vms, cpu_user, cpu_system, threads, fds. */
 int sql_vtab_process_sample(double out[6]);

@@ -122,16 +122,16 @@ static int gpu_absent;
 int sql_gpu_tables_define(struct pb_err *err)
 {
     int rc = sql_history_define("system.gpu_history",
-                                  "system.gpus sampled every "
-                                  "history.interval_s seconds (built-in collector; empty without "
-                                  "an NVIDIA GPU and driver)",
-                                  vtab_gpus_cols, 17, err);
+                                "system.gpus sampled every "
+                                "history.interval_s seconds (built-in collector; empty without "
+                                "an NVIDIA GPU and driver)",
+                                vtab_gpus_cols, 17, err);
     return rc < 0 ? rc
                   : sql_history_define("system.gpu_process_history",
-                                         "system.gpu_processes "
-                                         "sampled every history.interval_s seconds (built-in "
-                                         "collector; empty without an NVIDIA GPU and driver)",
-                                         vtab_gpu_procs_cols, 4, err);
+                                       "system.gpu_processes "
+                                       "sampled every history.interval_s seconds (built-in "
+                                       "collector; empty without an NVIDIA GPU and driver)",
+                                       vtab_gpu_procs_cols, 4, err);
 }
 
 static struct probe_value vint(long long v)

@@ -148,11 +148,11 @@ int torch_comm_run(int action, cJSON *out, struct pb_err *err)
                   : PyObject_CallObject(fn, NULL);
     if (!res)
         return gil_py_fail(err, action == PROBE_TORCH_START ? "starting the collectives "
-                                                                "recorder"
-                                  : action == PROBE_TORCH_STOP
-                                      ? "stopping the collectives "
-                                        "recorder"
-                                      : "reading the collectives recorder's state");
+                                                              "recorder"
+                                : action == PROBE_TORCH_STOP
+                                    ? "stopping the collectives "
+                                      "recorder"
+                                    : "reading the collectives recorder's state");
     if (res == Py_None) {
         Py_DECREF(res);
         return pb_err_set(err, PB_ESTATE,

@@ -316,10 +316,9 @@ int torch_run(int action, int every, cJSON *out, struct pb_err *err)
                                           safe_edit_fn)
                   : NULL;
     if (!res)
-        return gil_py_fail(err, action == PROBE_TORCH_START ? "starting the torch tracer"
-                                  : action == PROBE_TORCH_STOP
-                                      ? "stopping the torch tracer"
-                                      : "reading the torch tracer's state");
+        return gil_py_fail(err, action == PROBE_TORCH_START  ? "starting the torch tracer"
+                                : action == PROBE_TORCH_STOP ? "stopping the torch tracer"
+                                                             : "reading the torch tracer's state");
     if (res == Py_None) {
         Py_DECREF(res);
         return pb_err_set(err, PB_ESTATE,

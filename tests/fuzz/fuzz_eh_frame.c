@@ -104,7 +104,8 @@ static void unwinds(const struct unwind_mod *m, const uintptr_t *pcs, int npcs, 
 #endif
         n = sig_unwind_native(&uc, out, 64, NULL, NULL, &cache);
         check(n >= 0 && n <= 64, "sig_unwind_native: more frames than asked");
-        n = sig_unwind_native(&uc, out, 3, sig_unwind_table_find, t, &cache); /* a finder, no cache */
+        n = sig_unwind_native(&uc, out, 3, sig_unwind_table_find, t,
+                              &cache); /* a finder, no cache */
         check(n >= 0 && n <= 3, "sig_unwind_native(find): more frames than asked");
     }
     atomic_store(&unwind_cur_table, NULL);
@@ -146,12 +147,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sig_unwind_fde_bounds(&m, pcs[i], range) == 0)
             check(range[0] <= pcs[i] && pcs[i] < range[1], "sig_unwind_fde_bounds: pc outside");
         if (sig_unwind_cfi_fetch(&m, pcs[i], cache.blk, cache.fde, UNWIND_MAXFDE, cache.cie,
-                             UNWIND_MAXREC, a, len) == 0 &&
-            sig_unwind_cfi_fde(cache.fde, 4 + (size_t)len[0], a[0], cache.cie, len[1] + 4, a[1], pcs[i],
-                           &f) == 0) {
+                                 UNWIND_MAXREC, a, len) == 0 &&
+            sig_unwind_cfi_fde(cache.fde, 4 + (size_t)len[0], a[0], cache.cie, len[1] + 4, a[1],
+                               pcs[i], &f) == 0) {
             check(f.start <= pcs[i] && pcs[i] < f.end, "sig_unwind_cfi_fde: pc outside the FDE");
             if (sig_unwind_cfi_row(&f, pcs[i], &s, row) == 0)
-                check(row[0] <= pcs[i] && pcs[i] < row[1], "sig_unwind_cfi_row: pc outside its row");
+                check(row[0] <= pcs[i] && pcs[i] < row[1],
+                      "sig_unwind_cfi_row: pc outside its row");
         }
     }
     if (npcs) {

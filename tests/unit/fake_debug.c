@@ -119,7 +119,7 @@ static int refuse(const struct probe_dbg_bp_spec *specs, int n, struct probe_dbg
 }
 
 int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs, int n,
-                              struct probe_dbg_bp *out, struct pb_err *err)
+                        struct probe_dbg_bp *out, struct pb_err *err)
 {
     (void)path;
     (void)err;
@@ -127,7 +127,7 @@ int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs,
 }
 
 int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
-                                       struct probe_dbg_bp *out, struct pb_err *err)
+                                 struct probe_dbg_bp *out, struct pb_err *err)
 {
     (void)err;
     return refuse(specs, n, out);
@@ -164,7 +164,7 @@ int dbg_scopes(long long frame_id, struct probe_dbg_scope out[2], struct pb_err 
 }
 
 int dbg_variables(long long ref, int filter, long long start, long long count,
-                        struct probe_dbg_vars *out, struct pb_err *err)
+                  struct probe_dbg_vars *out, struct pb_err *err)
 {
     (void)filter;
     (void)start;
@@ -173,8 +173,8 @@ int dbg_variables(long long ref, int filter, long long start, long long count,
     return pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
 }
 
-int dbg_set_variable(long long ref, const char *name, const char *value,
-                           struct probe_dbg_var *out, struct pb_err *err, char **long_msg)
+int dbg_set_variable(long long ref, const char *name, const char *value, struct probe_dbg_var *out,
+                     struct pb_err *err, char **long_msg)
 {
     (void)name;
     (void)value;
@@ -183,8 +183,7 @@ int dbg_set_variable(long long ref, const char *name, const char *value,
     return pb_err_set(err, PB_EBADARG, "variablesReference %lld: no such reference", ref);
 }
 
-int dbg_source(long long sref, const char *path, char **content, char **mime,
-                     struct pb_err *err)
+int dbg_source(long long sref, const char *path, char **content, char **mime, struct pb_err *err)
 {
     (void)sref;
     *content = *mime = NULL;

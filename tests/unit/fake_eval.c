@@ -13,7 +13,7 @@
 #include "debugger/debugger.h"
 
 int dbg_eval_run(const char *src, int mode, long long frame_id, int refs,
-                   struct probe_eval_result *r, struct pb_err *err)
+                 struct probe_eval_result *r, struct pb_err *err)
 {
     memset(r, 0, sizeof *r);
     if (frame_id >= 0 && mode != PROBE_EVAL_CHECK)
@@ -66,7 +66,7 @@ int gil_memory_proc(struct cJSON *into, struct pb_err *err)
 }
 
 int gil_memory_python(struct cJSON *into, int top, const char *trace, const char *snapshot,
-                        struct pb_err *err)
+                      struct pb_err *err)
 {
     (void)top;
     (void)trace;

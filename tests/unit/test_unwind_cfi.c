@@ -304,8 +304,9 @@ static uintptr_t ev(const uint8_t *code, size_t n)
 {
     struct unwind_regs r = regs();
     uintptr_t out = 0;
-    return sig_unwind_cfi_expr((uintptr_t)code, (uint32_t)n, &r, 0, 0, &out) == 0 ? out
-                                                                              : (uintptr_t)-12345;
+    return sig_unwind_cfi_expr((uintptr_t)code, (uint32_t)n, &r, 0, 0, &out) == 0
+               ? out
+               : (uintptr_t)-12345;
 }
 #define FAILED ((uintptr_t)-12345)
 #define EV(...)                                       \
@@ -576,11 +577,12 @@ TEST(fde_and_rows_from_the_search_table)
             ASSERT_EQ(sig_unwind_fde_bounds(&m, pcs[k], range), 0);
             ASSERT_EQ(range[0], func(i));
             ASSERT_EQ(range[1], func(i) + 0x80);
-            ASSERT_EQ(sig_unwind_cfi_fetch(&m, pcs[k], blk, fde, sizeof fde, cie, sizeof cie, a, len),
-                      0);
+            ASSERT_EQ(
+                sig_unwind_cfi_fetch(&m, pcs[k], blk, fde, sizeof fde, cie, sizeof cie, a, len), 0);
             ASSERT_EQ(a[1], (uintptr_t)img + EH);
             ASSERT_EQ(len[0], 20);
-            ASSERT_EQ(sig_unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], pcs[k], &f), 0);
+            ASSERT_EQ(sig_unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], pcs[k], &f),
+                      0);
             ASSERT_EQ(f.start, func(i));
             ASSERT_EQ(f.end, func(i) + 0x80);
             ASSERT_EQ(sig_unwind_cfi_row(&f, pcs[k], &s, row), 0);
@@ -591,9 +593,9 @@ TEST(fde_and_rows_from_the_search_table)
             ASSERT_EQ(row[0], k == 0 ? func(i) : func(i) + 4);
             ASSERT_EQ(row[1], k == 0 ? func(i) + 4 : func(i) + 0x80);
             /* the FDE does not cover a pc past its end */
-            ASSERT_EQ(
-                sig_unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1], func(i) + 0x80, &f),
-                -1);
+            ASSERT_EQ(sig_unwind_cfi_fde(fde, len[0] + 4, a[0], cie, len[1] + 4, a[1],
+                                         func(i) + 0x80, &f),
+                      -1);
         }
     }
     /* between the functions and below the first: no FDE covers it */
@@ -651,7 +653,7 @@ TEST(cache_rows_fdes_and_shared_by_generation)
     ASSERT_EQ(got.cfa_off, 16);
     ASSERT_EQ(sig_unwind_cache_row_get(&c, 0x401040, 5, &got), -1); /* past the row */
     ASSERT_EQ(sig_unwind_cache_row_get(&c, 0x401020, 6, &got), -1); /* another table */
-    for (int i = 1; i <= UNWIND_ROWS; i++) {                    /* round-robin: the first goes */
+    for (int i = 1; i <= UNWIND_ROWS; i++) { /* round-robin: the first goes */
         uintptr_t other[2] = {0x500000 + (uintptr_t)i * 0x100, 0x500000 + (uintptr_t)i * 0x100 + 1};
         sig_unwind_cache_row_put(&c, other, &r);
     }
@@ -673,7 +675,8 @@ TEST(cache_rows_fdes_and_shared_by_generation)
     ASSERT(sig_unwind_cache_fde_get(&c, 0x401080, 5) == NULL);
     ASSERT(sig_unwind_cache_fde_get(&c, 0x401000, 6) == NULL);
     static uint8_t big[UNWIND_MAXFDE];
-    sig_unwind_cache_fde_put(&c, 5, &f, big, sizeof c.f[0].fde + 1, 0xa000, cie, sizeof cie, 0x8000);
+    sig_unwind_cache_fde_put(&c, 5, &f, big, sizeof c.f[0].fde + 1, 0xa000, cie, sizeof cie,
+                             0x8000);
     ASSERT_EQ(sig_unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* too long: not kept */
     sig_unwind_cache_fde_put(&c, 0, &f, fde, sizeof fde, 0xa000, cie, sizeof cie, 0x8000);
     ASSERT_EQ(sig_unwind_cache_fde_get(&c, 0x401000, 5)->fde_addr, 0x9000); /* no table: not kept */

@@ -220,7 +220,8 @@ static cJSON *python_processes(void)
         cJSON_AddStringToObject(p, "command", cmd);
         snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
         cJSON_AddStringToObject(p, "python", v);
-        cJSON_AddBoolToObject(p, "probe", ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
+        cJSON_AddBoolToObject(p, "probe",
+                              ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1);
         proc_status(pid, &rss, &threads);
         cJSON_AddNumberToObject(p, "rss", rss);
         cJSON_AddNumberToObject(p, "threads", threads);

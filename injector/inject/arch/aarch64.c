@@ -93,8 +93,8 @@ long ptrace_regs_syscall(const struct ptrace_regs *r, int memfd)
     return -1;
 }
 
-int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args, int nargs,
-                     unsigned long top, unsigned long *ret_slot)
+int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args,
+                        int nargs, unsigned long top, unsigned long *ret_slot)
 {
     if (nargs < 0 || nargs > 8)
         return -EINVAL;
@@ -122,7 +122,8 @@ size_t ptrace_tramp_frame_size(void)
     return 0;
 }
 
-size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap, int *xstate)
+size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap,
+                            int *xstate)
 {
     (void)f, (void)out, (void)cap;
     *xstate = 0;
@@ -130,14 +131,14 @@ size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, s
 }
 
 int ptrace_tramp_frame(unsigned char *buf, const struct ptrace_regs *saved, uint64_t sigmask,
-                    unsigned long fp_addr, int fp_xstate)
+                       unsigned long fp_addr, int fp_xstate)
 {
     (void)buf, (void)saved, (void)sigmask, (void)fp_addr, (void)fp_xstate;
     return -ENOSYS;
 }
 
-int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args, int nargs,
-                    unsigned long top)
+int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args,
+                       int nargs, unsigned long top)
 {
     (void)r, (void)stub, (void)args, (void)nargs, (void)top;
     return -ENOSYS;

@@ -89,8 +89,8 @@ long ptrace_regs_syscall(const struct ptrace_regs *r, int memfd)
     return (long)r->r.orig_rax; /* -1 outside a syscall */
 }
 
-int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args, int nargs,
-                     unsigned long top, unsigned long *ret_slot)
+int ptrace_remote_setup(struct ptrace_regs *r, unsigned long fn, const unsigned long *args,
+                        int nargs, unsigned long top, unsigned long *ret_slot)
 {
     if (nargs < 0 || nargs > 6)
         return -EINVAL;
@@ -202,7 +202,8 @@ size_t ptrace_tramp_frame_size(void)
     return sizeof(struct k_ucontext) + 128 + 8; /* the ucontext, siginfo room, the pretcode slot */
 }
 
-size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap, int *xstate)
+size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, size_t cap,
+                            int *xstate)
 {
     *xstate = 0;
     if (f->len < FXSAVE_SIZE || f->len + 4 > cap)
@@ -222,7 +223,7 @@ size_t ptrace_tramp_fpstate(const struct ptrace_fpregs *f, unsigned char *out, s
 }
 
 int ptrace_tramp_frame(unsigned char *buf, const struct ptrace_regs *saved, uint64_t sigmask,
-                    unsigned long fp_addr, int fp_xstate)
+                       unsigned long fp_addr, int fp_xstate)
 {
     struct k_ucontext uc;
     const struct user_regs_struct *s = &saved->r;
@@ -255,8 +256,8 @@ int ptrace_tramp_frame(unsigned char *buf, const struct ptrace_regs *saved, uint
     return 0;
 }
 
-int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args, int nargs,
-                    unsigned long top)
+int ptrace_tramp_setup(struct ptrace_regs *r, unsigned long stub, const unsigned long *args,
+                       int nargs, unsigned long top)
 {
     if (nargs < 0 || nargs > 6 || (top & 15))
         return -EINVAL;

@@ -39,8 +39,8 @@ static void gil_why(char *msg, size_t n, int gil_rc, const struct probe_thread *
         snprintf(msg, n, "the GIL is held by thread %ld (%s) and was not released within %d ms: %s",
                  srv_thread_id(h), h->name ? h->name : "?", core_setting_gil_timeout_ms(), note);
     else if (gil_rc == PB_ETIMEDOUT)
-        snprintf(msg, n, "the GIL could not be had within %d ms: %s",
-                 core_setting_gil_timeout_ms(), note);
+        snprintf(msg, n, "the GIL could not be had within %d ms: %s", core_setting_gil_timeout_ms(),
+                 note);
     else
         snprintf(msg, n,
                  "the interpreter is not running Python code now (starting or "

@@ -57,7 +57,7 @@ static void run(void *job)
 {
     struct memjob *j = job;
     j->py_rc = gil_memory_python(j->py, j->top, j->trace[0] ? j->trace : NULL,
-                                   j->snapshot[0] ? j->snapshot : NULL, &j->py_err);
+                                 j->snapshot[0] ? j->snapshot : NULL, &j->py_err);
 }
 
 /* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */

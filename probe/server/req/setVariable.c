@@ -41,8 +41,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct setjob *j = job;
-    j->rc.rc =
-        dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
+    j->rc.rc = dbg_set_variable(j->ref, j->name, j->value, &j->var, &j->rc.err, &j->rc.long_msg);
 }
 
 static int reply(struct srv_reply *r, void *job, cJSON *body)

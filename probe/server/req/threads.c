@@ -64,8 +64,8 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
         pb_err_clear(&j->err);
         return 0;
     }
-    srv_snapshot_drop_worker(&j->snap);      /* ours, left out of the answer anyway */
-    if (!pyrt_names_known(&j->snap)) { /* a thread started since: ask threading */
+    srv_snapshot_drop_worker(&j->snap); /* ours, left out of the answer anyway */
+    if (!pyrt_names_known(&j->snap)) {  /* a thread started since: ask threading */
         pyrt_snapshot_free(&j->snap);
         return 0;
     }
