@@ -309,7 +309,8 @@ $(UNIT_BIN): $(call obj,$(UNIT_SRCS) $(TESTED_SRCS) $(INJ_SRCS) $(RENDER_SRCS) $
                          $(filter-out $(TESTED_SRCS),$(UNIT_CLI_SRCS)) $(UNIT_PROBE_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc
+	$(Q)$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) $(LDFLAGS_EXTRA) -lpthread -Wl,--wrap=calloc \
+	  -Wl,--wrap=realloc -Wl,--wrap=strdup
 
 unit: all $(UNIT_BIN)
 	$(UNIT_BIN)

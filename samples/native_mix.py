@@ -11,6 +11,8 @@
 # With --thread-cycle a thread "looped", started last (the head of the interpreter's thread
 # list), points its own thread state's next at itself (a corrupted thread list: the probe reads
 # it as this thread 4096 times) and runs mix_spin forever (tests/e2e/test_native.py).
+# With --free-spin a thread "freespin" runs mix_spin with SIGPROF open (a test stops it with
+# ptrace, so it cannot answer the dump's signal).
 # With --masked-spin a thread "spinner" blocks SIGPROF, then runs mix_spin (C, the GIL released,
 # no system call) forever: its native stack cannot be asked for (tests/e2e/test_native.py).
 # With --sort-loop a fifth thread, "sorter", sorts again and again with libc's qsort and a Python
@@ -89,6 +91,12 @@ def run_spin():
     lib.mix_spin()  # BP: spin_call
 
 
+def run_free_spin():
+    tids["freespin"] = threading.get_native_id()
+    placed.release()
+    lib.mix_spin()
+
+
 def run_looped():
     ts = ctypes.pythonapi.PyThreadState_Get
     ts.restype = ctypes.c_void_p
@@ -122,6 +130,8 @@ def main():
         threads.append(("sorter", run_sort_loop))
     if "--masked-spin" in sys.argv:
         threads.append(("spinner", run_spin))
+    if "--free-spin" in sys.argv:
+        threads.append(("freespin", run_free_spin))
     if "--thread-cycle" in sys.argv:
         threads.append(("looped", run_looped))
     for name, fn in threads:

@@ -120,28 +120,28 @@ void core_comm_counts(unsigned long long *made, int *sz)
 static int add_row(struct probe_rows *r, const struct rec *x, double t)
 {
     static const char *const states[] = {"running", "done", "failed"};
-    int rc = core_rows_add_int(r, (long long)x->id);
-    rc = rc ? rc : core_rows_add_int(r, x->rank);
-    rc = rc ? rc : core_rows_add_text(r, x->pg);
-    rc = rc ? rc : core_rows_add_text(r, x->ranks);
-    rc = rc ? rc : core_rows_add_int(r, x->group_size);
-    rc = rc ? rc : core_rows_add_int(r, x->seq);
-    rc = rc ? rc : core_rows_add_text(r, x->seq_source);
-    rc = rc ? rc : core_rows_add_text(r, x->op);
-    rc = rc ? rc : (x->peer >= 0 ? core_rows_add_int(r, x->peer) : core_rows_add_null(r));
-    rc = rc ? rc : core_rows_add_text(r, x->sizes);
-    rc = rc ? rc : core_rows_add_text(r, x->dtype);
-    rc = rc ? rc : core_rows_add_int(r, x->bytes);
-    rc = rc ? rc : core_rows_add_int(r, x->async);
-    rc = rc ? rc : core_rows_add_text(r, states[x->state]);
-    rc = rc ? rc : core_rows_add_real(r, x->start);
-    rc = rc ? rc : (x->state == ST_RUNNING ? core_rows_add_null(r) : core_rows_add_real(r, x->end));
-    rc = rc ? rc : core_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
-    rc = rc ? rc : core_rows_add_int(r, x->tid);
-    rc = rc ? rc : core_rows_add_text(r, x->file);
-    rc = rc ? rc : core_rows_add_int(r, x->line);
-    rc = rc ? rc : core_rows_add_text(r, x->func);
-    return rc;
+    core_rows_add_int(r, (long long)x->id);
+    core_rows_add_int(r, x->rank);
+    core_rows_add_text(r, x->pg);
+    core_rows_add_text(r, x->ranks);
+    core_rows_add_int(r, x->group_size);
+    core_rows_add_int(r, x->seq);
+    core_rows_add_text(r, x->seq_source);
+    core_rows_add_text(r, x->op);
+    x->peer >= 0 ? core_rows_add_int(r, x->peer) : core_rows_add_null(r);
+    core_rows_add_text(r, x->sizes);
+    core_rows_add_text(r, x->dtype);
+    core_rows_add_int(r, x->bytes);
+    core_rows_add_int(r, x->async);
+    core_rows_add_text(r, states[x->state]);
+    core_rows_add_real(r, x->start);
+    x->state == ST_RUNNING ? core_rows_add_null(r) : core_rows_add_real(r, x->end);
+    core_rows_add_real(r, ((x->state == ST_RUNNING ? t : x->end) - x->start) * 1e3);
+    core_rows_add_int(r, x->tid);
+    core_rows_add_text(r, x->file);
+    core_rows_add_int(r, x->line);
+    core_rows_add_text(r, x->func);
+    return core_rows_error(r);
 }
 
 int core_comm_fill(struct probe_rows *r, struct pb_err *err)

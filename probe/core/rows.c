@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* Building and releasing rows (struct probe_rows, rows.h). Plain C with no SQLite or CPython
- * dependency, so the server's unit tests and the fuzz harnesses link it next to a fake store. */
+ * dependency, so the server's unit tests and the fuzz harnesses link it next to a fake store.
+ * The builders' error is sticky (rows.h): after the first failure every add is a no-op. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rows.h"
 
-/* The next free cell, growing the array; nrows follows the filled cells. */
+/* The next free cell, growing the array; nrows follows the filled cells. NULL when the rows
+ * already failed or the array cannot grow (the error is then remembered). */
 static struct probe_value *new_cell(struct probe_rows *r)
 {
+    if (r->err)
+        return NULL;
     if (r->ncells == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 64;
         struct probe_value *c = realloc(r->cells, cap * sizeof *c);
-        if (!c)
+        if (!c) {
+            r->err = -ENOMEM;
             return NULL;
+        }
         r->cells = c;
         r->cap = cap;
     }
@@ -25,48 +31,56 @@ static struct probe_value *new_cell(struct probe_rows *r)
     return v;
 }
 
-int core_rows_add_null(struct probe_rows *r)
+void core_rows_add_null(struct probe_rows *r)
 {
-    return new_cell(r) ? 0 : -ENOMEM;
+    new_cell(r);
 }
 
-int core_rows_add_int(struct probe_rows *r, long long v)
+void core_rows_add_int(struct probe_rows *r, long long v)
 {
     struct probe_value *c = new_cell(r);
     if (!c)
-        return -ENOMEM;
+        return;
     c->type = PROBE_V_INT;
     c->i = v;
     c->d = (double)v;
-    return 0;
 }
 
-int core_rows_add_real(struct probe_rows *r, double v)
+void core_rows_add_real(struct probe_rows *r, double v)
 {
     struct probe_value *c = new_cell(r);
     if (!c)
-        return -ENOMEM;
+        return;
     c->type = PROBE_V_REAL;
     c->d = v;
     c->i = (long long)v;
-    return 0;
 }
 
-int core_rows_add_text(struct probe_rows *r, const char *s)
+void core_rows_add_text(struct probe_rows *r, const char *s)
 {
-    if (!s)
-        return core_rows_add_null(r);
+    if (!s) {
+        core_rows_add_null(r);
+        return;
+    }
+    if (r->err)
+        return;
     char *copy = strdup(s);
-    if (!copy)
-        return -ENOMEM;
+    if (!copy) {
+        r->err = -ENOMEM;
+        return;
+    }
     struct probe_value *c = new_cell(r);
     if (!c) {
         free(copy);
-        return -ENOMEM;
+        return;
     }
     c->type = PROBE_V_TEXT;
     c->s = copy;
-    return 0;
+}
+
+int core_rows_error(const struct probe_rows *r)
+{
+    return r->err;
 }
 
 void core_rows_free(struct probe_rows *r)

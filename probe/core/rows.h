@@ -27,14 +27,20 @@ struct probe_rows {
     char note[160];            /* why it was cut ("" if not) */
     double elapsed_ms;         /* time spent in SQLite (prepare to finalize) */
     size_t ncells, cap;        /* cells filled and allocated (builders) */
+    int err;                   /* the builders' first error (-ENOMEM), 0 if none */
 };
 
 void core_rows_free(struct probe_rows *r);
-/* Builders for probe_rows (virtual tables, tests): append one cell to the current row. Return
- * 0 or -ENOMEM. Text is copied (NULL text adds a NULL cell). */
-int core_rows_add_null(struct probe_rows *r);
-int core_rows_add_int(struct probe_rows *r, long long v);
-int core_rows_add_real(struct probe_rows *r, double v);
-int core_rows_add_text(struct probe_rows *r, const char *s);
+/* Builders for probe_rows (virtual tables, tests): append one cell to the current row. Text is
+ * copied (NULL text adds a NULL cell). The error is sticky (as SQLite's sqlite3_str): the first
+ * add that fails (out of memory) is remembered in r->err and every later add is a no-op, so a
+ * caller adds its values unchecked and asks core_rows_error() once at the end. The cells added
+ * before the failure stay until core_rows_free(), which also clears the error. */
+void core_rows_add_null(struct probe_rows *r);
+void core_rows_add_int(struct probe_rows *r, long long v);
+void core_rows_add_real(struct probe_rows *r, double v);
+void core_rows_add_text(struct probe_rows *r, const char *s);
+/* The first error of the builders above: 0, or -ENOMEM. */
+int core_rows_error(const struct probe_rows *r);
 
 #endif

@@ -618,39 +618,39 @@ void prof_store_counts(long long *ns, long long *nst, int *threads, long long *l
 
 int prof_samples_fill(struct probe_rows *r, struct pb_err *err)
 {
-    int rc = 0;
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; rc == 0 && i < nsamples; i++) {
+    for (size_t i = 0; !core_rows_error(r) && i < nsamples; i++) {
         const struct psample *s = &samples[i];
         const struct pthreadname *t = tname_get(s->tid, 0);
-        rc = core_rows_add_real(r, s->ts);
-        rc = rc ? rc : core_rows_add_int(r, s->tid);
-        rc = rc ? rc : core_rows_add_text(r, t ? t->name : NULL);
-        rc = rc ? rc : core_rows_add_int(r, s->sid);
-        rc = rc ? rc : core_rows_add_int(r, s->on_cpu);
-        rc = rc ? rc : core_rows_add_text(r, s->wall ? "wall" : "cpu");
-        rc = rc ? rc : (s->gil < 0 ? core_rows_add_null(r) : core_rows_add_int(r, s->gil));
+        core_rows_add_real(r, s->ts);
+        core_rows_add_int(r, s->tid);
+        core_rows_add_text(r, t ? t->name : NULL);
+        core_rows_add_int(r, s->sid);
+        core_rows_add_int(r, s->on_cpu);
+        core_rows_add_text(r, s->wall ? "wall" : "cpu");
+        s->gil < 0 ? core_rows_add_null(r) : core_rows_add_int(r, s->gil);
     }
     pthread_mutex_unlock(&mu);
+    int rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples: out of memory") : 0;
 }
 
 int prof_stack_counts_fill(struct probe_rows *r, struct pb_err *err)
 {
-    int rc = 0;
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; rc == 0 && i < ncounts; i++) {
+    for (size_t i = 0; !core_rows_error(r) && i < ncounts; i++) {
         const struct pcount *c = &counts[i];
         const struct pthreadname *t = tname_get(c->tid, 0);
-        rc = core_rows_add_int(r, c->tid);
-        rc = rc ? rc : core_rows_add_text(r, t ? t->name : NULL);
-        rc = rc ? rc : core_rows_add_int(r, c->sid);
-        rc = rc ? rc : core_rows_add_int(r, c->samples);
-        rc = rc ? rc : core_rows_add_int(r, c->on_cpu);
-        rc = rc ? rc : core_rows_add_real(r, c->first);
-        rc = rc ? rc : core_rows_add_real(r, c->last);
+        core_rows_add_int(r, c->tid);
+        core_rows_add_text(r, t ? t->name : NULL);
+        core_rows_add_int(r, c->sid);
+        core_rows_add_int(r, c->samples);
+        core_rows_add_int(r, c->on_cpu);
+        core_rows_add_real(r, c->first);
+        core_rows_add_real(r, c->last);
     }
     pthread_mutex_unlock(&mu);
+    int rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.samples_by_stack: out of memory") : 0;
 }
 
@@ -715,7 +715,7 @@ int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
     size_t lo, hi;
     pthread_mutex_lock(&mu);
     sid_range(only_sid, &lo, &hi);
-    for (size_t i = lo; rc == 0 && i < hi; i++) {
+    for (size_t i = lo; rc == 0 && !core_rows_error(r) && i < hi; i++) {
         const struct pstack *s = &stacks[i];
         unsigned char *keep = malloc((size_t)s->n + 1);
         char *clean = NULL, *all = NULL;
@@ -727,15 +727,17 @@ int prof_stacks_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             rc = -ENOMEM;
             break;
         }
-        rc = core_rows_add_int(r, (long long)i);
-        rc = rc ? rc : core_rows_add_int(r, s->n);
-        rc = rc ? rc : core_rows_add_text(r, clean);
-        rc = rc ? rc : core_rows_add_text(r, all);
+        core_rows_add_int(r, (long long)i);
+        core_rows_add_int(r, s->n);
+        core_rows_add_text(r, clean);
+        core_rows_add_text(r, all);
         free(keep);
         free(clean);
         free(all);
     }
     pthread_mutex_unlock(&mu);
+    if (rc == 0)
+        rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.stacks: out of memory") : 0;
 }
 
@@ -745,7 +747,7 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
     size_t lo, hi;
     pthread_mutex_lock(&mu);
     sid_range(only_sid, &lo, &hi);
-    for (size_t i = lo; rc == 0 && i < hi; i++) {
+    for (size_t i = lo; rc == 0 && !core_rows_error(r) && i < hi; i++) {
         const struct pstack *s = &stacks[i];
         unsigned char *keep = malloc((size_t)s->n + 1);
         if (!keep) {
@@ -753,23 +755,22 @@ int prof_frames_fill(struct probe_rows *r, long long only_sid, struct pb_err *er
             break;
         }
         clean_view(s, keep);
-        for (int k = 0; rc == 0 && k < s->n; k++) {
+        for (int k = 0; !core_rows_error(r) && k < s->n; k++) {
             const struct pframe *f = &frames[s->fids[k]];
-            rc = core_rows_add_int(r, (long long)i);
-            rc = rc ? rc : core_rows_add_int(r, k);
-            rc = rc ? rc : core_rows_add_text(r, f->kind == K_PY ? "python" : "native");
-            rc = rc ? rc : core_rows_add_text(r, f->name);
-            rc = rc ? rc : core_rows_add_text(r, f->func);
-            rc = rc ? rc : core_rows_add_text(r, f->file);
-            rc =
-                rc ? rc : (f->kind == K_PY ? core_rows_add_int(r, f->line) : core_rows_add_null(r));
-            rc = rc ? rc
-                    : (f->kind == K_NATIVE ? core_rows_add_int(r, (long long)f->addr)
-                                           : core_rows_add_null(r));
-            rc = rc ? rc : core_rows_add_int(r, !keep[k]);
+            core_rows_add_int(r, (long long)i);
+            core_rows_add_int(r, k);
+            core_rows_add_text(r, f->kind == K_PY ? "python" : "native");
+            core_rows_add_text(r, f->name);
+            core_rows_add_text(r, f->func);
+            core_rows_add_text(r, f->file);
+            f->kind == K_PY ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+            f->kind == K_NATIVE ? core_rows_add_int(r, (long long)f->addr) : core_rows_add_null(r);
+            core_rows_add_int(r, !keep[k]);
         }
         free(keep);
     }
     pthread_mutex_unlock(&mu);
+    if (rc == 0)
+        rc = core_rows_error(r);
     return rc < 0 ? pb_err_set(err, rc, "perf.frames: out of memory") : 0;
 }

@@ -35,7 +35,7 @@ const struct srv_command srv_commands[] = {
     {"probing/config", A, LOOP(probing_config)},
     {"probing/crash", A, LOOP(probing_crash)},
     {"probing/debugger", A | SRV_F_GIL, GIL(probing_debugger)},
-    {"probing/dump", A | SRV_F_GIL | SRV_F_GIL_FALLBACK, GIL(probing_dump)},
+    {"probing/dump", A, LOOP(probing_dump)}, /* picks its job: native waits on the task thread */
     {"probing/eval", A | SRV_F_GIL, EVAL(probing_eval)},
     {"probing/info", A, LOOP(probing_info)},
     {"probing/interrupt", A, LOOP(probing_interrupt)},

@@ -13,7 +13,8 @@
  * thread index of their own (the negated tid), for which scopes answers no scope.
  * When the native stack cannot be had (the thread blocks SIGPROF, did not answer within the
  * bound, or its two stacks cannot be matched) the Python frames come alone under a label frame
- * that says why. Loop thread. */
+ * that says why. Loop thread, but the ask (srv_native_ask), which may wait for the thread: the
+ * task thread for a thread not parked (req/stackTrace.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -149,38 +150,50 @@ static int merge_entries(const struct prof_nstack *s, int mode, const struct pro
     return expect && py != nexpect ? -1 : n;
 }
 
-int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
-                     long long start, long long levels, cJSON *body, struct pb_err *err)
+void srv_native_ask(long tid, struct srv_native_answer *a)
 {
     struct prof_nstack ns;
-    struct entry *e = NULL;
-    struct prof_module *mods = NULL;
-    char note[320] = "";
-    int n = -1, nmods = 0;
+    char *note = a->note;
+    size_t nn = sizeof a->note;
     memset(&ns, 0, sizeof ns);
+    note[0] = '\0';
     if (blocks_sigprof(tid)) {
-        snprintf(note, sizeof note,
+        snprintf(note, nn,
                  "native frames not shown: the thread blocks SIGPROF, so its "
                  "native stack cannot be read");
     } else {
         struct pb_err nerr;
         if (prof_native_stacks(&tid, 1, 1, &ns, &nerr) < 0)
-            snprintf(note, sizeof note, "native frames not shown: %s", nerr.msg);
+            snprintf(note, nn, "native frames not shown: %s", nerr.msg);
         else if (!ns.answered && ns.blocked)
-            snprintf(note, sizeof note,
+            snprintf(note, nn,
                      "native frames not shown: the thread kept waking while "
                      "its stack was read (a blocked thread is never "
                      "signalled)");
         else if (!ns.answered)
-            snprintf(note, sizeof note,
+            snprintf(note, nn,
                      "native frames not shown: the thread did not answer "
                      "in time (it blocks SIGPROF or does not run)");
         else if (!ns.merged)
-            snprintf(note, sizeof note,
+            snprintf(note, nn,
                      "native frames not shown: the native stack (%d eval-loop "
                      "frames) and the Python stack (%d entry frames) could not be matched",
                      ns.evals, ns.entries);
     }
+    a->ns = ns;
+}
+
+int srv_native_stack_answered(long tid, int mode, const struct probe_frame *py, int npy,
+                              int inspectable, long long start, long long levels,
+                              struct srv_native_answer *a, cJSON *body, struct pb_err *err)
+{
+    struct prof_nstack ns = a->ns;
+    struct entry *e = NULL;
+    struct prof_module *mods = NULL;
+    const char *note = a->note;
+    char mismatch[160] = "";
+    int n = -1, nmods = 0;
+    memset(&a->ns, 0, sizeof a->ns); /* ours to free now */
     if (!note[0]) {
         e = calloc((size_t)ns.n + 1, sizeof *e);
         if (!e) {
@@ -189,9 +202,8 @@ int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
         }
         n = merge_entries(&ns, mode, inspectable ? py : NULL, npy, e);
         if (n < 0)
-            snprintf(note, sizeof note,
-                     "native frames not shown: the stack recorded when the "
-                     "thread stopped is not the one it is in");
+            note = strcpy(mismatch, "native frames not shown: the stack recorded when the "
+                                    "thread stopped is not the one it is in");
         nmods = prof_modules(&mods, 0);
     }
     if (note[0]) { /* the Python frames alone, under the note */
@@ -232,4 +244,12 @@ int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, 
     free(mods);
     prof_nstack_free(&ns);
     return 0;
+}
+
+int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
+                     long long start, long long levels, cJSON *body, struct pb_err *err)
+{
+    struct srv_native_answer a;
+    srv_native_ask(tid, &a);
+    return srv_native_stack_answered(tid, mode, py, npy, inspectable, start, levels, &a, body, err);
 }

@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "gil/gil.h"
 #include "debugger/debugger.h"
+#include "prof/prof.h"
 
 enum {
     SRV_F_PREAUTH = 1,        /* answered before a TCP client authenticated */
@@ -161,10 +162,11 @@ int srv_req_stepIn(struct srv_ctx *c, const cJSON *args, cJSON *body);
 int srv_req_stepOut(struct srv_ctx *c, const cJSON *args, cJSON *body);
 int srv_req_exceptionInfo(struct srv_ctx *c, const cJSON *args, cJSON *body);
 int srv_req_probing_resume(struct srv_ctx *c, const cJSON *args, cJSON *body);
-extern const struct srv_job srv_job_probing_eval, srv_job_threads, srv_job_probing_dump,
-    srv_job_probing_memory, srv_job_probing_query, srv_job_probing_torch, srv_job_probing_comm,
-    srv_job_pause, srv_job_probing_pause, srv_job_probing_debugger, srv_job_variables,
-    srv_job_setVariable, srv_job_source, srv_job_setBreakpoints, srv_job_setFunctionBreakpoints,
+int srv_req_probing_dump(struct srv_ctx *c, const cJSON *args, cJSON *body);
+extern const struct srv_job srv_job_probing_eval, srv_job_threads, srv_job_probing_memory,
+    srv_job_probing_query, srv_job_probing_torch, srv_job_probing_comm, srv_job_pause,
+    srv_job_probing_pause, srv_job_probing_debugger, srv_job_variables, srv_job_setVariable,
+    srv_job_source, srv_job_setBreakpoints, srv_job_setFunctionBreakpoints,
     srv_job_setExceptionBreakpoints;
 
 void srv_post_initialize(struct srv_session *s);
@@ -238,6 +240,17 @@ int srv_session_native_frames(const struct srv_session *s);
  * their own (srv_native_frame_id). Loop thread; waits at most 1 s for the thread. */
 int srv_native_stack(long tid, int mode, const struct probe_frame *py, int npy, int inspectable,
                      long long start, long long levels, cJSON *body, struct pb_err *err);
+/* srv_native_stack in two steps, for a thread that is not parked (stackTrace's task job): the
+ * ask, on any thread but the loop (it may wait 1 s for the thread), then on the loop the body
+ * from its answer (which it frees). */
+struct srv_native_answer {
+    struct prof_nstack ns;
+    char note[320]; /* why native frames are not shown ("" when they are) */
+};
+void srv_native_ask(long tid, struct srv_native_answer *a);
+int srv_native_stack_answered(long tid, int mode, const struct probe_frame *py, int npy,
+                              int inspectable, long long start, long long levels,
+                              struct srv_native_answer *a, cJSON *body, struct pb_err *err);
 /* 1 when frame id was handed out for a native (or label) frame: scopes answers none. */
 int srv_native_frame_id(long long id);
 

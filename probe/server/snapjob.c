@@ -16,19 +16,24 @@ void srv_snap_run(void *job)
     j->snap_rc = pyrt_snapshot(&j->snap, j->flags, j->max_frames, &j->err);
 }
 
+/* Any thread: the snapshot without the GIL (it could not be had in time): locals asked for are
+ * read from memory (simple values only), and the asyncio tasks where the interpreter keeps them
+ * in lists (3.14+). */
+void srv_snap_without_gil(struct srv_snapjob *j)
+{
+    pb_err_clear(&j->err);
+    j->snap_rc = pyrt_snapshot(&j->snap,
+                               (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
+                                   (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
+                               j->max_frames, &j->err);
+}
+
 /* Loop thread; also when the GIL could not be had (SRV_F_GIL_FALLBACK). */
 int srv_snap_reply(struct srv_reply *r, void *job, cJSON *body)
 {
     struct srv_snapjob *j = job;
-    if (r->gil_rc < 0) {
-        pb_err_clear(&j->err);
-        /* Without the GIL: locals asked for are read from memory (simple values only), and
-         * the asyncio tasks where the interpreter keeps them in lists (3.14+). */
-        j->snap_rc = pyrt_snapshot(&j->snap,
-                                   (j->flags & PROBE_SNAP_LOCALS ? PROBE_SNAP_MEMLOCALS : 0) |
-                                       (j->flags & PROBE_SNAP_TASKS ? PROBE_SNAP_TASKS_MEM : 0),
-                                   j->max_frames, &j->err);
-    }
+    if (r->gil_rc < 0)
+        srv_snap_without_gil(j);
     int rc = j->snap_rc;
     if (rc == 0) {
         srv_snapshot_drop_worker(&j->snap);

@@ -62,6 +62,7 @@ struct srv_reply;
 int srv_snap_init(struct srv_ctx *c, struct srv_snapjob *j, const cJSON *args, int flags,
                   int max_frames, srv_snap_render render);
 void srv_snap_run(void *job);
+void srv_snap_without_gil(struct srv_snapjob *j);
 int srv_snap_reply(struct srv_reply *r, void *job, cJSON *body);
 void srv_snap_drop(void *job);
 #endif

@@ -302,19 +302,19 @@ int sql_vtab_is_tables_fill(struct probe_rows *r, const struct vtab_args *a, str
     (void)a;
     (void)err;
     const struct probe_table_info *t;
-    int ts, rc = 0;
-    for (int i = 0; rc == 0 && (t = table_at(i, &ts)); i++) {
+    int ts;
+    for (int i = 0; !core_rows_error(r) && (t = table_at(i, &ts)); i++) {
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        rc = core_rows_add_text(r, "probing");
-        rc = rc ? rc : core_rows_add_text(r, schema);
-        rc = rc ? rc : core_rows_add_text(r, name);
-        rc = rc ? rc : core_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
-        rc = rc ? rc : core_rows_add_text(r, t->kind);
-        rc = rc ? rc : core_rows_add_text(r, t->description);
+        core_rows_add_text(r, "probing");
+        core_rows_add_text(r, schema);
+        core_rows_add_text(r, name);
+        core_rows_add_text(r, strcmp(t->kind, "view") ? "BASE TABLE" : "VIEW");
+        core_rows_add_text(r, t->kind);
+        core_rows_add_text(r, t->description);
     }
-    return rc;
+    return core_rows_error(r);
 }
 
 int sql_vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -323,24 +323,24 @@ int sql_vtab_is_columns_fill(struct probe_rows *r, const struct vtab_args *a, st
     (void)err;
     static const struct probe_column tscol = {"ts", "REAL", "sample time, epoch seconds"};
     const struct probe_table_info *t;
-    int ts, rc = 0;
-    for (int i = 0; rc == 0 && (t = table_at(i, &ts)); i++) {
+    int ts;
+    for (int i = 0; !core_rows_error(r) && (t = table_at(i, &ts)); i++) {
         char schema[64];
         const char *name;
         split(t->name, schema, sizeof schema, &name);
-        for (int c = -ts; rc == 0 && c < t->ncols; c++) {
+        for (int c = -ts; !core_rows_error(r) && c < t->ncols; c++) {
             const struct probe_column *col = c < 0 ? &tscol : &t->cols[c];
-            rc = core_rows_add_text(r, "probing");
-            rc = rc ? rc : core_rows_add_text(r, schema);
-            rc = rc ? rc : core_rows_add_text(r, name);
-            rc = rc ? rc : core_rows_add_text(r, col->name);
-            rc = rc ? rc : core_rows_add_int(r, c + ts + 1);
-            rc = rc ? rc : core_rows_add_text(r, col->type);
-            rc = rc ? rc : core_rows_add_text(r, "YES");
-            rc = rc ? rc : core_rows_add_text(r, col->description);
+            core_rows_add_text(r, "probing");
+            core_rows_add_text(r, schema);
+            core_rows_add_text(r, name);
+            core_rows_add_text(r, col->name);
+            core_rows_add_int(r, c + ts + 1);
+            core_rows_add_text(r, col->type);
+            core_rows_add_text(r, "YES");
+            core_rows_add_text(r, col->description);
         }
     }
-    return rc;
+    return core_rows_error(r);
 }
 
 int sql_vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -348,15 +348,14 @@ int sql_vtab_is_settings_fill(struct probe_rows *r, const struct vtab_args *a, s
     (void)a;
     (void)err;
     struct probe_setting_view v;
-    int rc = 0;
-    for (int i = 0; rc == 0 && core_setting_view_get(i, &v) == 0; i++) {
+    for (int i = 0; !core_rows_error(r) && core_setting_view_get(i, &v) == 0; i++) {
         char name[64];
         snprintf(name, sizeof name, "probing.%s", v.name);
-        rc = core_rows_add_text(r, name);
-        rc = rc ? rc : core_rows_add_text(r, v.value);
-        rc = rc ? rc : core_rows_add_text(r, v.description);
+        core_rows_add_text(r, name);
+        core_rows_add_text(r, v.value);
+        core_rows_add_text(r, v.description);
     }
-    return rc;
+    return core_rows_error(r);
 }
 
 /* ---- hints for SQL the original accepted ---- */

@@ -410,8 +410,9 @@ static int only_space_or_comments(const char *s)
     return 1;
 }
 
-/* Copy column c of the current row into a cell; adds its text size to *bytes. Returns 1, adding
- * nothing, when the cell would take *bytes past max (a blob is not even converted). */
+/* Copy column c of the current row into a cell; adds its text size to *bytes. Returns 0, the
+ * rows' error (-ENOMEM), or 1, adding nothing, when the cell would take *bytes past max (a blob
+ * is not even converted). */
 static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *bytes, size_t max)
 {
     int type = sqlite3_column_type(st, c);
@@ -423,9 +424,9 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         return 1;
     *bytes += size;
     switch (type) {
-    case SQLITE_INTEGER: return core_rows_add_int(r, sqlite3_column_int64(st, c));
-    case SQLITE_FLOAT: return core_rows_add_real(r, sqlite3_column_double(st, c));
-    case SQLITE_NULL: return core_rows_add_null(r);
+    case SQLITE_INTEGER: core_rows_add_int(r, sqlite3_column_int64(st, c)); break;
+    case SQLITE_FLOAT: core_rows_add_real(r, sqlite3_column_double(st, c)); break;
+    case SQLITE_NULL: core_rows_add_null(r); break;
     case SQLITE_BLOB: {
         const unsigned char *b = sqlite3_column_blob(st, c);
         size_t n = size / 2;
@@ -435,15 +436,16 @@ static int take_cell(struct probe_rows *r, sqlite3_stmt *st, int c, size_t *byte
         for (size_t i = 0; i < n; i++)
             snprintf(hex + 2 * i, 3, "%02x", b[i]);
         hex[2 * n] = '\0';
-        int rc = core_rows_add_text(r, hex);
+        core_rows_add_text(r, hex);
         free(hex);
-        return rc;
+        break;
     }
     default: {
         const char *t = (const char *)sqlite3_column_text(st, c);
-        return core_rows_add_text(r, t ? t : "");
+        core_rows_add_text(r, t ? t : "");
     }
     }
+    return core_rows_error(r);
 }
 
 int sql_store_query(const char *sql, struct probe_rows *out, struct pb_err *err)

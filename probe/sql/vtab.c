@@ -364,21 +364,19 @@ static int settings_fill(struct probe_rows *r, const struct vtab_args *a, struct
     (void)a;
     (void)err;
     struct probe_setting_view v;
-    int rc = 0;
-    for (int i = 0; rc == 0 && core_setting_view_get(i, &v) == 0; i++) {
-        rc = core_rows_add_text(r, v.name);
-        rc = rc ? rc : core_rows_add_text(r, v.value);
-        rc = rc ? rc : core_rows_add_text(r, v.dflt);
-        rc = rc ? rc : core_rows_add_text(r, v.allowed);
-        rc = rc ? rc : core_rows_add_text(r, v.description);
+    for (int i = 0; !core_rows_error(r) && core_setting_view_get(i, &v) == 0; i++) {
+        core_rows_add_text(r, v.name);
+        core_rows_add_text(r, v.value);
+        core_rows_add_text(r, v.dflt);
+        core_rows_add_text(r, v.allowed);
+        core_rows_add_text(r, v.description);
     }
-    return rc;
+    return core_rows_error(r);
 }
 
 static int table_rows(struct probe_rows *r, const struct probe_table_info *t, int with_ts)
 {
-    int rc = 0;
-    for (int c = -with_ts; rc == 0 && c < t->ncols; c++) {
+    for (int c = -with_ts; !core_rows_error(r) && c < t->ncols; c++) {
         static const struct probe_column ts = {"ts", "REAL", "sample time, epoch seconds"};
         static const struct probe_column rts = {"ts", "REAL",
                                                 "the group's latest row, epoch "
@@ -386,14 +384,14 @@ static int table_rows(struct probe_rows *r, const struct probe_table_info *t, in
         const struct probe_column *col = c >= 0                      ? &t->cols[c]
                                          : strcmp(t->kind, "rollup") ? &ts
                                                                      : &rts;
-        rc = core_rows_add_text(r, t->name);
-        rc = rc ? rc : core_rows_add_text(r, t->kind);
-        rc = rc ? rc : core_rows_add_text(r, col->name);
-        rc = rc ? rc : core_rows_add_text(r, col->type);
-        rc = rc ? rc : core_rows_add_text(r, col->description);
-        rc = rc ? rc : core_rows_add_text(r, t->description);
+        core_rows_add_text(r, t->name);
+        core_rows_add_text(r, t->kind);
+        core_rows_add_text(r, col->name);
+        core_rows_add_text(r, col->type);
+        core_rows_add_text(r, col->description);
+        core_rows_add_text(r, t->description);
     }
-    return rc;
+    return core_rows_error(r);
 }
 
 static int tables_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -525,6 +523,8 @@ static int vt_filter(sqlite3_vtab_cursor *base, int idx, const char *idxstr, int
     }
     a.want_lazy = (idx & 2) != 0;
     int rc = v->def->fill(&c->rows, &a, &err);
+    if (rc == 0)
+        rc = core_rows_error(&c->rows); /* a fill that did not say: its rows' error stands */
     if (rc < 0) {
         probe_vtab_failed = 1;
         int ncols = c->rows.ncols;

@@ -40,14 +40,14 @@ const struct probe_column vtab_gpu_procs_cols[4] = {
     {"is_self", "INTEGER", "1 for this process (its pid, in this pid namespace)"},
 };
 
-static int add_opt_int(struct probe_rows *r, long long v)
+static void add_opt_int(struct probe_rows *r, long long v)
 {
-    return v < 0 ? core_rows_add_null(r) : core_rows_add_int(r, v);
+    v < 0 ? core_rows_add_null(r) : core_rows_add_int(r, v);
 }
 
-static int add_opt_real(struct probe_rows *r, double v)
+static void add_opt_real(struct probe_rows *r, double v)
 {
-    return v < 0 ? core_rows_add_null(r) : core_rows_add_real(r, v);
+    v < 0 ? core_rows_add_null(r) : core_rows_add_real(r, v);
 }
 
 static struct pb_gpu gpus[PB_GPU_MAX];
@@ -66,54 +66,53 @@ static int read_all(int *nprocs)
     return n;
 }
 
-static int gpu_row(struct probe_rows *r, const struct pb_gpu *g)
+static void gpu_row(struct probe_rows *r, const struct pb_gpu *g)
 {
     char thr[160];
     pb_nvml_throttle_names(g->throttle, thr, sizeof thr);
-    int rc = core_rows_add_int(r, g->index);
-    rc = rc ? rc : core_rows_add_text(r, g->name);
-    rc = rc ? rc : core_rows_add_text(r, g->uuid);
-    rc = rc ? rc : add_opt_int(r, g->util_gpu);
-    rc = rc ? rc : add_opt_int(r, g->util_mem);
-    rc = rc ? rc : add_opt_int(r, g->mem_used);
-    rc = rc ? rc : add_opt_int(r, g->mem_total);
-    rc = rc ? rc : add_opt_int(r, g->temp_c);
-    rc = rc ? rc : add_opt_real(r, g->power_w);
-    rc = rc ? rc : add_opt_real(r, g->power_limit_w);
-    rc = rc ? rc : add_opt_int(r, g->clock_sm_mhz);
-    rc = rc ? rc : add_opt_int(r, g->clock_mem_mhz);
-    rc = rc ? rc : g->throttle < 0 ? core_rows_add_null(r) : core_rows_add_text(r, thr);
-    rc = rc ? rc : add_opt_int(r, g->ecc_corrected);
-    rc = rc ? rc : add_opt_int(r, g->ecc_uncorrected);
-    rc = rc ? rc : add_opt_int(r, g->xid_count);
-    rc = rc ? rc : add_opt_int(r, g->last_xid);
-    return rc;
+    core_rows_add_int(r, g->index);
+    core_rows_add_text(r, g->name);
+    core_rows_add_text(r, g->uuid);
+    add_opt_int(r, g->util_gpu);
+    add_opt_int(r, g->util_mem);
+    add_opt_int(r, g->mem_used);
+    add_opt_int(r, g->mem_total);
+    add_opt_int(r, g->temp_c);
+    add_opt_real(r, g->power_w);
+    add_opt_real(r, g->power_limit_w);
+    add_opt_int(r, g->clock_sm_mhz);
+    add_opt_int(r, g->clock_mem_mhz);
+    g->throttle < 0 ? core_rows_add_null(r) : core_rows_add_text(r, thr);
+    add_opt_int(r, g->ecc_corrected);
+    add_opt_int(r, g->ecc_uncorrected);
+    add_opt_int(r, g->xid_count);
+    add_opt_int(r, g->last_xid);
 }
 
 int sql_vtab_gpus_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
-    int np, n = read_all(&np), rc = 0;
-    for (int i = 0; rc == 0 && i < n; i++)
-        rc = gpu_row(r, &gpus[i]);
-    return rc;
+    int np, n = read_all(&np);
+    for (int i = 0; !core_rows_error(r) && i < n; i++)
+        gpu_row(r, &gpus[i]);
+    return core_rows_error(r);
 }
 
 int sql_vtab_gpu_procs_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
 {
     (void)a;
     (void)err;
-    int np, rc = 0;
+    int np;
     read_all(&np);
     long self = (long)getpid();
-    for (int i = 0; rc == 0 && i < np; i++) {
-        rc = core_rows_add_int(r, procs[i].gpu);
-        rc = rc ? rc : core_rows_add_int(r, procs[i].pid);
-        rc = rc ? rc : add_opt_int(r, procs[i].used);
-        rc = rc ? rc : core_rows_add_int(r, procs[i].pid == self);
+    for (int i = 0; !core_rows_error(r) && i < np; i++) {
+        core_rows_add_int(r, procs[i].gpu);
+        core_rows_add_int(r, procs[i].pid);
+        add_opt_int(r, procs[i].used);
+        core_rows_add_int(r, procs[i].pid == self);
     }
-    return rc;
+    return core_rows_error(r);
 }
 
 /* ---- the collector ---- */

@@ -101,45 +101,46 @@ int sql_vtab_backtrace_fill(struct probe_rows *r, const struct vtab_args *a, str
         pyrt_snapshot_free(&s.snap);
         return rc;
     }
-    for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
+    for (int i = 0; !core_rows_error(r) && i < s.snap.nthreads; i++) {
         const struct probe_thread *t = &s.snap.threads[i];
         if (a->has_thread ? thread_id(t) != a->thread_id : !t->is_main)
             continue;
-        for (int d = 0; rc == 0 && d < t->nframes; d++) {
+        for (int d = 0; !core_rows_error(r) && d < t->nframes; d++) {
             const struct probe_frame *f = &t->frames[d];
-            rc = core_rows_add_text(r, f->func ? f->func : "?");
-            rc = rc ? rc : core_rows_add_text(r, f->file ? f->file : "?");
-            rc = rc ? rc : core_rows_add_int(r, f->line);
-            rc = rc ? rc : core_rows_add_int(r, d);
-            rc = rc ? rc : core_rows_add_int(r, thread_id(t));
-            rc = rc ? rc : core_rows_add_text(r, "python");
-            if (rc == 0 && gil_rc == 0 && f->nlocals >= 0) {
+            core_rows_add_text(r, f->func ? f->func : "?");
+            core_rows_add_text(r, f->file ? f->file : "?");
+            core_rows_add_int(r, f->line);
+            core_rows_add_int(r, d);
+            core_rows_add_int(r, thread_id(t));
+            core_rows_add_text(r, "python");
+            if (gil_rc == 0 && f->nlocals >= 0) {
                 char *j = locals_json(f);
-                rc = core_rows_add_text(r, j);
+                core_rows_add_text(r, j);
                 cJSON_free(j);
-            } else if (rc == 0) {
-                rc = core_rows_add_null(r);
+            } else {
+                core_rows_add_null(r);
             }
         }
     }
     pyrt_snapshot_free(&s.snap);
-    return rc;
+    return core_rows_error(r);
 }
 
 static int nframe_row(struct probe_rows *r, long tid, int depth, const struct prof_nframe *f,
                       const char *stack)
 {
     int py = f->kind == PROF_NF_PYTHON;
-    int rc = core_rows_add_int(r, tid);
-    rc = rc ? rc : core_rows_add_int(r, depth);
-    rc = rc ? rc : core_rows_add_text(r, py ? "python" : "native");
-    rc = rc ? rc : f->name ? core_rows_add_text(r, f->name) : core_rows_add_null(r);
-    rc = rc ? rc : py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
-    rc = rc ? rc : py ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
-    rc = rc ? rc : !py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
-    rc = rc ? rc : py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->offset);
-    rc = rc ? rc : py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->pc);
-    return rc ? rc : core_rows_add_text(r, stack);
+    core_rows_add_int(r, tid);
+    core_rows_add_int(r, depth);
+    core_rows_add_text(r, py ? "python" : "native");
+    f->name ? core_rows_add_text(r, f->name) : core_rows_add_null(r);
+    py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    py ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+    !py && f->file ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->offset);
+    py ? core_rows_add_null(r) : core_rows_add_int(r, (long long)f->pc);
+    core_rows_add_text(r, stack);
+    return core_rows_error(r);
 }
 
 int sql_vtab_native_bt_fill(struct probe_rows *r, const struct vtab_args *a, struct pb_err *err)
@@ -213,22 +214,21 @@ int sql_vtab_pythreads_fill(struct probe_rows *r, const struct vtab_args *a, str
         pyrt_snapshot_free(&s.snap);
         return rc;
     }
-    for (int i = 0; rc == 0 && i < s.snap.nthreads; i++) {
+    for (int i = 0; !core_rows_error(r) && i < s.snap.nthreads; i++) {
         const struct probe_thread *t = &s.snap.threads[i];
-        rc = core_rows_add_int(r, thread_id(t));
-        rc = rc ? rc : core_rows_add_int(r, (long long)t->ident);
-        rc = rc ? rc : core_rows_add_text(r, t->name ? t->name : "");
-        rc = rc ? rc
-                : (t->native_id > 0 ? core_rows_add_int(r, t->native_id) : core_rows_add_null(r));
-        rc = rc ? rc : core_rows_add_int(r, t->holds_gil);
-        rc = rc ? rc : (t->daemon >= 0 ? core_rows_add_int(r, t->daemon) : core_rows_add_null(r));
-        rc = rc ? rc : core_rows_add_int(r, t->is_main);
-        rc = rc ? rc : core_rows_add_text(r, sql_vtab_thread_state(t->native_id));
-        rc = rc ? rc : core_rows_add_text(r, t->name_from_threading ? "threading" : "os");
-        rc = rc ? rc : core_rows_add_int(r, t->interp_id);
+        core_rows_add_int(r, thread_id(t));
+        core_rows_add_int(r, (long long)t->ident);
+        core_rows_add_text(r, t->name ? t->name : "");
+        t->native_id > 0 ? core_rows_add_int(r, t->native_id) : core_rows_add_null(r);
+        core_rows_add_int(r, t->holds_gil);
+        t->daemon >= 0 ? core_rows_add_int(r, t->daemon) : core_rows_add_null(r);
+        core_rows_add_int(r, t->is_main);
+        core_rows_add_text(r, sql_vtab_thread_state(t->native_id));
+        core_rows_add_text(r, t->name_from_threading ? "threading" : "os");
+        core_rows_add_int(r, t->interp_id);
     }
     pyrt_snapshot_free(&s.snap);
-    return rc;
+    return core_rows_error(r);
 }
 
 /* ---- tables that need the GIL ---- */
@@ -351,14 +351,14 @@ static void objects_with_gil(void *arg)
         }
         tab[h].size += sz;
     }
-    int rc = tab ? 0 : -ENOMEM;
-    for (size_t k = 0; tab && rc == 0 && k < cap; k++) {
+    for (size_t k = 0; tab && !core_rows_error(g->r) && k < cap; k++) {
         if (!tab[k].type)
             continue;
-        rc = core_rows_add_text(g->r, tab[k].type->tp_name);
-        rc = rc ? rc : core_rows_add_int(g->r, tab[k].count);
-        rc = rc ? rc : core_rows_add_int(g->r, tab[k].size);
+        core_rows_add_text(g->r, tab[k].type->tp_name);
+        core_rows_add_int(g->r, tab[k].count);
+        core_rows_add_int(g->r, tab[k].size);
     }
+    int rc = tab ? core_rows_error(g->r) : -ENOMEM;
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     free(tab);
@@ -395,8 +395,7 @@ static void modules_with_gil(void *arg)
     }
     PyObject *k, *v;
     Py_ssize_t pos = 0;
-    int rc = 0;
-    while (rc == 0 && PyDict_Next(copy, &pos, &k, &v)) {
+    while (!core_rows_error(g->r) && PyDict_Next(copy, &pos, &k, &v)) {
         const char *name = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
         if (!name) {
             PyErr_Clear();
@@ -405,13 +404,14 @@ static void modules_with_gil(void *arg)
         const char *file = dict_str(v, "__file__");
         if (!file)
             PyErr_Clear();
-        rc = core_rows_add_text(g->r, name);
-        rc = rc ? rc : core_rows_add_text(g->r, file);
+        core_rows_add_text(g->r, name);
+        core_rows_add_text(g->r, file);
         const char *ver = dict_str(v, "__version__");
         if (!ver)
             PyErr_Clear();
-        rc = rc ? rc : core_rows_add_text(g->r, ver);
+        core_rows_add_text(g->r, ver);
     }
+    int rc = core_rows_error(g->r);
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     Py_DECREF(copy);
@@ -440,34 +440,35 @@ static int atask_row(struct probe_rows *r, const struct probe_atasks *at,
     size_t cap = 1;
     for (int i = 0; i < t->nframes; i++)
         cap += strlen(t->frames[i].func) + strlen(t->frames[i].file) + 32;
-    int rc = (stack = malloc(cap)) ? 0 : -ENOMEM;
-    if (rc == 0) {
-        char *p = stack;
-        *p = '\0';
-        for (int i = 0; i < t->nframes; i++)
-            p += snprintf(p, cap - (size_t)(p - stack), "%s%s (%s:%d)", i ? ";" : "",
-                          t->frames[i].func, t->frames[i].file, t->frames[i].line);
-    }
-    rc = rc ? rc : ids_text(at, t->awaits, t->nawaits, &awaits);
-    rc = rc ? rc : ids_text(at, t->by, t->nby, &by);
+    const struct probe_aframe *f = t->nframes ? &t->frames[0] : NULL;
+    int rc = -ENOMEM;
+    if (!(stack = malloc(cap)) || ids_text(at, t->awaits, t->nawaits, &awaits) < 0 ||
+        ids_text(at, t->by, t->nby, &by) < 0)
+        goto out;
+    char *p = stack;
+    *p = '\0';
+    for (int i = 0; i < t->nframes; i++)
+        p += snprintf(p, cap - (size_t)(p - stack), "%s%s (%s:%d)", i ? ";" : "", t->frames[i].func,
+                      t->frames[i].file, t->frames[i].line);
     snprintf(id, sizeof id, "0x%lx", (unsigned long)t->addr);
     snprintf(loop, sizeof loop, "0x%lx", (unsigned long)t->loop);
-    const struct probe_aframe *f = t->nframes ? &t->frames[0] : NULL;
-    rc = rc ? rc : t->thread_id > 0 ? core_rows_add_int(r, t->thread_id) : core_rows_add_null(r);
-    rc = rc ? rc : core_rows_add_text(r, id);
-    rc = rc ? rc : core_rows_add_text(r, t->name ? t->name : "?");
-    rc = rc ? rc : core_rows_add_text(r, t->state);
-    rc = rc ? rc : core_rows_add_int(r, t->running);
-    rc = rc ? rc : t->coro ? core_rows_add_text(r, t->coro) : core_rows_add_null(r);
-    rc = rc ? rc : f ? core_rows_add_text(r, f->func) : core_rows_add_null(r);
-    rc = rc ? rc : f ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
-    rc = rc ? rc : f ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
-    rc = rc ? rc : core_rows_add_text(r, stack);
-    rc = rc ? rc : t->waiter_type ? core_rows_add_text(r, t->waiter_type) : core_rows_add_null(r);
-    rc = rc ? rc : core_rows_add_text(r, awaits);
-    rc = rc ? rc : core_rows_add_text(r, by);
-    rc = rc ? rc : t->cycle ? core_rows_add_int(r, t->cycle) : core_rows_add_null(r);
-    rc = rc ? rc : t->loop ? core_rows_add_text(r, loop) : core_rows_add_null(r);
+    t->thread_id > 0 ? core_rows_add_int(r, t->thread_id) : core_rows_add_null(r);
+    core_rows_add_text(r, id);
+    core_rows_add_text(r, t->name ? t->name : "?");
+    core_rows_add_text(r, t->state);
+    core_rows_add_int(r, t->running);
+    t->coro ? core_rows_add_text(r, t->coro) : core_rows_add_null(r);
+    f ? core_rows_add_text(r, f->func) : core_rows_add_null(r);
+    f ? core_rows_add_text(r, f->file) : core_rows_add_null(r);
+    f ? core_rows_add_int(r, f->line) : core_rows_add_null(r);
+    core_rows_add_text(r, stack);
+    t->waiter_type ? core_rows_add_text(r, t->waiter_type) : core_rows_add_null(r);
+    core_rows_add_text(r, awaits);
+    core_rows_add_text(r, by);
+    t->cycle ? core_rows_add_int(r, t->cycle) : core_rows_add_null(r);
+    t->loop ? core_rows_add_text(r, loop) : core_rows_add_null(r);
+    rc = core_rows_error(r);
+out:
     free(stack);
     free(awaits);
     free(by);
@@ -551,21 +552,21 @@ static void gc_with_gil(void *arg)
     if (!en) {
         py_error(g, "gc");
     } else {
-        int rc = 0;
         Py_ssize_t ngen = PySequence_Size(stats);
-        for (Py_ssize_t i = 0; rc == 0 && i < ngen && i < 3; i++) {
+        for (Py_ssize_t i = 0; !core_rows_error(g->r) && i < ngen && i < 3; i++) {
             PyObject *st = PySequence_GetItem(stats, i);
-            rc = core_rows_add_int(g->r, i);
-            rc = rc ? rc : core_rows_add_int(g->r, item_ll(count, i));
-            rc = rc ? rc : core_rows_add_int(g->r, item_ll(thr, i));
-            rc = rc ? rc : core_rows_add_int(g->r, dict_ll(st, "collections"));
-            rc = rc ? rc : core_rows_add_int(g->r, dict_ll(st, "collected"));
-            rc = rc ? rc : core_rows_add_int(g->r, dict_ll(st, "uncollectable"));
-            rc = rc ? rc : core_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
+            core_rows_add_int(g->r, i);
+            core_rows_add_int(g->r, item_ll(count, i));
+            core_rows_add_int(g->r, item_ll(thr, i));
+            core_rows_add_int(g->r, dict_ll(st, "collections"));
+            core_rows_add_int(g->r, dict_ll(st, "collected"));
+            core_rows_add_int(g->r, dict_ll(st, "uncollectable"));
+            core_rows_add_int(g->r, PyObject_IsTrue(en) == 1);
             Py_XDECREF(st);
         }
         if (PyErr_Occurred())
             PyErr_Clear();
+        int rc = core_rows_error(g->r);
         if (rc < 0)
             g->rc = pb_err_set(&g->err, rc, "out of memory");
     }
@@ -618,8 +619,7 @@ static void tracemalloc_with_gil(void *arg)
         goto out;
     }
     Py_ssize_t n = PySequence_Size(stats);
-    int rc = 0;
-    for (Py_ssize_t i = 0; rc == 0 && i < n && i < MAX_TRACEMALLOC_ROWS; i++) {
+    for (Py_ssize_t i = 0; !core_rows_error(g->r) && i < n && i < MAX_TRACEMALLOC_ROWS; i++) {
         PyObject *st = PySequence_GetItem(stats, i);
         PyObject *tb = st ? PyObject_GetAttrString(st, "traceback") : NULL;
         PyObject *fr = tb ? PySequence_GetItem(tb, 0) : NULL;
@@ -633,10 +633,10 @@ static void tracemalloc_with_gil(void *arg)
         long long ct = count ? PyLong_AsLongLong(count) : -1;
         if (PyErr_Occurred())
             PyErr_Clear();
-        rc = core_rows_add_text(g->r, fs ? fs : "<unknown>");
-        rc = rc ? rc : core_rows_add_int(g->r, ln);
-        rc = rc ? rc : core_rows_add_int(g->r, sz);
-        rc = rc ? rc : core_rows_add_int(g->r, ct);
+        core_rows_add_text(g->r, fs ? fs : "<unknown>");
+        core_rows_add_int(g->r, ln);
+        core_rows_add_int(g->r, sz);
+        core_rows_add_int(g->r, ct);
         Py_XDECREF(count);
         Py_XDECREF(size);
         Py_XDECREF(line);
@@ -647,8 +647,8 @@ static void tracemalloc_with_gil(void *arg)
     }
     if (PyErr_Occurred())
         PyErr_Clear();
-    if (rc < 0)
-        g->rc = pb_err_set(&g->err, rc, "out of memory");
+    if (core_rows_error(g->r) < 0)
+        g->rc = pb_err_set(&g->err, core_rows_error(g->r), "out of memory");
 out:
     Py_XDECREF(stats);
     Py_XDECREF(filt);
@@ -704,24 +704,26 @@ static void cuda_memory_with_gil(void *arg)
         snprintf(probe_vtab_note, sizeof probe_vtab_note, "no CUDA memory: %s",
                  PyUnicode_AsUTF8(why));
     PyObject *devs = PyDict_GetItemString(res, "devices"); /* borrowed */
-    int rc = 0;
-    for (Py_ssize_t i = 0; rc == 0 && devs && PyList_Check(devs) && i < PyList_GET_SIZE(devs);
-         i++) {
+    for (Py_ssize_t i = 0;
+         !core_rows_error(g->r) && devs && PyList_Check(devs) && i < PyList_GET_SIZE(devs); i++) {
         PyObject *d = PyList_GET_ITEM(devs, i);
         if (!PyDict_Check(d))
             continue;
         PyObject *idx = PyDict_GetItemString(d, "index"), *name = PyDict_GetItemString(d, "name");
-        rc = core_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
+        core_rows_add_int(g->r, idx ? PyLong_AsLongLong(idx) : -1);
         const char *ns = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-        rc = rc ? rc : ns ? core_rows_add_text(g->r, ns) : core_rows_add_null(g->r);
-        for (size_t k = 0; rc == 0 && k < sizeof keys / sizeof keys[0]; k++) {
+        ns ? core_rows_add_text(g->r, ns) : core_rows_add_null(g->r);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             PyObject *v = PyDict_GetItemString(d, keys[k]);
-            rc = v && PyLong_Check(v) ? core_rows_add_int(g->r, PyLong_AsLongLong(v))
-                                      : core_rows_add_null(g->r);
+            if (v && PyLong_Check(v))
+                core_rows_add_int(g->r, PyLong_AsLongLong(v));
+            else
+                core_rows_add_null(g->r);
         }
     }
     if (PyErr_Occurred())
         PyErr_Clear();
+    int rc = core_rows_error(g->r);
     if (rc < 0)
         g->rc = pb_err_set(&g->err, rc, "out of memory");
     Py_DECREF(res);

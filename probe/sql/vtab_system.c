@@ -118,16 +118,16 @@ int sql_vtab_process_fill(struct probe_rows *r, const struct vtab_args *a, struc
     struct proc_now p;
     if (read_proc(&p) < 0)
         return pb_err_set(err, PB_EUNKNOWN, "system.process: cannot read /proc/self");
-    int rc = core_rows_add_int(r, getpid());
-    rc = rc ? rc : core_rows_add_int(r, (long long)p.rss_kb * 1024);
-    rc = rc ? rc : core_rows_add_int(r, (long long)p.vms);
-    rc = rc ? rc : core_rows_add_int(r, (long long)p.hwm_kb * 1024);
-    rc = rc ? rc : core_rows_add_real(r, p.utime);
-    rc = rc ? rc : core_rows_add_real(r, p.stime);
-    rc = rc ? rc : core_rows_add_int(r, p.threads);
-    rc = rc ? rc : core_rows_add_int(r, p.fds);
-    rc = rc ? rc : core_rows_add_real(r, uptime_s() - p.start_s);
-    return rc;
+    core_rows_add_int(r, getpid());
+    core_rows_add_int(r, (long long)p.rss_kb * 1024);
+    core_rows_add_int(r, (long long)p.vms);
+    core_rows_add_int(r, (long long)p.hwm_kb * 1024);
+    core_rows_add_real(r, p.utime);
+    core_rows_add_real(r, p.stime);
+    core_rows_add_int(r, p.threads);
+    core_rows_add_int(r, p.fds);
+    core_rows_add_real(r, uptime_s() - p.start_s);
+    return core_rows_error(r);
 }
 
 int sql_vtab_process_sample(double out[6])
@@ -152,8 +152,8 @@ int sql_vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, st
         return pb_err_set(err, PB_EUNKNOWN, "system.threads: cannot read /proc/self/task");
     long hz = sysconf(_SC_CLK_TCK);
     struct dirent *e;
-    int rc = 0, n = 0;
-    while (rc == 0 && (e = readdir(d)) && n < 100000) {
+    int n = 0;
+    while (!core_rows_error(r) && (e = readdir(d)) && n < 100000) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         char path[64], stat[1024], copy[1024], comm[64];
@@ -162,16 +162,16 @@ int sql_vtab_systhreads_fill(struct probe_rows *r, const struct vtab_args *a, st
         if (pb_read_file(path, stat, sizeof stat) <= 0 ||
             stat_fields(stat, comm, sizeof comm, f, F_N, copy, sizeof copy) <= F_PROC)
             continue; /* the thread just exited */
-        rc = core_rows_add_int(r, atol(e->d_name));
-        rc = rc ? rc : core_rows_add_text(r, comm);
-        rc = rc ? rc : core_rows_add_text(r, state_name(f[F_STATE][0]));
-        rc = rc ? rc : core_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
-        rc = rc ? rc : core_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
-        rc = rc ? rc : core_rows_add_int(r, atol(f[F_PROC]));
+        core_rows_add_int(r, atol(e->d_name));
+        core_rows_add_text(r, comm);
+        core_rows_add_text(r, state_name(f[F_STATE][0]));
+        core_rows_add_real(r, strtod(f[F_UTIME], NULL) / (double)hz);
+        core_rows_add_real(r, strtod(f[F_STIME], NULL) / (double)hz);
+        core_rows_add_int(r, atol(f[F_PROC]));
         n++;
     }
     closedir(d);
-    return rc;
+    return core_rows_error(r);
 }
 
 const char *sql_vtab_thread_state(long tid)

@@ -5,14 +5,17 @@ merged into one stack per thread (samples/native_mix.py: Python -> C -> Python t
 callbacks and libc's qsort, threads blocked in C, in time.sleep and in a lock, one that blocks
 SIGPROF, and the GIL held forever), CPython's machinery left out unless --native=all, file:line
 of native frames from DWARF, and nothing of ours left in the target after the dump."""
+import ctypes
 import json
 import os
 import re
+import select
 import time
 
 import pytest
 
 from conftest import PYTHONS, SAMPLES, bp, dump_json, probing
+from dapclient import DAP
 
 
 def cbp(name):
@@ -188,6 +191,68 @@ def test_native_thread_list_cycle(python, spawn):
         assert any("mix_spin" in (f.get("name") or "") for f in n["frames"][:2]), n["frames"]
     print("dump of %d copies: %.2f s" % (len(ids), took))
     assert took < 60, took  # loaded 2-core machine: 6-17 s seen; before: over 128 s
+    t.assert_responsive()
+
+
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+WALL = 0x40000000
+
+
+def sigpnd(pid, tid):
+    with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+        return int(re.search(r"^SigPnd:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("request_", ["probing/dump", "stackTrace"])
+def test_native_stacks_leave_the_loop_free(python, request_, spawn):
+    """Asking a thread for its native stack waits for its answer (up to 1 s per batch): a dump
+    with --native, or stackTrace with attach's nativeFrames of a thread that is not parked, does
+    it on the task thread, so the loop answers other clients meanwhile (docs/architecture.md:
+    the loop never blocks). A thread stopped by a tracer (ptrace, as gdb stops one) while it runs
+    C cannot answer its signal: the request waits out its second; another client's probing/info
+    is answered before it (before: the loop waited, and answered the slow request first)."""
+    t = spawn(python, "native_mix.py", args=("--free-spin",))
+    probing("-p", t.pid, "inject", check=True)
+    tid = t.ready["tids"]["freespin"]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    assert libc.ptrace(PTRACE_SEIZE, tid, None, None) == 0, os.strerror(ctypes.get_errno())
+    try:
+        assert libc.ptrace(PTRACE_INTERRUPT, tid, None, None) == 0
+        os.waitpid(tid, WALL)  # stopped in mix_spin (C, no system call)
+        a, b = DAP.unix(t.sock), DAP.unix(t.sock)
+        for c in (a, b):
+            assert c.request("initialize", {"adapterID": "e2e"})["success"]
+            assert c.request("attach", {"probingClient": "cli", "nativeFrames": "merged"})[
+                "success"]
+        if request_ == "probing/dump":
+            seq = a.send("probing/dump", {"native": "merged"})
+        else:
+            seq = a.send("stackTrace", {"threadId": tid})
+        deadline = time.monotonic() + 10
+        while not sigpnd(t.pid, tid) & SIGPROF_BIT:  # asked: the request waits for its answer
+            assert time.monotonic() < deadline, "the stopped thread was never asked"
+            time.sleep(0.005)
+        info = b.request("probing/info")
+        assert info["success"] and info["body"]["pid"] == t.pid, info
+        assert not a.buf and not select.select([a.sock], [], [], 0)[0], \
+            "%s was answered before probing/info: the loop waited in it" % request_
+        r = a.read(timeout=10)
+        assert r["request_seq"] == seq and r["success"], r
+        if request_ == "probing/dump":
+            th = threads_of(r["body"])
+            assert th["freespin"]["native"]["answered"] is False, th["freespin"]["native"]
+            assert th["blocker"]["native"]["answered"] is True, th["blocker"]["native"]
+        else:
+            f = r["body"]["stackFrames"]
+            assert "did not answer" in f[0]["name"], f
+            assert [x["name"] for x in f[1:2]] == ["run_free_spin"], f
+        a.close()
+        b.close()
+    finally:
+        libc.ptrace(PTRACE_DETACH, tid, None, None)
     t.assert_responsive()
 
 

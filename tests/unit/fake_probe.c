@@ -63,6 +63,15 @@ int gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
     return 0;
 }
 
+int gil_call(probe_gil_fn fn, void *arg, int timeout_ms)
+{
+    (void)timeout_ms;
+    if (fake_gil_timeout)
+        return PB_ETIMEDOUT;
+    fn(arg);
+    return 0;
+}
+
 static char *fake_dup(const char *s)
 {
     return strdup(s);

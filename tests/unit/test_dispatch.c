@@ -23,6 +23,7 @@ static const struct {
     {"evaluate", "{\"expression\":\"%sql SELECT 1\",\"context\":\"repl\"}", -1},
     {"threads", NULL, -1},
     {"probing/dump", "{\"locals\":true}", -1},
+    {"probing/dump", "{\"native\":\"merged\"}", -1},
     {"probing/debugger", NULL, -1},
     {"scopes", "{\"frameId\":1}", -1},
     {"setBreakpoints",

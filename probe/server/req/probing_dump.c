@@ -7,7 +7,9 @@
  * read without the GIL, and says who holds it ("gil.available": false, "localsError"); the
  * locals are then read from memory, simple values only ("localsVia": "memory"). tasks (bool):
  * every asyncio task in "asyncio" (pyrt/asyncio.c), read with the GIL; without it, "asyncio"
- * says why not. */
+ * says why not. A dump with native runs on the task thread (its snapshot through the GIL worker
+ * as the GIL job takes it), because asking the threads for their stacks waits for their answers
+ * (up to 1 s per batch, prof/native.c): the loop never blocks; the body is built on the loop. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +56,66 @@ static const struct probe_thread *holder(const struct probe_snapshot *s)
     return NULL;
 }
 
-static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args, cJSON *body,
-                  struct pb_err *err)
+/* The native part of a dump: asked on the task thread, rendered on the loop. */
+struct native {
+    struct prof_nstack *ns; /* nt Python threads' entries, then nothers */
+    char (*names)[PROF_COMM];
+    int nothers, more;
+};
+
+static void native_free(struct native *nat, int nt)
+{
+    for (int i = 0; nat->ns && i < nt + nat->nothers; i++)
+        prof_nstack_free(&nat->ns[i]);
+    free(nat->ns);
+    free(nat->names);
+    memset(nat, 0, sizeof *nat);
+}
+
+/* Task thread (it waits for the threads' answers). Each thread's native stack into nat. 0, or a
+ * negative code with err (nat then empty). */
+static int native_collect(const struct probe_snapshot *s, int all, struct native *nat,
+                          struct pb_err *err)
+{
+    int nt = s->nthreads;
+    long *tids = calloc(2 * (size_t)nt + PROF_OTHERS_MAX + 1, sizeof *tids);
+    nat->ns = calloc((size_t)nt + PROF_OTHERS_MAX + 1, sizeof *nat->ns);
+    nat->names = calloc(PROF_OTHERS_MAX, sizeof *nat->names);
+    if (!tids || !nat->ns || !nat->names) {
+        free(tids);
+        native_free(nat, 0);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
+    /* A thread running code in a subinterpreter has a thread state in each interpreter:
+     * its one native stack is asked once (a second SIGPROF would merge with the first)
+     * and shown with each (its frames there hold both states': stack_sig). */
+    for (int i = 0; i < nt; i++) {
+        tids[i] = s->threads[i].native_id;
+        for (int j = 0; j < i && tids[i] > 0; j++)
+            if (s->threads[j].native_id == tids[i])
+                tids[i] = -1;
+    }
+    /* then the threads that run no Python, asked after the Python ones (prof/native.c) */
+    for (int i = 0; i < nt; i++)
+        tids[nt + i] = s->threads[i].native_id; /* scratch: the ids to leave out */
+    int rc = prof_native_others(tids + nt, nt, tids + nt + nt, nat->names, PROF_OTHERS_MAX,
+                                &nat->more, err);
+    if (rc >= 0) {
+        nat->nothers = rc;
+        memmove(tids + nt, tids + nt + nt, (size_t)nat->nothers * sizeof *tids);
+        rc = prof_native_stacks(tids, nt + nat->nothers, all, nat->ns, err);
+    }
+    free(tids);
+    if (rc < 0) {
+        native_free(nat, 0); /* prof_native_stacks frees what it made when it fails */
+        return rc;
+    }
+    return 0;
+}
+
+/* Loop. The body of a dump; nat: the native stacks when they were asked for, else NULL. */
+static int render_dump(const struct probe_snapshot *s, int gil_rc, const cJSON *args, cJSON *body,
+                       const struct native *nat, struct pb_err *err)
 {
     int want_locals = 0;
     dap_arg_bool(args, "locals", &want_locals, err);
@@ -91,48 +151,8 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
     }
     if (want_locals)
         cJSON_AddStringToObject(body, "localsVia", gil_rc == 0 ? "gil" : "memory");
-    const char *native = NULL;
-    struct prof_nstack *ns = NULL;
-    long *tids = NULL;
-    char(*names)[PROF_COMM] = NULL;
-    int nothers = 0, more = 0, nt = s->nthreads;
-    dap_arg_str(args, "native", &native, err);
-    if (native) {
-        tids = calloc(2 * (size_t)nt + PROF_OTHERS_MAX + 1, sizeof *tids);
-        ns = calloc((size_t)nt + PROF_OTHERS_MAX + 1, sizeof *ns);
-        names = calloc(PROF_OTHERS_MAX, sizeof *names);
-        if (!tids || !ns || !names) {
-            free(tids);
-            free(ns);
-            free(names);
-            return pb_err_set(err, -ENOMEM, "out of memory");
-        }
-        /* A thread running code in a subinterpreter has a thread state in each interpreter:
-         * its one native stack is asked once (a second SIGPROF would merge with the first)
-         * and shown with each (its frames there hold both states': stack_sig). */
-        for (int i = 0; i < nt; i++) {
-            tids[i] = s->threads[i].native_id;
-            for (int j = 0; j < i && tids[i] > 0; j++)
-                if (s->threads[j].native_id == tids[i])
-                    tids[i] = -1;
-        }
-        /* then the threads that run no Python, asked after the Python ones (prof/native.c) */
-        for (int i = 0; i < nt; i++)
-            tids[nt + i] = s->threads[i].native_id; /* scratch: the ids to leave out */
-        int rc =
-            prof_native_others(tids + nt, nt, tids + nt + nt, names, PROF_OTHERS_MAX, &more, err);
-        if (rc >= 0) {
-            nothers = rc;
-            memmove(tids + nt, tids + nt + nt, (size_t)nothers * sizeof *tids);
-            rc = prof_native_stacks(tids, nt + nothers, strcmp(native, "all") == 0, ns, err);
-        }
-        free(tids);
-        if (rc < 0) {
-            free(ns);
-            free(names);
-            return rc;
-        }
-    }
+    const struct prof_nstack *ns = nat ? nat->ns : NULL;
+    int nt = s->nthreads, nothers = nat ? nat->nothers : 0;
     cJSON *arr = cJSON_AddArrayToObject(body, "threads");
     for (int i = 0; i < nt; i++) {
         cJSON *t = srv_json_thread(&s->threads[i], want_locals);
@@ -151,21 +171,34 @@ static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args,
         for (int i = 0; i < nothers; i++) {
             cJSON *t = cJSON_CreateObject();
             cJSON_AddNumberToObject(t, "id", (double)ns[nt + i].tid);
-            cJSON_AddStringToObject(t, "name", names[i]);
+            cJSON_AddStringToObject(t, "name", nat->names[i]);
             cJSON_AddItemToObject(t, "native", srv_json_native(&ns[nt + i]));
             cJSON_AddItemToArray(others, t);
         }
-        if (more)
-            cJSON_AddNumberToObject(body, "nativeThreadsLeftOut", more);
+        if (nat->more)
+            cJSON_AddNumberToObject(body, "nativeThreadsLeftOut", nat->more);
     }
-    for (int i = 0; ns && i < nt + nothers; i++)
-        prof_nstack_free(&ns[i]);
-    free(ns);
-    free(names);
     return 0;
 }
 
-static int parse(struct srv_ctx *c, const cJSON *args, void *job)
+/* Loop: a dump without native (the GIL job's renderer, srv_snap_reply). */
+static int render(const struct probe_snapshot *s, int gil_rc, const cJSON *args, cJSON *body,
+                  struct pb_err *err)
+{
+    return render_dump(s, gil_rc, args, body, NULL, err);
+}
+
+/* A dump's job: the snapshot job's parts (first: the job's rc), and for a dump with native
+ * what the task thread found. */
+struct dumpjob {
+    struct srv_snapjob snap;
+    const char *native; /* "merged", "all" or NULL: in snap.args */
+    int gil_rc;         /* with native: whether the snapshot had the GIL (srv_snap_render) */
+    int native_rc;
+    struct native nat;
+};
+
+static int parse(struct srv_ctx *c, const cJSON *args, struct dumpjob *j)
 {
     int locals = 0;
     long long max_frames = 256;
@@ -185,8 +218,69 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
         return rc;
     int flags =
         PROBE_SNAP_NAMES | (locals ? PROBE_SNAP_LOCALS : 0) | (tasks ? PROBE_SNAP_TASKS : 0);
-    return srv_snap_init(c, job, args, flags, (int)max_frames, render);
+    if ((rc = srv_snap_init(c, &j->snap, args, flags, (int)max_frames, render)) < 0)
+        return rc;
+    if (native)
+        dap_arg_str(j->snap.args, "native", &j->native, &c->err);
+    return 0;
 }
 
-const struct srv_job srv_job_probing_dump = {sizeof(struct srv_snapjob), parse, srv_snap_run,
-                                             srv_snap_reply, srv_snap_drop};
+/* Task thread: the snapshot through the GIL worker, as the GIL job takes it (without the GIL
+ * when it cannot be had in time, as its fallback does), then the threads' native stacks. */
+static void native_run(void *job)
+{
+    struct dumpjob *j = job;
+    j->gil_rc = gil_call(srv_snap_run, &j->snap, core_setting_gil_timeout_ms());
+    if (j->gil_rc < 0)
+        srv_snap_without_gil(&j->snap);
+    if (j->snap.snap_rc < 0)
+        return;
+    srv_snapshot_drop_worker(&j->snap.snap);
+    j->native_rc =
+        native_collect(&j->snap.snap, strcmp(j->native, "all") == 0, &j->nat, &j->snap.err);
+}
+
+/* Loop. */
+static int native_reply(struct srv_reply *r, void *job, cJSON *body)
+{
+    struct dumpjob *j = job;
+    int rc = j->snap.snap_rc < 0 ? j->snap.snap_rc : j->native_rc;
+    if (rc == 0)
+        rc = render_dump(&j->snap.snap, j->gil_rc, j->snap.args, body, &j->nat, &j->snap.err);
+    r->err = j->snap.err;
+    return rc;
+}
+
+static void dump_drop(void *job)
+{
+    struct dumpjob *j = job;
+    native_free(&j->nat, j->snap.snap.nthreads);
+    srv_snap_drop(&j->snap);
+}
+
+static const struct srv_job snap_job = {.size = sizeof(struct dumpjob),
+                                        .run = srv_snap_run,
+                                        .reply = srv_snap_reply,
+                                        .drop = dump_drop};
+static const struct srv_job native_job = {
+    .size = sizeof(struct dumpjob), .run = native_run, .reply = native_reply, .drop = dump_drop};
+
+/* The job by the arguments: on the GIL worker (with the GIL-free fallback) without native, on
+ * the task thread with it. */
+int srv_req_probing_dump(struct srv_ctx *c, const cJSON *args, cJSON *body)
+{
+    (void)body;
+    struct dumpjob *j = calloc(1, sizeof *j);
+    if (!j)
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
+    int rc = parse(c, args, j);
+    if (rc < 0) {
+        dump_drop(j);
+        free(j);
+        return rc;
+    }
+    if (j->native)
+        return srv_job_submit(c, &native_job, j, SRV_F_TASK, 0);
+    return srv_job_submit(c, &snap_job, j, SRV_F_GIL | SRV_F_GIL_FALLBACK,
+                          core_setting_gil_timeout_ms());
+}

@@ -4,7 +4,10 @@
  * totalFrames: a stopped thread's from its stop record (frames that scopes, evaluate and source
  * can inspect), another's from a GIL-free snapshot. One StackFrame builder for both
  * (srv_json_stack_frame, dbgjson.c). With the session's nativeFrames on (attach), the thread's
- * native frames are merged in (server/nativeframes.c) and paging applies to the merged stack. */
+ * native frames are merged in (server/nativeframes.c) and paging applies to the merged stack.
+ * A thread not parked is read on the task thread (a job): its reads may pause between tries and
+ * its native stack may wait for the thread (up to 1 s), and the loop never blocks. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,6 +27,76 @@ static void add_frames(cJSON *body, const struct probe_frame *frames, int n, lon
     cJSON_AddNumberToObject(body, "totalFrames", total);
 }
 
+/* The stack of a thread that is not parked: read on the task thread, answered on the loop. */
+struct stjob {
+    struct srv_job_rc rc; /* first: the job machinery's; stays 0 (reply says what failed) */
+    long tid;
+    long long start, levels;
+    int native;
+    struct probe_snapshot s;
+    const struct probe_thread *t; /* in s; NULL: no such thread */
+    int snap_rc;
+    struct pb_err err;
+    struct srv_native_answer nat; /* with native */
+};
+
+/* Task thread. */
+static void stack_run(void *job)
+{
+    struct stjob *j = job;
+    /* A running thread's frames can change under the GIL-free reader, which may then see no
+     * frame at all: read again. The thread may have been preempted in the middle of pushing a
+     * frame (its link not set yet), and stays so while it waits for a CPU: the later reads
+     * come after a pause of 1, 2, 3 ms... (at most 21 ms in all, only for such a thread). */
+    for (int attempt = 0; attempt < 7; attempt++) {
+        if (attempt > 0) {
+            struct timespec nap = {0, attempt * 1000000L};
+            nanosleep(&nap, NULL);
+        }
+        pyrt_snapshot_free(&j->s);
+        memset(&j->s, 0, sizeof j->s);
+        j->snap_rc = pyrt_snapshot(&j->s, 0, MAX_FRAMES, &j->err);
+        if (j->snap_rc < 0)
+            return;
+        j->t = srv_snapshot_find(&j->s, j->tid);
+        if (!j->t || j->t->nframes > 0)
+            break;
+    }
+    if (j->t && j->native)
+        srv_native_ask(j->tid, &j->nat);
+}
+
+/* Loop. */
+static int stack_reply(struct srv_reply *r, void *job, cJSON *body)
+{
+    struct stjob *j = job;
+    const struct probe_thread *t = j->t;
+    long long start = j->start, levels = j->levels;
+    if (j->snap_rc < 0) {
+        r->err = j->err;
+        return j->snap_rc;
+    }
+    if (!t)
+        return pb_err_set(&r->err, PB_EBADARG, "no Python thread with id %ld", j->tid);
+    if (j->native)
+        return srv_native_stack_answered(j->tid, j->native, t->frames, t->nframes, 0, start, levels,
+                                         &j->nat, body, &r->err);
+    long long end = levels > 0 && start + levels < t->nframes ? start + levels : t->nframes;
+    add_frames(body, t->frames + (start < end ? start : 0), start < end ? (int)(end - start) : 0,
+               j->tid, start, t->nframes, 0);
+    return 0;
+}
+
+static void stack_drop(void *job)
+{
+    struct stjob *j = job;
+    prof_nstack_free(&j->nat.ns);
+    pyrt_snapshot_free(&j->s);
+}
+
+static const struct srv_job stack_job = {
+    .size = sizeof(struct stjob), .run = stack_run, .reply = stack_reply, .drop = stack_drop};
+
 int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {
     long long tid = -1, start = 0, levels = 0;
@@ -39,7 +112,9 @@ int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
     if (srv_task_id_is(tid)) /* an asyncio task listed by threads while stopped */
         return srv_tasks_stack(tid, start, levels, body, &c->err);
     int native = srv_session_native_frames(c->s);
-    /* A parked thread's stack is the one recorded when it stopped, with inspectable frames. */
+    /* A parked thread's stack is the one recorded when it stopped, with inspectable frames.
+     * It waits in a system call: its native stack is read in place, no signal to wait for
+     * (prof_native_stacks), so it is answered here on the loop. */
     struct probe_frame *frames;
     int n, total = native ? dbg_stack((long)tid, 0, 0, &frames, &n)
                           : dbg_stack((long)tid, start, levels, &frames, &n);
@@ -50,39 +125,9 @@ int srv_req_stackTrace(struct srv_ctx *c, const cJSON *args, cJSON *body)
         dbg_frames_free(frames, n);
         return rc;
     }
-    struct probe_snapshot s = {0};
-    const struct probe_thread *t = NULL;
-    /* A running thread's frames can change under the GIL-free reader, which may then see no
-     * frame at all: read again. The thread may have been preempted in the middle of pushing a
-     * frame (its link not set yet), and stays so while it waits for a CPU: the later reads
-     * come after a pause of 1, 2, 3 ms... (at most 21 ms in all, only for such a thread). */
-    for (int attempt = 0; attempt < 7; attempt++) {
-        if (attempt > 0) {
-            struct timespec nap = {0, attempt * 1000000L};
-            nanosleep(&nap, NULL);
-        }
-        pyrt_snapshot_free(&s);
-        memset(&s, 0, sizeof s);
-        rc = pyrt_snapshot(&s, 0, MAX_FRAMES, &c->err);
-        if (rc < 0)
-            return rc;
-        t = srv_snapshot_find(&s, (long)tid);
-        if (!t || t->nframes > 0)
-            break;
-    }
-    if (!t) {
-        pyrt_snapshot_free(&s);
-        return pb_err_set(&c->err, PB_EBADARG, "no Python thread with id %lld", tid);
-    }
-    if (native) {
-        rc = srv_native_stack((long)tid, native, t->frames, t->nframes, 0, start, levels, body,
-                              &c->err);
-        pyrt_snapshot_free(&s);
-        return rc;
-    }
-    long long end = levels > 0 && start + levels < t->nframes ? start + levels : t->nframes;
-    add_frames(body, t->frames + (start < end ? start : 0), start < end ? (int)(end - start) : 0,
-               (long)tid, start, t->nframes, 0);
-    pyrt_snapshot_free(&s);
-    return 0;
+    struct stjob *j = calloc(1, sizeof *j);
+    if (!j)
+        return pb_err_set(&c->err, -ENOMEM, "out of memory: '%s' was not run", c->command);
+    *j = (struct stjob){.tid = (long)tid, .start = start, .levels = levels, .native = native};
+    return srv_job_submit(c, &stack_job, j, SRV_F_TASK, 0);
 }
