@@ -8,7 +8,9 @@ Python call of torch.distributed). STOP=sleep (default) sleeps in Python, the GI
 STOP=c enters a C function that never returns holding the GIL (ctypes.PyDLL). Every rank is
 also in a second process group of ranks 0 and 1 (one all_reduce there at the start): a group
 the last rank is not in. Each rank prints "ready {...}" once in place ("where": "backward" or
-"stopped"; "seq": its default group's sequence number then, before the backward)."""
+"stopped"; "seq": its default group's sequence number then, before the backward). With
+GATE=FILE each rank first prints "ready {... "where": "gate"}" once the model is built and waits
+for FILE before its first step (to start `perf --comm` on every rank before training)."""
 import ctypes
 import datetime
 import json
@@ -50,6 +52,11 @@ def main():
     model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(),
                                     torch.nn.Linear(16, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gate = os.environ.get("GATE")
+    if gate:  # the model built, no step yet: the test starts the recorder, then makes FILE
+        say(rank, "gate")
+        while not os.path.exists(gate):
+            time.sleep(0.05)
     step = 0
     while True:
         opt.zero_grad()

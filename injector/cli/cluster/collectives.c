@@ -16,7 +16,7 @@
 /* The columns each rank is asked for (local.c), in this order. */
 const char cli_cluster_comm_sql[] =
     "SELECT rank, pg, group_ranks, seq, seq_source, op, state, start_time, file, line, func, "
-    "peer FROM torch.collectives WHERE state != 'failed' ORDER BY id DESC LIMIT";
+    "peer, sizes, dtype FROM torch.collectives WHERE state != 'failed' ORDER BY id DESC LIMIT";
 enum {
     C_RANK,
     C_PG,
@@ -29,7 +29,9 @@ enum {
     C_FILE,
     C_LINE,
     C_FUNC,
-    C_PEER
+    C_PEER,
+    C_SIZES,
+    C_DTYPE
 };
 
 /* Straggler: a rank whose median wait of the others is at least this (ms), over at least
@@ -42,7 +44,7 @@ enum {
 
 struct crec {
     int rank, peer; /* peer: point-to-point calls' other rank, -1 when none */
-    const char *pg, *granks, *op, *state, *file, *func;
+    const char *pg, *granks, *op, *state, *file, *func, *src, *sizes, *dtype;
     long long seq;
     double start;
     int line;
@@ -185,6 +187,9 @@ static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSO
             c->state = cell_str(row, C_STATE);
             c->file = cell_str(row, C_FILE);
             c->func = cell_str(row, C_FUNC);
+            c->src = cell_str(row, C_SRC);
+            c->sizes = cell_str(row, C_SIZES);
+            c->dtype = cell_str(row, C_DTYPE);
             c->seq = (long long)cell_num(row, C_SEQ);
             c->start = cell_num(row, C_START);
             c->line = (int)cell_num(row, C_LINE);
@@ -281,6 +286,89 @@ static cJSON *group_hang(const struct crec *v, int n, const struct cgroup *g, do
 out:
     free(maxseq);
     free(last);
+    return out;
+}
+
+/* Whether two records of one group and number are the same collective: op and dtype, and the
+ * sizes but for all_to_all's (whose inputs may differ between ranks). */
+static int same_call(const struct crec *a, const struct crec *b)
+{
+    if (strcmp(a->op, b->op) != 0 || strcmp(a->dtype, b->dtype) != 0)
+        return 0;
+    return strncmp(a->op, "all_to_all", 10) == 0 || strcmp(a->sizes, b->sizes) == 0;
+}
+
+static const struct crec *sort_base;
+
+static int by_seq_rank(const void *a, const void *b)
+{
+    const struct crec *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The first collective of a group (lowest number) that its members entered as different calls
+ * (op, sizes or dtype), or NULL: each side with its ranks and where it was called. Only torch's
+ * numbers compare (the recorder's own counts start where each recorder started). */
+static cJSON *group_mismatch(const struct crec *v, int n, const struct cgroup *g)
+{
+    int *ix = malloc(sizeof(int) * (size_t)(n + 1)), k = 0;
+    cJSON *out = NULL;
+    if (!ix)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (in_group(&v[i], g) && strcmp(v[i].src, "torch") == 0)
+            ix[k++] = i;
+    sort_base = v;
+    qsort(ix, (size_t)k, sizeof *ix, by_seq_rank);
+    int later = 0;
+    long long first = 0;
+    for (int a = 0; a < k;) {
+        int b = a + 1, differ = 0;
+        while (b < k && v[ix[b]].seq == v[ix[a]].seq) {
+            differ |= !same_call(&v[ix[a]], &v[ix[b]]);
+            b++;
+        }
+        if (differ && out) {
+            later++;
+        } else if (differ) {
+            first = v[ix[a]].seq;
+            out = cJSON_CreateObject();
+            cJSON_AddStringToObject(out, "pg", g->pg);
+            cJSON_AddItemToObject(out, "group_ranks", int_array(g->members, g->n));
+            cJSON_AddNumberToObject(out, "seq", (double)first);
+            cJSON *sides = cJSON_AddArrayToObject(out, "sides");
+            /* One side per distinct call, in the order of their lowest rank. */
+            for (int i = a; i < b; i++) {
+                int seen = 0;
+                for (int j = a; j < i && !seen; j++)
+                    seen = same_call(&v[ix[j]], &v[ix[i]]);
+                if (seen)
+                    continue;
+                const struct crec *c = &v[ix[i]];
+                int *rk = malloc(sizeof(int) * (size_t)(b - a)), nr = 0;
+                for (int j = i; rk && j < b; j++)
+                    if (same_call(&v[ix[j]], c))
+                        rk[nr++] = v[ix[j]].rank;
+                cJSON *sd = cJSON_CreateObject();
+                cJSON_AddItemToObject(sd, "ranks", int_array(rk ? rk : &c->rank, rk ? nr : 1));
+                cJSON_AddStringToObject(sd, "op", c->op);
+                cJSON_AddStringToObject(sd, "sizes", c->sizes);
+                cJSON_AddStringToObject(sd, "dtype", c->dtype);
+                cJSON_AddStringToObject(sd, "state", c->state);
+                cJSON_AddStringToObject(sd, "file", c->file);
+                cJSON_AddNumberToObject(sd, "line", c->line);
+                cJSON_AddStringToObject(sd, "func", c->func);
+                cJSON_AddItemToArray(sides, sd);
+                free(rk);
+            }
+        }
+        a = b;
+    }
+    if (out)
+        cJSON_AddNumberToObject(out, "later", later);
+    free(ix);
     return out;
 }
 
@@ -436,6 +524,7 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
     cJSON *without = cJSON_AddArrayToObject(out, "no_records");
     cJSON *with = cJSON_AddArrayToObject(out, "recording");
     cJSON *hangs = cJSON_AddArrayToObject(out, "hangs");
+    cJSON *mism = cJSON_AddArrayToObject(out, "mismatches");
     int n = 0, np = 0;
     struct crec *p2p;
     struct crec *v = collect(nodes, job, &n, without, with, &p2p, &np);
@@ -475,6 +564,9 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
         cJSON *h = group_hang(v, n, &g[k], now);
         if (h)
             cJSON_AddItemToArray(hangs, h);
+        cJSON *m = group_mismatch(v, n, &g[k]);
+        if (m)
+            cJSON_AddItemToArray(mism, m);
         compared += group_waits(v, n, &g[k], &all, &nall);
     }
     p2p_hangs(p2p, np, with, now, hangs);
@@ -554,9 +646,46 @@ static void print_p2p_hang(const cJSON *h)
                rank);
 }
 
+/* "ranks 0-2 and rank 3 entered different collectives as #N of group 0:", then each side. */
+static void print_mismatches(const cJSON *a)
+{
+    const cJSON *m, *sd;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(a, "mismatches"))
+    {
+        const cJSON *sides = cJSON_GetObjectItemCaseSensitive(m, "sides");
+        int i = 0, ns = cJSON_GetArraySize(sides);
+        printf("mismatch in group %s: ", cli_json_text(m, "pg"));
+        cJSON_ArrayForEach(sd, sides)
+        {
+            int nr;
+            char *r = json_ranges(cJSON_GetObjectItemCaseSensitive(sd, "ranks"), &nr);
+            printf("%s%s %s", i == 0 ? "" : i == ns - 1 ? " and " : ", ", nr == 1 ? "rank" : "ranks",
+                   r);
+            free(r);
+            i++;
+        }
+        printf(" entered different collectives as #%.0f\n", cli_json_num(m, "seq", 0));
+        cJSON_ArrayForEach(sd, sides)
+        {
+            int nr;
+            char *r = json_ranges(cJSON_GetObjectItemCaseSensitive(sd, "ranks"), &nr);
+            const char *sz = cli_json_text(sd, "sizes");
+            printf("  %s %s: %s %s %s (%s) at %s:%.0f in %s\n", nr == 1 ? "rank" : "ranks", r,
+                   cli_json_text(sd, "op"), *sz ? sz : "-", cli_json_text(sd, "dtype"),
+                   cli_json_text(sd, "state"), base(cli_json_text(sd, "file")),
+                   cli_json_num(sd, "line", 0), cli_json_text(sd, "func"));
+            free(r);
+        }
+        if (cli_json_num(m, "later", 0) > 0)
+            printf("  and %.0f later collective%s of the group differ too\n",
+                   cli_json_num(m, "later", 0), cli_json_num(m, "later", 0) == 1 ? "" : "s");
+    }
+}
+
 void cli_cluster_comm_print_hangs(const cJSON *a)
 {
     const cJSON *h, *l;
+    print_mismatches(a);
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(a, "hangs"))
     {
         if (cli_json_str(h, "kind")) {
@@ -671,7 +800,8 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
         return rc;
     }
     printf("\n");
-    if (hangs == 0)
+    int mismatches = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "mismatches"));
+    if (hangs == 0 && mismatches == 0)
         printf("no hang: no rank waits in a collective that another member of its group has "
                "not entered, or in a send/recv its peer has not posted\n");
     else
