@@ -5,7 +5,8 @@
 the hang `probing cluster stacks` is for. Each rank prints "ready {...}" once it is in place.
 With GATE=PATH each rank first prints "ready {... "where": "gate"}" and waits for that file to
 exist (time to start `perf --comm` on every rank), then makes one more all_reduce before the
-hang."""
+hang. With MISMATCH=1 too, the stuck rank calls broadcast instead (where the others call
+all_reduce), and stays there."""
 import ctypes
 import datetime
 import json
@@ -22,6 +23,14 @@ def stuck_in_c():
     print("ready " + json.dumps({"rank": dist.get_rank(), "pid": os.getpid(), "where": "stuck"}),
           flush=True)
     libc.pause()  # BP: stuck_call
+
+
+def other_collective(t):
+    """MISMATCH=1: the stuck rank calls broadcast where the others call all_reduce (the same
+    sequence number of the group): gloo hangs both sides."""
+    print("ready " + json.dumps({"rank": dist.get_rank(), "pid": os.getpid(), "where": "broadcast"}),
+          flush=True)
+    dist.broadcast(t, src=0)  # BP: mismatch_broadcast
 
 
 def wait_for_peers(t):
@@ -43,6 +52,8 @@ def main():
             time.sleep(0.05)
         dist.all_reduce(t)  # BP: after_gate
     if dist.get_rank() == stuck:
+        if os.environ.get("MISMATCH"):
+            other_collective(t)
         stuck_in_c()
     else:
         wait_for_peers(t)
