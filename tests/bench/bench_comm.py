@@ -201,9 +201,9 @@ def ddp(runs, per_call=None):
           % ("step CPU, recording / hook passing", cpu, q[0], q[2], wall, records))
     print("  %-40s %8.3f  (one slice before any start against the median of the later off ones)"
           % ("step CPU, hook passing / DDP's own", pt / offs[0][1]))
-    # Bucket allreduces per step: rank 0's records over the steps of the "on" slices (each
-    # slice: SKIP + steps reports of 10 steps, and the steps between the CLI's start and stop).
-    per_step = records / (runs * (steps + SKIP) * 10)
+    # One bucket allreduce per step: the model's 70,401 parameters (WIDTH=256) fit in DDP's
+    # first bucket (1 MiB); a wider model has more.
+    per_step = 1 if width == "256" else records / (runs * (steps + SKIP) * 10)
     if per_call is not None:
         derived = 1 + per_call * per_step / 1e3 / statistics.median(o[0] for o in offs)
         print("  %-40s %8.3f  (%.1f us per recorded call, %.2f bucket allreduces per step)"
