@@ -178,3 +178,42 @@ def test_rank_in_a_different_collective_is_named_with_both_sides(PY, tmp_path):
         assert [x["seq"] for x in sj["mismatches"]] == [m["seq"]], sj
     finally:
         job.kill()
+
+
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_dead_rank_is_named_with_the_collective_that_failed(PY, tmp_path):
+    """Rank 3's process exits (samples/cluster_job.py DEAD=1): gloo fails the all_reduce of the
+    ranks that talk to it (they outlive the error); a rank whose ring neighbour failed keeps
+    waiting in it. The report names the collective, the ranks it failed on, rank 3 as having no
+    process, and the ranks still waiting as waiting for rank 3; no mismatch."""
+    gate = tmp_path / "gate"
+    job = comm_job(PY, tmp_path, {"GATE": str(gate), "DEAD": "1"}, nproc=4, script=JOB)
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        start_recorders(pids.values())
+        released(job, gate, 1)
+        time.sleep(2)
+        after = [r for r in ready_lines(open(job.out_path).read()) if r["where"] != "gate"]
+        failed = sorted(r["rank"] for r in after if r["where"] == "failed")
+        waiting = sorted(set([0, 1, 2]) - set(failed))
+        assert failed and all(r["where"] == "failed" for r in after), after
+        name = job_with(pids[failed[0]])
+        out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+        assert out["mismatches"] == [], out
+        rows = query(pids[failed[0]], "SELECT seq, op, state, line FROM torch.collectives "
+                     "ORDER BY id")
+        assert (rows[-1]["op"], rows[-1]["state"], rows[-1]["line"]) == \
+            ("all_reduce", "failed", bp("cluster_job.py", "dead_peer")), rows
+        seq = rows[-1]["seq"]
+        assert out["failures"] == [{"pg": "0", "group_ranks": [0, 1, 2, 3], "seq": seq,
+                                    "op": "all_reduce", "failed": failed, "gone": [3],
+                                    "not_read": []}], out
+        # Those still waiting wait for rank 3 (not for the ranks whose call failed).
+        assert [(h["seq"], h["not_entered"], h["waiting"]) for h in out["hangs"]] == \
+            ([(seq, [3], waiting)] if waiting else []), out
+        text = cluster("collectives", "--job", name).stdout
+        assert re.search(r"^all_reduce #%d of group 0 failed on ranks? [0-9,-]+; rank 3 has no "
+                         r"process \(exited or killed\)$" % seq, text, re.M), text
+        assert "no hang:" not in text, text
+    finally:
+        job.kill()

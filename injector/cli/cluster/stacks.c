@@ -953,6 +953,8 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
                                   cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
             cJSON_AddItemToObject(j, "mismatches",
                                   cJSON_DetachItemFromObjectCaseSensitive(comm, "mismatches"));
+            cJSON_AddItemToObject(j, "failures",
+                                  cJSON_DetachItemFromObjectCaseSensitive(comm, "failures"));
         }
         if (o->tasks) {
             cJSON_AddItemToObject(j, "tasks", atasks_json(&v));
