@@ -214,6 +214,8 @@ def test_dead_rank_is_named_with_the_collective_that_failed(PY, tmp_path):
         text = cluster("collectives", "--job", name).stdout
         assert re.search(r"^all_reduce #%d of group 0 failed on ranks? [0-9,-]+; rank 3 has no "
                          r"process \(exited or killed\)$" % seq, text, re.M), text
+        if waiting:
+            assert "\n  rank 3: no process (exited or killed)\n" in text, text
         assert "no hang:" not in text, text
     finally:
         job.kill()

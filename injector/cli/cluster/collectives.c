@@ -773,6 +773,16 @@ static void print_mismatches(const cJSON *a)
     }
 }
 
+/* Whether a failure line named rank as having no process. */
+static int gone(const cJSON *a, int rank)
+{
+    const cJSON *f, *x;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(a, "failures"))
+        cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(f, "gone")) if (x->valueint == rank)
+            return 1;
+    return 0;
+}
+
 /* "all_reduce #N of group 0 failed on ranks 0-2; rank 3 has no process (exited or killed)". */
 static void print_failures(const cJSON *a)
 {
@@ -825,6 +835,8 @@ void cli_cluster_comm_print_hangs(const cJSON *a)
                        cli_json_num(l, "seq", 0), cli_json_text(l, "state"),
                        base(cli_json_text(l, "file")), cli_json_num(l, "line", 0),
                        cli_json_text(l, "func"));
+            else if (gone(a, (int)cli_json_num(l, "rank", 0)))
+                printf("  rank %.0f: no process (exited or killed)\n", cli_json_num(l, "rank", 0));
             else
                 printf("  rank %.0f: no collective of the group recorded since its recorder "
                        "started\n",
