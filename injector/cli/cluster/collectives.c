@@ -151,8 +151,7 @@ static struct crec *push(struct crec **v, int *n, int *cap)
  * point-to-point calls in *p2p (*np of them); the ranks with none in *without (a JSON array of
  * ints). */
 static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSON *without,
-                            cJSON *with, struct crec **p2p, int *np, struct crec **failed,
-                            int *nf)
+                            cJSON *with, struct crec **p2p, int *np, struct crec **failed, int *nf)
 {
     int n = 0, cap = 0, pcap = 0, fcap = 0;
     struct crec *v = NULL;
@@ -424,7 +423,8 @@ static cJSON *group_failure(const struct crec *f, int nf, const struct crec *v, 
         }
     if (!have)
         return NULL;
-    int *fl = malloc(sizeof(int) * (size_t)(g->n + 1)), *gone = malloc(sizeof(int) * (size_t)(g->n + 1));
+    int *fl = malloc(sizeof(int) * (size_t)(g->n + 1)),
+        *gone = malloc(sizeof(int) * (size_t)(g->n + 1));
     int *unread = malloc(sizeof(int) * (size_t)(g->n + 1)), nfl = 0, ngone = 0, nun = 0;
     cJSON *out = NULL;
     for (int m = 0; fl && gone && unread && m < g->n; m++) {
@@ -750,8 +750,11 @@ static void print_mismatches(const cJSON *a)
         {
             int nr;
             char *r = json_ranges(cJSON_GetObjectItemCaseSensitive(sd, "ranks"), &nr);
-            printf("%s%s %s", i == 0 ? "" : i == ns - 1 ? " and " : ", ", nr == 1 ? "rank" : "ranks",
-                   r);
+            printf("%s%s %s",
+                   i == 0        ? ""
+                   : i == ns - 1 ? " and "
+                                 : ", ",
+                   nr == 1 ? "rank" : "ranks", r);
             free(r);
             i++;
         }
@@ -777,9 +780,8 @@ static void print_mismatches(const cJSON *a)
 static int gone(const cJSON *a, int rank)
 {
     const cJSON *f, *x;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(a, "failures"))
-        cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(f, "gone")) if (x->valueint == rank)
-            return 1;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(a, "failures")) cJSON_ArrayForEach(
+        x, cJSON_GetObjectItemCaseSensitive(f, "gone")) if (x->valueint == rank) return 1;
     return 0;
 }
 
