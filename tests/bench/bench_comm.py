@@ -11,7 +11,8 @@ slice do not count). Each "on" slice's mean step over the mean of its two neighb
 slices is one ratio, for wall time and for the process's CPU time (time.process_time); each
 figure is the median of BENCH_RUNS ratios (default 8), the goal judged on CPU time (wall time
 here moves by 10% between slices with other sessions' load). The cost per recorded call is the
-extra CPU time of a step over its 50 calls. Usage: bench_comm.py BUILD_DIR"""
+extra CPU time of a step over its 50 calls. Then the same for a 2-rank DistributedDataParallel
+job whose collectives DDP's reducer issues from C++ (ddp()). Usage: bench_comm.py BUILD_DIR"""
 import json
 import os
 import re
@@ -34,17 +35,17 @@ GOAL = 1.01
 
 
 class Job:
-    def __init__(self, nproc, compute_ms, report):
+    def __init__(self, nproc, compute_ms, report, script="comm_job.py", extra=None):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         env = dict(os.environ, COLLECTIVES=str(CALLS), COMPUTE_MS=compute_ms, REPORT=str(report),
-                   PYTHONUNBUFFERED="1")
+                   PYTHONUNBUFFERED="1", **(extra or {}))
         env.pop("PROBING", None)
         self.nproc = nproc
         self.proc = subprocess.Popen(
             [TORCHRUN, "--nproc_per_node", str(nproc), "--redirects", "1", "--tee", "1",
-             "--master_port", str(port), os.path.join(benchlib.ROOT, "samples", "comm_job.py")],
+             "--master_port", str(port), os.path.join(benchlib.ROOT, "samples", script)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         self.fd = self.proc.stdout.fileno()
         self.reader = benchlib.LineReader(self.fd, "bench_comm: the job exited")
@@ -128,6 +129,9 @@ def main():
         print("perf --comm: not measured: torch (torchrun) is not installed for %s" % PY)
         return 0
     runs = benchlib.runs(8)
+    if os.environ.get("BENCH_COMM_PART") == "ddp":  # the DDP part alone
+        ddp(runs)
+        return 0
     # 1. The cost of one recorded call: a one-rank job doing nothing but its 50 all_reduce per
     # step (each about 12 us on gloo with one rank), recorder on against off.
     job = Job(1, "0", 20)
@@ -165,7 +169,49 @@ def main():
     # between slices with the other sessions' load on this shared VM, ten times the effect.
     print("  goal: below %.2f (from the cost per call): %s" % (GOAL, "met" if derived < GOAL
                                                               else "NOT met"))
+    ddp(runs, per_call)
     return 0
+
+
+def ddp(runs, per_call=None):
+    """3. Collectives issued from C++: a 2-rank DistributedDataParallel job (samples/ddp_job.py,
+    WIDTH=256: 70,401 parameters, one bucket, batches of 64) whose reducer allreduces its gradient
+    buckets inside backward; the recorder records them through the comm hook it gives the
+    module at its first forward while on. The hook stays once given (DDP takes no hook back):
+    the "off" slices after the first "on" run it passing through, unrecorded; the first "off"
+    slice, before any start, is DDP's own C++ allreduce."""
+    steps = int(os.environ.get("BENCH_COMM_DDP_STEPS", "6"))
+    width = os.environ.get("BENCH_COMM_DDP_WIDTH", "256")
+    job = Job(2, "0", 10, script="ddp_job.py", extra={"STOP_STEP": "-1", "WIDTH": width})
+    try:
+        ratios, offs, records = alternate(job, runs, steps)
+    finally:
+        job.kill()
+    wall = statistics.median(r[0] for r in ratios)
+    cpu = statistics.median(r[1] for r in ratios)
+    q = statistics.quantiles([r[1] for r in ratios], n=4) if len(ratios) > 1 else [cpu, cpu, cpu]
+    pt = statistics.median(o[1] for o in offs[1:])
+    print("perf --comm: DDP's bucket allreduces (issued from C++, recorded through a comm hook): "
+          "a 2-rank torchrun job (samples/ddp_job.py WIDTH=%s, gloo, CPU, torch 1.13), %d "
+          "rounds of %d reports of 10 steps, recorder on against off in the same run; step %.1f "
+          "ms wall, %.1f ms CPU with the recorder off" % (width, runs, steps,
+                                                        statistics.median(o[0] for o in offs),
+                                                        pt))
+    print("  %-40s %8.3f  (quartiles %.3f to %.3f; wall %.3f; %d records on rank 0)"
+          % ("step CPU, recording / hook passing", cpu, q[0], q[2], wall, records))
+    print("  %-40s %8.3f  (one slice before any start against the median of the later off ones)"
+          % ("step CPU, hook passing / DDP's own", pt / offs[0][1]))
+    # One bucket allreduce per step: the model's 70,401 parameters (WIDTH=256) fit in DDP's
+    # first bucket (1 MiB); a wider model has more.
+    per_step = 1 if width == "256" else records / (runs * (steps + SKIP) * 10)
+    if per_call is not None:
+        derived = 1 + per_call * per_step / 1e3 / statistics.median(o[0] for o in offs)
+        print("  %-40s %8.3f  (%.1f us per recorded call, %.2f bucket allreduces per step)"
+              % ("from the cost per call: on / off", derived, per_call, per_step))
+        print("  goal: below %.2f (from the cost per call): %s" % (GOAL, "met" if derived < GOAL
+                                                                  else "NOT met"))
+    else:
+        print("  %.2f bucket allreduces per step (the cost per call: the full run)" % per_step)
 
 
 if __name__ == "__main__":

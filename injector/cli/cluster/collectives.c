@@ -16,7 +16,7 @@
 /* The columns each rank is asked for (local.c), in this order. */
 const char cli_cluster_comm_sql[] =
     "SELECT rank, pg, group_ranks, seq, seq_source, op, state, start_time, file, line, func, "
-    "peer FROM torch.collectives WHERE state != 'failed' ORDER BY id DESC LIMIT";
+    "peer, sizes, dtype FROM torch.collectives ORDER BY id DESC LIMIT";
 enum {
     C_RANK,
     C_PG,
@@ -29,7 +29,9 @@ enum {
     C_FILE,
     C_LINE,
     C_FUNC,
-    C_PEER
+    C_PEER,
+    C_SIZES,
+    C_DTYPE
 };
 
 /* Straggler: a rank whose median wait of the others is at least this (ms), over at least
@@ -42,7 +44,7 @@ enum {
 
 struct crec {
     int rank, peer; /* peer: point-to-point calls' other rank, -1 when none */
-    const char *pg, *granks, *op, *state, *file, *func;
+    const char *pg, *granks, *op, *state, *file, *func, *src, *sizes, *dtype;
     long long seq;
     double start;
     int line;
@@ -149,12 +151,14 @@ static struct crec *push(struct crec **v, int *n, int *cap)
  * point-to-point calls in *p2p (*np of them); the ranks with none in *without (a JSON array of
  * ints). */
 static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSON *without,
-                            cJSON *with, struct crec **p2p, int *np)
+                            cJSON *with, struct crec **p2p, int *np, struct crec **failed, int *nf)
 {
-    int n = 0, cap = 0, pcap = 0;
+    int n = 0, cap = 0, pcap = 0, fcap = 0;
     struct crec *v = NULL;
     *p2p = NULL;
     *np = 0;
+    *failed = NULL;
+    *nf = 0;
     const cJSON *d, *r, *row;
     cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
     {
@@ -172,8 +176,11 @@ static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSO
         cJSON_AddItemToArray(with, cJSON_CreateNumber(rank));
         cJSON_ArrayForEach(row, rows)
         {
-            struct crec *c =
-                p2p_dir(cell_str(row, C_OP)) ? push(p2p, np, &pcap) : push(&v, &n, &cap);
+            /* Failed calls (they did not move torch's number) apart: a dead peer's trace. */
+            struct crec *c = p2p_dir(cell_str(row, C_OP)) ? push(p2p, np, &pcap)
+                             : strcmp(cell_str(row, C_STATE), "failed") == 0
+                                 ? push(failed, nf, &fcap)
+                                 : push(&v, &n, &cap);
             if (!c)
                 break;
             const cJSON *peer = cJSON_GetArrayItem(row, C_PEER);
@@ -185,6 +192,9 @@ static struct crec *collect(const cJSON *nodes, const char *job, int *nrec, cJSO
             c->state = cell_str(row, C_STATE);
             c->file = cell_str(row, C_FILE);
             c->func = cell_str(row, C_FUNC);
+            c->src = cell_str(row, C_SRC);
+            c->sizes = cell_str(row, C_SIZES);
+            c->dtype = cell_str(row, C_DTYPE);
             c->seq = (long long)cell_num(row, C_SEQ);
             c->start = cell_num(row, C_START);
             c->line = (int)cell_num(row, C_LINE);
@@ -209,9 +219,20 @@ static int in_group(const struct crec *c, const struct cgroup *g)
     return strcmp(c->pg, g->pg) == 0 && strcmp(c->granks, g->granks) == 0;
 }
 
+/* Whether rank failed collective seq of group g (its record is among the failed ones). */
+static int failed_at(const struct crec *f, int nf, const struct cgroup *g, int rank, long long seq)
+{
+    for (int i = 0; i < nf; i++)
+        if (f[i].rank == rank && f[i].seq == seq && in_group(&f[i], g))
+            return 1;
+    return 0;
+}
+
 /* The hang of one group, or NULL: the first collective that some members wait in (running,
- * for HANG_S or more) and other members never entered. */
-static cJSON *group_hang(const struct crec *v, int n, const struct cgroup *g, double now)
+ * for HANG_S or more) and other members never entered (a member that entered it and failed,
+ * f, did enter it). */
+static cJSON *group_hang(const struct crec *v, int n, const struct crec *f, int nf,
+                         const struct cgroup *g, double now)
 {
     long long *maxseq = malloc(sizeof(long long) * (size_t)g->n);
     const struct crec **last = calloc((size_t)g->n, sizeof *last);
@@ -238,7 +259,7 @@ static cJSON *group_hang(const struct crec *v, int n, const struct cgroup *g, do
     const char *op = "?";
     for (int m = 0; m < g->n; m++) {
         const struct crec *c = find(v, n, g, g->members[m], s);
-        if (!c && (!last[m] || maxseq[m] < s)) {
+        if (!c && (!last[m] || maxseq[m] < s) && !failed_at(f, nf, g, g->members[m], s)) {
             absent[na++] = g->members[m];
         } else if (c && strcmp(c->state, "running") == 0) {
             waiting[nw++] = g->members[m];
@@ -281,6 +302,158 @@ static cJSON *group_hang(const struct crec *v, int n, const struct cgroup *g, do
 out:
     free(maxseq);
     free(last);
+    return out;
+}
+
+/* Whether two records of one group and number are the same collective: op and dtype, and the
+ * sizes but for all_to_all's (whose inputs may differ between ranks). */
+static int same_call(const struct crec *a, const struct crec *b)
+{
+    if (strcmp(a->op, b->op) != 0 || strcmp(a->dtype, b->dtype) != 0)
+        return 0;
+    return strncmp(a->op, "all_to_all", 10) == 0 || strcmp(a->sizes, b->sizes) == 0;
+}
+
+static const struct crec *sort_base;
+
+static int by_seq_rank(const void *a, const void *b)
+{
+    const struct crec *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The first collective of a group (lowest number) that its members entered as different calls
+ * (op, sizes or dtype), or NULL: each side with its ranks and where it was called. Only torch's
+ * numbers compare (the recorder's own counts start where each recorder started). */
+static cJSON *group_mismatch(const struct crec *v, int n, const struct cgroup *g)
+{
+    int *ix = malloc(sizeof(int) * (size_t)(n + 1)), k = 0;
+    cJSON *out = NULL;
+    if (!ix)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (in_group(&v[i], g) && strcmp(v[i].src, "torch") == 0)
+            ix[k++] = i;
+    sort_base = v;
+    qsort(ix, (size_t)k, sizeof *ix, by_seq_rank);
+    int later = 0;
+    long long first = 0;
+    for (int a = 0; a < k;) {
+        int b = a + 1, differ = 0;
+        while (b < k && v[ix[b]].seq == v[ix[a]].seq) {
+            differ |= !same_call(&v[ix[a]], &v[ix[b]]);
+            b++;
+        }
+        if (differ && out) {
+            later++;
+        } else if (differ) {
+            first = v[ix[a]].seq;
+            out = cJSON_CreateObject();
+            cJSON_AddStringToObject(out, "pg", g->pg);
+            cJSON_AddItemToObject(out, "group_ranks", int_array(g->members, g->n));
+            cJSON_AddNumberToObject(out, "seq", (double)first);
+            cJSON *sides = cJSON_AddArrayToObject(out, "sides");
+            /* One side per distinct call, in the order of their lowest rank. */
+            for (int i = a; i < b; i++) {
+                int seen = 0;
+                for (int j = a; j < i && !seen; j++)
+                    seen = same_call(&v[ix[j]], &v[ix[i]]);
+                if (seen)
+                    continue;
+                const struct crec *c = &v[ix[i]];
+                int *rk = malloc(sizeof(int) * (size_t)(b - a)), nr = 0;
+                for (int j = i; rk && j < b; j++)
+                    if (same_call(&v[ix[j]], c))
+                        rk[nr++] = v[ix[j]].rank;
+                cJSON *sd = cJSON_CreateObject();
+                cJSON_AddItemToObject(sd, "ranks", int_array(rk ? rk : &c->rank, rk ? nr : 1));
+                cJSON_AddStringToObject(sd, "op", c->op);
+                cJSON_AddStringToObject(sd, "sizes", c->sizes);
+                cJSON_AddStringToObject(sd, "dtype", c->dtype);
+                cJSON_AddStringToObject(sd, "state", c->state);
+                cJSON_AddStringToObject(sd, "file", c->file);
+                cJSON_AddNumberToObject(sd, "line", c->line);
+                cJSON_AddStringToObject(sd, "func", c->func);
+                cJSON_AddItemToArray(sides, sd);
+                free(rk);
+            }
+        }
+        a = b;
+    }
+    if (out)
+        cJSON_AddNumberToObject(out, "later", later);
+    free(ix);
+    return out;
+}
+
+/* Whether rank of job answered (found and read); *found set when a process claims it. */
+static int rank_state(const cJSON *nodes, const char *job, int rank, int *found)
+{
+    const cJSON *d, *r;
+    *found = 0;
+    cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+    {
+        const char *j = cli_json_str(r, "job");
+        if (j && strcmp(j, job) == 0 && (int)cli_json_num(r, "rank", -1) == rank) {
+            *found = 1;
+            if (!cli_json_str(r, "error"))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The failed collectives of a group (torch's numbers): the latest number some members failed
+ * at, who failed there, and the members that did not answer (no process claims them: gone;
+ * or not read), or NULL when none failed. A peer that dies makes gloo fail its peers' pending
+ * collectives at once: this names it when the others outlive the error. */
+static cJSON *group_failure(const struct crec *f, int nf, const struct crec *v, int n,
+                            const struct cgroup *g, const cJSON *nodes, const char *job)
+{
+    long long s = 0;
+    const char *op = "?";
+    int have = 0;
+    for (int i = 0; i < nf; i++)
+        if (in_group(&f[i], g) && strcmp(f[i].src, "torch") == 0 && (!have || f[i].seq > s)) {
+            s = f[i].seq;
+            op = f[i].op;
+            have = 1;
+        }
+    if (!have)
+        return NULL;
+    int *fl = malloc(sizeof(int) * (size_t)(g->n + 1)),
+        *gone = malloc(sizeof(int) * (size_t)(g->n + 1));
+    int *unread = malloc(sizeof(int) * (size_t)(g->n + 1)), nfl = 0, ngone = 0, nun = 0;
+    cJSON *out = NULL;
+    for (int m = 0; fl && gone && unread && m < g->n; m++) {
+        int found, hit = 0, later = 0;
+        for (int i = 0; i < nf && !hit; i++)
+            hit = f[i].rank == g->members[m] && f[i].seq == s && in_group(&f[i], g);
+        /* A member that went on (a collective of the group since): the failure is old. */
+        for (int i = 0; i < n && hit && !later; i++)
+            later = v[i].rank == g->members[m] && v[i].seq >= s && in_group(&v[i], g);
+        if (later)
+            continue;
+        if (hit)
+            fl[nfl++] = g->members[m];
+        else if (!rank_state(nodes, job, g->members[m], &found))
+            *(found ? &unread[nun++] : &gone[ngone++]) = g->members[m];
+    }
+    if (fl && gone && unread && nfl > 0) {
+        out = cJSON_CreateObject();
+        cJSON_AddStringToObject(out, "pg", g->pg);
+        cJSON_AddItemToObject(out, "group_ranks", int_array(g->members, g->n));
+        cJSON_AddNumberToObject(out, "seq", (double)s);
+        cJSON_AddStringToObject(out, "op", op);
+        cJSON_AddItemToObject(out, "failed", int_array(fl, nfl));
+        cJSON_AddItemToObject(out, "gone", int_array(gone, ngone));
+        cJSON_AddItemToObject(out, "not_read", int_array(unread, nun));
+    }
+    free(fl);
+    free(gone);
+    free(unread);
     return out;
 }
 
@@ -436,14 +609,17 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
     cJSON *without = cJSON_AddArrayToObject(out, "no_records");
     cJSON *with = cJSON_AddArrayToObject(out, "recording");
     cJSON *hangs = cJSON_AddArrayToObject(out, "hangs");
-    int n = 0, np = 0;
-    struct crec *p2p;
-    struct crec *v = collect(nodes, job, &n, without, with, &p2p, &np);
+    cJSON *mism = cJSON_AddArrayToObject(out, "mismatches");
+    cJSON *fails = cJSON_AddArrayToObject(out, "failures");
+    int n = 0, np = 0, nf = 0;
+    struct crec *p2p, *failed;
+    struct crec *v = collect(nodes, job, &n, without, with, &p2p, &np, &failed, &nf);
     struct cgroup *g = NULL;
     int ng = 0;
-    for (int i = 0; v && i < n; i++) {
+    for (int i = 0; i < n + nf; i++) {
+        const struct crec *c = i < n ? &v[i] : &failed[i - n];
         int k = 0;
-        while (k < ng && !in_group(&v[i], &g[k]))
+        while (k < ng && !in_group(c, &g[k]))
             k++;
         if (k < ng)
             continue;
@@ -451,9 +627,9 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
         if (!ngv)
             break;
         g = ngv;
-        g[ng].pg = v[i].pg;
-        g[ng].granks = v[i].granks;
-        g[ng].members = parse_ranks(v[i].granks, &g[ng].n);
+        g[ng].pg = c->pg;
+        g[ng].granks = c->granks;
+        g[ng].members = parse_ranks(c->granks, &g[ng].n);
         ng++;
     }
     /* How long a call has run: up to when its records were read (the latest rank's read),
@@ -472,9 +648,15 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
     struct waits *all = NULL;
     int nall = 0, compared = 0;
     for (int k = 0; k < ng; k++) {
-        cJSON *h = group_hang(v, n, &g[k], now);
+        cJSON *h = group_hang(v, n, failed, nf, &g[k], now);
         if (h)
             cJSON_AddItemToArray(hangs, h);
+        cJSON *m = group_mismatch(v, n, &g[k]);
+        if (m)
+            cJSON_AddItemToArray(mism, m);
+        cJSON *fl = group_failure(failed, nf, v, n, &g[k], nodes, job);
+        if (fl)
+            cJSON_AddItemToArray(fails, fl);
         compared += group_waits(v, n, &g[k], &all, &nall);
     }
     p2p_hangs(p2p, np, with, now, hangs);
@@ -510,6 +692,7 @@ cJSON *cli_cluster_comm_analyse(const cJSON *nodes, const char *job)
         free(g[k].members);
     free(g);
     free(v);
+    free(failed);
     return out;
 }
 
@@ -554,9 +737,83 @@ static void print_p2p_hang(const cJSON *h)
                rank);
 }
 
+/* "ranks 0-2 and rank 3 entered different collectives as #N of group 0:", then each side. */
+static void print_mismatches(const cJSON *a)
+{
+    const cJSON *m, *sd;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(a, "mismatches"))
+    {
+        const cJSON *sides = cJSON_GetObjectItemCaseSensitive(m, "sides");
+        int i = 0, ns = cJSON_GetArraySize(sides);
+        printf("mismatch in group %s: ", cli_json_text(m, "pg"));
+        cJSON_ArrayForEach(sd, sides)
+        {
+            int nr;
+            char *r = json_ranges(cJSON_GetObjectItemCaseSensitive(sd, "ranks"), &nr);
+            printf("%s%s %s",
+                   i == 0        ? ""
+                   : i == ns - 1 ? " and "
+                                 : ", ",
+                   nr == 1 ? "rank" : "ranks", r);
+            free(r);
+            i++;
+        }
+        printf(" entered different collectives as #%.0f\n", cli_json_num(m, "seq", 0));
+        cJSON_ArrayForEach(sd, sides)
+        {
+            int nr;
+            char *r = json_ranges(cJSON_GetObjectItemCaseSensitive(sd, "ranks"), &nr);
+            const char *sz = cli_json_text(sd, "sizes");
+            printf("  %s %s: %s %s %s (%s) at %s:%.0f in %s\n", nr == 1 ? "rank" : "ranks", r,
+                   cli_json_text(sd, "op"), *sz ? sz : "-", cli_json_text(sd, "dtype"),
+                   cli_json_text(sd, "state"), base(cli_json_text(sd, "file")),
+                   cli_json_num(sd, "line", 0), cli_json_text(sd, "func"));
+            free(r);
+        }
+        if (cli_json_num(m, "later", 0) > 0)
+            printf("  and %.0f later collective%s of the group differ too\n",
+                   cli_json_num(m, "later", 0), cli_json_num(m, "later", 0) == 1 ? "" : "s");
+    }
+}
+
+/* Whether a failure line named rank as having no process. */
+static int gone(const cJSON *a, int rank)
+{
+    const cJSON *f, *x;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(a, "failures")) cJSON_ArrayForEach(
+        x, cJSON_GetObjectItemCaseSensitive(f, "gone")) if (x->valueint == rank) return 1;
+    return 0;
+}
+
+/* "all_reduce #N of group 0 failed on ranks 0-2; rank 3 has no process (exited or killed)". */
+static void print_failures(const cJSON *a)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(a, "failures"))
+    {
+        int nf, ng, nu;
+        char *fl = json_ranges(cJSON_GetObjectItemCaseSensitive(f, "failed"), &nf);
+        char *gone = json_ranges(cJSON_GetObjectItemCaseSensitive(f, "gone"), &ng);
+        char *un = json_ranges(cJSON_GetObjectItemCaseSensitive(f, "not_read"), &nu);
+        printf("%s #%.0f of group %s failed on rank%s %s", cli_json_text(f, "op"),
+               cli_json_num(f, "seq", 0), cli_json_text(f, "pg"), nf == 1 ? "" : "s", fl);
+        if (ng)
+            printf("; rank%s %s ha%s no process (exited or killed)", ng == 1 ? "" : "s", gone,
+                   ng == 1 ? "s" : "ve");
+        if (nu)
+            printf("; rank%s %s did not answer", nu == 1 ? "" : "s", un);
+        printf("\n");
+        free(fl);
+        free(gone);
+        free(un);
+    }
+}
+
 void cli_cluster_comm_print_hangs(const cJSON *a)
 {
     const cJSON *h, *l;
+    print_failures(a);
+    print_mismatches(a);
     cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(a, "hangs"))
     {
         if (cli_json_str(h, "kind")) {
@@ -580,6 +837,8 @@ void cli_cluster_comm_print_hangs(const cJSON *a)
                        cli_json_num(l, "seq", 0), cli_json_text(l, "state"),
                        base(cli_json_text(l, "file")), cli_json_num(l, "line", 0),
                        cli_json_text(l, "func"));
+            else if (gone(a, (int)cli_json_num(l, "rank", 0)))
+                printf("  rank %.0f: no process (exited or killed)\n", cli_json_num(l, "rank", 0));
             else
                 printf("  rank %.0f: no collective of the group recorded since its recorder "
                        "started\n",
@@ -671,7 +930,9 @@ int cli_cluster_collectives_report(const struct cli_cluster_opts *o, cJSON *node
         return rc;
     }
     printf("\n");
-    if (hangs == 0)
+    int mismatches = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "mismatches")) +
+                     cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "failures"));
+    if (hangs == 0 && mismatches == 0)
         printf("no hang: no rank waits in a collective that another member of its group has "
                "not entered, or in a send/recv its peer has not posted\n");
     else

@@ -47,7 +47,7 @@ static int same_op(const char *ours, const char *theirs)
  * op_id == seq + offset. */
 static int is_ours(const cJSON *row)
 {
-    return strcmp(cell(row, R_SRC), "torch") == 0;
+    return strcmp(cell(row, R_SRC), "torch") == 0 && strcmp(cell(row, R_STATE), "failed") != 0;
 }
 
 static const cJSON *find_entry(const cJSON *entries, const char *pg, long long op_id)

@@ -948,9 +948,14 @@ int cli_cluster_stacks_report(const struct cli_cluster_opts *o, cJSON *nodes)
     int recording = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(comm, "recording")) > 0;
     if (o->json) {
         cJSON *j = view_json(&v, o->thread == CLUSTER_THREAD_ALL);
-        if (recording)
+        if (recording) {
             cJSON_AddItemToObject(j, "collectives",
                                   cJSON_DetachItemFromObjectCaseSensitive(comm, "hangs"));
+            cJSON_AddItemToObject(j, "mismatches",
+                                  cJSON_DetachItemFromObjectCaseSensitive(comm, "mismatches"));
+            cJSON_AddItemToObject(j, "failures",
+                                  cJSON_DetachItemFromObjectCaseSensitive(comm, "failures"));
+        }
         if (o->tasks) {
             cJSON_AddItemToObject(j, "tasks", atasks_json(&v));
             cJSON_AddItemToObject(j, "taskErrors", cJSON_Duplicate(v.task_errors, 1));

@@ -76,7 +76,12 @@ void cli_perf_comm_print(const cJSON *b, int pid)
     const cJSON *fns = cJSON_GetObjectItemCaseSensitive(b, "functions"), *n;
     printf("  calls:");
     cJSON_ArrayForEach(n, fns) printf(" %s", cJSON_IsString(n) ? n->valuestring : "?");
-    printf("\n  torch's flight recorder: %s\n",
+    printf("\n");
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(b, "ddp")))
+        printf("  DistributedDataParallel: every module's bucket allreduces, from its next forward "
+               "(a comm hook; %.0f modules so far)\n",
+               cli_json_num(b, "ddp", 0));
+    printf("  torch's flight recorder: %s\n",
            cli_json_str(b, "flightRecorder") ? cli_json_str(b, "flightRecorder") : "?");
     cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(b, "notes")) if (cJSON_IsString(n))
         printf("  note: %s\n", n->valuestring);
