@@ -76,7 +76,11 @@ static void sql_drop(void *job)
     free(j->sql);
 }
 
-static const struct srv_job sql_job = {sizeof(struct sqljob), NULL, sql_run, sql_reply, sql_drop};
+static const struct srv_job sql_job = {.size = sizeof(struct sqljob),
+                                       .parse = NULL,
+                                       .run = sql_run,
+                                       .reply = sql_reply,
+                                       .drop = sql_drop};
 
 static int cmd_sql(struct srv_ctx *c, const char *rest, cJSON *body)
 {

@@ -94,8 +94,11 @@ int srv_eval_init(struct srv_ctx *c, struct srv_evaljob *j, const char *src, int
     return 0;
 }
 
-static const struct srv_job eval_job = {sizeof(struct srv_evaljob), NULL, srv_eval_run,
-                                        srv_eval_reply, srv_eval_drop};
+static const struct srv_job eval_job = {.size = sizeof(struct srv_evaljob),
+                                        .parse = NULL,
+                                        .run = srv_eval_run,
+                                        .reply = srv_eval_reply,
+                                        .drop = srv_eval_drop};
 
 int srv_eval_request(struct srv_ctx *c, const char *src, int mode, long long frame_id, int refs,
                      const cJSON *args, srv_eval_render render)

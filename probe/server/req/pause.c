@@ -33,5 +33,8 @@ void srv_pause_drop(void *job)
         dbg_pause_end(j->ran && j->rc.rc == 0);
 }
 
-const struct srv_job srv_job_pause = {sizeof(struct srv_pausejob), parse, srv_pause_run,
-                                      srv_reply_empty, srv_pause_drop};
+const struct srv_job srv_job_pause = {.size = sizeof(struct srv_pausejob),
+                                      .parse = parse,
+                                      .run = srv_pause_run,
+                                      .reply = srv_reply_empty,
+                                      .drop = srv_pause_drop};

@@ -38,4 +38,5 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct srv_job srv_job_probing_debugger = {sizeof(struct censusjob), NULL, run, reply, NULL};
+const struct srv_job srv_job_probing_debugger = {
+    .size = sizeof(struct censusjob), .parse = NULL, .run = run, .reply = reply, .drop = NULL};

@@ -65,5 +65,8 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     return srv_eval_init(c, job, code, m, PROBE_EVAL_MAIN, 0, args, render);
 }
 
-const struct srv_job srv_job_probing_eval = {sizeof(struct srv_evaljob), parse, srv_eval_run,
-                                             srv_eval_reply, srv_eval_drop};
+const struct srv_job srv_job_probing_eval = {.size = sizeof(struct srv_evaljob),
+                                             .parse = parse,
+                                             .run = srv_eval_run,
+                                             .reply = srv_eval_reply,
+                                             .drop = srv_eval_drop};

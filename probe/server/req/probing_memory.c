@@ -88,4 +88,5 @@ static void drop(void *job)
     cJSON_Delete(((struct memjob *)job)->py);
 }
 
-const struct srv_job srv_job_probing_memory = {sizeof(struct memjob), parse, run, reply, drop};
+const struct srv_job srv_job_probing_memory = {
+    .size = sizeof(struct memjob), .parse = parse, .run = run, .reply = reply, .drop = drop};

@@ -18,5 +18,8 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     return 0;
 }
 
-const struct srv_job srv_job_probing_pause = {sizeof(struct srv_pausejob), parse, srv_pause_run,
-                                              srv_reply_empty, srv_pause_drop};
+const struct srv_job srv_job_probing_pause = {.size = sizeof(struct srv_pausejob),
+                                              .parse = parse,
+                                              .run = srv_pause_run,
+                                              .reply = srv_reply_empty,
+                                              .drop = srv_pause_drop};

@@ -80,4 +80,5 @@ static void drop(void *job)
     free(j->sql);
 }
 
-const struct srv_job srv_job_probing_query = {sizeof(struct queryjob), parse, run, reply, drop};
+const struct srv_job srv_job_probing_query = {
+    .size = sizeof(struct queryjob), .parse = parse, .run = run, .reply = reply, .drop = drop};

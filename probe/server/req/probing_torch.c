@@ -81,7 +81,8 @@ static void drop(void *job)
     cJSON_Delete(((struct torchjob *)job)->body);
 }
 
-const struct srv_job srv_job_probing_torch = {sizeof(struct torchjob), parse, run, reply, drop};
+const struct srv_job srv_job_probing_torch = {
+    .size = sizeof(struct torchjob), .parse = parse, .run = run, .reply = reply, .drop = drop};
 
 static int parse_comm(struct srv_ctx *c, const cJSON *args, void *job)
 {
@@ -93,4 +94,5 @@ static int parse_comm(struct srv_ctx *c, const cJSON *args, void *job)
     return parse(c, args, job);
 }
 
-const struct srv_job srv_job_probing_comm = {sizeof(struct torchjob), parse_comm, run, reply, drop};
+const struct srv_job srv_job_probing_comm = {
+    .size = sizeof(struct torchjob), .parse = parse_comm, .run = run, .reply = reply, .drop = drop};

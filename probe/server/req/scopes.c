@@ -41,7 +41,8 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-static const struct srv_job job_scopes = {sizeof(struct scopesjob), NULL, run, reply, NULL};
+static const struct srv_job job_scopes = {
+    .size = sizeof(struct scopesjob), .parse = NULL, .run = run, .reply = reply, .drop = NULL};
 
 int srv_req_scopes(struct srv_ctx *c, const cJSON *args, cJSON *body)
 {

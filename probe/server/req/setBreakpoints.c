@@ -102,5 +102,8 @@ static void run(void *job)
     j->rc.rc = dbg_set_breakpoints(j->path, j->specs, j->n, j->out, &j->rc.err);
 }
 
-const struct srv_job srv_job_setBreakpoints = {sizeof(struct srv_bpjob), parse, run,
-                                               srv_bpjob_reply, srv_bpjob_drop};
+const struct srv_job srv_job_setBreakpoints = {.size = sizeof(struct srv_bpjob),
+                                               .parse = parse,
+                                               .run = run,
+                                               .reply = srv_bpjob_reply,
+                                               .drop = srv_bpjob_drop};

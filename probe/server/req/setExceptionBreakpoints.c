@@ -56,5 +56,5 @@ static int reply(struct srv_reply *r, void *job, cJSON *body)
     return 0;
 }
 
-const struct srv_job srv_job_setExceptionBreakpoints = {sizeof(struct excjob), parse, run, reply,
-                                                        NULL};
+const struct srv_job srv_job_setExceptionBreakpoints = {
+    .size = sizeof(struct excjob), .parse = parse, .run = run, .reply = reply, .drop = NULL};

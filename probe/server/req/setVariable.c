@@ -59,4 +59,5 @@ static void drop(void *job)
     free(j->value);
 }
 
-const struct srv_job srv_job_setVariable = {sizeof(struct setjob), parse, run, reply, drop};
+const struct srv_job srv_job_setVariable = {
+    .size = sizeof(struct setjob), .parse = parse, .run = run, .reply = reply, .drop = drop};

@@ -66,4 +66,5 @@ static void drop(void *job)
     free(j->mime);
 }
 
-const struct srv_job srv_job_source = {sizeof(struct sourcejob), parse, run, reply, drop};
+const struct srv_job srv_job_source = {
+    .size = sizeof(struct sourcejob), .parse = parse, .run = run, .reply = reply, .drop = drop};

@@ -72,5 +72,8 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
     return SRV_JOB_ANSWERED;
 }
 
-const struct srv_job srv_job_threads = {sizeof(struct srv_snapjob), parse, srv_snap_run,
-                                        srv_snap_reply, srv_snap_drop};
+const struct srv_job srv_job_threads = {.size = sizeof(struct srv_snapjob),
+                                        .parse = parse,
+                                        .run = srv_snap_run,
+                                        .reply = srv_snap_reply,
+                                        .drop = srv_snap_drop};

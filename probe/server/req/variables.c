@@ -74,4 +74,5 @@ static void drop(void *job)
     dbg_vars_free(&((struct varsjob *)job)->vars);
 }
 
-const struct srv_job srv_job_variables = {sizeof(struct varsjob), parse, run, reply, drop};
+const struct srv_job srv_job_variables = {
+    .size = sizeof(struct varsjob), .parse = parse, .run = run, .reply = reply, .drop = drop};
