@@ -479,7 +479,7 @@ release-check:
 # The same release for linux-aarch64 (docs/testing.md "aarch64"): cross-built against an arm64
 # bullseye root into build/dist-aarch64 (DIST_ARCH=aarch64 tools/dist.sh), checked as dist-check
 # checks, then installed and run in an emulated aarch64 machine booting Debian 11's arm64 kernel
-# (tools/release_check_aarch64.sh; root; about N min; not in `make test`).
+# (tools/release_check_aarch64.sh; root; 2.5-4 min once the roots are cached; not in `make test`).
 dist-aarch64:
 	DIST_ARCH=aarch64 tools/dist.sh
 dist-check-aarch64:
