@@ -10,7 +10,8 @@
 # checks as `make release-check` (tools/release_check.sh --run) against the root's python3 (3.9):
 # the installs of RELEASE_CHECK_INSTALLS (default "venv tar": pip --user adds another two minutes
 # of emulation), then inject, debug --dump (--no-inject, --native, the GIL held), query, eval,
-# perf --cc + flamegraph, the DAP breakpoint, probing.init() and PROBING=1.
+# perf --cc + flamegraph, the DAP breakpoint, probing.init() and PROBING=1; then the sampler
+# started, drawn and stopped RELEASE_CHECK_PERF_ROUNDS times (10) on one target, which must live.
 # The root disk is an ext4 image of the cached root made for each run (mkfs.ext4 -d: no loop
 # device, no mount) and booted with snapshot=on; a second disk holds the release and the scripts.
 # The console is the output: one line per check, the table copied into
@@ -47,7 +48,8 @@ debugfs -w -R "write $tmp/init /probing-init" "$tmp/root.img" >/dev/null 2>&1 &&
   die "cannot write /probing-init into the root image (debugfs, e2fsprogs)"
 # The check's disk: the release, the checks, the DAP client.
 cp "$whl" "$tgz" tools/release_check.sh tools/release_dap.py "$tmp/rc/"
-echo "RELEASE_CHECK_INSTALLS='${RELEASE_CHECK_INSTALLS:-venv tar}'" >"$tmp/rc/env"
+printf "RELEASE_CHECK_INSTALLS='%s'\nRELEASE_CHECK_PERF_ROUNDS=%d\n" "${RELEASE_CHECK_INSTALLS:-venv tar}" \
+  "${RELEASE_CHECK_PERF_ROUNDS:-10}" >"$tmp/rc/env"
 mkfs.ext4 -q -F -L probing-rc -d "$tmp/rc" "$tmp/rc.img" 128M || die "mkfs.ext4 -d of the check's disk failed"
 echo "release-check-aarch64: images made in $(($(date +%s) - t_start)) s ($(basename "$kernel"), root ${size} MB)"
 log=$dist/release-check-aarch64.log

@@ -57,8 +57,33 @@ if [ -n "$cli" ]; then
   show -p $pid perf --cc --rate 250 --duration 1
   show -p $pid flamegraph -o /var/tmp/rc/home/flame.svg
   show -p $pid perf --cc --stop
-  kill -9 $pid 2>/dev/null
+  # The sampler started and stopped again and again (a target once died at a stop here): the
+  # target must live through every round.
+  rounds=${RELEASE_CHECK_PERF_ROUNDS:-10}
+  i=0
+  while [ $i -lt $rounds ] && kill -0 $pid 2>/dev/null; do
+    as "$cli" -p $pid perf --cc --rate 250 --duration 1 >/dev/null 2>&1
+    as "$cli" -p $pid flamegraph -o /var/tmp/rc/home/flame-$i.svg >/dev/null 2>&1
+    as "$cli" -p $pid perf --cc --stop >/dev/null 2>&1
+    i=$((i + 1))
+  done
+  if kill -0 $pid 2>/dev/null; then
+    echo "probing-vm: perf --cc started and stopped $rounds times: the target lives"
+    kill -9 $pid 2>/dev/null
+  else
+    wait $pid
+    echo "probing-vm: perf --cc rounds: the target died in round $i (exit status $?: 128+N is signal N)"
+    rc=1
+  fi
 fi
+# The targets' own output where one said anything (a crash report), and the kernel's lines about
+# signals that killed a process.
+for f in /var/tmp/rc/home/target-*.log; do
+  [ -s "$f" ] || continue
+  echo "probing-vm: $f:"
+  tail -20 "$f"
+done
+dmesg 2>/dev/null | grep -iE 'unhandled|segfault|python3\[' | tail -20
 echo "probing-vm: results begin"
 cat /var/tmp/rc/results
 echo "probing-vm: results end"
