@@ -54,6 +54,10 @@ want=(
   python3-debugpy
   # make fresh-check: the throwaway Debian root
   mmdebstrap
+  # make dist-aarch64 and release-check-aarch64: the arm64 roots made through qemu-user's binfmt
+  # handler (mmdebstrap needs arch-test for a foreign root), the emulated aarch64 machine, and
+  # debugfs (e2fsprogs) to write its PID 1 into the root image
+  qemu-user-static arch-test qemu-system-arm e2fsprogs
 )
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   want+=(nodejs npm)

@@ -12,6 +12,7 @@ release (the tarball and the wheel of build/dist, unpacked) takes nothing from t
   - the tarball and the wheel hold a probe and a reader for each CPython minor 3.8-3.15.
 Prints every breach, one line each, and exits 1 on any.
 usage: dist_check.py [DIST]          (DIST: build/dist)
+DIST_ARCH=aarch64: DIST holds the aarch64 release (make dist-aarch64: build/dist-aarch64).
        dist_check.py --self-test     breaks a copy of the release five ways; each must be caught"""
 import os
 import re
@@ -23,9 +24,10 @@ import tempfile
 import zipfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCH = os.environ.get("DIST_ARCH") or "x86_64"
 GLIBC_LIBS = {
     "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
-    "ld-linux-x86-64.so.2", "libresolv.so.2", "libutil.so.1",
+    "ld-linux-x86-64.so.2" if ARCH == "x86_64" else "ld-linux-aarch64.so.1", "libresolv.so.2", "libutil.so.1",
 }
 MINORS = ["3.%d" % i for i in range(8, 16)]
 
@@ -91,12 +93,12 @@ def check_tree(tree, tag, label, breaches):
 def check(dist):
     breaches = []
     wheels = [f for f in os.listdir(dist) if f.endswith(".whl")]
-    tars = [f for f in os.listdir(dist) if f.endswith("-linux-x86_64.tar.gz")]
+    tars = [f for f in os.listdir(dist) if f.endswith("-linux-%s.tar.gz" % ARCH)]
     if len(wheels) != 1 or len(tars) != 1:
         return ["%s holds %d wheels and %d tarballs, not one of each: run 'make dist'" % (dist, len(wheels), len(tars))]
-    m = re.search(r"-manylinux_(\d+)_(\d+)_x86_64\.whl$", wheels[0])
+    m = re.search(r"-manylinux_(\d+)_(\d+)_%s\.whl$" % ARCH, wheels[0])
     if not m:
-        return ["%s: no manylinux_X_Y_x86_64 tag in its name" % wheels[0]]
+        return ["%s: no manylinux_X_Y_%s tag in its name" % (wheels[0], ARCH)]
     tag = (int(m.group(1)), int(m.group(2)))
     with tempfile.TemporaryDirectory(prefix="probing-dist-check-") as tmp:
         with tarfile.open(os.path.join(dist, tars[0])) as t:
@@ -116,7 +118,7 @@ def self_test(dist):
     ok = True
     wheel = [f for f in os.listdir(dist) if f.endswith(".whl")][0]
     tar = [f for f in os.listdir(dist) if f.endswith(".tar.gz")][0]
-    name = tar[: -len("-linux-x86_64.tar.gz")]
+    name = tar[: -len("-linux-%s.tar.gz" % ARCH)]
     breaks = [
         ("an uncarried library", ["patchelf", "--add-needed", "libuv.so.1", "bin/probing"], "NEEDs libuv.so.1"),
         ("an absolute run path", ["patchelf", "--set-rpath", "/usr/lib/x86_64-linux-gnu", "lib/probing/probing-cli.so"], "run path '/usr/lib"),

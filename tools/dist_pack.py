@@ -12,7 +12,9 @@ Every library an ELF file NEEDs that is not glibc's own is copied from ROOT besi
 under a private name (libfoo.so.N -> libfoo-probing.so.N: a user's LD_LIBRARY_PATH or a target's
 own copy never stands in for it), the NEEDED entries renamed to match and each file given the
 run path $ORIGIN (bin/probing: $ORIGIN/../lib/probing), what auditwheel does. Only the standard
-library and patchelf/readelf/strip are used. tools/dist_check.py checks the result."""
+library and patchelf/readelf/strip are used. tools/dist_check.py checks the result.
+DIST_ARCH=aarch64 (make dist-aarch64): the build is aarch64's, cross-built against an arm64 ROOT;
+the names say linux-aarch64 / manylinux_2_XX_aarch64 and the cross binutils strip."""
 import base64
 import csv
 import hashlib
@@ -26,11 +28,15 @@ import sys
 import tarfile
 import zipfile
 
+ARCH = os.environ.get("DIST_ARCH") or "x86_64"
+if ARCH not in ("x86_64", "aarch64"):
+    sys.exit("probing: error: dist: DIST_ARCH=%s: only x86_64 and aarch64 are known" % ARCH)
 GLIBC_LIBS = {
     "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
-    "ld-linux-x86-64.so.2", "libresolv.so.2", "libutil.so.1",
+    "ld-linux-x86-64.so.2" if ARCH == "x86_64" else "ld-linux-aarch64.so.1", "libresolv.so.2", "libutil.so.1",
 }
-LIB_DIRS = ["lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib", "usr/lib"]
+LIB_DIRS = ["lib/%s-linux-gnu" % ARCH, "usr/lib/%s-linux-gnu" % ARCH, "lib", "usr/lib"]
+STRIP = "strip" if ARCH == "x86_64" else "aarch64-linux-gnu-strip"
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -150,7 +156,7 @@ def main():
     ours = [os.path.join(stage, "bin", "probing")] + [
         os.path.join(libdir, f) for f in sorted(os.listdir(libdir)) if is_elf(os.path.join(libdir, f))]
     for f in ours:
-        run("strip", "--strip-debug", f)  # the symbol table stays (crash reports name functions)
+        run(STRIP, "--strip-debug", f)  # the symbol table stays (crash reports name functions)
     carried = graft(libdir, ours, root)
     for f in ours:
         run("patchelf", "--set-rpath", "$ORIGIN/../lib/probing" if "/bin/" in f else "$ORIGIN", f)
@@ -174,7 +180,7 @@ def main():
     elves = [os.path.join(d, f) for d, _, fs in os.walk(stage) for f in fs if is_elf(os.path.join(d, f))]
     top = max(glibc_max(f) for f in elves)
     tag = max(top, (2, 17))
-    tarball = os.path.join(out, "%s-linux-x86_64.tar.gz" % name)
+    tarball = os.path.join(out, "%s-linux-%s.tar.gz" % (name, ARCH))
 
     def owner(ti):
         ti.uid = ti.gid = 0
@@ -186,7 +192,7 @@ def main():
 
     # The wheel: the package with the CLI and libraries inside it (probing/bin/probing,
     # probing/lib/probing/...), the `probing` command a console script that execs it.
-    plat = "manylinux_%d_%d_x86_64" % tag
+    plat = "manylinux_%d_%d_%s" % (tag + (ARCH,))
     whl = os.path.join(out, "%s-py3-none-%s.whl" % (name, plat))
     distinfo = "%s.dist-info" % name
     entries = []  # (arcname, bytes, mode)

@@ -44,9 +44,12 @@ uid=65534
 if [ "${1:-}" = --run ]; then
   sys=$2 dir=$3 venvpy=$4 userpy=$5
   shift 5
+  # RELEASE_CHECK_INSTALLS: some of "venv user tar" only (the emulated aarch64 machine is slow).
+  installs=${RELEASE_CHECK_INSTALLS:-venv user tar}
   dappy=/usr/bin/python3  # the system's: runs tools/release_dap.py, the DAP client
-  whl=$(ls "$dir"/probing-*-py3-none-manylinux_*_x86_64.whl)
-  tgz=$(ls "$dir"/probing-*-linux-x86_64.tar.gz)
+  # This machine's (uname -m): x86_64, or aarch64 in the VM of tools/release_check_aarch64.sh.
+  whl=$(ls "$dir"/probing-*-py3-none-manylinux_*_"$(uname -m)".whl)
+  tgz=$(ls "$dir"/probing-*-linux-"$(uname -m)".tar.gz)
   home=$dir/home
   mkdir -p "$home" "$dir/tar"
   chown $uid:$uid "$home" "$dir/tar"
@@ -91,7 +94,8 @@ if [ "${1:-}" = --run ]; then
   brk=
   ! "$userpy" -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' ||
     brk=--break-system-packages
-  check "install: pip --user${brk:+ $brk}" "$(basename "$userpy")" as "$userpy" -m pip install --user --no-index $brk "$whl"
+  [[ " $installs " != *" user "* ]] ||
+    check "install: pip --user${brk:+ $brk}" "$(basename "$userpy")" as "$userpy" -m pip install --user --no-index $brk "$whl"
   want='^'
   check "install: tar xf" "-" as tar xf "$tgz" -C "$dir/tar"
   tarcli=$(ls -d "$dir"/tar/probing-*/bin/probing)
@@ -106,7 +110,7 @@ if [ "${1:-}" = --run ]; then
     [user]="$home/.local/lib/"
     [tar]="$dir/tar/"
   )
-  for k in venv user tar; do
+  for k in $installs; do
     want='^probing [0-9]'
     check "$k: probing --version" "-" as ${cli[$k]} --version
   done
@@ -220,7 +224,7 @@ os.execvp(sys.argv[1], sys.argv[1:])' \
     # (run_as_user execs: a failure here is the subshell's status, which must not end the script)
     v=$(run_as_user "$spec" "$(exe_of "$spec")" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || v="?"
     tgt="$name $v"
-    for k in venv user tar; do
+    for k in $installs; do
       start "$spec" sleep
       want=release_check_marker unwanted=
       check "$k: debug --dump --no-inject" "$tgt" as ${cli[$k]} -p $pid debug --dump --no-inject
