@@ -27,7 +27,9 @@ struct row {
 static cJSON *rank_doc(int rank, const struct row *rows, int n)
 {
     cJSON *r = cJSON_CreateObject(), *comm, *arr;
-    double now = (double)time(NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* as collectives.c's now: not time()'s whole seconds */
+    double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     cJSON_AddStringToObject(r, "job", JOB);
     cJSON_AddNumberToObject(r, "rank", rank);
     cJSON_AddNumberToObject(r, "pid", 1000 + rank);
