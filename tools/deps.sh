@@ -18,8 +18,10 @@ want=(
   universal-ctags
   # probing serve: its HTTP server (CLI only) and xxd, which compiles its pages in
   libmicrohttpd-dev xxd
-  # debug --dump --native: file:line of native frames from DWARF, read by the CLI (elfutils)
-  libdw-dev
+  # debug --dump --native: file:line of native frames from DWARF, read by the CLI (elfutils);
+  # libc's own DWARF (its detached debug file), which the native tests' file:line checks read
+  # (test_cli_libs.py, test_srcline_cache.py: a fresh machine failed them without it)
+  libdw-dev libc6-dbg
   # --format pprof: profile.proto compiled by protoc-c, encoded with protobuf-c, gzip'd by zlib;
   # its test reads it back with Google's Python protobuf
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev python3-protobuf
