@@ -157,7 +157,7 @@ def _guarded_commands():
     """Every request of the dispatch table (probe/server/dispatch.c) not answered before authentication,
     plus an unknown one."""
     with open(os.path.join(ROOT, "probe", "server", "dispatch.c")) as f:
-        table = re.findall(r'\{"([^"]+)", ([^,]+), [A-Z]+\(', f.read())
+        table = re.findall(r'\{\.name = "([^"]+)",\s*\.flags = ([^,]+),\s*[A-Z]+\(', f.read())
     names = [name for name, flags in table if "SRV_F_PREAUTH" not in flags]
     # A new request answered before authentication widens what anyone on the network reaches.
     assert {n for n, f in table if "SRV_F_PREAUTH" in f} == {"initialize", "attach", "disconnect"}
