@@ -114,7 +114,7 @@ static int sequence(cJSON *out, struct pb_err *err)
     return 0;
 }
 
-int torch_comm_run(int action, cJSON *out, struct pb_err *err)
+int torch_comm_run(int action, int ddp, cJSON *out, struct pb_err *err)
 {
     static const char *const names[] = {"start", "stop", "status", "status"};
     if (action == PROBE_COMM_SEQUENCE)
@@ -142,7 +142,8 @@ int torch_comm_run(int action, cJSON *out, struct pb_err *err)
     PyObject *res = NULL;
     if (fn)
         res = action == PROBE_TORCH_START
-                  ? PyObject_CallFunctionObjArgs(fn, recorder.fns[0], recorder.fns[1], NULL)
+                  ? PyObject_CallFunctionObjArgs(fn, recorder.fns[0], recorder.fns[1],
+                                                 ddp ? Py_True : Py_False, NULL)
               : action == PROBE_COMM_FLIGHT_RECORDER
                   ? PyObject_CallFunctionObjArgs(fn, Py_True, NULL)
                   : PyObject_CallObject(fn, NULL);

@@ -31,7 +31,7 @@ int torch_run(int action, int every, struct cJSON *out, struct pb_err *err);
  * it, recorder or not: torch, initialized, rank, groups [{pg, ranks, seq, backend, error}],
  * start), like torch_run (docs/protocol.md, probing/comm). Fails with
  * PB_ESTATE when start finds no torch.distributed imported. Requires GIL (worker thread). */
-int torch_comm_run(int action, struct cJSON *out, struct pb_err *err);
+int torch_comm_run(int action, int ddp, struct cJSON *out, struct pb_err *err);
 
 /* The Python sources of the tracer (torch_py.c) and of the recorder (comm_py.c). */
 extern const char probe_torch_src[], probe_comm_src[];

@@ -97,7 +97,7 @@ def cli(pid, *args):
     return r.stdout
 
 
-def alternate(job, runs, steps):
+def alternate(job, runs, steps, extra=()):
     """(wall, cpu) ratios of rank 0's steps, recorder on over off, per round; the off steps'
     (wall, cpu); records made on rank 0."""
     ratios, offs, records = [], [], 0
@@ -109,7 +109,7 @@ def alternate(job, runs, steps):
     offs.append(prev)
     for _ in range(runs):
         for pid in job.pids.values():
-            cli(pid, "perf", "--comm")
+            cli(pid, "perf", "--comm", *extra)
         on = job.steps(steps)
         for rank, pid in job.pids.items():
             m = re.search(r"stopped after (\d+) records", cli(pid, "perf", "--comm", "--stop"))
@@ -177,21 +177,21 @@ def ddp(runs, per_call=None):
     """3. Collectives issued from C++: a 2-rank DistributedDataParallel job (samples/ddp_job.py,
     WIDTH=256: 70,401 parameters, one bucket, batches of 64) whose reducer allreduces its gradient
     buckets inside backward; the recorder records them through the comm hook it gives the
-    module at its first forward while on. The hook stays once given (DDP takes no hook back):
+    module at its first forward while on (perf --comm --ddp). The hook stays once given (DDP takes no hook back):
     the "off" slices after the first "on" run it passing through, unrecorded; the first "off"
     slice, before any start, is DDP's own C++ allreduce."""
     steps = int(os.environ.get("BENCH_COMM_DDP_STEPS", "6"))
     width = os.environ.get("BENCH_COMM_DDP_WIDTH", "256")
     job = Job(2, "0", 10, script="ddp_job.py", extra={"STOP_STEP": "-1", "WIDTH": width})
     try:
-        ratios, offs, records = alternate(job, runs, steps)
+        ratios, offs, records = alternate(job, runs, steps, ("--ddp",))
     finally:
         job.kill()
     wall = statistics.median(r[0] for r in ratios)
     cpu = statistics.median(r[1] for r in ratios)
     q = statistics.quantiles([r[1] for r in ratios], n=4) if len(ratios) > 1 else [cpu, cpu, cpu]
     pt = statistics.median(o[1] for o in offs[1:])
-    print("perf --comm: DDP's bucket allreduces (issued from C++, recorded through a comm hook): "
+    print("perf --comm --ddp: DDP's bucket allreduces (issued from C++, recorded through a comm hook): "
           "a 2-rank torchrun job (samples/ddp_job.py WIDTH=%s, gloo, CPU, torch 1.13), %d "
           "rounds of %d reports of 10 steps, recorder on against off in the same run; step %.1f "
           "ms wall, %.1f ms CPU with the recorder off" % (width, runs, steps,

@@ -615,9 +615,9 @@ def job_with(pid):
     raise AssertionError("pid %d is in no job: %s" % (pid, out))
 
 
-def start_recorders(pids):
+def start_recorders(pids, *extra):
     for pid in pids:
-        r = probing("-p", pid, "perf", "--comm", check=True)
+        r = probing("-p", pid, "perf", "--comm", *extra, check=True)
         assert r.stdout.startswith("perf --comm: recording torch.distributed calls"), r.stdout
 
 

@@ -4,7 +4,9 @@
 before the hang:
 - a DistributedDataParallel job (samples/ddp_job.py, 4 ranks) whose rank 3 stops joining before
   its backward: DDP's reducer allreduces its gradient buckets from C++ (no torch.distributed call
-  in Python); they are in torch.collectives (the recorder's comm hook) with torch's sequence
+  in Python); with `perf --comm --ddp` they are in torch.collectives (the recorder's comm hook),
+  and a plain `perf --comm` leaves DDP as it was (no hook, nothing of probing's after --stop),
+  with torch's sequence
   number, op, size, dtype, state and the line that called backward(), and `cluster collectives`
   names rank 3 as not entered with its last bucket allreduce;
 - a FullyShardedDataParallel job (samples/fsdp_job.py, torch 2.14, 2 ranks) whose rank 1 stops
@@ -21,9 +23,9 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import SAMPLES, bp  # noqa: E402
+from conftest import SAMPLES, bp, probing  # noqa: E402
 from test_cluster import JOB, cluster, job_with, ready_lines, start_recorders  # noqa: E402
-from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job, query  # noqa: E402
+from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job, eval_json, query  # noqa: E402
 
 DDP_JOB = os.path.join(SAMPLES, "ddp_job.py")
 FSDP_JOB = os.path.join(SAMPLES, "fsdp_job.py")
@@ -51,7 +53,7 @@ def test_ddp_bucket_allreduces_recorded_and_hang_named(PY, tmp_path):
     try:
         assert sorted(r["where"] for r in job.ready) == ["gate"] * 4
         pids = {r["rank"]: r["pid"] for r in job.ready}
-        start_recorders(pids.values())
+        start_recorders(pids.values(), "--ddp")
         after = released(job, gate, 4)
         assert {r: x["where"] for r, x in after.items()} == \
             {0: "backward", 1: "backward", 2: "backward", 3: "stopped"}, after
@@ -85,6 +87,77 @@ def test_ddp_bucket_allreduces_recorded_and_hang_named(PY, tmp_path):
                          r"#%d \(done\) at ddp_job.py:%d in main$"
                          % (h["seq"], last["seq"], bp("ddp_job.py", "ddp_backward")), text,
                          re.M), text
+    finally:
+        job.kill()
+
+
+# What DDP has in a rank: each module's comm hook as its logger names it ("" for none: the
+# reducer's own C++ allreduce) and where DistributedDataParallel.forward's code comes from.
+DDP_STATE = ("import gc, json; from torch.nn.parallel import DistributedDataParallel as D; "
+             "print(json.dumps({'hooks': [m._get_ddp_logging_data().get('comm_hook', '') "
+             "for m in gc.get_objects() if isinstance(m, D)], "
+             "'forward': D.forward.__code__.co_filename}))")
+
+
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_ddp_is_left_as_it_was_unless_asked(PY, tmp_path):
+    """A plain perf --comm changes nothing of DDP (its bucket allreduces are not recorded, the
+    start says how to ask, and after --stop DDP has no hook and its own forward); --ddp gives
+    the module the recorder's hook, records its allreduces and says at --stop that the hook
+    stays (torch takes none back)."""
+    gate = tmp_path / "gate"
+    job = comm_job(PY, tmp_path, {"GATE": str(gate), "STOP_STEP": "-1"}, nproc=2,
+                   script=DDP_JOB)
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        p0 = pids[0]
+        r = probing("-p", p0, "perf", "--comm", "--ddp", "--stop")
+        assert (r.returncode, r.stdout, r.stderr) == (
+            2, "", "probing: error: perf --comm: --ddp starts recording, --stop ends it: give one "
+            "of them\n"), r
+        r = probing("-p", p0, "perf", "--comm", check=True)
+        assert re.search(r"^  DistributedDataParallel: bucket allreduces \(issued from C\+\+\) "
+                         r"not recorded: add --ddp to record them", r.stdout, re.M), r.stdout
+        after = released(job, gate, 2)
+        assert {x["where"] for x in after.values()} == {"running"}, after
+        time.sleep(1)
+        assert query(p0, "SELECT op FROM torch.collectives") == []
+        r = probing("-p", p0, "perf", "--comm", "--stop", check=True)
+        assert "comm hook" not in r.stdout, r.stdout
+        state = eval_json(p0, DDP_STATE)
+        assert state["hooks"] == [""] and \
+            state["forward"].endswith("torch/nn/parallel/distributed.py"), state
+        # Asked: recorded, and said to stay.
+        r = probing("-p", p0, "perf", "--comm", "--ddp", check=True)
+        assert re.search(r"^  DistributedDataParallel: every module's bucket allreduces, from its "
+                         r"next forward \(a comm hook that stays for the module's life; 0 modules "
+                         r"so far\)$", r.stdout, re.M), r.stdout
+        deadline = time.time() + 60
+        while time.time() < deadline and not query(
+                p0, "SELECT op FROM torch.collectives WHERE op = 'all_reduce' AND state = 'done'"):
+            time.sleep(0.3)
+        rows = query(p0, "SELECT op, pg, file, line FROM torch.collectives")
+        assert rows and all((x["op"], x["pg"], x["file"], x["line"]) ==
+                            ("all_reduce", "0", DDP_JOB, bp("ddp_job.py", "ddp_backward"))
+                            for x in rows), rows
+        r = probing("-p", p0, "perf", "--comm", "--stop", check=True)
+        assert re.search(r"^perf --comm: 1 DistributedDataParallel module\(s\) keep the "
+                         r"recorder's comm hook \(started with --ddp; torch takes no hook back\), "
+                         r"passing their allreduces through unrecorded$", r.stdout, re.M), r.stdout
+        state = eval_json(p0, DDP_STATE)
+        assert state["hooks"] == ["ddp_hook"] and \
+            state["forward"].endswith("torch/nn/parallel/distributed.py"), state
+        # The job trains on through the hook: rank 1 (no hook) and rank 0 (hook) still meet.
+        n = len(query(p0, "SELECT id FROM torch.collectives"))
+        r = probing("-p", p0, "perf", "--comm", check=True)
+        assert re.search(r"^  DistributedDataParallel: the bucket allreduces of the 1 module\(s\) "
+                         r"given the recorder's comm hook by an earlier --ddp$", r.stdout,
+                         re.M), r.stdout
+        deadline = time.time() + 60
+        while time.time() < deadline and len(query(p0, "SELECT id FROM torch.collectives")) < 2:
+            time.sleep(0.3)
+        assert len(query(p0, "SELECT id FROM torch.collectives")) >= 2, n
+        probing("-p", p0, "perf", "--comm", "--stop", check=True)
     finally:
         job.kill()
 

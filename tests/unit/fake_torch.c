@@ -32,9 +32,10 @@ int torch_run(int action, int every, struct cJSON *out, struct pb_err *err)
 /* perf --comm: start answers as a started recorder, stop as stopped when it ran. */
 static int comm_running;
 
-int torch_comm_run(int action, struct cJSON *out, struct pb_err *err)
+int torch_comm_run(int action, int ddp, struct cJSON *out, struct pb_err *err)
 {
     (void)err;
+    (void)ddp;
     if (action == PROBE_TORCH_START)
         cJSON_AddBoolToObject(out, "started", !comm_running);
     else if (action == PROBE_TORCH_STOP)

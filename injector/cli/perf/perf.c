@@ -12,7 +12,7 @@ static void help(void)
     printf(
         "usage: probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall]\n"
         "       probing -p PID perf --torch [--every N] [--trace FILE] [--no-comm]\n"
-        "       probing -p PID perf --comm\n"
+        "       probing -p PID perf --comm [--ddp]\n"
         "       probing -p PID perf [--cc | --torch | --comm] --stop\n"
         "\n"
         "Profile a running process. Collection goes on in the target after the command\n"

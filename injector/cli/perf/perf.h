@@ -21,7 +21,8 @@ int cli_perf_torch_stop(struct dap_client *dc, int *stopped, struct pb_err *err)
 int cli_perf_comm_stop(struct dap_client *dc, int *stopped, struct pb_err *err);
 /* perf --comm (comm.c): one probing/comm request ("start", "stop", "status"): the body, a root
  * the caller deletes, or NULL with err. */
-cJSON *cli_perf_comm_request(struct dap_client *dc, const char *action, struct pb_err *err);
+cJSON *cli_perf_comm_request(struct dap_client *dc, const char *action, int ddp,
+                             struct pb_err *err);
 /* The lines saying what a probing/comm start answered (recording, calls, Flight Recorder). */
 void cli_perf_comm_print(const cJSON *body, int pid);
 /* inject -P: start perf --cc with the defaults on a connected client, printing one line.

@@ -418,7 +418,7 @@ int cli_perf_torch(const struct cli_opts *o, int argc, char **argv)
     /* The collectives recorder goes with it (cheap: docs/benchmarks.md); a job without
      * torch.distributed gets a note, not a failure. */
     struct pb_err cerr = {0};
-    cJSON *comm = nocomm ? NULL : cli_perf_comm_request(&dc, "start", &cerr);
+    cJSON *comm = nocomm ? NULL : cli_perf_comm_request(&dc, "start", 0, &cerr);
     if (json) {
         if (comm)
             cJSON_AddItemToObject(body, "comm", comm);

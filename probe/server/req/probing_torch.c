@@ -2,7 +2,8 @@
 /* probing/torch and probing/comm (custom; docs/protocol.md): perf --torch and perf --comm in
  * the target. probing/comm takes action alone (also "flight_recorder": the state and
  * flightRecorderEntries; "sequence": each process group's sequence number, recorder or not:
- * torch, initialized, rank, groups, start) and answers the recorder's state (running, records, maxRecords,
+ * torch, initialized, rank, groups, start; ddp, start only: give each DistributedDataParallel
+ * module the recorder's comm hook, which stays) and answers the recorder's state (running, records, maxRecords,
  * functions, rank, pending, flightRecorder, torch, notes; started, stopped, left). probing/torch: Arguments: action
  * ("start" | "stop" | "status", default "status"), every (1 to 1000000, start only; default 10 at
  * the first start, unchanged when already running). The tracer runs on the worker under the GIL (torch/torch.c); the body carries its state
@@ -17,7 +18,7 @@
 
 struct torchjob {
     struct srv_job_rc rc;
-    int action, every, comm;
+    int action, every, comm, ddp;
     cJSON *body; /* filled on the worker */
 };
 
@@ -59,7 +60,7 @@ static int parse(struct srv_ctx *c, const cJSON *args, void *job)
 static void run(void *job)
 {
     struct torchjob *j = job;
-    j->rc.rc = j->comm ? torch_comm_run(j->action, j->body, &j->rc.err)
+    j->rc.rc = j->comm ? torch_comm_run(j->action, j->ddp, j->body, &j->rc.err)
                        : torch_run(j->action, j->every, j->body, &j->rc.err);
 }
 
@@ -90,8 +91,18 @@ static int parse_comm(struct srv_ctx *c, const cJSON *args, void *job)
         return pb_err_set(&c->err, PB_EBADARG,
                           "arguments.every: probing/comm records every "
                           "call (its bound is the setting comm.max_records)");
-    ((struct torchjob *)job)->comm = 1;
-    return parse(c, args, job);
+    struct torchjob *j = job;
+    int rc = dap_arg_bool(args, "ddp", &j->ddp, &c->err);
+    if (rc < 0)
+        return rc;
+    j->comm = 1;
+    if ((rc = parse(c, args, job)) < 0)
+        return rc;
+    if (j->ddp == 1 && j->action != PROBE_TORCH_START)
+        return pb_err_set(&c->err, PB_EBADARG,
+                          "arguments.ddp: only with action \"start\" (it gives each "
+                          "DistributedDataParallel module the recorder's comm hook)");
+    return 0;
 }
 
 const struct srv_job srv_job_probing_comm = {
