@@ -70,7 +70,7 @@ def main():
     if os.environ.get("DEAD"):
         if dist.get_rank() == stuck:
             os._exit(0)  # BP: dead_exit
-        survive(t)
+        survive(t)  # BP: dead_main
     if dist.get_rank() == stuck:
         if os.environ.get("MISMATCH"):
             other_collective(t)

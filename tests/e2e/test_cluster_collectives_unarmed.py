@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import SAMPLES, bp  # noqa: E402
-from test_cluster import cluster, job_with  # noqa: E402
+from test_cluster import cluster, job_with, ready_lines  # noqa: E402
 from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job  # noqa: E402
 
 DDP_JOB = os.path.join(SAMPLES, "ddp_job.py")
@@ -159,5 +159,97 @@ def test_unarmed_job_at_work_is_no_hang(PY, tmp_path):
         assert "\n  group 0 (ranks 0-3, gloo): no hang: ranks 0-3 entered more collectives in " \
             "the 1 s between two reads\n" in text, text
         assert " is behind in group " not in text and " are behind in group " not in text, text
+    finally:
+        job.kill()
+
+
+JOB = os.path.join(SAMPLES, "cluster_job.py")
+
+
+def places_of(group):
+    """{ranks: (innermost function, caller's function, caller's line)} of a group's places."""
+    return {tuple(p["ranks"]): (p["frame"]["func"], p["from"]["func"], p["from"]["line"])
+            for p in group.get("places", [])}
+
+
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_unarmed_mismatch_says_what_it_knows(PY, tmp_path):
+    """Rank 3 calls broadcast where ranks 0-2 call all_reduce (samples/cluster_job.py
+    MISMATCH=1), nothing armed: the numbers are level (every rank entered the same count), so
+    nobody is behind; the report shows where each waits, the two places, and says that at the
+    same number these are different collectives (a mismatch), and how to see both sides."""
+    job = comm_job(PY, tmp_path, {"MISMATCH": "1"}, nproc=4, script=JOB)
+    try:
+        where = {r["rank"]: r["where"] for r in job.ready}
+        assert where == {0: "all_reduce", 1: "all_reduce", 2: "all_reduce", 3: "broadcast"}, where
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        assert not any(loaded(p) for p in pids.values())
+        time.sleep(1)
+        name = job_with(pids[0])
+        out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+        assert out["recording"] == [] and out["hangs"] == [] and out["mismatches"] == [], out
+        seq = out["sequence"]
+        assert sorted(seq["read"]) == [0, 1, 2, 3] and seq["behind"] == [] and \
+            seq["gone"] == [] and seq["not_read"] == [], seq
+        g0 = [g for g in seq["groups"] if g["pg"] == "0"][0]
+        assert g0["moving"] == [] and len({s[1] for s in g0["seqs"]}) == 1, g0
+        assert places_of(g0) == {
+            (0, 1, 2): ("all_reduce", "wait_for_peers", bp("cluster_job.py", "all_reduce")),
+            (3,): ("broadcast", "other_collective", bp("cluster_job.py", "mismatch_broadcast"))}, g0
+        text = cluster("collectives", "--job", name).stdout
+        assert re.search(
+            r"^  group 0 \(ranks 0-3, gloo\): none behind: ranks 0-3 at %d\n"
+            r"    ranks 0-2 are in all_reduce \(torch/distributed/distributed_c10d.py:\d+\) from "
+            r"wait_for_peers \(cluster_job.py:%d\)\n"
+            r"    rank 3 is in broadcast \(torch/distributed/distributed_c10d.py:\d+\) from "
+            r"other_collective \(cluster_job.py:%d\)\n"
+            r"    every member entered as many of the group's collectives, none more in 1 s, and "
+            r"they wait in different places: if these are collectives of the group, they are "
+            r"different ones \(a mismatch: 'perf --comm' on every rank names each side's op, "
+            r"sizes and dtype\)$" % (g0["max"], bp("cluster_job.py", "all_reduce"),
+                                    bp("cluster_job.py", "mismatch_broadcast")), text, re.M), text
+        assert " is behind in group " not in text and " are behind in group " not in text, text
+    finally:
+        job.kill()
+
+
+@pytest.mark.parametrize("PY", TORCH_PYTHONS)
+def test_unarmed_dead_rank_says_what_it_knows(PY, tmp_path):
+    """Rank 3's process exits (samples/cluster_job.py DEAD=1), nothing armed: gloo fails the
+    all_reduce of the ranks that talk to it (they sleep on), a rank whose neighbour failed keeps
+    waiting in it. The report names rank 3 as claimed by no process, and where each other rank
+    is: those that failed in the sample's sleep, those still waiting in all_reduce."""
+    gate = tmp_path / "gate"
+    job = comm_job(PY, tmp_path, {"GATE": str(gate), "DEAD": "1"}, nproc=4, script=JOB)
+    try:
+        pids = {r["rank"]: r["pid"] for r in job.ready}
+        gate.write_text("go")
+        deadline = time.time() + 60
+        while time.time() < deadline and "failed" not in open(job.out_path).read():
+            time.sleep(0.2)
+        time.sleep(2)
+        assert not any(loaded(p) for r, p in pids.items() if r != 3)
+        text = open(job.out_path).read()
+        failed = sorted(r["rank"] for r in ready_lines(text) if r["where"] == "failed")
+        waiting = sorted(set([0, 1, 2]) - set(failed))
+        assert failed, text
+        name = job_with(pids[failed[0]])
+        out = json.loads(cluster("collectives", "--json", "--job", name).stdout)
+        seq = out["sequence"]
+        assert sorted(seq["read"]) == [0, 1, 2] and seq["gone"] == [3] and \
+            seq["not_read"] == [] and seq["behind"] == [], seq
+        g0 = [g for g in seq["groups"] if g["pg"] == "0"][0]
+        assert g0["not_read"] == [3] and g0["moving"] == [], g0
+        want = {tuple(failed): ("survive", "main", bp("cluster_job.py", "dead_main"))}
+        if waiting:
+            want[tuple(waiting)] = ("all_reduce", "survive", bp("cluster_job.py", "dead_peer"))
+        got = places_of(g0)
+        assert got == want, (got, want)
+        text = cluster("collectives", "--job", name).stdout
+        assert re.search(r"^  group 0 \(ranks 0-3, gloo\): ranks 0-2 at %d, still 1 s later; no "
+                         r"number from rank 3 \(not read, below\): if ranks 0-2 wait in a "
+                         r"collective, it is behind$" % g0["max"], text, re.M), text
+        assert "\n  rank 3: no process of the job claims it (exited or killed)\n" in text, text
+        assert "they wait in different places" not in text, text
     finally:
         job.kill()

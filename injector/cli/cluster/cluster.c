@@ -117,9 +117,9 @@ static void help(const char *sub)
                "                  max_wait_ms, collectives, straggler}], flight_recorder:\n"
                "                  [{rank, state, entries, agree, differ_count, differ,\n"
                "                  only_ours, only_torch}], sequence: {read, not_read,\n"
-               "                  start, groups: [{pg, group_ranks, backend, seqs, max,\n"
-               "                  not_read, moving}], behind: [{pg, group_ranks, behind, seq,\n"
-               "                  ahead, ahead_seq, where}]}, errors}\n");
+               "                  start, gone, groups: [{pg, group_ranks, backend, seqs, max,\n"
+               "                  not_read, moving, places}], behind: [{pg, group_ranks,\n"
+               "                  behind, seq, ahead, ahead_seq, where}]}, errors}\n");
     else if (strcmp(sub, "list") == 0)
         printf("usage: probing cluster list [--json] [HOST OPTIONS]\n"
                "\n"

@@ -229,41 +229,88 @@ static void where_text(char *buf, size_t len, const cJSON *w)
     snprintf(buf, len, "%s%s%s", a, from ? " from " : "", from ? b : "");
 }
 
-/* Adds where: [{ranks, frame, from}] to a behind entry: its behind and ahead ranks, those at the
- * same place together. */
+/* Adds to ws ({ranks, frame, from} per place) where each rank of ranks is, those at the same
+ * place together; with behind >= 0 each place also says whether its ranks are behind (a place
+ * is then shared only by ranks of the same side). */
+static void places(cJSON *ws, const cJSON *ranks, int behind, const cJSON *nodes, const char *job)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, ranks)
+    {
+        cJSON *w = where_of(nodes, job, (int)x->valuedouble);
+        if (!w)
+            continue;
+        char t1[700], t2[700];
+        where_text(t1, sizeof t1, w);
+        cJSON *same = NULL, *y;
+        cJSON_ArrayForEach(y, ws)
+        {
+            where_text(t2, sizeof t2, y);
+            if (strcmp(t1, t2) == 0 && (behind < 0 || cli_json_true(y, "behind") == behind))
+                same = y;
+        }
+        if (same) {
+            cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(same, "ranks"),
+                                 cJSON_CreateNumber(x->valuedouble));
+            cJSON_Delete(w);
+            continue;
+        }
+        cJSON *rs = cJSON_CreateArray();
+        cJSON_AddItemToArray(rs, cJSON_CreateNumber(x->valuedouble));
+        cJSON_AddItemToObject(w, "ranks", rs);
+        if (behind >= 0)
+            cJSON_AddBoolToObject(w, "behind", behind);
+        cJSON_AddItemToArray(ws, w);
+    }
+}
+
+/* Adds where: [{ranks, frame, from, behind}] to a behind entry: its behind and ahead ranks. */
 static void add_where(cJSON *b, const cJSON *nodes, const char *job)
 {
     cJSON *ws = cJSON_AddArrayToObject(b, "where");
-    const char *keys[] = {"behind", "ahead"};
-    const cJSON *x;
-    for (int k = 0; k < 2; k++) {
-        cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(b, keys[k]))
-        {
-            cJSON *w = where_of(nodes, job, (int)x->valuedouble);
-            if (!w)
-                continue;
-            char t1[700], t2[700];
-            where_text(t1, sizeof t1, w);
-            cJSON *same = NULL, *y;
-            cJSON_ArrayForEach(y, ws)
-            {
-                where_text(t2, sizeof t2, y);
-                if (strcmp(t1, t2) == 0 && cli_json_true(y, "behind") == (k == 0))
-                    same = y;
-            }
-            if (same) {
-                cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(same, "ranks"),
-                                     cJSON_CreateNumber(x->valuedouble));
-                cJSON_Delete(w);
-                continue;
-            }
-            cJSON *rs = cJSON_CreateArray();
-            cJSON_AddItemToArray(rs, cJSON_CreateNumber(x->valuedouble));
-            cJSON_AddItemToObject(w, "ranks", rs);
-            cJSON_AddBoolToObject(w, "behind", k == 0);
-            cJSON_AddItemToArray(ws, w);
-        }
+    places(ws, cJSON_GetObjectItemCaseSensitive(b, "behind"), 1, nodes, job);
+    places(ws, cJSON_GetObjectItemCaseSensitive(b, "ahead"), 0, nodes, job);
+}
+
+/* Whether any process of the job claims rank (answering or not). */
+static int claimed(const cJSON *nodes, const char *job, int rank)
+{
+    const cJSON *d, *r;
+    cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
+    {
+        const char *j = cli_json_str(r, "job");
+        if (j && strcmp(j, job) == 0 && (int)cli_json_num(r, "rank", -1) == rank)
+            return 1;
     }
+    return 0;
+}
+
+/* A group's members are level (the same number, all read) and none moved: adds places, where
+ * each member is, when their stacks were read. Members waiting in different places at the same
+ * number entered the same count of the group's collectives: if those are collectives, they are
+ * different ones (a mismatch the numbers alone cannot show). */
+static void level_places(cJSON *g, const cJSON *nodes, const char *job)
+{
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "moving")) > 0)
+        return;
+    const cJSON *p, *seqs = cJSON_GetObjectItemCaseSensitive(g, "seqs");
+    double max = cli_json_num(g, "max", 0);
+    cJSON *rs = cJSON_CreateArray();
+    cJSON_ArrayForEach(p, seqs)
+    {
+        if (cJSON_GetArrayItem(p, 1)->valuedouble != max) {
+            cJSON_Delete(rs);
+            return;
+        }
+        cJSON_AddItemToArray(rs, cJSON_CreateNumber(cJSON_GetArrayItem(p, 0)->valuedouble));
+    }
+    cJSON *ws = cJSON_CreateArray();
+    places(ws, rs, -1, nodes, job);
+    cJSON_Delete(rs);
+    if (cJSON_GetArraySize(ws) > 0)
+        cJSON_AddItemToObject(g, "places", ws);
+    else
+        cJSON_Delete(ws);
 }
 
 cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job)
@@ -279,9 +326,13 @@ cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job)
     cJSON_ArrayForEach(d, nodes) cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(d, "ranks"))
     {
         const char *j = cli_json_str(r, "job");
-        if (!j || strcmp(j, job) != 0 || cli_json_str(r, "error"))
+        if (!j || strcmp(j, job) != 0)
             continue;
         int rank = (int)cli_json_num(r, "rank", -1);
+        if (cli_json_str(r, "error")) {
+            not_read(unread, rank, cli_json_str(r, "error"));
+            continue;
+        }
         const cJSON *seq = cJSON_GetObjectItemCaseSensitive(r, "seq");
         if (!seq) {
             not_read(unread, rank,
@@ -326,6 +377,20 @@ cJSON *cli_cluster_seq_analyse(const cJSON *nodes, const char *job)
     free(gs);
     cJSON *b;
     cJSON_ArrayForEach(b, behind) add_where(b, nodes, job);
+    /* Members that no process claims (exited or killed), once each. */
+    cJSON *gone = cJSON_AddArrayToObject(out, "gone");
+    cJSON_ArrayForEach(b, groups)
+    {
+        level_places(b, nodes, job);
+        const cJSON *m, *x;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(b, "not_read"))
+        {
+            int seen = 0;
+            cJSON_ArrayForEach(x, gone) seen |= x->valuedouble == m->valuedouble;
+            if (!seen && !claimed(nodes, job, (int)m->valuedouble))
+                cJSON_AddItemToArray(gone, cJSON_CreateNumber(m->valuedouble));
+        }
+    }
     cJSON_ArrayForEach(b, unread)
     {
         cJSON *w = where_of(nodes, job, (int)cli_json_num(b, "rank", -1));
@@ -350,6 +415,22 @@ static char *ranges_of(const cJSON *a, int *count)
     if (count)
         *count = k;
     return s;
+}
+
+/* "ranks 0-2 are in f (file:line) from g (file:line)", one line per place of ws. */
+static void print_where(const cJSON *ws, const char *indent)
+{
+    const cJSON *w;
+    cJSON_ArrayForEach(w, ws)
+    {
+        int nw;
+        char *wr = ranges_of(cJSON_GetObjectItemCaseSensitive(w, "ranks"), &nw);
+        char text[700];
+        where_text(text, sizeof text, w);
+        printf("%srank%s %s %s in %s\n", indent, nw == 1 ? "" : "s", wr ? wr : "?",
+               nw == 1 ? "is" : "are", text);
+        free(wr);
+    }
 }
 
 int cli_cluster_seq_print_behind(const cJSON *s)
@@ -377,23 +458,27 @@ int cli_cluster_seq_print_behind(const cJSON *s)
         printf("  %s not entered the group's collective #%.0f (numbered from the group's "
                "sequence number before it)\n",
                nb == 1 ? "it has" : "they have", seq);
-        const cJSON *w;
-        cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(b, "where"))
-        {
-            int nw;
-            char *wr = ranges_of(cJSON_GetObjectItemCaseSensitive(w, "ranks"), &nw);
-            char text[700];
-            where_text(text, sizeof text, w);
-            printf("  rank%s %s %s in %s\n", nw == 1 ? "" : "s", wr ? wr : "?",
-                   nw == 1 ? "is" : "are", text);
-            free(wr);
-        }
+        print_where(cJSON_GetObjectItemCaseSensitive(b, "where"), "  ");
         free(br);
         free(ah);
         free(gr);
         n++;
     }
     return n;
+}
+
+/* Where the members of a level, still group are; members in different places with none
+ * unread: what that means. */
+static void print_places(const cJSON *g, int unread)
+{
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(g, "places");
+    print_where(ws, "    ");
+    if (cJSON_GetArraySize(ws) > 1 && !unread)
+        printf("    every member entered as many of the group's collectives, none more in %d s, "
+               "and they wait in different places: if these are collectives of the group, they "
+               "are different ones (a mismatch: 'perf --comm' on every rank names each side's "
+               "op, sizes and dtype)\n",
+               CLUSTER_SEQ_WAIT_MS / 1000);
 }
 
 void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
@@ -442,6 +527,7 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
                        n == 1 ? "" : "s", at ? at : "?", max);
             free(at);
             cJSON_Delete(rs);
+            print_places(g, nm);
         } else if (nm) {
             printf("  group %s (ranks %s): no number from rank%s %s (not read, below)\n",
                    cli_json_text(g, "pg"), gr ? gr : "?", nm == 1 ? "" : "s", miss ? miss : "?");
@@ -450,6 +536,8 @@ void cli_cluster_seq_print(const cJSON *s, int recorder_ran)
         free(gr);
     }
     const cJSON *u;
+    cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(s, "gone"))
+        printf("  rank %.0f: no process of the job claims it (exited or killed)\n", u->valuedouble);
     cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(s, "not_read"))
     {
         printf("  rank %.0f: not read: %s\n", cli_json_num(u, "rank", -1),
