@@ -296,7 +296,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 # the commands' parse halves and the cluster's grouping are unit-tested without a process.
 UNIT_CLI_SRCS := $(CLI_LIGHT_SRCS) injector/cli/serve/args.c
 # The rollups of history tables (SQLite, no task thread): tests/unit/test_rollup.c.
-UNIT_PROBE_SRCS := probe/sql/rollup.c
+UNIT_PROBE_SRCS := probe/sql/rollup.c probe/debugger/bpcond.c
 UNIT_BIN := $(B)/tests/unit-tests
 # What the unit tests and the fuzz harnesses both build, with tests/unit's fakes in place of the
 # rest of the probe: the protocol, the server without its transport, and the pure parts.

@@ -12,11 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpcond.h"
 #include "internal.h"
 #include "core/core.h"
 #include "debugger.h"
-
-enum hit_op { HIT_NONE, HIT_EQ, HIT_GE, HIT_GT, HIT_LE, HIT_LT, HIT_MOD };
 
 struct bp {
     int id, line;
@@ -380,19 +379,6 @@ static char *exc_text(void)
     return strdup(e.msg);
 }
 
-static int hit_ok(int op, long n, long hits)
-{
-    switch (op) {
-    case HIT_EQ: return hits == n;
-    case HIT_GE: return hits >= n;
-    case HIT_GT: return hits > n;
-    case HIT_LE: return hits <= n;
-    case HIT_LT: return hits < n;
-    case HIT_MOD: return n > 0 && hits % n == 0;
-    default: return 1;
-    }
-}
-
 /* Condition true (1), false (0); an error in it stops (1) and says why on the console. */
 static int cond_ok(PyFrameObject *f, PyObject *cond, PyCodeObject *code, int line)
 {
@@ -468,7 +454,7 @@ int dbg_bp_check(PyFrameObject *f, PyCodeObject *code, int line, struct dbg_stop
         if (b->line != line || !cond_ok(f, b->cond, code, line))
             continue;
         b->hits++;
-        if (!hit_ok(b->hit_op, b->hit_n, b->hits))
+        if (!dbg_hit_ok(b->hit_op, b->hit_n, b->hits))
             continue;
         if (b->log) {
             log_message(f, b->log, code, line);
@@ -484,33 +470,6 @@ int dbg_bp_check(PyFrameObject *f, PyCodeObject *code, int line, struct dbg_stop
 /* ---- requests ---- */
 
 /* "N", "==N", ">=N", ">N", "<=N", "<N", "%N". Returns 0 or -1. */
-static int parse_hit(const char *s, int *op, long *n)
-{
-    while (*s == ' ')
-        s++;
-    static const struct {
-        const char *p;
-        int op;
-    } ops[] = {{"==", HIT_EQ}, {">=", HIT_GE}, {"<=", HIT_LE}, {">", HIT_GT},
-               {"<", HIT_LT},  {"%", HIT_MOD}, {"=", HIT_EQ}};
-    *op = HIT_EQ;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (strncmp(s, ops[i].p, strlen(ops[i].p)) == 0) {
-            *op = ops[i].op;
-            s += strlen(ops[i].p);
-            break;
-        }
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    while (*end == ' ')
-        end++;
-    if (errno || end == s || *end || v < 0)
-        return -1;
-    *n = v;
-    return 0;
-}
-
 /* Compiles an expression; on failure returns NULL and puts "what: error" in msg. */
 static PyObject *compile_expr(const char *src, const char *what, char *msg, size_t n)
 {
@@ -523,48 +482,42 @@ static PyObject *compile_expr(const char *src, const char *what, char *msg, size
     return c;
 }
 
-/* A log message "x is {x}" as a list of str and compiled expressions; {{ and }} are braces. */
+struct logparts {
+    PyObject *parts; /* str and code objects, in order */
+    char *msg;
+    size_t n;
+};
+
+static int log_part(void *ctx, int is_expr, const char *text, size_t len)
+{
+    struct logparts *lp = ctx;
+    PyObject *o;
+    if (is_expr) {
+        char expr[DBG_LOG_EXPR_MAX + 1];
+        snprintf(expr, sizeof expr, "%.*s", (int)len, text);
+        o = compile_expr(expr, "log message expression", lp->msg, lp->n);
+    } else {
+        o = PyUnicode_DecodeUTF8(text, (Py_ssize_t)len, "replace"); /* a cut may split a char */
+    }
+    int rc = o && PyList_Append(lp->parts, o) == 0 ? 0 : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+/* A log message "x is {x}" as a list of str and compiled expressions (bpcond.c splits it). */
 static PyObject *compile_log(const char *s, char *msg, size_t n)
 {
-    PyObject *parts = PyList_New(0);
-    char lit[4096];
-    size_t ll = 0;
-    while (parts && *s) {
-        if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
-            if (ll < sizeof lit - 1)
-                lit[ll++] = s[0];
-            s += 2;
-        } else if (s[0] == '{') {
-            const char *end = strchr(s, '}');
-            if (!end) {
-                snprintf(msg, n, "log message: unmatched '{'");
-                Py_CLEAR(parts);
-                break;
-            }
-            PyObject *l = PyUnicode_FromStringAndSize(lit, (Py_ssize_t)ll);
-            ll = 0;
-            char expr[1024];
-            snprintf(expr, sizeof expr, "%.*s", (int)(end - s - 1), s + 1);
-            PyObject *c = compile_expr(expr, "log message expression", msg, n);
-            if (!l || !c || PyList_Append(parts, l) < 0 || PyList_Append(parts, c) < 0)
-                Py_CLEAR(parts);
-            Py_XDECREF(l);
-            Py_XDECREF(c);
-            s = end + 1;
-        } else {
-            if (ll < sizeof lit - 1)
-                lit[ll++] = *s;
-            s++;
-        }
-    }
-    if (parts && ll) {
-        PyObject *l = PyUnicode_FromStringAndSize(lit, (Py_ssize_t)ll);
-        if (!l || PyList_Append(parts, l) < 0)
-            Py_CLEAR(parts);
-        Py_XDECREF(l);
+    struct logparts lp = {PyList_New(0), msg, n};
+    const char *why = NULL;
+    if (lp.parts && dbg_log_split(s, log_part, &lp, &why) < 0) {
+        if (why)
+            snprintf(msg, n, "%s", why);
+        else if (!msg[0])
+            snprintf(msg, n, "log message: out of memory");
+        Py_CLEAR(lp.parts);
     }
     PyErr_Clear();
-    return parts;
+    return lp.parts;
 }
 
 /* The set of lines with code in the file at path, or NULL with msg. */
@@ -677,7 +630,8 @@ int dbg_set_breakpoints(const char *path, const struct probe_dbg_bp_spec *specs,
                          "part of a longer statement)",
                          line, path);
         }
-        if (!msg[0] && sp->hit_condition && parse_hit(sp->hit_condition, &b.hit_op, &b.hit_n) < 0)
+        if (!msg[0] && sp->hit_condition &&
+            dbg_hit_parse(sp->hit_condition, &b.hit_op, &b.hit_n) < 0)
             snprintf(msg, sizeof msg,
                      "hit condition '%s' not understood (use N, ==N, >=N, >N, "
                      "<=N, <N or %%N)",
@@ -734,7 +688,8 @@ int dbg_set_function_breakpoints(const struct probe_dbg_bp_spec *specs, int n,
         char msg[700] = "";
         if (!sp->name)
             snprintf(msg, sizeof msg, "function breakpoint without a name");
-        if (!msg[0] && sp->hit_condition && parse_hit(sp->hit_condition, &b->hit_op, &b->hit_n) < 0)
+        if (!msg[0] && sp->hit_condition &&
+            dbg_hit_parse(sp->hit_condition, &b->hit_op, &b->hit_n) < 0)
             snprintf(msg, sizeof msg, "hit condition '%s' not understood", sp->hit_condition);
         if (!msg[0] && sp->condition)
             b->cond = compile_expr(sp->condition, "condition", msg, sizeof msg);
@@ -766,7 +721,7 @@ int dbg_bp_function_ok(PyFrameObject *f, int id)
         if (!ok)
             return 0;
         b->hits++;
-        return hit_ok(b->hit_op, b->hit_n, b->hits);
+        return dbg_hit_ok(b->hit_op, b->hit_n, b->hits);
     }
     return 0;
 }
