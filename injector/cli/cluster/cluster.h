@@ -118,6 +118,9 @@ struct cli_cluster_child {
     int killable_after; /* kill only once this many bytes arrived (0: always) */
     int cut;            /* stdout passed CLI_CLUSTER_MAX_OUTPUT: obuf holds only that much */
     long long deadline;
+    /* A command (argv[0] looked up in PATH) started with posix_spawnp instead of a fork of the
+     * CLI and start(): the CLI's memory, large at 4,096 ranks, is not copied for each. */
+    char *const *argv;
 };
 /* The most of a child's stdout kept (a node's answer); past it the pipe is closed (the child
  * gets SIGPIPE on its next write) and the child marked cut. */
@@ -131,7 +134,7 @@ enum {
 };
 /* Run n children, at most parallel at once, each given timeout_ms from its start. start(i, ctx)
  * runs in the forked child with stdout and stderr on the pipes and must not return (it
- * exec()s or _exit()s). A child that outlives its deadline is killed (SIGKILL, its process
+ * exec()s or _exit()s); a child with argv is spawned instead (start may then be NULL). A child that outlives its deadline is killed (SIGKILL, its process
  * group when group is set) if at least killable_after bytes of its output arrived, else
  * abandoned to finish on its own (a rank being injected must not be killed mid-way); either
  * way it is CLUSTER_CHILD_TIMEDOUT. */

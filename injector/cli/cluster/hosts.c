@@ -185,14 +185,6 @@ static cJSON *read_hostfile(const char *path, struct pb_err *err)
     return out;
 }
 
-static void squeue_child(int i, void *p)
-{
-    (void)i;
-    execlp("squeue", "squeue", "--noheader", "--jobs", (const char *)p, "--format", "%N",
-           (char *)NULL);
-    _exit(127);
-}
-
 /* --slurm: the nodes of job $SLURM_JOB_ID as its controller has them (`squeue -h -j ID -o %N`),
  * malloc'd; NULL when there is no job id, no squeue or no answer in time (the environment's
  * node list is used then). The environment alone is not enough: in a step started from outside
@@ -205,10 +197,17 @@ static char *slurm_job_nodes(const struct cli_cluster_opts *o)
         id = getenv("SLURM_JOBID");
     if (!id || !*id || strlen(id) > 20 || strspn(id, "0123456789") != strlen(id))
         return NULL;
-    struct cli_cluster_child kid = {.group = 1};
+    char *av[] = {(char *)"squeue",
+                  (char *)"--noheader",
+                  (char *)"--jobs",
+                  (char *)id,
+                  (char *)"--format",
+                  (char *)"%N",
+                  NULL};
+    struct cli_cluster_child kid = {.group = 1, .argv = av};
     fflush(stdout);
     fflush(stderr);
-    cli_cluster_run(&kid, 1, 1, o->node_timeout_ms, squeue_child, (void *)id);
+    cli_cluster_run(&kid, 1, 1, o->node_timeout_ms, NULL, NULL);
     char *nodes = NULL;
     if (kid.state == CLUSTER_CHILD_DONE && WIFEXITED(kid.status) && WEXITSTATUS(kid.status) == 0 &&
         kid.obuf) {
@@ -266,15 +265,8 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
 /* ---- asking the nodes ---- */
 struct nodes_ctx {
     char **cmds;
+    char *(*argv)[4]; /* each node's {"/bin/sh", "-c", command, NULL} */
 };
-
-static void node_child(int i, void *p)
-{
-    struct nodes_ctx *nc = p;
-    execl("/bin/sh", "sh", "-c", nc->cmds[i], (char *)NULL);
-    fprintf(stderr, "cannot run /bin/sh: %m\n");
-    _exit(127);
-}
 
 /* Appends s to b single-quoted for sh. */
 static void quote(char **b, size_t *len, size_t *cap, const char *s)
@@ -366,9 +358,17 @@ cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *
 {
     int n = cJSON_GetArraySize(hosts), i = 0;
     cJSON *docs = cJSON_CreateArray();
-    struct nodes_ctx nc = {calloc((size_t)n + 1, sizeof(char *))};
+    struct nodes_ctx nc = {calloc((size_t)n + 1, sizeof(char *)),
+                           calloc((size_t)n + 1, sizeof(*nc.argv))};
     struct cli_cluster_child *kids = calloc((size_t)n + 1, sizeof *kids);
     const char **names = calloc((size_t)n + 1, sizeof *names);
+    if (!docs || !nc.cmds || !nc.argv || !kids || !names) {
+        free(nc.cmds);
+        free(nc.argv);
+        free(kids);
+        free(names);
+        return docs; /* empty: the caller says no node answered */
+    }
     const cJSON *h;
     cJSON_ArrayForEach(h, hosts) /* by index would walk the list each time */
     {
@@ -377,12 +377,16 @@ cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *
     }
     for (i = 0; i < n; i++) {
         nc.cmds[i] = node_command(o->exec, names[i], argv, argc);
+        nc.argv[i][0] = (char *)"/bin/sh";
+        nc.argv[i][1] = (char *)"-c";
+        nc.argv[i][2] = nc.cmds[i];
+        kids[i].argv = nc.argv[i];
         kids[i].group = 1;
         PB_LOG(PB_LOG_DEBUG, "cluster: node %d: %s", i, nc.cmds[i]);
     }
     fflush(stdout);
     fflush(stderr);
-    cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms, node_child, &nc);
+    cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms, NULL, NULL);
     for (i = 0; i < n; i++) {
         const char *host = names[i];
         struct cli_cluster_child *k = &kids[i];
@@ -417,6 +421,7 @@ cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *
         free(nc.cmds[i]);
     }
     free(nc.cmds);
+    free(nc.argv);
     free(kids);
     free(names);
     return docs;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -15,6 +16,33 @@
 #include <unistd.h>
 
 #include "cluster.h"
+
+extern char **environ;
+
+/* c->argv with stdin /dev/null and stdout, stderr on the pipes' write ends (o, e), in a process
+ * group of its own when c->group: the child's pid, or -errno (exec failures included). */
+static pid_t spawn(const struct cli_cluster_child *c, int o, int e)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    pid_t pid = -1;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc)
+        return -rc;
+    if ((rc = posix_spawnattr_init(&at)) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -rc;
+    }
+    if (!(rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) &&
+        !(rc = posix_spawn_file_actions_adddup2(&fa, o, 1)) &&
+        !(rc = posix_spawn_file_actions_adddup2(&fa, e, 2)) &&
+        !(rc = posix_spawnattr_setflags(&at, c->group ? POSIX_SPAWN_SETPGROUP : 0)) &&
+        !(rc = posix_spawnattr_setpgroup(&at, 0)))
+        rc = posix_spawnp(&pid, c->argv[0], &fa, &at, c->argv, environ);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc ? -rc : pid;
+}
 
 long long cli_cluster_now_ms(void)
 {
@@ -58,13 +86,13 @@ static int start_one(struct cli_cluster_child *c, int i, void (*start)(int, void
         close(o[1]);
         return rc;
     }
-    pid_t pid = fork();
+    pid_t pid = c->argv ? spawn(c, o[1], e[1]) : fork();
     if (pid < 0) {
-        int rc = -errno;
+        int rc = c->argv ? pid : -errno;
         close(o[0]), close(o[1]), close(e[0]), close(e[1]);
         return rc;
     }
-    if (pid == 0) {
+    if (pid == 0 && !c->argv) {
         if (c->group)
             setpgid(0, 0);
         int null = open("/dev/null", O_RDONLY);
