@@ -372,9 +372,14 @@ vsix: vscode-deps
 # `make vsix-linux-x64` (after `make dist`): the platform-specific .vsix that carries the release's
 # CLI and probes, used when `probing` is not on PATH (tools/vsix_platform.sh).
 VSIX_X64 := build/probing-linux-x64-$(VSIX_VERSION).vsix
-.PHONY: vsix-linux-x64
+VSIX_ARM64 := build/probing-linux-arm64-$(VSIX_VERSION).vsix
+.PHONY: vsix-linux-x64 vsix-linux-arm64
 vsix-linux-x64: vsix
 	tools/vsix_platform.sh linux-x64 $(VSIX_X64)
+# The same for linux-arm64 (after `make dist-aarch64`); release-check-aarch64 runs its bundled CLI
+# in the emulated aarch64 machine when it is there.
+vsix-linux-arm64: vsix
+	tools/vsix_platform.sh linux-arm64 $(VSIX_ARM64)
 vscode-test: all vsix
 	cd vscode-extension && PROBING_BUILD=$(abspath $(B)) node --test --test-concurrency=2 \
 	  --test-reporter=spec test/unit/ test/integration/

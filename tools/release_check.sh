@@ -99,16 +99,31 @@ if [ "${1:-}" = --run ]; then
   want='^'
   check "install: tar xf" "-" as tar xf "$tgz" -C "$dir/tar"
   tarcli=$(ls -d "$dir"/tar/probing-*/bin/probing)
+  # The platform-specific .vsix (make vsix-linux-x64 / vsix-linux-arm64) when DIR holds one for
+  # this machine: VS Code unzips it and the extension makes bundled/bin/probing executable
+  # (vscode-extension/src/cli.ts bundledBin); here the system's python3 unzips it, as the user.
+  case $(uname -m) in x86_64) vsarch=x64 ;; aarch64) vsarch=arm64 ;; *) vsarch=none ;; esac
+  vsix=$(ls "$dir"/probing-linux-"$vsarch"-*.vsix 2>/dev/null | head -1 || true)
+  if [ -n "$vsix" ]; then
+    installs="$installs vsix"
+    mkdir -p "$dir/vsix"
+    chown $uid:$uid "$dir/vsix"
+    want='^'
+    check "install: vsix unzipped" "-" as sh -c '/usr/bin/python3 -m zipfile -e "$1" "$2" &&
+      chmod 755 "$2/extension/bundled/bin/probing"' - "$vsix" "$dir/vsix"
+  fi
   # Each install's `probing`, as the user runs it: the venv's bin, ~/.local/bin on PATH, the tarball's.
   declare -A cli=(
     [venv]="$home/venv/bin/probing"
     [user]="env PATH=$home/.local/bin:/usr/bin:/bin probing"
     [tar]="$tarcli"
+    [vsix]="$dir/vsix/extension/bundled/bin/probing"
   )
   declare -A libdir=(
     [venv]="$home/venv/lib/"
     [user]="$home/.local/lib/"
     [tar]="$dir/tar/"
+    [vsix]="$dir/vsix/extension/bundled/"
   )
   for k in $installs; do
     want='^probing [0-9]'

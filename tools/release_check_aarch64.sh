@@ -48,6 +48,9 @@ debugfs -w -R "write $tmp/init /probing-init" "$tmp/root.img" >/dev/null 2>&1 &&
   die "cannot write /probing-init into the root image (debugfs, e2fsprogs)"
 # The check's disk: the release, the checks, the DAP client.
 cp "$whl" "$tgz" tools/release_check.sh tools/release_dap.py "$tmp/rc/"
+# The linux-arm64 .vsix (make vsix-linux-arm64), when built: its bundled CLI is checked too.
+vsix=$(ls build/probing-linux-arm64-*.vsix 2>/dev/null | head -1 || true)
+[ -z "$vsix" ] || cp "$vsix" "$tmp/rc/"
 printf "RELEASE_CHECK_INSTALLS='%s'\nRELEASE_CHECK_PERF_ROUNDS=%d\n" "${RELEASE_CHECK_INSTALLS:-venv tar}" \
   "${RELEASE_CHECK_PERF_ROUNDS:-10}" >"$tmp/rc/env"
 mkfs.ext4 -q -F -L probing-rc -d "$tmp/rc" "$tmp/rc.img" 128M || die "mkfs.ext4 -d of the check's disk failed"
