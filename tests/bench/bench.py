@@ -29,37 +29,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import time
 
-from benchlib import BUILD, CLI, ROOT, python, runs  # noqa: E402
+from benchlib import BUILD, CLI, ROOT, python, runs, start, stop, timed  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
 RUNS = runs(9)
-
-
-def start(sample, *args):
-    p = subprocess.Popen([python(), os.path.join(ROOT, "samples", sample), *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         start_new_session=True)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        line = p.stdout.readline()
-        if line.startswith("ready "):
-            return p
-    p.kill()
-    raise SystemExit("bench: target did not start")
-
-
-def stop(p):
-    p.kill()
-    p.wait()
-
-
-def timed(cmd):
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    dt = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise SystemExit("bench: %s failed: %s" % (" ".join(cmd), r.stderr + r.stdout))
-    return dt, r
 
 
 def ms(x):

@@ -4,6 +4,7 @@ which interpreter the targets run on (the given one, else pyenv's 3.11, else the
 import os
 import subprocess
 import sys
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
@@ -27,6 +28,34 @@ def python():
         if "python3.11" in exe:
             return exe
     return found[0] if found else "/usr/bin/python3"
+
+
+def start(sample, *args):
+    """samples/SAMPLE on python() in its own session, once it printed its "ready" line."""
+    p = subprocess.Popen([python(), os.path.join(ROOT, "samples", sample), *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if line.startswith("ready "):
+            return p
+    p.kill()
+    raise SystemExit("bench: %s did not start" % sample)
+
+
+def stop(p):
+    p.kill()
+    p.wait()
+
+
+def timed(cmd):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit("bench: %s failed: %s" % (" ".join(cmd), r.stderr + r.stdout))
+    return dt, r
 
 
 def sock_path(pid):

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: MIT
+"""A/B of two builds in one run, for a refactor's "make bench not slower" (issue 42): the paths
+a restructuring of the probe, the server and the CLI can slow down, each measured on both builds
+by turns (A, B, A, B...: drift and load fall on both alike), printed as B/A ratios of medians:
+  - cold `probing -p PID inject` (a fresh target each time);
+  - cold inject + first `debug --dump --json`;
+  - on one 16-thread target per build, over an open DAP connection: `probing/info` (the round
+    trip's floor), `probing/dump`, `probing/dump` with native frames merged, `threads` +
+    `stackTrace` of every thread, and a `probing/query` over python.threads;
+  - the whole CLI: `debug --dump` and `query` on that target.
+Each build serves its own targets (its own probe). Figures, never a timed assertion.
+Usage: bench_ab.py BUILD_A BUILD_B [PYTHON] (make a tree's build in a git worktree first:
+git worktree add /tmp/a REV && make -C /tmp/a)."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+if len(sys.argv) < 3:
+    raise SystemExit("usage: bench_ab.py BUILD_A BUILD_B [PYTHON]")
+A, B = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+sys.argv = [sys.argv[0]] + sys.argv[2:]  # benchlib's BUILD_DIR [PYTHON]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import python, runs, start, stop, timed  # noqa: E402
+from dapclient import DAP  # noqa: E402
+
+RUNS = runs(9)
+
+
+def cli(build):
+    return os.path.join(build, "bin", "probing")
+
+
+def req(c, command, args=None):
+    t0 = time.perf_counter()
+    r = c.request(command, args or {})
+    dt = time.perf_counter() - t0
+    if not r.get("success"):
+        raise SystemExit("bench_ab: %s failed: %s" % (command, r.get("message")))
+    return dt, r
+
+
+def stack_all(c):
+    t0 = time.perf_counter()
+    threads = req(c, "threads")[1]["body"]["threads"]
+    for t in threads:
+        req(c, "stackTrace", {"threadId": t["id"]})
+    return time.perf_counter() - t0
+
+
+def main():
+    t = {b: {} for b in (A, B)}
+
+    def add(b, k, v):
+        t[b].setdefault(k, []).append(v)
+
+    for _ in range(RUNS):
+        for b in (A, B):
+            p = start("threads.py")
+            add(b, "inject (cold)", timed([cli(b), "-p", str(p.pid), "inject"])[0])
+            stop(p)
+            p = start("threads.py")
+            add(b, "inject + first dump (cold)",
+                timed([cli(b), "-p", str(p.pid), "debug", "--dump", "--json"])[0])
+            stop(p)
+    targets = {}
+    conns = {}
+    try:
+        for b in (A, B):
+            p = start("many_threads.py", "16")
+            targets[b] = p
+            r = subprocess.run([cli(b), "-p", str(p.pid), "inject", "--json"], check=True,
+                               capture_output=True, text=True)
+            c = DAP.unix(json.loads(r.stdout)["reachable"])
+            c.request("initialize", {"adapterID": "probing"})
+            c.request("attach", {"probingClient": "cli"})
+            conns[b] = c
+        for _ in range(max(RUNS * 5, 30)):
+            for b in (A, B):
+                c = conns[b]
+                add(b, "probing/info round trip", req(c, "probing/info")[0])
+                add(b, "probing/dump, 16 threads", req(c, "probing/dump")[0])
+                add(b, "probing/dump native, 16 threads",
+                    req(c, "probing/dump", {"native": "merged"})[0])
+                add(b, "threads + 16 stackTrace", stack_all(c))
+                add(b, "probing/query python.threads",
+                    req(c, "probing/query", {"sql": "SELECT count(*) FROM python.threads"})[0])
+        for c in conns.values():
+            c.close()
+        conns = {}
+        for _ in range(RUNS):
+            for b in (A, B):
+                pid = str(targets[b].pid)
+                add(b, "CLI debug --dump", timed([cli(b), "-p", pid, "debug", "--dump"])[0])
+                add(b, "CLI query", timed([cli(b), "-p", pid, "query",
+                                           "SELECT count(*) FROM python.threads"])[0])
+    finally:
+        for c in conns.values():
+            c.close()
+        for p in targets.values():
+            stop(p)
+    print("bench_ab: A = %s, B = %s; CPython %s; medians of %d runs (%d for DAP requests)"
+          % (A, B, python(), RUNS, max(RUNS * 5, 30)))
+    print("  %-34s %10s %10s %7s" % ("", "A", "B", "B/A"))
+    for k in t[A]:
+        a, b = statistics.median(t[A][k]), statistics.median(t[B][k])
+        print("  %-34s %8.2f ms %7.2f ms %7.3f" % (k, a * 1e3, b * 1e3, b / a))
+
+
+if __name__ == "__main__":
+    main()
