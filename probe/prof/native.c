@@ -65,14 +65,35 @@ static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
     return (sy.name[0] && !f->name) || (sy.module[0] && !f->file) ? -ENOMEM : 0;
 }
 
+/* The code objects described during one prof_native_stacks (under sig_mu): threads that run
+ * the same code (64 workers of one pool) read its name, file and line table once, each later
+ * use checking with one read that the object is still the one described (the address may have
+ * been freed and reused). Direct-mapped; NULL outside a call or when it could not be had. */
+#define CODE_MEMO 32
+struct code_memo {
+    uintptr_t code; /* 0: empty */
+    struct pyrt_sig_code c;
+};
+static struct code_memo *memo;
+
 static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
 {
     char func[256], file[1024];
     memset(f, 0, sizeof *f);
     f->kind = PROF_NF_PYTHON;
-    sig_pyrt_describe(pf, func, sizeof func, file, sizeof file, &f->line);
-    f->name = strdup(func);
-    f->file = strdup(file);
+    struct code_memo *m =
+        memo ? &memo[(pf->code * 0x9E3779B97F4A7C15ull) >> 59] : NULL; /* 32 slots */
+    if (!m) {
+        sig_pyrt_describe(pf, func, sizeof func, file, sizeof file, &f->line);
+        f->name = strdup(func);
+        f->file = strdup(file);
+    } else {
+        if (!(m->code && m->code == pf->code && sig_pyrt_code_same(pf->code, &m->c)))
+            m->code = sig_pyrt_code_get(pf->code, &m->c) == 0 ? pf->code : 0;
+        f->line = sig_pyrt_code_line(&m->c, pf->lasti); /* -1 when unreadable (tn 0) */
+        f->name = strdup(m->c.func);
+        f->file = strdup(m->c.file);
+    }
     return f->name && f->file ? 0 : -ENOMEM;
 }
 
@@ -292,7 +313,15 @@ static int sigprof_blocked(int tid)
 /* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
  * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
  * (r then holds its Python frames only, or nothing). */
-static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
+struct tstates {
+    uintptr_t ts[256];
+    long ids[256];
+    long long interps[256];
+    int n;
+    struct pyrt_code_memo walk_memo[256]; /* the frame walks' code checks, across threads */
+};
+
+static int read_blocked(int tid, uintptr_t tstate, struct tstates *all, struct stack_sig_result *r,
                         struct unwind_cache *cache)
 {
     long nr, nr2;
@@ -306,7 +335,9 @@ static int read_blocked(int tid, uintptr_t tstate, struct stack_sig_result *r,
         r->nnative = sig_unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache, 0, &nalt);
         /* every thread state of this OS thread (a subinterpreter's above the main one's), as
          * the signal handler reads them */
-        r->npy = tstate ? sig_pyrt_frames_thread(tid, tstate, r->py, STACK_SIG_PY) : 0;
+        r->npy = tstate ? sig_pyrt_frames_listed(tid, all->ts, all->ids, all->interps, all->n,
+                                                 tstate, all->walk_memo, 256, r->py, STACK_SIG_PY)
+                        : 0;
         /* A guessed frame pointer (unwind.c) that does not give as many eval-loop frames as
          * the Python frames need: the other guesses that end well, lowest first, and the first
          * that does. */
@@ -335,10 +366,9 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     struct stack_sig_result *res, one;
     struct unwind_cache *blk;
     struct tid_at *ord = NULL;
-    uintptr_t ts[256];
-    long ids[256];
+    struct tstates *all_ts = NULL;
     int *first = NULL, *uniq = NULL, nu = 0;
-    int own = 0, rc = 0, nts, batch[STACK_SIG_BATCH];
+    int own = 0, rc = 0, batch[STACK_SIG_BATCH];
     long long deadline = now_ms() + NATIVE_TOTAL_MS;
     memset(out, 0, (size_t)n * sizeof *out);
     if (sig_pyrt_prepare() < 0)
@@ -380,8 +410,11 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     }
     res = calloc(STACK_SIG_BATCH, sizeof *res);
     blk = calloc(1, sizeof *blk);
-    nts = sig_pyrt_threads(ts, ids, NULL, 256);
-    if (!res || !blk) {
+    all_ts = calloc(1, sizeof *all_ts);
+    memo = calloc(CODE_MEMO, sizeof *memo); /* without it, each frame is described alone */
+    if (all_ts)
+        all_ts->n = sig_pyrt_threads(all_ts->ts, all_ts->ids, all_ts->interps, 256);
+    if (!res || !blk || !all_ts) {
         rc = pb_err_set(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -392,11 +425,11 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         for (int i = 0; i < m; i++) {
             struct prof_nstack *s = &out[uniq[at + i]];
             uintptr_t tstate = 0;
-            for (int j = 0; j < nts; j++)
-                if (ids[j] == s->tid)
-                    tstate = ts[j];
+            for (int j = 0; j < all_ts->n; j++)
+                if (all_ts->ids[j] == s->tid)
+                    tstate = all_ts->ts[j];
             memset(&one, 0, sizeof one);
-            int b = read_blocked((int)s->tid, tstate, &one, blk);
+            int b = read_blocked((int)s->tid, tstate, all_ts, &one, blk);
             if (b == 0) { /* not blocked in a system call: it answers the signal */
                 if (sigprof_blocked((int)s->tid)) {
                     s->masked = 1; /* it would not answer: not asked, no wait */
@@ -438,6 +471,9 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
 out:
     free(res);
     free(blk);
+    free(all_ts);
+    free(memo);
+    memo = NULL;
     free(first);
     free(uniq);
     if (own)

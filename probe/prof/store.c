@@ -352,7 +352,7 @@ static int py_fid(const struct pyrt_sig_frame *pf)
     uint64_t key = mix((uint64_t)pf->code * 31 + (uint64_t)(unsigned)pf->lasti);
     size_t it = 0;
     int fid;
-    char name[900];
+    char name[1400]; /* func (256), " (", file (1024), ":line)" */
     int line = -1;
     fid = imap_next(&pycache_map, key, &it);
     if (fid >= 0 || fid == -2)

@@ -125,6 +125,10 @@ int pyrt_init(struct pb_err *err);
  * fault-proof, never through CPython calls). max_frames bounds each
  * thread's stack. Returns 0 or a negative code with err filled (e.g. Python not initialised). */
 int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err);
+/* The same, without flags, of the one thread whose pyrt_thread_id is id (none in s when there
+ * is no such thread): the other threads' frames are not walked nor their names read (a DAP
+ * stackTrace of one thread among 64 costs one thread's reads). */
+int pyrt_snapshot_thread(struct probe_snapshot *s, long id, int max_frames, struct pb_err *err);
 
 /* A snapshot without PROBE_SNAP_NAMES names each thread as the last snapshot with it did (same
  * ident and native id; name_from_threading 1), else from the OS. 1 when that last snapshot is at

@@ -33,6 +33,7 @@ struct walk {
     struct code_info cache[CACHE_SLOTS];
     int max_frames;
     int want_raw;
+    long only;           /* > 0: the thread with this id (pyrt_thread_id) only */
     struct pyrt_walk fw; /* one thread's walk (frames.h): max_frames of pos and ext */
     struct pyrt_code_memo memo[CACHE_SLOTS];
 };
@@ -335,16 +336,26 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
             struct probe_thread *t;
             if (pyrt_tstate_read(ts_addr, &ts, pyrt_mem_read_at) != 0 || ts.interp != in.addr)
                 break; /* freed under us: report what we have */
+            long nid = ts.native_id > 0 ? ts.native_id : pyrt_tid_from_pthread(ts.ident);
+            if (locked && holder == ts_addr)
+                s->gil_holder_native_id = nid;
+            if (w->only > 0) {
+                struct probe_thread id = {.ident = ts.ident, .native_id = nid, .interp_id = in.id};
+                if (pyrt_thread_id(&id) != w->only) {
+                    ts_addr = ts.next;
+                    if (ts_addr == in.head)
+                        break;
+                    continue;
+                }
+            }
             if (!(t = thread_add(s, raws, &cap)))
                 return pb_err_set(err, -ENOMEM, "out of memory");
             t->ident = ts.ident;
-            t->native_id = ts.native_id > 0 ? ts.native_id : pyrt_tid_from_pthread(ts.ident);
+            t->native_id = nid;
             t->interp_id = in.id;
             t->is_main = ts.ident == main_ident && in.id == 0;
             t->daemon = -1;
             t->holds_gil = locked && holder == ts_addr;
-            if (t->holds_gil)
-                s->gil_holder_native_id = t->native_id;
             t->name = comm_read(t->native_id);
             if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0)
                 return pb_err_set(err, -ENOMEM, "out of memory");
@@ -485,7 +496,21 @@ static void mem_locals(struct probe_frame *f, const struct pyrt_rawframe *raw)
 }
 
 /* No GIL needed without flags or with PROBE_SNAP_MEMLOCALS; NAMES, LOCALS, TASKS Require GIL. */
+static int snapshot(struct probe_snapshot *s, int flags, long only, int max_frames,
+                    struct pb_err *err);
+
 int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb_err *err)
+{
+    return snapshot(s, flags, 0, max_frames, err);
+}
+
+int pyrt_snapshot_thread(struct probe_snapshot *s, long id, int max_frames, struct pb_err *err)
+{
+    return snapshot(s, 0, id > 0 ? id : -1, max_frames, err);
+}
+
+static int snapshot(struct probe_snapshot *s, int flags, long only, int max_frames,
+                    struct pb_err *err)
 {
     struct walk *w;
     struct pyrt_rawframe **raws = NULL;
@@ -506,6 +531,7 @@ int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb
                     : max_frames > MAX_FRAMES ? MAX_FRAMES
                                               : max_frames;
     w->want_raw = (flags & (PROBE_SNAP_LOCALS | PROBE_SNAP_MEMLOCALS)) != 0;
+    w->only = only;
     w->fw.rd = pyrt_mem_read_at;
     w->fw.flags = PYRT_WALK_CHECK;
     w->fw.max = w->max_frames;

@@ -131,10 +131,13 @@ int sig_pyrt_frames_self(struct pyrt_sig_frame *out, int max)
 }
 #endif
 
-/* The calling thread's walk over pyrt_read. */
-static int frames_of(uintptr_t ts, int flags, struct pyrt_sig_frame *out, int max)
+/* The calling thread's walk over pyrt_read (memo: NULL, or nmemo zeroed slots kept across
+ * walks by the caller). */
+static int frames_of(uintptr_t ts, int flags, struct pyrt_sig_frame *out, int max,
+                     struct pyrt_code_memo *memo, unsigned nmemo)
 {
-    struct pyrt_walk w = {.rd = pyrt_read, .flags = flags, .max = max, .out = out};
+    struct pyrt_walk w = {
+        .rd = pyrt_read, .flags = flags, .max = max, .out = out, .memo = memo, .nmemo = nmemo};
     if (!ts || max <= 0)
         return 0;
     return pyrt_frames_walk(&w, pyrt_frames_top(ts, pyrt_read));
@@ -142,7 +145,7 @@ static int frames_of(uintptr_t ts, int flags, struct pyrt_sig_frame *out, int ma
 
 int sig_pyrt_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
-    return frames_of(ts, PYRT_WALK_CHECK, out, max);
+    return frames_of(ts, PYRT_WALK_CHECK, out, max, NULL, 0);
 }
 
 #define THREAD_STATES 8 /* thread states of one OS thread (nested subinterpreters) */
@@ -181,6 +184,33 @@ int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out,
         return sig_pyrt_frames_tstate(self, out, max);
     for (int i = 0; i < n && got < max; i++)
         got += sig_pyrt_frames_tstate(ts[i], out + got, max - got);
+    return got;
+}
+
+int sig_pyrt_frames_listed(long tid, const uintptr_t *ts, const long *ids, const long long *interps,
+                           int n, uintptr_t self, struct pyrt_code_memo *memo, unsigned nmemo,
+                           struct pyrt_sig_frame *out, int max)
+{
+    uintptr_t mine[THREAD_STATES];
+    long long mine_ids[THREAD_STATES];
+    int k = 0, got = 0;
+    if (max <= 0)
+        return 0;
+    for (int i = 0; tid > 0 && i < n && k < THREAD_STATES; i++) {
+        if (ids[i] != tid)
+            continue;
+        int j = k++; /* by interpreter id, highest first (as sig_pyrt_frames_thread) */
+        for (; j > 0 && mine_ids[j - 1] < interps[i]; j--) {
+            mine[j] = mine[j - 1];
+            mine_ids[j] = mine_ids[j - 1];
+        }
+        mine[j] = ts[i];
+        mine_ids[j] = interps[i];
+    }
+    if (k == 0)
+        return frames_of(self, PYRT_WALK_CHECK, out, max, memo, nmemo);
+    for (int i = 0; i < k && got < max; i++)
+        got += frames_of(mine[i], PYRT_WALK_CHECK, out + got, max - got, memo, nmemo);
     return got;
 }
 
@@ -228,7 +258,7 @@ int sig_pyrt_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, 
 
 int sig_pyrt_frames_fast(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 {
-    return frames_of(ts, 0, out, max);
+    return frames_of(ts, 0, out, max, NULL, 0);
 }
 
 #ifndef PYRT_REMOTE

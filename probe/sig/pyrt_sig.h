@@ -36,6 +36,14 @@ int sig_pyrt_frames_tstate(uintptr_t tstate, struct pyrt_sig_frame *out, int max
  * they line up with the native stack's eval-loop frames. Before 3.11 (no tid in the thread
  * state) and when none matches, self's. Signal-handler safe. */
 int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max);
+/* The same from a list of every thread state (sig_pyrt_threads' n entries: addresses, native
+ * ids, interpreter ids) read once by a caller that asks for many threads: one walk of the
+ * thread states for all of them instead of one per thread; memo (NULL, or nmemo zeroed slots,
+ * a power of two) keeps what the walks learnt of each code object across those threads.
+ * Signal-handler safe. */
+int sig_pyrt_frames_listed(long tid, const uintptr_t *ts, const long *ids, const long long *interps,
+                           int n, uintptr_t self, struct pyrt_code_memo *memo, unsigned nmemo,
+                           struct pyrt_sig_frame *out, int max);
 /* For the sampler's handler, after sig_pyrt_frames_own(self): out[0..n) holds self's frames;
  * appends (up to max) those of the calling thread's (tid's) thread states in interpreters with
  * a lower id than self's, the highest first, with sig_pyrt_frames_fast: the frames that run the
@@ -82,7 +90,7 @@ int sig_pyrt_describe(const struct pyrt_sig_frame *f, char *func, size_t funcn, 
  * (the sampler's drain: a loop's frames differ only in lasti): what the description needs of
  * the code object, read once, then the line of each lasti (pure). */
 struct pyrt_sig_code {
-    char func[256], file[512]; /* "?" when unreadable */
+    char func[256], file[1024]; /* "?" when unreadable (as sig_pyrt_describe's callers' buffers) */
     int firstlineno;
     int prologue; /* a frame with lasti below has not started (see struct pyrt_code) */
     uintptr_t name_obj, file_obj, table_obj; /* the objects read (sig_pyrt_code_same) */

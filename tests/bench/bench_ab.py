@@ -4,10 +4,10 @@ a restructuring of the probe, the server and the CLI can slow down, each measure
 by turns (A, B, A, B...: drift and load fall on both alike), printed as B/A ratios of medians:
   - cold `probing -p PID inject` (a fresh target each time);
   - cold inject + first `debug --dump --json`;
-  - on one 16-thread target per build, over an open DAP connection: `probing/info` (the round
+  - on one 16-thread target per build (BENCH_AB_THREADS), over an open DAP connection: `probing/info` (the round
     trip's floor), `probing/dump`, `probing/dump` with native frames merged, `threads` +
     `stackTrace` of every thread, and a `probing/query` over python.threads;
-  - the whole CLI: `debug --dump` and `query` on that target.
+  - the whole CLI: `debug --dump` (also `--native`) and `query` on that target.
 Each build serves its own targets (its own probe). Figures, never a timed assertion.
 Usage: bench_ab.py BUILD_A BUILD_B [PYTHON] (make a tree's build in a git worktree first:
 git worktree add /tmp/a REV && make -C /tmp/a)."""
@@ -27,6 +27,7 @@ from benchlib import python, runs, start, stop, timed  # noqa: E402
 from dapclient import DAP  # noqa: E402
 
 RUNS = runs(9)
+THREADS = int(os.environ.get("BENCH_AB_THREADS", "16"))  # the dump target's threads
 
 
 def cli(build):
@@ -69,7 +70,7 @@ def main():
     conns = {}
     try:
         for b in (A, B):
-            p = start("many_threads.py", "16")
+            p = start("many_threads.py", str(THREADS))
             targets[b] = p
             r = subprocess.run([cli(b), "-p", str(p.pid), "inject", "--json"], check=True,
                                capture_output=True, text=True)
@@ -81,10 +82,10 @@ def main():
             for b in (A, B):
                 c = conns[b]
                 add(b, "probing/info round trip", req(c, "probing/info")[0])
-                add(b, "probing/dump, 16 threads", req(c, "probing/dump")[0])
-                add(b, "probing/dump native, 16 threads",
+                add(b, "probing/dump, %d threads" % THREADS, req(c, "probing/dump")[0])
+                add(b, "probing/dump native, %d threads" % THREADS,
                     req(c, "probing/dump", {"native": "merged"})[0])
-                add(b, "threads + 16 stackTrace", stack_all(c))
+                add(b, "threads + %d stackTrace" % THREADS, stack_all(c))
                 add(b, "probing/query python.threads",
                     req(c, "probing/query", {"sql": "SELECT count(*) FROM python.threads"})[0])
         for c in conns.values():
@@ -94,6 +95,8 @@ def main():
             for b in (A, B):
                 pid = str(targets[b].pid)
                 add(b, "CLI debug --dump", timed([cli(b), "-p", pid, "debug", "--dump"])[0])
+                add(b, "CLI debug --dump --native",
+                    timed([cli(b), "-p", pid, "debug", "--dump", "--native"])[0])
                 add(b, "CLI query", timed([cli(b), "-p", pid, "query",
                                            "SELECT count(*) FROM python.threads"])[0])
     finally:

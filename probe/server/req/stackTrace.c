@@ -55,7 +55,7 @@ static void stack_run(void *job)
         }
         pyrt_snapshot_free(&j->s);
         memset(&j->s, 0, sizeof j->s);
-        j->snap_rc = pyrt_snapshot(&j->s, 0, MAX_FRAMES, &j->err);
+        j->snap_rc = pyrt_snapshot_thread(&j->s, j->tid, MAX_FRAMES, &j->err);
         if (j->snap_rc < 0)
             return;
         j->t = srv_snapshot_find(&j->s, j->tid);
