@@ -244,7 +244,8 @@ $(PROBE_CJSON): $(PROBE_CJSON_SO) | check-libs
 PYPKG_SRCS := $(wildcard probe/python/probing/*.py) probe/python/probing.pth
 
 # What every build checks of the probe (each its own target; `all` runs them all).
-CHECKS := check-exports check-needed check-signal-safety check-layers check-names
+# CHECKS: what `make` checks after the build (tools/dist.sh keeps those of the binaries only).
+CHECKS ?= check-exports check-needed check-signal-safety check-layers check-names
 .PHONY: all deps check-libs format-check test test-suite unit pyrt e2e demo demo-run bench asan fuzz fuzz-replay \
         install clean cross-aarch64 checks $(CHECKS) fresh-check dist dist-check release-check \
         dist-aarch64 dist-check-aarch64 release-check-aarch64
@@ -264,9 +265,6 @@ check-libs:
 	  exit 1; }
 	@command -v patchelf >/dev/null || { \
 	  echo "probing: error: patchelf is missing (it names the cJSON the probe carries): run 'make deps' or 'apt-get install patchelf'" >&2; \
-	  exit 1; }
-	@command -v ctags >/dev/null || { \
-	  echo "probing: error: ctags is missing (tools/check_names.sh reads the definitions with it): run 'make deps' or 'apt-get install universal-ctags'" >&2; \
 	  exit 1; }
 	@if [ -z "$(PY_MINORS)" ]; then \
 	  echo "probing: error: no CPython 3.8-3.15 headers found (pyenv or Debian's python3-dev): run 'make deps' or install an interpreter with its headers" >&2; \

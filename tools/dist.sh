@@ -68,11 +68,14 @@ if [ "$arch" = aarch64 ]; then
     PKG_CONFIG_LIBDIR="$root/usr/lib/aarch64-linux-gnu/pkgconfig:$root/usr/share/pkgconfig" \
     make -j"${JOBS:-2}" --no-print-directory VARIANT="$variant" PYTHONS=none "PY_LINES=$lines" \
       CC="aarch64-linux-gnu-gcc --sysroot=$root" OBJCOPY=aarch64-linux-gnu-objcopy \
-      LDFLAGS_EXTRA="-L$lib -Wl,-rpath-link,$lib:$root/usr/lib/aarch64-linux-gnu" all ||
+      LDFLAGS_EXTRA="-L$lib -Wl,-rpath-link,$lib:$root/usr/lib/aarch64-linux-gnu" \
+      CHECKS="check-exports check-needed check-signal-safety" all ||
     die "the aarch64 cross-build failed: see its output above"
   DIST_ARCH=aarch64 /usr/bin/python3 tools/dist_pack.py "build/$variant" "$root" "$out" "$work/pyinc" $(echo "$lines" | awk '{for(i=1;i<=NF;i+=3) printf " %s", $i}')
   exit 0
 fi
+# The checks of the binaries run on the release's build; those of the sources (layers, names:
+# Universal Ctags, which the build roots do not hold) run on the tree's own build.
 echo "dist: building in $root (minors:$(echo "$lines" | awk '{for(i=1;i<=NF;i+=3) printf " %s", $i}'))" >&2
 mkdir -p "$root/src"
 # A private mount namespace: the binds vanish with it, the cached root keeps nothing of ours but
@@ -84,6 +87,7 @@ unshare -m --propagation private bash -c '
   mount -t proc proc "$root/proc"
   mount --rbind /dev "$root/dev"
   exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LANG=C.UTF-8 \
-    make -C /src -j"${JOBS:-2}" --no-print-directory VARIANT='"$variant"' PYTHONS=none "PY_LINES=$*" all
+    make -C /src -j"${JOBS:-2}" --no-print-directory VARIANT='"$variant"' PYTHONS=none "PY_LINES=$*" \
+      CHECKS="check-exports check-needed check-signal-safety" all
 ' dist "$root" "$src" $lines || die "the build in the bullseye root failed: see its output above"
 /usr/bin/python3 tools/dist_pack.py "build/$variant" "$root" build/dist "$work/pyinc" $(echo "$lines" | awk '{for(i=1;i<=NF;i+=3) printf " %s", $i}')
