@@ -81,8 +81,18 @@ static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
     char func[256], file[1024];
     memset(f, 0, sizeof *f);
     f->kind = PROF_NF_PYTHON;
-    struct code_memo *m =
-        memo ? &memo[(pf->code * 0x9E3779B97F4A7C15ull) >> 59] : NULL; /* 32 slots */
+    struct code_memo *m = NULL;
+    if (memo) { /* 32 slots, the code's and the next 3: codes that share a slot do not evict
+                   each other frame after frame (a thread's stack alternates them) */
+        unsigned h = (unsigned)((pf->code * 0x9E3779B97F4A7C15ull) >> 59);
+        for (unsigned i = 0; i < 4 && (!m || m->code != pf->code); i++) {
+            struct code_memo *e = &memo[(h + i) % CODE_MEMO];
+            if (e->code == pf->code || (!m && !e->code))
+                m = e;
+        }
+        if (!m)
+            m = &memo[h]; /* all four taken by others: the code's own slot */
+    }
     if (!m) {
         sig_pyrt_describe(pf, func, sizeof func, file, sizeof file, &f->line);
         f->name = strdup(func);
