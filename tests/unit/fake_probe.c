@@ -126,3 +126,18 @@ int pyrt_snapshot(struct probe_snapshot *s, int flags, int max_frames, struct pb
     }
     return 0;
 }
+
+/* The fake snapshot's thread with that id alone (as the real one walks that thread only). */
+int pyrt_snapshot_thread(struct probe_snapshot *s, long id, int max_frames, struct pb_err *err)
+{
+    int rc = pyrt_snapshot(s, 0, max_frames, err), k = 0;
+    for (int i = 0; rc == 0 && i < s->nthreads; i++) {
+        if (pyrt_thread_id(&s->threads[i]) == id)
+            s->threads[k++] = s->threads[i];
+        else
+            pyrt_thread_free(&s->threads[i]);
+    }
+    if (rc == 0)
+        s->nthreads = k;
+    return rc;
+}
