@@ -68,7 +68,8 @@ static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
 /* The code objects described during one prof_native_stacks (under sig_mu): threads that run
  * the same code (64 workers of one pool) read its name, file and line table once, each later
  * use checking with one read that the object is still the one described (the address may have
- * been freed and reused). Direct-mapped; NULL outside a call or when it could not be had. */
+ * been freed and reused). 32 slots, a code looked for in its own and the next three; NULL
+ * outside a call or when it could not be had. */
 #define CODE_MEMO 32
 struct code_memo {
     uintptr_t code; /* 0: empty */
@@ -82,8 +83,8 @@ static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
     memset(f, 0, sizeof *f);
     f->kind = PROF_NF_PYTHON;
     struct code_memo *m = NULL;
-    if (memo) { /* 32 slots, the code's and the next 3: codes that share a slot do not evict
-                   each other frame after frame (a thread's stack alternates them) */
+    if (memo) { /* the code's slot and the next 3: codes that share a slot do not evict each
+                   other frame after frame (a thread's stack alternates them) */
         unsigned h = (unsigned)((pf->code * 0x9E3779B97F4A7C15ull) >> 59);
         for (unsigned i = 0; i < 4 && (!m || m->code != pf->code); i++) {
             struct code_memo *e = &memo[(h + i) % CODE_MEMO];
@@ -320,9 +321,8 @@ static int sigprof_blocked(int tid)
     return (blk >> (SIGPROF - 1)) & 1;
 }
 
-/* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
- * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
- * (r then holds its Python frames only, or nothing). */
+/* Every thread state of the process, listed once per prof_native_stacks (sig_pyrt_threads), and
+ * what the frame walks learnt of each code object, kept across the threads read. */
 struct tstates {
     uintptr_t ts[256];
     long ids[256];
@@ -331,6 +331,9 @@ struct tstates {
     struct pyrt_code_memo walk_memo[256]; /* the frame walks' code checks, across threads */
 };
 
+/* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
+ * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
+ * (r then holds its Python frames only, or nothing). */
 static int read_blocked(int tid, uintptr_t tstate, struct tstates *all, struct stack_sig_result *r,
                         struct unwind_cache *cache)
 {
