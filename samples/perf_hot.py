@@ -13,6 +13,10 @@
 #                       deep_gen half way), spinning in busy_py_loop at the bottom;
 #          --fork       the main loop fork()s a child every 0.3 s that runs hot_python_caller
 #                       for 0.1 s and exits 0; "ok forks N bad M" lines report them;
+#          --fork-linger  with --fork: each child then sleeps 3 s before it exits ("ok
+#                       child PID" names it; reaped, and counted, once it has exited);
+#          --no-perf-events  first of all, a seccomp filter as a container's default profile
+#                       has: perf_event_open fails with EACCES (x86-64 and aarch64);
 #          --short N    a thread "spawner" keeping N short-lived threads alive, each named
 #                       short-K (K counts up) and calling hot_python_caller for 40 ms three
 #                       times before it ends: threads come and go all the time;
@@ -136,8 +140,30 @@ def on_prof(signum, frame):
     PROF_HITS[0] += 1
 
 
+def refuse_perf_events():
+    import platform
+    nr = {"x86_64": 298, "aarch64": 241}[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    class Insn(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                    ("k", ctypes.c_uint)]
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+
+    # ld [nr]; jeq perf_event_open ? errno(EACCES) : allow
+    insns = (Insn * 4)(Insn(0x20, 0, 0, 0), Insn(0x15, 0, 1, nr),
+                       Insn(0x06, 0, 0, 0x00050000 | 13), Insn(0x06, 0, 0, 0x7FFF0000))
+    prog = Prog(4, insns)
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp filter")
+
+
 def main():
     args = sys.argv[1:]
+    if "--no-perf-events" in args:
+        refuse_perf_events()
     nthreads = int(args[args.index("--threads") + 1]) if "--threads" in args else 0
     stop = threading.Event()
     threads = [threading.Thread(target=busy_py_loop, args=(stop,), name="busy-%d" % i,
@@ -164,7 +190,9 @@ def main():
         signal.signal(signal.SIGPROF, on_prof)
         signal.setitimer(signal.ITIMER_PROF, 0.02, 0.02)
     forks = "--fork" in args
+    linger = "--fork-linger" in args
     nforks = bad = 0
+    children = []
     tids = {t.name: t.native_id for t in threads if hasattr(t, "native_id")}
     print("ready " + json.dumps({"pid": os.getpid(), "so": SO, "tids": tids}), flush=True)
     tick = 0
@@ -179,11 +207,24 @@ def main():
                 t0 = time.monotonic()
                 while time.monotonic() - t0 < 0.1:
                     hot_python_caller(10000)
+                if linger:
+                    time.sleep(3)
                 os._exit(0)
-            _, status = os.waitpid(pid, 0)
-            nforks += 1
-            bad += status != 0
-            print("ok forks %d bad %d" % (nforks, bad), flush=True)
+            if linger:
+                print("ok child %d" % pid, flush=True)
+                children.append(pid)
+            else:
+                _, status = os.waitpid(pid, 0)
+                nforks += 1
+                bad += status != 0
+                print("ok forks %d bad %d" % (nforks, bad), flush=True)
+        for pid in list(children):  # lingering children, reaped once they exit
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                children.remove(pid)
+                nforks += 1
+                bad += status != 0
+                print("ok forks %d bad %d" % (nforks, bad), flush=True)
         if now - last_tick >= 0.2:
             last_tick = now
             tick += 1

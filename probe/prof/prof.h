@@ -22,8 +22,9 @@ enum { PROF_CPU = 0, PROF_WALL = 1 };
 #define PROF_RATE_DEFAULT 100
 
 struct prof_opts {
-    int rate; /* samples per second per thread */
-    int mode; /* PROF_CPU or PROF_WALL */
+    int rate;  /* samples per second per thread */
+    int mode;  /* PROF_CPU or PROF_WALL */
+    int clock; /* cpu mode: PROF_CLOCK_AUTO (events where allowed), _EVENTS or _TIMERS */
 };
 
 struct prof_status {
@@ -42,10 +43,14 @@ struct prof_status {
     double probe_cpu_s;   /* the sampler's own CPU time: drain thread + signal handlers */
     double handler_cpu_s; /* of which the signal handlers (in the sampled threads) */
     double drain_cpu_s;   /* of which the drain thread */
+    int clock;            /* cpu mode: PROF_CLOCK_EVENTS or PROF_CLOCK_TIMERS; wall: 0 */
+    int clock_user_only;  /* events counting user time only (kernel.perf_event_paranoid 2) */
+    char clock_why[192];  /* auto chose timers: why events were not used ("" otherwise) */
 };
 
 /* Loop thread. Starts sampling, clearing the previous data. PB_ESTATE when already running,
- * PB_EBADARG for a rate/mode out of range, PB_ENOPYTHON without an interpreter. */
+ * PB_EBADARG for a rate/mode/clock out of range, PB_ENOPYTHON without an interpreter, -errno of
+ * perf_event_open when clock PROF_CLOCK_EVENTS was asked and the kernel refuses it. */
 int prof_start(const struct prof_opts *o, struct pb_err *err);
 /* Loop thread. Stops: every timer deleted, the previous SIGPROF disposition back, the data
  * kept. Returns 1 if it was running, 0 if not; st (may be NULL) gets the final status. */

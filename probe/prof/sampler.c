@@ -56,6 +56,7 @@ static struct prof_status final; /* counters at the last stop */
 static int atfork_done;
 static _Atomic int names_pending;
 static double drain_cpu_last; /* the drain thread's CPU time when it ended */
+static char clock_why[192];   /* auto chose timers: why (prof_status.clock_why) */
 
 static long long mono_ns(void)
 {
@@ -337,6 +338,13 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
                           PROF_RATE_MIN, PROF_RATE_MAX);
     if (o->mode != PROF_CPU && o->mode != PROF_WALL)
         return pb_err_set(err, PB_EBADARG, "mode: use cpu or wall");
+    if (o->clock != PROF_CLOCK_AUTO && o->clock != PROF_CLOCK_EVENTS &&
+        o->clock != PROF_CLOCK_TIMERS)
+        return pb_err_set(err, PB_EBADARG, "clock: use auto, events or timers");
+    if (o->clock != PROF_CLOCK_AUTO && o->mode == PROF_WALL)
+        return pb_err_set(err, PB_EBADARG,
+                          "clock: only in cpu mode (wall mode is paced by the sampler's "
+                          "own thread)");
     /* The threads to sample are found in /proc/self/task (scan_threads): a root without /proc
      * (a chroot that mounts none) would sample nothing, silently. */
     if (access("/proc/self/task", R_OK) < 0)
@@ -351,6 +359,23 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, on_fork_child);
         atfork_done = 1;
+    }
+    clock_why[0] = '\0';
+    if (o->mode == PROF_CPU && (rc = sig_prof_clock_choose(o->clock, o->rate)) < 0) {
+        char paranoid[16] = "";
+        long n = pb_read_file("/proc/sys/kernel/perf_event_paranoid", paranoid, sizeof paranoid);
+        while (n > 0 && (paranoid[n - 1] == '\n' || paranoid[n - 1] == ' '))
+            paranoid[--n] = '\0';
+        if (o->clock == PROF_CLOCK_EVENTS)
+            return pb_err_set(err, rc,
+                              "--clock events: the kernel refuses perf events here "
+                              "(perf_event_open: %s; kernel.perf_event_paranoid is %s): use "
+                              "--clock timers, or lower that setting (or allow "
+                              "perf_event_open in the container's seccomp profile)",
+                              strerror(-rc), n > 0 ? paranoid : "unreadable");
+        snprintf(clock_why, sizeof clock_why,
+                 "perf_event_open: %s; kernel.perf_event_paranoid is %s", strerror(-rc),
+                 n > 0 ? paranoid : "unreadable");
     }
     prof_store_clear();
     sig_prof_slots_reset_totals();
@@ -393,6 +418,17 @@ static double drain_cpu_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void clock_fill(struct prof_status *st)
+{
+    st->clock = 0;
+    st->clock_user_only = 0;
+    st->clock_why[0] = '\0';
+    if (cur.mode != PROF_CPU)
+        return;
+    st->clock = sig_prof_clock(&st->clock_user_only);
+    snprintf(st->clock_why, sizeof st->clock_why, "%s", clock_why);
+}
+
 static void status_live(struct prof_status *st)
 {
     double handler_s = 0;
@@ -408,6 +444,7 @@ static void status_live(struct prof_status *st)
     st->handler_cpu_s = handler_s;
     st->drain_cpu_s = drain_cpu_s();
     st->probe_cpu_s = st->handler_cpu_s + st->drain_cpu_s;
+    clock_fill(st);
     PB_LOG(PB_LOG_DEBUG, "perf: handlers %.4f s, drain thread %.4f s", handler_s, drain_cpu_s());
 }
 
@@ -449,5 +486,6 @@ void prof_status_get(struct prof_status *st)
     st->started = t_started;
     st->stopped = t_stopped;
     st->forked = forked;
+    clock_fill(st);
     prof_store_counts(&st->samples, &st->stacks, &st->threads, NULL);
 }

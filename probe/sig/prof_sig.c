@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* The sampler's signal side (prof/prof.h): one slot per sampled thread, its ring of preallocated
- * records, its POSIX timer on the thread's own CPU clock (timer_create with SIGEV_THREAD_ID, so
- * each thread is interrupted by its own CPU time and no thread is ever stopped by another), and
- * the SIGPROF handler.
+ * records, the clock that interrupts it by its own CPU time (so no thread is ever stopped by
+ * another), and the SIGPROF handler. Two clocks (sig_prof_clock_choose, once per start):
+ *  - events: a perf event counting the thread's task clock (perf_event_open, one per thread),
+ *    which the kernel runs on a high-resolution timer: each period of the thread's CPU time
+ *    ends in an overflow that disables the event and sends SIGPROF to that thread (F_SETSIG,
+ *    F_SETOWN_EX); the handler re-enables it (PERF_EVENT_IOC_REFRESH). Periods are exact at
+ *    any rate the sampler allows;
+ *  - timers: a POSIX timer on the thread's CPU clock (timer_create with SIGEV_THREAD_ID), when
+ *    perf events are refused (kernel.perf_event_paranoid, a seccomp filter) or asked for. The
+ *    kernel checks CPU timers at its tick only (CONFIG_HZ, often 250): a thread is sampled at
+ *    most once per tick it runs in, and above that rate expirations merge (counted as missed).
  * The handler is async-signal-safe: it recognises our signals by si_value pointing at a live
- * slot of the calling thread (anything else goes to the previous SIGPROF handler), then
+ * slot of the calling thread, or by si_fd naming a slot's event (anything else goes to the
+ * previous SIGPROF handler), then
  * records the native stack (unwind.h: our own CFI unwinder over the module table the drain
  * thread publishes, with the slot's own rule cache; it never calls the dynamic loader, whose
  * lock an interrupted dlopen/dlclose may hold), the thread's Python frames (pyrt_sig.h) and the
@@ -25,6 +34,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -53,7 +64,13 @@ struct prof_slot {
     uint64_t magic;
     timer_t timer;
     int has_timer;
-    struct pyrt_window *win;    /* its Python frames' copy: the start of the slot's mapping */
+    /* The thread's task-clock event (events clock; -1: none). Its number stays after the slot
+     * is retired and the event closed (pfd_open 0), so that a late signal still names a slot
+     * and is dropped. ev_busy: the handler is re-enabling it (slot_disarm waits that out). */
+    int pfd, pfd_open;
+    _Atomic int ev_busy;
+    int counting;            /* a timer or an event counts the thread's CPU time (missed samples) */
+    struct pyrt_window *win; /* its Python frames' copy: the start of the slot's mapping */
     struct unwind_cache *cache; /* the thread's unwind rules, mapped after the window */
     struct prof_raw *ring;      /* PROF_RING records, mapped after the cache */
     _Atomic unsigned head, tail;
@@ -79,6 +96,8 @@ static _Atomic int running;
 static _Atomic int in_handler;
 static struct sigaction old_action;
 static int installed;
+static int clock_kind = PROF_CLOCK_TIMERS; /* this run's (sig_prof_clock_choose) */
+static int ev_exclude_kernel;              /* events count user time only (paranoid 2) */
 /* The drain thread's (and the stopping thread's, after it): mappings of freed slots kept for
  * the next threads (no munmap, whose TLB shootdown interrupts every core, no new page faults;
  * at most the peak of threads sampled at once, unmapped at stop), and /proc/self/maps kept
@@ -126,6 +145,19 @@ static struct prof_slot *slot_of(const siginfo_t *si)
     if (p < base || p >= base + sizeof slots || (p - base) % sizeof slots[0] != 0)
         return NULL;
     return (struct prof_slot *)p;
+}
+
+/* The slot whose event sent this signal (F_SETSIG: si_code is a POLL_* reason, si_fd the
+ * event), live or retired; NULL for anything else. */
+static struct prof_slot *slot_of_event(const siginfo_t *si)
+{
+    if (!si || si->si_code < POLL_IN || si->si_code > POLL_HUP || si->si_fd < 0)
+        return NULL;
+    int hi = atomic_load(&slots_hi);
+    for (int i = 0; i < hi; i++)
+        if (atomic_load(&slots[i].state) != SLOT_FREE && slots[i].pfd == si->si_fd)
+            return &slots[i];
+    return NULL;
 }
 
 static uintptr_t uc_sp(const ucontext_t *uc)
@@ -202,6 +234,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     int saved = errno;
     struct prof_slot *s = slot_of(si);
     atomic_fetch_add(&in_handler, 1);
+    if (!s)
+        s = slot_of_event(si);
     if (!s && sig_stack_take(si, uc)) {
         /* a one-shot stack request (debug --dump --native; stack_sig.h) */
     } else if (s && s->magic == SLOT_MAGIC) {
@@ -214,6 +248,14 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
              * cores: three to five times its CPU time). */
             long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
             atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
+            if (s->pfd >= 0) {
+                /* The next period starts now (the overflow disabled the event); never after
+                 * the slot is retired (slot_disarm: the clock must stay off once stopped). */
+                atomic_store(&s->ev_busy, 1);
+                if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE)
+                    ioctl(s->pfd, PERF_EVENT_IOC_REFRESH, 1);
+                atomic_store(&s->ev_busy, 0);
+            }
             record(s, si, uc);
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
@@ -292,8 +334,16 @@ void sig_prof_fork_child(void)
         installed = 0;
     }
     /* The parent's slots name the parent's threads and timers: forget them (their rings stay
-     * mapped; munmap is safe here but a parent's record may be half read by nobody). */
+     * mapped; munmap is safe here but a parent's record may be half read by nobody). Their
+     * events are the parent's too: the child's copies of the descriptors are closed (never
+     * disabled: that would stop the parent's), so no child keeps an event of the parent's
+     * alive after the parent's stop. */
     for (int i = 0; i < PROF_MAX_SLOTS; i++) {
+        if (atomic_load(&slots[i].state) != SLOT_FREE && slots[i].pfd_open)
+            close(slots[i].pfd);
+        slots[i].pfd = -1;
+        slots[i].pfd_open = 0;
+        slots[i].counting = 0;
         slots[i].has_timer = 0;
         slots[i].ring = NULL;
         slots[i].cache = NULL;
@@ -329,6 +379,10 @@ struct prof_slot *sig_prof_slot_new(int tid)
         s->tid = tid;
         s->magic = SLOT_MAGIC;
         s->has_timer = 0;
+        s->pfd = -1;
+        s->pfd_open = 0;
+        atomic_store(&s->ev_busy, 0);
+        s->counting = 0;
         atomic_store(&s->stack_self, 0);
         s->stack_lo = s->stack_hi = 0;
         atomic_store(&s->head, 0);
@@ -354,7 +408,7 @@ struct prof_slot *sig_prof_slot_new(int tid)
  * (a thread that blocks SIGPROF); one may be on its way. */
 static void slot_missed_update(struct prof_slot *s)
 {
-    long long cpu = s->has_timer && s->period_ns > 0 ? now_ns(thread_clock(s->tid)) : 0;
+    long long cpu = s->counting && s->period_ns > 0 ? now_ns(thread_clock(s->tid)) : 0;
     long long last = atomic_load_explicit(&s->cpu_last_ns, memory_order_relaxed);
     if (cpu < last) /* the thread is gone: its CPU time at its last signal */
         cpu = last;
@@ -368,11 +422,93 @@ static void slot_missed_update(struct prof_slot *s)
         s->missed_seen = d;
 }
 
+static int ev_open(int tid, long long period, int exclude_kernel)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = (unsigned long long)period;
+    a.disabled = 1;
+    a.exclude_kernel = (unsigned)exclude_kernel;
+    a.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sig_prof_clock_choose(int want, int rate)
+{
+    long long period = 1000000000LL / (rate > 0 ? rate : 1);
+    int fd, e;
+    clock_kind = PROF_CLOCK_TIMERS;
+    ev_exclude_kernel = 0;
+    if (want == PROF_CLOCK_TIMERS)
+        return 0;
+    /* An event on the calling thread, never enabled: whether the kernel lets this process
+     * count its own threads' time, with the kernel's part (perf_event_paranoid <= 1, or
+     * CAP_PERFMON) or without it (2). */
+    fd = ev_open(0, period, 0);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+        fd = ev_open(0, period, 1);
+        ev_exclude_kernel = 1;
+    }
+    if (fd < 0) {
+        e = errno;
+        ev_exclude_kernel = 0;
+        return -(e ? e : EINVAL);
+    }
+    close(fd);
+    clock_kind = PROF_CLOCK_EVENTS;
+    return 0;
+}
+
+int sig_prof_clock(int *user_only)
+{
+    if (user_only)
+        *user_only = ev_exclude_kernel;
+    return clock_kind;
+}
+
+/* The thread's task-clock event, signalling the thread itself at each overflow: 0, or -errno
+ * (nothing left open). */
+static int slot_arm_event(struct prof_slot *s, long long period)
+{
+    struct f_owner_ex own = {F_OWNER_TID, s->tid};
+    int fd = ev_open(s->tid, period, ev_exclude_kernel), e;
+    if (fd < 0)
+        return -errno;
+    if (fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &own) != 0 ||
+        fcntl(fd, F_SETFL, O_ASYNC) != 0) {
+        e = errno;
+        close(fd);
+        return -e;
+    }
+    s->pfd = fd;
+    s->pfd_open = 1;
+    s->period_ns = period;
+    s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
+    s->counting = 1;
+    /* One overflow allowed: it disables the event and signals; the handler allows the next. */
+    if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+        e = errno;
+        s->counting = 0;
+        s->pfd = -1;
+        s->pfd_open = 0;
+        close(fd);
+        return -e;
+    }
+    return 0;
+}
+
 int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
 {
     struct sigevent sev;
     struct itimerspec its;
     long long period = 1000000000LL / rate;
+    /* Events: a thread whose event cannot be made (the process's open-file limit) gets a
+     * timer, as every thread does with the timers clock. */
+    if (clock_kind == PROF_CLOCK_EVENTS && slot_arm_event(s, period) == 0)
+        return 0;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = SIGPROF;
@@ -381,6 +517,7 @@ int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
     if (timer_create(thread_clock(s->tid), &sev, &s->timer) != 0)
         return pb_err_set(err, -errno, "timer_create for thread %d: %s", s->tid, strerror(errno));
     s->has_timer = 1;
+    s->counting = 1;
     s->period_ns = period;
     s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
     its.it_interval.tv_sec = period / 1000000000LL;
@@ -390,19 +527,42 @@ int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
         int e = errno;
         timer_delete(s->timer);
         s->has_timer = 0;
+        s->counting = 0;
         return pb_err_set(err, -e, "timer_settime: %s", strerror(e));
     }
     return 0;
 }
 
-void sig_prof_slot_retire(struct prof_slot *s)
+/* The slot's clock stopped, once it is retired: its timer deleted, its event disabled and
+ * closed. A handler that saw the slot live just before may be re-enabling the event (ev_busy):
+ * that is waited out (1 ms steps, at most 100 ms: a thread stopped inside its handler), then
+ * the event is disabled again, so no re-enabled event outlives the stop, whose SIGPROF
+ * disposition may be the default (terminate). Closing destroys it (fork children close their
+ * copies). */
+static void slot_disarm(struct prof_slot *s)
 {
-    slot_missed_update(s); /* before the thread goes */
     if (s->has_timer) {
         timer_delete(s->timer);
         s->has_timer = 0;
     }
+    if (s->pfd_open) {
+        ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
+        for (int i = 0; i < 100 && atomic_load(&s->ev_busy); i++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
+        close(s->pfd);
+        s->pfd_open = 0;
+    }
+    s->counting = 0;
+}
+
+void sig_prof_slot_retire(struct prof_slot *s)
+{
+    slot_missed_update(s); /* before the thread goes */
     atomic_store(&s->state, SLOT_RETIRED);
+    slot_disarm(s);
 }
 
 int sig_prof_slot_tid(const struct prof_slot *s)
@@ -431,6 +591,7 @@ static void slot_free(struct prof_slot *s, int rate)
     gone_lost += atomic_load(&s->lost);
     gone_self_ns += atomic_load(&s->self_ns);
     gone_missed += s->missed_seen;
+    s->pfd = -1; /* closed at retire (slot_disarm) */
     if (s->win && nspare < PROF_MAX_SLOTS)
         spare[nspare++] = (char *)s->win;
     else if (s->win)
@@ -541,7 +702,7 @@ void sig_prof_slots_counters(int rate, long long *missed, long long *lost, doubl
             continue;
         l += atomic_load(&s->lost);
         ns += atomic_load(&s->self_ns);
-        if (s->has_timer) {
+        if (s->counting) {
             a++;
             slot_missed_update(s);
         } else if (atomic_load(&s->state) == SLOT_LIVE) {
@@ -565,11 +726,8 @@ void sig_prof_slots_clear(void)
         struct prof_slot *s = &slots[i];
         if (atomic_load(&s->state) == SLOT_FREE)
             continue;
-        if (s->has_timer) {
-            timer_delete(s->timer);
-            s->has_timer = 0;
-        }
         atomic_store(&s->state, SLOT_RETIRED);
+        slot_disarm(s);
     }
 }
 

@@ -28,15 +28,25 @@ struct prof_raw {
     struct pyrt_sig_frame py[PROF_MAX_PY];
 };
 
+/* What interrupts each sampled thread by its own CPU time (prof_sig.c's opening comment). */
+enum { PROF_CLOCK_AUTO, PROF_CLOCK_EVENTS, PROF_CLOCK_TIMERS };
+
 struct prof_slot;
+/* Before the slots are armed (loop thread, once per start): events when want is AUTO or EVENTS
+ * and the kernel lets this process count its threads' task clock, else timers. 0, or -errno of
+ * perf_event_open (timers chosen; the caller decides whether AUTO may fall back). */
+int sig_prof_clock_choose(int want, int rate);
+/* This run's clock (PROF_CLOCK_EVENTS or TIMERS); *user_only: events count user time only
+ * (kernel.perf_event_paranoid 2: a period ends only while the thread runs its own code). */
+int sig_prof_clock(int *user_only);
 int sig_prof_install(struct pb_err *err); /* the handler (keeps the old one) */
 void sig_prof_uninstall(void);            /* flush pending SIGPROF, restore the old one */
 int sig_prof_installed(void);             /* 1 while our handler is installed (loop thread) */
 void sig_prof_set_running(int on);
 int sig_prof_quiet(void); /* 1 when no SIGPROF handler of ours runs at this instant */
 struct prof_slot *sig_prof_slot_new(int tid); /* ring allocated; NULL when full */
-int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode timer */
-void sig_prof_slot_retire(struct prof_slot *s); /* timer deleted; slot freed after a drain */
+int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu mode clock */
+void sig_prof_slot_retire(struct prof_slot *s); /* clock stopped; slot freed after a drain */
 int sig_prof_slot_tid(const struct prof_slot *s);
 struct prof_slot *sig_prof_slot_find(int tid);
 int sig_prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */

@@ -171,15 +171,43 @@ def _procmap_query():
     return "yes" if start <= addr < end else "no (a wrong answer)"
 
 
+def _cpu_timer_hz():
+    """How often a CPU-time timer can fire on a busy thread here: the kernel checks CPU timers
+    at its tick (CONFIG_HZ), so 10 kHz asked of ITIMER_PROF for 0.2 s of CPU comes out at the
+    tick's rate. perf --cc's timers clock is bounded by it; its events clock is not."""
+    import signal
+    import time
+    n = [0]
+    old = signal.signal(signal.SIGPROF, lambda s, f: n.__setitem__(0, n[0] + 1))
+    try:
+        signal.setitimer(signal.ITIMER_PROF, 0.0001, 0.0001)
+        t0 = time.process_time()
+        while time.process_time() - t0 < 0.2:
+            pass
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        return n[0] / (time.process_time() - t0)
+    finally:
+        signal.signal(signal.SIGPROF, old)
+
+
+def _paranoid():
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
 def machine_header():
     model, flags = _cpu_model()
     fault_us, readv_us = _costs()
     clk = os.popen("cat /sys/devices/system/clocksource/clocksource0/current_clocksource "
                    "2>/dev/null").read().strip() or "?"
-    return ("machine: %s (%d cores; %s), kernel %s, clocksource %s, PROCMAP_QUERY %s; minor "
+    return ("machine: %s (%d cores; %s), kernel %s, clocksource %s, PROCMAP_QUERY %s, CPU "
+            "timers at most %.0f Hz per thread (the tick), perf_event_paranoid %s; minor "
             "page fault %.2f us, process_vm_readv(64 B) %.2f us; load average %s"
             % (model, os.cpu_count() or 0, flags, os.uname().release, clk, _procmap_query(),
-               fault_us, readv_us, _loadavg()))
+               _cpu_timer_hz(), _paranoid(), fault_us, readv_us, _loadavg()))
 
 
 def _at_end():

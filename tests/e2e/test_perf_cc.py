@@ -17,9 +17,16 @@ ctypes from the Python function hot_python_caller):
   perf.samples_by_stack equals the GROUP BY thread_id, stack_id over perf.samples, also when
   perf.max_samples stopped the samples;
 - wall mode samples a sleeping thread off-CPU (on_cpu = 0) with its Python stack;
-- stop deletes every timer (/proc/PID/timers) and gives SIGPROF back (SigCgt);
+- stop deletes every timer (/proc/PID/timers), closes every perf event (/proc/PID/fd) and
+  gives SIGPROF back (SigCgt);
 - a SIGPROF handler of the target keeps running during sampling and is its handler after;
-- fork() in the target during sampling: children exit 0, the parent goes on;
+- fork() in the target during sampling: children exit 0, the parent goes on; children that
+  outlive the parent's stop hold none of its perf events, and the parent takes no SIGPROF
+  after the stop;
+- the clock: perf events by default where the kernel allows them (one per thread, closed at
+  stop; at 1000 Hz few samples missed, where CPU timers miss most on a 250 Hz tick);
+  `--clock timers` asked; a target whose seccomp filter refuses perf_event_open falls back to
+  timers and says why, and `--clock events` there is a one-line error that starts nothing;
 - a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
 - a thread started by `probing eval` has the main thread's signal mask and is sampled (the
   evaluator runs user code with the target's mask, its own threads block everything otherwise);
@@ -63,6 +70,23 @@ def prof_timers(pid):
         return len(re.findall(r"^signal: 27/", f.read(), re.M))
 
 
+def perf_fds(pid):
+    """The target's open perf events (/proc/PID/fd)."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n
+
+
+def counts(out):
+    m = re.search(r"perf --cc: (\d+) samples .*?; (\d+) missed", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2))
+
+
 def status(pid):
     return query(pid, "SELECT COUNT(*) AS n, COUNT(DISTINCT thread_id) AS t FROM perf.samples")[0]
 
@@ -84,7 +108,7 @@ def test_python_caller_above_c_function(python, spawn):
     for bad in ("_start", "__libc_start_main", "Py_BytesMain", "Py_RunMain", "[python",
                 "[libpython", "_PyEval_EvalFrameDefault", "PyEval_EvalCode"):
         assert not re.search(r"%\s+" + re.escape(bad), top), (bad, r.stdout)
-    assert sigcgt(t.pid) & SIGPROF_BIT and prof_timers(t.pid) >= 1
+    assert sigcgt(t.pid) & SIGPROF_BIT and perf_fds(t.pid) + prof_timers(t.pid) >= 1
     # The main thread's most common stacks: Python caller outer to the C function.
     main = t.pid
     top = query(t.pid, "SELECT st.folded, COUNT(*) AS n FROM perf.samples s JOIN perf.stacks st "
@@ -123,7 +147,7 @@ def test_python_caller_above_c_function(python, spawn):
     n, own, hus, dus = int(m.group(1)), float(m.group(2)), int(m.group(3)), int(m.group(4))
     assert hus > 0 and dus > 0, r.stdout
     assert abs((hus + dus) * n / 1e6 - own) <= n * 1e-6 + 0.001, r.stdout
-    assert prof_timers(t.pid) == 0
+    assert prof_timers(t.pid) == 0 and perf_fds(t.pid) == 0
     assert sigcgt(t.pid) & SIGPROF_BIT == 0
     n_after = status(t.pid)[0]
     time.sleep(0.3)
@@ -351,7 +375,7 @@ def test_target_sigprof_handler_chained_and_kept(python, spawn):
     after = int(probing("-p", t.pid, "eval", "PROF_HITS[0]", check=True).stdout)
     time.sleep(0.5)
     assert int(probing("-p", t.pid, "eval", "PROF_HITS[0]", check=True).stdout) > after
-    assert prof_timers(t.pid) == 0
+    assert prof_timers(t.pid) == 0 and perf_fds(t.pid) == 0
     t.assert_responsive()
     t.check_output_clean()
 
@@ -367,6 +391,97 @@ def test_fork_during_sampling(python, spawn):
     t.assert_responsive()
     m2 = re.findall(r"^ok forks (\d+) bad (\d+)$", t.output(), re.M)
     assert int(m2[-1][0]) > int(m[-1][0]) and m2[-1][1] == "0"
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_fork_children_keep_no_event_of_the_parent(python, spawn):
+    """Children forked during sampling (perf-event clock) that live on after the parent's
+    stop: none holds a perf event (each is the parent's, on a thread of the parent's: a child
+    keeping one would keep it counting after the parent closed its own); after the stop the
+    parent runs on with SIGPROF back at its default (terminate) and no event left to fire."""
+    t = spawn(python, SAMPLE, args=("--fork", "--fork-linger", "--threads", "1"))
+    r = probing("-p", t.pid, "perf", "--cc", "--rate", "500", check=True)
+    assert "perf-event clock" in r.stdout, r.stdout
+    deadline = time.time() + 10
+    while time.time() < deadline and perf_fds(t.pid) < 2:
+        time.sleep(0.1)
+    assert perf_fds(t.pid) >= 2
+    deadline = time.time() + 20
+    kids = []
+    while time.time() < deadline and len(kids) < 3:
+        kids = [int(k) for k in re.findall(r"^ok child (\d+)$", t.output(), re.M)]
+        time.sleep(0.2)
+    alive = [k for k in kids if os.path.exists("/proc/%d/fd" % k)]
+    assert alive, kids
+    for k in alive:
+        try:
+            assert perf_fds(k) == 0, k
+        except FileNotFoundError:  # exited meanwhile
+            pass
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert perf_fds(t.pid) == 0 and sigcgt(t.pid) & SIGPROF_BIT == 0
+    deadline = time.time() + 15  # the children linger 3 s: hundreds of the parent's periods
+    while time.time() < deadline and not re.search(r"^ok forks [3-9]", t.output(), re.M):
+        time.sleep(0.2)
+    t.assert_responsive()
+    m = re.findall(r"^ok forks (\d+) bad (\d+)$", t.output(), re.M)
+    assert m and int(m[-1][0]) >= 3 and m[-1][1] == "0", t.output()[-300:]
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_perf_event_clock(python, spawn):
+    """cpu mode's default clock here (root may count its threads' task clock): one perf event
+    per sampled thread, no POSIX timer; at 1000 Hz few samples are missed (the kernel runs the
+    events on high-resolution timers; this machine's 250 Hz tick merged three of four CPU-timer
+    expirations at 1000 Hz); stop closes every event. `--clock timers` uses POSIX timers and no
+    event."""
+    t = spawn(python, SAMPLE, args=("--threads", "2"))
+    r = probing("-p", t.pid, "perf", "--cc", "--rate", "1000", check=True)
+    assert "(cpu mode, perf-event clock)" in r.stdout and "clock: CPU timers" not in r.stdout
+    time.sleep(0.5)
+    assert perf_fds(t.pid) >= 3 and prof_timers(t.pid) == 0
+    time.sleep(2)
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    n, missed = counts(r.stdout)
+    assert "1000 Hz, perf-event clock" in r.stdout
+    assert n >= 300 and missed * 10 <= n, r.stdout
+    assert perf_fds(t.pid) == 0 and prof_timers(t.pid) == 0
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0
+    r = probing("-p", t.pid, "perf", "--cc", "--clock", "timers", "--rate", "200", check=True)
+    assert "(cpu mode, CPU-timer clock)" in r.stdout and "clock: CPU timers, not" not in r.stdout
+    time.sleep(0.5)
+    assert perf_fds(t.pid) == 0 and prof_timers(t.pid) >= 3
+    time.sleep(1)
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert "200 Hz, CPU-timer clock" in r.stdout and counts(r.stdout)[0] >= 30, r.stdout
+    assert prof_timers(t.pid) == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_perf_events_refused(python, spawn):
+    """A target whose seccomp filter refuses perf_event_open (as a container's default profile
+    does): auto falls back to CPU timers, samples, and says why in one line; `--clock events`
+    is a one-line error (exit 1) that leaves nothing installed."""
+    t = spawn(python, SAMPLE, args=("--threads", "1", "--no-perf-events"))
+    r = probing("-p", t.pid, "perf", "--cc", "--duration", "1.5", check=True)
+    assert "(cpu mode, 100 Hz, CPU-timer clock)" in r.stdout, r.stdout
+    assert re.search(r"^clock: CPU timers, not perf events \(perf_event_open: Permission denied; "
+                     r"kernel.perf_event_paranoid is -?\d+\): the kernel checks", r.stdout, re.M)
+    assert counts(r.stdout)[0] >= 10 and perf_fds(t.pid) == 0 and prof_timers(t.pid) >= 2
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    r = probing("-p", t.pid, "perf", "--cc", "--clock", "events")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and r.stdout == "", r
+    assert r.stderr.startswith("probing: error: perf --cc: --clock events: the kernel refuses "
+                               "perf events here (perf_event_open: Permission denied;"), r.stderr
+    assert "use --clock timers" in r.stderr
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0 and prof_timers(t.pid) == 0
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert "stopped" not in r.stdout
+    t.assert_responsive()
     t.check_output_clean()
 
 
@@ -426,7 +541,7 @@ def test_thread_started_by_eval_is_sampled(python, spawn):
 def test_inject_pprof_and_restart(python, spawn):
     t = spawn(python, SAMPLE)
     r = probing("-p", t.pid, "inject", "-P", check=True)
-    assert "sampling every thread at 100 Hz (cpu mode)" in r.stdout
+    assert "sampling every thread at 100 Hz (cpu mode, perf-event clock)" in r.stdout
     r = probing("-p", t.pid, "perf", "--cc")
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "already running" in r.stderr and "perf --stop" in r.stderr
@@ -451,6 +566,10 @@ BAD = [
     (["--cc", "--mode", "gpu"], "--mode 'gpu': expected cpu or wall"),
     (["--cc", "--frobnicate"], "unknown option '--frobnicate'"),
     (["--cc", "--stop", "--rate", "10"], "--stop takes no other option"),
+    (["--cc", "--stop", "--clock", "timers"], "--stop takes no other option"),
+    (["--cc", "--clock", "tick"], "--clock 'tick': expected auto, events or timers"),
+    (["--cc", "--clock"], "--clock needs a value"),
+    (["--cc", "--mode", "wall", "--clock", "events"], "--clock is for cpu mode only"),
 ]
 
 
@@ -464,7 +583,8 @@ def test_bad_arguments(args, msg):
 
 def test_help():
     r = probing("perf", "--cc", "--help", check=True)
-    for opt in ("--rate HZ", "--duration S", "--mode cpu|wall", "--stop"):
+    for opt in ("--rate HZ", "--duration S", "--mode cpu|wall", "--clock auto|events|timers",
+                "--clock C", "--stop"):
         assert opt in r.stdout
 
 

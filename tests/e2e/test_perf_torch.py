@@ -20,6 +20,17 @@ from conftest import BUILD, ROOT, SID_PYTHONS, bp, probing
 from rollups import check_rollup
 
 
+def fd_links(pid):
+    """What the target's descriptors name (one closed meanwhile is left out)."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return out
+
+
 def _torch_pythons():
     """Debian 12's python3 with torch 1.13, then the sid root's python3.14 with torch 2.x (its
     python3-torch is built for sid's default python3): each one where it has torch."""
@@ -446,6 +457,7 @@ def test_bare_stop_stops_sampling_and_tracing(PY, spawn):
     assert eval_json(t.pid, STATE) == before
     with open("/proc/%d/timers" % t.pid) as f:
         assert not re.search(r"^signal: 27/", f.read(), re.M), "a SIGPROF timer is left"
+    assert "anon_inode:[perf_event]" not in fd_links(t.pid), "a perf event is left"
     r = probing("-p", t.pid, "perf", "--stop", check=True)
     assert "nothing to stop" in r.stdout
     t.check_output_clean()

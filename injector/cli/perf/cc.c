@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall] [--stop]`: native and
+/* `probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall] [--clock C] [--stop]`:
+ * native and
  * Python sampling of every thread (the probe's sampler, docs/perf.md) through probing/perf.
  * Without --duration it starts sampling and returns (sampling goes on in the target until
  * `perf --stop`); with it, it waits S seconds (a progress line on a terminal only), then
@@ -23,6 +24,7 @@
 static void help(void)
 {
     printf("usage: probing -p PID perf --cc [--rate HZ] [--duration S] [--mode cpu|wall]\n"
+           "                                [--clock auto|events|timers]\n"
            "       probing -p PID perf --cc --stop\n"
            "\n"
            "Sample every thread of the target: its native stack and its Python frames,\n"
@@ -37,6 +39,11 @@ static void help(void)
            "  --mode cpu|wall    cpu (default): each thread is sampled by its own CPU time;\n"
            "                     wall: every Python thread at the rate, sleeping ones too\n"
            "                     (on_cpu = 0), native frames only for running ones\n"
+           "  --clock C          cpu mode: what interrupts each thread by its CPU time;\n"
+           "                     events: a perf event per thread (exact periods at any rate);\n"
+           "                     timers: POSIX CPU timers, which the kernel checks at its\n"
+           "                     tick (often 250 Hz: faster rates merge, counted as missed);\n"
+           "                     auto (default): events where the kernel allows them\n"
            "  --stop             stop sampling and print the summary of what was collected\n"
            "\n"
            "Examples:\n"
@@ -45,8 +52,9 @@ static void help(void)
            "  probing -p 4242 perf --stop\n");
 }
 
-cJSON *cli_perf_cc_request(struct dap_client *dc, const char *action, int rate, const char *mode,
-                           struct pb_err *err)
+/* probing/perf with the arguments given (rate 0, mode and clock NULL: left out). */
+static cJSON *perf_request(struct dap_client *dc, const char *action, int rate, const char *mode,
+                           const char *clock, struct pb_err *err)
 {
     cJSON *args = cJSON_CreateObject(), *body = NULL;
     cJSON_AddStringToObject(args, "action", action);
@@ -54,9 +62,40 @@ cJSON *cli_perf_cc_request(struct dap_client *dc, const char *action, int rate, 
         cJSON_AddNumberToObject(args, "rate", rate);
     if (mode)
         cJSON_AddStringToObject(args, "mode", mode);
+    if (clock)
+        cJSON_AddStringToObject(args, "clock", clock);
     if (dap_client_request(dc, "probing/perf", args, &body, err) < 0)
         return NULL;
     return body;
+}
+
+cJSON *cli_perf_cc_request(struct dap_client *dc, const char *action, int rate, const char *mode,
+                           struct pb_err *err)
+{
+    return perf_request(dc, action, rate, mode, NULL, err);
+}
+
+/* The clock a cpu-mode status names, in words ("" in wall mode or before a start). */
+static const char *clock_words(const cJSON *st)
+{
+    const char *c = cli_json_str(st, "clock");
+    if (!c)
+        return "";
+    if (strcmp(c, "events") == 0)
+        return cli_json_true(st, "clockUserOnly") ? ", perf-event clock (user time)"
+                                                  : ", perf-event clock";
+    return ", CPU-timer clock";
+}
+
+/* Auto fell back to timers: why, and what it costs (stdout, after the start's line). */
+static void clock_note(const cJSON *st)
+{
+    const char *why = cli_json_str(st, "clockWhy");
+    if (why)
+        printf("clock: CPU timers, not perf events (%s): the kernel checks CPU timers at its "
+               "tick, so a busy thread is sampled at most once per tick (often 250 a second) "
+               "and faster rates count as missed\n",
+               why);
 }
 
 /* Prints "  NN.N%  name" for each row (name, count) of sql, shares of total. */
@@ -92,11 +131,12 @@ static int summary(struct dap_client *dc, const cJSON *st, struct pb_err *err)
     clock_gettime(CLOCK_REALTIME, &now); /* started/stopped are fractional epoch seconds */
     double span = (stopped > 0 ? stopped : (double)now.tv_sec + now.tv_nsec / 1e9) - started;
     const char *mode = cli_json_str(st, "mode");
-    printf("perf --cc: %.0f samples of %.0f threads in %.1f s (%s mode, %.0f Hz); %.0f missed, "
+    printf("perf --cc: %.0f samples of %.0f threads in %.1f s (%s mode, %.0f Hz%s); %.0f missed, "
            "%.0f lost; sampler CPU %.3f s (handler %.0f us, drain %.0f us per sample)\n",
            samples, cli_json_num(st, "threads", 0), span > 0 ? span : 0, mode ? mode : "?",
-           cli_json_num(st, "rate", 0), cli_json_num(st, "missed", 0), cli_json_num(st, "lost", 0),
-           cli_json_num(st, "probeCpuSeconds", 0), per_sample(st, "handlerCpuSeconds", samples),
+           cli_json_num(st, "rate", 0), clock_words(st), cli_json_num(st, "missed", 0),
+           cli_json_num(st, "lost", 0), cli_json_num(st, "probeCpuSeconds", 0),
+           per_sample(st, "handlerCpuSeconds", samples),
            per_sample(st, "drainCpuSeconds", samples));
     if (samples <= 0)
         return 0;
@@ -144,8 +184,9 @@ int cli_perf_cc_start(struct dap_client *dc, struct pb_err *err)
     cJSON *body = cli_perf_cc_request(dc, "start", 0, NULL, err);
     if (!body)
         return -1;
-    printf("sampling every thread at %.0f Hz (%s mode)\n", cli_json_num(body, "rate", 0),
-           cli_json_str(body, "mode") ? cli_json_str(body, "mode") : "?");
+    printf("sampling every thread at %.0f Hz (%s mode%s)\n", cli_json_num(body, "rate", 0),
+           cli_json_str(body, "mode") ? cli_json_str(body, "mode") : "?", clock_words(body));
+    clock_note(body);
     cJSON_Delete(body);
     return 0;
 }
@@ -186,7 +227,7 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
 {
     int rate = 0, stop = 0;
     double duration = 0;
-    const char *mode = NULL;
+    const char *mode = NULL, *clock = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         char *end;
@@ -205,7 +246,8 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
         int is_rate = kl == 6 && strncmp(a, "--rate", 6) == 0;
         int is_dur = kl == 10 && strncmp(a, "--duration", 10) == 0;
         int is_mode = kl == 6 && strncmp(a, "--mode", 6) == 0;
-        if (!is_rate && !is_dur && !is_mode) {
+        int is_clock = kl == 7 && strncmp(a, "--clock", 7) == 0;
+        if (!is_rate && !is_dur && !is_mode && !is_clock) {
             cli_error("perf --cc: unknown option '%s': see 'probing perf --cc --help'", a);
             return CLI_USAGE;
         }
@@ -233,6 +275,13 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
                 return CLI_USAGE;
             }
             duration = v;
+        } else if (is_clock) {
+            if (strcmp(val, "auto") != 0 && strcmp(val, "events") != 0 &&
+                strcmp(val, "timers") != 0) {
+                cli_error("perf --cc: --clock '%s': expected auto, events or timers", val);
+                return CLI_USAGE;
+            }
+            clock = val;
         } else {
             if (strcmp(val, "cpu") != 0 && strcmp(val, "wall") != 0) {
                 cli_error("perf --cc: --mode '%s': expected cpu or wall", val);
@@ -241,7 +290,12 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
             mode = val;
         }
     }
-    if (stop && (rate || duration > 0 || mode)) {
+    if (clock && mode && strcmp(mode, "wall") == 0) {
+        cli_error("perf --cc: --clock is for cpu mode only (wall mode is paced by the sampler's "
+                  "own thread)");
+        return CLI_USAGE;
+    }
+    if (stop && (rate || duration > 0 || mode || clock)) {
         cli_error("perf --cc: --stop takes no other option");
         return CLI_USAGE;
     }
@@ -252,22 +306,24 @@ int cli_perf_cc(const struct cli_opts *o, int argc, char **argv)
     int rc = CLI_OK;
     if (cli_open(o, &dc) < 0)
         return CLI_FAIL;
-    cJSON *st = cli_perf_cc_request(&dc, "start", rate, mode, &err);
+    cJSON *st = perf_request(&dc, "start", rate, mode, clock, &err);
     if (!st) {
         cli_error("perf --cc: %s", err.msg);
         cli_disconnect(&dc);
         return CLI_FAIL;
     }
     if (duration <= 0) {
-        printf("sampling every thread at %.0f Hz (%s mode); stop with 'probing -p %d perf "
+        printf("sampling every thread at %.0f Hz (%s mode%s); stop with 'probing -p %d perf "
                "--stop'; see the samples with 'probing -p %d flamegraph' or the perf.* tables\n",
                cli_json_num(st, "rate", 0),
-               cli_json_str(st, "mode") ? cli_json_str(st, "mode") : "?", (int)o->target.pid,
-               (int)o->target.pid);
+               cli_json_str(st, "mode") ? cli_json_str(st, "mode") : "?", clock_words(st),
+               (int)o->target.pid, (int)o->target.pid);
+        clock_note(st);
         cJSON_Delete(st);
         cli_disconnect(&dc);
         return CLI_OK;
     }
+    clock_note(st);
     cJSON_Delete(st);
     st = NULL;
     if (wait_duration(&dc, duration, &err) < 0 ||
