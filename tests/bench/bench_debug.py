@@ -787,7 +787,7 @@ def round_trips_part(dbg_version, deb_ver):
                 m, p = med(v) * 1000, pct(v, 0.9) * 1000
                 cells.append("%.3f / %.3f" % (m, p))
                 if name.startswith("probing"):
-                    worst.append((m, p))
+                    worst.append((k, m, p))
         print("  %-22s" % k + "".join("%-18s" % c for c in cells))
     for name, res, note in cols:
         if note != "paused":
@@ -801,8 +801,13 @@ def round_trips_part(dbg_version, deb_ver):
               "pydevd's socket to the adapter\n  (by probing/eval in the target): pydevd "
               "writes header and body apart, so Nagle waits for a delayed ACK")
         print("  goal: probing under 2 ms: medians %s (worst %.3f ms), p90 %s (worst %.3f ms)"
-              % ("met" if max(w[0] for w in worst) < 2 else "NOT met", max(w[0] for w in worst),
-                 "met" if max(w[1] for w in worst) < 2 else "NOT met", max(w[1] for w in worst)))
+              % ("met" if max(w[1] for w in worst) < 2 else "NOT met", max(w[1] for w in worst),
+                 "met" if max(w[2] for w in worst) < 2 else "NOT met", max(w[2] for w in worst)))
+    if worst:
+        slow = [k for k, _m, p in worst if p > 0.15]
+        print("  goal: probing p90 <= 0.15 ms (issue 40): %s (worst %.3f ms%s)"
+              % ("met" if not slow else "NOT met", max(p for _k, _m, p in worst),
+                 "; over it: " + ", ".join(sorted(set(slow))) if slow else ""))
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ static const char *clock_words(const cJSON *st)
     if (!c)
         return "";
     if (strcmp(c, "events") == 0)
-        return cli_json_true(st, "clockUserOnly") ? ", perf-event clock (user time)"
+        return cli_json_true(st, "clockUserOnly") ? ", perf-event clock, user time only"
                                                   : ", perf-event clock";
     return ", CPU-timer clock";
 }
