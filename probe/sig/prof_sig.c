@@ -68,6 +68,7 @@ struct prof_slot {
      * is retired and the event closed (pfd_open 0), so that a late signal still names a slot
      * and is dropped. ev_busy: the handler is re-enabling it (slot_disarm waits that out). */
     int pfd, pfd_open;
+    uint64_t ev_id; /* the event's id (PERF_EVENT_IOC_ID): still ours before it is closed */
     _Atomic int ev_busy;
     int counting;            /* a timer or an event counts the thread's CPU time (missed samples) */
     struct pyrt_window *win; /* its Python frames' copy: the start of the slot's mapping */
@@ -148,16 +149,24 @@ static struct prof_slot *slot_of(const siginfo_t *si)
 }
 
 /* The slot whose event sent this signal (F_SETSIG: si_code is a POLL_* reason, si_fd the
- * event), live or retired; NULL for anything else. */
+ * event), live or retired; NULL for anything else. A retired slot keeps its closed event's
+ * number, which a new thread's event may have been given meanwhile: the calling thread's own
+ * slot first (the signal goes to the event's thread), a retired one only for a late signal. */
 static struct prof_slot *slot_of_event(const siginfo_t *si)
 {
+    struct prof_slot *any = NULL;
     if (!si || si->si_code < POLL_IN || si->si_code > POLL_HUP || si->si_fd < 0)
         return NULL;
-    int hi = atomic_load(&slots_hi);
-    for (int i = 0; i < hi; i++)
-        if (atomic_load(&slots[i].state) != SLOT_FREE && slots[i].pfd == si->si_fd)
+    int hi = atomic_load(&slots_hi), me = (int)syscall(SYS_gettid);
+    for (int i = 0; i < hi; i++) {
+        if (atomic_load(&slots[i].state) == SLOT_FREE || slots[i].pfd != si->si_fd)
+            continue;
+        if (slots[i].tid == me)
             return &slots[i];
-    return NULL;
+        if (!any)
+            any = &slots[i];
+    }
+    return any;
 }
 
 static uintptr_t uc_sp(const ucontext_t *uc)
@@ -339,8 +348,10 @@ void sig_prof_fork_child(void)
      * disabled: that would stop the parent's), so no child keeps an event of the parent's
      * alive after the parent's stop. */
     for (int i = 0; i < PROF_MAX_SLOTS; i++) {
-        if (atomic_load(&slots[i].state) != SLOT_FREE && slots[i].pfd_open)
-            close(slots[i].pfd);
+        uint64_t id = 0;
+        if (atomic_load(&slots[i].state) != SLOT_FREE && slots[i].pfd_open &&
+            ioctl(slots[i].pfd, PERF_EVENT_IOC_ID, &id) == 0 && id == slots[i].ev_id)
+            close(slots[i].pfd); /* still ours (slot_disarm) */
         slots[i].pfd = -1;
         slots[i].pfd_open = 0;
         slots[i].counting = 0;
@@ -483,6 +494,11 @@ static int slot_arm_event(struct prof_slot *s, long long period)
         close(fd);
         return -e;
     }
+    if (ioctl(fd, PERF_EVENT_IOC_ID, &s->ev_id) != 0) {
+        e = errno;
+        close(fd);
+        return -e;
+    }
     s->pfd = fd;
     s->pfd_open = 1;
     s->period_ns = period;
@@ -545,7 +561,10 @@ static void slot_disarm(struct prof_slot *s)
         timer_delete(s->timer);
         s->has_timer = 0;
     }
-    if (s->pfd_open) {
+    uint64_t id = 0;
+    /* Still our event? A host that closed every descriptor it did not open (closefrom) may
+     * have the number for a file of its own now: that is neither disabled nor closed. */
+    if (s->pfd_open && ioctl(s->pfd, PERF_EVENT_IOC_ID, &id) == 0 && id == s->ev_id) {
         ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
         for (int i = 0; i < 100 && atomic_load(&s->ev_busy); i++) {
             struct timespec ts = {0, 1000000};
@@ -553,8 +572,8 @@ static void slot_disarm(struct prof_slot *s)
         }
         ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
         close(s->pfd);
-        s->pfd_open = 0;
     }
+    s->pfd_open = 0;
     s->counting = 0;
 }
 

@@ -27,10 +27,12 @@ ctypes from the Python function hot_python_caller):
   stop; at 1000 Hz few samples missed, where CPU timers miss most on a 250 Hz tick);
   `--clock timers` asked; a target whose seccomp filter refuses perf_event_open falls back to
   timers and says why, and `--clock events` there is a one-line error that starts nothing;
+  stop leaves alone a descriptor the target reused after closing the sampler's event;
 - a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
 - a thread started by `probing eval` has the main thread's signal mask and is sampled (the
   evaluator runs user code with the target's mask, its own threads block everything otherwise);
 - inject -P starts sampling; bad arguments are one-line errors with exit status 2."""
+import ast
 import json
 import os
 import re
@@ -457,6 +459,36 @@ def test_perf_event_clock(python, spawn):
     r = probing("-p", t.pid, "perf", "--stop", check=True)
     assert "200 Hz, CPU-timer clock" in r.stdout and counts(r.stdout)[0] >= 30, r.stdout
     assert prof_timers(t.pid) == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_stop_leaves_a_reused_descriptor_alone(python, spawn):
+    """The target closes the sampler's perf events behind its back (as a library that closes
+    every descriptor it did not open would) and opens files that take their numbers: stop
+    neither disables nor closes what is no longer its own, and the target keeps its files."""
+    t = spawn(python, SAMPLE, args=("--threads", "1"))
+    probing("-p", t.pid, "perf", "--cc", "--rate", "200", check=True)
+    deadline = time.time() + 10
+    while time.time() < deadline and perf_fds(t.pid) < 2:
+        time.sleep(0.1)
+    assert perf_fds(t.pid) >= 2
+    ours = []
+    for fd in os.listdir("/proc/%d/fd" % t.pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (t.pid, fd)) == "anon_inode:[perf_event]":
+                ours.append(int(fd))
+        except OSError:
+            pass
+    probing("-p", t.pid, "eval", "import builtins, os; [os.close(f) for f in %r]; "
+            "builtins.MINE = [os.open('/dev/null', os.O_RDONLY) for f in %r]" % (ours, ours),
+            check=True)
+    mine = ast.literal_eval(probing("-p", t.pid, "eval", "sorted(MINE)", check=True).stdout)
+    assert perf_fds(t.pid) == 0 and mine, mine
+    probing("-p", t.pid, "perf", "--stop", check=True)
+    assert ast.literal_eval(probing("-p", t.pid, "eval", "[os.readlink('/proc/self/fd/%d' % f) "
+                                    "for f in MINE]", check=True).stdout) == ["/dev/null"] * len(mine)
     t.assert_responsive()
     t.check_output_clean()
 
