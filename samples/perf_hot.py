@@ -15,6 +15,7 @@
 #                       for 0.1 s and exits 0; "ok forks N bad M" lines report them;
 #          --fork-linger  with --fork: each child then sleeps 3 s before it exits ("ok
 #                       child PID" names it; reaped, and counted, once it has exited);
+#          --nofile N   first of all, an open-file limit (soft) of N descriptors;
 #          --no-perf-events  first of all, a seccomp filter as a container's default profile
 #                       has: perf_event_open fails with EACCES (x86-64 and aarch64);
 #          --short N    a thread "spawner" keeping N short-lived threads alive, each named
@@ -162,6 +163,10 @@ def refuse_perf_events():
 
 def main():
     args = sys.argv[1:]
+    if "--nofile" in args:
+        import resource
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (int(args[args.index("--nofile") + 1]), hard))
     if "--no-perf-events" in args:
         refuse_perf_events()
     nthreads = int(args[args.index("--threads") + 1]) if "--threads" in args else 0

@@ -37,6 +37,7 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -99,6 +100,10 @@ static struct sigaction old_action;
 static int installed;
 static int clock_kind = PROF_CLOCK_TIMERS; /* this run's (sig_prof_clock_choose) */
 static int ev_exclude_kernel;              /* events count user time only (paranoid 2) */
+/* Events open now, and the most this run may hold: each is a descriptor of the host's process,
+ * out of its open-file limit (and the numbers under 1024 that select() can watch), so at most
+ * an eighth of the soft limit, 256 at most; more threads get CPU timers. */
+static int ev_count, ev_cap;
 /* The drain thread's (and the stopping thread's, after it): mappings of freed slots kept for
  * the next threads (no munmap, whose TLB shootdown interrupts every core, no new page faults;
  * at most the peak of threads sampled at once, unmapped at stop), and /proc/self/maps kept
@@ -352,6 +357,7 @@ void sig_prof_fork_child(void)
         if (atomic_load(&slots[i].state) != SLOT_FREE && slots[i].pfd_open &&
             ioctl(slots[i].pfd, PERF_EVENT_IOC_ID, &id) == 0 && id == slots[i].ev_id)
             close(slots[i].pfd); /* still ours (slot_disarm) */
+        ev_count = 0;
         slots[i].pfd = -1;
         slots[i].pfd_open = 0;
         slots[i].counting = 0;
@@ -451,8 +457,13 @@ int sig_prof_clock_choose(int want, int rate)
 {
     long long period = 1000000000LL / (rate > 0 ? rate : 1);
     int fd, e;
+    struct rlimit rl;
     clock_kind = PROF_CLOCK_TIMERS;
     ev_exclude_kernel = 0;
+    ev_cap = 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 8 < (rlim_t)ev_cap)
+        ev_cap = (int)(rl.rlim_cur / 8);
     if (want == PROF_CLOCK_TIMERS)
         return 0;
     /* An event on the calling thread, never enabled: whether the kernel lets this process
@@ -485,6 +496,8 @@ int sig_prof_clock(int *user_only)
 static int slot_arm_event(struct prof_slot *s, long long period)
 {
     struct f_owner_ex own = {F_OWNER_TID, s->tid};
+    if (ev_count >= ev_cap)
+        return -EMFILE; /* the host's descriptors come first: a timer */
     int fd = ev_open(s->tid, period, ev_exclude_kernel), e;
     if (fd < 0)
         return -errno;
@@ -501,6 +514,7 @@ static int slot_arm_event(struct prof_slot *s, long long period)
     }
     s->pfd = fd;
     s->pfd_open = 1;
+    ev_count++;
     s->period_ns = period;
     s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
     s->counting = 1;
@@ -510,6 +524,7 @@ static int slot_arm_event(struct prof_slot *s, long long period)
         s->counting = 0;
         s->pfd = -1;
         s->pfd_open = 0;
+        ev_count--;
         close(fd);
         return -e;
     }
@@ -573,6 +588,8 @@ static void slot_disarm(struct prof_slot *s)
         ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
         close(s->pfd);
     }
+    if (s->pfd_open)
+        ev_count--;
     s->pfd_open = 0;
     s->counting = 0;
 }

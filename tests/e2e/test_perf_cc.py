@@ -27,7 +27,8 @@ ctypes from the Python function hot_python_caller):
   stop; at 1000 Hz few samples missed, where CPU timers miss most on a 250 Hz tick);
   `--clock timers` asked; a target whose seccomp filter refuses perf_event_open falls back to
   timers and says why, and `--clock events` there is a one-line error that starts nothing;
-  stop leaves alone a descriptor the target reused after closing the sampler's event;
+  stop leaves alone a descriptor the target reused after closing the sampler's event; under an
+  open-file limit of 128 at most 16 events, the other threads on CPU timers;
 - a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
 - a thread started by `probing eval` has the main thread's signal mask and is sampled (the
   evaluator runs user code with the target's mask, its own threads block everything otherwise);
@@ -459,6 +460,29 @@ def test_perf_event_clock(python, spawn):
     r = probing("-p", t.pid, "perf", "--stop", check=True)
     assert "200 Hz, CPU-timer clock" in r.stdout and counts(r.stdout)[0] >= 30, r.stdout
     assert prof_timers(t.pid) == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_events_leave_the_hosts_descriptors(python, spawn):
+    """Under an open-file limit of 128, at most 16 perf events (an eighth of it): the other
+    busy threads are sampled with CPU timers, every thread is sampled, and stop removes
+    both."""
+    t = spawn(python, SAMPLE, args=("--nofile", "128", "--threads", "20"))
+    probing("-p", t.pid, "perf", "--cc", "--rate", "200", check=True)
+    deadline = time.time() + 10
+    while time.time() < deadline and perf_fds(t.pid) + prof_timers(t.pid) < 21:
+        time.sleep(0.1)
+    assert perf_fds(t.pid) == 16 and prof_timers(t.pid) >= 5, (perf_fds(t.pid),
+                                                               prof_timers(t.pid))
+    time.sleep(2)
+    r = probing("-p", t.pid, "perf", "--stop", check=True)
+    assert "perf-event clock" in r.stdout
+    rows = query(t.pid, "SELECT thread_name, COUNT(*) FROM perf.samples GROUP BY thread_id")
+    names = {n for n, c in rows if c >= 1}
+    assert {"MainThread"} | {"busy-%d" % i for i in range(20)} <= names, rows
+    assert perf_fds(t.pid) == 0 and prof_timers(t.pid) == 0
     t.assert_responsive()
     t.check_output_clean()
 
