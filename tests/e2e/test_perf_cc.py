@@ -28,7 +28,8 @@ ctypes from the Python function hot_python_caller):
   `--clock timers` asked; a target whose seccomp filter refuses perf_event_open falls back to
   timers and says why, and `--clock events` there is a one-line error that starts nothing;
   stop leaves alone a descriptor the target reused after closing the sampler's event; under an
-  open-file limit of 128 at most 16 events, the other threads on CPU timers;
+  open-file limit of 128 at most 16 events, the other threads on CPU timers; a target and CLI
+  of nobody get the clock kernel.perf_event_paranoid allows, named in the summary;
 - a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
 - a thread started by `probing eval` has the main thread's signal mask and is sampled (the
   evaluator runs user code with the target's mask, its own threads block everything otherwise);
@@ -37,6 +38,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -485,6 +487,38 @@ def test_events_leave_the_hosts_descriptors(python, spawn):
     assert perf_fds(t.pid) == 0 and prof_timers(t.pid) == 0
     t.assert_responsive()
     t.check_output_clean()
+
+
+def test_perf_event_clock_of_another_user(spawn):
+    """A target and a CLI of a user without privileges (nobody): the clock follows
+    kernel.perf_event_paranoid, and the summary says which: events with the kernel's time at 1
+    or less, user time only at 2 (this machine), CPU timers with the reason above."""
+    logdir = tempfile.mkdtemp(prefix="probing-test-")
+    os.chmod(logdir, 0o777)
+    try:
+        t = spawn("/usr/bin/python3", SAMPLE, args=("--threads", "1"),
+                  env={"PROBING_LOG": os.path.join(logdir, "probe.log")},
+                  launcher=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        t.log_path = os.path.join(logdir, "probe.log")
+        r = probing("-p", t.pid, "perf", "--cc", "--rate", "500", "--duration", "1.5",
+                    user="nobody", check=True)
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            paranoid = int(f.read())
+        if paranoid <= 1:
+            assert "500 Hz, perf-event clock)" in r.stdout, r.stdout
+        elif paranoid == 2:
+            assert "500 Hz, perf-event clock, user time only)" in r.stdout, r.stdout
+        else:
+            assert "500 Hz, CPU-timer clock)" in r.stdout, r.stdout
+            assert ("clock: CPU timers, not perf events (perf_event_open: Permission denied; "
+                    "kernel.perf_event_paranoid is %d)" % paranoid) in r.stdout, r.stdout
+        assert counts(r.stdout)[0] >= 50, r.stdout
+        probing("-p", t.pid, "perf", "--stop", user="nobody", check=True)
+        assert perf_fds(t.pid) == 0
+        t.assert_responsive()
+        t.check_output_clean()
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
