@@ -86,6 +86,7 @@ static int probe_start(struct pb_err *err)
         goto out;
     if ((rc = fault("server", err)) < 0 || (rc = srv_start(err)) < 0)
         goto undo_loop;
+    gil_worker_poll_when(dbg_stopped);
     if ((rc = fault("worker", err)) < 0 || (rc = gil_worker_start(core_agent_loop(), err)) < 0)
         goto undo_server;
     if ((rc = fault("task", err)) < 0 || (rc = core_task_start(core_agent_loop(), err)) < 0)

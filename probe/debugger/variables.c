@@ -289,6 +289,7 @@ int dbg_variables(long long ref, int filter, long long start, long long count,
     vars_room();
     struct vars_out out = {vs, frame};
     int rc = 0;
+    pyrt_obj_cache_pinned(1); /* each type checked once per answer, not once per child */
     if (kind == VK_LOCALS) {
         PyObject *d = locals_dict(obj, err);
         if (d)
@@ -299,6 +300,7 @@ int dbg_variables(long long ref, int filter, long long start, long long count,
     } else {
         dbg_vars_children(obj, kind == VK_GLOBALS, expr, &pg, add_var, &out);
     }
+    pyrt_obj_cache_pinned(0);
     vs->more = pg.more;
     free(expr);
     Py_XDECREF(frame);

@@ -17,6 +17,10 @@ int gil_worker_start(uv_loop_t *loop, struct pb_err *err);
 /* Undoes gil_worker_start (a start that failed later, before the loop ran): the worker ends
  * on its own (detached), its completions' handle is closed. */
 void gil_worker_stop(void);
+/* Before the loop runs: while pred() answers non-zero (the debugger holds the target stopped:
+ * the GIL is free), the worker and the loop look for the next job and for its completion for a
+ * fraction of a millisecond before they sleep (see worker.c). Called from any probe thread. */
+void gil_worker_poll_when(int (*pred)(void));
 /* Worker threads alive (taking jobs or retired), for tests and the log. */
 int gil_worker_count(void);
 

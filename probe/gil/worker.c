@@ -10,12 +10,20 @@
  * it takes no more jobs and its thread ends when its call returns (its answer still goes out if
  * its client waits), and a fresh worker takes the queue; the waiting job gets its time again.
  * At most MAX_WORKERS threads exist at once; past that, jobs time out and the answer says what
- * the evaluator is busy with (gil_worker_busy_text). */
+ * the evaluator is busy with (gil_worker_busy_text).
+ *
+ * While the debugger holds the target stopped (gil_worker_poll_when), its Python threads are
+ * parked and the GIL is free: a job takes it at once, and a client sends its next request a
+ * fraction of a millisecond after an answer. Then the worker looks for the next job, and the
+ * loop for the job's completion, for at most POLL_US (yielding the CPU between looks) before
+ * they sleep, rather than being woken: a wake-up costs 25-35 us on a VM (an interrupt to a
+ * halted CPU), two per request. A running target is never polled for. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,6 +38,7 @@
 #include "pyrt/pyrt.h"
 
 #define MAX_WORKERS PROBE_MAX_WORKERS
+#define POLL_US 300
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_TIMEDOUT };
 
@@ -57,6 +66,10 @@ struct worker {
     double since_ms; /* when that job started */
     char what[160];  /* what that job does, for "busy with ..." */
     atomic_ulong ident;
+    /* Its own thread state kept between jobs while polling (worker thread only): see
+     * run_job. */
+    PyThreadState *kept;
+    PyGILState_STATE kept_g;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -67,12 +80,35 @@ static struct worker workers[MAX_WORKERS];
 static struct worker *active;   /* the one that takes jobs; under mu */
 static struct worker *starting; /* handed to the thread being started; under mu */
 static _Thread_local struct worker *self;
+static int (*poll_when)(void); /* set before the loop runs; NULL: never poll */
+static atomic_int nqueued;     /* jobs in the queue */
+static atomic_int ninflight;   /* jobs submitted whose done has not been called */
+static atomic_int nposted;     /* completions in done_inbox, not delivered yet */
+static uv_prepare_t poll_prep; /* the loop's look for completions before it sleeps */
+static int poll_prep_ready;
 
 static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* 1 once *v is non-zero, 0 after POLL_US without. */
+static int poll_for(atomic_int *v)
+{
+    double end = now_ms() + POLL_US / 1e3;
+    while (atomic_load(v) == 0) {
+        if (now_ms() > end)
+            return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
+static int polling(void)
+{
+    return poll_when && poll_when();
 }
 
 static void job_unref(struct job *j)
@@ -124,7 +160,14 @@ static void run_job(struct worker *w, struct job *j)
         gil_hurry_begin(&j->hurry);
         if (atomic_load(&j->state) != JOB_QUEUED)
             gil_hurry_stop(&j->hurry);
-        PyGILState_STATE g = PyGILState_Ensure();
+        /* The thread state kept from the last job (polling: the target stopped), unless the
+         * interpreter has since been finalised (and initialised again). */
+        PyGILState_STATE g = PyGILState_UNLOCKED;
+        PyThreadState *kept = w->kept;
+        if (kept && PyGILState_GetThisThreadState() == kept)
+            PyEval_RestoreThread(kept);
+        else
+            kept = w->kept = NULL, g = PyGILState_Ensure();
         gil_hurry_end(&j->hurry); /* under the GIL: sys.setswitchinterval cannot run */
         int expect = JOB_QUEUED;
         if (atomic_compare_exchange_strong(&j->state, &expect, JOB_RUNNING)) {
@@ -141,7 +184,24 @@ static void run_job(struct worker *w, struct job *j)
             pthread_mutex_unlock(&mu);
         }
         pyrt_gil_note(0);
-        PyGILState_Release(g);
+        pthread_mutex_lock(&mu);
+        int retired = w->retired;
+        pthread_mutex_unlock(&mu);
+        /* Polling (the target stopped), keep this thread state for the next job: taking the
+         * GIL is then PyEval_RestoreThread, not a thread state made and destroyed per job
+         * (with the first Python call's frame stack, an mmap and munmap: 20-25 us a job).
+         * Dropped at the end of the first job after the stop (the debugger's clean-up at a
+         * detach is one) and by a retired worker. */
+        if (!retired && polling()) {
+            if (!kept) {
+                w->kept = PyThreadState_Get();
+                w->kept_g = g;
+            }
+            PyEval_SaveThread();
+        } else {
+            w->kept = NULL;
+            PyGILState_Release(kept ? w->kept_g : g);
+        }
     }
     int expect = JOB_RUNNING;
     if (!atomic_compare_exchange_strong(&j->state, &expect, JOB_DONE) && j->rc) {
@@ -155,6 +215,7 @@ static void run_job(struct worker *w, struct job *j)
         pthread_mutex_unlock(&mu);
     } else if (atomic_load(&j->state) == JOB_DONE) {
         atomic_fetch_add(&j->refs, 1);
+        atomic_fetch_add(&nposted, 1);
         core_inbox_post(&done_inbox, &j->link);
     }
 }
@@ -170,6 +231,8 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&mu);
     self = w;
     for (;;) {
+        if (polling())
+            poll_for(&nqueued);
         pthread_mutex_lock(&mu);
         while (!w->retired && !queue.head)
             pthread_cond_wait(&cv, &mu);
@@ -181,6 +244,7 @@ static void *worker_main(void *arg)
             return NULL;
         }
         struct job *j = PROBE_CONTAINER(core_fifo_pop(&queue), struct job, link);
+        atomic_fetch_sub(&nqueued, 1);
         pthread_mutex_unlock(&mu);
         if (atomic_load(&j->state) == JOB_QUEUED)
             run_job(w, j);
@@ -241,6 +305,8 @@ static int take_over(struct job *j)
 static void on_done(struct probe_link *l)
 {
     struct job *j = PROBE_CONTAINER(l, struct job, link);
+    atomic_fetch_sub(&nposted, 1);
+    atomic_fetch_sub(&ninflight, 1);
     uv_timer_stop(&j->timer);
     j->done(j->arg, j->rc);
     uv_close((uv_handle_t *)&j->timer, on_timer_closed);
@@ -289,6 +355,7 @@ static void on_timeout(uv_timer_t *t)
     int expect = JOB_QUEUED;
     if (atomic_compare_exchange_strong(&j->state, &expect, JOB_TIMEDOUT)) {
         gil_hurry_stop(&j->hurry); /* its worker may still wait: no longer in a hurry */
+        atomic_fetch_sub(&ninflight, 1);
         j->done(j->arg, PB_ETIMEDOUT);
         uv_close((uv_handle_t *)&j->timer, on_timer_closed);
     }
@@ -299,6 +366,7 @@ static void enqueue(struct job *j)
 {
     pthread_mutex_lock(&mu);
     core_fifo_push(&queue, &j->link);
+    atomic_fetch_add(&nqueued, 1);
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
 }
@@ -317,6 +385,7 @@ int gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
     uv_timer_init(core_agent_loop(), &j->timer);
     j->timer.data = j;
     arm(j, j->timeout_ms);
+    atomic_fetch_add(&ninflight, 1);
     enqueue(j);
     return 0;
 }
@@ -440,14 +509,42 @@ int gil_worker_busy_text(unsigned long holder, char *buf, size_t n)
     return found;
 }
 
+static void close_poll_prep(void)
+{
+    if (poll_prep_ready) {
+        poll_prep_ready = 0;
+        uv_close((uv_handle_t *)&poll_prep, NULL);
+    }
+}
+
+/* Loop thread, before it sleeps: a job in flight while polling is on may finish within
+ * POLL_US; deliver it now rather than after a wake-up. */
+static void on_poll_prep(uv_prepare_t *h)
+{
+    (void)h;
+    if (atomic_load(&ninflight) > 0 && polling() && poll_for(&nposted) && done_inbox.held == 0)
+        core_inbox_drain(&done_inbox);
+}
+
+void gil_worker_poll_when(int (*pred)(void))
+{
+    poll_when = pred;
+}
+
 int gil_worker_start(uv_loop_t *loop, struct pb_err *err)
 {
     core_inbox_init(&done_inbox, loop, on_done);
+    if (uv_prepare_init(loop, &poll_prep) == 0) {
+        poll_prep_ready = 1;
+        uv_prepare_start(&poll_prep, on_poll_prep);
+        uv_unref((uv_handle_t *)&poll_prep); /* never keeps the loop alive */
+    }
     pthread_mutex_lock(&mu);
     int rc = spawn_locked();
     pthread_mutex_unlock(&mu);
     if (rc < 0) {
         core_inbox_close(&done_inbox);
+        close_poll_prep();
         return pb_err_set(err, rc, "pthread_create: %s", strerror(-rc));
     }
     return 0;
@@ -463,4 +560,5 @@ void gil_worker_stop(void)
     }
     pthread_mutex_unlock(&mu);
     core_inbox_close(&done_inbox);
+    close_poll_prep();
 }

@@ -77,26 +77,31 @@ static int rd_at(pyrt_read_fn rd, uintptr_t a, void *dst, size_t n)
     return a && pyrt_ptr_ok((const void *)a, 1) && rd(a, dst, n) == 0;
 }
 
-/* tp: a static type named name (numpy's are; a Python class can take any name, never a static
- * type). */
-static int static_named(pyrt_read_fn rd, uintptr_t tp, const char *name)
+#define NP_NAME 48 /* longer than any name below, with its NUL */
+
+/* tp's name into buf when tp is a static type (numpy's are; a Python class can take any name,
+ * never a static type) whose name is shorter than NP_NAME; else 0. Read once per type, then
+ * compared with every name of ours. */
+static int static_name(pyrt_read_fn rd, uintptr_t tp, char buf[NP_NAME])
 {
     unsigned long flags;
     uintptr_t tn;
-    char buf[48];
-    size_t len = strlen(name) + 1;
     if (!rd_at(rd, tp + offsetof(PyTypeObject, tp_flags), &flags, sizeof flags) ||
         (flags & Py_TPFLAGS_HEAPTYPE) ||
-        !rd_at(rd, tp + offsetof(PyTypeObject, tp_name), &tn, sizeof tn) || len > sizeof buf)
+        !rd_at(rd, tp + offsetof(PyTypeObject, tp_name), &tn, sizeof tn))
         return 0;
-    /* the name's bytes up to its NUL: read as two pieces when it crosses a page */
+    /* up to the end of its page first (the name may end just before an unmapped one), then the
+     * rest from the next page when no NUL came yet */
     size_t first = 4096 - (tn & 4095);
-    if (first > len)
-        first = len;
-    if (!rd_at(rd, tn, buf, first) ||
-        (first < len && !rd_at(rd, tn + first, buf + first, len - first)))
+    if (first > NP_NAME)
+        first = NP_NAME;
+    if (!rd_at(rd, tn, buf, first))
         return 0;
-    return memcmp(buf, name, len) == 0;
+    if (!memchr(buf, '\0', first) &&
+        (first == NP_NAME || !rd_at(rd, tn + first, buf + first, NP_NAME - first) ||
+         !memchr(buf, '\0', NP_NAME)))
+        return 0;
+    return 1;
 }
 
 static Py_ssize_t basicsize(pyrt_read_fn rd, uintptr_t tp)
@@ -320,8 +325,11 @@ static int unit_text(char *out, size_t n, int unit, int num)
 static int scalar_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, char *out, size_t n)
 {
     unsigned char raw[16];
+    char tname[NP_NAME];
+    if (!static_name(rd, tp, tname))
+        return 0;
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
-        if (!static_named(rd, tp, scalars[i].name))
+        if (strcmp(tname, scalars[i].name) != 0)
             continue;
         char kind = scalars[i].kind;
         size_t size = scalars[i].size, need = size + (kind == 'M' || kind == 'm' ? 8 : 0);
@@ -451,8 +459,9 @@ static void dtype_name(char *out, size_t n, const struct np_descr *d, long long 
 static int is_array(pyrt_read_fn rd, uintptr_t tp)
 {
     Py_ssize_t size = basicsize(rd, tp);
+    char tname[NP_NAME];
     for (int i = 0; i < NP_BASES && tp; i++) {
-        if (static_named(rd, tp, "numpy.ndarray"))
+        if (static_name(rd, tp, tname) && strcmp(tname, "numpy.ndarray") == 0)
             return size >= (Py_ssize_t)sizeof(struct np_array);
         if (!rd_at(rd, tp + offsetof(PyTypeObject, tp_base), &tp, sizeof tp))
             return 0;
@@ -558,8 +567,13 @@ char *pyrt_numpy_display(PyObject *o)
 {
     char out[PYRT_REPR_MAX + 1];
     PyTypeObject *tp = Py_TYPE(o);
+    uintptr_t obj = (uintptr_t)o, t = (uintptr_t)tp;
+    if (scalar_display(pyrt_mem_read_at, obj, t, out, sizeof out))
+        return strdup(out);
+    if (!is_array(pyrt_mem_read_at, t)) /* most objects: no name needed */
+        return NULL;
     char *tn = tp->tp_flags & Py_TPFLAGS_HEAPTYPE ? pyrt_repr_typename(o) : NULL;
-    int ok = pyrt_np_value((uintptr_t)o, (uintptr_t)tp, tn, pyrt_mem_read_at, out, sizeof out);
+    int ok = array_display(pyrt_mem_read_at, obj, t, tn, out, sizeof out);
     free(tn);
     return ok ? strdup(out) : NULL;
 }

@@ -22,16 +22,30 @@
 #define OBJ_CACHE 64   /* types remembered as good while a cache is on */
 
 /* Types found good, while the caller keeps the cache on (pyrt_obj_cache: no code runs then
- * that could free a type). */
+ * that could free a type; pyrt_obj_cache_pinned: each type is held by a reference of ours). */
 static _Thread_local struct {
-    int on, n;
+    int on, pin, n;
     const PyTypeObject *t[OBJ_CACHE];
 } cache;
 
+static void cache_set(int on, int pin)
+{
+    if (cache.pin)
+        for (int i = 0; i < cache.n; i++)
+            Py_DECREF((PyObject *)cache.t[i]); /* may free a type the program dropped */
+    cache.on = on;
+    cache.pin = on && pin;
+    cache.n = 0;
+}
+
 void pyrt_obj_cache(int on)
 {
-    cache.on = on;
-    cache.n = 0;
+    cache_set(on, 0);
+}
+
+void pyrt_obj_cache_pinned(int on)
+{
+    cache_set(on, 1);
 }
 
 /* The builtin types the repr shows by value or by name: static, part of libpython, trusted. */
@@ -41,7 +55,7 @@ static int builtin(const PyTypeObject *tp)
            tp == &PyComplex_Type || tp == &PyUnicode_Type || tp == &PyBytes_Type ||
            tp == &PyList_Type || tp == &PyTuple_Type || tp == &PyDict_Type || tp == &PySet_Type ||
            tp == &PyFrozenSet_Type || tp == &PyType_Type || tp == &PyModule_Type ||
-           tp == &PyFunction_Type || tp == &PyCell_Type;
+           tp == &PyFunction_Type || tp == &PyCell_Type || tp == &PyBaseObject_Type;
 }
 
 /* 1 when every byte of [a, a+n) is readable: one read for a short range, else a byte of each
@@ -89,8 +103,9 @@ static int obj_of_type(const PyObject *o, const PyTypeObject *tp)
 
 static int type_ok(const PyTypeObject *tp, int with_mro);
 
-/* The type's tp_mro: a readable tuple of readable types (tensor.c walks it). */
-static int mro_ok(const PyObject *mro)
+/* The type's tp_mro: a readable tuple of readable types (tensor.c walks it); self, the type
+ * whose MRO it is (its first entry), is being checked by the caller. */
+static int mro_ok(const PyObject *mro, const PyTypeObject *self)
 {
     PyTupleObject t;
     if (!mro)
@@ -102,7 +117,8 @@ static int mro_ok(const PyObject *mro)
         !range_ok(((const PyTupleObject *)mro)->ob_item, (size_t)n * sizeof(PyObject *)))
         return 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!type_ok((const PyTypeObject *)((const PyTupleObject *)mro)->ob_item[i], 0))
+        if (((const PyTupleObject *)mro)->ob_item[i] != (const PyObject *)self &&
+            !type_ok((const PyTypeObject *)((const PyTupleObject *)mro)->ob_item[i], 0))
             return 0;
     return 1;
 }
@@ -140,7 +156,7 @@ static int type_ok(const PyTypeObject *tp, int with_mro)
         if (t->tp_dict && (!obj_of_type(t->tp_dict, &PyDict_Type) || !dict_ok(t->tp_dict)))
             return 0;
     }
-    return !with_mro || mro_ok(t->tp_mro);
+    return !with_mro || mro_ok(t->tp_mro, tp);
 }
 
 int pyrt_type_ok(const PyTypeObject *tp)
@@ -152,8 +168,11 @@ int pyrt_type_ok(const PyTypeObject *tp)
             return 1;
     if (!type_ok(tp, 1))
         return 0;
-    if (cache.on && cache.n < OBJ_CACHE)
+    if (cache.on && cache.n < OBJ_CACHE) {
+        if (cache.pin)
+            Py_INCREF((PyObject *)tp);
         cache.t[cache.n++] = tp;
+    }
     return 1;
 }
 

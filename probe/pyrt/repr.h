@@ -19,6 +19,9 @@ int pyrt_type_ok(const PyTypeObject *tp);
 /* on=1: the calling thread remembers the types it found good, until on=0, for many objects
  * checked in a row while no code runs that could free a type (a snapshot's locals). */
 void pyrt_obj_cache(int on);
+/* The same with the GIL held, while code may run (an allocation's garbage collection): each
+ * type remembered is held by a reference until on=0, so none is freed while it is trusted. */
+void pyrt_obj_cache_pinned(int on);
 /* Bounded repr of o into a new malloc'd string (<= PYRT_REPR_MAX chars); never runs user code:
  * exact builtins only, PyTorch tensors by shape, dtype and device (tensor.c), anything else
  * "<module.Type object at 0x...>"; an object (or element) failing pyrt_obj_ok

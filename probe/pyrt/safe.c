@@ -24,7 +24,9 @@
 enum { MEM_UNSET, MEM_VM, MEM_PIPE, MEM_NONE };
 
 static int mem_method = MEM_UNSET;
-static pid_t mem_pid;
+/* Our pid (getpid is a system call of its own at every read otherwise); 0 in a fork child
+ * (pthread_atfork) or where no fork handler could be registered: then each read asks. */
+static volatile pid_t mem_pid;
 static int pipe_fd[2] = {-1, -1};
 static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t mem_once = PTHREAD_ONCE_INIT;
@@ -51,7 +53,8 @@ static size_t read_vm(const void *addr, void *dst, size_t n)
         struct iovec local = {(char *)dst + total, batch};
         ssize_t r;
         do {
-            r = process_vm_readv(mem_pid, &local, 1, remote, (unsigned long)cnt, 0);
+            r = process_vm_readv(mem_pid > 0 ? mem_pid : getpid(), &local, 1, remote,
+                                 (unsigned long)cnt, 0);
         } while (r < 0 && errno == EINTR);
         if (r <= 0)
             break;
@@ -90,6 +93,11 @@ static size_t read_pipe(const void *addr, void *dst, size_t n)
     return done;
 }
 
+static void on_fork_child(void)
+{
+    mem_pid = 0;
+}
+
 static void choose(void)
 {
     static const char probe_bytes[8] = "pyrt-ok";
@@ -97,7 +105,7 @@ static void choose(void)
     /* PROBING_PYRT_READ=pipe forces the fallback (tests, and hosts where the syscall is
      * filtered in a way the check below cannot see). */
     const char *force = getenv("PROBING_PYRT_READ");
-    mem_pid = getpid();
+    mem_pid = pthread_atfork(NULL, NULL, on_fork_child) == 0 ? getpid() : 0;
     mem_method = MEM_VM;
     if (!(force && strcmp(force, "pipe") == 0) &&
         read_vm(probe_bytes, buf, sizeof buf) == sizeof buf && memcmp(buf, probe_bytes, 8) == 0)
@@ -127,9 +135,6 @@ size_t pyrt_mem_read_upto(const void *addr, void *dst, size_t n)
         return 0;
     if (mem_method == MEM_UNSET)
         pyrt_mem_init();
-    /* A fork()ed child inherits mem_pid: reading the parent would be wrong, so re-check. */
-    if (mem_method == MEM_VM && mem_pid != getpid())
-        mem_pid = getpid();
     switch (mem_method) {
     case MEM_VM: return read_vm(addr, dst, n);
     case MEM_PIPE: return read_pipe(addr, dst, n);

@@ -34,6 +34,7 @@ struct walk {
     int max_frames;
     int want_raw;
     long only;           /* > 0: the thread with this id (pyrt_thread_id) only */
+    int comm_later;      /* threading names them: the OS name only of a thread it does not */
     struct pyrt_walk fw; /* one thread's walk (frames.h): max_frames of pos and ext */
     struct pyrt_code_memo memo[CACHE_SLOTS];
 };
@@ -356,7 +357,7 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
             t->is_main = ts.ident == main_ident && in.id == 0;
             t->daemon = -1;
             t->holds_gil = locked && holder == ts_addr;
-            t->name = comm_read(t->native_id);
+            t->name = w->comm_later ? strdup("") : comm_read(t->native_id);
             if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0)
                 return pb_err_set(err, -ENOMEM, "out of memory");
             ts_addr = ts.next;
@@ -532,6 +533,7 @@ static int snapshot(struct probe_snapshot *s, int flags, long only, int max_fram
                                               : max_frames;
     w->want_raw = (flags & (PROBE_SNAP_LOCALS | PROBE_SNAP_MEMLOCALS)) != 0;
     w->only = only;
+    w->comm_later = (flags & PROBE_SNAP_NAMES) != 0;
     w->fw.rd = pyrt_mem_read_at;
     w->fw.flags = PYRT_WALK_CHECK;
     w->fw.max = w->max_frames;
@@ -565,6 +567,14 @@ static int snapshot(struct probe_snapshot *s, int flags, long only, int max_fram
         }
         pyrt_obj_cache(0);
         exc_restore(&saved);
+        for (int i = 0; i < s->nthreads && (flags & PROBE_SNAP_NAMES); i++) {
+            struct probe_thread *t = &s->threads[i];
+            char *os_name = t->name_from_threading ? NULL : comm_read(t->native_id);
+            if (os_name) {
+                free(t->name);
+                t->name = os_name;
+            }
+        }
         if (flags & PROBE_SNAP_NAMES)
             names_remember(s);
     }

@@ -150,6 +150,8 @@ def test_subinterp_perf(python, spawn):
                          check=True).stdout
         sub = [l for l in folded.splitlines() if "sub_worker (" in l]
         assert sub, (mode, folded[-2000:])
+        bad = [l for l in sub if "run_in_subinterpreter (" not in l]
+        assert not bad, (mode, bad[:3], len(bad), len(sub))
         assert all(l.index("run_in_subinterpreter (") < l.index("sub_worker (") for l in sub), \
             (mode, [l for l in sub if "run_in_subinterpreter (" not in l][:3])
         probing("-p", t.pid, "perf", "--stop", check=True)
