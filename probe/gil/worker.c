@@ -85,6 +85,7 @@ static atomic_int nqueued;     /* jobs in the queue */
 static atomic_int ninflight;   /* jobs submitted whose done has not been called */
 static atomic_int nposted;     /* completions in done_inbox, not delivered yet */
 static uv_prepare_t poll_prep; /* the loop's look for completions before it sleeps */
+static int poll_fresh;         /* loop only: a job was submitted since the last look */
 static int poll_prep_ready;
 
 static double now_ms(void)
@@ -386,6 +387,7 @@ int gil_submit(probe_gil_fn fn, probe_gil_done done, void *arg, int timeout_ms)
     j->timer.data = j;
     arm(j, j->timeout_ms);
     atomic_fetch_add(&ninflight, 1);
+    poll_fresh = 1;
     enqueue(j);
     return 0;
 }
@@ -522,6 +524,9 @@ static void close_poll_prep(void)
 static void on_poll_prep(uv_prepare_t *h)
 {
     (void)h;
+    if (!poll_fresh) /* once per job: a long one is not looked for at every wake-up */
+        return;
+    poll_fresh = 0;
     if (atomic_load(&ninflight) > 0 && polling() && poll_for(&nposted) && done_inbox.held == 0)
         core_inbox_drain(&done_inbox);
 }
