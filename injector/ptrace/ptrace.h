@@ -21,6 +21,10 @@ struct ptrace_pyver {
 /* Detect the CPython version running in pid, from its executable or the libpython it maps.
  * PB_ENOPYTHON for a non-Python process, -ESRCH if it does not exist, -EACCES if /proc denies. */
 int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err);
+/* The same, and *mapped: whether pid maps a file whose name starts with name_prefix (the probe's
+ * library: loaded or not), from the same read of its maps. */
+int ptrace_pyver_detect_mapping(pid_t pid, struct ptrace_pyver *v, const char *name_prefix,
+                                int *mapped, struct pb_err *err);
 
 /* Runtime addresses in pid of the interpreter's symbols names[0..n-1] (in libpython3.X when
  * the process maps it, else in its executable), 0 for one not found. 0, or a negative code. */

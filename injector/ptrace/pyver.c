@@ -166,9 +166,17 @@ static int from_exe(pid_t pid, struct ptrace_pyver *v)
 
 int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err)
 {
+    return ptrace_pyver_detect_mapping(pid, v, NULL, NULL, err);
+}
+
+int ptrace_pyver_detect_mapping(pid_t pid, struct ptrace_pyver *v, const char *name_prefix,
+                                int *mapped, struct pb_err *err)
+{
     struct ptrace_status st;
     struct ptrace_maps m = {0};
     memset(v, 0, sizeof *v);
+    if (mapped)
+        *mapped = 0;
     int rc = ptrace_status_read(pid, &st);
     if (rc < 0)
         return status_err(pid, rc, err);
@@ -178,6 +186,8 @@ int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err)
     rc = ptrace_maps_read(pid, &m);
     if (rc < 0)
         return status_err(pid, rc, err);
+    if (mapped && name_prefix)
+        *mapped = ptrace_maps_lookup(&m, name_prefix, NULL) != NULL;
     rc = from_libpython(pid, &m, v);
     if (rc == -ENOENT) {
         rc = from_exe(pid, v);

@@ -205,29 +205,80 @@ static int same_rank(const cJSON *a, const cJSON *b)
            cli_json_num(a, "rank", -1) == cli_json_num(b, "rank", -1);
 }
 
+/* A process found, and what is known of it so far. */
+struct cand {
+    cJSON *r;
+    pid_t pid;
+    int py;    /* runs CPython: 1, 0, or -1 not read yet (read only where it decides) */
+    char drop; /* 1: a fork of a rank or a launcher; 2: not Python */
+    char ver[32];
+    int loaded; /* maps the probe's library */
+};
+
+/* Whether c runs CPython: its version and whether the probe is loaded, from one read of /proc
+ * (nothing injected), on first use. */
+static int is_python(struct cand *c)
+{
+    if (c->py < 0) {
+        struct ptrace_pyver pv;
+        struct pb_err err;
+        c->py =
+            ptrace_pyver_detect_mapping(c->pid, &pv, CLI_PROBE_LIB_PREFIX, &c->loaded, &err) == 0;
+        if (c->py)
+            snprintf(c->ver, sizeof c->ver, "%d.%d.%d", pv.major, pv.minor, pv.micro);
+        else
+            c->drop = 2;
+    }
+    return c->py;
+}
+
+/* Parents of the processes walked, asked of /proc once each: forks of 64 ranks share their
+ * ancestors. Open addressing over pid; a full table just asks again. */
+#define PARENTS 4096
+struct parents {
+    pid_t pid[PARENTS], ppid[PARENTS];
+};
+
+static pid_t parent_cached(struct parents *pc, pid_t p)
+{
+    unsigned h = ((unsigned)p * 2654435761u) & (PARENTS - 1);
+    for (int k = 0; k < 64; k++, h = (h + 1) & (PARENTS - 1)) {
+        if (pc->pid[h] == p)
+            return pc->ppid[h];
+        if (pc->pid[h] == 0) {
+            pc->pid[h] = p;
+            return pc->ppid[h] = parent_of(p);
+        }
+    }
+    return parent_of(p);
+}
+
+static int by_pid(const void *a, const void *b)
+{
+    pid_t x = ((const struct cand *)a)->pid, y = ((const struct cand *)b)->pid;
+    return x < y ? -1 : x > y;
+}
+
 /* A matched process whose ancestor is matched too is either a fork of that rank (same job and
  * rank: a DataLoader worker, a subprocess; the ancestor is the rank) or a rank started by a
  * launcher that carries a job's variables itself (the torchrun agent under SLURM, an MPI
- * daemon; the ancestor is not a rank). Marks what to drop in drop[]. */
-static void drop_launchers_and_forks(cJSON *found, char *drop)
+ * daemon; the ancestor is not a rank). A non-Python ancestor (a shell wrapper) is neither.
+ * c is sorted by pid. Marks what to drop; whether a process runs Python is read only where it
+ * decides: a fork of a Python rank goes whatever it runs. */
+static void drop_launchers_and_forks(struct cand *c, int n, struct parents *pc)
 {
-    int n = cJSON_GetArraySize(found);
     for (int i = 0; i < n; i++) {
-        const cJSON *c = cJSON_GetArrayItem(found, i);
-        if (drop[i] == 2)
-            continue;
-        pid_t p = (pid_t)cli_json_num(c, "pid", 0);
-        for (int depth = 0; depth < 32 && p > 1; depth++) {
-            p = parent_of(p);
-            for (int j = 0; j < n; j++) {
-                const cJSON *a = cJSON_GetArrayItem(found, j);
-                if (j == i || drop[j] == 2 || (pid_t)cli_json_num(a, "pid", 0) != p)
-                    continue; /* a non-Python ancestor (a shell wrapper) is neither */
-                if (same_rank(a, c))
-                    drop[i] = 1;
-                else if (!drop[j])
-                    drop[j] = 1;
-            }
+        pid_t p = c[i].pid;
+        for (int depth = 0; depth < 32 && p > 1 && c[i].drop != 2; depth++) {
+            p = parent_cached(pc, p);
+            struct cand key = {.pid = p};
+            struct cand *a = bsearch(&key, c, (size_t)n, sizeof *c, by_pid);
+            if (!a || a == &c[i] || !is_python(a))
+                continue;
+            if (same_rank(a->r, c[i].r))
+                c[i].drop = c[i].drop ? c[i].drop : 1;
+            else if (is_python(&c[i]) && !a->drop)
+                a->drop = 1;
         }
     }
 }
@@ -276,40 +327,41 @@ cJSON *cli_cluster_find_ranks(void)
     free(env);
     /* Python only: the version (and whether the probe is loaded) from /proc, nothing injected. */
     int n = cJSON_GetArraySize(found);
-    char *drop = calloc((size_t)n + 1, 1);
-    for (int i = 0; i < n; i++) {
-        cJSON *r = cJSON_GetArrayItem(found, i);
-        pid_t pid = (pid_t)cli_json_num(r, "pid", 0);
-        struct ptrace_pyver pv;
-        struct pb_err err;
-        char v[32];
-        if (ptrace_pyver_detect(pid, &pv, &err) < 0) {
-            drop[i] = 2;
-            continue;
-        }
-        snprintf(v, sizeof v, "%d.%d.%d", pv.major, pv.minor, pv.micro);
-        cJSON_AddStringToObject(r, "python", v);
-        int loaded = ptrace_maps_find(pid, CLI_PROBE_LIB_PREFIX, NULL, 0) == 1;
-        cJSON_AddStringToObject(r, "probe", loaded ? "loaded" : "not loaded");
-    }
-    drop_launchers_and_forks(found, drop);
+    struct cand *c = calloc((size_t)n + 1, sizeof *c);
+    struct parents *pc = calloc(1, sizeof *pc);
     cJSON *out = cJSON_CreateArray();
+    if (!c || !pc) {
+        free(c);
+        free(pc);
+        cJSON_Delete(found);
+        return out;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        c[i].r = cJSON_DetachItemFromArray(found, i);
+        c[i].pid = (pid_t)cli_json_num(c[i].r, "pid", 0);
+        c[i].py = -1;
+    }
+    cJSON_Delete(found);
+    qsort(c, (size_t)n, sizeof *c, by_pid);
+    drop_launchers_and_forks(c, n, pc);
     cJSON **keep = calloc((size_t)n + 1, sizeof *keep);
     int k = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        cJSON *r = cJSON_DetachItemFromArray(found, i);
-        if (drop[i])
-            cJSON_Delete(r);
-        else
-            keep[k++] = r;
+    for (int i = 0; i < n; i++) {
+        if (!c[i].drop && is_python(&c[i]) && keep) {
+            cJSON_AddStringToObject(c[i].r, "python", c[i].ver);
+            cJSON_AddStringToObject(c[i].r, "probe", c[i].loaded ? "loaded" : "not loaded");
+            keep[k++] = c[i].r;
+        } else {
+            cJSON_Delete(c[i].r);
+        }
     }
     if (k > 0)
         qsort(keep, (size_t)k, sizeof *keep, by_job_rank);
     for (int i = 0; i < k; i++)
         cJSON_AddItemToArray(out, keep[i]);
     free(keep);
-    free(drop);
-    cJSON_Delete(found);
+    free(c);
+    free(pc);
     mark_uids_and_duplicates(out);
     return out;
 }
