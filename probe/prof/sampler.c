@@ -368,9 +368,9 @@ int prof_start(const struct prof_opts *o, struct pb_err *err)
             paranoid[--n] = '\0';
         if (o->clock == PROF_CLOCK_EVENTS)
             return pb_err_set(err, rc,
-                              "--clock events: the kernel refuses perf events here "
-                              "(perf_event_open: %s; kernel.perf_event_paranoid is %s): use "
-                              "--clock timers, or lower that setting (or allow "
+                              "the \"events\" clock: the kernel refuses perf events here "
+                              "(perf_event_open: %s; kernel.perf_event_paranoid is %s): ask "
+                              "for the \"timers\" clock, or lower that setting (or allow "
                               "perf_event_open in the container's seccomp profile)",
                               strerror(-rc), n > 0 ? paranoid : "unreadable");
         snprintf(clock_why, sizeof clock_why,

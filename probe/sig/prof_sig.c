@@ -157,12 +157,12 @@ static struct prof_slot *slot_of(const siginfo_t *si)
  * event), live or retired; NULL for anything else. A retired slot keeps its closed event's
  * number, which a new thread's event may have been given meanwhile: the calling thread's own
  * slot first (the signal goes to the event's thread), a retired one only for a late signal. */
-static struct prof_slot *slot_of_event(const siginfo_t *si)
+static struct prof_slot *slot_of_event(const siginfo_t *si, int me)
 {
     struct prof_slot *any = NULL;
     if (!si || si->si_code < POLL_IN || si->si_code > POLL_HUP || si->si_fd < 0)
         return NULL;
-    int hi = atomic_load(&slots_hi), me = (int)syscall(SYS_gettid);
+    int hi = atomic_load(&slots_hi);
     for (int i = 0; i < hi; i++) {
         if (atomic_load(&slots[i].state) == SLOT_FREE || slots[i].pfd != si->si_fd)
             continue;
@@ -247,15 +247,15 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     struct prof_slot *s = slot_of(si);
+    int me = (int)syscall(SYS_gettid); /* once: a system call of its own */
     atomic_fetch_add(&in_handler, 1);
     if (!s)
-        s = slot_of_event(si);
+        s = slot_of_event(si, me);
     if (!s && sig_stack_take(si, uc)) {
         /* a one-shot stack request (debug --dump --native; stack_sig.h) */
     } else if (s && s->magic == SLOT_MAGIC) {
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
-        if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE &&
-            s->tid == (int)syscall(SYS_gettid)) {
+        if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE && s->tid == me) {
             /* The thread's CPU time at entry (missed-sample counting) and at exit: the
              * handler's own cost. Not monotonic time: with more runnable threads than cores a
              * handler is often preempted, and the wait counted as its cost (64 threads on 2
