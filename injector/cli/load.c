@@ -324,7 +324,11 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
         return fd;
     if (fd >= 0)
         lock_signals(path);
+    /* The checks there and the injection's first look at the target (before it stops it) see
+     * the same moment: one read of its maps for all of them. */
+    ptrace_maps_hold(pid);
     int rc = probe_ensure_locked(pid, injected, version, vn, err);
+    ptrace_maps_release();
     inject_unlock(fd, path);
     if (fd >= 0)
         unlock_signals();
@@ -366,6 +370,7 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
                           pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
     }
     if (orphaned) {
+        ptrace_maps_release(); /* it may wait for another command's injection: fresh reads */
         rc = inject_fresh(pid, lib, err);
     } else {
         struct ptrace_opts io = {.python_checked = 1};

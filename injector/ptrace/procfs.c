@@ -54,16 +54,42 @@ static int parse_line(char *line, struct ptrace_map *mp)
     return 0;
 }
 
+/* ptrace_maps_hold's scope: the text of the first read of held's maps in it, reused. */
+static struct {
+    pid_t pid;
+    char *text;
+    size_t size;
+} held;
+
+void ptrace_maps_hold(pid_t pid)
+{
+    ptrace_maps_release();
+    held.pid = pid;
+}
+
+void ptrace_maps_release(void)
+{
+    free(held.text);
+    memset(&held, 0, sizeof held);
+}
+
 int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
 {
     char path[64];
     size_t cap = 0, size = 0, vcap = 0;
-    int rc = 0;
+    int rc = 0, fd = -1;
     m->v = NULL;
     m->n = 0;
     m->text = NULL;
+    if (held.text && held.pid == pid) {
+        if (!(m->text = malloc(held.size + 1)))
+            return -ENOMEM;
+        memcpy(m->text, held.text, held.size + 1);
+        size = held.size;
+        goto parse;
+    }
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? -ESRCH : -errno;
     for (;;) {
@@ -87,6 +113,11 @@ int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
         size += (size_t)r;
     }
     m->text[size] = '\0';
+    if (held.pid == pid && !held.text && (held.text = malloc(size + 1))) {
+        memcpy(held.text, m->text, size + 1);
+        held.size = size;
+    }
+parse:
     for (char *line = m->text, *nl; *line; line = nl) {
         nl = strchr(line, '\n');
         if (nl)
@@ -109,7 +140,8 @@ int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
     if (m->n == 0)
         rc = -ESRCH; /* a zombie or kernel thread has no maps */
 out:
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     if (rc < 0)
         ptrace_maps_free(m);
     return rc;

@@ -49,6 +49,12 @@ int ptrace_asyncio_candidate(const char *path);
  * module is mapped (asyncio not imported); or a negative code with err. */
 int ptrace_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, struct pb_err *err);
 
+/* From hold to release, every read of pid's maps is the first one of the scope (one read of
+ * /proc/PID/maps, 60-100 us on a Python process, instead of one per check): for checks that
+ * look at the same moment, such as those before an injection. Not thread-safe: one scope in a
+ * process at a time. */
+void ptrace_maps_hold(pid_t pid);
+void ptrace_maps_release(void);
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
 int ptrace_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -730,4 +731,29 @@ TEST(inject_other_mount_namespace)
     expect_line(&t, "hb", line, sizeof line, 2000);
     stop_target(&t);
     sh("rm -rf %s", markdir);
+}
+
+/* ptrace_maps_hold: reads of the held pid's maps in the scope are its first one (a file mapped
+ * since is not seen), fresh again after the release; another pid's are read as usual. */
+TEST(maps_hold_reuses_one_read)
+{
+    char path[PATH_MAX + 64], base[64];
+    make_tmpdir();
+    snprintf(base, sizeof base, "heldmaps-%d", (int)getpid());
+    snprintf(path, sizeof path, "%s/%s", tmpdir, base);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT(fd >= 0);
+    ASSERT(ftruncate(fd, 4096) == 0);
+    ptrace_maps_hold(getpid());
+    ASSERT_EQ(ptrace_maps_find(getpid(), base, NULL, 0), 0);
+    void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT(p != MAP_FAILED);
+    ASSERT_EQ(ptrace_maps_find(getpid(), base, NULL, 0), 0);  /* the scope's first read */
+    ASSERT_EQ(ptrace_maps_find(getppid(), base, NULL, 0), 0); /* not held: read, not there */
+    ptrace_maps_release();
+    ASSERT_EQ(ptrace_maps_find(getpid(), base, NULL, 0), 1);
+    munmap(p, 4096);
+    close(fd);
+    unlink(path);
+    rmdir(tmpdir);
 }
