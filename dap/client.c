@@ -120,6 +120,13 @@ static pid_t peer_exited(int fd)
 
 static int closed_error(struct dap_client *c, struct pb_err *err)
 {
+    if (c->refused[0])
+        return pb_err_set(err, -ECONNREFUSED, "the probe refused the connection: %s: %s",
+                          c->refused,
+                          strstr(c->refused, "net.fd_reserve")
+                              ? "raise the target's open-file limit (prlimit --pid PID "
+                                "--nofile=N) and retry"
+                              : "retry once other clients of the probe have disconnected");
     pid_t pid = peer_exited(c->fd);
     if (pid > 0)
         return pb_err_set(err, -ECONNRESET,
@@ -200,6 +207,12 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
         const char *type = cJSON_GetObjectItemCaseSensitive(m, "type")->valuestring;
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "request_seq");
         if (strcmp(type, "event") == 0) {
+            const cJSON *ev = cJSON_GetObjectItemCaseSensitive(m, "event");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(m, "body"), "reason");
+            if (cJSON_IsString(ev) && strcmp(ev->valuestring, "probing/refused") == 0 &&
+                cJSON_IsString(why)) /* the connection closes next: closed_error says why */
+                pb_strlcpy(c->refused, why->valuestring, sizeof c->refused);
             if (c->on_event)
                 c->on_event(c->event_arg, m);
         } else if (strcmp(type, "response") == 0 && cJSON_IsNumber(rs) && rs->valueint == seq) {

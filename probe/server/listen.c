@@ -282,9 +282,10 @@ static int peer_allowed(uv_pipe_t *p)
     return cr.uid == 0 || cr.uid == geteuid();
 }
 
-/* Whether to keep a connection just accepted (admit.c, with the net.* settings): 0 no,
- * 1 yes, PROBE_ADMIT_EVICT + 1 yes in place of the oldest TCP connection not past attach. */
-static int admit(struct conn *c, int tcp)
+/* Whether to keep a connection just accepted (admit.c, with the net.* settings): 0 no (why
+ * in err), 1 yes, PROBE_ADMIT_EVICT + 1 yes in place of the oldest TCP connection not past
+ * attach. */
+static int admit(struct conn *c, int tcp, struct pb_err *err)
 {
     struct probe_admit_limits l = {
         .max_conns = (int)core_setting_int("net.max_connections"),
@@ -292,7 +293,6 @@ static int admit(struct conn *c, int tcp)
         .fd_reserve = (int)core_setting_int("net.fd_reserve"),
     };
     struct probe_admit_counts n = {n_conns, n_unauth};
-    struct pb_err err = {0};
     long fds_max = srv_fds_max(), fds_open;
     uv_os_fd_t fd;
     /* The new descriptor's number is a floor for the count (the lowest free one is taken):
@@ -304,12 +304,32 @@ static int admit(struct conn *c, int tcp)
         fds_open = 0; /* refused by a cap anyway: no need to count */
     else
         fds_open = srv_fds_open();
-    int rc = srv_admit(&l, &n, tcp, fds_open, fds_max, &err);
+    int rc = srv_admit(&l, &n, tcp, fds_open, fds_max, err);
     if (rc < 0) {
-        PB_LOG(PB_LOG_WARN, "refused a %s connection: %s", tcp ? "TCP" : "Unix-socket", err.msg);
+        PB_LOG(PB_LOG_WARN, "refused a %s connection: %s", tcp ? "TCP" : "Unix-socket", err->msg);
         return 0;
     }
     return rc + 1;
+}
+
+/* Before closing a connection admit refused: one `probing/refused` event saying why, written
+ * if the socket takes it at once (a fresh socket's buffer does), so that the client reports
+ * the reason rather than a closed connection. A TCP peer, not authenticated, is told only
+ * that a limit was reached (the log has which); a Unix-socket peer is the target's user. */
+static void tell_refused(struct conn *c, int tcp, const struct pb_err *err)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(
+        body, "reason", tcp ? "a connection limit of the probe (its log says which)" : err->msg);
+    cJSON *ev = dap_msg_event(0, "probing/refused", body);
+    size_t len = 0;
+    char *buf = ev ? dap_encode(ev, &len) : NULL;
+    cJSON_Delete(ev);
+    if (buf) {
+        uv_buf_t b = uv_buf_init(buf, (unsigned)len);
+        uv_try_write(&c->h.stream, &b, 1);
+    }
+    free(buf);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -336,8 +356,10 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }
-    int kept = admit(c, transport == SRV_TRANSPORT_TCP);
+    struct pb_err err = {0};
+    int kept = admit(c, transport == SRV_TRANSPORT_TCP, &err);
     if (!kept) {
+        tell_refused(c, transport == SRV_TRANSPORT_TCP, &err);
         uv_close((uv_handle_t *)&c->h, on_close);
         return;
     }

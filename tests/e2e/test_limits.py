@@ -8,6 +8,7 @@ import os
 import re
 import resource
 import socket
+import subprocess
 import threading
 import time
 
@@ -322,5 +323,24 @@ def test_reconnecting_flood_does_not_lock_out_token_holder(spawn):
         stop.set()
         for th in threads:
             th.join(10)
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def test_refusal_says_why(spawn):
+    """A target short of descriptors (a soft `ulimit -n` of 48, under net.fd_reserve's 64):
+    the probe loads but refuses every connection, and says why before closing it (a
+    `probing/refused` event): the CLI's one-line error names the reason and the fix, not a
+    closed connection. Raising the live target's soft limit (prlimit --pid) is that fix."""
+    t = spawn(PY, launcher=["prlimit", "--nofile=48:4096", "--"])
+    r = probing("-p", t.pid, "inject")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r
+    assert re.match(r"probing: error: the probe refused the connection: \d+ of 48 descriptors "
+                    r"open, 64 kept for the target \(net\.fd_reserve\): raise the target's "
+                    r"open-file limit \(prlimit --pid PID --nofile=N\) and retry$", r.stderr), r
+    assert probe_log_has(t, "kept for the target (net.fd_reserve)")
+    subprocess.run(["prlimit", "--pid", str(t.pid), "--nofile=1024:4096"], check=True, timeout=30)
+    r = probing("-p", t.pid, "debug", "--dump", check=True)
+    assert "MainThread" in r.stdout, r.stdout
     t.assert_responsive()
     t.check_output_clean()
