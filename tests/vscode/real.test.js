@@ -80,8 +80,9 @@ function httpOk(url) {
 
 // The target: the workspace's copy of samples/debuggee.py, in its own process group; its
 // stdout lines are kept ("ready {...}", then "tick N value=V").
-function startTarget(script) {
-  const child = spawn(PYTHON, ['-u', script], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+function startTarget(script, launcher = []) {
+  const argv = [...launcher, PYTHON, '-u', script];
+  const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push({ name: 'target', pid: child.pid });
   const t = { child, pid: child.pid, lines: [], err: '' };
   let buf = '';
@@ -380,6 +381,23 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     await snap('second-debugger-refused');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
+
+    // ---- a target short of descriptors (soft ulimit -n 48): the probe refuses, and says why ----
+    const short = startTarget(script, ['prlimit', '--nofile=48:4096', '--']);
+    await until('the short target\'s ready line', () => short.lines.some((l) => l.startsWith('ready ')), 20000);
+    await command('Probing: Attach to Process');
+    await quickInput.fill(`pid ${short.pid}`);
+    await quick.locator('.monaco-list-row', { hasText: `pid ${short.pid}` }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    const refused = await dialog.innerText();
+    assert.match(refused, /the probe refused the connection: \d+ of 48 descriptors open, 64 kept for the target \(net\.fd_reserve\)/);
+    assert.match(refused, /raise the target's open-file limit/);
+    await snap('refused-short-of-descriptors');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(short.child.exitCode, null, 'the short target is alive');
+    process.kill(short.pid, 'SIGKILL');
 
     // ---- disconnect: the target runs on ----
     await disconnect.click();

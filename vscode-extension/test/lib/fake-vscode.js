@@ -43,6 +43,7 @@ const state = {
   started: [],           // startDebugging calls {folder, config}
   progress: [],          // withProgress titles and reports
   output: [],            // output channel lines
+  customEventListeners: [], // onDidReceiveDebugSessionCustomEvent
 };
 // Scripted answers: functions called with what the extension showed.
 const answers = {
@@ -53,7 +54,7 @@ const answers = {
 
 function reset() {
   state.settings = {};
-  for (const k of ['messages', 'quickPicks', 'inputBoxes', 'panels', 'documents', 'shown', 'started', 'progress', 'output']) state[k] = [];
+  for (const k of ['messages', 'quickPicks', 'inputBoxes', 'panels', 'documents', 'shown', 'started', 'progress', 'output', 'customEventListeners']) state[k] = [];
   for (const k of ['commands', 'configProviders', 'factories', 'contentProviders']) state[k] = new Map();
   answers.quickPick = () => undefined;
   answers.inputBox = () => undefined;
@@ -123,6 +124,10 @@ const debug = {
   registerDebugAdapterDescriptorFactory: (type, factory) => {
     state.factories.set(type, factory);
     return new Disposable();
+  },
+  onDidReceiveDebugSessionCustomEvent: (listener) => {
+    state.customEventListeners.push(listener);
+    return new Disposable(() => state.customEventListeners.splice(state.customEventListeners.indexOf(listener), 1));
   },
   startDebugging: async (folder, config) => {
     state.started.push({ folder, config });

@@ -25,6 +25,25 @@ test('activate registers every contributed command, the provider, the factory, t
   assert.ok(subs.length >= contributed.length + 3);
 });
 
+test('a probing/refused event of a probing session: its reason and the fix in an error', () => {
+  fake.reset();
+  ext('extension.js').activate({ subscriptions: [] });
+  assert.equal(fake.state.customEventListeners.length, 1);
+  const fire = (type, event, body) => fake.state.customEventListeners[0]({ session: { type }, event, body });
+  fire('python', 'probing/refused', { reason: 'x' });        // another debugger's session
+  fire('probing', 'probing/somethingElse', { reason: 'x' }); // another event
+  assert.deepEqual(fake.state.messages, []);
+  fire('probing', 'probing/refused',
+       { reason: '15 of 48 descriptors open, 64 kept for the target (net.fd_reserve)' });
+  fire('probing', 'probing/refused', { reason: '64 connections open (net.max_connections)' });
+  assert.deepEqual(fake.state.messages, [
+    { level: 'error', text: "Probing: the probe refused the connection: 15 of 48 descriptors open, 64 kept for "
+      + "the target (net.fd_reserve): raise the target's open-file limit (prlimit --pid PID --nofile=N) and retry" },
+    { level: 'error', text: 'Probing: the probe refused the connection: 64 connections open (net.max_connections): '
+      + 'retry once other clients of the probe have disconnected' },
+  ]);
+});
+
 test('activation events: only our commands and debug type', () => {
   for (const e of pkg.activationEvents) {
     assert.match(e, /^(onCommand:probing\.[a-zA-Z]+|onDebugResolve:probing)$/, e);
