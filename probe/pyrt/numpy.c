@@ -500,7 +500,7 @@ static void descr_unit(pyrt_read_fn rd, uintptr_t descr, int v1, char *out, size
 
 /* "ndarray(shape=[2, 3], dtype=float64)": the array's header, its dimensions and its dtype's
  * descriptor read with fault-proof reads, each checked (nd 0 to 64, dims >= 0, the descriptor
- * an object whose kind is a letter); 0 when obj is no array or one of them fails. */
+ * an object whose kind is a letter); obj has passed is_array. 0 when one of them fails. */
 static int array_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, const char *name, char *out,
                          size_t n)
 {
@@ -510,7 +510,7 @@ static int array_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, const cha
     struct nbuf b = {.n = 0};
     char tn[128], unit[24] = "";
     unsigned long flags = 0;
-    if (!is_array(rd, tp) || !rd_at(rd, obj, &a, sizeof a))
+    if (!rd_at(rd, obj, &a, sizeof a))
         return 0;
     if (a.nd < 0 || a.nd > NP_MAX_DIMS)
         return 0;
@@ -559,7 +559,8 @@ static int array_display(pyrt_read_fn rd, uintptr_t obj, uintptr_t tp, const cha
 int pyrt_np_value(uintptr_t obj, uintptr_t tp, const char *name, pyrt_read_fn rd, char *out,
                   size_t n)
 {
-    return scalar_display(rd, obj, tp, out, n) || array_display(rd, obj, tp, name, out, n);
+    return scalar_display(rd, obj, tp, out, n) ||
+           (is_array(rd, tp) && array_display(rd, obj, tp, name, out, n));
 }
 
 #ifndef PYRT_REMOTE

@@ -20,6 +20,30 @@ static void on_fork_child(void)
 {
     self_pid = 0;
 }
+
+/* Registers the fork handler (once) and keeps our pid. */
+static void keep_pid(void)
+{
+    if (!atfork_done && pthread_atfork(NULL, NULL, on_fork_child) == 0)
+        atfork_done = 1;
+    self_pid = atfork_done ? getpid() : 0;
+}
+
+void pyrt_self_pid_keep(void)
+{
+    keep_pid();
+}
+
+pid_t pyrt_self_pid(void)
+{
+    pid_t pid = self_pid;
+    if (pid > 0)
+        return pid;
+    pid = getpid();
+    if (atfork_done) /* a fork child: its own, from now on */
+        self_pid = pid;
+    return pid;
+}
 #endif
 #ifdef PYRT_REMOTE
 /* The out-of-process reader (probe/reader/): the CLI's read of the target (a live process or a
@@ -44,10 +68,8 @@ int pyrt_read(uintptr_t addr, void *dst, size_t n)
     struct iovec local = {dst, n};
     struct iovec remote = {(void *)addr, n};
     int saved = errno;
-    pid_t pid = self_pid;
+    pid_t pid = pyrt_self_pid();
     ssize_t r;
-    if (pid <= 0)
-        pid = getpid();
     /* One element: a page-crossing range either copies whole or comes back short. */
     do {
         r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
@@ -95,7 +117,7 @@ long pyrt_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, siz
     struct iovec remote[1 + 4];
     uintptr_t at = b, end = b + nb;
     int k = 1, saved = errno;
-    pid_t pid = self_pid;
+    pid_t pid;
     ssize_t r;
     if (na == 0 || !pyrt_ptr_ok((const void *)a, 1) || vm_state < 0)
         return -1;
@@ -105,8 +127,7 @@ long pyrt_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, siz
         end = at; /* no second range */
     k += pyrt_iov_pages(at, end, remote + 1, (int)(sizeof remote / sizeof remote[0]) - 1, &at);
     local[1].iov_len = at - b;
-    if (pid <= 0)
-        pid = getpid();
+    pid = pyrt_self_pid();
     do {
         r = process_vm_readv(pid, local, k > 1 ? 2 : 1, remote, (unsigned long)k, 0);
     } while (r < 0 && errno == EINTR);
@@ -125,9 +146,7 @@ int pyrt_read_prepare(void)
     char buf[8];
     vm_state = 0;
 #ifndef PYRT_REMOTE
-    if (!atfork_done && pthread_atfork(NULL, NULL, on_fork_child) == 0)
-        atfork_done = 1;
-    self_pid = atfork_done ? getpid() : 0;
+    keep_pid();
 #endif
     if (pyrt_read((uintptr_t)marker, buf, sizeof buf) != 0 || memcmp(buf, marker, 8) != 0) {
         vm_state = -1;

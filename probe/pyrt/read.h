@@ -25,6 +25,13 @@ long pyrt_read_pair(uintptr_t a, void *da, size_t na, uintptr_t b, void *db, siz
 /* Outside any handler: tests that pyrt_read works here (seccomp may refuse the syscall;
  * then every later read fails cleanly). Returns 0, or -1. */
 int pyrt_read_prepare(void);
+#ifndef PYRT_REMOTE
+/* Our pid without a system call once pyrt_self_pid_keep (or pyrt_read_prepare) registered the
+ * fork handler that forgets it (a fork child then keeps its own). Async-signal-safe. */
+pid_t pyrt_self_pid(void);
+/* Outside any handler: registers that fork handler and keeps the pid. */
+void pyrt_self_pid_keep(void);
+#endif
 #ifdef PYRT_REMOTE
 /* The out-of-process reader (probe/reader/): every read goes through rd, the CLI's read of the
  * target. Set before each walk. */

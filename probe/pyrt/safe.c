@@ -24,9 +24,6 @@
 enum { MEM_UNSET, MEM_VM, MEM_PIPE, MEM_NONE };
 
 static int mem_method = MEM_UNSET;
-/* Our pid (getpid is a system call of its own at every read otherwise); 0 in a fork child
- * (pthread_atfork) or where no fork handler could be registered: then each read asks. */
-static volatile pid_t mem_pid;
 static int pipe_fd[2] = {-1, -1};
 static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t mem_once = PTHREAD_ONCE_INIT;
@@ -53,8 +50,7 @@ static size_t read_vm(const void *addr, void *dst, size_t n)
         struct iovec local = {(char *)dst + total, batch};
         ssize_t r;
         do {
-            r = process_vm_readv(mem_pid > 0 ? mem_pid : getpid(), &local, 1, remote,
-                                 (unsigned long)cnt, 0);
+            r = process_vm_readv(pyrt_self_pid(), &local, 1, remote, (unsigned long)cnt, 0);
         } while (r < 0 && errno == EINTR);
         if (r <= 0)
             break;
@@ -93,11 +89,6 @@ static size_t read_pipe(const void *addr, void *dst, size_t n)
     return done;
 }
 
-static void on_fork_child(void)
-{
-    mem_pid = 0;
-}
-
 static void choose(void)
 {
     static const char probe_bytes[8] = "pyrt-ok";
@@ -105,7 +96,7 @@ static void choose(void)
     /* PROBING_PYRT_READ=pipe forces the fallback (tests, and hosts where the syscall is
      * filtered in a way the check below cannot see). */
     const char *force = getenv("PROBING_PYRT_READ");
-    mem_pid = pthread_atfork(NULL, NULL, on_fork_child) == 0 ? getpid() : 0;
+    pyrt_self_pid_keep();
     mem_method = MEM_VM;
     if (!(force && strcmp(force, "pipe") == 0) &&
         read_vm(probe_bytes, buf, sizeof buf) == sizeof buf && memcmp(buf, probe_bytes, 8) == 0)

@@ -567,16 +567,17 @@ static int snapshot(struct probe_snapshot *s, int flags, long only, int max_fram
         }
         pyrt_obj_cache(0);
         exc_restore(&saved);
-        for (int i = 0; i < s->nthreads && (flags & PROBE_SNAP_NAMES); i++) {
-            struct probe_thread *t = &s->threads[i];
-            char *os_name = t->name_from_threading ? NULL : comm_read(t->native_id);
-            if (os_name) {
-                free(t->name);
-                t->name = os_name;
+        if (flags & PROBE_SNAP_NAMES) {
+            for (int i = 0; i < s->nthreads; i++) { /* the OS's name where threading has none */
+                struct probe_thread *t = &s->threads[i];
+                char *os_name = t->name_from_threading ? NULL : comm_read(t->native_id);
+                if (os_name) {
+                    free(t->name);
+                    t->name = os_name;
+                }
             }
-        }
-        if (flags & PROBE_SNAP_NAMES)
             names_remember(s);
+        }
     }
     if (rc == 0 && !(flags & PROBE_SNAP_NAMES))
         names_recall(s);

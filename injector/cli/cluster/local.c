@@ -271,17 +271,16 @@ static void rank_child(int i, void *p)
     sigaddset(&hold, SIGQUIT);
     signal(SIGPIPE, SIG_IGN);
     sigprocmask(SIG_BLOCK, &hold, &old);
-    int injected = 0, rc = -1;
+    int injected = 0, rc = 0;
     struct dap_client dc;
     dap_client_init(&dc, o->rank_timeout_ms);
     /* Loaded when the ranks were found: its socket at once, no second read of its maps; one that
      * does not answer goes the usual way (an orphaned probe is loaded again). */
     const char *probe = cli_json_str(lc->ranks[i], "probe");
-    if (probe && strcmp(probe, "loaded") == 0 && cli_connect_pid(pid, 0, &dc, &err) == 0)
-        rc = 1;
-    else
-        pb_err_clear(&err);
-    if (rc < 0)
+    int connected =
+        probe && strcmp(probe, "loaded") == 0 && cli_connect_pid(pid, 0, &dc, &err) == 0;
+    pb_err_clear(&err);
+    if (!connected)
         rc = cli_probe_ensure(pid, &injected, NULL, 0, &err);
     /* Past the injection: one byte tells the parent that killing us is safe now. */
     fputc(' ', stdout);
@@ -291,10 +290,8 @@ static void rank_child(int i, void *p)
         emit_error(err.msg);
         _exit(0);
     }
-    if (rc == 0)
+    if (!connected)
         rc = cli_connect_pid(pid, 5000, &dc, &err);
-    else
-        rc = 0;
     if (rc == 0)
         rc = cli_handshake(&dc, NULL, &err);
     if (rc < 0) {
