@@ -136,6 +136,38 @@ static int closed_error(struct dap_client *c, struct pb_err *err)
     return pb_err_set(err, -ECONNRESET, "the probe closed the connection");
 }
 
+/* Keeps the reason of a probing/refused event: the connection closes next and
+ * closed_error says why. */
+static void note_refusal(struct dap_client *c, const cJSON *m)
+{
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(m, "event");
+    const cJSON *why =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "body"), "reason");
+    if (cJSON_IsString(ev) && strcmp(ev->valuestring, "probing/refused") == 0 &&
+        cJSON_IsString(why))
+        pb_strlcpy(c->refused, why->valuestring, sizeof c->refused);
+}
+
+/* After a write found the connection closed: reads what the probe sent before it
+ * closed (a refusal says why it did; a Unix socket keeps it for us). 1 when the
+ * probe said it refused the connection. */
+static int read_left(struct dap_client *c)
+{
+    struct pb_err ignored = {0};
+    char buf[4096];
+    for (int i = 0; i < 16 && !c->refused[0]; i++) {
+        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0 || dap_reader_feed(&c->r, buf, (size_t)n, &ignored) < 0)
+            break;
+        cJSON *m = NULL;
+        while (!c->refused[0] && dap_reader_next(&c->r, &m, &ignored) > 0) {
+            note_refusal(c, m);
+            cJSON_Delete(m);
+        }
+    }
+    return c->refused[0] != 0;
+}
+
 /* Waits for the next message until deadline. 1 with *msg, or a negative code. */
 static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struct pb_err *err)
 {
@@ -182,7 +214,7 @@ int dap_client_send(struct dap_client *c, const char *command, cJSON *args, stru
         return pb_err_set(err, -ENOMEM, "out of memory");
     int rc = write_all(c->fd, buf, len);
     free(buf);
-    if ((rc == -EPIPE || rc == -ECONNRESET) && peer_exited(c->fd) > 0)
+    if ((rc == -EPIPE || rc == -ECONNRESET) && (read_left(c) || peer_exited(c->fd) > 0))
         return closed_error(c, err);
     if (rc < 0)
         return pb_err_set(err, rc, "sending '%s' to the probe: %s", command, strerror(-rc));
@@ -207,12 +239,7 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
         const char *type = cJSON_GetObjectItemCaseSensitive(m, "type")->valuestring;
         const cJSON *rs = cJSON_GetObjectItemCaseSensitive(m, "request_seq");
         if (strcmp(type, "event") == 0) {
-            const cJSON *ev = cJSON_GetObjectItemCaseSensitive(m, "event");
-            const cJSON *why = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(m, "body"), "reason");
-            if (cJSON_IsString(ev) && strcmp(ev->valuestring, "probing/refused") == 0 &&
-                cJSON_IsString(why)) /* the connection closes next: closed_error says why */
-                pb_strlcpy(c->refused, why->valuestring, sizeof c->refused);
+            note_refusal(c, m);
             if (c->on_event)
                 c->on_event(c->event_arg, m);
         } else if (strcmp(type, "response") == 0 && cJSON_IsNumber(rs) && rs->valueint == seq) {

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "dap/dap.h"
 #include "server/session.h"
@@ -363,4 +365,33 @@ TEST(srv_session_debugger_seat)
     dap_reader_close(&a.out);
     dap_reader_close(&b.out);
     dap_reader_close(&cli.out);
+}
+
+/* The probe refused the connection and closed it before the client's first request: the
+ * write fails (EPIPE) and the client still says why, from the event left to read. */
+TEST(client_refusal_read_after_broken_pipe)
+{
+    int sv[2];
+    ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "reason",
+                            "40 of 48 descriptors open, 64 kept for the target "
+                            "(net.fd_reserve)");
+    cJSON *ev = dap_msg_event(1, "probing/refused", body);
+    size_t len = 0;
+    char *buf = dap_encode(ev, &len);
+    cJSON_Delete(ev);
+    ASSERT(buf && write(sv[1], buf, len) == (ssize_t)len);
+    free(buf);
+    close(sv[1]);
+
+    struct dap_client c;
+    dap_client_init(&c, 1000);
+    c.fd = sv[0];
+    struct pb_err err = {0};
+    int rc = dap_client_send(&c, "initialize", NULL, &err);
+    ASSERT(rc == -ECONNREFUSED);
+    ASSERT(strstr(err.msg, "the probe refused the connection: 40 of 48 descriptors open") != NULL);
+    ASSERT(strstr(err.msg, "prlimit") != NULL);
+    dap_client_close(&c);
 }
