@@ -34,6 +34,10 @@ int dap_reader_feed(struct dap_reader *r, const char *data, size_t n, struct pb_
  * are needed, PB_EPROTO for a malformed header, body or envelope (the stream is unusable). */
 int dap_reader_next(struct dap_reader *r, cJSON **msg, struct pb_err *err);
 
+/* cJSON_Print (formatted) or cJSON_PrintUnformatted of v, the same text, with integers printed
+ * without printf's float path (v is changed during the call only). NULL when out of memory. */
+char *dap_json_print(const cJSON *v, int formatted);
+
 /* Header and body in one malloc'd buffer, for a single write. NULL on allocation failure. */
 char *dap_encode(const cJSON *msg, size_t *len);
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,9 +143,82 @@ int dap_reader_next(struct dap_reader *r, cJSON **msg, struct pb_err *err)
     return 1;
 }
 
+/* cJSON (1.7.15) prints every number with printf's "%1.15g" and reads it back with sscanf to
+ * check it: most of what printing an answer of many frames (lines, columns, ids) costs. The
+ * integers below 2^53 (almost every number DAP carries) are printed here, into one pool, and
+ * given to cJSON as raw text for the print (the digits it would print); they are numbers
+ * again after it. INT_TEXT: room for one ("-9007199254740992" and its NUL). */
+#define INT_TEXT 24
+#define INT_MAX_EXACT 9007199254740992.0 /* 2^53 */
+
+static int exact_int(const cJSON *v)
+{
+    double d = v->valuedouble;
+    return v->type == cJSON_Number && d > -INT_MAX_EXACT && d < INT_MAX_EXACT &&
+           d == (double)(long long)d && (d != 0 || !signbit(d)); /* cJSON prints -0 */
+}
+
+static size_t ints_count(const cJSON *v)
+{
+    size_t n = 0;
+    for (; v; v = v->next)
+        n += exact_int(v) + (v->child ? ints_count(v->child) : 0);
+    return n;
+}
+
+static void ints_to_text(cJSON *v, char *pool, size_t *at)
+{
+    for (; v; v = v->next) {
+        if (v->child)
+            ints_to_text(v->child, pool, at);
+        if (!exact_int(v))
+            continue;
+        char digits[INT_TEXT], *t = pool + *at, *d = digits + sizeof digits;
+        long long i = (long long)v->valuedouble;
+        unsigned long long u = i < 0 ? 0 - (unsigned long long)i : (unsigned long long)i;
+        *--d = '\0';
+        do
+            *--d = (char)('0' + u % 10);
+        while ((u /= 10) != 0);
+        if (i < 0)
+            *--d = '-';
+        memcpy(t, d, (size_t)(digits + sizeof digits - d));
+        *at += INT_TEXT;
+        v->type = cJSON_Raw;
+        v->valuestring = t;
+    }
+}
+
+static void ints_back(cJSON *v, const char *pool, size_t cap)
+{
+    for (; v; v = v->next) {
+        if (v->child)
+            ints_back(v->child, pool, cap);
+        if (v->type == cJSON_Raw && v->valuestring >= pool && v->valuestring < pool + cap) {
+            v->type = cJSON_Number;
+            v->valuestring = NULL;
+        }
+    }
+}
+
+char *dap_json_print(const cJSON *v, int formatted)
+{
+    cJSON *m = (cJSON *)v; /* changed for the print only, as it was after it */
+    size_t n = m && m->child ? ints_count(m->child) : 0, at = 0; /* v alone, not its siblings */
+    char *pool = n ? malloc(n * INT_TEXT) : NULL;                /* without it, cJSON prints them */
+    if (pool)
+        ints_to_text(m->child, pool, &at);
+    char *text = formatted ? cJSON_Print(m) : cJSON_PrintUnformatted(m);
+    if (pool) {
+        ints_back(m->child, pool, n * INT_TEXT);
+        free(pool);
+    }
+    return text;
+}
+
 char *dap_encode(const cJSON *msg, size_t *len)
 {
-    char *body = cJSON_PrintUnformatted(msg);
+    char *body = dap_json_print(msg, 0);
     if (!body)
         return NULL;
     size_t bl = strlen(body);

@@ -107,7 +107,7 @@ int cli_print_body(cJSON *body, int json, void (*text)(const cJSON *))
 
 void cli_print_json(const cJSON *v)
 {
-    char *s = cJSON_Print(v);
+    char *s = dap_json_print(v, 1);
     puts(s ? s : "null");
     cJSON_free(s);
 }
@@ -184,7 +184,7 @@ int cli_query_print(const cJSON *body, int fmt)
             }
             cJSON_AddItemToArray(out, o);
         }
-        char *s = cJSON_Print(out);
+        char *s = dap_json_print(out, 1);
         puts(s ? s : "[]");
         cJSON_free(s);
         cJSON_Delete(out);

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -73,9 +74,13 @@ static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
 #define CODE_MEMO 32
 struct code_memo {
     uintptr_t code; /* 0: empty */
+    unsigned seen;  /* the merge (memo_merge) that last checked it */
     struct pyrt_sig_code c;
 };
 static struct code_memo *memo;
+/* Counts merges: one thread's frames, read at one instant, check each code they share once
+ * (a pool's worker recursing shows one code many times). */
+static unsigned memo_merge;
 
 static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
 {
@@ -99,8 +104,10 @@ static int py_frame(struct prof_nframe *f, const struct pyrt_sig_frame *pf)
         f->name = strdup(func);
         f->file = strdup(file);
     } else {
-        if (!(m->code && m->code == pf->code && sig_pyrt_code_same(pf->code, &m->c)))
+        if (!(m->code && m->code == pf->code &&
+              (m->seen == memo_merge || sig_pyrt_code_same(pf->code, &m->c))))
             m->code = sig_pyrt_code_get(pf->code, &m->c) == 0 ? pf->code : 0;
+        m->seen = memo_merge;
         f->line = sig_pyrt_code_line(&m->c, pf->lasti); /* -1 when unreadable (tn 0) */
         f->name = strdup(m->c.func);
         f->file = strdup(m->c.file);
@@ -196,6 +203,7 @@ static int merge(const struct stack_sig_result *r, int all, struct prof_nstack *
     unsigned char is_eval[STACK_SIG_NATIVE], entry[STACK_SIG_PY];
     struct pb_merge_step steps[STACK_SIG_NATIVE + STACK_SIG_PY];
     struct prof_nframe *nat = calloc((size_t)nn + 1, sizeof *nat);
+    memo_merge++;
     s->py = calloc((size_t)np + 1, sizeof *s->py);
     s->f = calloc((size_t)nn + (size_t)np + 1, sizeof *s->f);
     if (!nat || !s->py || !s->f)
@@ -256,37 +264,89 @@ out:
  * stack is stable; the read is kept only if the same system call at the same sp and pc is still
  * reported afterwards with no context switch in between (the thread never ran). */
 
-/* 1 and *nr, *sp, *pc when tid is blocked in a system call, else 0 (running, or blocked
- * outside one, or gone). */
-static int blocked_in_syscall(int tid, long *nr, uintptr_t *sp, uintptr_t *pc)
+/* A thread's /proc/self/task/TID/syscall and schedstat, opened once for the reads before and
+ * after its stack's (each read from the start gives the kernel's values of that moment); -1
+ * where one could not be opened. */
+struct task_files {
+    int tid, sys, sched;
+};
+
+static void task_files_open(int tid, struct task_files *f)
 {
-    char path[64], buf[256];
-    unsigned long a[6], s, p;
-    long n;
+    char path[64];
+    f->tid = tid;
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    if (pb_read_file(path, buf, sizeof buf) <= 0)
+    f->sys = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+    f->sched = f->sys >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+}
+
+static void task_files_close(struct task_files *f)
+{
+    if (f->sys >= 0)
+        close(f->sys);
+    if (f->sched >= 0)
+        close(f->sched);
+}
+
+/* The text of fd from its start, NUL-terminated: its length, or <= 0. */
+static long text_at_start(int fd, char *buf, size_t n)
+{
+    ssize_t k;
+    if (fd < 0)
+        return -1;
+    do
+        k = pread(fd, buf, n - 1, 0);
+    while (k < 0 && errno == EINTR);
+    buf[k > 0 ? k : 0] = '\0';
+    return (long)k;
+}
+
+/* 1 and *nr, *sp, *pc when the thread is blocked in a system call, else 0 (running, or blocked
+ * outside one, or gone). The line is "NR ARG1..ARG6 SP PC" (hex but NR), or "running", or
+ * "-1 SP PC" when blocked outside a system call. */
+static int blocked_in_syscall(const struct task_files *f, long *nr, uintptr_t *sp, uintptr_t *pc)
+{
+    char buf[256], *at, *end;
+    unsigned long v[8];
+    if (text_at_start(f->sys, buf, sizeof buf) <= 0)
         return 0;
-    if (sscanf(buf, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &n, &a[0], &a[1], &a[2], &a[3], &a[4],
-               &a[5], &s, &p) != 9 ||
-        n < 0 || !s || !p)
+    long n = strtol(buf, &end, 10);
+    if (end == buf || n < 0)
         return 0;
-    *nr = n, *sp = (uintptr_t)s, *pc = (uintptr_t)p;
+    for (int i = 0; i < 8; i++) {
+        at = end;
+        v[i] = strtoul(at, &end, 16);
+        if (end == at || (*end != ' ' && *end != '\n' && *end != '\0'))
+            return 0;
+    }
+    if (!v[6] || !v[7])
+        return 0;
+    *nr = n, *sp = (uintptr_t)v[6], *pc = (uintptr_t)v[7];
     return 1;
 }
 
-/* The thread's voluntary plus involuntary context switches so far (0 when unknown). */
-static unsigned long long switches(int tid)
+/* How many times the thread was put on a CPU so far (schedstat's third field: one short line;
+ * else, where the kernel keeps no scheduler statistics, the voluntary plus involuntary context
+ * switches of its status file, a page of text); 0 when unknown. */
+static unsigned long long switches(const struct task_files *f)
 {
-    char path[64], buf[4096];
-    unsigned long long sum = 0, v;
-    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    char path[64], buf[4096], *end;
+    unsigned long long sum = 0;
+    if (text_at_start(f->sched, buf, sizeof buf) > 0) {
+        const char *p = buf;
+        strtoull(p, &end, 10);       /* time on a CPU */
+        strtoull(p = end, &end, 10); /* time waiting for one */
+        unsigned long long runs = strtoull(p = end, &end, 10);
+        if (end != p && runs) /* "0 0 0": scheduler statistics are off */
+            return runs;
+    }
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", f->tid);
     if (pb_read_file(path, buf, sizeof buf) <= 0)
         return 0;
-    for (const char *l = buf; l; l = strchr(l, '\n')) {
-        l += *l == '\n';
-        if ((sscanf(l, "voluntary_ctxt_switches: %llu", &v) == 1 ||
-             sscanf(l, "nonvoluntary_ctxt_switches: %llu", &v) == 1))
-            sum += v;
+    for (const char *k = buf; (k = strstr(k, "ctxt_switches:")) != NULL;) {
+        k += sizeof "ctxt_switches:" - 1;
+        sum += strtoull(k, &end, 10);
     }
     return sum;
 }
@@ -339,10 +399,15 @@ static int read_blocked(int tid, uintptr_t tstate, struct tstates *all, struct s
 {
     long nr, nr2;
     uintptr_t sp, pc, sp2, pc2;
+    struct task_files f;
+    int rc = -1;
+    task_files_open(tid, &f);
     for (int tries = 0; tries < 3; tries++) {
-        unsigned long long sw = switches(tid);
-        if (!blocked_in_syscall(tid, &nr, &sp, &pc))
-            return tries ? -1 : 0;
+        unsigned long long sw = switches(&f);
+        if (!blocked_in_syscall(&f, &nr, &sp, &pc)) {
+            rc = tries ? -1 : 0;
+            break;
+        }
         int nalt = 0;
         memset(cache, 0, offsetof(struct unwind_cache, rows));
         r->nnative = sig_unwind_native_pcsp(pc, sp, r->native, STACK_SIG_NATIVE, cache, 0, &nalt);
@@ -365,12 +430,16 @@ static int read_blocked(int tid, uintptr_t tstate, struct tstates *all, struct s
                 r->nnative = n;
             }
         }
-        if (blocked_in_syscall(tid, &nr2, &sp2, &pc2) && nr2 == nr && sp2 == sp && pc2 == pc &&
-            switches(tid) == sw)
-            return 1;
+        if (blocked_in_syscall(&f, &nr2, &sp2, &pc2) && nr2 == nr && sp2 == sp && pc2 == pc &&
+            switches(&f) == sw) {
+            rc = 1;
+            break;
+        }
     }
-    r->nnative = 0;
-    return -1;
+    task_files_close(&f);
+    if (rc < 0)
+        r->nnative = 0;
+    return rc;
 }
 
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,

@@ -367,6 +367,43 @@ TEST(srv_session_debugger_seat)
     dap_reader_close(&cli.out);
 }
 
+/* dap_json_print: the text cJSON prints (the same values, integers as digits), the tree as it
+ * was after the print. */
+TEST(dap_json_print_integers_as_cjson)
+{
+    const char *in = "{\"a\":[0,1,-1,2147483647,2147483648,-2147483649,140560463398592,"
+                     "9007199254740991,9007199254740993,1e15,1.5,-0.25,1e300,-0.0],"
+                     "\"b\":{\"c\":42,\"d\":\"x\",\"e\":[[7]],\"f\":null,\"g\":true}}";
+    cJSON *v = cJSON_Parse(in), *copy = cJSON_Duplicate(v, 1);
+    ASSERT(v && copy);
+    for (int formatted = 0; formatted < 2; formatted++) {
+        char *ours = dap_json_print(v, formatted);
+        char *theirs = formatted ? cJSON_Print(copy) : cJSON_PrintUnformatted(copy);
+        ASSERT(ours && theirs);
+        cJSON *a = cJSON_Parse(ours), *b = cJSON_Parse(theirs);
+        ASSERT(a && b && cJSON_Compare(a, b, 1));
+        ASSERT(strstr(ours, "140560463398592") && strstr(ours, "-2147483649") &&
+               strstr(ours, "9007199254740991"));
+        ASSERT(cJSON_Compare(v, copy, 1)); /* numbers again */
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        free(ours);
+        free(theirs);
+    }
+    cJSON *small = cJSON_Parse("{\"x\":[1,2,{\"y\":-3}],\"z\":0}");
+    char *t = dap_json_print(small, 0);
+    ASSERT(t && strcmp(t, "{\"x\":[1,2,{\"y\":-3}],\"z\":0}") == 0);
+    ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(small, "z")));
+    free(t);
+    cJSON *leaf = cJSON_GetArrayItem(cJSON_GetObjectItem(small, "x"), 0); /* siblings untouched */
+    t = dap_json_print(leaf, 0);
+    ASSERT(t && strcmp(t, "1") == 0);
+    free(t);
+    cJSON_Delete(small);
+    cJSON_Delete(v);
+    cJSON_Delete(copy);
+}
+
 /* The probe refused the connection and closed it before the client's first request: the
  * write fails (EPIPE) and the client still says why, from the event left to read. */
 TEST(client_refusal_read_after_broken_pipe)

@@ -137,7 +137,7 @@ void cli_serve_stacks(const struct cli_serve_proc *p, int locals, int tasks, int
         slot->json = NULL;
         slot->proc = (struct cli_serve_proc){0};
         if (body) {
-            slot->json = cJSON_PrintUnformatted(body);
+            slot->json = dap_json_print(body, 0);
             slot->proc = *p;
             slot->tasks = tasks;
             slot->taken = cli_now_ms();

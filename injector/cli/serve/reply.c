@@ -10,7 +10,7 @@
 
 void cli_serve_json(struct cli_serve_reply *r, int status, cJSON *v)
 {
-    r->body = cJSON_PrintUnformatted(v);
+    r->body = dap_json_print(v, 0);
     r->len = strlen(r->body);
     r->type = "application/json";
     r->status = status;
