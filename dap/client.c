@@ -121,12 +121,7 @@ static pid_t peer_exited(int fd)
 static int closed_error(struct dap_client *c, struct pb_err *err)
 {
     if (c->refused[0])
-        return pb_err_set(err, -ECONNREFUSED, "the probe refused the connection: %s: %s",
-                          c->refused,
-                          strstr(c->refused, "net.fd_reserve")
-                              ? "raise the target's open-file limit (prlimit --pid PID "
-                                "--nofile=N) and retry"
-                              : "retry once other clients of the probe have disconnected");
+        return pb_err_set(err, -ECONNREFUSED, "the probe refused the connection: %s", c->refused);
     pid_t pid = peer_exited(c->fd);
     if (pid > 0)
         return pb_err_set(err, -ECONNRESET,
@@ -136,16 +131,19 @@ static int closed_error(struct dap_client *c, struct pb_err *err)
     return pb_err_set(err, -ECONNRESET, "the probe closed the connection");
 }
 
-/* Keeps the reason of a probing/refused event: the connection closes next and
- * closed_error says why. */
+/* Keeps the reason and fix of a probing/refused event ("REASON: FIX"; a probe from before
+ * the fix was sent gives the reason alone): the connection closes next and closed_error says
+ * why. */
 static void note_refusal(struct dap_client *c, const cJSON *m)
 {
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(m, "event");
-    const cJSON *why =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "body"), "reason");
+    const cJSON *body = cJSON_GetObjectItemCaseSensitive(m, "body");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(body, "reason");
+    const cJSON *fix = cJSON_GetObjectItemCaseSensitive(body, "fix");
     if (cJSON_IsString(ev) && strcmp(ev->valuestring, "probing/refused") == 0 &&
         cJSON_IsString(why))
-        pb_strlcpy(c->refused, why->valuestring, sizeof c->refused);
+        snprintf(c->refused, sizeof c->refused, "%s%s%s", why->valuestring,
+                 cJSON_IsString(fix) ? ": " : "", cJSON_IsString(fix) ? fix->valuestring : "");
 }
 
 /* After a write found the connection closed: reads what the probe sent before it

@@ -73,8 +73,8 @@ struct dap_client {
      * interrupted the wait (may be NULL): e.g. to send probing/interrupt after Ctrl-C. */
     void (*on_wait)(void *arg);
     void *wait_arg;
-    /* The reason of a `probing/refused` event (the probe closes the connection after it). */
-    char refused[256];
+    /* "REASON: FIX" of a `probing/refused` event (the probe closes the connection after it). */
+    char refused[512];
 };
 
 /* A c->timeout_ms set to 0 after init makes requests wait without a deadline (eval). */

@@ -312,15 +312,21 @@ static int admit(struct conn *c, int tcp, struct pb_err *err)
     return rc + 1;
 }
 
-/* Before closing a connection admit refused: one `probing/refused` event saying why, written
- * if the socket takes it at once (a fresh socket's buffer does), so that the client reports
- * the reason rather than a closed connection. A TCP peer, not authenticated, is told only
- * that a limit was reached (the log has which); a Unix-socket peer is the target's user. */
+/* Before closing a connection admit refused: one `probing/refused` event saying why and what
+ * to do, written if the socket takes it at once (a fresh socket's buffer does), so that the
+ * client reports them rather than a closed connection (the CLI and the VS Code extension print
+ * both as they come). A TCP peer, not authenticated, is told only that a limit was reached
+ * (the log has which); a Unix-socket peer is the target's user. */
 static void tell_refused(struct conn *c, int tcp, const struct pb_err *err)
 {
     cJSON *body = cJSON_CreateObject();
     cJSON_AddStringToObject(
         body, "reason", tcp ? "a connection limit of the probe (its log says which)" : err->msg);
+    cJSON_AddStringToObject(body, "fix",
+                            !tcp && strstr(err->msg, "net.fd_reserve")
+                                ? "raise the target's open-file limit (prlimit --pid PID "
+                                  "--nofile=N) and retry"
+                                : "retry once other clients of the probe have disconnected");
     cJSON *ev = dap_msg_event(0, "probing/refused", body);
     size_t len = 0;
     char *buf = ev ? dap_encode(ev, &len) : NULL;

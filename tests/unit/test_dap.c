@@ -414,6 +414,7 @@ TEST(client_refusal_read_after_broken_pipe)
     cJSON_AddStringToObject(body, "reason",
                             "40 of 48 descriptors open, 64 kept for the target "
                             "(net.fd_reserve)");
+    cJSON_AddStringToObject(body, "fix", "raise the target's open-file limit (prlimit ...)");
     cJSON *ev = dap_msg_event(1, "probing/refused", body);
     size_t len = 0;
     char *buf = dap_encode(ev, &len);

@@ -29,15 +29,13 @@ export function activate(context: vscode.ExtensionContext): void {
 }
 
 // The probe closes a connection it does not keep (at a limit: connections, descriptors kept
-// for the target) after a `probing/refused` event saying why; VS Code itself then reports only
-// a closed connection.
+// for the target) after a `probing/refused` event saying why and what to do; VS Code itself
+// then reports only a closed connection.
 export function onCustomEvent(e: vscode.DebugSessionCustomEvent): void {
   if (e.session.type !== DEBUG_TYPE || e.event !== 'probing/refused') return;
   const reason = e.body && typeof e.body.reason === 'string' ? e.body.reason : 'a limit of the probe';
-  const fix = reason.includes('net.fd_reserve')
-    ? "raise the target's open-file limit (prlimit --pid PID --nofile=N) and retry"
-    : 'retry once other clients of the probe have disconnected';
-  void vscode.window.showErrorMessage(`Probing: the probe refused the connection: ${reason}: ${fix}`);
+  const fix = e.body && typeof e.body.fix === 'string' ? `: ${e.body.fix}` : '';
+  void vscode.window.showErrorMessage(`Probing: the probe refused the connection: ${reason}${fix}`);
 }
 
 export function deactivate(): void {}

@@ -34,13 +34,17 @@ test('a probing/refused event of a probing session: its reason and the fix in an
   fire('probing', 'probing/somethingElse', { reason: 'x' }); // another event
   assert.deepEqual(fake.state.messages, []);
   fire('probing', 'probing/refused',
-       { reason: '15 of 48 descriptors open, 64 kept for the target (net.fd_reserve)' });
-  fire('probing', 'probing/refused', { reason: '64 connections open (net.max_connections)' });
+       { reason: '15 of 48 descriptors open, 64 kept for the target (net.fd_reserve)',
+         fix: "raise the target's open-file limit (prlimit --pid PID --nofile=N) and retry" });
+  fire('probing', 'probing/refused', { reason: '64 connections open (net.max_connections)',
+                                       fix: 'retry once other clients of the probe have disconnected' });
+  fire('probing', 'probing/refused', { reason: 'a limit' }); // a probe that gives no fix
   assert.deepEqual(fake.state.messages, [
     { level: 'error', text: "Probing: the probe refused the connection: 15 of 48 descriptors open, 64 kept for "
       + "the target (net.fd_reserve): raise the target's open-file limit (prlimit --pid PID --nofile=N) and retry" },
     { level: 'error', text: 'Probing: the probe refused the connection: 64 connections open (net.max_connections): '
       + 'retry once other clients of the probe have disconnected' },
+    { level: 'error', text: 'Probing: the probe refused the connection: a limit' },
   ]);
 });
 
