@@ -2,7 +2,9 @@
 /* A probing/dump body as text (debug --dump, dump --core): the process line, the GIL, then each
  * thread with its frames innermost first, or its merged native and Python frames when the body
  * has them (debug --dump --native), then the asyncio tasks when asked (--tasks). */
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -93,6 +95,28 @@ static const char *task_label(const cJSON *t)
     char *b = buf[k++ % 4];
     snprintf(b, sizeof buf[0], "\"%s\"", cli_json_text(t, "name") ? cli_json_text(t, "name") : "?");
     return b;
+}
+
+/* A loop's trees in the order of their root tasks' names as people sort them: case aside,
+ * numbers by value ("Task-9" before "Task-10", the order asyncio named them in), then by id:
+ * the same order from one dump to the next, whatever order the answer lists the tasks in. */
+static int task_order(const void *a, const void *b)
+{
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+    const char *nx = cli_json_str(x, "name"), *ny = cli_json_str(y, "name");
+    char lx[256], ly[256];
+    size_t i;
+    for (i = 0; nx && nx[i] && i + 1 < sizeof lx; i++)
+        lx[i] = (char)tolower((unsigned char)nx[i]);
+    lx[i] = '\0';
+    for (i = 0; ny && ny[i] && i + 1 < sizeof ly; i++)
+        ly[i] = (char)tolower((unsigned char)ny[i]);
+    ly[i] = '\0';
+    int c = strverscmp(lx, ly);
+    if (c)
+        return c;
+    const char *ix = cli_json_str(x, "id"), *iy = cli_json_str(y, "id");
+    return strcmp(ix ? ix : "", iy ? iy : "");
 }
 
 /* One task and, below it, the tasks it awaits. path: the tasks above it (a cycle stops there). */
@@ -216,21 +240,31 @@ static void tasks_print(const cJSON *d, const cJSON *as)
             printf("\nLoop %s in thread %.0f \"%s\"\n", loop, tid, tn ? tn : "");
         else
             printf("\nLoop %s (not running)\n", loop);
-        int nroots = 0, k = 0;
+        int nroots = 0;
+        const cJSON **roots = calloc((size_t)n + 1, sizeof *roots);
         cJSON_ArrayForEach(u, tasks)
         {
             const char *l2 = cli_json_str(u, "loop");
             int same = (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
-            if (same && task_root(u, cycles))
+            if (same && task_root(u, cycles)) {
+                if (roots)
+                    roots[nroots] = u;
                 nroots++;
+            }
         }
-        cJSON_ArrayForEach(u, tasks)
+        if (roots) /* else in the answer's order */
+            qsort(roots, (size_t)nroots, sizeof *roots, task_order);
+        int k = 0;
+        cJSON_ArrayForEach(u, tasks) /* the sorted roots, or the answer's without memory */
         {
             const char *l2 = cli_json_str(u, "loop");
             int same = (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
-            if (same && task_root(u, cycles))
-                task_print(tasks, u, "", ++k == nroots, path, 0);
+            if (same && task_root(u, cycles)) {
+                const cJSON *r = roots ? roots[k] : u;
+                task_print(tasks, r, "", ++k == nroots, path, 0);
+            }
         }
+        free(roots);
     }
 }
 
