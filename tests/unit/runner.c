@@ -50,6 +50,38 @@ static int run_one(int i, int timeout_s)
     return 1;
 }
 
+static struct {
+    int fd, saved;
+    FILE *file;
+} cap = {.saved = -1};
+
+void unit_capture_begin(int fd)
+{
+    fflush(fd == 1 ? stdout : stderr);
+    cap.fd = fd;
+    cap.file = tmpfile();
+    cap.saved = dup(fd);
+    if (cap.file)
+        dup2(fileno(cap.file), fd);
+}
+
+size_t unit_capture_end(char *buf, size_t n)
+{
+    size_t k = 0;
+    fflush(cap.fd == 1 ? stdout : stderr);
+    dup2(cap.saved, cap.fd);
+    close(cap.saved);
+    cap.saved = -1;
+    if (cap.file) {
+        rewind(cap.file);
+        k = fread(buf, 1, n - 1, cap.file);
+        fclose(cap.file);
+        cap.file = NULL;
+    }
+    buf[k] = '\0';
+    return k;
+}
+
 int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;

@@ -29,24 +29,13 @@ static char **mkargv(int *argc, const char *const *w)
 
 /* stderr, captured around one parse. */
 static char err_text[4096];
-static int saved_fd = -1;
-static FILE *err_file;
 static void cap_begin(void)
 {
-    fflush(stderr);
-    err_file = tmpfile();
-    saved_fd = dup(2);
-    dup2(fileno(err_file), 2);
+    unit_capture_begin(2);
 }
 static const char *cap_end(void)
 {
-    fflush(stderr);
-    dup2(saved_fd, 2);
-    close(saved_fd);
-    rewind(err_file);
-    size_t n = fread(err_text, 1, sizeof err_text - 1, err_file);
-    err_text[n] = '\0';
-    fclose(err_file);
+    unit_capture_end(err_text, sizeof err_text);
     return err_text;
 }
 

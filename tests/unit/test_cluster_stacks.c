@@ -68,18 +68,9 @@ static const char node_doc[] =
 static char out_text[16384];
 static int report(const struct cli_cluster_opts *o, cJSON *nodes)
 {
-    fflush(stdout);
-    FILE *f = tmpfile();
-    int saved = dup(1);
-    dup2(fileno(f), 1);
+    unit_capture_begin(1);
     int rc = cli_cluster_stacks_report(o, nodes);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    rewind(f);
-    size_t n = fread(out_text, 1, sizeof out_text - 1, f);
-    out_text[n] = '\0';
-    fclose(f);
+    unit_capture_end(out_text, sizeof out_text);
     return rc;
 }
 

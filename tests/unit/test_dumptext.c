@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "injector/cli/cli.h"
 #include "unit.h"
@@ -15,20 +14,11 @@ static char *printed(const char *doc)
 {
     static char out[8192];
     cJSON *d = cJSON_Parse(doc);
-    FILE *f = tmpfile();
-    if (!d || !f)
+    if (!d)
         return NULL;
-    fflush(stdout);
-    int saved = dup(1);
-    dup2(fileno(f), 1);
+    unit_capture_begin(1);
     cli_dump_print(d);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    rewind(f);
-    size_t n = fread(out, 1, sizeof out - 1, f);
-    out[n] = '\0';
-    fclose(f);
+    unit_capture_end(out, sizeof out);
     cJSON_Delete(d);
     return out;
 }

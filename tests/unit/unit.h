@@ -12,6 +12,11 @@
 typedef void (*unit_fn)(void);
 void unit_register(const char *name, const char *file, unit_fn fn);
 
+/* What the code under test writes to fd (1: stdout, 2: stderr) between the two calls, into buf
+ * (NUL-terminated, cut at n - 1 bytes; its length returned). One capture at a time. */
+void unit_capture_begin(int fd);
+size_t unit_capture_end(char *buf, size_t n);
+
 #define TEST(name)                                            \
     static void test_##name(void);                            \
     __attribute__((constructor)) static void reg_##name(void) \
