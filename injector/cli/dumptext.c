@@ -100,19 +100,21 @@ static const char *task_label(const cJSON *t)
 /* A loop's trees in the order of their root tasks' names as people sort them: case aside,
  * numbers by value ("Task-9" before "Task-10", the order asyncio named them in), then by id:
  * the same order from one dump to the next, whatever order the answer lists the tasks in. */
+static const char *name_lowered(const cJSON *t, char *buf, size_t n)
+{
+    const char *name = cli_json_str(t, "name");
+    size_t i = 0;
+    for (; name && name[i] && i + 1 < n; i++)
+        buf[i] = (char)tolower((unsigned char)name[i]);
+    buf[i] = '\0';
+    return buf;
+}
+
 static int task_order(const void *a, const void *b)
 {
     const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-    const char *nx = cli_json_str(x, "name"), *ny = cli_json_str(y, "name");
     char lx[256], ly[256];
-    size_t i;
-    for (i = 0; nx && nx[i] && i + 1 < sizeof lx; i++)
-        lx[i] = (char)tolower((unsigned char)nx[i]);
-    lx[i] = '\0';
-    for (i = 0; ny && ny[i] && i + 1 < sizeof ly; i++)
-        ly[i] = (char)tolower((unsigned char)ny[i]);
-    ly[i] = '\0';
-    int c = strverscmp(lx, ly);
+    int c = strverscmp(name_lowered(x, lx, sizeof lx), name_lowered(y, ly, sizeof ly));
     if (c)
         return c;
     const char *ix = cli_json_str(x, "id"), *iy = cli_json_str(y, "id");
@@ -191,6 +193,13 @@ static int task_root(const cJSON *t, const cJSON *cycles)
     return nby == 1 && cJSON_IsString(f0) && id && strcmp(f0->valuestring, id) == 0;
 }
 
+/* 1 when task u runs on loop (NULL: tasks without one). */
+static int in_loop(const cJSON *u, const char *loop)
+{
+    const char *l2 = cli_json_str(u, "loop");
+    return (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
+}
+
 static void tasks_print(const cJSON *d, const cJSON *as)
 {
     const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(as, "tasks"), *t, *c;
@@ -223,10 +232,9 @@ static void tasks_print(const cJSON *d, const cJSON *as)
         int j = 0, first = 1;
         cJSON_ArrayForEach(u, tasks)
         {
-            const char *l2 = cli_json_str(u, "loop");
             if (j++ >= i)
                 break;
-            if ((!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0))
+            if (in_loop(u, loop))
                 first = 0;
         }
         i++;
@@ -240,28 +248,25 @@ static void tasks_print(const cJSON *d, const cJSON *as)
             printf("\nLoop %s in thread %.0f \"%s\"\n", loop, tid, tn ? tn : "");
         else
             printf("\nLoop %s (not running)\n", loop);
-        int nroots = 0;
+        int nroots = 0, k = 0;
         const cJSON **roots = calloc((size_t)n + 1, sizeof *roots);
         cJSON_ArrayForEach(u, tasks)
         {
-            const char *l2 = cli_json_str(u, "loop");
-            int same = (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
-            if (same && task_root(u, cycles)) {
+            if (in_loop(u, loop) && task_root(u, cycles)) {
                 if (roots)
                     roots[nroots] = u;
                 nroots++;
             }
         }
-        if (roots) /* else in the answer's order */
+        if (roots) {
             qsort(roots, (size_t)nroots, sizeof *roots, task_order);
-        int k = 0;
-        cJSON_ArrayForEach(u, tasks) /* the sorted roots, or the answer's without memory */
-        {
-            const char *l2 = cli_json_str(u, "loop");
-            int same = (!loop && !l2) || (loop && l2 && strcmp(loop, l2) == 0);
-            if (same && task_root(u, cycles)) {
-                const cJSON *r = roots ? roots[k] : u;
-                task_print(tasks, r, "", ++k == nroots, path, 0);
+            for (k = 0; k < nroots; k++)
+                task_print(tasks, roots[k], "", k + 1 == nroots, path, 0);
+        } else { /* no memory to sort them: in the answer's order */
+            cJSON_ArrayForEach(u, tasks)
+            {
+                if (in_loop(u, loop) && task_root(u, cycles))
+                    task_print(tasks, u, "", ++k == nroots, path, 0);
             }
         }
         free(roots);
