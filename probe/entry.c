@@ -127,6 +127,7 @@ __attribute__((constructor)) static void probe_load(void)
     /* Py_GetVersion needs no GIL: "3.11.7 (main, ...". Keep the first word. */
     pb_strlcpy(i->python_version, Py_GetVersion(), sizeof i->python_version);
     i->python_version[strcspn(i->python_version, " ")] = '\0';
+    pyrt_tid_seed(); /* before the agent thread starts: its pyrt_init then starts no helper */
     if (probe_start(&err) < 0) {
         PB_LOG(PB_LOG_ERROR, "probe not started: %s", err.msg);
         return;

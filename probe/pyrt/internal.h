@@ -149,8 +149,9 @@ int pyrt_mem_read_at(uintptr_t addr, void *dst, size_t n);
 /* 1 once pyrt_init (pyrt.h, defined in safe.c) has succeeded. */
 int pyrt_ready(void);
 
-/* Find the offset of the tid inside glibc's struct pthread with two threads of our own.
- * Returns 0 or a negative code. */
+/* Find the offset of the tid inside glibc's struct pthread with two threads of our own: the
+ * calling one and the one that called pyrt_tid_seed (pyrt.h) when that was another, else a
+ * helper started here. Returns 0 or a negative code. */
 int pyrt_tid_calibrate(struct pb_err *err);
 /* Kernel tid of a live thread given its pthread_t, or -1 when unknown or the thread is gone. */
 long pyrt_tid_from_pthread(unsigned long pthread_ident);

@@ -116,6 +116,11 @@ enum {
 /* One-time set-up (calibration such as the pthread_t -> tid mapping on 3.8-3.10). Call from
  * the agent thread before the first snapshot. No GIL needed. */
 int pyrt_init(struct pb_err *err);
+/* The loading thread's half of pyrt_init's pthread_t -> tid calibration (3.8-3.10): it scans
+ * its own struct pthread, so that the agent thread's pyrt_init needs no helper thread (whose
+ * start waits for a CPU on a busy machine: 4 ms of every injection). Any thread but the
+ * agent's; no GIL needed; a no-op where the interpreter keeps native ids itself. */
+void pyrt_tid_seed(void);
 
 /* Take a snapshot of every Python thread of every interpreter (the main one's first; a thread
  * running code in a subinterpreter has a thread state there too: its frames there are its own

@@ -8,7 +8,9 @@
  * Tids: thread states before 3.11 hold only the pthread_t (tstate->thread_id). In glibc that is
  * the address of the thread's struct pthread, which holds the kernel tid at an offset that
  * differs between glibc builds; pyrt_tid_calibrate() finds it with two threads of our own whose
- * pthread_self() and gettid() are known. pyrt_init (pyrt.h) sets up both. No GIL needed;
+ * pthread_self() and gettid() are known: the one that loaded the probe scans itself at load
+ * (pyrt_tid_seed), the agent thread scans itself later; a helper thread of its own only when
+ * that leaves no answer. pyrt_init (pyrt.h) sets up both. No GIL needed;
  * thread-safe; never crashes. */
 #include "internal.h"
 
@@ -189,6 +191,36 @@ static void scan(pthread_t self, long tid, unsigned char *hits)
         hits[off / sizeof(int)] = 0;
 }
 
+/* The offset of the first hit left in hits[], or -1. */
+static long first_hit(const unsigned char *hits)
+{
+    for (size_t i = 0; i < SCAN_BYTES / sizeof(int); i++)
+        if (hits[i])
+            return (long)(i * sizeof(int));
+    return -1;
+}
+
+/* One thread's own scan, kept by pyrt_tid_seed() for the first calibration from another. */
+static unsigned char seed_hits[SCAN_BYTES / sizeof(int)];
+static long seed_tid = -1;
+static pthread_mutex_t calib_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void pyrt_tid_seed(void)
+{
+#if PY_VERSION_HEX < 0x030B0000
+    /* PROBING_TEST_NO_TID_SEED=1: no seed, so that the tests reach the helper thread's way
+     * (tests/e2e/test_dump.py). Unset in production. */
+    if (getenv("PROBING_TEST_NO_TID_SEED"))
+        return;
+    long tid = (long)syscall(SYS_gettid);
+    pthread_mutex_lock(&calib_lock);
+    memset(seed_hits, 1, sizeof seed_hits);
+    scan(pthread_self(), tid, seed_hits);
+    seed_tid = tid;
+    pthread_mutex_unlock(&calib_lock);
+#endif
+}
+
 /* Safe to call again and from several threads (no-op once calibrated). */
 int pyrt_tid_calibrate(struct pb_err *err)
 {
@@ -197,11 +229,23 @@ int pyrt_tid_calibrate(struct pb_err *err)
     pthread_t th;
     int rc;
 
-    static pthread_mutex_t calib_lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&calib_lock);
     if (tid_offset >= 0) {
         pthread_mutex_unlock(&calib_lock);
         return 0;
+    }
+    long self_tid = (long)syscall(SYS_gettid);
+    if (seed_tid > 0 && seed_tid != self_tid) {
+        /* Another thread scanned itself (the loader's, at load): one scan of ours is enough,
+         * and no thread has to start and be scheduled first. */
+        memcpy(hits, seed_hits, sizeof hits);
+        scan(pthread_self(), self_tid, hits);
+        if ((tid_offset = first_hit(hits)) >= 0) {
+            pthread_mutex_unlock(&calib_lock);
+            PB_LOG(PB_LOG_DEBUG, "pthread tid at offset %ld (the loading thread's scan and ours)",
+                   tid_offset);
+            return 0;
+        }
     }
     memset(&h, 0, sizeof h);
     pthread_mutex_init(&h.lock, NULL);
@@ -217,7 +261,7 @@ int pyrt_tid_calibrate(struct pb_err *err)
     pthread_mutex_unlock(&h.lock);
 
     memset(hits, 1, sizeof hits);
-    scan(pthread_self(), (long)syscall(SYS_gettid), hits);
+    scan(pthread_self(), self_tid, hits);
     scan(h.self, h.tid, hits); /* helper is parked on the condvar: its struct is stable */
 
     pthread_mutex_lock(&h.lock);
@@ -226,15 +270,13 @@ int pyrt_tid_calibrate(struct pb_err *err)
     pthread_mutex_unlock(&h.lock);
     pthread_join(th, NULL);
 
-    rc = pb_err_set(err, PB_EUNKNOWN, "tid calibration: no offset holds the tid in two threads");
-    for (size_t i = 0; i < sizeof hits; i++) {
-        if (hits[i]) {
-            tid_offset = (long)(i * sizeof(int));
-            pb_err_clear(err);
-            rc = 0;
-            break;
-        }
-    }
+    rc = 0;
+    if ((tid_offset = first_hit(hits)) < 0)
+        rc =
+            pb_err_set(err, PB_EUNKNOWN, "tid calibration: no offset holds the tid in two threads");
+    else
+        PB_LOG(PB_LOG_DEBUG, "pthread tid at offset %ld (a helper thread's scan and ours)",
+               tid_offset);
 out:
     pthread_cond_destroy(&h.cond);
     pthread_mutex_destroy(&h.lock);
