@@ -219,15 +219,27 @@ int dap_client_send(struct dap_client *c, const char *command, cJSON *args, stru
     return 0;
 }
 
+int dap_client_send_ahead(struct dap_client *c, const char *command, cJSON *args,
+                          struct pb_err *err)
+{
+    if (!c->ahead_from)
+        c->ahead_from = c->seq + 1;
+    return dap_client_send(c, command, args, err);
+}
+
 int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
                        struct pb_err *err)
 {
     if (body)
         *body = NULL;
+    int ahead = c->ahead_from;
+    c->ahead_from = 0;
     int rc = dap_client_send(c, command, args, err);
     if (rc < 0)
         return rc;
     int seq = c->seq;
+    if (!ahead)
+        ahead = seq;
     long long deadline = now_ms() + c->timeout_ms;
     for (;;) {
         cJSON *m = NULL;
@@ -240,8 +252,13 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
             note_refusal(c, m);
             if (c->on_event)
                 c->on_event(c->event_arg, m);
-        } else if (strcmp(type, "response") == 0 && cJSON_IsNumber(rs) && rs->valueint == seq) {
+        } else if (strcmp(type, "response") == 0 && cJSON_IsNumber(rs) && rs->valueint >= ahead &&
+                   rs->valueint <= seq) {
             const cJSON *ok = cJSON_GetObjectItemCaseSensitive(m, "success");
+            if (cJSON_IsTrue(ok) && rs->valueint < seq) { /* one sent ahead: it went well */
+                cJSON_Delete(m);
+                continue;
+            }
             if (!cJSON_IsTrue(ok)) {
                 const cJSON *msg = cJSON_GetObjectItemCaseSensitive(m, "message");
                 pb_err_set(err, PB_EREFUSED, "%s",

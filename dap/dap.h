@@ -75,6 +75,9 @@ struct dap_client {
     void *wait_arg;
     /* "REASON: FIX" of a `probing/refused` event (the probe closes the connection after it). */
     char refused[512];
+    /* The first request sent ahead (dap_client_send_ahead) whose response the next
+     * dap_client_request checks; 0: none. */
+    int ahead_from;
 };
 
 /* A c->timeout_ms set to 0 after init makes requests wait without a deadline (eval). */
@@ -90,6 +93,12 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
 /* Send a request (args taken) without waiting for its response (it is skipped when it comes).
  * Returns 0 or a negative code with err filled. */
 int dap_client_send(struct dap_client *c, const char *command, cJSON *args, struct pb_err *err);
+/* Send a request (args taken) now and let the next dap_client_request wait for both: one round
+ * trip for several requests (the handshake's initialize and attach). Its response body is
+ * skipped; its failure is that dap_client_request's, with its message. Returns 0 or a
+ * negative code with err filled. */
+int dap_client_send_ahead(struct dap_client *c, const char *command, cJSON *args,
+                          struct pb_err *err);
 void dap_client_close(struct dap_client *c);
 
 #endif

@@ -191,7 +191,11 @@ int cli_ext_check(struct pb_err *err);
 
 /* ---- connect.c: the CLI as a DAP client ---- */
 
+/* initialize, then attach as a CLI client (token: TCP's, or NULL), in one round trip. */
 int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err);
+/* The same, sent ahead: the caller's next dap_client_request waits for the three answers and
+ * reports the first failure (one round trip instead of two before a command's request). */
+int cli_handshake_ahead(struct dap_client *c, const char *token, struct pb_err *err);
 /* Connect to the target (injecting into a local pid first if needed), then initialize and
  * attach as a CLI client. */
 int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *err);

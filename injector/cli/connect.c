@@ -6,20 +6,32 @@
 
 #include "cli.h"
 
-int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err)
+/* initialize, and attach when ahead (else the caller's request): one round trip. */
+static int handshake(struct dap_client *c, const char *token, int ahead, struct pb_err *err)
 {
     cJSON *args = cJSON_CreateObject();
     cJSON_AddStringToObject(args, "clientID", "probing-cli");
     cJSON_AddStringToObject(args, "adapterID", "probing");
     cJSON_AddBoolToObject(args, "linesStartAt1", 1);
-    int rc = dap_client_request(c, "initialize", args, NULL, err);
+    int rc = dap_client_send_ahead(c, "initialize", args, err);
     if (rc < 0)
         return rc;
     args = cJSON_CreateObject();
     cJSON_AddStringToObject(args, "probingClient", "cli");
     if (token)
         cJSON_AddStringToObject(args, "token", token);
-    return dap_client_request(c, "attach", args, NULL, err);
+    return ahead ? dap_client_send_ahead(c, "attach", args, err)
+                 : dap_client_request(c, "attach", args, NULL, err);
+}
+
+int cli_handshake(struct dap_client *c, const char *token, struct pb_err *err)
+{
+    return handshake(c, token, 0, err);
+}
+
+int cli_handshake_ahead(struct dap_client *c, const char *token, struct pb_err *err)
+{
+    return handshake(c, token, 1, err);
 }
 
 int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *err)

@@ -157,7 +157,7 @@ static int act(const struct cli_inject_cmd *cmd, int timeout_ms)
     if (rc == 0)
         rc = cli_connect_pid(pid, 5000, &dc, &err);
     if (rc == 0)
-        rc = cli_handshake(&dc, NULL, &err);
+        rc = cli_handshake_ahead(&dc, NULL, &err);
     if (rc == 0)
         rc = dap_client_request(&dc, "probing/info", NULL, &info, &err);
     if (rc < 0)

@@ -433,3 +433,66 @@ TEST(client_refusal_read_after_broken_pipe)
     ASSERT(strstr(err.msg, "prlimit") != NULL);
     dap_client_close(&c);
 }
+
+/* A response written to the client's socket, as the probe would send it. */
+static void put_response(int fd, int request_seq, const char *command, int success,
+                         const char *message, cJSON *body)
+{
+    cJSON *r = dap_msg_response(request_seq, request_seq, command, success, message, body);
+    size_t len = 0;
+    char *buf = dap_encode(r, &len);
+    cJSON_Delete(r);
+    ASSERT(buf && write(fd, buf, len) == (ssize_t)len);
+    free(buf);
+}
+
+/* Requests sent ahead (the CLI's handshake) and the request after them: one wait for all, the
+ * body of the last, and the first failure among them reported with its message; a request sent
+ * with dap_client_send alone still has its answer skipped. */
+TEST(client_send_ahead_one_round_trip)
+{
+    for (int k = 0; k < 3; k++) {
+        int sv[2];
+        ASSERT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+        struct dap_client c;
+        dap_client_init(&c, 1000);
+        c.fd = sv[0];
+        struct pb_err err = {0};
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddNumberToObject(body, "pid", 42);
+        if (k == 0) { /* all went well */
+            put_response(sv[1], 1, "initialize", 1, NULL, NULL);
+            put_response(sv[1], 2, "attach", 1, NULL, NULL);
+            put_response(sv[1], 3, "probing/info", 1, NULL, body);
+        } else if (k == 1) { /* attach refused: no answer to the request after it */
+            cJSON_Delete(body);
+            put_response(sv[1], 1, "initialize", 1, NULL, NULL);
+            put_response(sv[1], 2, "attach", 0, "attach refused: wrong or missing token", NULL);
+        } else { /* sent with dap_client_send alone: its failure is not ours to report */
+            put_response(sv[1], 1, "initialize", 0, "not this one", NULL);
+            put_response(sv[1], 2, "attach", 1, NULL, NULL);
+            put_response(sv[1], 3, "probing/info", 1, NULL, body);
+        }
+        cJSON *got = NULL;
+        if (k < 2) {
+            ASSERT(dap_client_send_ahead(&c, "initialize", NULL, &err) == 0);
+            ASSERT(dap_client_send_ahead(&c, "attach", NULL, &err) == 0);
+        } else {
+            ASSERT(dap_client_send(&c, "initialize", NULL, &err) == 0);
+            ASSERT(dap_client_request(&c, "attach", NULL, NULL, &err) == 0);
+        }
+        int rc = dap_client_request(&c, "probing/info", NULL, &got, &err);
+        if (k == 1) {
+            ASSERT(rc == PB_EREFUSED);
+            ASSERT(strstr(err.msg, "attach refused: wrong or missing token") != NULL);
+            ASSERT(got == NULL);
+        } else {
+            ASSERT(rc == 0);
+            ASSERT(cJSON_GetObjectItemCaseSensitive(got, "pid")->valueint == 42);
+        }
+        ASSERT(c.ahead_from == 0);
+        cJSON_Delete(got);
+        dap_client_close(&c);
+        close(sv[1]);
+    }
+}
