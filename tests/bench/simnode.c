@@ -6,6 +6,7 @@
  * cat it replaces were three, and their starts, not probing's work, were most of the 4,096
  * ranks' time on a 2-core machine. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,10 @@ int main(int argc, char **argv)
     double s = atof(argv[1]);
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     while (nanosleep(&ts, &ts) != 0)
-        ;
+        if (errno != EINTR) {
+            fprintf(stderr, "simnode: '%s' is not a time to sleep: give seconds >= 0\n", argv[1]);
+            return 2;
+        }
     int fd = open(argv[2], O_RDONLY);
     if (fd < 0) {
         perror(argv[2]);
