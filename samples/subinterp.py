@@ -3,7 +3,9 @@
 thread running code in a subinterpreter (3.12's _xxsubinterpreters, 3.13's _interpreters, 3.14+'s
 concurrent.interpreters): its call blocks while `sub_worker`, a function of the
 subinterpreter's, sleeps there. Prints "ready {json}" once the subinterpreter's code runs
-(native ids, the subinterpreter's id), then "tick N" lines. With "busy" sub_worker computes."""
+(native ids, the subinterpreter's id), then "tick N" lines. With "busy" sub_worker computes; with
+"busy churn" the main thread also starts and joins short threads between ticks (thread states
+made and freed while a sampler reads the lists)."""
 import json
 import os
 import sys
@@ -47,7 +49,9 @@ def sleeper():
 def main():
     r, w = os.pipe()
     box = {}
-    sub = threading.Thread(target=run_in_subinterpreter, args=(SUB_CODE % (w, sys.argv[1:] == ["busy"]), box),
+    busy = sys.argv[1:2] == ["busy"]
+    churn = "churn" in sys.argv[2:]
+    sub = threading.Thread(target=run_in_subinterpreter, args=(SUB_CODE % (w, busy), box),
                            name="subrunner", daemon=True)
     sl = threading.Thread(target=sleeper, name="sleeper-1", daemon=True)
     sub.start()
@@ -61,7 +65,12 @@ def main():
     while True:
         print("tick %d" % n, flush=True)
         n += 1
-        time.sleep(0.2)
+        end = time.monotonic() + 0.2
+        while churn and time.monotonic() < end:
+            th = threading.Thread(target=int)
+            th.start()
+            th.join()
+        time.sleep(max(0.0, end - time.monotonic()))
 
 
 if __name__ == "__main__":

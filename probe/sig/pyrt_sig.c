@@ -149,24 +149,39 @@ int sig_pyrt_frames_tstate(uintptr_t ts, struct pyrt_sig_frame *out, int max)
 }
 
 #define THREAD_STATES 8 /* thread states of one OS thread (nested subinterpreters) */
+#define WALK_TRIES 3    /* walks of the thread lists, when one met a state being freed */
 
-int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
+/* The thread states of OS thread tid in every interpreter but `skip`, by interpreter id,
+ * highest first (ts, ids: THREAD_STATES each); *self_id: the id of the interpreter at `self_in`
+ * (-1: not listed). Another thread's exit unlinks its state, then frees it, without a lock we
+ * could take: a walk that reads a state after its free meets a foreign interpreter pointer or
+ * an unreadable next and stops there, before the states behind it (the main interpreter's of a
+ * thread running a subinterpreter, a list's oldest). Such a walk starts again from the heads
+ * (the unlink came first: they no longer name it), WALK_TRIES walks at most. Returns the
+ * count. */
+static int states_of(long tid, uintptr_t skip, uintptr_t self_in, uintptr_t *ts, long long *ids,
+                     long long *self_id)
 {
-    struct pyrt_interp_iter it;
-    struct pyrt_interp in;
-    uintptr_t ts[THREAD_STATES];
-    long long ids[THREAD_STATES];
-    int n = 0, got = 0, visited = 0;
-    if (max <= 0)
-        return 0;
-    if (tid > 0 && pyrt_interp_first(&it, pyrt_read) == 0)
+    int n = 0;
+    for (int tries = 0; tries < WALK_TRIES; tries++) {
+        struct pyrt_interp_iter it;
+        struct pyrt_interp in;
+        int visited = 0, broken = 0;
+        n = 0;
+        *self_id = -1;
+        if (tid <= 0 || pyrt_interp_first(&it, pyrt_read) != 0)
+            return 0;
         while (n < THREAD_STATES && pyrt_interp_next(&it, &in, pyrt_read) == 1) {
             uintptr_t at = in.head;
+            if (self_in && in.addr == self_in)
+                *self_id = in.id;
             while (at && n < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
                 struct pyrt_tstate t;
-                if (pyrt_tstate_read(at, &t, pyrt_read) != 0 || t.interp != in.addr)
+                if (pyrt_tstate_read(at, &t, pyrt_read) != 0 || t.interp != in.addr) {
+                    broken = 1;
                     break;
-                if (t.native_id == tid) { /* insertion by id, highest first */
+                }
+                if (t.native_id == tid && at != skip) { /* insertion by id, highest first */
                     int k = n++;
                     for (; k > 0 && ids[k - 1] < in.id; k--) {
                         ts[k] = ts[k - 1];
@@ -180,6 +195,20 @@ int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out,
                     break;
             }
         }
+        if (!broken)
+            break;
+    }
+    return n;
+}
+
+int sig_pyrt_frames_thread(long tid, uintptr_t self, struct pyrt_sig_frame *out, int max)
+{
+    uintptr_t ts[THREAD_STATES];
+    long long ids[THREAD_STATES], none;
+    int n, got = 0;
+    if (max <= 0)
+        return 0;
+    n = states_of(tid, 0, 0, ts, ids, &none);
     if (n == 0)
         return sig_pyrt_frames_tstate(self, out, max);
     for (int i = 0; i < n && got < max; i++)
@@ -216,40 +245,16 @@ int sig_pyrt_frames_listed(long tid, const uintptr_t *ts, const long *ids, const
 
 int sig_pyrt_frames_outer(uintptr_t self, long tid, struct pyrt_sig_frame *out, int n, int max)
 {
-    struct pyrt_interp_iter it;
-    struct pyrt_interp in;
     struct pyrt_tstate st;
     uintptr_t ts[THREAD_STATES], head = 0, main = 0;
-    long long ids[THREAD_STATES], self_id = -1;
-    int k = 0, visited = 0;
+    long long ids[THREAD_STATES], self_id;
+    int k;
     if (!self || tid <= 0 || n >= max ||
         pyrt_read((uintptr_t)&PYRT_RUNTIME->interpreters.head, &head, sizeof head) != 0 ||
         pyrt_read((uintptr_t)&PYRT_RUNTIME->interpreters.main, &main, sizeof main) != 0 ||
-        head == main || pyrt_tstate_read(self, &st, pyrt_read) != 0 ||
-        pyrt_interp_first(&it, pyrt_read) != 0)
+        head == main || pyrt_tstate_read(self, &st, pyrt_read) != 0)
         return n; /* the main interpreter alone: nothing more */
-    while (pyrt_interp_next(&it, &in, pyrt_read) == 1) {
-        uintptr_t at = in.head;
-        if (in.addr == st.interp)
-            self_id = in.id;
-        while (at && k < THREAD_STATES && visited++ < PYRT_MAX_THREADS) {
-            struct pyrt_tstate t;
-            if (pyrt_tstate_read(at, &t, pyrt_read) != 0 || t.interp != in.addr)
-                break;
-            if (t.native_id == tid && at != self) { /* insertion by id, highest first */
-                int j = k++;
-                for (; j > 0 && ids[j - 1] < in.id; j--) {
-                    ts[j] = ts[j - 1];
-                    ids[j] = ids[j - 1];
-                }
-                ts[j] = at;
-                ids[j] = in.id;
-            }
-            at = t.next;
-            if (at == in.head)
-                break;
-        }
-    }
+    k = states_of(tid, self, st.interp, ts, ids, &self_id);
     for (int i = 0; i < k && n < max; i++)
         if (self_id >= 0 && ids[i] < self_id)
             n += sig_pyrt_frames_fast(ts[i], out + n, max - n);
@@ -334,34 +339,42 @@ int sig_pyrt_frame_skip(const struct pyrt_sig_frame *f)
 
 int sig_pyrt_threads(uintptr_t *tstates, long *native_ids, long long *interp_ids, int max)
 {
-    struct pyrt_interp_iter it;
-    struct pyrt_interp in;
     int n = 0;
-    if (max <= 0 || pyrt_interp_first(&it, pyrt_read) != 0)
-        return 0;
-    while (n < max && pyrt_interp_next(&it, &in, pyrt_read) == 1) {
-        uintptr_t ts = in.head;
-        for (int steps = 0; ts && n < max && steps < PYRT_MAX_THREADS; steps++) {
-            struct pyrt_tstate t;
-            if (pyrt_tstate_read(ts, &t, pyrt_read) != 0 || t.interp != in.addr)
-                break;
-            tstates[n] = ts;
-            if (interp_ids)
-                interp_ids[n] = in.id;
+    for (int tries = 0; tries < WALK_TRIES; tries++) { /* as states_of: a state being freed */
+        struct pyrt_interp_iter it;
+        struct pyrt_interp in;
+        int broken = 0;
+        n = 0;
+        if (max <= 0 || pyrt_interp_first(&it, pyrt_read) != 0)
+            return 0;
+        while (n < max && pyrt_interp_next(&it, &in, pyrt_read) == 1) {
+            uintptr_t ts = in.head;
+            for (int steps = 0; ts && n < max && steps < PYRT_MAX_THREADS; steps++) {
+                struct pyrt_tstate t;
+                if (pyrt_tstate_read(ts, &t, pyrt_read) != 0 || t.interp != in.addr) {
+                    broken = 1;
+                    break;
+                }
+                tstates[n] = ts;
+                if (interp_ids)
+                    interp_ids[n] = in.id;
 #ifdef PYRT_REMOTE
-            if (native_ids) /* before 3.11 the CLI finds them (the pthread_t's tid) */
-                native_ids[n] = t.native_id;
+                if (native_ids) /* before 3.11 the CLI finds them (the pthread_t's tid) */
+                    native_ids[n] = t.native_id;
 #else
-            if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode only */
-                native_ids[n] = t.native_id > 0    ? t.native_id
-                                : sig_tids_allowed ? pyrt_tid_from_pthread(t.ident)
-                                                   : -1;
+                if (native_ids) /* before 3.11 from the pthread_t, signal-safe in syscall mode */
+                    native_ids[n] = t.native_id > 0    ? t.native_id
+                                    : sig_tids_allowed ? pyrt_tid_from_pthread(t.ident)
+                                                       : -1;
 #endif
-            n++;
-            ts = t.next;
-            if (ts == in.head)
-                break;
+                n++;
+                ts = t.next;
+                if (ts == in.head)
+                    break;
+            }
         }
+        if (!broken)
+            break;
     }
     return n;
 }

@@ -141,8 +141,11 @@ def test_subinterp_dap(python, spawn):
 def test_subinterp_perf(python, spawn):
     """perf --cc: a thread computing in a subinterpreter is sampled with its whole stack: the
     main interpreter's frames of the call that runs it (run_in_subinterpreter) below the
-    subinterpreter's (sub_worker), in CPU and in wall mode."""
-    t = spawn(python, "subinterp.py", args=("busy",))
+    subinterpreter's (sub_worker), in CPU and in wall mode. The main thread starts and ends
+    threads meanwhile: a state freed while the handler walks the lists (it runs beside the main
+    interpreter's GIL) made the walk stop before the runner's main state in 1 sample of ~100
+    in CI, and in nearly every run with this churn; the walk now starts again."""
+    t = spawn(python, "subinterp.py", args=("busy", "churn"))
     for mode in ("cpu", "wall"):
         probing("-p", t.pid, "perf", "--cc", "--mode", mode, "--duration", "1.5", check=True,
                 timeout=60)
