@@ -228,12 +228,21 @@ int sql_compat_register(struct sqlite3 *db, struct pb_err *err)
     /* TEMP views live in the temp schema: keep it in memory, never in a file. */
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);
+    /* Declared as CREATE TEMP VIEW writes them (sql_schema_declare): parsed when first used. */
+    sqlite3_str *v = sqlite3_str_new(db);
     for (int i = 0; rc == SQLITE_OK && i < NVIEWS; i++) {
         char *sql =
-            sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS %s", views[i].info.name, views[i].select);
-        rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+            sqlite3_mprintf("CREATE VIEW \"%w\" AS %s", views[i].info.name, views[i].select);
+        if (!sql)
+            rc = SQLITE_NOMEM;
+        sqlite3_str_appendf(v, "%s('view', %Q, %Q, 0, %Q)", i ? ", " : "", views[i].info.name,
+                            views[i].info.name, sql);
         sqlite3_free(sql);
     }
+    char *values = sqlite3_str_finish(v);
+    if (rc == SQLITE_OK)
+        rc = values ? sql_schema_declare(db, "temp", values) : SQLITE_NOMEM;
+    sqlite3_free(values);
     if (rc != SQLITE_OK)
         return pb_err_set(err, PB_EUNKNOWN, "creating the compatibility views: %s",
                           sqlite3_errmsg(db));

@@ -191,6 +191,36 @@ static int register_functions(sqlite3 *d)
 
 /* ---- opening ---- */
 
+int sql_schema_declare(struct sqlite3 *d, const char *schema, const char *values)
+{
+    int on = 0, rc = sqlite3_db_config(d, SQLITE_DBCONFIG_WRITABLE_SCHEMA, 1, &on);
+    if (rc == SQLITE_OK && on) {
+        char *sql = sqlite3_mprintf("INSERT INTO \"%w\".sqlite_master VALUES %s", schema, values);
+        rc = sql ? sqlite3_exec(d, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+    } else if (rc == SQLITE_OK) {
+        rc = SQLITE_ERROR;
+    }
+    sqlite3_db_config(d, SQLITE_DBCONFIG_WRITABLE_SCHEMA, 0, NULL);
+    /* A new cookie: SQLite reads the catalogue again before the next statement (on SQLite
+     * 3.34, the release's, as on later ones; writable_schema=RESET is 3.38+). */
+    sqlite3_stmt *st = NULL;
+    char *sql = rc == SQLITE_OK ? sqlite3_mprintf("PRAGMA \"%w\".schema_version", schema) : NULL;
+    if (rc == SQLITE_OK)
+        rc = sql ? sqlite3_prepare_v2(d, sql, -1, &st, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (rc == SQLITE_OK && sqlite3_step(st) != SQLITE_ROW)
+        rc = SQLITE_ERROR;
+    long long cookie = rc == SQLITE_OK ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK) {
+        sql = sqlite3_mprintf("PRAGMA \"%w\".schema_version = %lld", schema, cookie + 1);
+        rc = sql ? sqlite3_exec(d, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+    }
+    return rc;
+}
+
 struct sqlite3 *sql_store_db(struct pb_err *err)
 {
     if (db)

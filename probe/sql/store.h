@@ -91,8 +91,16 @@ int sql_vtab_count(void);
 const struct probe_table_info *sql_vtab_info(int i);
 int sql_history_count(void);
 const struct probe_table_info *sql_history_info(int i);
-/* Task thread, at open: register the module and create every live table. */
+/* Task thread, at open: register the module and declare every live table (sql_schema_declare:
+ * each is connected when a statement first names it). */
 int sql_vtab_register(struct sqlite3 *db, struct pb_err *err);
+/* At open, before any client statement: writes rows (type, name, sql) into schema's catalogue
+ * as CREATE writes them, for virtual tables and views only (no storage of their own), and makes
+ * SQLite read the catalogue again at the next statement. What CREATE would do at once
+ * (parse, declare, connect: 30 us a live table) is then done for the tables a statement names,
+ * when it names them. values: the VALUES list, each row ('table'|'view', name, name, 0, sql).
+ * Returns an SQLite code. */
+int sql_schema_declare(struct sqlite3 *db, const char *schema, const char *values);
 /* Task thread: create declared history tables not created yet (store.c calls it). */
 int sql_history_create_tables(struct sqlite3 *db);
 /* sql_compat.c: the original Probing's names (docs/migrating.md). At open (task thread):

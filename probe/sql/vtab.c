@@ -587,10 +587,34 @@ static const sqlite3_module module = {
 int sql_vtab_register(struct sqlite3 *db, struct pb_err *err)
 {
     int rc = sqlite3_create_module(db, "probing_live", &module, NULL);
-    char sql[160];
+    char done[NDEFS];
+    memset(done, 0, sizeof done);
+    /* One catalogue write per schema, its tables' rows as CREATE VIRTUAL TABLE writes them. */
     for (int i = 0; rc == SQLITE_OK && i < NDEFS; i++) {
-        snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE %s USING probing_live", defs[i].info.name);
-        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        const char *name = defs[i].info.name, *dot = strchr(name, '.');
+        if (done[i] || !dot)
+            continue;
+        int slen = (int)(dot - name);
+        char schema[32];
+        snprintf(schema, sizeof schema, "%.*s", slen, name);
+        sqlite3_str *v = sqlite3_str_new(db);
+        for (int j = i, n = 0; j < NDEFS; j++) {
+            const char *t = defs[j].info.name;
+            if (done[j] || strncmp(t, name, (size_t)slen + 1) != 0)
+                continue;
+            done[j] = 1;
+            char *create =
+                sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\" USING probing_live", t + slen + 1);
+            if (!create)
+                rc = SQLITE_NOMEM;
+            sqlite3_str_appendf(v, "%s('table', %Q, %Q, 0, %Q)", n++ ? ", " : "", t + slen + 1,
+                                t + slen + 1, create);
+            sqlite3_free(create);
+        }
+        char *values = sqlite3_str_finish(v);
+        if (rc == SQLITE_OK)
+            rc = values ? sql_schema_declare(db, schema, values) : SQLITE_NOMEM;
+        sqlite3_free(values);
     }
     if (rc != SQLITE_OK)
         return pb_err_set(err, PB_EUNKNOWN, "creating the live tables: %s", sqlite3_errmsg(db));
