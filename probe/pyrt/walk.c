@@ -304,17 +304,18 @@ static struct probe_thread *thread_add(struct probe_snapshot *s, struct pyrt_raw
     return t;
 }
 
-/* The thread list: every interpreter's thread states (the main one's first), each thread's
- * frames. No GIL needed. */
-static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
-                        struct pb_err *err)
+/* One walk of the thread list: every interpreter's thread states (the main one's first), each
+ * thread's frames. *broken: it stopped at a state that was freed under it. No GIL needed. */
+static int walk_once(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
+                     int *cap, int *broken, struct pb_err *err)
 {
     struct pyrt_interp_iter it;
     struct pyrt_interp in;
     unsigned long main_ident = 0;
     uintptr_t holder = 0;
-    int locked = 0, cap = 0, want_raw = w->want_raw, rc = pyrt_interp_first(&it, pyrt_mem_read_at);
+    int locked = 0, want_raw = w->want_raw, rc = pyrt_interp_first(&it, pyrt_mem_read_at);
 
+    *broken = 0;
     if (rc == -1)
         return pb_err_set(err, PB_ENOPYTHON, "Python is not initialised (no main interpreter)");
     if (rc < 0)
@@ -335,8 +336,10 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
         while (ts_addr && s->nthreads < PYRT_MAX_THREADS) {
             struct pyrt_tstate ts;
             struct probe_thread *t;
-            if (pyrt_tstate_read(ts_addr, &ts, pyrt_mem_read_at) != 0 || ts.interp != in.addr)
-                break; /* freed under us: report what we have */
+            if (pyrt_tstate_read(ts_addr, &ts, pyrt_mem_read_at) != 0 || ts.interp != in.addr) {
+                *broken = 1; /* freed under us (a thread's exit) */
+                break;
+            }
             long nid = ts.native_id > 0 ? ts.native_id : pyrt_tid_from_pthread(ts.ident);
             if (locked && holder == ts_addr)
                 s->gil_holder_native_id = nid;
@@ -349,8 +352,10 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
                     continue;
                 }
             }
-            if (!(t = thread_add(s, raws, &cap)))
+            if (!(t = thread_add(s, raws, cap))) {
+                w->want_raw = want_raw;
                 return pb_err_set(err, -ENOMEM, "out of memory");
+            }
             t->ident = ts.ident;
             t->native_id = nid;
             t->interp_id = in.id;
@@ -358,8 +363,10 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
             t->daemon = -1;
             t->holds_gil = locked && holder == ts_addr;
             t->name = w->comm_later ? strdup("") : comm_read(t->native_id);
-            if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0)
+            if (!t->name || frames_walk(w, t, ts_addr, ts.top, &(*raws)[s->nthreads - 1]) < 0) {
+                w->want_raw = want_raw;
                 return pb_err_set(err, -ENOMEM, "out of memory");
+            }
             ts_addr = ts.next;
             if (ts_addr == in.head)
                 break;
@@ -367,6 +374,29 @@ static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_ra
     }
     w->want_raw = want_raw;
     return 0;
+}
+
+/* The thread list, read without the lock that guards it: a thread's exit unlinks its state,
+ * then frees it, so a walk may meet a freed state and stop before the states behind it. Such
+ * a walk is dropped and the list walked again from the heads (the unlink came first), three
+ * walks at most; the last one's threads are reported as they are. */
+static int threads_walk(struct walk *w, struct probe_snapshot *s, struct pyrt_rawframe ***raws,
+                        struct pb_err *err)
+{
+    int cap = 0, broken = 0, rc = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        for (int i = 0; i < s->nthreads; i++) {
+            pyrt_thread_free(&s->threads[i]);
+            free((*raws)[i]);
+            (*raws)[i] = NULL;
+        }
+        s->nthreads = 0;
+        s->gil_holder_native_id = -1;
+        rc = walk_once(w, s, raws, &cap, &broken, err);
+        if (rc < 0 || !broken)
+            break;
+    }
+    return rc;
 }
 
 /* threading's names remembered from the last snapshot taken with PROBE_SNAP_NAMES, so that a
