@@ -8,7 +8,9 @@
 # None retries on EINTR, as much C code does not. They start once the file named by argv[1]
 # exists (so that the probe can be injected first); each round prints
 # "ok KIND start=T0 end=T1 rc=RC" (CLOCK_MONOTONIC seconds, RC the call's return value).
-# Prints "ready {...}" (pid, tids) at once.
+# Prints "ready {...}" (pid, tids) at once. With "wakes" (argv[2]) a fourth thread, "c-read-wakes",
+# reads a pipe that another thread writes every 20 ms: a call that returns and is made again
+# (a thread that may wake while its stack is read).
 import ctypes
 import json
 import os
@@ -66,11 +68,27 @@ def run(name, fn):
     fn()
 
 
-threads = [threading.Thread(target=run, args=(n, f), name=n, daemon=True)
-           for n, f in (("c-sleep", c_sleep), ("c-read", c_read), ("c-epoll", c_epoll))]
+def c_read_wakes():
+    r, w = os.pipe()
+
+    def writer():
+        while True:
+            time.sleep(0.02)
+            os.write(w, b"x")
+
+    threading.Thread(target=writer, name="c-read-wakes-writer", daemon=True).start()
+    buf = ctypes.create_string_buffer(8)
+    while True:
+        libc.read(r, buf, 1)
+
+
+kinds = [("c-sleep", c_sleep), ("c-read", c_read), ("c-epoll", c_epoll)]
+if sys.argv[2:3] == ["wakes"]:
+    kinds.append(("c-read-wakes", c_read_wakes))
+threads = [threading.Thread(target=run, args=(n, f), name=n, daemon=True) for n, f in kinds]
 for t in threads:
     t.start()
-while len(tids) < 3:
+while len(tids) < len(kinds):
     time.sleep(0.01)
 print("ready " + json.dumps({"pid": os.getpid(), "tids": tids}), flush=True)
 while True:

@@ -391,20 +391,32 @@ struct tstates {
     struct pyrt_code_memo walk_memo[256]; /* the frame walks' code checks, across threads */
 };
 
+#define READ_TRIES 8  /* reads of a blocked thread's stack, each checked against a wake */
+#define WAKE_POLLS 10 /* looks, 1 ms apart, at a thread that woke while it was read */
+
 /* 1 when tid is blocked in a system call and its stacks were read into r, 0 when it is not
  * blocked (the caller may signal it), -1 when it is blocked but no consistent read was had
- * (r then holds its Python frames only, or nothing). */
+ * (r then holds its Python frames only, or nothing). A thread that woke while it was read (its
+ * call returned) is most often in its next call within a millisecond (a loop around the call):
+ * it is looked at again, 1 ms apart, WAKE_POLLS times at most, and read once it waits again;
+ * one that still runs then is -1 as before (seen blocked once, never signalled). */
 static int read_blocked(int tid, uintptr_t tstate, struct tstates *all, struct stack_sig_result *r,
                         struct unwind_cache *cache)
 {
     long nr, nr2;
     uintptr_t sp, pc, sp2, pc2;
     struct task_files f;
-    int rc = -1;
+    int rc = -1, polls = 0;
     task_files_open(tid, &f);
-    for (int tries = 0; tries < 3; tries++) {
+    for (int tries = 0; tries < READ_TRIES; tries++) {
         unsigned long long sw = switches(&f);
         if (!blocked_in_syscall(&f, &nr, &sp, &pc)) {
+            if (tries > 0 && polls++ < WAKE_POLLS) {
+                struct timespec ms = {0, 1000000L};
+                nanosleep(&ms, NULL);
+                tries--;
+                continue;
+            }
             rc = tries ? -1 : 0;
             break;
         }

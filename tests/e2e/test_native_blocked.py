@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, dump_json, probing
+from conftest import PYTHONS, dump_json, probe_sock, probing
+from dapclient import DAP
 
 KINDS = {"sleep": ("c-sleep", ("nanosleep", "sleep")), "read": ("c-read", ("read",)),
          "epoll": ("c-epoll", ("epoll_wait", "epoll_pwait"))}
@@ -60,4 +61,32 @@ def test_blocked_calls_run_their_time(python, spawn, tmp_path):
             assert e - s >= 2.95 and rc == RC[kind], \
                 "%s returned %d after %.2f s (3 s meant): the dump cut it short; %r" % (
                     kind, rc, e - s, mine)
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_woken_while_read(python, spawn, tmp_path):
+    """A thread whose call returns while its stack is read, and that makes the next one at
+    once (c-read-wakes: read() on a pipe written every 20 ms), is looked at again until it
+    waits again, and read then: 1,000 dumps with native frames, each answered for it with its
+    Python frame merged. Before, such a read gave up ("the thread kept waking while its stack
+    was read") in about 1 dump of 250 at this cadence; CI met it at the end of c-read's 3 s
+    round in test_blocked_calls_run_their_time."""
+    go = tmp_path / "go"
+    t = spawn(python, "blocking_c.py", args=(str(go), "wakes"))
+    probing("-p", t.pid, "inject", check=True)
+    go.write_text("")
+    time.sleep(0.3)
+    d = DAP.unix(probe_sock(t.pid))
+    d.request("initialize", {"adapterID": "probing", "probingClient": "cli"})
+    d.request("attach", {})
+    bad = []
+    for _ in range(1000):
+        body = d.request("probing/dump", {"locals": False, "native": "merged"})["body"]
+        n = [th for th in body["threads"] if th.get("name") == "c-read-wakes"][0]["native"]
+        names = [f.get("name") or "" for f in n.get("frames", [])]
+        if n.get("answered") is not True or "c_read_wakes" not in names:
+            bad.append((n.get("error"), names[:6]))
+    d.close()
+    assert not bad, (len(bad), bad[:3])
     t.check_output_clean()
