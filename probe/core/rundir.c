@@ -2,12 +2,15 @@
 /* The directory holding the probe's Unix sockets: /tmp/probing-<euid>, mode 0700. If it exists it
  * must be a real directory owned by us with no group/other access; otherwise we refuse to serve
  * there (someone else could have prepared it to intercept connections). Sockets left by processes
- * that died without unlinking theirs (SIGKILL) are swept when a probe starts. */
+ * that died without unlinking theirs (SIGKILL) are swept when a probe starts: those whose process
+ * (named by the socket) is gone, where nobody listens. */
 #include "core.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -89,6 +92,18 @@ static int socket_is_dead(const char *path, const struct stat *st)
     return dead;
 }
 
+/* Whether the socket named name (<pid>-<ns>.sock) belongs to a process of our PID namespace
+ * (inode ns) that still runs: its probe's, or a process that reused a dead one's pid; either way
+ * it is left alone without connecting to it (which would wake a live probe for nothing). */
+static int owner_runs(const char *name, unsigned long ns)
+{
+    char *end;
+    long pid = strtol(name, &end, 10);
+    if (ns == 0 || pid <= 0 || *end != '-' || strtoul(end + 1, &end, 10) != ns)
+        return 0;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
 int core_rundir_sweep(const char *dir, const char *own)
 {
     DIR *d = opendir(dir);
@@ -97,12 +112,14 @@ int core_rundir_sweep(const char *dir, const char *own)
     int removed = 0, seen = 0;
     struct dirent *e;
     char path[512];
+    struct stat self_ns;
+    unsigned long ns = stat("/proc/self/ns/pid", &self_ns) == 0 ? (unsigned long)self_ns.st_ino : 0;
     while ((e = readdir(d)) != NULL && seen < 100000) {
         seen++;
         size_t n = strspn(e->d_name, "0123456789");
         if (n > 0 && e->d_name[n] == '-') /* <pid>-<ns>.sock */
             n += 1 + strspn(e->d_name + n + 1, "0123456789");
-        if (n == 0 || strcmp(e->d_name + n, ".sock") != 0)
+        if (n == 0 || strcmp(e->d_name + n, ".sock") != 0 || owner_runs(e->d_name, ns))
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat st;

@@ -281,32 +281,51 @@ def _socket_at(path, listening):
 
 def test_stale_sockets_are_swept_at_start(spawn):
     """A process killed with SIGKILL leaves its socket behind; the next probe to start removes
-    sockets nobody listens on, and leaves live ones (and other files) alone."""
+    sockets nobody listens on, and leaves live ones (and other files) alone. A socket named for a
+    process of this PID namespace that still runs is left without connecting to it: a loaded
+    probe is not woken by every probe that starts."""
     d = "/tmp/probing-%d" % os.geteuid()
     os.makedirs(d, mode=0o700, exist_ok=True)
+    ns = os.stat("/proc/self/ns/pid").st_ino
     dead = "%s/%d.sock" % (d, 4194000 + os.getpid() % 100)
     live = "%s/%d.sock" % (d, 4194200 + os.getpid() % 100)
     other = "%s/crash-%d.txt" % (d, 4194300 + os.getpid() % 100)
-    for p in (dead, live, other):
+    dead_ns = "%s/%d-%d.sock" % (d, 4194100 + os.getpid() % 100, ns)  # its process is gone
+    running = "%s/%d-%d.sock" % (d, os.getpid(), ns)  # this test's pid: it runs
+    paths = (dead, live, other, dead_ns, running)
+    for p in paths:
         if os.path.exists(p):
             os.unlink(p)
     s_dead = _socket_at(dead, listening=False)
     s_dead.close()
+    s_dead_ns = _socket_at(dead_ns, listening=False)
+    s_dead_ns.close()
     s_live = _socket_at(live, listening=True)
+    s_running = _socket_at(running, listening=True)
     open(other, "w").close()
     try:
         t = spawn(PY)
         probing("-p", t.pid, "inject", check=True)
         deadline = time.time() + 10
-        while os.path.exists(dead) and time.time() < deadline:
+        while (os.path.exists(dead) or os.path.exists(dead_ns)) and time.time() < deadline:
             time.sleep(0.05)
         assert not os.path.exists(dead), "a socket nobody listens on was left"
-        assert os.path.exists(live) and os.path.exists(other)
+        assert not os.path.exists(dead_ns), "a socket of a process that is gone was left"
+        assert os.path.exists(live) and os.path.exists(other) and os.path.exists(running)
         assert os.path.exists("%s/%s" % (d, sock_name(t.pid)))
+        time.sleep(0.5)  # the rest of the sweep's one pass over the directory
+        s_running.setblocking(False)
+        try:
+            s_running.accept()[0].close()
+            woken = True
+        except BlockingIOError:
+            woken = False
+        assert not woken, "the sweep connected to the socket of a process that runs"
         t.check_output_clean()
     finally:
         s_live.close()
-        for p in (dead, live, other):
+        s_running.close()
+        for p in paths:
             if os.path.exists(p):
                 os.unlink(p)
 
