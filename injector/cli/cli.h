@@ -179,6 +179,10 @@ cJSON *cli_core_dump(const char *path, const char *exe, const char *sysroot, int
                      int native, int locals, int tasks, struct pb_err *err);
 /* Make sure pid has the probe loaded, injecting it if needed; *injected tells which. */
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err);
+/* The same for a caller that read pid's maps a moment ago and found no probe mapped (cluster's
+ * ranks, found so): no second read before the lock (the check under the lock reads them). */
+int cli_probe_ensure_unloaded(pid_t pid, int *injected, char *version, size_t vn,
+                              struct pb_err *err);
 
 /* ---- ext_load.c: the CLI's private library (probing-cli.so, ext/ext.h) ---- */
 

@@ -178,7 +178,7 @@ static int inject_fresh(pid_t pid, const char *lib, struct pb_err *err)
  * unlinked by the holder before it lets go, so a waiter that got the lock on a file no longer
  * at that path tries again. Returns the descriptor to pass to inject_unlock, -1 when the
  * directory cannot be ours (no lock: injecting goes on as before), or PB_ETIMEDOUT. */
-static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
+static int inject_lock(pid_t pid, char *path, size_t n, int *waited, struct pb_err *err)
 {
     char dir[64];
     struct stat st, held;
@@ -196,6 +196,7 @@ static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
             return -1;
         int rc;
         while ((rc = flock(fd, LOCK_EX | LOCK_NB)) < 0 && cli_now_ms() < deadline) {
+            *waited = 1;
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
@@ -210,6 +211,7 @@ static int inject_lock(pid_t pid, char *path, size_t n, struct pb_err *err)
             held.st_ino == st.st_ino)
             return fd;
         close(fd); /* its holder removed it: the lock is the file now at path */
+        *waited = 1;
     }
 }
 
@@ -310,24 +312,71 @@ static int probe_loaded(pid_t pid, int grace_ms, int *orphaned, char *version, s
 static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t vn,
                                struct pb_err *err);
 
+static int probe_ensure(pid_t pid, int look_first, int *injected, char *version, size_t vn,
+                        struct pb_err *err);
+
 int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct pb_err *err)
 {
-    int orphaned;
-    *injected = 0;
-    if (probe_loaded(pid, 1000, &orphaned, version, vn))
+    return probe_ensure(pid, 1, injected, version, vn, err);
+}
+
+int cli_probe_ensure_unloaded(pid_t pid, int *injected, char *version, size_t vn,
+                              struct pb_err *err)
+{
+    return probe_ensure(pid, 0, injected, version, vn, err);
+}
+
+/* Whether a probe answers on pid's socket. */
+static int probe_answers(pid_t pid)
+{
+    char sock[256];
+    struct pb_err e;
+    struct dap_client c;
+    uid_t uid;
+    if (cli_socket_locate(pid, sock, sizeof sock, &uid, &e) < 0 ||
+        cli_socket_check(sock, uid, &e) < 0)
         return 0;
+    dap_client_init(&c, 1000);
+    int rc = dap_client_connect_unix(&c, sock, &e);
+    dap_client_close(&c);
+    return rc == 0;
+}
+
+/* look_first: whether the probe is loaded is read before taking the lock (the usual case: a
+ * loaded probe needs no lock); 0 where the caller has just read that it is not: its maps, read
+ * then, may be what the checks under the lock see (ptrace_maps_keep), so a probe that another
+ * command loaded since is found by its socket. */
+static int probe_ensure(pid_t pid, int look_first, int *injected, char *version, size_t vn,
+                        struct pb_err *err)
+{
+    int orphaned = 0, waited = 0, rc = 0;
+    *injected = 0;
+    /* The look before the lock, the checks under it and the injection's first look at the
+     * target (before it stops it) see the same moment: one read of its maps for all of them,
+     * read again only where time passed in between (a wait for another command's injection, the
+     * grace given to an orphaned probe, a probe that answers: loaded by another command since
+     * that read). */
+    ptrace_maps_hold(pid);
+    if (look_first && probe_loaded(pid, 1000, &orphaned, version, vn)) {
+        ptrace_maps_release();
+        return 0;
+    }
     /* One injection per process at a time: a second command waits for the first and then
      * finds the probe it loaded. */
     char path[96];
-    int fd = inject_lock(pid, path, sizeof path, err);
-    if (fd == PB_ETIMEDOUT)
+    int fd = inject_lock(pid, path, sizeof path, &waited, err);
+    if (fd == PB_ETIMEDOUT) {
+        ptrace_maps_release();
         return fd;
+    }
     if (fd >= 0)
         lock_signals(path);
-    /* The checks there and the injection's first look at the target (before it stops it) see
-     * the same moment: one read of its maps for all of them. */
-    ptrace_maps_hold(pid);
-    int rc = probe_ensure_locked(pid, injected, version, vn, err);
+    if (waited || orphaned || probe_answers(pid)) {
+        ptrace_maps_keep_leave(); /* read afresh, not as the caller found it */
+        ptrace_maps_release();
+        ptrace_maps_hold(pid);
+    }
+    rc = probe_ensure_locked(pid, injected, version, vn, err);
     ptrace_maps_release();
     inject_unlock(fd, path);
     if (fd >= 0)
@@ -370,7 +419,8 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
                           pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
     }
     if (orphaned) {
-        ptrace_maps_release(); /* it may wait for another command's injection: fresh reads */
+        ptrace_maps_keep_leave(); /* it may wait for another command's injection: fresh reads */
+        ptrace_maps_release();
         rc = inject_fresh(pid, lib, err);
     } else {
         struct ptrace_opts io = {.python_checked = 1};

@@ -194,7 +194,8 @@ static int pick_stop_sig(const struct ptrace_status *st)
 /* A home for the trampoline's code: the padding after the executable segment of a module (libc
  * first), up to the end of its last page, which no code or data uses. Written through
  * /proc/PID/mem, the page becomes the process's private copy. 0 if none was found. */
-static unsigned long stub_home(struct ctx *c, const struct ptrace_map *first, size_t len)
+static unsigned long stub_home(struct ctx *c, const struct ptrace_map *first,
+                               const struct ptrace_module *first_mod, size_t len)
 {
     int tries = 0;
     for (size_t i = (size_t)-1; i == (size_t)-1 || i < c->maps.n; i++) {
@@ -206,11 +207,15 @@ static unsigned long stub_home(struct ctx *c, const struct ptrace_map *first, si
             break;
         struct ptrace_module mod;
         uint64_t end;
-        if (ptrace_module_open(c->pid, &c->maps, mp, &mod) < 0)
+        int rc = 0;
+        if (mp == first && first_mod) /* already open (libc's, from resolve) */
+            mod = *first_mod;
+        else if (ptrace_module_open(c->pid, &c->maps, mp, &mod) < 0)
             continue;
-        int rc = ptrace_elf_exec_end(&mod.elf, mp->offset, &end);
+        rc = ptrace_elf_exec_end(&mod.elf, mp->offset, &end);
         unsigned long bias = (unsigned long)mod.bias;
-        ptrace_module_close(&mod);
+        if (mp != first || !first_mod)
+            ptrace_module_close(&mod);
         if (rc < 0)
             continue;
         unsigned long at = ((unsigned long)end + bias + 15) & ~15UL;
@@ -278,15 +283,15 @@ static int resolve(struct ctx *c, struct pb_err *err)
         if (hi - span_lo <= 512 * 1024)
             add_unsafe(c, span_lo, hi);
     }
-    ptrace_module_close(&libc);
     if (ptrace_tramp_code(&c->stub_code, &c->stub_len, &c->stub_stop) == 0 &&
         (c->stop_sig = pick_stop_sig(&c->st)) != 0) {
         const struct ptrace_map *x = NULL;
         for (size_t i = 0; i < c->maps.n && !x; i++)
             if (strcmp(c->maps.v[i].path, libc.path) == 0 && c->maps.v[i].perms[2] == 'x')
                 x = &c->maps.v[i];
-        c->stub = stub_home(c, x, c->stub_len);
+        c->stub = stub_home(c, x, &libc, c->stub_len);
     }
+    ptrace_module_close(&libc);
     PB_LOG(PB_LOG_DEBUG, "pid %d: trampoline at %#lx, stop signal %d", (int)c->pid, c->stub,
            c->stop_sig);
     if (!c->dlopen_fn)

@@ -17,6 +17,7 @@
 
 struct ptrace_map {
     unsigned long start, end, offset, inode;
+    unsigned long long dev; /* the file's device, major << 32 | minor (0: anonymous) */
     char perms[5];
     const char *path; /* as the target sees it; " (deleted)" stripped; "" if anonymous (in the
                          owning ptrace_maps's text) */

@@ -38,9 +38,14 @@ static int parse_line(char *line, struct ptrace_map *mp)
     mp->offset = strtoul(p += pl + 1, &q, 16);
     if (q == p || *q != ' ')
         return -EINVAL;
-    p = q + 1 + strcspn(q + 1, " "); /* the device */
-    if (*p != ' ')
+    unsigned long major = strtoul(p = q + 1, &q, 16), minor = 0; /* the device, "fd:01" */
+    if (q == p || *q != ':')
         return -EINVAL;
+    minor = strtoul(p = q + 1, &q, 16);
+    if (q == p || *q != ' ')
+        return -EINVAL;
+    mp->dev = (unsigned long long)major << 32 | minor;
+    p = q;
     mp->inode = strtoul(p + 1, &q, 10);
     if (q == p + 1)
         return -EINVAL;
@@ -54,8 +59,9 @@ static int parse_line(char *line, struct ptrace_map *mp)
     return 0;
 }
 
-/* ptrace_maps_hold's scope: the text of the first read of held's maps in it, reused. */
-static struct {
+/* ptrace_maps_hold's scope: the text of the first read of held's maps in it, reused. Per thread:
+ * a scope in one thread (serve's attach) never answers another thread's reads. */
+static _Thread_local struct {
     pid_t pid;
     char *text;
     size_t size;
@@ -73,6 +79,59 @@ void ptrace_maps_release(void)
     memset(&held, 0, sizeof held);
 }
 
+/* ptrace_maps_keep's: the first text read of each process (per thread, as held; a child forked
+ * by the thread that read them inherits them). */
+static _Thread_local struct {
+    int on;
+    size_t n, cap;
+    struct kept_text {
+        pid_t pid;
+        char *text;
+        size_t size;
+    } * v;
+} kept;
+
+void ptrace_maps_keep(int on)
+{
+    for (size_t i = 0; i < kept.n; i++)
+        free(kept.v[i].text);
+    free(kept.v);
+    memset(&kept, 0, sizeof kept);
+    kept.on = on;
+}
+
+void ptrace_maps_keep_leave(void)
+{
+    memset(&kept, 0, sizeof kept);
+}
+
+static const struct kept_text *kept_find(pid_t pid)
+{
+    for (size_t i = 0; kept.on && i < kept.n; i++)
+        if (kept.v[i].pid == pid)
+            return &kept.v[i];
+    return NULL;
+}
+
+static void kept_add(pid_t pid, const char *text, size_t size)
+{
+    if (!kept.on || kept_find(pid))
+        return;
+    if (kept.n == kept.cap) {
+        size_t nc = kept.cap ? kept.cap * 2 : 64;
+        struct kept_text *nv = realloc(kept.v, nc * sizeof *nv);
+        if (!nv)
+            return;
+        kept.v = nv;
+        kept.cap = nc;
+    }
+    char *t = malloc(size + 1);
+    if (!t)
+        return;
+    memcpy(t, text, size + 1);
+    kept.v[kept.n++] = (struct kept_text){.pid = pid, .text = t, .size = size};
+}
+
 int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
 {
     char path[64];
@@ -81,11 +140,13 @@ int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
     m->v = NULL;
     m->n = 0;
     m->text = NULL;
-    if (held.text && held.pid == pid) {
-        if (!(m->text = malloc(held.size + 1)))
+    const struct kept_text *k = kept_find(pid);
+    if ((held.text && held.pid == pid) || k) {
+        const char *from = held.text && held.pid == pid ? held.text : k->text;
+        size = held.text && held.pid == pid ? held.size : k->size;
+        if (!(m->text = malloc(size + 1)))
             return -ENOMEM;
-        memcpy(m->text, held.text, held.size + 1);
-        size = held.size;
+        memcpy(m->text, from, size + 1);
         goto parse;
     }
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
@@ -117,6 +178,7 @@ int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
         memcpy(held.text, m->text, size + 1);
         held.size = size;
     }
+    kept_add(pid, m->text, size);
 parse:
     for (char *line = m->text, *nl; *line; line = nl) {
         nl = strchr(line, '\n');

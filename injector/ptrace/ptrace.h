@@ -21,6 +21,10 @@ struct ptrace_pyver {
 /* Detect the CPython version running in pid, from its executable or the libpython it maps.
  * PB_ENOPYTHON for a non-Python process, -ESRCH if it does not exist, -EACCES if /proc denies. */
 int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err);
+/* on: from now on each file's version (a libpython, an executable: told by device, inode and
+ * path) is read once in this process, and in the children it forks after (a command that reads
+ * many processes running the same files: cluster's ranks). 0: forget, read every time. */
+void ptrace_pyver_memo(int on);
 /* The same, and *mapped: whether pid maps a file whose name starts with name_prefix (the probe's
  * library: loaded or not), from the same read of its maps. */
 int ptrace_pyver_detect_mapping(pid_t pid, struct ptrace_pyver *v, const char *name_prefix,
@@ -51,10 +55,18 @@ int ptrace_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, str
 
 /* From hold to release, every read of pid's maps is the first one of the scope (one read of
  * /proc/PID/maps, 60-100 us on a Python process, instead of one per check): for checks that
- * look at the same moment, such as those before an injection. Not thread-safe: one scope in a
- * process at a time. */
+ * look at the same moment, such as those before an injection. Per thread: one scope in a thread
+ * at a time, and only that thread's reads are the scope's. */
 void ptrace_maps_hold(pid_t pid);
 void ptrace_maps_release(void);
+/* on: from now on the first read of each process's maps is kept, and later reads of the same
+ * process (here, or in a child forked after) are that one: for a command that looks at many
+ * processes and then works on each in a child of its own (cluster's ranks, read once by the
+ * parent to find them), where the moment of the first look is recent enough. 0: forget them. */
+void ptrace_maps_keep(int on);
+/* Stops using the kept maps without freeing them: in a child forked after they were read, which
+ * would write to (and so copy) a page of its parent's for each one it frees, only to exit. */
+void ptrace_maps_keep_leave(void);
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
 int ptrace_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Find the PY_VERSION literal "M.m.micro[tag]" NUL-terminated, and parse it. The linker may have
@@ -90,12 +91,74 @@ static int status_err(pid_t pid, int rc, struct pb_err *err)
     return pb_err_set(err, rc, "cannot read /proc/%d: %s", (int)pid, pb_strerror(rc));
 }
 
+/* What ptrace_pyver_memo keeps: the version read from one file (a libpython or an executable,
+ * told by its device, inode and path as the target sees it), or that it carries none (rc). */
+#define MEMO_FILES 16
+static struct {
+    int on, n, next;
+    struct {
+        unsigned long long dev;
+        unsigned long ino;
+        int rc, major, minor, micro, free_threaded;
+        char path[256];
+    } e[MEMO_FILES];
+} memo;
+
+void ptrace_pyver_memo(int on)
+{
+    memset(&memo, 0, sizeof memo);
+    memo.on = on;
+}
+
+static int memo_find(unsigned long long dev, unsigned long ino, const char *path)
+{
+    for (int i = 0; memo.on && i < memo.n; i++)
+        if (memo.e[i].dev == dev && memo.e[i].ino == ino && strcmp(memo.e[i].path, path) == 0)
+            return i;
+    return -1;
+}
+
+/* The remembered answer for the file into v (its source set to path): its rc, or 1 if none. */
+static int memo_get(unsigned long long dev, unsigned long ino, const char *path,
+                    struct ptrace_pyver *v)
+{
+    int i = memo_find(dev, ino, path);
+    if (i < 0)
+        return 1;
+    if (memo.e[i].rc == 0) {
+        v->major = memo.e[i].major;
+        v->minor = memo.e[i].minor;
+        v->micro = memo.e[i].micro;
+        v->free_threaded = memo.e[i].free_threaded;
+        pb_strlcpy(v->source, path, sizeof v->source);
+    }
+    return memo.e[i].rc;
+}
+
+static void memo_put(unsigned long long dev, unsigned long ino, const char *path, int rc,
+                     const struct ptrace_pyver *v)
+{
+    if (!memo.on || strlen(path) >= sizeof memo.e[0].path || memo_find(dev, ino, path) >= 0)
+        return;
+    int i = memo.n < MEMO_FILES ? memo.n++ : (memo.next++ % MEMO_FILES);
+    memo.e[i].dev = dev;
+    memo.e[i].ino = ino;
+    memo.e[i].rc = rc;
+    memo.e[i].major = v->major;
+    memo.e[i].minor = v->minor;
+    memo.e[i].micro = v->micro;
+    memo.e[i].free_threaded = v->free_threaded;
+    pb_strlcpy(memo.e[i].path, path, sizeof memo.e[i].path);
+}
+
 /* libpython3.X from the maps: "libpython3.11.so.1.0", "libpython3.7m.so.1.0". */
 static int from_libpython(pid_t pid, const struct ptrace_maps *m, struct ptrace_pyver *v)
 {
     const struct ptrace_map *mp = ptrace_maps_lookup(m, "libpython", "0123456789");
     if (!mp)
         return -ENOENT;
+    if (memo_get(mp->dev, mp->inode, mp->path, v) == 0)
+        return 0;
     int major, minor;
     if (sscanf(ptrace_path_base(mp->path), "libpython%d.%d", &major, &minor) != 2)
         return -ENOENT;
@@ -112,6 +175,7 @@ static int from_libpython(pid_t pid, const struct ptrace_maps *m, struct ptrace_
             v->micro = c;
         v->free_threaded = free_threaded(&mod.elf);
         ptrace_module_close(&mod);
+        memo_put(mp->dev, mp->inode, mp->path, 0, v); /* read: not a guess from the name */
     }
     return 0;
 }
@@ -129,8 +193,13 @@ static int from_exe(pid_t pid, struct ptrace_pyver *v)
     if ((size_t)n > sizeof del - 1 && strcmp(target + n - (sizeof del - 1), del) == 0)
         target[n - (sizeof del - 1)] = '\0';
     pb_strlcpy(v->source, target, sizeof v->source);
+    struct stat st;
+    int keyed = memo.on && stat(link, &st) == 0;
+    int rc = keyed ? memo_get(st.st_dev, st.st_ino, target, v) : 1;
+    if (rc <= 0)
+        return rc;
     struct ptrace_elf e;
-    int rc = ptrace_elf_open(link, &e); /* /proc/PID/exe opens the very file, in any namespace */
+    rc = ptrace_elf_open(link, &e); /* /proc/PID/exe opens the very file, in any namespace */
     if (rc < 0)
         return rc;
     int major = -1, minor = -1, micro = -1;
@@ -161,6 +230,8 @@ static int from_exe(pid_t pid, struct ptrace_pyver *v)
         v->minor = minor;
         v->micro = micro;
     }
+    if (keyed)
+        memo_put(st.st_dev, st.st_ino, target, rc, v);
     return rc;
 }
 

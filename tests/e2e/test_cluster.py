@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sidroot  # noqa: E402
-from conftest import BUILD, CLI, PYTHONS, SAMPLES, bp, probing  # noqa: E402
+from conftest import BUILD, CLI, HOST_PYTHONS, OLDEST_HOST, PYTHONS, SAMPLES, bp, probing  # noqa: E402
 
 DEBIAN = "/usr/bin/python3"
 TORCHRUN = "/usr/bin/torchrun"
@@ -378,6 +378,65 @@ def test_stacks_tasks_without_the_gil(fakes, python):
     text = cluster("stacks", "--job", job, "--tasks").stdout
     assert re.search(r"^asyncio: \d+ tasks in \d+ groups, read with the GIL, without it on ranks "
                      r"0-1 \(pending tasks; a future awaited is not known\)$", text, re.M), text
+
+
+def test_one_job_on_several_pythons(fakes):
+    """Ranks of one job on three CPythons (two shared libpythons and Debian's static one): each
+    rank's version is its own, read from its files (each file read once for all the ranks that map
+    it, in the command and in the children that inject), and each gets its own probe."""
+    hosts = [p.values[0] for p in HOST_PYTHONS if p.id in (OLDEST_HOST, "3.12", "debian")]
+    assert len(hosts) >= 2, "needs two of pyenv's oldest CPython, its 3.12 and Debian's"
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "6", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "4" + tag}
+    for r in range(6):
+        fakes.start({k: v.format(r=r) for k, v in env.items()}, python=hosts[r % len(hosts)])
+    fakes.wait()
+    want = [subprocess.run([py, "-c", "import platform; print(platform.python_version())"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+            for py in hosts]
+    job = "torch:127.0.0.1:4" + tag
+    j = job_of(cluster("list", "--json").stdout, job)
+    assert [x["python"] for x in j["ranks"]] == [want[r % len(hosts)] for r in range(6)], j
+    out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [list(range(6))], out
+    for r, (p, _) in enumerate(fakes.procs):
+        minor = ".".join(want[r % len(hosts)].split(".")[:2])
+        with open("/proc/%d/maps" % p.pid) as f:
+            probes = {line.split()[-1] for line in f if "libprobing-" in line}
+        assert [os.path.basename(x) for x in probes] == ["libprobing-%s.so" % minor], probes
+
+
+def test_stacks_while_other_commands_inject(fakes):
+    """cluster stacks on 8 fresh ranks while a `debug --dump` on each of them injects at the same
+    moment: the ranks found without a probe are injected once (the command that comes second
+    uses the probe the first loaded), every command succeeds, no lock file is left."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "8", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "5" + tag}
+    job = "torch:127.0.0.1:5" + tag
+    for round_ in range(3):
+        fakes.kill()
+        fakes.procs = []
+        for r in range(8):
+            fakes.start({k: v.format(r=r) for k, v in env.items()})
+        fakes.wait()
+        pids = [p.pid for p, _ in fakes.procs]
+        st = subprocess.Popen([CLI, "cluster", "stacks", "--job", job, "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        dumps = [subprocess.Popen([CLI, "-p", str(pid), "debug", "--dump", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for pid in pids]
+        out, err = st.communicate(timeout=120)
+        assert st.returncode == 0, err
+        doc = json.loads(out)
+        assert [g["ranks"] for g in doc["groups"]] == [list(range(8))], (round_, out)
+        for d in dumps:
+            dout, derr = d.communicate(timeout=120)
+            assert d.returncode == 0 and '"threads"' in dout, (round_, derr)
+        for pid in pids:
+            with open("/proc/%d/maps" % pid) as f:
+                assert len({line.split()[-1] for line in f if "libprobing-" in line}) == 1
+            lock = "/tmp/probing-%d/%d.inject.lock" % (os.geteuid(), pid)
+            assert not os.path.exists(lock), "lock file left behind"
 
 
 def test_launchers_and_forks_are_not_ranks(fakes):

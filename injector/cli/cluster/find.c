@@ -147,15 +147,19 @@ static cJSON *describe(pid_t pid, const char *env, long len)
     return r;
 }
 
-/* The effective uid of pid (the owner of its probe's socket directory), or -1. */
-static long uid_of(pid_t pid)
+/* The effective uid of pid (the owner of its probe's socket directory), or -1; and its parent
+ * (*ppid, 0 if unknown) from the same read. */
+static long uid_of(pid_t pid, pid_t *ppid)
 {
     char path[64], status[8192];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    *ppid = 0;
     if (pb_read_file(path, status, sizeof status) <= 0)
         return -1;
-    const char *u = strstr(status, "\nUid:");
-    long ruid, euid;
+    const char *u = strstr(status, "\nUid:"), *pp = strstr(status, "\nPPid:");
+    long ruid, euid, parent;
+    if (pp && sscanf(pp + 6, "%ld", &parent) == 1 && parent > 0)
+        *ppid = (pid_t)parent;
     return u && sscanf(u + 5, "%ld %ld", &ruid, &euid) == 2 ? euid : -1;
 }
 
@@ -239,6 +243,21 @@ struct parents {
     pid_t pid[PARENTS], ppid[PARENTS];
 };
 
+/* Remembers p's parent, read with something else (uid_of). */
+static void parent_seed(struct parents *pc, pid_t p, pid_t ppid)
+{
+    unsigned h = ((unsigned)p * 2654435761u) & (PARENTS - 1);
+    for (int k = 0; k < 64 && ppid > 0; k++, h = (h + 1) & (PARENTS - 1)) {
+        if (pc->pid[h] == p)
+            return;
+        if (pc->pid[h] == 0) {
+            pc->pid[h] = p;
+            pc->ppid[h] = ppid;
+            return;
+        }
+    }
+}
+
 static pid_t parent_cached(struct parents *pc, pid_t p)
 {
     unsigned h = ((unsigned)p * 2654435761u) & (PARENTS - 1);
@@ -295,11 +314,18 @@ static int by_job_rank(const void *pa, const void *pb)
 
 cJSON *cli_cluster_find_ranks(void)
 {
+    /* A job's ranks run the same interpreter: its version read from each file once, here and in
+     * the children that local.c forks to inject (they inherit what was read); and each rank's
+     * maps read once, here: a child injecting works from them (local.c). */
+    ptrace_pyver_memo(1);
+    ptrace_maps_keep(1);
     cJSON *found = cJSON_CreateArray();
     char *env = malloc(ENV_MAX);
+    struct parents *pc = calloc(1, sizeof *pc);
     DIR *d = opendir("/proc");
-    if (!env || !d) {
+    if (!env || !d || !pc) {
         free(env);
+        free(pc);
         if (d)
             closedir(d);
         return found;
@@ -319,7 +345,9 @@ cJSON *cli_cluster_find_ranks(void)
             continue; /* gone, a kernel thread, or another user's */
         cJSON *r = describe(pid, env, len);
         if (r) {
-            cJSON_AddNumberToObject(r, "uid", (double)uid_of(pid));
+            pid_t ppid;
+            cJSON_AddNumberToObject(r, "uid", (double)uid_of(pid, &ppid));
+            parent_seed(pc, pid, ppid); /* what drop_launchers_and_forks asks first */
             cJSON_AddItemToArray(found, r);
         }
     }
@@ -328,9 +356,8 @@ cJSON *cli_cluster_find_ranks(void)
     /* Python only: the version (and whether the probe is loaded) from /proc, nothing injected. */
     int n = cJSON_GetArraySize(found);
     struct cand *c = calloc((size_t)n + 1, sizeof *c);
-    struct parents *pc = calloc(1, sizeof *pc);
     cJSON *out = cJSON_CreateArray();
-    if (!c || !pc) {
+    if (!c) {
         free(c);
         free(pc);
         cJSON_Delete(found);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "injector/ptrace/ptrace.h"
 
 struct local_ctx {
     const struct cli_cluster_opts *o;
@@ -280,8 +281,16 @@ static void rank_child(int i, void *p)
     int connected =
         probe && strcmp(probe, "loaded") == 0 && cli_connect_pid(pid, 0, &dc, &err) == 0;
     pb_err_clear(&err);
-    if (!connected)
+    /* Not loaded when found: loaded from the maps read then (find.c keeps them), no second read
+     * before the lock. Otherwise (loaded but not answering: a fork's orphaned copy) from fresh
+     * reads, as any command. */
+    if (!connected && probe && strcmp(probe, "not loaded") == 0) {
+        rc = cli_probe_ensure_unloaded(pid, &injected, NULL, 0, &err);
+    } else if (!connected) {
+        ptrace_maps_keep_leave();
         rc = cli_probe_ensure(pid, &injected, NULL, 0, &err);
+    }
+    ptrace_maps_keep_leave(); /* what is read of the rank from now on is read afresh */
     /* Past the injection: one byte tells the parent that killing us is safe now. */
     fputc(' ', stdout);
     fflush(stdout);
