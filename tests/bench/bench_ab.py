@@ -7,12 +7,19 @@ by turns (A, B, A, B...: drift and load fall on both alike), printed as B/A rati
   - on one 16-thread target per build (BENCH_AB_THREADS), over an open DAP connection: `probing/info` (the round
     trip's floor), `probing/dump`, `probing/dump` with native frames merged, `threads` +
     `stackTrace` of every thread, and a `probing/query` over python.threads;
-  - the whole CLI: `debug --dump` (also `--native`) and `query` on that target.
+  - the whole CLI: `debug --dump` (also `--native`) and `query` on that target;
+  - the CLI's own CPU (getrusage) of a cold `inject`;
+  - `cluster stacks` over BENCH_AB_RANKS (default 64; 0: left out) fresh fake ranks of one job
+    (samples/fake_rank.py, 2 forks each), its first run: the wall time, the CLI's CPU (getrusage:
+    the command and its children) and the ranks' (every thread's schedstat, read 0.2 s after).
 Each build serves its own targets (its own probe). Figures, never a timed assertion.
 Usage: bench_ab.py BUILD_A BUILD_B [PYTHON] (make a tree's build in a git worktree first:
 git worktree add /tmp/a REV && make -C /tmp/a)."""
+import glob
 import json
 import os
+import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -25,9 +32,53 @@ sys.argv = [sys.argv[0]] + sys.argv[2:]  # benchlib's BUILD_DIR [PYTHON]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import python, runs, start, stop, timed  # noqa: E402
 from dapclient import DAP  # noqa: E402
+from bench_cluster import start_fake_job  # noqa: E402
 
 RUNS = runs(9)
 THREADS = int(os.environ.get("BENCH_AB_THREADS", "16"))  # the dump target's threads
+RANKS = int(os.environ.get("BENCH_AB_RANKS", "64"))  # cluster stacks' fake ranks
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def threads_cpu(pids):
+    """Seconds of CPU every thread of pids has run (schedstat's first field)."""
+    ns = 0
+    for p in pids:
+        for f in glob.glob("/proc/%d/task/*/schedstat" % p):
+            try:
+                with open(f) as fh:
+                    ns += int(fh.read().split()[0])
+            except (OSError, ValueError):
+                pass
+    return ns / 1e9
+
+
+def cluster_first(b, i, add):
+    """One first `cluster stacks` of RANKS fresh fake ranks with build b's CLI."""
+    tag = 30000 + (os.getpid() * 7 + i * 2 + (b == B)) % 20000
+    procs = start_fake_job(python(), RANKS, tag, ("--fork", "2"))
+    try:
+        time.sleep(0.3)  # the forks settled
+        pids = [p.pid for p in procs]
+        c0, r0 = threads_cpu(pids), children_cpu()
+        dt, _ = timed([cli(b), "cluster", "stacks", "--job", "torch:127.0.0.1:%d" % tag,
+                       "--json"])
+        cpu = children_cpu() - r0
+        time.sleep(0.2)
+        add(b, "cluster stacks, %d ranks, first run" % RANKS, dt)
+        add(b, "  cluster: the CLI's CPU", cpu)
+        add(b, "  cluster: the %d ranks' CPU" % RANKS, threads_cpu(pids) - c0)
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
 
 
 def cli(build):
@@ -67,8 +118,14 @@ def main():
         for name, argv in cold:
             for b in ((A, B) if i % 2 == 0 else (B, A)):
                 p = start("threads.py")
+                r0 = children_cpu()
                 add(b, name, timed([cli(b), "-p", str(p.pid), *argv])[0])
+                if name == "inject (cold)":
+                    add(b, "  inject: the CLI's CPU", children_cpu() - r0)
                 stop(p)
+    for i in range(RUNS if RANKS > 0 else 0):
+        for b in ((A, B) if i % 2 == 0 else (B, A)):
+            cluster_first(b, i, add)
     targets = {}
     conns = {}
     try:
@@ -109,10 +166,10 @@ def main():
             stop(p)
     print("bench_ab: A = %s, B = %s; CPython %s; medians of %d runs (%d for DAP requests)"
           % (A, B, python(), RUNS, max(RUNS * 5, 30)))
-    print("  %-34s %10s %10s %7s" % ("", "A", "B", "B/A"))
+    print("  %-36s %10s %10s %7s" % ("", "A", "B", "B/A"))
     for k in t[A]:
         a, b = statistics.median(t[A][k]), statistics.median(t[B][k])
-        print("  %-34s %8.2f ms %7.2f ms %7.3f" % (k, a * 1e3, b * 1e3, b / a))
+        print("  %-36s %8.2f ms %7.2f ms %7.3f" % (k, a * 1e3, b * 1e3, b / a))
 
 
 if __name__ == "__main__":
