@@ -183,6 +183,10 @@ int cli_probe_ensure(pid_t pid, int *injected, char *version, size_t vn, struct 
  * ranks, found so): no second read before the lock (the check under the lock reads them). */
 int cli_probe_ensure_unloaded(pid_t pid, int *injected, char *version, size_t vn,
                               struct pb_err *err);
+/* Removes the lock files of injections into processes that are gone (a command killed while it
+ * injected) now, once for this command and the children it forks after: cli_probe_ensure then
+ * leaves that sweep out. */
+void cli_inject_lock_sweep_once(void);
 
 /* ---- ext_load.c: the CLI's private library (probing-cli.so, ext/ext.h) ---- */
 

@@ -245,13 +245,26 @@ static void inject_lock_sweep(const char *path)
     closedir(d);
 }
 
+/* Set by cli_inject_lock_sweep_once: the sweep is done for this command and the children it
+ * forks (cluster's: 64 of them read the directory 64 times over otherwise). */
+static int swept_once;
+
+void cli_inject_lock_sweep_once(void)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/probing-%u/.sweep", (unsigned)geteuid());
+    inject_lock_sweep(path);
+    swept_once = 1;
+}
+
 static void inject_unlock(int fd, const char *path)
 {
     if (fd < 0)
         return;
     unlink(path);
     close(fd);
-    inject_lock_sweep(path);
+    if (!swept_once)
+        inject_lock_sweep(path);
 }
 
 /* While the lock is held, SIGINT/SIGTERM/SIGHUP/SIGQUIT (held by ptrace_inject until the target

@@ -383,7 +383,8 @@ def test_stacks_tasks_without_the_gil(fakes, python):
 def test_one_job_on_several_pythons(fakes):
     """Ranks of one job on three CPythons (two shared libpythons and Debian's static one): each
     rank's version is its own, read from its files (each file read once for all the ranks that map
-    it, in the command and in the children that inject), and each gets its own probe."""
+    it, in the command and in the children that inject), and each gets its own probe; the lock
+    file of a dead pid is swept by the command (once, not by each rank's child)."""
     hosts = [p.values[0] for p in HOST_PYTHONS if p.id in (OLDEST_HOST, "3.12", "debian")]
     assert len(hosts) >= 2, "needs two of pyenv's oldest CPython, its 3.12 and Debian's"
     tag = str(os.getpid() % 10000)
@@ -397,7 +398,14 @@ def test_one_job_on_several_pythons(fakes):
     job = "torch:127.0.0.1:4" + tag
     j = job_of(cluster("list", "--json").stdout, job)
     assert [x["python"] for x in j["ranks"]] == [want[r % len(hosts)] for r in range(6)], j
+    # a lock file left by a command killed while it injected into a process now gone: the
+    # command sweeps once (not each rank's child)
+    d = "/tmp/probing-%d" % os.geteuid()
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    stale = "%s/%d.inject.lock" % (d, 4194000 + os.getpid() % 100)
+    open(stale, "w").close()
     out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+    assert not os.path.exists(stale), "a dead pid's lock file was left"
     assert [g["ranks"] for g in out["groups"]] == [list(range(6))], out
     for r, (p, _) in enumerate(fakes.procs):
         minor = ".".join(want[r % len(hosts)].split(".")[:2])

@@ -507,6 +507,8 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
     int timeout = o->rank_timeout_ms +
                   (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
     fflush(stdout);
+    if (n > 0 && !o->no_inject)
+        cli_inject_lock_sweep_once(); /* here, not in each rank's child */
     if (n > 0)
         cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
     struct flame_intern tab = {0};
