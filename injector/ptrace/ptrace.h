@@ -22,7 +22,7 @@ struct ptrace_pyver {
  * PB_ENOPYTHON for a non-Python process, -ESRCH if it does not exist, -EACCES if /proc denies. */
 int ptrace_pyver_detect(pid_t pid, struct ptrace_pyver *v, struct pb_err *err);
 /* on: from now on each file's version (a libpython, an executable: told by device, inode and
- * path) is read once in this process, and in the children it forks after (a command that reads
+ * path) is read once in this thread, and in the children it forks after (a command that reads
  * many processes running the same files: cluster's ranks). 0: forget, read every time. */
 void ptrace_pyver_memo(int on);
 /* The same, and *mapped: whether pid maps a file whose name starts with name_prefix (the probe's
@@ -59,10 +59,11 @@ int ptrace_asyncio_section(pid_t pid, const char *name, void *buf, size_t n, str
  * at a time, and only that thread's reads are the scope's. */
 void ptrace_maps_hold(pid_t pid);
 void ptrace_maps_release(void);
-/* on: from now on the first read of each process's maps is kept, and later reads of the same
- * process (here, or in a child forked after) are that one: for a command that looks at many
- * processes and then works on each in a child of its own (cluster's ranks, read once by the
- * parent to find them), where the moment of the first look is recent enough. 0: forget them. */
+/* on: from now on the first read of each process's maps in this thread is kept, and later reads
+ * of the same process (here, or in a child forked after) are that one: for a command that looks
+ * at many processes and then works on each in a child of its own (cluster's ranks, read once by
+ * the parent to find them), where the moment of the first look is recent enough. 0: forget
+ * them, and read afresh. */
 void ptrace_maps_keep(int on);
 /* Stops using the kept maps without freeing them: in a child forked after they were read, which
  * would write to (and so copy) a page of its parent's for each one it frees, only to exit. */

@@ -92,9 +92,10 @@ static int status_err(pid_t pid, int rc, struct pb_err *err)
 }
 
 /* What ptrace_pyver_memo keeps: the version read from one file (a libpython or an executable,
- * told by its device, inode and path as the target sees it), or that it carries none (rc). */
+ * told by its device, inode and path as the target sees it), or that it carries none (rc). Per
+ * thread, as the maps' hold (procfs.c). */
 #define MEMO_FILES 16
-static struct {
+static _Thread_local struct {
     int on, n, next;
     struct {
         unsigned long long dev;

@@ -249,6 +249,35 @@ def python_version(exe):
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def test_serve_keep_alive_list_attach_stacks(spawn, serve):
+    """The web page's requests on one kept-alive connection (one of serve's threads): the list,
+    attach, then the stacks at once. The list finds the ranks, which once left the reads of
+    every process's maps kept in that thread: the stacks after attach read the maps of before
+    it and answered 409 (stop 53, seen only by the browser's tests)."""
+    import http.client
+    import urllib.parse
+    t = spawn("/usr/bin/python3", SAMPLE)
+    s = serve("--listen", "127.0.0.1:0")
+    u = urllib.parse.urlparse(s.url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        def ask(method, path, headers=None):
+            c.request(method, path, body=b"{}" if method == "POST" else None,
+                      headers=headers or {})
+            r = c.getresponse()
+            return r.status, json.loads(r.read() or b"null")
+        for _ in range(2):
+            status, procs = ask("GET", "/api/processes")
+            assert status == 200 and any(p["pid"] == t.pid for p in procs)
+        status, a = ask("POST", "/api/processes/%d/attach" % t.pid,
+                        {"Origin": s.origin, "Content-Type": "application/json"})
+        assert status == 200 and a["injected"] is True, a
+        status, d = ask("GET", "/api/processes/%d/stacks" % t.pid)
+        assert status == 200 and d["pid"] == t.pid, d
+    finally:
+        c.close()
+
+
 def test_serve_rank_and_job(spawn, serve):
     """A rank of a torch-style job: rank and job in the list and as /metrics labels."""
     env = {"RANK": "3", "WORLD_SIZE": "8", "MASTER_ADDR": "10.1.2.3", "MASTER_PORT": "29500"}

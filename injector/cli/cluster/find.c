@@ -314,11 +314,6 @@ static int by_job_rank(const void *pa, const void *pb)
 
 cJSON *cli_cluster_find_ranks(void)
 {
-    /* A job's ranks run the same interpreter: its version read from each file once, here and in
-     * the children that local.c forks to inject (they inherit what was read); and each rank's
-     * maps read once, here: a child injecting works from them (local.c). */
-    ptrace_pyver_memo(1);
-    ptrace_maps_keep(1);
     cJSON *found = cJSON_CreateArray();
     char *env = malloc(ENV_MAX);
     struct parents *pc = calloc(1, sizeof *pc);

@@ -462,7 +462,7 @@ static void intern_samples(cJSON *samples, cJSON *stacks, struct flame_intern *t
     }
 }
 
-cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
+static cJSON *collect(const struct cli_cluster_opts *o)
 {
     cJSON *doc = cJSON_CreateObject(), *found = cli_cluster_find_ranks();
     cJSON_AddStringToObject(doc, "node", cli_cluster_node_name());
@@ -558,5 +558,19 @@ cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
     flame_intern_free(&tab);
     free(kids);
     free(lc.ranks);
+    return doc;
+}
+
+cJSON *cli_cluster_local_collect(const struct cli_cluster_opts *o)
+{
+    /* A job's ranks run the same interpreter: its version read from each file once, in finding
+     * them and in the children forked to inject (they inherit what was read); and each rank's
+     * maps read once, in finding it: a child injecting works from them. Both only for this
+     * collect (a process that lives on, such as serve, reads afresh after it). */
+    ptrace_pyver_memo(1);
+    ptrace_maps_keep(1);
+    cJSON *doc = collect(o);
+    ptrace_maps_keep(0);
+    ptrace_pyver_memo(0);
     return doc;
 }
