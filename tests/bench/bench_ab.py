@@ -19,7 +19,6 @@ import glob
 import json
 import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ sys.argv = [sys.argv[0]] + sys.argv[2:]  # benchlib's BUILD_DIR [PYTHON]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import python, runs, start, stop, timed  # noqa: E402
 from dapclient import DAP  # noqa: E402
-from bench_cluster import start_fake_job  # noqa: E402
+from bench_cluster import start_fake_job, stop_fake_job  # noqa: E402
 
 RUNS = runs(9)
 THREADS = int(os.environ.get("BENCH_AB_THREADS", "16"))  # the dump target's threads
@@ -73,12 +72,7 @@ def cluster_first(b, i, add):
         add(b, "  cluster: the CLI's CPU", cpu)
         add(b, "  cluster: the %d ranks' CPU" % RANKS, threads_cpu(pids) - c0)
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
+        stop_fake_job(procs)
 
 
 def cli(build):

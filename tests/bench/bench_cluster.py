@@ -50,6 +50,15 @@ def start_fake_job(py, n, tag, args=()):
     return procs
 
 
+def stop_fake_job(procs):
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(timeout=10)
+
+
 def timed(argv):
     t0 = time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
@@ -96,12 +105,7 @@ def local_part(py):
         subprocesses(job)
         return json.loads(doc)
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
+        stop_fake_job(procs)
 
 
 def simulate(doc):
