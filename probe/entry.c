@@ -54,6 +54,7 @@ static void agent_first(void)
         PB_LOG(PB_LOG_WARN, "thread names not read at start");
     if (sql_collector_start() < 0)
         PB_LOG(PB_LOG_WARN, "history collector not started");
+    srv_sweep_later();
     PB_LOG(PB_LOG_INFO, "agent running (probe %s, CPython %s)", PROBING_VERSION,
            core_info_get()->python_version);
 }
@@ -99,7 +100,6 @@ static int probe_start(struct pb_err *err)
     }
     if ((rc = fault("thread", err)) < 0 || (rc = core_loop_start(agent_first, err)) < 0)
         goto undo_events;
-    srv_sweep();
     started = 1;
     goto out;
 undo_events:

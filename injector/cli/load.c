@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,17 +20,20 @@
 #include "cli.h"
 #include "injector/ptrace/ptrace.h"
 
-int cli_libdir(char *buf, size_t n)
+/* <exe dir>/../lib/probing, resolved once per process: the executable does not move, and a
+ * cluster command's children (one a rank) inherit it instead of each reading /proc/self/exe
+ * and resolving the path anew (a readlink and an lstat per component each). */
+static char exe_libdir[PATH_MAX];
+static int exe_libdir_rc = 1; /* 1: not resolved yet */
+
+static void exe_libdir_resolve(void)
 {
-    const char *env = getenv("PROBING_LIBDIR");
-    if (env && *env) {
-        pb_strlcpy(buf, env, n);
-        return 0;
-    }
-    char exe[PATH_MAX];
+    char exe[PATH_MAX - 32];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0)
-        return -errno;
+    if (len <= 0) {
+        exe_libdir_rc = len < 0 ? -errno : -ENOENT;
+        return;
+    }
     exe[len] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash)
@@ -39,14 +43,29 @@ int cli_libdir(char *buf, size_t n)
     static const char here[] = "/lib/probing";
     size_t el = strlen(exe), hl = strlen(here);
     if (el >= hl && strcmp(exe + el - hl, here) == 0)
-        pb_strlcpy(buf, exe, n);
+        pb_strlcpy(exe_libdir, exe, sizeof exe_libdir);
     else
-        snprintf(buf, n, "%s/../lib/probing", exe);
-    char *real = realpath(buf, NULL);
+        snprintf(exe_libdir, sizeof exe_libdir, "%s/../lib/probing", exe);
+    char *real = realpath(exe_libdir, NULL);
     if (real) {
-        pb_strlcpy(buf, real, n);
+        pb_strlcpy(exe_libdir, real, sizeof exe_libdir);
         free(real);
     }
+    exe_libdir_rc = 0;
+}
+
+int cli_libdir(char *buf, size_t n)
+{
+    const char *env = getenv("PROBING_LIBDIR");
+    if (env && *env) {
+        pb_strlcpy(buf, env, n);
+        return 0;
+    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, exe_libdir_resolve);
+    if (exe_libdir_rc < 0)
+        return exe_libdir_rc;
+    pb_strlcpy(buf, exe_libdir, n);
     return 0;
 }
 

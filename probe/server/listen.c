@@ -631,10 +631,26 @@ void srv_stop(void)
     }
 }
 
-void srv_sweep(void)
+static uv_timer_t sweep_timer;
+
+static void on_sweep_timer(uv_timer_t *t)
 {
+    (void)t;
     if (core_task_submit(sweep_stale, sweep_done, NULL) < 0)
         PB_LOG(PB_LOG_WARN, "stale socket sweep not started");
+}
+
+void srv_sweep_later(void)
+{
+    if (!sweep_dir[0])
+        return;
+    /* 2 to 3 s after the start (by pid: a job's ranks started at once spread their sweeps):
+     * not while the command that injected waits for its first answer, nor beside the other
+     * ranks' starts on a node where a whole job is loaded at once. */
+    uv_timer_init(core_agent_loop(), &sweep_timer);
+    uv_unref((uv_handle_t *)&sweep_timer);
+    uv_timer_start(&sweep_timer, on_sweep_timer, SRV_SWEEP_DELAY_MS + (uint64_t)(getpid() % 1000),
+                   0);
 }
 
 void srv_agent_forget(void)

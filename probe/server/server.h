@@ -268,7 +268,10 @@ int srv_start(struct pb_err *err);
 /* Undoes srv_start (a start that failed later, before the loop ran): the listener and
  * its socket file go, its handles are closed. */
 void srv_stop(void);
-void srv_sweep(void);
+/* On the agent thread: the sweep of stale sockets in the socket's directory
+ * (core_rundir_sweep, on the task thread), SRV_SWEEP_DELAY_MS and up to 1 s more after now. */
+#define SRV_SWEEP_DELAY_MS 2000
+void srv_sweep_later(void);
 /* From any thread: ask the loop to listen on TCP and wait for the outcome. */
 int srv_agent_listen_sync(const char *address, const char *token, struct pb_err *err);
 /* fork() child: drop every descriptor the agent owned; the child has no agent. */

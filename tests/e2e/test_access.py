@@ -281,7 +281,7 @@ def _socket_at(path, listening):
 
 def test_stale_sockets_are_swept_at_start(spawn):
     """A process killed with SIGKILL leaves its socket behind; the next probe to start removes
-    sockets nobody listens on, and leaves live ones (and other files) alone. A socket named for a
+    (2 to 3 s after its start) sockets nobody listens on, and leaves live ones (and other files) alone. A socket named for a
     process of this PID namespace that still runs is left without connecting to it: a loaded
     probe is not woken by every probe that starts."""
     d = "/tmp/probing-%d" % os.geteuid()

@@ -6,6 +6,7 @@
  * locals for a dump, the latest rows of torch.collectives for collectives (and for stacks, the
  * hang line). The answers become one node document; stacks are interned per node, so a
  * node of 8 ranks in the same place sends one stack, not eight. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,8 +508,11 @@ static cJSON *collect(const struct cli_cluster_opts *o)
     int timeout = o->rank_timeout_ms +
                   (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
     fflush(stdout);
-    if (n > 0 && !o->no_inject)
+    if (n > 0 && !o->no_inject) {
         cli_inject_lock_sweep_once(); /* here, not in each rank's child */
+        char dir[PATH_MAX];
+        cli_libdir(dir, sizeof dir); /* resolved once here: the children inherit it */
+    }
     if (n > 0)
         cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
     struct flame_intern tab = {0};
