@@ -78,6 +78,11 @@ class Target:
                                  "log_path=%s" % (tmp_path / "sanitizer"))
             e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
                 tmp_path / "sanitizer")
+        if not sidroot.is_sid(python):
+            # What a sample builds in a mkdtemp directory (the C libraries of read_loop.py,
+            # native_mix.py, ...) goes with the test's own directory, not into the machine's
+            # /tmp for good (the sid root's /tmp is its own, removed with it).
+            e["TMPDIR"] = str(tmp_path)
         e.update(env or {})
         self.script = os.path.join(SAMPLES, sample)  # as python is given it
         argv = [*launcher, python, self.script, *args]

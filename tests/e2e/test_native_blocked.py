@@ -32,17 +32,22 @@ def test_blocked_calls_run_their_time(python, spawn, tmp_path):
     go.write_text("")
     time.sleep(0.5)  # every thread inside its first call
     first = time.monotonic()
-    dumps = 0
+    dumps = []  # (taken from, to, {kind: what was wrong, or None})
     while time.monotonic() < first + 4.0:  # spans at least one whole round of each kind
+        t0 = time.monotonic()
         d = dump_json(t.pid, "--native")
-        dumps += 1
         by = {th["name"]: th for th in d["threads"]}
+        wrong = {}
         for kind, (name, calls) in KINDS.items():
             n = by[name]["native"]
-            assert n.get("answered") is True and n.get("merged") is True, (kind, n)
-            names = [f.get("name") or "" for f in n["frames"]]
-            assert any(any(c in x for c in calls) for x in names[:4]), (kind, names)
-            assert "c_" + kind in names, (kind, names)  # its Python frame, merged
+            names = [f.get("name") or "" for f in n.get("frames", [])]
+            if n.get("answered") is not True or n.get("merged") is not True:
+                wrong[kind] = n
+            elif not any(any(c in x for c in calls) for x in names[:4]):
+                wrong[kind] = names
+            elif "c_" + kind not in names:  # its Python frame, merged
+                wrong[kind] = names
+        dumps.append((t0, time.monotonic(), wrong))
         time.sleep(0.2)
     last = time.monotonic()
     # Wait until every kind has a round that began after the last dump.
@@ -52,7 +57,24 @@ def test_blocked_calls_run_their_time(python, spawn, tmp_path):
             break
         time.sleep(0.1)
     got = rounds(t)
-    assert dumps >= 4, dumps
+    assert len(dumps) >= 4, len(dumps)
+    # Each dump shows every thread in its call, its Python frame merged; but for a dump taken
+    # as a round ended or began: between two calls the thread runs Python, waits for the GIL or
+    # (c-read) joins and starts its writer thread, in no call of its kind (on a loaded machine
+    # for some milliseconds). Such a dump is excused, at most 3 of a kind, and at least 4 of
+    # each kind are checked.
+    for kind in KINDS:
+        edges = [x for k, s, e, _ in got if k == kind for x in (s, e)]
+        checked = excused = 0
+        for t0, t1, wrong in dumps:
+            near = any(t0 - 0.1 <= x <= t1 + 0.1 for x in edges)
+            if kind in wrong:
+                assert near, "%s at %.3f-%.3f, not at a round's edge (%r): %r" % (
+                    kind, t0, t1, edges, wrong[kind])
+                excused += 1
+            else:
+                checked += 1
+        assert excused <= 3 and checked >= 4, (kind, excused, checked)
     for kind in KINDS:
         mine = [r for r in got if r[0] == kind]
         assert any(s < first and e > first for _, s, e, _ in mine) or \

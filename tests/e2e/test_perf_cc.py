@@ -497,7 +497,7 @@ def test_perf_event_clock_of_another_user(spawn):
     os.chmod(logdir, 0o777)
     try:
         t = spawn("/usr/bin/python3", SAMPLE, args=("--threads", "1"),
-                  env={"PROBING_LOG": os.path.join(logdir, "probe.log")},
+                  env={"PROBING_LOG": os.path.join(logdir, "probe.log"), "TMPDIR": logdir},
                   launcher=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
         t.log_path = os.path.join(logdir, "probe.log")
         r = probing("-p", t.pid, "perf", "--cc", "--rate", "500", "--duration", "1.5",

@@ -26,6 +26,8 @@ test.beforeEach(() => {
   // commands act on the active probing session's process
   fake.answers.quickPick = () => assert.fail('no picker expected: the session gives the target');
 });
+// Each test's log directory goes with it: nothing left in the machine's /tmp.
+test.afterEach(() => fs.rmSync(path.dirname(logFile), { recursive: true, force: true }));
 const runs = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n') : []);
 const pidSession = (pid) => ({ type: 'probing', configuration: { type: 'probing', request: 'attach', name: 's', processId: pid } });
 

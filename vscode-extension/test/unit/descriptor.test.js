@@ -22,6 +22,8 @@ test.beforeEach(() => {
   process.env.FAKE_CLI_LOG = logFile;
   process.env.FAKE_CLI_MODE = 'ok';
 });
+// Each test's log directory goes with it: nothing left in the machine's /tmp.
+test.afterEach(() => fs.rmSync(path.dirname(logFile), { recursive: true, force: true }));
 const runs = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n') : []);
 const session = (configuration) => ({ type: 'probing', name: configuration.name, configuration });
 
