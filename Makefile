@@ -440,7 +440,7 @@ fuzz: $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_HARNESSES))
 # targets preload the sanitizer runtimes; the CLI runs with leak detection on.
 ASAN_RT := $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
 asan:
-	$(MAKE) VARIANT=asan all build/asan/tests/unit-tests
+	$(MAKE) VARIANT=asan all build/asan/tests/unit-tests build/asan/tests/libnvml-stub.so
 	ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/asan/tests/unit-tests
 	PROBING_BUILD=$(abspath build/asan) PROBING_TARGET_PRELOAD="$(ASAN_RT)" \
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

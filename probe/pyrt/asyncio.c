@@ -222,6 +222,8 @@ static int addr_cmp(const void *a, const void *b)
 static void found_dedup(struct found *f)
 {
     int j = 0;
+    if (f->n < 2)
+        return; /* and f->v may be NULL, which qsort must not be given */
     qsort(f->v, (size_t)f->n, sizeof *f->v, addr_cmp);
     for (int i = 0; i < f->n; i++) {
         if (j > 0 && f->v[j - 1] == f->v[i])
@@ -234,6 +236,8 @@ static void found_dedup(struct found *f)
 
 static int found_index(const struct found *f, PyObject *o)
 {
+    if (f->n == 0)
+        return -1;
     PyObject **hit = bsearch(&o, f->v, (size_t)f->n, sizeof *f->v, addr_cmp);
     return hit ? (int)(hit - f->v) : -1;
 }

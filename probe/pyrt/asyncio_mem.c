@@ -185,6 +185,18 @@ static char *str_read(uintptr_t o, size_t max)
 #endif
 }
 
+/* A copied int's value when it is compact (one digit): what _PyLong_IsCompact and
+ * _PyLong_CompactValue say, without their asserts, which read the type through the copy's
+ * ob_type: another process's pointer (or a core's) in the reader. */
+static int long_compact(const PyLongObject *l, long long *v)
+{
+    uintptr_t tag = l->long_value.lv_tag;
+    if (tag >= ((uintptr_t)2 << _PyLong_NON_SIZE_BITS))
+        return 0;
+    *v = (1 - (long long)(tag & _PyLong_SIGN_MASK)) * (long long)l->long_value.ob_digit[0];
+    return 1;
+}
+
 /* A task's name: a str, or its number (3.13+ names "Task-N" lazily). */
 static char *name_read(uintptr_t o)
 {
@@ -193,9 +205,10 @@ static char *name_read(uintptr_t o)
         return str_read(o, 200);
     if (tp && tp == (uintptr_t)PYRT_LONG_TYPE) {
         PyLongObject l;
+        long long v;
         char buf[32];
-        if (AREAD(o, &l, sizeof l) == 0 && _PyLong_IsCompact(&l)) {
-            snprintf(buf, sizeof buf, "Task-%lld", (long long)_PyLong_CompactValue(&l));
+        if (AREAD(o, &l, sizeof l) == 0 && long_compact(&l, &v)) {
+            snprintf(buf, sizeof buf, "Task-%lld", v);
             return strdup(buf);
         }
     }

@@ -67,6 +67,8 @@ if ctypes.CDLL(None, use_errno=True).umount2(b"/.old", 2) != 0:
     sys.exit("sidroot: umount2 of the old root failed: errno %d" % ctypes.get_errno())
 os.rmdir("/.old")
 os.chdir(os.environ.pop("SIDROOT_CWD", "/"))
+if os.environ.get("SIDROOT_PRELOAD"):
+    os.environ["LD_PRELOAD"] = os.environ.pop("SIDROOT_PRELOAD")
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 '''
 
@@ -147,6 +149,12 @@ class Inside:
         assert self.work.startswith("/tmp/"), "sid root targets need a work dir under /tmp"
         self.newroot = tempfile.mkdtemp(prefix=".sidroot-", dir=self.work)
         self.libs = _missing_libs(build, self.exe)
+        # make asan: the host compiler's sanitizer runtimes, which the probe was built against
+        # (the root's are another compiler's, or none), go in with the other libraries and are
+        # preloaded from there.
+        self.preload = [os.path.realpath(p) for p in
+                        os.environ.get("PROBING_TARGET_PRELOAD", "").split()]
+        self.libs += self.preload
 
     def argv(self, args):
         shutil.copytree(_prebuilt(), os.path.join(self.work, ".prebuilt"), dirs_exist_ok=True)
@@ -162,6 +170,16 @@ class Inside:
         e["PATH"] = "/.probing-bin:/usr/local/bin:/usr/bin:/bin"
         if self.libs:
             e["LD_LIBRARY_PATH"] = "/.probing-lib"
+        if self.preload:
+            # For the target only (set inside, once the root is entered): the runtimes from
+            # where they were copied, anything else a test preloads (a shim under the test's
+            # directory) at its own path.
+            inside = []
+            for p in e.pop("LD_PRELOAD", "").split():
+                real = os.path.realpath(p)
+                inside.append("/.probing-lib/" + os.path.basename(real)
+                              if real in self.preload else p)
+            e["SIDROOT_PRELOAD"] = " ".join(inside)
         return e
 
 

@@ -267,9 +267,11 @@ def test_crash_stack_overflow(spawn, python, tmp_path):
     """A C stack overflow of the main thread, which faulthandler gave an alternate signal
     stack: the report is written on that stack and faulthandler still dumps. A thread with no
     alternate stack overflowing dies of SIGSEGV as it would without us (no hang)."""
-    if os.environ.get("PROBING_TARGET_PRELOAD") and minor(python) == "3.12":
-        pytest.skip("under ASan, 3.12's recursion through qsort neither overflows nor ends "
-                    "within 60 s, with or without the probe (make test runs this case)")
+    if os.environ.get("PROBING_TARGET_PRELOAD") and minor(python) in ("3.12", "3.14", "3.15"):
+        # the versions whose recursion a limit stops before the stack overflows (below)
+        pytest.skip("under ASan, %s's recursion through qsort neither overflows nor ends within "
+                    "60 s (3.12: with or without the probe; make test runs this case)"
+                    % minor(python))
     t = start(spawn, python, tmp_path, faulthandler=True)
     path = arm(t, tmp_path / "overflow-%p.txt")
     with open(os.path.join(t.workdir, "command"), "w") as f:

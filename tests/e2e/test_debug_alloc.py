@@ -21,9 +21,15 @@ def shim(tmp_path_factory):
 
 
 def _env(so, arm):
-    preload = os.environ.get("PROBING_TARGET_PRELOAD")  # make asan: its runtime first
-    return {"LD_PRELOAD": "%s %s" % (preload, so) if preload else str(so),
-            "ALLOC_FAULT_FILE": str(arm)}
+    return {"LD_PRELOAD": str(so), "ALLOC_FAULT_FILE": str(arm)}
+
+
+# make asan: ASan's runtime is the target's allocator, and must come before the shim, whose
+# calloc is then never the one called (0 faults); after it, the shim's first callocs (before
+# dlsym answers) are freed by ASan ("not malloc()-ed"). make test runs these.
+pytestmark = pytest.mark.skipif(bool(os.environ.get("PROBING_TARGET_PRELOAD")),
+                                reason="make asan: the fault shim cannot stand in front of "
+                                       "ASan's allocator (make test runs this file)")
 
 
 REQUESTS = [
