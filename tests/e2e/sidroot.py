@@ -174,11 +174,11 @@ class Inside:
             # For the target only (set inside, once the root is entered): the runtimes from
             # where they were copied, anything else a test preloads (a shim under the test's
             # directory) at its own path.
-            inside = []
-            for p in e.pop("LD_PRELOAD", "").split():
-                real = os.path.realpath(p)
-                inside.append("/.probing-lib/" + os.path.basename(real)
-                              if real in self.preload else p)
+            # The runtimes always, first: a job's ranks started with the test's own environment
+            # load the sanitized probe too (dlopen would bring ASan in last, which it refuses).
+            inside = ["/.probing-lib/" + os.path.basename(p) for p in self.preload]
+            inside += [p for p in e.pop("LD_PRELOAD", "").split()
+                       if os.path.realpath(p) not in self.preload]
             e["SIDROOT_PRELOAD"] = " ".join(inside)
         return e
 

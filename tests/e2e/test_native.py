@@ -49,10 +49,14 @@ def summary(frames):
 def blocked_in(f, call):
     """Index of libc's `call` (read) near the top of f. glibc 2.41 and later enter a system call
     through hidden functions (__syscall_cancel_arch) that a stripped libc does not name (the sid
-    root's 2.43): those may come first, in libc, unnamed."""
+    root's 2.43): those may come first, in libc, unnamed. Under make asan, ASan's interceptor
+    of the call comes next, between it and its C caller: its index then."""
     for i, x in enumerate(f):
         assert x["kind"] == "native" and x["module"].endswith("libc.so.6"), summary(f)
         if call in (x.get("name") or ""):
+            if os.environ.get("PROBING_TARGET_PRELOAD") and i + 1 < len(f) and \
+                    ("interceptor_" + call) in (f[i + 1].get("name") or ""):
+                return i + 1
             return i
         assert not x.get("name"), summary(f)
     raise AssertionError("no %s in %s" % (call, summary(f)))
