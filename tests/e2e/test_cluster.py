@@ -62,6 +62,12 @@ class Job:
         # 'ready' lines reach the file only when the job ends (this machine's environment set it;
         # a fresh one does not).
         e["PYTHONUNBUFFERED"] = "1"
+        if os.environ.get("PROBING_TARGET_PRELOAD"):
+            # make asan: the ranks load a sanitized probe, whose runtimes must come first (as a
+            # Target's do, conftest.py); reports go to the job's output.
+            e["LD_PRELOAD"] = os.environ["PROBING_TARGET_PRELOAD"]
+            e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
+            e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
         e.update(env or {})
         self.out_path = out_path
         self.proc = subprocess.Popen(argv, stdout=open(out_path, "w"), stderr=subprocess.STDOUT,
