@@ -54,6 +54,25 @@ def bp(sample, name):
     raise AssertionError("no BP marker %r in %s" % (name, sample))
 
 
+def sanitizer_env(log_path=None):
+    """make asan (PROBING_TARGET_PRELOAD set): what a process that may load the sanitized probe
+    needs, its runtimes loaded first; reports to log_path (else stderr). Otherwise nothing."""
+    if not os.environ.get("PROBING_TARGET_PRELOAD"):
+        return {}
+    log = ":log_path=%s" % log_path if log_path else ""
+    # disable_coredump=0: ASan sets RLIMIT_CORE to 0 otherwise (test_core's kernel cores)
+    return {"LD_PRELOAD": os.environ["PROBING_TARGET_PRELOAD"],
+            "ASAN_OPTIONS": "detect_leaks=0:verify_asan_link_order=0:disable_coredump=0" + log,
+            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1" + log}
+
+
+def asan_interceptor(frame, call="read"):
+    """make asan: whether frame is ASan's interceptor of libc's call, which sits between the C
+    caller and glibc's function."""
+    return bool(os.environ.get("PROBING_TARGET_PRELOAD")) and \
+        ("interceptor_" + call) in (frame.get("name") or "")
+
+
 class Target:
     """A running sample. .ready is the JSON of its 'ready {...}' line."""
 
@@ -70,14 +89,7 @@ class Target:
         e.pop("PROBING", None)
         e["PROBING_LOG"] = str(self.log_path)
         e["PROBING_LOG_LEVEL"] = "debug"
-        if os.environ.get("PROBING_TARGET_PRELOAD"):
-            # make asan: a sanitized probe in a stock python needs the runtime loaded first.
-            e["LD_PRELOAD"] = os.environ["PROBING_TARGET_PRELOAD"]
-            # disable_coredump=0: ASan sets RLIMIT_CORE to 0 otherwise (test_core's kernel cores)
-            e["ASAN_OPTIONS"] = ("detect_leaks=0:verify_asan_link_order=0:disable_coredump=0:"
-                                 "log_path=%s" % (tmp_path / "sanitizer"))
-            e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:log_path=%s" % (
-                tmp_path / "sanitizer")
+        e.update(sanitizer_env(tmp_path / "sanitizer"))
         if not sidroot.is_sid(python):
             # What a sample builds in a mkdtemp directory (the C libraries of read_loop.py,
             # native_mix.py, ...) goes with the test's own directory, not into the machine's

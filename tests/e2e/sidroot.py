@@ -171,11 +171,11 @@ class Inside:
         if self.libs:
             e["LD_LIBRARY_PATH"] = "/.probing-lib"
         if self.preload:
-            # For the target only (set inside, once the root is entered): the runtimes from
-            # where they were copied, anything else a test preloads (a shim under the test's
+            # For the target only (set inside, once the root is entered): the runtimes first,
+            # from where they were copied, always (a job's ranks started with the test's own
+            # environment load the sanitized probe too, and dlopen would bring ASan in last,
+            # which it refuses); then anything else a test preloads (a shim under the test's
             # directory) at its own path.
-            # The runtimes always, first: a job's ranks started with the test's own environment
-            # load the sanitized probe too (dlopen would bring ASan in last, which it refuses).
             inside = ["/.probing-lib/" + os.path.basename(p) for p in self.preload]
             inside += [p for p in e.pop("LD_PRELOAD", "").split()
                        if os.path.realpath(p) not in self.preload]

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sidroot  # noqa: E402
-from conftest import BUILD, CLI, HOST_PYTHONS, OLDEST_HOST, PYTHONS, SAMPLES, bp, probing  # noqa: E402
+from conftest import BUILD, CLI, HOST_PYTHONS, OLDEST_HOST, PYTHONS, SAMPLES, bp, probing, sanitizer_env  # noqa: E402
 
 DEBIAN = "/usr/bin/python3"
 TORCHRUN = "/usr/bin/torchrun"
@@ -62,12 +62,7 @@ class Job:
         # 'ready' lines reach the file only when the job ends (this machine's environment set it;
         # a fresh one does not).
         e["PYTHONUNBUFFERED"] = "1"
-        if os.environ.get("PROBING_TARGET_PRELOAD"):
-            # make asan: the ranks load a sanitized probe, whose runtimes must come first (as a
-            # Target's do, conftest.py); reports go to the job's output.
-            e["LD_PRELOAD"] = os.environ["PROBING_TARGET_PRELOAD"]
-            e["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"
-            e["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+        e.update(sanitizer_env())  # make asan: the ranks load a sanitized probe (reports: output)
         e.update(env or {})
         self.out_path = out_path
         self.proc = subprocess.Popen(argv, stdout=open(out_path, "w"), stderr=subprocess.STDOUT,

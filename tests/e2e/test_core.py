@@ -27,7 +27,7 @@ import time
 import pytest
 
 import sidroot
-from conftest import HOST_PYTHONS, PYTHONS, SAMPLES, bp, probing
+from conftest import HOST_PYTHONS, PYTHONS, SAMPLES, asan_interceptor, bp, probing
 
 
 def rooted(python):
@@ -312,12 +312,6 @@ def idx(frames, start=0, **want):
             return i
     raise AssertionError("no %r after %d in %s" % (want, start, [
         (f["kind"], f.get("name"), f.get("line")) for f in frames]))
-
-
-def asan_interceptor(x):
-    """make asan: ASan's read interceptor, between the C caller and glibc's read."""
-    return bool(os.environ.get("PROBING_TARGET_PRELOAD")) and \
-        os.path.basename(x.get("module") or "").startswith("libasan.so")
 
 
 def check_native(python, t, core):

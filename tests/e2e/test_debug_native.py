@@ -10,7 +10,6 @@ was; `modules` lists libc and the interpreter with paging; a bad value is refuse
 On every interpreter, as test_native.py: on the sid root's stripped builds libpython's static
 functions and glibc's internal ones have no names (they show as module+offset, or in the label
 of CPython's internals)."""
-import os
 import re
 import signal
 import subprocess
@@ -19,7 +18,7 @@ import time
 import pytest
 
 import sidroot
-from conftest import PYTHONS, bp
+from conftest import PYTHONS, asan_interceptor, bp
 from dapclient import DAP
 from dbgutil import Debugger
 
@@ -192,8 +191,8 @@ def test_paused_threads_blocked_in_c(python, spawn):
     # (glibc 2.41+ enters the system call through hidden functions: unnamed when stripped)
     r = index(f, 0, native("read"))
     assert all(x["name"].startswith("libc.so.6+") for x in f[:r]), summary(f)
-    if os.environ.get("PROBING_TARGET_PRELOAD") and "interceptor_read" in (f[r + 1]["name"] or ""):
-        r += 1  # make asan: ASan's read interceptor between the C caller and glibc's read
+    if asan_interceptor(f[r + 1]):
+        r += 1
     assert native("mix_block")(f[r + 1]), summary(f)
     index(f, r + 2, py("run_block", bp(SAMPLE, "block_call")))
     # The main thread, parked by the pause in Python once its time.sleep(0.2) returns: no

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, SAMPLES, bp, dump_json, probing
+from conftest import PYTHONS, SAMPLES, asan_interceptor, bp, dump_json, probing
 from dapclient import DAP
 
 
@@ -54,8 +54,7 @@ def blocked_in(f, call):
     for i, x in enumerate(f):
         assert x["kind"] == "native" and x["module"].endswith("libc.so.6"), summary(f)
         if call in (x.get("name") or ""):
-            if os.environ.get("PROBING_TARGET_PRELOAD") and i + 1 < len(f) and \
-                    ("interceptor_" + call) in (f[i + 1].get("name") or ""):
+            if i + 1 < len(f) and asan_interceptor(f[i + 1], call):
                 return i + 1
             return i
         assert not x.get("name"), summary(f)
