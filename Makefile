@@ -461,11 +461,20 @@ pyrt: all
 	PYRT_BUILD=$(abspath $(B))/test-pyrt tests/pyrt/run.sh
 
 # The README's two commands: install what is missing, then build and run in a fresh make, whose
-# pkg-config flags see the packages just installed.
+# pkg-config flags see the packages just installed. `make test` runs the stages one by one and
+# says how long each took (CI's budget, docs/testing.md); the build's checks run once, with `all`,
+# which builds on every core (the tests after it run one at a time).
+TEST_STAGES := format-check all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test \
+               vscode-real web-test
 test: deps
 	@tools/sid-root.sh >/dev/null
-	@$(MAKE) --no-print-directory test-suite
-test-suite: format-check all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test vscode-real web-test
+	@t00=$$(date +%s); for s in $(TEST_STAGES); do t0=$$(date +%s); \
+	  case $$s in format-check) c= ;; all) c=-j$$(nproc) ;; *) c=CHECKS= ;; esac; \
+	  $(MAKE) --no-print-directory $$s $$c || { \
+	    echo "make test: $$s failed after $$(( $$(date +%s) - t0 )) s" >&2; exit 1; }; \
+	  echo "make test: $$s passed in $$(( $$(date +%s) - t0 )) s"; \
+	done; echo "make test: all stages passed in $$(( $$(date +%s) - t00 )) s"
+test-suite: $(TEST_STAGES)
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

@@ -238,8 +238,13 @@ def test_cluster_stacks_subprocesses(PY, tmp_path):
             assert r.returncode == 0, r.stderr
             out = json.loads(r.stdout)
             got = {g["frames"][0]["func"]: g for g in loader_groups(out) if g["frames"]}
+            # In place: rank 1's workers blocked, rank 0's idle, and rank 0 past `next(it)`
+            # (its workers go idle while its main thread still unpickles the item, where its
+            # stack is rank 1's: one group of both until it reaches all_reduce).
+            own = [g for g in out["groups"] if not g.get("children")]
             if "Toy.__getitem__" in got and len(got["Toy.__getitem__"]["processes"]) == 2 \
-                    and sum(len(g["processes"]) for g in loader_groups(out)) == 4:
+                    and sum(len(g["processes"]) for g in loader_groups(out)) == 4 \
+                    and len(own) == 2:
                 break
             time.sleep(0.5)
         else:
