@@ -316,7 +316,9 @@ unit: all $(UNIT_BIN)
 	$(UNIT_BIN)
 
 # PYTEST_ARGS: pytest's options and, to run part of the suite, its files (tests/...); without
-# a file, all of tests/e2e.
+# a file, all of tests/e2e. E2E_SLOWEST: how many of the slowest tests to list at the end
+# (`make test` lists 40: where CI's time goes).
+E2E_SLOWEST ?= 0
 E2E_PATHS = $(if $(filter tests/%,$(PYTEST_ARGS)),,tests/e2e)
 
 # A stand-in for libnvidia-ml.so.1 with two fake GPUs (tests/gpu/nvml_stub.c), for the tests
@@ -328,7 +330,8 @@ $(NVML_STUB): tests/gpu/nvml_stub.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden $(OPT) $(WARN) -o $@ $<
 
 e2e: all $(NVML_STUB)
-	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
+	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+	  $(if $(filter-out 0,$(E2E_SLOWEST)),--durations=$(E2E_SLOWEST)) $(E2E_PATHS) $(PYTEST_ARGS)
 
 # DAP conformance through Microsoft's client library (tests/dap/, Node's test runner), every
 # message checked against the DAP schema. npm ci only when node_modules is missing or older
@@ -469,7 +472,8 @@ TEST_STAGES := format-check all cross-aarch64 unit fuzz-replay pyrt e2e dap-test
 test: deps
 	@tools/sid-root.sh >/dev/null
 	@t00=$$(date +%s); for s in $(TEST_STAGES); do t0=$$(date +%s); \
-	  case $$s in format-check) c= ;; all) c=-j$$(nproc) ;; *) c=CHECKS= ;; esac; \
+	  case $$s in format-check) c= ;; all) c=-j$$(nproc) ;; e2e) c="CHECKS= E2E_SLOWEST=40" ;; \
+	    *) c=CHECKS= ;; esac; \
 	  $(MAKE) --no-print-directory $$s $$c || { \
 	    echo "make test: $$s failed after $$(( $$(date +%s) - t0 )) s" >&2; exit 1; }; \
 	  echo "make test: $$s passed in $$(( $$(date +%s) - t0 )) s"; \
