@@ -317,7 +317,8 @@ unit: all $(UNIT_BIN)
 
 # PYTEST_ARGS: pytest's options and, to run part of the suite, its files (tests/...); without
 # a file, all of tests/e2e. E2E_SLOWEST: how many of the slowest tests to list at the end
-# (`make test` lists 40: where CI's time goes).
+# (`make test` lists 40: where CI's time goes), every test's time then written to
+# $(B)/e2e-times.xml (JUnit XML).
 E2E_SLOWEST ?= 0
 E2E_PATHS = $(if $(filter tests/%,$(PYTEST_ARGS)),,tests/e2e)
 
@@ -331,7 +332,8 @@ $(NVML_STUB): tests/gpu/nvml_stub.c
 
 e2e: all $(NVML_STUB)
 	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	  $(if $(filter-out 0,$(E2E_SLOWEST)),--durations=$(E2E_SLOWEST)) $(E2E_PATHS) $(PYTEST_ARGS)
+	  $(if $(filter-out 0,$(E2E_SLOWEST)),--durations=$(E2E_SLOWEST) \
+	  --junitxml=$(abspath $(B))/e2e-times.xml) $(E2E_PATHS) $(PYTEST_ARGS)
 
 # DAP conformance through Microsoft's client library (tests/dap/, Node's test runner), every
 # message checked against the DAP schema. npm ci only when node_modules is missing or older
