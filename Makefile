@@ -318,8 +318,13 @@ unit: all $(UNIT_BIN)
 # PYTEST_ARGS: pytest's options and, to run part of the suite, its files (tests/...); without
 # a file, all of tests/e2e. E2E_SLOWEST: how many of the slowest tests to list at the end
 # (`make test` lists 40: where CI's time goes), every test's time then written to
-# $(B)/e2e-times.xml (JUnit XML).
+# $(B)/e2e-times.xml and $(B)/e2e-times-serial.xml (JUnit XML).
+# E2E_JOBS: how many pytest-xdist workers share the tests (two per core, at most 8: the tests
+# mostly wait on their targets), a file's tests on one worker; then the files marked serial
+# (pytestmark = pytest.mark.serial: node-wide listings, the machine's shared directories, timings,
+# rates and overheads) run alone, one at a time. E2E_JOBS=1: everything in one pytest, in order.
 E2E_SLOWEST ?= 0
+E2E_JOBS ?= $(shell n=$$(( $$(nproc) * 2 )); echo $$(( n > 8 ? 8 : n )))
 E2E_PATHS = $(if $(filter tests/%,$(PYTEST_ARGS)),,tests/e2e)
 
 # A stand-in for libnvidia-ml.so.1 with two fake GPUs (tests/gpu/nvml_stub.c), for the tests
@@ -330,10 +335,23 @@ $(NVML_STUB): tests/gpu/nvml_stub.c
 	@echo "  LD      $@"
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden $(OPT) $(WARN) -o $@ $<
 
+E2E_PYTEST = PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider
+E2E_TIMES = $(if $(filter-out 0,$(E2E_SLOWEST)),--durations=$(E2E_SLOWEST) \
+  --junitxml=$(abspath $(B))/e2e-times$(1).xml)
+# Exit 5 is pytest's "no test collected" (a file given that is all serial, or none serial).
 e2e: all $(NVML_STUB)
-	PROBING_BUILD=$(abspath $(B)) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	  $(if $(filter-out 0,$(E2E_SLOWEST)),--durations=$(E2E_SLOWEST) \
-	  --junitxml=$(abspath $(B))/e2e-times.xml) $(E2E_PATHS) $(PYTEST_ARGS)
+ifeq ($(E2E_JOBS),1)
+	$(E2E_PYTEST) $(call E2E_TIMES) $(E2E_PATHS) $(PYTEST_ARGS)
+else
+	@/usr/bin/python3 -c "import xdist" 2>/dev/null || { echo "probing: error: make e2e:" \
+	  "python3-pytest-xdist is missing: run 'make deps', or E2E_JOBS=1 for one process" >&2; exit 1; }
+	@echo "make e2e: the tests on $(E2E_JOBS) workers (pytest-xdist), then the serial files alone"
+	@rc=0; $(E2E_PYTEST) -p xdist -n $(E2E_JOBS) --dist loadfile -m "not serial" $(call E2E_TIMES) \
+	  $(E2E_PATHS) $(PYTEST_ARGS) || rc=$$?; [ $$rc = 5 ] && rc=0; \
+	echo "make e2e: the serial files (pytest.mark.serial), one test at a time"; \
+	$(E2E_PYTEST) -m serial $(call E2E_TIMES,-serial) $(E2E_PATHS) $(PYTEST_ARGS) || \
+	  { r=$$?; [ $$r = 5 ] || rc=$$r; }; exit $$rc
+endif
 
 # DAP conformance through Microsoft's client library (tests/dap/, Node's test runner), every
 # message checked against the DAP schema. npm ci only when node_modules is missing or older

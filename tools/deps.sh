@@ -29,8 +29,9 @@ want=(
   curl
   # probing top's test runs it in a real terminal (tests/e2e/test_top.py)
   tmux
-  # tests: pytest and the interpreters' helpers, ptrace tools, users and namespaces (setpriv, unshare)
-  python3 python3-pytest python3-prometheus-client gdb strace util-linux mount procps git ca-certificates
+  # tests: pytest (and pytest-xdist: the e2e tests' workers) and the interpreters' helpers, ptrace
+  # tools, users and namespaces (setpriv, unshare)
+  python3 python3-pytest python3-pytest-xdist python3-prometheus-client gdb strace util-linux mount procps git ca-certificates
   # a target whose locale writes decimal commas (localedef builds de_DE from these sources)
   locales
   # fuzzing (clang's libFuzzer runtime) and the aarch64 cross build of the injector

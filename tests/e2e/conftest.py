@@ -213,6 +213,13 @@ def spawn(tmp_path, request):
     assert not reports, "sanitizer report from a target: %s" % reports[0].read_text()[-4000:]
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "serial: the file runs after the others, alone on the machine, not on "
+        "pytest-xdist's workers (make e2e, E2E_JOBS): it lists every process of the node, shares "
+        "a directory of the machine, or measures time, rates or overheads")
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

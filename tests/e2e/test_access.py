@@ -19,6 +19,8 @@ import pytest
 from conftest import HOST_PYTHONS, ROOT, Target, dump_json, probing, sock_name
 from dapclient import DAP, Closed
 
+pytestmark = pytest.mark.serial  # it empties and remodels /tmp/probing-65534 and sweeps /tmp/probing-0, the machine's
+
 PY = HOST_PYTHONS[-2].values[0]
 
 

@@ -16,6 +16,8 @@ import pytest
 from conftest import BUILD, CLI, HOST_PYTHONS, probing
 from test_repl import Pty
 
+pytestmark = pytest.mark.serial  # `probing list` reads every probed process of the node
+
 PY = HOST_PYTHONS[-2].values[0]  # a pyenv CPython we have a build for
 EXT = "probing-cli.so"
 # sonames (LD_DEBUG) and file names (maps: libdw-0.188.so, libz.so.1.2.13)

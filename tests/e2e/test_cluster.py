@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sidroot  # noqa: E402
 from conftest import BUILD, CLI, HOST_PYTHONS, OLDEST_HOST, PYTHONS, SAMPLES, bp, probing, sanitizer_env  # noqa: E402
 
+pytestmark = pytest.mark.serial  # `cluster list`/`stacks` without --job find every job of the node
+
 DEBIAN = "/usr/bin/python3"
 TORCHRUN = "/usr/bin/torchrun"
 JOB = os.path.join(SAMPLES, "cluster_job.py")

@@ -23,6 +23,8 @@ from conftest import CLI, SAMPLES, bp, probing  # noqa: E402
 from test_cluster import DEBIAN, JOB, TORCHRUN, Job  # noqa: E402
 from test_cluster_nodes import SSHD, Nodes  # noqa: E402
 
+pytestmark = pytest.mark.serial  # real srun, mpirun and torchrun jobs, and jobs found node-wide
+
 MPIRUN = "/usr/bin/mpirun"
 MPI_JOB = os.path.join(SAMPLES, "mpi_job.py")
 

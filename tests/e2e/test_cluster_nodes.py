@@ -24,6 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import CLI  # noqa: E402
 from test_cluster import JOB, TORCHRUN, torchrun_argv  # noqa: E402
 
+pytestmark = pytest.mark.serial  # namespace nodes and `cluster` over the node's jobs
+
 SSHD = "/usr/sbin/sshd"
 
 

@@ -12,8 +12,12 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import HOST_PYTHONS, probing
 from dapclient import DAP, Closed
+
+pytestmark = pytest.mark.serial  # a slow client's timings (a reply within 1 s)
 
 PY = HOST_PYTHONS[-2].values[0]
 

@@ -13,6 +13,8 @@ import pytest
 from conftest import PYTHONS, dump_json, probe_sock, probing
 from dapclient import DAP
 
+pytestmark = pytest.mark.serial  # a stack read within a thread's time asleep, a quiet machine's timing
+
 KINDS = {"sleep": ("c-sleep", ("nanosleep", "sleep")), "read": ("c-read", ("read",)),
          "epoll": ("c-epoll", ("epoll_wait", "epoll_pwait"))}
 RC = {"sleep": 0, "read": 1, "epoll": 0}  # sleep(): seconds left; read(): bytes; epoll: events

@@ -26,6 +26,8 @@ from conftest import HOST_PYTHONS, SAMPLES, dump_json, probing
 from dbgutil import Debugger
 from test_perf_torch import _torch_pythons  # Debian's torch 1.13, the sid root's 2.x
 
+pytestmark = pytest.mark.serial  # `cluster stacks` without --job reads every process of the node
+
 REDUCER = "cxxs::Reducer::finalize_backward(int)"
 SPIN = "cxxs::Spinner::spin()"
 

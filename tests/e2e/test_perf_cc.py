@@ -47,6 +47,8 @@ import pytest
 
 from conftest import CLI, HOST_PYTHONS, PYTHONS, probing
 
+pytestmark = pytest.mark.serial  # sample counts and missed samples at 100-1000 Hz
+
 SAMPLE = "perf_hot.py"
 SIGPROF_BIT = 1 << (27 - 1)
 # Sample counts are floors of "sampling happens", not rates: CPU mode samples CPU time, and on

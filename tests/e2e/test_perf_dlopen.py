@@ -16,6 +16,8 @@ import pytest
 from conftest import PYTHONS, dump_json, probing
 from test_perf_cc import query
 
+pytestmark = pytest.mark.serial  # sample rates under a loader loop
+
 SAMPLE = "dlopen_loop.py"
 WINDOW = 8.0  # seconds at 1000 Hz; the unsafe handler hung 3.11 within 2-5 s
 

@@ -49,7 +49,8 @@ def _torch_pythons():
 TORCH_PYTHONS = _torch_pythons()
 PY_ID = {p.values[0]: p.id for p in TORCH_PYTHONS}
 pytestmark = [pytest.mark.skipif(not TORCH_PYTHONS, reason="no interpreter with torch"),
-              pytest.mark.parametrize("PY", TORCH_PYTHONS)]
+              pytest.mark.parametrize("PY", TORCH_PYTHONS),
+              pytest.mark.serial]  # overheads and timings of training steps
 
 # The hook dictionaries and patch points perf --torch touches, as the target sees them.
 STATE = ("import torch, json, sys; M = torch.nn.modules.module; O = sys.modules['torch.optim.optimizer']; "

@@ -21,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import CLI, PYTHONS, ROOT, probing
 
+pytestmark = pytest.mark.serial  # serve lists every process of this user on the node
+
 SAMPLE = "flamehot.py"
 
 

@@ -18,6 +18,8 @@ from conftest import OLDEST_HOST, PYTHONS, SAMPLES, bp, probing, sock_name
 from dapclient import DAP, Closed
 from dbgutil import assert_clean
 
+pytestmark = pytest.mark.serial  # counts of requests and growth over fixed windows
+
 CYCLES = 500  # debugging sessions
 CLI_RUNS = 500  # CLI processes, alternating dump and query
 CLI_WORKERS = 3

@@ -20,6 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import HOST_PYTHONS, bp, probing  # noqa: E402
 from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job  # noqa: E402
 
+pytestmark = pytest.mark.serial  # `cluster list` reads every probed process of the node
+
 SAMPLE = "dataloader_job.py"
 GETITEM = bp(SAMPLE, "getitem")
 DEBIAN = "/usr/bin/python3"
