@@ -488,7 +488,7 @@ pyrt: all
 # says how long each took (CI's budget, docs/testing.md); the build's checks run once, with `all`,
 # which builds on every core (the tests after it run one at a time).
 TEST_STAGES := format-check all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test \
-               vscode-real web-test
+               vscode-real web-test dist dist-check release-check vscode-real-bundled
 test: deps
 	@tools/sid-root.sh >/dev/null
 	@t00=$$(date +%s); for s in $(TEST_STAGES); do t0=$$(date +%s); \
@@ -545,7 +545,7 @@ dist-check:
 	tools/dist_check.py --self-test
 # The release installed as a non-root user installs it (venv, pip --user, the tarball), on this
 # Debian 12 and in a bare Debian 11 root, and run against that user's targets
-# (tools/release_check.sh; root; after `make dist`; about a minute; not in `make test`).
+# (tools/release_check.sh; root; after `make dist`; about two minutes; a stage of `make test`).
 release-check:
 	tools/release_check.sh
 # The same release for linux-aarch64 (docs/testing.md "aarch64"): cross-built against an arm64

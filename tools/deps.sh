@@ -55,8 +55,11 @@ want=(
   python3-aiohttp
   # benchmarks: debugpy beside probing
   python3-debugpy
-  # make fresh-check: the throwaway Debian root
+  # make fresh-check: the throwaway Debian root; make dist's Debian 11 build root and
+  # release-check's Debian 11 and 13 roots
   mmdebstrap
+  # make release-check: Debian's python3 makes the venv the release is installed into
+  python3-venv
   # make dist-aarch64 and release-check-aarch64: the arm64 roots made through qemu-user's binfmt
   # handler (mmdebstrap needs arch-test for a foreign root), the emulated aarch64 machine, and
   # debugfs (e2fsprogs) to write its PID 1 into the root image
