@@ -40,6 +40,7 @@ CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTE
 lib = ctypes.CDLL(SO)
 lib.mix_call.argtypes = [CB, ctypes.c_int]
 lib.mix_block.argtypes = [ctypes.c_int]
+lib.mix_big_block.argtypes = [ctypes.c_int]
 libc = ctypes.CDLL(None)
 tids = {}
 placed = threading.Semaphore(0)
@@ -75,6 +76,12 @@ def run_block():
     tids["blocker"] = threading.get_native_id()
     placed.release()
     lib.mix_block(rfd)  # BP: block_call
+
+
+def run_big_frame():
+    tids["bigframe"] = threading.get_native_id()
+    placed.release()
+    lib.mix_big_block(rfd)  # BP: big_block_call
 
 
 def run_masked():
@@ -134,6 +141,8 @@ def main():
         threads.append(("freespin", run_free_spin))
     if "--thread-cycle" in sys.argv:
         threads.append(("looped", run_looped))
+    if "--big-frame" in sys.argv:
+        threads.append(("bigframe", run_big_frame))
     for name, fn in threads:
         threading.Thread(target=fn, name=name, daemon=True).start()
     for _ in threads:

@@ -272,11 +272,28 @@ static int after_call(uintptr_t ra)
     return 0;
 }
 
+/* The start of the function whose FDE covers look (its rules were cached without it), or 0. */
+static uintptr_t fde_start(uintptr_t look, unwind_find_fn find, void *arg, struct unwind_cache *c,
+                           unsigned gen)
+{
+    struct unwind_mod m;
+    struct sig_unwind_cfi_fde f;
+    struct unwind_cfi_state s;
+    uintptr_t row[2];
+    if (!HAVE_CFI || find(look, &m, arg) != 0 || cfi_at(&m, look, &f, &s, c, gen, row) != 0)
+        return 0;
+    return f.start;
+}
+
 /* A thread read without its registers (sig_unwind_native_pcsp) has no rbp: a frame whose CFA is
  * rbp + cfa_off (a function built with frame pointers, libffi's call frame, one with a
- * variable-size frame) when no inner frame saved rbp needs it guessed. The candidates are the
- * 8-aligned slots a from sp up for which the return address at a + cfa_off + ra_off lies in a
- * known module right after a call instruction; stale return addresses left below the frame by
+ * variable-size frame) when no inner frame saved rbp needs it found. First from the function's
+ * prologue (start: its FDE's first pc; look: the pc its rules are for), exact where the
+ * prologue is a plain one: a frame of a few KiB over stale return addresses (ASan's read
+ * interceptor, native_mix.c's mix_big_read) let a stale chain win the guess below, which
+ * otherwise decides. The guess's candidates are the 8-aligned slots a from sp up for which the
+ * return address at a + cfa_off + ra_off lies in a known module right after a call
+ * instruction; stale return addresses left below the frame by
  * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
  * stack with it (without guessing again): of those whose unwind reaches the outermost frame
  * (clone3, _start) the one with the most frames wins (a stale return address that still ends
@@ -289,6 +306,57 @@ static int after_call(uintptr_t ra)
  * the Python entry frames); *nalt is set to how many there are. The frames of the pick are in
  * out[0..return value); 0 when no candidate unwinds at all or there is no alt-th. */
 #define GUESS_SPAN 8192 /* bytes of stack searched above sp */
+
+int64_t sig_unwind_prologue_depth(uintptr_t start, uintptr_t pc)
+{
+    uint8_t b[64];
+    if (pc <= start)
+        return -1;
+    size_t n = pc - start > sizeof b ? sizeof b : pc - start, i = 0;
+    int whole = pc - start <= sizeof b, sub = 0;
+    int64_t d = 0;
+    if (pyrt_read(start, b, n) != 0)
+        return -1;
+    if (n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+        i = 4; /* endbr64 */
+    if (i + 4 > n || b[i] != 0x55 || b[i + 1] != 0x48 ||
+        !((b[i + 2] == 0x89 && b[i + 3] == 0xe5) || (b[i + 2] == 0x8b && b[i + 3] == 0xec)))
+        return -1; /* push %rbp; mov %rsp,%rbp */
+    i += 4;
+    while (i < n) {
+        uint8_t x = b[i];
+        size_t p = (x & 0xf0) == 0x40; /* a REX prefix */
+        if (x >= 0x50 && x <= 0x57 && x != 0x54 && x != 0x55) {
+            d += 8, i += 1; /* push %rax..%rdi */
+        } else if (x == 0x41 && i + 1 < n && b[i + 1] >= 0x50 && b[i + 1] <= 0x57) {
+            d += 8, i += 2; /* push %r8..%r15 */
+        } else if (x == 0x48 && i + 3 < n && b[i + 1] == 0x83 && b[i + 2] == 0xec) {
+            if (b[i + 3] >= 0x80)
+                return -1;                  /* a negative imm8 */
+            d += b[i + 3], i += 4, sub = 1; /* sub $imm8,%rsp */
+        } else if (x == 0x48 && i + 6 < n && b[i + 1] == 0x81 && b[i + 2] == 0xec) {
+            uint32_t v = (uint32_t)b[i + 3] | (uint32_t)b[i + 4] << 8 | (uint32_t)b[i + 5] << 16 |
+                         (uint32_t)b[i + 6] << 24;
+            if (v >= (1u << 24))
+                return -1;
+            d += v, i += 7, sub = 1; /* sub $imm32,%rsp */
+        } else if (x == 0x48 && i + 2 < n && b[i + 1] == 0x83 && b[i + 2] == 0xe4) {
+            return -1; /* and $-N,%rsp: realigned, the depth is no constant */
+        } else if (!(p && (x & 2)) && i + p + 1 < n && (b[i + p] == 0x89 || b[i + p] == 0x8b) &&
+                   (b[i + p + 1] & 0xc0) == 0xc0) {
+            /* a move between registers (mod 3), never into rsp or rbp */
+            uint8_t m = b[i + p + 1];
+            int dst = b[i + p] == 0x89 ? (m & 7) | (p ? (x & 1) << 3 : 0)
+                                       : ((m >> 3) & 7) | (p ? (x & 4) << 1 : 0);
+            if (dst == 4 || dst == 5)
+                return -1;
+            i += p + 2;
+        } else {
+            break;
+        }
+    }
+    return (i >= n && whole) || sub ? d : -1;
+}
 /* candidates tried: a sanitizer's interceptor between the eval loop and libc (ASan's read,
  * a 2 KiB frame full of its earlier calls' return addresses) puts the real frame past the
  * 32nd candidate; 32 tries picked a stale one that skipped ffi_call_unix64 and the merge failed */
@@ -296,10 +364,29 @@ static int after_call(uintptr_t ra)
 
 static int guess_rbp(const struct unwind_regs *rs, int64_t cfa_off, int64_t ra_off, int exact,
                      uintptr_t *out, int max, struct unwind_cache *c, unwind_find_fn find,
-                     void *arg, int alt, int *nalt)
+                     void *arg, int alt, int *nalt, uintptr_t start, uintptr_t look)
 {
-    uintptr_t sp = rs->v[RSP], best = 0, cleans[GUESS_TRIES];
-    int best_n = 0, best_clean = 0, tries = 0, ncl = 0;
+    uintptr_t sp = rs->v[RSP], best = 0, cleans[GUESS_TRIES], pro = 0;
+    int best_n = 0, best_clean = 0, tries = 0, ncl = 0, pro_ok = 0;
+    /* The frame pointer the prologue gives (sig_unwind_prologue_depth; CFA = rbp + 16 is what
+     * push %rbp; mov %rsp,%rbp makes), when its return address follows a call: it beats the
+     * candidates below when its unwind ends at the outermost frame (or fills out), or when
+     * none of theirs does. */
+    int64_t dep = start && cfa_off == 16 ? sig_unwind_prologue_depth(start, look) : -1;
+    if (dep >= 0) {
+        uintptr_t a = sp + (uintptr_t)dep, ra;
+        struct unwind_mod m;
+        if (srd_word(c, a + (uintptr_t)cfa_off + (uintptr_t)ra_off, &ra) == 0 && ra >= 8 &&
+            find(ra - 1, &m, arg) == 0 && after_call(ra)) {
+            struct unwind_regs t = *rs;
+            int clean = 0, k;
+            t.v[RBP] = a;
+            t.valid |= 1u << RBP;
+            k = walk(&t, out, max, find, arg, c, 0, exact, &clean, NULL);
+            pro = a;
+            pro_ok = k > 0 ? (clean || k >= max ? 2 : 1) : 0;
+        }
+    }
     for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + GUESS_SPAN && tries < GUESS_TRIES;
          a += 8) {
         uintptr_t ra;
@@ -319,8 +406,14 @@ static int guess_rbp(const struct unwind_regs *rs, int64_t cfa_off, int64_t ra_o
         if (clean > best_clean || (clean == best_clean && k > best_n))
             best_n = k, best = a, best_clean = clean;
     }
-    if (nalt)
-        *nalt = best_clean ? ncl - 1 : 0;
+    if (pro_ok == 2 || (pro_ok && !best_clean))
+        best = pro, best_n = 1, best_clean = best_clean || pro_ok == 2;
+    if (nalt) { /* the clean candidates other than the pick */
+        int others = 0;
+        for (int i = 0; i < ncl; i++)
+            others += cleans[i] != best;
+        *nalt = best_clean ? others : 0;
+    }
     if (alt > 0) { /* the alt-th clean candidate other than best, lowest first */
         uintptr_t was = best;
         best = 0;
@@ -394,7 +487,8 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
             if (guess && r.cfa_reg == RBP && r.ra_off && !(rs.valid & (1u << RBP)))
                 return n - 1 +
                        guess_rbp(&rs, r.cfa_off, r.ra_off, exact, out + n - 1, max - n + 1, cache,
-                                 find, arg, guess - 1, nalt);
+                                 find, arg, guess - 1, nalt, fde_start(look, find, arg, cache, gen),
+                                 look);
             if (r.ra_off == 0) {
                 *clean = 1; /* the outermost frame */
                 break;
@@ -421,7 +515,7 @@ static int walk(struct unwind_regs *rsp, uintptr_t *out, int max, unwind_find_fn
                     s.r[RA].how == UNWIND_R_OFF)
                     return n - 1 +
                            guess_rbp(&rs, s.cfa_off, s.r[RA].v, exact, out + n - 1, max - n + 1,
-                                     cache, find, arg, guess - 1, nalt);
+                                     cache, find, arg, guess - 1, nalt, f.start, look);
                 if (s.r[RA].how == UNWIND_R_UNDEF) {
                     *clean = 1; /* the outermost frame */
                     break;

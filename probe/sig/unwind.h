@@ -120,6 +120,17 @@ int sig_unwind_native(const ucontext_t *uc, uintptr_t *out, int max, unwind_find
 int sig_unwind_native_pcsp(uintptr_t pc, uintptr_t sp, uintptr_t *out, int max,
                            struct unwind_cache *cache, int alt, int *nalt);
 
+/* How far below rbp the stack pointer is at pc in the function that starts at start, from its
+ * prologue: endbr64, push %rbp, mov %rsp,%rbp, then pushes of registers, moves between
+ * registers and subtractions from rsp, as compilers lay out a function built with frame
+ * pointers (and ASan's interceptors, a 2 KiB frame); the frame pointer of a thread read
+ * without its registers is then sp + that, where its frame's CFA is rbp + 16. Decoding stops at
+ * the first other instruction: the depth counts only when every instruction up to pc was read,
+ * or a subtraction from rsp was (a frame's fixed size comes last). -1 for anything else
+ * (rsp realigned, a frame pointer set up otherwise, a start more than 64 bytes before pc that
+ * the decoding does not get past). Reads the code with pyrt_read; async-signal-safe. */
+int64_t sig_unwind_prologue_depth(uintptr_t start, uintptr_t pc);
+
 /* Not in a signal handler. Rebuilds and publishes the module table when the loader's object
  * list changed since the last build (dl_iterate_phdr's adds/subs counters), keeping the
  * replaced one until sig_unwind_table_reclaim frees it. Returns 1 if a table was published, 0 if

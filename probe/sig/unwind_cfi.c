@@ -262,6 +262,8 @@ int sig_unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind
     c->ra_reg = version == 1 ? (int)get_n(&b, 1) : regno(get_uleb(&b));
     if (aug[0] == 'z') {
         uint64_t alen = get_uleb(&b);
+        if (b.bad || alen > (uint64_t)(b.end - b.p))
+            return -1; /* the augmentation data would end past the CIE */
         const uint8_t *aend = b.p + alen;
         c->has_z = 1;
         for (int i = 1; aug[i] && !b.bad; i++) {
@@ -277,8 +279,6 @@ int sig_unwind_cfi_cie(const uint8_t *p, size_t n, uintptr_t addr, struct unwind
             default: break; /* unknown: the 'z' length skips it */
             }
         }
-        if (aend > b.end)
-            return -1;
         b.addr += (uintptr_t)(aend - b.p);
         b.p = aend;
     } else if (aug[0]) {

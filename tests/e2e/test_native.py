@@ -133,6 +133,27 @@ def test_native_merged(python, spawn):
 
 
 @pytest.mark.parametrize("python", PYTHONS)
+def test_native_big_frame_over_stale_addresses(python, spawn):
+    """A thread blocked in read(2) under a C function with a 4 KiB frame laid over stale return
+    addresses (samples/native_mix.c: mix_big_read's buffer over 96 returned calls of mix_deep).
+    A blocked thread is read without its registers, its frame pointer unknown: it is found from
+    mix_big_read's prologue, not guessed from the stale chain of mix_deep frames, which also
+    reaches the thread's first frame and has more frames (the frame pointer guessed alone picked
+    it: ASan's read interceptor, a 2 KiB frame, did the same under make asan)."""
+    t = spawn(python, "native_mix.py", args=("--big-frame",))
+    d = dump_json(t.pid, "--native")
+    f = merged(threads_of(d)["bigframe"])
+    k = blocked_in(f, "read") + 1
+    assert [x["name"] for x in f[k:k + 2]] == ["mix_big_read", "mix_big_block"], summary(f)
+    assert f[k]["line"] == cbp("mix_big_read") and f[k + 1]["line"] == cbp("mix_big_block"), \
+        summary(f)
+    assert not any(x.get("name") == "mix_deep" for x in f), summary(f)
+    find(f, k + 2, kind="python", name="run_big_frame", line=bp("native_mix.py", "big_block_call"))
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+@pytest.mark.parametrize("python", PYTHONS)
 def test_native_all_and_text(python, spawn):
     t = spawn(python, "native_mix.py")
     d = dump_json(t.pid, "--native=all")
