@@ -459,15 +459,16 @@ fuzz: $(patsubst %,build/fuzz/fuzz-%,$(FUZZ_HARNESSES))
 	    tests/fuzz/corpus/$$h || exit 1; \
 	done
 
-# ASan+UBSan: unit tests, the fuzz corpus and the end-to-end tests against sanitized builds;
-# targets preload the sanitizer runtimes; the CLI runs with leak detection on.
+# ASan+UBSan: unit tests and the end-to-end tests (make e2e: on workers, then the serial files)
+# against sanitized builds; targets preload the sanitizer runtimes; the CLI runs with leak
+# detection on.
 ASAN_RT := $(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)
 asan:
 	$(MAKE) VARIANT=asan all build/asan/tests/unit-tests build/asan/tests/libnvml-stub.so
 	ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build/asan/tests/unit-tests
-	PROBING_BUILD=$(abspath build/asan) PROBING_TARGET_PRELOAD="$(ASAN_RT)" \
-	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  /usr/bin/python3 -m pytest -q -p no:cacheprovider $(E2E_PATHS) $(PYTEST_ARGS)
+	PROBING_TARGET_PRELOAD="$(ASAN_RT)" ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(MAKE) --no-print-directory VARIANT=asan \
+	  e2e CHECKS=
 
 # The injector (injector/ptrace/) and common/ only: the CLI and the renderers run where the
 # user is, and are not cross-built.
