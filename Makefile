@@ -487,7 +487,7 @@ pyrt: all
 # The README's two commands: install what is missing, then build and run in a fresh make, whose
 # pkg-config flags see the packages just installed. `make test` runs the stages one by one and
 # says how long each took (CI's budget, docs/testing.md); the build's checks run once, with `all`,
-# which builds on every core (the tests after it run one at a time).
+# which builds on every core (the stages after it run one at a time; e2e on its workers).
 TEST_STAGES := format-check all cross-aarch64 unit fuzz-replay pyrt e2e dap-test vscode-test \
                vscode-real web-test dist dist-check release-check vscode-real-bundled
 test: deps
