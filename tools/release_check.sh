@@ -334,9 +334,8 @@ tgz=$(ls "$dist"/probing-*-linux-x86_64.tar.gz 2>/dev/null | head -1)
 for t in setpriv unshare chroot patchelf strip findmnt; do
   command -v $t >/dev/null || die "$t is missing: run 'make deps'"
 done
-for t in venv ensurepip; do
-  /usr/bin/python3 -c "import $t" 2>/dev/null || die "Debian's python3 has no $t: run 'make deps' (python3-venv)"
-done
+/usr/bin/python3 -c "import ensurepip" 2>/dev/null ||
+  die "Debian's python3 cannot make a venv (no ensurepip): run 'make deps' (python3-venv)"
 bare=$(tools/bullseye-root.sh --bare) || die "no Debian 11 root (tools/bullseye-root.sh --bare failed above)"
 trixie=$(tools/trixie-root.sh) || die "no Debian 13 root (tools/trixie-root.sh failed above)"
 t_start=$(date +%s)

@@ -285,28 +285,6 @@ static uintptr_t fde_start(uintptr_t look, unwind_find_fn find, void *arg, struc
     return f.start;
 }
 
-/* A thread read without its registers (sig_unwind_native_pcsp) has no rbp: a frame whose CFA is
- * rbp + cfa_off (a function built with frame pointers, libffi's call frame, one with a
- * variable-size frame) when no inner frame saved rbp needs it found. First from the function's
- * prologue (start: its FDE's first pc; look: the pc its rules are for), exact where the
- * prologue is a plain one: a frame of a few KiB over stale return addresses (ASan's read
- * interceptor, native_mix.c's mix_big_read) let a stale chain win the guess below, which
- * otherwise decides. The guess's candidates are the 8-aligned slots a from sp up for which the
- * return address at a + cfa_off + ra_off lies in a known module right after a call
- * instruction; stale return addresses left below the frame by
- * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
- * stack with it (without guessing again): of those whose unwind reaches the outermost frame
- * (clone3, _start) the one with the most frames wins (a stale return address that still ends
- * well skips frames), else the one that went deepest. A stale return address above the frame
- * (in the caller's uninitialised locals, left by the caller's earlier calls) can chain into
- * the real frames too and win with more frames (CPython 3.15's subinterpreter runner: the
- * sleep's frame guessed into PyEval_EvalCode's earlier thread-state calls): alt > 0 takes the
- * alt-th other candidate that ends at the outermost frame, lowest address first, for a caller
- * that can check the result against what it knows (prof/native.c: the eval-loop frames against
- * the Python entry frames); *nalt is set to how many there are. The frames of the pick are in
- * out[0..return value); 0 when no candidate unwinds at all or there is no alt-th. */
-#define GUESS_SPAN 8192 /* bytes of stack searched above sp */
-
 int64_t sig_unwind_prologue_depth(uintptr_t start, uintptr_t pc)
 {
     uint8_t b[64];
@@ -357,6 +335,50 @@ int64_t sig_unwind_prologue_depth(uintptr_t start, uintptr_t pc)
     }
     return (i >= n && whole) || sub ? d : -1;
 }
+
+/* The unwind from rs with rbp taken to be a, into out (walk's frame count and *clean). */
+static int walk_rbp(const struct unwind_regs *rs, uintptr_t a, int exact, uintptr_t *out, int max,
+                    struct unwind_cache *c, unwind_find_fn find, void *arg, int *clean)
+{
+    struct unwind_regs t = *rs;
+    t.v[RBP] = a;
+    t.valid |= 1u << RBP;
+    return walk(&t, out, max, find, arg, c, 0, exact, clean, NULL);
+}
+
+/* Whether the return address slot of a frame whose rbp is a (at a + cfa_off + ra_off) holds a
+ * return address: in a known module, right after a call. 1, 0, or -1 when it cannot be read. */
+static int ra_slot(struct unwind_cache *c, uintptr_t a, int64_t cfa_off, int64_t ra_off,
+                   unwind_find_fn find, void *arg)
+{
+    uintptr_t ra;
+    struct unwind_mod m;
+    if (srd_word(c, a + (uintptr_t)cfa_off + (uintptr_t)ra_off, &ra) != 0)
+        return -1;
+    return ra >= 8 && find(ra - 1, &m, arg) == 0 && after_call(ra);
+}
+
+/* A thread read without its registers (sig_unwind_native_pcsp) has no rbp: a frame whose CFA is
+ * rbp + cfa_off (a function built with frame pointers, libffi's call frame, one with a
+ * variable-size frame) when no inner frame saved rbp needs it found. First from the function's
+ * prologue (start: its FDE's first pc; look: the pc its rules are for), exact where the
+ * prologue is a plain one: a frame of a few KiB over stale return addresses (ASan's read
+ * interceptor, native_mix.c's mix_big_read) let a stale chain win the guess below, which
+ * otherwise decides. The guess's candidates are the 8-aligned slots a from sp up for which the
+ * return address at a + cfa_off + ra_off lies in a known module right after a call
+ * instruction; stale return addresses left below the frame by
+ * earlier calls pass that test too, so each candidate is tried by unwinding the rest of the
+ * stack with it (without guessing again): of those whose unwind reaches the outermost frame
+ * (clone3, _start) the one with the most frames wins (a stale return address that still ends
+ * well skips frames), else the one that went deepest. A stale return address above the frame
+ * (in the caller's uninitialised locals, left by the caller's earlier calls) can chain into
+ * the real frames too and win with more frames (CPython 3.15's subinterpreter runner: the
+ * sleep's frame guessed into PyEval_EvalCode's earlier thread-state calls): alt > 0 takes the
+ * alt-th other candidate that ends at the outermost frame, lowest address first, for a caller
+ * that can check the result against what it knows (prof/native.c: the eval-loop frames against
+ * the Python entry frames); *nalt is set to how many there are. The frames of the pick are in
+ * out[0..return value); 0 when no candidate unwinds at all or there is no alt-th. */
+#define GUESS_SPAN 8192 /* bytes of stack searched above sp */
 /* candidates tried: a sanitizer's interceptor between the eval loop and libc (ASan's read,
  * a 2 KiB frame full of its earlier calls' return addresses) puts the real frame past the
  * 32nd candidate; 32 tries picked a stale one that skipped ffi_call_unix64 and the merge failed */
@@ -373,34 +395,21 @@ static int guess_rbp(const struct unwind_regs *rs, int64_t cfa_off, int64_t ra_o
      * candidates below when its unwind ends at the outermost frame (or fills out), or when
      * none of theirs does. */
     int64_t dep = start && cfa_off == 16 ? sig_unwind_prologue_depth(start, look) : -1;
-    if (dep >= 0) {
-        uintptr_t a = sp + (uintptr_t)dep, ra;
-        struct unwind_mod m;
-        if (srd_word(c, a + (uintptr_t)cfa_off + (uintptr_t)ra_off, &ra) == 0 && ra >= 8 &&
-            find(ra - 1, &m, arg) == 0 && after_call(ra)) {
-            struct unwind_regs t = *rs;
-            int clean = 0, k;
-            t.v[RBP] = a;
-            t.valid |= 1u << RBP;
-            k = walk(&t, out, max, find, arg, c, 0, exact, &clean, NULL);
-            pro = a;
-            pro_ok = k > 0 ? (clean || k >= max ? 2 : 1) : 0;
-        }
+    if (dep >= 0 && ra_slot(c, sp + (uintptr_t)dep, cfa_off, ra_off, find, arg) == 1) {
+        int clean = 0, k = walk_rbp(rs, sp + (uintptr_t)dep, exact, out, max, c, find, arg, &clean);
+        pro = sp + (uintptr_t)dep;
+        pro_ok = k > 0 ? (clean || k >= max ? 2 : 1) : 0;
     }
     for (uintptr_t a = (sp + 7) & ~(uintptr_t)7; a < sp + GUESS_SPAN && tries < GUESS_TRIES;
          a += 8) {
-        uintptr_t ra;
-        struct unwind_mod m;
-        if (srd_word(c, a + (uintptr_t)cfa_off + (uintptr_t)ra_off, &ra) != 0)
+        int is_ra = ra_slot(c, a, cfa_off, ra_off, find, arg);
+        if (is_ra < 0)
             break;
-        if (ra < 8 || find(ra - 1, &m, arg) != 0 || !after_call(ra))
+        if (!is_ra)
             continue;
-        struct unwind_regs t = *rs;
         int clean = 0, k;
-        t.v[RBP] = a;
-        t.valid |= 1u << RBP;
         tries++;
-        k = walk(&t, out, max, find, arg, c, 0, exact, &clean, NULL);
+        k = walk_rbp(rs, a, exact, out, max, c, find, arg, &clean);
         if (clean && k > 0)
             cleans[ncl++] = a;
         if (clean > best_clean || (clean == best_clean && k > best_n))
@@ -422,13 +431,8 @@ static int guess_rbp(const struct unwind_regs *rs, int64_t cfa_off, int64_t ra_o
                 best = cleans[i];
         best_n = best != 0;
     }
-    if (!best_n)
-        return 0;
-    struct unwind_regs t = *rs;
     int clean;
-    t.v[RBP] = best;
-    t.valid |= 1u << RBP;
-    return walk(&t, out, max, find, arg, c, 0, exact, &clean, NULL);
+    return best_n ? walk_rbp(rs, best, exact, out, max, c, find, arg, &clean) : 0;
 }
 
 /* Unwinds from *rsp into out (exact: rs's pc is where it stopped, not a return address);
