@@ -404,7 +404,7 @@ static int probe_ensure(pid_t pid, int look_first, int *injected, char *version,
     if (fd >= 0)
         lock_signals(path);
     if (waited || orphaned || probe_answers(pid)) {
-        ptrace_maps_keep_leave(); /* read afresh, not as the caller found it */
+        ptrace_maps_keep_forget(pid); /* read afresh, not as the caller found it */
         ptrace_maps_release();
         ptrace_maps_hold(pid);
     }
@@ -451,7 +451,7 @@ static int probe_ensure_locked(pid_t pid, int *injected, char *version, size_t v
                           pv.major, pv.minor, (int)pid, dir, pv.major, pv.minor);
     }
     if (orphaned) {
-        ptrace_maps_keep_leave(); /* it may wait for another command's injection: fresh reads */
+        ptrace_maps_keep_forget(pid); /* it may wait for another command's injection */
         ptrace_maps_release();
         rc = inject_fresh(pid, lib, err);
     } else {

@@ -100,9 +100,11 @@ void ptrace_maps_keep(int on)
     kept.on = on;
 }
 
-void ptrace_maps_keep_leave(void)
+void ptrace_maps_keep_forget(pid_t pid)
 {
-    memset(&kept, 0, sizeof kept);
+    for (size_t i = 0; i < kept.n; i++)
+        if (kept.v[i].pid == pid)
+            kept.v[i].pid = 0; /* not freed: see ptrace.h */
 }
 
 static const struct kept_text *kept_find(pid_t pid)

@@ -65,9 +65,10 @@ void ptrace_maps_release(void);
  * the parent to find them), where the moment of the first look is recent enough. 0: forget
  * them, and read afresh. */
 void ptrace_maps_keep(int on);
-/* Stops using the kept maps without freeing them: in a child forked after they were read, which
- * would write to (and so copy) a page of its parent's for each one it frees, only to exit. */
-void ptrace_maps_keep_leave(void);
+/* Stops using pid's kept maps (later reads of pid are fresh) without freeing them: in a worker
+ * forked after they were read, which would write to (and so copy) a page of its parent's for
+ * each one it frees. */
+void ptrace_maps_keep_forget(pid_t pid);
 /* Whether pid maps a file whose basename starts with name_prefix (e.g. "libprobing-").
  * Returns 1 (path copied to path[n] if not NULL), 0, or -errno. */
 int ptrace_maps_find(pid_t pid, const char *name_prefix, char *path, size_t n);

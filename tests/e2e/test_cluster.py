@@ -258,6 +258,16 @@ class Fakes:
                 assert time.time() < deadline, "fake rank not ready: %s" % open(out).read()
                 time.sleep(0.05)
 
+    def restart(self, env, n):
+        """n fresh ranks (rank r gets env with {r} filled in) instead of the running ones;
+        their pids."""
+        self.kill()
+        self.procs = []
+        for r in range(n):
+            self.start({k: v.format(r=r) for k, v in env.items()})
+        self.wait()
+        return [p.pid for p, _ in self.procs]
+
     def kill(self):
         for p, _ in self.procs:
             try:
@@ -425,12 +435,7 @@ def test_stacks_while_other_commands_inject(fakes):
     env = {"RANK": "{r}", "WORLD_SIZE": "8", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "5" + tag}
     job = "torch:127.0.0.1:5" + tag
     for round_ in range(3):
-        fakes.kill()
-        fakes.procs = []
-        for r in range(8):
-            fakes.start({k: v.format(r=r) for k, v in env.items()})
-        fakes.wait()
-        pids = [p.pid for p, _ in fakes.procs]
+        pids = fakes.restart(env, 8)
         st = subprocess.Popen([CLI, "cluster", "stacks", "--job", job, "--json"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         dumps = [subprocess.Popen([CLI, "-p", str(pid), "debug", "--dump", "--json"],
@@ -443,11 +448,7 @@ def test_stacks_while_other_commands_inject(fakes):
         for d in dumps:
             dout, derr = d.communicate(timeout=120)
             assert d.returncode == 0 and '"threads"' in dout, (round_, derr)
-        for pid in pids:
-            with open("/proc/%d/maps" % pid) as f:
-                assert len({line.split()[-1] for line in f if "libprobing-" in line}) == 1
-            lock = "/tmp/probing-%d/%d.inject.lock" % (os.geteuid(), pid)
-            assert not os.path.exists(lock), "lock file left behind"
+        one_probe_no_lock(pids)
 
 
 def test_launchers_and_forks_are_not_ranks(fakes):
@@ -935,6 +936,142 @@ def test_rank_not_answering_is_missing(fakes):
                          % (stopped, stopped), text, re.M), text
     finally:
         os.kill(stopped, signal.SIGCONT)
+
+
+INJECT_LOCK = "/tmp/probing-%d/%d.inject.lock"  # euid, pid: injector/cli/load.c
+
+
+def hold_inject_locks(pids):
+    """The injection lock of each pid, held as another command's injection would hold it: the
+    descriptors (closing one frees it)."""
+    import fcntl
+    held = []
+    for pid in pids:
+        fd = os.open(INJECT_LOCK % (os.geteuid(), pid), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held.append(fd)
+    return held
+
+
+def one_probe_no_lock(pids):
+    for pid in pids:
+        with open("/proc/%d/maps" % pid) as f:
+            assert len({line.split()[-1] for line in f if "libprobing-" in line}) == 1
+        assert not os.path.exists(INJECT_LOCK % (os.geteuid(), pid)), "lock file left behind"
+
+
+def test_ranks_that_hang_are_asked_side_by_side(fakes):
+    """This node's ranks are served by a few workers, each taking the next rank (pool.c); one
+    worker here (PROBING_RANK_WORKERS=1). Rank 1 is stopped with its probe loaded (its socket
+    accepts, nothing answers: past the injection, its worker is killed at the deadline or gives
+    up on its own), ranks 2 and 3 wait for an injection lock another command holds (their worker
+    is in the injection: given up, it finishes on its own). A worker busy for long no longer
+    counts, so the three wait side by side: one --rank-timeout, not three (the command's
+    children: one worker at first, three once rank 1's is slow). Nothing is harmed:
+    once the lock is free and rank 1 runs again, every rank answers with one probe loaded and
+    no lock file is left."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "8" + tag}
+    job = "torch:127.0.0.1:8" + tag
+    pids = fakes.restart(env, 4)
+    probing("-p", pids[1], "inject", check=True)
+    os.kill(pids[1], signal.SIGSTOP)
+    held = []
+    try:
+        held = hold_inject_locks(pids[2:])
+        t0 = time.monotonic()
+        st = subprocess.Popen([CLI, "cluster", "stacks", "--job", job, "--rank-timeout", "3000",
+                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=dict(os.environ, PROBING_RANK_WORKERS="1"))
+
+        def workers():
+            try:
+                with open("/proc/%d/task/%d/children" % (st.pid, st.pid)) as f:
+                    return len(f.read().split())
+            except OSError:
+                return -1
+        time.sleep(0.08)
+        early = workers()  # one worker, on rank 1 by now
+        time.sleep(1.4)
+        later = workers()  # rank 1's worker slow: one for rank 2, then one for rank 3
+        stdout, stderr = st.communicate(timeout=60)
+        took = time.monotonic() - t0
+        assert st.returncode == 0, stderr
+        assert early <= 1 and later == 3, (early, later)
+        r = subprocess.CompletedProcess(st.args, 0, stdout, stderr)
+        out = json.loads(r.stdout)
+        assert [g["ranks"] for g in out["groups"]] == [[0]] and out["missing"] == [1, 2, 3], out
+        errors = {e["rank"]: e["error"] for e in out["errors"]}
+        assert re.match(r"no answer within 3000 ms|.*(timed out|no answer)", errors[1]), errors
+        assert "injection was still running" not in errors[1], errors
+        for rank in (2, 3):
+            assert errors[rank] == "no answer within 3000 ms (the injection was still running)", \
+                errors
+        assert took < 6.5, "the three ranks were waited for one after another: %.1f s" % took
+    finally:
+        for fd in held:
+            os.close(fd)
+        os.kill(pids[1], signal.SIGCONT)
+    # The given-up workers take the lock now, inject and exit.
+    deadline = time.time() + 30
+    while any(os.path.exists(INJECT_LOCK % (os.geteuid(), pid)) for pid in pids[2:]):
+        assert time.time() < deadline, "a given-up worker left its lock"
+        time.sleep(0.1)
+    out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+    assert [g["ranks"] for g in out["groups"]] == [[0, 1, 2, 3]] and not out["errors"], out
+    one_probe_no_lock(pids)
+
+
+def test_ctrl_c_while_workers_inject(fakes):
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) while cluster
+    stacks' workers inject into 12 fresh ranks. Ranks 0 and 1 wait for an injection lock another
+    command holds, so two workers are surely inside an injection when it comes (another round
+    sends it 5 ms in, wherever the workers are): a worker in an injection holds the signal back
+    until the injection is done, then exits, the ranks it did not take untouched. No rank is
+    left stopped, traced or harmed, no worker outlives its injection, and every rank then
+    answers with one probe loaded and no lock file left."""
+    tag = str(os.getpid() % 10000)
+    env = {"RANK": "{r}", "WORLD_SIZE": "12", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "9" + tag}
+    job = "torch:127.0.0.1:9" + tag
+    for delay, locked in ((0.5, 2), (0.005, 0)):
+        pids = fakes.restart(env, 12)
+        held = hold_inject_locks(pids[:locked])
+        st = subprocess.Popen([CLI, "cluster", "stacks", "--job", job, "--json"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+        time.sleep(delay)
+        try:
+            os.killpg(st.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        st.wait(timeout=30)
+        if locked:
+            assert st.returncode == -signal.SIGINT
+            time.sleep(0.3)
+            for pid in pids[:locked]:  # still waiting for the lock, nothing loaded yet
+                assert "libprobing-" not in open("/proc/%d/maps" % pid).read()
+            os.killpg(st.pid, 0)  # their workers are alive, holding the signal back
+        for fd in held:
+            os.close(fd)
+        deadline = time.time() + 30
+        while True:  # the workers that were injecting finish, then exit
+            try:
+                os.killpg(st.pid, 0)
+            except ProcessLookupError:
+                break
+            assert time.time() < deadline, "a worker outlived its injection"
+            time.sleep(0.05)
+        for pid in pids:
+            with open("/proc/%d/status" % pid) as f:
+                status = f.read()
+            assert re.search(r"^TracerPid:\s+0$", status, re.M), status
+            assert re.search(r"^State:\s+[SR]", status, re.M), status
+        if locked:
+            for pid in pids[:locked]:  # the injection it was in went through
+                assert "libprobing-" in open("/proc/%d/maps" % pid).read()
+        out = json.loads(cluster("stacks", "--job", job, "--json").stdout)
+        assert [g["ranks"] for g in out["groups"]] == [list(range(12))], (delay, out)
+        one_probe_no_lock(pids)
 
 
 @pytest.mark.parametrize("python", PYTHONS)

@@ -106,7 +106,7 @@ cJSON *cli_cluster_hosts_resolve(const struct cli_cluster_opts *o, struct pb_err
 cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *hosts,
                                  char *const *argv, int argc);
 
-/* ---- child processes with deadlines (run.c) ---- */
+/* ---- child processes with deadlines (run.c, pool.c) ---- */
 struct cli_cluster_child {
     pid_t pid;
     int out, err;      /* read ends, -1 once closed */
@@ -118,9 +118,7 @@ struct cli_cluster_child {
     int killable_after; /* kill only once this many bytes arrived (0: always) */
     int cut;            /* stdout passed CLI_CLUSTER_MAX_OUTPUT: obuf holds only that much */
     long long deadline;
-    /* A command (argv[0] looked up in PATH) started with posix_spawnp instead of a fork of the
-     * CLI and start(): the CLI's memory, large at 4,096 ranks, is not copied for each. */
-    char *const *argv;
+    char *const *argv; /* the command (argv[0] looked up in PATH) */
 };
 /* The most of a child's stdout kept (a node's answer); past it the pipe is closed (the child
  * gets SIGPIPE on its next write) and the child marked cut. */
@@ -132,15 +130,32 @@ enum {
     CLUSTER_CHILD_TIMEDOUT,
     CLUSTER_CHILD_FAILED
 };
-/* Run n children, at most parallel at once, each given timeout_ms from its start. start(i, ctx)
- * runs in the forked child with stdout and stderr on the pipes and must not return (it
- * exec()s or _exit()s); a child with argv is spawned instead (start may then be NULL). A child that outlives its deadline is killed (SIGKILL, its process
- * group when group is set) if at least killable_after bytes of its output arrived, else
- * abandoned to finish on its own (a rank being injected must not be killed mid-way); either
- * way it is CLUSTER_CHILD_TIMEDOUT. */
-void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms,
-                     void (*start)(int i, void *ctx), void *ctx);
+/* Run n commands (each child's argv, spawned with posix_spawnp: the CLI's memory, large at
+ * 4,096 ranks, is not copied for each), at most parallel at once, each given timeout_ms from its
+ * start. A child that outlives its deadline is killed (SIGKILL, its process group when group is
+ * set) if at least killable_after bytes of its output arrived, else abandoned to finish on its
+ * own; either way it is CLUSTER_CHILD_TIMEDOUT. */
+void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms);
+/* This node's n ranks served by forked workers (pool.c), about `workers` of them at once, more
+ * while some are slow: serve(i, ctx) runs in a worker for rank i with stdout and stderr on its
+ * pipes, writes rank i's answer on stdout and returns; c[i] gets what it wrote, its state
+ * (CLUSTER_CHILD_DONE, _TIMEDOUT past timeout_ms from its start, _FAILED) and, where its worker
+ * died serving it, the worker's wait status. */
+void cli_cluster_run_pool(struct cli_cluster_child *c, int n, int workers, int timeout_ms,
+                          void (*serve)(int i, void *ctx), void *ctx);
+/* In serve, once past what must not be interrupted (the injection, which restores the target):
+ * from now on the worker may be killed at its deadline. -1: the parent gave the rank up
+ * meanwhile (serve returns at once). */
+int cli_cluster_pool_safe(void);
 void cli_cluster_child_free(struct cli_cluster_child *c);
+/* n bytes of s appended to a NUL-terminated growing buffer (kept as it was when out of memory). */
+void cli_cluster_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n);
+/* Child i's stdout and stderr (each unless -1) added to a poll set at np, who[] saying whose
+ * (i for stdout, -i - 1 for stderr); the new count. */
+struct pollfd;
+int cli_cluster_poll_add(struct pollfd *pfd, int *who, int np, int out, int err, int i);
+/* close(*fd) unless it is -1; *fd = -1. */
+void cli_cluster_close_fd(int *fd);
 
 /* ---- grouping and printing (stacks.c) ---- */
 /* Stacks interned by their text (a struct flame_intern): the same frames get the same id

@@ -207,7 +207,7 @@ static char *slurm_job_nodes(const struct cli_cluster_opts *o)
     struct cli_cluster_child kid = {.group = 1, .argv = av};
     fflush(stdout);
     fflush(stderr);
-    cli_cluster_run(&kid, 1, 1, o->node_timeout_ms, NULL, NULL);
+    cli_cluster_run(&kid, 1, 1, o->node_timeout_ms);
     char *nodes = NULL;
     if (kid.state == CLUSTER_CHILD_DONE && WIFEXITED(kid.status) && WEXITSTATUS(kid.status) == 0 &&
         kid.obuf) {
@@ -386,7 +386,7 @@ cJSON *cli_cluster_nodes_collect(const struct cli_cluster_opts *o, const cJSON *
     }
     fflush(stdout);
     fflush(stderr);
-    cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms, NULL, NULL);
+    cli_cluster_run(kids, n, o->parallel, o->node_timeout_ms);
     for (i = 0; i < n; i++) {
         const char *host = names[i];
         struct cli_cluster_child *k = &kids[i];

@@ -220,8 +220,10 @@ static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
     cJSON *out = cJSON_CreateObject();
     cJSON_AddBoolToObject(out, "injected", 0);
     cJSON *samples = cJSON_AddArrayToObject(out, "samples");
-    fputc(' ', stdout); /* nothing to protect: killing us is safe at any time */
-    fflush(stdout);
+    if (cli_cluster_pool_safe() < 0) { /* nothing to protect: a kill is safe at any time */
+        cJSON_Delete(out);
+        return;
+    }
     for (int s = 0; s < o->samples; s++) {
         if (s > 0) {
             struct timespec ts = {(time_t)o->interval,
@@ -232,7 +234,7 @@ static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
         if (!body) {
             cJSON_Delete(out);
             emit_error(err.msg);
-            _exit(0);
+            return;
         }
         cJSON_AddItemToArray(samples, select_threads(body, o->thread));
         cJSON_Delete(body);
@@ -240,7 +242,6 @@ static void rank_child_readonly(pid_t pid, const struct cli_cluster_opts *o)
     if (o->subprocesses)
         add_children(out, pid, o->thread);
     emit(out);
-    _exit(0);
 }
 
 /* The rank's latest limit records of torch.collectives (no GIL needed: a rank stuck holding it
@@ -255,8 +256,8 @@ static int comm_rows(struct dap_client *dc, int limit, cJSON **body, struct pb_e
     return dap_client_request(dc, "probing/query", args, body, err);
 }
 
-/* In the child for rank i: inject if needed with the usual signals held back (an injection must
- * finish to restore the target), then ask. Writes one JSON object on stdout and exits. */
+/* In a worker (pool.c), for rank i: inject if needed with the usual signals held back (an
+ * injection must finish to restore the target), then ask. Writes one JSON object on stdout. */
 static void rank_child(int i, void *p)
 {
     struct local_ctx *lc = p;
@@ -264,8 +265,10 @@ static void rank_child(int i, void *p)
     pid_t pid = (pid_t)cli_json_num(lc->ranks[i], "pid", 0);
     struct pb_err err = {0};
     sigset_t hold, old;
-    if (o->no_inject)
+    if (o->no_inject) {
         rank_child_readonly(pid, o);
+        return;
+    }
     sigemptyset(&hold);
     sigaddset(&hold, SIGINT);
     sigaddset(&hold, SIGTERM);
@@ -288,17 +291,21 @@ static void rank_child(int i, void *p)
     if (!connected && probe && strcmp(probe, "not loaded") == 0) {
         rc = cli_probe_ensure_unloaded(pid, &injected, NULL, 0, &err);
     } else if (!connected) {
-        ptrace_maps_keep_leave();
+        ptrace_maps_keep_forget(pid);
         rc = cli_probe_ensure(pid, &injected, NULL, 0, &err);
     }
-    ptrace_maps_keep_leave(); /* what is read of the rank from now on is read afresh */
-    /* Past the injection: one byte tells the parent that killing us is safe now. */
-    fputc(' ', stdout);
-    fflush(stdout);
+    ptrace_maps_keep_forget(pid); /* what is read of the rank from now on is read afresh */
+    /* Past the injection: a kill is safe now. */
+    int given_up = cli_cluster_pool_safe() < 0;
     sigprocmask(SIG_SETMASK, &old, NULL);
+    if (given_up) {
+        dap_client_close(&dc);
+        return;
+    }
     if (rc < 0) {
+        dap_client_close(&dc);
         emit_error(err.msg);
-        _exit(0);
+        return;
     }
     if (!connected)
         rc = cli_connect_pid(pid, 5000, &dc, &err);
@@ -307,7 +314,7 @@ static void rank_child(int i, void *p)
     if (rc < 0) {
         dap_client_close(&dc);
         emit_error(err.msg);
-        _exit(0);
+        return;
     }
     cJSON *out = cJSON_CreateObject(), *body = NULL;
     cJSON_AddBoolToObject(out, "injected", injected);
@@ -441,7 +448,19 @@ static void rank_child(int i, void *p)
     } else {
         emit(out);
     }
-    _exit(0);
+}
+
+/* Workers for n ranks: POOL_PER_CPU a CPU (a worker waits on its rank's probe part of the
+ * time), at most one a rank. PROBING_RANK_WORKERS overrides it (1 to 256). */
+#define POOL_PER_CPU 4
+static int pool_workers(int n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int w = (int)((cpus > 0 ? cpus : 1) * POOL_PER_CPU);
+    const char *env = getenv("PROBING_RANK_WORKERS");
+    if (env && atoi(env) >= 1 && atoi(env) <= 256)
+        w = atoi(env);
+    return w < n ? w : n;
 }
 
 /* Replaces each thread's frames by the index of its stack in the node's table. */
@@ -503,7 +522,7 @@ static cJSON *collect(const struct cli_cluster_opts *o)
             continue;
         }
         lc.ranks[n] = r0;
-        kids[n++].killable_after = 1;
+        n++;
     }
     int timeout = o->rank_timeout_ms +
                   (o->op == CLUSTER_OP_STACKS ? (int)((o->samples - 1) * o->interval * 1000) : 0);
@@ -514,7 +533,7 @@ static cJSON *collect(const struct cli_cluster_opts *o)
         cli_libdir(dir, sizeof dir); /* resolved once here: the children inherit it */
     }
     if (n > 0)
-        cli_cluster_run(kids, n, n < 256 ? n : 256, timeout, rank_child, &lc);
+        cli_cluster_run_pool(kids, n, pool_workers(n), timeout, rank_child, &lc);
     struct flame_intern tab = {0};
     for (int i = 0; i < n; i++) {
         cJSON *r = lc.ranks[i], *ans = NULL;

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Child processes with deadlines, for `probing cluster`: one per rank on this node (each injects
- * if needed and asks its probe), one per node across nodes (the remote command). Each child's
- * stdout and stderr are read through pipes with poll(); a child past its deadline is killed, or
- * abandoned while killing it is unsafe (a rank in the middle of an injection: the injector
- * restores the target's registers on its way out, so it must finish). */
+/* Child processes with deadlines, for `probing cluster`: one per node across nodes (the remote
+ * command; this node's ranks are served by pool.c's workers). Each child's stdout and stderr are
+ * read through pipes with poll(); a child past its deadline is killed, or abandoned while it has
+ * not yet written killable_after bytes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -51,7 +50,7 @@ long long cli_cluster_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+void cli_cluster_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
     if (*len + n + 1 > *cap) {
         size_t nc = *cap ? *cap : 4096;
@@ -68,14 +67,27 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
     (*buf)[*len] = '\0';
 }
 
-static void close_fd(int *fd)
+int cli_cluster_poll_add(struct pollfd *pfd, int *who, int np, int out, int err, int i)
+{
+    if (out >= 0) {
+        pfd[np] = (struct pollfd){.fd = out, .events = POLLIN};
+        who[np++] = i;
+    }
+    if (err >= 0) {
+        pfd[np] = (struct pollfd){.fd = err, .events = POLLIN};
+        who[np++] = -i - 1;
+    }
+    return np;
+}
+
+void cli_cluster_close_fd(int *fd)
 {
     if (*fd >= 0)
         close(*fd);
     *fd = -1;
 }
 
-static int start_one(struct cli_cluster_child *c, int i, void (*start)(int, void *), void *ctx)
+static int start_one(struct cli_cluster_child *c)
 {
     int o[2], e[2];
     if (pipe2(o, O_CLOEXEC) < 0)
@@ -86,22 +98,10 @@ static int start_one(struct cli_cluster_child *c, int i, void (*start)(int, void
         close(o[1]);
         return rc;
     }
-    pid_t pid = c->argv ? spawn(c, o[1], e[1]) : fork();
+    pid_t pid = spawn(c, o[1], e[1]);
     if (pid < 0) {
-        int rc = c->argv ? pid : -errno;
         close(o[0]), close(o[1]), close(e[0]), close(e[1]);
-        return rc;
-    }
-    if (pid == 0 && !c->argv) {
-        if (c->group)
-            setpgid(0, 0);
-        int null = open("/dev/null", O_RDONLY);
-        if (null >= 0)
-            dup2(null, 0);
-        dup2(o[1], 1);
-        dup2(e[1], 2);
-        start(i, ctx);
-        _exit(127);
+        return pid;
     }
     close(o[1]);
     close(e[1]);
@@ -127,20 +127,18 @@ static void expire(struct cli_cluster_child *c)
 {
     if (c->olen >= (size_t)c->killable_after) {
         kill(c->group ? -c->pid : c->pid, SIGKILL);
-        close_fd(&c->out);
-        close_fd(&c->err);
+        cli_cluster_close_fd(&c->out);
+        cli_cluster_close_fd(&c->err);
         waitpid(c->pid, &c->status, 0);
     } else {
-        /* Abandoned: it finishes on its own (its signals are blocked while it injects); our
-         * pipes close, and it ignores SIGPIPE. */
-        close_fd(&c->out);
-        close_fd(&c->err);
+        /* Abandoned: it finishes on its own; our pipes close. */
+        cli_cluster_close_fd(&c->out);
+        cli_cluster_close_fd(&c->err);
     }
     c->state = CLUSTER_CHILD_TIMEDOUT;
 }
 
-void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms,
-                     void (*start)(int, void *), void *ctx)
+void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms)
 {
     struct pollfd *pfd = calloc((size_t)n * 2 + 1, sizeof *pfd);
     int *who = calloc((size_t)n * 2 + 1, sizeof *who);
@@ -156,7 +154,7 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
         while (next < n && running < parallel) {
             struct cli_cluster_child *x = &c[next];
             x->out = x->err = -1;
-            if (start_one(x, next, start, ctx) < 0) {
+            if (start_one(x) < 0) {
                 x->state = CLUSTER_CHILD_FAILED;
             } else {
                 x->deadline = cli_cluster_now_ms() + timeout_ms;
@@ -174,14 +172,7 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
                 continue;
             if (x->deadline - now < wait)
                 wait = x->deadline - now;
-            if (x->out >= 0) {
-                pfd[np] = (struct pollfd){.fd = x->out, .events = POLLIN};
-                who[np++] = i;
-            }
-            if (x->err >= 0) {
-                pfd[np] = (struct pollfd){.fd = x->err, .events = POLLIN};
-                who[np++] = -i - 1;
-            }
+            np = cli_cluster_poll_add(pfd, who, np, x->out, x->err, i);
         }
         int rc = poll(pfd, (nfds_t)np, wait < 0 ? 0 : (int)wait);
         if (rc < 0 && errno != EINTR)
@@ -197,15 +188,15 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
             if (got > 0) {
                 if (who[k] >= 0 && x->olen + (size_t)got > CLI_CLUSTER_MAX_OUTPUT) {
                     x->cut = 1; /* a node that floods: what came is dropped by the caller */
-                    close_fd(fd);
+                    cli_cluster_close_fd(fd);
                     if (x->olen >= (size_t)x->killable_after)
                         kill(x->group ? -x->pid : x->pid, SIGKILL);
                 } else if (who[k] >= 0)
-                    append(&x->obuf, &x->olen, &x->ocap, buf, (size_t)got);
+                    cli_cluster_append(&x->obuf, &x->olen, &x->ocap, buf, (size_t)got);
                 else if (x->elen < 65536)
-                    append(&x->ebuf, &x->elen, &x->ecap, buf, (size_t)got);
+                    cli_cluster_append(&x->ebuf, &x->elen, &x->ecap, buf, (size_t)got);
             } else if (got == 0 || errno != EINTR) {
-                close_fd(fd);
+                cli_cluster_close_fd(fd);
             }
         }
         now = cli_cluster_now_ms();
@@ -229,8 +220,8 @@ void cli_cluster_child_free(struct cli_cluster_child *c)
 {
     if (!c)
         return;
-    close_fd(&c->out);
-    close_fd(&c->err);
+    cli_cluster_close_fd(&c->out);
+    cli_cluster_close_fd(&c->err);
     free(c->obuf);
     free(c->ebuf);
     c->obuf = c->ebuf = NULL;
