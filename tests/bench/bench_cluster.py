@@ -85,22 +85,43 @@ def subprocesses(job):
               % (2 * N, what, len(took), m, m / 3.0))
 
 
-def local_part(py):
-    tag = 30000 + os.getpid() % 20000
+def first_run(py, tag):
+    """One first `cluster stacks` of N fresh ranks, 0.3 s after they are ready (their forks
+    settled): its time, and the ranks (left running)."""
     job = "torch:127.0.0.1:%d" % tag
     procs = start_fake_job(py, N, tag, ("--fork", "2"))
     try:
+        time.sleep(0.3)
         cold, out = timed([CLI, "cluster", "stacks", "--job", job, "--json"])
         groups = json.loads(out)["groups"]
         assert [len(g["ranks"]) for g in groups] == [N], groups
+    except BaseException:
+        stop_fake_job(procs)
+        raise
+    return cold, procs
+
+
+def local_part(py):
+    # The first run on fresh jobs, a median of several (one run alone moved by 20-30%).
+    tag = 30000 + os.getpid() % 20000
+    colds = []
+    for i in range(max(1, runs(5))):
+        if i:
+            stop_fake_job(procs)
+        cold, procs = first_run(py, tag + i)
+        colds.append(cold)
+    cold = statistics.median(colds)
+    job = "torch:127.0.0.1:%d" % (tag + len(colds) - 1)
+    try:
         warm = [timed([CLI, "cluster", "stacks", "--job", job, "--json"])[0] for _ in range(runs(5))]
         _, doc = timed([CLI, "cluster", "stacks", "--job", job, "--local", "--json"])
         print("1. %d local ranks of one job (%s), cluster stacks:" % (N, py))
-        print("   first run (injects %d probes): %.2f s = %.2fx the %.0f s goal" % (N, cold, cold / GOAL, GOAL))
+        print("   first run (injects %d probes), median of %d fresh jobs: %.3f s = %.2fx the %.0f s goal"
+              % (N, len(colds), cold, cold / GOAL, GOAL))
         w = statistics.median(warm)
         print("   probes loaded, median of %d:    %.2f s = %.2fx the %.0f s goal" % (len(warm), w, w / GOAL, GOAL))
         print("   this node's document: %d bytes for %d ranks (stacks interned per node)" % (len(doc), N))
-        print("   goal (issue 40): %d local ranks, first run under %.1f s: %s (%.2f s)"
+        print("   goal (issue 40): %d local ranks, first run under %.1f s: %s (%.3f s)"
               % (N, GOAL_FIRST, "met" if cold < GOAL_FIRST else "NOT met", cold))
         subprocesses(job)
         return json.loads(doc)
