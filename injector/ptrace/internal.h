@@ -23,7 +23,9 @@ struct ptrace_map {
                          owning ptrace_maps's text) */
 };
 
-/* All mappings of a process. Free with ptrace_maps_free. */
+/* A process's mappings: those of files with code where the kernel answers PROCMAP_QUERY (Linux
+ * 6.11+; every file the injector looks up has its code mapped), else all of them, from
+ * /proc/PID/maps' text. Free with ptrace_maps_free. */
 struct ptrace_maps {
     struct ptrace_map *v;
     size_t n;

@@ -6,10 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include "procmap.h"
 
 const char *ptrace_path_base(const char *path)
 {
@@ -134,6 +138,111 @@ static void kept_add(pid_t pid, const char *text, size_t size)
     kept.v[kept.n++] = (struct kept_text){.pid = pid, .text = t, .size = size};
 }
 
+/* n bytes at the end of a growing text. */
+static int text_add(char **text, size_t *size, size_t *cap, const char *s, size_t n)
+{
+    if (*size + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 16384;
+        while (nc < *size + n + 1)
+            nc *= 2;
+        char *nt = realloc(*text, nc);
+        if (!nt)
+            return -ENOMEM;
+        *text = nt;
+        *cap = nc;
+    }
+    memcpy(*text + *size, s, n);
+    *size += n;
+    (*text)[*size] = '\0';
+    return 0;
+}
+
+/* Whether PROCMAP_QUERY may be asked: -1 not yet known, 0 no (an older kernel, or
+ * PROBING_NO_PROCMAP_QUERY=1 set to test the text's way), 1 yes. */
+static int query_ok = -1;
+
+/* The mappings of files with code, asked of the kernel one by one through fd (PROCMAP_QUERY),
+ * written as /proc/PID/maps' lines: everything the injector looks up is among them (libc's,
+ * the loader's and libpython's code, a probe's, the executable's), and the kernel formats no
+ * line for the others (a process with torch maps 1,700 files' segments and anonymous areas:
+ * 1.3 ms as text, 0.36 ms so). 1 done, 0 not available (read the text), or a negative code. */
+static int query_exec_maps(int fd, char **text, size_t *size, size_t *cap)
+{
+    if (query_ok < 0) {
+        const char *no = getenv("PROBING_NO_PROCMAP_QUERY");
+        query_ok = !(no && *no && strcmp(no, "0") != 0);
+    }
+    if (!query_ok)
+        return 0;
+    char name[PATH_MAX + 1], line[2 * PATH_MAX + 128];
+    for (unsigned long addr = 0;;) {
+        struct procmap_query q;
+        memset(&q, 0, sizeof q);
+        q.size = sizeof q;
+        q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA | PROCMAP_QUERY_VMA_EXECUTABLE |
+                        PROCMAP_QUERY_FILE_BACKED_VMA;
+        q.query_addr = addr;
+        q.vma_name_size = sizeof name;
+        q.vma_name_addr = (uint64_t)(uintptr_t)name;
+        if (ioctl(fd, PROCMAP_QUERY, &q) != 0) {
+            if (errno == ENOENT) /* no mapping at or above addr */
+                return 1;
+            if (addr == 0 && (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP)) {
+                query_ok = 0;
+                return 0;
+            }
+            return errno == ESRCH ? 1 : -errno; /* gone: no maps, as the text reads */
+        }
+        if (q.vma_end <= addr)
+            return -EIO;
+        addr = q.vma_end;
+        name[q.vma_name_size && q.vma_name_size <= sizeof name ? q.vma_name_size - 1 : 0] = '\0';
+        int n = snprintf(
+            line, sizeof line, "%lx-%lx %c%c%c%c %08lx %02x:%02x %lu ", (unsigned long)q.vma_start,
+            (unsigned long)q.vma_end, q.vma_flags & PROCMAP_QUERY_VMA_READABLE ? 'r' : '-',
+            q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE ? 'w' : '-',
+            q.vma_flags & PROCMAP_QUERY_VMA_EXECUTABLE ? 'x' : '-',
+            q.vma_flags & PROCMAP_QUERY_VMA_SHARED ? 's' : 'p', (unsigned long)q.vma_offset,
+            q.dev_major, q.dev_minor, (unsigned long)q.inode);
+        /* A newline in a name as the text writes it, so that a line stays a line. */
+        for (const char *c = name; *c && n < (int)sizeof line - 5; c++) {
+            if (*c == '\n')
+                n += snprintf(line + n, sizeof line - (size_t)n, "\\012");
+            else
+                line[n++] = *c;
+        }
+        line[n++] = '\n';
+        int rc = text_add(text, size, cap, line, (size_t)n);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* The whole of /proc/PID/maps' text from fd. 0 or a negative code. */
+static int read_text(int fd, char **text, size_t *size, size_t *cap)
+{
+    for (;;) {
+        if (*cap - *size < 4096) {
+            size_t nc = *cap ? *cap * 2 : 65536;
+            char *nt = realloc(*text, nc);
+            if (!nt)
+                return -ENOMEM;
+            *text = nt;
+            *cap = nc;
+        }
+        ssize_t r = read(fd, *text + *size, *cap - *size - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == ESRCH ? -ESRCH : -EIO;
+        if (r == 0)
+            break;
+        *size += (size_t)r;
+    }
+    (*text)[*size] = '\0';
+    return 0;
+}
+
 int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
 {
     char path[64];
@@ -155,26 +264,14 @@ int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? -ESRCH : -errno;
-    for (;;) {
-        if (cap - size < 4096) {
-            char *nt = realloc(m->text, cap = cap ? cap * 2 : 65536);
-            if (!nt) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            m->text = nt;
-        }
-        ssize_t r = read(fd, m->text + size, cap - size - 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = errno == ESRCH ? -ESRCH : -EIO;
-            goto out;
-        }
-        if (r == 0)
-            break;
-        size += (size_t)r;
-    }
+    rc = query_exec_maps(fd, &m->text, &size, &cap);
+    if (rc == 0)
+        rc = read_text(fd, &m->text, &size, &cap);
+    if (rc >= 0 && !m->text) /* nothing mapped */
+        rc = text_add(&m->text, &size, &cap, "", 0);
+    if (rc < 0)
+        goto out;
+    rc = 0;
     m->text[size] = '\0';
     if (held.pid == pid && !held.text && (held.text = malloc(size + 1))) {
         memcpy(held.text, m->text, size + 1);

@@ -12,17 +12,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-/* Linux 6.11's PROCMAP_QUERY (include/uapi/linux/fs.h; Debian 12's headers predate it): the
- * kernel's stable ABI, declared here when the headers lack it. */
-#ifndef PROCMAP_QUERY
-struct procmap_query {
-    uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size,
-        vma_offset, inode;
-    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-    uint64_t vma_name_addr, build_id_addr;
-};
-#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
-#endif
+#include "procmap.h"
 
 void sig_unwind_maps_read(struct unwind_maps *m)
 {

@@ -50,3 +50,53 @@ def test_first_commands_at_once_all_succeed(python, spawn):
         t.check_output_clean()
         t.kill()
     assert not failures, "%d of 24 commands failed: %s" % (len(failures), failures[:3])
+
+
+def kernel_answers_procmap_query():
+    """Whether this kernel has PROCMAP_QUERY (Linux 6.11+): asked of our own maps."""
+    import fcntl
+    import struct
+    q = bytearray(struct.pack("=9Q4I2Q", 104, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    with open("/proc/self/maps", "rb") as f:
+        try:
+            fcntl.ioctl(f.fileno(), 0xC0686611, q)
+            return True
+        except OSError:
+            return False
+
+
+@pytest.mark.parametrize("way", ["query", "text"])
+@pytest.mark.parametrize("python", PYTHONS)
+def test_inject_reads_the_maps_either_way(python, way, spawn, tmp_path):
+    """The injector finds libc, the loader, libpython and a loaded probe among the mappings of
+    files with code that the kernel lists through PROCMAP_QUERY where Linux has it (6.11+), and
+    in /proc/PID/maps' text otherwise (PROBING_NO_PROCMAP_QUERY=1 takes that way, as an older
+    kernel does): either way the probe loads, answers, and a second command finds it loaded.
+    strace of the CLI says which way it went."""
+    import subprocess
+    from conftest import CLI
+    query = way == "query"
+    if query and not kernel_answers_procmap_query():
+        pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+): only the text's way")
+    t = spawn(python, "threads.py")
+    env = dict(os.environ)
+    if not query:
+        env["PROBING_NO_PROCMAP_QUERY"] = "1"
+    log = tmp_path / "strace.log"
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=ioctl", "-o", str(log), CLI, "-p",
+                        str(t.pid), "inject"], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("probe loaded in %d " % t.pid), r.stderr
+    asked = len(re.findall(r"ioctl\(\d+, _IOC\(_IOC_READ\|_IOC_WRITE, 0x66, 0x11, 0x68\)|"
+                           r"PROCMAP_QUERY", log.read_text()))
+    assert (asked > 0) == query, log.read_text()
+    assert t.maps_count() == 1
+    r = subprocess.run([CLI, "-p", str(t.pid), "inject"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0 and "already loaded" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([CLI, "-p", str(t.pid), "debug", "--dump"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0 and '"MainThread"' in r.stdout, r.stdout + r.stderr
+    assert t.maps_count() == 1
+    t.assert_responsive()
+    t.check_output_clean()

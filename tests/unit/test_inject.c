@@ -734,7 +734,8 @@ TEST(inject_other_mount_namespace)
 }
 
 /* ptrace_maps_hold: reads of the held pid's maps in the scope are its first one (a file mapped
- * since is not seen), fresh again after the release; another pid's are read as usual. */
+ * since is not seen), fresh again after the release; another pid's are read as usual. The file
+ * is mapped executable: where the kernel has PROCMAP_QUERY the reads list files with code only. */
 TEST(maps_hold_reuses_one_read)
 {
     char path[PATH_MAX + 64], base[64];
@@ -746,7 +747,7 @@ TEST(maps_hold_reuses_one_read)
     ASSERT(ftruncate(fd, 4096) == 0);
     ptrace_maps_hold(getpid());
     ASSERT_EQ(ptrace_maps_find(getpid(), base, NULL, 0), 0);
-    void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
     ASSERT(p != MAP_FAILED);
     ASSERT_EQ(ptrace_maps_find(getpid(), base, NULL, 0), 0);  /* the scope's first read */
     ASSERT_EQ(ptrace_maps_find(getppid(), base, NULL, 0), 0); /* not held: read, not there */
