@@ -898,7 +898,9 @@ lib = os.path.join(sys.argv[1], "libprobing-fake-%d.so" % os.getpid())
 with open(lib, "wb") as f:
     f.write(b"\0" * 4096)
 with open(lib, "rb") as f:
-    m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)  # in /proc/PID/maps: "a probe"
+    # mapped as code, as a probe's is: "a probe" to the CLI, which lists mappings of files
+    # with code where the kernel has PROCMAP_QUERY (injector/ptrace/procfs.c)
+    m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)
 d = "/tmp/probing-%d" % os.geteuid()
 os.makedirs(d, mode=0o700, exist_ok=True)
 s = socket.socket(socket.AF_UNIX)
