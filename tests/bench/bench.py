@@ -14,7 +14,10 @@ a baseline measured in the same invocation (a ratio, never a timed assertion):
   4. `probing dump --core` of a 1 GB core (gcore of a target holding 1 GB) against the same of
      a small one (`samples/threads.py`): reading a core costs what the stacks need, not its size;
   5. the TCP token check: `attach` round trips with wrong tokens differing from the right one at
-     the first byte vs at the last byte (a constant-time comparison gives a ratio near 1).
+     the first byte vs at the last byte (a constant-time comparison gives a ratio near 1);
+  6. cold inject into a process with torch imported (/usr/bin/python3, 1,700 mappings), the
+     target's mappings read through the kernel's PROCMAP_QUERY against its maps' text
+     (PROBING_NO_PROCMAP_QUERY=1), alternating; when the kernel has the ioctl and torch is there.
 Usage: bench.py BUILD_DIR [PYTHON]"""
 import glob
 import json
@@ -49,6 +52,47 @@ def release_cli():
     subprocess.run(["tar", "xzf", tgz[-1], "-C", d], check=True)
     cli = glob.glob(os.path.join(d, "probing-*", "bin", "probing"))
     return (cli[0] if cli else None), d
+
+
+def procmap_query():
+    """Whether this kernel answers PROCMAP_QUERY (Linux 6.11+), asked of our own maps."""
+    import fcntl
+    import struct
+    q = bytearray(struct.pack("=9Q4I2Q", 104, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    with open("/proc/self/maps", "rb") as f:
+        try:
+            fcntl.ioctl(f.fileno(), 0xC0686611, q)
+            return True
+        except OSError:
+            return False
+
+
+def torch_inject():
+    """Cold inject into /usr/bin/python3 with torch imported, the mappings read both ways."""
+    code = "import torch, time; print('ready ' + str(len(open('/proc/self/maps').readlines())), flush=True); time.sleep(300)"
+    if not procmap_query() or subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                                             capture_output=True).returncode != 0:
+        print("  inject into torch: PROCMAP_QUERY vs text  (no PROCMAP_QUERY or no torch here)")
+        return
+    took = {"query": [], "text": []}
+    lines = 0
+    for i in range(max(1, RUNS // 2)):
+        for way in (("query", "text") if i % 2 == 0 else ("text", "query")):
+            p = subprocess.Popen(["/usr/bin/python3", "-c", code], stdout=subprocess.PIPE,
+                                 text=True, start_new_session=True)
+            try:
+                lines = int(p.stdout.readline().split()[1])
+                time.sleep(0.3)
+                env = dict(os.environ, PROBING_NO_PROCMAP_QUERY="1" if way == "text" else "0")
+                t0 = time.perf_counter()
+                subprocess.run([CLI, "-p", str(p.pid), "inject"], check=True,
+                               capture_output=True, env=env)
+                took[way].append(time.perf_counter() - t0)
+            finally:
+                stop(p)
+    mq, mt = statistics.median(took["query"]), statistics.median(took["text"])
+    print("  inject into torch (%d mappings), PROCMAP_QUERY %s, the maps' text %s   query/text = %.2fx"
+          % (lines, ms(mq), ms(mt), mq / mt))
 
 
 def main():
@@ -91,6 +135,7 @@ def main():
     if rel_dir:
         shutil.rmtree(rel_dir, ignore_errors=True)
     print("  inject + first dump (cold)       %10s" % ms(mf))
+    torch_inject()
 
     p = start("many_threads.py", "16")
     try:
