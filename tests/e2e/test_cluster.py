@@ -918,6 +918,11 @@ def test_usage_errors():
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith("probing: error: " + msg), (args, r.stderr)
         assert r.stderr.count("\n") == 1
+    for bad in ("0", "257", "four", ""):
+        r = probing("cluster", "stacks", env={"PROBING_RANK_WORKERS": bad})
+        assert r.returncode == 2 and r.stderr == (
+            "probing: error: cluster stacks: PROBING_RANK_WORKERS takes 1 to 256 (or leave it "
+            "unset): see 'probing cluster stacks --help'\n"), (bad, r.stderr)
     for sub in ["", "list", "stacks", "collectives", "query", "dump", "hosts"]:
         r = probing("cluster", *([sub] if sub else []), "--help", check=True)
         assert r.stdout.startswith("usage: probing cluster " + (sub or "list|stacks"))

@@ -410,6 +410,11 @@ static int check_options(const struct cli_cluster_cmd *cmd)
         return usage_err(sub, "missing -o DIR");
     if (!!o->hosts + !!o->hostfile + !!o->nodelist + o->slurm > 1)
         return usage_err(sub, "give one of --hosts, --hostfile, --nodelist, --slurm");
+    const char *w = getenv("PROBING_RANK_WORKERS"); /* read by local.c's pool_workers */
+    char *end;
+    long nw = w && *w ? strtol(w, &end, 10) : 1;
+    if (w && (!*w || *end || nw < 1 || nw > 256))
+        return usage_err(sub, "PROBING_RANK_WORKERS takes 1 to 256 (or leave it unset)");
     return 0;
 }
 

@@ -451,7 +451,8 @@ static void rank_child(int i, void *p)
 }
 
 /* Workers for n ranks: POOL_PER_CPU a CPU (a worker waits on its rank's probe part of the
- * time), at most one a rank. PROBING_RANK_WORKERS overrides it (1 to 256). */
+ * time), at most one a rank. PROBING_RANK_WORKERS overrides it (1 to 256, checked with the
+ * options: cluster.c). */
 #define POOL_PER_CPU 4
 static int pool_workers(int n)
 {
