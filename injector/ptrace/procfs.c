@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,8 +159,9 @@ static int text_add(char **text, size_t *size, size_t *cap, const char *s, size_
 }
 
 /* Whether PROCMAP_QUERY may be asked: -1 not yet known, 0 no (an older kernel, or
- * PROBING_NO_PROCMAP_QUERY=1 set to test the text's way), 1 yes. */
-static int query_ok = -1;
+ * PROBING_NO_PROCMAP_QUERY=1 set to test the text's way), 1 yes. Atomic: serve reads maps
+ * from several threads. */
+static atomic_int query_ok = -1;
 
 /* The mappings of files with code, asked of the kernel one by one through fd (PROCMAP_QUERY),
  * written as /proc/PID/maps' lines: everything the injector looks up is among them (libc's,

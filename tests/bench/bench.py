@@ -34,6 +34,7 @@ import time
 
 from benchlib import BUILD, CLI, ROOT, python, runs, start, stop, timed  # noqa: E402
 from dapclient import DAP  # noqa: E402
+from kernelcheck import procmap_query  # noqa: E402
 
 RUNS = runs(9)
 
@@ -52,19 +53,6 @@ def release_cli():
     subprocess.run(["tar", "xzf", tgz[-1], "-C", d], check=True)
     cli = glob.glob(os.path.join(d, "probing-*", "bin", "probing"))
     return (cli[0] if cli else None), d
-
-
-def procmap_query():
-    """Whether this kernel answers PROCMAP_QUERY (Linux 6.11+), asked of our own maps."""
-    import fcntl
-    import struct
-    q = bytearray(struct.pack("=9Q4I2Q", 104, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-    with open("/proc/self/maps", "rb") as f:
-        try:
-            fcntl.ioctl(f.fileno(), 0xC0686611, q)
-            return True
-        except OSError:
-            return False
 
 
 def torch_inject():

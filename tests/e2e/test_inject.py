@@ -12,6 +12,7 @@ import re
 import pytest
 
 from conftest import OLDEST_HOST, PYTHONS, probing
+from kernelcheck import procmap_query
 
 
 @pytest.mark.parametrize("python", PYTHONS)
@@ -52,19 +53,6 @@ def test_first_commands_at_once_all_succeed(python, spawn):
     assert not failures, "%d of 24 commands failed: %s" % (len(failures), failures[:3])
 
 
-def kernel_answers_procmap_query():
-    """Whether this kernel has PROCMAP_QUERY (Linux 6.11+): asked of our own maps."""
-    import fcntl
-    import struct
-    q = bytearray(struct.pack("=9Q4I2Q", 104, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-    with open("/proc/self/maps", "rb") as f:
-        try:
-            fcntl.ioctl(f.fileno(), 0xC0686611, q)
-            return True
-        except OSError:
-            return False
-
-
 @pytest.mark.parametrize("way", ["query", "text"])
 @pytest.mark.parametrize("python", PYTHONS)
 def test_inject_reads_the_maps_either_way(python, way, spawn, tmp_path):
@@ -76,7 +64,7 @@ def test_inject_reads_the_maps_either_way(python, way, spawn, tmp_path):
     import subprocess
     from conftest import CLI
     query = way == "query"
-    if query and not kernel_answers_procmap_query():
+    if query and not procmap_query():
         pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+): only the text's way")
     t = spawn(python, "threads.py")
     env = dict(os.environ)

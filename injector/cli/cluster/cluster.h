@@ -112,11 +112,10 @@ struct cli_cluster_child {
     int out, err;      /* read ends, -1 once closed */
     char *obuf, *ebuf; /* what the child wrote (NUL-terminated) */
     size_t olen, ocap, elen, ecap;
-    int status;         /* wait status, once reaped */
-    int state;          /* CLUSTER_CHILD_* */
-    int group;          /* kill its process group (commands) */
-    int killable_after; /* kill only once this many bytes arrived (0: always) */
-    int cut;            /* stdout passed CLI_CLUSTER_MAX_OUTPUT: obuf holds only that much */
+    int status; /* wait status, once reaped */
+    int state;  /* CLUSTER_CHILD_* */
+    int group;  /* kill its process group (commands) */
+    int cut;    /* stdout passed CLI_CLUSTER_MAX_OUTPUT: obuf holds only that much */
     long long deadline;
     char *const *argv; /* the command (argv[0] looked up in PATH) */
 };
@@ -133,8 +132,7 @@ enum {
 /* Run n commands (each child's argv, spawned with posix_spawnp: the CLI's memory, large at
  * 4,096 ranks, is not copied for each), at most parallel at once, each given timeout_ms from its
  * start. A child that outlives its deadline is killed (SIGKILL, its process group when group is
- * set) if at least killable_after bytes of its output arrived, else abandoned to finish on its
- * own; either way it is CLUSTER_CHILD_TIMEDOUT. */
+ * set) and is CLUSTER_CHILD_TIMEDOUT. */
 void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeout_ms);
 /* This node's n ranks served by forked workers (pool.c), about `workers` of them at once, more
  * while some are slow: serve(i, ctx) runs in a worker for rank i with stdout and stderr on its

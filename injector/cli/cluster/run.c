@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Child processes with deadlines, for `probing cluster`: one per node across nodes (the remote
  * command; this node's ranks are served by pool.c's workers). Each child's stdout and stderr are
- * read through pipes with poll(); a child past its deadline is killed, or abandoned while it has
- * not yet written killable_after bytes. */
+ * read through pipes with poll(); a child past its deadline is killed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -125,16 +124,10 @@ static void reap(struct cli_cluster_child *c)
 
 static void expire(struct cli_cluster_child *c)
 {
-    if (c->olen >= (size_t)c->killable_after) {
-        kill(c->group ? -c->pid : c->pid, SIGKILL);
-        cli_cluster_close_fd(&c->out);
-        cli_cluster_close_fd(&c->err);
-        waitpid(c->pid, &c->status, 0);
-    } else {
-        /* Abandoned: it finishes on its own; our pipes close. */
-        cli_cluster_close_fd(&c->out);
-        cli_cluster_close_fd(&c->err);
-    }
+    kill(c->group ? -c->pid : c->pid, SIGKILL);
+    cli_cluster_close_fd(&c->out);
+    cli_cluster_close_fd(&c->err);
+    waitpid(c->pid, &c->status, 0);
     c->state = CLUSTER_CHILD_TIMEDOUT;
 }
 
@@ -189,8 +182,7 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
                 if (who[k] >= 0 && x->olen + (size_t)got > CLI_CLUSTER_MAX_OUTPUT) {
                     x->cut = 1; /* a node that floods: what came is dropped by the caller */
                     cli_cluster_close_fd(fd);
-                    if (x->olen >= (size_t)x->killable_after)
-                        kill(x->group ? -x->pid : x->pid, SIGKILL);
+                    kill(x->group ? -x->pid : x->pid, SIGKILL);
                 } else if (who[k] >= 0)
                     cli_cluster_append(&x->obuf, &x->olen, &x->ocap, buf, (size_t)got);
                 else if (x->elen < 65536)
