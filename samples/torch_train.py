@@ -9,8 +9,9 @@ default 1), --sleep S (pause after each step), --fake-cuda (stand-ins for torch.
 availability and memory counters, so the CUDA code path of the tracer runs on a CPU-only
 machine), --fake-step-hooks (a stand-in for torch 2.x's global optimizer step hooks
 (torch.optim.optimizer.register_optimizer_step_post_hook) on torch 1.13), --width N (model
-width, default 64), --timing (print "timing STEP WALL_S CPU_S" after each step, for the
-benchmark), --compile BACKEND (train through torch.compile(model, backend=BACKEND): eager or
+width, default 64), --timing (print "timing STEP WALL_S CPU_S TRACED THREAD_CPU_S" after each step,
+for the benchmark: CPU_S is the process's, THREAD_CPU_S this thread's, and TRACED is 1 when a
+global module forward hook was set as the step began, as a tracer's in a traced step), --compile BACKEND (train through torch.compile(model, backend=BACKEND): eager or
 aot_eager need no C compiler), --late-post-hook FILE (once FILE exists, the job registers a global optimizer step
 post hook of its own: after a tracer's, as a job's library may). Used by tests/e2e/test_perf_torch.py and tests/bench/bench_torch.py."""
 import argparse
@@ -149,7 +150,8 @@ def main():
         if a.late_post_hook and not own_hook and os.path.exists(a.late_post_hook):
             import torch.optim.optimizer as O
             own_hook.append(O.register_optimizer_step_post_hook(lambda opt, args, kwargs: None))
-        w0, c0 = time.perf_counter(), time.process_time()
+        w0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
+        traced = a.timing and bool(getattr(nn.modules.module, "_global_forward_hooks", None))
         idx = torch.randint(0, 256, (8, 32))
         target = torch.randint(0, 256, (8, 32))
         logits = run(idx)
@@ -159,8 +161,9 @@ def main():
         opt.step()
         step += 1
         if a.timing:
-            print("timing %d %.6f %.6f" % (step, time.perf_counter() - w0,
-                                           time.process_time() - c0), flush=True)
+            print("timing %d %.6f %.6f %d %.6f" % (step, time.perf_counter() - w0,
+                                                   time.process_time() - c0, traced,
+                                                   time.thread_time() - m0), flush=True)
         if step == 1:
             print("ready {\"pid\": %d}" % os.getpid(), flush=True)
         elif step % 50 == 0:

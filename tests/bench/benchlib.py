@@ -103,7 +103,65 @@ def _cpu_model():
     flags = next((ln.split(":", 1)[1].split() for ln in info.splitlines()
                   if ln.startswith("flags")), [])
     want = ("pcid", "invpcid", "pti", "la57", "shstk", "ibrs_enhanced", "hypervisor")
-    return model, ",".join(f for f in want if f in flags) or "-"
+    # A VM may name only the vendor ("AMD EPYC"): the family and model say which generation.
+    ids = {k: next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                    if ln.split(":", 1)[0].strip() == k), "?")
+           for k in ("cpu family", "model", "stepping")}
+    gen = "family %s model %s stepping %s" % (ids["cpu family"], ids["model"], ids["stepping"])
+    return "%s, %s" % (model, gen), ",".join(f for f in want if f in flags) or "-"
+
+
+def _mitigations():
+    """The kernel's mitigations that add to every entry into it and return from it (a system
+    call, an interrupt, a signal: the sampler's unit of work), as the kernel names them in
+    /sys/devices/system/cpu/vulnerabilities; "none" when no such file says it mitigates or is
+    vulnerable. One machine of this kind ran with spec_rstack_overflow's Safe RET, another may
+    not: a cause of the same code costing more on one."""
+    out = []
+    for name, short in (("spec_rstack_overflow", "srso"), ("retbleed", "retbleed"),
+                        ("spectre_v2", "spectre_v2"), ("meltdown", "meltdown"),
+                        ("mds", "mds")):
+        try:
+            with open("/sys/devices/system/cpu/vulnerabilities/" + name) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.startswith("Not affected"):
+            continue
+        text = text.split(": ", 1)[1] if ": " in text else text
+        out.append("%s %s" % (short, text.split(";")[0].split(",")[0].strip()))
+    return ", ".join(out) or "none"
+
+
+def _kernel_costs():
+    """A system call that does nothing (getppid, through ctypes, less the same call of a libc
+    function that does not enter the kernel) and a signal to this process, delivered to a
+    Python handler and returned from (less a kill with signal 0: the same call, nothing
+    delivered): what the mitigations above and the hypervisor charge for entering the kernel."""
+    import ctypes
+    import signal
+    import time
+    libc = ctypes.CDLL(None)
+    sysc = libc.syscall
+    sysc.argtypes = [ctypes.c_long]
+    nr_getppid = {"x86_64": 110, "aarch64": 173}.get(os.uname().machine)
+
+    def per(f, k):
+        t0 = time.perf_counter()
+        for _ in range(k):
+            f()
+        return (time.perf_counter() - t0) / k * 1e6
+    k = 50000
+    sys_us = (max(per(lambda: sysc(nr_getppid), k) - per(lambda: libc.abs(1), k), 0.0)
+              if nr_getppid else float("nan"))
+    pid = os.getpid()
+    old = signal.signal(signal.SIGUSR2, lambda s, f: None)
+    try:
+        sig_us = max(per(lambda: os.kill(pid, signal.SIGUSR2), k // 5)
+                     - per(lambda: os.kill(pid, 0), k // 5), 0.0)
+    finally:
+        signal.signal(signal.SIGUSR2, old)
+    return sys_us, sig_us
 
 
 def _loadavg():
@@ -201,13 +259,16 @@ def _paranoid():
 def machine_header():
     model, flags = _cpu_model()
     fault_us, readv_us = _costs()
+    sys_us, sig_us = _kernel_costs()
     clk = os.popen("cat /sys/devices/system/clocksource/clocksource0/current_clocksource "
                    "2>/dev/null").read().strip() or "?"
-    return ("machine: %s (%d cores; %s), kernel %s, clocksource %s, PROCMAP_QUERY %s, CPU "
-            "timers at most %.0f Hz per thread (the tick), perf_event_paranoid %s; minor "
+    return ("machine: %s (%d cores; %s), kernel %s (mitigations: %s), clocksource %s, "
+            "PROCMAP_QUERY %s, CPU timers at most %.0f Hz per thread (the tick), "
+            "perf_event_paranoid %s; system call %.2f us, signal to itself %.2f us, minor "
             "page fault %.2f us, process_vm_readv(64 B) %.2f us; load average %s"
-            % (model, os.cpu_count() or 0, flags, os.uname().release, clk, _procmap_query(),
-               _cpu_timer_hz(), _paranoid(), fault_us, readv_us, _loadavg()))
+            % (model, os.cpu_count() or 0, flags, os.uname().release, _mitigations(), clk,
+               _procmap_query(), _cpu_timer_hz(), _paranoid(), sys_us, sig_us, fault_us,
+               readv_us, _loadavg()))
 
 
 def _at_end():
