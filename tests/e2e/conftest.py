@@ -142,6 +142,10 @@ class Target:
             if m:
                 return json.loads(m.group(1)) if json_group else m
             if self.proc.poll() is not None:
+                # Its last lines may have been written between the search and the exit.
+                m = rx.search(self.output())
+                if m:
+                    return json.loads(m.group(1)) if json_group else m
                 raise AssertionError("target exited (%s): %s %s" % (
                     self.proc.returncode, self.output()[-500:], self.errors()[-2000:]))
             time.sleep(0.02)

@@ -7,6 +7,7 @@
  * native frames are merged in (server/nativeframes.c) and paging applies to the merged stack.
  * A thread not parked is read on the task thread (a job): its reads may pause between tries and
  * its native stack may wait for the thread (up to 1 s), and the loop never blocks. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,19 +41,52 @@ struct stjob {
     struct srv_native_answer nat; /* with native */
 };
 
+/* Thread tid's state letter in /proc/self/task/TID/stat ('R': on a CPU or waiting for one; 0:
+ * unknown) and its CPU time in ns from its CPU-time clock (-1: unknown). */
+static char thread_now(long tid, long long *cpu_ns)
+{
+    char path[64], buf[512];
+    struct timespec ts;
+    /* The kernel's encoding of a thread's CPU clock (CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED), as
+     * glibc's pthread_getcpuclockid builds it. */
+    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u);
+    *cpu_ns = clock_gettime(clk, &ts) == 0 ? (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec : -1;
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+    long n = pb_read_file(path, buf, sizeof buf - 1);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return end && end[1] == ' ' ? end[2] : 0;
+}
+
+/* After a read that found no frame: 1 ms, then on while the thread is runnable but has not run
+ * another 0.2 ms of CPU (it was preempted in the middle of pushing a frame and waits for a CPU
+ * to finish it), at most 50 ms. A thread asleep is not in the middle of a push. */
+static void wait_until_it_ran(long tid)
+{
+    long long cpu0, cpu;
+    thread_now(tid, &cpu0);
+    for (int ms = 0; ms < 50; ms++) {
+        struct timespec nap = {0, 1000000L};
+        nanosleep(&nap, NULL);
+        if (thread_now(tid, &cpu) != 'R' || cpu0 < 0 || cpu < 0 || cpu - cpu0 >= 200000)
+            return;
+    }
+}
+
 /* Task thread. */
 static void stack_run(void *job)
 {
     struct stjob *j = job;
     /* A running thread's frames can change under the GIL-free reader, which may then see no
      * frame at all: read again. The thread may have been preempted in the middle of pushing a
-     * frame (its link not set yet), and stays so while it waits for a CPU: the later reads
-     * come after a pause of 1, 2, 3 ms... (at most 21 ms in all, only for such a thread). */
+     * frame (its link not set yet), and stays so while it waits for a CPU, for tens of
+     * milliseconds on a loaded machine: each later read comes once it has run again (at most 50
+     * ms each, only for such a thread; 1 ms for a thread asleep). */
     for (int attempt = 0; attempt < 7; attempt++) {
-        if (attempt > 0) {
-            struct timespec nap = {0, attempt * 1000000L};
-            nanosleep(&nap, NULL);
-        }
+        if (attempt > 0)
+            wait_until_it_ran(j->tid);
         pyrt_snapshot_free(&j->s);
         memset(&j->s, 0, sizeof j->s);
         j->snap_rc = pyrt_snapshot_thread(&j->s, j->tid, MAX_FRAMES, &j->err);
