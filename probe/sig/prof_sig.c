@@ -4,9 +4,9 @@
  * another), and the SIGPROF handler. Two clocks (sig_prof_clock_choose, once per start):
  *  - events: a perf event counting the thread's task clock (perf_event_open, one per thread),
  *    which the kernel runs on a high-resolution timer: each period of the thread's CPU time
- *    ends in an overflow that disables the event and sends SIGPROF to that thread (F_SETSIG,
- *    F_SETOWN_EX); the handler re-enables it (PERF_EVENT_IOC_REFRESH). Periods are exact at
- *    any rate the sampler allows;
+ *    ends in an overflow that sends SIGPROF to that thread (F_SETSIG, F_SETOWN_EX), and the
+ *    event runs on (enabled once, never touched by the handler). Periods are exact at any rate
+ *    the sampler allows;
  *  - timers: a POSIX timer on the thread's CPU clock (timer_create with SIGEV_THREAD_ID), when
  *    perf events are refused (kernel.perf_event_paranoid, a seccomp filter) or asked for. The
  *    kernel checks CPU timers at its tick only (CONFIG_HZ, often 250): a thread is sampled at
@@ -67,12 +67,11 @@ struct prof_slot {
     int has_timer;
     /* The thread's task-clock event (events clock; -1: none). Its number stays after the slot
      * is retired and the event closed (pfd_open 0), so that a late signal still names a slot
-     * and is dropped. ev_busy: the handler is re-enabling it (slot_disarm waits that out). */
+     * and is dropped. */
     int pfd, pfd_open;
     uint64_t ev_id; /* the event's id (PERF_EVENT_IOC_ID): still ours before it is closed */
-    _Atomic int ev_busy;
-    int counting;            /* a timer or an event counts the thread's CPU time (missed samples) */
-    struct pyrt_window *win; /* its Python frames' copy: the start of the slot's mapping */
+    int counting;   /* a timer or an event counts the thread's CPU time (missed samples) */
+    struct pyrt_window *win;    /* its Python frames' copy: the start of the slot's mapping */
     struct unwind_cache *cache; /* the thread's unwind rules, mapped after the window */
     struct prof_raw *ring;      /* PROF_RING records, mapped after the cache */
     _Atomic unsigned head, tail;
@@ -262,14 +261,6 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
              * cores: three to five times its CPU time). */
             long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
             atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
-            if (s->pfd >= 0) {
-                /* The next period starts now (the overflow disabled the event); never after
-                 * the slot is retired (slot_disarm: the clock must stay off once stopped). */
-                atomic_store(&s->ev_busy, 1);
-                if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE)
-                    ioctl(s->pfd, PERF_EVENT_IOC_REFRESH, 1);
-                atomic_store(&s->ev_busy, 0);
-            }
             record(s, si, uc);
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
@@ -398,7 +389,6 @@ struct prof_slot *sig_prof_slot_new(int tid)
         s->has_timer = 0;
         s->pfd = -1;
         s->pfd_open = 0;
-        atomic_store(&s->ev_busy, 0);
         s->counting = 0;
         atomic_store(&s->stack_self, 0);
         s->stack_lo = s->stack_hi = 0;
@@ -518,8 +508,11 @@ static int slot_arm_event(struct prof_slot *s, long long period)
     s->period_ns = period;
     s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
     s->counting = 1;
-    /* One overflow allowed: it disables the event and signals; the handler allows the next. */
-    if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+    /* Enabled for good: each overflow signals the thread and the event runs on, its timer
+     * moved on by the kernel. (Allowing one overflow at a time, PERF_EVENT_IOC_REFRESH from
+     * the handler, disabled and re-armed the event's timer at every sample: on a VM about 70 us
+     * of the process's CPU a sample, most of a sample's cost at 1000 Hz.) */
+    if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         e = errno;
         s->counting = 0;
         s->pfd = -1;
@@ -565,11 +558,9 @@ int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
 }
 
 /* The slot's clock stopped, once it is retired: its timer deleted, its event disabled and
- * closed. A handler that saw the slot live just before may be re-enabling the event (ev_busy):
- * that is waited out (1 ms steps, at most 100 ms: a thread stopped inside its handler), then
- * the event is disabled again, so no re-enabled event outlives the stop, whose SIGPROF
- * disposition may be the default (terminate). Closing destroys it (fork children close their
- * copies). */
+ * closed (no handler touches an event: nothing can enable it again before the stop restores a
+ * SIGPROF disposition that may be the default, terminate). Closing destroys it (fork children
+ * close their copies). */
 static void slot_disarm(struct prof_slot *s)
 {
     if (s->has_timer) {
@@ -580,11 +571,6 @@ static void slot_disarm(struct prof_slot *s)
     /* Still our event? A host that closed every descriptor it did not open (closefrom) may
      * have the number for a file of its own now: that is neither disabled nor closed. */
     if (s->pfd_open && ioctl(s->pfd, PERF_EVENT_IOC_ID, &id) == 0 && id == s->ev_id) {
-        ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
-        for (int i = 0; i < 100 && atomic_load(&s->ev_busy); i++) {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
         ioctl(s->pfd, PERF_EVENT_IOC_DISABLE, 0);
         close(s->pfd);
     }
