@@ -267,6 +267,12 @@ int ptrace_maps_read(pid_t pid, struct ptrace_maps *m)
     if (fd < 0)
         return errno == ENOENT ? -ESRCH : -errno;
     rc = query_exec_maps(fd, &m->text, &size, &cap);
+    /* No file with code mapped: a zombie, or a process between its exec and the mapping of its
+     * new program (a launcher's child, caught on a loaded machine): the text tells them apart
+     * as it did before PROCMAP_QUERY (an exec's new stack is mapped first: "not a Python
+     * process", not "no process"). */
+    if (rc == 1 && size == 0)
+        rc = 0;
     if (rc == 0)
         rc = read_text(fd, &m->text, &size, &cap);
     if (rc >= 0 && !m->text) /* nothing mapped */
