@@ -413,7 +413,7 @@ static double drain_cpu_s(void)
     struct timespec ts;
     if (tid <= 0)
         return drain_cpu_last;
-    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6u), &ts) != 0)
+    if (clock_gettime(sig_thread_cpu_clock(tid), &ts) != 0)
         return 0;
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }

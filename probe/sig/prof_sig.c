@@ -121,13 +121,6 @@ static long long now_ns(clockid_t c)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* The CPU-time clock of thread tid of this process (the kernel's encoding, as glibc's
- * pthread_getcpuclockid builds it from a pthread_t). */
-static clockid_t thread_clock(int tid)
-{
-    return (clockid_t)((~(unsigned)tid << 3) | 6u); /* CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED */
-}
-
 static void chain(int sig, siginfo_t *si, void *uc)
 {
     if (old_action.sa_flags & SA_SIGINFO) {
@@ -398,7 +391,7 @@ struct prof_slot *sig_prof_slot_new(int tid)
         atomic_store(&s->overrun, 0);
         atomic_store(&s->lost, 0);
         atomic_store(&s->self_ns, 0);
-        s->cpu_at_arm_ns = now_ns(thread_clock(tid));
+        s->cpu_at_arm_ns = now_ns(sig_thread_cpu_clock(tid));
         s->period_ns = 0;
         atomic_store(&s->cpu_last_ns, 0);
         s->missed_seen = 0;
@@ -415,7 +408,7 @@ struct prof_slot *sig_prof_slot_new(int tid)
  * (a thread that blocks SIGPROF); one may be on its way. */
 static void slot_missed_update(struct prof_slot *s)
 {
-    long long cpu = s->counting && s->period_ns > 0 ? now_ns(thread_clock(s->tid)) : 0;
+    long long cpu = s->counting && s->period_ns > 0 ? now_ns(sig_thread_cpu_clock(s->tid)) : 0;
     long long last = atomic_load_explicit(&s->cpu_last_ns, memory_order_relaxed);
     if (cpu < last) /* the thread is gone: its CPU time at its last signal */
         cpu = last;
@@ -506,7 +499,7 @@ static int slot_arm_event(struct prof_slot *s, long long period)
     s->pfd_open = 1;
     ev_count++;
     s->period_ns = period;
-    s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
+    s->cpu_at_arm_ns = now_ns(sig_thread_cpu_clock(s->tid));
     s->counting = 1;
     /* Enabled for good: each overflow signals the thread and the event runs on, its timer
      * moved on by the kernel. (Allowing one overflow at a time, PERF_EVENT_IOC_REFRESH from
@@ -538,12 +531,12 @@ int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err)
     sev.sigev_signo = SIGPROF;
     sev.sigev_value.sival_ptr = s;
     sev._sigev_un._tid = s->tid;
-    if (timer_create(thread_clock(s->tid), &sev, &s->timer) != 0)
+    if (timer_create(sig_thread_cpu_clock(s->tid), &sev, &s->timer) != 0)
         return pb_err_set(err, -errno, "timer_create for thread %d: %s", s->tid, strerror(errno));
     s->has_timer = 1;
     s->counting = 1;
     s->period_ns = period;
-    s->cpu_at_arm_ns = now_ns(thread_clock(s->tid));
+    s->cpu_at_arm_ns = now_ns(sig_thread_cpu_clock(s->tid));
     its.it_interval.tv_sec = period / 1000000000LL;
     its.it_interval.tv_nsec = period % 1000000000LL;
     its.it_value = its.it_interval;

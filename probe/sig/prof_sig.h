@@ -7,6 +7,7 @@
 #define PROBE_PROF_SIG_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "pb.h"
 #include "pyrt_sig.h"
@@ -27,6 +28,14 @@ struct prof_raw {
     uintptr_t native[PROF_MAX_NATIVE]; /* innermost first: pcs (the first is exact) */
     struct pyrt_sig_frame py[PROF_MAX_PY];
 };
+
+/* The CPU-time clock of thread tid of this process (the kernel's encoding, CPUCLOCK_PERTHREAD |
+ * CPUCLOCK_SCHED, as glibc's pthread_getcpuclockid builds it from a pthread_t). Inline: the
+ * signal handler uses it too. */
+static inline clockid_t sig_thread_cpu_clock(long tid)
+{
+    return (clockid_t)((~(unsigned)tid << 3) | 6u);
+}
 
 /* What interrupts each sampled thread by its own CPU time (prof_sig.c's opening comment). */
 enum { PROF_CLOCK_AUTO, PROF_CLOCK_EVENTS, PROF_CLOCK_TIMERS };

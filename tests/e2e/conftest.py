@@ -138,14 +138,13 @@ class Target:
         deadline = time.time() + timeout
         rx = re.compile(pattern, re.M)
         while time.time() < deadline:
+            # Whether it has exited, asked before the search: its last lines are then in the
+            # output the search reads.
+            exited = self.proc.poll() is not None
             m = rx.search(self.output())
             if m:
                 return json.loads(m.group(1)) if json_group else m
-            if self.proc.poll() is not None:
-                # Its last lines may have been written between the search and the exit.
-                m = rx.search(self.output())
-                if m:
-                    return json.loads(m.group(1)) if json_group else m
+            if exited:
                 raise AssertionError("target exited (%s): %s %s" % (
                     self.proc.returncode, self.output()[-500:], self.errors()[-2000:]))
             time.sleep(0.02)

@@ -7,7 +7,6 @@
  * native frames are merged in (server/nativeframes.c) and paging applies to the merged stack.
  * A thread not parked is read on the task thread (a job): its reads may pause between tries and
  * its native stack may wait for the thread (up to 1 s), and the loop never blocks. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +14,8 @@
 #include "debugger/debugger.h"
 #include "server/server.h"
 #include "server/snapshot.h"
+#include "sig/prof_sig.h"
+#include "sql/vtab.h"
 
 #define MAX_FRAMES 4096
 
@@ -41,23 +42,15 @@ struct stjob {
     struct srv_native_answer nat; /* with native */
 };
 
-/* Thread tid's state letter in /proc/self/task/TID/stat ('R': on a CPU or waiting for one; 0:
- * unknown) and its CPU time in ns from its CPU-time clock (-1: unknown). */
-static char thread_now(long tid, long long *cpu_ns)
+/* Thread tid's CPU time in ns (-1: unknown) and whether it is runnable: on a CPU or waiting for
+ * one (its state as system.threads reads it). */
+static int thread_now(long tid, long long *cpu_ns)
 {
-    char path[64], buf[512];
     struct timespec ts;
-    /* The kernel's encoding of a thread's CPU clock (CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED), as
-     * glibc's pthread_getcpuclockid builds it. */
-    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u);
-    *cpu_ns = clock_gettime(clk, &ts) == 0 ? (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec : -1;
-    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
-    long n = pb_read_file(path, buf, sizeof buf - 1);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *end = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-    return end && end[1] == ' ' ? end[2] : 0;
+    *cpu_ns = clock_gettime(sig_thread_cpu_clock(tid), &ts) == 0
+                  ? (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec
+                  : -1;
+    return strcmp(sql_vtab_thread_state(tid), "running") == 0;
 }
 
 /* After a read that found no frame: 1 ms, then on while the thread is runnable but has not run
@@ -70,7 +63,7 @@ static void wait_until_it_ran(long tid)
     for (int ms = 0; ms < 50; ms++) {
         struct timespec nap = {0, 1000000L};
         nanosleep(&nap, NULL);
-        if (thread_now(tid, &cpu) != 'R' || cpu0 < 0 || cpu < 0 || cpu - cpu0 >= 200000)
+        if (!thread_now(tid, &cpu) || cpu0 < 0 || cpu < 0 || cpu - cpu0 >= 200000)
             return;
     }
 }
