@@ -27,10 +27,33 @@ JOB = os.path.join(SAMPLES, "cluster_job.py")
 FAKE = os.path.join(SAMPLES, "fake_rank.py")
 
 
+_ports = []
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for a job's store to listen on: free now on every address (the store binds [::]
+    and 0.0.0.0), and below the kernel's ephemeral range, where no outgoing connection of
+    another test (a store client, gloo's pairs) takes it as its local port between this check
+    and the job's bind (CI: a port the kernel had handed out here was in use by then); below
+    the launcher tests' fixed 29400-29899 too. Each pytest process walks the range from its own
+    pid-seeded start, so two of them rarely meet."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo, hi = 12000, min(29000, int(f.read().split()[0]))
+    if not _ports:
+        _ports.append(lo + (os.getpid() * 7919) % (hi - lo))
+    for _ in range(hi - lo):
+        port = _ports[0]
+        _ports[0] = lo + (port + 1 - lo) % (hi - lo)
+        try:
+            for fam, addr in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+                with socket.socket(fam) as s:
+                    if fam == socket.AF_INET6:
+                        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    s.bind((addr, port))
+            return port
+        except OSError:
+            continue
+    raise AssertionError("no free port in %d-%d" % (lo, hi))
 
 
 def torchrun_argv(nproc, port, extra=()):

@@ -57,8 +57,15 @@ def test_record_svg_then_stopped(spawn, python, tmp_path):
     took = time.time() - t0
     assert r.returncode == 0, r.stdout + r.stderr
     assert 2.0 <= took < 15, took
-    assert r.stderr == "", r.stderr  # no progress line when stderr is no terminal
     n = wrote(r)
+    # No progress line when stderr is no terminal. A loaded machine may have the sampler drop a
+    # sample or two (a ring full before its drain thread ran): then the note says so, and
+    # nothing else is written.
+    m = re.fullmatch(r"(probing: note: the sampler dropped (\d+) samples \(perf.max_samples "
+                     r"reached, or its buffers were full\): the profile holds the (\d+) it "
+                     r"kept\n)?", r.stderr)
+    assert m, r.stderr
+    assert not m.group(1) or int(m.group(2)) <= int(m.group(3)) // 20, r.stderr
     assert n > 20, r.stdout
     root = ET.parse(out).getroot()
     assert "native_share" in ET.tostring(root, encoding="unicode")

@@ -93,13 +93,11 @@ def test_top_in_a_terminal(spawn, python, tmp_path):
         order = sorted([main, spinner])
         for tid in order:
             tmux("send-keys", "-t", session, "t")
-            text = wait_screen(session, lambda s, tid=tid: "thread %d," % tid in s and rows(s),
-                               "thread %d" % tid)
-            names = " ".join(x[4] for x in rows(text))
-            if tid == main:
-                assert "native_share (" in names and "spin_python (" not in names, text
-            else:
-                assert "spin_python (" in names and "native_share (" not in names, text
+            own, other = ("native_share (", "spin_python (") if tid == main else \
+                ("spin_python (", "native_share (")
+            text = wait_screen(session, lambda s, tid=tid, own=own: "thread %d," % tid in s and
+                               own in " ".join(x[4] for x in rows(s)), "thread %d" % tid)
+            assert other not in " ".join(x[4] for x in rows(text)), text
         tmux("send-keys", "-t", session, "t")
         wait_screen(session, lambda s: "all threads" in s, "all threads again")
         # q: exit 0, the terminal as it was, the alternate screen left

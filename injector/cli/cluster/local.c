@@ -392,11 +392,14 @@ static void rank_child(int i, void *p)
         }
         /* Each process group's sequence number as torch keeps it: what a job on which the
          * recorder never ran still tells. Under the GIL too: after a flight recorder request
-         * that got no answer, the worker is still waiting for it, so that answer stands. */
+         * that got no answer, the worker is still waiting for it, so that answer stands. One
+         * the probe refused (the GIL not had within its bound: nothing was run) is no such
+         * verdict: the sequence request has its own wait (CI: a rank of a loaded machine whose
+         * GIL was free went unread). */
         if (rc == 0) {
             body = NULL;
             struct pb_err serr = {0};
-            if (cJSON_GetObjectItemCaseSensitive(out, "fr_error")) {
+            if (cJSON_GetObjectItemCaseSensitive(out, "fr_error") && ferr.code != PB_EREFUSED) {
                 serr = ferr;
             } else {
                 cJSON *args = cJSON_CreateObject();

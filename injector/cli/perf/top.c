@@ -185,7 +185,8 @@ struct view {
     const char *mode;
 };
 
-/* One refresh: queries and draws. Returns 0, or -1 with err filled. */
+/* One refresh: queries and draws. Returns 0, 1 when stdout can no longer be written, or -1
+ * with err filled. */
 static int refresh(struct dap_client *dc, struct view *v, double now, struct pb_err *err)
 {
     char thr[96] = "", sql[2048];
@@ -231,11 +232,21 @@ static int refresh(struct dap_client *dc, struct view *v, double now, struct pb_
                       "(%.0f Hz, %s mode); sorted by %s",
                       who, recent, now - v->last, all, now - v->t0, v->rate,
                       v->mode ? v->mode : "cpu", sort_names[v->sort]);
+    /* The frame is written with one write (stdout to a terminal flushes at each line: a
+     * terminal, or a test reading its screen, saw frames half drawn) */
+    char *frame = NULL;
+    size_t flen = 0;
+    FILE *out = open_memstream(&frame, &flen);
+    if (!out) {
+        cJSON_Delete(body);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
     if (v->tty)
-        fputs("\033[H\033[2J", stdout);
-    printf("%.*s\n", v->tty && v->cols > 0 && v->cols < hn ? v->cols : hn, head);
-    printf("%s\n", v->tty ? "keys: q quit, 1-4 sort, t next thread" : "");
-    printf("%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime", "Function (file)");
+        fputs("\033[H\033[2J", out);
+    fprintf(out, "%.*s\n", v->tty && v->cols > 0 && v->cols < hn ? v->cols : hn, head);
+    fprintf(out, "%s\n", v->tty ? "keys: q quit, 1-4 sort, t next thread" : "");
+    fprintf(out, "%7s %7s %9s %9s  %s\n", "%Own", "%Total", "OwnTime", "TotalTime",
+            "Function (file)");
     int max = v->tty && v->rows > 6 ? v->rows - 6 : TOP_ROWS_MAX, shown = 0;
     cJSON_ArrayForEach(row, rows)
     {
@@ -250,14 +261,24 @@ static int refresh(struct dap_client *dc, struct view *v, double now, struct pb_
                          v->rate > 0 ? num(row, 4) / v->rate : 0);
         const char *t = cli_tx(fn);
         int room = v->tty && v->cols > n ? v->cols - n : (int)strlen(t);
-        printf("%s%.*s\n", line, room, t);
+        fprintf(out, "%s%.*s\n", line, room, t);
         shown++;
     }
     if (!shown)
-        printf("(no samples yet)\n");
-    fflush(stdout);
+        fprintf(out, "(no samples yet)\n");
     cJSON_Delete(body);
-    return 0;
+    int bad = fclose(out) != 0 || fflush(stdout) != 0;
+    for (size_t off = 0; !bad && off < flen;) {
+        ssize_t w = write(STDOUT_FILENO, frame + off, flen - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            bad = 1;
+        else
+            off += (size_t)w;
+    }
+    free(frame);
+    return bad; /* 1: the reader went away (top | head): top ends */
 }
 
 static struct termios saved_tio;
@@ -358,10 +379,13 @@ int cli_cmd_top(const struct cli_opts *co, int argc, char **argv)
         if (now >= next || redraw) {
             if (v.tty)
                 term_size(&v);
-            if (refresh(&dc, &v, now, &err) < 0) {
+            int fr = refresh(&dc, &v, now, &err);
+            if (fr < 0) {
                 rc = CLI_FAIL;
                 break;
             }
+            if (fr > 0)
+                break;
             if (!redraw) {
                 v.last = now;
                 next = now + o.interval;
