@@ -200,17 +200,45 @@ static int next_msg(struct dap_client *c, long long deadline, cJSON **msg, struc
     }
 }
 
-int dap_client_send(struct dap_client *c, const char *command, cJSON *args, struct pb_err *err)
+/* The request encoded, after what is held (requests sent ahead): *out and *len, one buffer. */
+static int encode(struct dap_client *c, const char *command, cJSON *args, char **out, size_t *len,
+                  struct pb_err *err)
 {
     cJSON *req = dap_msg_request(++c->seq, command, args);
     if (!req)
         return pb_err_set(err, -ENOMEM, "out of memory");
-    size_t len = 0;
-    char *buf = dap_encode(req, &len);
+    size_t n = 0;
+    char *buf = dap_encode(req, &n);
     cJSON_Delete(req);
     if (!buf)
         return pb_err_set(err, -ENOMEM, "out of memory");
-    int rc = write_all(c->fd, buf, len);
+    if (!c->held) {
+        *out = buf;
+        *len = n;
+        return 0;
+    }
+    char *all = realloc(c->held, c->held_len + n);
+    if (!all) {
+        free(buf);
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    }
+    memcpy(all + c->held_len, buf, n);
+    free(buf);
+    *out = all;
+    *len = c->held_len + n;
+    c->held = NULL;
+    c->held_len = 0;
+    return 0;
+}
+
+int dap_client_send(struct dap_client *c, const char *command, cJSON *args, struct pb_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = encode(c, command, args, &buf, &len, err);
+    if (rc < 0)
+        return rc;
+    rc = write_all(c->fd, buf, len);
     free(buf);
     if ((rc == -EPIPE || rc == -ECONNRESET) && (read_left(c) || peer_exited(c->fd) > 0))
         return closed_error(c, err);
@@ -224,7 +252,14 @@ int dap_client_send_ahead(struct dap_client *c, const char *command, cJSON *args
 {
     if (!c->ahead_from)
         c->ahead_from = c->seq + 1;
-    return dap_client_send(c, command, args, err);
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = encode(c, command, args, &buf, &len, err);
+    if (rc < 0)
+        return rc;
+    c->held = buf; /* written with the next request */
+    c->held_len = len;
+    return 0;
 }
 
 int dap_client_request(struct dap_client *c, const char *command, cJSON *args, cJSON **body,
@@ -279,6 +314,9 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
 
 void dap_client_close(struct dap_client *c)
 {
+    free(c->held);
+    c->held = NULL;
+    c->held_len = 0;
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;

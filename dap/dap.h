@@ -78,6 +78,11 @@ struct dap_client {
     /* The first request sent ahead (dap_client_send_ahead) whose response the next
      * dap_client_request checks; 0: none. */
     int ahead_from;
+    /* Requests sent ahead, encoded, not yet written: they go in one write with the next
+     * request, so that the probe's loop thread wakes once for all of them (each wake-up of a
+     * thread may wait milliseconds for a CPU behind a target's busy thread). */
+    char *held;
+    size_t held_len;
 };
 
 /* A c->timeout_ms set to 0 after init makes requests wait without a deadline (eval). */
@@ -93,10 +98,11 @@ int dap_client_request(struct dap_client *c, const char *command, cJSON *args, c
 /* Send a request (args taken) without waiting for its response (it is skipped when it comes).
  * Returns 0 or a negative code with err filled. */
 int dap_client_send(struct dap_client *c, const char *command, cJSON *args, struct pb_err *err);
-/* Send a request (args taken) now and let the next dap_client_request wait for both: one round
- * trip for several requests (the handshake's initialize and attach). Its response body is
- * skipped; its failure is that dap_client_request's, with its message. Returns 0 or a
- * negative code with err filled. */
+/* Send a request (args taken) with the next one and let the next dap_client_request wait for
+ * both: one round trip, and one write, for several requests (the handshake's initialize and
+ * attach). Held until the next dap_client_send or dap_client_request (dropped by close). Its
+ * response body is skipped; its failure is that dap_client_request's, with its message.
+ * Returns 0 or a negative code with err filled. */
 int dap_client_send_ahead(struct dap_client *c, const char *command, cJSON *args,
                           struct pb_err *err);
 void dap_client_close(struct dap_client *c);

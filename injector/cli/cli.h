@@ -209,7 +209,13 @@ int cli_handshake_ahead(struct dap_client *c, const char *token, struct pb_err *
 int cli_connect(const struct cli_opts *o, struct dap_client *c, struct pb_err *err);
 /* cli_connect, printing the error (one line) when it fails. Returns 0 or -1. */
 int cli_open(const struct cli_opts *o, struct dap_client *c);
+/* A disconnect request, its answer awaited (what it undoes is done when this returns), then
+ * close. */
 void cli_disconnect(struct dap_client *c);
+/* The same request sent, not awaited, then close: for a session that set nothing a disconnect
+ * undoes (inject without -c/-P), whose command then ends a round trip sooner (a wake-up of the
+ * probe's loop thread, which on a busy target can wait milliseconds for a CPU). */
+void cli_disconnect_nowait(struct dap_client *c);
 /* One request on a fresh connection: connect (injecting if needed), send (args taken),
  * disconnect. Returns the body (caller deletes), or NULL after printing
  * "probing: error: <what>: <message>" (what may be NULL). */

@@ -79,6 +79,13 @@ void cli_disconnect(struct dap_client *c)
     dap_client_close(c);
 }
 
+void cli_disconnect_nowait(struct dap_client *c)
+{
+    struct pb_err err;
+    dap_client_send(c, "disconnect", cJSON_CreateObject(), &err);
+    dap_client_close(c);
+}
+
 cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args)
 {
     struct pb_err err = {0};

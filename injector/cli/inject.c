@@ -206,7 +206,9 @@ static int act(const struct cli_inject_cmd *cmd, int timeout_ms)
         goto out;
     }
 out:
-    if (connected)
+    if (connected && crash < 0 && !pprof && rc == 0)
+        cli_disconnect_nowait(&dc);
+    else if (connected)
         cli_disconnect(&dc);
     else
         dap_client_close(&dc);
