@@ -46,7 +46,11 @@ def free_port():
         _ports[0] = lo + (port + 1 - lo) % (hi - lo)
         try:
             for fam, addr in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
-                with socket.socket(fam) as s:
+                try:
+                    s = socket.socket(fam)
+                except OSError:  # no IPv6 on this machine: the store will not bind it either
+                    continue
+                with s:
                     if fam == socket.AF_INET6:
                         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                     s.bind((addr, port))
