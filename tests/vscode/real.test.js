@@ -221,8 +221,22 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
       await quick.locator('.monaco-list-row', { hasText: title }).first().waitFor();
       await page.keyboard.press('Enter');
     };
-    await command('Probing: Attach to Process');
-    await until('the picker titled for attaching', async () => (await quick.locator('.quick-input-title').innerText()).includes('Attach to a Python process'));
+    // The attach picker, open: the palette's Enter can be lost right after a dialog was
+    // dismissed (CI: no picker came in 30 s), so the command is given again when the picker's
+    // title has not shown within 5 s, at most three times.
+    const attachPicker = async () => {
+      for (let i = 0; ; i++) {
+        await command('Probing: Attach to Process');
+        try {
+          await until('the picker titled for attaching', async () => (await quick.locator('.quick-input-title').innerText()).includes('Attach to a Python process'), 5000);
+          return;
+        } catch (e) {
+          if (i >= 2) throw e;
+          await page.keyboard.press('Escape');
+        }
+      }
+    };
+    await attachPicker();
     await quickInput.fill(`pid ${target.pid}`);
     const row = quick.locator('.monaco-list-row', { hasText: `pid ${target.pid}` }).first();
     await row.waitFor();
@@ -367,7 +381,7 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     await snap('flame-graph');
 
     // ---- a second debugger on the same process: refused in one dialog, no toasts ----
-    await command('Probing: Attach to Process');
+    await attachPicker();
     await quickInput.fill(`pid ${target.pid}`);
     await quick.locator('.monaco-list-row', { hasText: `pid ${target.pid}` }).first().waitFor();
     await page.keyboard.press('Enter');
@@ -385,7 +399,7 @@ test('the extension in a real VS Code (code-server) on a real target', { timeout
     // ---- a target short of descriptors (soft ulimit -n 48): the probe refuses, and says why ----
     const short = startTarget(script, ['prlimit', '--nofile=48:4096', '--']);
     await until('the short target\'s ready line', () => short.lines.some((l) => l.startsWith('ready ')), 20000);
-    await command('Probing: Attach to Process');
+    await attachPicker();
     await quickInput.fill(`pid ${short.pid}`);
     await quick.locator('.monaco-list-row', { hasText: `pid ${short.pid}` }).first().waitFor();
     await page.keyboard.press('Enter');
