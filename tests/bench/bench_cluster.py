@@ -10,8 +10,10 @@ scale it is meant for (figures, never a timed assertion):
      latency instead of running ssh. Measures the merge and grouping time, the bytes each node
      sends, the size of the output, and the fan-out: --parallel 512 (all at once) against 64.
      A node is one process (tests/bench/simnode.c, built here: it sleeps, then prints the
-     document), as the ssh client is on the node that fans out; the shell's simulation (sh,
-     sleep and cat: three processes a node) is timed too, for the figures of earlier rounds.
+     document), as the ssh client is on the node that fans out (its template, as `ssh --
+     {host}` is, runs without a shell); the shell's simulation (sh, sleep and cat: three
+     processes a node) is timed too, for the figures of earlier rounds, and simnode behind a
+     shell, as every template ran before stop 60.
 Usage: bench_cluster.py BUILD_DIR [PYTHON]"""
 import json
 import os
@@ -159,7 +161,7 @@ def simulate(doc):
     subprocess.run(["cc", "-std=c11", "-O2", "-o", simnode,
                     os.path.join(ROOT, "tests", "bench", "simnode.c")], check=True)
     for par in (NODES, 64):
-        tmpl = "%s %g %s/{host}.json #" % (simnode, LATENCY, tmp)
+        tmpl = "%s %g %s/{host}.json" % (simnode, LATENCY, tmp)
         took, out = timed([CLI, "cluster", "stacks", "--hosts", hosts, "--exec", tmpl, "--job", job,
                            "--parallel", str(par)])
         waves = (NODES + par - 1) // par
@@ -170,6 +172,11 @@ def simulate(doc):
                   "here, as an ssh client: %d processes on this machine)" % (
                       NODES * PER_NODE, GOAL_SIM, "met" if took < GOAL_SIM else "NOT met", took,
                       NODES))
+    took, out = timed([CLI, "cluster", "stacks", "--hosts", hosts, "--exec",
+                       "%s %g %s/{host}.json #" % (simnode, LATENCY, tmp), "--job", job,
+                       "--parallel", str(NODES)])
+    print("   --parallel %-4d %.2f s with a shell before each simnode (a template with '#': "
+          "%d shells more)" % (NODES, took, NODES))
     tmpl = "sleep %g; cat %s/{host}.json #" % (LATENCY, tmp)
     took, out = timed([CLI, "cluster", "stacks", "--hosts", hosts, "--exec", tmpl, "--job", job,
                        "--parallel", str(NODES)])

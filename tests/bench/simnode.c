@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* make bench, cluster part (bench_cluster.py): one simulated node of a large job. Usage:
- * simnode SECONDS FILE: waits SECONDS (the remote latency: an ssh round trip and the node's
- * collect), then copies FILE (that node's `cluster stacks --local --json` document) to stdout.
- * One process per node, as an ssh client is on the node that fans out; the shell, sleep and
- * cat it replaces were three, and their starts, not probing's work, were most of the 4,096
- * ranks' time on a 2-core machine. */
+ * simnode SECONDS FILE [REMOTE COMMAND...]: waits SECONDS (the remote latency: an ssh round trip
+ * and the node's collect), then copies FILE (that node's `cluster stacks --local --json`
+ * document) to stdout; the remote command `--exec` appends (what ssh would run there) is
+ * ignored. One process per node, as an ssh client is on the node that fans out (its template
+ * has nothing for a shell to do, so none is started); the shell, sleep and cat it replaces
+ * were three, and their starts, not probing's work, were most of the 4,096 ranks' time on a
+ * 2-core machine. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +17,8 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: simnode SECONDS FILE\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: simnode SECONDS FILE [REMOTE COMMAND...]\n");
         return 2;
     }
     double s = atof(argv[1]);

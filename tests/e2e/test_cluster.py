@@ -703,6 +703,40 @@ def test_hostfile_and_exec_template(tmp_path, fakes):
         "or run as the job's user or root"], r.stderr
 
 
+def test_exec_template_without_a_shell(tmp_path):
+    """A template with nothing for a shell to do (words of letters, digits and -_./:@%+, an '='
+    past the first word) is run as its words, {host} replaced inside a word and {cmd} by the
+    command's words, without a shell: a missing program is named with the system's reason. Any
+    other template still goes to sh -c (here a comment, and a variable)."""
+    args = tmp_path / "args"
+    script = tmp_path / "fake-ssh"
+    script.write_text("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %s\nexit 3\n" % args)
+    script.chmod(0o755)
+    r = cluster("stacks", "--hosts", "n1", "--exec",
+                "%s -o Batch=yes user@{host} {cmd} --tail" % script, "--thread", "main",
+                check=False)
+    assert r.returncode == 1, r
+    words = args.read_text().splitlines()
+    assert words[:4] == ["-o", "Batch=yes", "user@n1", CLI], words
+    assert words[4:7] == ["cluster", "stacks", "--local"] and words[-1] == "--tail", words
+    assert "--thread=main" in words, words
+    r = cluster("stacks", "--hosts", "n1,n2", "--exec", "probing-no-such-program {host}",
+                check=False)
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[:2] == [
+        "probing: warning: node %s: could not start the remote command "
+        "(probing-no-such-program: No such file or directory)" % n for n in ("n1", "n2")], r.stderr
+    r = cluster("stacks", "--hosts", "n1", "--exec", "probing-no-such-program {host} #",
+                check=False)
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[0] == ("probing: warning: node n1: the remote command failed: "
+                                        "/bin/sh: 1: probing-no-such-program: not found"), r.stderr
+    args.unlink()
+    r = cluster("stacks", "--hosts", "n1", "--exec", "%s $HOME {host}" % script, check=False)
+    assert r.returncode == 1
+    assert args.read_text().splitlines()[:2] == [os.environ["HOME"], "n1"]
+
+
 # ---- collectives (perf --comm on every rank) ----
 # On Debian's torch 1.13 (torchrun) and on the sid root's torch 2.14 for python3.14 (its ranks
 # in a container: test_perf_torch.comm_job); the CLI runs here and reaches them by pid.

@@ -118,6 +118,7 @@ struct cli_cluster_child {
     int cut;    /* stdout passed CLI_CLUSTER_MAX_OUTPUT: obuf holds only that much */
     long long deadline;
     char *const *argv; /* the command (argv[0] looked up in PATH) */
+    int start_errno;   /* why it could not be started (CLUSTER_CHILD_FAILED; 0: other) */
 };
 /* The most of a child's stdout kept (a node's answer); past it the pipe is closed (the child
  * gets SIGPIPE on its next write) and the child marked cut. */

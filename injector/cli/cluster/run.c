@@ -147,8 +147,10 @@ void cli_cluster_run(struct cli_cluster_child *c, int n, int parallel, int timeo
         while (next < n && running < parallel) {
             struct cli_cluster_child *x = &c[next];
             x->out = x->err = -1;
-            if (start_one(x) < 0) {
+            int rc = x->argv ? start_one(x) : -ENOMEM;
+            if (rc < 0) {
                 x->state = CLUSTER_CHILD_FAILED;
+                x->start_errno = -rc;
             } else {
                 x->deadline = cli_cluster_now_ms() + timeout_ms;
                 running++;
