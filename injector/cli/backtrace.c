@@ -65,7 +65,7 @@ int cli_cmd_backtrace(const struct cli_opts *o, int argc, char **argv)
     }
     cJSON *args = cJSON_CreateObject();
     cJSON_AddBoolToObject(args, "locals", 1);
-    cJSON *body = cli_call(o, "backtrace", "probing/dump", args);
+    cJSON *body = cli_call_read(o, "backtrace", "probing/dump", args);
     if (!body)
         return CLI_FAIL;
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(body, "threads"), *t, *found = NULL;

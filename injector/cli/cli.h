@@ -220,6 +220,9 @@ void cli_disconnect_nowait(struct dap_client *c);
  * disconnect. Returns the body (caller deletes), or NULL after printing
  * "probing: error: <what>: <message>" (what may be NULL). */
 cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args);
+/* cli_call for a request that reads only (probing/dump without a pause): its disconnect is
+ * sent, not awaited (cli_disconnect_nowait). */
+cJSON *cli_call_read(const struct cli_opts *o, const char *what, const char *command, cJSON *args);
 /* One probing/query of sql on a connected client: the body (caller deletes), or NULL with err
  * filled. */
 cJSON *cli_query(struct dap_client *dc, const char *sql, struct pb_err *err);

@@ -86,7 +86,8 @@ void cli_disconnect_nowait(struct dap_client *c)
     dap_client_close(c);
 }
 
-cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args)
+static cJSON *call(const struct cli_opts *o, const char *what, const char *command, cJSON *args,
+                   int wait)
 {
     struct pb_err err = {0};
     struct dap_client dc;
@@ -98,7 +99,10 @@ cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command,
         return NULL;
     }
     rc = dap_client_request(&dc, command, args, &body, &err);
-    cli_disconnect(&dc);
+    if (wait)
+        cli_disconnect(&dc);
+    else
+        cli_disconnect_nowait(&dc);
     if (rc < 0) {
         if (what)
             cli_error("%s: %s", what, err.msg);
@@ -130,4 +134,14 @@ void cli_query_wait(struct dap_client *dc, int base_ms)
             dc->timeout_ms = base_ms + atoi(v->valuestring);
     }
     cJSON_Delete(body);
+}
+
+cJSON *cli_call(const struct cli_opts *o, const char *what, const char *command, cJSON *args)
+{
+    return call(o, what, command, args, 1);
+}
+
+cJSON *cli_call_read(const struct cli_opts *o, const char *what, const char *command, cJSON *args)
+{
+    return call(o, what, command, args, 0);
 }

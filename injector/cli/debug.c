@@ -378,7 +378,7 @@ int cli_cmd_debug(const struct cli_opts *o, int argc, char **argv)
         cJSON_AddBoolToObject(args, "tasks", 1);
     if (native)
         cJSON_AddStringToObject(args, "native", native);
-    cJSON *body = cli_call(o, "dump failed", "probing/dump", args);
+    cJSON *body = cli_call_read(o, "dump failed", "probing/dump", args);
     if (!body)
         return CLI_FAIL;
     dump_pid = o->target.pid;

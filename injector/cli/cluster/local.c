@@ -444,7 +444,7 @@ static void rank_child(int i, void *p)
         if (rc == 0)
             cJSON_AddItemToObject(out, "dump", body);
     }
-    cli_disconnect(&dc);
+    cli_disconnect_nowait(&dc); /* every request above only reads */
     if (rc < 0) {
         cJSON_Delete(out);
         emit_error(err.msg);
