@@ -66,11 +66,11 @@ def sanitizer_env(log_path=None):
             "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1" + log}
 
 
-def asan_interceptor(frame, call="read"):
-    """make asan: whether frame is ASan's interceptor of libc's call, which sits between the C
-    caller and glibc's function."""
+def asan_interceptor(frame, call="read", func="name"):
+    """make asan: whether frame (its name under key func) is ASan's interceptor of libc's call,
+    which sits between the C caller and glibc's function."""
     return bool(os.environ.get("PROBING_TARGET_PRELOAD")) and \
-        ("interceptor_" + call) in (frame.get("name") or "")
+        ("interceptor_" + call) in (frame.get(func) or "")
 
 
 class Target:

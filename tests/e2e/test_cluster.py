@@ -91,7 +91,8 @@ class Job:
         # 'ready' lines reach the file only when the job ends (this machine's environment set it;
         # a fresh one does not).
         e["PYTHONUNBUFFERED"] = "1"
-        e.update(sanitizer_env())  # make asan: the ranks load a sanitized probe (reports: output)
+        if "SIDROOT_PRELOAD" not in (env or {}):  # (a sid root's ranks: preloaded inside)
+            e.update(sanitizer_env())  # make asan: the ranks load a sanitized probe (reports: output)
         e.update(env or {})
         self.out_path = out_path
         self.proc = subprocess.Popen(argv, stdout=open(out_path, "w"), stderr=subprocess.STDOUT,

@@ -19,7 +19,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import CLI, SAMPLES, bp, probing  # noqa: E402
+from conftest import CLI, SAMPLES, bp, probing, sanitizer_env  # noqa: E402
 from test_cluster import DEBIAN, JOB, TORCHRUN, Job  # noqa: E402
 from test_cluster_nodes import SSHD, Nodes  # noqa: E402
 
@@ -115,7 +115,10 @@ def test_mpirun_two_nodes(tmp_path):
         proc = n.start("a", [MPIRUN, "--allow-run-as-root", "--hostfile", hostfile, "-np", "4",
                              "--mca", "plm_rsh_agent", ssh, "--mca", "btl", "self,vader,tcp",
                              "--mca", "btl_tcp_if_include", "eth0", "--mca",
-                             "oob_tcp_if_include", "eth0", DEBIAN, MPI_JOB], out, {})
+                             "oob_tcp_if_include", "eth0",
+                             # make asan: node b's ranks, started by orted over ssh, too
+                             *[x for k in sanitizer_env() for x in ("-x", k)],
+                             DEBIAN, MPI_JOB], out, {})
         deadline = time.time() + 60
         while True:
             text = open(out).read()

@@ -21,7 +21,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import CLI  # noqa: E402
+from conftest import CLI, sanitizer_env  # noqa: E402
 from test_cluster import JOB, TORCHRUN, torchrun_argv  # noqa: E402
 
 pytestmark = pytest.mark.serial  # namespace nodes and `cluster` over the node's jobs
@@ -127,6 +127,9 @@ class Nodes:
         """Starts argv inside node k (all its namespaces), as its own session."""
         e = dict(os.environ)
         e["PYTHONUNBUFFERED"] = "1"  # torchrun's tee of the ranks' output (test_cluster.py)
+        # make asan: what the node starts (a job's ranks, srun's tasks through slurmd) loads the
+        # sanitized probe when asked, so the runtimes go first everywhere
+        e.update(sanitizer_env())
         e.update(env)
         p = subprocess.Popen(["nsenter", "-t", str(self.pid1(k)), "-n", "-p", "-m", "-u", "--",
                               *argv], stdout=open(out, "w"), stderr=subprocess.STDOUT,

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import HOST_PYTHONS, PYTHONS, ROOT, Target, probing
+from conftest import CLI, HOST_PYTHONS, PYTHONS, ROOT, Target, probing
 
 ENV = {"PROBING_RETENTION_DAYS": "7", "PROBING_CPU_SAMPLE_MS": "1000",
        "PROBING_SAMPLE_RATE": "0.1", "PROBING_PORT": "8080", "PROBING_AUTH_TOKEN": "secret"}
@@ -122,8 +122,7 @@ def t_eval(t):
 
 
 def t_repl(t):
-    r = subprocess.run([os.path.join(ROOT, "build", "release", "bin", "probing"), "-t",
-                        str(t.pid), "repl"], input="x = 20\nx + 22\n", capture_output=True,
+    r = subprocess.run([CLI, "-t", str(t.pid), "repl"], input="x = 20\nx + 22\n", capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "42", r.stderr
 

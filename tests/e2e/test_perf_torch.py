@@ -16,7 +16,7 @@ import time
 import pytest
 
 import sidroot
-from conftest import BUILD, ROOT, SID_PYTHONS, bp, probing
+from conftest import BUILD, ROOT, SID_PYTHONS, bp, probing, sanitizer_env
 from rollups import check_rollup
 
 
@@ -497,8 +497,11 @@ def comm_job(PY, tmp_path, env, nproc=2, script=COMM_JOB):
     if sidroot.is_sid(PY):
         inside = sidroot.Inside(PY, tmp_path, BUILD)
         argv = inside.argv(["-c", SID_LAUNCH, str(nproc), str(free_port()), script])
-        return Job(argv, tmp_path / "job.out", env=inside.env(dict(os.environ, **env)),
-                   want=nproc, timeout=240)
+        # make asan: the runtimes go in with the root's libraries and are preloaded there only
+        # (inside.env), never into unshare and the set-up's commands out here
+        return Job(argv, tmp_path / "job.out",
+                   env=inside.env(dict(os.environ, **sanitizer_env(), **env)), want=nproc,
+                   timeout=240)
     return Job([TORCHRUN, "--nproc_per_node", str(nproc), "--redirects", "1", "--tee", "1",
                 "--master_port", str(free_port()), "--log_dir", str(tmp_path / "logs"),
                 script], tmp_path / "job.out", env=env, want=nproc)

@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import SAMPLES, probing, sock_name  # noqa: E402
+from conftest import SAMPLES, probing, sanitizer_env, sock_name  # noqa: E402
 
 FAKE = os.path.join(SAMPLES, "fake_rank.py")
 
@@ -22,7 +22,8 @@ def _start_in_pidns(out):
     python's pid as we see it)."""
     p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "/usr/bin/python3", FAKE],
                          stdout=open(out, "w"), stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL, start_new_session=True)
+                         stdin=subprocess.DEVNULL, start_new_session=True,
+                         env=dict(os.environ, **sanitizer_env()))
     deadline = time.time() + 30
     while time.time() < deadline:
         if re.search(r"^ready ", open(out).read(), re.M):

@@ -435,7 +435,10 @@ def test_serve_peer_time_wait(spawn, serve, lookup):
             so = os.path.join(shared, "nonetlink.so")
             subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", so, src, "-ldl"], check=True)
             os.chmod(so, 0o755)
-            env = {"LD_PRELOAD": so, "PROBING_TEST_NETLINK_LOG": log}
+            # (make asan: a sanitized CLI wants its runtimes first)
+            env = {"LD_PRELOAD": " ".join(filter(None, [os.environ.get("PROBING_TARGET_PRELOAD"),
+                                                        so])),
+                   "PROBING_TEST_NETLINK_LOG": log}
         s = serve("--listen", "127.0.0.1:0", env=env)
         port = s.origin.rsplit(":", 1)[1]
         attach = "/api/processes/%d/attach" % t.pid

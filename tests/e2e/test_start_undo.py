@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, HOST_PYTHONS, ROOT, probing
+from conftest import BUILD, HOST_PYTHONS, ROOT, probing, sanitizer_env
 
 STEPS = ["loop", "server", "worker", "task", "events", "thread"]
 
@@ -27,7 +27,7 @@ def minor(python):
 @pytest.mark.parametrize("step", STEPS)
 def test_failed_start_undone(python, step):
     lib = os.path.join(BUILD, "lib", "probing", "libprobing-%s.so" % minor(python))
-    env = dict(os.environ, PROBING_TEST_FAIL_START=step)
+    env = dict(os.environ, PROBING_TEST_FAIL_START=step, **sanitizer_env())
     p = subprocess.Popen([python, os.path.join(ROOT, "samples", "start_undo.py"), lib],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -17,7 +17,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import HOST_PYTHONS, bp, probing  # noqa: E402
+from conftest import HOST_PYTHONS, bp, probing, sanitizer_env  # noqa: E402
 from test_perf_torch import PY_ID, TORCH_PYTHONS, comm_job  # noqa: E402
 
 pytestmark = pytest.mark.serial  # `cluster list` reads every probed process of the node
@@ -156,7 +156,8 @@ while True:
 class Proc:
     def __init__(self, code, *args):
         self.p = subprocess.Popen([DEBIAN, "-c", code, *map(str, args)], stdout=subprocess.PIPE,
-                                  text=True, start_new_session=True)
+                                  text=True, start_new_session=True,
+                                  env=dict(os.environ, **sanitizer_env()))
         self.ready = self.p.stdout.readline()
         assert self.ready.startswith("ready"), self.ready
 
@@ -322,7 +323,7 @@ def test_children_after_native(python, tmp_path):
     every read from outside failed: 'the interpreter of N is not initialised'."""
     go = tmp_path / "go"
     p = subprocess.Popen([python, "-c", FORK_ON_GO, str(go)], stdout=subprocess.PIPE,
-                         text=True, start_new_session=True)
+                         text=True, start_new_session=True, env=dict(os.environ, **sanitizer_env()))
     try:
         assert p.stdout.readline().startswith("ready")
         probing("-p", p.pid, "debug", "--dump", "--native", check=True)
