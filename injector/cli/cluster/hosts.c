@@ -355,6 +355,23 @@ static int blank(char c)
     return c == ' ' || c == '\t';
 }
 
+/* The next blank-separated word at *p (its length in *len; *p moves past it), NULL after the
+ * last. */
+static const char *next_word(const char **p, size_t *len)
+{
+    const char *s = *p;
+    while (blank(*s))
+        s++;
+    if (!*s)
+        return NULL;
+    const char *w = s;
+    while (*s && !blank(*s))
+        s++;
+    *len = (size_t)(s - w);
+    *p = s;
+    return w;
+}
+
 /* 1 when sh would do nothing to tmpl but split it at blanks (no quote, expansion, glob,
  * redirection, operator, comment or leading assignment; a first word that is a program, not
  * the shell's own; {cmd} only as a word of its own): such a template is run without a shell,
@@ -363,34 +380,29 @@ static int blank(char c)
 static int plain_words(const char *tmpl)
 {
     int words = 0;
-    for (const char *p = tmpl; *p;) {
-        while (blank(*p))
-            p++;
-        if (!*p)
-            break;
-        const char *w = p;
-        while (*p && !blank(*p)) {
-            if (strncmp(p, "{host}", 6) == 0) {
-                if (p == w && words == 0)
+    size_t len;
+    const char *w;
+    for (const char *p = tmpl; (w = next_word(&p, &len)); words++) {
+        for (const char *c = w; c < w + len;) {
+            if (strncmp(c, "{host}", 6) == 0) {
+                if (c == w && words == 0)
                     return 0; /* the program would be the host */
-                p += 6;
-            } else if (strncmp(p, "{cmd}", 5) == 0) {
-                if (p != w || (p[5] && !blank(p[5])) || words == 0)
+                c += 6;
+            } else if (strncmp(c, "{cmd}", 5) == 0) {
+                if (len != 5 || words == 0)
                     return 0;
-                p += 5;
-            } else if (isalnum((unsigned char)*p) || strchr("-_./:@%+,", *p) ||
-                       (*p == '=' && words > 0)) {
-                p++;
+                c += 5;
+            } else if (isalnum((unsigned char)*c) || strchr("-_./:@%+,", *c) ||
+                       (*c == '=' && words > 0)) {
+                c++;
             } else {
                 return 0;
             }
         }
         if (words == 0)
             for (int k = 0; shell_own[k]; k++)
-                if (strlen(shell_own[k]) == (size_t)(p - w) &&
-                    strncmp(w, shell_own[k], (size_t)(p - w)) == 0)
+                if (strlen(shell_own[k]) == len && strncmp(w, shell_own[k], len) == 0)
                     return 0;
-        words++;
     }
     return words > 0;
 }
@@ -411,41 +423,34 @@ static char *put_words(char **v, size_t *n, char *o, char *const *argv, int argc
  * (pointers, then the strings); NULL when out of memory. */
 static char **node_argv(const char *tmpl, const char *host, char *const *argv, int argc)
 {
-    size_t hl = strlen(host), bytes = 0, slots = (size_t)argc + 1;
-    for (const char *p = tmpl; *p; p++) {
-        bytes++;
-        if (strncmp(p, "{host}", 6) == 0)
-            bytes += hl;
-        if (!blank(*p) && (p == tmpl || blank(p[-1])))
-            slots++;
-    }
+    size_t hl = strlen(host), bytes = strlen(tmpl) + 1, slots = (size_t)argc + 1, len;
+    const char *w;
+    for (const char *p = tmpl; (w = next_word(&p, &len));)
+        slots++;
+    for (const char *p = strstr(tmpl, "{host}"); p; p = strstr(p + 6, "{host}"))
+        bytes += hl;
     for (int i = 0; i < argc; i++)
         bytes += strlen(argv[i]) + 1;
-    char **v = malloc(slots * sizeof *v + bytes + 1);
+    char **v = malloc(slots * sizeof *v + bytes);
     if (!v)
         return NULL;
     char *o = (char *)(v + slots);
     size_t n = 0;
     int have_cmd = 0;
-    for (const char *p = tmpl; *p;) {
-        while (blank(*p))
-            p++;
-        if (!*p)
-            break;
-        if (strncmp(p, "{cmd}", 5) == 0 && (!p[5] || blank(p[5]))) {
+    for (const char *p = tmpl; (w = next_word(&p, &len));) {
+        if (len == 5 && strncmp(w, "{cmd}", 5) == 0) {
             o = put_words(v, &n, o, argv, argc);
             have_cmd = 1;
-            p += 5;
             continue;
         }
         v[n++] = o;
-        while (*p && !blank(*p)) {
-            if (strncmp(p, "{host}", 6) == 0) {
+        for (const char *c = w; c < w + len;) {
+            if (strncmp(c, "{host}", 6) == 0) {
                 memcpy(o, host, hl);
                 o += hl;
-                p += 6;
+                c += 6;
             } else {
-                *o++ = *p++;
+                *o++ = *c++;
             }
         }
         *o++ = '\0';
