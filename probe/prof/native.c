@@ -35,6 +35,7 @@
     1000                     /* for each batch of threads to answer (a loaded machine may run a
                              * niced target late) */
 #define NATIVE_TOTAL_MS 3000 /* for one call, all batches together: threads left are not asked */
+#define ASK_ROUNDS 4         /* looks at a thread that alternates between running and waiting */
 
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -454,6 +455,39 @@ static int read_blocked(int tid, uintptr_t tstate, struct tstates *all, struct s
     return rc;
 }
 
+/* 1 when tid waits in a system call now (/proc/self/task/TID/syscall), else 0: sig_stack_ask's
+ * and sig_stack_wait's last look before a signal, and at a thread asked by event. */
+static int waits_in_syscall(int tid)
+{
+    struct task_files f;
+    long nr;
+    uintptr_t sp, pc;
+    task_files_open(tid, &f);
+    int w = blocked_in_syscall(&f, &nr, &sp, &pc);
+    task_files_close(&f);
+    return w;
+}
+
+static uintptr_t tstate_of(const struct tstates *all, long tid)
+{
+    uintptr_t tstate = 0;
+    for (int j = 0; j < all->n; j++)
+        if (all->ids[j] == tid)
+            tstate = all->ts[j];
+    return tstate;
+}
+
+/* s read where it waits (read_blocked's b: 1 read, -1 kept waking): 0, or -ENOMEM with err. */
+static int take_blocked(struct prof_nstack *s, int b, const struct stack_sig_result *one, int all,
+                        struct pb_err *err)
+{
+    s->blocked = b > 0 ? 1 : 2;
+    s->answered = b > 0;
+    if (b > 0 && merge(one, all, s) < 0)
+        return pb_err_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err)
 {
@@ -462,7 +496,7 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
     struct tid_at *ord = NULL;
     struct tstates *all_ts = NULL;
     int *first = NULL, *uniq = NULL, nu = 0;
-    int own = 0, rc = 0, batch[STACK_SIG_BATCH];
+    int own = 0, rc = 0;
     long long deadline = now_ms() + NATIVE_TOTAL_MS;
     memset(out, 0, (size_t)n * sizeof *out);
     if (sig_pyrt_prepare() < 0)
@@ -513,50 +547,63 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         goto out;
     }
     for (int at = 0; at < nu && rc == 0; at += STACK_SIG_BATCH) {
-        int m = nu - at < STACK_SIG_BATCH ? nu - at : STACK_SIG_BATCH, k = 0;
-        int idx[STACK_SIG_BATCH];
-        long long left = deadline - now_ms();
-        for (int i = 0; i < m; i++) {
-            struct prof_nstack *s = &out[uniq[at + i]];
-            uintptr_t tstate = 0;
-            for (int j = 0; j < all_ts->n; j++)
-                if (all_ts->ids[j] == s->tid)
-                    tstate = all_ts->ts[j];
-            memset(&one, 0, sizeof one);
-            int b = read_blocked((int)s->tid, tstate, all_ts, &one, blk);
-            if (b == 0) { /* not blocked in a system call: it answers the signal */
+        int np = nu - at < STACK_SIG_BATCH ? nu - at : STACK_SIG_BATCH;
+        int pend[STACK_SIG_BATCH]; /* out's indexes still to read this round */
+        memcpy(pend, uniq + at, (size_t)np * sizeof *pend);
+        /* Rounds: a thread asked by event or timer that waits in a system call before it
+         * answers is taken back and looked at again in the next round. */
+        for (int round = 0; round < ASK_ROUNDS && np > 0 && rc == 0; round++) {
+            int idx[STACK_SIG_BATCH], k = 0, again = 0;
+            long long left = deadline - now_ms();
+            for (int i = 0; i < np && rc == 0; i++) {
+                struct prof_nstack *s = &out[pend[i]];
+                int b = read_blocked((int)s->tid, tstate_of(all_ts, s->tid), all_ts, &one, blk);
+                if (b > 0 || (b < 0 && round == ASK_ROUNDS - 1)) {
+                    rc = take_blocked(s, b, &one, all, err);
+                    continue;
+                }
+                /* Running (b 0), or seen waiting but woken at each read (b -1: asked only in
+                 * a way that cannot cut a wait short, never by a plain signal). */
                 if (sigprof_blocked((int)s->tid)) {
-                    s->masked = 1; /* it would not answer: not asked, no wait */
+                    if (b < 0)
+                        rc = take_blocked(s, b, &one, all, err);
+                    else
+                        s->masked = 1; /* it would not answer: not asked, no wait */
                     continue;
                 }
-                if (left <= 0) {
-                    s->unasked = 1; /* this call has waited NATIVE_TOTAL_MS already */
+                if (left <= 0 || round == ASK_ROUNDS - 1) {
+                    if (b < 0)
+                        rc = take_blocked(s, b, &one, all, err);
+                    else
+                        s->unasked = 1; /* the call has waited NATIVE_TOTAL_MS already */
                     continue;
                 }
-                idx[k] = uniq[at + i];
-                batch[k++] = (int)s->tid;
+                /* Asked right after the look (sig_stack_ask). */
+                int a = sig_stack_ask(k, (int)s->tid, b < 0 ? NULL : waits_in_syscall, b < 0);
+                if (a == SIG_STACK_EVENT || a == SIG_STACK_TIMER || a == SIG_STACK_SIGNAL)
+                    idx[k++] = pend[i];
+                else if (a == SIG_STACK_BLOCKED)
+                    pend[again++] = pend[i]; /* it waits now: read it there next round */
+                else if (b < 0)
+                    rc = take_blocked(s, b, &one, all, err);
+            }
+            if (rc < 0 || k == 0) {
+                np = again;
                 continue;
             }
-            s->blocked = b > 0 ? 1 : 2;
-            s->answered = b > 0;
-            if (b > 0 && merge(&one, all, s) < 0) {
-                rc = pb_err_set(err, -ENOMEM, "out of memory");
-                break;
+            sig_stack_wait(k, res, left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS,
+                           waits_in_syscall);
+            for (int i = 0; i < k && rc == 0; i++) {
+                struct prof_nstack *s = &out[idx[i]];
+                if (res[i].blocked) { /* it waits in a system call since it was asked */
+                    pend[again++] = idx[i];
+                    continue;
+                }
+                s->answered = res[i].answered;
+                if (s->answered && merge(&res[i], all, s) < 0)
+                    rc = pb_err_set(err, -ENOMEM, "out of memory");
             }
-        }
-        if (rc < 0 || k == 0)
-            continue;
-        int got =
-            sig_stack_collect(batch, k, res, left < NATIVE_WAIT_MS ? (int)left : NATIVE_WAIT_MS);
-        if (got < 0) {
-            rc = pb_err_set(err, got, "native stacks: %s", strerror(-got));
-            break;
-        }
-        for (int i = 0; i < k && rc == 0; i++) {
-            struct prof_nstack *s = &out[idx[i]];
-            s->answered = res[i].answered;
-            if (s->answered && merge(&res[i], all, s) < 0)
-                rc = pb_err_set(err, -ENOMEM, "out of memory");
+            np = again;
         }
     }
     for (int i = 0; i < n && rc == 0; i++)

@@ -241,11 +241,11 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
     struct prof_slot *s = slot_of(si);
     int me = (int)syscall(SYS_gettid); /* once: a system call of its own */
     atomic_fetch_add(&in_handler, 1);
-    if (!s)
-        s = slot_of_event(si, me);
-    if (!s && sig_stack_take(si, uc)) {
-        /* a one-shot stack request (debug --dump --native; stack_sig.h) */
-    } else if (s && s->magic == SLOT_MAGIC) {
+    /* A one-shot stack request (debug --dump --native; stack_sig.h) before the sampler's
+     * events: a request's open event shares its descriptor with no live slot, while a retired
+     * slot keeps the number of its closed one. */
+    if (!s && sig_stack_take(si, uc, me)) {
+    } else if ((s || (s = slot_of_event(si, me)) != NULL) && s->magic == SLOT_MAGIC) {
         /* Ours (possibly late, after a stop or for a retired slot: dropped). */
         if (atomic_load(&running) && atomic_load(&s->state) == SLOT_LIVE && s->tid == me) {
             /* The thread's CPU time at entry (missed-sample counting) and at exit: the
@@ -258,7 +258,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
         }
-    } else {
+    } else if (!sig_stack_stale(si)) { /* a late signal of a closed request's event: dropped */
         chain(sig, si, uc);
     }
     atomic_fetch_sub(&in_handler, 1);

@@ -4,15 +4,28 @@
  * (a thread that unblocked SIGPROF after the asker gave up) must still find valid memory.
  * A request moves IDLE -> PENDING (asker) -> BUSY -> DONE (handler, on the asked thread only)
  * -> IDLE (asker, once copied); an asker that gives up moves PENDING -> IDLE, so a late handler
- * finds nothing to do. The handler wakes the asker with FUTEX_WAKE on the state word. */
+ * finds nothing to do. The handler wakes the asker with FUTEX_WAKE on the state word.
+ * A thread is asked by a one-shot perf event on its task clock that counts user time only
+ * (exclude_kernel): the kernel raises its overflow only from a timer interrupt that found the
+ * thread running its own code, and the signal is taken on that interrupt's return, so it can
+ * never land in a system call (a nanosleep or epoll_wait it is entering returns EINTR to a
+ * handler whatever SA_RESTART says). Where the kernel refuses the event (perf_event_paranoid
+ * 3, a container's seccomp profile), by a one-shot timer on its CPU clock, whose expiry the
+ * kernel handles as the thread returns to its own code (task work); where that too is refused,
+ * by a queued signal, sent right after the caller's last look at the thread. */
 #include "stack_sig.h"
+#include "prof_sig.h"
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/perf_event.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,36 +35,83 @@ enum { REQ_IDLE, REQ_PENDING, REQ_BUSY, REQ_DONE };
 struct stack_req {
     _Atomic int state;
     int tid;
+    _Atomic int ev1;   /* the request's perf event, its descriptor + 1; 0: none open */
+    _Atomic int last1; /* the last event's descriptor + 1, kept after it is closed: a late
+                        * signal of it is recognised as ours (stale) */
+    timer_t timer;     /* the asker's: the request's CPU-time timer, when timer_on */
+    int timer_on;
     struct stack_sig_result res;
     struct unwind_cache cache; /* the unwinder's rules and stack window, this request's own */
 };
 
 static struct stack_req *_Atomic reqs; /* STACK_SIG_BATCH of them */
+static int how[STACK_SIG_BATCH];       /* the asker's: SIG_STACK_EVENT/SIGNAL, or 0 */
+
+/* The period of the one-shot event: the kernel's shortest for a software clock (10 us of the
+ * thread's CPU time; a running thread answers within it). */
+#define EV_PERIOD_NS 10000
+#define WAIT_LOOKS 4 /* looks, 1 ms apart, that must see a thread asked wait before it is read */
 
 static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
 {
     return syscall(SYS_futex, (int *)addr, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-int sig_stack_take(const siginfo_t *si, ucontext_t *uc)
+/* The stacks of the calling thread, interrupted at uc, into r; then r is DONE and its asker
+ * woken. r is BUSY (the caller moved it there). */
+static void take(struct stack_req *r, ucontext_t *uc)
+{
+    r->res.nnative = sig_unwind_native(uc, r->res.native, STACK_SIG_NATIVE, NULL, NULL, &r->cache);
+    r->res.npy = sig_pyrt_frames_thread(r->tid, sig_pyrt_tstate_self(), r->res.py, STACK_SIG_PY);
+    atomic_store(&r->state, REQ_DONE);
+    futex(&r->state, FUTEX_WAKE, 1, NULL);
+}
+
+static int is_event_signal(const siginfo_t *si)
+{
+    return si && si->si_code >= POLL_IN && si->si_code <= POLL_HUP && si->si_fd >= 0;
+}
+
+int sig_stack_take(const siginfo_t *si, ucontext_t *uc, int me)
 {
     struct stack_req *base = atomic_load(&reqs);
     uintptr_t p, b = (uintptr_t)base;
     int expect = REQ_PENDING;
-    if (!base || !si || si->si_code != SI_QUEUE)
+    if (!base || !si)
+        return 0;
+    if (is_event_signal(si)) {
+        /* An event open now has a descriptor no other event shares: the request whose it is */
+        for (int i = 0; i < STACK_SIG_BATCH; i++) {
+            struct stack_req *r = &base[i];
+            if (atomic_load(&r->ev1) != si->si_fd + 1 || r->tid != me)
+                continue;
+            if (atomic_compare_exchange_strong(&r->state, &expect, REQ_BUSY))
+                take(r, uc);
+            return 1; /* ours either way: answered now, or the asker gave up */
+        }
+        return 0;
+    }
+    if (si->si_code != SI_QUEUE && si->si_code != SI_TIMER)
         return 0;
     p = (uintptr_t)si->si_value.sival_ptr;
     if (p < b || p >= b + STACK_SIG_BATCH * sizeof *base || (p - b) % sizeof *base != 0)
         return 0;
     struct stack_req *r = (struct stack_req *)p;
-    if (r->tid != (int)syscall(SYS_gettid) ||
-        !atomic_compare_exchange_strong(&r->state, &expect, REQ_BUSY))
+    if (r->tid != me || !atomic_compare_exchange_strong(&r->state, &expect, REQ_BUSY))
         return 1; /* stale: the asker gave up, or the slot asks another thread now */
-    r->res.nnative = sig_unwind_native(uc, r->res.native, STACK_SIG_NATIVE, NULL, NULL, &r->cache);
-    r->res.npy = sig_pyrt_frames_thread(r->tid, sig_pyrt_tstate_self(), r->res.py, STACK_SIG_PY);
-    atomic_store(&r->state, REQ_DONE);
-    futex(&r->state, FUTEX_WAKE, 1, NULL);
+    take(r, uc);
     return 1;
+}
+
+int sig_stack_stale(const siginfo_t *si)
+{
+    struct stack_req *base = atomic_load(&reqs);
+    if (!base || !is_event_signal(si))
+        return 0;
+    for (int i = 0; i < STACK_SIG_BATCH; i++)
+        if (atomic_load(&base[i].last1) == si->si_fd + 1)
+            return 1;
+    return 0;
 }
 
 int sig_stack_queue(int tid, void *value)
@@ -100,37 +160,202 @@ static int wait_req(struct stack_req *r, long long deadline)
     return st;
 }
 
-int sig_stack_collect(const int *tids, int n, struct stack_sig_result *out, int timeout_ms)
+/* The one-shot event of thread tid, disabled: its overflow signals tid with SIGPROF (F_SETSIG,
+ * F_SETOWN_EX). The descriptor, or -1 (errno) when the kernel refuses it. */
+static int ev_open(int tid)
 {
-    struct stack_req *rq = reqs_get();
-    long long deadline = mono_ns() + (long long)timeout_ms * 1000000LL;
-    int answered = 0;
+    struct perf_event_attr a;
+    struct f_owner_ex own = {F_OWNER_TID, tid};
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = EV_PERIOD_NS;
+    a.disabled = 1;
+    a.exclude_kernel = 1; /* the point: an overflow only where the thread runs its own code */
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &own) != 0 ||
+        fcntl(fd, F_SETFL, O_ASYNC) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* Closes request r's event, if any (the request is no longer PENDING: a late signal of it is
+ * stale). */
+static void ev_close(struct stack_req *r)
+{
+    int fd1 = atomic_exchange(&r->ev1, 0);
+    if (fd1 > 0) {
+        ioctl(fd1 - 1, PERF_EVENT_IOC_DISABLE, 0);
+        close(fd1 - 1);
+    }
+}
+
+/* How many times the calling thread left its CPU so far (voluntarily or not); -1 unknown. */
+static long own_switches(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return -1;
+    return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* Request r's one-shot timer on thread tid's CPU clock, 1 ns: it expires at the next tick that
+ * finds tid running (POSIX CPU timers are checked at the tick) and signals tid with si_value
+ * r. Where the kernel runs CPU timers from task work (x86-64 since Linux 5.11), the signal is
+ * raised as the thread returns to its own code, never into a wait it is entering. 0, or -1. */
+static int timer_arm(struct stack_req *r, int tid)
+{
+    struct sigevent sev;
+    struct itimerspec its;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev.sigev_value.sival_ptr = r;
+    sev._sigev_un._tid = tid;
+    if (timer_create(sig_thread_cpu_clock(tid), &sev, &r->timer) != 0)
+        return -1;
+    memset(&its, 0, sizeof its);
+    its.it_value.tv_nsec = 1;
+    if (timer_settime(r->timer, 0, &its, NULL) != 0) {
+        timer_delete(r->timer);
+        return -1;
+    }
+    r->timer_on = 1;
+    return 0;
+}
+
+/* Closes request r's event and deletes its timer, if any (the request is no longer PENDING: a
+ * late signal of either is stale). */
+static void disarm(struct stack_req *r)
+{
+    ev_close(r);
+    if (r->timer_on) {
+        timer_delete(r->timer);
+        r->timer_on = 0;
+    }
+}
+
+int sig_stack_ask(int i, int tid, int (*blocked)(int tid), int no_signal)
+{
+    struct stack_req *rq = reqs_get(), *r;
     if (!rq)
-        return -ENOMEM;
+        return -1;
+    if (i < 0 || i >= STACK_SIG_BATCH)
+        return -1;
+    r = &rq[i];
+    how[i] = 0;
+    /* A handler still busy from an earlier ask ends in microseconds: wait for it. */
+    if (wait_req(r, mono_ns() + 50000000LL) == REQ_BUSY)
+        return -1;
+    disarm(r);
+    r->tid = tid;
+    r->res.nnative = r->res.npy = 0;
+    int fd = ev_open(tid);
+    if (fd >= 0) {
+        atomic_store(&r->last1, fd + 1);
+        atomic_store(&r->ev1, fd + 1);
+        atomic_store(&r->state, REQ_PENDING);
+        /* one overflow, then the kernel disables the event */
+        if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) == 0)
+            return how[i] = SIG_STACK_EVENT;
+        int expect = REQ_PENDING;
+        atomic_compare_exchange_strong(&r->state, &expect, REQ_IDLE);
+        ev_close(r);
+    }
+    atomic_store(&r->state, REQ_PENDING);
+    if (timer_arm(r, tid) == 0)
+        return how[i] = SIG_STACK_TIMER;
+    atomic_store(&r->state, REQ_IDLE);
+    if (no_signal)
+        return -1;
+    /* The signal goes right after a look that says the thread runs: the window left is from
+     * that look to the signal's delivery, in which a thread that enters an interruptible wait
+     * is woken from it. A look that this thread was taken off its CPU around (a preemption on
+     * a busy machine: milliseconds) is taken again, three times at most. */
+    for (int tries = 0; blocked && tries < 3; tries++) {
+        long sw = own_switches();
+        if (blocked(tid) > 0)
+            return SIG_STACK_BLOCKED; /* entered a wait since the caller looked: no signal */
+        if (own_switches() == sw)
+            break;
+    }
+    atomic_store(&r->state, REQ_PENDING);
+    if (sig_stack_queue(tid, r) != 0) {
+        atomic_store(&r->state, REQ_IDLE); /* the thread is gone */
+        return -1;
+    }
+    return how[i] = SIG_STACK_SIGNAL;
+}
+
+int sig_stack_wait(int n, struct stack_sig_result *out, int timeout_ms, int (*blocked)(int tid))
+{
+    struct stack_req *rq = atomic_load(&reqs);
+    long long now = mono_ns(), deadline = now + (long long)timeout_ms * 1000000LL;
+    long long look = now + 1000000LL; /* next look at threads asked by event or timer */
+    int answered = 0, waits[STACK_SIG_BATCH] = {0}; /* looks in a row that saw it wait */
     if (n > STACK_SIG_BATCH)
         n = STACK_SIG_BATCH;
     for (int i = 0; i < n; i++) {
-        struct stack_req *r = &rq[i];
         memset(&out[i], 0, sizeof out[i]);
-        out[i].tid = tids[i];
-        /* A handler still busy from an earlier ask ends in microseconds: wait for it. */
-        if (wait_req(r, mono_ns() + 50000000LL) == REQ_BUSY)
+        out[i].tid = rq && how[i] ? rq[i].tid : 0;
+    }
+    if (!rq)
+        return 0;
+    for (;;) {
+        struct stack_req *wait_on = NULL;
+        for (int i = 0; i < n && !wait_on; i++)
+            if (how[i] && atomic_load(&rq[i].state) == REQ_PENDING)
+                wait_on = &rq[i];
+        now = mono_ns();
+        if (!wait_on || now >= deadline)
+            break;
+        if (now >= look && blocked) {
+            /* A thread asked by event or timer never answers while it waits in a system call:
+             * one seen waiting at WAIT_LOOKS looks in a row is taken back, to be read where it
+             * waits (the caller), never signalled. One that waits only a moment between runs
+             * answers in one of them. */
+            for (int i = 0; i < n; i++) {
+                int expect = REQ_PENDING;
+                if ((how[i] != SIG_STACK_EVENT && how[i] != SIG_STACK_TIMER) ||
+                    atomic_load(&rq[i].state) != REQ_PENDING)
+                    continue;
+                waits[i] = blocked(rq[i].tid) > 0 ? waits[i] + 1 : 0;
+                if (waits[i] < WAIT_LOOKS ||
+                    !atomic_compare_exchange_strong(&rq[i].state, &expect, REQ_IDLE))
+                    continue;
+                disarm(&rq[i]);
+                out[i].blocked = 1;
+                how[i] = 0;
+            }
+            look = mono_ns() + 1000000LL;
             continue;
-        r->tid = tids[i];
-        r->res.nnative = r->res.npy = 0;
-        atomic_store(&r->state, REQ_PENDING);
-        if (sig_stack_queue(tids[i], r) != 0)
-            atomic_store(&r->state, REQ_IDLE); /* the thread is gone */
+        }
+        long long until = blocked && look < deadline ? look : deadline;
+        long long left = until - now;
+        struct timespec ts = {left / 1000000000LL, left % 1000000000LL};
+        futex(&wait_on->state, FUTEX_WAIT, REQ_PENDING, &ts);
     }
     for (int i = 0; i < n; i++) {
         struct stack_req *r = &rq[i];
-        if (r->tid != tids[i])
+        if (!how[i])
             continue;
-        int st = wait_req(r, deadline);
+        int st = atomic_load(&r->state);
         int expect = REQ_PENDING;
-        if (st == REQ_PENDING && atomic_compare_exchange_strong(&r->state, &expect, REQ_IDLE))
+        if (st == REQ_PENDING && atomic_compare_exchange_strong(&r->state, &expect, REQ_IDLE)) {
+            disarm(r);
             continue; /* no answer in time: a late handler will find it idle */
-        if (wait_req(r, mono_ns() + 50000000LL) != REQ_DONE)
+        }
+        st = wait_req(r, mono_ns() + 50000000LL);
+        disarm(r);
+        if (st != REQ_DONE)
             continue;
         out[i].answered = 1;
         out[i].nnative = r->res.nnative;

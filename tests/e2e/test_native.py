@@ -227,6 +227,22 @@ def sigpnd(pid, tid):
         return int(re.search(r"^SigPnd:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
 
 
+def asked(pid, tid):
+    """Whether thread tid is being asked for its stack, in whichever of the probe's three ways
+    (probe/sig/stack_sig.h): a perf event open in the process (the one-shot event; nothing else
+    here opens one), a POSIX timer that signals tid (/proc/PID/timers), or SIGPROF pending."""
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]":
+                return True
+        except OSError:
+            pass
+    with open("/proc/%d/timers" % pid) as f:
+        if re.search(r"^notify:\s*thread/%d$" % tid, f.read(), re.M):
+            return True
+    return bool(sigpnd(pid, tid) & SIGPROF_BIT)
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 @pytest.mark.parametrize("request_", ["probing/dump", "stackTrace"])
 def test_native_stacks_leave_the_loop_free(python, request_, spawn):
@@ -256,7 +272,7 @@ def test_native_stacks_leave_the_loop_free(python, request_, spawn):
         else:
             seq = a.send("stackTrace", {"threadId": tid})
         deadline = time.monotonic() + 10
-        while not sigpnd(t.pid, tid) & SIGPROF_BIT:  # asked: the request waits for its answer
+        while not asked(t.pid, tid):  # the request waits for its answer
             assert time.monotonic() < deadline, "the stopped thread was never asked"
             time.sleep(0.005)
         info = b.request("probing/info")
