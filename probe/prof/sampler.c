@@ -11,7 +11,8 @@
  *    thread that blocks only SIGPROF keeps its timer and its expirations count as missed;
  *  - move the records of every ring into the store (store.c: symbolise, merge, dedup);
  *  - wall mode: read every Python thread's frames itself (off-CPU threads, on_cpu = 0) and
- *    signal the on-CPU ones, whose handler records native and Python frames;
+ *    poke the on-CPU ones (sig_prof_slot_poke: never into a wait), whose handler records
+ *    native and Python frames (a poke still unanswered: read here, on_cpu = 1);
  *  - when new threads appeared, have threading names fetched (one short GIL call, made by the
  *    task thread: the drain thread never waits for the GIL, which a loaded machine can take
  *    longer to hand over than a ring lasts: 16 ms at 1000 Hz from the half-full wake-up).
@@ -175,6 +176,8 @@ static void scan_threads(void)
                 PB_LOG(PB_LOG_WARN, "perf: %s", err.msg);
                 sig_prof_slot_retire(s);
             }
+        } else {
+            sig_prof_slot_arm_poke(s);
         }
     }
     closedir(d);
@@ -241,15 +244,19 @@ static void wall_tick(void)
         if (later)
             continue;
         s = sig_prof_slot_find((int)ids[i]);
-        /* Only a thread the kernel reports running is signalled, read just before the signal
-         * is queued: a signal wakes a thread blocked in nanosleep/epoll_wait/poll/select with
-         * EINTR (issue 36 item 2). The window left is from this read to the delivery (a few
-         * microseconds): a thread that enters such a wait in it is woken once. */
-        if (s && on_cpu(ids[i]) && sig_prof_slot_poke(s, 1) == 0)
+        /* Only a thread the kernel reports running is poked, read just before: a signal wakes
+         * a thread blocked in nanosleep/epoll_wait/poll/select with EINTR (issue 36 item 2).
+         * The poke (sig_prof_slot_arm_poke) raises SIGPROF where the thread runs its own code,
+         * so one that enters such a wait meanwhile is not woken; only the last resort, a
+         * queued signal, leaves the window from this read to its delivery (microseconds). A
+         * thread whose last poke is still unanswered is read here instead (running, Python
+         * frames only). */
+        int running = s && on_cpu(ids[i]);
+        if (running && sig_prof_slot_poke(s, 1) == 0)
             continue; /* its handler records native and Python frames */
         raw.ts = wall_now();
         raw.tid = (int)ids[i];
-        raw.on_cpu = 0;
+        raw.on_cpu = running;
         raw.gil = sig_pyrt_holds_gil(ts[i]); /* off-CPU yet holding it: a C call that keeps it */
         raw.nnative = 0;
         raw.npy = sig_pyrt_frames_fast(ts[i], raw.py, PROF_MAX_PY);
@@ -286,6 +293,8 @@ static void *drain_main(void *arg)
         period = 1000000000LL / cur.rate;
     atomic_store(&drain_tid, (int)syscall(SYS_gettid));
     nskip = skip_age = 0;
+    if (cur.mode == PROF_WALL)
+        sig_prof_pokes_prepare();
     int task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     while (!atomic_load(&stop_asked)) {
         long long now = mono_ns();

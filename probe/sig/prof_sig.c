@@ -47,6 +47,11 @@
 #define MAPS_BYTES (1 << 20) /* /proc/self/maps read to learn a stack (longer: cut) */
 
 enum { SLOT_FREE, SLOT_LIVE, SLOT_RETIRED };
+/* Wall mode's pokes: a one-shot overflow of the slot's user-time event, a one-shot timer on
+ * the thread's CPU clock (both raise SIGPROF where the thread runs its own code, never in a
+ * system call it is entering), else a queued signal. */
+enum { POKE_SIGNAL, POKE_EVENT, POKE_TIMER };
+#define POKE_PERIOD_NS 10000 /* a poked thread answers within 10 us of its own code's time */
 
 /* One mapping per slot: the copy of the thread's Python frame memory its handler reads frames
  * from, the unwind cache (zeroed: no entry matches; its small fields first), then the ring.
@@ -69,8 +74,10 @@ struct prof_slot {
      * is retired and the event closed (pfd_open 0), so that a late signal still names a slot
      * and is dropped. */
     int pfd, pfd_open;
-    uint64_t ev_id; /* the event's id (PERF_EVENT_IOC_ID): still ours before it is closed */
-    int counting;   /* a timer or an event counts the thread's CPU time (missed samples) */
+    uint64_t ev_id;         /* the event's id (PERF_EVENT_IOC_ID): still ours before it is closed */
+    int counting;           /* a timer or an event counts the thread's CPU time (missed samples) */
+    int poke;               /* wall mode: how a poke reaches the thread (POKE_*) */
+    _Atomic int poke_armed; /* wall mode, event or timer: poked, its handler not run yet */
     struct pyrt_window *win;    /* its Python frames' copy: the start of the slot's mapping */
     struct unwind_cache *cache; /* the thread's unwind rules, mapped after the window */
     struct prof_raw *ring;      /* PROF_RING records, mapped after the cache */
@@ -98,7 +105,7 @@ static _Atomic int in_handler;
 static struct sigaction old_action;
 static int installed;
 static int clock_kind = PROF_CLOCK_TIMERS; /* this run's (sig_prof_clock_choose) */
-static int ev_exclude_kernel;              /* events count user time only (paranoid 2) */
+static int ev_exclude_kernel;              /* events count user time only (always) */
 /* Events open now, and the most this run may hold: each is a descriptor of the host's process,
  * out of its open-file limit (and the numbers under 1024 that select() can watch), so at most
  * an eighth of the soft limit, 256 at most; more threads get CPU timers. */
@@ -253,6 +260,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
              * handler is often preempted, and the wait counted as its cost (64 threads on 2
              * cores: three to five times its CPU time). */
             long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            atomic_store_explicit(&s->poke_armed, 0, memory_order_relaxed);
             atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
             record(s, si, uc);
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
@@ -383,6 +391,8 @@ struct prof_slot *sig_prof_slot_new(int tid)
         s->pfd = -1;
         s->pfd_open = 0;
         s->counting = 0;
+        s->poke = POKE_SIGNAL;
+        atomic_store(&s->poke_armed, 0);
         atomic_store(&s->stack_self, 0);
         s->stack_lo = s->stack_hi = 0;
         atomic_store(&s->head, 0);
@@ -436,27 +446,34 @@ static int ev_open(int tid, long long period, int exclude_kernel)
     return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-int sig_prof_clock_choose(int want, int rate)
+/* The most events this run may hold (ev_cap). */
+static void ev_cap_set(void)
 {
-    long long period = 1000000000LL / (rate > 0 ? rate : 1);
-    int fd, e;
     struct rlimit rl;
-    clock_kind = PROF_CLOCK_TIMERS;
-    ev_exclude_kernel = 0;
     ev_cap = 256;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         rl.rlim_cur / 8 < (rlim_t)ev_cap)
         ev_cap = (int)(rl.rlim_cur / 8);
+}
+
+int sig_prof_clock_choose(int want, int rate)
+{
+    long long period = 1000000000LL / (rate > 0 ? rate : 1);
+    int fd, e;
+    clock_kind = PROF_CLOCK_TIMERS;
+    ev_exclude_kernel = 0;
+    ev_cap_set();
     if (want == PROF_CLOCK_TIMERS)
         return 0;
     /* An event on the calling thread, never enabled: whether the kernel lets this process
-     * count its own threads' time, with the kernel's part (perf_event_paranoid <= 1, or
-     * CAP_PERFMON) or without it (2). */
-    fd = ev_open(0, period, 0);
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-        fd = ev_open(0, period, 1);
-        ev_exclude_kernel = 1;
-    }
+     * count its own threads' time (perf_event_paranoid 2 or less, or CAP_PERFMON). User time
+     * only, whatever the kernel would allow: an overflow in the kernel's part (a thread on its
+     * way into nanosleep or epoll_wait) would raise SIGPROF there and the wait would return
+     * EINTR, which C code that does not retry takes as the time having passed; an overflow in
+     * the thread's own code is taken as the interrupt returns to it. The kernel's part is
+     * sampled by the timers clock, whose signal comes as the thread returns to its code. */
+    fd = ev_open(0, period, 1);
+    ev_exclude_kernel = 1;
     if (fd < 0) {
         e = errno;
         ev_exclude_kernel = 0;
@@ -594,10 +611,71 @@ struct prof_slot *sig_prof_slot_find(int tid)
     return NULL;
 }
 
+void sig_prof_pokes_prepare(void)
+{
+    ev_cap_set();
+}
+
+void sig_prof_slot_arm_poke(struct prof_slot *s)
+{
+    struct f_owner_ex own = {F_OWNER_TID, s->tid};
+    struct sigevent sev;
+    s->poke = POKE_SIGNAL;
+    atomic_store(&s->poke_armed, 0);
+    int fd = ev_count < ev_cap ? ev_open(s->tid, POKE_PERIOD_NS, 1) : -1;
+    if (fd >= 0) {
+        if (fcntl(fd, F_SETSIG, SIGPROF) == 0 && fcntl(fd, F_SETOWN_EX, &own) == 0 &&
+            fcntl(fd, F_SETFL, O_ASYNC) == 0 && ioctl(fd, PERF_EVENT_IOC_ID, &s->ev_id) == 0) {
+            s->pfd = fd;
+            s->pfd_open = 1;
+            ev_count++;
+            s->poke = POKE_EVENT; /* disabled until a poke allows it one overflow */
+            return;
+        }
+        close(fd);
+    }
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev.sigev_value.sival_ptr = s;
+    sev._sigev_un._tid = s->tid;
+    if (timer_create(sig_thread_cpu_clock(s->tid), &sev, &s->timer) == 0) {
+        s->has_timer = 1;
+        s->poke = POKE_TIMER; /* disarmed until a poke sets it to expire at once */
+    }
+}
+
 int sig_prof_slot_poke(struct prof_slot *s, int wall)
 {
+    struct itimerspec its;
     (void)wall;
-    return sig_stack_queue(s->tid, s);
+    switch (s->poke) {
+    case POKE_EVENT:
+        /* One overflow at a time: a poke not yet answered (the thread ran none of its own
+         * code since) is not added to (each refresh adds one more overflow). */
+        if (atomic_exchange(&s->poke_armed, 1))
+            return -1;
+        if (ioctl(s->pfd, PERF_EVENT_IOC_REFRESH, 1) == 0)
+            return 0;
+        atomic_store(&s->poke_armed, 0);
+        return -1;
+    case POKE_TIMER:
+        /* The timer fires at the kernel's next tick that finds the thread running: one not
+         * fired since the last poke is cancelled (no late sample to count twice) and the
+         * thread read by the drain thread this time. */
+        memset(&its, 0, sizeof its);
+        if (atomic_exchange(&s->poke_armed, 1)) {
+            timer_settime(s->timer, 0, &its, NULL);
+            atomic_store(&s->poke_armed, 0);
+            return -1;
+        }
+        its.it_value.tv_nsec = 1;
+        if (timer_settime(s->timer, 0, &its, NULL) == 0)
+            return 0;
+        atomic_store(&s->poke_armed, 0);
+        return -1;
+    default: return sig_stack_queue(s->tid, s);
+    }
 }
 
 static void slot_free(struct prof_slot *s, int rate)

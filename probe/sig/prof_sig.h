@@ -58,7 +58,15 @@ int sig_prof_slot_arm(struct prof_slot *s, int rate, struct pb_err *err); /* cpu
 void sig_prof_slot_retire(struct prof_slot *s); /* clock stopped; slot freed after a drain */
 int sig_prof_slot_tid(const struct prof_slot *s);
 struct prof_slot *sig_prof_slot_find(int tid);
-int sig_prof_slot_poke(struct prof_slot *s, int wall); /* wall mode: signal an on-CPU thread */
+/* Wall mode (the drain thread): before the first slot, the run's event budget; then, per slot,
+ * how its pokes will reach the thread: a user-time perf event allowed one overflow per poke,
+ * else a one-shot timer on its CPU clock (each raises SIGPROF where the thread runs its own
+ * code, never in a wait it is entering), else a queued signal. */
+void sig_prof_pokes_prepare(void);
+void sig_prof_slot_arm_poke(struct prof_slot *s);
+/* Wall mode: asks an on-CPU thread for a sample. 0, or -1 (not poked: the last poke still
+ * unanswered, the thread read by the caller instead; or the thread gone). */
+int sig_prof_slot_poke(struct prof_slot *s, int wall);
 /* Each queued record: fn(rec, arg); then frees retired slots. Returns records drained. */
 int sig_prof_slots_drain(void (*fn)(const struct prof_raw *r, void *arg), void *arg);
 /* Visit every live slot's tid. */

@@ -2,7 +2,7 @@
 /* The kernel's part of perf --cc's events clock, without the probe (bench_perf.py builds it with
  * cc and perf_work.py loads it when PERF_FLOOR_NS is set): each worker thread opens the same
  * perf event the sampler opens for it (its task clock, one overflow per period of its CPU time,
- * user time only where perf_event_paranoid asks for that) and, with a signal, has each overflow
+ * user time only, as the sampler's) and, with a signal, has each overflow
  * send SIGPROF to it as the sampler's does (F_SETSIG, F_SETOWN_EX), to a handler that only
  * counts. What the process pays for that over the same workload without events is the floor a
  * sampler of this kind cannot go under on this machine and kernel; the probe's own part is
@@ -67,9 +67,7 @@ int floor_arm(long period_ns, int with_signal);
 int floor_arm(long period_ns, int with_signal)
 {
     int tid = (int)syscall(SYS_gettid);
-    int fd = ev_open(tid, period_ns, 0);
-    if (fd < 0)
-        fd = ev_open(tid, period_ns, 1);
+    int fd = ev_open(tid, period_ns, 1); /* user time only, as the sampler's since stop 61 */
     if (fd < 0)
         return -errno;
     if (with_signal) {
