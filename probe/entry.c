@@ -15,16 +15,28 @@
 #include "core/core.h"
 #include "core/settings.h"
 #include "pyrt/pyrt.h"
+#include "prof/prof.h"
 #include "sql/store.h"
 #include "gil/gil.h"
 #include "server/server.h"
 #include "debugger/debugger.h"
+
+static void on_fork_prepare(void)
+{
+    prof_native_fork_prepare();
+}
+
+static void on_fork_parent(void)
+{
+    prof_native_fork_parent();
+}
 
 static void on_fork_child(void)
 {
     srv_agent_forget();
     dbg_fork_child();
     gil_hurry_fork_child();
+    prof_native_fork_child();
 }
 
 /* GIL worker: read threading's names once at start, so that a first `threads` (a debugger
@@ -132,7 +144,7 @@ __attribute__((constructor)) static void probe_load(void)
         PB_LOG(PB_LOG_ERROR, "probe not started: %s", err.msg);
         return;
     }
-    pthread_atfork(NULL, NULL, on_fork_child);
+    pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
 __attribute__((destructor)) static void probe_unload(void)

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@
 #define ASK_ROUNDS 4         /* looks at a thread that alternates between running and waiting */
 
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int asking;     /* 1 while prof_native_stacks asks threads (under sig_mu) */
+static _Atomic int asking_own; /* ... with the handler installed for it (not the sampler's) */
 
 void prof_sig_lock(void)
 {
@@ -47,6 +50,26 @@ void prof_sig_lock(void)
 void prof_sig_unlock(void)
 {
     pthread_mutex_unlock(&sig_mu);
+}
+
+void prof_native_fork_prepare(void)
+{
+    sig_stack_fork_prepare();
+}
+
+void prof_native_fork_parent(void)
+{
+    sig_stack_fork_parent();
+}
+
+void prof_native_fork_child(void)
+{
+    /* The thread that held the lock, or asked, is not in the child. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    sig_mu = fresh;
+    sig_stack_fork_child();
+    if (atomic_exchange(&asking, 0) && atomic_exchange(&asking_own, 0))
+        sig_prof_fork_child(); /* the parent's handler, installed for the ask: removed */
 }
 
 static int native_frame(struct prof_nframe *f, uintptr_t pc, int depth)
@@ -536,6 +559,8 @@ int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out
         }
         own = 1;
     }
+    atomic_store(&asking_own, own);
+    atomic_store(&asking, 1);
     res = calloc(STACK_SIG_BATCH, sizeof *res);
     blk = calloc(1, sizeof *blk);
     all_ts = calloc(1, sizeof *all_ts);
@@ -617,6 +642,8 @@ out:
     memo = NULL;
     free(first);
     free(uniq);
+    atomic_store(&asking, 0);
+    atomic_store(&asking_own, 0);
     if (own)
         sig_prof_uninstall();
     prof_sig_unlock();

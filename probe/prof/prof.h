@@ -91,6 +91,12 @@ struct prof_nstack {
 int prof_native_stacks(const long *tids, int n, int all, struct prof_nstack *out,
                        struct pb_err *err);
 void prof_nstack_free(struct prof_nstack *s); /* accepts NULL */
+/* In a fork child (an atfork handler): the lock native stacks and the sampler's start take
+ * turns on made free again (its holder is not in the child); a batch being asked at the fork
+ * forgotten (the child's copies of its events closed, a handler installed for it removed). */
+void prof_native_fork_child(void);
+void prof_native_fork_prepare(void); /* before a fork: no event of a dump half recorded */
+void prof_native_fork_parent(void);
 /* Any thread but a handler. The threads of this process that run no Python (native-only:
  * torch's autograd and gloo threads, a pthread a C extension started): every kernel thread in
  * /proc/self/task but those in skip[0..nskip) (the Python threads' native ids), the probe's own

@@ -45,7 +45,24 @@ struct stack_req {
 };
 
 static struct stack_req *_Atomic reqs; /* STACK_SIG_BATCH of them */
-static int how[STACK_SIG_BATCH];       /* the asker's: SIG_STACK_EVENT/SIGNAL, or 0 */
+/* Held (never in a handler) from opening a request's event to recording it in the request, and
+ * from taking it out to closing it; and by a fork's prepare handler, so that a fork child
+ * finds every event of ours it holds named in a request (sig_stack_fork_child closes them). */
+static _Atomic int ev_mu; /* 1: held (a spin lock: this object calls no pthread_mutex_*) */
+
+static void ev_lock(void)
+{
+    while (atomic_exchange(&ev_mu, 1)) {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void ev_unlock(void)
+{
+    atomic_store(&ev_mu, 0);
+}
+static int how[STACK_SIG_BATCH]; /* the asker's: SIG_STACK_EVENT/SIGNAL, or 0 */
 
 /* The period of the one-shot event: the kernel's shortest for a software clock (10 us of the
  * thread's CPU time; a running thread answers within it). */
@@ -191,11 +208,13 @@ static int ev_open(int tid)
  * stale). */
 static void ev_close(struct stack_req *r)
 {
+    ev_lock();
     int fd1 = atomic_exchange(&r->ev1, 0);
     if (fd1 > 0) {
         ioctl(fd1 - 1, PERF_EVENT_IOC_DISABLE, 0);
         close(fd1 - 1);
     }
+    ev_unlock();
 }
 
 /* How many times the calling thread left its CPU so far (voluntarily or not); -1 unknown. */
@@ -258,10 +277,14 @@ int sig_stack_ask(int i, int tid, int (*blocked)(int tid), int no_signal)
     disarm(r);
     r->tid = tid;
     r->res.nnative = r->res.npy = 0;
+    ev_lock(); /* a fork sees the event recorded in the request, or none */
     int fd = ev_open(tid);
     if (fd >= 0) {
         atomic_store(&r->last1, fd + 1);
         atomic_store(&r->ev1, fd + 1);
+    }
+    ev_unlock();
+    if (fd >= 0) {
         atomic_store(&r->state, REQ_PENDING);
         /* one overflow, then the kernel disables the event */
         if (ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) == 0)
@@ -293,6 +316,30 @@ int sig_stack_ask(int i, int tid, int (*blocked)(int tid), int no_signal)
         return -1;
     }
     return how[i] = SIG_STACK_SIGNAL;
+}
+
+void sig_stack_fork_prepare(void)
+{
+    ev_lock();
+}
+
+void sig_stack_fork_parent(void)
+{
+    ev_unlock();
+}
+
+void sig_stack_fork_child(void)
+{
+    ev_unlock(); /* taken by the prepare handler, in the parent */
+    struct stack_req *rq = atomic_load(&reqs);
+    for (int i = 0; rq && i < STACK_SIG_BATCH; i++) {
+        int fd1 = atomic_exchange(&rq[i].ev1, 0);
+        if (fd1 > 0)
+            close(fd1 - 1); /* the child's copy only: never disabled, the parent's event */
+        rq[i].timer_on = 0; /* POSIX timers are not inherited */
+        atomic_store(&rq[i].state, REQ_IDLE);
+        how[i] = 0;
+    }
 }
 
 int sig_stack_wait(int n, struct stack_sig_result *out, int timeout_ms, int (*blocked)(int tid))

@@ -71,4 +71,11 @@ int sig_stack_ask(int i, int tid, int (*blocked)(int tid), int no_signal);
  * answered. */
 int sig_stack_wait(int n, struct stack_sig_result *out, int timeout_ms, int (*blocked)(int tid));
 
+/* Fork handlers (pthread_atfork, probe/entry.c through prof_native_fork_*): prepare waits for
+ * an event being opened or closed to be recorded; the child's copies of the requests' events
+ * are closed there (the events stay the parent's), every request idle. */
+void sig_stack_fork_prepare(void);
+void sig_stack_fork_parent(void);
+void sig_stack_fork_child(void); /* always, in the child: the lock made free again */
+
 #endif

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PYTHONS, SAMPLES, asan_interceptor, bp, dump_json, probing
+from conftest import HOST_PYTHONS, PYTHONS, SAMPLES, asan_interceptor, bp, dump_json, probing
 from dapclient import DAP
 
 
@@ -243,6 +243,22 @@ def asked(pid, tid):
     return bool(sigpnd(pid, tid) & SIGPROF_BIT)
 
 
+def spawn_stopped_spinner(python, spawn):
+    """samples/native_mix.py --free-spin, injected, its "freespin" thread stopped by ptrace
+    (PTRACE_SEIZE + PTRACE_INTERRUPT) in mix_spin (C, no system call): asked for its stack, it
+    cannot answer. (target, tid, libc): the caller detaches (PTRACE_DETACH) in a finally."""
+    t = spawn(python, "native_mix.py", args=("--free-spin",))
+    probing("-p", t.pid, "inject", check=True)
+    tid = t.ready["tids"]["freespin"]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    assert libc.ptrace(PTRACE_SEIZE, tid, None, None) == 0, os.strerror(ctypes.get_errno())
+    assert libc.ptrace(PTRACE_INTERRUPT, tid, None, None) == 0
+    os.waitpid(tid, WALL)
+    return t, tid, libc
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 @pytest.mark.parametrize("request_", ["probing/dump", "stackTrace"])
 def test_native_stacks_leave_the_loop_free(python, request_, spawn):
@@ -252,16 +268,8 @@ def test_native_stacks_leave_the_loop_free(python, request_, spawn):
     the loop never blocks). A thread stopped by a tracer (ptrace, as gdb stops one) while it runs
     C cannot answer its signal: the request waits out its second; another client's probing/info
     is answered before it (before: the loop waited, and answered the slow request first)."""
-    t = spawn(python, "native_mix.py", args=("--free-spin",))
-    probing("-p", t.pid, "inject", check=True)
-    tid = t.ready["tids"]["freespin"]
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.ptrace.restype = ctypes.c_long
-    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-    assert libc.ptrace(PTRACE_SEIZE, tid, None, None) == 0, os.strerror(ctypes.get_errno())
+    t, tid, libc = spawn_stopped_spinner(python, spawn)
     try:
-        assert libc.ptrace(PTRACE_INTERRUPT, tid, None, None) == 0
-        os.waitpid(tid, WALL)  # stopped in mix_spin (C, no system call)
         a, b = DAP.unix(t.sock), DAP.unix(t.sock)
         for c in (a, b):
             assert c.request("initialize", {"adapterID": "e2e"})["success"]
@@ -293,6 +301,55 @@ def test_native_stacks_leave_the_loop_free(python, request_, spawn):
         b.close()
     finally:
         libc.ptrace(PTRACE_DETACH, tid, None, None)
+    t.assert_responsive()
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:] + [p for p in PYTHONS if p.id == "3.8"])
+def test_fork_while_threads_are_asked(python, spawn):
+    """A fork while a dump asks threads for their stacks (a thread stopped by a tracer keeps the
+    ask open for its second; the fork made by `probing eval`, as a DataLoader's worker is
+    forked while a dump runs): the child holds none of the dump's one-shot perf events (its
+    copies closed, never disabled: the parent's dump still ends as it should), has the
+    SIGPROF disposition the dump found (the handler was installed for the ask only), and a
+    dump with native frames of the child answers (the lock the ask held is free there; before,
+    it stayed taken in the child, and the child's first native dump waited forever)."""
+    t, tid, libc = spawn_stopped_spinner(python, spawn)
+    try:
+        a = DAP.unix(t.sock)
+        a.request("initialize", {"adapterID": "e2e"})
+        a.request("attach", {"probingClient": "cli"})
+        seq = a.send("probing/dump", {"native": "merged"})
+        deadline = time.monotonic() + 10
+        while not asked(t.pid, tid):
+            assert time.monotonic() < deadline, "the stopped thread was never asked"
+            time.sleep(0.005)
+        # The child writes `forked` once fork() returned in it (its atfork handlers have run).
+        forked = os.path.join(os.path.dirname(t.log_path), "forked")
+        r = probing("-p", t.pid, "eval", "import os, time\npid = os.fork()\nif pid == 0:\n"
+                    "    open(%r, 'w').close()\n    time.sleep(30)\n    os._exit(0)\npid"
+                    % forked, check=True)
+        child = int(r.stdout.strip())
+        while not os.path.exists(forked):
+            assert time.monotonic() < deadline + 10, "the child never ran"
+            time.sleep(0.01)
+        fds = [os.readlink("/proc/%d/fd/%s" % (child, fd)) for fd in os.listdir("/proc/%d/fd" % child)]
+        assert "anon_inode:[perf_event]" not in fds, fds
+        assert sigcgt(child) & SIGPROF_BIT == 0, "the child kept the dump's SIGPROF handler"
+        r = a.read(timeout=10)
+        assert r["request_seq"] == seq and r["success"], r
+        assert threads_of(r["body"])["freespin"]["native"]["answered"] is False
+        a.close()
+    finally:
+        libc.ptrace(PTRACE_DETACH, tid, None, None)
+    try:
+        # The child: one thread (the fork's), the probe's code mapped but none of its threads.
+        probing("-p", child, "inject", check=True, timeout=30)
+        d = json.loads(probing("-p", child, "debug", "--dump", "--json", "--native", check=True,
+                               timeout=30).stdout)
+        assert d["threads"] and all(th["native"].get("answered") for th in d["threads"]), d
+    finally:
+        os.kill(child, 9)  # the target's child: the target reaps it (or init, after it)
+    assert sigcgt(t.pid) & SIGPROF_BIT == 0
     t.assert_responsive()
 
 
