@@ -446,6 +446,22 @@ static int ev_open(int tid, long long period, int exclude_kernel)
     return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+int sig_prof_event_open(int tid, long long period, int exclude_kernel)
+{
+    struct f_owner_ex own = {F_OWNER_TID, tid};
+    int fd = ev_open(tid, period, exclude_kernel);
+    if (fd < 0)
+        return -1;
+    if (fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &own) != 0 ||
+        fcntl(fd, F_SETFL, O_ASYNC) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 /* The most events this run may hold (ev_cap). */
 static void ev_cap_set(void)
 {
@@ -495,18 +511,11 @@ int sig_prof_clock(int *user_only)
  * (nothing left open). */
 static int slot_arm_event(struct prof_slot *s, long long period)
 {
-    struct f_owner_ex own = {F_OWNER_TID, s->tid};
     if (ev_count >= ev_cap)
         return -EMFILE; /* the host's descriptors come first: a timer */
-    int fd = ev_open(s->tid, period, ev_exclude_kernel), e;
+    int fd = sig_prof_event_open(s->tid, period, ev_exclude_kernel), e;
     if (fd < 0)
         return -errno;
-    if (fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &own) != 0 ||
-        fcntl(fd, F_SETFL, O_ASYNC) != 0) {
-        e = errno;
-        close(fd);
-        return -e;
-    }
     if (ioctl(fd, PERF_EVENT_IOC_ID, &s->ev_id) != 0) {
         e = errno;
         close(fd);
@@ -618,14 +627,12 @@ void sig_prof_pokes_prepare(void)
 
 void sig_prof_slot_arm_poke(struct prof_slot *s)
 {
-    struct f_owner_ex own = {F_OWNER_TID, s->tid};
     struct sigevent sev;
     s->poke = POKE_SIGNAL;
     atomic_store(&s->poke_armed, 0);
-    int fd = ev_count < ev_cap ? ev_open(s->tid, POKE_PERIOD_NS, 1) : -1;
+    int fd = ev_count < ev_cap ? sig_prof_event_open(s->tid, POKE_PERIOD_NS, 1) : -1;
     if (fd >= 0) {
-        if (fcntl(fd, F_SETSIG, SIGPROF) == 0 && fcntl(fd, F_SETOWN_EX, &own) == 0 &&
-            fcntl(fd, F_SETFL, O_ASYNC) == 0 && ioctl(fd, PERF_EVENT_IOC_ID, &s->ev_id) == 0) {
+        if (ioctl(fd, PERF_EVENT_IOC_ID, &s->ev_id) == 0) {
             s->pfd = fd;
             s->pfd_open = 1;
             ev_count++;

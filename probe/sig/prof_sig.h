@@ -63,6 +63,11 @@ struct prof_slot *sig_prof_slot_find(int tid);
  * else a one-shot timer on its CPU clock (each raises SIGPROF where the thread runs its own
  * code, never in a wait it is entering), else a queued signal. */
 void sig_prof_pokes_prepare(void);
+/* Not in a handler: a perf event on thread tid's task clock (period_ns of its CPU time, user
+ * time only when exclude_kernel), disabled, each overflow sending SIGPROF to tid (F_SETSIG,
+ * F_SETOWN_EX, O_ASYNC): the sampler's, a wall-mode poke's, a one-shot stack request's
+ * (stack_sig.c). The descriptor, or -1 (errno). */
+int sig_prof_event_open(int tid, long long period_ns, int exclude_kernel);
 void sig_prof_slot_arm_poke(struct prof_slot *s);
 /* Wall mode: asks an on-CPU thread for a sample. 0, or -1 (not poked: the last poke still
  * unanswered, the thread read by the caller instead; or the thread gone). */

@@ -177,31 +177,11 @@ static int wait_req(struct stack_req *r, long long deadline)
     return st;
 }
 
-/* The one-shot event of thread tid, disabled: its overflow signals tid with SIGPROF (F_SETSIG,
- * F_SETOWN_EX). The descriptor, or -1 (errno) when the kernel refuses it. */
+/* The one-shot event of thread tid, disabled (sig_prof_event_open), counting its user time
+ * only: the point, an overflow only where the thread runs its own code. */
 static int ev_open(int tid)
 {
-    struct perf_event_attr a;
-    struct f_owner_ex own = {F_OWNER_TID, tid};
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
-    a.sample_period = EV_PERIOD_NS;
-    a.disabled = 1;
-    a.exclude_kernel = 1; /* the point: an overflow only where the thread runs its own code */
-    a.exclude_hv = 1;
-    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    if (fcntl(fd, F_SETSIG, SIGPROF) != 0 || fcntl(fd, F_SETOWN_EX, &own) != 0 ||
-        fcntl(fd, F_SETFL, O_ASYNC) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
+    return sig_prof_event_open(tid, EV_PERIOD_NS, 1);
 }
 
 /* Closes request r's event, if any (the request is no longer PENDING: a late signal of it is
