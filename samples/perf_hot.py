@@ -6,6 +6,9 @@
 # Options: --threads N  N more threads named busy-0.. running pure Python (busy_py_loop);
 #          --sleeper    a thread "sleeper" sleeping in sleepy_wait;
 #          --block      a thread "blocker" that blocks SIGPROF and spins in blocked_spin;
+#          --syscalls   a thread "syscaller" spending most of its CPU time in the kernel
+#                       (syscall_loop: reads of 256 KiB from /dev/zero, the kernel zeroing
+#                       the buffer each time);
 #          --churn      a thread "churn" whose stack goes 0 to 400 calls deep and back over
 #                       and over (churn_call, a generator's frame churn_gen every 50 calls):
 #                       on 3.11+ it crosses data stack chunks, allocated and freed each time;
@@ -117,6 +120,15 @@ def blocked_spin(stop):
     return x
 
 
+def syscall_loop(stop):
+    buf = bytearray(256 * 1024)
+    fd = os.open("/dev/zero", os.O_RDONLY)
+    n = 0
+    while not stop.is_set():
+        n += os.readv(fd, [buf])
+    return n
+
+
 def short_life():
     for _ in range(3):
         hot_python_caller(40000)
@@ -188,6 +200,9 @@ def main():
                                         args=(int(args[args.index("--short") + 1]), stop)))
     if "--block" in args:
         threads.append(threading.Thread(target=blocked_spin, args=(stop,), name="blocker",
+                                        daemon=True))
+    if "--syscalls" in args:
+        threads.append(threading.Thread(target=syscall_loop, args=(stop,), name="syscaller",
                                         daemon=True))
     for t in threads:
         t.start()

@@ -90,6 +90,16 @@ struct prof_slot {
     long long period_ns;           /* its timer's period (0: none) */
     _Atomic long long cpu_last_ns; /* the thread's CPU time at its last signal (handler) */
     long long missed_seen;
+    /* Events counting user time only: a period that ends in the kernel's part of the thread's
+     * time is skipped by the kernel, by design, so missed samples are reckoned against the
+     * thread's user time. Its handler reads it (getrusage(RUSAGE_THREAD): the kernel's split
+     * of the exact CPU time by where its ticks found the thread) at each sample: at the first
+     * and the latest, with the samples delivered before each and the CPU time (user_first_ns
+     * is published last; -1: none yet). A thread never signalled: its user time from
+     * /proc/self/task/TID/stat (clock ticks) since the event was armed. */
+    int user_only;
+    _Atomic long long user_first_ns, user_last_ns, cpu_first_ns, deliv_first, deliv_last;
+    long long utime_at_arm_ns;
     /* The thread's stack, learnt by the drain thread from a record's sp and /proc/self/maps:
      * [stack_lo, stack_hi) is the mapping that held sp while pthread_self() was stack_self.
      * stack_self is published last (0: not known). */
@@ -119,6 +129,9 @@ static int nspare;
 static int maps_fd = -1, maps_query = 1;
 /* Totals of slots already freed. */
 static long long gone_missed, gone_lost, gone_self_ns;
+/* The most missed samples reported this run: the total never goes down (a counter to its
+ * readers, probing_perf_missed_total), though estimates from user time may. */
+static _Atomic long long missed_hi;
 
 static long long now_ns(clockid_t c)
 {
@@ -242,6 +255,26 @@ void sig_prof_wait(long long ns)
     }
 }
 
+/* The handler's reading of its own thread's user time (struct prof_slot, user_only). */
+static void user_reading(struct prof_slot *s, long long cpu)
+{
+    struct rusage ru;
+    if (syscall(SYS_getrusage, RUSAGE_THREAD, &ru) != 0)
+        return;
+    long long u = (long long)ru.ru_utime.tv_sec * 1000000000LL + ru.ru_utime.tv_usec * 1000LL;
+    long long n = atomic_load_explicit(&s->delivered, memory_order_relaxed);
+    if (atomic_load_explicit(&s->user_first_ns, memory_order_relaxed) < 0) {
+        atomic_store_explicit(&s->cpu_first_ns, cpu, memory_order_relaxed);
+        atomic_store_explicit(&s->deliv_first, n, memory_order_relaxed);
+        atomic_store_explicit(&s->user_last_ns, u, memory_order_relaxed);
+        atomic_store_explicit(&s->deliv_last, n, memory_order_relaxed);
+        atomic_store_explicit(&s->user_first_ns, u, memory_order_release);
+        return;
+    }
+    atomic_store_explicit(&s->user_last_ns, u, memory_order_relaxed);
+    atomic_store_explicit(&s->deliv_last, n, memory_order_relaxed);
+}
+
 static void on_sigprof(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
@@ -262,6 +295,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc)
             long long t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
             atomic_store_explicit(&s->poke_armed, 0, memory_order_relaxed);
             atomic_store_explicit(&s->cpu_last_ns, t0, memory_order_relaxed);
+            if (s->user_only)
+                user_reading(s, t0);
             record(s, si, uc);
             atomic_fetch_add_explicit(&s->self_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - t0,
                                       memory_order_relaxed);
@@ -405,12 +440,75 @@ struct prof_slot *sig_prof_slot_new(int tid)
         s->period_ns = 0;
         atomic_store(&s->cpu_last_ns, 0);
         s->missed_seen = 0;
+        s->user_only = 0;
+        atomic_store(&s->user_first_ns, -1);
         if (i >= atomic_load(&slots_hi))
             atomic_store(&slots_hi, i + 1);
         atomic_store(&s->state, SLOT_LIVE);
         return s;
     }
     return NULL;
+}
+
+/* Thread tid's user time from /proc/self/task/TID/stat (field 14, clock ticks), in ns; -1:
+ * not known (the thread is gone). Not in signal context, but this object may not call stdio. */
+static long long thread_utime_ns(int tid)
+{
+    char path[48] = "/proc/self/task/", num[16], buf[512];
+    int n = 0, len = (int)strlen(path);
+    do
+        num[n++] = (char)('0' + tid % 10);
+    while ((tid /= 10) > 0);
+    while (n > 0)
+        path[len++] = num[--n];
+    memcpy(path + len, "/stat", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t got = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (got <= 0)
+        return -1;
+    buf[got] = '\0';
+    char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    if (!p)
+        return -1;
+    /* After ")": state is field 3, utime field 14. */
+    for (int field = 2; field < 14; field++) {
+        p = strchr(p + 1, ' ');
+        if (!p)
+            return -1;
+    }
+    long long ticks = strtoll(p + 1, NULL, 10), hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? ticks * (1000000000LL / hz) : -1;
+}
+
+/* Slot s's missed samples on a clock counting user time only (struct prof_slot, user_only),
+ * signed: the kernel's split of CPU time is itself sampled at its tick, so one thread's
+ * figure may be a few samples under or over, and only the sum over threads is clamped. From
+ * its first sample to its latest, the periods of user time against the samples delivered;
+ * after its latest, the CPU time since at the user share seen, less one period (a sample may
+ * be on its way); a thread never signalled: its user time since the event was armed. */
+static void slot_missed_user(struct prof_slot *s, long long cpu, long long last)
+{
+    long long u0 = atomic_load_explicit(&s->user_first_ns, memory_order_acquire);
+    if (u0 < 0) {
+        long long u = thread_utime_ns(s->tid);
+        if (u >= 0 && s->utime_at_arm_ns >= 0) {
+            long long d = (u - s->utime_at_arm_ns) / s->period_ns - 1;
+            s->missed_seen = d > 0 ? d : 0;
+        }
+        return;
+    }
+    long long u1 = atomic_load_explicit(&s->user_last_ns, memory_order_relaxed);
+    long long n0 = atomic_load_explicit(&s->deliv_first, memory_order_relaxed);
+    long long n1 = atomic_load_explicit(&s->deliv_last, memory_order_relaxed);
+    long long c0 = atomic_load_explicit(&s->cpu_first_ns, memory_order_relaxed);
+    long long d = (u1 - u0) / s->period_ns - (n1 - n0);
+    double share = last > c0 ? (double)(u1 - u0) / (double)(last - c0) : 1.0;
+    long long tail =
+        (long long)((double)(cpu - last) * (share < 1.0 ? share : 1.0)) / s->period_ns - 1;
+    s->missed_seen = d + (tail > 0 ? tail : 0);
 }
 
 /* Missed expirations of slot s so far (into s->missed_seen): those the kernel merged into a
@@ -422,6 +520,10 @@ static void slot_missed_update(struct prof_slot *s)
     long long last = atomic_load_explicit(&s->cpu_last_ns, memory_order_relaxed);
     if (cpu < last) /* the thread is gone: its CPU time at its last signal */
         cpu = last;
+    if (s->user_only && s->period_ns > 0) {
+        slot_missed_user(s, cpu, last > 0 ? last : cpu);
+        return;
+    }
     if (cpu <= 0 || s->period_ns <= 0)
         return;
     long long expected = (cpu - s->cpu_at_arm_ns) / s->period_ns;
@@ -526,6 +628,8 @@ static int slot_arm_event(struct prof_slot *s, long long period)
     ev_count++;
     s->period_ns = period;
     s->cpu_at_arm_ns = now_ns(sig_thread_cpu_clock(s->tid));
+    s->user_only = ev_exclude_kernel;
+    s->utime_at_arm_ns = ev_exclude_kernel ? thread_utime_ns(s->tid) : -1;
     s->counting = 1;
     /* Enabled for good: each overflow signals the thread and the event runs on, its timer
      * moved on by the kernel. (Allowing one overflow at a time, PERF_EVENT_IOC_REFRESH from
@@ -534,6 +638,7 @@ static int slot_arm_event(struct prof_slot *s, long long period)
     if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
         e = errno;
         s->counting = 0;
+        s->user_only = 0;
         s->pfd = -1;
         s->pfd_open = 0;
         ev_count--;
@@ -810,8 +915,12 @@ void sig_prof_slots_counters(int rate, long long *missed, long long *lost, doubl
         }
         m += s->missed_seen;
     }
+    /* User-time clocks: signed per thread (slot_missed_user); the total only ever rises. */
+    long long top = atomic_load(&missed_hi);
+    while (m > top && !atomic_compare_exchange_weak(&missed_hi, &top, m)) {
+    }
     if (missed)
-        *missed = m;
+        *missed = m > top ? m : top;
     if (lost)
         *lost = l;
     if (handler_s)
@@ -843,4 +952,5 @@ void sig_prof_slots_release(void)
 void sig_prof_slots_reset_totals(void)
 {
     gone_missed = gone_lost = gone_self_ns = 0;
+    atomic_store(&missed_hi, 0);
 }

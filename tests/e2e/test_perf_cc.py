@@ -30,6 +30,8 @@ ctypes from the Python function hot_python_caller):
   stop leaves alone a descriptor the target reused after closing the sampler's event; under an
   open-file limit of 128 at most 16 events, the other threads on CPU timers; a target and CLI
   of nobody get the clock kernel.perf_event_paranoid allows, named in the summary;
+- missed samples on the events clock are reckoned against user time: a thread mostly in the
+  kernel adds none;
 - a thread that blocks SIGPROF: missed samples are counted, the process stays healthy;
 - a thread started by `probing eval` has the main thread's signal mask and is sampled (the
   evaluator runs user code with the target's mask, its own threads block everything otherwise);
@@ -500,6 +502,43 @@ def test_perf_event_clock(python, spawn):
     r = probing("-p", t.pid, "perf", "--stop", check=True)
     assert "200 Hz, CPU-timer clock" in r.stdout and counts(r.stdout)[0] >= 30, r.stdout
     assert prof_timers(t.pid) == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
+def task_times(pid):
+    """{tid: (utime, stime)} of the process's threads, in clock ticks (/proc/PID/task/*/stat)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(tid)] = (int(fields[11]), int(fields[12]))
+    return out
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_events_clock_reckons_missed_from_user_time(python, spawn):
+    """The events clock counts user time only (a period that ends in the kernel is skipped by
+    the kernel: no sample cuts a system call short), so missed samples are reckoned against
+    each thread's user time: a thread spending most of its CPU time in the kernel (reads from
+    /dev/zero) is sampled in its own code and adds no missed sample. Reckoned from the whole
+    CPU clock, as before, its kernel time counted as missed: a third of the total here."""
+    t = spawn(python, SAMPLE, args=("--syscalls",))
+    before = task_times(t.pid)
+    r = probing("-p", t.pid, "perf", "--cc", "--rate", "1000", "--duration", "3", check=True)
+    after = task_times(t.pid)
+    assert "perf-event clock, user time only" in r.stdout, r.stdout
+    # The premise: one thread spent at least half of its CPU time in the kernel meanwhile.
+    kernel = [(a[1] - before[tid][1], a[0] + a[1] - sum(before[tid]))
+              for tid, a in after.items() if tid in before]
+    assert any(k * 2 >= c > 20 for k, c in kernel), kernel
+    n, missed = counts(r.stdout)
+    assert n >= 300 and missed * 20 <= n, r.stdout
+    rows = query(t.pid, "SELECT COUNT(*) FROM perf.samples WHERE thread_name = 'syscaller'")
+    assert rows[0][0] >= 20, rows
     t.assert_responsive()
     t.check_output_clean()
 
