@@ -23,7 +23,8 @@ ctypes from the Python function hot_python_caller):
 - fork() in the target during sampling: children exit 0, the parent goes on; children that
   outlive the parent's stop hold none of its perf events, and the parent takes no SIGPROF
   after the stop;
-- the clock: perf events by default where the kernel allows them (one per thread, closed at
+- the clock: auto takes CPU timers at rates up to half the kernel's tick rate (the default
+  100 Hz here), perf events above where the kernel allows them (one per thread, closed at
   stop; at 1000 Hz few samples missed, where CPU timers miss most on a 250 Hz tick);
   `--clock timers` asked; a target whose seccomp filter refuses perf_event_open falls back to
   timers and says why, and `--clock events` there is a one-line error that starts nothing;
@@ -506,6 +507,45 @@ def test_perf_event_clock(python, spawn):
     t.check_output_clean()
 
 
+def auto_takes_timers(rate):
+    """What the probe's auto clock should take here: CPU timers at most half the tick rate
+    (the resolution of CLOCK_MONOTONIC_COARSE, clock id 6) on x86-64 with Linux 5.9+."""
+    import platform
+    hz = round(1 / time.clock_getres(6))
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    return platform.machine() == "x86_64" and (major, minor) >= (5, 9) and rate * 2 <= hz
+
+
+@pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
+def test_auto_clock_takes_timers_where_the_tick_serves_the_rate(python, spawn):
+    """auto takes CPU timers at rates up to half the kernel's tick rate (no event per thread,
+    whose timer the kernel reprograms at each context switch), perf events above; the summary
+    names the clock, and no "clock:" note (timers were chosen, not fallen back to). On this
+    machine (250 Hz tick, x86-64, 6.x) 100 Hz, the default, is timers and 200 Hz events."""
+    hz = round(1 / time.clock_getres(6))
+    t = spawn(python, SAMPLE, args=("--threads", "2"))
+    for rate in (None, 50, hz // 2, hz // 2 + 1, 1000):
+        args = ("--rate", str(rate)) if rate else ()
+        r = probing("-p", t.pid, "perf", "--cc", *args, check=True)
+        timers = auto_takes_timers(rate or 100)
+        assert ("CPU-timer clock" if timers else "perf-event clock, user time only") in \
+            r.stdout and "clock:" not in r.stdout, (rate, r.stdout)
+        deadline = time.time() + 5
+        while time.time() < deadline and (prof_timers(t.pid) if timers else perf_fds(t.pid)) < 3:
+            time.sleep(0.05)
+        if timers:
+            assert prof_timers(t.pid) >= 3 and perf_fds(t.pid) == 0, rate
+        else:
+            assert perf_fds(t.pid) >= 3 and prof_timers(t.pid) == 0, rate
+        time.sleep(0.5)
+        r = probing("-p", t.pid, "perf", "--stop", check=True)
+        n, missed = counts(r.stdout)
+        assert n >= 20 and missed * 10 <= n, (rate, r.stdout)
+        assert perf_fds(t.pid) == 0 and prof_timers(t.pid) == 0
+    t.assert_responsive()
+    t.check_output_clean()
+
+
 def task_times(pid):
     """{tid: (utime, stime)} of the process's threads, in clock ticks (/proc/PID/task/*/stat)."""
     out = {}
@@ -629,11 +669,12 @@ def test_stop_leaves_a_reused_descriptor_alone(python, spawn):
 @pytest.mark.parametrize("python", HOST_PYTHONS[-1:])
 def test_perf_events_refused(python, spawn):
     """A target whose seccomp filter refuses perf_event_open (as a container's default profile
-    does): auto falls back to CPU timers, samples, and says why in one line; `--clock events`
-    is a one-line error (exit 1) that leaves nothing installed."""
+    does): auto falls back to CPU timers at a rate it would take events for (1000 Hz),
+    samples, and says why in one line; `--clock events` is a one-line error (exit 1) that
+    leaves nothing installed."""
     t = spawn(python, SAMPLE, args=("--threads", "1", "--no-perf-events"))
-    r = probing("-p", t.pid, "perf", "--cc", "--duration", "1.5", check=True)
-    assert "(cpu mode, 100 Hz, CPU-timer clock)" in r.stdout, r.stdout
+    r = probing("-p", t.pid, "perf", "--cc", "--rate", "1000", "--duration", "1.5", check=True)
+    assert "(cpu mode, 1000 Hz, CPU-timer clock)" in r.stdout, r.stdout
     assert re.search(r"^clock: CPU timers, not perf events \(perf_event_open: Permission denied; "
                      r"kernel.perf_event_paranoid is -?\d+\): the kernel checks", r.stdout, re.M)
     assert counts(r.stdout)[0] >= 10 and perf_fds(t.pid) == 0 and prof_timers(t.pid) >= 2
@@ -707,8 +748,9 @@ def test_thread_started_by_eval_is_sampled(python, spawn):
 def test_inject_pprof_and_restart(python, spawn):
     t = spawn(python, SAMPLE)
     r = probing("-p", t.pid, "inject", "-P", check=True)
-    assert "sampling every thread at 100 Hz (cpu mode, perf-event clock, user time only)" in \
-        r.stdout
+    assert "sampling every thread at 100 Hz (cpu mode, %s)" % (
+        "CPU-timer clock" if auto_takes_timers(100) else "perf-event clock, user time only") in \
+        r.stdout, r.stdout
     r = probing("-p", t.pid, "perf", "--cc")
     assert r.returncode == 1 and r.stderr.count("\n") == 1
     assert "already running" in r.stderr and "perf --stop" in r.stderr
