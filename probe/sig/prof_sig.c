@@ -8,7 +8,9 @@
  *    event runs on (enabled once, never touched by the handler). Periods are exact at any rate
  *    the sampler allows;
  *  - timers: a POSIX timer on the thread's CPU clock (timer_create with SIGEV_THREAD_ID), when
- *    perf events are refused (kernel.perf_event_paranoid, a seccomp filter) or asked for. The
+ *    perf events are refused (kernel.perf_event_paranoid, a seccomp filter) or asked for, and
+ *    by default at rates up to half the tick rate (sig_prof_auto_timers), where they cost
+ *    nothing between samples (an event's timer is reprogrammed at each context switch). The
  *    kernel checks CPU timers at its tick only (CONFIG_HZ, often 250): a thread is sampled at
  *    most once per tick it runs in, and above that rate expirations merge (counted as missed).
  * The handler is async-signal-safe: it recognises our signals by si_value pointing at a live
