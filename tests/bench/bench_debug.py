@@ -755,7 +755,7 @@ def first_stack_part(configs):
         worst_inj = max(r[3] for r in rows if r[0] == "probing" and r[2])
         measured = sorted(set(r[1] for r in rows if r[0] == "probing" and r[2]))
         print("  goal (issue 40): inject <= 5 ms and first stackTrace <= 8 ms on every CPython: "
-              "%s (worst %.1f / %.1f ms, on %s)"
+              "%s (worst %.1f / %.1f ms; measured on %s)"
               % ("met" if worst_inj <= 0.005 and worst <= 0.008 else "NOT met",
                  worst_inj * 1000, worst * 1000, ", ".join(measured)))
 
