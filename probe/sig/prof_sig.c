@@ -9,7 +9,7 @@
  *    the sampler allows;
  *  - timers: a POSIX timer on the thread's CPU clock (timer_create with SIGEV_THREAD_ID), when
  *    perf events are refused (kernel.perf_event_paranoid, a seccomp filter) or asked for, and
- *    by default at rates up to half the tick rate (sig_prof_auto_timers), where they cost
+ *    by default at rates up to half the tick rate (auto_timers), where they cost
  *    nothing between samples (an event's timer is reprogrammed at each context switch). The
  *    kernel checks CPU timers at its tick only (CONFIG_HZ, often 250): a thread is sampled at
  *    most once per tick it runs in, and above that rate expirations merge (counted as missed).
@@ -465,14 +465,8 @@ static long long thread_utime_ns(int tid)
     while (n > 0)
         path[len++] = num[--n];
     memcpy(path + len, "/stat", 6);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (pb_read_file(path, buf, sizeof buf) <= 0)
         return -1;
-    ssize_t got = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (got <= 0)
-        return -1;
-    buf[got] = '\0';
     char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
     if (!p)
         return -1;
@@ -607,7 +601,9 @@ static int timers_from_task_work(void)
 #endif
 }
 
-int sig_prof_auto_timers(int rate)
+/* Whether AUTO takes CPU timers at this rate: at most half the kernel's tick rate (each period
+ * spans two ticks: no expiration merged), where the kernel runs CPU timers from task work. */
+static int auto_timers(int rate)
 {
     int hz = tick_hz();
     return rate > 0 && hz > 0 && rate * 2 <= hz && timers_from_task_work();
@@ -626,7 +622,7 @@ int sig_prof_clock_choose(int want, int rate)
      * which cost nothing between samples; an event's timer is stopped and started at each
      * of its thread's context switches, which 64 threads passing the GIL around make 14,000
      * times a second (docs/perf.md, "Which clock"). */
-    if (want == PROF_CLOCK_AUTO && sig_prof_auto_timers(rate))
+    if (want == PROF_CLOCK_AUTO && auto_timers(rate))
         return 0;
     /* An event on the calling thread, never enabled: whether the kernel lets this process
      * count its own threads' time (perf_event_paranoid 2 or less, or CAP_PERFMON). User time

@@ -42,13 +42,10 @@ enum { PROF_CLOCK_AUTO, PROF_CLOCK_EVENTS, PROF_CLOCK_TIMERS };
 
 struct prof_slot;
 /* Before the slots are armed (loop thread, once per start): events when want is EVENTS, or AUTO
- * at a rate above what CPU timers serve (sig_prof_auto_timers), and the kernel lets this
+ * at a rate above half the kernel's tick rate (or where CPU timers are not run from task work), and the kernel lets this
  * process count its threads' task clock, else timers. 0, or -errno of perf_event_open (timers
  * chosen; the caller decides whether AUTO may fall back). */
 int sig_prof_clock_choose(int want, int rate);
-/* Whether AUTO takes CPU timers at this rate: at most half the kernel's tick rate (each period
- * spans two ticks: no expiration merged), where the kernel runs CPU timers from task work. */
-int sig_prof_auto_timers(int rate);
 /* This run's clock (PROF_CLOCK_EVENTS or TIMERS); *user_only: events count user time only
  * (kernel.perf_event_paranoid 2: a period ends only while the thread runs its own code). */
 int sig_prof_clock(int *user_only);
